@@ -1,0 +1,150 @@
+#include "checkpoint/safetensors.h"
+
+#include <simdjson.h>
+
+#include <cstring>
+
+#include "common/error.h"
+#include "common/file.h"
+
+namespace k3 {
+
+uint64_t TensorInfo::numel() const {
+  uint64_t n = 1;
+  for (uint64_t d : shape) n *= d;
+  return n;
+}
+
+std::string TensorInfo::shape_str() const {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+namespace {
+
+// Sanity bound on the JSON header: real K3 shards have ~600 KB headers.
+constexpr uint64_t kMaxHeaderBytes = 256ull << 20;
+
+[[noreturn]] void bad(const std::string& path, const std::string& what) {
+  throw Error(ExitCode::kBadModel, path + ": invalid safetensors header: " + what);
+}
+
+}  // namespace
+
+SafetensorsHeader parse_safetensors_header(const std::string& path, const std::string& json,
+                                           uint64_t file_size) {
+  SafetensorsHeader h;
+  h.path = path;
+  h.file_size = file_size;
+  h.data_start = 8 + json.size();
+  if (h.data_start > file_size) bad(path, "header is longer than the file");
+  const uint64_t data_bytes = file_size - h.data_start;
+
+  simdjson::dom::parser parser;
+  simdjson::padded_string padded(json);
+  simdjson::dom::element root;
+  if (parser.parse(padded).get(root)) bad(path, "the JSON header does not parse");
+  simdjson::dom::object obj;
+  if (root.get_object().get(obj)) bad(path, "the JSON header is not an object");
+
+  for (auto field : obj) {
+    std::string name(field.key);
+    if (name == "__metadata__") continue;
+    simdjson::dom::object t;
+    if (field.value.get_object().get(t)) bad(path, "tensor '" + name + "' is not an object");
+    std::string_view dtype_s;
+    simdjson::dom::array shape_a, offs_a;
+    if (t["dtype"].get_string().get(dtype_s) || t["shape"].get_array().get(shape_a) ||
+        t["data_offsets"].get_array().get(offs_a))
+      bad(path, "tensor '" + name + "' lacks dtype, shape or data_offsets");
+    TensorInfo ti;
+    ti.name = name;
+    if (!parse_dtype(std::string(dtype_s), &ti.dtype))
+      bad(path, "tensor '" + name + "' has unknown dtype '" + std::string(dtype_s) + "'");
+    for (auto d : shape_a) {
+      uint64_t v;
+      if (d.get_uint64().get(v)) bad(path, "tensor '" + name + "' has a non-integer shape");
+      ti.shape.push_back(v);
+    }
+    std::vector<uint64_t> offs;
+    for (auto o : offs_a) {
+      uint64_t v;
+      if (o.get_uint64().get(v)) bad(path, "tensor '" + name + "' has a non-integer data offset");
+      offs.push_back(v);
+    }
+    if (offs.size() != 2 || offs[0] > offs[1])
+      bad(path, "tensor '" + name + "' has malformed data_offsets");
+    // numel * size with overflow check
+    unsigned __int128 want = dtype_size(ti.dtype);
+    for (uint64_t d : ti.shape) want *= d;
+    ti.nbytes = offs[1] - offs[0];
+    if (want != ti.nbytes)
+      bad(path, "tensor '" + name + "' " + ti.shape_str() + " " + dtype_name(ti.dtype) + " needs " +
+                    std::to_string(static_cast<uint64_t>(want)) + " bytes but data_offsets span " +
+                    std::to_string(ti.nbytes));
+    if (offs[1] > data_bytes)
+      bad(path, "tensor '" + name + "' ends at data offset " + std::to_string(offs[1]) +
+                    " past the end of the file (" + std::to_string(data_bytes) +
+                    " data bytes): the shard is truncated or the header is corrupt");
+    ti.offset = h.data_start + offs[0];
+    h.tensors.emplace(name, std::move(ti));
+  }
+  return h;
+}
+
+SafetensorsHeader read_safetensors_header(const std::string& path) {
+  File f = File::open_read(path);
+  uint64_t size = f.size();
+  if (size < 8) bad(path, "file is " + std::to_string(size) + " bytes, shorter than the 8-byte length");
+  unsigned char len_bytes[8];
+  f.pread_exact(len_bytes, 8, 0);
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | len_bytes[i];
+  if (n > kMaxHeaderBytes || n > size - 8)
+    bad(path, "header length " + std::to_string(n) + " exceeds the file size " + std::to_string(size));
+  std::string json(n, '\0');
+  f.pread_exact(json.data(), n, 8);
+  return parse_safetensors_header(path, json, size);
+}
+
+namespace {
+void json_escape_into(std::string& out, const std::string& s) {
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+}
+}  // namespace
+
+std::string make_safetensors_header(const std::vector<TensorToWrite>& tensors) {
+  std::string json = "{";
+  uint64_t off = 0;
+  bool first = true;
+  for (const TensorToWrite& t : tensors) {
+    if (!first) json += ",";
+    first = false;
+    json += "\"";
+    json_escape_into(json, t.name);
+    json += "\":{\"dtype\":\"";
+    json += dtype_name(t.dtype);
+    json += "\",\"shape\":[";
+    for (size_t i = 0; i < t.shape.size(); ++i) {
+      if (i) json += ",";
+      json += std::to_string(t.shape[i]);
+    }
+    json += "],\"data_offsets\":[" + std::to_string(off) + "," + std::to_string(off + t.nbytes) + "]}";
+    off += t.nbytes;
+  }
+  json += "}";
+  while (json.size() % 8) json += ' ';
+  std::string out(8, '\0');
+  uint64_t n = json.size();
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((n >> (8 * i)) & 0xff);
+  return out + json;
+}
+
+}  // namespace k3

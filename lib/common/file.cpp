@@ -1,0 +1,129 @@
+#include "common/file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "common/error.h"
+
+namespace k3 {
+
+File File::open_read(const std::string& path, bool direct) {
+  int flags = O_RDONLY | O_CLOEXEC;
+  if (direct) flags |= O_DIRECT;
+  int fd = ::open(path.c_str(), flags);
+  if (fd < 0) {
+    int e = errno;
+    if (e == ENOENT)
+      throw Error(ExitCode::kBadModel, path + ": file not found");
+    throw Error(ExitCode::kIo, path + ": cannot open: " + std::strerror(e));
+  }
+  File f;
+  f.fd_ = fd;
+  f.direct_ = direct;
+  f.path_ = path;
+  return f;
+}
+
+File::File(File&& o) noexcept : fd_(o.fd_), direct_(o.direct_), path_(std::move(o.path_)) {
+  o.fd_ = -1;
+}
+
+File& File::operator=(File&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = o.fd_;
+    direct_ = o.direct_;
+    path_ = std::move(o.path_);
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+File::~File() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+uint64_t File::size() const {
+  struct stat st;
+  if (::fstat(fd_, &st) != 0)
+    throw Error(ExitCode::kIo, path_ + ": cannot stat: " + std::strerror(errno));
+  return static_cast<uint64_t>(st.st_size);
+}
+
+void File::pread_exact(void* dst, size_t n, uint64_t offset) const {
+  char* p = static_cast<char*>(dst);
+  size_t done = 0;
+  while (done < n) {
+    ssize_t r = ::pread(fd_, p + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw Error(ExitCode::kIo, path_ + ": read of " + std::to_string(n) + " bytes at offset " +
+                                     std::to_string(offset) + " failed: " + std::strerror(errno));
+    }
+    if (r == 0)
+      throw Error(ExitCode::kIo, path_ + ": file ends at " + std::to_string(offset + done) +
+                                     " but " + std::to_string(n) + " bytes were expected at offset " +
+                                     std::to_string(offset) + " (truncated file?)");
+    done += static_cast<size_t>(r);
+  }
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    if (!file_exists(path)) throw Error(ExitCode::kBadModel, path + ": file not found");
+    throw Error(ExitCode::kIo, path + ": cannot open: " + std::strerror(errno));
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw Error(ExitCode::kIo, path + ": read failed");
+  return ss.str();
+}
+
+bool file_exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string path_join(const std::string& dir, const std::string& name) {
+  if (dir.empty()) return name;
+  if (dir.back() == '/') return dir + name;
+  return dir + "/" + name;
+}
+
+void write_file_atomic(const std::string& path, const void* data, size_t n) {
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(ExitCode::kIo, tmp + ": cannot create: " + std::strerror(errno));
+  const char* p = static_cast<const char*>(data);
+  size_t done = 0;
+  while (done < n) {
+    ssize_t w = ::write(fd, p + done, n - done);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw Error(ExitCode::kIo, path + ": write failed: " + std::strerror(e));
+    }
+    done += static_cast<size_t>(w);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    throw Error(ExitCode::kIo, path + ": write failed: " + std::strerror(e));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    throw Error(ExitCode::kIo, path + ": rename failed: " + std::strerror(e));
+  }
+}
+
+}  // namespace k3

@@ -1,0 +1,47 @@
+// Plain POSIX file access with errors that name the file.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace k3 {
+
+// An open file descriptor, closed on destruction.
+class File {
+ public:
+  File() = default;
+  // Opens for reading; throws k3::Error(kBadModel or kIo) naming `path`.
+  static File open_read(const std::string& path, bool direct = false);
+  File(File&& other) noexcept;
+  File& operator=(File&& other) noexcept;
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
+  ~File();
+
+  int fd() const { return fd_; }
+  const std::string& path() const { return path_; }
+  uint64_t size() const;  // current size (fstat)
+  bool is_direct() const { return direct_; }
+
+  // Reads exactly n bytes at offset, or throws naming the file and offset
+  // (a short read means the file is shorter than its header promised).
+  void pread_exact(void* dst, size_t n, uint64_t offset) const;
+
+ private:
+  int fd_ = -1;
+  bool direct_ = false;
+  std::string path_;
+};
+
+// Whole-file helpers for small files (configs, JSON).
+std::string read_text_file(const std::string& path);
+bool file_exists(const std::string& path);
+std::string path_join(const std::string& dir, const std::string& name);
+
+// Writes `data` to `path` atomically: a temporary file in the same directory,
+// fsync, then rename. A failure leaves any previous `path` untouched.
+void write_file_atomic(const std::string& path, const void* data, size_t n);
+
+}  // namespace k3

@@ -1,0 +1,49 @@
+// Matrix products with FP32 accumulation over BF16 and MXFP4 weights.
+//
+// Y[t, r] = sum_c W[r, c] * X[t, c] for t < n tokens, r < rows.
+// W is row-major [rows, cols]; X is [n, cols] FP32 row-major; Y is [n, rows].
+//
+// Determinism contract (the engine's bit-identity rests on it):
+//  * Y[t, r] depends only on row r of W and row t of X: the summation order
+//    is fixed by `cols` and the SIMD target alone, never by n, by which other
+//    rows or tokens are in the call, or by the thread count/partition.
+//  * So a token's result is bit-identical whether it is computed alone
+//    (decode) or in a batch (prefill), and for any --threads.
+// The batched form reads each weight row once for all n tokens (prefill reads
+// every weight matrix once per batch).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace k3 {
+
+class ThreadPool;
+
+namespace kernels {
+
+// BF16 weights (raw uint16 bit patterns).
+void matmul_bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y,
+                 ThreadPool* pool);
+
+// MXFP4 weights (compressed-tensors mxfp4-pack-quantized): packed is
+// [rows, cols/2] (low nibble = even column), scales is [rows, cols/32] E8M0.
+// cols must be a multiple of 32. Scale bytes must have been validated (< 254).
+void matmul_mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols,
+                  const float* X, size_t n, float* Y, ThreadPool* pool);
+
+// FP32 weights (small tensors, tests).
+void matmul_f32(const float* W, size_t rows, size_t cols, const float* X, size_t n, float* Y,
+                ThreadPool* pool);
+
+// Scalar references: plain loops, used by tests to check the SIMD paths.
+void matmul_bf16_scalar(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n,
+                        float* Y);
+void matmul_mxfp4_scalar(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols,
+                         const float* X, size_t n, float* Y);
+
+// The SIMD target chosen at run time ("AVX3", "AVX2", "SSE4", "EMU128", ...).
+const char* kernel_target_name();
+
+}  // namespace kernels
+}  // namespace k3

@@ -1,0 +1,31 @@
+// A fixed pool of worker threads for data-parallel loops.
+//
+// parallel_for splits [0, n) into contiguous chunks, one per call to fn. The
+// split may depend on the thread count; callers must make each index's result
+// independent of which chunk computed it (see kernels/matmul.h), which keeps
+// output bit-identical for every --threads.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+
+namespace k3 {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int threads);  // threads <= 0: all online cores
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const;
+  // Calls fn(begin, end) over disjoint chunks covering [0, n); blocks until done.
+  // `grain` is the minimum chunk size worth a thread.
+  void parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn);
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+}  // namespace k3

@@ -1,0 +1,45 @@
+// Where the model's weights come from during a forward step.
+//
+// The forward pass asks for weights in the order it uses them and releases
+// them when done, so an implementation is free to keep everything resident
+// (ResidentWeights), pin part of the trunk and stream the rest, or cache
+// routed experts in an LRU arena. Whatever it does, the bytes delivered are
+// the checkpoint's bytes, so the output never depends on the implementation.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "model/weights.h"
+
+namespace k3 {
+
+class WeightSource {
+ public:
+  virtual ~WeightSource() = default;
+
+  // FP32 embedding rows for `n` token ids into out[n, hidden]. Ids were
+  // validated against vocab_size by the caller.
+  virtual void embed(const int32_t* ids, size_t n, float* out) = 0;
+
+  // Trunk weights of layer i, valid until release_layer(i). A streaming
+  // source may start reading layer i+1 in the background here.
+  virtual const LayerWeights& acquire_layer(int layer) = 0;
+  virtual void release_layer(int layer) = 0;
+
+  // Routed experts of a MoE layer. Calls on_ready(k, w) once for every
+  // experts[k] (the weights are valid during the call only), in whatever
+  // order their bytes become available, and returns when all were delivered.
+  // Callers must not let the arrival order affect results: compute each
+  // expert into its own buffer and combine in a fixed order afterwards.
+  virtual void for_each_expert(int layer, const std::vector<int>& experts,
+                               const std::function<void(size_t k, const ExpertWeights& w)>& on_ready) = 0;
+
+  // Final norm, output AttnRes and lm_head, valid until release_head().
+  virtual const HeadWeights& acquire_head() = 0;
+  virtual void release_head() = 0;
+};
+
+}  // namespace k3

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs everything k3 needs to build and test, from Debian's packages.
+# Usage: scripts/install-deps.sh   (as root, or with sudo available)
+set -euo pipefail
+packages=(
+  cmake g++ make pkg-config python3
+  libcli11-dev libsimdjson-dev libxxhash-dev libgtest-dev libhwy-dev
+  libpcre2-dev libicu-dev libcurl4-openssl-dev libssl-dev
+  fio
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

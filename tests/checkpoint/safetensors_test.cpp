@@ -1,0 +1,108 @@
+// The safetensors header reader and the checkpoint index, on the bundled
+// tiny checkpoint and on deliberately damaged copies of its shards.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <unistd.h>
+
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/safetensors.h"
+#include "common/error.h"
+
+namespace fs = std::filesystem;
+using k3::Checkpoint;
+using k3::Error;
+using k3::ExitCode;
+
+namespace {
+const std::string kTiny = std::string(K3_TEST_DATA) + "/k3-tiny";
+
+fs::path copy_tiny(const std::string& tag) {
+  fs::path dst = fs::temp_directory_path() / ("k3-st-" + tag + "-" + std::to_string(::getpid()));
+  fs::remove_all(dst);
+  fs::copy(kTiny, dst);
+  for (auto& e : fs::directory_iterator(dst)) fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
+  return dst;
+}
+
+std::string error_of(const std::function<void()>& f, ExitCode* code = nullptr) {
+  try {
+    f();
+  } catch (const Error& e) {
+    if (code) *code = e.code();
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(Checkpoint, OpensTinyAndFindsEveryIndexedTensor) {
+  Checkpoint c = Checkpoint::open(kTiny);
+  EXPECT_EQ(c.shards().size(), 5u);
+  EXPECT_EQ(c.index_total_size(), 4473280u);
+  const auto& emb = c.at("language_model.model.embed_tokens.weight");
+  EXPECT_EQ(emb.info->dtype, k3::DType::kBF16);
+  ASSERT_EQ(emb.info->shape.size(), 2u);
+  EXPECT_EQ(emb.info->shape[0], 8448u);
+  EXPECT_EQ(emb.info->shape[1], 64u);
+  uint64_t sum = 0;
+  for (auto& [name, loc] : c.tensors()) sum += loc.info->nbytes;
+  EXPECT_EQ(sum, c.index_total_size());
+  EXPECT_EQ(c.find("no.such.tensor"), nullptr);
+}
+
+TEST(Checkpoint, TruncatedShardIsRejectedNamingTheTensor) {
+  fs::path d = copy_tiny("trunc");
+  fs::path shard = d / "model-00003-of-00005.safetensors";
+  fs::resize_file(shard, fs::file_size(shard) - 100);
+  ExitCode code{};
+  std::string msg = error_of([&] { Checkpoint::open(d.string()); }, &code);
+  EXPECT_EQ(code, ExitCode::kBadModel);
+  EXPECT_NE(msg.find("model-00003-of-00005.safetensors"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("past the end of the file"), std::string::npos) << msg;
+  fs::remove_all(d);
+}
+
+TEST(Checkpoint, HeaderLengthPastFileIsRejected) {
+  fs::path d = copy_tiny("hdr");
+  fs::path shard = d / "model-00002-of-00005.safetensors";
+  {
+    std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
+    unsigned char big[8] = {0xff, 0xff, 0xff, 0x7f, 0, 0, 0, 0};
+    f.write(reinterpret_cast<char*>(big), 8);
+  }
+  std::string msg = error_of([&] { Checkpoint::open(d.string()); });
+  EXPECT_NE(msg.find("exceeds the file size"), std::string::npos) << msg;
+  fs::remove_all(d);
+}
+
+TEST(Checkpoint, MissingShardIsRejected) {
+  fs::path d = copy_tiny("missing");
+  fs::remove(d / "model-00004-of-00005.safetensors");
+  std::string msg = error_of([&] { Checkpoint::open(d.string()); });
+  EXPECT_NE(msg.find("model-00004-of-00005.safetensors"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("missing"), std::string::npos) << msg;
+  fs::remove_all(d);
+}
+
+TEST(Safetensors, SizeMismatchAndUnknownDtypeAreRejected) {
+  std::string msg = error_of([] {
+    k3::parse_safetensors_header("x", R"({"a":{"dtype":"BF16","shape":[2,3],"data_offsets":[0,10]}})", 1000);
+  });
+  EXPECT_NE(msg.find("needs 12 bytes"), std::string::npos) << msg;
+  msg = error_of([] {
+    k3::parse_safetensors_header("x", R"({"a":{"dtype":"Q4","shape":[2],"data_offsets":[0,2]}})", 1000);
+  });
+  EXPECT_NE(msg.find("unknown dtype 'Q4'"), std::string::npos) << msg;
+}
+
+TEST(Safetensors, WriterRoundTrips) {
+  std::string h = k3::make_safetensors_header(
+      {{"x", k3::DType::kF32, {3, 5}, 60}, {"y", k3::DType::kU8, {7}, 7}});
+  ASSERT_EQ(h.size() % 8, 0u);
+  auto parsed = k3::parse_safetensors_header("mem", h.substr(8), h.size() + 67);
+  EXPECT_EQ(parsed.tensors.at("y").offset, h.size() + 60);
+  EXPECT_EQ(parsed.tensors.at("x").shape_str(), "[3, 5]");
+}
