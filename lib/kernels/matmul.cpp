@@ -1,106 +1,399 @@
-#include "kernels/matmul.h"
+// SIMD matrix products (Highway, compiled once per x86 target and chosen at
+// run time with HWY_DYNAMIC_DISPATCH).
+//
+// Shape of the computation, and why it keeps the determinism contract:
+//  * Each output Y[t, r] has ONE vector accumulator. Lane j of it sums the
+//    products of the columns that land in lane j, in increasing column order,
+//    with FMA; the lanes are then reduced by SumOfLanes. That sequence depends
+//    on cols and the target only.
+//  * Speed comes from computing a tile of R rows x T tokens at once: R*T
+//    independent FMA chains, and each weight vector loaded/decoded once per
+//    tile and reused for T tokens. Tile sizes change only which accumulators
+//    run side by side, never the sequence inside one, so any n, any token
+//    grouping and any row partition (thread count) give the same bits.
+//  * Column tails (BF16/F32 with cols % lanes != 0) go through a zero-padded
+//    last vector; X is copied once per call into a padded layout.
+//  * MXFP4: X is permuted once per call so that within each 32-column group
+//    the even columns come first, then the odd ones. The low nibbles of a
+//    group's 16 packed bytes then line up with the first 16 X values and the
+//    high nibbles with the last 16, so no nibble interleaving is needed.
+//    Decoded weights are exactly code * 2^(s-127), as in the scalar path.
 
-#include "kernels/bf16.h"
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/matmul.h"
 #include "kernels/mxfp4.h"
 #include "kernels/thread_pool.h"
 
-namespace k3::kernels {
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/matmul.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
 
+#ifndef K3_KERNELS_MATMUL_SHARED
+#define K3_KERNELS_MATMUL_SHARED
+namespace k3::kernels {
 namespace {
 
-// Rows per parallel_for chunk below which threading costs more than it saves.
-size_t row_grain(size_t cols, size_t n) {
-  const size_t work_per_row = cols * (n > 0 ? n : 1);
-  const size_t target = 1 << 16;  // ~64k multiply-adds per chunk at least
-  return work_per_row >= target ? 1 : target / work_per_row;
+// Rows per parallel_for chunk so that a chunk carries enough work to be worth
+// waking a thread (about 256k weight-or-FMA units).
+size_t row_grain(size_t cols, size_t n, size_t tile_rows) {
+  const size_t work_per_row = cols * (2 + n);
+  const size_t target = size_t{1} << 18;
+  const size_t rows = std::max<size_t>(1, target / std::max<size_t>(1, work_per_row));
+  return (rows + tile_rows - 1) / tile_rows;  // in tiles
 }
 
-template <typename RowFn>
-void for_rows(size_t rows, size_t cols, size_t n, ThreadPool* pool, const RowFn& fn) {
-  if (pool == nullptr) {
-    fn(0, rows);
-    return;
+// Per-thread scratch for the padded/permuted copy of X (reused across calls).
+std::vector<float>& x_scratch() {
+  thread_local std::vector<float> buf;
+  return buf;
+}
+
+// 2^(s-128) for every scale byte: the MXFP4 SIMD paths that decode codes to
+// the integers 2*E2M1 multiply by half the group scale. Entry 0 is 2^-128
+// (subnormal), exact; products with the small integers 2*E2M1 are exact too.
+struct HalfScaleTable {
+  float v[256];
+  HalfScaleTable() {
+    for (int s = 0; s < 256; ++s) v[s] = mxfp4_scale_value(static_cast<uint8_t>(s)) * 0.5f;
   }
-  pool->parallel_for(rows, row_grain(cols, n), fn);
+};
+const HalfScaleTable& half_scales() {
+  static const HalfScaleTable t;
+  return t;
+}
+struct ScaleTable {
+  float v[256];
+  ScaleTable() {
+    for (int s = 0; s < 256; ++s) v[s] = mxfp4_scale_value(static_cast<uint8_t>(s));
+  }
+};
+const ScaleTable& scales_table() {
+  static const ScaleTable t;
+  return t;
 }
 
-void bf16_rows(const uint16_t* W, size_t r0, size_t r1, size_t rows, size_t cols, const float* X,
-               size_t n, float* Y) {
-  for (size_t r = r0; r < r1; ++r) {
-    const uint16_t* w = W + r * cols;
-    for (size_t t = 0; t < n; ++t) {
-      const float* x = X + t * cols;
-      float acc = 0.0f;
-      for (size_t c = 0; c < cols; ++c) acc += bf16_to_f32(w[c]) * x[c];
-      Y[t * rows + r] = acc;
+}  // namespace
+}  // namespace k3::kernels
+#endif  // K3_KERNELS_MATMUL_SHARED
+
+HWY_BEFORE_NAMESPACE();
+namespace k3::kernels {
+namespace HWY_NAMESPACE {
+namespace {
+
+namespace hn = hwy::HWY_NAMESPACE;
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+constexpr size_t kLanes = hn::MaxLanes(DF());
+// 32 vector registers on AVX-512, 16 on AVX2/SSE4: the tile must fit.
+constexpr bool kWide = kLanes >= 16;
+
+// ---- Weight sources: decode block b of a row into kVecs float vectors. ----
+
+struct F32Source {
+  static constexpr size_t kVecs = 1;
+  const float* W;
+  size_t cols;
+  struct Row {
+    const float* w;
+    HWY_ALIGN float tail[kLanes];
+  };
+  void init_row(size_t r, Row* row) const {
+    row->w = W + r * cols;
+    const size_t full = cols / kLanes * kLanes;
+    std::fill(row->tail, row->tail + kLanes, 0.0f);
+    std::copy(row->w + full, row->w + cols, row->tail);
+  }
+  HWY_INLINE void decode(const Row& row, size_t b, VF* out) const {
+    out[0] = hn::LoadU(DF(), row.w + b * kLanes);
+  }
+  HWY_INLINE void decode_tail(const Row& row, VF* out) const { out[0] = hn::Load(DF(), row.tail); }
+};
+
+struct Bf16Source {
+  static constexpr size_t kVecs = 1;
+  const uint16_t* W;
+  size_t cols;
+  struct Row {
+    const uint16_t* w;
+    HWY_ALIGN uint16_t tail[kLanes];
+  };
+  void init_row(size_t r, Row* row) const {
+    row->w = W + r * cols;
+    const size_t full = cols / kLanes * kLanes;
+    std::fill(row->tail, row->tail + kLanes, uint16_t{0});
+    std::copy(row->w + full, row->w + cols, row->tail);
+  }
+  static HWY_INLINE VF widen(const uint16_t* p) {
+    // BF16 -> FP32 is a 16-bit left shift of the bit pattern.
+    const hn::RebindToUnsigned<DF> du32;
+    const hn::Rebind<uint16_t, DF> du16;
+    return hn::BitCast(DF(), hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, p))));
+  }
+  HWY_INLINE void decode(const Row& row, size_t b, VF* out) const {
+    out[0] = widen(row.w + b * kLanes);
+  }
+  HWY_INLINE void decode_tail(const Row& row, VF* out) const { out[0] = widen(row.tail); }
+};
+
+// One 32-column group per block. X is permuted (evens, then odds).
+struct Mxfp4Source {
+  static constexpr size_t kVecs = 32 / kLanes;
+  const uint8_t* packed;
+  const uint8_t* scales;
+  size_t cols;
+  const float* scale_of;       // 2^(s-127) for each byte s
+  const float* half_scale_of;  // 2^(s-128)
+  struct Row {
+    const uint8_t* p;
+    const uint8_t* s;
+  };
+  void init_row(size_t r, Row* row) const {
+    row->p = packed + r * (cols / 2);
+    row->s = scales + r * (cols / 32);
+  }
+  HWY_INLINE void decode(const Row& row, size_t g, VF* out) const {
+#if HWY_TARGET != HWY_SCALAR
+    if constexpr (kLanes == 16) {
+      const DF d;
+      // 16 float lanes hold the whole 16-entry code table: scale the table
+      // (exact: powers of two) and look codes up with one permute each.
+      HWY_ALIGN static const float kCodes[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,
+                                                    4.0f,  6.0f,  -0.0f, -0.5f, -1.0f, -1.5f,
+                                                    -2.0f, -3.0f, -4.0f, -6.0f};
+      const hn::RebindToUnsigned<DF> du32;
+      const hn::Rebind<uint8_t, DF> du8;
+      const VF table =
+          hn::Mul(hn::Load(d, kCodes), hn::Set(d, scale_of[row.s[g]]));
+      const auto bytes = hn::PromoteTo(du32, hn::LoadU(du8, row.p + g * 16));
+      const auto lo = hn::And(bytes, hn::Set(du32, 15u));
+      const auto hi = hn::ShiftRight<4>(bytes);
+      out[0] = hn::TableLookupLanes(table, hn::IndicesFromVec(d, lo));
+      out[1] = hn::TableLookupLanes(table, hn::IndicesFromVec(d, hi));
+      return;
+    }
+#endif
+    decode_narrow(row, g, out);
+  }
+
+  // Narrower targets: byte shuffle (16-entry int8 table of 2*E2M1) for all
+  // 32 codes of the group, then widen to float and multiply by scale/2.
+  HWY_INLINE void decode_narrow(const Row& row, size_t g, VF* out) const {
+    const DF d;
+    HWY_ALIGN int8_t codes[32];
+#if HWY_TARGET == HWY_SCALAR
+    static const int8_t kTwice[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+    for (size_t i = 0; i < 16; ++i) {
+      codes[i] = kTwice[row.p[g * 16 + i] & 15];
+      codes[16 + i] = kTwice[row.p[g * 16 + i] >> 4];
+    }
+#else
+    const hn::Full128<uint8_t> d8;
+    const hn::Full128<int8_t> di8;
+    HWY_ALIGN static const int8_t kTwice[16] = {0,  1,  2,  3,  4,  6,  8,  12,
+                                                0, -1, -2, -3, -4, -6, -8, -12};
+    const auto table = hn::Load(di8, kTwice);
+    const auto bytes = hn::LoadU(d8, row.p + g * 16);
+    const auto lo = hn::BitCast(di8, hn::And(bytes, hn::Set(d8, uint8_t{15})));
+    const auto hi = hn::BitCast(di8, hn::ShiftRight<4>(bytes));
+    hn::Store(hn::TableLookupBytes(table, lo), di8, codes);
+    hn::Store(hn::TableLookupBytes(table, hi), di8, codes + 16);
+#endif
+    const hn::Rebind<int8_t, DF> di8n;
+    const hn::RebindToSigned<DF> di32;
+    const VF half_scale = hn::Set(d, half_scale_of[row.s[g]]);
+    for (size_t v = 0; v < kVecs; ++v) {
+      const VF w = hn::ConvertTo(d, hn::PromoteTo(di32, hn::LoadU(di8n, codes + v * kLanes)));
+      out[v] = hn::Mul(w, half_scale);
     }
   }
-}
+};
 
-void mxfp4_rows(const uint8_t* packed, const uint8_t* scales, size_t r0, size_t r1, size_t rows,
-                size_t cols, const float* X, size_t n, float* Y) {
-  const size_t groups = cols / kMxfp4Group;
-  for (size_t r = r0; r < r1; ++r) {
-    const uint8_t* p = packed + r * (cols / 2);
-    const uint8_t* s = scales + r * groups;
-    for (size_t t = 0; t < n; ++t) {
-      const float* x = X + t * cols;
-      float acc = 0.0f;
-      for (size_t c = 0; c < cols; c += 2) {
-        const float scale = mxfp4_scale_value(s[c / kMxfp4Group]);
-        const uint8_t b = p[c / 2];
-        acc += kMxfp4CodeValues[b & 15] * scale * x[c];
-        acc += kMxfp4CodeValues[b >> 4] * scale * x[c + 1];
+template <class Source>
+constexpr bool kHasColumnTail = !std::is_same_v<Source, Mxfp4Source>;
+
+// ---- The tile: R rows x T tokens. ----
+//
+// X rows are xstride floats apart; blocks is the number of full blocks
+// (kVecs vectors each); tail says whether one padded vector follows.
+template <size_t R, size_t T, class Source>
+HWY_NOINLINE void tile(const Source& src, size_t r0, size_t rows, const float* X, size_t xstride,
+                       size_t t0, size_t blocks, bool tail, float* Y) {
+  constexpr size_t kV = Source::kVecs;
+  const DF d;
+  typename Source::Row row[R];
+  for (size_t r = 0; r < R; ++r) src.init_row(r0 + r, &row[r]);
+  const float* x[T];
+  for (size_t t = 0; t < T; ++t) x[t] = X + (t0 + t) * xstride;
+
+  VF acc[R][T];
+  for (size_t r = 0; r < R; ++r)
+    for (size_t t = 0; t < T; ++t) acc[r][t] = hn::Zero(d);
+
+  for (size_t b = 0; b < blocks; ++b) {
+    VF w[R][kV];
+    for (size_t r = 0; r < R; ++r) src.decode(row[r], b, w[r]);
+    for (size_t v = 0; v < kV; ++v) {
+      const size_t off = (b * kV + v) * kLanes;
+      for (size_t t = 0; t < T; ++t) {
+        const VF xv = hn::LoadU(d, x[t] + off);
+        for (size_t r = 0; r < R; ++r) acc[r][t] = hn::MulAdd(w[r][v], xv, acc[r][t]);
       }
-      Y[t * rows + r] = acc;
     }
+  }
+  if constexpr (kHasColumnTail<Source>) {
+    if (tail) {
+      const size_t off = blocks * kV * kLanes;
+      for (size_t r = 0; r < R; ++r) {
+        VF w;
+        src.decode_tail(row[r], &w);
+        for (size_t t = 0; t < T; ++t) acc[r][t] = hn::MulAdd(w, hn::LoadU(d, x[t] + off), acc[r][t]);
+      }
+    }
+  }
+  for (size_t t = 0; t < T; ++t)
+    for (size_t r = 0; r < R; ++r)
+      Y[(t0 + t) * rows + r0 + r] = hn::GetLane(hn::SumOfLanes(d, acc[r][t]));
+}
+
+// Largest tile sizes that keep accumulators and decoded weights in registers.
+template <class Source>
+struct TileShape {
+  static constexpr size_t kR = kWide ? 4 : 2;
+  static constexpr size_t kT = (kWide || Source::kVecs == 1) ? 4 : 2;
+};
+
+// Rows [tile_begin*R, ...) for all n tokens: tokens in blocks of kT (then 2,
+// then 1), rows in tiles of kR (then single rows).
+template <class Source>
+void rows_range(const Source& src, size_t tile_begin, size_t tile_end, size_t rows, const float* X,
+                size_t xstride, size_t n, size_t blocks, bool tail, float* Y) {
+  constexpr size_t kR = TileShape<Source>::kR, kT = TileShape<Source>::kT;
+  const size_t r_begin = tile_begin * kR, r_end = std::min(rows, tile_end * kR);
+  size_t r = r_begin;
+  for (; r + kR <= r_end; r += kR) {
+    size_t t = 0;
+    for (; t + kT <= n; t += kT) tile<kR, kT>(src, r, rows, X, xstride, t, blocks, tail, Y);
+    if constexpr (kT > 2) {
+      for (; t + 2 <= n; t += 2) tile<kR, 2>(src, r, rows, X, xstride, t, blocks, tail, Y);
+    }
+    for (; t < n; ++t) tile<kR, 1>(src, r, rows, X, xstride, t, blocks, tail, Y);
+  }
+  for (; r < r_end; ++r) {
+    size_t t = 0;
+    for (; t + kT <= n; t += kT) tile<1, kT>(src, r, rows, X, xstride, t, blocks, tail, Y);
+    for (; t < n; ++t) tile<1, 1>(src, r, rows, X, xstride, t, blocks, tail, Y);
   }
 }
 
-void f32_rows(const float* W, size_t r0, size_t r1, size_t rows, size_t cols, const float* X,
-              size_t n, float* Y) {
-  for (size_t r = r0; r < r1; ++r) {
-    const float* w = W + r * cols;
-    for (size_t t = 0; t < n; ++t) {
-      const float* x = X + t * cols;
-      float acc = 0.0f;
-      for (size_t c = 0; c < cols; ++c) acc += w[c] * x[c];
-      Y[t * rows + r] = acc;
-    }
+template <class Source>
+void run(const Source& src, size_t rows, const float* X, size_t xstride, size_t n, size_t blocks,
+         bool tail, float* Y, ThreadPool* pool) {
+  constexpr size_t kR = TileShape<Source>::kR;
+  const size_t tiles = (rows + kR - 1) / kR;
+  auto body = [&](size_t b, size_t e) {
+    rows_range(src, b, e, rows, X, xstride, n, blocks, tail, Y);
+  };
+  if (pool == nullptr) {
+    body(0, tiles);
+  } else {
+    pool->parallel_for(tiles, row_grain(src.cols, n, kR), body);
   }
+}
+
+// X with each row zero-padded to a whole number of vectors (only when needed).
+const float* padded_x(const float* X, size_t cols, size_t n, size_t* xstride) {
+  if (cols % kLanes == 0) {
+    *xstride = cols;
+    return X;
+  }
+  const size_t stride = (cols / kLanes + 1) * kLanes;
+  std::vector<float>& buf = x_scratch();
+  buf.assign(n * stride, 0.0f);
+  for (size_t t = 0; t < n; ++t) std::copy(X + t * cols, X + (t + 1) * cols, &buf[t * stride]);
+  *xstride = stride;
+  return buf.data();
 }
 
 }  // namespace
 
-void matmul_bf16_scalar(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n,
-                        float* Y) {
-  bf16_rows(W, 0, rows, rows, cols, X, n, Y);
+void MatmulBf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y,
+                ThreadPool* pool) {
+  size_t xstride;
+  const float* xp = padded_x(X, cols, n, &xstride);
+  const Bf16Source src{W, cols};
+  run(src, rows, xp, xstride, n, cols / kLanes, cols % kLanes != 0, Y, pool);
 }
 
-void matmul_mxfp4_scalar(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols,
-                         const float* X, size_t n, float* Y) {
-  mxfp4_rows(packed, scales, 0, rows, rows, cols, X, n, Y);
+void MatmulF32(const float* W, size_t rows, size_t cols, const float* X, size_t n, float* Y,
+               ThreadPool* pool) {
+  size_t xstride;
+  const float* xp = padded_x(X, cols, n, &xstride);
+  const F32Source src{W, cols};
+  run(src, rows, xp, xstride, n, cols / kLanes, cols % kLanes != 0, Y, pool);
 }
+
+void MatmulMxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols,
+                 const float* X, size_t n, float* Y, ThreadPool* pool) {
+  // Permute X: per 32-column group, even columns then odd columns.
+  std::vector<float>& buf = x_scratch();
+  buf.resize(n * cols);
+  for (size_t t = 0; t < n; ++t) {
+    const float* x = X + t * cols;
+    float* o = &buf[t * cols];
+    for (size_t g = 0; g < cols; g += 32) {
+      for (size_t i = 0; i < 16; ++i) {
+        o[g + i] = x[g + 2 * i];
+        o[g + 16 + i] = x[g + 2 * i + 1];
+      }
+    }
+  }
+  const Mxfp4Source src{packed, scales, cols, scales_table().v, half_scales().v};
+  run(src, rows, buf.data(), cols, n, cols / 32, false, Y, pool);
+}
+
+int64_t CurrentTarget() { return HWY_TARGET; }
+
+// NOLINTNEXTLINE(google-readability-namespace-comments)
+}  // namespace HWY_NAMESPACE
+}  // namespace k3::kernels
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace k3::kernels {
+
+HWY_EXPORT(MatmulBf16);
+HWY_EXPORT(MatmulF32);
+HWY_EXPORT(MatmulMxfp4);
+HWY_EXPORT(CurrentTarget);
 
 void matmul_bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y,
                  ThreadPool* pool) {
-  for_rows(rows, cols, n, pool,
-           [&](size_t r0, size_t r1) { bf16_rows(W, r0, r1, rows, cols, X, n, Y); });
+  if (rows == 0 || n == 0) return;
+  HWY_DYNAMIC_DISPATCH(MatmulBf16)(W, rows, cols, X, n, Y, pool);
 }
 
 void matmul_mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols,
                   const float* X, size_t n, float* Y, ThreadPool* pool) {
-  for_rows(rows, cols, n, pool, [&](size_t r0, size_t r1) {
-    mxfp4_rows(packed, scales, r0, r1, rows, cols, X, n, Y);
-  });
+  if (rows == 0 || n == 0) return;
+  HWY_DYNAMIC_DISPATCH(MatmulMxfp4)(packed, scales, rows, cols, X, n, Y, pool);
 }
 
 void matmul_f32(const float* W, size_t rows, size_t cols, const float* X, size_t n, float* Y,
                 ThreadPool* pool) {
-  for_rows(rows, cols, n, pool,
-           [&](size_t r0, size_t r1) { f32_rows(W, r0, r1, rows, cols, X, n, Y); });
+  if (rows == 0 || n == 0) return;
+  HWY_DYNAMIC_DISPATCH(MatmulF32)(W, rows, cols, X, n, Y, pool);
 }
 
-const char* kernel_target_name() { return "scalar"; }
+const char* kernel_target_name() {
+  return hwy::TargetName(HWY_DYNAMIC_DISPATCH(CurrentTarget)());
+}
 
 }  // namespace k3::kernels
+#endif  // HWY_ONCE

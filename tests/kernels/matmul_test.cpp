@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <vector>
 
+#include "hwy/targets.h"
 #include "kernels/bf16.h"
 #include "kernels/mxfp4.h"
 #include "kernels/thread_pool.h"
@@ -103,6 +105,19 @@ void expect_same_bits(const std::vector<float>& a, const std::vector<float>& b, 
   ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << what;
 }
 
+// Runs body once per SIMD target compiled in and supported by this CPU, so
+// the AVX2/SSE4 paths are checked on an AVX-512 machine too.
+template <class Body>
+void for_each_target(const Body& body) {
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    ASSERT_STREQ(kernel_target_name(), hwy::TargetName(target));
+    SCOPED_TRACE(std::string("target ") + hwy::TargetName(target));
+    body();
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
 const size_t kRowsList[] = {1, 2, 3, 7, 16, 31, 67};
 const size_t kBf16Cols[] = {1, 3, 8, 15, 16, 17, 33, 64, 100, 255, 513};
 const size_t kMxfp4Cols[] = {32, 64, 96, 160, 512, 1056};
@@ -110,9 +125,13 @@ const size_t kMxfp4Cols[] = {32, 64, 96, 160, 512, 1056};
 TEST(Matmul, TargetName) {
   const std::string name = kernel_target_name();
   EXPECT_FALSE(name.empty());
+  std::printf("kernel target: %s; compiled and supported:", name.c_str());
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) std::printf(" %s", hwy::TargetName(target));
+  std::printf("\n");
 }
 
 TEST(Matmul, Bf16MatchesReferences) {
+  for_each_target([&] {
   std::mt19937 rng(1234);
   for (size_t rows : kRowsList) {
     for (size_t cols : kBf16Cols) {
@@ -131,9 +150,11 @@ TEST(Matmul, Bf16MatchesReferences) {
       expect_close(y, ys_d, mag, cols, "simd vs scalar");
     }
   }
+  });
 }
 
 TEST(Matmul, Mxfp4MatchesReferences) {
+  for_each_target([&] {
   std::mt19937 rng(99);
   for (size_t rows : kRowsList) {
     for (size_t cols : kMxfp4Cols) {
@@ -153,9 +174,11 @@ TEST(Matmul, Mxfp4MatchesReferences) {
       expect_close(y, ys_d, mag, cols, "simd vs scalar");
     }
   }
+  });
 }
 
 TEST(Matmul, Mxfp4ExtremeScalesAreExact) {
+  for_each_target([&] {
   // Scale 0 (2^-127, subnormal) and 253 (2^126): one nonzero code per row
   // and x = 1 make the product exact, so the result must equal the literal.
   const size_t cols = 64;
@@ -167,9 +190,11 @@ TEST(Matmul, Mxfp4ExtremeScalesAreExact) {
   matmul_mxfp4(p.data(), s, 2, cols, x.data(), 1, y.data(), nullptr);
   EXPECT_EQ(y[0], 2.938735877055719e-39f);   // 0.5 * 2^-127 = 2^-128
   EXPECT_EQ(y[1], -2.5521177519070385e38f);  // -3 * 2^126
+  });
 }
 
 TEST(Matmul, F32MatchesDouble) {
+  for_each_target([&] {
   std::mt19937 rng(7);
   for (size_t rows : kRowsList) {
     for (size_t cols : kBf16Cols) {
@@ -190,11 +215,13 @@ TEST(Matmul, F32MatchesDouble) {
       expect_close(y, yd, mag, cols, "f32 vs double");
     }
   }
+  });
 }
 
 // Batched result == each token alone, whatever the batch size and which
 // other tokens share the call; and == for every thread count.
 TEST(Matmul, BatchedAndThreadedAreBitIdentical) {
+  for_each_target([&] {
   std::mt19937 rng(4321);
   ThreadPool pools[] = {ThreadPool(1), ThreadPool(2), ThreadPool(3), ThreadPool(4)};
   const size_t shapes[][2] = {{67, 100}, {33, 1056}, {300, 64}, {5, 7}, {1, 4096}};
@@ -249,6 +276,7 @@ TEST(Matmul, BatchedAndThreadedAreBitIdentical) {
       }
     }
   }
+  });
 }
 
 }  // namespace

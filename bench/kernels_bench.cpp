@@ -1,0 +1,155 @@
+// k3-bench-kernels: speed of the matrix-vector kernels at real Kimi-K3 sizes,
+// as a fraction of the single-core memory read bandwidth measured in the same
+// run. Prints figures only; asserts nothing.
+//
+//   k3-bench-kernels [--reps N] [--threads "1 2"] [--quick]
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/bf16.h"
+#include "kernels/matmul.h"
+#include "kernels/thread_pool.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Single-core streaming read: sum of 64-bit words over a buffer far larger
+// than any cache, with several accumulators so the add chain is not the limit.
+double measure_read_bandwidth(size_t bytes, int reps) {
+  std::vector<uint64_t> buf(bytes / sizeof(uint64_t));
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = i * 0x9e3779b97f4a7c15ull;
+  std::vector<double> gbs;
+  volatile uint64_t sink = 0;
+  for (int rep = 0; rep < reps; ++rep) {
+    const auto t0 = Clock::now();
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    const uint64_t* p = buf.data();
+    const size_t n = buf.size() / 4 * 4;
+    for (size_t i = 0; i < n; i += 4) {
+      s0 += p[i];
+      s1 += p[i + 1];
+      s2 += p[i + 2];
+      s3 += p[i + 3];
+    }
+    sink = sink + s0 + s1 + s2 + s3;
+    gbs.push_back(static_cast<double>(n * sizeof(uint64_t)) / seconds_since(t0) / 1e9);
+  }
+  return median(gbs);
+}
+
+struct Shape {
+  const char* name;
+  bool mxfp4;
+  size_t rows, cols;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 9;
+  bool quick = false;
+  std::vector<int> thread_counts = {1, 2};
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--reps" && i + 1 < argc) {
+      reps = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--threads" && i + 1 < argc) {
+      thread_counts.clear();
+      for (char* s = argv[++i]; *s;) {
+        char* end;
+        const long v = std::strtol(s, &end, 10);
+        if (end == s) break;
+        thread_counts.push_back(static_cast<int>(v));
+        s = end;
+      }
+    } else if (a == "--quick") {
+      quick = true;
+    } else {
+      std::fprintf(stderr,
+                   "usage: k3-bench-kernels [--reps N] [--threads \"1 2\"] [--quick]\n"
+                   "  Times BF16/MXFP4 matvec (n=1 and n=16 tokens) at Kimi-K3 sizes and\n"
+                   "  compares the weight bytes/s with a single-core memory read.\n");
+      return 2;
+    }
+  }
+
+  std::printf("kernel target: %s\n", k3::kernels::kernel_target_name());
+  const size_t read_bytes = quick ? (size_t{256} << 20) : (size_t{1} << 30);
+  const double mem_gbs = measure_read_bandwidth(read_bytes, quick ? 3 : 5);
+  std::printf("single-core memory read (streaming sum over %zu MB): %.2f GB/s\n\n",
+              read_bytes >> 20, mem_gbs);
+
+  const std::vector<Shape> shapes = {
+      {"bf16 attn/o_proj 7168x7168", false, 7168, 7168},
+      {"bf16 lm_head slice 32768x7168", false, 32768, 7168},
+      {"mxfp4 expert w1/w3 3072x3584", true, 3072, 3584},
+      {"mxfp4 expert w2 3584x3072", true, 3584, 3072},
+  };
+
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  std::printf("%-32s %3s %3s %10s %9s %8s\n", "matrix", "n", "thr", "median ms", "weight GB/s",
+              "x mem");
+  for (const Shape& s : shapes) {
+    // Weights: random but valid (MXFP4 scale bytes in a normal range).
+    std::vector<uint16_t> wb;
+    std::vector<uint8_t> packed, scales;
+    size_t weight_bytes;
+    if (s.mxfp4) {
+      packed.resize(s.rows * s.cols / 2);
+      scales.resize(s.rows * s.cols / 32);
+      for (auto& b : packed) b = static_cast<uint8_t>(rng());
+      for (auto& b : scales) b = static_cast<uint8_t>(120 + rng() % 10);
+      weight_bytes = packed.size() + scales.size();
+    } else {
+      wb.resize(s.rows * s.cols);
+      for (auto& w : wb) w = k3::kernels::f32_to_bf16(uni(rng));
+      weight_bytes = wb.size() * 2;
+    }
+    for (size_t n : {size_t{1}, size_t{16}}) {
+      std::vector<float> x(n * s.cols), y(n * s.rows);
+      for (auto& v : x) v = uni(rng);
+      for (int threads : thread_counts) {
+        k3::ThreadPool pool(threads);
+        auto call = [&] {
+          if (s.mxfp4) {
+            k3::kernels::matmul_mxfp4(packed.data(), scales.data(), s.rows, s.cols, x.data(), n,
+                                      y.data(), &pool);
+          } else {
+            k3::kernels::matmul_bf16(wb.data(), s.rows, s.cols, x.data(), n, y.data(), &pool);
+          }
+        };
+        call();  // warm-up (page faults, scratch buffers)
+        std::vector<double> times;
+        for (int r = 0; r < reps; ++r) {
+          const auto t0 = Clock::now();
+          call();
+          times.push_back(seconds_since(t0));
+        }
+        const double t = median(times);
+        const double gbs = static_cast<double>(weight_bytes) / t / 1e9;
+        std::printf("%-32s %3zu %3d %10.3f %9.2f %8.2f\n", s.name, n, threads, t * 1e3, gbs,
+                    gbs / mem_gbs);
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}
