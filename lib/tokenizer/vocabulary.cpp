@@ -1,0 +1,231 @@
+#include "tokenizer/vocabulary.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+
+#include "common/error.h"
+#include "common/file.h"
+
+namespace k3 {
+
+namespace {
+
+[[noreturn]] void bad(const std::string& msg) { throw Error(ExitCode::kBadModel, msg); }
+
+// Standard base64 alphabet -> 6-bit value; 0xFF = not in the alphabet.
+struct Base64Table {
+  uint8_t v[256];
+  constexpr Base64Table() : v() {
+    for (int i = 0; i < 256; ++i) v[i] = 0xFF;
+    const char* a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (int i = 0; i < 64; ++i) v[static_cast<uint8_t>(a[i])] = static_cast<uint8_t>(i);
+  }
+};
+constexpr Base64Table kBase64;
+
+// Decodes padded base64 `in` and appends the bytes to out; false if malformed.
+bool base64_append(std::string_view in, std::string& out) {
+  size_t n = in.size();
+  if (n == 0 || n % 4 != 0) return false;
+  size_t pad = in[n - 1] == '=' ? (in[n - 2] == '=' ? 2 : 1) : 0;
+  const auto* p = reinterpret_cast<const uint8_t*>(in.data());
+  size_t full = (n - (pad ? 4 : 0)) / 4;
+  for (size_t q = 0; q < full; ++q, p += 4) {
+    uint8_t a = kBase64.v[p[0]], b = kBase64.v[p[1]], c = kBase64.v[p[2]], d = kBase64.v[p[3]];
+    if ((a | b | c | d) & 0xC0) return false;
+    uint32_t w = (uint32_t(a) << 18) | (uint32_t(b) << 12) | (uint32_t(c) << 6) | d;
+    char bytes[3] = {char(w >> 16), char(w >> 8), char(w)};
+    out.append(bytes, 3);
+  }
+  if (pad) {
+    uint8_t a = kBase64.v[p[0]], b = kBase64.v[p[1]];
+    uint8_t c = pad == 1 ? kBase64.v[p[2]] : 0;
+    if ((a | b | c) & 0xC0) return false;
+    uint32_t w = (uint32_t(a) << 18) | (uint32_t(b) << 12) | (uint32_t(c) << 6);
+    out.push_back(char(w >> 16));
+    if (pad == 1) out.push_back(char(w >> 8));
+  }
+  return true;
+}
+
+}  // namespace
+
+Vocabulary Vocabulary::load(const std::string& dir) {
+  if (!file_exists(dir)) bad(dir + ": tokenizer directory not found (give the model directory with --tok)");
+  std::string model_path = path_join(dir, "tiktoken.model");
+  std::string config_path = path_join(dir, "tokenizer_config.json");
+  std::string model = read_text_file(model_path);
+  std::string config = read_text_file(config_path);
+  return parse(model, config, model_path, config_path);
+}
+
+Vocabulary Vocabulary::parse(std::string_view text, std::string_view config,
+                             const std::string& model_name, const std::string& config_name) {
+  Vocabulary v;
+  // Every line is ~10 bytes of base64 + rank for ~6 token bytes.
+  v.blob_.reserve(text.size() / 2);
+  v.offsets_.reserve(text.size() / 10 + 2);
+  v.offsets_.push_back(0);
+  v.init_index(static_cast<uint64_t>(std::count(text.begin(), text.end(), '\n')) + 1);
+
+  size_t pos = 0;
+  uint64_t line_no = 0;
+  while (pos < text.size()) {
+    ++line_no;
+    size_t eol = text.find('\n', pos);
+    if (eol == std::string_view::npos) eol = text.size();
+    std::string_view line = text.substr(pos, eol - pos);
+    pos = eol + 1;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) continue;  // the reference skips blank lines too
+    auto where = [&] { return model_name + " line " + std::to_string(line_no) + ": "; };
+    size_t sp = line.find(' ');
+    if (sp == std::string_view::npos || line.find(' ', sp + 1) != std::string_view::npos)
+      bad(where() + "expected \"<base64 bytes> <rank>\"");
+    std::string_view b64 = line.substr(0, sp), num = line.substr(sp + 1);
+    uint64_t rank = 0;
+    auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), rank);
+    if (ec != std::errc() || end != num.data() + num.size() || num.empty())
+      bad(where() + "rank \"" + std::string(num) + "\" is not a non-negative integer");
+    uint64_t expected = v.offsets_.size() - 1;
+    if (rank < expected) bad(where() + "duplicate rank " + std::to_string(rank) + " (ranks must be 0, 1, 2, ... in order)");
+    if (rank > expected)
+      bad(where() + "rank " + std::to_string(rank) + " leaves a gap: expected rank " + std::to_string(expected));
+    if (rank >= 0xFFFFFFFFull - kNumSpecialTokens) bad(where() + "too many ranks");
+    if (!base64_append(b64, v.blob_)) bad(where() + "\"" + std::string(b64) + "\" is not valid base64 token bytes");
+    if (v.blob_.size() > 0xFFFFFFF0ull) bad(where() + "token bytes exceed 4 GiB");
+    v.offsets_.push_back(static_cast<uint32_t>(v.blob_.size()));
+    TokenId same = v.insert(static_cast<uint32_t>(rank));
+    if (same != kNoToken) bad(where() + "rank " + std::to_string(rank) + " has the same bytes as rank " + std::to_string(same));
+  }
+  v.num_ranks_ = static_cast<uint32_t>(v.offsets_.size() - 1);
+  if (v.num_ranks_ == 0) bad(model_name + ": no tokens (empty file?)");
+
+  // Byte-level BPE starts from single bytes, so every byte must be a token.
+  for (int b = 0; b < 256; ++b) {
+    char c = static_cast<char>(b);
+    if (v.rank(&c, 1) == kNoToken) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02X", b);
+      bad(model_name + ": the single byte " + hex + " is not a token (byte-level BPE needs all 256)");
+    }
+  }
+
+  // Special names. On-demand parsing: tokenizer_config.json carries numbers
+  // such as model_max_length = 1e30 written as an integer, which a DOM parse
+  // rejects; values we do not read are skipped, never converted.
+  struct Config {
+    std::vector<std::pair<uint64_t, std::string>> added;
+    std::string bos, eos;
+    bool has_bos = false, has_eos = false;
+  } cfg;
+  try {
+    simdjson::ondemand::parser parser;
+    simdjson::padded_string padded(config);
+    simdjson::ondemand::document doc = parser.iterate(padded);
+    // A token name: a string or {"content": string}.
+    auto content = [&](simdjson::ondemand::value val, std::string& out, const std::string& what) {
+      if (val.type() == simdjson::ondemand::json_type::string) {
+        out = std::string(std::string_view(val.get_string()));
+        return;
+      }
+      if (val.type() == simdjson::ondemand::json_type::object) {
+        for (auto f : val.get_object()) {
+          if (std::string_view(f.unescaped_key()) == "content") {
+            out = std::string(std::string_view(f.value().get_string()));
+            return;
+          }
+        }
+      }
+      bad(config_name + ": " + what + " is neither a string nor {\"content\": string}");
+    };
+    for (auto field : doc.get_object()) {
+      std::string_view key = field.unescaped_key();
+      if (key == "added_tokens_decoder") {
+        for (auto entry : field.value().get_object()) {
+          std::string id_text(std::string_view(entry.unescaped_key()));
+          uint64_t id = 0;
+          auto [end, ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), id);
+          if (ec != std::errc() || end != id_text.data() + id_text.size())
+            bad(config_name + ": added_tokens_decoder key \"" + id_text + "\" is not a token id");
+          std::string name;
+          content(entry.value(), name, "added_tokens_decoder[\"" + id_text + "\"]");
+          cfg.added.emplace_back(id, std::move(name));
+        }
+      } else if (key == "bos_token" || key == "eos_token") {
+        simdjson::ondemand::value val = field.value();
+        if (val.is_null()) continue;
+        bool bos = key == "bos_token";
+        content(val, bos ? cfg.bos : cfg.eos, std::string(key));
+        (bos ? cfg.has_bos : cfg.has_eos) = true;
+      }
+    }
+  } catch (const simdjson::simdjson_error& e) {
+    bad(config_name + ": not valid JSON (" + e.what() + ")");
+  }
+
+  v.special_names_.resize(kNumSpecialTokens);
+  std::vector<bool> named(kNumSpecialTokens, false);
+  for (auto& [id, name] : cfg.added) {
+    if (id < v.num_ranks_ || id >= v.num_ranks_ + uint64_t(kNumSpecialTokens))
+      bad(config_name + ": added_tokens_decoder names id " + std::to_string(id) + ", outside the special ids " +
+          std::to_string(v.num_ranks_) + ".." + std::to_string(v.size() - 1) + " that follow the " +
+          std::to_string(v.num_ranks_) + " ranks of " + model_name + " (is this the matching tokenizer_config.json?)");
+    if (name.empty()) bad(config_name + ": added_tokens_decoder names id " + std::to_string(id) + " with an empty string");
+    v.special_names_[id - v.num_ranks_] = std::move(name);
+    named[id - v.num_ranks_] = true;
+  }
+  for (uint32_t i = 0; i < kNumSpecialTokens; ++i) {
+    if (!named[i]) v.special_names_[i] = "<|reserved_token_" + std::to_string(v.num_ranks_ + i) + "|>";
+    auto [it, inserted] = v.special_ids_.emplace(v.special_names_[i], v.num_ranks_ + i);
+    if (!inserted)
+      bad(config_name + ": special token name \"" + v.special_names_[i] + "\" is used by ids " +
+          std::to_string(it->second) + " and " + std::to_string(v.num_ranks_ + i));
+  }
+
+  auto resolve = [&](bool present, const std::string& name, const char* key) -> TokenId {
+    if (!present) return kNoToken;
+    TokenId id = v.special_id(name);
+    if (id == kNoToken) id = v.rank(name);  // a base token may serve too
+    if (id == kNoToken) bad(config_name + ": \"" + key + "\" is \"" + name + "\", which is not a token");
+    return id;
+  };
+  v.bos_id_ = resolve(cfg.has_bos, cfg.bos, "bos_token");
+  v.eos_id_ = resolve(cfg.has_eos, cfg.eos, "eos_token");
+  return v;
+}
+
+void Vocabulary::init_index(uint64_t max_entries) {
+  uint64_t cap = 16;
+  while (cap < max_entries * 2) cap <<= 1;
+  slots_.assign(cap, Slot{0, 0});
+  mask_ = cap - 1;
+}
+
+TokenId Vocabulary::insert(uint32_t r) {
+  const char* p = blob_.data() + offsets_[r];
+  size_t n = offsets_[r + 1] - offsets_[r];
+  uint64_t h = XXH3_64bits(p, n);
+  uint32_t tag = static_cast<uint32_t>(h >> 32);
+  for (uint64_t i = h & mask_;; i = (i + 1) & mask_) {
+    Slot& s = slots_[i];
+    if (s.rank_plus_one == 0) {
+      s = Slot{r + 1, tag};
+      return kNoToken;
+    }
+    if (s.tag == tag) {
+      uint32_t o = s.rank_plus_one - 1;
+      if (offsets_[o + 1] - offsets_[o] == n && std::memcmp(blob_.data() + offsets_[o], p, n) == 0) return o;
+    }
+  }
+}
+
+TokenId Vocabulary::special_id(std::string_view name) const {
+  auto it = special_ids_.find(name);
+  return it == special_ids_.end() ? kNoToken : it->second;
+}
+
+}  // namespace k3

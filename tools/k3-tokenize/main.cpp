@@ -1,0 +1,158 @@
+// k3-tokenize: text on stdin (or a file, or --text) -> Kimi-K3 token ids.
+//
+// Reads raw bytes, so no text passes through argv or locale re-encoding
+// unless --text is used. Output is produced only once the whole input has
+// been encoded: on any error stdout stays empty.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/file.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/utf8.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string read_all_stdin() {
+  std::string data;
+  char buf[1 << 16];
+  while (true) {
+    ssize_t r = ::read(0, buf, sizeof buf);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw k3::Error(k3::ExitCode::kIo, std::string("cannot read stdin: ") + std::strerror(errno));
+    }
+    if (r == 0) break;
+    data.append(buf, static_cast<size_t>(r));
+  }
+  return data;
+}
+
+void write_all_stdout(const std::string& s) {
+  size_t done = 0;
+  while (done < s.size()) {
+    ssize_t w = ::write(1, s.data() + done, s.size() - done);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      throw k3::Error(k3::ExitCode::kIo, std::string("cannot write stdout: ") + std::strerror(errno));
+    }
+    done += static_cast<size_t>(w);
+  }
+}
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+int run(int argc, char** argv) {
+  CLI::App app{
+      "Turns text into Kimi-K3 token ids, byte-exact with the reference tokenizer.\n"
+      "Reads raw UTF-8 from stdin unless --prompt-file or --text is given; writes one id per line.\n"
+      "Example: k3-tokenize --tok ~/k3model < prompt.txt | k3-forward ~/k3model --gen 64 | k3-detok --tok ~/k3model",
+      "k3-tokenize"};
+  std::string tok_dir, prompt_file, text, format = "ids";
+  bool have_text = false, bos = false, no_specials = false, count = false, lossy = false, stats = false;
+  app.add_option("--tok", tok_dir, "Tokenizer directory holding tiktoken.model and tokenizer_config.json "
+                                   "(usually the model directory)")
+      ->required();
+  auto* pf = app.add_option("--prompt-file", prompt_file, "Read the text from FILE instead of stdin");
+  auto* tx = app.add_option("--text", text, "Encode STRING instead of reading stdin");
+  pf->excludes(tx);
+  app.add_option("--format", format, "ids: one id per line (default); line: all ids on one space-separated line")
+      ->check(CLI::IsMember({"ids", "line"}));
+  app.add_flag("--bos", bos, "Prepend the BOS id (tokenizer_config.json's bos_token); nothing is added otherwise");
+  app.add_flag("--no-specials", no_specials,
+               "Treat special-token names such as [EOS] in the text as plain text instead of special ids");
+  app.add_flag("--count", count, "Print only the number of tokens");
+  app.add_flag("--lossy", lossy, "Replace invalid UTF-8 with U+FFFD instead of failing");
+  app.add_flag("--stats", stats, "Print vocabulary load time and encoding speed to stderr");
+  app.footer(std::string("Exit status 4 with the byte offset if the input is not valid UTF-8 (unless --lossy).\n") +
+             k3::exit_codes_help());
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "k3-tokenize: %s (see k3-tokenize --help)\n", e.what());
+    return static_cast<int>(k3::ExitCode::kUsage);
+  }
+  have_text = tx->count() > 0;
+
+  auto t0 = Clock::now();
+  k3::Tokenizer tok = k3::Tokenizer::load(tok_dir);
+  double load_s = seconds_since(t0);
+
+  std::string input;
+  if (have_text)
+    input = text;
+  else if (!prompt_file.empty()) {
+    if (!k3::file_exists(prompt_file))
+      throw k3::Error(k3::ExitCode::kBadInput, prompt_file + ": prompt file not found");
+    input = k3::read_text_file(prompt_file);
+  } else
+    input = read_all_stdin();
+
+  size_t bad = k3::utf8::find_invalid(input);
+  if (bad != k3::utf8::kNotFound) {
+    if (!lossy)
+      throw k3::Error(k3::ExitCode::kBadInput, "input is not valid UTF-8 at byte offset " + std::to_string(bad) +
+                                                    " (fix the text, or pass --lossy to replace bad bytes with U+FFFD)");
+    input = k3::utf8::replace_invalid(input);
+  }
+
+  std::vector<k3::TokenId> ids;
+  if (bos) {
+    if (tok.vocab().bos_id() == k3::Vocabulary::kNoToken)
+      throw k3::Error(k3::ExitCode::kBadModel, tok_dir + "/tokenizer_config.json names no bos_token, so --bos has no id");
+    ids.push_back(tok.vocab().bos_id());
+  }
+  auto t1 = Clock::now();
+  tok.encode(input, !no_specials, ids);
+  double encode_s = seconds_since(t1);
+
+  std::string out;
+  if (count) {
+    out = std::to_string(ids.size()) + "\n";
+  } else {
+    out.reserve(ids.size() * 7);
+    char sep = format == "line" ? ' ' : '\n';
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (i > 0) out.push_back(sep);
+      out += std::to_string(ids[i]);
+    }
+    if (!ids.empty() || format == "line") out.push_back('\n');
+  }
+  write_all_stdout(out);
+  if (stats) {
+    double mb = input.size() / 1e6;
+    std::fprintf(stderr,
+                 "k3-tokenize: vocabulary of %u tokens loaded in %.1f ms; %zu bytes -> %zu tokens in %.3f s "
+                 "(%.2f MB/s, %.0f tokens/s)\n",
+                 tok.vocab().size(), load_s * 1e3, input.size(), ids.size(), encode_s,
+                 encode_s > 0 ? mb / encode_s : 0.0, encode_s > 0 ? ids.size() / encode_s : 0.0);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const k3::Error& e) {
+    std::fprintf(stderr, "k3-tokenize: %s\n", e.what());
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "k3-tokenize: internal error: %s\n", e.what());
+    return static_cast<int>(k3::ExitCode::kInternal);
+  }
+}
