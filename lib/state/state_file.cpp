@@ -1,0 +1,439 @@
+#include "state/state_file.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "common/atomic_file_writer.h"
+#include "common/error.h"
+#include "common/file.h"
+#include "state/state_layout.h"
+
+namespace k3 {
+
+using namespace state_layout;
+
+namespace {
+
+std::string tag_name(uint32_t t) {
+  std::string s;
+  for (int i = 0; i < 4; ++i) {
+    char c = static_cast<char>((t >> (8 * i)) & 0xff);
+    s += (c >= 32 && c < 127) ? c : '?';
+  }
+  return s;
+}
+
+// ---------------------------------------------------------------- writing
+
+class HashingWriter {
+ public:
+  explicit HashingWriter(const std::string& path) : out_(path), hash_(XXH3_createState()) {
+    if (!hash_) throw Error(ExitCode::kResource, path + ": out of memory");
+    XXH3_64bits_reset(hash_.get());
+  }
+  void write(const void* p, size_t n) {
+    if (n == 0) return;
+    out_.write(p, n);
+    XXH3_64bits_update(hash_.get(), p, n);
+    written_ += n;
+  }
+  void u32(uint32_t v) { write(&v, 4); }
+  void i32(int32_t v) { write(&v, 4); }
+  void u64(uint64_t v) { write(&v, 8); }
+  void f64(double v) { write(&v, 8); }
+  void zeros(uint64_t n) {
+    static const char kZero[4096] = {};
+    while (n > 0) {
+      size_t k = n < sizeof kZero ? static_cast<size_t>(n) : sizeof kZero;
+      write(kZero, k);
+      n -= k;
+    }
+  }
+  void floats(const std::vector<float>& v, uint64_t expected) {
+    if (v.empty()) return zeros(4 * expected);  // a layer that never ran: zero state
+    write(v.data(), 4 * v.size());
+  }
+  void section(uint32_t t, uint64_t payload) {
+    u32(t);
+    u32(0);
+    u64(payload);
+    section_end_ = written_ + pad8(payload);
+  }
+  void end_section() {
+    if (written_ > section_end_) throw Error(ExitCode::kInternal, out_.path() + ": section overrun");
+    zeros(section_end_ - written_);
+  }
+  void finish() {
+    uint64_t h = XXH3_64bits_digest(hash_.get());
+    out_.write(&h, 8);
+    written_ += 8;
+    out_.commit();
+  }
+  uint64_t written() const { return written_; }
+
+ private:
+  struct FreeState {
+    void operator()(XXH3_state_t* s) const { XXH3_freeState(s); }
+  };
+  AtomicFileWriter out_;
+  std::unique_ptr<XXH3_state_t, FreeState> hash_;
+  uint64_t written_ = 0;
+  uint64_t section_end_ = 0;
+};
+
+void check_consistent(const std::string& path, const ConversationState& s) {
+  const StateGeometry& g = s.geometry;
+  auto bad = [&](const std::string& what) {
+    throw Error(ExitCode::kInternal, path + ": refusing to write an inconsistent state: " + what);
+  };
+  const SequenceState& q = s.sequence;
+  if (q.positions < 0 || static_cast<uint64_t>(q.positions) != q.tokens.size())
+    bad("positions " + std::to_string(q.positions) + " but " + std::to_string(q.tokens.size()) + " tokens");
+  if (q.layers.size() != g.num_layers())
+    bad(std::to_string(q.layers.size()) + " layers, geometry has " + std::to_string(g.num_layers()));
+  for (uint32_t i = 0; i < g.num_layers(); ++i) {
+    const LayerState& l = q.layers[i];
+    auto check = [&](const std::vector<float>& v, uint64_t n, const char* what) {
+      if (!v.empty() && v.size() != n)
+        bad("layer " + std::to_string(i) + " " + what + " has " + std::to_string(v.size()) + " floats, expected " +
+            std::to_string(n));
+    };
+    if (g.layer_is_mla[i]) {
+      uint64_t n = static_cast<uint64_t>(q.positions) * g.mla_floats_per_position();
+      if (l.mla.latent.size() != n)
+        bad("layer " + std::to_string(i) + " MLA latent has " + std::to_string(l.mla.latent.size()) +
+            " floats, expected " + std::to_string(n));
+    } else {
+      check(l.kda.S, g.kda_state_floats(), "KDA S");
+      check(l.kda.conv_q, g.kda_conv_floats(), "conv_q");
+      check(l.kda.conv_k, g.kda_conv_floats(), "conv_k");
+      check(l.kda.conv_v, g.kda_conv_floats(), "conv_v");
+    }
+  }
+  if (!s.last_logits.empty() && s.last_logits.size() != g.vocab_size)
+    bad("last logits have " + std::to_string(s.last_logits.size()) + " entries, vocab is " +
+        std::to_string(g.vocab_size));
+}
+
+void write_ids(HashingWriter& w, uint32_t t, const std::vector<int32_t>& ids) {
+  w.section(t, tokens_payload_bytes(ids.size()));
+  w.u64(ids.size());
+  if (!ids.empty()) w.write(ids.data(), 4 * ids.size());
+  w.end_section();
+}
+
+// ---------------------------------------------------------------- reading
+
+[[noreturn]] void refuse(ExitCode code, const std::string& path, const std::string& what) {
+  throw Error(code, path + ": " + what);
+}
+
+class SectionReader {
+ public:
+  SectionReader(const File& f, uint64_t end) : f_(f), end_(end) {}
+
+  // Opens the next section, which must carry tag `t`; returns its payload length.
+  uint64_t open(uint32_t t, const char* what) {
+    if (pos_ + kSectionHeaderBytes > end_) malformed(std::string("missing ") + what + " section");
+    uint32_t got = u32_at(pos_);
+    uint64_t len = u64_at(pos_ + 8);
+    if (got != t)
+      malformed(std::string("expected the ") + what + " section (" + tag_name(t) + ") at offset " +
+                std::to_string(pos_) + ", found '" + tag_name(got) + "'");
+    if (len > end_ - pos_ - kSectionHeaderBytes || pad8(len) > end_ - pos_ - kSectionHeaderBytes)
+      malformed(std::string(what) + " section runs past the end of the file");
+    payload_ = pos_ + kSectionHeaderBytes;
+    cur_ = payload_;
+    len_ = len;
+    pos_ = payload_ + pad8(len);
+    ++sections_;
+    return len;
+  }
+  void expect_length(uint64_t want, const char* what) {
+    if (len_ != want)
+      malformed(std::string(what) + " section has " + std::to_string(len_) + " bytes, expected " +
+                std::to_string(want));
+  }
+  void read(void* dst, uint64_t n) {
+    if (cur_ + n > payload_ + len_) malformed("a section is shorter than its contents");
+    if (n) f_.pread_exact(dst, static_cast<size_t>(n), cur_);
+    cur_ += n;
+  }
+  uint32_t u32() { uint32_t v; read(&v, 4); return v; }
+  int32_t i32() { int32_t v; read(&v, 4); return v; }
+  uint64_t u64() { uint64_t v; read(&v, 8); return v; }
+  double f64() { double v; read(&v, 8); return v; }
+  void floats(std::vector<float>& v, uint64_t n) {
+    v.resize(static_cast<size_t>(n));
+    read(v.data(), 4 * n);
+  }
+  uint32_t peek_tag() const { return pos_ + 4 <= end_ ? u32_at(pos_) : 0; }
+  uint64_t pos() const { return pos_; }
+  uint32_t sections() const { return sections_; }
+
+  [[noreturn]] void malformed(const std::string& what) const {
+    refuse(ExitCode::kBadInput, f_.path(), "malformed state file: " + what);
+  }
+
+ private:
+  uint32_t u32_at(uint64_t at) const { uint32_t v; f_.pread_exact(&v, 4, at); return v; }
+  uint64_t u64_at(uint64_t at) const { uint64_t v; f_.pread_exact(&v, 8, at); return v; }
+
+  const File& f_;
+  uint64_t end_;
+  uint64_t pos_ = kHeaderBytes, payload_ = 0, cur_ = 0, len_ = 0;
+  uint32_t sections_ = 0;
+};
+
+std::vector<int32_t> read_ids(SectionReader& r, uint32_t t, const char* what, uint32_t vocab) {
+  uint64_t len = r.open(t, what);
+  if (len < 8) r.malformed(std::string(what) + " section too short");
+  uint64_t n = r.u64();
+  r.expect_length(tokens_payload_bytes(n), what);
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  r.read(ids.data(), 4 * n);
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || static_cast<uint32_t>(ids[i]) >= vocab)
+      r.malformed(std::string(what) + " id " + std::to_string(ids[i]) + " at index " + std::to_string(i) +
+                  " is outside the vocabulary");
+  return ids;
+}
+
+File open_state(const std::string& path) {
+  if (!file_exists(path)) refuse(ExitCode::kBadInput, path, "state file not found");
+  try {
+    return File::open_read(path);
+  } catch (const Error& e) {
+    throw Error(ExitCode::kBadInput, e.what());
+  }
+}
+
+}  // namespace
+
+void write_state_file(const std::string& path, const ConversationState& s) {
+  check_consistent(path, s);
+  const StateGeometry& g = s.geometry;
+  const SequenceState& q = s.sequence;
+  StateFileContents contents;
+  contents.positions = static_cast<uint64_t>(q.positions);
+  contents.pending_ids = s.pending.size();
+  contents.has_sampling = s.sampling.has_value();
+  contents.has_logits = !s.last_logits.empty();
+  const uint64_t total = state_file_bytes(g, contents);
+
+  HashingWriter w(path);
+  uint32_t flags = (contents.has_sampling ? kFlagSampling : 0) | (contents.has_logits ? kFlagLogits : 0);
+  uint32_t sections = 4 + (contents.has_sampling ? 1 : 0) + (contents.has_logits ? 1 : 0) + g.num_layers();
+  w.write(kMagic, 8);
+  w.u32(kFormatVersion);
+  w.u32(flags);
+  w.u64(total);
+  w.u32(sections);
+  w.u32(0);
+
+  w.section(kTagModel, kModelPayloadBytes);
+  w.u64(s.model.config_hash);
+  w.u64(s.model.index_hash);
+  w.u64(s.model.weights_probe);
+  w.end_section();
+
+  w.section(kTagGeometry, geometry_payload_bytes(g));
+  for (uint32_t v : {g.num_layers(), g.vocab_size, g.kda_heads, g.kda_head_dim, g.conv_kernel, g.kv_lora_rank,
+                     g.qk_rope_head_dim, 0u})
+    w.u32(v);
+  w.write(g.layer_is_mla.data(), g.layer_is_mla.size());
+  w.end_section();
+
+  write_ids(w, kTagTokens, q.tokens);
+  write_ids(w, kTagPending, s.pending);
+
+  if (s.sampling) {
+    const SamplingParams& p = *s.sampling;
+    w.section(kTagSampling, kSamplingPayloadBytes);
+    w.f64(p.temperature);
+    w.i32(p.top_k);
+    w.u32(0);
+    w.f64(p.top_p);
+    w.f64(p.min_p);
+    w.u64(p.seed);
+    w.end_section();
+  }
+  if (!s.last_logits.empty()) {
+    w.section(kTagLogits, 4 * uint64_t{g.vocab_size});
+    w.write(s.last_logits.data(), 4 * s.last_logits.size());
+    w.end_section();
+  }
+  for (uint32_t i = 0; i < g.num_layers(); ++i) {
+    const LayerState& l = q.layers[i];
+    if (g.layer_is_mla[i]) {
+      uint64_t n = contents.positions * g.mla_floats_per_position();
+      w.section(kTagMla, mla_payload_bytes(g, contents.positions));
+      w.u32(i);
+      w.u32(0);
+      w.u64(contents.positions);
+      w.floats(l.mla.latent, n);
+    } else {
+      w.section(kTagKda, kda_payload_bytes(g));
+      w.u32(i);
+      w.u32(0);
+      w.floats(l.kda.S, g.kda_state_floats());
+      w.floats(l.kda.conv_q, g.kda_conv_floats());
+      w.floats(l.kda.conv_k, g.kda_conv_floats());
+      w.floats(l.kda.conv_v, g.kda_conv_floats());
+    }
+    w.end_section();
+  }
+  if (w.written() + kChecksumBytes != total)
+    throw Error(ExitCode::kInternal, path + ": wrote " + std::to_string(w.written() + kChecksumBytes) +
+                                         " bytes, the layout says " + std::to_string(total));
+  w.finish();
+}
+
+ConversationState read_state_file(const std::string& path, const ModelFingerprint& model,
+                                  const StateGeometry& geometry) {
+  File f = open_state(path);
+  const uint64_t size = f.size();
+
+  // Header.
+  char header[kHeaderBytes] = {};
+  if (size < 8) refuse(ExitCode::kBadInput, path, "not a k3 state file (only " + std::to_string(size) + " bytes)");
+  f.pread_exact(header, 8, 0);
+  if (std::memcmp(header, kMagic, 8) != 0)
+    refuse(ExitCode::kBadInput, path, "not a k3 state file (its first bytes are not the state file magic)");
+  if (size < kHeaderBytes + kChecksumBytes)
+    refuse(ExitCode::kBadInput, path, "truncated state file: " + std::to_string(size) + " bytes, too short for a header");
+  f.pread_exact(header, kHeaderBytes, 0);
+  uint32_t version, flags;
+  uint64_t declared;
+  std::memcpy(&version, header + 8, 4);
+  std::memcpy(&flags, header + 12, 4);
+  std::memcpy(&declared, header + 16, 8);
+  if (version != kFormatVersion)
+    refuse(ExitCode::kBadInput, path,
+           "state file format version " + std::to_string(version) + ", but this k3 reads version " +
+               std::to_string(kFormatVersion) + "; save the state again with this k3");
+  if (flags & ~kKnownFlags)
+    refuse(ExitCode::kBadInput, path, "state file uses unknown flags " + std::to_string(flags) +
+                                          " (written by a newer k3?)");
+  if (declared != size)
+    refuse(ExitCode::kBadInput, path,
+           (size < declared ? "truncated state file: " : "damaged state file: ") + std::to_string(size) +
+               " bytes on disk, its header says " + std::to_string(declared));
+
+  // Checksum over everything before the last 8 bytes, before trusting any of it.
+  {
+    std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> h(XXH3_createState(), &XXH3_freeState);
+    XXH3_64bits_reset(h.get());
+    std::vector<char> buf(4 << 20);
+    for (uint64_t at = 0; at < size - kChecksumBytes;) {
+      size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - kChecksumBytes - at));
+      f.pread_exact(buf.data(), n, at);
+      XXH3_64bits_update(h.get(), buf.data(), n);
+      at += n;
+    }
+    uint64_t stored, computed = XXH3_64bits_digest(h.get());
+    f.pread_exact(&stored, 8, size - kChecksumBytes);
+    if (stored != computed) {
+      char msg[160];
+      std::snprintf(msg, sizeof msg, "checksum mismatch (stored %016llx, computed %016llx): the file is corrupted",
+                    static_cast<unsigned long long>(stored), static_cast<unsigned long long>(computed));
+      refuse(ExitCode::kBadInput, path, msg);
+    }
+  }
+
+  SectionReader r(f, size - kChecksumBytes);
+  ConversationState s;
+
+  r.open(kTagModel, "model fingerprint");
+  r.expect_length(kModelPayloadBytes, "model fingerprint");
+  s.model.config_hash = r.u64();
+  s.model.index_hash = r.u64();
+  s.model.weights_probe = r.u64();
+
+  uint64_t glen = r.open(kTagGeometry, "geometry");
+  if (glen < 32) r.malformed("geometry section too short");
+  StateGeometry& g = s.geometry;
+  uint32_t layers = r.u32();
+  g.vocab_size = r.u32();
+  g.kda_heads = r.u32();
+  g.kda_head_dim = r.u32();
+  g.conv_kernel = r.u32();
+  g.kv_lora_rank = r.u32();
+  g.qk_rope_head_dim = r.u32();
+  r.u32();
+  r.expect_length(32 + uint64_t{layers}, "geometry");
+  g.layer_is_mla.resize(layers);
+  r.read(g.layer_is_mla.data(), layers);
+
+  // Model checks before reading the large sections.
+  if (!(g == geometry))
+    refuse(ExitCode::kBadModel, path,
+           "this state was saved for a model of another shape: state " + g.describe() + "; model " +
+               geometry.describe() + ". Continue it with the model it was saved with");
+  if (!(s.model == model))
+    refuse(ExitCode::kBadModel, path,
+           "this state was saved for a different model (state: " + s.model.describe() + "; model: " +
+               model.describe() + "). Continue it with the model it was saved with");
+
+  s.sequence.tokens = read_ids(r, kTagTokens, "token history", g.vocab_size);
+  s.sequence.positions = static_cast<int64_t>(s.sequence.tokens.size());
+  s.pending = read_ids(r, kTagPending, "pending ids", g.vocab_size);
+
+  if (flags & kFlagSampling) {
+    r.open(kTagSampling, "sampler");
+    r.expect_length(kSamplingPayloadBytes, "sampler");
+    SamplingParams p;
+    p.temperature = r.f64();
+    p.top_k = r.i32();
+    r.u32();
+    p.top_p = r.f64();
+    p.min_p = r.f64();
+    p.seed = r.u64();
+    try {
+      validate_sampling_params(p);
+    } catch (const Error& e) {
+      r.malformed(std::string("sampler section: ") + e.what());
+    }
+    s.sampling = p;
+  }
+  if (flags & kFlagLogits) {
+    r.open(kTagLogits, "logits");
+    r.expect_length(4 * uint64_t{g.vocab_size}, "logits");
+    r.floats(s.last_logits, g.vocab_size);
+  }
+
+  const uint64_t positions = static_cast<uint64_t>(s.sequence.positions);
+  s.sequence.layers.resize(layers);
+  for (uint32_t i = 0; i < layers; ++i) {
+    LayerState& l = s.sequence.layers[i];
+    const bool mla = g.layer_is_mla[i];
+    r.open(mla ? kTagMla : kTagKda, mla ? "MLA cache" : "KDA state");
+    r.expect_length(mla ? mla_payload_bytes(g, positions) : kda_payload_bytes(g), mla ? "MLA cache" : "KDA state");
+    uint32_t layer = r.u32();
+    r.u32();
+    if (layer != i) r.malformed("layer section " + std::to_string(layer) + " where layer " + std::to_string(i) + " belongs");
+    if (mla) {
+      if (r.u64() != positions) r.malformed("MLA cache of layer " + std::to_string(i) + " has another length");
+      r.floats(l.mla.latent, positions * g.mla_floats_per_position());
+    } else {
+      r.floats(l.kda.S, g.kda_state_floats());
+      r.floats(l.kda.conv_q, g.kda_conv_floats());
+      r.floats(l.kda.conv_k, g.kda_conv_floats());
+      r.floats(l.kda.conv_v, g.kda_conv_floats());
+    }
+  }
+  if (r.pos() != size - kChecksumBytes) r.malformed("unexpected bytes after the last section");
+  uint32_t declared_sections;
+  std::memcpy(&declared_sections, header + 24, 4);
+  if (declared_sections != r.sections())
+    r.malformed("header counts " + std::to_string(declared_sections) + " sections, the file has " +
+                std::to_string(r.sections()));
+  return s;
+}
+
+}  // namespace k3
