@@ -111,6 +111,7 @@ check "detok unknown flag exit" 2 "$rc"
 
 # Streaming: ids written one at a time into an open pipe come out at once.
 coproc DT { LC_ALL=C "$DET" --tok "$TINY"; }
+dt_pid=$DT_PID  # bash unsets DT_PID as soon as the coprocess ends
 printf '39\n' >&"${DT[1]}"
 LC_ALL=C IFS= read -r -t 10 -N 1 got <&"${DT[0]}"; check "streams first token" "H" "${got:-}"
 printf '6053\n' >&"${DT[1]}"
@@ -121,7 +122,7 @@ got=""; LC_ALL=C IFS= read -r -t 0.5 -N 1 got <&"${DT[0]}"; check "holds back a 
 printf '244\n' >&"${DT[1]}"
 LC_ALL=C IFS= read -r -t 10 -N 3 got <&"${DT[0]}"; check "completes the character" "世" "${got:-}"
 exec {DT[1]}>&-
-wait "$DT_PID"; rc=$?
+wait "$dt_pid"; rc=$?
 check "streaming detok exit" 0 "$rc"
 
 echo "k3-tokenize/k3-detok: $passes passed, $fails failed"
