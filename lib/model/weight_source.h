@@ -32,6 +32,8 @@ class WeightSource {
   // Routed experts of a MoE layer. Calls on_ready(k, w) once for every
   // experts[k] (the weights are valid during the call only), in whatever
   // order their bytes become available, and returns when all were delivered.
+  // Calls are made one at a time on the calling thread (on_ready itself uses
+  // the thread pool).
   // Callers must not let the arrival order affect results: compute each
   // expert into its own buffer and combine in a fixed order afterwards.
   virtual void for_each_expert(int layer, const std::vector<int>& experts,

@@ -1,0 +1,43 @@
+#include "model/attn_res.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/bf16.h"
+#include "model/rms_norm.h"
+
+namespace k3 {
+
+void attn_res_mix(const std::vector<const float*>& blocks, const float* p, size_t n, size_t hidden,
+                  const Bf16Matrix& proj, const F32Vector& norm, float eps, float* out) {
+  const size_t nv = blocks.size() + 1;
+  // The key weight norm * proj is the same for every value and token.
+  std::vector<float> key_weight(hidden);
+  for (size_t c = 0; c < hidden; ++c) key_weight[c] = norm.data[c] * kernels::bf16_to_f32(proj.data[c]);
+  std::vector<float> scores(nv);
+  for (size_t t = 0; t < n; ++t) {
+    auto value = [&](size_t j) { return (j < blocks.size() ? blocks[j] : p) + t * hidden; };
+    for (size_t j = 0; j < nv; ++j) {
+      const float* v = value(j);
+      const float r = rms_scale(v, hidden, eps);
+      float s = 0;
+      for (size_t c = 0; c < hidden; ++c) s += (v[c] * r) * key_weight[c];
+      scores[j] = s;
+    }
+    const float mx = *std::max_element(scores.begin(), scores.end());
+    float sum = 0;
+    for (size_t j = 0; j < nv; ++j) {
+      scores[j] = std::exp(scores[j] - mx);
+      sum += scores[j];
+    }
+    float* o = out + t * hidden;
+    std::fill(o, o + hidden, 0.0f);
+    for (size_t j = 0; j < nv; ++j) {
+      const float prob = scores[j] / sum;
+      const float* v = value(j);
+      for (size_t c = 0; c < hidden; ++c) o[c] += prob * v[c];
+    }
+  }
+}
+
+}  // namespace k3

@@ -1,0 +1,21 @@
+// AttnRes: attention over the residual stream's block states.
+//
+// mix(p, B, proj, norm) with V = [B..., p]: for each v in V,
+//   score_v = sum(v * rsqrt(mean(v^2) + eps) * norm.weight * proj.weight),
+// probs = softmax(scores), result = sum(probs_v * v). No weight is applied
+// to the returned values.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "model/weights.h"
+
+namespace k3 {
+
+// blocks: the stack B, each [n, hidden]; p: the partial sum [n, hidden].
+// out[n, hidden] (may not alias the inputs). Per token, in a fixed order.
+void attn_res_mix(const std::vector<const float*>& blocks, const float* p, size_t n, size_t hidden,
+                  const Bf16Matrix& proj, const F32Vector& norm, float eps, float* out);
+
+}  // namespace k3

@@ -1,0 +1,357 @@
+// Strict reader for the Kimi-K3 text config (SPEC "Config contract: refuse to
+// guess"). Every key the engine depends on is read and checked here; a key
+// that is missing, has the wrong type, or holds a value the engine does not
+// implement is an error naming the key and the value found, never a default.
+#include "model/config.h"
+
+#include <simdjson.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/file.h"
+
+namespace k3 {
+
+namespace {
+
+using simdjson::dom::element;
+using simdjson::dom::object;
+
+std::string render(const element& e) {
+  std::string s = simdjson::minify(e);
+  if (s.size() > 80) s = s.substr(0, 77) + "...";
+  return s;
+}
+
+// Reads keys of one JSON object, naming them `<prefix><key>` in errors.
+class Reader {
+ public:
+  Reader(std::string origin, object obj, std::string prefix)
+      : origin_(std::move(origin)), obj_(obj), prefix_(std::move(prefix)) {}
+
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    throw Error(ExitCode::kBadModel, origin_ + ": key '" + prefix_ + key + "' " + what);
+  }
+
+  bool has(const std::string& key) const {
+    element e;
+    return !obj_[key].get(e) && !e.is_null();
+  }
+
+  element get(const std::string& key) const {
+    element e;
+    if (obj_[key].get(e)) fail(key, "is missing (required; k3 does not assume a default)");
+    return e;
+  }
+
+  int64_t integer(const std::string& key) const {
+    element e = get(key);
+    int64_t v;
+    if (e.get_int64().get(v)) fail(key, "must be an integer, found " + render(e));
+    return v;
+  }
+
+  // A positive integer that fits an int.
+  int positive(const std::string& key) const {
+    int64_t v = integer(key);
+    if (v <= 0 || v > (int64_t{1} << 30)) fail(key, "must be a positive integer, found " + std::to_string(v));
+    return static_cast<int>(v);
+  }
+
+  double number(const std::string& key) const {
+    element e = get(key);
+    double v;
+    if (e.get_double().get(v)) {
+      int64_t i;
+      if (e.get_int64().get(i)) fail(key, "must be a number, found " + render(e));
+      v = static_cast<double>(i);
+    }
+    if (!std::isfinite(v)) fail(key, "must be a finite number, found " + render(e));
+    return v;
+  }
+
+  bool boolean(const std::string& key) const {
+    element e = get(key);
+    bool v;
+    if (e.get_bool().get(v)) fail(key, "must be true or false, found " + render(e));
+    return v;
+  }
+
+  std::string string(const std::string& key) const {
+    element e = get(key);
+    std::string_view v;
+    if (e.get_string().get(v)) fail(key, "must be a string, found " + render(e));
+    return std::string(v);
+  }
+
+  void require_string(const std::string& key, const std::string& want, const std::string& why) const {
+    std::string v = string(key);
+    if (v != want) fail(key, "is \"" + v + "\"; k3 implements only \"" + want + "\"" + why);
+  }
+
+  void require_bool(const std::string& key, bool want, const std::string& why) const {
+    bool v = boolean(key);
+    if (v != want)
+      fail(key, std::string("is ") + (v ? "true" : "false") + "; k3 implements only " +
+                    (want ? "true" : "false") + why);
+  }
+
+  void require_int(const std::string& key, int64_t want, const std::string& why) const {
+    int64_t v = integer(key);
+    if (v != want) fail(key, "is " + std::to_string(v) + "; k3 implements only " + std::to_string(want) + why);
+  }
+
+  Reader child(const std::string& key) const {
+    element e = get(key);
+    object o;
+    if (e.get_object().get(o)) fail(key, "must be an object, found " + render(e));
+    return Reader(origin_, o, prefix_ + key + ".");
+  }
+
+  std::vector<int64_t> int_list(const std::string& key) const {
+    element e = get(key);
+    simdjson::dom::array a;
+    if (e.get_array().get(a)) fail(key, "must be a list of integers, found " + render(e));
+    std::vector<int64_t> out;
+    for (element x : a) {
+      int64_t v;
+      if (x.get_int64().get(v)) fail(key, "must be a list of integers, found element " + render(x));
+      out.push_back(v);
+    }
+    return out;
+  }
+
+  object obj() const { return obj_; }
+  const std::string& origin() const { return origin_; }
+
+ private:
+  std::string origin_;
+  object obj_;
+  std::string prefix_;
+};
+
+// eos_token_id may be a number or a list of numbers.
+void collect_eos(const Reader& r, const std::string& key, std::vector<int>* out) {
+  if (!r.has(key)) return;
+  element e = r.get(key);
+  int64_t v;
+  if (!e.get_int64().get(v)) {
+    out->push_back(static_cast<int>(v));
+    return;
+  }
+  simdjson::dom::array a;
+  if (e.get_array().get(a)) r.fail(key, "must be a token id or a list of token ids, found " + render(e));
+  for (element x : a) {
+    if (x.get_int64().get(v)) r.fail(key, "must be a list of token ids, found element " + render(x));
+    out->push_back(static_cast<int>(v));
+  }
+}
+
+void check_quantization(const Reader& q, ModelConfig* c) {
+  q.require_string("quant_method", "compressed-tensors", " (routed experts must be MXFP4 compressed-tensors)");
+  q.require_string("format", "mxfp4-pack-quantized", "");
+  Reader groups = q.child("config_groups");
+  size_t n = 0;
+  for (auto field : groups.obj()) {
+    ++n;
+    Reader g = groups.child(std::string(field.key));
+    if (g.has("format")) g.require_string("format", "mxfp4-pack-quantized", "");
+    Reader w = g.child("weights");
+    w.require_int("num_bits", 4, " (MXFP4)");
+    w.require_int("group_size", 32, " (MXFP4)");
+    w.require_string("type", "float", " (MXFP4 E2M1 codes)");
+    w.require_string("strategy", "group", "");
+    w.require_bool("symmetric", true, "");
+  }
+  if (n == 0) q.fail("config_groups", "is empty; expected one MXFP4 group for the routed experts");
+  c->experts_mxfp4 = true;
+}
+
+}  // namespace
+
+int ModelConfig::num_kda_layers() const {
+  return static_cast<int>(std::count(layer_attention.begin(), layer_attention.end(), LayerAttention::kKDA));
+}
+
+int ModelConfig::num_mla_layers() const {
+  return static_cast<int>(std::count(layer_attention.begin(), layer_attention.end(), LayerAttention::kMLA));
+}
+
+ModelConfig parse_model_config(const std::string& config_json, const std::string& generation_config_json,
+                               const std::string& origin) {
+  ModelConfig c;
+  c.config_hash = XXH3_64bits(config_json.data(), config_json.size());
+
+  simdjson::dom::parser parser;
+  simdjson::padded_string padded(config_json);
+  element root;
+  if (auto err = parser.parse(padded).get(root))
+    throw Error(ExitCode::kBadModel, origin + ": not valid JSON (" + simdjson::error_message(err) + ")");
+  object root_obj;
+  if (root.get_object().get(root_obj)) throw Error(ExitCode::kBadModel, origin + ": not a JSON object");
+  Reader top(origin, root_obj, "");
+
+  // Wrapper (model_type kimi_k3 with text_config) or the bare text config.
+  const bool wrapped = top.has("text_config");
+  if (wrapped) top.require_string("model_type", "kimi_k3", " as the wrapper of a text_config");
+  Reader t = wrapped ? top.child("text_config") : top;
+  t.require_string("model_type", "kimi_linear", " (the Kimi-K3 text model)");
+
+  // Quantization: beside text_config in a wrapper, inside the config otherwise.
+  // Absent means BF16 experts.
+  const Reader* qparent = wrapped ? &top : &t;
+  c.experts_mxfp4 = false;
+  if (qparent->has("quantization_config")) {
+    check_quantization(qparent->child("quantization_config"), &c);
+  } else if (wrapped && t.has("quantization_config")) {
+    t.fail("quantization_config",
+           "sits inside text_config; in a wrapper config it must be at the top level beside text_config");
+  }
+
+  c.vocab_size = t.positive("vocab_size");
+  c.hidden_size = t.positive("hidden_size");
+  c.intermediate_size = t.positive("intermediate_size");
+  c.num_hidden_layers = t.positive("num_hidden_layers");
+  const double eps = t.number("rms_norm_eps");
+  if (!(eps > 0 && eps < 1)) t.fail("rms_norm_eps", "must be in (0, 1), found " + std::to_string(eps));
+  c.rms_norm_eps = static_cast<float>(eps);
+  c.attn_res_block_size = t.positive("attn_res_block_size");
+  if (t.has("bos_token_id")) c.bos_token_id = static_cast<int>(t.integer("bos_token_id"));
+  if (t.has("tie_word_embeddings")) t.require_bool("tie_word_embeddings", false, " (K3 has a separate lm_head)");
+
+  // Activation.
+  t.require_string("hidden_act", "situ", " (SiTU MLP)");
+  c.situ_beta = static_cast<float>(t.number("activation_situ_beta"));
+  if (!(c.situ_beta > 0)) t.fail("activation_situ_beta", "must be positive, found " + std::to_string(c.situ_beta));
+  c.has_situ_linear_beta = t.has("activation_situ_linear_beta");
+  if (c.has_situ_linear_beta) {
+    c.situ_linear_beta = static_cast<float>(t.number("activation_situ_linear_beta"));
+    if (!(c.situ_linear_beta > 0))
+      t.fail("activation_situ_linear_beta", "must be positive, found " + std::to_string(c.situ_linear_beta));
+  }
+
+  // Layer kinds: 1-indexed lists that partition 1..num_hidden_layers.
+  Reader la = t.child("linear_attn_config");
+  const std::vector<int64_t> kda = la.int_list("kda_layers");
+  const std::vector<int64_t> full = la.int_list("full_attn_layers");
+  const int n = c.num_hidden_layers;
+  std::vector<int> seen(n, 0);
+  c.layer_attention.assign(n, LayerAttention::kKDA);
+  auto mark = [&](const std::vector<int64_t>& list, const std::string& key, LayerAttention kind) {
+    for (int64_t v : list) {
+      if (v < 1 || v > n)
+        la.fail(key, "holds layer " + std::to_string(v) + "; layer numbers are 1-indexed in 1.." + std::to_string(n));
+      if (seen[v - 1]++)
+        la.fail(key, "holds layer " + std::to_string(v) + " which is already listed (kda_layers and "
+                     "full_attn_layers must partition 1.." + std::to_string(n) + ")");
+      c.layer_attention[v - 1] = kind;
+    }
+  };
+  mark(kda, "kda_layers", LayerAttention::kKDA);
+  mark(full, "full_attn_layers", LayerAttention::kMLA);
+  for (int i = 0; i < n; ++i)
+    if (!seen[i])
+      la.fail("kda_layers", "and full_attn_layers do not list layer " + std::to_string(i + 1) +
+                                " (they must partition 1.." + std::to_string(n) + ")");
+
+  // KDA.
+  {
+    c.kda_num_heads = la.positive("num_heads");
+    c.kda_head_dim = la.positive("head_dim");
+    c.kda_conv_kernel = la.positive("short_conv_kernel_size");
+    la.require_bool("use_full_rank_gate", true, " (the full-rank sigmoid output gate g_proj)");
+    c.kda_has_gate_lower_bound = la.has("gate_lower_bound");
+    if (c.kda_has_gate_lower_bound) {
+      c.kda_gate_lower_bound = static_cast<float>(la.number("gate_lower_bound"));
+      if (!(c.kda_gate_lower_bound < 0))
+        la.fail("gate_lower_bound", "must be negative (a decay), found " + std::to_string(c.kda_gate_lower_bound));
+    }
+    if (c.kda_num_heads > c.kda_head_dim)
+      la.fail("num_heads", "is " + std::to_string(c.kda_num_heads) + " but A_log is stored padded to head_dim " +
+                               std::to_string(c.kda_head_dim) + "; k3 needs num_heads <= head_dim");
+  }
+
+  // MLA.
+  t.require_bool("mla_use_nope", true, " (gated NoPE MLA: no rotary embedding)");
+  c.mla_num_heads = t.positive("num_attention_heads");
+  if (t.get("q_lora_rank").is_null())
+    t.fail("q_lora_rank", "is null; k3 implements only the low-rank query (q_a_proj/q_b_proj)");
+  c.q_lora_rank = t.positive("q_lora_rank");
+  c.kv_lora_rank = t.positive("kv_lora_rank");
+  c.qk_nope_head_dim = t.positive("qk_nope_head_dim");
+  c.qk_rope_head_dim = t.positive("qk_rope_head_dim");
+  c.v_head_dim = t.positive("v_head_dim");
+  c.mla_use_output_gate = t.boolean("mla_use_output_gate");
+
+  // MoE.
+  c.first_k_dense_replace = static_cast<int>(t.integer("first_k_dense_replace"));
+  if (c.first_k_dense_replace < 0 || c.first_k_dense_replace > n)
+    t.fail("first_k_dense_replace", "must be in 0.." + std::to_string(n) + ", found " +
+                                        std::to_string(c.first_k_dense_replace));
+  t.require_int("moe_layer_freq", 1, " (every layer after the dense ones is MoE)");
+  t.require_int("num_nextn_predict_layers", 0, " (no multi-token-prediction layers)");
+  t.require_string("moe_router_activation_func", "sigmoid", " (sigmoid router scores)");
+  if (t.has("topk_method")) t.require_string("topk_method", "noaux_tc", " (top-k by score + correction bias)");
+  t.require_int("num_expert_group", 1, " (group-limited routing is not implemented)");
+  t.require_int("topk_group", 1, " (group-limited routing is not implemented)");
+  c.num_experts = t.positive("num_experts");
+  c.num_experts_per_token = t.positive("num_experts_per_token");
+  if (c.num_experts_per_token > c.num_experts)
+    t.fail("num_experts_per_token", "is " + std::to_string(c.num_experts_per_token) + ", more than num_experts " +
+                                        std::to_string(c.num_experts));
+  c.num_shared_experts = t.positive("num_shared_experts");
+  c.moe_intermediate_size = t.positive("moe_intermediate_size");
+  c.routed_expert_hidden_size = t.positive("routed_expert_hidden_size");
+  if (c.moe_intermediate_size % 32)
+    t.fail("moe_intermediate_size", "is " + std::to_string(c.moe_intermediate_size) + ", not a multiple of 32");
+  if (c.routed_expert_hidden_size % 32)
+    t.fail("routed_expert_hidden_size",
+           "is " + std::to_string(c.routed_expert_hidden_size) + ", not a multiple of 32");
+  c.latent_moe_use_norm = t.boolean("latent_moe_use_norm");
+  c.moe_renormalize = t.boolean("moe_renormalize");
+  const double rsf = t.number("routed_scaling_factor");
+  if (!(rsf > 0)) t.fail("routed_scaling_factor", "must be positive, found " + std::to_string(rsf));
+  c.routed_scaling_factor = static_cast<float>(rsf);
+
+  // Stop ids: the text config, the wrapper and generation_config.json.
+  collect_eos(t, "eos_token_id", &c.eos_token_ids);
+  if (wrapped) collect_eos(top, "eos_token_id", &c.eos_token_ids);
+  if (!generation_config_json.empty()) {
+    simdjson::dom::parser gparser;
+    simdjson::padded_string gpadded(generation_config_json);
+    element groot;
+    object gobj;
+    const std::string gorigin = origin + " (generation_config.json)";
+    if (gparser.parse(gpadded).get(groot) || groot.get_object().get(gobj))
+      throw Error(ExitCode::kBadModel, gorigin + ": not a valid JSON object");
+    Reader g(gorigin, gobj, "");
+    collect_eos(g, "eos_token_id", &c.eos_token_ids);
+  }
+  std::vector<int> unique;
+  for (int id : c.eos_token_ids) {
+    if (id < 0 || id >= c.vocab_size)
+      t.fail("eos_token_id", "holds " + std::to_string(id) + ", outside the vocabulary 0.." +
+                                 std::to_string(c.vocab_size - 1));
+    if (std::find(unique.begin(), unique.end(), id) == unique.end()) unique.push_back(id);
+  }
+  c.eos_token_ids = unique;
+  return c;
+}
+
+ModelConfig load_model_config(const std::string& model_dir) {
+  const std::string path = path_join(model_dir, "config.json");
+  if (!file_exists(model_dir))
+    throw Error(ExitCode::kBadModel, model_dir + ": model directory not found");
+  if (!file_exists(path))
+    throw Error(ExitCode::kBadModel, path + ": file not found (is " + model_dir + " a Kimi-K3 model directory?)");
+  const std::string text = read_text_file(path);
+  const std::string gen_path = path_join(model_dir, "generation_config.json");
+  const std::string gen = file_exists(gen_path) ? read_text_file(gen_path) : std::string();
+  return parse_model_config(text, gen, path);
+}
+
+}  // namespace k3

@@ -1,0 +1,56 @@
+// The Kimi-K3 forward pass over a WeightSource.
+//
+// forward() runs a batch of new tokens after everything the SequenceState
+// already holds: the prompt in one call (prefill: each weight matrix read once
+// per batch, each routed expert once for all the rows that chose it), then one
+// token per call (decode). A token's logits are bit-identical whichever way
+// it was computed and for any thread count. The state is plain data, so it can
+// be saved and restored between calls (state files).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "model/config.h"
+#include "model/sequence_state.h"
+#include "model/weight_source.h"
+
+namespace k3 {
+
+class ThreadPool;
+
+enum class LogitRows { kNone, kLast, kAll };
+
+class Engine {
+ public:
+  Engine(const ModelConfig& config, WeightSource& source, ThreadPool& pool);
+
+  const ModelConfig& config() const { return config_; }
+
+  // Empties `state` and sizes it for this model (a new sequence).
+  void reset(SequenceState& state) const;
+
+  // Runs `ids` after state.positions and appends them to the state. Writes
+  // logits to `logits`: [vocab] for the last id (kLast) or [ids.size(), vocab]
+  // (kAll). Throws Error(kBadInput) for an id outside the vocabulary and
+  // before touching the state.
+  void forward(SequenceState& state, std::span<const int32_t> ids, LogitRows rows, float* logits);
+
+  // Prompts longer than this run as consecutive batches (bounds the
+  // activation memory of a prefill; results do not depend on it).
+  void set_max_batch(size_t tokens) { max_batch_ = tokens == 0 ? 1 : tokens; }
+
+ private:
+  void forward_batch(SequenceState& state, const int32_t* ids, size_t n, LogitRows rows, float* logits);
+
+  ModelConfig config_;
+  WeightSource& source_;
+  ThreadPool& pool_;
+  size_t max_batch_ = 256;
+};
+
+// Checks ids against the vocabulary; Error(kBadInput) names the first bad one.
+void check_token_ids(const ModelConfig& config, std::span<const int32_t> ids);
+
+}  // namespace k3

@@ -1,0 +1,28 @@
+// LatentMoE: routed experts that live in a narrower latent space, plus
+// shared experts on the layer input (SPEC section 2, "LatentMoE").
+//
+//   z   = lin(x, routed_expert_down_proj)                 hidden -> latent
+//   y   = sum over chosen e of w_e * SiTU_MLP_e(z)         experts in the latent
+//   y   = lin(rms(y, routed_expert_norm), routed_expert_up_proj)   (norm if latent_moe_use_norm)
+//   out = y + SiTU_MLP_shared(x)
+//
+// For a batch, each chosen expert runs once over all the rows that chose it.
+// Experts may arrive from the WeightSource in any order; each writes its own
+// buffer and the per-token sum runs afterwards in the router's order, so the
+// result never depends on arrival order, batch size or thread count.
+#pragma once
+
+#include <cstddef>
+
+#include "model/config.h"
+#include "model/weight_source.h"
+
+namespace k3 {
+
+class ThreadPool;
+
+// x[n, hidden] = rms(h, post_attention_layernorm) -> out[n, hidden].
+void latent_moe_forward(const ModelConfig& config, int layer, const MoeTrunkWeights& w, WeightSource& source,
+                        const float* x, size_t n, float* out, ThreadPool* pool);
+
+}  // namespace k3

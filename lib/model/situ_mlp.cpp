@@ -1,0 +1,40 @@
+#include "model/situ_mlp.h"
+
+#include <cmath>
+#include <vector>
+
+#include "model/activations.h"
+#include "model/linear.h"
+
+namespace k3 {
+
+float situ(float g, float u, const SituParams& p) {
+  const float a = p.beta * std::tanh(g / p.beta) * sigmoid(g);
+  const float up = p.has_linear_beta ? p.linear_beta * std::tanh(u / p.linear_beta) : u;
+  return a * up;
+}
+
+namespace {
+
+template <typename M>
+void run(const M& gate, const M& up, const M& down, const SituParams& p, const float* x, size_t n, float* out,
+         ThreadPool* pool) {
+  const size_t inter = out_dim(gate);
+  std::vector<float> g(n * inter), u(n * inter);
+  lin(gate, x, n, g.data(), pool);
+  lin(up, x, n, u.data(), pool);
+  for (size_t i = 0; i < n * inter; ++i) g[i] = situ(g[i], u[i], p);
+  lin(down, g.data(), n, out, pool);
+}
+
+}  // namespace
+
+void situ_mlp(const DenseMlpWeights& w, const SituParams& p, const float* x, size_t n, float* out, ThreadPool* pool) {
+  run(w.gate_proj, w.up_proj, w.down_proj, p, x, n, out, pool);
+}
+
+void situ_mlp(const ExpertWeights& w, const SituParams& p, const float* x, size_t n, float* out, ThreadPool* pool) {
+  run(w.w1, w.w3, w.w2, p, x, n, out, pool);
+}
+
+}  // namespace k3
