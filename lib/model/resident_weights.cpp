@@ -36,7 +36,10 @@ uint64_t available_memory_bytes() {
 
 std::string gb(uint64_t bytes) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GB", static_cast<double>(bytes) / 1e9);
+  if (bytes < 1000000000ull)
+    std::snprintf(buf, sizeof buf, "%.2f MB", static_cast<double>(bytes) / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f GB", static_cast<double>(bytes) / 1e9);
   return buf;
 }
 

@@ -1,0 +1,222 @@
+// k3-forward: token ids on stdin -> the Kimi-K3 forward pass -> generated ids.
+//
+// Reads the prompt ids, runs them as one batch (prefill), then generates
+// greedily one token at a time with the carried sequence state, writing each
+// id on its own line as soon as it exists so `| k3-detok` streams.
+// --recompute re-runs the whole prefix for every new token instead (the slow
+// reference path; the ids are the same).
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/safetensors.h"
+#include "common/atomic_file_writer.h"
+#include "common/error.h"
+#include "common/file.h"
+#include "kernels/thread_pool.h"
+#include "model/config.h"
+#include "model/engine.h"
+#include "model/resident_weights.h"
+#include "model/token_id_input.h"
+#include "sampling/sampler.h"
+#include "sampling/stop_conditions.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::atomic<bool> g_interrupted{false};
+void on_signal(int) { g_interrupted = true; }
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string read_all_fd(int fd, const std::string& what) {
+  std::string data;
+  char buf[1 << 16];
+  while (true) {
+    ssize_t r = ::read(fd, buf, sizeof buf);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw k3::Error(k3::ExitCode::kIo, "cannot read " + what + ": " + std::strerror(errno));
+    }
+    if (r == 0) break;
+    data.append(buf, static_cast<size_t>(r));
+  }
+  return data;
+}
+
+void emit_id(int32_t id) {
+  if (std::printf("%d\n", id) < 0 || std::fflush(stdout) != 0)
+    throw k3::Error(k3::ExitCode::kIo, std::string("cannot write to stdout: ") + std::strerror(errno));
+}
+
+// Logits of every evaluated position, one row each, in evaluation order.
+class LogitsLog {
+ public:
+  LogitsLog(bool enabled, size_t vocab) : enabled_(enabled), vocab_(vocab) {}
+  bool enabled() const { return enabled_; }
+  void add(const float* rows, size_t n) {
+    if (enabled_) data_.insert(data_.end(), rows, rows + n * vocab_);
+  }
+  void write(const std::string& path) const {
+    const uint64_t rows = data_.size() / vocab_;
+    const uint64_t nbytes = data_.size() * sizeof(float);
+    const std::string header =
+        k3::make_safetensors_header({{"logits", k3::DType::kF32, {rows, static_cast<uint64_t>(vocab_)}, nbytes}});
+    k3::AtomicFileWriter out(path);
+    out.write(header.data(), header.size());
+    out.write(data_.data(), nbytes);
+    out.commit();
+  }
+
+ private:
+  bool enabled_;
+  size_t vocab_;
+  std::vector<float> data_;
+};
+
+long peak_rss_mb() {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return -1;
+  return ru.ru_maxrss / 1024;  // kilobytes on Linux
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{
+      "Runs Kimi-K3 on token ids: reads whitespace-separated decimal ids on stdin (or --ids FILE), runs the\n"
+      "prompt as one batch, then generates --gen tokens greedily, writing each id on its own line as soon as\n"
+      "it exists. Generation stops early at an EOS id of the model (unless --ignore-eos); the EOS id is written.\n"
+      "Example: k3-tokenize --tok ~/k3model < prompt.txt | k3-forward ~/k3model --gen 64 | k3-detok --tok ~/k3model",
+      "k3-forward"};
+  std::string model_dir, ids_file, logits_file;
+  int gen = 0, threads = 0;
+  bool ignore_eos = false, recompute = false, teacher_forcing = false;
+  app.add_option("MODEL_DIR", model_dir, "Model directory: config.json, model.safetensors.index.json and shards")
+      ->required();
+  app.add_option("--ids", ids_file, "Read the prompt ids from FILE instead of stdin");
+  app.add_option("--gen", gen, "Generate up to N tokens after the prompt (default 0: only run the prompt)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--ignore-eos", ignore_eos, "Keep generating past an EOS id");
+  app.add_flag("--recompute", recompute,
+               "Recompute the whole prefix for every new token (slow reference path; same ids)");
+  app.add_option("--logits", logits_file,
+                 "Write the logits of every evaluated position to FILE (safetensors, tensor 'logits' F32 "
+                 "[positions, vocab]; written atomically)");
+  app.add_flag("--teacher-forcing", teacher_forcing,
+               "Evaluate the given ids without generating; writes the argmax id of every position to stdout");
+  app.add_option("--threads", threads, "Worker threads (default 0: all cores); output is identical for any count")
+      ->check(CLI::NonNegativeNumber);
+  app.footer(k3::exit_codes_help());
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "k3-forward: %s (see k3-forward --help)\n", e.what());
+    return static_cast<int>(k3::ExitCode::kUsage);
+  }
+  if (teacher_forcing && gen > 0)
+    throw k3::Error(k3::ExitCode::kUsage, "--teacher-forcing evaluates the given ids and cannot be combined with --gen");
+
+  // Cheap checks first: config and input, before any weight is read.
+  const k3::ModelConfig config = k3::load_model_config(model_dir);
+  const size_t vocab = static_cast<size_t>(config.vocab_size);
+  std::string text;
+  std::string origin = "stdin";
+  if (!ids_file.empty()) {
+    if (!k3::file_exists(ids_file)) throw k3::Error(k3::ExitCode::kBadInput, ids_file + ": ids file not found");
+    text = k3::read_text_file(ids_file);
+    origin = ids_file;
+  } else {
+    text = read_all_fd(0, "stdin");
+  }
+  const std::vector<int32_t> prompt = k3::parse_token_ids(text, origin, config.vocab_size);
+  if (prompt.empty())
+    throw k3::Error(k3::ExitCode::kBadInput,
+                    origin + ": no token ids (the prompt is empty; pipe ids from k3-tokenize or pass --ids FILE)");
+
+  const k3::Checkpoint checkpoint = k3::Checkpoint::open(model_dir);
+  k3::ResidentWeights weights(config, checkpoint, &std::cerr);
+  k3::ThreadPool pool(threads);
+  k3::Engine engine(config, weights, pool);
+
+  ::signal(SIGPIPE, SIG_IGN);  // a closed pipe becomes a write error, reported as such
+  ::signal(SIGINT, on_signal);
+  ::signal(SIGTERM, on_signal);
+
+  k3::SequenceState state;
+  engine.reset(state);
+  LogitsLog log(!logits_file.empty(), vocab);
+  const k3::StopConditions stop(config.eos_token_ids, {}, ignore_eos);
+
+  // Prompt.
+  const auto t_prompt = Clock::now();
+  std::vector<float> logits((log.enabled() || teacher_forcing ? prompt.size() : 1) * vocab);
+  const bool all_rows = log.enabled() || teacher_forcing;
+  engine.forward(state, prompt, all_rows ? k3::LogitRows::kAll : k3::LogitRows::kLast, logits.data());
+  const double prompt_s = seconds_since(t_prompt);
+  log.add(logits.data(), all_rows ? prompt.size() : 0);
+  const float* last = logits.data() + (all_rows ? (prompt.size() - 1) * vocab : 0);
+  std::vector<float> row(last, last + vocab);
+
+  int generated = 0;
+  const auto t_gen = Clock::now();
+  if (teacher_forcing) {
+    for (size_t t = 0; t < prompt.size(); ++t) emit_id(k3::greedy_token(logits.data() + t * vocab, config.vocab_size));
+  } else {
+    std::vector<int32_t> sequence = prompt;
+    while (generated < gen && !g_interrupted) {
+      const int32_t id = k3::greedy_token(row.data(), config.vocab_size);
+      emit_id(id);
+      ++generated;
+      sequence.push_back(id);
+      if (stop.stops(id) || generated == gen) break;
+      if (recompute) {
+        engine.reset(state);
+        engine.forward(state, sequence, k3::LogitRows::kLast, row.data());
+      } else {
+        engine.forward(state, std::span<const int32_t>(&id, 1), k3::LogitRows::kLast, row.data());
+      }
+      log.add(row.data(), 1);
+    }
+  }
+  const double gen_s = seconds_since(t_gen);
+
+  if (log.enabled()) log.write(logits_file);
+  std::fprintf(stderr,
+               "k3-forward: %zu prompt tokens in %.3f s (%.1f tokens/s); %d generated, %.4f s/token; %d threads; "
+               "peak RSS %ld MB\n",
+               prompt.size(), prompt_s, prompt_s > 0 ? prompt.size() / prompt_s : 0.0, generated,
+               generated > 1 ? gen_s / (generated - 1) : 0.0, pool.size(), peak_rss_mb());
+  if (g_interrupted) {
+    std::fprintf(stderr, "k3-forward: interrupted after %d generated tokens (they were written)\n", generated);
+    return static_cast<int>(k3::ExitCode::kInterrupted);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const k3::Error& e) {
+    std::fprintf(stderr, "k3-forward: %s\n", e.what());
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "k3-forward: internal error: %s\n", e.what());
+    return static_cast<int>(k3::ExitCode::kInternal);
+  }
+}
