@@ -1,0 +1,239 @@
+// Router tie rule and weights; LatentMoE against a double reference, with
+// experts delivered in any order, in BF16 and in MXFP4.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/mxfp4.h"
+#include "model/latent_moe.h"
+#include "model/router.h"
+#include "random_weights.h"
+
+namespace k3 {
+namespace {
+
+ModelConfig router_config(int E, int k, bool renorm, float scale) {
+  ModelConfig c;
+  c.num_experts = E;
+  c.num_experts_per_token = k;
+  c.moe_renormalize = renorm;
+  c.routed_scaling_factor = scale;
+  return c;
+}
+
+TEST(Router, EqualChoicesGoToTheLowerExpertId) {
+  const ModelConfig c = router_config(8, 3, true, 1.0f);
+  std::vector<float> logits(8, 0.25f), bias(8, 0.0f), w(3);
+  std::vector<int32_t> e(3);
+  route_tokens(c, logits.data(), bias.data(), 1, e.data(), w.data());
+  EXPECT_EQ(e, (std::vector<int32_t>{0, 1, 2}));
+  for (float x : w) EXPECT_FLOAT_EQ(x, 1.0f / 3.0f);
+  // Experts 6 and 3 tie at the top, 5 and 1 tie next: lower id first in each pair.
+  logits = {0, 1, 0, 2, 0, 1, 2, 0};
+  route_tokens(c, logits.data(), bias.data(), 1, e.data(), w.data());
+  EXPECT_EQ(e, (std::vector<int32_t>{3, 6, 1}));
+}
+
+TEST(Router, BiasSelectsButWeightsUseTheSigmoidScore) {
+  const ModelConfig c = router_config(6, 2, true, 2.0f);
+  std::vector<float> logits = {2.0f, 1.0f, 0.0f, -1.0f, -2.0f, 0.5f};
+  std::vector<float> bias = {0, 0, 0, 0, 5.0f, 0};  // expert 4 is chosen only because of its bias
+  std::vector<float> w(2);
+  std::vector<int32_t> e(2);
+  route_tokens(c, logits.data(), bias.data(), 1, e.data(), w.data());
+  EXPECT_EQ(e, (std::vector<int32_t>{4, 0}));
+  const double s4 = test::sigmoid_d(-2.0), s0 = test::sigmoid_d(2.0);
+  EXPECT_NEAR(w[0], 2.0 * s4 / (s4 + s0), 1e-6);  // renormalised, times routed_scaling_factor
+  EXPECT_NEAR(w[1], 2.0 * s0 / (s4 + s0), 1e-6);
+
+  const ModelConfig plain = router_config(6, 2, false, 2.0f);
+  route_tokens(plain, logits.data(), bias.data(), 1, e.data(), w.data());
+  EXPECT_NEAR(w[0], 2.0 * s4, 1e-6);  // not renormalised, still scaled
+  const ModelConfig one = router_config(6, 1, true, 1.0f);
+  route_tokens(one, logits.data(), bias.data(), 1, e.data(), w.data());
+  EXPECT_NEAR(w[0], s4, 1e-6);  // k = 1: no renormalisation
+}
+
+// A WeightSource holding only experts, delivering them in reverse order.
+class ExpertSource : public WeightSource {
+ public:
+  std::vector<ExpertWeights> experts;
+  bool reverse = false;
+  std::vector<int> last_request;
+  void embed(const int32_t*, size_t, float*) override {}
+  const LayerWeights& acquire_layer(int) override { throw std::logic_error("unused"); }
+  void release_layer(int) override {}
+  const HeadWeights& acquire_head() override { throw std::logic_error("unused"); }
+  void release_head() override {}
+  void for_each_expert(int, const std::vector<int>& ids,
+                       const std::function<void(size_t, const ExpertWeights&)>& on_ready) override {
+    last_request = ids;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const size_t k = reverse ? ids.size() - 1 - i : i;
+      on_ready(k, experts[ids[k]]);
+    }
+  }
+};
+
+struct MoeCase {
+  static constexpr int hidden = 16, latent = 32, inter = 32, E = 6, K = 3, shared_w = 64;
+  ModelConfig c;
+  test::RandomBf16 router, down, up, sg, su, sd;
+  test::RandomF32 bias, norm;
+  std::vector<test::RandomBf16> w1, w3, w2;
+  MoeTrunkWeights trunk;
+  ExpertSource source;
+
+  MoeCase() {
+    c.hidden_size = hidden;
+    c.routed_expert_hidden_size = latent;
+    c.moe_intermediate_size = inter;
+    c.num_experts = E;
+    c.num_experts_per_token = K;
+    c.num_shared_experts = 2;
+    c.moe_renormalize = true;
+    c.routed_scaling_factor = 1.5f;
+    c.latent_moe_use_norm = true;
+    c.rms_norm_eps = 1e-5f;
+    c.situ_beta = 4.0f;
+    c.has_situ_linear_beta = true;
+    c.situ_linear_beta = 25.0f;
+    c.experts_mxfp4 = false;
+    std::mt19937 rng(31);
+    router = {rng, E, hidden, 1.0}; down = {rng, latent, hidden, 0.5}; up = {rng, hidden, latent, 0.3};
+    sg = {rng, shared_w, hidden, 1.0}; su = {rng, shared_w, hidden, 1.0}; sd = {rng, hidden, shared_w, 0.1};
+    bias = {rng, E, 0.0, 0.1};
+    norm = {rng, latent, 1.0, 0.1};
+    for (int e = 0; e < E; ++e) {
+      w1.emplace_back(rng, inter, latent, 1.0);
+      w3.emplace_back(rng, inter, latent, 2.0);
+      w2.emplace_back(rng, latent, inter, 0.2);
+    }
+    for (int e = 0; e < E; ++e) {
+      ExpertWeights ew;
+      ew.w1.is_mxfp4 = ew.w3.is_mxfp4 = ew.w2.is_mxfp4 = false;
+      ew.w1.bf = w1[e].view();
+      ew.w3.bf = w3[e].view();
+      ew.w2.bf = w2[e].view();
+      source.experts.push_back(ew);
+    }
+    trunk = MoeTrunkWeights{router.view(), bias.view(), down.view(), up.view(), norm.view(),
+                            DenseMlpWeights{sg.view(), su.view(), sd.view()}};
+  }
+
+  static double situ_d(double g, double u) {
+    return 4.0 * std::tanh(g / 4.0) * test::sigmoid_d(g) * 25.0 * std::tanh(u / 25.0);
+  }
+  static std::vector<double> mlp_d(const std::vector<double>& x, const test::RandomBf16& g,
+                                   const test::RandomBf16& u, const test::RandomBf16& d) {
+    std::vector<double> a = test::lin_d(x, g), b = test::lin_d(x, u);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = situ_d(a[i], b[i]);
+    return test::lin_d(a, d);
+  }
+
+  std::vector<double> reference(const std::vector<float>& x, size_t n) const {
+    std::vector<double> out;
+    for (size_t t = 0; t < n; ++t) {
+      std::vector<double> xt(x.begin() + t * hidden, x.begin() + (t + 1) * hidden);
+      std::vector<double> s = test::lin_d(xt, router);
+      std::vector<int> order(E);
+      for (int e = 0; e < E; ++e) order[e] = e, s[e] = test::sigmoid_d(s[e]);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int a, int b) { return s[a] + bias.f[a] > s[b] + bias.f[b]; });
+      double sum = 0;
+      for (int j = 0; j < K; ++j) sum += s[order[j]];
+      std::vector<double> z = test::lin_d(xt, down), y(latent, 0.0);
+      for (int j = 0; j < K; ++j) {
+        const int e = order[j];
+        std::vector<double> ye = mlp_d(z, w1[e], w3[e], w2[e]);
+        for (int d = 0; d < latent; ++d) y[d] += s[e] / sum * 1.5 * ye[d];
+      }
+      double ms = 0;
+      for (double v : y) ms += v * v;
+      ms /= latent;
+      for (int d = 0; d < latent; ++d) y[d] = y[d] / std::sqrt(ms + 1e-5) * norm.f[d];
+      std::vector<double> o = test::lin_d(y, up), sh = mlp_d(xt, sg, su, sd);
+      for (int c2 = 0; c2 < hidden; ++c2) out.push_back(o[c2] + sh[c2]);
+    }
+    return out;
+  }
+};
+
+TEST(LatentMoe, MatchesDoubleReferenceInAnyArrivalOrder) {
+  MoeCase mc;
+  const size_t n = 7;
+  std::mt19937 rng(2);
+  std::vector<float> x = test::random_input(rng, n * MoeCase::hidden);
+  std::vector<float> fwd(n * MoeCase::hidden), rev(n * MoeCase::hidden);
+  latent_moe_forward(mc.c, 1, mc.trunk, mc.source, x.data(), n, fwd.data(), nullptr);
+  EXPECT_TRUE(std::is_sorted(mc.source.last_request.begin(), mc.source.last_request.end()));
+  mc.source.reverse = true;
+  latent_moe_forward(mc.c, 1, mc.trunk, mc.source, x.data(), n, rev.data(), nullptr);
+  EXPECT_EQ(std::memcmp(fwd.data(), rev.data(), fwd.size() * sizeof(float)), 0);
+  std::vector<double> want = mc.reference(x, n);
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < fwd.size(); ++i) {
+    worst = std::max(worst, std::abs(fwd[i] - want[i]));
+    scale = std::max(scale, std::abs(want[i]));
+  }
+  EXPECT_LE(worst, 1e-5 * scale) << worst << " " << scale;
+  // Rows are independent of the batch: each token alone gives the same bits.
+  for (size_t t = 0; t < n; ++t) {
+    std::vector<float> one(MoeCase::hidden);
+    latent_moe_forward(mc.c, 1, mc.trunk, mc.source, x.data() + t * MoeCase::hidden, 1, one.data(), nullptr);
+    EXPECT_EQ(std::memcmp(one.data(), fwd.data() + t * MoeCase::hidden, one.size() * sizeof(float)), 0) << t;
+  }
+}
+
+// MXFP4 experts give the same result as BF16 experts holding their decoded
+// values (every MXFP4 value is exact in BF16).
+TEST(LatentMoe, Mxfp4ExpertsEqualTheirDecodedBf16) {
+  MoeCase mc;
+  std::mt19937 rng(77);
+  std::uniform_int_distribution<int> code(0, 255), sc(120, 130);
+  struct Packed {
+    std::vector<uint8_t> packed, scales;
+  };
+  std::vector<Packed> store;
+  std::vector<std::vector<uint16_t>> decoded;
+  auto make = [&](int64_t rows, int64_t cols, ExpertMatrix* mx, ExpertMatrix* bf) {
+    Packed p;
+    for (int64_t i = 0; i < rows * cols / 2; ++i) p.packed.push_back(static_cast<uint8_t>(code(rng)));
+    for (int64_t i = 0; i < rows * cols / 32; ++i) p.scales.push_back(static_cast<uint8_t>(sc(rng)));
+    store.push_back(std::move(p));
+    std::vector<uint16_t> d(rows * cols);
+    std::vector<float> row(cols);
+    for (int64_t r = 0; r < rows; ++r) {
+      kernels::dequantize_mxfp4_row(store.back().packed.data() + r * cols / 2,
+                                    store.back().scales.data() + r * cols / 32, cols, row.data());
+      for (int64_t c = 0; c < cols; ++c) d[r * cols + c] = kernels::f32_to_bf16(row[c]);
+    }
+    decoded.push_back(std::move(d));
+    mx->is_mxfp4 = true;
+    mx->mx = Mxfp4Matrix{store.back().packed.data(), store.back().scales.data(), rows, cols};
+    bf->is_mxfp4 = false;
+    bf->bf = Bf16Matrix{decoded.back().data(), rows, cols};
+  };
+  store.reserve(64);
+  decoded.reserve(64);
+  ExpertSource mx_source, bf_source;
+  for (int e = 0; e < MoeCase::E; ++e) {
+    ExpertWeights m, b;
+    make(MoeCase::inter, MoeCase::latent, &m.w1, &b.w1);
+    make(MoeCase::inter, MoeCase::latent, &m.w3, &b.w3);
+    make(MoeCase::latent, MoeCase::inter, &m.w2, &b.w2);
+    mx_source.experts.push_back(m);
+    bf_source.experts.push_back(b);
+  }
+  const size_t n = 5;
+  std::vector<float> x = test::random_input(rng, n * MoeCase::hidden);
+  std::vector<float> a(n * MoeCase::hidden), b(n * MoeCase::hidden);
+  latent_moe_forward(mc.c, 1, mc.trunk, mx_source, x.data(), n, a.data(), nullptr);
+  latent_moe_forward(mc.c, 1, mc.trunk, bf_source, x.data(), n, b.data(), nullptr);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5 * (1 + std::abs(b[i]))) << i;
+}
+
+}  // namespace
+}  // namespace k3

@@ -1,0 +1,59 @@
+// Small random weights for block tests: BF16 matrices whose exact values are
+// also kept in double, so reference computations use the same numbers.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "kernels/bf16.h"
+#include "model/weights.h"
+
+namespace k3::test {
+
+struct RandomBf16 {
+  std::vector<uint16_t> bits;
+  std::vector<double> v;  // exact values
+  int64_t rows = 0, cols = 0;
+
+  RandomBf16() = default;
+  RandomBf16(std::mt19937& rng, int64_t r, int64_t c, double scale) : rows(r), cols(c) {
+    std::normal_distribution<double> dist(0.0, scale);
+    for (int64_t i = 0; i < r * c; ++i) {
+      bits.push_back(kernels::f32_to_bf16(static_cast<float>(dist(rng))));
+      v.push_back(kernels::bf16_to_f32(bits.back()));
+    }
+  }
+  Bf16Matrix view() const { return Bf16Matrix{bits.data(), rows, cols}; }
+  double at(int64_t r, int64_t c) const { return v[r * cols + c]; }
+};
+
+struct RandomF32 {
+  std::vector<float> f;
+  RandomF32() = default;
+  RandomF32(std::mt19937& rng, int64_t n, double mean, double scale) {
+    std::normal_distribution<double> dist(mean, scale);
+    for (int64_t i = 0; i < n; ++i) f.push_back(static_cast<float>(dist(rng)));
+  }
+  F32Vector view() const { return F32Vector{f.data(), static_cast<int64_t>(f.size())}; }
+};
+
+inline std::vector<float> random_input(std::mt19937& rng, size_t n, double scale = 1.0) {
+  std::normal_distribution<double> dist(0.0, scale);
+  std::vector<float> x(n);
+  for (float& v : x) v = static_cast<float>(dist(rng));
+  return x;
+}
+
+// y = x @ W^T in double.
+inline std::vector<double> lin_d(const std::vector<double>& x, const RandomBf16& W) {
+  std::vector<double> y(W.rows, 0.0);
+  for (int64_t r = 0; r < W.rows; ++r)
+    for (int64_t c = 0; c < W.cols; ++c) y[r] += W.at(r, c) * x[c];
+  return y;
+}
+
+inline double sigmoid_d(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+}  // namespace k3::test

@@ -1,0 +1,107 @@
+// SiTU against its formula in double, AttnRes against a hand computation.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "kernels/bf16.h"
+#include "model/attn_res.h"
+#include "model/situ_mlp.h"
+#include "random_weights.h"
+
+namespace k3 {
+namespace {
+
+double situ_d(double g, double u, double beta, double lbeta) {
+  return beta * std::tanh(g / beta) * (1.0 / (1.0 + std::exp(-g))) * lbeta * std::tanh(u / lbeta);
+}
+
+TEST(Situ, ElementwiseMatchesFormula) {
+  const SituParams p{4.0f, true, 25.0f};
+  for (double g = -30; g <= 30; g += 0.37)
+    for (double u : {-80.0, -3.0, -0.1, 0.0, 0.5, 7.0, 40.0}) {
+      const double want = situ_d(g, u, 4.0, 25.0);
+      EXPECT_NEAR(situ(static_cast<float>(g), static_cast<float>(u), p), want, 1e-5 * std::max(1.0, std::abs(want)))
+          << g << " " << u;
+    }
+  // Saturation: for large g, a -> beta; large u, u' -> lbeta.
+  EXPECT_NEAR(situ(60.0f, 1000.0f, p), 4.0 * 25.0, 1e-3);
+  // Without linear beta the up branch passes through.
+  const SituParams q{4.0f, false, 0.0f};
+  EXPECT_NEAR(situ(1.5f, 100.0f, q), 4.0 * std::tanh(1.5 / 4.0) * test::sigmoid_d(1.5) * 100.0, 1e-3);
+  // Not SwiGLU: silu(g) * u differs.
+  EXPECT_GT(std::abs(situ(3.0f, 2.0f, p) - 3.0 * test::sigmoid_d(3.0) * 2.0), 0.1);
+}
+
+TEST(Situ, MlpMatchesDoubleReference) {
+  std::mt19937 rng(7);
+  const int hidden = 16, inter = 24, n = 3;
+  test::RandomBf16 gate(rng, inter, hidden, 1.0), up(rng, inter, hidden, 2.0), down(rng, hidden, inter, 0.3);
+  DenseMlpWeights w{gate.view(), up.view(), down.view()};
+  const SituParams p{4.0f, true, 25.0f};
+  std::vector<float> x = test::random_input(rng, n * hidden), out(n * hidden);
+  situ_mlp(w, p, x.data(), n, out.data(), nullptr);
+  for (int t = 0; t < n; ++t) {
+    std::vector<double> xd(x.begin() + t * hidden, x.begin() + (t + 1) * hidden);
+    std::vector<double> g = test::lin_d(xd, gate), u = test::lin_d(xd, up), h(inter);
+    for (int i = 0; i < inter; ++i) h[i] = situ_d(g[i], u[i], 4.0, 25.0);
+    std::vector<double> y = test::lin_d(h, down);
+    for (int c = 0; c < hidden; ++c) EXPECT_NEAR(out[t * hidden + c], y[c], 1e-4 * (1 + std::abs(y[c])));
+  }
+}
+
+TEST(AttnRes, SoftmaxOverBlocksAndPartialSum) {
+  const size_t hidden = 4;
+  // Two block states and the partial sum, one token.
+  const std::vector<float> b0 = {1, 0, 0, 0}, b1 = {0, 2, 0, 0}, p = {1, 1, 1, 1};
+  const std::vector<float> norm = {1.0f, 0.5f, 2.0f, 1.0f};
+  const std::vector<float> proj_f = {0.5f, 1.0f, -1.0f, 0.25f};
+  std::vector<uint16_t> proj;
+  for (float v : proj_f) proj.push_back(kernels::f32_to_bf16(v));  // exact in BF16
+  std::vector<float> out(hidden);
+  const float eps = 1e-5f;
+  attn_res_mix({b0.data(), b1.data()}, p.data(), 1, hidden, Bf16Matrix{proj.data(), 1, 4}, F32Vector{norm.data(), 4},
+               eps, out.data());
+  // By hand: k_v = v / sqrt(mean(v^2) + eps); score = sum(k_v * norm * proj).
+  auto score = [&](const std::vector<float>& v) {
+    double ms = 0;
+    for (float x : v) ms += double(x) * x;
+    ms /= hidden;
+    double s = 0;
+    for (size_t c = 0; c < hidden; ++c) s += v[c] / std::sqrt(ms + eps) * norm[c] * proj_f[c];
+    return s;
+  };
+  // b0: 1/sqrt(0.25)*0.5 = 1.0; b1: 2/sqrt(1)*0.5*1 = 1.0; p: 1*(0.5+0.5-2+0.25) = -0.75
+  EXPECT_NEAR(score(b0), 1.0, 1e-4);
+  EXPECT_NEAR(score(b1), 1.0, 1e-4);
+  EXPECT_NEAR(score(p), -0.75, 1e-4);
+  const double s[3] = {score(b0), score(b1), score(p)};
+  const double m = std::max({s[0], s[1], s[2]});
+  double e[3], sum = 0;
+  for (int j = 0; j < 3; ++j) sum += e[j] = std::exp(s[j] - m);
+  for (size_t c = 0; c < hidden; ++c) {
+    const double want = (e[0] * b0[c] + e[1] * b1[c] + e[2] * p[c]) / sum;
+    EXPECT_NEAR(out[c], want, 1e-6) << c;
+  }
+  // With no blocks the mix returns p itself (softmax over one value).
+  attn_res_mix({}, p.data(), 1, hidden, Bf16Matrix{proj.data(), 1, 4}, F32Vector{norm.data(), 4}, eps, out.data());
+  for (size_t c = 0; c < hidden; ++c) EXPECT_EQ(out[c], p[c]);
+}
+
+TEST(AttnRes, RowsAreIndependent) {
+  std::mt19937 rng(3);
+  const size_t hidden = 32, n = 5;
+  std::vector<float> b0 = test::random_input(rng, n * hidden), p = test::random_input(rng, n * hidden);
+  test::RandomBf16 proj(rng, 1, hidden, 1.0);
+  test::RandomF32 norm(rng, hidden, 1.0, 0.1);
+  std::vector<float> all(n * hidden), one(hidden);
+  attn_res_mix({b0.data()}, p.data(), n, hidden, proj.view(), norm.view(), 1e-5f, all.data());
+  for (size_t t = 0; t < n; ++t) {
+    attn_res_mix({b0.data() + t * hidden}, p.data() + t * hidden, 1, hidden, proj.view(), norm.view(), 1e-5f,
+                 one.data());
+    EXPECT_EQ(std::memcmp(one.data(), all.data() + t * hidden, hidden * sizeof(float)), 0) << t;
+  }
+}
+
+}  // namespace
+}  // namespace k3
