@@ -1,0 +1,53 @@
+#include "state/continuation.h"
+
+#include <sys/stat.h>
+
+#include "checkpoint/checkpoint.h"
+#include "common/error.h"
+#include "model/config.h"
+
+namespace k3 {
+
+ModelIdentity ModelIdentity::of(const ModelConfig& config, const Checkpoint& checkpoint) {
+  return {fingerprint_model(config, checkpoint), StateGeometry::from_config(config)};
+}
+
+SamplingParams resolve_sampling(const std::optional<SamplingParams>& saved, const SamplingOverrides& f) {
+  SamplingParams p = saved.value_or(SamplingParams{});
+  if (f.temperature) p.temperature = *f.temperature;
+  if (f.top_k) p.top_k = *f.top_k;
+  if (f.top_p) p.top_p = *f.top_p;
+  if (f.min_p) p.min_p = *f.min_p;
+  if (f.seed) p.seed = *f.seed;
+  validate_sampling_params(p);
+  return p;
+}
+
+ConversationState load_conversation(const std::string& path, const ModelIdentity& model) {
+  return read_state_file(path, model.fingerprint, model.geometry);
+}
+
+void save_conversation(const std::string& path, const ModelIdentity& model, SequenceState&& sequence,
+                       std::vector<int32_t> pending, const SamplingParams& sampling,
+                       std::vector<float> last_logits) {
+  ConversationState s;
+  s.model = model.fingerprint;
+  s.geometry = model.geometry;
+  s.sequence = std::move(sequence);
+  s.pending = std::move(pending);
+  // Greedy runs store no sampler section: a continuation is greedy unless
+  // its own flags say otherwise.
+  if (!sampling.greedy()) s.sampling = sampling;
+  if (s.pending.empty() && s.sequence.positions > 0) s.last_logits = std::move(last_logits);
+  write_state_file(path, s);
+}
+
+void check_output_directory(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw Error(ExitCode::kIo, path + ": cannot write there: directory " + dir + " does not exist");
+}
+
+}  // namespace k3

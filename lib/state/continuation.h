@@ -1,0 +1,58 @@
+// What a k3-forward run starts from and what it leaves behind when it uses
+// state files (--state-in / --state-out), and how the sampler settings of a
+// saved conversation combine with the flags of the run that continues it.
+//
+// A run evaluates `pending` ids of the state (if any) followed by its new
+// input, then generates. The id generated last is emitted but not evaluated
+// (evaluating it would cost a whole forward step that only a continuation
+// needs), so it is saved as pending. A run that generates nothing saves the
+// logits of its last position instead, so a continuation with no new input
+// can still generate. Either way a continued run computes exactly what one
+// run over the whole conversation computes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sampling/sampler.h"
+#include "state/state_file.h"
+
+namespace k3 {
+
+class Checkpoint;
+struct ModelConfig;
+
+// Which model a state file must belong to.
+struct ModelIdentity {
+  ModelFingerprint fingerprint;
+  StateGeometry geometry;
+  static ModelIdentity of(const ModelConfig& config, const Checkpoint& checkpoint);
+};
+
+// Sampler flags given on the command line; unset ones keep the saved value
+// (or the default when the state has none).
+struct SamplingOverrides {
+  std::optional<double> temperature, top_p, min_p;
+  std::optional<int32_t> top_k;
+  std::optional<uint64_t> seed;
+};
+SamplingParams resolve_sampling(const std::optional<SamplingParams>& saved, const SamplingOverrides& flags);
+
+// Reads `path` for this model (refusals: state_file.h). The sequence comes
+// back sized for the engine.
+ConversationState load_conversation(const std::string& path, const ModelIdentity& model);
+
+// Writes `path` atomically. `sequence` is moved from: a real K3 state is
+// hundreds of MB and is not needed after the run. `last_logits` is kept only
+// when there is nothing pending.
+void save_conversation(const std::string& path, const ModelIdentity& model, SequenceState&& sequence,
+                       std::vector<int32_t> pending, const SamplingParams& sampling,
+                       std::vector<float> last_logits);
+
+// Fails early (kIo, naming the path) when `path` cannot be created because its
+// directory does not exist or is not a directory, so a long run is not wasted.
+void check_output_directory(const std::string& path);
+
+}  // namespace k3
