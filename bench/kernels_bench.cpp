@@ -2,10 +2,11 @@
 // as a fraction of the single-core memory read bandwidth measured in the same
 // run. Prints figures only; asserts nothing.
 //
-//   k3-bench-kernels [--reps N] [--threads "1 2"] [--quick]
+//   k3-bench-kernels [--reps N] [--threads "1 2"] [--only TEXT] [--hot] [--quick]
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +24,14 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// CPU time of the whole process (all threads): on a busy machine it shows
+// the work done, where wall time also counts waiting for a core.
+double process_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 double median(std::vector<double> v) {
@@ -65,6 +74,8 @@ struct Shape {
 int main(int argc, char** argv) {
   int reps = 9;
   bool quick = false;
+  bool hot = false;   // one copy of each matrix: cache-resident when it fits
+  std::string only;  // run only matrices whose name contains this
   std::vector<int> thread_counts = {1, 2};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -79,11 +90,15 @@ int main(int argc, char** argv) {
         thread_counts.push_back(static_cast<int>(v));
         s = end;
       }
+    } else if (a == "--only" && i + 1 < argc) {
+      only = argv[++i];
+    } else if (a == "--hot") {
+      hot = true;
     } else if (a == "--quick") {
       quick = true;
     } else {
       std::fprintf(stderr,
-                   "usage: k3-bench-kernels [--reps N] [--threads \"1 2\"] [--quick]\n"
+                   "usage: k3-bench-kernels [--reps N] [--threads \"1 2\"] [--only TEXT] [--hot] [--quick]\n"
                    "  Times BF16/MXFP4 matvec (n=1 and n=16 tokens) at Kimi-K3 sizes and\n"
                    "  compares the weight bytes/s with a single-core memory read.\n");
       return 2;
@@ -93,6 +108,9 @@ int main(int argc, char** argv) {
   std::printf("kernel target: %s\n", k3::kernels::kernel_target_name());
   const size_t read_bytes = quick ? (size_t{256} << 20) : (size_t{1} << 30);
   const double mem_gbs = measure_read_bandwidth(read_bytes, quick ? 3 : 5);
+  std::printf("columns: median and min wall time per call, median process CPU time per\n"
+              "call (all threads), weight bytes / median wall time, and that over the read\n"
+              "bandwidth ('x mem'). On a busy machine wall time includes waiting for a core.\n");
   std::printf("single-core memory read (streaming sum over %zu MB): %.2f GB/s\n\n",
               read_bytes >> 20, mem_gbs);
 
@@ -105,48 +123,58 @@ int main(int argc, char** argv) {
 
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
-  std::printf("%-32s %3s %3s %10s %9s %8s\n", "matrix", "n", "thr", "median ms", "weight GB/s",
-              "x mem");
+  std::printf("%-32s %3s %3s %10s %8s %8s %11s %6s\n", "matrix", "n", "thr", "median ms",
+              "min ms", "cpu ms", "weight GB/s", "x mem");
   for (const Shape& s : shapes) {
-    // Weights: random but valid (MXFP4 scale bytes in a normal range).
-    std::vector<uint16_t> wb;
-    std::vector<uint8_t> packed, scales;
-    size_t weight_bytes;
-    if (s.mxfp4) {
-      packed.resize(s.rows * s.cols / 2);
-      scales.resize(s.rows * s.cols / 32);
-      for (auto& b : packed) b = static_cast<uint8_t>(rng());
-      for (auto& b : scales) b = static_cast<uint8_t>(120 + rng() % 10);
-      weight_bytes = packed.size() + scales.size();
-    } else {
-      wb.resize(s.rows * s.cols);
-      for (auto& w : wb) w = k3::kernels::f32_to_bf16(uni(rng));
-      weight_bytes = wb.size() * 2;
+    if (!only.empty() && std::string(s.name).find(only) == std::string::npos) continue;
+    // Weights: random but valid (MXFP4 scale bytes in a normal range). Calls
+    // rotate over enough copies (>= 384 MB) that each call reads its weights
+    // from memory, not from a cache warmed by the previous call.
+    const size_t weight_bytes =
+        s.mxfp4 ? s.rows * s.cols / 2 + s.rows * s.cols / 32 : s.rows * s.cols * 2;
+    const size_t copies = hot ? 1 : std::max<size_t>(2, (size_t{384} << 20) / weight_bytes + 1);
+    std::vector<std::vector<uint16_t>> wb(s.mxfp4 ? 0 : copies);
+    std::vector<std::vector<uint8_t>> packed(s.mxfp4 ? copies : 0), scales(s.mxfp4 ? copies : 0);
+    for (size_t k = 0; k < copies; ++k) {
+      if (s.mxfp4) {
+        packed[k].resize(s.rows * s.cols / 2);
+        scales[k].resize(s.rows * s.cols / 32);
+        for (auto& b : packed[k]) b = static_cast<uint8_t>(rng());
+        for (auto& b : scales[k]) b = static_cast<uint8_t>(120 + rng() % 10);
+      } else {
+        wb[k].resize(s.rows * s.cols);
+        for (auto& w : wb[k]) w = k3::kernels::f32_to_bf16(uni(rng));
+      }
     }
     for (size_t n : {size_t{1}, size_t{16}}) {
       std::vector<float> x(n * s.cols), y(n * s.rows);
       for (auto& v : x) v = uni(rng);
       for (int threads : thread_counts) {
         k3::ThreadPool pool(threads);
+        size_t next = 0;
         auto call = [&] {
+          const size_t k = next++ % copies;
           if (s.mxfp4) {
-            k3::kernels::matmul_mxfp4(packed.data(), scales.data(), s.rows, s.cols, x.data(), n,
-                                      y.data(), &pool);
+            k3::kernels::matmul_mxfp4(packed[k].data(), scales[k].data(), s.rows, s.cols,
+                                      x.data(), n, y.data(), &pool);
           } else {
-            k3::kernels::matmul_bf16(wb.data(), s.rows, s.cols, x.data(), n, y.data(), &pool);
+            k3::kernels::matmul_bf16(wb[k].data(), s.rows, s.cols, x.data(), n, y.data(), &pool);
           }
         };
-        call();  // warm-up (page faults, scratch buffers)
-        std::vector<double> times;
+        call();  // warm-up (scratch buffers)
+        std::vector<double> times, cpu;
         for (int r = 0; r < reps; ++r) {
+          const double c0 = process_cpu_seconds();
           const auto t0 = Clock::now();
           call();
           times.push_back(seconds_since(t0));
+          cpu.push_back(process_cpu_seconds() - c0);
         }
         const double t = median(times);
         const double gbs = static_cast<double>(weight_bytes) / t / 1e9;
-        std::printf("%-32s %3zu %3d %10.3f %9.2f %8.2f\n", s.name, n, threads, t * 1e3, gbs,
-                    gbs / mem_gbs);
+        std::printf("%-32s %3zu %3d %10.3f %8.3f %8.3f %11.2f %6.2f\n", s.name, n, threads,
+                    t * 1e3, *std::min_element(times.begin(), times.end()) * 1e3,
+                    median(cpu) * 1e3, gbs, gbs / mem_gbs);
         std::fflush(stdout);
       }
     }
