@@ -1,0 +1,49 @@
+#include "common/progress_meter.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace k3 {
+
+ProgressMeter::ProgressMeter(std::string label, uint64_t total_bytes)
+    : label_(std::move(label)), total_(total_bytes), tty_(::isatty(2) == 1) {
+  start_ = last_ = std::chrono::steady_clock::now();
+}
+
+std::string format_bytes(uint64_t b) {
+  char buf[32];
+  if (b >= 1000000000ull)
+    std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
+  else if (b >= 1000000ull)
+    std::snprintf(buf, sizeof buf, "%.1f MB", b / 1e6);
+  else if (b >= 1000ull)
+    std::snprintf(buf, sizeof buf, "%.1f kB", b / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
+  return buf;
+}
+
+void ProgressMeter::update(uint64_t done) {
+  auto now = std::chrono::steady_clock::now();
+  const auto gap = tty_ ? std::chrono::milliseconds(200) : std::chrono::milliseconds(5000);
+  if (now - last_ < gap) return;
+  last_ = now;
+  print(done, false);
+}
+
+void ProgressMeter::finish(uint64_t done) { print(done, true); }
+
+void ProgressMeter::print(uint64_t done, bool final) {
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double rate = secs > 0 ? done / secs : 0;
+  char eta[32] = "";
+  if (!final && rate > 0 && total_ > done) std::snprintf(eta, sizeof eta, ", ETA %.0fs", (total_ - done) / rate);
+  const double pct = total_ ? 100.0 * done / total_ : 100.0;
+  std::fprintf(stderr, "%s%s: %s / %s (%.1f%%), %s/s%s%s%s", tty_ ? "\r" : "", label_.c_str(),
+               format_bytes(done).c_str(), format_bytes(total_).c_str(), pct, format_bytes((uint64_t)rate).c_str(),
+               eta, final ? ", done" : "", tty_ && !final ? "\x1b[K" : "\n");
+  std::fflush(stderr);
+}
+
+}  // namespace k3

@@ -1,0 +1,31 @@
+// Progress of long work on stderr: a self-rewriting line with bytes, rate and
+// ETA on a terminal, a plain line every few seconds otherwise (logs, CI).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace k3 {
+
+class ProgressMeter {
+ public:
+  // `label` starts every line ("k3-pack: packing").
+  ProgressMeter(std::string label, uint64_t total_bytes);
+  // Reports `done` bytes; rate-limited, cheap to call often.
+  void update(uint64_t done);
+  // Final line (always printed).
+  void finish(uint64_t done);
+
+ private:
+  void print(uint64_t done, bool final);
+  std::string label_;
+  uint64_t total_;
+  bool tty_;
+  std::chrono::steady_clock::time_point start_, last_;
+};
+
+// "1.23 GB" (GB = 1e9 bytes, as the presets count).
+std::string format_bytes(uint64_t bytes);
+
+}  // namespace k3

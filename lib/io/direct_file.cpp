@@ -1,0 +1,110 @@
+#include "io/direct_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <utility>
+
+#include "common/error.h"
+#include "io/aligned_buffer.h"
+
+namespace k3 {
+
+namespace {
+void default_warning(const std::string& path, const std::string& why) {
+  std::fprintf(stderr,
+               "k3: warning: O_DIRECT refused for %s (%s); reading through the page cache instead, so "
+               "streamed weights also occupy page cache\n",
+               path.c_str(), why.c_str());
+}
+std::atomic<void (*)(const std::string&, const std::string&)> g_warn{default_warning};
+std::atomic<bool> g_warned{false};
+}  // namespace
+
+void set_direct_fallback_warning(void (*warn)(const std::string&, const std::string&)) {
+  g_warn = warn ? warn : default_warning;
+  g_warned = false;
+}
+
+CoveringRead covering_read(uint64_t offset, uint64_t length) {
+  CoveringRead r;
+  r.offset = align_down(offset);
+  r.skip = offset - r.offset;
+  r.length = align_up(r.skip + length);
+  return r;
+}
+
+DirectFile::DirectFile(const std::string& path, bool want_direct) : path_(path) {
+  if (want_direct) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
+    if (fd_ >= 0) {
+      direct_ = true;
+      return;
+    }
+    if (errno != EINVAL) {
+      int e = errno;
+      if (e == ENOENT) throw Error(ExitCode::kBadModel, path + ": file not found");
+      throw Error(ExitCode::kIo, path + ": cannot open: " + std::strerror(e));
+    }
+    if (!g_warned.exchange(true)) g_warn.load()(path, "the file system does not support it");
+  }
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) {
+    int e = errno;
+    if (e == ENOENT) throw Error(ExitCode::kBadModel, path + ": file not found");
+    throw Error(ExitCode::kIo, path + ": cannot open: " + std::strerror(e));
+  }
+}
+
+DirectFile::DirectFile(DirectFile&& o) noexcept
+    : fd_(std::exchange(o.fd_, -1)), direct_(o.direct_), path_(std::move(o.path_)) {}
+
+DirectFile& DirectFile::operator=(DirectFile&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(o.fd_, -1);
+    direct_ = o.direct_;
+    path_ = std::move(o.path_);
+  }
+  return *this;
+}
+
+DirectFile::~DirectFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+uint64_t DirectFile::size() const {
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) throw Error(ExitCode::kIo, path_ + ": cannot stat: " + std::strerror(errno));
+  return static_cast<uint64_t>(st.st_size);
+}
+
+void DirectFile::read_aligned(void* dst, uint64_t offset, uint64_t length, uint64_t need) const {
+  char* p = static_cast<char*>(dst);
+  uint64_t done = 0;
+  while (done < length) {
+    ssize_t r = ::pread(fd_, p + done, length - done, static_cast<off_t>(offset + done));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw Error(ExitCode::kIo, path_ + ": read of " + std::to_string(length) + " bytes at offset " +
+                                     std::to_string(offset) + " failed: " + std::strerror(errno));
+    }
+    if (r == 0) break;  // end of file
+    done += static_cast<uint64_t>(r);
+    // O_DIRECT returns short only at end of file; stop there rather than
+    // issuing an unaligned follow-up read.
+    if (direct_ && done % kDirectAlign) break;
+  }
+  if (done < need)
+    throw Error(ExitCode::kIo, path_ + ": file ends at " + std::to_string(offset + done) + " but " +
+                                   std::to_string(need) + " bytes were expected at offset " +
+                                   std::to_string(offset) +
+                                   " (the file shrank or was truncated after it was opened; re-download it)");
+}
+
+}  // namespace k3

@@ -1,0 +1,300 @@
+#include "pack/trunk_packer.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <unordered_map>
+
+#include "checkpoint/checkpoint.h"
+#include "common/error.h"
+#include "common/file.h"
+#include "common/progress_meter.h"
+#include "io/aligned_buffer.h"
+
+namespace k3 {
+
+namespace {
+
+std::string shape_str(const std::vector<uint64_t>& s) {
+  std::string o = "[";
+  for (size_t i = 0; i < s.size(); ++i) o += (i ? ", " : "") + std::to_string(s[i]);
+  return o + "]";
+}
+
+constexpr uint64_t kChunk = 16u << 20;
+
+// Opened shard files, by index into Checkpoint::shards().
+class ShardFiles {
+ public:
+  explicit ShardFiles(const Checkpoint& c) : c_(c), files_(c.shards().size()) {}
+  const File& at(uint32_t i) {
+    if (!files_[i]) files_[i] = std::make_unique<File>(File::open_read(c_.shards()[i].path));
+    return *files_[i];
+  }
+
+ private:
+  const Checkpoint& c_;
+  std::vector<std::unique_ptr<File>> files_;
+};
+
+// Produces the bytes of `section` in file order (tensors from the shards,
+// zero padding between them) in chunks: sink(section-relative offset, data, n).
+void stream_section(const TrunkSection& s, const Checkpoint& c, ShardFiles& files, std::vector<uint8_t>& buf,
+                    const std::function<void(uint64_t, const uint8_t*, uint64_t)>& sink) {
+  static const std::vector<uint8_t> zeros(1 << 16, 0);
+  uint64_t pos = s.offset;
+  auto pad_to = [&](uint64_t end) {
+    while (pos < end) {
+      uint64_t n = std::min<uint64_t>(zeros.size(), end - pos);
+      sink(pos - s.offset, zeros.data(), n);
+      pos += n;
+    }
+  };
+  for (const TrunkTensor& t : s.tensors) {
+    pad_to(t.offset);
+    const TensorLocation& loc = c.at(t.name);
+    const File& f = files.at(loc.shard);
+    for (uint64_t done = 0; done < t.nbytes; done += kChunk) {
+      uint64_t n = std::min<uint64_t>(kChunk, t.nbytes - done);
+      f.pread_exact(buf.data(), n, loc.info->offset + done);
+      sink(pos - s.offset, buf.data(), n);
+      pos += n;
+    }
+  }
+  pad_to(s.offset + s.length);
+}
+
+void pwrite_all(int fd, const uint8_t* p, uint64_t n, uint64_t off, const std::string& path) {
+  while (n) {
+    ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(off));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      throw Error(ExitCode::kIo, path + ": write failed: " + std::strerror(errno));
+    }
+    p += w;
+    n -= static_cast<uint64_t>(w);
+    off += static_cast<uint64_t>(w);
+  }
+}
+
+bool all_zero(const uint8_t* p, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i)
+    if (p[i]) return false;
+  return true;
+}
+
+}  // namespace
+
+TrunkLayout plan_trunk(const std::vector<ExpectedTensor>& manifest, const Checkpoint& checkpoint) {
+  TrunkLayout t;
+  t.source = fingerprint_checkpoint(checkpoint);
+  uint64_t pos = 0;
+  TrunkSection* cur = nullptr;
+  auto close_section = [&] {
+    if (cur) {
+      pos = align_up(pos);
+      cur->length = pos - cur->offset;
+    }
+  };
+  for (const ExpectedTensor& e : manifest) {
+    if (e.group == TensorGroup::kRoutedExpert) continue;
+    std::string sname = e.group == TensorGroup::kEmbedding ? "embedding"
+                        : e.group == TensorGroup::kHead    ? "head"
+                                                           : "layer." + std::to_string(e.layer);
+    if (!cur || cur->name != sname) {
+      close_section();
+      t.sections.emplace_back();
+      cur = &t.sections.back();
+      cur->name = sname;
+      cur->layer = e.group == TensorGroup::kLayerTrunk ? e.layer : -1;
+      cur->offset = pos;
+    }
+    const TensorLocation* loc = checkpoint.find(e.name);
+    if (!loc)
+      throw Error(ExitCode::kBadModel, checkpoint.dir() + ": tensor '" + e.name + "' (" + dtype_name(e.dtype) + " " +
+                                           shape_str(e.shape) + ") is missing from the checkpoint");
+    if (loc->info->dtype != e.dtype || loc->info->shape != e.shape)
+      throw Error(ExitCode::kBadModel, checkpoint.dir() + ": tensor '" + e.name + "' should be " +
+                                           dtype_name(e.dtype) + " " + shape_str(e.shape) + " but is " +
+                                           dtype_name(loc->info->dtype) + " " + shape_str(loc->info->shape));
+    TrunkTensor x;
+    x.name = e.name;
+    x.dtype = e.dtype;
+    x.shape = e.shape;
+    x.nbytes = loc->info->nbytes;
+    x.offset = align_up(pos);
+    pos = x.offset + x.nbytes;
+    cur->tensors.push_back(std::move(x));
+  }
+  close_section();
+  // Sections must be unique: a manifest that interleaves them is a bug.
+  for (size_t i = 0; i < t.sections.size(); ++i)
+    for (size_t j = i + 1; j < t.sections.size(); ++j)
+      if (t.sections[i].name == t.sections[j].name)
+        throw Error(ExitCode::kInternal, "trunk section '" + t.sections[i].name + "' is not contiguous in the manifest");
+  t.file_size = pos;
+  return t;
+}
+
+TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedTensor>& manifest,
+                       const std::string& trunk_dir, const PackOptions& options) {
+  TrunkLayout t = plan_trunk(manifest, checkpoint);
+  if (::mkdir(trunk_dir.c_str(), 0755) != 0 && errno != EEXIST)
+    throw Error(ExitCode::kIo, trunk_dir + ": cannot create directory: " + std::strerror(errno));
+  const std::string bin = path_join(trunk_dir, "trunk.bin"), json = path_join(trunk_dir, "trunk.json");
+  const std::string tmp = bin + ".tmp";
+  {
+    struct statvfs vfs;
+    if (::statvfs(trunk_dir.c_str(), &vfs) == 0) {
+      uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+      struct stat st;
+      if (::stat(bin.c_str(), &st) == 0) avail += static_cast<uint64_t>(st.st_size);  // replaced at the end
+      if (avail < t.file_size + (64u << 20))
+        throw Error(ExitCode::kResource, trunk_dir + ": the trunk needs " + format_bytes(t.file_size) + " but only " +
+                                             format_bytes(avail) + " is free there; free space or pick another TRUNK_DIR");
+    }
+  }
+  // A trunk.json beside a half-written trunk.bin would look valid: remove it first.
+  ::unlink(json.c_str());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(ExitCode::kIo, tmp + ": cannot create: " + std::strerror(errno));
+  try {
+    if (::ftruncate(fd, static_cast<off_t>(t.file_size)) != 0)
+      throw Error(ExitCode::kIo, tmp + ": cannot size to " + std::to_string(t.file_size) + ": " + std::strerror(errno));
+    ShardFiles files(checkpoint);
+    std::vector<uint8_t> buf(kChunk);
+    uint64_t done = 0;
+    for (TrunkSection& s : t.sections) {
+      XXH3_state_t* st = XXH3_createState();
+      XXH3_64bits_reset(st);
+      stream_section(s, checkpoint, files, buf, [&](uint64_t rel, const uint8_t* p, uint64_t n) {
+        XXH3_64bits_update(st, p, n);
+        const uint64_t abs = s.offset + rel;
+        // The file was extended to its full size, so skipped all-zero blocks
+        // read back as zeros (and stay holes where they are aligned).
+        uint64_t b = 0;
+        while (b < n) {
+          uint64_t m = std::min<uint64_t>(kDirectAlign, n - b);
+          if (options.sparse && all_zero(p + b, m)) {
+            b += m;
+            continue;
+          }
+          uint64_t e = b + m;  // coalesce the run of non-zero blocks into one write
+          while (e < n) {
+            uint64_t m2 = std::min<uint64_t>(kDirectAlign, n - e);
+            if (options.sparse && all_zero(p + e, m2)) break;
+            e += m2;
+          }
+          pwrite_all(fd, p + b, e - b, abs + b, tmp);
+          b = e;
+        }
+        done += n;
+        if (options.progress) options.progress(done, t.file_size);
+      });
+      s.xxh3 = XXH3_64bits_digest(st);
+      XXH3_freeState(st);
+    }
+    if (::fsync(fd) != 0) throw Error(ExitCode::kIo, tmp + ": fsync failed: " + std::strerror(errno));
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), bin.c_str()) != 0)
+    throw Error(ExitCode::kIo, bin + ": rename failed: " + std::strerror(errno));
+  std::string text = trunk_layout_to_json(t);
+  write_file_atomic(json, text.data(), text.size());
+  return t;
+}
+
+TrunkLayout open_trunk_layout(const std::string& trunk_dir, const Checkpoint& checkpoint) {
+  const std::string json = path_join(trunk_dir, "trunk.json"), bin = path_join(trunk_dir, "trunk.bin");
+  if (!file_exists(json))
+    throw Error(ExitCode::kBadModel, json + ": not found (is " + trunk_dir +
+                                         " a packed trunk? create one with: k3-pack MODEL_DIR " + trunk_dir + ")");
+  TrunkLayout t = parse_trunk_layout(read_text_file(json), json);
+  std::string why = fingerprint_mismatch(t.source, fingerprint_checkpoint(checkpoint));
+  if (!why.empty())
+    throw Error(ExitCode::kBadModel, "the trunk in " + trunk_dir + " does not belong to the model in " +
+                                         checkpoint.dir() + ": " + why + " (re-run k3-pack)");
+  struct stat st;
+  if (::stat(bin.c_str(), &st) != 0)
+    throw Error(ExitCode::kBadModel, bin + ": not found (re-run k3-pack)");
+  if (static_cast<uint64_t>(st.st_size) != t.file_size)
+    throw Error(ExitCode::kBadModel, bin + ": is " + std::to_string(st.st_size) + " bytes but trunk.json says " +
+                                         std::to_string(t.file_size) + " (truncated or replaced; re-run k3-pack)");
+  return t;
+}
+
+TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoint,
+                       const std::function<void(uint64_t, uint64_t)>& progress) {
+  const std::string json = path_join(trunk_dir, "trunk.json"), bin = path_join(trunk_dir, "trunk.bin");
+  if (!file_exists(json)) throw Error(ExitCode::kBadModel, json + ": not found (re-run k3-pack)");
+  TrunkLayout t = parse_trunk_layout(read_text_file(json), json);
+  TrunkCheck r;
+  std::string why = fingerprint_mismatch(t.source, fingerprint_checkpoint(checkpoint));
+  if (!why.empty()) r.problems.push_back("fingerprint: " + why);
+  File f = File::open_read(bin);
+  const uint64_t size = f.size();
+  if (size != t.file_size)
+    r.problems.push_back("trunk.bin: is " + std::to_string(size) + " bytes but trunk.json says " +
+                         std::to_string(t.file_size));
+  ShardFiles files(checkpoint);
+  std::vector<uint8_t> buf(kChunk);
+  uint64_t done = 0;
+  const uint64_t total = 2 * t.file_size;
+  for (const TrunkSection& s : t.sections) {
+    // The packed bytes.
+    uint64_t h_bin = 0;
+    bool bin_ok = s.offset + s.length <= size;
+    if (bin_ok) {
+      XXH3_state_t* st = XXH3_createState();
+      XXH3_64bits_reset(st);
+      for (uint64_t o = 0; o < s.length; o += kChunk) {
+        uint64_t n = std::min<uint64_t>(kChunk, s.length - o);
+        f.pread_exact(buf.data(), n, s.offset + o);
+        XXH3_64bits_update(st, buf.data(), n);
+        done += n;
+        if (progress) progress(done, total);
+      }
+      h_bin = XXH3_64bits_digest(st);
+      XXH3_freeState(st);
+    }
+    // The same bytes gathered from the checkpoint.
+    uint64_t h_src = 0;
+    std::string src_err;
+    try {
+      XXH3_state_t* st = XXH3_createState();
+      XXH3_64bits_reset(st);
+      stream_section(s, checkpoint, files, buf, [&](uint64_t, const uint8_t* p, uint64_t n) {
+        XXH3_64bits_update(st, p, n);
+        done += n;
+        if (progress) progress(done, total);
+      });
+      h_src = XXH3_64bits_digest(st);
+      XXH3_freeState(st);
+    } catch (const Error& e) {
+      src_err = e.what();
+    }
+    r.bytes_checked += s.length;
+    if (!bin_ok)
+      r.problems.push_back(s.name + ": lies beyond the end of trunk.bin (truncated)");
+    else if (h_bin != s.xxh3)
+      r.problems.push_back(s.name + ": trunk.bin bytes differ from the hash recorded in trunk.json");
+    if (!src_err.empty())
+      r.problems.push_back(s.name + ": cannot read the source tensors: " + src_err);
+    else if (h_src != s.xxh3)
+      r.problems.push_back(s.name + ": the checkpoint's tensors differ from what was packed");
+  }
+  return r;
+}
+
+}  // namespace k3

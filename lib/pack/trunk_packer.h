@@ -1,0 +1,52 @@
+// k3-pack's work: gather every trunk tensor from the shards into trunk.bin
+// (layout in pack/trunk_layout.h), verify a packed trunk, and open one for
+// the streaming engine.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/tensor_manifest.h"
+#include "pack/trunk_layout.h"
+
+namespace k3 {
+
+class Checkpoint;
+
+// Lays out every non-routed-expert tensor of `manifest` after checking that
+// the checkpoint holds each one with the expected dtype and shape (kBadModel
+// naming the tensor, the expected and the found). Hashes are not filled in.
+TrunkLayout plan_trunk(const std::vector<ExpectedTensor>& manifest, const Checkpoint& checkpoint);
+
+struct PackOptions {
+  // (bytes done, bytes total), called often.
+  std::function<void(uint64_t, uint64_t)> progress;
+  // Leave 4096-byte blocks that are entirely zero as holes (as
+  // `cp --sparse=always`); the bytes read back are identical either way.
+  bool sparse = true;
+};
+
+// Writes TRUNK_DIR/trunk.bin and trunk.json. Refuses with kResource when the
+// file system lacks the space. trunk.bin is written under a temporary name
+// and renamed, and trunk.json (which makes the trunk usable) is written
+// last, so an interrupted run never leaves a trunk that looks valid.
+TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedTensor>& manifest,
+                       const std::string& trunk_dir, const PackOptions& options);
+
+struct TrunkCheck {
+  std::vector<std::string> problems;  // one line per section that differs
+  uint64_t bytes_checked = 0;
+};
+// Re-hashes every section of trunk.bin and of the same tensors read from the
+// checkpoint, and compares both with trunk.json.
+TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoint,
+                       const std::function<void(uint64_t, uint64_t)>& progress);
+
+// Reads TRUNK_DIR/trunk.json and checks it belongs to `checkpoint`
+// (fingerprint) and that trunk.bin has the recorded size. Throws
+// k3::Error(kBadModel) saying what is wrong and to re-run k3-pack.
+TrunkLayout open_trunk_layout(const std::string& trunk_dir, const Checkpoint& checkpoint);
+
+}  // namespace k3

@@ -1,0 +1,492 @@
+#include "synth/synth_checkpoint.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+#include <unordered_set>
+
+#include "common/error.h"
+#include "common/file.h"
+
+namespace k3 {
+
+uint64_t SynthTensor::nbytes() const {
+  uint64_t n = dtype_size(t.dtype);
+  for (uint64_t d : t.shape) n *= d;
+  return n;
+}
+
+namespace {
+
+constexpr const char* kPrefix = "language_model.model.";
+
+// splitmix64: tiny, fast, and good enough to fill weights.
+inline uint64_t splitmix(uint64_t& s) {
+  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+inline uint16_t f32_to_bf16(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  b += 0x7FFFu + ((b >> 16) & 1u);  // round to nearest even (values here are finite)
+  return static_cast<uint16_t>(b >> 16);
+}
+
+// E8M0 scale byte for an MXFP4 matrix whose weights should have standard
+// deviation ~gain/sqrt(fan_in): random E2M1 codes have RMS ~2.93.
+int mx_scale_byte(double gain, int fan_in) {
+  double target = gain / std::sqrt(static_cast<double>(fan_in)) / 2.93;
+  int b = static_cast<int>(std::lround(127.0 + std::log2(target)));
+  return std::clamp(b, 110, 125);
+}
+
+struct Builder {
+  std::vector<SynthTensor> out;
+  SynthTensor& add(const std::string& name, DType dt, std::vector<uint64_t> shape, TensorGroup group,
+                   int layer = -1, int expert = -1) {
+    SynthTensor s;
+    s.t.name = name;
+    s.t.dtype = dt;
+    s.t.shape = std::move(shape);
+    s.t.group = group;
+    s.t.layer = layer;
+    s.t.expert = expert;
+    out.push_back(std::move(s));
+    return out.back();
+  }
+  // A BF16 weight matrix [rows, cols] with std gain/sqrt(cols); large ones become holes when sparse.
+  void mat(const std::string& name, uint64_t rows, uint64_t cols, double gain, TensorGroup group, int layer,
+           bool keep_when_sparse = false) {
+    SynthTensor& s = add(name, DType::kBF16, {rows, cols}, group, layer);
+    s.scale = static_cast<float>(gain / std::sqrt(static_cast<double>(cols)));
+    s.hole_when_sparse = !keep_when_sparse && rows * cols >= (1u << 16);
+  }
+  void norm(const std::string& name, uint64_t n, TensorGroup group, int layer) {
+    SynthTensor& s = add(name, DType::kF32, {n}, group, layer);
+    s.center = 1.0f;
+    s.scale = 0.1f;
+  }
+};
+
+}  // namespace
+
+std::vector<SynthTensor> synth_tensors(const SynthGeometry& g) {
+  validate_geometry(g);
+  Builder b;
+  const std::string P = kPrefix;
+  const uint64_t h = g.hidden_size;
+  {
+    SynthTensor& e = b.add(P + "embed_tokens.weight", DType::kBF16, {(uint64_t)g.vocab_size, h},
+                           TensorGroup::kEmbedding);
+    e.scale = 0.5f;  // rows are normalised before use; keep them well above bf16 noise
+  }
+  const uint64_t H = g.kda_num_heads, D = g.kda_head_dim, HD = H * D;
+  const uint64_t mh = g.mla_num_heads, qh = g.qk_nope_head_dim + g.qk_rope_head_dim;
+  const uint64_t L = g.routed_expert_hidden_size, mi = g.moe_intermediate_size;
+  const auto T = TensorGroup::kLayerTrunk;
+  for (int i = 0; i < g.num_hidden_layers; ++i) {
+    const std::string lp = P + "layers." + std::to_string(i) + ".";
+    b.norm(lp + "input_layernorm.weight", h, T, i);
+    b.norm(lp + "post_attention_layernorm.weight", h, T, i);
+    b.mat(lp + "self_attention_res_proj.weight", 1, h, 0.05 * std::sqrt((double)h), T, i);
+    b.mat(lp + "mlp_res_proj.weight", 1, h, 0.05 * std::sqrt((double)h), T, i);
+    b.norm(lp + "self_attention_res_norm.weight", h, T, i);
+    b.norm(lp + "mlp_res_norm.weight", h, T, i);
+    const std::string ap = lp + "self_attn.";
+    if (!g.is_mla(i)) {
+      for (const char* n : {"q_proj", "k_proj", "v_proj"}) b.mat(ap + n + ".weight", HD, h, 1.0, T, i);
+      for (const char* n : {"q_conv1d", "k_conv1d", "v_conv1d"}) {
+        SynthTensor& s = b.add(ap + n + ".weight", DType::kBF16, {HD, 1, (uint64_t)g.conv_kernel}, T, i);
+        s.scale = 0.5f;
+      }
+      b.mat(ap + "f_a_proj.weight", D, h, 1.0, T, i);
+      b.mat(ap + "f_b_proj.weight", HD, D, 1.0, T, i);
+      b.mat(ap + "b_proj.weight", H, h, 1.0, T, i);
+      b.mat(ap + "g_proj.weight", HD, h, 0.3, T, i);
+      b.mat(ap + "o_proj.weight", h, HD, 0.2, T, i);
+      b.norm(ap + "o_norm.weight", D, T, i);
+      SynthTensor& a = b.add(ap + "A_log", DType::kF32, {D}, T, i);
+      a.init = SynthInit::kALog;
+      a.heads = g.kda_num_heads;
+      SynthTensor& dt = b.add(ap + "dt_bias", DType::kF32, {HD}, T, i);
+      dt.center = -1.0f;
+      dt.scale = 0.45f;
+    } else {
+      b.mat(ap + "q_a_proj.weight", g.q_lora_rank, h, 1.0, T, i);
+      b.norm(ap + "q_a_layernorm.weight", g.q_lora_rank, T, i);
+      b.mat(ap + "q_b_proj.weight", mh * qh, g.q_lora_rank, 1.2, T, i);
+      b.mat(ap + "kv_a_proj_with_mqa.weight", g.kv_lora_rank + g.qk_rope_head_dim, h, 1.0, T, i);
+      b.norm(ap + "kv_a_layernorm.weight", g.kv_lora_rank, T, i);
+      b.mat(ap + "kv_b_proj.weight", mh * (g.qk_nope_head_dim + g.v_head_dim), g.kv_lora_rank, 1.2, T, i);
+      b.mat(ap + "g_proj.weight", mh * g.v_head_dim, h, 0.3, T, i);
+      b.mat(ap + "o_proj.weight", h, mh * g.v_head_dim, 0.2, T, i);
+    }
+    if (i < g.first_k_dense_replace) {
+      b.mat(lp + "mlp.gate_proj.weight", g.intermediate_size, h, 1.5, T, i);
+      b.mat(lp + "mlp.up_proj.weight", g.intermediate_size, h, 3.0, T, i);
+      b.mat(lp + "mlp.down_proj.weight", h, g.intermediate_size, 0.1, T, i);
+      continue;
+    }
+    const std::string mp = lp + "block_sparse_moe.";
+    b.mat(mp + "gate.weight", g.num_experts, h, 1.5, T, i, /*keep_when_sparse=*/true);
+    {
+      SynthTensor& s = b.add(mp + "gate.e_score_correction_bias", DType::kF32, {(uint64_t)g.num_experts}, T, i);
+      s.scale = 0.1f;
+    }
+    b.mat(mp + "routed_expert_down_proj.weight", L, h, 1.0, T, i);
+    b.mat(mp + "routed_expert_up_proj.weight", h, L, 0.2, T, i);
+    b.norm(mp + "routed_expert_norm.weight", L, T, i);
+    const uint64_t sw = mi * g.num_shared_experts;
+    b.mat(mp + "shared_experts.gate_proj.weight", sw, h, 1.5, T, i);
+    b.mat(mp + "shared_experts.up_proj.weight", sw, h, 3.0, T, i);
+    b.mat(mp + "shared_experts.down_proj.weight", h, sw, 0.1, T, i);
+    for (int e = 0; e < g.num_experts; ++e) {
+      const std::string ep = mp + "experts." + std::to_string(e) + ".";
+      struct M { const char* n; uint64_t rows, cols; double gain; };
+      for (const M& m : {M{"w1", mi, L, 1.0}, M{"w2", L, mi, 0.1}, M{"w3", mi, L, 1.0}}) {
+        SynthTensor& pk = b.add(ep + m.n + ".weight_packed", DType::kU8, {m.rows, m.cols / 2},
+                                TensorGroup::kRoutedExpert, i, e);
+        pk.init = SynthInit::kMxPacked;
+        pk.hole_when_sparse = true;
+        SynthTensor& sc = b.add(ep + m.n + ".weight_scale", DType::kU8, {m.rows, m.cols / 32},
+                                TensorGroup::kRoutedExpert, i, e);
+        sc.init = SynthInit::kMxScale;
+        sc.center = static_cast<float>(mx_scale_byte(m.gain, static_cast<int>(m.cols)));
+        sc.hole_when_sparse = true;
+      }
+    }
+  }
+  b.norm(P + "norm.weight", h, TensorGroup::kHead, -1);
+  b.mat(P + "output_attn_res_proj.weight", 1, h, 0.05 * std::sqrt((double)h), TensorGroup::kHead, -1);
+  b.norm(P + "output_attn_res_norm.weight", h, TensorGroup::kHead, -1);
+  b.mat("language_model.lm_head.weight", g.vocab_size, h, 2.0, TensorGroup::kHead, -1);
+  // Vision tensors: present in the real checkpoint's trailing shard, ignored by the text engine.
+  auto vis = [&](const std::string& name, std::vector<uint64_t> shape) {
+    SynthTensor& s = b.add(name, DType::kBF16, std::move(shape), TensorGroup::kHead, -1);
+    s.scale = 0.02f;
+    s.vision = true;
+  };
+  vis("mm_projector.proj.0.weight", {h, h});
+  vis("vision_tower.encoder.final_layernorm.weight", {16});
+  vis("vision_tower.patch_embed.proj.bias", {16});
+  vis("vision_tower.patch_embed.proj.weight", {16, 3, 4, 4});
+  return std::move(b.out);
+}
+
+namespace {
+
+// Fills `n` bytes of tensor `s` starting at byte `begin` (a multiple of 8).
+// Chunks are generated from a PRNG seeded by (tensor seed, chunk index), so
+// the bytes do not depend on how the caller splits the work.
+constexpr uint64_t kChunk = 1u << 22;
+
+void fill_chunk(const SynthTensor& s, uint64_t tensor_seed, uint64_t chunk, uint8_t* dst, uint64_t n) {
+  uint64_t st = tensor_seed ^ (chunk * 0xD1B54A32D192ED03ull);
+  const uint64_t first_elem_byte = chunk * kChunk;
+  switch (s.init) {
+    case SynthInit::kMxPacked: {
+      uint64_t i = 0;
+      for (; i + 8 <= n; i += 8) {
+        uint64_t r = splitmix(st);
+        std::memcpy(dst + i, &r, 8);
+      }
+      if (i < n) {
+        uint64_t r = splitmix(st);
+        std::memcpy(dst + i, &r, n - i);
+      }
+      return;
+    }
+    case SynthInit::kMxScale: {
+      const uint8_t c = static_cast<uint8_t>(s.center);
+      uint64_t r = 0;
+      for (uint64_t i = 0; i < n; ++i) {
+        if ((i & 63) == 0) r = splitmix(st);
+        dst[i] = static_cast<uint8_t>(c + ((r >> (i & 63)) & 1));
+      }
+      return;
+    }
+    case SynthInit::kALog: {
+      float* f = reinterpret_cast<float*>(dst);
+      const uint64_t count = n / 4, e0 = first_elem_byte / 4;
+      for (uint64_t i = 0; i < count; ++i) {
+        uint64_t r = splitmix(st);
+        float u = static_cast<float>(r >> 40) * (1.0f / 16777216.0f);
+        f[i] = (e0 + i) < static_cast<uint64_t>(s.heads) ? 0.5f + 2.2f * u : 0.0f;
+      }
+      return;
+    }
+    case SynthInit::kUniform: {
+      // Uniform on [-sqrt(3), sqrt(3)) has unit variance.
+      const float amp = s.scale * 1.7320508f * 2.0f / 16777216.0f;
+      const float off = s.center - s.scale * 1.7320508f;
+      if (s.t.dtype == DType::kF32) {
+        float* f = reinterpret_cast<float*>(dst);
+        const uint64_t count = n / 4;
+        for (uint64_t i = 0; i < count; i += 2) {
+          uint64_t r = splitmix(st);
+          f[i] = off + amp * static_cast<float>(r >> 40);
+          if (i + 1 < count) f[i + 1] = off + amp * static_cast<float>((r >> 8) & 0xFFFFFF);
+        }
+      } else {
+        uint16_t* o = reinterpret_cast<uint16_t*>(dst);
+        const uint64_t count = n / 2;
+        for (uint64_t i = 0; i < count; i += 2) {
+          uint64_t r = splitmix(st);
+          o[i] = f32_to_bf16(off + amp * static_cast<float>(r >> 40));
+          if (i + 1 < count) o[i + 1] = f32_to_bf16(off + amp * static_cast<float>((r >> 8) & 0xFFFFFF));
+        }
+      }
+      return;
+    }
+  }
+}
+
+void pwrite_all(int fd, const void* p, size_t n, uint64_t off, const std::string& path) {
+  const char* c = static_cast<const char*>(p);
+  while (n) {
+    ssize_t w = ::pwrite(fd, c, n, static_cast<off_t>(off));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      throw Error(ExitCode::kIo, path + ": write failed: " + std::strerror(errno));
+    }
+    c += w;
+    n -= static_cast<size_t>(w);
+    off += static_cast<uint64_t>(w);
+  }
+}
+
+std::string shard_name(int i, int n) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "model-%05d-of-%05d.safetensors", i, n);
+  return buf;
+}
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    o += c;
+  }
+  return o;
+}
+
+void make_dirs(const std::string& dir) {
+  std::string cur;
+  std::stringstream ss(dir);
+  std::string part;
+  if (!dir.empty() && dir[0] == '/') cur = "/";
+  while (std::getline(ss, part, '/')) {
+    if (part.empty()) continue;
+    cur += part + "/";
+    if (::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST)
+      throw Error(ExitCode::kIo, cur + ": cannot create directory: " + std::strerror(errno));
+  }
+}
+
+void write_text(const std::string& path, const std::string& text) { write_file_atomic(path, text.data(), text.size()); }
+
+const char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+std::string base64(const std::string& in) {
+  std::string o;
+  size_t i = 0;
+  for (; i + 3 <= in.size(); i += 3) {
+    uint32_t v = (uint8_t)in[i] << 16 | (uint8_t)in[i + 1] << 8 | (uint8_t)in[i + 2];
+    o += kB64[v >> 18];
+    o += kB64[(v >> 12) & 63];
+    o += kB64[(v >> 6) & 63];
+    o += kB64[v & 63];
+  }
+  if (i + 1 == in.size()) {
+    uint32_t v = (uint8_t)in[i] << 16;
+    o += kB64[v >> 18];
+    o += kB64[(v >> 12) & 63];
+    o += "==";
+  } else if (i + 2 == in.size()) {
+    uint32_t v = (uint8_t)in[i] << 16 | (uint8_t)in[i + 1] << 8;
+    o += kB64[v >> 18];
+    o += kB64[(v >> 12) & 63];
+    o += kB64[(v >> 6) & 63];
+    o += '=';
+  }
+  return o;
+}
+
+}  // namespace
+
+std::string synth_tiktoken_model(int ordinary_tokens, uint64_t seed) {
+  std::vector<std::string> toks;
+  std::unordered_set<std::string> seen;
+  toks.reserve(ordinary_tokens);
+  for (int b = 0; b < 256 && (int)toks.size() < ordinary_tokens; ++b) {
+    toks.emplace_back(1, static_cast<char>(b));
+    seen.insert(toks.back());
+  }
+  // Printable ASCII pieces merge first so that ordinary text tokenizes into
+  // multi-byte tokens, as it would with a trained vocabulary.
+  uint64_t st = seed ^ 0x746F6B656E697A65ull;
+  while ((int)toks.size() < ordinary_tokens) {
+    const size_t n = toks.size();
+    const std::string& a = toks[splitmix(st) % n];
+    const std::string& b = toks[32 + splitmix(st) % std::min<size_t>(n - 32, 95 + n / 8)];
+    std::string c = a + b;
+    if (c.size() > 16 || seen.count(c)) continue;
+    seen.insert(c);
+    toks.push_back(std::move(c));
+  }
+  std::string out;
+  for (size_t r = 0; r < toks.size(); ++r) out += base64(toks[r]) + " " + std::to_string(r) + "\n";
+  return out;
+}
+
+std::string synth_tokenizer_config_json(int vocab_size) {
+  const int base = vocab_size - 256;
+  const std::vector<std::pair<int, const char*>> named = {
+      {0, "[BOS]"},           {1, "[EOS]"},           {2, "<|end_of_msg|>"},    {3, "<|open|>"},
+      {4, "<|close|>"},       {5, "<|sep|>"},         {6, "[start_header_id]"}, {7, "[end_header_id]"},
+      {9, "[EOT]"},           {18, "<|media_begin|>"}, {19, "<|media_content|>"}, {20, "<|media_end|>"},
+      {21, "<|media_pad|>"},  {254, "[UNK]"},         {255, "[PAD]"}};
+  std::ostringstream o;
+  o << "{\n  \"added_tokens_decoder\": {\n";
+  for (size_t i = 0; i < named.size(); ++i) {
+    const bool special = !(named[i].first >= 3 && named[i].first <= 5);
+    o << "    \"" << base + named[i].first << "\": {\"content\": \"" << json_escape(named[i].second)
+      << "\", \"lstrip\": false, \"normalized\": false, \"rstrip\": false, \"single_word\": false, "
+         "\"special\": "
+      << (special ? "true" : "false") << "}" << (i + 1 < named.size() ? "," : "") << "\n";
+  }
+  o << "  },\n"
+    << "  \"additional_special_tokens\": [\"<|end_of_msg|>\"],\n"
+    << "  \"bos_token\": \"[BOS]\",\n  \"clean_up_tokenization_spaces\": false,\n"
+    << "  \"eos_token\": \"[EOS]\",\n  \"extra_special_tokens\": {},\n"
+    << "  \"model_max_length\": 1000000000000000019884624838656,\n"
+    << "  \"pad_token\": \"[PAD]\",\n  \"tokenizer_class\": \"TikTokenTokenizer\",\n"
+    << "  \"unk_token\": \"[UNK]\",\n"
+    << "  \"auto_map\": {\"AutoTokenizer\": [\"tokenization_kimi.TikTokenTokenizer\", null]}\n}\n";
+  return o.str();
+}
+
+SynthResult write_synthetic_checkpoint(const std::string& dir, const SynthGeometry& g, const SynthOptions& opt) {
+  std::vector<SynthTensor> tensors = synth_tensors(g);
+  make_dirs(dir);
+  // The index goes last; remove an old one first so an interrupted rewrite is never mistaken for a model.
+  ::unlink(path_join(dir, "model.safetensors.index.json").c_str());
+
+  // Assign text tensors to shards in manifest order, cutting at equal byte
+  // targets (so a layer may straddle two shards, as in the real checkpoint);
+  // the vision tensors get the trailing shard.
+  uint64_t text_bytes = 0;
+  for (const SynthTensor& s : tensors)
+    if (!s.vision) text_bytes += s.nbytes();
+  const int nshards = g.num_shards + 1;
+  std::vector<std::vector<const SynthTensor*>> shards(nshards);
+  uint64_t acc = 0;
+  for (const SynthTensor& s : tensors) {
+    int k;
+    if (s.vision) {
+      k = nshards - 1;
+    } else {
+      k = static_cast<int>((acc * g.num_shards) / std::max<uint64_t>(text_bytes, 1));
+      k = std::min(k, g.num_shards - 1);
+      acc += s.nbytes();
+    }
+    shards[k].push_back(&s);
+  }
+
+  SynthResult res;
+  uint64_t to_write = 0;
+  for (const SynthTensor& s : tensors)
+    if (!(opt.sparse && s.hole_when_sparse)) to_write += s.nbytes();
+  std::vector<uint8_t> buf(kChunk);
+  std::string weight_map;
+  for (int k = 0; k < nshards; ++k) {
+    // Within a file, tensors sit by decreasing element size, then by name,
+    // as the reference writer lays them out.
+    auto& list = shards[k];
+    std::sort(list.begin(), list.end(), [](const SynthTensor* a, const SynthTensor* b) {
+      uint64_t sa = dtype_size(a->t.dtype), sb = dtype_size(b->t.dtype);
+      return sa != sb ? sa > sb : a->t.name < b->t.name;
+    });
+    std::string json = "{\"__metadata__\":{\"format\":\"pt\"}";
+    uint64_t off = 0;
+    for (const SynthTensor* s : list) {
+      json += ",\"" + json_escape(s->t.name) + "\":{\"dtype\":\"" + dtype_name(s->t.dtype) + "\",\"shape\":[";
+      for (size_t d = 0; d < s->t.shape.size(); ++d) json += (d ? "," : "") + std::to_string(s->t.shape[d]);
+      json += "],\"data_offsets\":[" + std::to_string(off) + "," + std::to_string(off + s->nbytes()) + "]}";
+      off += s->nbytes();
+    }
+    json += "}";
+    while ((8 + json.size()) % 8) json += ' ';
+    const uint64_t data_start = 8 + json.size();
+    const uint64_t file_size = data_start + off;
+    const std::string name = shard_name(k + 1, nshards);
+    const std::string path = path_join(dir, name);
+    const std::string tmp = path + ".part";
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) throw Error(ExitCode::kIo, tmp + ": cannot create: " + std::strerror(errno));
+    try {
+      uint8_t len8[8];
+      for (int i = 0; i < 8; ++i) len8[i] = static_cast<uint8_t>((json.size() >> (8 * i)) & 0xff);
+      pwrite_all(fd, len8, 8, 0, tmp);
+      pwrite_all(fd, json.data(), json.size(), 8, tmp);
+      // Extending first leaves every unwritten range a hole.
+      if (::ftruncate(fd, static_cast<off_t>(file_size)) != 0)
+        throw Error(ExitCode::kIo, tmp + ": cannot extend to " + std::to_string(file_size) + " bytes: " +
+                                       std::strerror(errno));
+      uint64_t pos = data_start;
+      for (const SynthTensor* s : list) {
+        const uint64_t nb = s->nbytes();
+        if (!(opt.sparse && s->hole_when_sparse)) {
+          const uint64_t tseed = XXH3_64bits_withSeed(s->t.name.data(), s->t.name.size(), opt.seed);
+          for (uint64_t c = 0; c * kChunk < nb; ++c) {
+            const uint64_t n = std::min<uint64_t>(kChunk, nb - c * kChunk);
+            fill_chunk(*s, tseed, c, buf.data(), n);
+            pwrite_all(fd, buf.data(), n, pos + c * kChunk, tmp);
+            res.written_bytes += n;
+            if (opt.progress) opt.progress(res.written_bytes, to_write);
+          }
+        }
+        pos += nb;
+        if (!weight_map.empty()) weight_map += ",\n";
+        weight_map += "    \"" + json_escape(s->t.name) + "\": \"" + name + "\"";
+      }
+      if (::fsync(fd) != 0) throw Error(ExitCode::kIo, tmp + ": fsync failed: " + std::strerror(errno));
+    } catch (...) {
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw;
+    }
+    ::close(fd);
+    if (::rename(tmp.c_str(), path.c_str()) != 0)
+      throw Error(ExitCode::kIo, path + ": rename failed: " + std::strerror(errno));
+    res.apparent_bytes += file_size;
+    res.total_size += off;
+    res.tensor_count += list.size();
+  }
+  res.shard_count = nshards;
+
+  write_text(path_join(dir, "config.json"), synth_config_json(g));
+  write_text(path_join(dir, "generation_config.json"), synth_generation_config_json(g));
+  if (!opt.tokenizer_from.empty()) {
+    for (const char* f : {"tiktoken.model", "tokenizer_config.json"})
+      write_text(path_join(dir, f), read_text_file(path_join(opt.tokenizer_from, f)));
+  } else {
+    write_text(path_join(dir, "tiktoken.model"), synth_tiktoken_model(g.vocab_size - 256, opt.seed));
+    write_text(path_join(dir, "tokenizer_config.json"), synth_tokenizer_config_json(g.vocab_size));
+  }
+  std::string index = "{\n  \"metadata\": {\n    \"total_size\": " + std::to_string(res.total_size) +
+                      "\n  },\n  \"weight_map\": {\n" + weight_map + "\n  }\n}\n";
+  write_text(path_join(dir, "model.safetensors.index.json"), index);
+  return res;
+}
+
+}  // namespace k3

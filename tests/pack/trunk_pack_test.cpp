@@ -1,0 +1,225 @@
+// k3-pack's library: every trunk tensor lands byte-exact at a 4096-aligned
+// offset, layers are contiguous sections, hashes catch a changed byte in the
+// trunk or in the source, and a trunk is refused for another model or when
+// trunk.bin was truncated.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "checkpoint/checkpoint.h"
+#include "common/error.h"
+#include "common/file.h"
+#include "pack/trunk_packer.h"
+#include "synth/synth_checkpoint.h"
+
+namespace fs = std::filesystem;
+using namespace k3;
+
+namespace {
+const std::string kTiny = std::string(K3_TEST_DATA) + "/k3-tiny";
+
+fs::path tmpdir(const std::string& tag) {
+  fs::path p = fs::temp_directory_path() / ("k3-pack-" + tag + "-" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+// The text model's tensor list for the tiny geometry (identical to the
+// fixture's, see synth_checkpoint_test).
+std::vector<ExpectedTensor> tiny_manifest() {
+  SynthGeometry g;
+  synth_preset("tiny-like", &g);
+  std::vector<ExpectedTensor> m;
+  for (const SynthTensor& s : synth_tensors(g))
+    if (!s.vision) m.push_back(s.t);
+  return m;
+}
+
+fs::path copy_tiny(const fs::path& dst) {
+  fs::copy(kTiny, dst, fs::copy_options::recursive);
+  for (auto& e : fs::directory_iterator(dst)) fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
+  return dst;
+}
+
+void flip_byte(const fs::path& p, uint64_t off) {
+  std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(off);
+  char c;
+  f.read(&c, 1);
+  c ^= 0x5a;
+  f.seekp(off);
+  f.write(&c, 1);
+}
+
+ExitCode code_of(const std::function<void()>& f, std::string* msg = nullptr) {
+  try {
+    f();
+  } catch (const Error& e) {
+    if (msg) *msg = e.what();
+    return e.code();
+  }
+  return ExitCode::kOk;
+}
+}  // namespace
+
+TEST(TrunkPack, PacksEveryTrunkTensorByteExact) {
+  fs::path out = tmpdir("exact");
+  Checkpoint c = Checkpoint::open(kTiny);
+  auto manifest = tiny_manifest();
+  TrunkLayout t = pack_trunk(c, manifest, out.string(), PackOptions{});
+  ASSERT_TRUE(fs::exists(out / "trunk.bin"));
+  ASSERT_TRUE(fs::exists(out / "trunk.json"));
+  EXPECT_FALSE(fs::exists(out / "trunk.bin.tmp"));
+  EXPECT_EQ(fs::file_size(out / "trunk.bin"), t.file_size);
+
+  // Sections: embedding, 13 layers, head, contiguous and in order.
+  ASSERT_EQ(t.sections.size(), 15u);
+  EXPECT_EQ(t.sections.front().name, "embedding");
+  EXPECT_EQ(t.sections.back().name, "head");
+  uint64_t pos = 0;
+  size_t trunk_tensors = 0;
+  for (const TrunkSection& s : t.sections) {
+    EXPECT_EQ(s.offset, pos) << s.name;
+    EXPECT_EQ(s.offset % 4096, 0u);
+    EXPECT_EQ(s.length % 4096, 0u);
+    pos += s.length;
+    for (const TrunkTensor& x : s.tensors) {
+      EXPECT_EQ(x.offset % 4096, 0u) << x.name;
+      EXPECT_EQ(x.name.find(".experts."), std::string::npos) << "routed experts never go in the trunk";
+      ++trunk_tensors;
+    }
+  }
+  EXPECT_EQ(pos, t.file_size);
+  size_t want = 0;
+  for (const ExpectedTensor& e : manifest) want += e.group != TensorGroup::kRoutedExpert;
+  EXPECT_EQ(trunk_tensors, want);
+
+  // Bytes: each tensor equals its bytes in the shards.
+  File bin = File::open_read((out / "trunk.bin").string());
+  for (const TrunkSection& s : t.sections)
+    for (const TrunkTensor& x : s.tensors) {
+      const TensorLocation& loc = c.at(x.name);
+      std::vector<uint8_t> a(x.nbytes), b(x.nbytes);
+      bin.pread_exact(a.data(), a.size(), x.offset);
+      File::open_read(c.shards()[loc.shard].path).pread_exact(b.data(), b.size(), loc.info->offset);
+      ASSERT_EQ(a, b) << x.name;
+    }
+
+  // trunk.json round-trips.
+  TrunkLayout back = parse_trunk_layout(read_text_file((out / "trunk.json").string()), "trunk.json");
+  EXPECT_EQ(trunk_layout_to_json(back), trunk_layout_to_json(t));
+  EXPECT_NO_THROW(open_trunk_layout(out.string(), c));
+  TrunkCheck chk = check_trunk(out.string(), c, nullptr);
+  EXPECT_TRUE(chk.problems.empty()) << chk.problems.front();
+  fs::remove_all(out);
+}
+
+TEST(TrunkPack, SparseAndDenseWritesAreByteIdentical) {
+  fs::path a = tmpdir("sparse"), b = tmpdir("dense");
+  Checkpoint c = Checkpoint::open(kTiny);
+  PackOptions dense;
+  dense.sparse = false;
+  pack_trunk(c, tiny_manifest(), a.string(), PackOptions{});
+  pack_trunk(c, tiny_manifest(), b.string(), dense);
+  EXPECT_TRUE(read_text_file((a / "trunk.bin").string()) == read_text_file((b / "trunk.bin").string()));
+  EXPECT_EQ(read_text_file((a / "trunk.json").string()), read_text_file((b / "trunk.json").string()));
+  fs::remove_all(a);
+  fs::remove_all(b);
+}
+
+TEST(TrunkPack, CheckReportsTheLayerThatDiffers) {
+  fs::path model = copy_tiny(tmpdir("chk") / "model");
+  fs::path out = model.parent_path() / "trunk";
+  Checkpoint c = Checkpoint::open(model.string());
+  TrunkLayout t = pack_trunk(c, tiny_manifest(), out.string(), PackOptions{});
+  // A byte of layer 5's trunk changes in trunk.bin.
+  const TrunkSection* s5 = t.layer_section(5);
+  ASSERT_NE(s5, nullptr);
+  flip_byte(out / "trunk.bin", s5->tensors[0].offset + 3);
+  TrunkCheck chk = check_trunk(out.string(), c, nullptr);
+  ASSERT_EQ(chk.problems.size(), 1u);
+  EXPECT_NE(chk.problems[0].find("layer.5"), std::string::npos) << chk.problems[0];
+  EXPECT_NE(chk.problems[0].find("trunk.bin"), std::string::npos) << chk.problems[0];
+  flip_byte(out / "trunk.bin", s5->tensors[0].offset + 3);  // restore
+  // A byte of layer 2's q_proj changes in the shard (same size, so the fingerprint still matches).
+  const std::string q = "language_model.model.layers.2.self_attn.q_proj.weight";
+  const TensorLocation& loc = c.at(q);
+  flip_byte(c.shards()[loc.shard].path, loc.info->offset + 10);
+  chk = check_trunk(out.string(), c, nullptr);
+  ASSERT_EQ(chk.problems.size(), 1u);
+  EXPECT_NE(chk.problems[0].find("layer.2"), std::string::npos) << chk.problems[0];
+  EXPECT_NE(chk.problems[0].find("checkpoint"), std::string::npos) << chk.problems[0];
+  fs::remove_all(model.parent_path());
+}
+
+TEST(TrunkPack, RefusesTrunkOfAnotherModelOrTruncated) {
+  fs::path dir = tmpdir("refuse");
+  fs::path other = dir / "other";
+  SynthGeometry g;
+  synth_preset("tiny-like", &g);
+  g.num_experts = 8;  // another model: different config
+  write_synthetic_checkpoint(other.string(), g, SynthOptions{});
+  Checkpoint tiny = Checkpoint::open(kTiny), oth = Checkpoint::open(other.string());
+  pack_trunk(tiny, tiny_manifest(), (dir / "trunk").string(), PackOptions{});
+  std::string msg;
+  EXPECT_EQ(code_of([&] { open_trunk_layout((dir / "trunk").string(), oth); }, &msg), ExitCode::kBadModel);
+  EXPECT_NE(msg.find("does not belong"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("config"), std::string::npos) << msg;
+
+  fs::resize_file(dir / "trunk" / "trunk.bin", fs::file_size(dir / "trunk" / "trunk.bin") - 4096);
+  EXPECT_EQ(code_of([&] { open_trunk_layout((dir / "trunk").string(), tiny); }, &msg), ExitCode::kBadModel);
+  EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
+  TrunkCheck chk = check_trunk((dir / "trunk").string(), tiny, nullptr);
+  EXPECT_FALSE(chk.problems.empty());
+
+  EXPECT_EQ(code_of([&] { open_trunk_layout((dir / "nothing").string(), tiny); }, &msg), ExitCode::kBadModel);
+  EXPECT_NE(msg.find("k3-pack"), std::string::npos) << msg;
+  fs::remove_all(dir);
+}
+
+TEST(TrunkPack, RefusesMissingOrMisshapenTensorBeforeWriting) {
+  fs::path out = tmpdir("shape");
+  Checkpoint c = Checkpoint::open(kTiny);
+  auto m = tiny_manifest();
+  for (ExpectedTensor& e : m)
+    if (e.name == "language_model.model.layers.3.self_attn.q_a_proj.weight") e.shape[0] += 1;
+  std::string msg;
+  EXPECT_EQ(code_of([&] { pack_trunk(c, m, (out / "t").string(), PackOptions{}); }, &msg), ExitCode::kBadModel);
+  EXPECT_NE(msg.find("layers.3.self_attn.q_a_proj.weight"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[49, 64]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[48, 64]"), std::string::npos) << msg;
+  EXPECT_FALSE(fs::exists(out / "t" / "trunk.bin"));
+  m = tiny_manifest();
+  m[3].name += ".nope";
+  EXPECT_EQ(code_of([&] { pack_trunk(c, m, (out / "t").string(), PackOptions{}); }, &msg), ExitCode::kBadModel);
+  EXPECT_NE(msg.find("missing"), std::string::npos) << msg;
+  fs::remove_all(out);
+}
+
+TEST(TrunkPack, GeneratedCheckpointWithLayersAcrossShards) {
+  fs::path dir = tmpdir("gen");
+  SynthGeometry g;
+  synth_preset("tiny-like", &g);
+  g.num_shards = 9;  // more shards than a layer's span: layers straddle shard boundaries
+  write_synthetic_checkpoint((dir / "m").string(), g, SynthOptions{});
+  Checkpoint c = Checkpoint::open((dir / "m").string());
+  std::vector<ExpectedTensor> m;
+  for (const SynthTensor& s : synth_tensors(g))
+    if (!s.vision) m.push_back(s.t);
+  TrunkLayout t = pack_trunk(c, m, (dir / "t").string(), PackOptions{});
+  // At least one layer's trunk tensors come from two shards.
+  bool straddles = false;
+  for (const TrunkSection& s : t.sections) {
+    std::set<uint32_t> shards;
+    for (const TrunkTensor& x : s.tensors) shards.insert(c.at(x.name).shard);
+    straddles |= shards.size() > 1;
+  }
+  EXPECT_TRUE(straddles);
+  EXPECT_TRUE(check_trunk((dir / "t").string(), c, nullptr).problems.empty());
+  fs::remove_all(dir);
+}
