@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "common/error.h"
@@ -9,15 +10,23 @@
 
 namespace k3 {
 
+namespace {
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+}  // namespace
+
 void validate_sampling_params(const SamplingParams& p) {
   if (!(p.temperature >= 0.0) || std::isinf(p.temperature))
     throw Error(ExitCode::kUsage, "--temp must be a finite number >= 0 (0 means greedy), got " +
-                                      std::to_string(p.temperature));
+                                      num(p.temperature));
   if (p.top_k < 0) throw Error(ExitCode::kUsage, "--top-k must be >= 0 (0 means off), got " + std::to_string(p.top_k));
   if (!(p.top_p > 0.0 && p.top_p <= 1.0))
-    throw Error(ExitCode::kUsage, "--top-p must be in (0, 1] (1 means off), got " + std::to_string(p.top_p));
+    throw Error(ExitCode::kUsage, "--top-p must be in (0, 1] (1 means off), got " + num(p.top_p));
   if (!(p.min_p >= 0.0 && p.min_p <= 1.0))
-    throw Error(ExitCode::kUsage, "--min-p must be in [0, 1] (0 means off), got " + std::to_string(p.min_p));
+    throw Error(ExitCode::kUsage, "--min-p must be in [0, 1] (0 means off), got " + num(p.min_p));
 }
 
 namespace {

@@ -4,7 +4,9 @@
 // greedily one token at a time with the carried sequence state, writing each
 // id on its own line as soon as it exists so `| k3-detok` streams.
 // --recompute re-runs the whole prefix for every new token instead (the slow
-// reference path; the ids are the same).
+// reference path; the ids are the same). Sampling flags choose ids by
+// lib/sampling; --state-in/--state-out continue a saved conversation
+// (lib/state/continuation.h).
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -15,6 +17,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +33,7 @@
 #include "model/token_id_input.h"
 #include "sampling/sampler.h"
 #include "sampling/stop_conditions.h"
+#include "state/continuation.h"
 
 namespace {
 
@@ -95,10 +99,16 @@ int run(int argc, char** argv) {
   CLI::App app{
       "Runs Kimi-K3 on token ids: reads whitespace-separated decimal ids on stdin (or --ids FILE), runs the\n"
       "prompt as one batch, then generates --gen tokens greedily, writing each id on its own line as soon as\n"
-      "it exists. Generation stops early at an EOS id of the model (unless --ignore-eos); the EOS id is written.\n"
+      "it exists. Generation stops early at an EOS id of the model (unless --ignore-eos) or a --stop-id; that id\n"
+      "is written. --temp > 0 samples instead (documented, seeded, identical on every machine). --state-out saves\n"
+      "the conversation; --state-in continues it: ids on stdin are appended to the saved context.\n"
       "Example: k3-tokenize --tok ~/k3model < prompt.txt | k3-forward ~/k3model --gen 64 | k3-detok --tok ~/k3model",
       "k3-forward"};
-  std::string model_dir, ids_file, logits_file;
+  std::string model_dir, ids_file, logits_file, state_in, state_out;
+  double temp = 0, top_p = 1, min_p = 0;
+  int32_t top_k = 0;
+  uint64_t seed = 0;
+  std::vector<int32_t> stop_ids;
   int gen = 0, threads = 0;
   bool ignore_eos = false, recompute = false, teacher_forcing = false;
   app.add_option("MODEL_DIR", model_dir, "Model directory: config.json, model.safetensors.index.json and shards")
@@ -116,6 +126,21 @@ int run(int argc, char** argv) {
                "Evaluate the given ids without generating; writes the argmax id of every position to stdout");
   app.add_option("--threads", threads, "Worker threads (default 0: all cores); output is identical for any count")
       ->check(CLI::NonNegativeNumber);
+  CLI::Option* o_temp =
+      app.add_option("--temp", temp, "Sampling temperature (default 0: greedy, ties to the lower id)");
+  CLI::Option* o_top_k = app.add_option("--top-k", top_k, "Sample among the K most likely ids (default 0: off)");
+  CLI::Option* o_top_p = app.add_option(
+      "--top-p", top_p, "Sample among the most likely ids whose probabilities sum to P (default 1: off)");
+  CLI::Option* o_min_p = app.add_option(
+      "--min-p", min_p, "Drop ids less likely than M times the most likely one (default 0: off)");
+  CLI::Option* o_seed = app.add_option(
+      "--seed", seed, "Random seed for sampling (default 0); a seed gives the same ids on every machine");
+  app.add_option("--stop-id", stop_ids, "Stop generating after this id (repeatable)")->allow_extra_args(false);
+  app.add_option("--state-in", state_in,
+                 "Continue the conversation saved in FILE: the ids on stdin are appended to the saved context "
+                 "(sampling flags not given keep the saved settings)");
+  app.add_option("--state-out", state_out,
+                 "Save the conversation to FILE after the run (written atomically; also when interrupted)");
   app.footer(k3::exit_codes_help());
   try {
     app.parse(argc, argv);
@@ -143,11 +168,35 @@ int run(int argc, char** argv) {
     text = read_all_fd(0, "stdin");
   }
   const std::vector<int32_t> prompt = k3::parse_token_ids(text, origin, config.vocab_size);
-  if (prompt.empty())
+  if (prompt.empty() && state_in.empty())
     throw k3::Error(k3::ExitCode::kBadInput,
                     origin + ": no token ids (the prompt is empty; pipe ids from k3-tokenize or pass --ids FILE)");
+  for (int32_t id : stop_ids)
+    if (id < 0 || id >= config.vocab_size)
+      throw k3::Error(k3::ExitCode::kUsage, "--stop-id " + std::to_string(id) + " is outside the vocabulary 0.." +
+                                                std::to_string(config.vocab_size - 1));
 
   const k3::Checkpoint checkpoint = k3::Checkpoint::open(model_dir);
+  // A saved conversation is checked before any weight is read.
+  std::optional<k3::ModelIdentity> identity;
+  std::optional<k3::ConversationState> saved;
+  if (!state_in.empty() || !state_out.empty()) identity = k3::ModelIdentity::of(config, checkpoint);
+  if (!state_out.empty()) k3::check_output_directory(state_out);
+  if (!state_in.empty()) saved = k3::load_conversation(state_in, *identity);
+  k3::SamplingOverrides flags;
+  if (o_temp->count()) flags.temperature = temp;
+  if (o_top_k->count()) flags.top_k = top_k;
+  if (o_top_p->count()) flags.top_p = top_p;
+  if (o_min_p->count()) flags.min_p = min_p;
+  if (o_seed->count()) flags.seed = seed;
+  const k3::SamplingParams sampling =
+      k3::resolve_sampling(saved ? saved->sampling : std::optional<k3::SamplingParams>{}, flags);
+  // Evaluated first: ids the saved run emitted but did not evaluate, then the new ones.
+  std::vector<int32_t> input = saved ? saved->pending : std::vector<int32_t>{};
+  input.insert(input.end(), prompt.begin(), prompt.end());
+  if (input.empty() && (saved->last_logits.empty() || teacher_forcing))
+    throw k3::Error(k3::ExitCode::kBadInput, origin + ": no token ids, and " + state_in +
+                                                 " has nothing left to evaluate; give the ids to continue with");
   k3::ResidentWeights weights(config, checkpoint, &std::cerr);
   k3::ThreadPool pool(threads);
   k3::Engine engine(config, weights, pool);
@@ -157,32 +206,47 @@ int run(int argc, char** argv) {
   ::signal(SIGTERM, on_signal);
 
   k3::SequenceState state;
-  engine.reset(state);
+  if (saved)
+    state = std::move(saved->sequence);
+  else
+    engine.reset(state);
   LogitsLog log(!logits_file.empty(), vocab);
-  const k3::StopConditions stop(config.eos_token_ids, {}, ignore_eos);
+  const k3::StopConditions stop(config.eos_token_ids, stop_ids, ignore_eos);
+  k3::Sampler sampler(sampling);
 
   // Prompt.
   const auto t_prompt = Clock::now();
-  std::vector<float> logits((log.enabled() || teacher_forcing ? prompt.size() : 1) * vocab);
   const bool all_rows = log.enabled() || teacher_forcing;
-  engine.forward(state, prompt, all_rows ? k3::LogitRows::kAll : k3::LogitRows::kLast, logits.data());
+  std::vector<float> logits((all_rows ? input.size() : 1) * vocab);
+  std::vector<float> row;
+  if (input.empty()) {
+    row = saved->last_logits;  // nothing new: generate from where the saved run stopped
+  } else {
+    engine.forward(state, input, all_rows ? k3::LogitRows::kAll : k3::LogitRows::kLast, logits.data());
+    log.add(logits.data(), all_rows ? input.size() : 0);
+    const float* last = logits.data() + (all_rows ? (input.size() - 1) * vocab : 0);
+    row.assign(last, last + vocab);
+  }
   const double prompt_s = seconds_since(t_prompt);
-  log.add(logits.data(), all_rows ? prompt.size() : 0);
-  const float* last = logits.data() + (all_rows ? (prompt.size() - 1) * vocab : 0);
-  std::vector<float> row(last, last + vocab);
 
   int generated = 0;
+  std::vector<int32_t> pending;
   const auto t_gen = Clock::now();
   if (teacher_forcing) {
-    for (size_t t = 0; t < prompt.size(); ++t) emit_id(k3::greedy_token(logits.data() + t * vocab, config.vocab_size));
+    for (size_t t = 0; t < input.size(); ++t) emit_id(k3::greedy_token(logits.data() + t * vocab, config.vocab_size));
   } else {
-    std::vector<int32_t> sequence = prompt;
+    std::vector<int32_t> sequence = state.tokens;  // the whole history, for --recompute
     while (generated < gen && !g_interrupted) {
-      const int32_t id = k3::greedy_token(row.data(), config.vocab_size);
+      // The draw is tied to the position the id will occupy (sample_rng.h),
+      // so split and continued runs choose what one run would.
+      const int32_t id = sampler.next(row.data(), config.vocab_size, state.positions);
       emit_id(id);
       ++generated;
       sequence.push_back(id);
-      if (stop.stops(id) || generated == gen) break;
+      if (stop.stops(id) || generated == gen) {
+        pending.push_back(id);  // emitted, not evaluated: a continuation evaluates it first
+        break;
+      }
       if (recompute) {
         engine.reset(state);
         engine.forward(state, sequence, k3::LogitRows::kLast, row.data());
@@ -195,10 +259,11 @@ int run(int argc, char** argv) {
   const double gen_s = seconds_since(t_gen);
 
   if (log.enabled()) log.write(logits_file);
+  if (!state_out.empty()) k3::save_conversation(state_out, *identity, std::move(state), pending, sampling, row);
   std::fprintf(stderr,
                "k3-forward: %zu prompt tokens in %.3f s (%.1f tokens/s); %d generated, %.4f s/token; %d threads; "
                "peak RSS %ld MB\n",
-               prompt.size(), prompt_s, prompt_s > 0 ? prompt.size() / prompt_s : 0.0, generated,
+               input.size(), prompt_s, prompt_s > 0 ? input.size() / prompt_s : 0.0, generated,
                generated > 1 ? gen_s / (generated - 1) : 0.0, pool.size(), peak_rss_mb());
   if (g_interrupted) {
     std::fprintf(stderr, "k3-forward: interrupted after %d generated tokens (they were written)\n", generated);

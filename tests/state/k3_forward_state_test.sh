@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# Conversations and sampling through the real k3-forward on the tiny
+# checkpoint: a run split by --state-out/--state-in gives the ids and the
+# logits (byte for byte) of one run, greedy and sampled, at any thread count;
+# sampled ids follow the documented algorithm (re-derived in Python from the
+# logits); stop ids; and every refusal path leaves existing files untouched.
+set -uo pipefail
+BIN=${K3_BIN_DIR:?}
+TINY=${K3_TEST_DATA:?}/k3-tiny
+SRC=${K3_SOURCE_DIR:?}
+FWD="$BIN/k3-forward"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fails=0
+passes=0
+
+check() {  # check NAME EXPECTED ACTUAL
+  if [ "$2" == "$3" ]; then
+    passes=$((passes + 1))
+  else
+    echo "FAIL $1: expected [$2] got [$3]"
+    fails=$((fails + 1))
+  fi
+}
+contains() {  # contains NAME NEEDLE HAYSTACK
+  if [[ "$3" == *"$2"* ]]; then
+    passes=$((passes + 1))
+  else
+    echo "FAIL $1: [$3] does not contain [$2]"
+    fails=$((fails + 1))
+  fi
+}
+differs() {  # differs NAME A B
+  if [ "$2" != "$3" ]; then passes=$((passes + 1)); else echo "FAIL $1: both [$2]"; fails=$((fails + 1)); fi
+}
+fwd() { "$FWD" "$TINY" "$@" 2>> "$work/stderr"; }
+# logits_data FILE: the raw F32 bytes of tensor 'logits' (rows x vocab), as hex.
+rows_equal() {  # rows_equal WHOLE FIRST_ROW PART... : PART files' rows, concatenated, equal WHOLE's rows from FIRST_ROW on
+  python3 - "$@" <<'PY'
+import json, struct, sys
+def load(p):
+    b = open(p, 'rb').read()
+    n = struct.unpack('<Q', b[:8])[0]
+    t = json.loads(b[8:8 + n])['logits']
+    s, e = t['data_offsets']
+    return t['shape'], b[8 + n + s:8 + n + e]
+(rows, vocab), whole = load(sys.argv[1])
+first = int(sys.argv[2])
+parts = b''.join(load(p)[1] for p in sys.argv[3:])
+want = whole[first * vocab * 4:]
+print('equal' if parts == want and len(parts) > 0 else 'differ: %d vs %d bytes' % (len(parts), len(want)))
+PY
+}
+
+prompt=$(cat "$TINY/prompt_ids.txt")   # 7 ids: "The capital of France is"
+n_prompt=$(echo $prompt | wc -w)
+more="290 641 3200 484 11 326"           # a second user turn
+
+# ---- 1. Greedy: one run of 20 vs 8 + 12 through a state file, with other thread counts.
+one=$(echo "$prompt" | fwd --gen 20 --threads 1 --logits "$work/one.st")
+a=$(echo "$prompt" | fwd --gen 8 --threads 2 --state-out "$work/g.k3s" --logits "$work/a.st")
+b=$(fwd --gen 12 --threads 1 --state-in "$work/g.k3s" --logits "$work/b.st" < /dev/null)
+check "greedy split ids" "$one" "$(printf '%s\n%s' "$a" "$b")"
+check "greedy split logits" "equal" "$(rows_equal "$work/one.st" 0 "$work/a.st" "$work/b.st")"
+check "greedy ids are the golden ones" \
+  "$(python3 -c "import json; print('\n'.join(map(str, json.load(open('$TINY/golden.json'))['greedy']['ids'])))")" "$one"
+# --recompute continuing from a state recomputes from the saved history: same ids.
+b2=$(fwd --gen 12 --recompute --state-in "$work/g.k3s" < /dev/null)
+check "greedy split --recompute ids" "$b" "$b2"
+
+# ---- 2. Sampled: the same, and the continuation keeps the saved sampler settings.
+S="--temp 0.9 --top-k 200 --top-p 0.95 --min-p 0.01 --seed 1234"
+one_s=$(echo "$prompt" | fwd --gen 20 $S --logits "$work/one_s.st")
+a=$(echo "$prompt" | fwd --gen 5 $S --threads 1 --state-out "$work/s.k3s" --logits "$work/a_s.st")
+b=$(fwd --gen 15 --threads 2 --state-in "$work/s.k3s" --logits "$work/b_s.st" < /dev/null)
+check "sampled split ids (settings from the state)" "$one_s" "$(printf '%s\n%s' "$a" "$b")"
+check "sampled split logits" "equal" "$(rows_equal "$work/one_s.st" 0 "$work/a_s.st" "$work/b_s.st")"
+differs "sampling differs from greedy" "$one" "$one_s"
+again=$(echo "$prompt" | fwd --gen 20 $S --threads 2)
+check "same seed, same ids" "$one_s" "$again"
+other=$(echo "$prompt" | fwd --gen 20 --temp 0.9 --top-k 200 --top-p 0.95 --min-p 0.01 --seed 1235)
+differs "another seed, other ids" "$one_s" "$other"
+# A flag given on the continuation overrides the saved value: --temp 0 is greedy.
+b_greedy=$(fwd --gen 3 --temp 0 --state-in "$work/s.k3s" --logits "$work/bg.st" < /dev/null)
+check "override to greedy" "$(python3 - "$work/bg.st" <<'PY'
+import json, struct, sys
+b = open(sys.argv[1], 'rb').read(); n = struct.unpack('<Q', b[:8])[0]
+t = json.loads(b[8:8 + n])['logits']; rows, vocab = t['shape']
+d = b[8 + n:]
+out = []
+for r in range(1, rows):   # row 0 is the pending id's position; rows 1.. chose ids 2..
+    row = struct.unpack_from('<%df' % vocab, d, r * vocab * 4)
+    out.append(max(range(vocab), key=lambda i: (row[i], -i)))
+print('\n'.join(map(str, out)))
+PY
+)" "$(echo "$b_greedy" | tail -n +2)"
+
+# ---- 3. The sampled ids follow the documented algorithm: recompute them in
+# Python (its own MT19937-64) from the logits rows that chose them.
+res=$(python3 - "$work/one_s.st" "$n_prompt" "$SRC/tests/sampling" $one_s <<'PY'
+import json, struct, sys
+sys.path.insert(0, sys.argv[3])
+import sampler_reference as ref
+b = open(sys.argv[1], 'rb').read(); n = struct.unpack('<Q', b[:8])[0]
+t = json.loads(b[8:8 + n])['logits']; rows, vocab = t['shape']
+d = b[8 + n:]
+p0 = int(sys.argv[2]); ids = list(map(int, sys.argv[4:]))
+g = ref.MT19937_64(1234)
+for _ in range(p0):
+    g.next()   # draws belong to positions; the prompt's are skipped
+for j, want in enumerate(ids):
+    row = struct.unpack_from('<%df' % vocab, d, (p0 - 1 + j) * vocab * 4)
+    order, w = ref.candidates(list(row), 0.9, 200, 0.95, 0.01)
+    got, _ = ref.pick(order, w, ref.unit(g.next()))
+    if got != want:
+        print('position %d: reference %d, k3-forward %d' % (p0 + j, got, want)); break
+else:
+    print('ok')
+PY
+)
+check "sampled ids match the independent reference" "ok" "$res"
+
+# ---- 4. Conversation: turn 1, then turn 2 from the state, equals one run over
+# everything (the second turn's logits byte for byte), greedy and sampled.
+for mode in greedy sampled; do
+  F=""; [ "$mode" = sampled ] && F="$S"
+  t1=$(echo "$prompt" | fwd --gen 4 $F --state-out "$work/c.k3s")
+  t2=$(echo "$more" | fwd --gen 6 $F --state-in "$work/c.k3s" --state-out "$work/c2.k3s" --logits "$work/t2.st")
+  whole=$(echo "$prompt $(echo $t1) $more" | fwd --gen 6 $F --logits "$work/whole.st")
+  check "$mode conversation ids" "$whole" "$t2"
+  # turn 2 evaluated the pending last id of turn 1, then $more, then 5 generated ids.
+  first=$((n_prompt + 4 - 1))
+  check "$mode conversation logits" "equal" "$(rows_equal "$work/whole.st" "$first" "$work/t2.st")"
+  # The saved history is the whole conversation but the last generated id (pending).
+  t3=$(fwd --gen 2 $F --state-in "$work/c2.k3s" < /dev/null)
+  whole3=$(echo "$prompt $(echo $t1) $more" | fwd --gen 8 $F | tail -2)
+  check "$mode third continuation" "$whole3" "$t3"
+done
+
+# ---- 5. A prompt saved without generating, continued with nothing or with more ids.
+echo "$prompt" | fwd --gen 0 --state-out "$work/p.k3s" > /dev/null
+check "prompt-only continuation, no new ids" "$one" "$(fwd --gen 20 --threads 1 --state-in "$work/p.k3s" < /dev/null)"
+check "prompt-only continuation, more ids" "$(echo "$prompt $more" | fwd --gen 5)" \
+  "$(echo "$more" | fwd --gen 5 --state-in "$work/p.k3s")"
+# Teacher forcing continues too: argmax of each new position.
+check "teacher forcing after a state" "$(echo "$prompt $more" | fwd --teacher-forcing | tail -6)" \
+  "$(echo "$more" | fwd --teacher-forcing --state-in "$work/p.k3s")"
+
+# ---- 6. Stop ids: generation ends after the first --stop-id, which is written.
+third=$(echo "$one" | sed -n 3p)
+out=$(echo "$prompt" | fwd --gen 20 --stop-id 1 --stop-id "$third")
+check "--stop-id stops after it" "$(echo "$one" | head -3)" "$out"
+out=$(echo "$prompt" | "$FWD" --gen 20 --stop-id "$third" "$TINY" 2> /dev/null)
+check "--stop-id takes one value, MODEL_DIR may follow" "$(echo "$one" | head -3)" "$out"
+# ... and the state continues right after it.
+echo "$prompt" | fwd --gen 20 --stop-id "$third" --state-out "$work/stop.k3s" > /dev/null
+check "continue after a stop id" "$(echo "$one" | sed -n 4,6p)" "$(fwd --gen 3 --state-in "$work/stop.k3s" < /dev/null)"
+
+# ---- 7. Refusals: exit code, one line naming the file, nothing on stdout, and
+# existing outputs untouched.
+bad() {  # bad NAME CODE NEEDLE -- command...
+  local name=$1 code=$2 needle=$3; shift 4
+  "$@" > "$work/out" 2> "$work/err"; local rc=$?
+  check "$name exit" "$code" "$rc"
+  check "$name one-line error" 1 "$(wc -l < "$work/err")"
+  contains "$name message" "$needle" "$(cat "$work/err")"
+  check "$name stdout empty" 0 "$(stat -c %s "$work/out")"
+}
+cp "$work/g.k3s" "$work/keep.k3s"; echo "previous logits" > "$work/keep.st"
+keep_sum=$(cat "$work/keep.k3s" "$work/keep.st" | md5sum)
+# another model: a copy of the tiny checkpoint with a different config.json
+mkdir "$work/other"; for f in "$TINY"/*; do ln -s "$f" "$work/other/"; done
+rm "$work/other/config.json"; sed 's/"transformers_version"/"comment": "a fine-tune",\n  "transformers_version"/' \
+  "$TINY/config.json" > "$work/other/config.json"
+bad "state of another model" 3 "saved for a different model" -- \
+  sh -c "echo 1 | '$FWD' '$work/other' --gen 2 --state-in '$work/g.k3s' --state-out '$work/keep.k3s' --logits '$work/keep.st'"
+contains "another model: names the file" "$work/g.k3s" "$(cat "$work/err")"
+head -c 50000 "$work/g.k3s" > "$work/trunc.k3s"
+bad "truncated state" 4 "truncated state file" -- \
+  sh -c "echo 1 | '$FWD' '$TINY' --gen 2 --state-in '$work/trunc.k3s' --state-out '$work/keep.k3s'"
+python3 -c "
+import sys; b = bytearray(open('$work/g.k3s', 'rb').read()); b[len(b) // 2] ^= 4
+open('$work/flip.k3s', 'wb').write(b)"
+bad "corrupted state" 4 "checksum mismatch" -- \
+  sh -c "echo 1 | '$FWD' '$TINY' --gen 2 --state-in '$work/flip.k3s' --state-out '$work/keep.k3s'"
+python3 -c "
+import struct; b = bytearray(open('$work/g.k3s', 'rb').read()); b[8:12] = struct.pack('<I', 9)
+open('$work/ver.k3s', 'wb').write(b)"
+bad "other format version" 4 "format version 9" -- \
+  sh -c "echo 1 | '$FWD' '$TINY' --gen 2 --state-in '$work/ver.k3s' --state-out '$work/keep.k3s'"
+bad "not a state file" 4 "not a k3 state file" -- \
+  sh -c "echo 1 | '$FWD' '$TINY' --gen 2 --state-in '$TINY/config.json' --state-out '$work/keep.k3s'"
+bad "missing state file" 4 "state file not found" -- \
+  sh -c "echo 1 | '$FWD' '$TINY' --gen 2 --state-in '$work/none.k3s' --state-out '$work/keep.k3s'"
+bad "bad ids after a good state" 4 "is not a token id" -- \
+  sh -c "echo 'x' | '$FWD' '$TINY' --gen 2 --state-in '$work/g.k3s' --state-out '$work/keep.k3s' --logits '$work/keep.st'"
+bad "state in a missing directory" 5 "does not exist" -- \
+  sh -c "echo 1 | '$FWD' '$TINY' --gen 2 --state-out '$work/no/dir/s.k3s'"
+bad "nothing to continue" 4 "nothing left to evaluate" -- \
+  sh -c "'$FWD' '$TINY' --teacher-forcing --state-in '$work/p.k3s' < /dev/null"
+check "refusals left existing files untouched" "$keep_sum" "$(cat "$work/keep.k3s" "$work/keep.st" | md5sum)"
+check "no temporary files left" "" "$(ls "$work" | grep '\.tmp\.' || true)"
+bad "negative --temp" 2 "--temp" -- sh -c "echo 1 | '$FWD' '$TINY' --gen 2 --temp -1"
+bad "--top-p 0" 2 "--top-p" -- sh -c "echo 1 | '$FWD' '$TINY' --gen 2 --temp 1 --top-p 0"
+bad "--min-p 2" 2 "--min-p" -- sh -c "echo 1 | '$FWD' '$TINY' --gen 2 --temp 1 --min-p 2"
+bad "--top-k -1" 2 "--top-k" -- sh -c "echo 1 | '$FWD' '$TINY' --gen 2 --temp 1 --top-k -1"
+bad "--stop-id outside vocab" 2 "--stop-id 8448" -- sh -c "echo 1 | '$FWD' '$TINY' --gen 2 --stop-id 8448"
+bad "--seed not a number" 2 "--seed" -- "$FWD" "$TINY" --seed abc
+
+echo "k3_forward_state_test: $passes passed, $fails failed"
+[ "$fails" -eq 0 ]
