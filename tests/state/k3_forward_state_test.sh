@@ -156,7 +156,20 @@ check "--stop-id takes one value, MODEL_DIR may follow" "$(echo "$one" | head -3
 echo "$prompt" | fwd --gen 20 --stop-id "$third" --state-out "$work/stop.k3s" > /dev/null
 check "continue after a stop id" "$(echo "$one" | sed -n 4,6p)" "$(fwd --gen 3 --state-in "$work/stop.k3s" < /dev/null)"
 
-# ---- 7. Refusals: exit code, one line naming the file, nothing on stdout, and
+# ---- 7. Interrupted (SIGINT): the ids written so far and the state are kept,
+# and the state continues exactly where the run stopped.
+echo "$prompt" | "$FWD" "$TINY" --gen 1000000 --ignore-eos --state-out "$work/int.k3s" > "$work/int.out" 2> /dev/null &
+pid=$!
+for _ in $(seq 100); do [ -s "$work/int.out" ] && break; sleep 0.1; done
+sleep 0.3
+kill -INT "$pid"; wait "$pid"; rc=$?
+check "interrupted exit" 130 "$rc"
+n=$(wc -l < "$work/int.out")
+cont=$(fwd --gen 3 --ignore-eos --state-in "$work/int.k3s" < /dev/null)
+whole=$(echo "$prompt" | fwd --gen $((n + 3)) --ignore-eos)
+check "interrupted run ($n ids) + continuation = one run" "$whole" "$(printf '%s\n%s' "$(cat "$work/int.out")" "$cont")"
+
+# ---- 8. Refusals: exit code, one line naming the file, nothing on stdout, and
 # existing outputs untouched.
 bad() {  # bad NAME CODE NEEDLE -- command...
   local name=$1 code=$2 needle=$3; shift 4
