@@ -215,12 +215,17 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
   return t;
 }
 
-TrunkLayout open_trunk_layout(const std::string& trunk_dir, const Checkpoint& checkpoint) {
-  const std::string json = path_join(trunk_dir, "trunk.json"), bin = path_join(trunk_dir, "trunk.bin");
+TrunkLayout read_trunk_layout(const std::string& trunk_dir) {
+  const std::string json = path_join(trunk_dir, "trunk.json");
   if (!file_exists(json))
     throw Error(ExitCode::kBadModel, json + ": not found (is " + trunk_dir +
                                          " a packed trunk? create one with: k3-pack MODEL_DIR " + trunk_dir + ")");
-  TrunkLayout t = parse_trunk_layout(read_text_file(json), json);
+  return parse_trunk_layout(read_text_file(json), json);
+}
+
+TrunkLayout open_trunk_layout(const std::string& trunk_dir, const Checkpoint& checkpoint) {
+  const std::string bin = path_join(trunk_dir, "trunk.bin");
+  TrunkLayout t = read_trunk_layout(trunk_dir);
   std::string why = fingerprint_mismatch(t.source, fingerprint_checkpoint(checkpoint));
   if (!why.empty())
     throw Error(ExitCode::kBadModel, "the trunk in " + trunk_dir + " does not belong to the model in " +
@@ -236,9 +241,8 @@ TrunkLayout open_trunk_layout(const std::string& trunk_dir, const Checkpoint& ch
 
 TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoint,
                        const std::function<void(uint64_t, uint64_t)>& progress) {
-  const std::string json = path_join(trunk_dir, "trunk.json"), bin = path_join(trunk_dir, "trunk.bin");
-  if (!file_exists(json)) throw Error(ExitCode::kBadModel, json + ": not found (re-run k3-pack)");
-  TrunkLayout t = parse_trunk_layout(read_text_file(json), json);
+  const std::string bin = path_join(trunk_dir, "trunk.bin");
+  TrunkLayout t = read_trunk_layout(trunk_dir);
   TrunkCheck r;
   std::string why = fingerprint_mismatch(t.source, fingerprint_checkpoint(checkpoint));
   if (!why.empty()) r.problems.push_back("fingerprint: " + why);

@@ -44,6 +44,9 @@ struct TrunkCheck {
 TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoint,
                        const std::function<void(uint64_t, uint64_t)>& progress);
 
+// Parses TRUNK_DIR/trunk.json alone (kBadModel when missing or malformed).
+TrunkLayout read_trunk_layout(const std::string& trunk_dir);
+
 // Reads TRUNK_DIR/trunk.json and checks it belongs to `checkpoint`
 // (fingerprint) and that trunk.bin has the recorded size. Throws
 // k3::Error(kBadModel) saying what is wrong and to re-run k3-pack.

@@ -1,0 +1,55 @@
+// The memory plan of a k3-forward run, computed before anything large is
+// allocated: which trunk sections are pinned and which stream, how many
+// expert cache slots fit, the sequence state for the requested context, I/O
+// buffers and activations, and the forecast peak RSS that decides whether
+// the run may start.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "pack/trunk_layout.h"
+
+namespace k3 {
+
+struct PlanRequest {
+  bool packed_trunk = true;    // false: the whole trunk is read from the shards and held resident
+  uint64_t trunk_budget = 0;   // bytes of trunk sections to pin
+  uint64_t cache_budget = 0;   // bytes of expert cache
+  uint64_t context = 4096;     // positions the MLA latent cache must hold
+  uint64_t batch = 256;        // prefill rows computed at once
+  int io_threads = 8;
+  int compute_threads = 1;
+  size_t tensor_count = 0;     // checkpoint tensors (index memory)
+};
+
+struct MemoryPlan {
+  // Trunk: sections in use order (layers 0..n-1, then the head).
+  std::vector<int> pinned;          // indices into TrunkLayout::sections
+  std::vector<int> streamed;
+  uint64_t pinned_bytes = 0;
+  uint64_t stream_buffer_bytes = 0;  // two buffers of the largest streamed section
+  uint64_t embedding_bytes = 0;      // on disk; rows are read on demand, never resident
+  // Expert cache.
+  uint64_t slot_bytes = 0;
+  uint64_t cache_slots = 0;
+  uint64_t cache_bytes = 0;
+  uint64_t min_slots = 0;            // floor so one layer's top-k can be in flight
+  // State and the rest.
+  uint64_t kda_state_bytes = 0;
+  uint64_t mla_cache_bytes = 0;
+  uint64_t activation_bytes = 0;
+  uint64_t io_bytes = 0;             // embedding row buffers, index, thread stacks
+  uint64_t peak_rss = 0;             // the forecast: sum of the above
+
+  // Multi-line description for stderr (no trailing newline).
+  std::string describe(const TrunkLayout& layout, const ModelConfig& config, const PlanRequest& req) const;
+};
+
+// `slot_bytes` comes from ExpertIndex::slot_bytes().
+MemoryPlan plan_memory(const ModelConfig& config, const TrunkLayout& layout, uint64_t slot_bytes,
+                       const PlanRequest& req);
+
+}  // namespace k3

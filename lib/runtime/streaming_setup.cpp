@@ -1,0 +1,172 @@
+#include "runtime/streaming_setup.h"
+
+#include <cstdio>
+#include <ostream>
+
+#include "checkpoint/checkpoint.h"
+#include "common/error.h"
+#include "common/progress_meter.h"
+#include "model/tensor_manifest.h"
+#include "pack/trunk_packer.h"
+#include "runtime/expert_index.h"
+#include "runtime/memory_limits.h"
+#include "runtime/presets.h"
+
+namespace k3 {
+
+namespace {
+uint64_t gb(double x) { return static_cast<uint64_t>(x * 1e9); }
+
+std::string preset_names() {
+  std::string s;
+  for (const Preset& p : presets()) s += (s.empty() ? "" : ", ") + p.name;
+  return s;
+}
+}  // namespace
+
+void resolve_budgets(StreamingRequest& req, uint64_t* trunk_bytes, uint64_t* cache_bytes) {
+  const Preset* p = find_preset(req.preset.empty() ? "laptop" : req.preset);
+  if (!p) throw Error(ExitCode::kUsage, "unknown --preset '" + req.preset + "' (known: " + preset_names() + ")");
+  if (req.trunk_gb >= 0 && req.trunk_dir.empty())
+    throw Error(ExitCode::kUsage,
+                "--trunk-gb needs --trunk DIR (without a packed trunk the whole trunk is resident; pack one with "
+                "k3-pack MODEL_DIR TRUNK_DIR)");
+  *trunk_bytes = gb(req.trunk_gb >= 0 ? req.trunk_gb : p->trunk_gb);
+  *cache_bytes = gb(req.cache_gb >= 0 ? req.cache_gb : p->cache_gb);
+}
+
+static PreparedStream plan_for(const ModelConfig& config, const Checkpoint& checkpoint, const StreamingRequest& req,
+                               uint64_t trunk_bytes, uint64_t cache_bytes, TrunkLayout layout) {
+  PreparedStream out;
+  out.layout = std::move(layout);
+  PlanRequest& pr = out.plan_request;
+  pr.packed_trunk = !req.trunk_dir.empty();
+  pr.trunk_budget = trunk_bytes;
+  pr.cache_budget = cache_bytes;
+  pr.context = req.context;
+  pr.batch = req.batch;
+  pr.io_threads = req.io_threads;
+  pr.compute_threads = req.compute_threads;
+  pr.tensor_count = checkpoint.tensor_count();
+  ExpertIndex idx(config, checkpoint);
+  out.plan = plan_memory(config, out.layout, idx.slot_bytes(), pr);
+  return out;
+}
+
+static TrunkLayout layout_for(const ModelConfig& config, const Checkpoint& checkpoint, const StreamingRequest& req) {
+  if (!req.trunk_dir.empty()) return open_trunk_layout(req.trunk_dir, checkpoint);
+  return plan_trunk(expected_tensors(config), checkpoint);
+}
+
+PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& checkpoint, StreamingRequest req,
+                                 std::ostream& log) {
+  uint64_t trunk_bytes, cache_bytes;
+  resolve_budgets(req, &trunk_bytes, &cache_bytes);
+  PreparedStream p = plan_for(config, checkpoint, req, trunk_bytes, cache_bytes, layout_for(config, checkpoint, req));
+  const MemoryLimits lim = read_memory_limits();
+  const uint64_t avail = lim.available();
+  if (req.trunk_dir.empty())
+    log << "k3-forward: no --trunk: the whole trunk (" << format_bytes(p.plan.pinned_bytes)
+        << ") is read from the shards and held resident; routed experts stream through the cache\n";
+  log << "k3-forward: memory plan (" << (req.trunk_dir.empty() ? "trunk from the shards" : "trunk " + req.trunk_dir)
+      << "; budgets: trunk " << format_bytes(trunk_bytes) << ", cache " << format_bytes(cache_bytes) << ")\n"
+      << p.plan.describe(p.layout, config, p.plan_request);
+  if (avail != UINT64_MAX)
+    log << " of " << format_bytes(avail) << " available"
+        << (lim.cgroup_source.empty() ? " (MemAvailable)" : " (MemAvailable and " + lim.cgroup_source + ")");
+  log << "\n";
+  if (avail != UINT64_MAX && p.plan.peak_rss > avail / 10 * 9)
+    throw Error(ExitCode::kResource, "the memory plan needs " + format_bytes(p.plan.peak_rss) + " but only " +
+                                         format_bytes(avail) + " is available (limit 90%: " +
+                                         format_bytes(avail / 10 * 9) +
+                                         "); lower --trunk-gb, --cache-gb or --ctx, or choose a smaller --preset");
+  return p;
+}
+
+std::string presets_table(const ModelConfig& config, const Checkpoint& checkpoint, const StreamingRequest& req) {
+  TrunkLayout layout = layout_for(config, checkpoint, req);
+  const uint64_t avail = read_memory_limits().available();
+  std::string o;
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%-12s %9s %9s %14s %14s  %s\n", "preset", "trunk GB", "cache GB", "forecast RSS",
+                "pinned trunk", "fits here");
+  o += buf;
+  for (const Preset& pr : presets()) {
+    PreparedStream p = plan_for(config, checkpoint, req, gb(pr.trunk_gb), gb(pr.cache_gb), layout);
+    std::snprintf(buf, sizeof buf, "%-12s %9.1f %9.1f %14s %14s  %s   %s\n", pr.name.c_str(), pr.trunk_gb, pr.cache_gb,
+                  format_bytes(p.plan.peak_rss).c_str(), format_bytes(p.plan.pinned_bytes).c_str(),
+                  avail == UINT64_MAX ? "?" : (p.plan.peak_rss <= avail / 10 * 9 ? "yes" : "no "),
+                  pr.description.c_str());
+    o += buf;
+  }
+  return o;
+}
+
+namespace {
+struct Derived {
+  double trunk_per_token = 0, expert_per_token = 0, hit_rate = 0, io_wait = 0, compute = 0, gbps = 0, s_per_token = 0;
+};
+Derived derive(const StreamStats& a, const StreamStats& b, uint64_t steps, double seconds) {
+  Derived d;
+  const double n = steps ? static_cast<double>(steps) : 1.0;
+  d.trunk_per_token = (b.trunk_bytes - a.trunk_bytes) / n;
+  d.expert_per_token = (b.expert_bytes - a.expert_bytes) / n;
+  const uint64_t req = b.experts_requested - a.experts_requested;
+  d.hit_rate = req ? static_cast<double>(b.experts_resident - a.experts_resident) / req : 0;
+  d.io_wait = b.io_wait_seconds - a.io_wait_seconds;
+  d.compute = seconds > d.io_wait ? seconds - d.io_wait : 0;
+  const double bytes = static_cast<double>(b.trunk_bytes - a.trunk_bytes + b.expert_bytes - a.expert_bytes);
+  d.gbps = seconds > 0 ? bytes / seconds / 1e9 : 0;
+  d.s_per_token = steps ? seconds / steps : 0;
+  return d;
+}
+}  // namespace
+
+std::string figures_text(const RunFigures& f) {
+  const Derived pre = derive(f.at_start, f.after_prefill, 1, f.prefill_seconds);
+  const Derived dec = derive(f.after_prefill, f.at_end, f.decode_steps, f.decode_seconds);
+  char buf[1024];
+  std::string o;
+  std::snprintf(buf, sizeof buf,
+                "k3-forward: prefill of %llu tokens: %.3f s, read %s trunk + %s experts, resident expert hit rate "
+                "%.1f%%, I/O wait %.3f s, %.2f GB/s\n",
+                (unsigned long long)f.prompt_tokens, f.prefill_seconds, format_bytes((uint64_t)pre.trunk_per_token).c_str(),
+                format_bytes((uint64_t)pre.expert_per_token).c_str(), 100 * pre.hit_rate, pre.io_wait, pre.gbps);
+  o += buf;
+  if (f.decode_steps) {
+    std::snprintf(buf, sizeof buf,
+                  "k3-forward: decode: %llu steps, %.4f s/token, per token %s trunk + %s experts read, resident "
+                  "expert hit rate %.1f%%, compute %.3f s vs I/O wait %.3f s, %.2f GB/s\n",
+                  (unsigned long long)f.decode_steps, dec.s_per_token, format_bytes((uint64_t)dec.trunk_per_token).c_str(),
+                  format_bytes((uint64_t)dec.expert_per_token).c_str(), 100 * dec.hit_rate, dec.compute, dec.io_wait,
+                  dec.gbps);
+    o += buf;
+  }
+  std::snprintf(buf, sizeof buf, "k3-forward: peak RSS %s (forecast %s)%s\n", format_bytes(f.peak_rss_bytes).c_str(),
+                format_bytes(f.forecast_peak_rss).c_str(), f.direct_io ? "" : "; reads went through the page cache");
+  o += buf;
+  return o;
+}
+
+std::string figures_json(const RunFigures& f) {
+  const Derived pre = derive(f.at_start, f.after_prefill, 1, f.prefill_seconds);
+  const Derived dec = derive(f.after_prefill, f.at_end, f.decode_steps, f.decode_seconds);
+  char buf[2048];
+  std::snprintf(
+      buf, sizeof buf,
+      "{\n  \"prompt_tokens\": %llu,\n  \"decode_steps\": %llu,\n  \"load_bytes\": %llu,\n  \"load_seconds\": %.6f,\n"
+      "  \"prefill\": {\"seconds\": %.6f, \"trunk_bytes\": %.0f, \"expert_bytes\": %.0f, \"expert_hit_rate\": %.6f, "
+      "\"io_wait_seconds\": %.6f, \"compute_seconds\": %.6f, \"achieved_gbps\": %.4f},\n"
+      "  \"decode\": {\"seconds\": %.6f, \"s_per_token\": %.6f, \"trunk_bytes_per_token\": %.0f, "
+      "\"expert_bytes_per_token\": %.0f, \"expert_hit_rate\": %.6f, \"io_wait_seconds\": %.6f, "
+      "\"compute_seconds\": %.6f, \"achieved_gbps\": %.4f},\n"
+      "  \"peak_rss_bytes\": %llu,\n  \"forecast_peak_rss_bytes\": %llu,\n  \"direct_io\": %s\n}\n",
+      (unsigned long long)f.prompt_tokens, (unsigned long long)f.decode_steps, (unsigned long long)f.at_start.load_bytes,
+      f.at_start.load_seconds, f.prefill_seconds, pre.trunk_per_token, pre.expert_per_token, pre.hit_rate, pre.io_wait,
+      pre.compute, pre.gbps, f.decode_seconds, dec.s_per_token, dec.trunk_per_token, dec.expert_per_token, dec.hit_rate,
+      dec.io_wait, dec.compute, dec.gbps, (unsigned long long)f.peak_rss_bytes, (unsigned long long)f.forecast_peak_rss,
+      f.direct_io ? "true" : "false");
+  return buf;
+}
+
+}  // namespace k3

@@ -1,0 +1,65 @@
+// What k3-forward needs to run in a memory budget: turning --trunk,
+// --trunk-gb, --cache-gb, --preset and --ctx into a memory plan, printing
+// it, refusing a plan that does not fit, building the StreamingWeights, and
+// reporting the counters at the end.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <string>
+
+#include "model/config.h"
+#include "runtime/memory_plan.h"
+#include "runtime/streaming_weights.h"
+
+namespace k3 {
+
+class Checkpoint;
+
+struct StreamingRequest {
+  std::string trunk_dir;
+  std::string preset;
+  double trunk_gb = -1;  // < 0: not given
+  double cache_gb = -1;
+  uint64_t context = 0;  // positions the plan must hold
+  uint64_t batch = 256;
+  int io_threads = 8;
+  int compute_threads = 1;
+  // Streaming is wanted when any of these flags was given.
+  bool active() const { return !trunk_dir.empty() || !preset.empty() || trunk_gb >= 0 || cache_gb >= 0; }
+};
+
+// Resolves the budgets (preset, then explicit flags; default: the laptop
+// preset). Throws kUsage for an unknown preset or --trunk-gb without --trunk.
+void resolve_budgets(StreamingRequest& req, uint64_t* trunk_bytes, uint64_t* cache_bytes);
+
+struct PreparedStream {
+  TrunkLayout layout;
+  MemoryPlan plan;
+  PlanRequest plan_request;
+};
+
+// Opens the trunk (or plans the in-memory trunk from the shards), computes the
+// plan, writes it to `log`, and throws k3::Error(kResource) with one line when
+// its forecast exceeds 90% of the memory available. Allocates nothing large.
+PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& checkpoint, StreamingRequest req,
+                                 std::ostream& log);
+
+// The preset table for this model: trunk/cache budgets and forecast peak RSS.
+std::string presets_table(const ModelConfig& config, const Checkpoint& checkpoint, const StreamingRequest& req);
+
+// The counters of a run.
+struct RunFigures {
+  uint64_t prompt_tokens = 0;
+  uint64_t decode_steps = 0;
+  double prefill_seconds = 0, decode_seconds = 0;
+  StreamStats at_start, after_prefill, at_end;
+  uint64_t peak_rss_bytes = 0;
+  uint64_t forecast_peak_rss = 0;
+  bool direct_io = true;
+};
+std::string figures_text(const RunFigures& f);
+std::string figures_json(const RunFigures& f);
+
+}  // namespace k3

@@ -1,0 +1,463 @@
+#include "runtime/streaming_weights.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <exception>
+
+#include "checkpoint/checkpoint.h"
+#include "common/error.h"
+#include "common/file.h"
+#include "model/tensor_manifest.h"
+#include "model/weight_binding.h"
+
+namespace k3 {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+inline float bf16_to_f32(uint16_t b) {
+  uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+}  // namespace
+
+struct StreamingWeights::Section {
+  const TrunkSection* ts = nullptr;
+  bool pinned = false;
+  AlignedBuffer buf;  // pinned bytes
+  std::unordered_map<std::string, uint64_t> rel;  // tensor name -> offset from section start
+  LayerWeights lw;
+  HeadWeights hw;
+};
+
+struct StreamingWeights::StreamBuffer {
+  AlignedBuffer buf;
+  int section = -1;
+  bool held = false;
+  bool pending = false;  // a read was issued; `done` says whether it finished
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = true;
+  std::string error;
+  LayerWeights lw;
+  HeadWeights hw;
+};
+
+struct StreamingWeights::Slot {
+  int64_t key = -1;
+  int in_use = 0;
+  uint64_t tick = 0;
+  ExpertWeights w;
+};
+
+StreamingWeights::StreamingWeights(const ModelConfig& config, const Checkpoint& checkpoint,
+                                   const std::string& trunk_dir, TrunkLayout layout, const MemoryPlan& plan,
+                                   int io_threads)
+    : config_(config),
+      trunk_dir_(trunk_dir),
+      layout_(std::move(layout)),
+      experts_(config, checkpoint),
+      io_(io_threads) {
+  const auto t0 = Clock::now();
+  for (const ShardInfo& s : checkpoint.shards()) shard_files_.push_back(std::make_unique<DirectFile>(s.path));
+  if (!trunk_dir_.empty()) trunk_file_ = std::make_unique<DirectFile>(path_join(trunk_dir_, "trunk.bin"));
+
+  layer_section_.assign(config_.num_hidden_layers, -1);
+  for (size_t s = 0; s < layout_.sections.size(); ++s) {
+    auto sec = std::make_unique<Section>();
+    sec->ts = &layout_.sections[s];
+    for (const TrunkTensor& t : sec->ts->tensors) sec->rel[t.name] = t.offset - sec->ts->offset;
+    const int layer = sec->ts->layer;
+    if (layer >= 0 && layer < config_.num_hidden_layers) layer_section_[layer] = static_cast<int>(s);
+    if (sec->ts->name == "head") head_section_ = static_cast<int>(s);
+    if (sec->ts->name == "embedding") embed_section_ = static_cast<int>(s);
+    sections_.push_back(std::move(sec));
+  }
+  for (int l = 0; l < config_.num_hidden_layers; ++l)
+    if (layer_section_[l] < 0) throw Error(ExitCode::kBadModel, "the trunk has no section for layer " + std::to_string(l));
+  if (head_section_ < 0 || embed_section_ < 0)
+    throw Error(ExitCode::kBadModel, "the trunk lacks its embedding or head section (re-run k3-pack)");
+
+  // Pinned sections: read once, verify, bind.
+  for (int s : plan.pinned) {
+    Section& sec = *sections_[s];
+    sec.pinned = true;
+    sec.buf = AlignedBuffer(sec.ts->length);
+    if (trunk_file_) {
+      io_.read_now({ReadEngine::Read{trunk_file_.get(), sec.ts->offset, sec.ts->length, sec.ts->length, sec.buf.data()}});
+      if (XXH3_64bits(sec.buf.data(), sec.ts->length) != sec.ts->xxh3)
+        throw Error(ExitCode::kBadModel, path_join(trunk_dir_, "trunk.bin") + ": section " + sec.ts->name +
+                                             " does not match its hash in trunk.json (corrupted; run k3-pack --check, "
+                                             "then re-run k3-pack)");
+    } else {
+      // No packed trunk: gather each tensor from its shard.
+      for (const TrunkTensor& t : sec.ts->tensors) {
+        const TensorLocation& loc = checkpoint.at(t.name);
+        const DirectFile& f = *shard_files_[loc.shard];
+        const uint64_t chunk = 32u << 20;
+        AlignedBuffer bounce(std::min<uint64_t>(align_up(t.nbytes) + 2 * kDirectAlign, chunk + 2 * kDirectAlign));
+        for (uint64_t done = 0; done < t.nbytes; done += chunk) {
+          const uint64_t n = std::min(chunk, t.nbytes - done);
+          CoveringRead c = covering_read(loc.info->offset + done, n);
+          io_.read_now({ReadEngine::Read{&f, c.offset, c.length, c.skip + n, bounce.data()}});
+          std::memcpy(sec.buf.data() + (t.offset - sec.ts->offset) + done, bounce.data() + c.skip, n);
+        }
+      }
+    }
+    stats_.load_bytes += sec.ts->length;
+    auto lookup = [&sec, this](const std::string& name) { return section_tensor(sec, sec.buf.data(), name); };
+    if (sec.ts->layer >= 0)
+      sec.lw = bind_layer_weights(config_, sec.ts->layer, lookup);
+    else if (s == head_section_)
+      sec.hw = bind_head_weights(config_, lookup);
+  }
+  use_order_ = plan.streamed;
+  if (!use_order_.empty()) {
+    uint64_t largest = 0;
+    for (int s : use_order_) largest = std::max(largest, sections_[s]->ts->length);
+    for (int i = 0; i < 2; ++i) {
+      buffers_.push_back(std::make_unique<StreamBuffer>());
+      buffers_.back()->buf = AlignedBuffer(largest);
+    }
+  }
+
+  slot_bytes_ = experts_.slot_bytes();
+  slots_.resize(plan.cache_slots);
+  if (plan.cache_slots) arena_ = AlignedBuffer(plan.cache_slots * slot_bytes_);
+  for (size_t i = plan.cache_slots; i-- > 0;) free_slots_.push_back(static_cast<int>(i));
+
+  {
+    // Embedding rows come from trunk.bin, or from their shard when there is no packed trunk.
+    const TrunkTensor& et = sections_[embed_section_]->ts->tensors.at(0);
+    if (trunk_file_) {
+      embed_file_ = trunk_file_.get();
+      embed_base_ = et.offset;
+    } else {
+      const TensorLocation& loc = checkpoint.at(et.name);
+      embed_file_ = shard_files_[loc.shard].get();
+      embed_base_ = loc.info->offset;
+    }
+  }
+  const uint64_t row = static_cast<uint64_t>(config_.hidden_size) * 2;
+  row_buf_ = AlignedBuffer(align_up(row) + 2 * kDirectAlign);
+  stats_.load_seconds = since(t0);
+  // Start the first streamed section now so the first token does not wait for all of it.
+  if (!use_order_.empty()) issue_stream_read(*buffers_[0], use_order_[0], false);
+}
+
+StreamingWeights::~StreamingWeights() {
+  for (auto& b : buffers_) {
+    std::unique_lock<std::mutex> lk(b->mu);
+    b->cv.wait(lk, [&] { return b->done; });
+  }
+}
+
+const void* StreamingWeights::section_tensor(const Section& sec, const uint8_t* base, const std::string& name) const {
+  auto it = sec.rel.find(name);
+  if (it == sec.rel.end())
+    throw Error(ExitCode::kBadModel, "trunk section " + sec.ts->name + " lacks tensor '" + name + "' (re-run k3-pack)");
+  return base + it->second;
+}
+
+bool StreamingWeights::direct_io() const {
+  for (const auto& f : shard_files_)
+    if (!f->is_direct()) return false;
+  return !trunk_file_ || trunk_file_->is_direct();
+}
+
+StreamStats StreamingWeights::stats() const {
+  std::lock_guard<std::mutex> lk(stats_mu_);
+  return stats_;
+}
+
+void StreamingWeights::embed(const int32_t* ids, size_t n, float* out) {
+  const Section& sec = *sections_[embed_section_];
+  const TrunkTensor& t = sec.ts->tensors.at(0);
+  const uint64_t hidden = config_.hidden_size, row = hidden * 2;
+  const DirectFile* file = embed_file_;
+  const uint64_t base = embed_base_;
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t* src;
+    if (sec.pinned) {
+      src = sec.buf.data() + (t.offset - sec.ts->offset) + static_cast<uint64_t>(ids[i]) * row;
+    } else {
+      CoveringRead c = covering_read(base + static_cast<uint64_t>(ids[i]) * row, row);
+      const auto t0 = Clock::now();
+      io_.read_now({ReadEngine::Read{file, c.offset, c.length, c.skip + row, row_buf_.data()}});
+      std::lock_guard<std::mutex> lk(stats_mu_);
+      stats_.io_wait_seconds += since(t0);
+      stats_.trunk_bytes += c.length;
+      src = row_buf_.data() + c.skip;
+    }
+    const uint16_t* b = reinterpret_cast<const uint16_t*>(src);
+    for (uint64_t d = 0; d < hidden; ++d) out[i * hidden + d] = bf16_to_f32(b[d]);
+  }
+}
+
+void StreamingWeights::issue_stream_read(StreamBuffer& b, int s, bool urgent) {
+  wait_buffer(b);  // never overwrite a buffer a read is still filling
+  const TrunkSection& ts = *sections_[s]->ts;
+  {
+    std::lock_guard<std::mutex> lk(b.mu);
+    b.section = s;
+    b.pending = true;
+    b.done = false;
+    b.error.clear();
+  }
+  {
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    stats_.trunk_bytes += ts.length;
+  }
+  StreamBuffer* bp = &b;
+  io_.submit({ReadEngine::Read{trunk_file_.get(), ts.offset, ts.length, ts.length, b.buf.data()}},
+             [bp](const std::string& err) {
+               std::lock_guard<std::mutex> lk(bp->mu);
+               bp->error = err;
+               bp->done = true;
+               bp->cv.notify_all();
+             },
+             urgent);
+}
+
+void StreamingWeights::wait_buffer(StreamBuffer& b) {
+  std::unique_lock<std::mutex> lk(b.mu);
+  if (b.done) return;
+  const auto t0 = Clock::now();
+  b.cv.wait(lk, [&] { return b.done; });
+  std::lock_guard<std::mutex> slk(stats_mu_);
+  stats_.io_wait_seconds += since(t0);
+}
+
+void StreamingWeights::prefetch_after(int s) {
+  auto it = std::find(use_order_.begin(), use_order_.end(), s);
+  if (it == use_order_.end() || use_order_.size() < 2) return;
+  ++it;
+  const int next = it == use_order_.end() ? use_order_.front() : *it;
+  for (auto& b : buffers_)
+    if (b->section == next) return;
+  for (auto& b : buffers_)
+    if (!b->held) {
+      issue_stream_read(*b, next, false);
+      return;
+    }
+}
+
+StreamingWeights::Section& StreamingWeights::acquire_section(int s) {
+  Section& sec = *sections_[s];
+  if (sec.pinned) return sec;
+  StreamBuffer* b = nullptr;
+  for (auto& x : buffers_)
+    if (x->section == s) b = x.get();
+  if (!b) {
+    for (auto& x : buffers_)
+      if (!x->held) b = x.get();
+    if (!b) throw Error(ExitCode::kInternal, "no free trunk stream buffer (two sections held at once)");
+    issue_stream_read(*b, s, true);
+  }
+  wait_buffer(*b);
+  {
+    std::lock_guard<std::mutex> lk(b->mu);
+    if (!b->error.empty()) {
+      std::string e = b->error;
+      b->section = -1;
+      throw Error(ExitCode::kIo, e);
+    }
+  }
+  b->held = true;
+  auto lookup = [&sec, b, this](const std::string& name) { return section_tensor(sec, b->buf.data(), name); };
+  if (sec.ts->layer >= 0)
+    b->lw = bind_layer_weights(config_, sec.ts->layer, lookup);
+  else
+    b->hw = bind_head_weights(config_, lookup);
+  prefetch_after(s);
+  return sec;
+}
+
+void StreamingWeights::release_section(int s) {
+  for (auto& b : buffers_)
+    if (b->section == s) b->held = false;
+}
+
+const LayerWeights& StreamingWeights::acquire_layer(int layer) {
+  const int s = layer_section_.at(layer);
+  Section& sec = acquire_section(s);
+  if (sec.pinned) {
+    prefetch_after(-1);
+    return sec.lw;
+  }
+  for (auto& b : buffers_)
+    if (b->section == s) return b->lw;
+  throw Error(ExitCode::kInternal, "streamed layer vanished");
+}
+
+void StreamingWeights::release_layer(int layer) { release_section(layer_section_.at(layer)); }
+
+const HeadWeights& StreamingWeights::acquire_head() {
+  Section& sec = acquire_section(head_section_);
+  if (sec.pinned) return sec.hw;
+  for (auto& b : buffers_)
+    if (b->section == head_section_) return b->hw;
+  throw Error(ExitCode::kInternal, "streamed head vanished");
+}
+
+void StreamingWeights::release_head() { release_section(head_section_); }
+
+int StreamingWeights::take_slot() {
+  if (!free_slots_.empty()) {
+    int s = free_slots_.back();
+    free_slots_.pop_back();
+    return s;
+  }
+  int best = -1;
+  for (size_t i = 0; i < slots_.size(); ++i)
+    if (slots_[i].in_use == 0 && slots_[i].key >= 0 && (best < 0 || slots_[i].tick < slots_[best].tick))
+      best = static_cast<int>(i);
+  if (best >= 0) {
+    resident_.erase(slots_[best].key);
+    slots_[best].key = -1;
+  }
+  return best;
+}
+
+void StreamingWeights::check_scales(int layer, int expert, const uint8_t* base) const {
+  for (size_t k = 0; k < experts_.suffixes().size(); ++k) {
+    if (!experts_.is_scale(k)) continue;
+    const uint8_t* p = base + experts_.tensor_offset(layer, expert, k);
+    const uint64_t n = experts_.tensor_bytes(k);
+    for (uint64_t i = 0; i < n; ++i)
+      if (p[i] >= 254)
+        throw Error(ExitCode::kBadModel, expert_tensor_prefix(config_, layer, expert) + experts_.suffixes()[k] +
+                                             ": scale byte " + std::to_string(p[i]) +
+                                             " (bytes >= 254 are NaN or overflow FP32)");
+  }
+}
+
+void StreamingWeights::for_each_expert(int layer, const std::vector<int>& experts,
+                                       const std::function<void(size_t k, const ExpertWeights& w)>& on_ready) {
+  const int64_t E = config_.num_experts;
+  std::vector<size_t> hits;
+  std::deque<size_t> misses;
+  for (size_t k = 0; k < experts.size(); ++k) {
+    auto it = resident_.find(layer * E + experts[k]);
+    if (it != resident_.end()) {
+      slots_[it->second].in_use++;
+      hits.push_back(k);
+    } else {
+      misses.push_back(k);
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    stats_.experts_requested += experts.size();
+    stats_.experts_resident += hits.size();
+  }
+  size_t inflight = 0;
+  std::string io_error;
+  std::exception_ptr failure;
+  auto issue = [&] {
+    while (!misses.empty() && !failure && io_error.empty()) {
+      const int slot = take_slot();
+      if (slot < 0) return;
+      const size_t k = misses.front();
+      misses.pop_front();
+      Slot& sl = slots_[slot];
+      sl.key = layer * E + experts[k];
+      sl.in_use = 1;
+      uint8_t* base = arena_.data() + static_cast<uint64_t>(slot) * slot_bytes_;
+      std::vector<ReadEngine::Read> reads;
+      uint64_t bytes = 0;
+      for (const ExpertRead& r : experts_.reads(layer, experts[k])) {
+        reads.push_back(ReadEngine::Read{shard_files_[r.shard].get(), r.offset, r.length, r.need, base + r.slot_offset});
+        bytes += r.length;
+      }
+      {
+        std::lock_guard<std::mutex> lk(stats_mu_);
+        stats_.expert_bytes += bytes;
+      }
+      io_.submit(std::move(reads),
+                 [this, k, slot](const std::string& err) {
+                   std::lock_guard<std::mutex> lk(arrivals_mu_);
+                   arrivals_.push_back(Arrival{k, slot, err});
+                   arrivals_cv_.notify_all();
+                 },
+                 true);
+      ++inflight;
+    }
+  };
+  auto deliver = [&](size_t k, int slot) {
+    Slot& sl = slots_[slot];
+    if (!failure) {
+      try {
+        on_ready(k, sl.w);
+      } catch (...) {
+        failure = std::current_exception();
+      }
+    }
+    sl.in_use = 0;
+    sl.tick = ++tick_;
+  };
+  // Misses go to the disk first; resident experts compute while they load.
+  issue();
+  for (size_t k : hits) {
+    deliver(k, resident_.at(layer * E + experts[k]));
+    issue();
+  }
+  while (inflight > 0 || (!misses.empty() && !failure && io_error.empty())) {
+    if (inflight == 0) {
+      issue();
+      if (inflight == 0) throw Error(ExitCode::kInternal, "expert cache has no slot to load into");
+    }
+    Arrival a;
+    {
+      std::unique_lock<std::mutex> lk(arrivals_mu_);
+      if (arrivals_.empty()) {
+        const auto t0 = Clock::now();
+        arrivals_cv_.wait(lk, [&] { return !arrivals_.empty(); });
+        std::lock_guard<std::mutex> slk(stats_mu_);
+        stats_.io_wait_seconds += since(t0);
+      }
+      a = std::move(arrivals_.front());
+      arrivals_.pop_front();
+    }
+    --inflight;
+    Slot& sl = slots_[a.slot];
+    if (!a.error.empty() || failure || !io_error.empty()) {
+      if (!a.error.empty() && io_error.empty()) io_error = a.error;
+      sl.key = -1;
+      sl.in_use = 0;
+      free_slots_.push_back(a.slot);
+      continue;
+    }
+    const int e = experts[a.k];
+    const uint8_t* base = arena_.data() + static_cast<uint64_t>(a.slot) * slot_bytes_;
+    try {
+      if (config_.experts_mxfp4) check_scales(layer, e, base);
+    } catch (...) {
+      failure = std::current_exception();
+      sl.key = -1;
+      sl.in_use = 0;
+      free_slots_.push_back(a.slot);
+      continue;
+    }
+    sl.w = bind_expert_weights(config_, layer, e, [&](const std::string& name) -> const void* {
+      const std::string prefix = expert_tensor_prefix(config_, layer, e);
+      const std::string suffix = name.substr(prefix.size());
+      for (size_t k = 0; k < experts_.suffixes().size(); ++k)
+        if (experts_.suffixes()[k] == suffix) return base + experts_.tensor_offset(layer, e, k);
+      throw Error(ExitCode::kInternal, "unknown expert tensor " + name);
+    });
+    resident_[sl.key] = a.slot;
+    deliver(a.k, a.slot);
+    issue();
+  }
+  if (failure) std::rethrow_exception(failure);
+  if (!io_error.empty()) throw Error(ExitCode::kIo, io_error);
+}
+
+}  // namespace k3

@@ -1,0 +1,121 @@
+// A WeightSource that runs the model in a memory budget.
+//
+// Trunk: sections of a packed trunk (k3-pack) that the plan pins are read
+// once at start (and their xxh3 checked); the others stream through two
+// buffers, the next one read in the background while the current layer
+// computes. Without a packed trunk every trunk tensor is read from the
+// shards once and held. Embedding rows are read on demand.
+//
+// Routed experts: read straight from the shards with O_DIRECT into an LRU
+// arena of cache slots. After routing, every selected expert that is not
+// resident is requested at once, and each is handed to the model as soon as
+// its bytes have arrived (resident ones first, while the reads run). The
+// bytes delivered are always the checkpoint's bytes, so the output does not
+// depend on the budget.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "io/aligned_buffer.h"
+#include "io/direct_file.h"
+#include "io/read_engine.h"
+#include "model/config.h"
+#include "model/weight_source.h"
+#include "pack/trunk_layout.h"
+#include "runtime/expert_index.h"
+#include "runtime/memory_plan.h"
+
+namespace k3 {
+
+class Checkpoint;
+
+struct StreamStats {
+  uint64_t trunk_bytes = 0;          // trunk bytes read while running (streamed sections, embedding rows)
+  uint64_t expert_bytes = 0;         // routed-expert bytes read while running
+  uint64_t load_bytes = 0;           // pinned trunk read at start
+  uint64_t experts_requested = 0;    // (layer, expert) deliveries asked for
+  uint64_t experts_resident = 0;     // of those, already resident when the step began
+  double io_wait_seconds = 0;        // compute thread blocked waiting for bytes
+  double load_seconds = 0;
+};
+
+class StreamingWeights : public WeightSource {
+ public:
+  // `trunk_dir` empty: trunk from the shards, all resident. `layout` is the
+  // packed trunk's (or plan_trunk's for the shards) and `plan` the approved
+  // memory plan for it. Throws k3::Error (kBadModel for a trunk whose pinned
+  // section hash differs, kIo for read failures).
+  StreamingWeights(const ModelConfig& config, const Checkpoint& checkpoint, const std::string& trunk_dir,
+                   TrunkLayout layout, const MemoryPlan& plan, int io_threads);
+  ~StreamingWeights() override;
+
+  void embed(const int32_t* ids, size_t n, float* out) override;
+  const LayerWeights& acquire_layer(int layer) override;
+  void release_layer(int layer) override;
+  void for_each_expert(int layer, const std::vector<int>& experts,
+                       const std::function<void(size_t k, const ExpertWeights& w)>& on_ready) override;
+  const HeadWeights& acquire_head() override;
+  void release_head() override;
+
+  StreamStats stats() const;
+  bool direct_io() const;  // every file opened with O_DIRECT
+
+ private:
+  struct Section;
+  struct StreamBuffer;
+  struct Slot;
+  struct Arrival {
+    size_t k;
+    int slot;
+    std::string error;
+  };
+
+  Section& acquire_section(int s);
+  void release_section(int s);
+  void issue_stream_read(StreamBuffer& b, int s, bool urgent);
+  void wait_buffer(StreamBuffer& b);
+  void prefetch_after(int s);
+  const void* section_tensor(const Section& sec, const uint8_t* base, const std::string& name) const;
+  int take_slot();
+  void check_scales(int layer, int expert, const uint8_t* base) const;
+
+  ModelConfig config_;
+  std::string trunk_dir_;
+  TrunkLayout layout_;
+  ExpertIndex experts_;
+  std::vector<std::unique_ptr<DirectFile>> shard_files_;
+  std::unique_ptr<DirectFile> trunk_file_;
+  ReadEngine io_;
+
+  std::vector<std::unique_ptr<Section>> sections_;  // parallel to layout_.sections
+  std::vector<int> layer_section_;
+  int head_section_ = -1, embed_section_ = -1;
+  std::vector<int> use_order_;                      // streamed sections in use order
+  std::vector<std::unique_ptr<StreamBuffer>> buffers_;
+
+  // Expert cache.
+  uint64_t slot_bytes_ = 0;
+  AlignedBuffer arena_;
+  std::vector<Slot> slots_;
+  std::unordered_map<uint64_t, int> resident_;  // layer * E + expert -> slot
+  std::vector<int> free_slots_;
+  uint64_t tick_ = 0;
+  std::mutex arrivals_mu_;
+  std::condition_variable arrivals_cv_;
+  std::deque<Arrival> arrivals_;
+
+  const DirectFile* embed_file_ = nullptr;
+  uint64_t embed_base_ = 0;
+  AlignedBuffer row_buf_;
+  mutable std::mutex stats_mu_;
+  StreamStats stats_;
+};
+
+}  // namespace k3
