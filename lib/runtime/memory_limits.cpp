@@ -1,5 +1,6 @@
 #include "runtime/memory_limits.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -21,6 +22,7 @@ bool read_u64(const std::string& path, uint64_t* out) {
 
 uint64_t MemoryLimits::available() const {
   uint64_t a = mem_available ? mem_available : UINT64_MAX;
+  if (override_bytes) a = override_bytes;
   // v1 reports a huge number (page-counter max) when unlimited.
   if (cgroup_limit && cgroup_limit < (1ull << 60)) {
     uint64_t room = cgroup_limit > cgroup_usage ? cgroup_limit - cgroup_usage : 0;
@@ -31,6 +33,7 @@ uint64_t MemoryLimits::available() const {
 
 MemoryLimits read_memory_limits(const std::string& root) {
   MemoryLimits m;
+  if (const char* env = std::getenv("K3_AVAILABLE_MEMORY")) m.override_bytes = std::strtoull(env, nullptr, 10);
   {
     std::ifstream f(root + "/proc/meminfo");
     std::string key;

@@ -13,7 +13,11 @@ struct MemoryLimits {
   uint64_t mem_available = 0;   // /proc/meminfo MemAvailable (0: unknown)
   uint64_t cgroup_limit = 0;    // 0: none found
   uint64_t cgroup_usage = 0;
-  std::string cgroup_source;    // "cgroup v2 /sys/fs/cgroup/..../memory.max", or empty
+  std::string cgroup_source;
+  // K3_AVAILABLE_MEMORY=<bytes> plans as if the machine had this much
+  // available (to see what a smaller machine would be told); the cgroup
+  // limit still applies.
+  uint64_t override_bytes = 0;    // "cgroup v2 /sys/fs/cgroup/..../memory.max", or empty
   uint64_t available() const;   // min of the known figures; UINT64_MAX when nothing is known
 };
 

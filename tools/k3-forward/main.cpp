@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
+#include <memory>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -30,7 +32,10 @@
 #include "model/config.h"
 #include "model/engine.h"
 #include "model/resident_weights.h"
+#include "model/tensor_manifest.h"
 #include "model/token_id_input.h"
+#include "runtime/streaming_setup.h"
+#include "runtime/streaming_weights.h"
 #include "sampling/sampler.h"
 #include "sampling/stop_conditions.h"
 #include "state/continuation.h"
@@ -139,6 +144,24 @@ int run(int argc, char** argv) {
   app.add_option("--state-in", state_in,
                  "Continue the conversation saved in FILE: the ids on stdin are appended to the saved context "
                  "(sampling flags not given keep the saved settings)");
+  // Memory budgets and streaming (README "Memory budgets and streaming").
+  k3::StreamingRequest stream_req;
+  std::string stats_json_file;
+  bool list_presets = false;
+  uint64_t ctx = 0;
+  app.add_option("--trunk", stream_req.trunk_dir,
+                 "Packed trunk from k3-pack: pin --trunk-gb of it in RAM and stream the rest every token");
+  app.add_option("--trunk-gb", stream_req.trunk_gb, "GB (1e9 bytes) of trunk layers to pin in RAM (needs --trunk)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--cache-gb", stream_req.cache_gb, "GB of routed-expert LRU cache (experts stream from the shards)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--preset", stream_req.preset,
+                 "Memory preset: laptop, desktop, workstation, server, max (--trunk-gb/--cache-gb override it)");
+  app.add_flag("--list-presets", list_presets, "Print each preset's forecast peak RSS for this model, then exit");
+  app.add_option("--ctx", ctx, "Context positions to plan the MLA latent cache for (default: context + --gen)");
+  app.add_option("--io-threads", stream_req.io_threads, "Parallel reads in flight when streaming (default 8)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--stats-json", stats_json_file, "Write the streaming counters to FILE (JSON, written atomically)");
   app.add_option("--state-out", state_out,
                  "Save the conversation to FILE after the run (written atomically; also when interrupted)");
   app.footer(k3::exit_codes_help());
@@ -157,6 +180,13 @@ int run(int argc, char** argv) {
 
   // Cheap checks first: config and input, before any weight is read.
   const k3::ModelConfig config = k3::load_model_config(model_dir);
+  stream_req.compute_threads = threads;
+  if (list_presets) {
+    const k3::Checkpoint checkpoint = k3::Checkpoint::open(model_dir);
+    stream_req.context = ctx ? ctx : 4096;
+    std::fputs(k3::presets_table(config, checkpoint, stream_req).c_str(), stdout);
+    return 0;
+  }
   const size_t vocab = static_cast<size_t>(config.vocab_size);
   std::string text;
   std::string origin = "stdin";
@@ -197,9 +227,31 @@ int run(int argc, char** argv) {
   if (input.empty() && (saved->last_logits.empty() || teacher_forcing))
     throw k3::Error(k3::ExitCode::kBadInput, origin + ": no token ids, and " + state_in +
                                                  " has nothing left to evaluate; give the ids to continue with");
-  k3::ResidentWeights weights(config, checkpoint, &std::cerr);
+  // Without any budget flag everything is held resident (ResidentWeights says
+  // how much); with one, the plan is printed and checked before allocating.
+  std::unique_ptr<k3::ResidentWeights> resident;
+  std::unique_ptr<k3::StreamingWeights> streaming;
+  k3::RunFigures figures;
+  if (stream_req.active()) {
+    const uint64_t past = saved ? static_cast<uint64_t>(saved->sequence.positions) : 0;
+    stream_req.context = std::max<uint64_t>(ctx, past + input.size() + static_cast<uint64_t>(gen));
+    stream_req.batch = std::clamp<uint64_t>(input.size(), 1, 256);
+    k3::validate_checkpoint(config, checkpoint);
+    k3::PreparedStream prepared = k3::prepare_streaming(config, checkpoint, stream_req, std::cerr);
+    figures.forecast_peak_rss = prepared.plan.peak_rss;
+    streaming = std::make_unique<k3::StreamingWeights>(config, checkpoint, stream_req.trunk_dir,
+                                                       std::move(prepared.layout), prepared.plan,
+                                                       stream_req.io_threads);
+  } else {
+    std::fprintf(stderr,
+                 "k3-forward: no --trunk or budget: the whole model (trunk and every routed expert) is loaded "
+                 "resident; use k3-pack and --trunk/--preset to run in a memory budget\n");
+    resident = std::make_unique<k3::ResidentWeights>(config, checkpoint, &std::cerr);
+  }
+  k3::WeightSource& weights = streaming ? static_cast<k3::WeightSource&>(*streaming) : *resident;
   k3::ThreadPool pool(threads);
   k3::Engine engine(config, weights, pool);
+  if (streaming) figures.at_start = streaming->stats();
 
   ::signal(SIGPIPE, SIG_IGN);  // a closed pipe becomes a write error, reported as such
   ::signal(SIGINT, on_signal);
@@ -228,6 +280,7 @@ int run(int argc, char** argv) {
     row.assign(last, last + vocab);
   }
   const double prompt_s = seconds_since(t_prompt);
+  if (streaming) figures.after_prefill = streaming->stats();
 
   int generated = 0;
   std::vector<int32_t> pending;
@@ -252,11 +305,25 @@ int run(int argc, char** argv) {
         engine.forward(state, sequence, k3::LogitRows::kLast, row.data());
       } else {
         engine.forward(state, std::span<const int32_t>(&id, 1), k3::LogitRows::kLast, row.data());
+        ++figures.decode_steps;
       }
       log.add(row.data(), 1);
     }
   }
   const double gen_s = seconds_since(t_gen);
+  if (streaming) {
+    figures.at_end = streaming->stats();
+    figures.prompt_tokens = input.size();
+    figures.prefill_seconds = prompt_s;
+    figures.decode_seconds = gen_s;
+    figures.peak_rss_bytes = static_cast<uint64_t>(std::max(0L, peak_rss_mb())) << 20;
+    figures.direct_io = streaming->direct_io();
+    std::fputs(k3::figures_text(figures).c_str(), stderr);
+    if (!stats_json_file.empty()) {
+      const std::string j = k3::figures_json(figures);
+      k3::write_file_atomic(stats_json_file, j.data(), j.size());
+    }
+  }
 
   if (log.enabled()) log.write(logits_file);
   if (!state_out.empty()) k3::save_conversation(state_out, *identity, std::move(state), pending, sampling, row);
