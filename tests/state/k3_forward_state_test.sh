@@ -64,6 +64,11 @@ check "greedy split ids" "$one" "$(printf '%s\n%s' "$a" "$b")"
 check "greedy split logits" "equal" "$(rows_equal "$work/one.st" 0 "$work/a.st" "$work/b.st")"
 check "greedy ids are the golden ones" \
   "$(python3 -c "import json; print('\n'.join(map(str, json.load(open('$TINY/golden.json'))['greedy']['ids'])))")" "$one"
+# --state-in and --state-out may name the same file: each turn replaces it.
+cp "$work/g.k3s" "$work/same.k3s"
+s1=$(fwd --gen 3 --state-in "$work/same.k3s" --state-out "$work/same.k3s" < /dev/null)
+s2=$(fwd --gen 3 --state-in "$work/same.k3s" --state-out "$work/same.k3s" < /dev/null)
+check "same file in and out" "$(echo "$b" | head -6)" "$(printf '%s\n%s' "$s1" "$s2")"
 # --recompute continuing from a state recomputes from the saved history: same ids.
 b2=$(fwd --gen 12 --recompute --state-in "$work/g.k3s" < /dev/null)
 check "greedy split --recompute ids" "$b" "$b2"
