@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Conversations and sampling through the real k3-forward on the tiny
 # checkpoint: a run split by --state-out/--state-in gives the ids and the
-# logits (byte for byte) of one run, greedy and sampled, at any thread count;
+# logits (byte for byte) of one run, greedy and sampled, at any thread count
+# and memory budget;
 # sampled ids follow the documented algorithm (re-derived in Python from the
 # logits); stop ids; and every refusal path leaves existing files untouched.
 set -uo pipefail
@@ -99,6 +100,25 @@ for r in range(1, rows):   # row 0 is the pending id's position; rows 1.. chose 
 print('\n'.join(map(str, out)))
 PY
 )" "$(echo "$b_greedy" | tail -n +2)"
+
+# ---- 2b. Memory budgets: a state saved while streaming weights (trunk and
+# expert cache at zero, or a preset) continues in another budget, and the
+# other way round, with the ids and logits of one all-resident run.
+"$BIN/k3-pack" "$TINY" "$work/trunk" > /dev/null 2>&1
+check "k3-pack for the budget runs" 0 "$?"
+a=$(echo "$prompt" | fwd --gen 6 $S --trunk "$work/trunk" --trunk-gb 0 --cache-gb 0 --threads 1 \
+  --state-out "$work/m.k3s" --logits "$work/a_m.st")
+b=$(fwd --gen 14 --threads 2 --state-in "$work/m.k3s" --logits "$work/b_m.st" < /dev/null)
+contains "the first part really streamed" "pinned trunk      0 of 13 layers" "$(cat "$work/stderr")"
+check "streamed then resident: ids" "$one_s" "$(printf '%s\n%s' "$a" "$b")"
+check "streamed then resident: logits" "equal" "$(rows_equal "$work/one_s.st" 0 "$work/a_m.st" "$work/b_m.st")"
+a=$(echo "$prompt" | fwd --gen 9 $S --cache-gb 0.0001 --state-out "$work/m2.k3s" --logits "$work/a_m2.st")
+b=$(fwd --gen 11 --trunk "$work/trunk" --preset laptop --state-in "$work/m2.k3s" --logits "$work/b_m2.st" < /dev/null)
+check "small cache then laptop preset: ids" "$one_s" "$(printf '%s\n%s' "$a" "$b")"
+check "small cache then laptop preset: logits" "equal" \
+  "$(rows_equal "$work/one_s.st" 0 "$work/a_m2.st" "$work/b_m2.st")"
+t2=$(echo "$more" | fwd --gen 4 --trunk "$work/trunk" --trunk-gb 0.0015 --cache-gb 0.00005 --state-in "$work/m2.k3s")
+check "conversation turn in a third budget" "$(echo "$prompt $(echo $a) $more" | fwd --gen 4 $S)" "$t2"
 
 # ---- 3. The sampled ids follow the documented algorithm: recompute them in
 # Python (its own MT19937-64) from the logits rows that chose them.
