@@ -35,17 +35,21 @@ void Engine::forward(SequenceState& state, std::span<const int32_t> ids, LogitRo
   if (state.layers.size() != static_cast<size_t>(config_.num_hidden_layers))
     throw Error(ExitCode::kInternal, "sequence state was not reset for this model");
   const size_t vocab = config_.vocab_size;
+  const int64_t batches = static_cast<int64_t>((ids.size() + max_batch_ - 1) / max_batch_);
+  const int64_t steps_total = batches * config_.num_hidden_layers;
   for (size_t begin = 0; begin < ids.size(); begin += max_batch_) {
     const size_t n = std::min(max_batch_, ids.size() - begin);
     const bool last_batch = begin + n == ids.size();
     LogitRows batch_rows = rows;
     if (rows == LogitRows::kLast && !last_batch) batch_rows = LogitRows::kNone;
     float* out = rows == LogitRows::kAll ? logits + begin * vocab : logits;
-    forward_batch(state, ids.data() + begin, n, batch_rows, out);
+    const int64_t steps_before = static_cast<int64_t>(begin / max_batch_) * config_.num_hidden_layers;
+    forward_batch(state, ids.data() + begin, n, batch_rows, out, steps_before, steps_total);
   }
 }
 
-void Engine::forward_batch(SequenceState& state, const int32_t* ids, size_t n, LogitRows rows, float* logits) {
+void Engine::forward_batch(SequenceState& state, const int32_t* ids, size_t n, LogitRows rows, float* logits,
+                           int64_t steps_before, int64_t steps_total) {
   const ModelConfig& c = config_;
   const size_t hidden = c.hidden_size;
 
@@ -58,6 +62,7 @@ void Engine::forward_batch(SequenceState& state, const int32_t* ids, size_t n, L
     const LayerWeights& w = source_.acquire_layer(i);
     decoder_layer_forward(c, i, w, source_, state.layers[i], stream, &pool_);
     source_.release_layer(i);
+    if (progress_) progress_(steps_before + i + 1, steps_total);
   }
 
   if (rows != LogitRows::kNone) {

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 
 #include "model/config.h"
@@ -41,13 +42,20 @@ class Engine {
   // activation memory of a prefill; results do not depend on it).
   void set_max_batch(size_t tokens) { max_batch_ = tokens == 0 ? 1 : tokens; }
 
+  // Called after every layer of every batch of a forward() call with the
+  // layer steps done and the total, for progress reports on long prompts.
+  using Progress = std::function<void(int64_t done, int64_t total)>;
+  void set_progress(Progress progress) { progress_ = std::move(progress); }
+
  private:
-  void forward_batch(SequenceState& state, const int32_t* ids, size_t n, LogitRows rows, float* logits);
+  void forward_batch(SequenceState& state, const int32_t* ids, size_t n, LogitRows rows, float* logits,
+                     int64_t steps_before, int64_t steps_total);
 
   ModelConfig config_;
   WeightSource& source_;
   ThreadPool& pool_;
   size_t max_batch_ = 256;
+  Progress progress_;
 };
 
 // Checks ids against the vocabulary; Error(kBadInput) names the first bad one.

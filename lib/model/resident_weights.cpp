@@ -1,5 +1,6 @@
 #include "model/resident_weights.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -69,6 +70,10 @@ ResidentWeights::ResidentWeights(const ModelConfig& config, const Checkpoint& ch
     throw Error(ExitCode::kResource, "the model needs " + gb(resident_bytes_) + " resident but only " + gb(avail) +
                                          " of memory is available; pack a trunk (k3-pack) and stream with --trunk");
 
+  // Periodic progress lines: loading the real model's trunk takes minutes.
+  const auto start = std::chrono::steady_clock::now();
+  auto last_report = start;
+  uint64_t loaded = 0;
   std::vector<File> shards;
   for (const ShardInfo& s : checkpoint.shards()) shards.push_back(File::open_read(s.path));
   for (const ExpectedTensor& t : manifest) {
@@ -85,6 +90,14 @@ ResidentWeights::ResidentWeights(const ModelConfig& config, const Checkpoint& ch
                                              std::to_string(bad) + " (bytes >= 254 are NaN or overflow FP32)");
     }
     buffers_.emplace(t.name, std::move(buf));
+    loaded += loc.info->nbytes;
+    const auto now = std::chrono::steady_clock::now();
+    if (log && now - last_report > std::chrono::seconds(5)) {
+      last_report = now;
+      const double s = std::chrono::duration<double>(now - start).count();
+      *log << "k3: loaded " << gb(loaded) << " of " << gb(resident_bytes_) << " (" << static_cast<int>(s) << " s)"
+           << std::endl;
+    }
   }
 
   const TensorLookup lookup = [this](const std::string& name) { return tensor(name); };

@@ -266,8 +266,24 @@ int run(int argc, char** argv) {
   const k3::StopConditions stop(config.eos_token_ids, stop_ids, ignore_eos);
   k3::Sampler sampler(sampling);
 
-  // Prompt.
+  // Prompt, with progress lines on stderr when it takes a while.
   const auto t_prompt = Clock::now();
+  const bool tty = ::isatty(2);
+  auto last_report = t_prompt;
+  bool reported = false;
+  engine.set_progress([&](int64_t done, int64_t total) {
+    if (g_interrupted)
+      throw k3::Error(k3::ExitCode::kInterrupted, "interrupted while running the prompt; nothing was generated");
+    const auto now = Clock::now();
+    if (std::chrono::duration<double>(now - last_report).count() < 2.0) return;
+    last_report = now;
+    reported = true;
+    const double s = seconds_since(t_prompt);
+    const double eta = s / static_cast<double>(done) * static_cast<double>(total - done);
+    std::fprintf(stderr, "%sk3-forward: prompt %lld/%lld layer steps, %.0f s elapsed, ETA %.0f s%s",
+                 tty ? "\r" : "", static_cast<long long>(done), static_cast<long long>(total), s, eta,
+                 tty ? "" : "\n");
+  });
   const bool all_rows = log.enabled() || teacher_forcing;
   std::vector<float> logits((all_rows ? input.size() : 1) * vocab);
   std::vector<float> row;
@@ -281,6 +297,8 @@ int run(int argc, char** argv) {
   }
   const double prompt_s = seconds_since(t_prompt);
   if (streaming) figures.after_prefill = streaming->stats();
+  engine.set_progress(nullptr);
+  if (reported && tty) std::fprintf(stderr, "\n");
 
   int generated = 0;
   std::vector<int32_t> pending;
