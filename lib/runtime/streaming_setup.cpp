@@ -36,11 +36,11 @@ void resolve_budgets(StreamingRequest& req, uint64_t* trunk_bytes, uint64_t* cac
 }
 
 static PreparedStream plan_for(const ModelConfig& config, const Checkpoint& checkpoint, const StreamingRequest& req,
-                               uint64_t trunk_bytes, uint64_t cache_bytes, TrunkLayout layout) {
+                               uint64_t trunk_bytes, uint64_t cache_bytes, TrunkLayout layout, bool packed) {
   PreparedStream out;
   out.layout = std::move(layout);
   PlanRequest& pr = out.plan_request;
-  pr.packed_trunk = !req.trunk_dir.empty();
+  pr.packed_trunk = packed;
   pr.trunk_budget = trunk_bytes;
   pr.cache_budget = cache_bytes;
   pr.context = req.context;
@@ -62,7 +62,8 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
                                  std::ostream& log) {
   uint64_t trunk_bytes, cache_bytes;
   resolve_budgets(req, &trunk_bytes, &cache_bytes);
-  PreparedStream p = plan_for(config, checkpoint, req, trunk_bytes, cache_bytes, layout_for(config, checkpoint, req));
+  PreparedStream p = plan_for(config, checkpoint, req, trunk_bytes, cache_bytes, layout_for(config, checkpoint, req),
+                              !req.trunk_dir.empty());
   const MemoryLimits lim = read_memory_limits();
   const uint64_t avail = lim.available();
   if (req.trunk_dir.empty())
@@ -92,7 +93,8 @@ std::string presets_table(const ModelConfig& config, const Checkpoint& checkpoin
                 "pinned trunk", "fits here");
   o += buf;
   for (const Preset& pr : presets()) {
-    PreparedStream p = plan_for(config, checkpoint, req, gb(pr.trunk_gb), gb(pr.cache_gb), layout);
+    // As the preset would run with a packed trunk (k3-pack), whether or not --trunk was given.
+    PreparedStream p = plan_for(config, checkpoint, req, gb(pr.trunk_gb), gb(pr.cache_gb), layout, true);
     std::snprintf(buf, sizeof buf, "%-12s %9.1f %9.1f %14s %14s  %s   %s\n", pr.name.c_str(), pr.trunk_gb, pr.cache_gb,
                   format_bytes(p.plan.peak_rss).c_str(), format_bytes(p.plan.pinned_bytes).c_str(),
                   avail == UINT64_MAX ? "?" : (p.plan.peak_rss <= avail / 10 * 9 ? "yes" : "no "),

@@ -144,11 +144,52 @@ StreamingWeights::StreamingWeights(const ModelConfig& config, const Checkpoint& 
       embed_base_ = loc.info->offset;
     }
   }
+  // A cache that holds every expert is filled at start: the run is then
+  // fully resident and no token waits for an expert.
+  const int moe_layers = config_.num_hidden_layers - config_.first_k_dense_replace;
+  if (moe_layers > 0 && plan.cache_slots == static_cast<uint64_t>(moe_layers) * config_.num_experts) preload_experts();
   const uint64_t row = static_cast<uint64_t>(config_.hidden_size) * 2;
   row_buf_ = AlignedBuffer(align_up(row) + 2 * kDirectAlign);
   stats_.load_seconds = since(t0);
   // Start the first streamed section now so the first token does not wait for all of it.
   if (!use_order_.empty()) issue_stream_read(*buffers_[0], use_order_[0], false);
+}
+
+void StreamingWeights::preload_experts() {
+  ReadLatch latch;
+  std::vector<ReadEngine::Read> reads;
+  std::vector<std::pair<int, int>> order;
+  for (int l = config_.first_k_dense_replace; l < config_.num_hidden_layers; ++l)
+    for (int e = 0; e < config_.num_experts; ++e) {
+      const int slot = take_slot();
+      uint8_t* base = arena_.data() + static_cast<uint64_t>(slot) * slot_bytes_;
+      for (const ExpertRead& r : experts_.reads(l, e)) {
+        reads.push_back(ReadEngine::Read{shard_files_[r.shard].get(), r.offset, r.length, r.need, base + r.slot_offset});
+        stats_.load_bytes += r.length;
+      }
+      slots_[slot].key = static_cast<int64_t>(l) * config_.num_experts + e;
+      order.emplace_back(l, slot);
+    }
+  io_.submit(std::move(reads), latch.callback(), true);
+  latch.wait();
+  for (const auto& [l, slot] : order) {
+    Slot& sl = slots_[slot];
+    const int e = static_cast<int>(sl.key % config_.num_experts);
+    const uint8_t* base = arena_.data() + static_cast<uint64_t>(slot) * slot_bytes_;
+    if (config_.experts_mxfp4) check_scales(l, e, base);
+    sl.w = bind_expert(l, e, base);
+    resident_[sl.key] = slot;
+  }
+}
+
+ExpertWeights StreamingWeights::bind_expert(int layer, int e, const uint8_t* base) const {
+  const std::string prefix = expert_tensor_prefix(config_, layer, e);
+  return bind_expert_weights(config_, layer, e, [&](const std::string& name) -> const void* {
+    const std::string suffix = name.substr(prefix.size());
+    for (size_t k = 0; k < experts_.suffixes().size(); ++k)
+      if (experts_.suffixes()[k] == suffix) return base + experts_.tensor_offset(layer, e, k);
+    throw Error(ExitCode::kInternal, "unknown expert tensor " + name);
+  });
 }
 
 StreamingWeights::~StreamingWeights() {
@@ -445,13 +486,7 @@ void StreamingWeights::for_each_expert(int layer, const std::vector<int>& expert
       free_slots_.push_back(a.slot);
       continue;
     }
-    sl.w = bind_expert_weights(config_, layer, e, [&](const std::string& name) -> const void* {
-      const std::string prefix = expert_tensor_prefix(config_, layer, e);
-      const std::string suffix = name.substr(prefix.size());
-      for (size_t k = 0; k < experts_.suffixes().size(); ++k)
-        if (experts_.suffixes()[k] == suffix) return base + experts_.tensor_offset(layer, e, k);
-      throw Error(ExitCode::kInternal, "unknown expert tensor " + name);
-    });
+    sl.w = bind_expert(layer, e, base);
     resident_[sl.key] = a.slot;
     deliver(a.k, a.slot);
     issue();

@@ -84,6 +84,8 @@ class StreamingWeights : public WeightSource {
   void prefetch_after(int s);
   const void* section_tensor(const Section& sec, const uint8_t* base, const std::string& name) const;
   int take_slot();
+  void preload_experts();
+  ExpertWeights bind_expert(int layer, int expert, const uint8_t* base) const;
   void check_scales(int layer, int expert, const uint8_t* base) const;
 
   ModelConfig config_;

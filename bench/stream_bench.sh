@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Streaming benchmark: k3-forward on the synthetic "bench" checkpoint (K3's
+# graph scaled down: ~1.7 GB trunk, ~7 GB routed experts) at three budgets:
+# everything streaming, trunk pinned (experts streaming), everything
+# resident. Prints s/token, bytes read per token, achieved read GB/s, and the
+# ratio to the device's own O_DIRECT bandwidth measured with fio at the same
+# request sizes; for the resident case, the ratio to the memory-bandwidth
+# bound (weight bytes touched per token / measured memory read bandwidth).
+#
+# Usage: bench/stream_bench.sh [BUILD_DIR]     (default: build)
+# Env:   K3_BENCH_DIR  where the checkpoint and trunk are cached (default /var/tmp/k3-bench; outside the repo)
+#        K3_BENCH_GEN  tokens generated per run (default 6); K3_BENCH_THREADS (default: all cores)
+# The page cache is dropped before each run (needs root) and all streaming
+# reads use O_DIRECT, so the page cache cannot fake the streaming figures.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+BIN=$BUILD/bin
+DIR=${K3_BENCH_DIR:-/var/tmp/k3-bench}
+GEN=${K3_BENCH_GEN:-6}
+THREADS=${K3_BENCH_THREADS:-0}
+MODEL=$DIR/model
+TRUNK=$DIR/trunk
+mkdir -p "$DIR"
+for t in k3-synth k3-pack k3-forward k3-bench-kernels; do
+  [ -x "$BIN/$t" ] || { echo "stream_bench: $BIN/$t missing; build it first (cmake --build $BUILD)" >&2; exit 2; }
+done
+
+if [ ! -f "$MODEL/model.safetensors.index.json" ]; then
+  echo "== generating the bench checkpoint in $MODEL (once; cached)"
+  "$BIN/k3-synth" "$MODEL" --preset bench --seed 1
+fi
+if [ ! -f "$TRUNK/trunk.json" ]; then
+  echo "== packing the trunk into $TRUNK (once; cached)"
+  "$BIN/k3-pack" "$MODEL" "$TRUNK"
+fi
+
+drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || echo "  (cannot drop caches: not root; O_DIRECT still bypasses them)"; }
+
+# Request sizes the engine issues: trunk sections are read in 4 MB pieces by
+# 8 I/O threads; an expert is one read of about its size.
+expert_kb=$(python3 -c "
+import json; t=json.load(open('$MODEL/config.json'))['text_config']
+L=t['routed_expert_hidden_size']; M=t['moe_intermediate_size']
+print(int((3*L*M*17/32 + 4095)//4096*4))")
+shard=$(ls "$MODEL"/model-0000[2-4]-of-*.safetensors | head -1)
+fio_bw() {  # fio_bw BS_KB JOBS -> MB/s of O_DIRECT random reads
+  fio --name=k3 --filename="$shard" --readonly --direct=1 --ioengine=psync --rw=randread --bs="$1"k \
+      --numjobs="$2" --group_reporting --time_based --runtime=8 --output-format=json 2>/dev/null |
+    python3 -c "import json,sys; j=json.load(sys.stdin); print('%.0f' % (j['jobs'][0]['read']['bw_bytes']/1e6))"
+}
+echo "== device O_DIRECT read bandwidth (fio, $shard)"
+if command -v fio >/dev/null; then
+  drop_caches
+  dev_trunk=$(fio_bw 4096 8)
+  dev_expert=$(fio_bw "$expert_kb" 8)
+else
+  echo "  fio not installed (apt-get install fio)"; dev_trunk=0; dev_expert=0
+fi
+echo "  4 MB requests x 8 in flight:      $dev_trunk MB/s"
+echo "  ${expert_kb} kB requests x 8 in flight:  $dev_expert MB/s"
+mem_gbps=$("$BIN/k3-bench-kernels" --quick --only none 2>/dev/null | sed -n 's/.*single-core memory read[^:]*: \([0-9.]*\) GB\/s.*/\1/p')
+echo "== memory read bandwidth (k3-bench-kernels, single core): ${mem_gbps:-?} GB/s"
+
+ids="1000 2000 3000 4000 5000 6000 7000 8000"
+run() {  # run NAME flags...
+  local name=$1; shift
+  drop_caches
+  echo "$ids" | "$BIN/k3-forward" "$MODEL" --gen "$GEN" --ignore-eos --threads "$THREADS" \
+      --stats-json "$DIR/$name.json" "$@" >"$DIR/$name.ids" 2>"$DIR/$name.err" || { cat "$DIR/$name.err"; exit 1; }
+}
+echo "== k3-forward: prompt of 8 ids, $GEN generated, threads=${THREADS} (0 = all)"
+run streaming --trunk "$TRUNK" --trunk-gb 0 --cache-gb 0
+run pinned --trunk "$TRUNK" --trunk-gb 3 --cache-gb 0
+run resident --trunk "$TRUNK" --trunk-gb 3 --cache-gb 8
+for r in pinned resident; do
+  cmp -s "$DIR/streaming.ids" "$DIR/$r.ids" || { echo "stream_bench: ids differ between streaming and $r" >&2; exit 1; }
+done
+echo "  ids identical at all three budgets"
+
+python3 - "$DIR" "$dev_trunk" "$dev_expert" "${mem_gbps:-0}" "$MODEL" "$TRUNK" <<'PY'
+import json, sys
+d, dev_trunk, dev_expert, mem = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+model, trunk = sys.argv[5], sys.argv[6]
+t = json.load(open(f"{trunk}/trunk.json"))
+layers = sum(s["length"] for s in t["sections"] if s["layer"] >= 0)
+head = sum(s["length"] for s in t["sections"] if s["name"] == "head")
+c = json.load(open(f"{model}/config.json"))["text_config"]
+L, M, k = c["routed_expert_hidden_size"], c["moe_intermediate_size"], c["num_experts_per_token"]
+moe_layers = c["num_hidden_layers"] - c["first_k_dense_replace"]
+touched = layers + head + moe_layers * k * 3 * L * M * 17 // 32  # weight bytes a decode step reads
+print(f"  weight bytes touched per decoded token: {touched/1e9:.3f} GB (trunk {(layers+head)/1e9:.3f} GB + experts)")
+print(f"  {'budget':<10} {'s/token':>8} {'trunk MB/tok':>13} {'expert MB/tok':>14} {'hit rate':>9} {'I/O wait s':>10} {'compute s':>10} {'GB/s':>6} {'vs device':>9} {'peak RSS':>9}")
+for name in ["streaming", "pinned", "resident"]:
+    s = json.load(open(f"{d}/{name}.json"))
+    x = s["decode"]
+    gbps = x["achieved_gbps"]
+    # Streaming reads are mostly trunk pieces of 4 MB; weight the device figure by the byte mix.
+    tb, eb = x["trunk_bytes_per_token"], x["expert_bytes_per_token"]
+    dev = (tb * dev_trunk + eb * dev_expert) / (tb + eb) / 1e3 if tb + eb > 0 and dev_trunk > 0 else 0
+    ratio = f"{gbps/dev:.2f}" if dev > 0 and gbps > 0 else "-"
+    print(f"  {name:<10} {x['s_per_token']:>8.3f} {tb/1e6:>13.1f} {eb/1e6:>14.1f} {100*x['expert_hit_rate']:>8.1f}% "
+          f"{x['io_wait_seconds']:>10.2f} {x['compute_seconds']:>10.2f} {gbps:>6.2f} {ratio:>9} {s['peak_rss_bytes']/1e9:>8.2f}G")
+    if name == "resident" and mem > 0 and x["s_per_token"] > 0:
+        bound = touched / (mem * 1e9)
+        print(f"  resident: memory-bandwidth bound {bound:.3f} s/token at {mem} GB/s; measured / bound = {x['s_per_token']/bound:.2f}")
+PY
