@@ -21,9 +21,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <type_traits>
 #include <vector>
 
+#include "common/error.h"
 #include "kernels/matmul.h"
 #include "kernels/mxfp4.h"
 #include "kernels/thread_pool.h"
@@ -390,6 +392,12 @@ void matmul_bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, si
 
 void matmul_mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols,
                   const float* X, size_t n, float* Y, ThreadPool* pool) {
+  if (cols % kMxfp4Group != 0) {
+    // The config reader guarantees this for real checkpoints; reaching here
+    // means a caller bug, and reading on would run past the packed rows.
+    throw Error(ExitCode::kInternal, "matmul_mxfp4: cols (" + std::to_string(cols) +
+                                         ") is not a multiple of 32");
+  }
   if (rows == 0 || n == 0) return;
   HWY_DYNAMIC_DISPATCH(MatmulMxfp4)(packed, scales, rows, cols, X, n, Y, pool);
 }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/error.h"
 #include "kernels/matmul.h"
 
 namespace k3::kernels {
@@ -97,6 +98,14 @@ TEST(Mxfp4, MatvecKnownValue) {
   float y2 = 0.0f;
   matmul_mxfp4(packed.data(), &scale, 1, 32, x.data(), 1, &y2, nullptr);
   EXPECT_EQ(y2, 56.0f);
+}
+
+TEST(Mxfp4, MatmulRefusesColsNotMultipleOf32) {
+  std::vector<uint8_t> packed(24, 0x11), scales(2, 127);
+  std::vector<float> x(48, 1.0f);
+  float y[1] = {0};
+  EXPECT_THROW(matmul_mxfp4(packed.data(), scales.data(), 1, 48, x.data(), 1, y, nullptr),
+               k3::Error);
 }
 
 }  // namespace
