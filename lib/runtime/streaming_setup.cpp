@@ -36,7 +36,8 @@ void resolve_budgets(StreamingRequest& req, uint64_t* trunk_bytes, uint64_t* cac
 }
 
 static PreparedStream plan_for(const ModelConfig& config, const Checkpoint& checkpoint, const StreamingRequest& req,
-                               uint64_t trunk_bytes, uint64_t cache_bytes, TrunkLayout layout, bool packed) {
+                               uint64_t trunk_bytes, uint64_t cache_bytes, TrunkLayout layout, bool packed,
+                               uint64_t slot_bytes) {
   PreparedStream out;
   out.layout = std::move(layout);
   PlanRequest& pr = out.plan_request;
@@ -48,8 +49,7 @@ static PreparedStream plan_for(const ModelConfig& config, const Checkpoint& chec
   pr.io_threads = req.io_threads;
   pr.compute_threads = req.compute_threads;
   pr.tensor_count = checkpoint.tensor_count();
-  ExpertIndex idx(config, checkpoint);
-  out.plan = plan_memory(config, out.layout, idx.slot_bytes(), pr);
+  out.plan = plan_memory(config, out.layout, slot_bytes, pr);
   return out;
 }
 
@@ -63,7 +63,7 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
   uint64_t trunk_bytes, cache_bytes;
   resolve_budgets(req, &trunk_bytes, &cache_bytes);
   PreparedStream p = plan_for(config, checkpoint, req, trunk_bytes, cache_bytes, layout_for(config, checkpoint, req),
-                              !req.trunk_dir.empty());
+                              !req.trunk_dir.empty(), ExpertIndex(config, checkpoint).slot_bytes());
   const MemoryLimits lim = read_memory_limits();
   const uint64_t avail = lim.available();
   if (req.trunk_dir.empty())
@@ -86,6 +86,7 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
 
 std::string presets_table(const ModelConfig& config, const Checkpoint& checkpoint, const StreamingRequest& req) {
   TrunkLayout layout = layout_for(config, checkpoint, req);
+  const uint64_t slot_bytes = ExpertIndex(config, checkpoint).slot_bytes();
   const uint64_t avail = read_memory_limits().available();
   std::string o;
   char buf[512];
@@ -94,7 +95,7 @@ std::string presets_table(const ModelConfig& config, const Checkpoint& checkpoin
   o += buf;
   for (const Preset& pr : presets()) {
     // As the preset would run with a packed trunk (k3-pack), whether or not --trunk was given.
-    PreparedStream p = plan_for(config, checkpoint, req, gb(pr.trunk_gb), gb(pr.cache_gb), layout, true);
+    PreparedStream p = plan_for(config, checkpoint, req, gb(pr.trunk_gb), gb(pr.cache_gb), layout, true, slot_bytes);
     std::snprintf(buf, sizeof buf, "%-12s %9.1f %9.1f %14s %14s  %s   %s\n", pr.name.c_str(), pr.trunk_gb, pr.cache_gb,
                   format_bytes(p.plan.peak_rss).c_str(), format_bytes(p.plan.pinned_bytes).c_str(),
                   avail == UINT64_MAX ? "?" : (p.plan.peak_rss <= avail / 10 * 9 ? "yes" : "no "),
