@@ -1,0 +1,89 @@
+#include <string>
+
+#include "checkpoint/checkpoint.h"
+#include "common/error.h"
+#include "doctor/checks.h"
+
+namespace k3::doctor {
+
+CheckpointFacts gather_checkpoint(const std::string& model_dir) {
+  CheckpointFacts c;
+  c.bytes = model_bytes_from_config(k3_reference_config());
+  c.bytes_source = "the real Kimi-K3 geometry (SPEC section 1)";
+  c.given = !model_dir.empty();
+  if (!c.given) return c;
+  try {
+    // Opening parses the index and every shard header, and checks that each
+    // tensor lies inside its file: the quick form of a verify.
+    Checkpoint ck = Checkpoint::open(model_dir);
+    c.opened = true;
+    c.shards = ck.shards().size();
+    c.tensors = ck.tensor_count();
+    c.index_total = ck.index_total_size();
+    for (const ShardInfo& s : ck.shards()) c.shard_bytes += s.file_size;
+  } catch (const Error& e) {
+    c.error = e.what();
+  }
+  return c;
+}
+
+void add_checkpoint_checks(Report& r, const CheckpointFacts& c, const std::string& trunk_dir,
+                           const TrunkInfo* trunk) {
+  {
+    Check& k = r.add("checkpoint", "index");
+    if (!c.given) {
+      k.status = Status::kWarn;
+      k.summary = "no --model given: only the machine was checked";
+      k.advice = "pass --model DIR (the downloaded checkpoint) to check it too";
+    } else if (!c.opened) {
+      k.status = Status::kFail;
+      k.summary = c.error;
+      k.advice = "download the missing or damaged files again (k3-fetch-verify), then re-run k3-doctor";
+    } else if (c.index_total > c.shard_bytes) {
+      k.status = Status::kFail;
+      k.summary = "the index records " + human_bytes(double(c.index_total)) + " of tensors but the " +
+                  std::to_string(c.shards) + " shard files hold only " + human_bytes(double(c.shard_bytes));
+      k.advice = "some shards are truncated: download them again, then run k3-fetch-verify verify";
+    } else {
+      k.status = Status::kOk;
+      k.summary = std::to_string(c.shards) + " shards, " + std::to_string(c.tensors) + " tensors, " +
+                  human_bytes(double(c.shard_bytes)) + " of shard files; every header parses and every tensor lies inside its file";
+      k.advice = "for a full check of the bytes run k3-fetch-verify verify";
+    }
+    k.details.set("given", c.given).set("opened", c.opened).set("error", c.error)
+        .set("shards", static_cast<uint64_t>(c.shards)).set("tensors", static_cast<uint64_t>(c.tensors))
+        .set("shard_bytes", c.shard_bytes).set("index_total_size", c.index_total);
+  }
+  {
+    Check& k = r.add("checkpoint", "trunk");
+    if (trunk_dir.empty()) {
+      k.status = Status::kWarn;
+      k.summary = "no --trunk given";
+      k.advice = "pack the trunk once with k3-pack and pass its directory with --trunk";
+    } else if (!trunk || (!trunk->has_bin && !trunk->has_json)) {
+      k.status = Status::kWarn;
+      k.summary = "no trunk.bin or trunk.json in " + trunk_dir;
+      k.advice = "pack it with k3-pack (about " + human_bytes(double(c.bytes.trunk())) + " of disk)";
+    } else if (!trunk->has_bin || !trunk->has_json) {
+      k.status = Status::kFail;
+      k.summary = std::string("incomplete trunk in ") + trunk_dir + ": " + (trunk->has_bin ? "trunk.json" : "trunk.bin") + " is missing";
+      k.advice = "k3-pack was interrupted or the files were moved: pack it again";
+    } else if (trunk->match == TrunkMatch::kDiffers) {
+      k.status = Status::kFail;
+      k.summary = "trunk in " + trunk_dir + " was packed from another checkpoint: " + trunk->match_reason;
+      k.advice = "pack the trunk again from this checkpoint";
+    } else {
+      k.status = Status::kOk;
+      k.summary = "trunk.bin (" + human_bytes(double(trunk->bin_bytes)) + ") and trunk.json present in " + trunk_dir +
+                  (trunk->match == TrunkMatch::kMatches ? "; packed from this checkpoint" : "; " + trunk->match_reason);
+      k.advice = trunk->match == TrunkMatch::kMatches ? "ready to use with --trunk"
+                                                      : "k3-doctor cannot yet tell whether it was packed from this checkpoint; re-pack if in doubt";
+    }
+    k.details.set("dir", trunk_dir).set("trunk_bin", trunk && trunk->has_bin).set("trunk_json", trunk && trunk->has_json)
+        .set("trunk_bin_bytes", trunk ? trunk->bin_bytes : uint64_t{0})
+        .set("matches", !trunk || trunk->match == TrunkMatch::kUnknown ? JsonValue() : JsonValue(trunk->match == TrunkMatch::kMatches))
+        .set("match_note", trunk ? trunk->match_reason : std::string());
+  }
+}
+
+}  // namespace k3::doctor

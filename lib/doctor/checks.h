@@ -1,0 +1,92 @@
+// The facts k3-doctor gathers and the checks it derives from them, one
+// file per area (cpu_check.cpp, memory_check.cpp, storage_check.cpp,
+// checkpoint_check.cpp, forecast_check.cpp); doctor.cpp runs them in order.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "doctor/block_device.h"
+#include "doctor/cgroup_memory.h"
+#include "doctor/cpu_features.h"
+#include "doctor/kernel_limits.h"
+#include "doctor/meminfo.h"
+#include "doctor/model_bytes.h"
+#include "doctor/preset_forecast.h"
+#include "doctor/read_bandwidth_probe.h"
+#include "doctor/report.h"
+#include "doctor/trunk_match.h"
+
+namespace k3::doctor {
+
+class SystemRoot;
+
+// ---- CPU
+void add_cpu_checks(Report& r, const CpuFeatures& cpu);
+
+// ---- Memory
+struct MemoryFacts {
+  MemInfo mem;
+  CgroupMemory cgroup;
+  std::optional<uint64_t> usable;  // min(MemAvailable, cgroup limits)
+  ResourceLimit memlock, nofile;
+  std::string thp;  // "always", "madvise", "never", "" (absent)
+  std::optional<uint64_t> max_map_count;
+};
+MemoryFacts gather_memory(const SystemRoot& root);
+void add_memory_checks(Report& r, const MemoryFacts& m, const std::optional<PresetForecast>& recommended,
+                       size_t files_to_open);
+
+// ---- Storage (one directory: the model's or the trunk's)
+struct StorageFacts {
+  std::string label;  // "model", "trunk", "probe"
+  std::string dir;
+  bool exists = false;
+  uint64_t free_bytes = 0;
+  uint64_t fs_bytes = 0;
+  std::string fs_type, fs_source;
+  uint32_t dev_major = 0, dev_minor = 0;
+  BlockDevice disk;
+  std::string largest_file;  // candidate for the probe
+  uint64_t largest_bytes = 0;
+  int direct_open = -1;  // 1 works, 0 refused, -1 could not be tried
+  std::string direct_note;
+  std::optional<ProbeResult> probe;
+  std::string probe_note;  // why it was skipped
+  uint64_t needed_bytes = 0;  // more space still needed here
+  std::string needed_why;
+  bool need_is_fatal = false;  // the run cannot start without it
+};
+StorageFacts gather_storage(const SystemRoot& root, const std::string& label, const std::string& dir,
+                            const std::string& probe_file);
+void add_storage_checks(Report& r, const StorageFacts& s, uint64_t expert_request);
+
+// ---- Checkpoint and trunk
+struct CheckpointFacts {
+  bool given = false;
+  bool opened = false;
+  std::string error;
+  size_t shards = 0, tensors = 0;
+  uint64_t shard_bytes = 0, index_total = 0;
+  bool config_loaded = false;
+  std::string config_error;
+  ModelBytes bytes;          // from the config, or the real K3's
+  std::string bytes_source;  // where `bytes` came from
+};
+CheckpointFacts gather_checkpoint(const std::string& model_dir);
+void add_checkpoint_checks(Report& r, const CheckpointFacts& c, const std::string& trunk_dir,
+                           const TrunkInfo* trunk);
+
+// ---- Forecast
+struct Bandwidth {
+  double bytes_per_s = 0;
+  bool measured = false;
+  std::string how;  // "measured on FILE: 17.5 MB O_DIRECT reads, queue depth 16"
+};
+void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c,
+                  const std::optional<PresetForecast>& recommended, const Bandwidth& bw,
+                  std::optional<double> hit_rate);
+
+}  // namespace k3::doctor

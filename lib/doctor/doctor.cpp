@@ -1,0 +1,147 @@
+#include "doctor/doctor.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "doctor/checks.h"
+#include "doctor/system_root.h"
+
+namespace k3::doctor {
+
+namespace fs = std::filesystem;
+
+namespace {
+constexpr uint64_t kSmallRequest = 1 << 20;  // a contrast point: 1 MiB reads
+constexpr size_t kK3ShardCount = 96;
+
+uint64_t safetensors_bytes_in(const std::string& dir) {
+  uint64_t n = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::error_code fe;
+    if (e.is_regular_file(fe) && e.path().extension() == ".safetensors") n += e.file_size(fe);
+  }
+  return n;
+}
+}  // namespace
+
+Report run_doctor(const DoctorOptions& o) {
+  const SystemRoot root = SystemRoot::from_flag_or_env(o.root);
+  Report r;
+  r.root = root.root();
+
+  // Facts first; checks are derived once everything is known (the memlock
+  // check needs the recommended preset, the forecast needs the bandwidth).
+  const CpuFeatures cpu = detect_cpu(root);
+  const MemoryFacts mem = gather_memory(root);
+  const CheckpointFacts ck = gather_checkpoint(o.model_dir);
+  std::optional<TrunkInfo> trunk;
+  if (!o.trunk_dir.empty()) trunk = inspect_trunk(o.trunk_dir, o.model_dir);
+  const ModelBytes& mb = ck.bytes;
+
+  std::vector<StorageFacts> storage;
+  if (!o.model_dir.empty()) {
+    StorageFacts s = gather_storage(root, "model", o.model_dir, "");
+    if (ck.opened) {
+      s.needed_why = "the checkpoint is here (" + human_bytes(double(ck.shard_bytes)) + ")";
+    } else {
+      const uint64_t have = safetensors_bytes_in(s.dir);
+      s.needed_bytes = kK3CheckpointBytes > have ? kK3CheckpointBytes - have : 0;
+      s.needed_why = "the Kimi-K3 checkpoint needs " + human_bytes(double(kK3CheckpointBytes)) + ", " +
+                     human_bytes(double(have)) + " of shards are here";
+      s.need_is_fatal = true;
+    }
+    storage.push_back(std::move(s));
+  }
+  if (!o.trunk_dir.empty()) {
+    StorageFacts s = gather_storage(root, "trunk", o.trunk_dir, "");
+    if (trunk && trunk->has_bin && trunk->has_json) {
+      s.needed_why = "the trunk is here (" + human_bytes(double(trunk->bin_bytes)) + ")";
+    } else {
+      const uint64_t have = trunk ? trunk->bin_bytes : 0;
+      s.needed_bytes = mb.trunk() > have ? mb.trunk() - have : 0;
+      s.needed_why = "a packed trunk needs about " + human_bytes(double(mb.trunk()));
+      // Both on one filesystem: the checkpoint's shortfall competes for the same space.
+      if (!storage.empty() && storage[0].exists && s.exists && storage[0].dev_major == s.dev_major &&
+          storage[0].dev_minor == s.dev_minor && storage[0].needed_bytes > 0) {
+        s.needed_bytes += storage[0].needed_bytes;
+        s.needed_why += ", plus the checkpoint's " + human_bytes(double(storage[0].needed_bytes)) + " on the same filesystem";
+      }
+    }
+    storage.push_back(std::move(s));
+  }
+  if (!o.probe_file.empty()) {
+    fs::path parent = fs::path(o.probe_file).parent_path();
+    StorageFacts s = gather_storage(root, "probe", parent.empty() ? "." : parent.string(), o.probe_file);
+    s.needed_why = "nothing needs to be stored here";
+    storage.push_back(std::move(s));
+  }
+
+  // The bandwidth probe: expert-sized and 1 MB reads at queue depths 1, 4, 16
+  // on the largest file of each directory (or only on --probe-file).
+  std::vector<StorageFacts*> to_probe;
+  for (StorageFacts& s : storage) {
+    if (!s.exists) continue;
+    if (!o.probe_file.empty() && s.label != "probe") {
+      s.probe_note = "measured on --probe-file instead";
+      continue;
+    }
+    if (!o.probe) {
+      s.probe_note = "disabled with --no-probe";
+    } else if (s.largest_file.empty() || s.largest_bytes < kMinProbeFileBytes) {
+      s.probe_note = "no file of at least " + human_bytes(double(kMinProbeFileBytes)) + " in " + s.dir +
+                     " to read (largest: " + (s.largest_file.empty() ? std::string("none") : human_bytes(double(s.largest_bytes))) + ")";
+    } else {
+      to_probe.push_back(&s);
+    }
+  }
+  const uint64_t expert_request = std::max<uint64_t>(mb.one_expert, 4096);
+  if (!to_probe.empty()) {
+    ProbeLimits lim;
+    lim.seconds = o.probe_seconds / to_probe.size();
+    lim.max_bytes = o.probe_max_bytes / to_probe.size();
+    lim.request_bytes = {expert_request};
+    if (kSmallRequest != expert_request) lim.request_bytes.push_back(kSmallRequest);
+    for (StorageFacts* s : to_probe) s->probe = probe_read_bandwidth(s->largest_file, lim);
+  }
+
+  Bandwidth bw;
+  for (const char* label : {"probe", "model", "trunk"})
+    for (const StorageFacts& s : storage)
+      if (!bw.measured && s.label == label && s.probe && s.probe->error.empty()) {
+        const double best = s.probe->best_mb_per_s(expert_request);
+        if (best <= 0) continue;
+        int depth = 0;
+        for (const ProbePoint& p : s.probe->points)
+          if (!p.skipped && p.request_bytes == (expert_request + 4095) / 4096 * 4096 && p.mb_per_s() == best)
+            depth = p.queue_depth;
+        bw.bytes_per_s = best * 1e6;
+        bw.measured = true;
+        bw.how = "(measured on " + s.probe->file + ": " + human_bytes(double(expert_request)) + " " +
+                 (s.probe->direct ? "O_DIRECT" : "buffered") + " reads at queue depth " + std::to_string(depth) +
+                 ", the best depth)";
+      }
+  if (!bw.measured) {
+    bw.bytes_per_s = kAssumedBandwidth;
+    bw.how = "(ASSUMED: a typical NVMe SSD; nothing was measured)";
+  }
+
+  std::optional<PresetForecast> rec;
+  if (mem.usable) rec = recommend_preset(*mem.usable, mb, o.hit_rate);
+
+  add_cpu_checks(r, cpu);
+  add_memory_checks(r, mem, rec, (ck.opened ? ck.shards : kK3ShardCount) + 1);
+  if (storage.empty()) {
+    Check& k = r.add("storage", "directories");
+    k.status = Status::kWarn;
+    k.summary = "no --model or --trunk given: no disk was checked or measured";
+    k.advice = "pass --model DIR and --trunk DIR (or --probe-file FILE) to measure the disk they are on";
+  }
+  for (const StorageFacts& s : storage) add_storage_checks(r, s, expert_request);
+  add_checkpoint_checks(r, ck, o.trunk_dir, trunk ? &*trunk : nullptr);
+  add_forecast(r, mem, ck, rec, bw, o.hit_rate);
+  return r;
+}
+
+}  // namespace k3::doctor

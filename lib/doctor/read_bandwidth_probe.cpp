@@ -1,0 +1,133 @@
+#include "doctor/read_bandwidth_probe.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <thread>
+
+namespace k3::doctor {
+
+namespace {
+constexpr uint64_t kAlign = 4096;  // covers every logical block size in use
+
+using Clock = std::chrono::steady_clock;
+
+struct AlignedBuffer {
+  void* p = nullptr;
+  explicit AlignedBuffer(size_t n) {
+    if (posix_memalign(&p, kAlign, n) != 0) p = nullptr;
+  }
+  ~AlignedBuffer() { std::free(p); }
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+};
+
+// Runs one (size, depth) point within its own time and byte share.
+ProbePoint run_point(int fd, uint64_t file_size, uint64_t request, int depth, double seconds,
+                     uint64_t byte_cap, std::string* error) {
+  ProbePoint pt;
+  pt.request_bytes = request;
+  pt.queue_depth = depth;
+  if (file_size < request) {
+    pt.skipped = true;
+    return pt;
+  }
+  const uint64_t max_offset = (file_size - request) / kAlign;  // in units of kAlign
+  std::vector<std::unique_ptr<AlignedBuffer>> buffers;
+  for (int t = 0; t < depth; ++t) {
+    buffers.push_back(std::make_unique<AlignedBuffer>(request));
+    if (!buffers.back()->p) {
+      *error = "cannot allocate " + std::to_string(request) + " bytes for a read buffer";
+      return pt;
+    }
+  }
+  std::atomic<uint64_t> reserved{0}, done_bytes{0}, done_requests{0};
+  std::atomic<int> first_errno{0};
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  auto worker = [&](int t) {
+    // Fixed seed: the same offsets on every run, so runs are comparable.
+    std::mt19937_64 rng(0x6b33646f63746f72ULL + static_cast<uint64_t>(t) * 7919 + request);
+    std::uniform_int_distribution<uint64_t> pick(0, max_offset);
+    while (Clock::now() < deadline && first_errno.load() == 0) {
+      if (reserved.fetch_add(request) + request > byte_cap) break;
+      const uint64_t offset = pick(rng) * kAlign;
+      char* dst = static_cast<char*>(buffers[t]->p);
+      uint64_t got = 0;
+      while (got < request) {
+        ssize_t r = ::pread(fd, dst + got, request - got, static_cast<off_t>(offset + got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+          int expected = 0;
+          first_errno.compare_exchange_strong(expected, r < 0 ? errno : EIO);
+          break;
+        }
+        got += static_cast<uint64_t>(r);
+      }
+      if (got < request) break;
+      done_bytes.fetch_add(request);
+      done_requests.fetch_add(1);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < depth; ++t) threads.emplace_back(worker, t);
+  for (auto& th : threads) th.join();
+  pt.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  pt.bytes = done_bytes.load();
+  pt.requests = done_requests.load();
+  if (int e = first_errno.load()) *error = std::string("read failed: ") + std::strerror(e);
+  return pt;
+}
+}  // namespace
+
+double ProbeResult::best_mb_per_s(uint64_t request_bytes) const {
+  const uint64_t want = (request_bytes + kAlign - 1) / kAlign * kAlign;
+  double best = 0;
+  for (const ProbePoint& p : points)
+    if (!p.skipped && p.request_bytes == want) best = std::max(best, p.mb_per_s());
+  return best;
+}
+
+ProbeResult probe_read_bandwidth(const std::string& file, const ProbeLimits& limits) {
+  ProbeResult res;
+  res.file = file;
+  const auto start = Clock::now();
+  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
+  res.direct = fd >= 0;
+  if (fd < 0 && errno == EINVAL) fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    res.error = std::string("cannot open: ") + std::strerror(errno);
+    return res;
+  }
+  struct stat st;
+  if (::fstat(fd, &st) == 0) res.file_size = static_cast<uint64_t>(st.st_size);
+
+  std::vector<std::pair<uint64_t, int>> plan;
+  for (uint64_t r : limits.request_bytes) {
+    const uint64_t aligned = std::max(kAlign, (r + kAlign - 1) / kAlign * kAlign);
+    for (int d : limits.queue_depths)
+      if (d > 0) plan.emplace_back(aligned, d);
+  }
+  const double share_s = plan.empty() ? 0 : limits.seconds / plan.size();
+  const uint64_t share_b = plan.empty() ? 0 : limits.max_bytes / plan.size();
+  for (auto [req, depth] : plan) {
+    ProbePoint pt = run_point(fd, res.file_size, req, depth, share_s, share_b, &res.error);
+    res.total_bytes += pt.bytes;
+    res.points.push_back(pt);
+    if (!res.error.empty()) break;
+  }
+  ::close(fd);
+  res.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return res;
+}
+
+}  // namespace k3::doctor

@@ -1,0 +1,127 @@
+#include "doctor/report.h"
+
+#include <cstdio>
+
+namespace k3::doctor {
+
+const char* status_name(Status s) {
+  switch (s) {
+    case Status::kOk: return "OK";
+    case Status::kWarn: return "WARN";
+    case Status::kFail: return "FAIL";
+  }
+  return "?";
+}
+
+Check& Report::add(const std::string& section, const std::string& name) {
+  checks.emplace_back();
+  checks.back().section = section;
+  checks.back().name = name;
+  return checks.back();
+}
+
+Status Report::overall() const {
+  Status s = Status::kOk;
+  for (const Check& c : checks)
+    if (static_cast<int>(c.status) > static_cast<int>(s)) s = c.status;
+  return s;
+}
+
+int Report::exit_code() const {
+  switch (overall()) {
+    case Status::kOk: return 0;
+    case Status::kWarn: return 1;
+    case Status::kFail: return 2;
+  }
+  return 2;
+}
+
+const std::vector<std::pair<std::string, std::string>>& report_sections() {
+  static const std::vector<std::pair<std::string, std::string>> k = {
+      {"cpu", "CPU"}, {"memory", "Memory"}, {"storage", "Storage"},
+      {"checkpoint", "Checkpoint"}, {"forecast", "Forecast"}};
+  return k;
+}
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "kB", "MB", "GB", "TB", "PB"};
+  int u = 0;
+  double v = b;
+  while ((v >= 1000 || v <= -1000) && u < 5) {
+    v /= 1000;
+    ++u;
+  }
+  char buf[48];
+  if (u == 0)
+    std::snprintf(buf, sizeof(buf), "%.0f %s", v, units[u]);
+  else
+    std::snprintf(buf, sizeof(buf), v >= 100 ? "%.0f %s" : v >= 10 ? "%.1f %s" : "%.2f %s", v, units[u]);
+  return buf;
+}
+
+namespace {
+const char* overall_text(Status s) {
+  switch (s) {
+    case Status::kOk: return "ready";
+    case Status::kWarn: return "ready, with warnings";
+    case Status::kFail: return "cannot run";
+  }
+  return "?";
+}
+}  // namespace
+
+std::string format_human(const Report& r) {
+  std::string out = "k3-doctor: is this machine ready to run Kimi-K3? (/proc and /sys read from " + r.root + ")\n";
+  for (const auto& [key, title] : report_sections()) {
+    out += "\n" + title + "\n";
+    for (const Check& c : r.checks) {
+      if (c.section != key) continue;
+      char head[96];
+      std::snprintf(head, sizeof(head), "  %-5s %-22s ", status_name(c.status), c.name.c_str());
+      out += head + c.summary + "\n";
+      if (!c.advice.empty()) out += std::string(35, ' ') + "-> " + c.advice + "\n";
+    }
+    if (key == "forecast")
+      for (const std::string& line : r.arithmetic) out += "        " + line + "\n";
+  }
+  int warns = 0, fails = 0;
+  for (const Check& c : r.checks) {
+    warns += c.status == Status::kWarn;
+    fails += c.status == Status::kFail;
+  }
+  out += "\nResult: " + std::string(overall_text(r.overall())) + " (exit " + std::to_string(r.exit_code()) +
+         "): " + std::to_string(fails) + " FAIL, " + std::to_string(warns) + " WARN, " +
+         std::to_string(r.checks.size() - warns - fails) + " OK\n";
+  return out;
+}
+
+std::string format_json(const Report& r) {
+  JsonValue root = JsonValue::object();
+  root.set("tool", "k3-doctor");
+  root.set("format_version", 1);
+  root.set("root", r.root);
+  root.set("status", status_name(r.overall()));
+  root.set("exit_code", r.exit_code());
+  JsonValue sections = JsonValue::object();
+  for (const auto& [key, title] : report_sections()) {
+    JsonValue checks = JsonValue::array();
+    for (const Check& c : r.checks) {
+      if (c.section != key) continue;
+      JsonValue o = JsonValue::object();
+      o.set("name", c.name);
+      o.set("status", status_name(c.status));
+      o.set("summary", c.summary);
+      o.set("advice", c.advice);
+      o.set("details", c.details);
+      checks.push(std::move(o));
+    }
+    sections.set(key, std::move(checks));
+  }
+  root.set("sections", std::move(sections));
+  JsonValue arith = JsonValue::array();
+  for (const std::string& line : r.arithmetic) arith.push(line);
+  root.set("forecast_arithmetic", std::move(arith));
+  return root.dump(2);
+}
+
+}  // namespace k3::doctor

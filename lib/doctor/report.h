@@ -1,0 +1,44 @@
+// k3-doctor's findings: one Check per question, each OK / WARN / FAIL with
+// one line of advice, grouped in sections, printed for people or as JSON.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "doctor/json_value.h"
+
+namespace k3::doctor {
+
+enum class Status { kOk, kWarn, kFail };
+const char* status_name(Status s);  // "OK", "WARN", "FAIL"
+
+struct Check {
+  std::string section;  // "cpu", "memory", "storage", "checkpoint", "forecast"
+  std::string name;     // "simd", "usable", "model.free_space", ...
+  Status status = Status::kOk;
+  std::string summary;  // what was found, one line
+  std::string advice;   // what to do about it, one line
+  JsonValue details = JsonValue::object();  // the figures, for --json
+};
+
+struct Report {
+  std::string root;  // where /proc and /sys were read from
+  std::vector<Check> checks;
+  std::vector<std::string> arithmetic;  // the seconds-per-token derivation, line by line
+
+  Check& add(const std::string& section, const std::string& name);
+  Status overall() const;
+  // 0 ready, 1 ready with warnings, 2 cannot run.
+  int exit_code() const;
+};
+
+// Section titles in print order.
+const std::vector<std::pair<std::string, std::string>>& report_sections();
+
+std::string format_human(const Report& r);
+std::string format_json(const Report& r);
+
+// "1.56 TB", "17.5 MB", "512 B" (decimal units, as disk vendors and presets use).
+std::string human_bytes(double bytes);
+
+}  // namespace k3::doctor

@@ -1,0 +1,40 @@
+#include "doctor/system_root.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace k3::doctor {
+
+SystemRoot::SystemRoot(std::string root) : root_(std::move(root)) {
+  if (root_.empty()) root_ = "/";
+  while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
+}
+
+SystemRoot SystemRoot::from_flag_or_env(const std::string& flag) {
+  if (!flag.empty()) return SystemRoot(flag);
+  if (const char* env = std::getenv(kRootEnv); env && *env) return SystemRoot(env);
+  return SystemRoot("/");
+}
+
+std::string SystemRoot::path(const std::string& system_path) const {
+  if (is_live()) return system_path;
+  return root_ + system_path;
+}
+
+std::optional<std::string> SystemRoot::read(const std::string& system_path) const {
+  std::ifstream in(path(system_path), std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return std::nullopt;
+  return ss.str();
+}
+
+std::string first_line(const std::string& text) {
+  std::string s = text.substr(0, text.find('\n'));
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+}  // namespace k3::doctor

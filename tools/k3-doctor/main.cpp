@@ -1,0 +1,73 @@
+// k3-doctor: can this machine run Kimi-K3, with which preset, and how fast?
+// A thin front end over lib/doctor/.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "common/error.h"
+#include "doctor/doctor.h"
+#include "doctor/system_root.h"
+
+int main(int argc, char** argv) {
+  k3::doctor::DoctorOptions opt;
+  bool json = false;
+  bool no_probe = false;
+  double probe_mb = double(opt.probe_max_bytes) / 1e6;
+  double hit_rate = -1;
+
+  CLI::App app{
+      "k3-doctor: checks the CPU, memory, storage and checkpoint before a k3-forward run, recommends a\n"
+      "memory preset and forecasts seconds per token from a short O_DIRECT read-bandwidth measurement.\n"
+      "Each check prints OK / WARN / FAIL with one line of advice."};
+  app.add_option("--model", opt.model_dir, "checkpoint directory (model.safetensors.index.json + shards)");
+  app.add_option("--trunk", opt.trunk_dir, "trunk directory written by k3-pack (trunk.bin + trunk.json)");
+  app.add_flag("--json", json, "print one JSON object instead of the report (same checks, stable key order)");
+  app.add_option("--probe-seconds", opt.probe_seconds, "time budget of the bandwidth measurement, in seconds")
+      ->check(CLI::Range(0.05, 120.0))
+      ->capture_default_str();
+  app.add_option("--probe-max-mb", probe_mb, "most MB the bandwidth measurement may read")
+      ->check(CLI::Range(1.0, 1e7))
+      ->capture_default_str();
+  app.add_option("--probe-file", opt.probe_file,
+                 "measure this file instead of the largest file in the model and trunk directories");
+  app.add_flag("--no-probe", no_probe, "skip the bandwidth measurement (the forecast then assumes 2 GB/s)");
+  app.add_option("--hit-rate", hit_rate,
+                 "expert cache hit rate (0..1) for the forecast; default: the cache's share of all experts")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--root", opt.root,
+                 std::string("read /proc and /sys under this directory (a recorded tree) instead of the live "
+                             "system; also $") + k3::doctor::kRootEnv);
+  app.footer(std::string("The exit status says whether a run can proceed:\n"
+                         "  0    ready\n"
+                         "  1    ready, with warnings (read them)\n"
+                         "  2    cannot run (a FAIL above), or bad flags\n") +
+             "Errors outside the checks use the shared codes:\n" + k3::exit_codes_help());
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "k3-doctor: %s (see k3-doctor --help)\n", e.what());
+    return static_cast<int>(k3::ExitCode::kUsage);
+  }
+  opt.probe = !no_probe;
+  opt.probe_max_bytes = static_cast<uint64_t>(probe_mb * 1e6);
+  if (hit_rate >= 0) opt.hit_rate = hit_rate;
+
+  try {
+    k3::doctor::Report report = k3::doctor::run_doctor(opt);
+    const std::string text = json ? k3::doctor::format_json(report) : k3::doctor::format_human(report);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return report.exit_code();
+  } catch (const k3::Error& e) {
+    std::fprintf(stderr, "k3-doctor: %s\n", e.what());
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "k3-doctor: internal error: %s (please report it)\n", e.what());
+    return static_cast<int>(k3::ExitCode::kInternal);
+  }
+}
