@@ -55,6 +55,7 @@ struct StorageFacts {
   std::string direct_note;
   std::optional<ProbeResult> probe;
   std::string probe_note;  // why it was skipped
+  bool probe_elsewhere = false;  // skipped because --probe-file was measured instead
   uint64_t needed_bytes = 0;  // more space still needed here
   std::string needed_why;
   bool need_is_fatal = false;  // the run cannot start without it

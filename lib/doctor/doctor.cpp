@@ -12,7 +12,7 @@ namespace k3::doctor {
 namespace fs = std::filesystem;
 
 namespace {
-constexpr uint64_t kSmallRequest = 1 << 20;  // a contrast point: 1 MiB reads
+constexpr uint64_t kSmallRequest = 1'000'000;  // a contrast point: 1 MB reads
 constexpr size_t kK3ShardCount = 96;
 
 uint64_t safetensors_bytes_in(const std::string& dir) {
@@ -85,6 +85,7 @@ Report run_doctor(const DoctorOptions& o) {
     if (!s.exists) continue;
     if (!o.probe_file.empty() && s.label != "probe") {
       s.probe_note = "measured on --probe-file instead";
+      s.probe_elsewhere = true;
       continue;
     }
     if (!o.probe) {

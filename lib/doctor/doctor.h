@@ -17,7 +17,7 @@ struct DoctorOptions {
   std::string root;        // where /proc and /sys are read from (empty: $K3_DOCTOR_ROOT or "/")
   bool probe = true;       // measure O_DIRECT bandwidth
   double probe_seconds = 3.0;
-  uint64_t probe_max_bytes = uint64_t{4} << 30;
+  uint64_t probe_max_bytes = 4'000'000'000;
   std::string probe_file;  // measure this file instead of the largest in the model/trunk dirs
   std::optional<double> hit_rate;  // expert cache hit rate for the forecast (default: cache share)
 };

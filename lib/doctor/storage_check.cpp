@@ -211,7 +211,11 @@ void add_storage_checks(Report& r, const StorageFacts& s, uint64_t expert_reques
   {
     Check& k = r.add("storage", p + "read_bandwidth");
     JsonValue points = JsonValue::array();
-    if (!s.probe) {
+    if (!s.probe && s.probe_elsewhere) {
+      k.status = Status::kOk;
+      k.summary = "not measured here: " + s.probe_note;
+      k.advice = "the forecast below uses the --probe-file measurement";
+    } else if (!s.probe) {
       k.status = Status::kWarn;
       k.summary = "not measured: " + s.probe_note;
       k.advice = "the forecast below uses an assumed bandwidth";
