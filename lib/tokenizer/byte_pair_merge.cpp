@@ -43,7 +43,7 @@ void byte_pair_merge_scan(const Vocabulary& vocab, const uint8_t* p, size_t n, s
       }
     if (best == kNone) break;
     // Merge part at+1 into part at.
-    std::copy(parts + at + 2, parts + count, parts + at + 1);
+    for (size_t k = at + 1; k + 1 < count; ++k) parts[k] = parts[k + 1];  // tiny: a loop beats memmove
     --count;
     parts[at].rank = pair_rank(at);
     if (at > 0) parts[at - 1].rank = pair_rank(at - 1);

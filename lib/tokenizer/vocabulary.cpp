@@ -51,13 +51,37 @@ bool base64_append(std::string_view in, std::string& out) {
   return true;
 }
 
+// One read into one buffer: the real tiktoken.model is a few MB and load
+// time matters (every k3-tokenize / k3-detok run pays it).
+std::string read_whole_file(const std::string& path) {
+  File f = File::open_read(path);
+  std::string data(f.size(), '\0');
+  f.pread_exact(data.data(), data.size(), 0);
+  return data;
+}
+
+// 1-based line of `text` that holds rank r (blank lines hold none).
+uint64_t line_of_rank(std::string_view text, uint32_t r) {
+  uint64_t line = 0, seen = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    ++line;
+    size_t eol = text.find('\n', pos);
+    if (eol == std::string_view::npos) eol = text.size();
+    bool blank = eol == pos || (eol == pos + 1 && text[pos] == '\r');
+    if (!blank && seen++ == r) return line;
+    pos = eol + 1;
+  }
+  return line;
+}
+
 }  // namespace
 
 Vocabulary Vocabulary::load(const std::string& dir) {
   if (!file_exists(dir)) bad(dir + ": tokenizer directory not found (give the model directory with --tok)");
   std::string model_path = path_join(dir, "tiktoken.model");
   std::string config_path = path_join(dir, "tokenizer_config.json");
-  std::string model = read_text_file(model_path);
+  std::string model = read_whole_file(model_path);
   std::string config = read_text_file(config_path);
   return parse(model, config, model_path, config_path);
 }
@@ -69,7 +93,6 @@ Vocabulary Vocabulary::parse(std::string_view text, std::string_view config,
   v.blob_.reserve(text.size() / 2);
   v.offsets_.reserve(text.size() / 10 + 2);
   v.offsets_.push_back(0);
-  v.init_index(static_cast<uint64_t>(std::count(text.begin(), text.end(), '\n')) + 1);
 
   size_t pos = 0;
   uint64_t line_no = 0;
@@ -98,11 +121,13 @@ Vocabulary Vocabulary::parse(std::string_view text, std::string_view config,
     if (!base64_append(b64, v.blob_)) bad(where() + "\"" + std::string(b64) + "\" is not valid base64 token bytes");
     if (v.blob_.size() > 0xFFFFFFF0ull) bad(where() + "token bytes exceed 4 GiB");
     v.offsets_.push_back(static_cast<uint32_t>(v.blob_.size()));
-    TokenId same = v.insert(static_cast<uint32_t>(rank));
-    if (same != kNoToken) bad(where() + "rank " + std::to_string(rank) + " has the same bytes as rank " + std::to_string(same));
   }
   v.num_ranks_ = static_cast<uint32_t>(v.offsets_.size() - 1);
   if (v.num_ranks_ == 0) bad(model_name + ": no tokens (empty file?)");
+  uint32_t first = 0, second = 0;
+  if (!v.build_index(first, second))
+    bad(model_name + " line " + std::to_string(line_of_rank(text, second)) + ": rank " + std::to_string(second) +
+        " has the same bytes as rank " + std::to_string(first));
 
   // Byte-level BPE starts from single bytes, so every byte must be a token.
   for (int b = 0; b < 256; ++b) {
@@ -198,29 +223,40 @@ Vocabulary Vocabulary::parse(std::string_view text, std::string_view config,
   return v;
 }
 
-void Vocabulary::init_index(uint64_t max_entries) {
+bool Vocabulary::build_index(uint32_t& first, uint32_t& second) {
   uint64_t cap = 16;
-  while (cap < max_entries * 2) cap <<= 1;
+  while (cap < uint64_t(num_ranks_) * 2) cap <<= 1;
   slots_.assign(cap, Slot{0, 0});
   mask_ = cap - 1;
-}
-
-TokenId Vocabulary::insert(uint32_t r) {
-  const char* p = blob_.data() + offsets_[r];
-  size_t n = offsets_[r + 1] - offsets_[r];
-  uint64_t h = XXH3_64bits(p, n);
-  uint32_t tag = static_cast<uint32_t>(h >> 32);
-  for (uint64_t i = h & mask_;; i = (i + 1) & mask_) {
-    Slot& s = slots_[i];
-    if (s.rank_plus_one == 0) {
-      s = Slot{r + 1, tag};
-      return kNoToken;
-    }
-    if (s.tag == tag) {
-      uint32_t o = s.rank_plus_one - 1;
-      if (offsets_[o + 1] - offsets_[o] == n && std::memcmp(blob_.data() + offsets_[o], p, n) == 0) return o;
+  // Hash everything first (sequential), then insert with the target slot of
+  // a later rank prefetched: the table is a few MB and each insert would
+  // otherwise wait for a cache miss.
+  std::vector<uint64_t> hashes(num_ranks_);
+  for (uint32_t r = 0; r < num_ranks_; ++r)
+    hashes[r] = XXH3_64bits(blob_.data() + offsets_[r], offsets_[r + 1] - offsets_[r]);
+  constexpr uint32_t kAhead = 16;
+  for (uint32_t r = 0; r < num_ranks_; ++r) {
+    if (r + kAhead < num_ranks_) __builtin_prefetch(&slots_[hashes[r + kAhead] & mask_], 1);
+    const char* p = blob_.data() + offsets_[r];
+    size_t n = offsets_[r + 1] - offsets_[r];
+    uint32_t tag = static_cast<uint32_t>(hashes[r] >> 32);
+    for (uint64_t i = hashes[r] & mask_;; i = (i + 1) & mask_) {
+      Slot& s = slots_[i];
+      if (s.rank_plus_one == 0) {
+        s = Slot{r + 1, tag};
+        break;
+      }
+      if (s.tag == tag) {
+        uint32_t o = s.rank_plus_one - 1;
+        if (offsets_[o + 1] - offsets_[o] == n && std::memcmp(blob_.data() + offsets_[o], p, n) == 0) {
+          first = o;
+          second = r;
+          return false;
+        }
+      }
     }
   }
+  return true;
 }
 
 TokenId Vocabulary::special_id(std::string_view name) const {

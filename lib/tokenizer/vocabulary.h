@@ -49,7 +49,7 @@ class Vocabulary {
   }
 
   // Rank of exactly these bytes, kNoToken if they are not one token.
-  TokenId rank(const void* data, size_t n) const {
+  __attribute__((always_inline)) TokenId rank(const void* data, size_t n) const {
     // Inline: byte-pair merging asks this for every candidate pair.
     uint64_t h = XXH3_64bits(data, n);
     uint32_t tag = static_cast<uint32_t>(h >> 32);
@@ -75,9 +75,8 @@ class Vocabulary {
   TokenId eos_id() const { return eos_id_; }
 
  private:
-  void init_index(uint64_t max_entries);
-  // Adds rank r to the table; returns the rank that already has its bytes, or kNoToken.
-  TokenId insert(uint32_t r);
+  // Fills the lookup table; false (with the two ranks) if two ranks share bytes.
+  bool build_index(uint32_t& first, uint32_t& second);
 
   uint32_t num_ranks_ = 0;
   std::string blob_;              // all token bytes, rank order
