@@ -20,6 +20,8 @@ Faults (--faults FILE, a JSON list) are consumed in order of arrival, each
   {"path": P, "kind": "corrupt", "at": OFFSET}       flip one byte of the content
   {"path": P, "kind": "throttle", "rate": BYTES_PER_S}
   {"path": P, "kind": "ignore-range"}                answer 200 with the whole file
+GET /_control/reset?faults=FILE&commit=SHA replaces the faults and the commit
+(both optional), so one server can serve several test steps.
 Every request is logged as one line to --log:
   "<METHOD> <path> range=<Range or -> auth=<ok|bad|none> status=<code>"
 """
@@ -75,12 +77,17 @@ class State:
     def __init__(self, args):
         self.args = args
         self.repo = Repo(args.repo_dir, args.lfs_min)
-        self.faults = []
-        if args.faults:
-            with open(args.faults) as f:
-                self.faults = json.load(f)
         self.lock = threading.Lock()
+        self.load_faults(args.faults)
         self.log = open(args.log, "a", buffering=1) if args.log else None
+
+    def load_faults(self, path):
+        faults = []
+        if path:
+            with open(path) as f:
+                faults = json.load(f)
+        with self.lock:
+            self.faults = faults
 
     def take_fault(self, path, where):
         with self.lock:
@@ -168,6 +175,11 @@ class Handler(BaseHTTPRequestHandler):
         path = urllib.parse.unquote(url.path)
         query = urllib.parse.parse_qs(url.query)
         repo = self.st.args.repo
+        if path == "/_control/reset":
+            # Lets a test reuse one server: new faults (or none) and commit.
+            self.st.load_faults(query.get("faults", [""])[0])
+            self.st.args.commit = query.get("commit", [DEFAULT_COMMIT])[0]
+            return self.send_json(200, {"ok": True})
         api = "/api/models/" + repo + "/"
         if path.startswith(api):
             if not self.need_auth():
@@ -288,11 +300,14 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
+DEFAULT_COMMIT = "3f2a9c1e0b7d4a65e8f1c2b3a4d5e6f708192a3b"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repo-dir", required=True)
     ap.add_argument("--repo", default="moonshotai/Kimi-K3")
-    ap.add_argument("--commit", default="3f2a9c1e0b7d4a65e8f1c2b3a4d5e6f708192a3b")
+    ap.add_argument("--commit", default=DEFAULT_COMMIT)
     ap.add_argument("--token", default="")
     ap.add_argument("--faults")
     ap.add_argument("--log")

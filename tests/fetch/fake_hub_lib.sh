@@ -34,23 +34,43 @@ echo "notes kept in a subfolder" > "$REPO/sub/notes.txt"
 
 sha256_of() { sha256sum "$1" | cut -d' ' -f1; }
 
-# start_hub LOGNAME [extra fake_hub.py args...]: sets ENDPOINT and LOG.
+# start_hub LOGNAME [--faults FILE] [--commit SHA]: a hub serving the
+# fixture with these faults; sets ENDPOINT and LOG (emptied). A running hub is
+# reset through its control URL instead of restarted (starting Python is the
+# slowest part of these tests on a busy machine).
 start_hub() {
-  local name="$1"
+  local name="$1" faults_file="" commit=""
   shift
-  stop_hub
-  LOG="$WORK/$name.log"
-  : > "$LOG"
-  rm -f "$WORK/port"
-  "$PYTHON" "$HUB_PY" --repo-dir "$REPO" --token "$TOKEN" --log "$LOG" --port-file "$WORK/port" "$@" &
-  HUB_PID=$!
-  for _ in $(seq 100); do
-    [ -s "$WORK/port" ] && break
-    kill -0 "$HUB_PID" 2>/dev/null || fail "fake hub did not start"
-    sleep 0.1
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --faults) faults_file="$2"; shift 2 ;;
+      --commit) commit="$2"; shift 2 ;;
+      *) fail "start_hub: unknown argument $1" ;;
+    esac
   done
-  [ -s "$WORK/port" ] || fail "fake hub did not report its port within 10 s"
-  ENDPOINT="http://127.0.0.1:$(cat "$WORK/port")"
+  LOG="$WORK/hub.log"
+  if [ -z "$HUB_PID" ]; then
+    : > "$LOG"
+    rm -f "$WORK/port"
+    "$PYTHON" "$HUB_PY" --repo-dir "$REPO" --token "$TOKEN" --log "$LOG" --port-file "$WORK/port" &
+    HUB_PID=$!
+    for _ in $(seq 200); do
+      [ -s "$WORK/port" ] && break
+      kill -0 "$HUB_PID" 2>/dev/null || fail "fake hub did not start"
+      sleep 0.05
+    done
+    [ -s "$WORK/port" ] || fail "fake hub did not report its port within 10 s"
+  fi
+  local port
+  port="$(cat "$WORK/port")"
+  ENDPOINT="http://127.0.0.1:$port"
+  local query="faults=$faults_file"
+  [ -n "$commit" ] && query="$query&commit=$commit"
+  exec 3<>"/dev/tcp/127.0.0.1/$port"
+  printf 'GET /_control/reset?%s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' "$query" >&3
+  grep -q '"ok": true' <&3 || fail "fake hub did not accept the reset for $name"
+  exec 3<&-
+  : > "$LOG"
 }
 
 stop_hub() {
