@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "checkpoint/checkpoint_index.h"
 #include "common/error.h"
 #include "common/file.h"
 
@@ -23,29 +24,10 @@ Checkpoint Checkpoint::open(const std::string& model_dir) {
   std::vector<std::string> shard_order;
 
   if (file_exists(index_path)) {
-    std::string text = read_text_file(index_path);
-    simdjson::dom::parser parser;
-    simdjson::padded_string padded(text);
-    simdjson::dom::element root;
-    if (parser.parse(padded).get(root)) bad(index_path + ": not valid JSON");
-    simdjson::dom::object wm;
-    if (root["weight_map"].get_object().get(wm)) bad(index_path + ": missing object 'weight_map'");
-    uint64_t total = 0;
-    if (!root["metadata"]["total_size"].get_uint64().get(total)) c.index_total_size_ = total;
-    for (auto field : wm) {
-      std::string_view shard;
-      if (field.value.get_string().get(shard))
-        bad(index_path + ": weight_map entry '" + std::string(field.key) + "' is not a string");
-      std::string s(shard);
-      if (s.find('/') != std::string::npos || s.find("..") != std::string::npos)
-        bad(index_path + ": shard name '" + s + "' must be a plain file name");
-      auto it = names_by_shard.find(s);
-      if (it == names_by_shard.end()) {
-        shard_order.push_back(s);
-        it = names_by_shard.emplace(s, std::vector<std::string>{}).first;
-      }
-      it->second.emplace_back(field.key);
-    }
+    CheckpointIndex index = read_checkpoint_index(index_path);
+    c.index_total_size_ = index.total_size;
+    shard_order = index.shards;
+    for (const auto& [name, shard] : index.weight_map) names_by_shard[shard].push_back(name);
   } else if (file_exists(path_join(model_dir, "model.safetensors"))) {
     shard_order.push_back("model.safetensors");
     names_by_shard["model.safetensors"];  // every tensor of the single file
