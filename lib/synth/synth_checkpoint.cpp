@@ -171,15 +171,23 @@ std::vector<SynthTensor> synth_tensors(const SynthGeometry& g) {
   b.norm(P + "output_attn_res_norm.weight", h, TensorGroup::kHead, -1);
   b.mat("language_model.lm_head.weight", g.vocab_size, h, 2.0, TensorGroup::kHead, -1);
   // Vision tensors: present in the real checkpoint's trailing shard, ignored by the text engine.
-  auto vis = [&](const std::string& name, std::vector<uint64_t> shape) {
+  auto vis = [&](const std::string& name, std::vector<uint64_t> shape) -> SynthTensor& {
     SynthTensor& s = b.add(name, DType::kBF16, std::move(shape), TensorGroup::kHead, -1);
     s.scale = 0.02f;
     s.vision = true;
+    s.hole_when_sparse = s.nbytes() >= (1u << 17);
+    return s;
   };
   vis("mm_projector.proj.0.weight", {h, h});
   vis("vision_tower.encoder.final_layernorm.weight", {16});
   vis("vision_tower.patch_embed.proj.bias", {16});
   vis("vision_tower.patch_embed.proj.weight", {16, 3, 4, 4});
+  // Stands for the rest of the vision tower; synth_layout sizes it.
+  if (g.total_shard_bytes) {
+    SynthTensor& f = vis("vision_tower.encoder.blocks.weight", {0});
+    f.fills_total = true;
+    f.hole_when_sparse = true;
+  }
   return std::move(b.out);
 }
 
@@ -375,77 +383,121 @@ std::string synth_tokenizer_config_json(int vocab_size) {
   return o.str();
 }
 
-SynthResult write_synthetic_checkpoint(const std::string& dir, const SynthGeometry& g, const SynthOptions& opt) {
-  std::vector<SynthTensor> tensors = synth_tensors(g);
-  make_dirs(dir);
-  // The index goes last; remove an old one first so an interrupted rewrite is never mistaken for a model.
-  ::unlink(path_join(dir, "model.safetensors.index.json").c_str());
+namespace {
 
-  // Assign text tensors to shards in manifest order, cutting at equal byte
-  // targets (so a layer may straddle two shards, as in the real checkpoint);
-  // the vision tensors get the trailing shard.
-  uint64_t text_bytes = 0;
-  for (const SynthTensor& s : tensors)
-    if (!s.vision) text_bytes += s.nbytes();
-  const int nshards = g.num_shards + 1;
-  std::vector<std::vector<const SynthTensor*>> shards(nshards);
+// Assigns tensors to shards and builds each header. Text tensors go in
+// manifest order, cut at equal byte targets (so a layer may straddle two
+// shards, as in the real checkpoint); vision tensors go last, in a shard of
+// their own or sharing the last one.
+void build_shards(SynthLayout& L, const SynthGeometry& g) {
+  uint64_t text_bytes = 0, vision_bytes = 0;
+  for (const SynthTensor& s : L.tensors) (s.vision ? vision_bytes : text_bytes) += s.nbytes();
+  const int nshards = g.num_shards + (g.vision_shard ? 1 : 0);
+  const uint64_t cut_total = std::max<uint64_t>(1, text_bytes + (g.vision_shard ? 0 : vision_bytes));
+  L.shards.assign(nshards, SynthShard{});
   uint64_t acc = 0;
-  for (const SynthTensor& s : tensors) {
+  for (size_t i = 0; i < L.tensors.size(); ++i) {
+    const SynthTensor& s = L.tensors[i];
     int k;
     if (s.vision) {
       k = nshards - 1;
     } else {
-      k = static_cast<int>((acc * g.num_shards) / std::max<uint64_t>(text_bytes, 1));
+      k = static_cast<int>((static_cast<unsigned __int128>(acc) * g.num_shards) / cut_total);
       k = std::min(k, g.num_shards - 1);
       acc += s.nbytes();
     }
-    shards[k].push_back(&s);
+    L.shards[k].tensors.push_back(i);
   }
-
-  SynthResult res;
-  uint64_t to_write = 0;
-  for (const SynthTensor& s : tensors)
-    if (!(opt.sparse && s.hole_when_sparse)) to_write += s.nbytes();
-  std::vector<uint8_t> buf(kChunk);
-  std::string weight_map;
+  L.apparent_bytes = L.total_size = 0;
   for (int k = 0; k < nshards; ++k) {
+    SynthShard& sh = L.shards[k];
+    sh.name = shard_name(k + 1, nshards);
     // Within a file, tensors sit by decreasing element size, then by name,
     // as the reference writer lays them out.
-    auto& list = shards[k];
-    std::sort(list.begin(), list.end(), [](const SynthTensor* a, const SynthTensor* b) {
-      uint64_t sa = dtype_size(a->t.dtype), sb = dtype_size(b->t.dtype);
-      return sa != sb ? sa > sb : a->t.name < b->t.name;
+    std::sort(sh.tensors.begin(), sh.tensors.end(), [&](size_t a, size_t b) {
+      const SynthTensor &x = L.tensors[a], &y = L.tensors[b];
+      uint64_t sa = dtype_size(x.t.dtype), sb = dtype_size(y.t.dtype);
+      return sa != sb ? sa > sb : x.t.name < y.t.name;
     });
     std::string json = "{\"__metadata__\":{\"format\":\"pt\"}";
     uint64_t off = 0;
-    for (const SynthTensor* s : list) {
-      json += ",\"" + json_escape(s->t.name) + "\":{\"dtype\":\"" + dtype_name(s->t.dtype) + "\",\"shape\":[";
-      for (size_t d = 0; d < s->t.shape.size(); ++d) json += (d ? "," : "") + std::to_string(s->t.shape[d]);
-      json += "],\"data_offsets\":[" + std::to_string(off) + "," + std::to_string(off + s->nbytes()) + "]}";
-      off += s->nbytes();
+    for (size_t i : sh.tensors) {
+      const SynthTensor& s = L.tensors[i];
+      json += ",\"" + json_escape(s.t.name) + "\":{\"dtype\":\"" + dtype_name(s.t.dtype) + "\",\"shape\":[";
+      for (size_t d = 0; d < s.t.shape.size(); ++d) json += (d ? "," : "") + std::to_string(s.t.shape[d]);
+      json += "],\"data_offsets\":[" + std::to_string(off) + "," + std::to_string(off + s.nbytes()) + "]}";
+      off += s.nbytes();
     }
     json += "}";
     while ((8 + json.size()) % 8) json += ' ';
-    const uint64_t data_start = 8 + json.size();
-    const uint64_t file_size = data_start + off;
-    const std::string name = shard_name(k + 1, nshards);
-    const std::string path = path_join(dir, name);
+    sh.header.assign(8, '\0');
+    for (int i = 0; i < 8; ++i) sh.header[i] = static_cast<char>((json.size() >> (8 * i)) & 0xff);
+    sh.header += json;
+    sh.file_size = sh.header.size() + off;
+    L.apparent_bytes += sh.file_size;
+    L.total_size += off;
+  }
+}
+
+}  // namespace
+
+SynthLayout synth_layout(const SynthGeometry& g) {
+  SynthLayout L;
+  L.tensors = synth_tensors(g);
+  build_shards(L, g);
+  if (!g.total_shard_bytes) return L;
+  SynthTensor* fill = nullptr;
+  for (SynthTensor& s : L.tensors)
+    if (s.fills_total) fill = &s;
+  // Growing the fill tensor lengthens the numbers in its shard's header, so
+  // settle the size over a few rounds; headers are padded to 8 bytes, so the
+  // total is reachable when it and the text bytes are multiples of 8.
+  for (int round = 0; round < 16 && L.apparent_bytes != g.total_shard_bytes; ++round) {
+    const int64_t diff = static_cast<int64_t>(g.total_shard_bytes - L.apparent_bytes);
+    const int64_t elems = static_cast<int64_t>(fill->t.shape[0]) + diff / 2;
+    if (diff % 2 || elems < 0)
+      throw Error(ExitCode::kUsage, "invalid geometry: total_shard_bytes " + std::to_string(g.total_shard_bytes) +
+                                        " cannot be met (the text model alone needs " +
+                                        std::to_string(L.apparent_bytes - fill->nbytes()) + " bytes)");
+    fill->t.shape[0] = static_cast<uint64_t>(elems);
+    build_shards(L, g);
+  }
+  if (L.apparent_bytes != g.total_shard_bytes)
+    throw Error(ExitCode::kUsage, "invalid geometry: shard files cannot add up to exactly " +
+                                      std::to_string(g.total_shard_bytes) + " bytes");
+  return L;
+}
+
+SynthResult write_synthetic_checkpoint(const std::string& dir, const SynthGeometry& g, const SynthOptions& opt) {
+  SynthLayout L = synth_layout(g);
+  make_dirs(dir);
+  // The index goes last; remove an old one first so an interrupted rewrite is never mistaken for a model.
+  ::unlink(path_join(dir, "model.safetensors.index.json").c_str());
+  auto is_hole = [&](const SynthTensor& s) { return opt.headers_only || (opt.sparse && s.hole_when_sparse); };
+
+  SynthResult res;
+  uint64_t to_write = 0;
+  for (const SynthTensor& s : L.tensors)
+    if (!is_hole(s)) to_write += s.nbytes();
+  std::vector<uint8_t> buf(kChunk);
+  std::string weight_map;
+  weight_map.reserve(L.tensors.size() * 100);
+  for (const SynthShard& sh : L.shards) {
+    const std::string path = path_join(dir, sh.name);
     const std::string tmp = path + ".part";
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) throw Error(ExitCode::kIo, tmp + ": cannot create: " + std::strerror(errno));
     try {
-      uint8_t len8[8];
-      for (int i = 0; i < 8; ++i) len8[i] = static_cast<uint8_t>((json.size() >> (8 * i)) & 0xff);
-      pwrite_all(fd, len8, 8, 0, tmp);
-      pwrite_all(fd, json.data(), json.size(), 8, tmp);
+      pwrite_all(fd, sh.header.data(), sh.header.size(), 0, tmp);
       // Extending first leaves every unwritten range a hole.
-      if (::ftruncate(fd, static_cast<off_t>(file_size)) != 0)
-        throw Error(ExitCode::kIo, tmp + ": cannot extend to " + std::to_string(file_size) + " bytes: " +
+      if (::ftruncate(fd, static_cast<off_t>(sh.file_size)) != 0)
+        throw Error(ExitCode::kIo, tmp + ": cannot extend to " + std::to_string(sh.file_size) + " bytes: " +
                                        std::strerror(errno));
-      uint64_t pos = data_start;
-      for (const SynthTensor* s : list) {
+      uint64_t pos = sh.header.size();
+      for (size_t i : sh.tensors) {
+        const SynthTensor* s = &L.tensors[i];
         const uint64_t nb = s->nbytes();
-        if (!(opt.sparse && s->hole_when_sparse)) {
+        if (!is_hole(*s)) {
           const uint64_t tseed = XXH3_64bits_withSeed(s->t.name.data(), s->t.name.size(), opt.seed);
           for (uint64_t c = 0; c * kChunk < nb; ++c) {
             const uint64_t n = std::min<uint64_t>(kChunk, nb - c * kChunk);
@@ -457,7 +509,7 @@ SynthResult write_synthetic_checkpoint(const std::string& dir, const SynthGeomet
         }
         pos += nb;
         if (!weight_map.empty()) weight_map += ",\n";
-        weight_map += "    \"" + json_escape(s->t.name) + "\": \"" + name + "\"";
+        weight_map += "    \"" + json_escape(s->t.name) + "\": \"" + sh.name + "\"";
       }
       if (::fsync(fd) != 0) throw Error(ExitCode::kIo, tmp + ": fsync failed: " + std::strerror(errno));
     } catch (...) {
@@ -468,11 +520,11 @@ SynthResult write_synthetic_checkpoint(const std::string& dir, const SynthGeomet
     ::close(fd);
     if (::rename(tmp.c_str(), path.c_str()) != 0)
       throw Error(ExitCode::kIo, path + ": rename failed: " + std::strerror(errno));
-    res.apparent_bytes += file_size;
-    res.total_size += off;
-    res.tensor_count += list.size();
+    res.tensor_count += sh.tensors.size();
   }
-  res.shard_count = nshards;
+  res.apparent_bytes = L.apparent_bytes;
+  res.total_size = L.total_size;
+  res.shard_count = L.shards.size();
 
   write_text(path_join(dir, "config.json"), synth_config_json(g));
   write_text(path_join(dir, "generation_config.json"), synth_generation_config_json(g));

@@ -40,6 +40,7 @@ struct SynthTensor {
   int heads = 0;      // kALog
   bool hole_when_sparse = false;
   bool vision = false;  // vision_tower.* / mm_projector.*: not part of the text model
+  bool fills_total = false;  // sized by synth_layout to meet total_shard_bytes
   uint64_t nbytes() const;
 };
 
@@ -48,9 +49,34 @@ struct SynthTensor {
 // tensors that a text engine ignores.
 std::vector<SynthTensor> synth_tensors(const SynthGeometry& g);
 
+// One shard file as it will be written.
+struct SynthShard {
+  std::string name;             // model-0000k-of-0000n.safetensors
+  std::vector<size_t> tensors;  // indices into SynthLayout::tensors, in file order
+  std::string header;           // 8-byte length + JSON padded to a multiple of 8
+  uint64_t file_size = 0;
+};
+
+struct SynthLayout {
+  std::vector<SynthTensor> tensors;
+  std::vector<SynthShard> shards;
+  uint64_t apparent_bytes = 0;  // sum of shard file sizes
+  uint64_t total_size = 0;      // tensor bytes (metadata.total_size)
+};
+
+// Every tensor and every shard file with its header, as
+// write_synthetic_checkpoint lays them out; the fill tensor is sized when
+// the geometry sets total_shard_bytes (kUsage when that total is too small
+// to hold the text model). Cheap: nothing is written.
+SynthLayout synth_layout(const SynthGeometry& g);
+
 struct SynthOptions {
   uint64_t seed = 1;
   bool sparse = false;
+  // Every tensor is a hole: only config, tokenizer, index and shard headers
+  // hold data. Enough for anything that reads only the config and headers
+  // (memory plans, index load at full scale) at the cost of a few seconds.
+  bool headers_only = false;
   std::string tokenizer_from;  // copy tiktoken.model + tokenizer_config.json from here
   // Called after each written chunk with (bytes done, bytes total).
   std::function<void(uint64_t, uint64_t)> progress;

@@ -38,9 +38,18 @@ struct SynthGeometry {
   int moe_intermediate_size = 64;
   int routed_expert_hidden_size = 32;
   // Files.
-  int num_shards = 4;  // weight shards, plus one vision shard
+  int num_shards = 4;  // weight shards (plus one vision shard when vision_shard)
+  // true: the vision tensors sit in a trailing shard of their own (the tiny
+  // fixture's layout); false: they share the last of num_shards shards, and
+  // the cuts are placed so that every shard holds about the same bytes (K3's
+  // 96 files).
+  bool vision_shard = true;
+  // When non-zero, one vision tensor is sized so that the shard files add up
+  // to exactly this many bytes (K3: 1,560,936,091,448 over 96 files).
+  uint64_t total_shard_bytes = 0;
 
   // K3's arrangement: MLA at every 4th layer (1-indexed) and at the last.
+  // For 93 layers: 4, 8, ..., 92 and 93 (24 MLA), the other 69 KDA.
   static std::vector<int> k3_full_attn_layers(int num_layers);
   bool is_mla(int layer0) const;  // 0-based layer index
   int kda_count() const;

@@ -6,7 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +17,7 @@
 #include "checkpoint/checkpoint.h"
 #include "common/error.h"
 #include "common/file.h"
+#include "model/config.h"
 #include "synth/synth_checkpoint.h"
 
 namespace fs = std::filesystem;
@@ -202,22 +206,94 @@ TEST(SynthCheckpoint, RefusesInvalidGeometry) {
   EXPECT_THROW(synth_tensors(g), Error);
 }
 
+// SPEC section 1, checked from the generated config (as the engine reads
+// it) and the planned files (nothing is written): 93 layers, 69 KDA + 24 MLA
+// (MLA at 4, 8, ..., 92 and 93), every dimension, and 96 shard files of
+// about equal size that add up to the published 1,560,936,091,448 bytes with
+// the vision tensors in the trailing one.
 TEST(SynthCheckpoint, K3PresetHasRealGeometry) {
   SynthGeometry g;
   ASSERT_TRUE(synth_preset("k3", &g));
-  EXPECT_EQ(g.num_hidden_layers, 93);
-  EXPECT_EQ(g.kda_count(), 69);
-  EXPECT_EQ(g.mla_count(), 24);
+  const ModelConfig c = parse_model_config(synth_config_json(g), synth_generation_config_json(g), "k3");
+  EXPECT_EQ(c.num_hidden_layers, 93);
+  EXPECT_EQ(c.hidden_size, 7168);
+  EXPECT_EQ(c.vocab_size, 163840);
+  EXPECT_EQ(c.intermediate_size, 33792);
+  EXPECT_EQ(c.first_k_dense_replace, 1);
+  EXPECT_EQ(c.attn_res_block_size, 12);
+  EXPECT_EQ(c.num_experts, 896);
+  EXPECT_EQ(c.num_experts_per_token, 16);
+  EXPECT_EQ(c.num_shared_experts, 2);
+  EXPECT_EQ(c.moe_intermediate_size, 3072);
+  EXPECT_EQ(c.routed_expert_hidden_size, 3584);
+  EXPECT_TRUE(c.experts_mxfp4);
+  EXPECT_EQ(c.kda_num_heads, 96);
+  EXPECT_EQ(c.kda_head_dim, 128);
+  EXPECT_EQ(c.kda_conv_kernel, 4);
+  EXPECT_TRUE(c.kda_has_gate_lower_bound);
+  EXPECT_EQ(c.kda_gate_lower_bound, -5.0f);
+  EXPECT_EQ(c.mla_num_heads, 96);
+  EXPECT_EQ(c.q_lora_rank, 1536);
+  EXPECT_EQ(c.kv_lora_rank, 512);
+  EXPECT_EQ(c.qk_nope_head_dim, 128);
+  EXPECT_EQ(c.qk_rope_head_dim, 64);
+  EXPECT_EQ(c.v_head_dim, 128);
+  EXPECT_EQ(c.num_kda_layers(), 69);
+  EXPECT_EQ(c.num_mla_layers(), 24);
+  for (int i = 0; i < 93; ++i) EXPECT_EQ(c.is_kda_layer(i), (i + 1) % 4 != 0 && i + 1 != 93) << "layer " << i;
+
+  const SynthLayout L = synth_layout(g);
   uint64_t experts = 0, trunk = 0;
-  size_t n = 0;
-  for (const SynthTensor& s : synth_tensors(g)) {
+  size_t text = 0;
+  for (const SynthTensor& s : L.tensors) {
     if (s.vision) continue;
     (s.t.group == TensorGroup::kRoutedExpert ? experts : trunk) += s.nbytes();
-    ++n;
+    ++text;
   }
-  // SPEC: routed experts ~1.45 TB, trunk ~112 GB, 1.56 TB in all.
+  // SPEC: routed experts ~1.45 TB, trunk ~112 GB.
   EXPECT_NEAR(experts / 1e12, 1.45, 0.01);
   EXPECT_NEAR(trunk / 1e9, 113, 3);
-  EXPECT_NEAR((experts + trunk) / 1e12, 1.561, 0.002);
-  EXPECT_GT(n, 490000u);
+  EXPECT_EQ(text, 1u + 93 * 6 + 69 * 14 + 24 * 8 + 3 + 92 * (8 + 896 * 6) + 4);
+  ASSERT_EQ(L.shards.size(), 96u);
+  EXPECT_EQ(L.shards.front().name, "model-00001-of-00096.safetensors");
+  EXPECT_EQ(L.shards.back().name, "model-00096-of-00096.safetensors");
+  uint64_t sum = 0, lo = UINT64_MAX, hi = 0;
+  for (size_t k = 0; k < L.shards.size(); ++k) {
+    const SynthShard& sh = L.shards[k];
+    sum += sh.file_size;
+    lo = std::min(lo, sh.file_size);
+    hi = std::max(hi, sh.file_size);
+    for (size_t i : sh.tensors)
+      if (L.tensors[i].vision) EXPECT_EQ(k, L.shards.size() - 1) << L.tensors[i].t.name;
+  }
+  EXPECT_EQ(sum, 1560936091448ull);
+  EXPECT_EQ(L.apparent_bytes, 1560936091448ull);
+  EXPECT_LT(static_cast<double>(hi) / lo, 1.05) << lo << " .. " << hi;
+}
+
+// Headers only: the files have their full size, every tensor reads as zero,
+// and almost nothing is allocated on disk.
+TEST(SynthCheckpoint, HeadersOnlyWritesNoTensorData) {
+  fs::path d = tmpdir("headers");
+  SynthGeometry g = tiny();
+  g.hidden_size = 256;
+  g.num_experts = 64;
+  SynthOptions opt;
+  opt.headers_only = true;
+  SynthResult r = write_synthetic_checkpoint(d.string(), g, opt);
+  EXPECT_EQ(r.written_bytes, 0u);
+  Checkpoint c = Checkpoint::open(d.string());
+  uint64_t apparent = 0, allocated = 0;
+  for (const ShardInfo& s : c.shards()) {
+    struct stat st;
+    ASSERT_EQ(::stat(s.path.c_str(), &st), 0);
+    apparent += static_cast<uint64_t>(st.st_size);
+    allocated += static_cast<uint64_t>(st.st_blocks) * 512;
+  }
+  EXPECT_EQ(apparent, r.apparent_bytes);
+  EXPECT_LT(allocated, apparent / 4);
+  for (const char* n : {"language_model.model.embed_tokens.weight", "language_model.model.layers.1.self_attn.A_log",
+                        "language_model.model.layers.1.block_sparse_moe.gate.weight"})
+    for (uint8_t v : tensor_bytes(c, n)) ASSERT_EQ(v, 0) << n;
+  fs::remove_all(d);
 }

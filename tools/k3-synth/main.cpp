@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
       "Geometry comes from --preset, then any size flag overrides it."};
   std::string out_dir, preset = "tiny-like", tokenizer_from;
   uint64_t seed = 1;
-  bool sparse = false, dry_run = false;
+  bool sparse = false, headers_only = false, dry_run = false;
   SynthGeometry g;
   int vocab = 0, hidden = 0, inter = 0, layers = 0, experts = 0, topk = 0, shared = 0, moe_inter = 0, latent = 0,
       kda_heads = 0, kda_dim = 0, mla_heads = 0, q_lora = 0, kv_lora = 0, shards = 0, block = 0;
@@ -26,6 +26,9 @@ int main(int argc, char** argv) {
   app.add_flag("--sparse", sparse,
                "leave large matrices and routed experts as holes (norms, routers, biases, A_log, embedding "
                "stay real)");
+  app.add_flag("--headers-only", headers_only,
+               "every tensor a hole: config, tokenizer, index and shard headers only (enough for memory plans "
+               "and index loading at full scale; seconds to write)");
   app.add_option("--tokenizer-from", tokenizer_from, "copy tiktoken.model and tokenizer_config.json from this dir");
   app.add_flag("--dry-run", dry_run, "print the sizes and write nothing");
   app.add_option("--vocab", vocab, "vocab_size (ordinary tokens + 256 specials)");
@@ -82,25 +85,30 @@ int main(int argc, char** argv) {
     set(q_lora, g.q_lora_rank);
     set(kv_lora, g.kv_lora_rank);
     set(shards, g.num_shards);
+    // The published total only holds for the preset's own geometry.
+    if (vocab || hidden || inter || layers || block || experts || topk || shared || moe_inter || latent ||
+        kda_heads || kda_dim || mla_heads || q_lora || kv_lora || shards)
+      g.total_shard_bytes = 0;
     validate_geometry(g);
 
+    const SynthLayout layout = synth_layout(g);
     uint64_t trunk = 0, expert = 0, written = 0;
-    size_t count = 0;
-    for (const SynthTensor& s : synth_tensors(g)) {
-      (s.t.group == TensorGroup::kRoutedExpert ? expert : trunk) += s.nbytes();
-      if (!(sparse && s.hole_when_sparse)) written += s.nbytes();
-      ++count;
+    for (const SynthTensor& s : layout.tensors) {
+      if (!s.vision) (s.t.group == TensorGroup::kRoutedExpert ? expert : trunk) += s.nbytes();
+      if (!headers_only && !(sparse && s.hole_when_sparse)) written += s.nbytes();
     }
     std::fprintf(stderr,
-                 "k3-synth: %s geometry: %d layers (%d KDA, %d MLA), hidden %d, %d experts (top-%d); %zu tensors, "
-                 "trunk %s, routed experts %s, %s to write\n",
+                 "k3-synth: %s geometry: %d layers (%d KDA, %d MLA), hidden %d, %d experts (top-%d); %zu tensors "
+                 "in %zu shards (%llu bytes), trunk %s, routed experts %s, %s to write\n",
                  g.name.c_str(), g.num_hidden_layers, g.kda_count(), g.mla_count(), g.hidden_size, g.num_experts,
-                 g.num_experts_per_token, count, format_bytes(trunk).c_str(), format_bytes(expert).c_str(),
-                 format_bytes(written).c_str());
+                 g.num_experts_per_token, layout.tensors.size(), layout.shards.size(),
+                 static_cast<unsigned long long>(layout.apparent_bytes), format_bytes(trunk).c_str(),
+                 format_bytes(expert).c_str(), format_bytes(written).c_str());
     if (dry_run) return 0;
     SynthOptions opt;
     opt.seed = seed;
     opt.sparse = sparse;
+    opt.headers_only = headers_only;
     opt.tokenizer_from = tokenizer_from;
     ProgressMeter meter("k3-synth: writing", written);
     opt.progress = [&](uint64_t done, uint64_t) { meter.update(done); };
