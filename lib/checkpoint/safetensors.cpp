@@ -35,49 +35,51 @@ constexpr uint64_t kMaxHeaderBytes = 256ull << 20;
 
 }  // namespace
 
-SafetensorsHeader parse_safetensors_header(const std::string& path, const std::string& json,
-                                           uint64_t file_size) {
-  SafetensorsHeader h;
-  h.path = path;
-  h.file_size = file_size;
-  h.data_start = 8 + json.size();
-  if (h.data_start > file_size) bad(path, "header is longer than the file");
-  const uint64_t data_bytes = file_size - h.data_start;
+namespace {
+
+// Parses `json` (with simdjson's padding readable past its end) and hands
+// every tensor to `sink` after the dtype, size and bounds checks.
+void parse_tensors(const std::string& path, const char* json, size_t json_len, uint64_t file_size,
+                   uint64_t data_start, const std::function<void(TensorInfo&&)>& sink) {
+  if (data_start > file_size) bad(path, "header is longer than the file");
+  const uint64_t data_bytes = file_size - data_start;
 
   simdjson::dom::parser parser;
-  simdjson::padded_string padded(json);
   simdjson::dom::element root;
-  if (parser.parse(padded).get(root)) bad(path, "the JSON header does not parse");
+  if (parser.parse(json, json_len, false).get(root)) bad(path, "the JSON header does not parse");
   simdjson::dom::object obj;
   if (root.get_object().get(obj)) bad(path, "the JSON header is not an object");
 
   for (auto field : obj) {
-    std::string name(field.key);
-    if (name == "__metadata__") continue;
+    std::string_view key = field.key;
+    if (key == "__metadata__") continue;
     simdjson::dom::object t;
-    if (field.value.get_object().get(t)) bad(path, "tensor '" + name + "' is not an object");
+    if (field.value.get_object().get(t)) bad(path, "tensor '" + std::string(key) + "' is not an object");
     std::string_view dtype_s;
     simdjson::dom::array shape_a, offs_a;
     if (t["dtype"].get_string().get(dtype_s) || t["shape"].get_array().get(shape_a) ||
         t["data_offsets"].get_array().get(offs_a))
-      bad(path, "tensor '" + name + "' lacks dtype, shape or data_offsets");
+      bad(path, "tensor '" + std::string(key) + "' lacks dtype, shape or data_offsets");
     TensorInfo ti;
-    ti.name = name;
+    ti.name = key;
+    const std::string& name = ti.name;
     if (!parse_dtype(std::string(dtype_s), &ti.dtype))
       bad(path, "tensor '" + name + "' has unknown dtype '" + std::string(dtype_s) + "'");
+    ti.shape.reserve(shape_a.size());
     for (auto d : shape_a) {
       uint64_t v;
       if (d.get_uint64().get(v)) bad(path, "tensor '" + name + "' has a non-integer shape");
       ti.shape.push_back(v);
     }
-    std::vector<uint64_t> offs;
+    uint64_t offs[2] = {0, 0};
+    size_t n_offs = 0;
     for (auto o : offs_a) {
       uint64_t v;
       if (o.get_uint64().get(v)) bad(path, "tensor '" + name + "' has a non-integer data offset");
-      offs.push_back(v);
+      if (n_offs < 2) offs[n_offs] = v;
+      ++n_offs;
     }
-    if (offs.size() != 2 || offs[0] > offs[1])
-      bad(path, "tensor '" + name + "' has malformed data_offsets");
+    if (n_offs != 2 || offs[0] > offs[1]) bad(path, "tensor '" + name + "' has malformed data_offsets");
     // numel * size with overflow check
     unsigned __int128 want = dtype_size(ti.dtype);
     for (uint64_t d : ti.shape) want *= d;
@@ -90,15 +92,28 @@ SafetensorsHeader parse_safetensors_header(const std::string& path, const std::s
       bad(path, "tensor '" + name + "' ends at data offset " + std::to_string(offs[1]) +
                     " past the end of the file (" + std::to_string(data_bytes) +
                     " data bytes): the shard is truncated or the header is corrupt");
-    ti.offset = h.data_start + offs[0];
-    h.tensors.emplace(name, std::move(ti));
+    ti.offset = data_start + offs[0];
+    sink(std::move(ti));
   }
+}
+
+}  // namespace
+
+SafetensorsHeader parse_safetensors_header(const std::string& path, const std::string& json,
+                                           uint64_t file_size) {
+  SafetensorsHeader h;
+  h.path = path;
+  h.file_size = file_size;
+  h.data_start = 8 + json.size();
+  simdjson::padded_string padded(json);
+  parse_tensors(path, padded.data(), padded.size(), file_size, h.data_start,
+                [&](TensorInfo&& ti) { h.tensors.emplace(ti.name, std::move(ti)); });
   return h;
 }
 
-SafetensorsHeader read_safetensors_header(const std::string& path) {
+SafetensorsExtent read_safetensors_tensors(const std::string& path, const std::function<void(TensorInfo&&)>& sink) {
   File f = File::open_read(path);
-  uint64_t size = f.size();
+  const uint64_t size = f.size();
   if (size < 8) bad(path, "file is " + std::to_string(size) + " bytes, shorter than the 8-byte length");
   unsigned char len_bytes[8];
   f.pread_exact(len_bytes, 8, 0);
@@ -106,9 +121,21 @@ SafetensorsHeader read_safetensors_header(const std::string& path) {
   for (int i = 7; i >= 0; --i) n = (n << 8) | len_bytes[i];
   if (n > kMaxHeaderBytes || n > size - 8)
     bad(path, "header length " + std::to_string(n) + " exceeds the file size " + std::to_string(size));
-  std::string json(n, '\0');
+  // Read straight into a padded buffer: no copy of a ~700 KB header per shard.
+  simdjson::padded_string json(static_cast<size_t>(n));
   f.pread_exact(json.data(), n, 8);
-  return parse_safetensors_header(path, json, size);
+  SafetensorsExtent e{size, 8 + n};
+  parse_tensors(path, json.data(), json.size(), size, e.data_start, sink);
+  return e;
+}
+
+SafetensorsHeader read_safetensors_header(const std::string& path) {
+  SafetensorsHeader h;
+  h.path = path;
+  SafetensorsExtent e = read_safetensors_tensors(path, [&](TensorInfo&& ti) { h.tensors.emplace(ti.name, std::move(ti)); });
+  h.file_size = e.file_size;
+  h.data_start = e.data_start;
+  return h;
 }
 
 namespace {

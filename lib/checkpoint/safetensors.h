@@ -8,8 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "checkpoint/dtype.h"
@@ -37,6 +39,15 @@ struct SafetensorsHeader {
 // dtypes are known, nbytes == numel * dtype size, and every tensor lies
 // inside the file. Throws k3::Error(kBadModel) naming the file and tensor.
 SafetensorsHeader read_safetensors_header(const std::string& path);
+
+// The same parse and checks, handing each tensor to `sink` instead of
+// building a map: for callers that hold ~500k tensors (Checkpoint). Returns
+// the file size and data start.
+struct SafetensorsExtent {
+  uint64_t file_size = 0;
+  uint64_t data_start = 0;
+};
+SafetensorsExtent read_safetensors_tensors(const std::string& path, const std::function<void(TensorInfo&&)>& sink);
 
 // Same checks on a header already in memory (for tests and writers).
 SafetensorsHeader parse_safetensors_header(const std::string& path, const std::string& json,

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <unistd.h>
 
 #include "checkpoint/checkpoint.h"
@@ -84,6 +85,66 @@ TEST(Checkpoint, MissingShardIsRejected) {
   std::string msg = error_of([&] { Checkpoint::open(d.string()); });
   EXPECT_NE(msg.find("model-00004-of-00005.safetensors"), std::string::npos) << msg;
   EXPECT_NE(msg.find("missing"), std::string::npos) << msg;
+  fs::remove_all(d);
+}
+
+// The index is the authority on where a tensor lives: every entry agrees
+// with the shard headers, a lookup of each name returns that entry, and a
+// name the index moves to a shard whose header lacks it is refused.
+TEST(Checkpoint, TableMatchesEveryShardHeaderAndTheIndex) {
+  Checkpoint c = Checkpoint::open(kTiny);
+  size_t from_headers = 0;
+  for (size_t s = 0; s < c.shards().size(); ++s) {
+    k3::SafetensorsHeader h = k3::read_safetensors_header(c.shards()[s].path);
+    from_headers += h.tensors.size();
+    for (const auto& [name, info] : h.tensors) {
+      const k3::TensorLocation* loc = c.find(name);
+      ASSERT_NE(loc, nullptr) << name;
+      EXPECT_EQ(loc->shard, s) << name;
+      EXPECT_EQ(loc->info->offset, info.offset) << name;
+      EXPECT_EQ(loc->info->nbytes, info.nbytes) << name;
+      EXPECT_EQ(loc->info->shape, info.shape) << name;
+      EXPECT_EQ(loc->info->dtype, info.dtype) << name;
+    }
+  }
+  EXPECT_EQ(c.tensor_count(), from_headers);
+  size_t n = 0;
+  for (const auto& [name, loc] : c.tensors()) {
+    ASSERT_EQ(c.find(name), &loc) << name;
+    EXPECT_EQ(loc.info->name, name);
+    ++n;
+  }
+  EXPECT_EQ(n, c.tensor_count());
+  EXPECT_EQ(c.find(""), nullptr);
+  EXPECT_EQ(c.find("language_model.model.embed_tokens.weigh"), nullptr);
+
+  fs::path d = copy_tiny("moved");
+  const fs::path index = d / "model.safetensors.index.json";
+  std::string text;
+  {
+    std::ifstream f(index);
+    text.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  const std::string entry = "\"language_model.model.norm.weight\": \"";
+  size_t at = text.find(entry);
+  ASSERT_NE(at, std::string::npos);
+  at += entry.size();
+  const size_t end = text.find('"', at);
+  const std::string was = text.substr(at, end - at);
+  const std::string other = was == "model-00001-of-00005.safetensors" ? "model-00002-of-00005.safetensors"
+                                                                       : "model-00001-of-00005.safetensors";
+  text.replace(at, end - at, other);
+  {
+    std::ofstream f(index, std::ios::trunc);
+    f << text;
+  }
+  ExitCode code{};
+  std::string msg = error_of([&] { Checkpoint::open(d.string()); }, &code);
+  EXPECT_EQ(code, ExitCode::kBadModel);
+  EXPECT_NE(msg.find(other), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'language_model.model.norm.weight' is listed in the index but not in this shard's header"),
+            std::string::npos)
+      << msg;
   fs::remove_all(d);
 }
 
