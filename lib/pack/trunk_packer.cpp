@@ -84,10 +84,13 @@ void pwrite_all(int fd, const uint8_t* p, uint64_t n, uint64_t off, const std::s
   }
 }
 
+// A block is zero when its first 16 bytes are and it equals itself shifted
+// by 16: two memcmp calls run at memory speed, where a byte loop would make
+// packing a mostly-hole checkpoint CPU-bound.
 bool all_zero(const uint8_t* p, uint64_t n) {
-  for (uint64_t i = 0; i < n; ++i)
-    if (p[i]) return false;
-  return true;
+  static constexpr uint8_t kZeros[16] = {};
+  if (n <= 16) return std::memcmp(p, kZeros, n) == 0;
+  return std::memcmp(p, kZeros, 16) == 0 && std::memcmp(p, p + 16, n - 16) == 0;
 }
 
 }  // namespace

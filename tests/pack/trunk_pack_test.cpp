@@ -2,7 +2,9 @@
 // offset, layers are contiguous sections, hashes catch a changed byte in the
 // trunk or in the source, and a trunk is refused for another model or when
 // trunk.bin was truncated.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -13,6 +15,7 @@
 #include "checkpoint/checkpoint.h"
 #include "common/error.h"
 #include "common/file.h"
+#include "io/aligned_buffer.h"
 #include "pack/trunk_packer.h"
 #include "synth/synth_checkpoint.h"
 
@@ -221,5 +224,74 @@ TEST(TrunkPack, GeneratedCheckpointWithLayersAcrossShards) {
   }
   EXPECT_TRUE(straddles);
   EXPECT_TRUE(check_trunk((dir / "t").string(), c, nullptr).problems.empty());
+  fs::remove_all(dir);
+}
+
+namespace {
+struct FileExtent {
+  uint64_t size = 0, allocated = 0;
+  uint64_t first_hole = 0;  // SEEK_HOLE from 0: == size when the file has no hole
+};
+FileExtent extent_of(const fs::path& p) {
+  FileExtent e;
+  struct stat st;
+  EXPECT_EQ(::stat(p.c_str(), &st), 0);
+  e.size = static_cast<uint64_t>(st.st_size);
+  e.allocated = static_cast<uint64_t>(st.st_blocks) * 512;
+  int fd = ::open(p.c_str(), O_RDONLY);
+  EXPECT_GE(fd, 0);
+  off_t h = ::lseek(fd, 0, SEEK_HOLE);
+  e.first_hole = h < 0 ? e.size : static_cast<uint64_t>(h);
+  ::close(fd);
+  return e;
+}
+}  // namespace
+
+// A sparse generated checkpoint (big projections are holes) packs to the same
+// bytes with or without holes; with them, the all-zero aligned blocks stay
+// unallocated (SEEK_HOLE finds one, st_blocks is far below the size), and
+// without them every block is written.
+TEST(TrunkPack, ZeroBlocksBecomeHolesAndBytesMatchDense) {
+  fs::path dir = tmpdir("holes");
+  SynthGeometry g;
+  synth_preset("tiny-like", &g);
+  g.hidden_size = 512;  // projections of 64K+ elements: holes in the sparse checkpoint
+  g.intermediate_size = 1024;
+  g.kda_head_dim = 64;
+  SynthOptions so;
+  so.sparse = true;
+  write_synthetic_checkpoint((dir / "m").string(), g, so);
+  Checkpoint c = Checkpoint::open((dir / "m").string());
+  std::vector<ExpectedTensor> m;
+  for (const SynthTensor& s : synth_tensors(g))
+    if (!s.vision) m.push_back(s.t);
+  PackOptions dense;
+  dense.sparse = false;
+  TrunkLayout ts = pack_trunk(c, m, (dir / "sparse").string(), PackOptions{});
+  TrunkLayout td = pack_trunk(c, m, (dir / "dense").string(), dense);
+  EXPECT_EQ(trunk_layout_to_json(ts), trunk_layout_to_json(td));
+  EXPECT_TRUE(read_text_file((dir / "sparse" / "trunk.bin").string()) ==
+              read_text_file((dir / "dense" / "trunk.bin").string()));
+
+  // A tensor that is a hole in the checkpoint is a hole in the sparse trunk.
+  const std::string q = "language_model.model.layers.1.self_attn.q_proj.weight";
+  uint64_t q_off = 0, q_bytes = 0;
+  for (const TrunkSection& s : ts.sections)
+    for (const TrunkTensor& x : s.tensors)
+      if (x.name == q) q_off = x.offset, q_bytes = x.nbytes;
+  ASSERT_GE(q_bytes, 2 * kDirectAlign);
+  const FileExtent se = extent_of(dir / "sparse" / "trunk.bin"), de = extent_of(dir / "dense" / "trunk.bin");
+  EXPECT_EQ(se.size, de.size);
+  EXPECT_LT(se.first_hole, se.size);
+  EXPECT_LT(se.allocated, se.size / 2);
+  EXPECT_GE(de.allocated, de.size);
+  int fd = ::open((dir / "sparse" / "trunk.bin").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  // The first data at or after the tensor's start lies past its end.
+  const off_t data = ::lseek(fd, static_cast<off_t>(q_off), SEEK_DATA);
+  ::close(fd);
+  EXPECT_TRUE(data < 0 || static_cast<uint64_t>(data) >= q_off + q_bytes - q_bytes % kDirectAlign)
+      << "data at " << data << " inside the zero tensor [" << q_off << ", " << q_off + q_bytes << ")";
+  EXPECT_TRUE(check_trunk((dir / "sparse").string(), c, nullptr).problems.empty());
   fs::remove_all(dir);
 }
