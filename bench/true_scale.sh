@@ -15,7 +15,8 @@
 #   WORK_DIR/model  the sparse checkpoint (generated when absent, reused otherwise)
 #   WORK_DIR/trunk  its packed trunk (packed when absent)
 # Environment: K3_BIN_DIR (default ./build/bin), LIMIT_GIB (default 8),
-#   GEN (tokens generated, default 3), THREADS (default 0 = all cores).
+#   GEN (tokens generated, default 3), THREADS (default 0 = all cores),
+#   BUDGET (default "--preset laptop"; e.g. "--trunk-gb 0 --cache-gb 1").
 # Needs a writable memory cgroup (v2 memory.max or v1 memory.limit_in_bytes)
 # for the run; refuses, saying why, where there is none.
 set -euo pipefail
@@ -25,6 +26,7 @@ WORK=${1:-$PWD/k3-true-scale}
 LIMIT_GIB=${LIMIT_GIB:-8}
 GEN=${GEN:-3}
 THREADS=${THREADS:-0}
+BUDGET=${BUDGET:---preset laptop}
 MODEL=$WORK/model
 TRUNK=$WORK/trunk
 mkdir -p "$WORK"
@@ -80,7 +82,7 @@ set -e
 echo "$out" | grep -E "MLA latent cache|forecast peak RSS|refus" || true
 echo "--ctx 100000: exit $rc (124 = accepted and running when stopped; 6 = refused on this machine)"
 
-say "run: --preset laptop, 5-token prompt, $GEN generated, in a ${LIMIT_GIB} GiB memory cgroup"
+say "run: $BUDGET, 5-token prompt, $GEN generated, in a ${LIMIT_GIB} GiB memory cgroup"
 limit=$((LIMIT_GIB << 30))
 cg="" ; kind=""
 v2=$(awk -F: '$1=="0"{print $3}' /proc/self/cgroup)
@@ -116,7 +118,7 @@ stats=$WORK/stats.json
 t0=$(date +%s)
 set +e
 printf '%s\n' 1000 20000 3000 40000 5000 | bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' _ "$cg" \
-  "$BIN/k3-forward" "$MODEL" --trunk "$TRUNK" --preset laptop --gen "$GEN" --ignore-eos --threads "$THREADS" \
+  "$BIN/k3-forward" "$MODEL" --trunk "$TRUNK" $BUDGET --gen "$GEN" --ignore-eos --threads "$THREADS" \
   --stats-json "$stats" > "$WORK/ids.txt" 2> "$WORK/forward.log"
 rc=$?
 set -e
