@@ -263,8 +263,11 @@ TEST(SynthCheckpoint, K3PresetHasRealGeometry) {
     sum += sh.file_size;
     lo = std::min(lo, sh.file_size);
     hi = std::max(hi, sh.file_size);
-    for (size_t i : sh.tensors)
-      if (L.tensors[i].vision) EXPECT_EQ(k, L.shards.size() - 1) << L.tensors[i].t.name;
+    for (size_t i : sh.tensors) {
+      if (L.tensors[i].vision) {
+        EXPECT_EQ(k, L.shards.size() - 1) << L.tensors[i].t.name;
+      }
+    }
   }
   EXPECT_EQ(sum, 1560936091448ull);
   EXPECT_EQ(L.apparent_bytes, 1560936091448ull);
