@@ -95,6 +95,25 @@ bool all_zero(const uint8_t* p, uint64_t n) {
 
 }  // namespace
 
+// Disk space the packed trunk will take. Written densely it is the file
+// size. Written sparse, only blocks holding a non-zero byte are allocated,
+// and every such byte comes from an allocated block of a source shard, so
+// the shards' allocated bytes (plus two blocks per tensor, for its unaligned
+// first and last block) bound it too: a sparse checkpoint packs where its
+// trunk's apparent size would not fit.
+
+uint64_t trunk_space_needed(const TrunkLayout& t, const Checkpoint& checkpoint, const PackOptions& options) {
+  if (!options.sparse) return t.file_size;
+  uint64_t allocated = 0, tensors = 0;
+  for (const ShardInfo& s : checkpoint.shards()) {
+    struct stat st;
+    if (::stat(s.path.c_str(), &st) != 0) return t.file_size;
+    allocated += static_cast<uint64_t>(st.st_blocks) * 512;
+  }
+  for (const TrunkSection& sec : t.sections) tensors += sec.tensors.size();
+  return std::min(t.file_size, allocated + 2 * tensors * 4096);
+}
+
 TrunkLayout plan_trunk(const std::vector<ExpectedTensor>& manifest, const Checkpoint& checkpoint) {
   TrunkLayout t;
   t.source = fingerprint_checkpoint(checkpoint);
@@ -159,8 +178,9 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
       uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
       struct stat st;
       if (::stat(bin.c_str(), &st) == 0) avail += static_cast<uint64_t>(st.st_size);  // replaced at the end
-      if (avail < t.file_size + (64u << 20))
-        throw Error(ExitCode::kResource, trunk_dir + ": the trunk needs " + format_bytes(t.file_size) + " but only " +
+      const uint64_t need = trunk_space_needed(t, checkpoint, options);
+      if (avail < need + (64u << 20))
+        throw Error(ExitCode::kResource, trunk_dir + ": the trunk needs " + format_bytes(need) + " but only " +
                                              format_bytes(avail) + " is free there; free space or pick another TRUNK_DIR");
     }
   }

@@ -28,6 +28,12 @@ struct PackOptions {
   bool sparse = true;
 };
 
+// Bytes of disk the packed trunk will occupy: its size when written densely;
+// when sparse, at most the bytes the source shards have allocated (a zero
+// source block can only become a hole), so a sparse checkpoint is not refused
+// for its trunk's apparent size.
+uint64_t trunk_space_needed(const TrunkLayout& layout, const Checkpoint& checkpoint, const PackOptions& options);
+
 // Writes TRUNK_DIR/trunk.bin and trunk.json. Refuses with kResource when the
 // file system lacks the space. trunk.bin is written under a temporary name
 // and renamed, and trunk.json (which makes the trunk usable) is written

@@ -293,5 +293,12 @@ TEST(TrunkPack, ZeroBlocksBecomeHolesAndBytesMatchDense) {
   EXPECT_TRUE(data < 0 || static_cast<uint64_t>(data) >= q_off + q_bytes - q_bytes % kDirectAlign)
       << "data at " << data << " inside the zero tensor [" << q_off << ", " << q_off + q_bytes << ")";
   EXPECT_TRUE(check_trunk((dir / "sparse").string(), c, nullptr).problems.empty());
+
+  // The free-space check asks for what a sparse pack allocates, not the
+  // apparent size, and never for less than it actually took.
+  const uint64_t need_sparse = trunk_space_needed(ts, c, PackOptions{});
+  EXPECT_EQ(trunk_space_needed(ts, c, dense), ts.file_size);
+  EXPECT_LT(need_sparse, ts.file_size);
+  EXPECT_GE(need_sparse, se.allocated);
   fs::remove_all(dir);
 }
