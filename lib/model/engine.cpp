@@ -1,5 +1,6 @@
 #include "model/engine.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "common/error.h"
@@ -76,7 +77,23 @@ void Engine::forward_batch(SequenceState& state, const int32_t* ids, size_t n, L
     attn_res_mix(blocks, stream.p.data() + first * hidden, m, hidden, head.output_attn_res_proj,
                  head.output_attn_res_norm, c.rms_norm_eps, x.data());
     rms_norm(x.data(), m, hidden, head.norm.data, c.rms_norm_eps, x.data());
-    lin(head.lm_head, x.data(), m, logits, &pool_);
+    const size_t vocab = c.vocab_size;
+    std::vector<float> part;
+    size_t covered = 0;  // blocks must tile [0, vocab) in order: no logit is left unwritten
+    source_.for_each_head_block(head, [&](int64_t first_row, const Bf16Matrix& W) {
+      const size_t r0 = static_cast<size_t>(first_row), rows = static_cast<size_t>(W.rows);
+      if (r0 != covered || rows == 0 || r0 + rows > vocab || W.cols != static_cast<int64_t>(hidden))
+        throw Error(ExitCode::kInternal, "lm_head blocks do not tile the vocabulary");
+      covered = r0 + rows;
+      if (m == 1 || rows == vocab) {  // the block's logits are contiguous in the output
+        lin(W, x.data(), m, logits + r0, &pool_);
+        return;
+      }
+      part.resize(m * rows);
+      lin(W, x.data(), m, part.data(), &pool_);
+      for (size_t t = 0; t < m; ++t) std::copy_n(part.data() + t * rows, rows, logits + t * vocab + r0);
+    });
+    if (covered != vocab) throw Error(ExitCode::kInternal, "lm_head blocks do not cover the vocabulary");
     source_.release_head();
   }
 

@@ -40,8 +40,19 @@ class WeightSource {
                                const std::function<void(size_t k, const ExpertWeights& w)>& on_ready) = 0;
 
   // Final norm, output AttnRes and lm_head, valid until release_head().
+  // A source that streams the head may leave head.lm_head empty: the logits
+  // are computed through for_each_head_block().
   virtual const HeadWeights& acquire_head() = 0;
   virtual void release_head() = 0;
+
+  // The rows of lm_head, between acquire_head() and release_head(): calls
+  // on_block(first_row, rows) for consecutive row blocks covering
+  // [0, vocab_size) in order; `rows` is valid during the call only. A logit
+  // depends on its own lm_head row alone, so blocks never change the output;
+  // they let a streaming source read the 2.35 GB head of K3 through buffers a
+  // fraction of its size. The default passes head.lm_head as one block.
+  using HeadBlock = std::function<void(int64_t first_row, const Bf16Matrix& rows)>;
+  virtual void for_each_head_block(const HeadWeights& head, const HeadBlock& on_block) { on_block(0, head.lm_head); }
 };
 
 }  // namespace k3

@@ -165,6 +165,44 @@ TrunkLayout plan_trunk(const std::vector<ExpectedTensor>& manifest, const Checkp
   return t;
 }
 
+TrunkLayout layout_trunk(const std::vector<ExpectedTensor>& manifest) {
+  TrunkLayout t;
+  uint64_t pos = 0;
+  TrunkSection* cur = nullptr;
+  auto close_section = [&] {
+    if (cur) {
+      pos = align_up(pos);
+      cur->length = pos - cur->offset;
+    }
+  };
+  for (const ExpectedTensor& e : manifest) {
+    if (e.group == TensorGroup::kRoutedExpert) continue;
+    std::string sname = e.group == TensorGroup::kEmbedding ? "embedding"
+                        : e.group == TensorGroup::kHead    ? "head"
+                                                           : "layer." + std::to_string(e.layer);
+    if (!cur || cur->name != sname) {
+      close_section();
+      t.sections.emplace_back();
+      cur = &t.sections.back();
+      cur->name = sname;
+      cur->layer = e.group == TensorGroup::kLayerTrunk ? e.layer : -1;
+      cur->offset = pos;
+    }
+    TrunkTensor x;
+    x.name = e.name;
+    x.dtype = e.dtype;
+    x.shape = e.shape;
+    x.nbytes = dtype_size(e.dtype);
+    for (uint64_t d : e.shape) x.nbytes *= d;
+    x.offset = align_up(pos);
+    pos = x.offset + x.nbytes;
+    cur->tensors.push_back(std::move(x));
+  }
+  close_section();
+  t.file_size = pos;
+  return t;
+}
+
 TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedTensor>& manifest,
                        const std::string& trunk_dir, const PackOptions& options) {
   TrunkLayout t = plan_trunk(manifest, checkpoint);

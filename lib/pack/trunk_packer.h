@@ -20,6 +20,10 @@ class Checkpoint;
 // naming the tensor, the expected and the found). Hashes are not filled in.
 TrunkLayout plan_trunk(const std::vector<ExpectedTensor>& manifest, const Checkpoint& checkpoint);
 
+// The same layout from the manifest's dtypes and shapes alone, for plans made
+// without the weights (no fingerprint, no hashes).
+TrunkLayout layout_trunk(const std::vector<ExpectedTensor>& manifest);
+
 struct PackOptions {
   // (bytes done, bytes total), called often.
   std::function<void(uint64_t, uint64_t)> progress;

@@ -2,8 +2,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <numeric>
 
+#include "checkpoint/dtype.h"
 #include "common/progress_meter.h"
+#include "io/aligned_buffer.h"
+#include "model/tensor_manifest.h"
+#include "pack/trunk_packer.h"
 
 namespace k3 {
 
@@ -20,18 +25,52 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
   }
   // Pin in use order while the budget lasts (every section costs the same
   // I/O per token, so which ones are pinned does not matter, only how many).
-  uint64_t largest_streamed = 0;
+  uint64_t largest_layer = 0, largest_streamed_layer = 0;
+  int head = -1;
   for (int s : order) {
-    const uint64_t len = layout.sections[s].length;
+    const TrunkSection& ts = layout.sections[s];
+    const uint64_t len = ts.length;
+    if (ts.layer >= 0) largest_layer = std::max(largest_layer, len);
+    if (ts.layer < 0) head = s;
     if (!req.packed_trunk || p.pinned_bytes + len <= req.trunk_budget) {
       p.pinned.push_back(s);
       p.pinned_bytes += len;
     } else {
       p.streamed.push_back(s);
-      largest_streamed = std::max(largest_streamed, len);
+      if (ts.layer >= 0) largest_streamed_layer = std::max(largest_streamed_layer, len);
+      else p.head_streamed = true;
     }
   }
-  p.stream_buffer_bytes = p.streamed.empty() ? 0 : 2 * largest_streamed;
+  // A streamed head never needs a buffer of its own size: lm_head is read in
+  // row blocks through the layers' buffers (the logits of a row depend on that
+  // row alone, so blocks change nothing), its small tensors once at start.
+  if (p.head_streamed) {
+    const TrunkSection& hs = layout.sections[head];
+    const TrunkTensor* lm = nullptr;
+    for (const TrunkTensor& t : hs.tensors) {
+      if (t.name == c.lm_head_name)
+        lm = &t;
+      else
+        p.head_small_bytes += align_up(t.nbytes) + kDirectAlign;
+    }
+    const uint64_t vocab = static_cast<uint64_t>(c.vocab_size), row = static_cast<uint64_t>(c.hidden_size) * 2;
+    uint64_t target = req.head_block_bytes;
+    if (target == 0) target = largest_streamed_layer ? largest_streamed_layer : std::min(largest_layer, kHeadBlockCap);
+    // Rows per block: a multiple of the rows that span a whole number of
+    // 4096-byte pages, so every block of an aligned lm_head starts aligned.
+    const uint64_t grain = kDirectAlign / std::gcd(row, kDirectAlign);
+    uint64_t rows = target / row / grain * grain;
+    rows = std::min(std::max(rows, grain), vocab);
+    p.head_block_rows = rows;
+    p.head_blocks = (vocab + rows - 1) / rows;
+    // Covering read of one block (one extra page when lm_head is not aligned).
+    p.head_block_read_bytes = align_up(rows * row) + ((lm && lm->offset % kDirectAlign) ? kDirectAlign : 0);
+  }
+  if (!p.streamed.empty()) {
+    p.stream_buffers = 2;
+    p.stream_buffer_size = std::max(largest_streamed_layer, p.head_block_read_bytes);
+    p.stream_buffer_bytes = p.stream_buffers * p.stream_buffer_size;
+  }
 
   p.slot_bytes = slot_bytes;
   const bool moe = c.num_hidden_layers > c.first_k_dense_replace;
@@ -61,8 +100,26 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
 
   p.io_bytes = 2 * (4u << 20) + req.tensor_count * 160 + (req.io_threads + req.compute_threads) * (8u << 20) / 8 +
                (48u << 20);  // program, libraries, allocator slack
-  p.peak_rss = p.pinned_bytes + p.stream_buffer_bytes + p.cache_bytes + p.kda_state_bytes + p.mla_cache_bytes +
+  p.peak_rss = p.pinned_bytes + p.stream_buffer_bytes + p.head_small_bytes + p.cache_bytes + p.kda_state_bytes + p.mla_cache_bytes +
                p.activation_bytes + p.io_bytes;
+  return p;
+}
+
+MemoryPlan plan_memory_for_config(const ModelConfig& c, const PlanRequest& req, TrunkLayout* layout_out) {
+  const std::vector<ExpectedTensor> manifest = expected_tensors(c);
+  TrunkLayout layout = layout_trunk(manifest);
+  // One expert's tensors (adjacent in the real checkpoint): one read, aligned
+  // at both ends, as ExpertIndex plans it.
+  uint64_t expert = 0;
+  for (const ExpectedTensor& e : manifest)
+    if (e.group == TensorGroup::kRoutedExpert && e.layer == c.first_k_dense_replace && e.expert == 0) {
+      uint64_t n = dtype_size(e.dtype);
+      for (uint64_t d : e.shape) n *= d;
+      expert += n;
+    }
+  const uint64_t slot = expert ? align_up(expert) + kDirectAlign : 0;
+  MemoryPlan p = plan_memory(c, layout, slot, req);
+  if (layout_out) *layout_out = std::move(layout);
   return p;
 }
 
@@ -85,9 +142,21 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
   std::snprintf(buf, sizeof buf, "  pinned trunk      %d of %d layers%s  %s\n", pl, c.num_hidden_layers,
                 pinned_head ? " + head" : "", format_bytes(pinned_bytes).c_str());
   o += buf;
-  std::snprintf(buf, sizeof buf, "  streamed trunk    %d layers%s, 2 buffers  %s\n", sl, streamed_head ? " + head" : "",
-                format_bytes(stream_buffer_bytes).c_str());
+  if (stream_buffers)
+    std::snprintf(buf, sizeof buf, "  streamed trunk    %d layers%s, %d buffers x %s  %s\n", sl,
+                  streamed_head ? " + head" : "", stream_buffers, format_bytes(stream_buffer_size).c_str(),
+                  format_bytes(stream_buffer_bytes).c_str());
+  else
+    std::snprintf(buf, sizeof buf, "  streamed trunk    none  0 B\n");
   o += buf;
+  if (head_streamed) {
+    std::snprintf(buf, sizeof buf,
+                  "  head              lm_head in %llu blocks of %llu rows through the stream buffers; "
+                  "norms kept  %s\n",
+                  (unsigned long long)head_blocks, (unsigned long long)head_block_rows,
+                  format_bytes(head_small_bytes).c_str());
+    o += buf;
+  }
   std::snprintf(buf, sizeof buf, "  embedding         rows read on demand (%s on disk)\n",
                 format_bytes(embedding_bytes).c_str());
   o += buf;

@@ -23,14 +23,34 @@ struct PlanRequest {
   int io_threads = 8;
   int compute_threads = 1;
   size_t tensor_count = 0;     // checkpoint tensors (index memory)
+  // Bytes of lm_head rows per block when the head streams; 0: automatic
+  // (the stream buffer a layer needs, or at most kHeadBlockCap when every
+  // layer is pinned). Any value gives the same logits.
+  uint64_t head_block_bytes = 0;
 };
+
+// Largest head block when no layer streams (so no layer-sized buffer exists).
+inline constexpr uint64_t kHeadBlockCap = 256ull << 20;
 
 struct MemoryPlan {
   // Trunk: sections in use order (layers 0..n-1, then the head).
   std::vector<int> pinned;          // indices into TrunkLayout::sections
   std::vector<int> streamed;
   uint64_t pinned_bytes = 0;
-  uint64_t stream_buffer_bytes = 0;  // two buffers of the largest streamed section
+  // Streamed sections pass through stream_buffers buffers of
+  // stream_buffer_size bytes each: the largest streamed *layer* section or
+  // one head block, whichever is larger.
+  int stream_buffers = 0;
+  uint64_t stream_buffer_size = 0;
+  uint64_t stream_buffer_bytes = 0;  // stream_buffers x stream_buffer_size
+  // The head when it streams: lm_head in blocks of head_block_rows rows (the
+  // logits are computed block by block), its small tensors (final norm,
+  // output AttnRes) read once and kept.
+  bool head_streamed = false;
+  uint64_t head_block_rows = 0;
+  uint64_t head_blocks = 0;
+  uint64_t head_block_read_bytes = 0;  // aligned read of one full block
+  uint64_t head_small_bytes = 0;
   uint64_t embedding_bytes = 0;      // on disk; rows are read on demand, never resident
   // Expert cache.
   uint64_t slot_bytes = 0;
@@ -51,5 +71,10 @@ struct MemoryPlan {
 // `slot_bytes` comes from ExpertIndex::slot_bytes().
 MemoryPlan plan_memory(const ModelConfig& config, const TrunkLayout& layout, uint64_t slot_bytes,
                        const PlanRequest& req);
+
+// The plan for a model known only by its config, before any weights exist
+// here: the trunk laid out as k3-pack would lay it out, each expert slot one
+// aligned read of its tensors. For forecasts at K3's real geometry.
+MemoryPlan plan_memory_for_config(const ModelConfig& config, const PlanRequest& req, TrunkLayout* layout = nullptr);
 
 }  // namespace k3

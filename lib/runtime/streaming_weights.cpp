@@ -38,7 +38,8 @@ struct StreamingWeights::Section {
 
 struct StreamingWeights::StreamBuffer {
   AlignedBuffer buf;
-  int section = -1;
+  int unit = -1;
+  uint64_t skip = 0;  // the unit's bytes start at buf + skip
   bool held = false;
   bool pending = false;  // a read was issued; `done` says whether it finished
   std::mutex mu;
@@ -117,13 +118,53 @@ StreamingWeights::StreamingWeights(const ModelConfig& config, const Checkpoint& 
     else if (s == head_section_)
       sec.hw = bind_head_weights(config_, lookup);
   }
-  use_order_ = plan.streamed;
-  if (!use_order_.empty()) {
-    uint64_t largest = 0;
-    for (int s : use_order_) largest = std::max(largest, sections_[s]->ts->length);
-    for (int i = 0; i < 2; ++i) {
+  // Streamed units in use order: layer sections, then the head's lm_head
+  // row blocks (its small tensors are read here once and kept).
+  section_unit_.assign(sections_.size(), -1);
+  const uint64_t head_row = static_cast<uint64_t>(config_.hidden_size) * 2;
+  for (int s : plan.streamed) {
+    Section& sec = *sections_[s];
+    if (s != head_section_) {
+      section_unit_[s] = static_cast<int>(units_.size());
+      units_.push_back(Unit{s, 0, 0});
+      continue;
+    }
+    const TrunkTensor* lm = nullptr;
+    for (const TrunkTensor& t : sec.ts->tensors)
+      if (t.name == config_.lm_head_name) lm = &t;
+    if (!lm) throw Error(ExitCode::kBadModel, "trunk section head lacks tensor '" + config_.lm_head_name + "' (re-run k3-pack)");
+    if (plan.head_block_rows == 0) throw Error(ExitCode::kInternal, "the memory plan streams the head without blocks");
+    lm_head_offset_ = lm->offset;
+    head_unit0_ = static_cast<int>(units_.size());
+    const int64_t vocab = config_.vocab_size, rows = static_cast<int64_t>(plan.head_block_rows);
+    for (int64_t r = 0; r < vocab; r += rows) units_.push_back(Unit{s, r, std::min(rows, vocab - r)});
+    std::unordered_map<std::string, const void*> small;
+    for (const TrunkTensor& t : sec.ts->tensors) {
+      if (&t == lm) continue;
+      const CoveringRead c = covering_read(t.offset, t.nbytes);
+      head_small_.emplace_back(c.length);
+      io_.read_now({ReadEngine::Read{trunk_file_.get(), c.offset, c.length, c.skip + t.nbytes, head_small_.back().data()}});
+      small[t.name] = head_small_.back().data() + c.skip;
+      stats_.load_bytes += c.length;
+    }
+    head_small_hw_ = bind_head_weights(config_, [&](const std::string& name) -> const void* {
+      if (name == config_.lm_head_name) return nullptr;  // read in blocks by for_each_head_block
+      auto it = small.find(name);
+      if (it == small.end())
+        throw Error(ExitCode::kBadModel, "trunk section head lacks tensor '" + name + "' (re-run k3-pack)");
+      return it->second;
+    });
+  }
+  if (!units_.empty()) {
+    uint64_t size = plan.stream_buffer_size;
+    for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
+      const Unit& un = units_[u];
+      size = std::max(size, un.rows ? covering_read(lm_head_offset_ + un.first_row * head_row, un.rows * head_row).length
+                                    : sections_[un.section]->ts->length);
+    }
+    for (int i = 0; i < std::max(2, plan.stream_buffers); ++i) {
       buffers_.push_back(std::make_unique<StreamBuffer>());
-      buffers_.back()->buf = AlignedBuffer(largest);
+      buffers_.back()->buf = AlignedBuffer(size);
     }
   }
 
@@ -152,7 +193,7 @@ StreamingWeights::StreamingWeights(const ModelConfig& config, const Checkpoint& 
   row_buf_ = AlignedBuffer(align_up(row) + 2 * kDirectAlign);
   stats_.load_seconds = since(t0);
   // Start the first streamed section now so the first token does not wait for all of it.
-  if (!use_order_.empty()) issue_stream_read(*buffers_[0], use_order_[0], false);
+  if (!units_.empty()) issue_stream_read(*buffers_[0], 0, false);
 }
 
 void StreamingWeights::preload_experts() {
@@ -241,22 +282,33 @@ void StreamingWeights::embed(const int32_t* ids, size_t n, float* out) {
   }
 }
 
-void StreamingWeights::issue_stream_read(StreamBuffer& b, int s, bool urgent) {
+void StreamingWeights::issue_stream_read(StreamBuffer& b, int u, bool urgent) {
   wait_buffer(b);  // never overwrite a buffer a read is still filling
-  const TrunkSection& ts = *sections_[s]->ts;
+  const Unit& un = units_[u];
+  const TrunkSection& ts = *sections_[un.section]->ts;
+  uint64_t offset = ts.offset, length = ts.length, need = ts.length, skip = 0;
+  if (un.rows) {
+    const uint64_t bytes = static_cast<uint64_t>(un.rows) * config_.hidden_size * 2;
+    const CoveringRead c = covering_read(lm_head_offset_ + static_cast<uint64_t>(un.first_row) * config_.hidden_size * 2, bytes);
+    offset = c.offset;
+    length = c.length;
+    need = c.skip + bytes;
+    skip = c.skip;
+  }
   {
     std::lock_guard<std::mutex> lk(b.mu);
-    b.section = s;
+    b.unit = u;
+    b.skip = skip;
     b.pending = true;
     b.done = false;
     b.error.clear();
   }
   {
     std::lock_guard<std::mutex> lk(stats_mu_);
-    stats_.trunk_bytes += ts.length;
+    stats_.trunk_bytes += length;
   }
   StreamBuffer* bp = &b;
-  io_.submit({ReadEngine::Read{trunk_file_.get(), ts.offset, ts.length, ts.length, b.buf.data()}},
+  io_.submit({ReadEngine::Read{trunk_file_.get(), offset, length, need, b.buf.data()}},
              [bp](const std::string& err) {
                std::lock_guard<std::mutex> lk(bp->mu);
                bp->error = err;
@@ -275,13 +327,11 @@ void StreamingWeights::wait_buffer(StreamBuffer& b) {
   stats_.io_wait_seconds += since(t0);
 }
 
-void StreamingWeights::prefetch_after(int s) {
-  auto it = std::find(use_order_.begin(), use_order_.end(), s);
-  if (it == use_order_.end() || use_order_.size() < 2) return;
-  ++it;
-  const int next = it == use_order_.end() ? use_order_.front() : *it;
+void StreamingWeights::prefetch_after(int u) {
+  if (units_.size() < 2) return;
+  const int next = (u + 1) % static_cast<int>(units_.size());
   for (auto& b : buffers_)
-    if (b->section == next) return;
+    if (b->unit == next) return;
   for (auto& b : buffers_)
     if (!b->held) {
       issue_stream_read(*b, next, false);
@@ -289,65 +339,78 @@ void StreamingWeights::prefetch_after(int s) {
     }
 }
 
-StreamingWeights::Section& StreamingWeights::acquire_section(int s) {
-  Section& sec = *sections_[s];
-  if (sec.pinned) return sec;
+StreamingWeights::StreamBuffer& StreamingWeights::acquire_unit(int u) {
   StreamBuffer* b = nullptr;
   for (auto& x : buffers_)
-    if (x->section == s) b = x.get();
+    if (x->unit == u) b = x.get();
   if (!b) {
     for (auto& x : buffers_)
       if (!x->held) b = x.get();
-    if (!b) throw Error(ExitCode::kInternal, "no free trunk stream buffer (two sections held at once)");
-    issue_stream_read(*b, s, true);
+    if (!b) throw Error(ExitCode::kInternal, "no free trunk stream buffer (every buffer held at once)");
+    issue_stream_read(*b, u, true);
   }
   wait_buffer(*b);
   {
     std::lock_guard<std::mutex> lk(b->mu);
     if (!b->error.empty()) {
       std::string e = b->error;
-      b->section = -1;
+      b->unit = -1;
       throw Error(ExitCode::kIo, e);
     }
   }
   b->held = true;
-  auto lookup = [&sec, b, this](const std::string& name) { return section_tensor(sec, b->buf.data(), name); };
-  if (sec.ts->layer >= 0)
+  const Unit& un = units_[u];
+  if (un.rows == 0) {
+    const Section& sec = *sections_[un.section];
+    auto lookup = [&sec, b, this](const std::string& name) { return section_tensor(sec, b->buf.data(), name); };
     b->lw = bind_layer_weights(config_, sec.ts->layer, lookup);
-  else
-    b->hw = bind_head_weights(config_, lookup);
-  prefetch_after(s);
-  return sec;
+  }
+  prefetch_after(u);
+  return *b;
 }
 
-void StreamingWeights::release_section(int s) {
+void StreamingWeights::release_unit(int u) {
   for (auto& b : buffers_)
-    if (b->section == s) b->held = false;
+    if (b->unit == u) b->held = false;
 }
 
 const LayerWeights& StreamingWeights::acquire_layer(int layer) {
   const int s = layer_section_.at(layer);
-  Section& sec = acquire_section(s);
-  if (sec.pinned) {
-    prefetch_after(-1);
-    return sec.lw;
-  }
-  for (auto& b : buffers_)
-    if (b->section == s) return b->lw;
-  throw Error(ExitCode::kInternal, "streamed layer vanished");
+  const Section& sec = *sections_[s];
+  if (sec.pinned) return sec.lw;
+  return acquire_unit(section_unit_[s]).lw;
 }
 
-void StreamingWeights::release_layer(int layer) { release_section(layer_section_.at(layer)); }
+void StreamingWeights::release_layer(int layer) {
+  const int s = layer_section_.at(layer);
+  if (!sections_[s]->pinned) release_unit(section_unit_[s]);
+}
 
 const HeadWeights& StreamingWeights::acquire_head() {
-  Section& sec = acquire_section(head_section_);
-  if (sec.pinned) return sec.hw;
-  for (auto& b : buffers_)
-    if (b->section == head_section_) return b->hw;
-  throw Error(ExitCode::kInternal, "streamed head vanished");
+  const Section& sec = *sections_[head_section_];
+  return sec.pinned ? sec.hw : head_small_hw_;
 }
 
-void StreamingWeights::release_head() { release_section(head_section_); }
+void StreamingWeights::release_head() {}
+
+void StreamingWeights::for_each_head_block(const HeadWeights& head, const HeadBlock& on_block) {
+  if (head_unit0_ < 0) {
+    on_block(0, head.lm_head);
+    return;
+  }
+  for (int u = head_unit0_; u < static_cast<int>(units_.size()); ++u) {
+    StreamBuffer& b = acquire_unit(u);
+    const Unit& un = units_[u];
+    const Bf16Matrix rows{reinterpret_cast<const uint16_t*>(b.buf.data() + b.skip), un.rows, config_.hidden_size};
+    try {
+      on_block(un.first_row, rows);
+    } catch (...) {
+      release_unit(u);
+      throw;
+    }
+    release_unit(u);
+  }
+}
 
 int StreamingWeights::take_slot() {
   if (!free_slots_.empty()) {

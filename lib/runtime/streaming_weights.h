@@ -3,8 +3,10 @@
 // Trunk: sections of a packed trunk (k3-pack) that the plan pins are read
 // once at start (and their xxh3 checked); the others stream through two
 // buffers, the next one read in the background while the current layer
-// computes. Without a packed trunk every trunk tensor is read from the
-// shards once and held. Embedding rows are read on demand.
+// computes. A streamed head goes through the same buffers as lm_head row
+// blocks (its small tensors are read once and kept), so no buffer is ever
+// the size of the head. Without a packed trunk every trunk tensor is read
+// from the shards once and held. Embedding rows are read on demand.
 //
 // Routed experts: read straight from the shards with O_DIRECT into an LRU
 // arena of cache slots. After routing, every selected expert that is not
@@ -63,6 +65,7 @@ class StreamingWeights : public WeightSource {
                        const std::function<void(size_t k, const ExpertWeights& w)>& on_ready) override;
   const HeadWeights& acquire_head() override;
   void release_head() override;
+  void for_each_head_block(const HeadWeights& head, const HeadBlock& on_block) override;
 
   StreamStats stats() const;
   bool direct_io() const;  // every file opened with O_DIRECT
@@ -77,11 +80,17 @@ class StreamingWeights : public WeightSource {
     std::string error;
   };
 
-  Section& acquire_section(int s);
-  void release_section(int s);
-  void issue_stream_read(StreamBuffer& b, int s, bool urgent);
+  // What passes through a stream buffer: a layer section, or `rows` rows of
+  // lm_head from `first_row`.
+  struct Unit {
+    int section = -1;
+    int64_t first_row = 0, rows = 0;  // rows > 0: a head block
+  };
+  StreamBuffer& acquire_unit(int u);
+  void release_unit(int u);
+  void issue_stream_read(StreamBuffer& b, int u, bool urgent);
   void wait_buffer(StreamBuffer& b);
-  void prefetch_after(int s);
+  void prefetch_after(int u);
   const void* section_tensor(const Section& sec, const uint8_t* base, const std::string& name) const;
   int take_slot();
   void preload_experts();
@@ -99,7 +108,12 @@ class StreamingWeights : public WeightSource {
   std::vector<std::unique_ptr<Section>> sections_;  // parallel to layout_.sections
   std::vector<int> layer_section_;
   int head_section_ = -1, embed_section_ = -1;
-  std::vector<int> use_order_;                      // streamed sections in use order
+  std::vector<Unit> units_;                         // streamed units in use order
+  std::vector<int> section_unit_;                   // section -> its unit, -1 when pinned or the head
+  int head_unit0_ = -1;                             // first head block, -1 when the head is pinned
+  uint64_t lm_head_offset_ = 0;                     // in trunk.bin
+  std::vector<AlignedBuffer> head_small_;           // norms of a streamed head
+  HeadWeights head_small_hw_;
   std::vector<std::unique_ptr<StreamBuffer>> buffers_;
 
   // Expert cache.

@@ -85,7 +85,7 @@ TEST(MemoryPlan, BudgetsDecidePinningAndSlots) {
   EXPECT_TRUE(p1.streamed.empty());
   EXPECT_EQ(p1.stream_buffer_bytes, 0u);
   EXPECT_EQ(p1.cache_slots, uint64_t(c.num_hidden_layers - c.first_k_dense_replace) * c.num_experts);
-  EXPECT_EQ(p1.peak_rss, p1.pinned_bytes + p1.stream_buffer_bytes + p1.cache_bytes + p1.kda_state_bytes +
+  EXPECT_EQ(p1.peak_rss, p1.pinned_bytes + p1.stream_buffer_bytes + p1.head_small_bytes + p1.cache_bytes + p1.kda_state_bytes +
                              p1.mla_cache_bytes + p1.activation_bytes + p1.io_bytes);
   EXPECT_GT(p1.peak_rss, p0.peak_rss);
   // Half the layers' bytes pins a prefix of them.

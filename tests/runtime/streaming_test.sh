@@ -46,6 +46,12 @@ for r in stream0 stream0t2 half laptop notrunk; do
   cmp -s "$W/resident.ids" "$W/$r.ids" || fail "ids differ: resident vs $r"
 done
 [ "$(wc -l <"$W/resident.ids")" -eq 10 ] || fail "expected 10 generated ids"
+# Every position's logits (teacher forcing) through a head streamed in row blocks.
+"$B/k3-forward" "$TINY" --ids "$W/ids" --teacher-forcing --logits "$W/tf_res.st" >"$W/tf_res.ids" 2>/dev/null || fail "tf resident"
+"$B/k3-forward" "$TINY" --ids "$W/ids" --teacher-forcing --logits "$W/tf_str.st" --trunk "$W/trunk" --trunk-gb 0 \
+  --cache-gb 0 >"$W/tf_str.ids" 2>"$W/tf_str.err" || { cat "$W/tf_str.err"; fail "tf streaming"; }
+cmp -s "$W/tf_res.st" "$W/tf_str.st" || fail "teacher-forcing logits differ: resident vs streamed head blocks"
+grep -qE "head +lm_head in [0-9]+ blocks of [0-9]+ rows" "$W/tf_str.err" || fail "the plan does not show the head blocks"
 grep -q "memory plan" "$W/stream0.err" || fail "no memory plan printed"
 grep -q "forecast peak RSS" "$W/stream0.err" || fail "no forecast in the plan"
 grep -q "pinned trunk      0 of 13 layers" "$W/stream0.err" || fail "trunk-gb 0 should pin nothing"
