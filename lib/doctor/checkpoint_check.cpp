@@ -3,6 +3,8 @@
 #include "checkpoint/checkpoint.h"
 #include "common/error.h"
 #include "doctor/checks.h"
+#include "model/config.h"
+#include "model/tensor_manifest.h"
 
 namespace k3::doctor {
 
@@ -21,6 +23,17 @@ CheckpointFacts gather_checkpoint(const std::string& model_dir) {
     c.tensors = ck.tensor_count();
     c.index_total = ck.index_total_size();
     for (const ShardInfo& s : ck.shards()) c.shard_bytes += s.file_size;
+    try {
+      // The config reader refuses what the engine does not implement, and
+      // every tensor's dtype and shape must be what the config implies.
+      ModelConfig config = load_model_config(model_dir);
+      validate_checkpoint(config, ck);
+      c.config_loaded = true;
+      c.bytes = model_bytes_from_config(config);
+      c.bytes_source = "config.json of " + model_dir;
+    } catch (const Error& e) {
+      c.config_error = e.what();
+    }
   } catch (const Error& e) {
     c.error = e.what();
   }
@@ -53,6 +66,23 @@ void add_checkpoint_checks(Report& r, const CheckpointFacts& c, const std::strin
     k.details.set("given", c.given).set("opened", c.opened).set("error", c.error)
         .set("shards", static_cast<uint64_t>(c.shards)).set("tensors", static_cast<uint64_t>(c.tensors))
         .set("shard_bytes", c.shard_bytes).set("index_total_size", c.index_total);
+  }
+  {
+    Check& k = r.add("checkpoint", "config");
+    if (!c.opened) {
+      k.status = c.given ? Status::kFail : Status::kWarn;
+      k.summary = c.given ? "not read: the checkpoint did not open" : "no --model given";
+      k.advice = "forecasts use the real Kimi-K3 geometry";
+    } else if (!c.config_loaded) {
+      k.status = Status::kFail;
+      k.summary = c.config_error;
+      k.advice = "k3-forward would refuse this model: fix or re-download config.json and the named tensor";
+    } else {
+      k.status = Status::kOk;
+      k.summary = "config.json reads and every tensor has the dtype and shape it implies";
+      k.advice = "forecasts below use this model's sizes";
+    }
+    k.details.set("loaded", c.config_loaded).set("error", c.config_error).set("sizes_from", c.bytes_source);
   }
   {
     Check& k = r.add("checkpoint", "trunk");

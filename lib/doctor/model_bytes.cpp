@@ -1,56 +1,36 @@
 #include "doctor/model_bytes.h"
 
 #include <algorithm>
+#include <vector>
+
+#include "model/tensor_manifest.h"
 
 namespace k3::doctor {
 
-namespace {
-constexpr uint64_t kBF16 = 2, kF32 = 4;
-}  // namespace
-
 ModelBytes model_bytes_from_config(const ModelConfig& c) {
-  // Kept as plain arithmetic over SPEC's tensor list; it must agree with
-  // model/tensor_manifest's expected_tensors, which the tests check where
-  // both exist.
-  const uint64_t hidden = c.hidden_size, vocab = c.vocab_size;
+  // Summed over the engine's own manifest, so these sizes are the tensors
+  // k3-forward and k3-pack read, nothing assumed here.
   ModelBytes b;
-  b.embedding = vocab * hidden * kBF16;
-  b.head = hidden * kF32 + hidden * kBF16 + hidden * kF32 + vocab * hidden * kBF16;
-
-  const uint64_t H = c.kda_num_heads, D = c.kda_head_dim, HD = H * D, K = c.kda_conv_kernel;
-  const uint64_t kda = 3 * HD * hidden * kBF16    // q, k, v
-                       + 3 * HD * K * kBF16       // depthwise convs
-                       + D * hidden * kBF16       // f_a
-                       + HD * D * kBF16           // f_b
-                       + H * hidden * kBF16       // b_proj
-                       + HD * hidden * kBF16      // g_proj
-                       + hidden * HD * kBF16      // o_proj
-                       + D * kF32 + D * kF32 + HD * kF32;  // o_norm, A_log (padded to D), dt_bias
-
-  const uint64_t heads = c.mla_num_heads, qh = c.qk_nope_head_dim + c.qk_rope_head_dim;
-  const uint64_t mla = uint64_t(c.q_lora_rank) * hidden * kBF16 + uint64_t(c.q_lora_rank) * kF32 +
-                       heads * qh * c.q_lora_rank * kBF16 +
-                       uint64_t(c.kv_lora_rank + c.qk_rope_head_dim) * hidden * kBF16 +
-                       uint64_t(c.kv_lora_rank) * kF32 +
-                       heads * (c.qk_nope_head_dim + c.v_head_dim) * c.kv_lora_rank * kBF16 +
-                       heads * c.v_head_dim * hidden * kBF16 * 2;  // g_proj, o_proj
-
-  const uint64_t common = 2 * hidden * kF32 + 2 * hidden * kBF16 + 2 * hidden * kF32;
-  const uint64_t dense = 3 * uint64_t(c.intermediate_size) * hidden * kBF16;
-  const uint64_t E = c.num_experts, latent = c.routed_expert_hidden_size, inter = c.moe_intermediate_size;
-  const uint64_t moe = E * hidden * kBF16 + E * kF32                     // router
-                       + 2 * latent * hidden * kBF16 + latent * kF32     // LatentMoE projections + norm
-                       + 3 * inter * c.num_shared_experts * hidden * kBF16;  // shared experts
-  b.one_expert = c.experts_mxfp4 ? 3 * (inter * latent / 2 + inter * latent / 32)
-                                 : 3 * inter * latent * kBF16;
-
+  std::vector<uint64_t> layer(static_cast<size_t>(std::max(c.num_hidden_layers, 0)), 0);
+  int first_moe = -1;
+  for (const ExpectedTensor& t : expected_tensors(c)) {
+    uint64_t n = dtype_size(t.dtype);
+    for (uint64_t d : t.shape) n *= d;
+    switch (t.group) {
+      case TensorGroup::kEmbedding: b.embedding += n; break;
+      case TensorGroup::kHead: b.head += n; break;
+      case TensorGroup::kLayerTrunk: layer[t.layer] += n; break;
+      case TensorGroup::kRoutedExpert:
+        if (first_moe < 0) first_moe = t.layer;
+        if (t.layer == first_moe && t.expert == 0) b.one_expert += n;
+        break;
+    }
+  }
   for (int i = 0; i < c.num_hidden_layers; ++i) {
-    const bool kda_layer = i < static_cast<int>(c.layer_attention.size()) && c.is_kda_layer(i);
-    uint64_t layer = common + (kda_layer ? kda : mla) + (c.is_moe_layer(i) ? moe : dense);
-    b.layers_trunk += layer;
+    b.layers_trunk += layer[i];
     if (c.is_moe_layer(i)) {
       ++b.moe_layers;
-      b.largest_moe_layer_trunk = std::max(b.largest_moe_layer_trunk, layer);
+      b.largest_moe_layer_trunk = std::max(b.largest_moe_layer_trunk, layer[i]);
     }
   }
   b.num_experts = c.num_experts;

@@ -33,7 +33,7 @@ struct ModelBytes {
   }
 };
 
-// Sizes of every tensor SPEC section 1 lists, from the config's dimensions.
+// Sizes of every tensor model/tensor_manifest's expected_tensors lists.
 ModelBytes model_bytes_from_config(const ModelConfig& config);
 
 // The real Kimi-K3 text config (SPEC section 1), for forecasts made before

@@ -33,7 +33,7 @@ std::optional<PresetForecast> recommend_preset(uint64_t usable_bytes, const Mode
   for (const Preset& p : presets()) {
     PresetForecast f = forecast_preset(p, m, hit_rate);
     if (static_cast<double>(f.memory()) > budget) continue;
-    if (!best || f.memory() > best->memory()) best = f;
+    if (!best || f.memory() >= best->memory()) best = f;  // ties: the later, larger preset
   }
   return best;
 }

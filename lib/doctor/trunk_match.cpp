@@ -2,18 +2,34 @@
 
 #include <sys/stat.h>
 
+#include "checkpoint/checkpoint.h"
+#include "common/error.h"
 #include "common/file.h"
+#include "pack/trunk_layout.h"
 
 namespace k3::doctor {
 
 TrunkMatch trunk_matches_checkpoint(const std::string& trunk_dir, const std::string& model_dir,
                                     std::string* reason) {
   if (model_dir.empty()) {
-    *reason = "no --model given to compare with";
+    *reason = "no --model given to compare it with";
     return TrunkMatch::kUnknown;
   }
-  *reason = "trunk.json's source fingerprint is not compared yet";
-  return TrunkMatch::kUnknown;
+  try {
+    const std::string json_path = path_join(trunk_dir, "trunk.json");
+    TrunkLayout layout = parse_trunk_layout(read_text_file(json_path), json_path);
+    SourceFingerprint model = fingerprint_checkpoint(Checkpoint::open(model_dir));
+    std::string diff = fingerprint_mismatch(layout.source, model);
+    if (!diff.empty()) {
+      *reason = diff;
+      return TrunkMatch::kDiffers;
+    }
+    *reason = "its source fingerprint matches the checkpoint";
+    return TrunkMatch::kMatches;
+  } catch (const Error& e) {
+    *reason = std::string("could not compare: ") + e.what();
+    return TrunkMatch::kUnknown;
+  }
 }
 
 TrunkInfo inspect_trunk(const std::string& trunk_dir, const std::string& model_dir) {

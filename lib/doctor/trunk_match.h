@@ -19,9 +19,9 @@ struct TrunkInfo {
 
 TrunkInfo inspect_trunk(const std::string& trunk_dir, const std::string& model_dir);
 
-// Compares trunk.json's record of the checkpoint it was packed from with
-// `model_dir`. k3-pack's trunk.json will record a source fingerprint; until
-// its format is fixed this answers kUnknown with the reason.
+// Compares the source fingerprint k3-pack recorded in trunk.json (config
+// hash, every shard's name and size) with the checkpoint in `model_dir`.
+// kUnknown (with the reason) when either cannot be read.
 TrunkMatch trunk_matches_checkpoint(const std::string& trunk_dir, const std::string& model_dir,
                                     std::string* reason);
 

@@ -14,33 +14,7 @@ using namespace k3::doctor;
 namespace {
 const std::string kTiny = std::string(K3_TEST_DATA) + "/k3-tiny";
 
-// tests/data/k3-tiny/config.json's text config.
-ModelConfig tiny_config() {
-  ModelConfig c;
-  c.vocab_size = 8448;
-  c.hidden_size = 64;
-  c.intermediate_size = 160;
-  c.num_hidden_layers = 13;
-  c.first_k_dense_replace = 1;
-  for (int n = 1; n <= 13; ++n)
-    c.layer_attention.push_back(n % 4 == 0 || n == 13 ? LayerAttention::kMLA : LayerAttention::kKDA);
-  c.kda_num_heads = 6;
-  c.kda_head_dim = 16;
-  c.kda_conv_kernel = 4;
-  c.mla_num_heads = 6;
-  c.q_lora_rank = 48;
-  c.kv_lora_rank = 32;
-  c.qk_nope_head_dim = 16;
-  c.qk_rope_head_dim = 8;
-  c.v_head_dim = 16;
-  c.num_experts = 16;
-  c.num_experts_per_token = 4;
-  c.num_shared_experts = 2;
-  c.moe_intermediate_size = 64;
-  c.routed_expert_hidden_size = 32;
-  c.experts_mxfp4 = true;
-  return c;
-}
+ModelConfig tiny_config() { return load_model_config(kTiny); }
 }  // namespace
 
 TEST(ModelBytes, MatchesTheTensorsStoredInTheTinyCheckpoint) {
@@ -103,7 +77,7 @@ TEST(PresetForecast, RecommendsTheLargestPresetThatFits) {
     std::vector<PresetForecast> all;
     for (const Preset& p : presets()) all.push_back(forecast_preset(p, b, std::nullopt));
     for (const PresetForecast& f : all)
-      if (double(f.memory()) <= 0.9 * double(usable) && (!best || f.memory() > best->memory())) best = &f;
+      if (double(f.memory()) <= 0.9 * double(usable) && (!best || f.memory() >= best->memory())) best = &f;
     if (!best) {
       EXPECT_FALSE(rec) << usable;
       continue;
