@@ -5,15 +5,18 @@
 #include "doctor/checks.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
+#include "pack/trunk_layout.h"
 
 namespace k3::doctor {
 
 CheckpointFacts gather_checkpoint(const std::string& model_dir) {
   CheckpointFacts c;
-  c.bytes = model_bytes_from_config(k3_reference_config());
-  c.bytes_source = "the real Kimi-K3 geometry (SPEC section 1)";
   c.given = !model_dir.empty();
-  if (!c.given) return c;
+  if (!c.given) {
+    c.bytes = model_bytes_from_config(k3_reference_config());
+    c.bytes_source = "the real Kimi-K3 geometry (SPEC section 1)";
+    return c;
+  }
   try {
     // Opening parses the index and every shard header, and checks that each
     // tensor lies inside its file: the quick form of a verify.
@@ -23,6 +26,11 @@ CheckpointFacts gather_checkpoint(const std::string& model_dir) {
     c.tensors = ck.tensor_count();
     c.index_total = ck.index_total_size();
     for (const ShardInfo& s : ck.shards()) c.shard_bytes += s.file_size;
+    try {
+      c.fingerprint = fingerprint_checkpoint(ck);
+    } catch (const Error& e) {
+      c.fingerprint_error = e.what();
+    }
     try {
       // The config reader refuses what the engine does not implement, and
       // every tensor's dtype and shape must be what the config implies.
@@ -36,6 +44,11 @@ CheckpointFacts gather_checkpoint(const std::string& model_dir) {
     }
   } catch (const Error& e) {
     c.error = e.what();
+  }
+  if (!c.config_loaded) {
+    // The model's own sizes are unknown: forecast for the model k3 exists for, and say so.
+    c.bytes = model_bytes_from_config(k3_reference_config());
+    c.bytes_source = "the real Kimi-K3 geometry (SPEC section 1; " + model_dir + " could not be read)";
   }
   return c;
 }
@@ -100,18 +113,33 @@ void add_checkpoint_checks(Report& r, const CheckpointFacts& c, const std::strin
       k.advice = "k3-pack was interrupted or the files were moved: pack it again";
     } else if (trunk->match == TrunkMatch::kDiffers) {
       k.status = Status::kFail;
-      k.summary = "trunk in " + trunk_dir + " was packed from another checkpoint: " + trunk->match_reason;
-      k.advice = "pack the trunk again from this checkpoint";
+      k.summary = "the trunk in " + trunk_dir + " was packed from another checkpoint: " + trunk->match_reason;
+      k.advice = "k3-forward would refuse it: pack the trunk again from this checkpoint (k3-pack MODEL_DIR TRUNK_DIR)";
+    } else if (trunk->match == TrunkMatch::kDamaged) {
+      k.status = Status::kFail;
+      k.summary = "the trunk in " + trunk_dir + " is damaged: " + trunk->match_reason;
+      k.advice = "k3-forward would refuse it: pack the trunk again (k3-pack MODEL_DIR TRUNK_DIR)";
+    } else if (trunk->match == TrunkMatch::kUnknown) {
+      k.status = Status::kWarn;
+      k.summary = "trunk.bin (" + human_bytes(double(trunk->bin_bytes)) + ") and trunk.json present in " + trunk_dir +
+                  "; not compared: " + trunk->match_reason;
+      k.advice = "pass the checkpoint with --model to tell whether the trunk was packed from it";
     } else {
       k.status = Status::kOk;
-      k.summary = "trunk.bin (" + human_bytes(double(trunk->bin_bytes)) + ") and trunk.json present in " + trunk_dir +
-                  (trunk->match == TrunkMatch::kMatches ? "; packed from this checkpoint" : "; " + trunk->match_reason);
-      k.advice = trunk->match == TrunkMatch::kMatches ? "ready to use with --trunk"
-                                                      : "k3-doctor cannot yet tell whether it was packed from this checkpoint; re-pack if in doubt";
+      k.summary = "trunk.bin (" + human_bytes(double(trunk->bin_bytes)) + ") and trunk.json in " + trunk_dir +
+                  " were packed from this checkpoint";
+      k.advice = "ready to use with --trunk";
     }
+    const char* match = !trunk ? "none"
+                        : trunk->match == TrunkMatch::kMatches ? "matches"
+                        : trunk->match == TrunkMatch::kDiffers ? "differs"
+                        : trunk->match == TrunkMatch::kDamaged ? "damaged"
+                                                                : "unknown";
     k.details.set("dir", trunk_dir).set("trunk_bin", trunk && trunk->has_bin).set("trunk_json", trunk && trunk->has_json)
         .set("trunk_bin_bytes", trunk ? trunk->bin_bytes : uint64_t{0})
+        .set("trunk_bin_recorded_bytes", trunk ? trunk->recorded_bin_bytes : uint64_t{0})
         .set("matches", !trunk || trunk->match == TrunkMatch::kUnknown ? JsonValue() : JsonValue(trunk->match == TrunkMatch::kMatches))
+        .set("match", trunk && (trunk->has_bin && trunk->has_json) ? match : "none")
         .set("match_note", trunk ? trunk->match_reason : std::string());
   }
 }

@@ -73,6 +73,8 @@ struct CheckpointFacts {
   uint64_t shard_bytes = 0, index_total = 0;
   bool config_loaded = false;
   std::string config_error;
+  std::optional<SourceFingerprint> fingerprint;  // what a trunk packed from it records
+  std::string fingerprint_error;
   ModelBytes bytes;          // from the config, or the real K3's
   std::string bytes_source;  // where `bytes` came from
 };
@@ -85,6 +87,7 @@ struct Bandwidth {
   double bytes_per_s = 0;
   bool measured = false;
   std::string how;  // "measured on FILE: 17.5 MB O_DIRECT reads, queue depth 16"
+  std::string advice_if_assumed;  // what to do to get it measured
 };
 void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c,
                   const std::optional<PresetForecast>& recommended, const Bandwidth& bw,

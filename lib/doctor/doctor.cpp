@@ -37,7 +37,12 @@ Report run_doctor(const DoctorOptions& o) {
   const MemoryFacts mem = gather_memory(root);
   const CheckpointFacts ck = gather_checkpoint(o.model_dir);
   std::optional<TrunkInfo> trunk;
-  if (!o.trunk_dir.empty()) trunk = inspect_trunk(o.trunk_dir, o.model_dir);
+  if (!o.trunk_dir.empty()) {
+    const std::string why = o.model_dir.empty() ? "no --model given to compare it with"
+                            : !ck.opened        ? "the checkpoint in " + o.model_dir + " did not open"
+                                                : "cannot fingerprint the checkpoint: " + ck.fingerprint_error;
+    trunk = inspect_trunk(o.trunk_dir, ck.fingerprint ? &*ck.fingerprint : nullptr, why);
+  }
   const ModelBytes& mb = ck.bytes;
 
   std::vector<StorageFacts> storage;
@@ -126,6 +131,9 @@ Report run_doctor(const DoctorOptions& o) {
   if (!bw.measured) {
     bw.bytes_per_s = kAssumedBandwidth;
     bw.how = "(ASSUMED: a typical NVMe SSD; nothing was measured)";
+    bw.advice_if_assumed = !o.probe ? "bandwidth was not measured (--no-probe): run without it for a measured forecast"
+                                    : "bandwidth was not measured (no large file to read): re-run once the checkpoint "
+                                      "or trunk is on this disk, or pass --probe-file";
   }
 
   std::optional<PresetForecast> rec;

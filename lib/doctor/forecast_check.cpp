@@ -86,7 +86,7 @@ void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c,
     k.summary = fmt("%.2f s per token", spt) + " with --preset " + pname + " (" + gb(bytes) + " read per token at " +
                 gb(bw.bytes_per_s) + "/s, " + (bw.measured ? "measured" : "ASSUMED") + ")";
     k.advice = bw.measured ? "a lower bound set by the disk; compute adds to it on slow CPUs"
-                           : "bandwidth was not measured (no large file to read): re-run once the checkpoint or trunk is on this disk";
+                           : bw.advice_if_assumed;
     k.details.set("preset", pname).set("trunk_read_bytes", f.trunk_read).set("experts_touched_bytes", mb.experts_per_token_bytes())
         .set("hit_rate", f.hit_rate).set("hit_rate_assumed", f.hit_rate_assumed).set("expert_read_bytes", f.expert_read)
         .set("bytes_per_token", f.bytes_per_token()).set("bandwidth_bytes_per_s", bw.bytes_per_s)

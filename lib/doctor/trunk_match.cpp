@@ -2,46 +2,57 @@
 
 #include <sys/stat.h>
 
-#include "checkpoint/checkpoint.h"
 #include "common/error.h"
 #include "common/file.h"
-#include "pack/trunk_layout.h"
 
 namespace k3::doctor {
 
-TrunkMatch trunk_matches_checkpoint(const std::string& trunk_dir, const std::string& model_dir,
-                                    std::string* reason) {
-  if (model_dir.empty()) {
-    *reason = "no --model given to compare it with";
-    return TrunkMatch::kUnknown;
-  }
-  try {
-    const std::string json_path = path_join(trunk_dir, "trunk.json");
-    TrunkLayout layout = parse_trunk_layout(read_text_file(json_path), json_path);
-    SourceFingerprint model = fingerprint_checkpoint(Checkpoint::open(model_dir));
-    std::string diff = fingerprint_mismatch(layout.source, model);
-    if (!diff.empty()) {
-      *reason = diff;
-      return TrunkMatch::kDiffers;
-    }
-    *reason = "its source fingerprint matches the checkpoint";
-    return TrunkMatch::kMatches;
-  } catch (const Error& e) {
-    *reason = std::string("could not compare: ") + e.what();
-    return TrunkMatch::kUnknown;
-  }
-}
-
-TrunkInfo inspect_trunk(const std::string& trunk_dir, const std::string& model_dir) {
+TrunkInfo inspect_trunk(const std::string& trunk_dir, const SourceFingerprint* model,
+                        const std::string& no_model_reason) {
   TrunkInfo t;
   struct stat st;
   const std::string bin = path_join(trunk_dir, "trunk.bin");
+  const std::string json = path_join(trunk_dir, "trunk.json");
   if (::stat(bin.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
     t.has_bin = true;
     t.bin_bytes = static_cast<uint64_t>(st.st_size);
   }
-  t.has_json = file_exists(path_join(trunk_dir, "trunk.json"));
-  if (t.has_bin && t.has_json) t.match = trunk_matches_checkpoint(trunk_dir, model_dir, &t.match_reason);
+  t.has_json = file_exists(json);
+  if (!t.has_bin || !t.has_json) return t;
+
+  TrunkLayout layout;
+  try {
+    layout = parse_trunk_layout(read_text_file(json), json);
+  } catch (const Error& e) {
+    t.match = TrunkMatch::kDamaged;
+    t.match_reason = e.what();
+    return t;
+  }
+  t.recorded_bin_bytes = layout.file_size;
+  // A trunk from another model is the more useful thing to say, so the
+  // fingerprint is compared before the size.
+  if (model) {
+    const std::string diff = fingerprint_mismatch(layout.source, *model);
+    if (!diff.empty()) {
+      t.match = TrunkMatch::kDiffers;
+      t.match_reason = diff;
+      return t;
+    }
+  }
+  if (t.bin_bytes != layout.file_size) {
+    t.match = TrunkMatch::kDamaged;
+    t.match_reason = "trunk.bin is " + std::to_string(t.bin_bytes) + " bytes but trunk.json says " +
+                     std::to_string(layout.file_size) + " (truncated or replaced)";
+    return t;
+  }
+  if (!model) {
+    t.match = TrunkMatch::kUnknown;
+    t.match_reason = no_model_reason;
+    return t;
+  }
+  t.match = TrunkMatch::kMatches;
+  t.match_reason = "its source fingerprint (config.json hash, " + std::to_string(model->shards.size()) +
+                   " shard names and sizes) matches the checkpoint and trunk.bin has the recorded size";
   return t;
 }
 

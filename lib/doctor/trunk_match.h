@@ -5,24 +5,33 @@
 #include <cstdint>
 #include <string>
 
+#include "pack/trunk_layout.h"
+
 namespace k3::doctor {
 
-enum class TrunkMatch { kUnknown, kMatches, kDiffers };
+enum class TrunkMatch {
+  kUnknown,  // no checkpoint to compare with (why in `match_reason`)
+  kMatches,  // k3-forward --trunk would accept it
+  kDiffers,  // packed from another checkpoint (config.json or a shard differs)
+  kDamaged,  // trunk.json unreadable or trunk.bin not the size it records
+};
 
 struct TrunkInfo {
   bool has_bin = false;
   bool has_json = false;
   uint64_t bin_bytes = 0;
+  uint64_t recorded_bin_bytes = 0;  // trunk.json's file_size (0 when unread)
   TrunkMatch match = TrunkMatch::kUnknown;
-  std::string match_reason;  // why it differs, or why it could not be told
+  std::string match_reason;  // what matched, what differs, or why it could not be told
 };
 
-TrunkInfo inspect_trunk(const std::string& trunk_dir, const std::string& model_dir);
-
-// Compares the source fingerprint k3-pack recorded in trunk.json (config
-// hash, every shard's name and size) with the checkpoint in `model_dir`.
-// kUnknown (with the reason) when either cannot be read.
-TrunkMatch trunk_matches_checkpoint(const std::string& trunk_dir, const std::string& model_dir,
-                                    std::string* reason);
+// The checks k3-forward --trunk makes before it reads a byte (the same as
+// pack/trunk_packer's open_trunk_layout), told apart so the report can say
+// which one failed: trunk.json parses, its recorded source fingerprint
+// (config.json hash, every shard's name and size) equals `model`'s, and
+// trunk.bin has the recorded size. `model` is nullptr when there is no
+// checkpoint to compare with; `no_model_reason` then says why.
+TrunkInfo inspect_trunk(const std::string& trunk_dir, const SourceFingerprint* model,
+                        const std::string& no_model_reason);
 
 }  // namespace k3::doctor
