@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "common/file.h"
 
 namespace k3 {
 
@@ -15,8 +16,9 @@ namespace {
 constexpr size_t kBufferBytes = 1 << 20;
 }
 
-AtomicFileWriter::AtomicFileWriter(const std::string& path)
-    : path_(path), tmp_(path + ".tmp." + std::to_string(::getpid())), buf_(kBufferBytes) {
+AtomicFileWriter::AtomicFileWriter(const std::string& path, const std::string& temp_path)
+    : path_(path), tmp_(temp_path.empty() ? path + ".tmp." + std::to_string(::getpid()) : temp_path),
+      buf_(kBufferBytes) {
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0)
     throw Error(ExitCode::kIo, path_ + ": cannot create " + tmp_ + ": " + std::strerror(errno));
@@ -34,16 +36,22 @@ void AtomicFileWriter::fail(const std::string& what, int err) {
   throw Error(ExitCode::kIo, path_ + ": " + what + ": " + std::strerror(err));
 }
 
-void AtomicFileWriter::flush() {
-  size_t done = 0;
-  while (done < used_) {
-    ssize_t w = ::write(fd_, buf_.data() + done, used_ - done);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      fail("write failed", errno);
-    }
-    done += static_cast<size_t>(w);
+// Every write goes through here so that a failed one (a full disk) removes
+// the temporary before the error propagates.
+void AtomicFileWriter::put(const void* data, size_t n, uint64_t offset) {
+  try {
+    pwrite_exact(fd_, data, n, offset, path_);
+  } catch (const Error&) {
+    ::close(fd_);
+    fd_ = -1;
+    ::unlink(tmp_.c_str());
+    throw;
   }
+}
+
+void AtomicFileWriter::flush() {
+  put(buf_.data(), used_, written_);
+  written_ += used_;
   used_ = 0;
 }
 
@@ -58,6 +66,19 @@ void AtomicFileWriter::write(const void* data, size_t n) {
     n -= take;
     if (used_ == buf_.size()) flush();
   }
+}
+
+void AtomicFileWriter::resize(uint64_t size) {
+  if (fd_ < 0 || committed_) throw Error(ExitCode::kInternal, path_ + ": resize after commit or failure");
+  flush();
+  if (::ftruncate(fd_, static_cast<off_t>(size)) != 0)
+    fail("cannot set the size to " + std::to_string(size) + " bytes", errno);
+}
+
+void AtomicFileWriter::write_at(uint64_t offset, const void* data, size_t n) {
+  if (fd_ < 0 || committed_) throw Error(ExitCode::kInternal, path_ + ": write after commit or failure");
+  flush();
+  put(data, n, offset);
 }
 
 void AtomicFileWriter::commit() {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/atomic_file_writer.h"
 #include "common/error.h"
 
 namespace k3 {
@@ -97,33 +98,24 @@ std::string path_join(const std::string& dir, const std::string& name) {
   return dir + "/" + name;
 }
 
-void write_file_atomic(const std::string& path, const void* data, size_t n) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(ExitCode::kIo, tmp + ": cannot create: " + std::strerror(errno));
+void pwrite_exact(int fd, const void* data, size_t n, uint64_t offset, const std::string& path) {
   const char* p = static_cast<const char*>(data);
-  size_t done = 0;
-  while (done < n) {
-    ssize_t w = ::write(fd, p + done, n - done);
+  while (n > 0) {
+    ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(offset));
     if (w < 0) {
       if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw Error(ExitCode::kIo, path + ": write failed: " + std::strerror(e));
+      throw Error(ExitCode::kIo, path + ": write failed: " + std::strerror(errno));
     }
-    done += static_cast<size_t>(w);
+    p += w;
+    n -= static_cast<size_t>(w);
+    offset += static_cast<uint64_t>(w);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int e = errno;
-    ::unlink(tmp.c_str());
-    throw Error(ExitCode::kIo, path + ": write failed: " + std::strerror(e));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int e = errno;
-    ::unlink(tmp.c_str());
-    throw Error(ExitCode::kIo, path + ": rename failed: " + std::strerror(e));
-  }
+}
+
+void write_file_atomic(const std::string& path, const void* data, size_t n) {
+  AtomicFileWriter out(path);
+  out.write(data, n);
+  out.commit();
 }
 
 }  // namespace k3

@@ -35,6 +35,11 @@ class File {
   std::string path_;
 };
 
+// Writes exactly n bytes at offset, retrying short and interrupted writes,
+// or throws k3::Error(kIo) naming `path` and the errno text (ENOSPC reads
+// "No space left on device").
+void pwrite_exact(int fd, const void* data, size_t n, uint64_t offset, const std::string& path);
+
 // Whole-file helpers for small files (configs, JSON).
 std::string read_text_file(const std::string& path);
 bool file_exists(const std::string& path);

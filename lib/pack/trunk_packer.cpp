@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "checkpoint/checkpoint.h"
+#include "common/atomic_file_writer.h"
 #include "common/error.h"
 #include "common/file.h"
 #include "common/progress_meter.h"
@@ -69,19 +70,6 @@ void stream_section(const TrunkSection& s, const Checkpoint& c, ShardFiles& file
     }
   }
   pad_to(s.offset + s.length);
-}
-
-void pwrite_all(int fd, const uint8_t* p, uint64_t n, uint64_t off, const std::string& path) {
-  while (n) {
-    ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(off));
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      throw Error(ExitCode::kIo, path + ": write failed: " + std::strerror(errno));
-    }
-    p += w;
-    n -= static_cast<uint64_t>(w);
-    off += static_cast<uint64_t>(w);
-  }
 }
 
 // A block is zero when its first 16 bytes are and it equals itself shifted
@@ -224,11 +212,9 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
   }
   // A trunk.json beside a half-written trunk.bin would look valid: remove it first.
   ::unlink(json.c_str());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(ExitCode::kIo, tmp + ": cannot create: " + std::strerror(errno));
-  try {
-    if (::ftruncate(fd, static_cast<off_t>(t.file_size)) != 0)
-      throw Error(ExitCode::kIo, tmp + ": cannot size to " + std::to_string(t.file_size) + ": " + std::strerror(errno));
+  {
+    AtomicFileWriter out(bin, tmp);
+    out.resize(t.file_size);
     ShardFiles files(checkpoint);
     std::vector<uint8_t> buf(kChunk);
     uint64_t done = 0;
@@ -253,7 +239,7 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
             if (options.sparse && all_zero(p + e, m2)) break;
             e += m2;
           }
-          pwrite_all(fd, p + b, e - b, abs + b, tmp);
+          out.write_at(abs + b, p + b, e - b);
           b = e;
         }
         done += n;
@@ -262,15 +248,8 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
       s.xxh3 = XXH3_64bits_digest(st);
       XXH3_freeState(st);
     }
-    if (::fsync(fd) != 0) throw Error(ExitCode::kIo, tmp + ": fsync failed: " + std::strerror(errno));
-  } catch (...) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
+    out.commit();
   }
-  ::close(fd);
-  if (::rename(tmp.c_str(), bin.c_str()) != 0)
-    throw Error(ExitCode::kIo, bin + ": rename failed: " + std::strerror(errno));
   std::string text = trunk_layout_to_json(t);
   write_file_atomic(json, text.data(), text.size());
   return t;

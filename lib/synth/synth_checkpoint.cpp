@@ -12,6 +12,7 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "common/atomic_file_writer.h"
 #include "common/error.h"
 #include "common/file.h"
 
@@ -259,20 +260,6 @@ void fill_chunk(const SynthTensor& s, uint64_t tensor_seed, uint64_t chunk, uint
   }
 }
 
-void pwrite_all(int fd, const void* p, size_t n, uint64_t off, const std::string& path) {
-  const char* c = static_cast<const char*>(p);
-  while (n) {
-    ssize_t w = ::pwrite(fd, c, n, static_cast<off_t>(off));
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      throw Error(ExitCode::kIo, path + ": write failed: " + std::strerror(errno));
-    }
-    c += w;
-    n -= static_cast<size_t>(w);
-    off += static_cast<uint64_t>(w);
-  }
-}
-
 std::string shard_name(int i, int n) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "model-%05d-of-%05d.safetensors", i, n);
@@ -485,14 +472,11 @@ SynthResult write_synthetic_checkpoint(const std::string& dir, const SynthGeomet
   for (const SynthShard& sh : L.shards) {
     const std::string path = path_join(dir, sh.name);
     const std::string tmp = path + ".part";
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) throw Error(ExitCode::kIo, tmp + ": cannot create: " + std::strerror(errno));
-    try {
-      pwrite_all(fd, sh.header.data(), sh.header.size(), 0, tmp);
+    {
+      AtomicFileWriter out(path, tmp);
+      out.write_at(0, sh.header.data(), sh.header.size());
       // Extending first leaves every unwritten range a hole.
-      if (::ftruncate(fd, static_cast<off_t>(sh.file_size)) != 0)
-        throw Error(ExitCode::kIo, tmp + ": cannot extend to " + std::to_string(sh.file_size) + " bytes: " +
-                                       std::strerror(errno));
+      out.resize(sh.file_size);
       uint64_t pos = sh.header.size();
       for (size_t i : sh.tensors) {
         const SynthTensor* s = &L.tensors[i];
@@ -502,7 +486,7 @@ SynthResult write_synthetic_checkpoint(const std::string& dir, const SynthGeomet
           for (uint64_t c = 0; c * kChunk < nb; ++c) {
             const uint64_t n = std::min<uint64_t>(kChunk, nb - c * kChunk);
             fill_chunk(*s, tseed, c, buf.data(), n);
-            pwrite_all(fd, buf.data(), n, pos + c * kChunk, tmp);
+            out.write_at(pos + c * kChunk, buf.data(), n);
             res.written_bytes += n;
             if (opt.progress) opt.progress(res.written_bytes, to_write);
           }
@@ -511,15 +495,8 @@ SynthResult write_synthetic_checkpoint(const std::string& dir, const SynthGeomet
         if (!weight_map.empty()) weight_map += ",\n";
         weight_map += "    \"" + json_escape(s->t.name) + "\": \"" + sh.name + "\"";
       }
-      if (::fsync(fd) != 0) throw Error(ExitCode::kIo, tmp + ": fsync failed: " + std::strerror(errno));
-    } catch (...) {
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw;
+      out.commit();
     }
-    ::close(fd);
-    if (::rename(tmp.c_str(), path.c_str()) != 0)
-      throw Error(ExitCode::kIo, path + ": rename failed: " + std::strerror(errno));
     res.tensor_count += sh.tensors.size();
   }
   res.apparent_bytes = L.apparent_bytes;

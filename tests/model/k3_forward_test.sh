@@ -8,25 +8,9 @@ TINY=${K3_TEST_DATA:?}/k3-tiny
 FWD="$BIN/k3-forward"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-fails=0
-passes=0
+source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
+TOOL=k3-forward
 
-check() {  # check NAME EXPECTED ACTUAL
-  if [ "$2" == "$3" ]; then
-    passes=$((passes + 1))
-  else
-    echo "FAIL $1: expected [$2] got [$3]"
-    fails=$((fails + 1))
-  fi
-}
-contains() {  # contains NAME NEEDLE HAYSTACK
-  if [[ "$3" == *"$2"* ]]; then
-    passes=$((passes + 1))
-  else
-    echo "FAIL $1: [$3] does not contain [$2]"
-    fails=$((fails + 1))
-  fi
-}
 golden() {  # golden PYTHON-EXPRESSION over g = golden.json
   python3 -c "import json,sys; g=json.load(open('$TINY/golden.json')); print($1)"
 }
@@ -83,15 +67,6 @@ out=$(echo "$tf_ids" | "$FWD" "$TINY" --teacher-forcing 2> /dev/null)
 check "--teacher-forcing argmax" "$tf_want" "$out"
 
 # Bad input: documented exit code, one line on stderr, nothing on stdout.
-bad() {  # bad NAME CODE NEEDLE -- command...
-  local name=$1 code=$2 needle=$3; shift 4
-  "$@" > "$work/out" 2> "$work/err"; local rc=$?
-  check "$name exit" "$code" "$rc"
-  check "$name one-line error" 1 "$(wc -l < "$work/err")"
-  contains "$name message" "$needle" "$(cat "$work/err")"
-  contains "$name prefix" "k3-forward: " "$(cat "$work/err")"
-  check "$name stdout empty" 0 "$(stat -c %s "$work/out")"
-}
 bad "non-numeric stdin" 4 "'abc' is not a token id" -- sh -c "echo '976 abc' | '$FWD' '$TINY' --gen 2"
 bad "negative id" 4 "'-5' is not a token id" -- sh -c "echo '-5' | '$FWD' '$TINY' --gen 2"
 bad "id >= vocab" 4 "outside the vocabulary 0..8447" -- sh -c "echo '976 8448' | '$FWD' '$TINY' --gen 2"
@@ -113,5 +88,4 @@ out=$("$FWD" --help); rc=$?
 check "--help exit" 0 "$rc"
 contains "--help lists exit codes" "Exit codes:" "$out"
 
-echo "k3_forward_test: $passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish "k3_forward_test"

@@ -12,28 +12,8 @@ SRC=${K3_SOURCE_DIR:?}
 FWD="$BIN/k3-forward"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-fails=0
-passes=0
+source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 
-check() {  # check NAME EXPECTED ACTUAL
-  if [ "$2" == "$3" ]; then
-    passes=$((passes + 1))
-  else
-    echo "FAIL $1: expected [$2] got [$3]"
-    fails=$((fails + 1))
-  fi
-}
-contains() {  # contains NAME NEEDLE HAYSTACK
-  if [[ "$3" == *"$2"* ]]; then
-    passes=$((passes + 1))
-  else
-    echo "FAIL $1: [$3] does not contain [$2]"
-    fails=$((fails + 1))
-  fi
-}
-differs() {  # differs NAME A B
-  if [ "$2" != "$3" ]; then passes=$((passes + 1)); else echo "FAIL $1: both [$2]"; fails=$((fails + 1)); fi
-}
 fwd() { "$FWD" "$TINY" "$@" 2>> "$work/stderr"; }
 # logits_data FILE: the raw F32 bytes of tensor 'logits' (rows x vocab), as hex.
 rows_equal() {  # rows_equal WHOLE FIRST_ROW PART... : PART files' rows, concatenated, equal WHOLE's rows from FIRST_ROW on
@@ -196,14 +176,6 @@ check "interrupted run ($n ids) + continuation = one run" "$whole" "$(printf '%s
 
 # ---- 8. Refusals: exit code, one line naming the file, nothing on stdout, and
 # existing outputs untouched.
-bad() {  # bad NAME CODE NEEDLE -- command...
-  local name=$1 code=$2 needle=$3; shift 4
-  "$@" > "$work/out" 2> "$work/err"; local rc=$?
-  check "$name exit" "$code" "$rc"
-  check "$name one-line error" 1 "$(wc -l < "$work/err")"
-  contains "$name message" "$needle" "$(cat "$work/err")"
-  check "$name stdout empty" 0 "$(stat -c %s "$work/out")"
-}
 cp "$work/g.k3s" "$work/keep.k3s"; echo "previous logits" > "$work/keep.st"
 keep_sum=$(cat "$work/keep.k3s" "$work/keep.st" | md5sum)
 # another model: a copy of the tiny checkpoint with a different config.json
@@ -245,5 +217,4 @@ bad "--top-k -1" 2 "--top-k" -- sh -c "echo 1 | '$FWD' '$TINY' --gen 2 --temp 1 
 bad "--stop-id outside vocab" 2 "--stop-id 8448" -- sh -c "echo 1 | '$FWD' '$TINY' --gen 2 --stop-id 8448"
 bad "--seed not a number" 2 "--seed" -- "$FWD" "$TINY" --seed abc
 
-echo "k3_forward_state_test: $passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish "k3_forward_state_test"

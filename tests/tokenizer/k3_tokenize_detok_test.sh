@@ -9,25 +9,8 @@ TOK="$BIN/k3-tokenize"
 DET="$BIN/k3-detok"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-fails=0
-passes=0
+source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 
-check() {  # check NAME EXPECTED ACTUAL
-  if [ "$2" == "$3" ]; then
-    passes=$((passes + 1))
-  else
-    echo "FAIL $1: expected [$2] got [$3]"
-    fails=$((fails + 1))
-  fi
-}
-contains() {  # contains NAME NEEDLE HAYSTACK
-  if [[ "$3" == *"$2"* ]]; then
-    passes=$((passes + 1))
-  else
-    echo "FAIL $1: [$3] does not contain [$2]"
-    fails=$((fails + 1))
-  fi
-}
 
 # --- k3-tokenize ---------------------------------------------------------
 # Expected ids come from the reference vectors (tests/data/tokenizer/cases.jsonl).
@@ -125,5 +108,4 @@ exec {DT[1]}>&-
 wait "$dt_pid"; rc=$?
 check "streaming detok exit" 0 "$rc"
 
-echo "k3-tokenize/k3-detok: $passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish "k3-tokenize/k3-detok"

@@ -14,7 +14,9 @@
 #include <cstring>
 #include <string>
 
+#include "common/cli_parse.h"
 #include "common/error.h"
+#include "common/tool_main.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/vocabulary.h"
 
@@ -49,16 +51,7 @@ int run(int argc, char** argv) {
   app.add_flag("--skip-special", skip_special, "Drop special tokens instead of printing their names, e.g. [EOS]");
   app.footer(std::string("Exit status 4 names the offending id and its position (1-based) in the input.\n") +
              k3::exit_codes_help());
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "k3-detok: %s (see k3-detok --help)\n", e.what());
-    return static_cast<int>(k3::ExitCode::kUsage);
-  }
+  if (auto status = k3::parse_command_line(app, argc, argv, "k3-detok")) return *status;
 
   const k3::Vocabulary vocab = k3::Vocabulary::load(tok_dir);
   k3::StreamDecoder decoder;
@@ -121,13 +114,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const k3::Error& e) {
-    std::fprintf(stderr, "k3-detok: %s\n", e.what());
-    return e.exit_code();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "k3-detok: internal error: %s\n", e.what());
-    return static_cast<int>(k3::ExitCode::kInternal);
-  }
+  return k3::run_tool("k3-detok", [&] { return run(argc, argv); });
 }

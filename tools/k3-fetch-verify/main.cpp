@@ -15,7 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "common/cli_parse.h"
 #include "common/error.h"
+#include "common/tool_main.h"
 #include "fetch/hub_download.h"
 #include "fetch/transfer_progress.h"
 #include "verify/checkpoint_verifier.h"
@@ -152,19 +154,10 @@ int main(int argc, char** argv) {
                  "Seconds between progress lines when stderr is not a terminal")
       ->capture_default_str();
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "%s: %s (see %s --help)\n", kTool, e.what(), kTool);
-    return static_cast<int>(k3::ExitCode::kUsage);
-  }
+  if (auto status = k3::parse_command_line(app, argc, argv, kTool)) return *status;
 
   install_signal_handlers();
-  try {
+  return k3::run_tool(kTool, [&] {
     if (*dl) {
       if (retries < 1) throw k3::Error(k3::ExitCode::kUsage, "--retries must be at least 1");
       if (retry_wait < 0) throw k3::Error(k3::ExitCode::kUsage, "--retry-wait must not be negative");
@@ -174,11 +167,5 @@ int main(int argc, char** argv) {
       return run_download(positional, dopt, token, endpoint);
     }
     return run_verify(vopt);
-  } catch (const k3::Error& e) {
-    std::fprintf(stderr, "%s: %s\n", kTool, e.what());
-    return e.exit_code();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: internal error: %s\n", kTool, e.what());
-    return 1;
-  }
+  });
 }

@@ -9,7 +9,9 @@
 #include <iostream>
 
 #include "checkpoint/checkpoint.h"
+#include "common/cli_parse.h"
 #include "common/error.h"
+#include "common/tool_main.h"
 #include "common/progress_meter.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
@@ -36,14 +38,7 @@ int run(int argc, char** argv) {
   app.add_flag("--check", check, "verify an existing trunk instead of writing one");
   app.add_flag("--no-sparse", no_sparse, "write all-zero blocks instead of leaving holes (same bytes either way)");
   app.footer(std::string("Exit codes:\n") + exit_codes_help());
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "k3-pack: %s (see k3-pack --help)\n", e.what());
-    return static_cast<int>(ExitCode::kUsage);
-  }
+  if (auto status = k3::parse_command_line(app, argc, argv, "k3-pack")) return *status;
   ::signal(SIGINT, on_signal);
   ::signal(SIGTERM, on_signal);
   const std::string model_dir = check ? second : first, trunk_dir = check ? first : second;
@@ -90,13 +85,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const k3::Error& e) {
-    std::fprintf(stderr, "k3-pack: %s\n", e.what());
-    return e.exit_code();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "k3-pack: internal error: %s\n", e.what());
-    return static_cast<int>(k3::ExitCode::kInternal);
-  }
+  return k3::run_tool("k3-pack", [&] { return run(argc, argv); });
 }

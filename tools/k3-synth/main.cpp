@@ -4,7 +4,9 @@
 #include <cstdio>
 #include <iostream>
 
+#include "common/cli_parse.h"
 #include "common/error.h"
+#include "common/tool_main.h"
 #include "common/progress_meter.h"
 #include "synth/synth_checkpoint.h"
 
@@ -48,16 +50,8 @@ int main(int argc, char** argv) {
   app.add_option("--kv-lora", kv_lora, "kv_lora_rank");
   app.add_option("--shards", shards, "number of weight shards (a vision shard is added)");
   app.footer(std::string("Exit codes:\n") + exit_codes_help());
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "k3-synth: " << e.what() << " (see --help)\n";
-    return static_cast<int>(ExitCode::kUsage);
-  }
-  try {
+  if (auto status = k3::parse_command_line(app, argc, argv, "k3-synth")) return *status;
+  return k3::run_tool("k3-synth", [&] {
     if (!synth_preset(preset, &g)) {
       std::string names;
       for (const auto& n : synth_preset_names()) names += (names.empty() ? "" : ", ") + n;
@@ -118,11 +112,5 @@ int main(int argc, char** argv) {
                  out_dir.c_str(), r.shard_count, r.tensor_count, format_bytes(r.apparent_bytes).c_str(),
                  format_bytes(r.written_bytes).c_str());
     return 0;
-  } catch (const Error& e) {
-    std::cerr << "k3-synth: " << e.what() << "\n";
-    return e.exit_code();
-  } catch (const std::exception& e) {
-    std::cerr << "k3-synth: internal error: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }

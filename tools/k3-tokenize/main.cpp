@@ -15,7 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "common/cli_parse.h"
 #include "common/error.h"
+#include "common/tool_main.h"
 #include "common/file.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
@@ -84,16 +86,7 @@ int run(int argc, char** argv) {
   app.add_flag("--stats", stats, "Print vocabulary load time and encoding speed to stderr");
   app.footer(std::string("Exit status 4 with the byte offset if the input is not valid UTF-8 (unless --lossy).\n") +
              k3::exit_codes_help());
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "k3-tokenize: %s (see k3-tokenize --help)\n", e.what());
-    return static_cast<int>(k3::ExitCode::kUsage);
-  }
+  if (auto status = k3::parse_command_line(app, argc, argv, "k3-tokenize")) return *status;
   have_text = tx->count() > 0;
 
   auto t0 = Clock::now();
@@ -162,13 +155,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const k3::Error& e) {
-    std::fprintf(stderr, "k3-tokenize: %s\n", e.what());
-    return e.exit_code();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "k3-tokenize: internal error: %s\n", e.what());
-    return static_cast<int>(k3::ExitCode::kInternal);
-  }
+  return k3::run_tool("k3-tokenize", [&] { return run(argc, argv); });
 }

@@ -1,0 +1,48 @@
+# Assertions shared by the shell tests that drive the real tools.
+# Source it after setting `work` (a scratch directory); each assertion
+# counts a pass or prints one FAIL line, and `finish NAME` reports the counts
+# and exits non-zero when anything failed.
+# shellcheck shell=bash
+fails=0
+passes=0
+
+check() {  # check NAME EXPECTED ACTUAL
+  if [ "$2" == "$3" ]; then
+    passes=$((passes + 1))
+  else
+    echo "FAIL $1: expected [$2] got [$3]"
+    fails=$((fails + 1))
+  fi
+}
+contains() {  # contains NAME NEEDLE HAYSTACK
+  if [[ "$3" == *"$2"* ]]; then
+    passes=$((passes + 1))
+  else
+    echo "FAIL $1: [$3] does not contain [$2]"
+    fails=$((fails + 1))
+  fi
+}
+differs() {  # differs NAME A B
+  if [ "$2" != "$3" ]; then
+    passes=$((passes + 1))
+  else
+    echo "FAIL $1: both [$2]"
+    fails=$((fails + 1))
+  fi
+}
+# bad NAME CODE NEEDLE -- command...: the command exits CODE with exactly one
+# line on stderr that contains NEEDLE and starts with "$TOOL: " (when TOOL
+# is set), and writes nothing to stdout.
+bad() {
+  local name=$1 code=$2 needle=$3; shift 4
+  "$@" > "$work/out" 2> "$work/err"; local rc=$?
+  check "$name exit" "$code" "$rc"
+  check "$name one-line error" 1 "$(wc -l < "$work/err")"
+  contains "$name message" "$needle" "$(cat "$work/err")"
+  if [ -n "${TOOL:-}" ]; then check "$name prefix" "$TOOL: " "$(head -c $((${#TOOL} + 2)) "$work/err")"; fi
+  check "$name stdout empty" 0 "$(stat -c %s "$work/out")"
+}
+finish() {  # finish NAME
+  echo "$1: $passes passed, $fails failed"
+  [ "$fails" -eq 0 ]
+}
