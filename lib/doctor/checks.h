@@ -9,15 +9,16 @@
 #include <vector>
 
 #include "doctor/block_device.h"
-#include "doctor/cgroup_memory.h"
 #include "doctor/cpu_features.h"
 #include "doctor/kernel_limits.h"
-#include "doctor/meminfo.h"
 #include "doctor/model_bytes.h"
 #include "doctor/preset_forecast.h"
 #include "doctor/read_bandwidth_probe.h"
 #include "doctor/report.h"
 #include "doctor/trunk_match.h"
+#include "runtime/cgroup_memory.h"
+#include "runtime/meminfo.h"
+#include "runtime/memory_limits.h"
 
 namespace k3::doctor {
 
@@ -30,7 +31,8 @@ void add_cpu_checks(Report& r, const CpuFeatures& cpu);
 struct MemoryFacts {
   MemInfo mem;
   CgroupMemory cgroup;
-  std::optional<uint64_t> usable;  // min(MemAvailable, cgroup limits)
+  uint64_t override_bytes = 0;     // K3_AVAILABLE_MEMORY, 0 when not set
+  std::optional<uint64_t> usable;  // runtime/memory_limits' available(): min(MemAvailable, cgroup room)
   ResourceLimit memlock, nofile;
   std::string thp;  // "always", "madvise", "never", "" (absent)
   std::optional<uint64_t> max_map_count;

@@ -18,11 +18,13 @@ constexpr uint64_t kDefaultMaxMapCount = 65530;
 
 MemoryFacts gather_memory(const SystemRoot& root) {
   MemoryFacts m;
-  if (auto t = root.read("/proc/meminfo")) m.mem = parse_meminfo(*t);
-  m.cgroup = read_cgroup_memory(root);
-  std::optional<uint64_t> usable = m.mem.available ? m.mem.available : m.mem.total;
-  if (auto lim = m.cgroup.effective_limit(); lim && (!usable || *lim < *usable)) usable = lim;
-  m.usable = usable;
+  // The reader k3-forward sizes its memory plan with, so the budget here is
+  // the one it will be held to.
+  const MemoryLimits lim = read_memory_limits(root.root());
+  m.mem = lim.meminfo;
+  m.cgroup = lim.cgroup;
+  m.override_bytes = lim.override_bytes;
+  if (lim.available() != UINT64_MAX) m.usable = lim.available();
   if (auto t = root.read("/proc/self/limits")) {
     m.memlock = parse_proc_limit(*t, "Max locked memory");
     m.nofile = parse_proc_limit(*t, "Max open files");
@@ -67,7 +69,7 @@ void add_memory_checks(Report& r, const MemoryFacts& m, const std::optional<Pres
     auto dump = [&](const CgroupLimit& l) {
       JsonValue o = JsonValue::object();
       o.set("in_use", l.hierarchy_found).set("cgroup_dir", l.dir).set("limit_bytes", opt_json(l.limit))
-          .set("limit_set_in", l.limit_dir);
+          .set("limit_set_in", l.limit_dir).set("usage_bytes", opt_json(l.usage));
       return o;
     };
     k.details.set("v1", dump(m.cgroup.v1)).set("v2", dump(m.cgroup.v2)).set("effective_limit_bytes", opt_json(lim));
@@ -75,13 +77,22 @@ void add_memory_checks(Report& r, const MemoryFacts& m, const std::optional<Pres
   {
     Check& k = r.add("memory", "usable");
     k.status = m.usable ? Status::kOk : Status::kFail;
-    auto lim = m.cgroup.effective_limit();
-    k.summary = "usable budget " + opt_bytes(m.usable) + " = min(MemAvailable " + opt_bytes(m.mem.available) +
-                ", cgroup limit " + (lim ? human_bytes(double(*lim)) : std::string("none")) + ")";
+    const CgroupLimit* lim = m.cgroup.effective();
+    std::string cgroup = "cgroup limit none";
+    if (lim) {
+      cgroup = "cgroup limit " + human_bytes(double(*lim->limit));
+      if (lim->usage) cgroup += " - " + human_bytes(double(*lim->usage)) + " in use";
+    }
+    k.summary = "usable budget " + opt_bytes(m.usable) + " = min(" +
+                (m.override_bytes ? "K3_AVAILABLE_MEMORY " + human_bytes(double(m.override_bytes))
+                                  : "MemAvailable " + opt_bytes(m.mem.available)) +
+                ", " + cgroup + ")";
     k.advice = m.usable ? "presets are sized against " + std::to_string(int(kUsableShare * 100)) +
                               "% of this; close other programs to raise it"
                         : "cannot tell how much memory is free";
-    k.details.set("usable_bytes", opt_json(m.usable)).set("usable_share_for_presets", kUsableShare);
+    k.details.set("usable_bytes", opt_json(m.usable)).set("usable_share_for_presets", kUsableShare)
+        .set("cgroup_usage_bytes", lim ? opt_json(lim->usage) : JsonValue())
+        .set("override_bytes", m.override_bytes ? JsonValue(m.override_bytes) : JsonValue());
   }
   {
     Check& k = r.add("memory", "transparent_hugepages");

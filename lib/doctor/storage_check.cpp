@@ -12,7 +12,7 @@
 #include <filesystem>
 
 #include "doctor/checks.h"
-#include "doctor/mountinfo.h"
+#include "runtime/mountinfo.h"
 #include "doctor/system_root.h"
 
 namespace k3::doctor {

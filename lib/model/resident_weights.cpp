@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <ostream>
 #include <sstream>
 
@@ -15,6 +14,7 @@
 #include "kernels/mxfp4.h"
 #include "model/tensor_manifest.h"
 #include "model/weight_binding.h"
+#include "runtime/memory_limits.h"
 
 namespace k3 {
 
@@ -22,17 +22,11 @@ namespace {
 
 constexpr size_t kAlign = 64;  // cache line; SIMD loads never straddle a buffer start
 
-// MemAvailable from /proc/meminfo in bytes, or 0 when unknown.
+// What this process may use (MemAvailable and the cgroup's room, as the
+// streaming plan sees it) in bytes, or 0 when unknown.
 uint64_t available_memory_bytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  uint64_t kb;
-  std::string unit;
-  while (in >> key >> kb) {
-    std::getline(in, unit);
-    if (key == "MemAvailable:") return kb * 1024;
-  }
-  return 0;
+  const uint64_t a = read_memory_limits().available();
+  return a == UINT64_MAX ? 0 : a;
 }
 
 std::string gb(uint64_t bytes) {

@@ -7,13 +7,15 @@
 #include <cstdlib>
 
 #include "doctor/block_device.h"
-#include "doctor/cgroup_memory.h"
 #include "doctor/cpu_features.h"
 #include "doctor/kernel_limits.h"
-#include "doctor/meminfo.h"
-#include "doctor/mountinfo.h"
 #include "doctor/system_root.h"
+#include "runtime/cgroup_memory.h"
+#include "runtime/meminfo.h"
+#include "runtime/memory_limits.h"
+#include "runtime/mountinfo.h"
 
+using namespace k3;
 using namespace k3::doctor;
 
 namespace {
@@ -122,7 +124,7 @@ TEST(Cgroup, DirectoryMapsThroughTheMountRoot) {
 }
 
 TEST(Cgroup, V1HostHasNoLimit) {
-  CgroupMemory c = read_cgroup_memory(sample("v1-host"));
+  CgroupMemory c = read_cgroup_memory(kData + "v1-host");
   EXPECT_TRUE(c.v1.hierarchy_found);
   EXPECT_EQ(c.v1.dir, "/sys/fs/cgroup/memory/user.slice/user-1000.slice/session-4.scope");
   EXPECT_FALSE(c.v1.limit);
@@ -133,7 +135,7 @@ TEST(Cgroup, V1HostHasNoLimit) {
 }
 
 TEST(Cgroup, V1DockerLimitAtTheMountedRoot) {
-  CgroupMemory c = read_cgroup_memory(sample("v1-docker"));
+  CgroupMemory c = read_cgroup_memory(kData + "v1-docker");
   ASSERT_TRUE(c.v1.hierarchy_found);
   EXPECT_EQ(c.v1.dir, "/sys/fs/cgroup/memory");
   ASSERT_TRUE(c.v1.limit);
@@ -143,7 +145,7 @@ TEST(Cgroup, V1DockerLimitAtTheMountedRoot) {
 }
 
 TEST(Cgroup, V2ContainerMemoryMax) {
-  CgroupMemory c = read_cgroup_memory(sample("v2-container"));
+  CgroupMemory c = read_cgroup_memory(kData + "v2-container");
   EXPECT_FALSE(c.v1.hierarchy_found);
   ASSERT_TRUE(c.v2.hierarchy_found);
   EXPECT_EQ(c.v2.dir, "/sys/fs/cgroup");
@@ -152,7 +154,7 @@ TEST(Cgroup, V2ContainerMemoryMax) {
 }
 
 TEST(Cgroup, V2UnlimitedMax) {
-  CgroupMemory c = read_cgroup_memory(sample("v2-unlimited"));
+  CgroupMemory c = read_cgroup_memory(kData + "v2-unlimited");
   ASSERT_TRUE(c.v2.hierarchy_found);
   EXPECT_EQ(c.v2.dir, "/sys/fs/cgroup/user.slice/user-1000.slice/session-2.scope");
   EXPECT_FALSE(c.v2.limit);
@@ -160,11 +162,35 @@ TEST(Cgroup, V2UnlimitedMax) {
 }
 
 TEST(Cgroup, V2NestedLimitTwoLevelsUp) {
-  CgroupMemory c = read_cgroup_memory(sample("v2-nested"));
+  CgroupMemory c = read_cgroup_memory(kData + "v2-nested");
   ASSERT_TRUE(c.v2.hierarchy_found);
   EXPECT_EQ(c.v2.dir, "/sys/fs/cgroup/system.slice/k3.service/worker");
   EXPECT_EQ(c.v2.limit.value_or(0), 6 * GiB);
   EXPECT_EQ(c.v2.limit_dir, "/sys/fs/cgroup/system.slice/k3.service");
+}
+
+// The one reader k3-forward, the resident weights and k3-doctor share, on
+// the recorded trees: min(MemAvailable, the cgroup limit) as the files say
+// (no usage files recorded, so nothing is subtracted).
+TEST(MemoryLimits, RecordedTreesGiveMemAvailableOrTheCgroupLimit) {
+  struct Case {
+    const char* tree;
+    uint64_t available;
+    uint64_t cgroup_limit;
+  };
+  for (const Case& c : {Case{"v1-host", 120453120ULL * 1024, 0}, Case{"v1-docker", 16 * GiB, 16 * GiB},
+                        Case{"v2-container", 8 * GiB, 8 * GiB}, Case{"v2-nested", 6 * GiB, 6 * GiB},
+                        Case{"v2-unlimited", 12001234ULL * 1024, 0}}) {
+    ::unsetenv("K3_AVAILABLE_MEMORY");
+    MemoryLimits m = read_memory_limits(kData + c.tree);
+    EXPECT_EQ(m.available(), c.available) << c.tree;
+    EXPECT_EQ(m.cgroup_limit, c.cgroup_limit) << c.tree;
+    EXPECT_EQ(m.cgroup_source.empty(), c.cgroup_limit == 0) << c.tree;
+    ASSERT_TRUE(m.meminfo.total) << c.tree;
+  }
+  MemoryLimits nested = read_memory_limits(kData + "v2-nested");
+  EXPECT_EQ(nested.cgroup_source, "cgroup v2 /sys/fs/cgroup/system.slice/k3.service/memory.max");
+  EXPECT_FALSE(nested.cgroup.v2.usage);
 }
 
 TEST(Mountinfo, ParsesFieldsAndEscapes) {

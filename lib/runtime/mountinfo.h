@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace k3::doctor {
+namespace k3 {
 
 struct MountEntry {
   int id = 0;
@@ -37,4 +37,4 @@ std::optional<MountEntry> find_mount_for_path(const std::vector<MountEntry>& mou
 // unsupported: network filesystems and FUSE.
 bool is_network_or_fuse_fs(const std::string& fs_type);
 
-}  // namespace k3::doctor
+}  // namespace k3

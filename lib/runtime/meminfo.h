@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-namespace k3::doctor {
+namespace k3 {
 
 struct MemInfo {
   // Bytes (the file says kB, meaning KiB). nullopt when the line is absent:
@@ -21,4 +21,4 @@ struct MemInfo {
 // a malformed value leaves the field unset rather than guessing.
 MemInfo parse_meminfo(const std::string& text);
 
-}  // namespace k3::doctor
+}  // namespace k3

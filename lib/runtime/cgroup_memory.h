@@ -13,11 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "doctor/mountinfo.h"
+#include "runtime/mountinfo.h"
 
-namespace k3::doctor {
-
-class SystemRoot;
+namespace k3 {
 
 struct CgroupMembership {
   int hierarchy_id = 0;
@@ -43,6 +41,9 @@ struct CgroupLimit {
   std::string dir;               // its cgroup directory (system path)
   std::optional<uint64_t> limit; // smallest limit along the ancestors; nullopt = none
   std::string limit_dir;         // where the smallest limit was set
+  std::optional<uint64_t> usage; // memory.current / memory.usage_in_bytes there, when readable
+  // What is left under the limit (limit - usage, usage 0 when unreadable); nullopt without a limit.
+  std::optional<uint64_t> room() const;
 };
 
 struct CgroupMemory {
@@ -50,8 +51,14 @@ struct CgroupMemory {
   CgroupLimit v2;  // unified hierarchy, memory.max
   // The smaller of the two limits; nullopt when neither caps memory.
   std::optional<uint64_t> effective_limit() const;
+  // The hierarchy whose limit that is (nullptr when none).
+  const CgroupLimit* effective() const;
 };
 
-CgroupMemory read_cgroup_memory(const SystemRoot& root);
+// Reads /proc/self/cgroup, /proc/self/mountinfo and the limit files under
+// `root` ("" or "/" for the live system). Without a readable mountinfo the
+// hierarchies are taken to be at their usual places (v2 at /sys/fs/cgroup,
+// v1's memory controller at /sys/fs/cgroup/memory).
+CgroupMemory read_cgroup_memory(const std::string& root);
 
-}  // namespace k3::doctor
+}  // namespace k3

@@ -1,14 +1,30 @@
-#include "doctor/cgroup_memory.h"
+#include "runtime/cgroup_memory.h"
 
 #include <algorithm>
 #include <charconv>
+#include <fstream>
 #include <sstream>
 
-#include "doctor/system_root.h"
-
-namespace k3::doctor {
+namespace k3 {
 
 namespace {
+// The text of system file `path` under `root`, nullopt when absent or
+// unreadable (a missing /sys file is normal: v1 vs v2, containers).
+std::optional<std::string> read_under(const std::string& root, const std::string& path) {
+  std::ifstream in(root == "/" ? path : root + path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return std::nullopt;
+  return ss.str();
+}
+
+std::string first_line(const std::string& text) {
+  std::string s = text.substr(0, text.find('\n'));
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
 bool has_option(const std::string& csv, const std::string& opt) {
   std::istringstream in(csv);
   std::string o;
@@ -18,15 +34,15 @@ bool has_option(const std::string& csv, const std::string& opt) {
 }
 
 // Walks from `dir` up to `stop` (the mount point), reading `file` at each
-// level; the smallest limit wins.
-CgroupLimit walk_limits(const SystemRoot& root, const std::string& dir, const std::string& stop,
-                        const std::string& file) {
+// level; the smallest limit wins, and the usage is read where it was set.
+CgroupLimit walk_limits(const std::string& root, const std::string& dir, const std::string& stop,
+                        const std::string& file, const std::string& usage_file) {
   CgroupLimit r;
   r.hierarchy_found = true;
   r.dir = dir;
   std::string d = dir;
   while (true) {
-    if (auto text = root.read(d + "/" + file)) {
+    if (auto text = read_under(root, d + "/" + file)) {
       bool ok = true;
       auto v = parse_cgroup_limit(*text, &ok);
       if (ok && v && (!r.limit || *v < *r.limit)) {
@@ -40,6 +56,11 @@ CgroupLimit walk_limits(const SystemRoot& root, const std::string& dir, const st
     d = d.substr(0, slash);
     if (d.size() < stop.size()) d = stop;
   }
+  if (r.limit)
+    if (auto text = read_under(root, r.limit_dir + "/" + usage_file)) {
+      bool ok = true;
+      if (auto u = parse_cgroup_limit(*text, &ok); ok && u) r.usage = u;
+    }
   return r;
 }
 }  // namespace
@@ -107,13 +128,36 @@ std::optional<uint64_t> CgroupMemory::effective_limit() const {
   return r;
 }
 
-CgroupMemory read_cgroup_memory(const SystemRoot& root) {
+std::optional<uint64_t> CgroupLimit::room() const {
+  if (!limit) return std::nullopt;
+  const uint64_t used = usage.value_or(0);
+  return *limit > used ? *limit - used : 0;
+}
+
+const CgroupLimit* CgroupMemory::effective() const {
+  if (v1.limit && (!v2.limit || *v1.limit <= *v2.limit)) return &v1;
+  if (v2.limit) return &v2;
+  return nullptr;
+}
+
+CgroupMemory read_cgroup_memory(const std::string& root) {
   CgroupMemory out;
-  auto cg_text = root.read("/proc/self/cgroup");
-  auto mi_text = root.read("/proc/self/mountinfo");
-  if (!cg_text || !mi_text) return out;
+  auto cg_text = read_under(root, "/proc/self/cgroup");
+  if (!cg_text) return out;
   auto memberships = parse_proc_cgroup(*cg_text);
-  auto mounts = parse_mountinfo(*mi_text);
+  std::vector<MountEntry> mounts;
+  if (auto mi_text = read_under(root, "/proc/self/mountinfo")) {
+    mounts = parse_mountinfo(*mi_text);
+  } else {
+    MountEntry v2, v1;
+    v2.root = v1.root = "/";
+    v2.fs_type = "cgroup2";
+    v2.mount_point = "/sys/fs/cgroup";
+    v1.fs_type = "cgroup";
+    v1.super_options = "rw,memory";
+    v1.mount_point = "/sys/fs/cgroup/memory";
+    mounts = {v2, v1};
+  }
 
   for (const CgroupMembership& m : memberships) {
     const bool v1_memory = std::find(m.controllers.begin(), m.controllers.end(), "memory") != m.controllers.end();
@@ -126,13 +170,13 @@ CgroupMemory read_cgroup_memory(const SystemRoot& root) {
       auto dir = cgroup_dir(e, m.path);
       if (!dir) continue;  // e.g. a second mount of another subtree
       if (v1_memory)
-        out.v1 = walk_limits(root, *dir, e.mount_point, "memory.limit_in_bytes");
+        out.v1 = walk_limits(root, *dir, e.mount_point, "memory.limit_in_bytes", "memory.usage_in_bytes");
       else
-        out.v2 = walk_limits(root, *dir, e.mount_point, "memory.max");
+        out.v2 = walk_limits(root, *dir, e.mount_point, "memory.max", "memory.current");
       break;
     }
   }
   return out;
 }
 
-}  // namespace k3::doctor
+}  // namespace k3

@@ -1,9 +1,9 @@
-#include "doctor/meminfo.h"
+#include "runtime/meminfo.h"
 
 #include <charconv>
 #include <sstream>
 
-namespace k3::doctor {
+namespace k3 {
 
 namespace {
 // "MemTotal:       24683620 kB" -> bytes.
@@ -42,4 +42,4 @@ MemInfo parse_meminfo(const std::string& text) {
   return m;
 }
 
-}  // namespace k3::doctor
+}  // namespace k3

@@ -1,9 +1,9 @@
-#include "doctor/mountinfo.h"
+#include "runtime/mountinfo.h"
 
 #include <charconv>
 #include <sstream>
 
-namespace k3::doctor {
+namespace k3 {
 
 namespace {
 std::string unescape(const std::string& s) {
@@ -95,4 +95,4 @@ bool is_network_or_fuse_fs(const std::string& t) {
   return false;
 }
 
-}  // namespace k3::doctor
+}  // namespace k3
