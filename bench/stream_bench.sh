@@ -10,6 +10,9 @@
 # Usage: bench/stream_bench.sh [BUILD_DIR]     (default: build)
 # Env:   K3_BENCH_DIR  where the checkpoint and trunk are cached (default /var/tmp/k3-bench; outside the repo)
 #        K3_BENCH_GEN  tokens generated per run (default 6); K3_BENCH_THREADS (default: all cores)
+#        K3_BENCH_REPEAT  runs per budget (default 1); the table shows medians
+#        K3_BENCH_BASELINE  another build's bin directory: its k3-forward runs right after ours at each
+#                           budget (same device state) and gets its own rows, for before/after tables
 # The page cache is dropped before each run (needs root) and all streaming
 # reads use O_DIRECT, so the page cache cannot fake the streaming figures.
 set -euo pipefail
@@ -18,6 +21,7 @@ BUILD=${1:-build}
 BIN=$BUILD/bin
 DIR=${K3_BENCH_DIR:-/var/tmp/k3-bench}
 GEN=${K3_BENCH_GEN:-6}
+REPEAT=${K3_BENCH_REPEAT:-1}
 THREADS=${K3_BENCH_THREADS:-0}
 MODEL=$DIR/model
 TRUNK=$DIR/trunk
@@ -49,39 +53,62 @@ fio_bw() {  # fio_bw BS_KB JOBS -> MB/s of O_DIRECT random reads
       --numjobs="$2" --group_reporting --time_based --runtime=8 --output-format=json 2>/dev/null |
     python3 -c "import json,sys; j=json.load(sys.stdin); print('%.0f' % (j['jobs'][0]['read']['bw_bytes']/1e6))"
 }
-echo "== device O_DIRECT read bandwidth (fio, $shard)"
-if command -v fio >/dev/null; then
-  drop_caches
-  dev_trunk=$(fio_bw 4096 8)
-  dev_expert=$(fio_bw "$expert_kb" 8)
-else
-  echo "  fio not installed (apt-get install fio)"; dev_trunk=0; dev_expert=0
-fi
-echo "  4 MB requests x 8 in flight:      $dev_trunk MB/s"
-echo "  ${expert_kb} kB requests x 8 in flight:  $dev_expert MB/s"
+# On a shared machine the device's rate drifts: it is measured before and
+# after the runs and the better figure of each is the one compared against.
+dev_trunk=0; dev_expert=0
+measure_device() {
+  echo "== device O_DIRECT read bandwidth (fio, $shard) $1"
+  if command -v fio >/dev/null; then
+    drop_caches
+    local a b
+    a=$(fio_bw 4096 8); b=$(fio_bw "$expert_kb" 8)
+    echo "  4 MB requests x 8 in flight:      $a MB/s"
+    echo "  ${expert_kb} kB requests x 8 in flight:  $b MB/s"
+    [ "$a" -gt "$dev_trunk" ] && dev_trunk=$a
+    [ "$b" -gt "$dev_expert" ] && dev_expert=$b
+  else
+    echo "  fio not installed (apt-get install fio)"
+  fi
+  return 0
+}
+measure_device "before the runs"
 mem_gbps=$("$BIN/k3-bench-kernels" --quick --only none 2>/dev/null | sed -n 's/.*single-core memory read[^:]*: \([0-9.]*\) GB\/s.*/\1/p')
 echo "== memory read bandwidth (k3-bench-kernels, single core): ${mem_gbps:-?} GB/s"
 
 ids="1000 2000 3000 4000 5000 6000 7000 8000"
-run() {  # run NAME flags...
-  local name=$1; shift
+BASE=${K3_BENCH_BASELINE:-}
+if [ -n "$BASE" ] && [ ! -x "$BASE/k3-forward" ]; then echo "stream_bench: $BASE/k3-forward missing" >&2; exit 2; fi
+run1() {  # run1 K3_FORWARD NAME flags...
+  local exe=$1 name=$2; shift 2
   drop_caches
-  echo "$ids" | "$BIN/k3-forward" "$MODEL" --gen "$GEN" --ignore-eos --threads "$THREADS" \
+  echo "$ids" | "$exe" "$MODEL" --gen "$GEN" --ignore-eos --threads "$THREADS" \
       --stats-json "$DIR/$name.json" "$@" >"$DIR/$name.ids" 2>"$DIR/$name.err" || { cat "$DIR/$name.err"; exit 1; }
 }
-echo "== k3-forward: prompt of 8 ids, $GEN generated, threads=${THREADS} (0 = all)"
-run streaming --trunk "$TRUNK" --trunk-gb 0 --cache-gb 0
-run pinned --trunk "$TRUNK" --trunk-gb 3 --cache-gb 0
-run resident --trunk "$TRUNK" --trunk-gb 3 --cache-gb 8
-for r in pinned resident; do
-  cmp -s "$DIR/streaming.ids" "$DIR/$r.ids" || { echo "stream_bench: ids differ between streaming and $r" >&2; exit 1; }
+run() {  # run NAME flags...: ours, then the baseline's as base-NAME (run $rep)
+  local name=$1; shift
+  run1 "$BIN/k3-forward" "$name.$rep" "$@"
+  if [ -n "$BASE" ]; then run1 "$BASE/k3-forward" "base-$name.$rep" "$@"; fi
+}
+echo "== k3-forward: prompt of 8 ids, $GEN generated, threads=${THREADS} (0 = all), $REPEAT run(s) per budget${BASE:+; baseline $BASE}"
+for rep in $(seq "$REPEAT"); do
+  run streaming --trunk "$TRUNK" --trunk-gb 0 --cache-gb 0
+  run pinned --trunk "$TRUNK" --trunk-gb 3 --cache-gb 0
+  run resident --trunk "$TRUNK" --trunk-gb 3 --cache-gb 8
+  for r in streaming pinned resident ${BASE:+base-streaming base-pinned base-resident}; do
+    cmp -s "$DIR/streaming.1.ids" "$DIR/$r.$rep.ids" || { echo "stream_bench: ids differ between streaming and $r" >&2; exit 1; }
+  done
 done
-echo "  ids identical at all three budgets"
+echo "  ids identical at all budgets${BASE:+ and between both builds}"
+measure_device "after the runs"
 
-python3 - "$DIR" "$dev_trunk" "$dev_expert" "${mem_gbps:-0}" "$MODEL" "$TRUNK" <<'PY'
-import json, sys
+python3 - "$DIR" "$dev_trunk" "$dev_expert" "${mem_gbps:-0}" "$MODEL" "$TRUNK" "${BASE:+1}" "$REPEAT" <<'PY'
+import json, statistics, sys
 d, dev_trunk, dev_expert, mem = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
-model, trunk = sys.argv[5], sys.argv[6]
+model, trunk, with_base, repeat = sys.argv[5], sys.argv[6], sys.argv[7] == "1", int(sys.argv[8])
+def median_run(name):  # the median of every figure over the repeated runs
+    runs = [json.load(open(f"{d}/{name}.{r}.json")) for r in range(1, repeat + 1)]
+    x = {k: statistics.median(r["decode"][k] for r in runs) for k in runs[0]["decode"]}
+    return x, statistics.median(r["peak_rss_bytes"] for r in runs)
 t = json.load(open(f"{trunk}/trunk.json"))
 layers = sum(s["length"] for s in t["sections"] if s["layer"] >= 0)
 head = sum(s["length"] for s in t["sections"] if s["name"] == "head")
@@ -90,18 +117,20 @@ L, M, k = c["routed_expert_hidden_size"], c["moe_intermediate_size"], c["num_exp
 moe_layers = c["num_hidden_layers"] - c["first_k_dense_replace"]
 touched = layers + head + moe_layers * k * 3 * L * M * 17 // 32  # weight bytes a decode step reads
 print(f"  weight bytes touched per decoded token: {touched/1e9:.3f} GB (trunk {(layers+head)/1e9:.3f} GB + experts)")
-print(f"  {'budget':<10} {'s/token':>8} {'trunk MB/tok':>13} {'expert MB/tok':>14} {'hit rate':>9} {'I/O wait s':>10} {'compute s':>10} {'GB/s':>6} {'vs device':>9} {'peak RSS':>9}")
-for name in ["streaming", "pinned", "resident"]:
-    s = json.load(open(f"{d}/{name}.json"))
-    x = s["decode"]
+print(f"  device (better of before/after): {dev_trunk:.0f} MB/s at 4 MB, {dev_expert:.0f} MB/s at expert size; medians of {repeat} run(s)")
+print(f"  {'budget':<15} {'s/token':>8} {'trunk MB/tok':>13} {'expert MB/tok':>14} {'hit rate':>9} {'I/O wait s':>10} {'compute s':>10} {'GB/s':>6} {'vs device':>9} {'disk busy':>9} {'peak RSS':>9}")
+names = [n for b in ["streaming", "pinned", "resident"] for n in ([b, "base-" + b] if with_base else [b])]
+for name in names:
+    x, rss = median_run(name)
     gbps = x["achieved_gbps"]
     # Streaming reads are mostly trunk pieces of 4 MB; weight the device figure by the byte mix.
     tb, eb = x["trunk_bytes_per_token"], x["expert_bytes_per_token"]
     dev = (tb * dev_trunk + eb * dev_expert) / (tb + eb) / 1e3 if tb + eb > 0 and dev_trunk > 0 else 0
     ratio = f"{gbps/dev:.2f}" if dev > 0 and gbps > 0 else "-"
-    print(f"  {name:<10} {x['s_per_token']:>8.3f} {tb/1e6:>13.1f} {eb/1e6:>14.1f} {100*x['expert_hit_rate']:>8.1f}% "
-          f"{x['io_wait_seconds']:>10.2f} {x['compute_seconds']:>10.2f} {gbps:>6.2f} {ratio:>9} {s['peak_rss_bytes']/1e9:>8.2f}G")
-    if name == "resident" and mem > 0 and x["s_per_token"] > 0:
+    busy = f"{100*x['io_busy_share']:.0f}%" if "io_busy_share" in x else "-"
+    print(f"  {name:<15} {x['s_per_token']:>8.3f} {tb/1e6:>13.1f} {eb/1e6:>14.1f} {100*x['expert_hit_rate']:>8.1f}% "
+          f"{x['io_wait_seconds']:>10.2f} {x['compute_seconds']:>10.2f} {gbps:>6.2f} {ratio:>9} {busy:>9} {rss/1e9:>8.2f}G")
+    if name.endswith("resident") and mem > 0 and x["s_per_token"] > 0:
         bound = touched / (mem * 1e9)
-        print(f"  resident: memory-bandwidth bound {bound:.3f} s/token at {mem} GB/s; measured / bound = {x['s_per_token']/bound:.2f}")
+        print(f"  {name}: memory-bandwidth bound {bound:.3f} s/token at {mem} GB/s; measured / bound = {x['s_per_token']/bound:.2f}")
 PY

@@ -33,6 +33,13 @@ uint64_t ReadEngine::bytes_read() const {
   return bytes_read_;
 }
 
+double ReadEngine::busy_seconds() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  double t = busy_total_;
+  if (active_ > 0) t += std::chrono::duration<double>(std::chrono::steady_clock::now() - busy_since_).count();
+  return t;
+}
+
 void ReadEngine::submit(std::vector<Read> reads, Done done, bool urgent) {
   auto g = std::make_shared<Group>();
   g->done = std::move(done);
@@ -76,21 +83,28 @@ void ReadEngine::worker() {
       auto& q = !urgent_.empty() ? urgent_ : background_;
       p = std::move(q.front());
       q.pop_front();
+      if (active_++ == 0) busy_since_ = std::chrono::steady_clock::now();
     }
     std::string err;
     {
       std::lock_guard<std::mutex> glk(p.group->mu);
       err = p.group->error;
     }
+    uint64_t done_bytes = 0;
     if (err.empty()) {  // after a failure the rest of the group is skipped
       try {
         p.read.file->read_aligned(p.read.dst, p.read.offset, p.read.length, p.read.need);
-        std::lock_guard<std::mutex> lk(mu_);
-        bytes_read_ += p.read.length;
+        done_bytes = p.read.length;
       } catch (const std::exception& e) {
         std::lock_guard<std::mutex> glk(p.group->mu);
         if (p.group->error.empty()) p.group->error = e.what();
       }
+    }
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      bytes_read_ += done_bytes;
+      if (--active_ == 0)
+        busy_total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - busy_since_).count();
     }
     if (p.group->remaining.fetch_sub(1) == 1) {
       std::string final_err;

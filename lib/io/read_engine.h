@@ -9,6 +9,7 @@
 // ahead of background ones (prefetch of the next trunk layer).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -47,6 +48,9 @@ class ReadEngine {
 
   int threads() const { return static_cast<int>(workers_.size()); }
   uint64_t bytes_read() const;
+  // Seconds during which at least one read was in progress: the time the
+  // device was kept busy (compare with the wall time to see idle gaps).
+  double busy_seconds() const;
 
  private:
   struct Group;
@@ -62,6 +66,9 @@ class ReadEngine {
   std::deque<Piece> urgent_, background_;
   bool stop_ = false;
   uint64_t bytes_read_ = 0;
+  int active_ = 0;
+  std::chrono::steady_clock::time_point busy_since_;
+  double busy_total_ = 0;
   std::vector<std::thread> workers_;
 };
 

@@ -67,8 +67,17 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
     p.head_block_read_bytes = align_up(rows * row) + ((lm && lm->offset % kDirectAlign) ? kDirectAlign : 0);
   }
   if (!p.streamed.empty()) {
+    // Two buffers always; more when they fit the prefetch allowance or the
+    // trunk budget the pinned sections did not use.
     p.stream_buffers = 2;
-    p.stream_buffer_size = std::max(largest_streamed_layer, p.head_block_read_bytes);
+    const uint64_t size = std::max(largest_streamed_layer, p.head_block_read_bytes);
+    uint64_t spare = req.trunk_budget > p.pinned_bytes ? req.trunk_budget - p.pinned_bytes : 0;
+    if (kPrefetchAllowance > 2 * size) spare += kPrefetchAllowance - 2 * size;
+    p.stream_buffers += static_cast<int>(std::min<uint64_t>(spare / std::max<uint64_t>(size, 1), kMaxStreamBuffers - 2));
+    // No more buffers than units pass through them (streamed layers, head blocks).
+    const uint64_t units = p.streamed.size() - (p.head_streamed ? 1 : 0) + p.head_blocks;
+    p.stream_buffers = static_cast<int>(std::min<uint64_t>(p.stream_buffers, std::max<uint64_t>(2, units)));
+    p.stream_buffer_size = size;
     p.stream_buffer_bytes = p.stream_buffers * p.stream_buffer_size;
   }
 

@@ -31,6 +31,12 @@ struct PlanRequest {
 
 // Largest head block when no layer streams (so no layer-sized buffer exists).
 inline constexpr uint64_t kHeadBlockCap = 256ull << 20;
+// Stream buffers beyond the two a pipeline needs let the disk read further
+// ahead (so it never idles while a slow layer computes). They are planned
+// from a fixed allowance of this many bytes plus the part of the trunk
+// budget that pinned sections left unused, up to kMaxStreamBuffers.
+inline constexpr uint64_t kPrefetchAllowance = 512ull << 20;
+inline constexpr int kMaxStreamBuffers = 4;
 
 struct MemoryPlan {
   // Trunk: sections in use order (layers 0..n-1, then the head).
@@ -39,7 +45,8 @@ struct MemoryPlan {
   uint64_t pinned_bytes = 0;
   // Streamed sections pass through stream_buffers buffers of
   // stream_buffer_size bytes each: the largest streamed *layer* section or
-  // one head block, whichever is larger.
+  // one head block, whichever is larger. With n buffers the next n - 1
+  // units are read while one computes.
   int stream_buffers = 0;
   uint64_t stream_buffer_size = 0;
   uint64_t stream_buffer_bytes = 0;  // stream_buffers x stream_buffer_size

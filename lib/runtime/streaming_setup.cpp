@@ -1,5 +1,6 @@
 #include "runtime/streaming_setup.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <ostream>
 
@@ -108,6 +109,7 @@ std::string presets_table(const ModelConfig& config, const Checkpoint& checkpoin
 namespace {
 struct Derived {
   double trunk_per_token = 0, expert_per_token = 0, hit_rate = 0, io_wait = 0, compute = 0, gbps = 0, s_per_token = 0;
+  double io_busy = 0;  // share of the wall time with a read in progress
 };
 Derived derive(const StreamStats& a, const StreamStats& b, uint64_t steps, double seconds) {
   Derived d;
@@ -117,6 +119,7 @@ Derived derive(const StreamStats& a, const StreamStats& b, uint64_t steps, doubl
   const uint64_t req = b.experts_requested - a.experts_requested;
   d.hit_rate = req ? static_cast<double>(b.experts_resident - a.experts_resident) / req : 0;
   d.io_wait = b.io_wait_seconds - a.io_wait_seconds;
+  d.io_busy = seconds > 0 ? std::min(1.0, (b.io_busy_seconds - a.io_busy_seconds) / seconds) : 0;
   d.compute = seconds > d.io_wait ? seconds - d.io_wait : 0;
   const double bytes = static_cast<double>(b.trunk_bytes - a.trunk_bytes + b.expert_bytes - a.expert_bytes);
   d.gbps = seconds > 0 ? bytes / seconds / 1e9 : 0;
@@ -139,10 +142,10 @@ std::string figures_text(const RunFigures& f) {
   if (f.decode_steps) {
     std::snprintf(buf, sizeof buf,
                   "k3-forward: decode: %llu steps, %.4f s/token, per token %s trunk + %s experts read, resident "
-                  "expert hit rate %.1f%%, compute %.3f s vs I/O wait %.3f s, %.2f GB/s\n",
+                  "expert hit rate %.1f%%, compute %.3f s vs I/O wait %.3f s, %.2f GB/s, disk busy %.0f%%\n",
                   (unsigned long long)f.decode_steps, dec.s_per_token, format_bytes((uint64_t)dec.trunk_per_token).c_str(),
                   format_bytes((uint64_t)dec.expert_per_token).c_str(), 100 * dec.hit_rate, dec.compute, dec.io_wait,
-                  dec.gbps);
+                  dec.gbps, 100 * dec.io_busy);
     o += buf;
   }
   std::snprintf(buf, sizeof buf, "k3-forward: peak RSS %s (forecast %s)%s\n", format_bytes(f.peak_rss_bytes).c_str(),
@@ -159,15 +162,15 @@ std::string figures_json(const RunFigures& f) {
       buf, sizeof buf,
       "{\n  \"prompt_tokens\": %llu,\n  \"decode_steps\": %llu,\n  \"load_bytes\": %llu,\n  \"load_seconds\": %.6f,\n"
       "  \"prefill\": {\"seconds\": %.6f, \"trunk_bytes\": %.0f, \"expert_bytes\": %.0f, \"expert_hit_rate\": %.6f, "
-      "\"io_wait_seconds\": %.6f, \"compute_seconds\": %.6f, \"achieved_gbps\": %.4f},\n"
+      "\"io_wait_seconds\": %.6f, \"compute_seconds\": %.6f, \"achieved_gbps\": %.4f, \"io_busy_share\": %.4f},\n"
       "  \"decode\": {\"seconds\": %.6f, \"s_per_token\": %.6f, \"trunk_bytes_per_token\": %.0f, "
       "\"expert_bytes_per_token\": %.0f, \"expert_hit_rate\": %.6f, \"io_wait_seconds\": %.6f, "
-      "\"compute_seconds\": %.6f, \"achieved_gbps\": %.4f},\n"
+      "\"compute_seconds\": %.6f, \"achieved_gbps\": %.4f, \"io_busy_share\": %.4f},\n"
       "  \"peak_rss_bytes\": %llu,\n  \"forecast_peak_rss_bytes\": %llu,\n  \"direct_io\": %s\n}\n",
       (unsigned long long)f.prompt_tokens, (unsigned long long)f.decode_steps, (unsigned long long)f.at_start.load_bytes,
       f.at_start.load_seconds, f.prefill_seconds, pre.trunk_per_token, pre.expert_per_token, pre.hit_rate, pre.io_wait,
-      pre.compute, pre.gbps, f.decode_seconds, dec.s_per_token, dec.trunk_per_token, dec.expert_per_token, dec.hit_rate,
-      dec.io_wait, dec.compute, dec.gbps, (unsigned long long)f.peak_rss_bytes, (unsigned long long)f.forecast_peak_rss,
+      pre.compute, pre.gbps, pre.io_busy, f.decode_seconds, dec.s_per_token, dec.trunk_per_token, dec.expert_per_token,
+      dec.hit_rate, dec.io_wait, dec.compute, dec.gbps, dec.io_busy, (unsigned long long)f.peak_rss_bytes, (unsigned long long)f.forecast_peak_rss,
       f.direct_io ? "true" : "false");
   return buf;
 }

@@ -193,7 +193,7 @@ StreamingWeights::StreamingWeights(const ModelConfig& config, const Checkpoint& 
   row_buf_ = AlignedBuffer(align_up(row) + 2 * kDirectAlign);
   stats_.load_seconds = since(t0);
   // Start the first streamed section now so the first token does not wait for all of it.
-  if (!units_.empty()) issue_stream_read(*buffers_[0], 0, false);
+  if (!units_.empty()) read_ahead(-1, static_cast<int>(buffers_.size()));
 }
 
 void StreamingWeights::preload_experts() {
@@ -255,7 +255,9 @@ bool StreamingWeights::direct_io() const {
 
 StreamStats StreamingWeights::stats() const {
   std::lock_guard<std::mutex> lk(stats_mu_);
-  return stats_;
+  StreamStats s = stats_;
+  s.io_busy_seconds = io_.busy_seconds();
+  return s;
 }
 
 void StreamingWeights::embed(const int32_t* ids, size_t n, float* out) {
@@ -327,16 +329,28 @@ void StreamingWeights::wait_buffer(StreamBuffer& b) {
   stats_.io_wait_seconds += since(t0);
 }
 
-void StreamingWeights::prefetch_after(int u) {
-  if (units_.size() < 2) return;
-  const int next = (u + 1) % static_cast<int>(units_.size());
-  for (auto& b : buffers_)
-    if (b->unit == next) return;
-  for (auto& b : buffers_)
-    if (!b->held) {
-      issue_stream_read(*b, next, false);
-      return;
-    }
+void StreamingWeights::read_ahead(int u, int count) {
+  const int n = static_cast<int>(units_.size());
+  count = std::min(count, n - 1);
+  if (count <= 0) return;
+  auto ahead = [&](int unit) {  // unit is one of the `count` after u
+    const int d = ((unit - u) % n + n) % n;
+    return d >= 1 && d <= count;
+  };
+  for (int k = 1; k <= count; ++k) {
+    const int next = (u + k) % n;
+    bool buffered = false;
+    for (auto& b : buffers_) buffered = buffered || b->unit == next;
+    if (buffered) continue;
+    StreamBuffer* free_buf = nullptr;
+    for (auto& b : buffers_)
+      if (!b->held && (b->unit < 0 || !ahead(b->unit))) {
+        free_buf = b.get();
+        break;
+      }
+    if (!free_buf) return;
+    issue_stream_read(*free_buf, next, false);
+  }
 }
 
 StreamingWeights::StreamBuffer& StreamingWeights::acquire_unit(int u) {
@@ -344,8 +358,20 @@ StreamingWeights::StreamBuffer& StreamingWeights::acquire_unit(int u) {
   for (auto& x : buffers_)
     if (x->unit == u) b = x.get();
   if (!b) {
+    // Not read ahead (the first use, or after a failure): prefer a buffer
+    // that holds nothing still to come.
+    const int n = static_cast<int>(units_.size()), depth = static_cast<int>(buffers_.size());
     for (auto& x : buffers_)
-      if (!x->held) b = x.get();
+      if (!x->held && (x->unit < 0 || ((x->unit - u) % n + n) % n >= depth)) {
+        b = x.get();
+        break;
+      }
+    if (!b)
+      for (auto& x : buffers_)
+        if (!x->held) {
+          b = x.get();
+          break;
+        }
     if (!b) throw Error(ExitCode::kInternal, "no free trunk stream buffer (every buffer held at once)");
     issue_stream_read(*b, u, true);
   }
@@ -365,13 +391,18 @@ StreamingWeights::StreamBuffer& StreamingWeights::acquire_unit(int u) {
     auto lookup = [&sec, b, this](const std::string& name) { return section_tensor(sec, b->buf.data(), name); };
     b->lw = bind_layer_weights(config_, sec.ts->layer, lookup);
   }
-  prefetch_after(u);
+  // Every other buffer reads ahead while this unit computes.
+  read_ahead(u, static_cast<int>(buffers_.size()) - 1);
   return *b;
 }
 
 void StreamingWeights::release_unit(int u) {
   for (auto& b : buffers_)
     if (b->unit == u) b->held = false;
+  // The freed buffer starts on the unit after the ones already in flight at
+  // once, before the next unit is even acquired, so the disk never waits for
+  // the compute thread to come round.
+  read_ahead(u, static_cast<int>(buffers_.size()));
 }
 
 const LayerWeights& StreamingWeights::acquire_layer(int layer) {

@@ -45,6 +45,7 @@ struct StreamStats {
   uint64_t experts_requested = 0;    // (layer, expert) deliveries asked for
   uint64_t experts_resident = 0;     // of those, already resident when the step began
   double io_wait_seconds = 0;        // compute thread blocked waiting for bytes
+  double io_busy_seconds = 0;        // at least one read in progress (the device kept busy)
   double load_seconds = 0;
 };
 
@@ -90,7 +91,9 @@ class StreamingWeights : public WeightSource {
   void release_unit(int u);
   void issue_stream_read(StreamBuffer& b, int u, bool urgent);
   void wait_buffer(StreamBuffer& b);
-  void prefetch_after(int u);
+  // Starts background reads of the `count` units after `u` (in use order,
+  // wrapping to the next token) into buffers nobody holds or awaits.
+  void read_ahead(int u, int count);
   const void* section_tensor(const Section& sec, const uint8_t* base, const std::string& name) const;
   int take_slot();
   void preload_experts();

@@ -93,15 +93,24 @@ int check_identity(const std::string& model, const std::vector<int32_t>& prompt,
       EXPECT_EQ(plan.head_blocks, (c.vocab_size + plan.head_block_rows - 1) / plan.head_block_rows);
       if (plan.head_blocks > 1) ++multi;
     }
-    for (int threads : {1, 2}) {
-      StreamingWeights w(c, ck, trunk.string(), layout, plan, 3);
+    // As planned with 1 and 2 threads, then with the read-ahead depth forced
+    // to 2 and 3 buffers.
+    for (int variant = 0; variant < 4; ++variant) {
+      MemoryPlan p = plan;
+      const int threads = variant == 1 ? 1 : 2;
+      if (variant >= 2) {
+        if (p.streamed.empty()) continue;
+        p.stream_buffers = variant;
+        p.stream_buffer_bytes = p.stream_buffers * p.stream_buffer_size;
+      }
+      StreamingWeights w(c, ck, trunk.string(), layout, p, 3);
       const std::vector<float> got = run(c, w, prompt, 3, threads);
       EXPECT_EQ(got.size(), want.size());
       if (got.size() != want.size()) continue;
       EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
           << model << ": logits differ with trunk budget " << b.trunk << ", cache " << b.cache << ", head block "
-          << b.head_block << " (" << plan.head_blocks << " blocks of " << plan.head_block_rows << " rows), "
-          << threads << " threads";
+          << b.head_block << " (" << p.head_blocks << " blocks of " << p.head_block_rows << " rows), "
+          << p.stream_buffers << " stream buffers, " << threads << " threads";
     }
   }
   fs::remove_all(trunk);
@@ -222,6 +231,7 @@ TEST(HeadBlocks, K3LaptopPlanFitsIn8GiB) {
   ASSERT_TRUE(laptop.head_streamed);
   EXPECT_GE(laptop.head_blocks, 2u);
   EXPECT_LE(laptop.stream_buffer_size, largest_layer);  // sized by a layer, not by the head
+  EXPECT_EQ(laptop.stream_buffers, 2);  // 1.27 GB layers: no room to read further ahead in 3 GB
   EXPECT_EQ(laptop.stream_buffer_bytes, laptop.stream_buffer_size * laptop.stream_buffers);
   EXPECT_EQ(laptop.peak_rss, laptop.pinned_bytes + laptop.stream_buffer_bytes + laptop.head_small_bytes +
                                  laptop.cache_bytes + laptop.kda_state_bytes + laptop.mla_cache_bytes +

@@ -75,6 +75,9 @@ TEST(MemoryPlan, BudgetsDecidePinningAndSlots) {
   EXPECT_EQ(p0.streamed.size(), 14u);  // 13 layers + head
   EXPECT_EQ(p0.cache_slots, 2u * c.num_experts_per_token);  // the floor
   EXPECT_GT(p0.stream_buffer_bytes, 0u);
+  // Small sections: the prefetch allowance buys the deepest read-ahead.
+  EXPECT_EQ(p0.stream_buffers, kMaxStreamBuffers);
+  EXPECT_EQ(p0.stream_buffer_bytes, p0.stream_buffers * p0.stream_buffer_size);
   // KDA: H*D*D state + 3 conv carries of H*D, FP32; MLA: (kv_lora + rope) floats per position.
   const uint64_t H = c.kda_num_heads, D = c.kda_head_dim;
   EXPECT_EQ(p0.kda_state_bytes, c.num_kda_layers() * (H * D * D + 3 * 3 * H * D) * 4);
