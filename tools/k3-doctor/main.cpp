@@ -3,10 +3,11 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
-#include <iostream>
 #include <string>
 
+#include "common/cli_parse.h"
 #include "common/error.h"
+#include "common/tool_main.h"
 #include "doctor/doctor.h"
 #include "doctor/system_root.h"
 
@@ -45,29 +46,16 @@ int main(int argc, char** argv) {
                          "  2    cannot run (a FAIL above), or bad flags\n") +
              "Errors outside the checks use the shared codes:\n" + k3::exit_codes_help());
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "k3-doctor: %s (see k3-doctor --help)\n", e.what());
-    return static_cast<int>(k3::ExitCode::kUsage);
-  }
+  if (auto status = k3::parse_command_line(app, argc, argv, "k3-doctor")) return *status;
   opt.probe = !no_probe;
   opt.probe_max_bytes = static_cast<uint64_t>(probe_mb * 1e6);
   if (hit_rate >= 0) opt.hit_rate = hit_rate;
 
-  try {
+  return k3::run_tool("k3-doctor", [&] {
     k3::doctor::Report report = k3::doctor::run_doctor(opt);
     const std::string text = json ? k3::doctor::format_json(report) : k3::doctor::format_human(report);
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
     return report.exit_code();
-  } catch (const k3::Error& e) {
-    std::fprintf(stderr, "k3-doctor: %s\n", e.what());
-    return e.exit_code();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "k3-doctor: internal error: %s (please report it)\n", e.what());
-    return static_cast<int>(k3::ExitCode::kInternal);
-  }
+  });
 }
