@@ -75,6 +75,15 @@ struct MemoryPlan {
   std::string describe(const TrunkLayout& layout, const ModelConfig& config, const PlanRequest& req) const;
 };
 
+// Whether a plan may start where `available` bytes are available (see
+// MemoryLimits::available; UINT64_MAX: unknown). It must stay under 90% of
+// them: the forecast leaves out the page cache and allocator slack, and a run
+// killed for memory hours in loses the work.
+inline uint64_t plan_limit(uint64_t available) { return available / 10 * 9; }
+inline bool plan_fits(const MemoryPlan& plan, uint64_t available) {
+  return available == UINT64_MAX || plan.peak_rss <= plan_limit(available);
+}
+
 // `slot_bytes` comes from ExpertIndex::slot_bytes().
 MemoryPlan plan_memory(const ModelConfig& config, const TrunkLayout& layout, uint64_t slot_bytes,
                        const PlanRequest& req);

@@ -77,10 +77,10 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
     log << " of " << format_bytes(avail) << " available"
         << (lim.cgroup_source.empty() ? " (MemAvailable)" : " (MemAvailable and " + lim.cgroup_source + ")");
   log << "\n";
-  if (avail != UINT64_MAX && p.plan.peak_rss > avail / 10 * 9)
+  if (!plan_fits(p.plan, avail))
     throw Error(ExitCode::kResource, "the memory plan needs " + format_bytes(p.plan.peak_rss) + " but only " +
                                          format_bytes(avail) + " is available (limit 90%: " +
-                                         format_bytes(avail / 10 * 9) +
+                                         format_bytes(plan_limit(avail)) +
                                          "); lower --trunk-gb, --cache-gb or --ctx, or choose a smaller --preset");
   return p;
 }
@@ -99,7 +99,7 @@ std::string presets_table(const ModelConfig& config, const Checkpoint& checkpoin
     PreparedStream p = plan_for(config, checkpoint, req, gb(pr.trunk_gb), gb(pr.cache_gb), layout, true, slot_bytes);
     std::snprintf(buf, sizeof buf, "%-12s %9.1f %9.1f %14s %14s  %s   %s\n", pr.name.c_str(), pr.trunk_gb, pr.cache_gb,
                   format_bytes(p.plan.peak_rss).c_str(), format_bytes(p.plan.pinned_bytes).c_str(),
-                  avail == UINT64_MAX ? "?" : (p.plan.peak_rss <= avail / 10 * 9 ? "yes" : "no "),
+                  avail == UINT64_MAX ? "?" : (plan_fits(p.plan, avail) ? "yes" : "no "),
                   pr.description.c_str());
     o += buf;
   }

@@ -83,6 +83,14 @@ TEST(TrueScalePlan, K3GeometryLaptopFitsAndContextIsPlannedExactly) {
   const MemoryPlan p10m = plan_memory(c, layout, slot, req);
   EXPECT_EQ(p10m.mla_cache_bytes, 24ull * 10000000 * (512 + 64) * 4);  // 553 GB
   EXPECT_GT(p10m.peak_rss, 550ull * 1000 * 1000 * 1000);
+  // What k3-forward decides with them: on a 24 GB machine like the one this
+  // runs on, 100,000 positions start and 10M are refused before allocating;
+  // the laptop plan for a short prompt fits an 8 GiB cgroup.
+  EXPECT_TRUE(plan_fits(p100k, 24000000000ull)) << p100k.peak_rss;
+  EXPECT_FALSE(plan_fits(p10m, 24000000000ull));
+  EXPECT_FALSE(plan_fits(p10m, 512000000000ull));  // not even with 512 GB: the latent cache alone is 553 GB
+  EXPECT_TRUE(plan_fits(small, 8ull << 30)) << small.peak_rss;
+  EXPECT_FALSE(plan_fits(p100k, 8ull << 30));
 
   // The forecasts --list-presets gives for K3 (its default context of 4096
   // and batch of 256), for the README's comparison with published figures.

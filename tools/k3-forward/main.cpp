@@ -148,6 +148,7 @@ int run(int argc, char** argv) {
   k3::StreamingRequest stream_req;
   std::string stats_json_file;
   bool list_presets = false;
+  bool plan_only = false;
   uint64_t ctx = 0;
   app.add_option("--trunk", stream_req.trunk_dir,
                  "Packed trunk from k3-pack: pin --trunk-gb of it in RAM and stream the rest every token");
@@ -158,6 +159,9 @@ int run(int argc, char** argv) {
   app.add_option("--preset", stream_req.preset,
                  "Memory preset: laptop, desktop, workstation, server, max (--trunk-gb/--cache-gb override it)");
   app.add_flag("--list-presets", list_presets, "Print each preset's forecast peak RSS for this model, then exit");
+  app.add_flag("--plan", plan_only,
+               "Print the memory plan for these budget flags and --ctx (default 4096), then exit: 0 when it fits, "
+               "6 when it would be refused. Reads no prompt and no weights");
   app.add_option("--ctx", ctx, "Context positions to plan the MLA latent cache for (default: context + --gen)");
   app.add_option("--io-threads", stream_req.io_threads, "Parallel reads in flight when streaming (default 8)")
       ->check(CLI::PositiveNumber);
@@ -185,6 +189,16 @@ int run(int argc, char** argv) {
     const k3::Checkpoint checkpoint = k3::Checkpoint::open(model_dir);
     stream_req.context = ctx ? ctx : 4096;
     std::fputs(k3::presets_table(config, checkpoint, stream_req).c_str(), stdout);
+    return 0;
+  }
+  if (plan_only) {
+    if (!stream_req.active())
+      throw k3::Error(k3::ExitCode::kUsage, "--plan shows a streaming plan: give --trunk, --preset or a budget");
+    const k3::Checkpoint checkpoint = k3::Checkpoint::open(model_dir);
+    stream_req.context = ctx ? ctx : 4096;
+    stream_req.batch = 256;  // the largest prefill batch: the plan holds for any prompt
+    k3::prepare_streaming(config, checkpoint, stream_req, std::cerr);  // throws kResource when refused
+    std::fprintf(stderr, "k3-forward: the plan fits; a run with these flags would start\n");
     return 0;
   }
   const size_t vocab = static_cast<size_t>(config.vocab_size);
