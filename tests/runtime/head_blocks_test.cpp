@@ -89,7 +89,9 @@ int check_identity(const std::string& model, const std::vector<int32_t>& prompt,
       for (int sec : plan.streamed)
         if (layout.sections[sec].layer >= 0) largest_layer = std::max(largest_layer, layout.sections[sec].length);
       EXPECT_EQ(plan.stream_buffer_size, std::max(largest_layer, plan.head_block_read_bytes));
-      if (plan.head_blocks > 1) EXPECT_LT(plan.head_block_read_bytes, layout.section("head")->length);
+      if (plan.head_blocks > 1) {
+        EXPECT_LT(plan.head_block_read_bytes, layout.section("head")->length);
+      }
       EXPECT_EQ(plan.head_blocks, (c.vocab_size + plan.head_block_rows - 1) / plan.head_block_rows);
       if (plan.head_blocks > 1) ++multi;
     }

@@ -26,8 +26,10 @@
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/safetensors.h"
 #include "common/atomic_file_writer.h"
+#include "common/cli_parse.h"
 #include "common/error.h"
 #include "common/file.h"
+#include "common/tool_main.h"
 #include "kernels/thread_pool.h"
 #include "model/config.h"
 #include "model/engine.h"
@@ -169,16 +171,7 @@ int run(int argc, char** argv) {
   app.add_option("--state-out", state_out,
                  "Save the conversation to FILE after the run (written atomically; also when interrupted)");
   app.footer(k3::exit_codes_help());
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "k3-forward: %s (see k3-forward --help)\n", e.what());
-    return static_cast<int>(k3::ExitCode::kUsage);
-  }
+  if (auto status = k3::parse_command_line(app, argc, argv, "k3-forward")) return *status;
   if (teacher_forcing && gen > 0)
     throw k3::Error(k3::ExitCode::kUsage, "--teacher-forcing evaluates the given ids and cannot be combined with --gen");
 
@@ -374,13 +367,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const k3::Error& e) {
-    std::fprintf(stderr, "k3-forward: %s\n", e.what());
-    return e.exit_code();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "k3-forward: internal error: %s\n", e.what());
-    return static_cast<int>(k3::ExitCode::kInternal);
-  }
+  return k3::run_tool("k3-forward", [&] { return run(argc, argv); });
 }
