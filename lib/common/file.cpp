@@ -112,6 +112,21 @@ void pwrite_exact(int fd, const void* data, size_t n, uint64_t offset, const std
   }
 }
 
+size_t read_some(int fd, void* buf, size_t n, const std::string& what) {
+  while (true) {
+    ssize_t r = ::read(fd, buf, n);
+    if (r >= 0) return static_cast<size_t>(r);
+    if (errno != EINTR) throw Error(ExitCode::kIo, "cannot read " + what + ": " + std::strerror(errno));
+  }
+}
+
+std::string read_all(int fd, const std::string& what) {
+  std::string data;
+  char buf[1 << 16];
+  while (size_t r = read_some(fd, buf, sizeof buf, what)) data.append(buf, r);
+  return data;
+}
+
 void write_file_atomic(const std::string& path, const void* data, size_t n) {
   AtomicFileWriter out(path);
   out.write(data, n);

@@ -40,6 +40,13 @@ class File {
 // "No space left on device").
 void pwrite_exact(int fd, const void* data, size_t n, uint64_t offset, const std::string& path);
 
+// Reads what is there, up to n bytes (0 at end of input), retrying
+// interrupted reads, or throws k3::Error(kIo) "cannot read <what>: ...".
+// For streams (stdin, pipes) that must be consumed as they arrive.
+size_t read_some(int fd, void* buf, size_t n, const std::string& what);
+// Everything until end of input.
+std::string read_all(int fd, const std::string& what);
+
 // Whole-file helpers for small files (configs, JSON).
 std::string read_text_file(const std::string& path);
 bool file_exists(const std::string& path);

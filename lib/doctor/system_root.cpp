@@ -1,8 +1,8 @@
 #include "doctor/system_root.h"
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
+
+#include "runtime/system_file.h"
 
 namespace k3::doctor {
 
@@ -23,18 +23,7 @@ std::string SystemRoot::path(const std::string& system_path) const {
 }
 
 std::optional<std::string> SystemRoot::read(const std::string& system_path) const {
-  std::ifstream in(path(system_path), std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return std::nullopt;
-  return ss.str();
-}
-
-std::string first_line(const std::string& text) {
-  std::string s = text.substr(0, text.find('\n'));
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.pop_back();
-  return s;
+  return read_system_file("", path(system_path));
 }
 
 }  // namespace k3::doctor

@@ -10,6 +10,8 @@
 #include <optional>
 #include <string>
 
+#include "runtime/system_file.h"
+
 namespace k3::doctor {
 
 // Environment variable naming the root when --root is not given.
@@ -33,7 +35,7 @@ class SystemRoot {
   std::string root_;
 };
 
-// First line of a text, without the trailing newline or spaces.
-std::string first_line(const std::string& text);
+// The first line of a file's text without trailing blanks (runtime/system_file.h).
+using ::k3::first_line;
 
 }  // namespace k3::doctor

@@ -2,29 +2,13 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <sstream>
+
+#include "runtime/system_file.h"
 
 namespace k3 {
 
 namespace {
-// The text of system file `path` under `root`, nullopt when absent or
-// unreadable (a missing /sys file is normal: v1 vs v2, containers).
-std::optional<std::string> read_under(const std::string& root, const std::string& path) {
-  std::ifstream in(root == "/" ? path : root + path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return std::nullopt;
-  return ss.str();
-}
-
-std::string first_line(const std::string& text) {
-  std::string s = text.substr(0, text.find('\n'));
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.pop_back();
-  return s;
-}
-
 bool has_option(const std::string& csv, const std::string& opt) {
   std::istringstream in(csv);
   std::string o;
@@ -42,7 +26,7 @@ CgroupLimit walk_limits(const std::string& root, const std::string& dir, const s
   r.dir = dir;
   std::string d = dir;
   while (true) {
-    if (auto text = read_under(root, d + "/" + file)) {
+    if (auto text = read_system_file(root, d + "/" + file)) {
       bool ok = true;
       auto v = parse_cgroup_limit(*text, &ok);
       if (ok && v && (!r.limit || *v < *r.limit)) {
@@ -57,7 +41,7 @@ CgroupLimit walk_limits(const std::string& root, const std::string& dir, const s
     if (d.size() < stop.size()) d = stop;
   }
   if (r.limit)
-    if (auto text = read_under(root, r.limit_dir + "/" + usage_file)) {
+    if (auto text = read_system_file(root, r.limit_dir + "/" + usage_file)) {
       bool ok = true;
       if (auto u = parse_cgroup_limit(*text, &ok); ok && u) r.usage = u;
     }
@@ -142,11 +126,11 @@ const CgroupLimit* CgroupMemory::effective() const {
 
 CgroupMemory read_cgroup_memory(const std::string& root) {
   CgroupMemory out;
-  auto cg_text = read_under(root, "/proc/self/cgroup");
+  auto cg_text = read_system_file(root, "/proc/self/cgroup");
   if (!cg_text) return out;
   auto memberships = parse_proc_cgroup(*cg_text);
   std::vector<MountEntry> mounts;
-  if (auto mi_text = read_under(root, "/proc/self/mountinfo")) {
+  if (auto mi_text = read_system_file(root, "/proc/self/mountinfo")) {
     mounts = parse_mountinfo(*mi_text);
   } else {
     MountEntry v2, v1;

@@ -16,6 +16,7 @@
 
 #include "common/cli_parse.h"
 #include "common/error.h"
+#include "common/file.h"
 #include "common/tool_main.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/vocabulary.h"
@@ -89,14 +90,9 @@ int run(int argc, char** argv) {
   };
 
   char buf[1 << 14];
-  while (true) {
-    ssize_t r = ::read(0, buf, sizeof buf);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      throw k3::Error(k3::ExitCode::kIo, std::string("cannot read stdin: ") + std::strerror(errno));
-    }
-    if (r == 0) break;
-    for (ssize_t i = 0; i < r; ++i) {
+  // Ids are decoded as they arrive: text appears while the producer runs.
+  while (size_t r = k3::read_some(0, buf, sizeof buf, "stdin")) {
+    for (size_t i = 0; i < r; ++i) {
       if (is_separator(buf[i])) {
         if (!word.empty()) emit();
       } else {

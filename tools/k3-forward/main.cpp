@@ -51,21 +51,6 @@ void on_signal(int) { g_interrupted = true; }
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-std::string read_all_fd(int fd, const std::string& what) {
-  std::string data;
-  char buf[1 << 16];
-  while (true) {
-    ssize_t r = ::read(fd, buf, sizeof buf);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      throw k3::Error(k3::ExitCode::kIo, "cannot read " + what + ": " + std::strerror(errno));
-    }
-    if (r == 0) break;
-    data.append(buf, static_cast<size_t>(r));
-  }
-  return data;
-}
-
 void emit_id(int32_t id) {
   if (std::printf("%d\n", id) < 0 || std::fflush(stdout) != 0)
     throw k3::Error(k3::ExitCode::kIo, std::string("cannot write to stdout: ") + std::strerror(errno));
@@ -202,7 +187,7 @@ int run(int argc, char** argv) {
     text = k3::read_text_file(ids_file);
     origin = ids_file;
   } else {
-    text = read_all_fd(0, "stdin");
+    text = k3::read_all(0, "stdin");
   }
   const std::vector<int32_t> prompt = k3::parse_token_ids(text, origin, config.vocab_size);
   if (prompt.empty() && state_in.empty())

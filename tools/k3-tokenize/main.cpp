@@ -26,21 +26,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string read_all_stdin() {
-  std::string data;
-  char buf[1 << 16];
-  while (true) {
-    ssize_t r = ::read(0, buf, sizeof buf);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      throw k3::Error(k3::ExitCode::kIo, std::string("cannot read stdin: ") + std::strerror(errno));
-    }
-    if (r == 0) break;
-    data.append(buf, static_cast<size_t>(r));
-  }
-  return data;
-}
-
 void write_all_stdout(const std::string& s) {
   size_t done = 0;
   while (done < s.size()) {
@@ -103,7 +88,7 @@ int run(int argc, char** argv) {
     input.resize(f.size());
     f.pread_exact(input.data(), input.size(), 0);
   } else
-    input = read_all_stdin();
+    input = k3::read_all(0, "stdin");
 
   size_t bad = k3::utf8::find_invalid(input);
   if (bad != k3::utf8::kNotFound) {
