@@ -105,20 +105,26 @@ constexpr size_t kPrefetchBytes = 8192;
 
 // ---- Weight sources: decode block b of a row into kVecs float vectors. ----
 
+// A row of a dense matrix, its last partial vector copied into a
+// zero-padded buffer so that every load is a full vector.
+template <typename T>
+struct DenseRow {
+  const T* w;
+  HWY_ALIGN T tail[kLanes];
+  void init(const T* W, size_t r, size_t cols) {
+    w = W + r * cols;
+    const size_t full = cols / kLanes * kLanes;
+    std::fill(tail, tail + kLanes, T{0});
+    std::copy(w + full, w + cols, tail);
+  }
+};
+
 struct F32Source {
   static constexpr size_t kVecs = 1;
   const float* W;
   size_t cols;
-  struct Row {
-    const float* w;
-    HWY_ALIGN float tail[kLanes];
-  };
-  void init_row(size_t r, Row* row) const {
-    row->w = W + r * cols;
-    const size_t full = cols / kLanes * kLanes;
-    std::fill(row->tail, row->tail + kLanes, 0.0f);
-    std::copy(row->w + full, row->w + cols, row->tail);
-  }
+  using Row = DenseRow<float>;
+  void init_row(size_t r, Row* row) const { row->init(W, r, cols); }
   HWY_INLINE void decode(const Row& row, size_t b, VF* out) const {
     out[0] = hn::LoadU(DF(), row.w + b * kLanes);
   }
@@ -129,16 +135,8 @@ struct Bf16Source {
   static constexpr size_t kVecs = 1;
   const uint16_t* W;
   size_t cols;
-  struct Row {
-    const uint16_t* w;
-    HWY_ALIGN uint16_t tail[kLanes];
-  };
-  void init_row(size_t r, Row* row) const {
-    row->w = W + r * cols;
-    const size_t full = cols / kLanes * kLanes;
-    std::fill(row->tail, row->tail + kLanes, uint16_t{0});
-    std::copy(row->w + full, row->w + cols, row->tail);
-  }
+  using Row = DenseRow<uint16_t>;
+  void init_row(size_t r, Row* row) const { row->init(W, r, cols); }
   static HWY_INLINE VF widen(const uint16_t* p) {
     // BF16 -> FP32 is a 16-bit left shift of the bit pattern.
     const hn::RebindToUnsigned<DF> du32;

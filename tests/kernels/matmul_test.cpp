@@ -100,6 +100,15 @@ void expect_close(const std::vector<float>& got, const std::vector<double>& want
   }
 }
 
+// The SIMD kernel and its scalar reference each against the double loop, and
+// against each other.
+void expect_simd_and_scalar_close(const std::vector<float>& simd, const std::vector<float>& scalar,
+                                  const std::vector<double>& want, const std::vector<double>& mag, size_t cols) {
+  expect_close(simd, want, mag, cols, "simd vs double");
+  expect_close(scalar, want, mag, cols, "scalar vs double");
+  expect_close(simd, std::vector<double>(scalar.begin(), scalar.end()), mag, cols, "simd vs scalar");
+}
+
 void expect_same_bits(const std::vector<float>& a, const std::vector<float>& b, const char* what) {
   ASSERT_EQ(a.size(), b.size());
   ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << what;
@@ -144,10 +153,7 @@ TEST(Matmul, Bf16MatchesReferences) {
       std::vector<double> mag;
       auto yd = ref_bf16(w, rows, cols, x, n, &mag);
       SCOPED_TRACE("rows=" + std::to_string(rows) + " cols=" + std::to_string(cols));
-      expect_close(y, yd, mag, cols, "simd vs double");
-      expect_close(ys, yd, mag, cols, "scalar vs double");
-      std::vector<double> ys_d(ys.begin(), ys.end());
-      expect_close(y, ys_d, mag, cols, "simd vs scalar");
+      expect_simd_and_scalar_close(y, ys, yd, mag, cols);
     }
   }
   });
@@ -168,10 +174,7 @@ TEST(Matmul, Mxfp4MatchesReferences) {
       std::vector<double> mag;
       auto yd = ref_mxfp4(p, s, rows, cols, x, n, &mag);
       SCOPED_TRACE("rows=" + std::to_string(rows) + " cols=" + std::to_string(cols));
-      expect_close(y, yd, mag, cols, "simd vs double");
-      expect_close(ys, yd, mag, cols, "scalar vs double");
-      std::vector<double> ys_d(ys.begin(), ys.end());
-      expect_close(y, ys_d, mag, cols, "simd vs scalar");
+      expect_simd_and_scalar_close(y, ys, yd, mag, cols);
     }
   }
   });

@@ -115,13 +115,9 @@ void expect_matches_reference(bool lower_bound) {
   std::vector<float> out(T * hidden);
   kda_forward(kc.c, kc.w, state, x.data(), T, out.data(), nullptr);
   std::vector<double> want = kc.reference(x, T);
-  double worst = 0, scale = 0;
-  for (size_t i = 0; i < out.size(); ++i) {
-    worst = std::max(worst, std::abs(out[i] - want[i]));
-    scale = std::max(scale, std::abs(want[i]));
-  }
-  EXPECT_GT(scale, 1e-3);
-  EXPECT_LE(worst, 1e-5 * scale) << "worst " << worst << " scale " << scale;
+  const test::RelativeError e = test::relative_error(out, want);
+  EXPECT_GT(e.scale, 1e-3);
+  EXPECT_LE(e.worst, 1e-5 * e.scale) << "worst " << e.worst << " scale " << e.scale;
 }
 
 TEST(Kda, LowerBoundGateMatchesDoubleLoop) { expect_matches_reference(true); }

@@ -173,12 +173,8 @@ TEST(LatentMoe, MatchesDoubleReferenceInAnyArrivalOrder) {
   latent_moe_forward(mc.c, 1, mc.trunk, mc.source, x.data(), n, rev.data(), nullptr);
   EXPECT_EQ(std::memcmp(fwd.data(), rev.data(), fwd.size() * sizeof(float)), 0);
   std::vector<double> want = mc.reference(x, n);
-  double worst = 0, scale = 0;
-  for (size_t i = 0; i < fwd.size(); ++i) {
-    worst = std::max(worst, std::abs(fwd[i] - want[i]));
-    scale = std::max(scale, std::abs(want[i]));
-  }
-  EXPECT_LE(worst, 1e-5 * scale) << worst << " " << scale;
+  const test::RelativeError e = test::relative_error(fwd, want);
+  EXPECT_LE(e.worst, 1e-5 * e.scale) << e.worst << " " << e.scale;
   // Rows are independent of the batch: each token alone gives the same bits.
   for (size_t t = 0; t < n; ++t) {
     std::vector<float> one(MoeCase::hidden);

@@ -96,13 +96,9 @@ void expect_matches(bool gate) {
   EXPECT_EQ(mla_cache_positions(mc.c, cache), static_cast<int64_t>(T));
   EXPECT_EQ(cache.latent.size(), T * (MlaCase::kvl + MlaCase::rope));  // latent only, not expanded
   std::vector<double> want = mc.reference(x, T);
-  double worst = 0, scale = 0;
-  for (size_t i = 0; i < out.size(); ++i) {
-    worst = std::max(worst, std::abs(out[i] - want[i]));
-    scale = std::max(scale, std::abs(want[i]));
-  }
-  EXPECT_GT(scale, 1e-3);
-  EXPECT_LE(worst, 1e-5 * scale) << "worst " << worst << " scale " << scale;
+  const test::RelativeError e = test::relative_error(out, want);
+  EXPECT_GT(e.scale, 1e-3);
+  EXPECT_LE(e.worst, 1e-5 * e.scale) << "worst " << e.worst << " scale " << e.scale;
 }
 
 TEST(Mla, AbsorbedLatentAttentionMatchesExpandedForm) { expect_matches(true); }

@@ -2,6 +2,7 @@
 // also kept in double, so reference computations use the same numbers.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -55,5 +56,19 @@ inline std::vector<double> lin_d(const std::vector<double>& x, const RandomBf16&
 }
 
 inline double sigmoid_d(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+// How far float results are from a double-precision reference loop: the
+// largest |got - want| and the largest |want| it is judged against.
+struct RelativeError {
+  double worst = 0, scale = 0;
+};
+inline RelativeError relative_error(const std::vector<float>& got, const std::vector<double>& want) {
+  RelativeError e;
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    e.worst = std::max(e.worst, std::abs(got[i] - want[i]));
+    e.scale = std::max(e.scale, std::abs(want[i]));
+  }
+  return e;
+}
 
 }  // namespace k3::test
