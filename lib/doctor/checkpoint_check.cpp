@@ -6,6 +6,7 @@
 #include "model/config.h"
 #include "model/tensor_manifest.h"
 #include "pack/trunk_layout.h"
+#include "runtime/preset_plan.h"
 
 namespace k3::doctor {
 
@@ -14,6 +15,7 @@ CheckpointFacts gather_checkpoint(const std::string& model_dir) {
   c.given = !model_dir.empty();
   if (!c.given) {
     c.bytes = model_bytes_from_config(k3_reference_config());
+    c.plan_model = plan_model_for_config(k3_reference_config());
     c.bytes_source = "the real Kimi-K3 geometry (SPEC section 1)";
     return c;
   }
@@ -36,6 +38,7 @@ CheckpointFacts gather_checkpoint(const std::string& model_dir) {
       // every tensor's dtype and shape must be what the config implies.
       ModelConfig config = load_model_config(model_dir);
       validate_checkpoint(config, ck);
+      c.plan_model = plan_model_for_checkpoint(config, ck);
       c.config_loaded = true;
       c.bytes = model_bytes_from_config(config);
       c.bytes_source = "config.json of " + model_dir;
@@ -48,6 +51,7 @@ CheckpointFacts gather_checkpoint(const std::string& model_dir) {
   if (!c.config_loaded) {
     // The model's own sizes are unknown: forecast for the model k3 exists for, and say so.
     c.bytes = model_bytes_from_config(k3_reference_config());
+    c.plan_model = plan_model_for_config(k3_reference_config());
     c.bytes_source = "the real Kimi-K3 geometry (SPEC section 1; " + model_dir + " could not be read)";
   }
   return c;

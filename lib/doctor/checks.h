@@ -79,6 +79,7 @@ struct CheckpointFacts {
   std::string fingerprint_error;
   ModelBytes bytes;          // from the config, or the real K3's
   std::string bytes_source;  // where `bytes` came from
+  PlanModel plan_model;      // what k3-forward's memory planner needs, from the same source
 };
 CheckpointFacts gather_checkpoint(const std::string& model_dir);
 void add_checkpoint_checks(Report& r, const CheckpointFacts& c, const std::string& trunk_dir,

@@ -137,7 +137,7 @@ Report run_doctor(const DoctorOptions& o) {
   }
 
   std::optional<PresetForecast> rec;
-  if (mem.usable) rec = recommend_preset(*mem.usable, mb, o.hit_rate);
+  if (mem.usable) rec = recommend_preset(*mem.usable, ck.plan_model, mb, o.hit_rate);
 
   add_cpu_checks(r, cpu);
   add_memory_checks(r, mem, rec, (ck.opened ? ck.shards : kK3ShardCount) + 1);

@@ -18,28 +18,41 @@ std::string fmt(const char* f, double v) {
 void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c,
                   const std::optional<PresetForecast>& rec, const Bandwidth& bw, std::optional<double> hit_rate) {
   const ModelBytes& mb = c.bytes;
+  const PlanModel& pm = c.plan_model;
   {
     Check& k = r.add("forecast", "preset");
     JsonValue table = JsonValue::array();
-    const double budget = m.usable ? kUsableShare * double(*m.usable) : 0;
+    const uint64_t limit = m.usable ? usable_limit(*m.usable) : 0;
+    const double budget = double(limit);
     r.arithmetic.push_back("model sizes from " + c.bytes_source + ": trunk " + gb(double(mb.trunk())) +
                            " (of which " + gb(double(mb.trunk_per_token())) + " is read per token), routed experts " +
                            gb(double(mb.all_experts())) + ", one expert " + gb(double(mb.one_expert)));
     r.arithmetic.push_back("memory budget = " + fmt("%.0f%%", kUsableShare * 100) + " of usable " +
                            (m.usable ? gb(double(*m.usable)) : std::string("unknown")) + " = " + gb(budget));
+    r.arithmetic.push_back("memory forecast = k3-forward's memory plan (as --list-presets: context " +
+                           std::to_string(kPresetListContext) + ", batch 256, packed trunk):");
     for (const Preset& p : presets()) {
-      PresetForecast f = forecast_preset(p, mb, hit_rate);
-      const bool fits = m.usable && double(f.memory()) <= budget;
+      PresetForecast f = forecast_preset(p, pm, mb, hit_rate);
+      const bool fits = m.usable && f.memory() <= limit;
       char line[256];
       std::snprintf(line, sizeof(line), "  %-12s %s pinned trunk + %s cache + %s in flight + %s runtime = %s  %s",
                     p.name.c_str(), gb(double(f.pinned_trunk)).c_str(), gb(double(f.cache)).c_str(),
                     gb(double(f.stream_buffers)).c_str(), gb(double(f.runtime)).c_str(), gb(double(f.memory())).c_str(),
                     fits ? "fits" : "does not fit");
       r.arithmetic.push_back(line);
+      const MemoryPlan& pl = f.plan;
       JsonValue o = JsonValue::object();
       o.set("preset", p.name).set("pinned_trunk_bytes", f.pinned_trunk).set("cache_bytes", f.cache)
           .set("in_flight_bytes", f.stream_buffers).set("runtime_bytes", f.runtime).set("memory_bytes", f.memory())
-          .set("fits", fits);
+          .set("fits", fits).set("peak_rss_bytes", pl.peak_rss).set("context", kPresetListContext)
+          .set("stream_buffers", static_cast<uint64_t>(pl.stream_buffers))
+          .set("stream_buffer_bytes", pl.stream_buffer_bytes).set("head_streamed", pl.head_streamed)
+          .set("head_small_bytes", pl.head_small_bytes).set("cache_slots", pl.cache_slots)
+          .set("kda_state_bytes", pl.kda_state_bytes).set("mla_cache_bytes", pl.mla_cache_bytes)
+          .set("activation_bytes", pl.activation_bytes).set("io_bytes", pl.io_bytes)
+          .set("pinned_sections", static_cast<uint64_t>(pl.pinned.size()))
+          .set("streamed_sections", static_cast<uint64_t>(pl.streamed.size()))
+          .set("streamed_trunk_bytes", f.trunk_read);
       table.push(std::move(o));
     }
     if (rec) {
@@ -49,7 +62,7 @@ void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c,
       k.advice = "the largest preset that fits; a larger one only buys speed, never different output";
     } else {
       k.status = Status::kFail;
-      const PresetForecast smallest = forecast_preset(presets().front(), mb, hit_rate);
+      const PresetForecast smallest = forecast_preset(presets().front(), pm, mb, hit_rate);
       k.summary = "no preset fits: the smallest (" + smallest.preset.name + ") needs " + gb(double(smallest.memory())) +
                   ", the budget is " + gb(budget);
       k.advice = "free memory (close programs, raise the container's memory limit) until " +
@@ -60,19 +73,23 @@ void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c,
   }
   {
     Check& k = r.add("forecast", "seconds_per_token");
-    const PresetForecast f = rec ? *rec : forecast_preset(presets().front(), mb, hit_rate);
+    const PresetForecast f = rec ? *rec : forecast_preset(presets().front(), pm, mb, hit_rate);
     const double bytes = double(f.bytes_per_token());
     const double spt = bw.bytes_per_s > 0 ? bytes / bw.bytes_per_s : 0;
     const std::string pname = f.preset.name;
     r.arithmetic.push_back("per generated token with --preset " + pname + " (decode, reads only; compute not included):");
-    r.arithmetic.push_back("  trunk read      = " + gb(double(mb.trunk_per_token())) + " per token - " +
-                           gb(double(f.pinned_trunk)) + " pinned = " + gb(double(f.trunk_read)));
+    r.arithmetic.push_back("  trunk read      = " + std::to_string(f.plan.streamed.size()) + " streamed sections" +
+                           (f.plan.head_streamed ? " (the head as its lm_head in " + std::to_string(f.plan.head_blocks) +
+                                                       " blocks)"
+                                                 : std::string()) +
+                           " of the plan (" + gb(double(f.pinned_trunk)) + " pinned) = " + gb(double(f.trunk_read)));
     r.arithmetic.push_back("  experts touched = " + std::to_string(mb.moe_layers) + " MoE layers x " +
                            std::to_string(mb.experts_per_token) + " experts x " + gb(double(mb.one_expert)) + " = " +
                            gb(double(mb.experts_per_token_bytes())));
     if (f.hit_rate_assumed)
-      r.arithmetic.push_back("  cache hit rate  h = " + gb(double(f.cache)) + " cache / " + gb(double(mb.all_experts())) +
-                             " of experts = " + fmt("%.2f%%", f.hit_rate * 100) +
+      r.arithmetic.push_back("  cache hit rate  h = " + std::to_string(f.plan.cache_slots) + " cache slots / " +
+                             std::to_string(uint64_t(mb.num_experts) * uint64_t(mb.moe_layers)) +
+                             " experts = " + fmt("%.2f%%", f.hit_rate * 100) +
                              " (uniform routing: pessimistic; set --hit-rate to use a measured one)");
     else
       r.arithmetic.push_back("  cache hit rate  h = " + fmt("%.2f%%", f.hit_rate * 100) + " (given with --hit-rate)");
@@ -89,7 +106,7 @@ void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c,
                            : bw.advice_if_assumed;
     k.details.set("preset", pname).set("trunk_read_bytes", f.trunk_read).set("experts_touched_bytes", mb.experts_per_token_bytes())
         .set("hit_rate", f.hit_rate).set("hit_rate_assumed", f.hit_rate_assumed).set("expert_read_bytes", f.expert_read)
-        .set("bytes_per_token", f.bytes_per_token()).set("bandwidth_bytes_per_s", bw.bytes_per_s)
+        .set("bytes_per_token", f.bytes_per_token()).set("memory_bytes", f.memory()).set("bandwidth_bytes_per_s", bw.bytes_per_s)
         .set("bandwidth_measured", bw.measured).set("bandwidth_source", bw.how).set("seconds_per_token", spt);
   }
 }

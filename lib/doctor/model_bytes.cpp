@@ -44,6 +44,7 @@ ModelConfig k3_reference_config() {
   c.hidden_size = 7168;
   c.intermediate_size = 33792;
   c.num_hidden_layers = 93;
+  c.attn_res_block_size = 12;  // sizes the AttnRes activations in the memory plan
   c.first_k_dense_replace = 1;
   // 1-indexed full-attention layers every 4th and the last: 24 MLA, 69 KDA.
   for (int i = 0; i < c.num_hidden_layers; ++i) {

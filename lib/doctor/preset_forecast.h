@@ -1,18 +1,22 @@
 // What a preset costs on this machine: the memory it holds, and the bytes
 // and seconds each generated token must spend reading from storage.
 //
-// Memory: pinned trunk + expert cache + (when the trunk is not fully pinned)
-// one MoE layer's trunk in flight (read while the previous layer computes;
-// the larger dense layer 0 and head are assumed read in parts) + one layer's
-// routed experts in flight + a fixed allowance for activations, attention
-// state and buffers.
+// Memory is k3-forward's own memory plan (runtime/preset_plan: plan_memory
+// with the budgets, context and batch `k3-forward MODEL --list-presets`
+// uses), so the forecast is the figure that list prints and the one
+// k3-forward refuses to start on. Its parts, as this report groups them:
+// pinned trunk sections, the expert cache, the stream buffers streamed
+// sections pass through (with the streamed head's small tensors), and the
+// rest (KDA state, MLA latent cache, activations, I/O buffers and index).
 //
 // Time per token (decode, one token at a time) is taken as I/O bound:
-//   bytes = trunk read per token not pinned + routed expert bytes x (1 - h)
+//   bytes = the plan's streamed trunk bytes + routed expert bytes x (1 - h)
 //   seconds = bytes / measured bandwidth
-// where h is the expert cache hit rate. Unless given, h is the cache's share
-// of all routed experts (what uniform routing would give); real routing is
-// skewed and repeats across neighbouring tokens, so this is pessimistic.
+// where a streamed head counts its lm_head (read in row blocks; its small
+// tensors are kept) and h is the expert cache hit rate. Unless given, h is
+// the plan's cache slots as a share of all routed experts (what uniform
+// routing would give); real routing is skewed and repeats across
+// neighbouring tokens, so this is pessimistic.
 #pragma once
 
 #include <cstdint>
@@ -21,35 +25,40 @@
 #include <vector>
 
 #include "doctor/model_bytes.h"
+#include "runtime/memory_plan.h"
+#include "runtime/preset_plan.h"
 #include "runtime/presets.h"
 
 namespace k3::doctor {
 
-// Activations, attention/KDA state for a few thousand tokens, read buffers.
-inline constexpr uint64_t kRuntimeAllowanceBytes = 500'000'000;
-// A preset is recommended when its forecast fits in this share of usable memory.
+// A preset is recommended when its forecast fits in this share of usable
+// memory (k3-forward's refusal rule: available / 10 * 9).
 inline constexpr double kUsableShare = 0.90;
+inline uint64_t usable_limit(uint64_t usable_bytes) { return usable_bytes / 10 * 9; }
 
 struct PresetForecast {
   Preset preset;
-  uint64_t pinned_trunk = 0;   // min(preset trunk, per-token trunk)
-  uint64_t cache = 0;
-  uint64_t stream_buffers = 0;  // layer in flight + experts in flight
-  uint64_t runtime = kRuntimeAllowanceBytes;
+  MemoryPlan plan;
+  uint64_t pinned_trunk = 0;    // plan.pinned_bytes
+  uint64_t cache = 0;           // plan.cache_bytes
+  uint64_t stream_buffers = 0;  // plan.stream_buffer_bytes + plan.head_small_bytes
+  uint64_t runtime = 0;         // KDA state + MLA cache + activations + I/O, index, misc
+  // The plan's peak_rss (the parts above add up to it).
   uint64_t memory() const { return pinned_trunk + cache + stream_buffers + runtime; }
 
   double hit_rate = 0;
   bool hit_rate_assumed = true;     // true: the cache-share estimate; false: given by the user
-  uint64_t trunk_read = 0;          // per token
+  uint64_t trunk_read = 0;          // per token: streamed sections (a streamed head: its lm_head)
   uint64_t expert_read = 0;         // per token, after cache hits
   uint64_t bytes_per_token() const { return trunk_read + expert_read; }
 };
 
-PresetForecast forecast_preset(const Preset& p, const ModelBytes& m, std::optional<double> hit_rate);
+PresetForecast forecast_preset(const Preset& p, const PlanModel& pm, const ModelBytes& m,
+                               std::optional<double> hit_rate);
 
-// The largest preset (by memory()) whose forecast fits in kUsableShare of
-// `usable_bytes`; nullopt when none does.
-std::optional<PresetForecast> recommend_preset(uint64_t usable_bytes, const ModelBytes& m,
+// The largest preset (by memory()) whose forecast fits in usable_limit(usable_bytes);
+// nullopt when none does.
+std::optional<PresetForecast> recommend_preset(uint64_t usable_bytes, const PlanModel& pm, const ModelBytes& m,
                                                std::optional<double> hit_rate);
 
 }  // namespace k3::doctor

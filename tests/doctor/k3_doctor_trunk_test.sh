@@ -13,10 +13,10 @@ set -u
 doctor="$K3_BIN_DIR/k3-doctor"
 pack="$K3_BIN_DIR/k3-pack"
 forward="$K3_BIN_DIR/k3-forward"
-fail=0
-check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; fi; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+work=$tmp
+source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 
 # Reads a --json report ($1) and prints the fields the checks below use as
 # shell assignments. One python3 per report: it starts slowly on a busy machine.
@@ -51,19 +51,19 @@ run_json() {
 
 cp -r "$K3_TEST_DATA/k3-tiny" "$tmp/m"
 "$pack" "$tmp/m" "$tmp/t" 2>"$tmp/pack.err"; rc=$?
-check "k3-pack of the tiny model exits 0 (got $rc: $(tail -1 "$tmp/pack.err"))" '[ $rc -eq 0 ]'
+holds "k3-pack of the tiny model exits 0 (got $rc: $(tail -1 "$tmp/pack.err"))" '[ $rc -eq 0 ]'
 
 # ---- A matching trunk.
 run_json ok --model "$tmp/m" --trunk "$tmp/t"
-check "matching trunk: exit 0 or 1 (got $rc)" '[ $rc -eq 0 ] || [ $rc -eq 1 ]'
-check "matching trunk: JSON exit_code is the exit status" '[ "$j_exit" = "$rc" ]'
-check "matching trunk: trunk check OK (got $trunk_status: $trunk_summary)" '[ "$trunk_status" = OK ]'
-check "matching trunk: details say it matches" '[ "$trunk_match" = matches ] && [ "$trunk_matches" = true ]'
-check "matching trunk: the size trunk.json records is the file's" '[ "$trunk_recorded" = "$(stat -c %s "$tmp/t/trunk.bin")" ]'
-check "matching trunk: no FAIL anywhere" '[ "$j_fails" = 0 ]'
-check "matching trunk: nothing on stderr" '[ ! -s "$tmp/ok.err" ]'
+holds "matching trunk: exit 0 or 1 (got $rc)" '[ $rc -eq 0 ] || [ $rc -eq 1 ]'
+holds "matching trunk: JSON exit_code is the exit status" '[ "$j_exit" = "$rc" ]'
+holds "matching trunk: trunk check OK (got $trunk_status: $trunk_summary)" '[ "$trunk_status" = OK ]'
+holds "matching trunk: details say it matches" '[ "$trunk_match" = matches ] && [ "$trunk_matches" = true ]'
+holds "matching trunk: the size trunk.json records is the file's" '[ "$trunk_recorded" = "$(stat -c %s "$tmp/t/trunk.bin")" ]'
+holds "matching trunk: no FAIL anywhere" '[ "$j_fails" = 0 ]'
+holds "matching trunk: nothing on stderr" '[ ! -s "$tmp/ok.err" ]'
 "$forward" "$tmp/m" --trunk "$tmp/t" --gen 1 <"$tmp/m/prompt_ids.txt" >/dev/null 2>"$tmp/fwd.err"; rc=$?
-check "k3-forward accepts the trunk k3-doctor calls matching (got $rc)" '[ $rc -eq 0 ]'
+holds "k3-forward accepts the trunk k3-doctor calls matching (got $rc)" '[ $rc -eq 0 ]'
 
 # ---- The forecast uses the tiny model's sizes. The expected figure comes
 # from the shard headers and config.json, not from k3's code: with
@@ -88,45 +88,45 @@ print(len(moe_layers) * cfg["num_experts_per_token"] * one_expert)
 EOF
 )
 run_json fc --model "$tmp/m" --trunk "$tmp/t" --hit-rate 0
-check "tiny forecast: expected figure computed ($expected)" '[ -n "$expected" ] && [ "$expected" -gt 0 ]'
-check "tiny forecast: experts touched per token $experts_touched = the shard headers' $expected" \
+holds "tiny forecast: expected figure computed ($expected)" '[ -n "$expected" ] && [ "$expected" -gt 0 ]'
+holds "tiny forecast: experts touched per token $experts_touched = the shard headers' $expected" \
   '[ "$experts_touched" = "$expected" ]'
-check "tiny forecast: with --hit-rate 0 every touched expert is read ($expert_read)" '[ "$expert_read" = "$expected" ]'
-check "tiny forecast: sizes come from the model's config.json ($sizes_from)" '[ "$sizes_from" = "config.json of $tmp/m" ]'
-check "tiny forecast: the arithmetic names the model's config ($arith0)" \
+holds "tiny forecast: with --hit-rate 0 every touched expert is read ($expert_read)" '[ "$expert_read" = "$expected" ]'
+holds "tiny forecast: sizes come from the model's config.json ($sizes_from)" '[ "$sizes_from" = "config.json of $tmp/m" ]'
+holds "tiny forecast: the arithmetic names the model's config ($arith0)" \
   '[[ "$arith0" == "model sizes from config.json of $tmp/m:"* ]]'
 run_json k3 --hit-rate 0
 k3_bytes=$experts_touched
-check "without --model the forecast is Kimi-K3's (experts touched $k3_bytes > 10 GB)" '[ "$k3_bytes" -gt 10000000000 ]'
-check "without --model the arithmetic says so" '[[ "$arith0" == "model sizes from the real Kimi-K3 geometry"* ]]'
-check "the tiny model's per-token bytes are far below K3's" '[ $((expected * 1000)) -lt "$k3_bytes" ]'
+holds "without --model the forecast is Kimi-K3's (experts touched $k3_bytes > 10 GB)" '[ "$k3_bytes" -gt 10000000000 ]'
+holds "without --model the arithmetic says so" '[[ "$arith0" == "model sizes from the real Kimi-K3 geometry"* ]]'
+holds "the tiny model's per-token bytes are far below K3's" '[ $((expected * 1000)) -lt "$k3_bytes" ]'
 
 # ---- Not compared: a trunk without --model.
 run_json nomodel --trunk "$tmp/t"
-check "trunk without --model: WARN (got $trunk_status)" '[ "$trunk_status" = WARN ]'
-check "trunk without --model: match unknown, says why ($trunk_summary)" \
+holds "trunk without --model: WARN (got $trunk_status)" '[ "$trunk_status" = WARN ]'
+holds "trunk without --model: match unknown, says why ($trunk_summary)" \
   '[ "$trunk_match" = unknown ] && [ "$trunk_matches" = null ] && [[ "$trunk_summary" == *"no --model"* ]]'
 
 # A FAIL of the trunk check: exit 2, the reason named, k3-forward refuses too.
 expect_trunk_fail() {  # tag, expected match, reason (extended regex), model dir, trunk dir
   local tag=$1 match=$2 reason=$3 model=$4 trunk=$5
   run_json "$tag" --model "$model" --trunk "$trunk"
-  check "$tag: exit 2 (cannot run) (got $rc)" '[ "$rc" -eq 2 ] && [ "$j_exit" -eq 2 ]'
-  check "$tag: trunk check FAIL (got $trunk_status)" '[ "$trunk_status" = FAIL ]'
-  check "$tag: match is $match (got $trunk_match)" '[ "$trunk_match" = "$match" ]'
-  check "$tag: the trunk is the only FAIL ($j_fails)" '[ "$j_fails" = 1 ]'
-  check "$tag: summary names the reason /$reason/ (got: $trunk_summary)" 'grep -Eq "$reason" <<<"$trunk_summary"'
+  holds "$tag: exit 2 (cannot run) (got $rc)" '[ "$rc" -eq 2 ] && [ "$j_exit" -eq 2 ]'
+  holds "$tag: trunk check FAIL (got $trunk_status)" '[ "$trunk_status" = FAIL ]'
+  holds "$tag: match is $match (got $trunk_match)" '[ "$trunk_match" = "$match" ]'
+  holds "$tag: the trunk is the only FAIL ($j_fails)" '[ "$j_fails" = 1 ]'
+  holds "$tag: summary names the reason /$reason/ (got: $trunk_summary)" 'grep -Eq "$reason" <<<"$trunk_summary"'
   "$doctor" --no-probe --model "$model" --trunk "$trunk" >"$tmp/$tag.txt" 2>&1
-  check "$tag: the report prints the same FAIL line" 'grep -Eq "^  FAIL +trunk +.*$reason" "$tmp/$tag.txt"'
+  holds "$tag: the report prints the same FAIL line" 'grep -Eq "^  FAIL +trunk +.*$reason" "$tmp/$tag.txt"'
   "$forward" "$model" --trunk "$trunk" --gen 1 <"$tmp/m/prompt_ids.txt" >/dev/null 2>"$tmp/$tag.fwd"; rc=$?
-  check "$tag: k3-forward refuses the same trunk with exit 3 (got $rc)" '[ "$rc" -eq 3 ]'
+  holds "$tag: k3-forward refuses the same trunk with exit 3 (got $rc)" '[ "$rc" -eq 3 ]'
 }
 
 # ---- Packed from a checkpoint whose shard has another size.
 cp -r "$tmp/m" "$tmp/m_grown"
 head -c 4096 /dev/zero >>"$tmp/m_grown/model-00002-of-00005.safetensors"
 "$pack" "$tmp/m_grown" "$tmp/t_grown" 2>"$tmp/pack2.err"; rc=$?
-check "k3-pack of the grown copy exits 0 (got $rc: $(tail -1 "$tmp/pack2.err"))" '[ $rc -eq 0 ]'
+holds "k3-pack of the grown copy exits 0 (got $rc: $(tail -1 "$tmp/pack2.err"))" '[ $rc -eq 0 ]'
 expect_trunk_fail shard differs \
   "another checkpoint: shard model-00002-of-00005.safetensors is [0-9]+ bytes now but was [0-9]+" "$tmp/m" "$tmp/t_grown"
 
@@ -150,10 +150,10 @@ expect_trunk_fail nojson none "incomplete trunk .*trunk.json is missing" "$tmp/m
 
 # ---- The trunk directory does not exist: the run cannot use it.
 run_json nodir --model "$tmp/m" --trunk "$tmp/no-such-trunk"
-check "missing trunk dir: exit 2 (got $rc)" '[ "$rc" -eq 2 ]'
-check "missing trunk dir: trunk.directory FAIL (got $trunkdir_status)" '[ "$trunkdir_status" = FAIL ]'
-check "missing trunk dir: the trunk check says there is none ($trunk_status: $trunk_summary)" \
+holds "missing trunk dir: exit 2 (got $rc)" '[ "$rc" -eq 2 ]'
+holds "missing trunk dir: trunk.directory FAIL (got $trunkdir_status)" '[ "$trunkdir_status" = FAIL ]'
+holds "missing trunk dir: the trunk check says there is none ($trunk_status: $trunk_summary)" \
   '[ "$trunk_status" = WARN ] && [ "$trunk_summary" = "no trunk.bin or trunk.json in $tmp/no-such-trunk" ]'
-check "missing trunk dir: nothing on stderr" '[ ! -s "$tmp/nodir.err" ]'
+holds "missing trunk dir: nothing on stderr" '[ ! -s "$tmp/nodir.err" ]'
 
-exit $fail
+finish k3_doctor_trunk_test

@@ -42,6 +42,14 @@ bad() {
   if [ -n "${TOOL:-}" ]; then check "$name prefix" "$TOOL: " "$(head -c $((${#TOOL} + 2)) "$work/err")"; fi
   check "$name stdout empty" 0 "$(stat -c %s "$work/out")"
 }
+holds() {  # holds NAME CONDITION: the shell condition (evaluated) is true
+  if eval "$2"; then
+    passes=$((passes + 1))
+  else
+    echo "FAIL $1"
+    fails=$((fails + 1))
+  fi
+}
 finish() {  # finish NAME
   echo "$1: $passes passed, $fails failed"
   [ "$fails" -eq 0 ]
