@@ -22,7 +22,7 @@ void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c,
   {
     Check& k = r.add("forecast", "preset");
     JsonValue table = JsonValue::array();
-    const uint64_t limit = m.usable ? usable_limit(*m.usable) : 0;
+    const uint64_t limit = m.usable ? plan_limit(*m.usable) : 0;
     const double budget = double(limit);
     r.arithmetic.push_back("model sizes from " + c.bytes_source + ": trunk " + gb(double(mb.trunk())) +
                            " (of which " + gb(double(mb.trunk_per_token())) + " is read per token), routed experts " +
@@ -33,7 +33,7 @@ void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c,
                            std::to_string(kPresetListContext) + ", batch 256, packed trunk):");
     for (const Preset& p : presets()) {
       PresetForecast f = forecast_preset(p, pm, mb, hit_rate);
-      const bool fits = m.usable && f.memory() <= limit;
+      const bool fits = m.usable && plan_fits(f.plan, *m.usable);
       char line[256];
       std::snprintf(line, sizeof(line), "  %-12s %s pinned trunk + %s cache + %s in flight + %s runtime = %s  %s",
                     p.name.c_str(), gb(double(f.pinned_trunk)).c_str(), gb(double(f.cache)).c_str(),

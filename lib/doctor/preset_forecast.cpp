@@ -41,10 +41,9 @@ PresetForecast forecast_preset(const Preset& p, const PlanModel& pm, const Model
 std::optional<PresetForecast> recommend_preset(uint64_t usable_bytes, const PlanModel& pm, const ModelBytes& m,
                                                std::optional<double> hit_rate) {
   std::optional<PresetForecast> best;
-  const uint64_t limit = usable_limit(usable_bytes);
   for (const Preset& p : presets()) {
     PresetForecast f = forecast_preset(p, pm, m, hit_rate);
-    if (f.memory() > limit) continue;
+    if (!plan_fits(f.plan, usable_bytes)) continue;
     if (!best || f.memory() >= best->memory()) best = f;  // ties: the later, larger preset
   }
   return best;

@@ -31,10 +31,9 @@
 
 namespace k3::doctor {
 
-// A preset is recommended when its forecast fits in this share of usable
-// memory (k3-forward's refusal rule: available / 10 * 9).
+// A preset is recommended when its plan fits this share of usable memory:
+// plan_fits, the rule k3-forward refuses to start by.
 inline constexpr double kUsableShare = 0.90;
-inline uint64_t usable_limit(uint64_t usable_bytes) { return usable_bytes / 10 * 9; }
 
 struct PresetForecast {
   Preset preset;
@@ -56,7 +55,7 @@ struct PresetForecast {
 PresetForecast forecast_preset(const Preset& p, const PlanModel& pm, const ModelBytes& m,
                                std::optional<double> hit_rate);
 
-// The largest preset (by memory()) whose forecast fits in usable_limit(usable_bytes);
+// The largest preset (by memory()) whose plan fits (plan_fits) in usable_bytes;
 // nullopt when none does.
 std::optional<PresetForecast> recommend_preset(uint64_t usable_bytes, const PlanModel& pm, const ModelBytes& m,
                                                std::optional<double> hit_rate);
