@@ -32,8 +32,14 @@ void latent_moe_forward(const ModelConfig& c, int layer, const MoeTrunkWeights& 
   std::vector<size_t> slot_of(E, 0);
   for (size_t s = 0; s < experts.size(); ++s) slot_of[experts[s]] = s;
 
+  // The reads of experts that are not resident start now, while the latent
+  // projection and the shared experts (which do not depend on routing)
+  // compute; the shared result is added at the end exactly as before.
+  source.prefetch_experts(layer, experts);
   std::vector<float> z(n * latent);
   lin(w.latent_down, x, n, z.data(), pool);
+  std::vector<float> shared(n * hidden);
+  situ_mlp(w.shared, situ, x, n, shared.data(), pool);
 
   // Each expert runs once on its rows into its own buffer.
   std::vector<std::vector<float>> expert_out(experts.size());
@@ -62,8 +68,6 @@ void latent_moe_forward(const ModelConfig& c, int layer, const MoeTrunkWeights& 
   if (c.latent_moe_use_norm) rms_norm(y.data(), n, latent, w.latent_norm.data, c.rms_norm_eps, y.data());
   lin(w.latent_up, y.data(), n, out, pool);
 
-  std::vector<float> shared(n * hidden);
-  situ_mlp(w.shared, situ, x, n, shared.data(), pool);
   for (size_t i = 0; i < n * hidden; ++i) out[i] += shared[i];
 }
 

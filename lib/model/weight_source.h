@@ -36,6 +36,12 @@ class WeightSource {
   // the thread pool).
   // Callers must not let the arrival order affect results: compute each
   // expert into its own buffer and combine in a fixed order afterwards.
+  // A hint given as soon as a MoE layer's routing is known, before the
+  // router-independent work of the layer (latent projection, shared experts)
+  // and before for_each_expert(layer, experts): a streaming source starts the
+  // reads now so they overlap that work. Changes nothing else.
+  virtual void prefetch_experts(int /*layer*/, const std::vector<int>& /*experts*/) {}
+
   virtual void for_each_expert(int layer, const std::vector<int>& experts,
                                const std::function<void(size_t k, const ExpertWeights& w)>& on_ready) = 0;
 

@@ -238,6 +238,14 @@ StreamingWeights::~StreamingWeights() {
     std::unique_lock<std::mutex> lk(b->mu);
     b->cv.wait(lk, [&] { return b->done; });
   }
+  // Expert reads still in flight (a prefetch whose layer failed) write into
+  // the arena: wait for them before it goes.
+  std::unique_lock<std::mutex> lk(arrivals_mu_);
+  while (!pending_.empty()) {
+    arrivals_cv_.wait(lk, [&] { return !arrivals_.empty(); });
+    pending_.erase(arrivals_.front().key);
+    arrivals_.pop_front();
+  }
 }
 
 const void* StreamingWeights::section_tensor(const Section& sec, const uint8_t* base, const std::string& name) const {
@@ -443,7 +451,7 @@ void StreamingWeights::for_each_head_block(const HeadWeights& head, const HeadBl
   }
 }
 
-int StreamingWeights::take_slot() {
+int StreamingWeights::take_slot(const std::vector<int64_t>* keep) {
   if (!free_slots_.empty()) {
     int s = free_slots_.back();
     free_slots_.pop_back();
@@ -451,7 +459,8 @@ int StreamingWeights::take_slot() {
   }
   int best = -1;
   for (size_t i = 0; i < slots_.size(); ++i)
-    if (slots_[i].in_use == 0 && slots_[i].key >= 0 && (best < 0 || slots_[i].tick < slots_[best].tick))
+    if (slots_[i].in_use == 0 && slots_[i].key >= 0 && (best < 0 || slots_[i].tick < slots_[best].tick) &&
+        !(keep && std::find(keep->begin(), keep->end(), slots_[i].key) != keep->end()))
       best = static_cast<int>(i);
   if (best >= 0) {
     resident_.erase(slots_[best].key);
@@ -473,26 +482,107 @@ void StreamingWeights::check_scales(int layer, int expert, const uint8_t* base) 
   }
 }
 
+void StreamingWeights::issue_expert_read(int layer, int expert, int slot) {
+  const int64_t key = static_cast<int64_t>(layer) * config_.num_experts + expert;
+  Slot& sl = slots_[slot];
+  sl.key = key;
+  sl.in_use = 1;  // not evictable until delivered
+  uint8_t* base = arena_.data() + static_cast<uint64_t>(slot) * slot_bytes_;
+  std::vector<ReadEngine::Read> reads;
+  uint64_t bytes = 0;
+  for (const ExpertRead& r : experts_.reads(layer, expert)) {
+    reads.push_back(ReadEngine::Read{shard_files_[r.shard].get(), r.offset, r.length, r.need, base + r.slot_offset});
+    bytes += r.length;
+  }
+  {
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    stats_.expert_bytes += bytes;
+  }
+  {
+    std::lock_guard<std::mutex> lk(arrivals_mu_);
+    pending_[key] = slot;
+  }
+  io_.submit(std::move(reads),
+             [this, key, slot](const std::string& err) {
+               std::lock_guard<std::mutex> lk(arrivals_mu_);
+               arrivals_.push_back(Arrival{key, slot, err});
+               arrivals_cv_.notify_all();
+             },
+             true);
+}
+
+void StreamingWeights::keep_stray(const Arrival& a) {
+  Slot& sl = slots_[a.slot];
+  sl.in_use = 0;
+  const int layer = static_cast<int>(a.key / config_.num_experts), e = static_cast<int>(a.key % config_.num_experts);
+  const uint8_t* base = arena_.data() + static_cast<uint64_t>(a.slot) * slot_bytes_;
+  bool ok = a.error.empty();
+  if (ok && config_.experts_mxfp4) {
+    try {
+      check_scales(layer, e, base);
+    } catch (const Error&) {
+      ok = false;
+    }
+  }
+  if (!ok) {
+    sl.key = -1;
+    free_slots_.push_back(a.slot);
+    return;
+  }
+  sl.w = bind_expert(layer, e, base);
+  sl.tick = ++tick_;
+  resident_[a.key] = a.slot;
+}
+
+void StreamingWeights::prefetch_experts(int layer, const std::vector<int>& experts) {
+  if (slots_.empty()) return;
+  const int64_t E = config_.num_experts;
+  std::vector<int64_t> keys;
+  for (int e : experts) keys.push_back(layer * E + e);
+  for (size_t k = 0; k < experts.size(); ++k) {
+    if (resident_.count(keys[k])) continue;
+    {
+      std::lock_guard<std::mutex> lk(arrivals_mu_);
+      if (pending_.count(keys[k])) continue;
+    }
+    // Never evict an expert this layer is about to use.
+    const int slot = take_slot(&keys);
+    if (slot < 0) return;  // for_each_expert issues the rest as slots free up
+    issue_expert_read(layer, experts[k], slot);
+  }
+}
+
 void StreamingWeights::for_each_expert(int layer, const std::vector<int>& experts,
                                        const std::function<void(size_t k, const ExpertWeights& w)>& on_ready) {
   const int64_t E = config_.num_experts;
   std::vector<size_t> hits;
   std::deque<size_t> misses;
+  std::unordered_map<int64_t, size_t> index;  // key -> k of this call
+  size_t inflight = 0;                        // reads of this call not yet arrived
   for (size_t k = 0; k < experts.size(); ++k) {
-    auto it = resident_.find(layer * E + experts[k]);
+    const int64_t key = layer * E + experts[k];
+    index[key] = k;
+    auto it = resident_.find(key);
     if (it != resident_.end()) {
       slots_[it->second].in_use++;
       hits.push_back(k);
-    } else {
-      misses.push_back(k);
+      continue;
     }
+    bool pending;
+    {
+      std::lock_guard<std::mutex> lk(arrivals_mu_);
+      pending = pending_.count(key) > 0;
+    }
+    if (pending)
+      ++inflight;  // prefetch_experts started it
+    else
+      misses.push_back(k);
   }
   {
     std::lock_guard<std::mutex> lk(stats_mu_);
     stats_.experts_requested += experts.size();
     stats_.experts_resident += hits.size();
   }
-  size_t inflight = 0;
   std::string io_error;
   std::exception_ptr failure;
   auto issue = [&] {
@@ -501,27 +591,7 @@ void StreamingWeights::for_each_expert(int layer, const std::vector<int>& expert
       if (slot < 0) return;
       const size_t k = misses.front();
       misses.pop_front();
-      Slot& sl = slots_[slot];
-      sl.key = layer * E + experts[k];
-      sl.in_use = 1;
-      uint8_t* base = arena_.data() + static_cast<uint64_t>(slot) * slot_bytes_;
-      std::vector<ReadEngine::Read> reads;
-      uint64_t bytes = 0;
-      for (const ExpertRead& r : experts_.reads(layer, experts[k])) {
-        reads.push_back(ReadEngine::Read{shard_files_[r.shard].get(), r.offset, r.length, r.need, base + r.slot_offset});
-        bytes += r.length;
-      }
-      {
-        std::lock_guard<std::mutex> lk(stats_mu_);
-        stats_.expert_bytes += bytes;
-      }
-      io_.submit(std::move(reads),
-                 [this, k, slot](const std::string& err) {
-                   std::lock_guard<std::mutex> lk(arrivals_mu_);
-                   arrivals_.push_back(Arrival{k, slot, err});
-                   arrivals_cv_.notify_all();
-                 },
-                 true);
+      issue_expert_read(layer, experts[k], slot);
       ++inflight;
     }
   };
@@ -559,6 +629,12 @@ void StreamingWeights::for_each_expert(int layer, const std::vector<int>& expert
       }
       a = std::move(arrivals_.front());
       arrivals_.pop_front();
+      pending_.erase(a.key);
+    }
+    auto idx = index.find(a.key);
+    if (idx == index.end()) {  // a prefetch this call did not ask for
+      keep_stray(a);
+      continue;
     }
     --inflight;
     Slot& sl = slots_[a.slot];
@@ -569,7 +645,7 @@ void StreamingWeights::for_each_expert(int layer, const std::vector<int>& expert
       free_slots_.push_back(a.slot);
       continue;
     }
-    const int e = experts[a.k];
+    const int e = experts[idx->second];
     const uint8_t* base = arena_.data() + static_cast<uint64_t>(a.slot) * slot_bytes_;
     try {
       if (config_.experts_mxfp4) check_scales(layer, e, base);
@@ -582,7 +658,7 @@ void StreamingWeights::for_each_expert(int layer, const std::vector<int>& expert
     }
     sl.w = bind_expert(layer, e, base);
     resident_[sl.key] = a.slot;
-    deliver(a.k, a.slot);
+    deliver(idx->second, a.slot);
     issue();
   }
   if (failure) std::rethrow_exception(failure);

@@ -62,6 +62,7 @@ class StreamingWeights : public WeightSource {
   void embed(const int32_t* ids, size_t n, float* out) override;
   const LayerWeights& acquire_layer(int layer) override;
   void release_layer(int layer) override;
+  void prefetch_experts(int layer, const std::vector<int>& experts) override;
   void for_each_expert(int layer, const std::vector<int>& experts,
                        const std::function<void(size_t k, const ExpertWeights& w)>& on_ready) override;
   const HeadWeights& acquire_head() override;
@@ -76,7 +77,7 @@ class StreamingWeights : public WeightSource {
   struct StreamBuffer;
   struct Slot;
   struct Arrival {
-    size_t k;
+    int64_t key;  // layer * num_experts + expert
     int slot;
     std::string error;
   };
@@ -95,7 +96,14 @@ class StreamingWeights : public WeightSource {
   // wrapping to the next token) into buffers nobody holds or awaits.
   void read_ahead(int u, int count);
   const void* section_tensor(const Section& sec, const uint8_t* base, const std::string& name) const;
-  int take_slot();
+  // A free slot, else the least recently used one not in use and not in
+  // `keep` (keys); -1 when there is none.
+  int take_slot(const std::vector<int64_t>* keep = nullptr);
+  // Starts reading (layer, expert) into `slot`; its Arrival comes later.
+  void issue_expert_read(int layer, int expert, int slot);
+  // An arrival nobody is waiting for (a prefetched expert of a call that
+  // failed): kept as an ordinary cached expert, or its slot freed.
+  void keep_stray(const Arrival& a);
   void preload_experts();
   ExpertWeights bind_expert(int layer, int expert, const uint8_t* base) const;
   void check_scales(int layer, int expert, const uint8_t* base) const;
@@ -129,6 +137,7 @@ class StreamingWeights : public WeightSource {
   std::mutex arrivals_mu_;
   std::condition_variable arrivals_cv_;
   std::deque<Arrival> arrivals_;
+  std::unordered_map<int64_t, int> pending_;  // expert reads issued and not yet taken from arrivals_: key -> slot
 
   const DirectFile* embed_file_ = nullptr;
   uint64_t embed_base_ = 0;
