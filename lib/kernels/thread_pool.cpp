@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -17,6 +18,32 @@ namespace {
 // issued from inside a chunk then runs inline instead of waiting on workers
 // that are busy running its caller.
 thread_local bool t_in_parallel_region = false;
+
+// A decode step issues hundreds of jobs of a few hundred microseconds each,
+// back to back. Waking a sleeping thread through the condition variable can
+// cost as much as such a job (more on virtual machines, where it is an
+// interrupt to another vCPU), so a waiting thread first spins this long on
+// the job's counters and only then sleeps. Idle pools still sleep.
+constexpr auto kSpin = std::chrono::microseconds(200);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Spins until done() holds or kSpin has passed; true when it holds.
+template <class Done>
+bool spin_until(const Done& done) {
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0;; ++i) {
+    if (done()) return true;
+    cpu_relax();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() >= until) return false;
+  }
+}
 }  // namespace
 
 // Workers sleep on a condition variable and wake for each job (identified by
@@ -31,16 +58,18 @@ struct ThreadPool::Impl {
   std::mutex mu;
   std::condition_variable wake;
   std::condition_variable done;
-  uint64_t generation = 0;
-  bool stop = false;
+  // Written under mu; atomic so that waiting threads can spin on them
+  // before taking the lock.
+  std::atomic<uint64_t> generation{0};
+  std::atomic<bool> stop{false};
 
   // Current job (valid while a parallel_for is running).
   const std::function<void(size_t, size_t)>* fn = nullptr;
   size_t n = 0;
   size_t chunks = 0;
   std::atomic<size_t> next_chunk{0};
-  size_t chunks_done = 0;  // guarded by mu
-  int active = 0;          // workers inside run_chunks; guarded by mu
+  std::atomic<size_t> chunks_done{0};  // written under mu
+  std::atomic<int> active{0};          // workers inside run_chunks; written under mu
   std::exception_ptr error;  // guarded by mu
 
   void chunk_range(size_t i, size_t* begin, size_t* end) const {
@@ -73,6 +102,7 @@ struct ThreadPool::Impl {
     t_in_parallel_region = true;
     uint64_t seen = 0;
     for (;;) {
+      spin_until([&] { return stop.load() || generation.load() != seen; });
       {
         std::unique_lock<std::mutex> lock(mu);
         wake.wait(lock, [&] { return stop || generation != seen; });
@@ -146,8 +176,12 @@ void ThreadPool::parallel_for(size_t n, size_t grain,
   t_in_parallel_region = false;
   std::exception_ptr error;
   {
+    {
+      std::lock_guard<std::mutex> lock(im.mu);
+      im.chunks_done += ran;
+    }
+    spin_until([&] { return im.chunks_done.load() == im.chunks && im.active.load() == 0; });
     std::unique_lock<std::mutex> lock(im.mu);
-    im.chunks_done += ran;
     im.done.wait(lock, [&] { return im.chunks_done == im.chunks && im.active == 0; });
     im.fn = nullptr;
     error = im.error;
