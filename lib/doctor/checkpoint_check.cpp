@@ -10,13 +10,21 @@
 
 namespace k3::doctor {
 
+namespace {
+// Sizes for the model k3 exists for, when the one given cannot be read.
+void use_k3_reference(CheckpointFacts& c, const std::string& source) {
+  const ModelConfig k3 = k3_reference_config();
+  c.bytes = model_bytes_from_config(k3);
+  c.plan_model = plan_model_for_config(k3);
+  c.bytes_source = source;
+}
+}  // namespace
+
 CheckpointFacts gather_checkpoint(const std::string& model_dir) {
   CheckpointFacts c;
   c.given = !model_dir.empty();
   if (!c.given) {
-    c.bytes = model_bytes_from_config(k3_reference_config());
-    c.plan_model = plan_model_for_config(k3_reference_config());
-    c.bytes_source = "the real Kimi-K3 geometry (SPEC section 1)";
+    use_k3_reference(c, "the real Kimi-K3 geometry (SPEC section 1)");
     return c;
   }
   try {
@@ -50,9 +58,7 @@ CheckpointFacts gather_checkpoint(const std::string& model_dir) {
   }
   if (!c.config_loaded) {
     // The model's own sizes are unknown: forecast for the model k3 exists for, and say so.
-    c.bytes = model_bytes_from_config(k3_reference_config());
-    c.plan_model = plan_model_for_config(k3_reference_config());
-    c.bytes_source = "the real Kimi-K3 geometry (SPEC section 1; " + model_dir + " could not be read)";
+    use_k3_reference(c, "the real Kimi-K3 geometry (SPEC section 1; " + model_dir + " could not be read)");
   }
   return c;
 }

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "model/tensor_manifest.h"
+#include "synth/synth_geometry.h"
 
 namespace k3::doctor {
 
@@ -39,35 +40,12 @@ ModelBytes model_bytes_from_config(const ModelConfig& c) {
 }
 
 ModelConfig k3_reference_config() {
-  ModelConfig c;
-  c.vocab_size = 163840;
-  c.hidden_size = 7168;
-  c.intermediate_size = 33792;
-  c.num_hidden_layers = 93;
-  c.attn_res_block_size = 12;  // sizes the AttnRes activations in the memory plan
-  c.first_k_dense_replace = 1;
-  // 1-indexed full-attention layers every 4th and the last: 24 MLA, 69 KDA.
-  for (int i = 0; i < c.num_hidden_layers; ++i) {
-    const int n = i + 1;
-    c.layer_attention.push_back(n % 4 == 0 || n == c.num_hidden_layers ? LayerAttention::kMLA
-                                                                       : LayerAttention::kKDA);
-  }
-  c.kda_num_heads = 96;
-  c.kda_head_dim = 128;
-  c.kda_conv_kernel = 4;
-  c.mla_num_heads = 96;
-  c.q_lora_rank = 1536;
-  c.kv_lora_rank = 512;
-  c.qk_nope_head_dim = 128;
-  c.qk_rope_head_dim = 64;
-  c.v_head_dim = 128;
-  c.num_experts = 896;
-  c.num_experts_per_token = 16;
-  c.num_shared_experts = 2;
-  c.moe_intermediate_size = 3072;
-  c.routed_expert_hidden_size = 3584;
-  c.experts_mxfp4 = true;
-  return c;
+  // The generator's k3 preset is the project's one transcription of SPEC
+  // section 1; reading its config.json the way k3-forward reads a real one
+  // keeps the doctor's figures those of the model k3-forward would plan.
+  SynthGeometry g;
+  synth_preset("k3", &g);
+  return parse_model_config(synth_config_json(g), synth_generation_config_json(g), "Kimi-K3 reference geometry");
 }
 
 }  // namespace k3::doctor

@@ -114,11 +114,8 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
   return p;
 }
 
-MemoryPlan plan_memory_for_config(const ModelConfig& c, const PlanRequest& req, TrunkLayout* layout_out) {
-  const std::vector<ExpectedTensor> manifest = expected_tensors(c);
-  TrunkLayout layout = layout_trunk(manifest);
-  // One expert's tensors (adjacent in the real checkpoint): one read, aligned
-  // at both ends, as ExpertIndex plans it.
+uint64_t expert_slot_bytes(const ModelConfig& c, const std::vector<ExpectedTensor>& manifest) {
+  // One expert's tensors are adjacent in the real checkpoint.
   uint64_t expert = 0;
   for (const ExpectedTensor& e : manifest)
     if (e.group == TensorGroup::kRoutedExpert && e.layer == c.first_k_dense_replace && e.expert == 0) {
@@ -126,8 +123,13 @@ MemoryPlan plan_memory_for_config(const ModelConfig& c, const PlanRequest& req, 
       for (uint64_t d : e.shape) n *= d;
       expert += n;
     }
-  const uint64_t slot = expert ? align_up(expert) + kDirectAlign : 0;
-  MemoryPlan p = plan_memory(c, layout, slot, req);
+  return expert ? align_up(expert) + kDirectAlign : 0;
+}
+
+MemoryPlan plan_memory_for_config(const ModelConfig& c, const PlanRequest& req, TrunkLayout* layout_out) {
+  const std::vector<ExpectedTensor> manifest = expected_tensors(c);
+  TrunkLayout layout = layout_trunk(manifest);
+  MemoryPlan p = plan_memory(c, layout, expert_slot_bytes(c, manifest), req);
   if (layout_out) *layout_out = std::move(layout);
   return p;
 }

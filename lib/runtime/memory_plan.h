@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "model/tensor_manifest.h"
 #include "pack/trunk_layout.h"
 
 namespace k3 {
@@ -92,5 +93,9 @@ MemoryPlan plan_memory(const ModelConfig& config, const TrunkLayout& layout, uin
 // here: the trunk laid out as k3-pack would lay it out, each expert slot one
 // aligned read of its tensors. For forecasts at K3's real geometry.
 MemoryPlan plan_memory_for_config(const ModelConfig& config, const PlanRequest& req, TrunkLayout* layout = nullptr);
+
+// One expert cache slot for the model of `manifest` (expected_tensors):
+// its tensors as one read aligned at both ends, as ExpertIndex plans it.
+uint64_t expert_slot_bytes(const ModelConfig& config, const std::vector<ExpectedTensor>& manifest);
 
 }  // namespace k3

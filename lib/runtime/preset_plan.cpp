@@ -19,9 +19,10 @@ PlanModel plan_model_for_checkpoint(const ModelConfig& config, const Checkpoint&
 PlanModel plan_model_for_config(const ModelConfig& config) {
   PlanModel m;
   m.config = config;
-  // Any budgets: only the layout and the slot size are taken from it.
-  m.slot_bytes = plan_memory_for_config(config, PlanRequest{}, &m.layout).slot_bytes;
-  m.tensor_count = expected_tensors(config).size();
+  const std::vector<ExpectedTensor> manifest = expected_tensors(config);  // ~500k tensors for K3: built once
+  m.layout = layout_trunk(manifest);
+  m.slot_bytes = expert_slot_bytes(config, manifest);
+  m.tensor_count = manifest.size();
   return m;
 }
 
