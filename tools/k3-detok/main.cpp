@@ -6,14 +6,12 @@
 // token that ends inside a UTF-8 character is held back until the next one
 // completes it; invalid bytes become U+FFFD exactly as Python's
 // bytes.decode("utf-8", errors="replace") would.
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <string>
 
+#include "cli/stdout_writer.h"
+#include "cli/token_id_reader.h"
 #include "common/cli_parse.h"
 #include "common/error.h"
 #include "common/file.h"
@@ -22,20 +20,6 @@
 #include "tokenizer/vocabulary.h"
 
 namespace {
-
-void write_all_stdout(const char* p, size_t n) {
-  size_t done = 0;
-  while (done < n) {
-    ssize_t w = ::write(1, p + done, n - done);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      throw k3::Error(k3::ExitCode::kIo, std::string("cannot write stdout: ") + std::strerror(errno));
-    }
-    done += static_cast<size_t>(w);
-  }
-}
-
-bool is_separator(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
 
 int run(int argc, char** argv) {
   CLI::App app{
@@ -56,54 +40,28 @@ int run(int argc, char** argv) {
 
   const k3::Vocabulary vocab = k3::Vocabulary::load(tok_dir);
   k3::StreamDecoder decoder;
-  std::string word;  // the id being read (may span reads)
+  k3::TokenIdReader reader("stdin", static_cast<int64_t>(vocab.size()));
   std::string out;
-  uint64_t position = 0;
-
-  auto emit = [&]() {
-    ++position;
-    uint64_t id = 0;
-    bool numeric = word.size() <= 19;
-    for (char c : word) {
-      if (c < '0' || c > '9') numeric = false;
-      if (!numeric) break;
-      id = id * 10 + static_cast<uint64_t>(c - '0');
-    }
-    if (!numeric)
-      throw k3::Error(k3::ExitCode::kBadInput, "\"" + word.substr(0, 40) + "\" at position " + std::to_string(position) +
-                                                    " is not a token id (expected decimal ids separated by whitespace)");
-    if (id >= vocab.size())
-      throw k3::Error(k3::ExitCode::kBadInput, "token id " + word + " at position " + std::to_string(position) +
-                                                    " is outside the vocabulary (0.." + std::to_string(vocab.size() - 1) +
-                                                    "): was it produced with another tokenizer?");
-    word.clear();
+  auto emit = [&](int32_t id) {
     auto tid = static_cast<k3::TokenId>(id);
     if (skip_special && vocab.is_special(tid)) return;
     std::string_view bytes = vocab.bytes(tid);
     if (raw) {
-      write_all_stdout(bytes.data(), bytes.size());
+      k3::write_all_stdout(bytes);
       return;
     }
     out.clear();
     decoder.push(bytes, out);
-    if (!out.empty()) write_all_stdout(out.data(), out.size());
+    if (!out.empty()) k3::write_all_stdout(out);
   };
 
   char buf[1 << 14];
   // Ids are decoded as they arrive: text appears while the producer runs.
-  while (size_t r = k3::read_some(0, buf, sizeof buf, "stdin")) {
-    for (size_t i = 0; i < r; ++i) {
-      if (is_separator(buf[i])) {
-        if (!word.empty()) emit();
-      } else {
-        word.push_back(buf[i]);
-      }
-    }
-  }
-  if (!word.empty()) emit();
+  while (size_t r = k3::read_some(0, buf, sizeof buf, "stdin")) reader.push(std::string_view(buf, r), emit);
+  reader.finish(emit);
   out.clear();
   decoder.finish(out);
-  if (!out.empty()) write_all_stdout(out.data(), out.size());
+  if (!out.empty()) k3::write_all_stdout(out);
   return 0;
 }
 

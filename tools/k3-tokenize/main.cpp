@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/stdout_writer.h"
 #include "common/cli_parse.h"
 #include "common/error.h"
 #include "common/tool_main.h"
@@ -25,18 +26,6 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-void write_all_stdout(const std::string& s) {
-  size_t done = 0;
-  while (done < s.size()) {
-    ssize_t w = ::write(1, s.data() + done, s.size() - done);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      throw k3::Error(k3::ExitCode::kIo, std::string("cannot write stdout: ") + std::strerror(errno));
-    }
-    done += static_cast<size_t>(w);
-  }
-}
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -124,7 +113,7 @@ int run(int argc, char** argv) {
     if (!ids.empty() || format == "line") *p++ = '\n';
     out.resize(static_cast<size_t>(p - out.data()));
   }
-  write_all_stdout(out);
+  k3::write_all_stdout(out);
   if (stats) {
     double mb = input.size() / 1e6;
     std::fprintf(stderr,
