@@ -70,7 +70,8 @@ JsonValue number_from_literal(std::string_view raw) {
 
 JsonValue string_value(std::string_view raw, std::string_view unescaped) {
   // Python's json.loads (strict) refuses raw control characters in strings.
-  for (char c : raw)
+  // (The raw token runs to the next token: whitespace after it is not the string's.)
+  for (char c : trim_right(raw))
     if (static_cast<unsigned char>(c) < 0x20) throw ParseError{"a string holds an unescaped control character"};
   return JsonValue::string(std::string(unescaped));
 }
@@ -154,19 +155,24 @@ bool parse_json(std::string_view text, JsonValue& out, std::string& error) {
     simdjson::ondemand::parser parser;
     simdjson::padded_string padded(text);
     simdjson::ondemand::document doc = parser.iterate(padded);
-    switch (json_type(doc.type())) {
-      case json_type::object:
-      case json_type::array:
-        out = build(doc.get_value(), 0);
-        break;
+    const json_type root = doc.type();
+    if (root == json_type::object || root == json_type::array) {
+      out = build(doc.get_value(), 0);
+      // Nothing may follow the value (the location is out of bounds at the end).
+      const char* rest = nullptr;
+      if (doc.current_location().get(rest) != simdjson::OUT_OF_BOUNDS)
+        throw ParseError{"text follows the JSON value"};
+      return true;
+    }
+    // A scalar document: its token, then only whitespace.
+    std::string_view raw = doc.raw_json_token();
+    switch (root) {
       case json_type::number:
-        out = number_from_literal(std::string_view(doc.raw_json_token()));
+        out = number_from_literal(raw);
         break;
-      case json_type::string: {
-        std::string_view raw = doc.raw_json_token();
+      case json_type::string:
         out = string_value(raw, std::string_view(doc.get_string()));
         break;
-      }
       case json_type::boolean:
         out = JsonValue();
         out.kind = JsonValue::Kind::kBool;
@@ -179,10 +185,10 @@ bool parse_json(std::string_view text, JsonValue& out, std::string& error) {
       default:
         throw ParseError{"unexpected token"};
     }
-    // Nothing may follow the value (the location is out of bounds at the end).
-    const char* rest = nullptr;
-    if (doc.current_location().get(rest) != simdjson::OUT_OF_BOUNDS)
-      throw ParseError{"text follows the JSON value"};
+    const size_t end = static_cast<size_t>(raw.data() - padded.data()) + raw.size();
+    for (size_t i = end; i < text.size(); ++i)
+      if (text[i] != ' ' && text[i] != '\n' && text[i] != '\r' && text[i] != '\t')
+        throw ParseError{"text follows the JSON value"};
     return true;
   } catch (const simdjson::simdjson_error& e) {
     error = e.what();

@@ -154,6 +154,20 @@ TEST(XtmlRender, InvalidRequestsAreRefusedNamingTheField) {
   expect_refused(R"({"messages":[{"role":"tool","content":"r"}]})", "messages[0]: a tool message needs");
 }
 
+TEST(XtmlRender, PrettyPrintedRequestsAndScalarJsonArguments) {
+  EXPECT_EQ(render_text("{\n  \"messages\": [\n    {\"role\": \"user\",\n     \"content\": \"hi\"\n    }\n  ]\n}\n"),
+            render_text(R"({"messages":[{"role":"user","content":"hi"}]})"));
+  k3::JsonValue v;
+  std::string error;
+  EXPECT_TRUE(k3::parse_json(" 5 \n", v, error)) << error;
+  EXPECT_EQ(v.text, "5");
+  EXPECT_TRUE(k3::parse_json("\"s\"\n", v, error)) << error;
+  EXPECT_FALSE(k3::parse_json("5 x", v, error));
+  EXPECT_FALSE(k3::parse_json("{} x", v, error));
+  EXPECT_FALSE(k3::parse_json("01", v, error));
+  EXPECT_FALSE(k3::parse_json("\"a\nb\"", v, error));  // raw control character
+}
+
 TEST(XtmlRender, EffortIsIgnoredWithThinkingOffAndNullMeansNone) {
   const std::string off = render_text(R"({"thinking":false,"thinking_effort":"medium","messages":[]})");
   EXPECT_EQ(off.find("thinking_effort"), std::string::npos);
