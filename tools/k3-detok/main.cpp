@@ -17,6 +17,8 @@
 
 #include "chat/python_json.h"
 #include "chat/reply_printer.h"
+#include "cli/stdout_writer.h"
+#include "cli/token_id_reader.h"
 #include "common/cli_parse.h"
 #include "common/error.h"
 #include "common/file.h"
@@ -25,8 +27,6 @@
 #include "tokenizer/vocabulary.h"
 
 namespace {
-
-bool is_separator(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
 
 int run(int argc, char** argv) {
   CLI::App app{
@@ -59,66 +59,40 @@ int run(int argc, char** argv) {
 
   const k3::Vocabulary vocab = k3::Vocabulary::load(tok_dir);
   k3::StreamDecoder decoder;
-  std::string word;  // the id being read (may span reads)
+  k3::TokenIdReader reader("stdin", static_cast<int64_t>(vocab.size()));
   std::string out;
-  uint64_t position = 0;
   std::optional<k3::ReplyParser> reply;
   if (chat) reply.emplace(vocab, !no_think);
   k3::ReplyPrinter printer({::isatty(1) == 1, !no_reasoning});
   std::vector<k3::ReplyPiece> pieces;
-
-  auto emit = [&]() {
-    ++position;
-    uint64_t id = 0;
-    bool numeric = word.size() <= 19;
-    for (char c : word) {
-      if (c < '0' || c > '9') numeric = false;
-      if (!numeric) break;
-      id = id * 10 + static_cast<uint64_t>(c - '0');
-    }
-    if (!numeric)
-      throw k3::Error(k3::ExitCode::kBadInput, "\"" + word.substr(0, 40) + "\" at position " + std::to_string(position) +
-                                                    " is not a token id (expected decimal ids separated by whitespace)");
-    if (id >= vocab.size())
-      throw k3::Error(k3::ExitCode::kBadInput, "token id " + word + " at position " + std::to_string(position) +
-                                                    " is outside the vocabulary (0.." + std::to_string(vocab.size() - 1) +
-                                                    "): was it produced with another tokenizer?");
-    word.clear();
+  auto emit = [&](int32_t id) {
     auto tid = static_cast<k3::TokenId>(id);
     if (reply) {
       pieces.clear();
       reply->push(tid, pieces);
-      k3::write_all(1, printer.format(pieces), "stdout");
+      k3::write_all_stdout(printer.format(pieces));
       return;
     }
     if (skip_special && vocab.is_special(tid)) return;
     std::string_view bytes = vocab.bytes(tid);
     if (raw) {
-      k3::write_all(1, bytes, "stdout");
+      k3::write_all_stdout(bytes);
       return;
     }
     out.clear();
     decoder.push(bytes, out);
-    k3::write_all(1, out, "stdout");
+    if (!out.empty()) k3::write_all_stdout(out);
   };
 
   char buf[1 << 14];
   // Ids are decoded as they arrive: text appears while the producer runs.
-  while (size_t r = k3::read_some(0, buf, sizeof buf, "stdin")) {
-    for (size_t i = 0; i < r; ++i) {
-      if (is_separator(buf[i])) {
-        if (!word.empty()) emit();
-      } else {
-        word.push_back(buf[i]);
-      }
-    }
-  }
-  if (!word.empty()) emit();
+  while (size_t r = k3::read_some(0, buf, sizeof buf, "stdin")) reader.push(std::string_view(buf, r), emit);
+  reader.finish(emit);
   if (reply) {
     pieces.clear();
     const k3::ParsedReply parsed = reply->finish(pieces);
-    k3::write_all(1, printer.format(pieces) + printer.finish(), "stdout");
-    if (json) k3::write_all(1, k3::python_json_dumps(k3::chat_message_json(parsed.message)) + "\n", "stdout");
+    k3::write_all_stdout(printer.format(pieces) + printer.finish());
+    if (json) k3::write_all_stdout(k3::python_json_dumps(k3::chat_message_json(parsed.message)) + "\n");
     if (parsed.ok()) return 0;
     const std::string what = parsed.problem.empty() ? "the reply is incomplete" : parsed.problem;
     if (json) throw k3::Error(k3::ExitCode::kBadInput, "malformed reply: " + what);
@@ -127,7 +101,7 @@ int run(int argc, char** argv) {
   }
   out.clear();
   decoder.finish(out);
-  k3::write_all(1, out, "stdout");
+  if (!out.empty()) k3::write_all_stdout(out);
   return 0;
 }
 

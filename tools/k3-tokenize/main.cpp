@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "chat/xtml_renderer.h"
+#include "cli/stdout_writer.h"
 #include "common/cli_parse.h"
 #include "common/error.h"
 #include "common/tool_main.h"
@@ -110,7 +111,7 @@ int run(int argc, char** argv) {
   if (chat) {
     const k3::RenderedChat rendered = k3::render_chat(k3::parse_chat_request(input));
     if (text_out) {
-      k3::write_all(1, k3::segments_text(rendered.segments), "stdout");
+      k3::write_all_stdout(k3::segments_text(rendered.segments));
       return 0;
     }
     ids = k3::encode_chat(tok, rendered).ids;
@@ -134,7 +135,7 @@ int run(int argc, char** argv) {
     if (!ids.empty() || format == "line") *p++ = '\n';
     out.resize(static_cast<size_t>(p - out.data()));
   }
-  k3::write_all(1, out, "stdout");
+  k3::write_all_stdout(out);
   if (stats) {
     double mb = input.size() / 1e6;
     std::fprintf(stderr,
