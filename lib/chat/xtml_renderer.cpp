@@ -181,6 +181,7 @@ RenderedChat render_chat(const ChatRequest& request) {
                                   "\nThe JSON data must match the following schema:\n```json\n" +
                                   sorted_compact_json(request.response_schema) + "\n```");
   }
+  out.generation_prompt_segment = w.size();
   if (request.add_generation_prompt) {
     w.open("message", {{"role", "assistant"}});
     w.open(request.thinking ? "think" : "response");
@@ -194,6 +195,7 @@ ChatPrompt encode_chat(const Tokenizer& tok, const RenderedChat& rendered) {
   std::vector<Segment> head(rendered.segments.begin(), rendered.segments.begin() + rendered.prefix_segments);
   encode_segments(tok, head, out.ids);
   out.prefix_ids = out.ids.size();
+  out.trailing_notes = rendered.generation_prompt_segment > rendered.prefix_segments;
   std::vector<Segment> tail(rendered.segments.begin() + rendered.prefix_segments, rendered.segments.end());
   encode_segments(tok, tail, out.ids);
   return out;

@@ -16,6 +16,10 @@ struct RenderedChat {
   // the generation prompt: the part a later request of the same
   // conversation starts with unchanged.
   size_t prefix_segments = 0;
+  // Where the generation prompt starts (== prefix_segments without trailing
+  // notes: then the whole prompt starts the next request too, since a reply
+  // re-renders beginning with the same open tags).
+  size_t generation_prompt_segment = 0;
 };
 
 // Throws Error(kBadInput) naming the message for what the request shape
@@ -25,6 +29,7 @@ RenderedChat render_chat(const ChatRequest& request);
 struct ChatPrompt {
   std::vector<TokenId> ids;
   size_t prefix_ids = 0;  // ids of RenderedChat::prefix_segments
+  bool trailing_notes = false;  // tool_choice / response_format notes follow the prefix
 };
 ChatPrompt encode_chat(const Tokenizer& tok, const RenderedChat& rendered);
 
