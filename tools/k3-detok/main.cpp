@@ -5,11 +5,18 @@
 // once, so `k3-forward ... | k3-detok` shows text while it is generated. A
 // token that ends inside a UTF-8 character is held back until the next one
 // completes it; invalid bytes become U+FFFD exactly as Python's
-// bytes.decode("utf-8", errors="replace") would.
+// bytes.decode("utf-8", errors="replace") would. With --chat the ids are a
+// K3 chat reply: the reasoning is shown apart from the answer (lib/chat
+// reply_printer.h) and --json ends with the parsed assistant message.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <optional>
 #include <string>
 
+#include "chat/python_json.h"
+#include "chat/reply_printer.h"
 #include "cli/stdout_writer.h"
 #include "cli/token_id_reader.h"
 #include "common/cli_parse.h"
@@ -28,22 +35,44 @@ int run(int argc, char** argv) {
       "Example: k3-tokenize --tok ~/k3model < prompt.txt | k3-forward ~/k3model --gen 64 | k3-detok --tok ~/k3model",
       "k3-detok"};
   std::string tok_dir;
-  bool raw = false, skip_special = false;
+  bool raw = false, skip_special = false, chat = false, no_think = false, no_reasoning = false, json = false;
   app.add_option("--tok", tok_dir, "Tokenizer directory holding tiktoken.model and tokenizer_config.json "
                                    "(usually the model directory)")
       ->required();
   app.add_flag("--raw", raw, "Write the token bytes unchanged (no UTF-8 repair; output may be invalid UTF-8)");
   app.add_flag("--skip-special", skip_special, "Drop special tokens instead of printing their names, e.g. [EOS]");
+  app.add_flag("--chat", chat,
+               "The ids are a K3 chat reply (what follows the generation prompt): show the answer, the reasoning "
+               "apart from it (dimmed on a terminal, else each line starting \"> \"), tool calls on their own lines");
+  app.add_flag("--no-think", no_think, "With --chat: the prompt had thinking off (the reply starts in the answer)");
+  app.add_flag("--no-reasoning", no_reasoning, "With --chat: do not show the reasoning");
+  app.add_flag("--json", json,
+               "With --chat: end with the parsed assistant message as one JSON line (exit 4 when the reply is "
+               "malformed: cut short, a control token inside a channel)");
   app.footer(std::string("Exit status 4 names the offending id and its position (1-based) in the input.\n") +
              k3::exit_codes_help());
   if (auto status = k3::parse_command_line(app, argc, argv, "k3-detok")) return *status;
+  if (!chat && (no_think || no_reasoning || json))
+    throw k3::Error(k3::ExitCode::kUsage, "--no-think, --no-reasoning and --json read a chat reply: add --chat");
+  if (chat && (raw || skip_special))
+    throw k3::Error(k3::ExitCode::kUsage, "--chat shows the reply's channels: --raw and --skip-special do not apply");
 
   const k3::Vocabulary vocab = k3::Vocabulary::load(tok_dir);
   k3::StreamDecoder decoder;
   k3::TokenIdReader reader("stdin", static_cast<int64_t>(vocab.size()));
   std::string out;
+  std::optional<k3::ReplyParser> reply;
+  if (chat) reply.emplace(vocab, !no_think);
+  k3::ReplyPrinter printer({::isatty(1) == 1, !no_reasoning});
+  std::vector<k3::ReplyPiece> pieces;
   auto emit = [&](int32_t id) {
     auto tid = static_cast<k3::TokenId>(id);
+    if (reply) {
+      pieces.clear();
+      reply->push(tid, pieces);
+      k3::write_all_stdout(printer.format(pieces));
+      return;
+    }
     if (skip_special && vocab.is_special(tid)) return;
     std::string_view bytes = vocab.bytes(tid);
     if (raw) {
@@ -59,6 +88,17 @@ int run(int argc, char** argv) {
   // Ids are decoded as they arrive: text appears while the producer runs.
   while (size_t r = k3::read_some(0, buf, sizeof buf, "stdin")) reader.push(std::string_view(buf, r), emit);
   reader.finish(emit);
+  if (reply) {
+    pieces.clear();
+    const k3::ParsedReply parsed = reply->finish(pieces);
+    k3::write_all_stdout(printer.format(pieces) + printer.finish());
+    if (json) k3::write_all_stdout(k3::python_json_dumps(k3::chat_message_json(parsed.message)) + "\n");
+    if (parsed.ok()) return 0;
+    const std::string what = parsed.problem.empty() ? "the reply is incomplete" : parsed.problem;
+    if (json) throw k3::Error(k3::ExitCode::kBadInput, "malformed reply: " + what);
+    std::fprintf(stderr, "k3-detok: warning: malformed reply: %s\n", what.c_str());
+    return 0;
+  }
   out.clear();
   decoder.finish(out);
   if (!out.empty()) k3::write_all_stdout(out);
