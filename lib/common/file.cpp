@@ -127,8 +127,8 @@ std::string read_all(int fd, const std::string& what) {
   return data;
 }
 
-void write_file_atomic(const std::string& path, const void* data, size_t n) {
-  AtomicFileWriter out(path);
+void write_file_atomic(const std::string& path, const void* data, size_t n, OutputPolicy policy) {
+  AtomicFileWriter out(path, policy);
   out.write(data, n);
   out.commit();
 }

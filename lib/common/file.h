@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "common/atomic_file_writer.h"
+
 namespace k3 {
 
 // An open file descriptor, closed on destruction.
@@ -53,7 +55,9 @@ bool file_exists(const std::string& path);
 std::string path_join(const std::string& dir, const std::string& name);
 
 // Writes `data` to `path` atomically: a temporary file in the same directory,
-// fsync, then rename. A failure leaves any previous `path` untouched.
-void write_file_atomic(const std::string& path, const void* data, size_t n);
+// fsync, then rename. A failure leaves any previous `path` untouched; what
+// is already at `path` is treated as AtomicFileWriter says for `policy`.
+void write_file_atomic(const std::string& path, const void* data, size_t n,
+                       OutputPolicy policy = OutputPolicy::kRegularFile);
 
 }  // namespace k3

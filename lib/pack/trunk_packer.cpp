@@ -176,7 +176,6 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
   if (::mkdir(trunk_dir.c_str(), 0755) != 0 && errno != EEXIST)
     throw Error(ExitCode::kIo, trunk_dir + ": cannot create directory: " + std::strerror(errno));
   const std::string bin = path_join(trunk_dir, "trunk.bin"), json = path_join(trunk_dir, "trunk.json");
-  const std::string tmp = bin + ".tmp";
   {
     struct statvfs vfs;
     if (::statvfs(trunk_dir.c_str(), &vfs) == 0) {
@@ -192,7 +191,7 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
   // A trunk.json beside a half-written trunk.bin would look valid: remove it first.
   ::unlink(json.c_str());
   {
-    AtomicFileWriter out(bin, tmp);
+    AtomicFileWriter out(bin);
     out.resize(t.file_size);
     ShardFiles files(checkpoint);
     std::vector<uint8_t> buf(kChunk);

@@ -69,7 +69,7 @@ class LogitsLog {
     const uint64_t nbytes = data_.size() * sizeof(float);
     const std::string header =
         k3::make_safetensors_header({{"logits", k3::DType::kF32, {rows, static_cast<uint64_t>(vocab_)}, nbytes}});
-    k3::AtomicFileWriter out(path);
+    k3::AtomicFileWriter out(path, k3::OutputPolicy::kFileOrStream);
     out.write(header.data(), header.size());
     out.write(data_.data(), nbytes);
     out.commit();
@@ -160,7 +160,10 @@ int run(int argc, char** argv) {
   if (teacher_forcing && gen > 0)
     throw k3::Error(k3::ExitCode::kUsage, "--teacher-forcing evaluates the given ids and cannot be combined with --gen");
 
-  // Cheap checks first: config and input, before any weight is read.
+  // Cheap checks first: outputs, config and input, before any weight is read.
+  // Outputs may be files (replaced whole) or devices/FIFOs (written through).
+  for (const std::string* out : {&logits_file, &state_out, &stats_json_file})
+    if (!out->empty()) k3::check_output_path(*out, k3::OutputPolicy::kFileOrStream);
   const k3::ModelConfig config = k3::load_model_config(model_dir);
   stream_req.compute_threads = threads;
   if (list_presets) {
@@ -203,7 +206,6 @@ int run(int argc, char** argv) {
   std::optional<k3::ModelIdentity> identity;
   std::optional<k3::ConversationState> saved;
   if (!state_in.empty() || !state_out.empty()) identity = k3::ModelIdentity::of(config, checkpoint);
-  if (!state_out.empty()) k3::check_output_directory(state_out);
   if (!state_in.empty()) saved = k3::load_conversation(state_in, *identity);
   k3::SamplingOverrides flags;
   if (o_temp->count()) flags.temperature = temp;
@@ -331,7 +333,7 @@ int run(int argc, char** argv) {
     std::fputs(k3::figures_text(figures).c_str(), stderr);
     if (!stats_json_file.empty()) {
       const std::string j = k3::figures_json(figures);
-      k3::write_file_atomic(stats_json_file, j.data(), j.size());
+      k3::write_file_atomic(stats_json_file, j.data(), j.size(), k3::OutputPolicy::kFileOrStream);
     }
   }
 
