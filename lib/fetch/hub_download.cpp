@@ -131,6 +131,22 @@ void check_no_linked_parents(const std::string& dir, const std::string& rel) {
   }
 }
 
+// A repository file must not share a name with what the downloader writes
+// itself (the manifest and its temporaries, any file's .part): it would be
+// overwritten, or taken for a partial download, and break verify.
+void refuse_own_name(const std::string& path, const std::string& repo) {
+  const size_t slash = path.find_last_of('/');
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  const std::string manifest = kFetchManifestName;
+  const bool manifest_name = slash == std::string::npos && base.compare(0, manifest.size(), manifest) == 0;
+  const bool part = base.size() >= 5 && base.compare(base.size() - 5, 5, ".part") == 0;
+  if (manifest_name || part)
+    throw Error(ExitCode::kNetwork, repo + " holds a file named '" + path + "', which collides with " +
+                                        (part ? "the .part files" : "the download manifest " + manifest) +
+                                        " that k3-fetch-verify writes itself; leave it out with --exclude '" + path +
+                                        "' (nothing was downloaded)");
+}
+
 bool is_disk_full(int e) { return e == ENOSPC || e == EDQUOT; }
 
 [[noreturn]] void throw_write_error(const std::string& path, int e) {
@@ -176,6 +192,7 @@ class Downloader {
   HttpOptions http_options() const {
     HttpOptions h;
     h.token = opt_.token;
+    h.token_origin = opt_.endpoint;
     h.stall_timeout_s = opt_.stall_timeout_s;
     h.stop = &halt_;
     return h;
@@ -476,6 +493,7 @@ DownloadSummary Downloader::run() {
   std::vector<HubFile> selected;
   for (const HubFile& f : listing.files)
     if (filter.selects(f.path)) selected.push_back(f);
+  for (const HubFile& f : selected) refuse_own_name(f.path, opt_.repo);
   if (selected.empty())
     throw Error(ExitCode::kUsage, "no file of " + opt_.repo + " at commit " + commit_ + " (" +
                                       std::to_string(listing.files.size()) + " files) matches --include/--exclude");

@@ -1,6 +1,9 @@
-# k3-fetch-verify download against a hostile directory: links planted at
-# .part, final, subfolder and manifest names are refused (their targets
-# untouched, nothing renamed into place), and a FIFO .part does not hang.
+# k3-fetch-verify download against a hostile directory and hub: links planted
+# at .part, final, subfolder and manifest names are refused (their targets
+# untouched, nothing renamed into place), a FIFO .part does not hang, the
+# token goes only to the endpoint's origin (a Link rel="next" to another
+# port gets none), and repository files named like the tool's own files are
+# refused up front.
 source "$K3_SOURCE_DIR/tests/fetch/fake_hub_lib.sh"
 work=$WORK
 source "$K3_SOURCE_DIR/tests/lib/check.sh"
@@ -58,4 +61,34 @@ contains "manifest link: names it" "$D/.k3-manifest.json" "$ERR"
 holds "manifest link: still a link" "[ -L '$D/.k3-manifest.json' ]"
 victim_ok "manifest link"
 
+# 2. The token goes only to the endpoint's origin: the listing's next page
+#    on another port (a second hub serving the same repository) gets none.
+"$PYTHON" "$HUB_PY" --repo-dir "$REPO" --log "$WORK/hub2.log" --port-file "$WORK/port2" &
+HUB2=$!
+trap 'kill $HUB2 2>/dev/null; cleanup' EXIT
+for _ in $(seq 200); do [ -s "$WORK/port2" ] && break; sleep 0.05; done
+PORT2=$(cat "$WORK/port2")
+faults "$WORK/other.json" '[{"path": "tree", "kind": "link", "where": "link", "times": 1,
+  "url": "http://127.0.0.1:'$PORT2'/api/models/moonshotai/Kimi-K3/tree/3f2a9c1e0b7d4a65e8f1c2b3a4d5e6f708192a3b?recursive=true&cursor=4"}]'
+start_hub other-origin --faults "$WORK/other.json"
+fetch "$WORK/origin" --include config.json
+check "next page on another origin: exit" 0 "$RC"
+holds "the other origin was asked for the page" "grep -q 'cursor=4' '$WORK/hub2.log'"
+check "the other origin never got the token" "" "$(grep -v 'auth=none' "$WORK/hub2.log" || true)"
+holds "the endpoint still got the token" "grep -q 'auth=ok' '$LOG'"
+
+# 3. Repository files named like the tool's own files: refused up front.
+for name in .k3-manifest.json "$S2.part" sub/notes.txt.part; do
+  mkdir -p "$(dirname "$REPO/$name")"
+  echo "{}" > "$REPO/$name"
+  stop_hub
+  start_hub "collision $name"
+  fetch "$WORK/collide"
+  check "repo file $name: exit" 7 "$RC"
+  contains "repo file $name: named" "'$name', which collides" "$ERR"
+  check "repo file $name: nothing downloaded" "" "$(ls -A "$WORK/collide" 2>/dev/null | grep -v '^\.k3-manifest\.json$' || true)"
+  fetch "$WORK/collide" --exclude "$name" --include config.json
+  check "repo file $name: --exclude works around it" 0 "$RC"
+  rm -rf "$REPO/$name" "$WORK/collide"
+done
 finish fetch_hostile_test
