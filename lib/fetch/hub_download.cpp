@@ -30,6 +30,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Bytes one connection must deliver for its failure not to count toward
+// --retries.
+constexpr uint64_t kMinProgressBytes = 64 << 10;
+
 // Test hook: K3_FETCH_FAIL_WRITE_AFTER=<bytes> makes writes fail with ENOSPC
 // once this process has written that many bytes, to exercise the full-disk
 // path without a real full disk.
@@ -307,7 +311,9 @@ DigestResult Downloader::fetch_part(const HubFile& f, const std::string& part, H
     if (write_errno) throw_write_error(part, write_errno);
     if (r.stopped || halted()) throw Error(ExitCode::kInterrupted, "interrupted");
     if (too_long) break;  // more bytes than listed: the caller's size/hash check rejects it
-    if (have > at_start) failures = 0;
+    // Only real progress forgives earlier failures: a server that sends a
+    // few bytes per connection would otherwise be retried forever.
+    if (have - at_start >= kMinProgressBytes || have == f.size) failures = 0;
     if (bad_range || r.status == 416) {
       // Our .part and the server disagree about where we are: restart this file.
       if (::ftruncate(fd, 0) != 0) throw_write_error(part, errno);

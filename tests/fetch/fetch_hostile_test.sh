@@ -2,8 +2,9 @@
 # at .part, final, subfolder and manifest names are refused (their targets
 # untouched, nothing renamed into place), a FIFO .part does not hang, the
 # token goes only to the endpoint's origin (a Link rel="next" to another
-# port gets none), and repository files named like the tool's own files are
-# refused up front.
+# port gets none), a self-linking listing and a server sending a few bytes
+# per connection end with exit 7, and repository files named like the
+# tool's own files are refused up front.
 source "$K3_SOURCE_DIR/tests/fetch/fake_hub_lib.sh"
 work=$WORK
 source "$K3_SOURCE_DIR/tests/lib/check.sh"
@@ -77,7 +78,23 @@ holds "the other origin was asked for the page" "grep -q 'cursor=4' '$WORK/hub2.
 check "the other origin never got the token" "" "$(grep -v 'auth=none' "$WORK/hub2.log" || true)"
 holds "the endpoint still got the token" "grep -q 'auth=ok' '$LOG'"
 
-# 3. Repository files named like the tool's own files: refused up front.
+# 3. A listing whose next page is itself: exit 7, promptly.
+faults "$WORK/loop.json" '[{"path": "tree", "kind": "link", "where": "link", "times": -1, "url": "{self}"}]'
+start_hub self-link --faults "$WORK/loop.json"
+fetch "$WORK/loop"
+check "self-linking listing: exit" 7 "$RC"
+contains "self-linking listing: message" "loops" "$ERR"
+check "self-linking listing: one tree request" 1 "$(grep -c '/tree/' "$LOG")"
+
+# 4. A server that sends a few bytes per connection: bounded by --retries.
+faults "$WORK/trickle.json" '[{"path": "'$S2'", "kind": "drop", "after": 100, "times": -1}]'
+start_hub trickle --faults "$WORK/trickle.json"
+fetch "$WORK/trickle" --include "$S2" --retries 4
+check "few bytes per connection: exit" 7 "$RC"
+contains "few bytes per connection: gave up" "gave up after 4 attempts" "$ERR"
+check "few bytes per connection: 4 requests" 4 "$(content_requests "$S2" | wc -l)"
+
+# 5. Repository files named like the tool's own files: refused up front.
 for name in .k3-manifest.json "$S2.part" sub/notes.txt.part; do
   mkdir -p "$(dirname "$REPO/$name")"
   echo "{}" > "$REPO/$name"
