@@ -30,7 +30,7 @@ std::vector<int32_t> parse_token_ids(const std::string& text, const std::string&
                                            "' is not a token id (expected decimal ids separated by whitespace, "
                                            "e.g. from k3-tokenize)");
     if (v > INT32_MAX || (vocab_size > 0 && v >= vocab_size))
-      throw Error(ExitCode::kBadInput, where + " is id " + word + ", outside the vocabulary 0.." +
+      throw Error(ExitCode::kBadInput, where + " is id " + shown + ", outside the vocabulary 0.." +
                                            (vocab_size > 0 ? std::to_string(vocab_size - 1) : std::to_string(INT32_MAX)));
     ids.push_back(static_cast<int32_t>(v));
     i = j;

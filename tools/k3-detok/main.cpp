@@ -35,6 +35,19 @@ void write_all_stdout(const char* p, size_t n) {
   }
 }
 
+constexpr size_t kMaxIdChars = 20;
+
+// The word as it can be shown on one line: control and non-ASCII bytes as \xNN.
+std::string printable(const std::string& word) {
+  static const char* kHex = "0123456789abcdef";
+  std::string s;
+  for (unsigned char c : word.substr(0, 40)) {
+    if (c >= 32 && c < 127) s += static_cast<char>(c);
+    else s += std::string("\\x") + kHex[c >> 4] + kHex[c & 15];
+  }
+  return s;
+}
+
 bool is_separator(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
 
 int run(int argc, char** argv) {
@@ -70,7 +83,7 @@ int run(int argc, char** argv) {
       id = id * 10 + static_cast<uint64_t>(c - '0');
     }
     if (!numeric)
-      throw k3::Error(k3::ExitCode::kBadInput, "\"" + word.substr(0, 40) + "\" at position " + std::to_string(position) +
+      throw k3::Error(k3::ExitCode::kBadInput, "\"" + printable(word) + "\" at position " + std::to_string(position) +
                                                     " is not a token id (expected decimal ids separated by whitespace)");
     if (id >= vocab.size())
       throw k3::Error(k3::ExitCode::kBadInput, "token id " + word + " at position " + std::to_string(position) +
@@ -97,6 +110,7 @@ int run(int argc, char** argv) {
         if (!word.empty()) emit();
       } else {
         word.push_back(buf[i]);
+        if (word.size() > kMaxIdChars) emit();  // no id is this long: fail now, not after gigabytes
       }
     }
   }

@@ -117,7 +117,7 @@ int run(int argc, char** argv) {
   app.add_flag("--teacher-forcing", teacher_forcing,
                "Evaluate the given ids without generating; writes the argmax id of every position to stdout");
   app.add_option("--threads", threads, "Worker threads (default 0: all cores); output is identical for any count")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, k3::kMaxComputeThreads));
   CLI::Option* o_temp =
       app.add_option("--temp", temp, "Sampling temperature (default 0: greedy, ties to the lower id)");
   CLI::Option* o_top_k = app.add_option("--top-k", top_k, "Sample among the K most likely ids (default 0: off)");
@@ -140,18 +140,19 @@ int run(int argc, char** argv) {
   app.add_option("--trunk", stream_req.trunk_dir,
                  "Packed trunk from k3-pack: pin --trunk-gb of it in RAM and stream the rest every token");
   app.add_option("--trunk-gb", stream_req.trunk_gb, "GB (1e9 bytes) of trunk layers to pin in RAM (needs --trunk)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(k3::finite_range(k3::kMaxGigabytes));
   app.add_option("--cache-gb", stream_req.cache_gb, "GB of routed-expert LRU cache (experts stream from the shards)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(k3::finite_range(k3::kMaxGigabytes));
   app.add_option("--preset", stream_req.preset,
                  "Memory preset: laptop, desktop, workstation, server, max (--trunk-gb/--cache-gb override it)");
   app.add_flag("--list-presets", list_presets, "Print each preset's forecast peak RSS for this model, then exit");
   app.add_flag("--plan", plan_only,
                "Print the memory plan for these budget flags and --ctx (default 4096), then exit: 0 when it fits, "
                "6 when it would be refused. Reads no prompt and no weights");
-  app.add_option("--ctx", ctx, "Context positions to plan the MLA latent cache for (default: context + --gen)");
+  app.add_option("--ctx", ctx, "Context positions to plan the MLA latent cache for (default: context + --gen)")
+      ->check(CLI::Range(uint64_t{0}, k3::kMaxContext));
   app.add_option("--io-threads", stream_req.io_threads, "Parallel reads in flight when streaming (default 8)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, k3::kMaxIoThreads));
   app.add_option("--stats-json", stats_json_file, "Write the streaming counters to FILE (JSON, written atomically)");
   app.add_option("--state-out", state_out,
                  "Save the conversation to FILE after the run (written atomically; also when interrupted)");
@@ -187,7 +188,7 @@ int run(int argc, char** argv) {
   std::string origin = "stdin";
   if (!ids_file.empty()) {
     if (!k3::file_exists(ids_file)) throw k3::Error(k3::ExitCode::kBadInput, ids_file + ": ids file not found");
-    text = k3::read_text_file(ids_file);
+    text = k3::read_text_file(ids_file, k3::kMaxWholeReadBytes, k3::ExitCode::kBadInput);
     origin = ids_file;
   } else {
     text = k3::read_all(0, "stdin");

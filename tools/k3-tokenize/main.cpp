@@ -84,9 +84,7 @@ int run(int argc, char** argv) {
   else if (!prompt_file.empty()) {
     if (!k3::file_exists(prompt_file))
       throw k3::Error(k3::ExitCode::kBadInput, prompt_file + ": prompt file not found");
-    k3::File f = k3::File::open_read(prompt_file);
-    input.resize(f.size());
-    f.pread_exact(input.data(), input.size(), 0);
+    input = k3::read_text_file(prompt_file, k3::kMaxWholeReadBytes, k3::ExitCode::kBadInput);
   } else
     input = k3::read_all(0, "stdin");
 
