@@ -9,7 +9,7 @@ namespace k3 {
 uint64_t MemoryLimits::available() const {
   uint64_t a = mem_available ? mem_available : UINT64_MAX;
   if (override_bytes) a = override_bytes;
-  if (cgroup_limit) {
+  if (cgroup_limited) {
     const uint64_t room = cgroup_limit > cgroup_usage ? cgroup_limit - cgroup_usage : 0;
     if (room < a) a = room;
   }
@@ -23,6 +23,7 @@ MemoryLimits read_memory_limits(const std::string& root) {
   m.mem_available = m.meminfo.available.value_or(m.meminfo.total.value_or(0));
   m.cgroup = read_cgroup_memory(root.empty() ? "/" : root);
   if (const CgroupLimit* lim = m.cgroup.effective()) {
+    m.cgroup_limited = true;
     m.cgroup_limit = *lim->limit;
     m.cgroup_usage = lim->usage.value_or(0);
     const bool v1 = lim == &m.cgroup.v1;

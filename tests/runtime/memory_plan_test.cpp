@@ -100,6 +100,17 @@ TEST(MemoryPlan, BudgetsDecidePinningAndSlots) {
   EXPECT_LE(ph.pinned_bytes, req.trunk_budget);
 }
 
+TEST(MemoryLimits, CgroupLimitOfZeroLeavesNothing) {
+  fs::path r = fake_root("zero");
+  put(r / "proc/self/cgroup", "0::/job\n");
+  put(r / "sys/fs/cgroup/job/memory.max", "0\n");
+  MemoryLimits m = read_memory_limits(r.string());
+  EXPECT_TRUE(m.cgroup_limited);
+  EXPECT_EQ(m.cgroup_limit, 0u);
+  EXPECT_EQ(m.available(), 0u);  // not "no limit"
+  fs::remove_all(r);
+}
+
 TEST(MemoryLimits, LinkToDevZeroIsRefusedNotRead) {
   fs::path r = fake_root("devzero");
   fs::remove(r / "proc/meminfo");
