@@ -50,8 +50,9 @@ Checkpoint Checkpoint::open(const std::string& model_dir) {
   bool single_file = false;
 
   if (file_exists(index_path)) {
-    if (simdjson::padded_string::load(index_path).get(index_text))
-      bad(index_path + ": cannot be read");
+    // Through read_text_file: a FIFO or a link to /dev/zero is refused, and
+    // the size is bounded, before any of it is parsed.
+    index_text = simdjson::padded_string(read_text_file(index_path));
     simdjson::dom::element root;
     if (parser.parse(index_text).get(root)) bad(index_path + ": not valid JSON");
     simdjson::dom::object wm;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <unordered_map>
@@ -79,6 +80,14 @@ bool all_zero(const uint8_t* p, uint64_t n) {
   static constexpr uint8_t kZeros[16] = {};
   if (n <= 16) return std::memcmp(p, kZeros, n) == 0;
   return std::memcmp(p, kZeros, 16) == 0 && std::memcmp(p, p + 16, n - 16) == 0;
+}
+
+// Test hook: K3_PACK_FAIL_AFTER=<bytes> fails the trunk.bin write with
+// "No space left on device" past that offset, to exercise a full disk in the
+// middle of a pack without filling one.
+uint64_t test_fail_after_bytes() {
+  const char* env = std::getenv("K3_PACK_FAIL_AFTER");
+  return env && *env ? std::strtoull(env, nullptr, 10) : 0;
 }
 
 }  // namespace
@@ -176,23 +185,24 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
   if (::mkdir(trunk_dir.c_str(), 0755) != 0 && errno != EEXIST)
     throw Error(ExitCode::kIo, trunk_dir + ": cannot create directory: " + std::strerror(errno));
   const std::string bin = path_join(trunk_dir, "trunk.bin"), json = path_join(trunk_dir, "trunk.json");
-  const std::string tmp = bin + ".tmp";
   {
+    // An old trunk here stays whole until the new one is complete, so its
+    // blocks are not free space.
     struct statvfs vfs;
     if (::statvfs(trunk_dir.c_str(), &vfs) == 0) {
-      uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
-      struct stat st;
-      if (::stat(bin.c_str(), &st) == 0) avail += static_cast<uint64_t>(st.st_size);  // replaced at the end
+      const uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
       const uint64_t need = trunk_space_needed(t, checkpoint, options);
       if (avail < need + (64u << 20))
         throw Error(ExitCode::kResource, trunk_dir + ": the trunk needs " + format_bytes(need) + " but only " +
                                              format_bytes(avail) + " is free there; free space or pick another TRUNK_DIR");
     }
   }
-  // A trunk.json beside a half-written trunk.bin would look valid: remove it first.
-  ::unlink(json.c_str());
+  // The new trunk is written under temporary names beside any old one, which
+  // stays usable until both new files are complete; then they are swapped in.
+  const uint64_t fail_after = test_fail_after_bytes();
+  check_output_path(json, OutputPolicy::kRegularFile);  // refused now, not after the work
+  AtomicFileWriter out(bin);
   {
-    AtomicFileWriter out(bin, tmp);
     out.resize(t.file_size);
     ShardFiles files(checkpoint);
     std::vector<uint8_t> buf(kChunk);
@@ -218,6 +228,8 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
             if (options.sparse && all_zero(p + e, m2)) break;
             e += m2;
           }
+          if (fail_after && abs + e > fail_after)
+            throw Error(ExitCode::kIo, bin + ": write failed: No space left on device (K3_PACK_FAIL_AFTER)");
           out.write_at(abs + b, p + b, e - b);
           b = e;
         }
@@ -227,10 +239,18 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
       s.xxh3 = XXH3_64bits_digest(st);
       XXH3_freeState(st);
     }
-    out.commit();
   }
-  std::string text = trunk_layout_to_json(t);
-  write_file_atomic(json, text.data(), text.size());
+  out.commit_to_temp();
+  const std::string text = trunk_layout_to_json(t);
+  AtomicFileWriter json_out(json);
+  json_out.write(text.data(), text.size());
+  json_out.commit_to_temp();
+  // The swap: without trunk.json the directory is no trunk, so a crash
+  // between the renames never pairs the old trunk.json with the new trunk.bin.
+  if (::unlink(json.c_str()) != 0 && errno != ENOENT)
+    throw Error(ExitCode::kIo, json + ": cannot replace: " + std::strerror(errno));
+  rename_over_regular(out.temp_path(), bin);
+  rename_over_regular(json_out.temp_path(), json);
   return t;
 }
 

@@ -8,7 +8,9 @@
 #include "checkpoint/checkpoint.h"
 #include "cli/interrupt.h"
 #include "common/cli_parse.h"
+#include "common/atomic_file_writer.h"
 #include "common/error.h"
+#include "common/file.h"
 #include "common/tool_main.h"
 #include "common/progress_meter.h"
 #include "model/config.h"
@@ -60,6 +62,10 @@ int run(int argc, char** argv) {
     return 0;
   }
   validate_checkpoint(config, checkpoint);
+  // A link or device at an output name is refused before any work.
+  if (file_exists(trunk_dir))
+    for (const char* name : {"trunk.bin", "trunk.json"})
+      check_output_path(path_join(trunk_dir, name), OutputPolicy::kRegularFile);
   const std::vector<ExpectedTensor> manifest = expected_tensors(config);
   const TrunkLayout plan = plan_trunk(manifest, checkpoint);
   std::fprintf(stderr, "k3-pack: packing %zu sections (%s) from %s into %s\n", plan.sections.size(),
