@@ -82,10 +82,9 @@ Checkpoint Checkpoint::open(const std::string& model_dir) {
       const uint32_t s = static_cast<uint32_t>(
           std::lower_bound(shard_names.begin(), shard_names.end(), shard_of[k++]) - shard_names.begin());
       const size_t slot = probe(index_slots, name, key);
-      if (index_slots[slot] != 0) {  // a name listed twice: the last entry wins, as in a JSON object
-        index_shard[index_slots[slot]] = s;
-        continue;
-      }
+      if (index_slots[slot] != 0)  // JSON readers disagree on which copy wins: refuse
+        bad(index_path + ": tensor '" + std::string(name) +
+            "' is listed twice in weight_map (the index is ambiguous; re-download it)");
       const uint32_t id = static_cast<uint32_t>(index_names.size());
       index_names.push_back(name);
       index_shard.push_back(s);
