@@ -121,6 +121,9 @@ Checkpoint Checkpoint::open(const std::string& model_dir) {
       info_shard.push_back(s);
     });
     si.file_size = e.file_size;
+    si.header_xxh3 = e.header_xxh3;
+    si.mtime_ns = e.mtime_ns;
+    si.inode = e.inode;
     for (uint32_t id : by_shard[s])
       if (!found[id])
         bad(si.path + ": tensor '" + std::string(index_names[id]) +

@@ -151,6 +151,17 @@ SafetensorsExtent read_safetensors_tensors(const std::string& path, const std::f
   simdjson::padded_string json(static_cast<size_t>(n));
   f.pread_exact(json.data(), n, 8);
   SafetensorsExtent e{size, 8 + n};
+  XXH3_state_t* st = XXH3_createState();
+  XXH3_64bits_reset(st);
+  XXH3_64bits_update(st, len_bytes, 8);
+  XXH3_64bits_update(st, json.data(), n);
+  e.header_xxh3 = XXH3_64bits_digest(st);
+  XXH3_freeState(st);
+  struct stat fs;
+  if (::fstat(f.fd(), &fs) == 0) {
+    e.mtime_ns = static_cast<int64_t>(fs.st_mtim.tv_sec) * 1000000000 + fs.st_mtim.tv_nsec;
+    e.inode = static_cast<uint64_t>(fs.st_ino);
+  }
   parse_tensors(path, json.data(), json.size(), size, e.data_start, sink);
   return e;
 }

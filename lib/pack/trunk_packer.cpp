@@ -245,10 +245,17 @@ TrunkLayout read_trunk_layout(const std::string& trunk_dir) {
 TrunkLayout open_trunk_layout(const std::string& trunk_dir, const Checkpoint& checkpoint) {
   const std::string bin = path_join(trunk_dir, "trunk.bin");
   TrunkLayout t = read_trunk_layout(trunk_dir);
-  std::string why = fingerprint_mismatch(t.source, fingerprint_checkpoint(checkpoint));
-  if (!why.empty())
+  const FingerprintComparison cmp = compare_fingerprint(t.source, fingerprint_checkpoint(checkpoint));
+  if (cmp.diff == FingerprintDiff::kOtherModel)
     throw Error(ExitCode::kBadModel, "the trunk in " + trunk_dir + " does not belong to the model in " +
-                                         checkpoint.dir() + ": " + why + " (re-run k3-pack)");
+                                         checkpoint.dir() + ": " + cmp.reason + " (re-run k3-pack " + checkpoint.dir() +
+                                         " " + trunk_dir + ")");
+  if (cmp.diff == FingerprintDiff::kShardsChanged)
+    throw Error(ExitCode::kBadModel, "the trunk in " + trunk_dir + " may be stale: " + cmp.reason +
+                                         ". Re-run k3-pack " + checkpoint.dir() + " " + trunk_dir +
+                                         ", or if the weights are unchanged, k3-pack --refresh " + trunk_dir + " " +
+                                         checkpoint.dir() + " re-checks the trunk tensors of the changed shards "
+                                         "and records them");
   struct stat st;
   if (::stat(bin.c_str(), &st) != 0)
     throw Error(ExitCode::kBadModel, bin + ": not found (re-run k3-pack)");
@@ -263,8 +270,9 @@ TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoin
   const std::string bin = path_join(trunk_dir, "trunk.bin");
   TrunkLayout t = read_trunk_layout(trunk_dir);
   TrunkCheck r;
-  std::string why = fingerprint_mismatch(t.source, fingerprint_checkpoint(checkpoint));
-  if (!why.empty()) r.problems.push_back("fingerprint: " + why);
+  const FingerprintComparison cmp = compare_fingerprint(t.source, fingerprint_checkpoint(checkpoint));
+  if (cmp.diff != FingerprintDiff::kSame) r.problems.push_back("fingerprint: " + cmp.reason);
+  if (cmp.diff == FingerprintDiff::kShardsChanged) r.shards_changed = cmp.reason;
   File f = File::open_read(bin);
   const uint64_t size = f.size();
   if (size != t.file_size)
@@ -317,6 +325,66 @@ TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoin
     else if (h_src != s.xxh3)
       r.problems.push_back(s.name + ": the checkpoint's tensors differ from what was packed");
   }
+  return r;
+}
+
+TrunkCheck refresh_trunk(const std::string& trunk_dir, const Checkpoint& checkpoint,
+                         const std::function<void(uint64_t, uint64_t)>& progress) {
+  TrunkLayout t = read_trunk_layout(trunk_dir);
+  TrunkCheck r;
+  const SourceFingerprint now = fingerprint_checkpoint(checkpoint);  // identity before any byte is read
+  const FingerprintComparison cmp = compare_fingerprint(t.source, now);
+  if (cmp.diff == FingerprintDiff::kOtherModel) {
+    r.problems.push_back("fingerprint: " + cmp.reason + " (nothing to refresh: re-run k3-pack)");
+    return r;
+  }
+  if (cmp.diff == FingerprintDiff::kSame) return r;
+  r.shards_changed = cmp.reason;
+  struct stat st;
+  const std::string bin = path_join(trunk_dir, "trunk.bin");
+  if (::stat(bin.c_str(), &st) != 0 || static_cast<uint64_t>(st.st_size) != t.file_size) {
+    r.problems.push_back("trunk.bin: missing or not the size trunk.json records (re-run k3-pack)");
+    return r;
+  }
+  std::vector<bool> changed(checkpoint.shards().size(), !t.source.has_identity);
+  for (size_t i = 0; i < changed.size(); ++i)
+    for (const std::string& f : cmp.changed_shards) changed[i] = changed[i] || checkpoint.shards()[i].file == f;
+  std::vector<const TrunkSection*> todo;
+  uint64_t total = 0;
+  for (const TrunkSection& s : t.sections) {
+    bool touched = false;
+    for (const TrunkTensor& x : s.tensors) touched = touched || changed[checkpoint.at(x.name).shard];
+    if (!touched) continue;
+    todo.push_back(&s);
+    total += s.length;
+  }
+  ShardFiles files(checkpoint);
+  std::vector<uint8_t> buf(kChunk);
+  uint64_t done = 0;
+  for (const TrunkSection* s : todo) {
+    XXH3_state_t* st = XXH3_createState();
+    XXH3_64bits_reset(st);
+    try {
+      stream_section(*s, checkpoint, files, buf, [&](uint64_t, const uint8_t* p, uint64_t n) {
+        XXH3_64bits_update(st, p, n);
+        done += n;
+        if (progress) progress(done, total);
+      });
+    } catch (...) {
+      XXH3_freeState(st);
+      throw;
+    }
+    const uint64_t h = XXH3_64bits_digest(st);
+    XXH3_freeState(st);
+    r.bytes_checked += s->length;
+    if (h != s->xxh3) r.problems.push_back(s->name + ": the checkpoint's tensors differ from what was packed (re-run k3-pack)");
+  }
+  if (!r.problems.empty()) return r;
+  t.version = kTrunkFormatVersion;
+  t.source = now;
+  const std::string text = trunk_layout_to_json(t);
+  write_file_atomic(path_join(trunk_dir, "trunk.json"), text.data(), text.size());
+  r.refreshed = true;
   return r;
 }
 
