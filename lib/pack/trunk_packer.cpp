@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/non_finite_scan.h"
 #include "common/atomic_file_writer.h"
 #include "common/error.h"
 #include "common/file.h"
@@ -79,6 +80,14 @@ bool all_zero(const uint8_t* p, uint64_t n) {
   static constexpr uint8_t kZeros[16] = {};
   if (n <= 16) return std::memcmp(p, kZeros, n) == 0;
   return std::memcmp(p, kZeros, 16) == 0 && std::memcmp(p, p + 16, n - 16) == 0;
+}
+
+// The floating-point trunk tensors, for a NaN/Inf scan of trunk.bin's bytes.
+NonFiniteScan trunk_float_scan(const TrunkLayout& t) {
+  std::vector<NonFiniteScan::Span> spans;
+  for (const TrunkSection& s : t.sections)
+    for (const TrunkTensor& x : s.tensors) spans.push_back({x.name, x.dtype, x.offset, x.nbytes});
+  return NonFiniteScan(std::move(spans));
 }
 
 }  // namespace
@@ -197,12 +206,14 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
     ShardFiles files(checkpoint);
     std::vector<uint8_t> buf(kChunk);
     uint64_t done = 0;
+    NonFiniteScan non_finite = trunk_float_scan(t);
     for (TrunkSection& s : t.sections) {
       XXH3_state_t* st = XXH3_createState();
       XXH3_64bits_reset(st);
       stream_section(s, checkpoint, files, buf, [&](uint64_t rel, const uint8_t* p, uint64_t n) {
         XXH3_64bits_update(st, p, n);
         const uint64_t abs = s.offset + rel;
+        non_finite.feed(abs, p, n);
         // The file was extended to its full size, so skipped all-zero blocks
         // read back as zeros (and stay holes where they are aligned).
         uint64_t b = 0;
@@ -226,6 +237,12 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
       });
       s.xxh3 = XXH3_64bits_digest(st);
       XXH3_freeState(st);
+      // NaN/Inf weights make NaN logits: refuse them here, naming the tensor.
+      const std::string bad = non_finite.summary();
+      if (!bad.empty())
+        throw Error(ExitCode::kBadModel, checkpoint.dir() + ": " + bad + " in section " + s.name +
+                                             "; the checkpoint is damaged (check it with k3-fetch-verify verify --full, "
+                                             "re-download the shard); no trunk was written");
     }
     out.commit();
   }
@@ -282,6 +299,7 @@ TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoin
   std::vector<uint8_t> buf(kChunk);
   uint64_t done = 0;
   const uint64_t total = 2 * t.file_size;
+  NonFiniteScan non_finite = trunk_float_scan(t);
   for (const TrunkSection& s : t.sections) {
     // The packed bytes.
     uint64_t h_bin = 0;
@@ -293,6 +311,7 @@ TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoin
         uint64_t n = std::min<uint64_t>(kChunk, s.length - o);
         f.pread_exact(buf.data(), n, s.offset + o);
         XXH3_64bits_update(st, buf.data(), n);
+        non_finite.feed(s.offset + o, buf.data(), n);
         done += n;
         if (progress) progress(done, total);
       }
@@ -325,6 +344,9 @@ TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoin
     else if (h_src != s.xxh3)
       r.problems.push_back(s.name + ": the checkpoint's tensors differ from what was packed");
   }
+  for (const NonFiniteTensor& x : non_finite.found())
+    r.problems.push_back("trunk.bin: tensor '" + x.name + "' holds " + std::to_string(x.count) +
+                         " NaN or infinite values (first at element " + std::to_string(x.first_element) + ")");
   return r;
 }
 
