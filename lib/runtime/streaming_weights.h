@@ -25,12 +25,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "checkpoint/trunk_layout.h"
 #include "io/aligned_buffer.h"
 #include "io/direct_file.h"
 #include "io/read_engine.h"
 #include "model/config.h"
 #include "model/weight_source.h"
-#include "pack/trunk_layout.h"
 #include "runtime/expert_index.h"
 #include "runtime/memory_plan.h"
 

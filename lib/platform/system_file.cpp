@@ -1,4 +1,4 @@
-#include "runtime/system_file.h"
+#include "platform/system_file.h"
 
 #include <fstream>
 #include <sstream>

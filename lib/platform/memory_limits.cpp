@@ -1,4 +1,4 @@
-#include "runtime/memory_limits.h"
+#include "platform/memory_limits.h"
 
 #include <cstdlib>
 #include <fstream>
