@@ -1,3 +1,5 @@
+// Layer checkpoint: the files on disk (safetensors headers, the shard index, dtypes, the trunk.json format).
+//
 // A checkpoint directory: model.safetensors.index.json plus its shards.
 //
 // Opening one reads the index and the header of every shard it names, so each

@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "common/file.h"
+#include "common/shape_format.h"
 
 namespace k3 {
 
@@ -20,14 +21,7 @@ uint64_t TensorInfo::numel() const {
   return n;
 }
 
-std::string TensorInfo::shape_str() const {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) s += ", ";
-    s += std::to_string(shape[i]);
-  }
-  return s + "]";
-}
+std::string TensorInfo::shape_str() const { return k3::shape_str(shape); }
 
 namespace {
 

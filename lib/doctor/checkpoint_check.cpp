@@ -1,11 +1,11 @@
 #include <string>
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/trunk_layout.h"
 #include "common/error.h"
 #include "doctor/checks.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
-#include "pack/trunk_layout.h"
 #include "runtime/preset_plan.h"
 
 namespace k3::doctor {

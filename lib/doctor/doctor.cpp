@@ -8,7 +8,8 @@
 
 #include "doctor/checks.h"
 #include "common/error.h"
-#include "doctor/system_root.h"
+#include "kernels/matmul.h"
+#include "platform/system_root.h"
 
 namespace k3::doctor {
 
@@ -36,7 +37,7 @@ Report run_doctor(const DoctorOptions& o) {
 
   // Facts first; checks are derived once everything is known (the memlock
   // check needs the recommended preset, the forecast needs the bandwidth).
-  const CpuFeatures cpu = detect_cpu(root);
+  const CpuFeatures cpu = detect_cpu(root, kernels::kernel_target_name());
   const MemoryFacts mem = gather_memory(root);
   const CheckpointFacts ck = gather_checkpoint(o.model_dir);
   std::optional<TrunkInfo> trunk;

@@ -1,7 +1,7 @@
 #include <string>
 
 #include "doctor/checks.h"
-#include "doctor/system_root.h"
+#include "platform/system_root.h"
 
 namespace k3::doctor {
 

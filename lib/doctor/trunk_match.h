@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "pack/trunk_layout.h"
+#include "checkpoint/trunk_layout.h"
 
 namespace k3::doctor {
 

@@ -19,10 +19,10 @@
 #include "common/file.h"
 #include "fetch/fetch_manifest.h"
 #include "fetch/glob_filter.h"
-#include "fetch/hub_listing.h"
 #include "fetch/http_get.h"
+#include "fetch/hub_listing.h"
 #include "fetch/transfer_progress.h"
-#include "verify/file_digest.h"
+#include "io/file_digest.h"
 
 namespace k3 {
 

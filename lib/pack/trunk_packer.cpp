@@ -25,12 +25,6 @@ namespace k3 {
 
 namespace {
 
-std::string shape_str(const std::vector<uint64_t>& s) {
-  std::string o = "[";
-  for (size_t i = 0; i < s.size(); ++i) o += (i ? ", " : "") + std::to_string(s[i]);
-  return o + "]";
-}
-
 constexpr uint64_t kChunk = 16u << 20;
 
 // Opened shard files, by index into Checkpoint::shards().
@@ -120,74 +114,6 @@ uint64_t trunk_space_needed(const TrunkLayout& t, const Checkpoint& checkpoint, 
   return std::min(t.file_size, allocated + 2 * tensors * 4096);
 }
 
-TrunkLayout layout_trunk(const std::vector<ExpectedTensor>& manifest) {
-  TrunkLayout t;
-  uint64_t pos = 0;
-  TrunkSection* cur = nullptr;
-  auto close_section = [&] {
-    if (cur) {
-      pos = align_up(pos);
-      cur->length = pos - cur->offset;
-    }
-  };
-  for (const ExpectedTensor& e : manifest) {
-    if (e.group == TensorGroup::kRoutedExpert) continue;
-    std::string sname = e.group == TensorGroup::kEmbedding ? "embedding"
-                        : e.group == TensorGroup::kHead    ? "head"
-                                                           : "layer." + std::to_string(e.layer);
-    if (!cur || cur->name != sname) {
-      close_section();
-      t.sections.emplace_back();
-      cur = &t.sections.back();
-      cur->name = sname;
-      cur->layer = e.group == TensorGroup::kLayerTrunk ? e.layer : -1;
-      cur->offset = pos;
-    }
-    TrunkTensor x;
-    x.name = e.name;
-    x.dtype = e.dtype;
-    x.shape = e.shape;
-    x.nbytes = dtype_size(e.dtype);
-    for (uint64_t d : e.shape) x.nbytes *= d;
-    x.offset = align_up(pos);
-    pos = x.offset + x.nbytes;
-    cur->tensors.push_back(std::move(x));
-  }
-  close_section();
-  // Sections must be unique: a manifest that interleaves them is a bug.
-  for (size_t i = 0; i < t.sections.size(); ++i)
-    for (size_t j = i + 1; j < t.sections.size(); ++j)
-      if (t.sections[i].name == t.sections[j].name)
-        throw Error(ExitCode::kInternal, "trunk section '" + t.sections[i].name + "' is not contiguous in the manifest");
-  t.file_size = pos;
-  return t;
-}
-
-TrunkLayout plan_trunk(const std::vector<ExpectedTensor>& manifest, const Checkpoint& checkpoint) {
-  // Every trunk tensor must be in the checkpoint with the dtype and shape the
-  // config implies; the layout itself follows from the manifest alone.
-  for (const ExpectedTensor& e : manifest) {
-    if (e.group == TensorGroup::kRoutedExpert) continue;
-    const TensorLocation* loc = checkpoint.find(e.name);
-    if (!loc)
-      throw Error(ExitCode::kBadModel, checkpoint.dir() + ": tensor '" + e.name + "' (" + dtype_name(e.dtype) + " " +
-                                           shape_str(e.shape) + ") is missing from the checkpoint");
-    if (loc->info->dtype != e.dtype || loc->info->shape != e.shape)
-      throw Error(ExitCode::kBadModel, checkpoint.dir() + ": tensor '" + e.name + "' should be " +
-                                           dtype_name(e.dtype) + " " + shape_str(e.shape) + " but is " +
-                                           dtype_name(loc->info->dtype) + " " + shape_str(loc->info->shape));
-  }
-  TrunkLayout t = layout_trunk(manifest);
-  for (const TrunkSection& s : t.sections)
-    for (const TrunkTensor& x : s.tensors)
-      if (checkpoint.at(x.name).info->nbytes != x.nbytes)
-        throw Error(ExitCode::kBadModel, checkpoint.dir() + ": tensor '" + x.name + "' holds " +
-                                             std::to_string(checkpoint.at(x.name).info->nbytes) +
-                                             " bytes where its dtype and shape need " + std::to_string(x.nbytes));
-  t.source = fingerprint_checkpoint(checkpoint);
-  return t;
-}
-
 TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedTensor>& manifest,
                        const std::string& trunk_dir, const PackOptions& options) {
   TrunkLayout t = plan_trunk(manifest, checkpoint);
@@ -268,37 +194,6 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
     throw Error(ExitCode::kIo, json + ": cannot replace: " + std::strerror(errno));
   rename_over_regular(out.temp_path(), bin);
   rename_over_regular(json_out.temp_path(), json);
-  return t;
-}
-
-TrunkLayout read_trunk_layout(const std::string& trunk_dir) {
-  const std::string json = path_join(trunk_dir, "trunk.json");
-  if (!file_exists(json))
-    throw Error(ExitCode::kBadModel, json + ": not found (is " + trunk_dir +
-                                         " a packed trunk? create one with: k3-pack MODEL_DIR " + trunk_dir + ")");
-  return parse_trunk_layout(read_text_file(json), json);
-}
-
-TrunkLayout open_trunk_layout(const std::string& trunk_dir, const Checkpoint& checkpoint) {
-  const std::string bin = path_join(trunk_dir, "trunk.bin");
-  TrunkLayout t = read_trunk_layout(trunk_dir);
-  const FingerprintComparison cmp = compare_fingerprint(t.source, fingerprint_checkpoint(checkpoint));
-  if (cmp.diff == FingerprintDiff::kOtherModel)
-    throw Error(ExitCode::kBadModel, "the trunk in " + trunk_dir + " does not belong to the model in " +
-                                         checkpoint.dir() + ": " + cmp.reason + " (re-run k3-pack " + checkpoint.dir() +
-                                         " " + trunk_dir + ")");
-  if (cmp.diff == FingerprintDiff::kShardsChanged)
-    throw Error(ExitCode::kBadModel, "the trunk in " + trunk_dir + " may be stale: " + cmp.reason +
-                                         ". Re-run k3-pack " + checkpoint.dir() + " " + trunk_dir +
-                                         ", or if the weights are unchanged, k3-pack --refresh " + trunk_dir + " " +
-                                         checkpoint.dir() + " re-checks the trunk tensors of the changed shards "
-                                         "and records them");
-  struct stat st;
-  if (::stat(bin.c_str(), &st) != 0)
-    throw Error(ExitCode::kBadModel, bin + ": not found (re-run k3-pack)");
-  if (static_cast<uint64_t>(st.st_size) != t.file_size)
-    throw Error(ExitCode::kBadModel, bin + ": is " + std::to_string(st.st_size) + " bytes but trunk.json says " +
-                                         std::to_string(t.file_size) + " (truncated or replaced; re-run k3-pack)");
   return t;
 }
 

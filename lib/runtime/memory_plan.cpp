@@ -9,7 +9,7 @@
 #include "common/progress_meter.h"
 #include "io/aligned_buffer.h"
 #include "model/tensor_manifest.h"
-#include "pack/trunk_packer.h"
+#include "runtime/trunk_plan.h"
 
 namespace k3 {
 

@@ -9,10 +9,10 @@
 #include "common/error.h"
 #include "common/progress_meter.h"
 #include "model/tensor_manifest.h"
-#include "pack/trunk_packer.h"
+#include "platform/memory_limits.h"
 #include "runtime/expert_index.h"
-#include "runtime/memory_limits.h"
 #include "runtime/presets.h"
+#include "runtime/trunk_plan.h"
 
 namespace k3 {
 

@@ -21,7 +21,7 @@
 #include "common/file.h"
 #include "fetch/fetch_manifest.h"
 #include "fetch/transfer_progress.h"
-#include "verify/file_digest.h"
+#include "io/file_digest.h"
 #include "verify/known_checkpoints.h"
 
 namespace k3 {

@@ -12,7 +12,7 @@
 #include "fetch/glob_filter.h"
 #include "fetch/http_get.h"
 #include "fetch/hub_listing.h"
-#include "verify/file_digest.h"
+#include "io/file_digest.h"
 
 namespace k3 {
 namespace {

@@ -11,10 +11,10 @@
 #include "common/error.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
-#include "pack/trunk_packer.h"
+#include "platform/memory_limits.h"
 #include "runtime/expert_index.h"
-#include "runtime/memory_limits.h"
 #include "runtime/memory_plan.h"
+#include "runtime/trunk_plan.h"
 
 namespace fs = std::filesystem;
 using namespace k3;

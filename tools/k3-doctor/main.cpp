@@ -11,7 +11,7 @@
 #include "common/error.h"
 #include "common/tool_main.h"
 #include "doctor/doctor.h"
-#include "doctor/system_root.h"
+#include "platform/system_root.h"
 
 int main(int argc, char** argv) {
   k3::doctor::DoctorOptions opt;
@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--root", opt.root,
                  std::string("read /proc and /sys under this directory (a recorded tree) instead of the live "
-                             "system; also $") + k3::doctor::kRootEnv);
+                             "system; also $") + k3::kRootEnv);
   app.footer(std::string("The exit status says whether a run can proceed:\n"
                          "  0    ready\n"
                          "  1    ready, with warnings (read them)\n"

@@ -1,4 +1,4 @@
-#include "doctor/cpu_features.h"
+#include "platform/cpu_features.h"
 
 #include <sched.h>
 #include <unistd.h>
@@ -7,10 +7,9 @@
 
 #include <sstream>
 
-#include "doctor/system_root.h"
-#include "kernels/matmul.h"
+#include "platform/system_root.h"
 
-namespace k3::doctor {
+namespace k3 {
 
 namespace {
 std::string value_after_colon(const std::string& line) {
@@ -81,7 +80,7 @@ std::string predict_kernel_path(const std::set<std::string>& f) {
   return "EMU128";
 }
 
-CpuFeatures detect_cpu(const SystemRoot& root) {
+CpuFeatures detect_cpu(const SystemRoot& root, const char* live_kernel_path) {
   CpuFeatures c;
   std::string cpuinfo = root.read("/proc/cpuinfo").value_or("");
   c.model_name = parse_cpuinfo_model_name(cpuinfo);
@@ -107,8 +106,13 @@ CpuFeatures detect_cpu(const SystemRoot& root) {
     c.simd_best = highway_best_target();
     // The kernels report the path they dispatch to; ask them rather than
     // assume they use every target Highway offers.
-    c.kernel_path = kernels::kernel_target_name();
-    c.kernel_path_source = "as reported by the kernels";
+    if (live_kernel_path) {
+      c.kernel_path = live_kernel_path;
+      c.kernel_path_source = "as reported by the kernels";
+    } else {
+      c.kernel_path = c.simd_best;
+      c.kernel_path_source = "Highway's best target for this CPU";
+    }
   } else {
     auto has = [&](const char* x) { return flags.count(x) > 0; };
     c.avx2 = has("avx2");
@@ -129,4 +133,4 @@ CpuFeatures detect_cpu(const SystemRoot& root) {
   return c;
 }
 
-}  // namespace k3::doctor
+}  // namespace k3

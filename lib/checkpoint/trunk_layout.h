@@ -100,4 +100,12 @@ FingerprintComparison compare_fingerprint(const SourceFingerprint& trunk, const 
 // with this fingerprint, else one sentence saying what differs.
 std::string fingerprint_mismatch(const SourceFingerprint& trunk, const SourceFingerprint& model);
 
+// Parses TRUNK_DIR/trunk.json alone (kBadModel when missing or malformed).
+TrunkLayout read_trunk_layout(const std::string& trunk_dir);
+
+// Reads TRUNK_DIR/trunk.json and checks it belongs to `checkpoint`
+// (fingerprint) and that trunk.bin has the recorded size. Throws
+// k3::Error(kBadModel) saying what is wrong and to re-run k3-pack.
+TrunkLayout open_trunk_layout(const std::string& trunk_dir, const Checkpoint& checkpoint);
+
 }  // namespace k3

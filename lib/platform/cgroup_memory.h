@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/mountinfo.h"
+#include "platform/mountinfo.h"
 
 namespace k3 {
 

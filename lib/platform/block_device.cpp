@@ -1,13 +1,13 @@
-#include "doctor/block_device.h"
+#include "platform/block_device.h"
 
 #include <filesystem>
 #include <string>
 #include <system_error>
 
-#include "doctor/kernel_limits.h"
-#include "doctor/system_root.h"
+#include "platform/kernel_limits.h"
+#include "platform/system_root.h"
 
-namespace k3::doctor {
+namespace k3 {
 
 namespace fs = std::filesystem;
 
@@ -58,4 +58,4 @@ BlockDevice find_block_device(const SystemRoot& root, uint32_t major, uint32_t m
   return describe_disk(root, real, 0);
 }
 
-}  // namespace k3::doctor
+}  // namespace k3

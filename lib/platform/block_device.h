@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-namespace k3::doctor {
+namespace k3 {
 
 class SystemRoot;
 
@@ -25,4 +25,4 @@ struct BlockDevice {
 
 BlockDevice find_block_device(const SystemRoot& root, uint32_t major, uint32_t minor);
 
-}  // namespace k3::doctor
+}  // namespace k3

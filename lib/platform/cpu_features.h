@@ -10,7 +10,7 @@
 #include <set>
 #include <string>
 
-namespace k3::doctor {
+namespace k3 {
 
 class SystemRoot;
 
@@ -38,6 +38,9 @@ std::string parse_cpuinfo_model_name(const std::string& cpuinfo);
 std::string predict_kernel_path(const std::set<std::string>& flags);
 
 // Live machine: cpuid + Highway; recorded root: cpuinfo + prediction.
-CpuFeatures detect_cpu(const SystemRoot& root);
+// `live_kernel_path` is the target the kernels say they dispatch to
+// (kernels::kernel_target_name(); the kernels sit above this layer, so the
+// caller asks them); without it the live path is Highway's best target.
+CpuFeatures detect_cpu(const SystemRoot& root, const char* live_kernel_path = nullptr);
 
-}  // namespace k3::doctor
+}  // namespace k3

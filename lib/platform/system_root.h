@@ -10,9 +10,9 @@
 #include <optional>
 #include <string>
 
-#include "runtime/system_file.h"
+#include "platform/system_file.h"
 
-namespace k3::doctor {
+namespace k3 {
 
 // Environment variable naming the root when --root is not given.
 inline constexpr const char* kRootEnv = "K3_DOCTOR_ROOT";
@@ -35,7 +35,4 @@ class SystemRoot {
   std::string root_;
 };
 
-// The first line of a file's text without trailing blanks (runtime/system_file.h).
-using ::k3::first_line;
-
-}  // namespace k3::doctor
+}  // namespace k3

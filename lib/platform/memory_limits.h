@@ -1,3 +1,5 @@
+// Layer platform: what the machine offers, from /proc and /sys (memory, cgroups, mounts, disks, CPU).
+//
 // How much memory this process may actually use: the smaller of the
 // kernel's MemAvailable and the room left under the memory cgroup limit
 // (cgroup v2 memory.max - memory.current, or v1 memory.limit_in_bytes -
@@ -9,8 +11,8 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/cgroup_memory.h"
-#include "runtime/meminfo.h"
+#include "platform/cgroup_memory.h"
+#include "platform/meminfo.h"
 
 namespace k3 {
 

@@ -1,4 +1,4 @@
-#include "runtime/mountinfo.h"
+#include "platform/mountinfo.h"
 
 #include <charconv>
 #include <sstream>

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-namespace k3::doctor {
+namespace k3 {
 
 struct ResourceLimit {
   bool found = false;
@@ -24,4 +24,4 @@ std::string parse_thp_mode(const std::string& text);
 // A single integer file such as /proc/sys/vm/max_map_count.
 std::optional<uint64_t> parse_uint_file(const std::string& text);
 
-}  // namespace k3::doctor
+}  // namespace k3

@@ -1,4 +1,6 @@
-#include "pack/trunk_layout.h"
+#include "checkpoint/trunk_layout.h"
+
+#include <sys/stat.h>
 
 #include <simdjson.h>
 #include <xxhash.h>
@@ -235,6 +237,37 @@ FingerprintComparison compare_fingerprint(const SourceFingerprint& trunk, const 
 
 std::string fingerprint_mismatch(const SourceFingerprint& trunk, const SourceFingerprint& model) {
   return compare_fingerprint(trunk, model).reason;
+}
+
+TrunkLayout read_trunk_layout(const std::string& trunk_dir) {
+  const std::string json = path_join(trunk_dir, "trunk.json");
+  if (!file_exists(json))
+    throw Error(ExitCode::kBadModel, json + ": not found (is " + trunk_dir +
+                                         " a packed trunk? create one with: k3-pack MODEL_DIR " + trunk_dir + ")");
+  return parse_trunk_layout(read_text_file(json), json);
+}
+
+TrunkLayout open_trunk_layout(const std::string& trunk_dir, const Checkpoint& checkpoint) {
+  const std::string bin = path_join(trunk_dir, "trunk.bin");
+  TrunkLayout t = read_trunk_layout(trunk_dir);
+  const FingerprintComparison cmp = compare_fingerprint(t.source, fingerprint_checkpoint(checkpoint));
+  if (cmp.diff == FingerprintDiff::kOtherModel)
+    throw Error(ExitCode::kBadModel, "the trunk in " + trunk_dir + " does not belong to the model in " +
+                                         checkpoint.dir() + ": " + cmp.reason + " (re-run k3-pack " + checkpoint.dir() +
+                                         " " + trunk_dir + ")");
+  if (cmp.diff == FingerprintDiff::kShardsChanged)
+    throw Error(ExitCode::kBadModel, "the trunk in " + trunk_dir + " may be stale: " + cmp.reason +
+                                         ". Re-run k3-pack " + checkpoint.dir() + " " + trunk_dir +
+                                         ", or if the weights are unchanged, k3-pack --refresh " + trunk_dir + " " +
+                                         checkpoint.dir() + " re-checks the trunk tensors of the changed shards "
+                                         "and records them");
+  struct stat st;
+  if (::stat(bin.c_str(), &st) != 0)
+    throw Error(ExitCode::kBadModel, bin + ": not found (re-run k3-pack)");
+  if (static_cast<uint64_t>(st.st_size) != t.file_size)
+    throw Error(ExitCode::kBadModel, bin + ": is " + std::to_string(st.st_size) + " bytes but trunk.json says " +
+                                         std::to_string(t.file_size) + " (truncated or replaced; re-run k3-pack)");
+  return t;
 }
 
 }  // namespace k3

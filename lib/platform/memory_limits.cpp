@@ -1,8 +1,8 @@
-#include "runtime/memory_limits.h"
+#include "platform/memory_limits.h"
 
 #include <cstdlib>
 
-#include "runtime/system_file.h"
+#include "platform/system_file.h"
 
 namespace k3 {
 

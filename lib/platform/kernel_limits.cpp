@@ -1,9 +1,9 @@
-#include "doctor/kernel_limits.h"
+#include "platform/kernel_limits.h"
 
 #include <charconv>
 #include <sstream>
 
-namespace k3::doctor {
+namespace k3 {
 
 namespace {
 // "unlimited" -> nullopt (unlimited); a number -> that number; else sets *ok=false.
@@ -56,4 +56,4 @@ std::optional<uint64_t> parse_uint_file(const std::string& text) {
   return v;
 }
 
-}  // namespace k3::doctor
+}  // namespace k3

@@ -1,4 +1,4 @@
-// Scalar activation functions of the model, written once.
+// Scalar activation functions (sigmoid, silu, softplus), written once.
 #pragma once
 
 #include <cmath>

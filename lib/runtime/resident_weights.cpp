@@ -1,4 +1,4 @@
-#include "model/resident_weights.h"
+#include "runtime/resident_weights.h"
 
 #include <chrono>
 #include <cstdio>
@@ -14,7 +14,7 @@
 #include "kernels/mxfp4.h"
 #include "model/tensor_manifest.h"
 #include "model/weight_binding.h"
-#include "runtime/memory_limits.h"
+#include "platform/memory_limits.h"
 
 namespace k3 {
 

@@ -1,10 +1,10 @@
-#include "runtime/cgroup_memory.h"
+#include "platform/cgroup_memory.h"
 
 #include <algorithm>
 #include <charconv>
 #include <sstream>
 
-#include "runtime/system_file.h"
+#include "platform/system_file.h"
 
 namespace k3 {
 

@@ -1,4 +1,5 @@
-// The /proc and /sys parsers of k3-doctor against recorded sample trees in
+// The /proc and /sys parsers (lib/platform; k3-doctor and the memory plan
+// read the machine through them) against recorded sample trees in
 // tests/data/doctor/ (see its README.md): a cgroup v1 host, a Docker
 // container on cgroup v1, a cgroup v2 container with memory.max, a v2
 // desktop with no limit ('max'), and a v2 service limited two levels up.
@@ -6,17 +7,16 @@
 
 #include <cstdlib>
 
-#include "doctor/block_device.h"
-#include "doctor/cpu_features.h"
-#include "doctor/kernel_limits.h"
-#include "doctor/system_root.h"
-#include "runtime/cgroup_memory.h"
-#include "runtime/meminfo.h"
-#include "runtime/memory_limits.h"
-#include "runtime/mountinfo.h"
+#include "platform/block_device.h"
+#include "platform/cgroup_memory.h"
+#include "platform/cpu_features.h"
+#include "platform/kernel_limits.h"
+#include "platform/meminfo.h"
+#include "platform/memory_limits.h"
+#include "platform/mountinfo.h"
+#include "platform/system_root.h"
 
 using namespace k3;
-using namespace k3::doctor;
 
 namespace {
 const std::string kData = std::string(K3_TEST_DATA) + "/doctor/";

@@ -1,4 +1,4 @@
-#include "verify/file_digest.h"
+#include "io/file_digest.h"
 
 #include <fcntl.h>
 #include <openssl/evp.h>

@@ -1,4 +1,4 @@
-#include "runtime/system_file.h"
+#include "platform/system_file.h"
 
 #include "common/error.h"
 #include "common/file.h"

@@ -1,14 +1,13 @@
-#include "doctor/system_root.h"
+#include "platform/system_root.h"
 
 #include <sys/stat.h>
 
 #include <cstdlib>
 
 #include "common/error.h"
+#include "platform/system_file.h"
 
-#include "runtime/system_file.h"
-
-namespace k3::doctor {
+namespace k3 {
 
 SystemRoot::SystemRoot(std::string root) : root_(std::move(root)) {
   if (root_.empty()) root_.push_back('/');
@@ -42,4 +41,4 @@ std::optional<std::string> SystemRoot::read(const std::string& system_path) cons
   return read_system_file("", path(system_path));
 }
 
-}  // namespace k3::doctor
+}  // namespace k3

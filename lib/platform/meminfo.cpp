@@ -1,4 +1,4 @@
-#include "runtime/meminfo.h"
+#include "platform/meminfo.h"
 
 #include <charconv>
 #include <sstream>
