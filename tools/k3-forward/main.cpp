@@ -144,7 +144,12 @@ int run(int argc, char** argv) {
   app.add_option("--cache-gb", stream_req.cache_gb, "GB of routed-expert LRU cache (experts stream from the shards)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--preset", stream_req.preset,
-                 "Memory preset: laptop, desktop, workstation, server, max (--trunk-gb/--cache-gb override it)");
+                 "Memory preset: min, laptop, desktop, workstation, server, max (--trunk-gb/--cache-gb/--block-mb "
+                 "override it)");
+  app.add_option("--block-mb", stream_req.block_mb,
+                 "Stream trunk matrices in row blocks of at most MB (1e6 bytes; at least one row of the widest "
+                 "matrix; 0: whole layers). Needs --trunk")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--list-presets", list_presets, "Print each preset's forecast peak RSS for this model, then exit");
   app.add_flag("--plan", plan_only,
                "Print the memory plan for these budget flags and --ctx (default 4096), then exit: 0 when it fits, "
@@ -224,6 +229,7 @@ int run(int argc, char** argv) {
   std::unique_ptr<k3::ResidentWeights> resident;
   std::unique_ptr<k3::StreamingWeights> streaming;
   k3::RunFigures figures;
+  size_t max_batch = 256;
   if (stream_req.active()) {
     const uint64_t past = saved ? static_cast<uint64_t>(saved->sequence.positions) : 0;
     stream_req.context = std::max<uint64_t>(ctx, past + input.size() + static_cast<uint64_t>(gen));
@@ -231,6 +237,7 @@ int run(int argc, char** argv) {
     k3::validate_checkpoint(config, checkpoint);
     k3::PreparedStream prepared = k3::prepare_streaming(config, checkpoint, stream_req, std::cerr);
     figures.forecast_peak_rss = prepared.plan.peak_rss;
+    max_batch = prepared.plan.batch;
     streaming = std::make_unique<k3::StreamingWeights>(config, checkpoint, stream_req.trunk_dir,
                                                        std::move(prepared.layout), prepared.plan,
                                                        stream_req.io_threads);
@@ -243,6 +250,7 @@ int run(int argc, char** argv) {
   k3::WeightSource& weights = streaming ? static_cast<k3::WeightSource&>(*streaming) : *resident;
   k3::ThreadPool pool(threads);
   k3::Engine engine(config, weights, pool);
+  engine.set_max_batch(max_batch);
   if (streaming) figures.at_start = streaming->stats();
 
   ::signal(SIGPIPE, SIG_IGN);  // a closed pipe becomes a write error, reported as such
