@@ -1,10 +1,13 @@
 #include "doctor/doctor.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
 #include "doctor/checks.h"
+#include "common/error.h"
 #include "doctor/system_root.h"
 
 namespace k3::doctor {
@@ -77,6 +80,12 @@ Report run_doctor(const DoctorOptions& o) {
     storage.push_back(std::move(s));
   }
   if (!o.probe_file.empty()) {
+    struct stat pst;
+    if (::stat(o.probe_file.c_str(), &pst) != 0 || !S_ISREG(pst.st_mode))
+      throw Error(ExitCode::kUsage, "--probe-file " + o.probe_file +
+                                        (::stat(o.probe_file.c_str(), &pst) != 0
+                                             ? ": no such file"
+                                             : ": is not a regular file (the probe reads a file of the disk to measure)"));
     fs::path parent = fs::path(o.probe_file).parent_path();
     StorageFacts s = gather_storage(root, "probe", parent.empty() ? "." : parent.string(), o.probe_file);
     s.needed_why = "nothing needs to be stored here";

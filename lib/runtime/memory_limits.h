@@ -18,7 +18,8 @@ struct MemoryLimits {
   MemInfo meminfo;              // every /proc/meminfo figure k3 uses
   CgroupMemory cgroup;          // v1 and v2 limits, where they are set, usage there
   uint64_t mem_available = 0;   // MemAvailable (MemTotal on kernels before 3.14); 0: unknown
-  uint64_t cgroup_limit = 0;    // the effective cgroup limit; 0: none
+  bool cgroup_limited = false;  // a cgroup limit is set (it may be 0: then nothing fits)
+  uint64_t cgroup_limit = 0;    // the effective cgroup limit when cgroup_limited
   uint64_t cgroup_usage = 0;    // usage where that limit is set
   std::string cgroup_source;    // "cgroup v2 /sys/fs/cgroup/..../memory.max", or empty
   // K3_AVAILABLE_MEMORY=<bytes> plans as if the machine had this much

@@ -1,17 +1,25 @@
 #include "runtime/system_file.h"
 
-#include <fstream>
-#include <sstream>
+#include "common/error.h"
+#include "common/file.h"
 
 namespace k3 {
 
+namespace {
+constexpr uint64_t kMaxSystemFileBytes = 4ull << 20;
+}
+
 std::optional<std::string> read_system_file(const std::string& root, const std::string& path) {
-  std::ifstream in(root == "/" ? path : root + path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return std::nullopt;
-  return ss.str();
+  const std::string full = root == "/" ? path : root + path;
+  if (!file_exists(full)) return std::nullopt;
+  // /proc and /sys files are regular and small (mountinfo of a busy host is
+  // ~100 KB); a link to /dev/zero or a FIFO planted under --root is refused.
+  try {
+    return read_text_file(full, kMaxSystemFileBytes, ExitCode::kBadInput);
+  } catch (const Error& e) {
+    if (e.code() == ExitCode::kBadInput) throw;
+    return std::nullopt;  // unreadable
+  }
 }
 
 std::string first_line(const std::string& text) {

@@ -1,9 +1,16 @@
 // The strict config reader: the tiny fixture's config, its bare form, and
 // every required key missing or holding a value k3 does not implement.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
 #include <simdjson.h>
 #include <xxhash.h>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "common/error.h"
@@ -12,6 +19,13 @@
 
 namespace k3 {
 namespace {
+
+void write_text(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr) << path;
+  std::fwrite(text.data(), 1, text.size(), f);
+  std::fclose(f);
+}
 
 std::string tiny_config() { return read_text_file(std::string(K3_TEST_DATA) + "/k3-tiny/config.json"); }
 
@@ -130,6 +144,27 @@ TEST(Config, EosFromGenerationConfigNumberOrList) {
   EXPECT_NE(error_of(with_value(text, "eos_token_id", "\"x\"")).find("eos_token_id"), std::string::npos);
 }
 
+// K3's layout: config.json and generation_config.json name <|end_of_msg|>,
+// tokenizer_config.json's eos_token is [EOS]; both stop generation.
+TEST(Config, TokenizerEosTokenIsAStopIdToo) {
+  const std::string dir = ::testing::TempDir() + "k3_config_eos_" + std::to_string(::getpid());
+  ASSERT_EQ(system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()), 0);
+  const std::string tiny = std::string(K3_TEST_DATA) + "/k3-tiny/";
+  std::string config = tiny_config();
+  for (size_t at = 0; (at = config.find("\"eos_token_id\": 8193", at)) != std::string::npos;)
+    config.replace(at, 20, "\"eos_token_id\": 8194");
+  write_text(dir + "/config.json", config);
+  write_text(dir + "/generation_config.json", "{\"eos_token_id\": 8194}");
+  write_text(dir + "/tokenizer_config.json", read_text_file(tiny + "tokenizer_config.json"));
+  EXPECT_EQ(load_model_config(dir).eos_token_ids, (std::vector<int>{8194, 8193}));
+  // No tokenizer config: the config files' ids alone.
+  ASSERT_EQ(std::remove((dir + "/tokenizer_config.json").c_str()), 0);
+  EXPECT_EQ(load_model_config(dir).eos_token_ids, (std::vector<int>{8194}));
+  // The fixture itself names [EOS] everywhere: one stop id.
+  EXPECT_EQ(load_model_config(tiny).eos_token_ids, (std::vector<int>{8193}));
+  ASSERT_EQ(system(("rm -rf " + dir).c_str()), 0);
+}
+
 TEST(Config, EveryRequiredKeyMissingIsNamed) {
   const std::string text = tiny_config();
   const char* keys[] = {
@@ -207,6 +242,38 @@ TEST(Config, MalformedJsonAndMissingDirectory) {
     EXPECT_EQ(e.code(), ExitCode::kBadModel);
     EXPECT_NE(std::string(e.what()).find("/nonexistent/k3-model"), std::string::npos);
   }
+}
+
+TEST(Config, AbsurdSizesAreRefusedUpFront) {
+  const std::string base = tiny_config();
+  // Each far beyond any real model (K3 itself is well inside every bound).
+  const std::pair<const char*, const char*> cases[] = {
+      {"num_hidden_layers", "1000000000"}, {"hidden_size", "1000000"},  {"vocab_size", "100000000"},
+      {"intermediate_size", "100000000"},  {"num_experts", "1000000"},  {"num_attention_heads", "100000"},
+      {"kv_lora_rank", "10000000"},        {"q_lora_rank", "10000000"}, {"moe_intermediate_size", "100000000"},
+      {"qk_rope_head_dim", "100000"},      {"v_head_dim", "100000"},    {"num_shared_experts", "100000"}};
+  for (const auto& [key, value] : cases) {
+    ExitCode code = ExitCode::kOk;
+    const std::string err = error_of(with_value(base, key, value), &code);
+    EXPECT_EQ(code, ExitCode::kBadModel) << key;
+    EXPECT_NE(err.find(std::string(key) + "' is " + value + ", more than"), std::string::npos) << err;
+  }
+}
+
+TEST(Config, ConfigThatIsNotARegularFileIsRefused) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("k3-config-zero-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::create_symlink("/dev/zero", dir / "config.json");
+  try {
+    load_model_config(dir.string());
+    ADD_FAILURE() << "a config.json linked to /dev/zero was read";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadModel);
+    EXPECT_NE(std::string(e.what()).find("config.json: is not a regular file"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace

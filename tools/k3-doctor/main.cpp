@@ -2,7 +2,9 @@
 // A thin front end over lib/doctor/.
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "common/cli_parse.h"
@@ -54,8 +56,10 @@ int main(int argc, char** argv) {
   return k3::run_tool("k3-doctor", [&] {
     k3::doctor::Report report = k3::doctor::run_doctor(opt);
     const std::string text = json ? k3::doctor::format_json(report) : k3::doctor::format_human(report);
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
+    // A report that cannot be written (a full disk, a closed pipe) is an I/O
+    // error, not "ready, with warnings".
+    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
+      throw k3::Error(k3::ExitCode::kIo, std::string("cannot write the report to stdout: ") + std::strerror(errno));
     return report.exit_code();
   });
 }

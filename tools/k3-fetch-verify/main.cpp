@@ -6,10 +6,8 @@
 //
 // A thin front end over lib/fetch (download) and lib/verify (checks).
 #include <CLI/CLI.hpp>
-#include <signal.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -17,6 +15,7 @@
 
 #include "common/cli_parse.h"
 #include "common/error.h"
+#include "cli/interrupt.h"
 #include "common/tool_main.h"
 #include "fetch/hub_download.h"
 #include "fetch/transfer_progress.h"
@@ -25,24 +24,6 @@
 namespace {
 
 constexpr const char* kTool = "k3-fetch-verify";
-std::atomic<bool> g_interrupted{false};
-
-void on_signal(int sig) {
-  g_interrupted = true;
-  // A second Ctrl-C ends the process at once.
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  sigaction(sig, &dfl, nullptr);
-}
-
-void install_signal_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
-
 std::string env_or(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
   return v && *v ? std::string(v) : fallback;
@@ -64,7 +45,7 @@ int run_download(const std::vector<std::string>& positional, k3::DownloadOptions
   opt.tty = ::isatty(2);
   opt.log_prefix = std::string(kTool) + ": ";
 
-  k3::DownloadSummary s = k3::download_repo(opt, &g_interrupted);
+  k3::DownloadSummary s = k3::download_repo(opt, &k3::interrupt_flag());
   double rate = s.seconds > 0 ? static_cast<double>(s.bytes_received) / s.seconds : 0;
   std::fprintf(stderr,
                "%s: done: %llu files (%s) of %s at commit %s are complete and verified in %s; %llu downloaded "
@@ -81,7 +62,7 @@ int run_download(const std::vector<std::string>& positional, k3::DownloadOptions
 int run_verify(k3::VerifyOptions opt) {
   opt.tty = ::isatty(2);
   opt.log_prefix = std::string(kTool) + ": ";
-  k3::VerifyReport r = k3::verify_checkpoint_dir(opt, &g_interrupted);
+  k3::VerifyReport r = k3::verify_checkpoint_dir(opt, &k3::interrupt_flag());
   for (const auto& p : r.problems) std::printf("%s\n", p.line().c_str());
   for (const auto& n : r.not_run) std::printf("not checked: %s\n", n.c_str());
   std::fflush(stdout);
@@ -130,13 +111,19 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   dl->add_option("--include", dopt.include, "Only files matching this glob (repeatable; '*' also matches '/')");
   dl->add_option("--exclude", dopt.exclude, "Skip files matching this glob (repeatable)");
-  dl->add_option("--jobs,-j", dopt.jobs, "Parallel transfers")->capture_default_str();
+  dl->add_option("--jobs,-j", dopt.jobs, "Parallel transfers")
+      ->check(CLI::Range(1, k3::kMaxTransferJobs))
+      ->capture_default_str();
   dl->add_option("--token", token, "Hub access token (default: $HF_TOKEN)");
   dl->add_option("--endpoint", endpoint, "Hub address (default: $HF_ENDPOINT or https://huggingface.co)");
-  dl->add_option("--retries", retries, "Attempts per file without progress before giving up")->capture_default_str();
+  dl->add_option("--retries", retries, "Attempts per file without progress before giving up")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   dl->add_option("--retry-wait", retry_wait, "First wait in seconds between retries (doubles, max 60 s)")
+      ->check(k3::finite_range(60))
       ->capture_default_str();
   dl->add_option("--stall-timeout", dopt.stall_timeout_s, "Seconds without a byte before a transfer is retried")
+      ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   dl->add_option("--progress-interval", dopt.progress_interval_s,
                  "Seconds between progress lines when stderr is not a terminal")
@@ -149,14 +136,15 @@ int main(int argc, char** argv) {
   vf->add_flag("--full", vopt.full, "Re-hash every file: sha256 against the hub, xxh3 against the manifest");
   vf->add_flag("--no-manifest", vopt.no_manifest,
                "Accept a directory without the download manifest (size and hash checks are then skipped)");
-  vf->add_option("--threads", vopt.threads, "Hashing threads (default: all cores)");
+  vf->add_option("--threads", vopt.threads, "Hashing threads (default: all cores)")
+      ->check(CLI::Range(0, k3::kMaxComputeThreads));
   vf->add_option("--progress-interval", vopt.progress_interval_s,
                  "Seconds between progress lines when stderr is not a terminal")
       ->capture_default_str();
 
   if (auto status = k3::parse_command_line(app, argc, argv, kTool)) return *status;
 
-  install_signal_handlers();
+  k3::install_interrupt_handler();
   return k3::run_tool(kTool, [&] {
     if (*dl) {
       if (retries < 1) throw k3::Error(k3::ExitCode::kUsage, "--retries must be at least 1");
