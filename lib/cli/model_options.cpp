@@ -31,7 +31,12 @@ void add_budget_options(CLI::App& app, ModelOptions& o) {
   app.add_option("--cache-gb", r.cache_gb, "GB of routed-expert LRU cache (experts stream from the shards)")
       ->check(finite_range(kMaxGigabytes));
   app.add_option("--preset", r.preset,
-                 "Memory preset: laptop, desktop, workstation, server, max (--trunk-gb/--cache-gb override it)");
+                 "Memory preset: min, laptop, desktop, workstation, server, max (--trunk-gb/--cache-gb/--block-mb "
+                 "override it)");
+  app.add_option("--block-mb", r.block_mb,
+                 "Stream trunk matrices in row blocks of at most MB (1e6 bytes; at least one row of the widest "
+                 "matrix; 0: whole layers). Needs --trunk")
+      ->check(finite_range(kMaxGigabytes * 1000));
   app.add_flag("--list-presets", o.list_presets, "Print each preset's forecast peak RSS for this model, then exit");
   app.add_flag("--plan", o.plan_only,
                "Print the memory plan for these budget flags and --ctx (default 4096), then exit: 0 when it fits, "
@@ -67,12 +72,14 @@ LoadedModel::LoadedModel(const ModelConfig& config, const Checkpoint& checkpoint
                          uint64_t batch, const char* tool)
     : options_(o), pool_(o.threads) {
   o.stream.compute_threads = o.threads;
+  uint64_t plan_batch = batch;
   if (o.stream.active()) {
     o.stream.context = std::max<uint64_t>(o.ctx, context);
     o.stream.batch = batch;
     validate_checkpoint(config, checkpoint);
     PreparedStream prepared = prepare_streaming(config, checkpoint, o.stream, std::cerr);
     figures_.forecast_peak_rss = prepared.plan.peak_rss;
+    plan_batch = prepared.plan.batch;
     streaming_ = std::make_unique<StreamingWeights>(config, checkpoint, o.stream.trunk_dir,
                                                     std::move(prepared.layout), prepared.plan, o.stream.io_threads);
   } else {
@@ -84,6 +91,7 @@ LoadedModel::LoadedModel(const ModelConfig& config, const Checkpoint& checkpoint
   }
   WeightSource& weights = streaming_ ? static_cast<WeightSource&>(*streaming_) : *resident_;
   engine_ = std::make_unique<Engine>(config, weights, pool_);
+  if (streaming_) engine_->set_max_batch(plan_batch);  // the plan's prefill batch (lowered when memory is short)
   if (streaming_) figures_.at_start = streaming_->stats();
 }
 
