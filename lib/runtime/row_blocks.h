@@ -14,7 +14,7 @@
 
 #include "model/config.h"
 #include "model/weight_binding.h"
-#include "pack/trunk_layout.h"
+#include "checkpoint/trunk_layout.h"
 
 namespace k3 {
 
