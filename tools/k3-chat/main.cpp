@@ -4,6 +4,7 @@
 // chat format each turn and evaluates only what the model has not seen;
 // run_chat_loop reads messages and commands, streams the replies and keeps
 // the JSONL history (chat_loop.h, chat_input.h).
+#include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -105,6 +106,11 @@ int run(int argc, char** argv) {
   lo.style = {::isatty(1) == 1, !no_reasoning};
   lo.interrupted = k3::interrupted;
   lo.clear_interrupt = [] {
+    // Ctrl-C stops one reply; SIGTERM (its handler is back to the default
+    // once it arrived) ends the chat.
+    struct sigaction term {};
+    if (sigaction(SIGTERM, nullptr, &term) == 0 && term.sa_handler == SIG_DFL)
+      throw k3::Error(k3::ExitCode::kInterrupted, "terminated (SIGTERM)");
     k3::interrupt_flag() = false;
     k3::install_interrupt_handler();  // the handler gives way to the default after one signal
   };
