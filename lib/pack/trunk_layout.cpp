@@ -97,7 +97,7 @@ TrunkLayout parse_trunk_layout(const std::string& json, const std::string& origi
   t.version = static_cast<int>(version);
   t.source.has_identity = t.version >= 2;
   if (root["file_size"].get_uint64().get(t.file_size)) throw bad("missing file_size");
-  auto parse_hex = [&](simdjson::dom::element e, const char* what) {
+  auto parse_hex = [&](simdjson::simdjson_result<simdjson::dom::element> e, const char* what) {
     std::string_view s;
     if (e.get_string().get(s) || s.size() != 16 ||
         s.find_first_not_of("0123456789abcdefABCDEF") != std::string_view::npos)

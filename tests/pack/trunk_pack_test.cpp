@@ -319,3 +319,15 @@ TEST(TrunkPack, TrunkJsonWithWrappingOffsetsOrShapesIsRefused) {
   EXPECT_EQ(code_of([&] { parse_trunk_layout(trunk_layout_to_json(tail), "trunk.json"); }), ExitCode::kBadModel);
   EXPECT_EQ(code_of([&] { parse_trunk_layout(trunk_layout_to_json(t), "trunk.json"); }), ExitCode::kOk);
 }
+
+// Found by trunk_json_fuzz: a missing hash field threw simdjson's own
+// exception (an internal error) instead of a trunk.json error.
+TEST(TrunkPack, TrunkJsonMissingAHashFieldIsABadModel) {
+  std::string json = trunk_layout_to_json(layout_trunk(tiny_manifest()));
+  const size_t at = json.find("\"config_xxh3\"");
+  ASSERT_NE(at, std::string::npos);
+  json.replace(at, 13, "\"config_xxh2\"");
+  std::string msg;
+  EXPECT_EQ(code_of([&] { parse_trunk_layout(json, "trunk.json"); }, &msg), ExitCode::kBadModel);
+  EXPECT_NE(msg.find("source.config_xxh3"), std::string::npos) << msg;
+}
