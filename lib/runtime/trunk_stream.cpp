@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 
@@ -11,6 +12,7 @@
 #include "common/file.h"
 #include "model/weight_binding.h"
 #include "runtime/row_blocks.h"
+#include "runtime/trunk_section_check.h"
 
 namespace k3 {
 
@@ -42,6 +44,7 @@ class TrunkStream::BlockedMatrix : public MatrixRows {
 struct TrunkStream::Section {
   const TrunkSection* ts = nullptr;
   bool pinned = false;
+  std::atomic<bool> verified{false};  // its xxh3 was checked in this run (trunk_section_check.h)
   AlignedBuffer buf;  // pinned bytes
   std::unordered_map<std::string, uint64_t> rel;  // tensor name -> offset from section start
   LayerWeights lw;
@@ -65,6 +68,7 @@ struct TrunkStream::StreamBuffer {
   std::condition_variable cv;
   bool done = true;
   std::string error;
+  bool corrupt = false;  // `error` is a section hash mismatch, not a failed read
   LayerWeights lw;
 };
 
@@ -123,6 +127,19 @@ TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint
   }
   const uint64_t row = static_cast<uint64_t>(config_.hidden_size) * 2;
   row_buf_ = AlignedBuffer(align_up(row) + 2 * kDirectAlign);
+  // Sections read piecemeal (embedding rows, lm_head row blocks, layers
+  // streamed as row blocks) are checked whole here, by one sequential pass,
+  // before any token.
+  std::vector<int> piecemeal = {embed_section_, head_section_};
+  for (int s : plan.streamed)
+    if (s != head_section_ && section_unit_[s] < 0) piecemeal.push_back(s);
+  if (trunk_file_)
+    for (int s : piecemeal) {
+      Section& sec = *sections_[s];
+      if (sec.pinned || sec.verified) continue;
+      stats_.load_bytes += verify_section_by_reading(io_, *trunk_file_, *sec.ts, trunk_file_->path());
+      sec.verified = true;
+    }
 }
 
 // A pinned section: read once, verified, bound.
@@ -133,10 +150,8 @@ void TrunkStream::pin_section(int s, const Checkpoint& checkpoint,
   sec.buf = AlignedBuffer(sec.ts->length);
   if (trunk_file_) {
     io_.read_now({ReadEngine::Read{trunk_file_, sec.ts->offset, sec.ts->length, sec.ts->length, sec.buf.data()}});
-    if (XXH3_64bits(sec.buf.data(), sec.ts->length) != sec.ts->xxh3)
-      throw Error(ExitCode::kBadModel, trunk_file_->path() + ": section " + sec.ts->name +
-                                           " does not match its hash in trunk.json (corrupted; run k3-pack --check, "
-                                           "then re-run k3-pack)");
+    require_section_hash(*sec.ts, XXH3_64bits(sec.buf.data(), sec.ts->length), trunk_file_->path());
+    sec.verified = true;
   } else {
     // No packed trunk: gather each tensor from its shard.
     for (const TrunkTensor& t : sec.ts->tensors) {
@@ -318,16 +333,29 @@ void TrunkStream::issue_stream_read(StreamBuffer& b, int u, bool urgent) {
     b.pending = true;
     b.done = false;
     b.error.clear();
+    b.corrupt = false;
   }
   {
     std::lock_guard<std::mutex> lk(stats_mu_);
     stats_.trunk_bytes += length;
   }
   StreamBuffer* bp = &b;
+  // A whole layer section's first pass is hashed here, on the I/O thread,
+  // while the compute thread works on an earlier unit. (Sections streamed as
+  // row blocks were checked whole at start.)
+  Section* check =
+      un.kind == UnitKind::kSection && !sections_[un.section]->verified ? sections_[un.section].get() : nullptr;
   io_.submit(std::move(reads),
-             [bp](const std::string& err) {
+             [bp, check, this](const std::string& err) {
+               std::string problem;
+               if (err.empty() && check && !check->verified) {
+                 problem = section_hash_problem(*check->ts, XXH3_64bits(bp->buf.data(), check->ts->length),
+                                                trunk_file_->path());
+                 if (problem.empty()) check->verified = true;
+               }
                std::lock_guard<std::mutex> lk(bp->mu);
-               bp->error = err;
+               bp->error = err.empty() ? problem : err;
+               bp->corrupt = err.empty() && !problem.empty();
                bp->done = true;
                bp->cv.notify_all();
              },
@@ -397,7 +425,7 @@ TrunkStream::StreamBuffer& TrunkStream::acquire_unit(int u) {
     if (!b->error.empty()) {
       std::string e = b->error;
       b->unit = -1;
-      throw Error(ExitCode::kIo, e);
+      throw Error(b->corrupt ? ExitCode::kBadModel : ExitCode::kIo, e);
     }
   }
   b->held = true;

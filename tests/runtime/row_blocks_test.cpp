@@ -17,7 +17,7 @@
 #include "kernels/thread_pool.h"
 #include "model/config.h"
 #include "model/engine.h"
-#include "model/resident_weights.h"
+#include "runtime/resident_weights.h"
 #include "model/tensor_manifest.h"
 #include "pack/trunk_packer.h"
 #include "runtime/expert_index.h"
