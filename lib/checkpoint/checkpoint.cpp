@@ -83,10 +83,9 @@ Checkpoint Checkpoint::open(const std::string& model_dir) {
       const uint32_t s = static_cast<uint32_t>(
           std::lower_bound(shard_names.begin(), shard_names.end(), shard_of[k++]) - shard_names.begin());
       const size_t slot = probe(index_slots, name, key);
-      if (index_slots[slot] != 0) {  // a name listed twice: the last entry wins, as in a JSON object
-        index_shard[index_slots[slot]] = s;
-        continue;
-      }
+      if (index_slots[slot] != 0)  // JSON readers disagree on which copy wins: refuse
+        bad(index_path + ": tensor '" + std::string(name) +
+            "' is listed twice in weight_map (the index is ambiguous; re-download it)");
       const uint32_t id = static_cast<uint32_t>(index_names.size());
       index_names.push_back(name);
       index_shard.push_back(s);
@@ -123,6 +122,9 @@ Checkpoint Checkpoint::open(const std::string& model_dir) {
       info_shard.push_back(s);
     });
     si.file_size = e.file_size;
+    si.header_xxh3 = e.header_xxh3;
+    si.mtime_ns = e.mtime_ns;
+    si.inode = e.inode;
     for (uint32_t id : by_shard[s])
       if (!found[id])
         bad(si.path + ": tensor '" + std::string(index_names[id]) +

@@ -60,12 +60,12 @@ inline constexpr uint64_t kMaxWholeReadBytes = 256ull << 20;
 // interrupted reads, or throws k3::Error(kIo) "cannot read <what>: ...".
 // For streams (stdin, pipes) that must be consumed as they arrive.
 size_t read_some(int fd, void* buf, size_t n, const std::string& what);
-// Everything until end of input; more than max_bytes is k3::Error(kBadInput)
-// "<what> holds more than ...".
-std::string read_all(int fd, const std::string& what, uint64_t max_bytes = kMaxWholeReadBytes);
 // Writes all of `data` to a stream (stdout, a pipe), retrying short and
 // interrupted writes, or throws k3::Error(kIo) "cannot write <what>: ...".
 void write_all(int fd, std::string_view data, const std::string& what);
+// Everything until end of input; more than max_bytes is k3::Error(kBadInput)
+// "<what> holds more than ...".
+std::string read_all(int fd, const std::string& what, uint64_t max_bytes = kMaxWholeReadBytes);
 
 // Whole-file helper for small files (configs, JSON, id lists): refuses what
 // is not a regular file (a FIFO, a device, a link to /dev/zero) and files over

@@ -5,6 +5,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <ctime>
 
 #include "checkpoint/checkpoint.h"
 #include "common/error.h"
@@ -51,9 +52,14 @@ std::string trunk_layout_to_json(const TrunkLayout& t) {
   std::string o = "{\n  \"format\": \"k3-trunk\",\n  \"version\": " + std::to_string(t.version) +
                   ",\n  \"file_size\": " + std::to_string(t.file_size) + ",\n  \"source\": {\n    \"config_xxh3\": \"" +
                   hex64(t.source.config_hash) + "\",\n    \"shards\": [";
-  for (size_t i = 0; i < t.source.shards.size(); ++i)
-    o += std::string(i ? "," : "") + "\n      {\"file\": " + quoted(t.source.shards[i].first) +
-         ", \"size\": " + std::to_string(t.source.shards[i].second) + "}";
+  for (size_t i = 0; i < t.source.shards.size(); ++i) {
+    const SourceShard& sh = t.source.shards[i];
+    o += std::string(i ? "," : "") + "\n      {\"file\": " + quoted(sh.file) + ", \"size\": " + std::to_string(sh.size);
+    if (t.version >= 2)
+      o += ", \"header_xxh3\": \"" + hex64(sh.header_xxh3) + "\", \"mtime_ns\": " + std::to_string(sh.mtime_ns) +
+           ", \"inode\": " + std::to_string(sh.inode);
+    o += "}";
+  }
   o += "\n    ]\n  },\n  \"sections\": [";
   for (size_t i = 0; i < t.sections.size(); ++i) {
     const TrunkSection& s = t.sections[i];
@@ -85,13 +91,17 @@ TrunkLayout parse_trunk_layout(const std::string& json, const std::string& origi
   if (root["format"].get_string().get(fmt) || fmt != "k3-trunk") throw bad("not a k3 trunk description");
   TrunkLayout t;
   int64_t version = 0;
-  if (root["version"].get_int64().get(version) || version != 1)
-    throw bad("unsupported trunk format version (this k3 reads version 1)");
-  t.version = 1;
+  if (root["version"].get_int64().get(version) || version < 1 || version > kTrunkFormatVersion)
+    throw bad("unsupported trunk format version (this k3 reads versions 1 to " + std::to_string(kTrunkFormatVersion) +
+              ")");
+  t.version = static_cast<int>(version);
+  t.source.has_identity = t.version >= 2;
   if (root["file_size"].get_uint64().get(t.file_size)) throw bad("missing file_size");
   auto parse_hex = [&](simdjson::dom::element e, const char* what) {
     std::string_view s;
-    if (e.get_string().get(s) || s.size() != 16) throw bad(std::string("bad ") + what);
+    if (e.get_string().get(s) || s.size() != 16 ||
+        s.find_first_not_of("0123456789abcdefABCDEF") != std::string_view::npos)
+      throw bad(std::string("bad ") + what);
     return std::stoull(std::string(s), nullptr, 16);
   };
   t.source.config_hash = parse_hex(root["source"]["config_xxh3"], "source.config_xxh3");
@@ -99,9 +109,15 @@ TrunkLayout parse_trunk_layout(const std::string& json, const std::string& origi
   if (root["source"]["shards"].get_array().get(shards)) throw bad("missing source.shards");
   for (auto s : shards) {
     std::string_view f;
-    uint64_t size;
-    if (s["file"].get_string().get(f) || s["size"].get_uint64().get(size)) throw bad("bad source.shards entry");
-    t.source.shards.emplace_back(std::string(f), size);
+    SourceShard sh;
+    if (s["file"].get_string().get(f) || s["size"].get_uint64().get(sh.size)) throw bad("bad source.shards entry");
+    sh.file = std::string(f);
+    if (t.version >= 2) {
+      sh.header_xxh3 = parse_hex(s["header_xxh3"], "source.shards header_xxh3");
+      if (s["mtime_ns"].get_int64().get(sh.mtime_ns) || s["inode"].get_uint64().get(sh.inode))
+        throw bad("source.shards entry '" + sh.file + "' lacks mtime_ns or inode");
+    }
+    t.source.shards.push_back(std::move(sh));
   }
   if (root["sections"].get_array().get(sections)) throw bad("missing sections");
   for (auto se : sections) {
@@ -149,26 +165,76 @@ SourceFingerprint fingerprint_checkpoint(const Checkpoint& checkpoint) {
   SourceFingerprint f;
   std::string cfg = read_text_file(path_join(checkpoint.dir(), "config.json"));
   f.config_hash = XXH3_64bits(cfg.data(), cfg.size());
-  for (const ShardInfo& s : checkpoint.shards()) f.shards.emplace_back(s.file, s.file_size);
+  for (const ShardInfo& s : checkpoint.shards())
+    f.shards.push_back(SourceShard{s.file, s.file_size, s.header_xxh3, s.mtime_ns, s.inode});
   return f;
 }
 
-std::string fingerprint_mismatch(const SourceFingerprint& trunk, const SourceFingerprint& model) {
-  if (trunk.config_hash != model.config_hash)
-    return "it was packed from a model with a different config.json";
-  for (const auto& [file, size] : trunk.shards) {
+namespace {
+std::string time_str(int64_t ns) {
+  const time_t sec = static_cast<time_t>(ns / 1000000000);
+  struct tm tm;
+  char b[32];
+  if (!gmtime_r(&sec, &tm) || !std::strftime(b, sizeof b, "%Y-%m-%d %H:%M:%S UTC", &tm)) return std::to_string(ns);
+  return b;
+}
+}  // namespace
+
+FingerprintComparison compare_fingerprint(const SourceFingerprint& trunk, const SourceFingerprint& model) {
+  FingerprintComparison c;
+  auto other = [&](std::string why) {
+    c.diff = FingerprintDiff::kOtherModel;
+    c.reason = std::move(why);
+    c.changed_shards.clear();
+    return c;
+  };
+  if (trunk.config_hash != model.config_hash) return other("it was packed from a model with a different config.json");
+  for (const SourceShard& t : trunk.shards) {
     bool found = false;
-    for (const auto& [mf, ms] : model.shards) {
-      if (mf != file) continue;
-      found = true;
-      if (ms != size)
-        return "shard " + file + " is " + std::to_string(ms) + " bytes now but was " + std::to_string(size) +
-               " when the trunk was packed";
-    }
-    if (!found) return "it was packed from a checkpoint with shard " + file + ", which this model does not list";
+    for (const SourceShard& m : model.shards) found = found || m.file == t.file;
+    if (!found) return other("it was packed from a checkpoint with shard " + t.file + ", which this model does not list");
   }
-  if (model.shards.size() != trunk.shards.size()) return "the model's shard list differs from the one packed";
-  return std::string();
+  if (model.shards.size() != trunk.shards.size()) return other("the model's shard list differs from the one packed");
+  auto model_shard = [&](const SourceShard& t) -> const SourceShard& {
+    for (const SourceShard& x : model.shards)
+      if (x.file == t.file) return x;
+    return t;  // not reached: every name was found above
+  };
+  // A shard of another size holds other tensors or other offsets.
+  for (const SourceShard& t : trunk.shards) {
+    const SourceShard& m = model_shard(t);
+    if (m.size != t.size)
+      return other("shard " + t.file + " is " + std::to_string(m.size) + " bytes now but was " + std::to_string(t.size) +
+                   " when the trunk was packed");
+  }
+  // Same files and sizes: now whether any shard changed since the pack. The
+  // first difference found is the one reported; every changed shard is listed.
+  for (const SourceShard& t : trunk.shards) {
+    const SourceShard* m = &model_shard(t);
+    std::string why;
+    if (!trunk.has_identity)
+      why = "the trunk.json is format version 1, which records only shard names and sizes, so a shard rewritten in "
+            "place since the pack would go unnoticed";
+    else if (m->header_xxh3 != t.header_xxh3)
+      why = "shard " + t.file + "'s safetensors header differs from the one packed (the shard was replaced)";
+    else if (m->mtime_ns != t.mtime_ns)
+      why = "shard " + t.file + " was modified after the trunk was packed (modification time " + time_str(m->mtime_ns) +
+            ", was " + time_str(t.mtime_ns) + "; same size and header, but its weights may have changed)";
+    else if (m->inode != t.inode)
+      why = "shard " + t.file + " is another file than the one packed (inode " + std::to_string(m->inode) + ", was " +
+            std::to_string(t.inode) + "; copied or restored since the pack?)";
+    if (why.empty()) continue;
+    if (c.diff == FingerprintDiff::kSame) {
+      c.diff = FingerprintDiff::kShardsChanged;
+      c.reason = why;
+    }
+    c.changed_shards.push_back(t.file);
+  }
+  return c;
+}
+
+std::string fingerprint_mismatch(const SourceFingerprint& trunk, const SourceFingerprint& model) {
+  return compare_fingerprint(trunk, model).reason;
 }
 
 }  // namespace k3

@@ -36,13 +36,31 @@ struct TrunkSection {
   std::vector<TrunkTensor> tensors;
 };
 
-struct SourceFingerprint {
-  uint64_t config_hash = 0;  // xxh3-64 of config.json's bytes
-  std::vector<std::pair<std::string, uint64_t>> shards;  // file name, size in bytes
+// One source shard as it was when the trunk was packed. The header digest
+// catches a shard replaced by one with other tensors or offsets; the
+// modification time and inode catch one rewritten in place with the same
+// size and header (its weights may have changed).
+struct SourceShard {
+  std::string file;
+  uint64_t size = 0;
+  uint64_t header_xxh3 = 0;  // version 2: xxh3-64 of the 8-byte length + JSON header
+  int64_t mtime_ns = 0;      // version 2
+  uint64_t inode = 0;        // version 2
 };
 
+struct SourceFingerprint {
+  uint64_t config_hash = 0;  // xxh3-64 of config.json's bytes
+  std::vector<SourceShard> shards;
+  bool has_identity = true;  // false for a version 1 trunk.json (names and sizes only)
+};
+
+// Version 2 adds each shard's header digest, modification time and inode;
+// version 1 files still parse (has_identity false) so they can be refused
+// with advice, or re-checked and upgraded by k3-pack --refresh.
+constexpr int kTrunkFormatVersion = 2;
+
 struct TrunkLayout {
-  int version = 1;
+  int version = kTrunkFormatVersion;
   SourceFingerprint source;
   uint64_t file_size = 0;  // size of trunk.bin
   std::vector<TrunkSection> sections;
@@ -58,11 +76,28 @@ TrunkLayout parse_trunk_layout(const std::string& json, const std::string& origi
 
 class Checkpoint;
 // Fingerprint of an opened checkpoint: config.json hash and every shard the
-// index names (name and size). Throws kBadModel when config.json is unreadable.
+// index names (name, size, header digest, modification time, inode as
+// Checkpoint::open saw them). Throws kBadModel when config.json is unreadable.
 SourceFingerprint fingerprint_checkpoint(const Checkpoint& checkpoint);
 
-// Empty when `trunk` was packed from a model with this fingerprint, else one
-// sentence saying what differs (config, a shard missing, a shard's size).
+enum class FingerprintDiff {
+  kSame,
+  // Same config.json, shard names and sizes, but a shard changed on disk
+  // (header, modification time or inode) or the trunk predates version 2:
+  // the trunk may still be right, which k3-pack --refresh can establish.
+  kShardsChanged,
+  // Another config.json, another set of shards or a shard of another size.
+  kOtherModel,
+};
+struct FingerprintComparison {
+  FingerprintDiff diff = FingerprintDiff::kSame;
+  std::string reason;  // one sentence naming the shard and what changed; empty when kSame
+  std::vector<std::string> changed_shards;  // kShardsChanged: the shards to re-check (all for version 1)
+};
+FingerprintComparison compare_fingerprint(const SourceFingerprint& trunk, const SourceFingerprint& model);
+
+// compare_fingerprint's reason: empty when `trunk` was packed from a model
+// with this fingerprint, else one sentence saying what differs.
 std::string fingerprint_mismatch(const SourceFingerprint& trunk, const SourceFingerprint& model);
 
 }  // namespace k3

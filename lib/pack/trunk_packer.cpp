@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/non_finite_scan.h"
 #include "common/atomic_file_writer.h"
 #include "common/error.h"
 #include "common/file.h"
@@ -88,6 +89,14 @@ bool all_zero(const uint8_t* p, uint64_t n) {
 uint64_t test_fail_after_bytes() {
   const char* env = std::getenv("K3_PACK_FAIL_AFTER");
   return env && *env ? std::strtoull(env, nullptr, 10) : 0;
+}
+
+// The floating-point trunk tensors, for a NaN/Inf scan of trunk.bin's bytes.
+NonFiniteScan trunk_float_scan(const TrunkLayout& t) {
+  std::vector<NonFiniteScan::Span> spans;
+  for (const TrunkSection& s : t.sections)
+    for (const TrunkTensor& x : s.tensors) spans.push_back({x.name, x.dtype, x.offset, x.nbytes});
+  return NonFiniteScan(std::move(spans));
 }
 
 }  // namespace
@@ -207,12 +216,14 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
     ShardFiles files(checkpoint);
     std::vector<uint8_t> buf(kChunk);
     uint64_t done = 0;
+    NonFiniteScan non_finite = trunk_float_scan(t);
     for (TrunkSection& s : t.sections) {
       XXH3_state_t* st = XXH3_createState();
       XXH3_64bits_reset(st);
       stream_section(s, checkpoint, files, buf, [&](uint64_t rel, const uint8_t* p, uint64_t n) {
         XXH3_64bits_update(st, p, n);
         const uint64_t abs = s.offset + rel;
+        non_finite.feed(abs, p, n);
         // The file was extended to its full size, so skipped all-zero blocks
         // read back as zeros (and stay holes where they are aligned).
         uint64_t b = 0;
@@ -238,6 +249,12 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
       });
       s.xxh3 = XXH3_64bits_digest(st);
       XXH3_freeState(st);
+      // NaN/Inf weights make NaN logits: refuse them here, naming the tensor.
+      const std::string bad = non_finite.summary();
+      if (!bad.empty())
+        throw Error(ExitCode::kBadModel, checkpoint.dir() + ": " + bad + " in section " + s.name +
+                                             "; the checkpoint is damaged (check it with k3-fetch-verify verify --full, "
+                                             "re-download the shard); no trunk was written");
     }
   }
   out.commit_to_temp();
@@ -265,10 +282,17 @@ TrunkLayout read_trunk_layout(const std::string& trunk_dir) {
 TrunkLayout open_trunk_layout(const std::string& trunk_dir, const Checkpoint& checkpoint) {
   const std::string bin = path_join(trunk_dir, "trunk.bin");
   TrunkLayout t = read_trunk_layout(trunk_dir);
-  std::string why = fingerprint_mismatch(t.source, fingerprint_checkpoint(checkpoint));
-  if (!why.empty())
+  const FingerprintComparison cmp = compare_fingerprint(t.source, fingerprint_checkpoint(checkpoint));
+  if (cmp.diff == FingerprintDiff::kOtherModel)
     throw Error(ExitCode::kBadModel, "the trunk in " + trunk_dir + " does not belong to the model in " +
-                                         checkpoint.dir() + ": " + why + " (re-run k3-pack)");
+                                         checkpoint.dir() + ": " + cmp.reason + " (re-run k3-pack " + checkpoint.dir() +
+                                         " " + trunk_dir + ")");
+  if (cmp.diff == FingerprintDiff::kShardsChanged)
+    throw Error(ExitCode::kBadModel, "the trunk in " + trunk_dir + " may be stale: " + cmp.reason +
+                                         ". Re-run k3-pack " + checkpoint.dir() + " " + trunk_dir +
+                                         ", or if the weights are unchanged, k3-pack --refresh " + trunk_dir + " " +
+                                         checkpoint.dir() + " re-checks the trunk tensors of the changed shards "
+                                         "and records them");
   struct stat st;
   if (::stat(bin.c_str(), &st) != 0)
     throw Error(ExitCode::kBadModel, bin + ": not found (re-run k3-pack)");
@@ -283,8 +307,9 @@ TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoin
   const std::string bin = path_join(trunk_dir, "trunk.bin");
   TrunkLayout t = read_trunk_layout(trunk_dir);
   TrunkCheck r;
-  std::string why = fingerprint_mismatch(t.source, fingerprint_checkpoint(checkpoint));
-  if (!why.empty()) r.problems.push_back("fingerprint: " + why);
+  const FingerprintComparison cmp = compare_fingerprint(t.source, fingerprint_checkpoint(checkpoint));
+  if (cmp.diff != FingerprintDiff::kSame) r.problems.push_back("fingerprint: " + cmp.reason);
+  if (cmp.diff == FingerprintDiff::kShardsChanged) r.shards_changed = cmp.reason;
   File f = File::open_read(bin);
   const uint64_t size = f.size();
   if (size != t.file_size)
@@ -294,6 +319,7 @@ TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoin
   std::vector<uint8_t> buf(kChunk);
   uint64_t done = 0;
   const uint64_t total = 2 * t.file_size;
+  NonFiniteScan non_finite = trunk_float_scan(t);
   for (const TrunkSection& s : t.sections) {
     // The packed bytes.
     uint64_t h_bin = 0;
@@ -305,6 +331,7 @@ TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoin
         uint64_t n = std::min<uint64_t>(kChunk, s.length - o);
         f.pread_exact(buf.data(), n, s.offset + o);
         XXH3_64bits_update(st, buf.data(), n);
+        non_finite.feed(s.offset + o, buf.data(), n);
         done += n;
         if (progress) progress(done, total);
       }
@@ -337,6 +364,69 @@ TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoin
     else if (h_src != s.xxh3)
       r.problems.push_back(s.name + ": the checkpoint's tensors differ from what was packed");
   }
+  for (const NonFiniteTensor& x : non_finite.found())
+    r.problems.push_back("trunk.bin: tensor '" + x.name + "' holds " + std::to_string(x.count) +
+                         " NaN or infinite values (first at element " + std::to_string(x.first_element) + ")");
+  return r;
+}
+
+TrunkCheck refresh_trunk(const std::string& trunk_dir, const Checkpoint& checkpoint,
+                         const std::function<void(uint64_t, uint64_t)>& progress) {
+  TrunkLayout t = read_trunk_layout(trunk_dir);
+  TrunkCheck r;
+  const SourceFingerprint now = fingerprint_checkpoint(checkpoint);  // identity before any byte is read
+  const FingerprintComparison cmp = compare_fingerprint(t.source, now);
+  if (cmp.diff == FingerprintDiff::kOtherModel) {
+    r.problems.push_back("fingerprint: " + cmp.reason + " (nothing to refresh: re-run k3-pack)");
+    return r;
+  }
+  if (cmp.diff == FingerprintDiff::kSame) return r;
+  r.shards_changed = cmp.reason;
+  struct stat st;
+  const std::string bin = path_join(trunk_dir, "trunk.bin");
+  if (::stat(bin.c_str(), &st) != 0 || static_cast<uint64_t>(st.st_size) != t.file_size) {
+    r.problems.push_back("trunk.bin: missing or not the size trunk.json records (re-run k3-pack)");
+    return r;
+  }
+  std::vector<bool> changed(checkpoint.shards().size(), !t.source.has_identity);
+  for (size_t i = 0; i < changed.size(); ++i)
+    for (const std::string& f : cmp.changed_shards) changed[i] = changed[i] || checkpoint.shards()[i].file == f;
+  std::vector<const TrunkSection*> todo;
+  uint64_t total = 0;
+  for (const TrunkSection& s : t.sections) {
+    bool touched = false;
+    for (const TrunkTensor& x : s.tensors) touched = touched || changed[checkpoint.at(x.name).shard];
+    if (!touched) continue;
+    todo.push_back(&s);
+    total += s.length;
+  }
+  ShardFiles files(checkpoint);
+  std::vector<uint8_t> buf(kChunk);
+  uint64_t done = 0;
+  for (const TrunkSection* s : todo) {
+    XXH3_state_t* st = XXH3_createState();
+    XXH3_64bits_reset(st);
+    try {
+      stream_section(*s, checkpoint, files, buf, [&](uint64_t, const uint8_t* p, uint64_t n) {
+        XXH3_64bits_update(st, p, n);
+        done += n;
+        if (progress) progress(done, total);
+      });
+    } catch (...) {
+      XXH3_freeState(st);
+      throw;
+    }
+    const uint64_t h = XXH3_64bits_digest(st);
+    XXH3_freeState(st);
+    r.bytes_checked += s->length;
+    if (h != s->xxh3) r.problems.push_back(s->name + ": the checkpoint's tensors differ from what was packed (re-run k3-pack)");
+  }
+  if (!r.problems.empty()) return r;
+  t.version = kTrunkFormatVersion;
+  t.source = now;
+  const std::string text = trunk_layout_to_json(t);
+  write_file_atomic(path_join(trunk_dir, "trunk.json"), text.data(), text.size());
+  r.refreshed = true;
   return r;
 }
 

@@ -48,11 +48,25 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
 struct TrunkCheck {
   std::vector<std::string> problems;  // one line per section that differs
   uint64_t bytes_checked = 0;
+  // Set when the only difference from the checkpoint is shards changed on
+  // disk (FingerprintDiff::kShardsChanged): the reason, for a --refresh hint.
+  std::string shards_changed;
+  bool refreshed = false;  // refresh_trunk wrote a new trunk.json
 };
 // Re-hashes every section of trunk.bin and of the same tensors read from the
 // checkpoint, and compares both with trunk.json.
 TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoint,
                        const std::function<void(uint64_t, uint64_t)>& progress);
+
+// The fast re-check after shards changed on disk (touched, copied, restored,
+// or rewritten with the same trunk tensors): re-hashes, from the checkpoint,
+// only the sections holding a tensor of a changed shard (every section for a
+// version 1 trunk.json) and compares them with trunk.json's hashes. When all
+// match, trunk.json is rewritten (version 2) with the shards as they are now;
+// trunk.bin itself is not read (k3-forward verifies each section the first
+// time it reads it). Another model (config.json or shard names) is a problem.
+TrunkCheck refresh_trunk(const std::string& trunk_dir, const Checkpoint& checkpoint,
+                         const std::function<void(uint64_t, uint64_t)>& progress);
 
 // Parses TRUNK_DIR/trunk.json alone (kBadModel when missing or malformed).
 TrunkLayout read_trunk_layout(const std::string& trunk_dir);

@@ -91,7 +91,8 @@ std::string to_hex(const unsigned char* bytes, size_t n) {
 }
 
 void digest_fd(int fd, const std::string& path, uint64_t limit, FileDigest& digest,
-               const std::function<bool(uint64_t)>* on_bytes) {
+               const std::function<bool(uint64_t)>* on_bytes,
+               const std::function<void(uint64_t, const void*, size_t)>* on_data) {
   // Large sequential reads; tell the kernel so readahead is generous, and
   // drop what we hashed so a 1.5 TB check does not evict everything else.
   constexpr size_t kBlock = 8u << 20;
@@ -108,6 +109,7 @@ void digest_fd(int fd, const std::string& path, uint64_t limit, FileDigest& dige
     }
     if (r == 0) break;
     digest.update(buf.data(), static_cast<size_t>(r));
+    if (on_data) (*on_data)(off, buf.data(), static_cast<size_t>(r));
     ::posix_fadvise(fd, static_cast<off_t>(off), r, POSIX_FADV_DONTNEED);
     off += static_cast<uint64_t>(r);
     if (on_bytes && !(*on_bytes)(static_cast<uint64_t>(r)))

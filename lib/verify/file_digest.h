@@ -45,9 +45,12 @@ class FileDigest {
 // Hashes [0, limit) of an open file descriptor (limit = UINT64_MAX: to the
 // end) into `digest`, calling on_bytes(n) after each block (progress, stop
 // checks: return false to abort, which throws k3::Error(kInterrupted)).
-// Throws k3::Error(kIo) naming `path` on a read failure.
+// Throws k3::Error(kIo) naming `path` on a read failure. on_data, when
+// given, also sees every block read (offset, bytes), for checks that ride on
+// the same pass.
 void digest_fd(int fd, const std::string& path, uint64_t limit, FileDigest& digest,
-               const std::function<bool(uint64_t)>* on_bytes = nullptr);
+               const std::function<bool(uint64_t)>* on_bytes = nullptr,
+               const std::function<void(uint64_t, const void*, size_t)>* on_data = nullptr);
 
 std::string to_hex(const unsigned char* bytes, size_t n);
 
