@@ -51,6 +51,8 @@ void add_budget_options(CLI::App& app, ModelOptions& o) {
 std::optional<int> answer_plan_requests(const ModelConfig& config, ModelOptions& o, const char* tool,
                                         uint64_t plan_batch) {
   o.stream.compute_threads = o.threads;
+  // Checked before any weight is read; a device or FIFO is written through.
+  if (!o.stats_json.empty()) check_output_path(o.stats_json, OutputPolicy::kFileOrStream);
   if (o.list_presets) {
     const Checkpoint checkpoint = Checkpoint::open(o.model_dir);
     o.stream.context = o.ctx ? o.ctx : 4096;

@@ -21,6 +21,7 @@
 #include "cli/model_options.h"
 #include "cli/prefill_progress.h"
 #include "cli/sampling_options.h"
+#include "common/atomic_file_writer.h"
 #include "common/cli_parse.h"
 #include "common/error.h"
 #include "common/tool_main.h"
@@ -67,7 +68,8 @@ int run(int argc, char** argv) {
   co.effort = effort == "none" ? std::nullopt : std::optional<std::string>(effort);
   co.keep_first_rows = !lo.logits_path.empty();
 
-  // Cheap checks before any weight is read: config, tokenizer, history.
+  // Cheap checks before any weight is read: outputs, config, tokenizer, history.
+  if (!lo.logits_path.empty()) k3::check_output_path(lo.logits_path, k3::OutputPolicy::kFileOrStream);
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
   if (auto status = k3::answer_plan_requests(config, mo, kTool)) return *status;
   const k3::Tokenizer tok = k3::Tokenizer::load(mo.model_dir);
