@@ -14,7 +14,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "generate/generation_session.h"
 #include "kernels/thread_pool.h"
 #include "model/config.h"
 #include "model/engine.h"
@@ -62,10 +64,14 @@ class LoadedModel {
 
   // Marks the end of the prefill (the streaming counters split there).
   void prefill_done();
+  // After each generation pass of `rows` rows (GenerationSession's pass
+  // observer): attributes the bytes and experts read to passes of that size.
+  void pass_done(size_t rows);
   // Prints the streaming counters (when streaming) to stderr and writes
-  // --stats-json. `extra_json` members are added to the JSON object.
-  void report(uint64_t prompt_tokens, uint64_t decode_steps, double prefill_s, double decode_s,
-              const std::string& extra_json = "");
+  // --stats-json, with the generation figures: weight passes, generated
+  // tokens, tokens per pass, drafts, bytes per generated token, and per
+  // pass size the experts read (the union over its rows).
+  void report(const GenerationCounters& counters, uint64_t prompt_tokens);
 
  private:
   ModelOptions& options_;
@@ -74,6 +80,11 @@ class LoadedModel {
   ThreadPool pool_;
   std::unique_ptr<Engine> engine_;
   RunFigures figures_;
+  struct PassSize {
+    uint64_t passes = 0, trunk_bytes = 0, expert_bytes = 0, experts = 0;
+  };
+  std::vector<PassSize> by_rows_;  // index: rows per pass
+  StreamStats last_;
 };
 
 // Peak resident set of this process in MB (-1 when unknown).

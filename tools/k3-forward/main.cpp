@@ -20,6 +20,7 @@
 #include "cli/model_options.h"
 #include "cli/prefill_progress.h"
 #include "cli/sampling_options.h"
+#include "cli/speculation_options.h"
 #include "cli/stdout_writer.h"
 #include "cli/token_id_reader.h"
 #include "common/cli_parse.h"
@@ -45,6 +46,7 @@ int run(int argc, char** argv) {
   k3::ModelOptions mo;
   std::string ids_file, logits_file, state_in, state_out;
   k3::SamplingFlags sampling_flags;
+  k3::SpeculationFlags spec_flags;
   std::vector<int32_t> stop_ids;
   int gen = 0;
   bool ignore_eos = false, recompute = false, teacher_forcing = false;
@@ -59,6 +61,7 @@ int run(int argc, char** argv) {
   app.add_flag("--teacher-forcing", teacher_forcing,
                "Evaluate the given ids without generating; writes the argmax id of every position to stdout");
   sampling_flags.add_to(app);
+  spec_flags.add_to(app);
   app.add_option("--stop-id", stop_ids, "Stop generating after this id (repeatable)")->allow_extra_args(false);
   app.add_option("--state-in", state_in, "Continue the conversation saved in FILE: the ids on stdin are appended to the "
                                          "saved context (sampling flags not given keep the saved settings)");
@@ -68,6 +71,8 @@ int run(int argc, char** argv) {
   if (auto status = k3::parse_command_line(app, argc, argv, kTool)) return *status;
   if (teacher_forcing && gen > 0)
     throw k3::Error(k3::ExitCode::kUsage, "--teacher-forcing evaluates the given ids and cannot be combined with --gen");
+  if (recompute && spec_flags.max_drafts() > 0)
+    throw k3::Error(k3::ExitCode::kUsage, "--recompute is the one-id-per-pass reference path: drop --spec/--predict");
 
   // Cheap checks first: config and input, before any weight is read.
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
@@ -93,18 +98,21 @@ int run(int argc, char** argv) {
   if (!state_out.empty()) k3::check_output_directory(state_out);
   if (!state_in.empty()) saved = k3::load_conversation(state_in, *identity);
   k3::GenerationOptions go{k3::resolve_sampling(saved ? saved->sampling : std::nullopt, sampling_flags.given()),
-                           k3::StopConditions(config.eos_token_ids, stop_ids, ignore_eos), recompute, !logits_file.empty()};
+                           k3::StopConditions(config.eos_token_ids, stop_ids, ignore_eos), recompute, !logits_file.empty(), spec_flags.max_drafts()};
+  const std::unique_ptr<k3::DraftSource> drafts = spec_flags.make_source(config.vocab_size);
   const size_t fed = (saved ? saved->pending.size() : 0) + prompt.size();
   if (fed == 0 && (saved->last_logits.empty() || teacher_forcing))
     throw k3::Error(k3::ExitCode::kBadInput, origin + ": no token ids, and " + state_in +
                                                  " has nothing left to evaluate; give the ids to continue with");
   const uint64_t past = saved ? static_cast<uint64_t>(saved->sequence.positions) : 0;
   k3::LoadedModel model(config, checkpoint, mo, past + fed + static_cast<uint64_t>(gen),
-                        std::clamp<uint64_t>(fed, 1, 256), kTool);
+                        std::clamp<uint64_t>(std::max<uint64_t>(fed, go.max_drafts + 1), 1, 256), kTool);
   k3::ignore_sigpipe();  // a closed pipe becomes a write error, reported as such
   k3::install_interrupt_handler();
 
   k3::GenerationSession session(model.engine(), go);
+  session.set_draft_source(drafts.get());
+  session.set_pass_observer([&](size_t rows) { model.pass_done(rows); });
   if (saved)
     session.restore(std::move(*saved));
   else
@@ -118,7 +126,7 @@ int run(int argc, char** argv) {
     for (size_t t = 0; t < fed; ++t) k3::write_token_id_line(k3::greedy_token(rows.data() + t * config.vocab_size, config.vocab_size));
   const k3::GenerationEnd end = session.generate(gen, k3::write_token_id_line, k3::interrupted);
   const k3::GenerationCounters& c = session.counters();
-  model.report(fed, c.decode_steps, c.prefill_seconds, c.decode_seconds);
+  model.report(c, fed);
 
   if (!logits_file.empty()) session.logits_log().write(logits_file);
   if (!state_out.empty()) session.save_conversation_and_release(state_out, *identity);
