@@ -64,7 +64,7 @@ std::optional<int> answer_plan_requests(const ModelConfig& config, ModelOptions&
 
 LoadedModel::LoadedModel(const ModelConfig& config, const Checkpoint& checkpoint, ModelOptions& o, uint64_t context,
                          uint64_t batch, const char* tool)
-    : options_(o), pool_(o.threads) {
+    : options_(o), tool_(tool), pool_(o.threads) {
   o.stream.compute_threads = o.threads;
   if (o.stream.active()) {
     o.stream.context = std::max<uint64_t>(o.ctx, context);
@@ -163,6 +163,27 @@ void LoadedModel::report(const GenerationCounters& c, uint64_t prompt_tokens) {
   while (!j.empty() && (j.back() == '\n' || j.back() == ' ')) j.pop_back();
   j += ",\n" + generation_json(c, figures_.after_prefill, figures_.at_end, rows) + "\n}\n";
   write_file_atomic(options_.stats_json, j.data(), j.size());
+}
+
+int LoadedModel::summarize(const GenerationCounters& c, uint64_t fed, bool interrupted) {
+  std::fprintf(stderr,
+               "%s: %llu prompt tokens in %.3f s (%.1f tokens/s); %lld generated, %.4f s/token; %d threads; "
+               "peak RSS %ld MB\n",
+               tool_, static_cast<unsigned long long>(fed), c.prefill_seconds,
+               c.prefill_seconds > 0 ? static_cast<double>(fed) / c.prefill_seconds : 0.0,
+               static_cast<long long>(c.generated), c.generated > 1 ? c.decode_seconds / static_cast<double>(c.generated - 1) : 0.0,
+               pool_.size(), peak_rss_mb());
+  if (!interrupted) return 0;
+  std::fprintf(stderr, "%s: interrupted after %lld generated tokens (they were written)\n", tool_,
+               static_cast<long long>(c.generated));
+  return static_cast<int>(ExitCode::kInterrupted);
+}
+
+void check_stop_ids(const std::vector<int32_t>& ids, int64_t vocab) {
+  for (int32_t id : ids)
+    if (id < 0 || id >= vocab)
+      throw Error(ExitCode::kUsage,
+                  "--stop-id " + std::to_string(id) + " is outside the vocabulary 0.." + std::to_string(vocab - 1));
 }
 
 long peak_rss_mb() {

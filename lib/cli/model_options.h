@@ -57,6 +57,7 @@ class LoadedModel {
   // `context`: positions the plan must hold; `batch`: rows per weight pass.
   LoadedModel(const ModelConfig& config, const Checkpoint& checkpoint, ModelOptions& options, uint64_t context,
               uint64_t batch, const char* tool);
+  const char* tool() const { return tool_; }
 
   Engine& engine() { return *engine_; }
   ThreadPool& pool() { return pool_; }
@@ -72,9 +73,13 @@ class LoadedModel {
   // tokens, tokens per pass, drafts, bytes per generated token, and per
   // pass size the experts read (the union over its rows).
   void report(const GenerationCounters& counters, uint64_t prompt_tokens);
+  // The run's one-line summary on stderr (and the interruption note); returns
+  // the exit status: 0, or 130 when `interrupted`.
+  int summarize(const GenerationCounters& counters, uint64_t prompt_tokens, bool interrupted);
 
  private:
   ModelOptions& options_;
+  const char* tool_;
   std::unique_ptr<ResidentWeights> resident_;
   std::unique_ptr<StreamingWeights> streaming_;
   ThreadPool pool_;
@@ -86,6 +91,9 @@ class LoadedModel {
   std::vector<PassSize> by_rows_;  // index: rows per pass
   StreamStats last_;
 };
+
+// --stop-id values must be ids of the vocabulary (kUsage otherwise).
+void check_stop_ids(const std::vector<int32_t>& ids, int64_t vocab_size);
 
 // Peak resident set of this process in MB (-1 when unknown).
 long peak_rss_mb();

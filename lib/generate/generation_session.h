@@ -157,6 +157,7 @@ class GenerationSession {
   void save_conversation_and_release(const std::string& path, const ModelIdentity& model);
 
  private:
+  friend class BatchGeneration;  // steps several sessions in one weight pass
   void evaluate(std::span<const int32_t> ids, LogitRows rows, float* out);
   enum class Verified { kContinue, kStop, kLength };
   Verified verify(const std::vector<int32_t>& drafts, int64_t& made, int64_t max_new,

@@ -90,9 +90,13 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
   p.cache_bytes = p.cache_slots * slot_bytes;
 
   const uint64_t H = c.kda_num_heads, D = c.kda_head_dim, K = c.kda_conv_kernel;
-  p.kda_state_bytes = static_cast<uint64_t>(c.num_kda_layers()) * (H * D * D + 3 * (K > 0 ? K - 1 : 0) * H * D) * 4;
-  p.mla_cache_bytes = static_cast<uint64_t>(c.num_mla_layers()) * req.context *
-                      (static_cast<uint64_t>(c.kv_lora_rank) + c.qk_rope_head_dim) * 4;
+  const uint64_t kda_one = static_cast<uint64_t>(c.num_kda_layers()) * (H * D * D + 3 * (K > 0 ? K - 1 : 0) * H * D) * 4;
+  const uint64_t mla_one = static_cast<uint64_t>(c.num_mla_layers()) * req.context *
+                           (static_cast<uint64_t>(c.kv_lora_rank) + c.qk_rope_head_dim) * 4;
+  const uint64_t seqs = std::max<uint64_t>(1, req.sequences);
+  p.per_sequence_bytes = kda_one + mla_one;
+  p.kda_state_bytes = kda_one * (seqs + req.state_snapshots);
+  p.mla_cache_bytes = mla_one * seqs;
 
   // Activations of one prefill batch: the residual stream and AttnRes
   // blocks, the widest projections, router scores, logits.
@@ -174,11 +178,21 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
   std::snprintf(buf, sizeof buf, "  expert cache      %llu slots x %s  %s\n", (unsigned long long)cache_slots,
                 format_bytes(slot_bytes).c_str(), format_bytes(cache_bytes).c_str());
   o += buf;
-  std::snprintf(buf, sizeof buf, "  KDA state         %d layers  %s\n", c.num_kda_layers(),
-                format_bytes(kda_state_bytes).c_str());
+  if (req.sequences > 1 || req.state_snapshots > 0)
+    std::snprintf(buf, sizeof buf, "  KDA state         %d layers x (%llu sequences + %llu rollback copies)  %s\n",
+                  c.num_kda_layers(), (unsigned long long)std::max<uint64_t>(1, req.sequences),
+                  (unsigned long long)req.state_snapshots, format_bytes(kda_state_bytes).c_str());
+  else
+    std::snprintf(buf, sizeof buf, "  KDA state         %d layers  %s\n", c.num_kda_layers(),
+                  format_bytes(kda_state_bytes).c_str());
   o += buf;
-  std::snprintf(buf, sizeof buf, "  MLA latent cache  %d layers x %llu positions  %s\n", c.num_mla_layers(),
-                (unsigned long long)req.context, format_bytes(mla_cache_bytes).c_str());
+  if (req.sequences > 1)
+    std::snprintf(buf, sizeof buf, "  MLA latent cache  %d layers x %llu positions x %llu sequences  %s\n",
+                  c.num_mla_layers(), (unsigned long long)req.context, (unsigned long long)req.sequences,
+                  format_bytes(mla_cache_bytes).c_str());
+  else
+    std::snprintf(buf, sizeof buf, "  MLA latent cache  %d layers x %llu positions  %s\n", c.num_mla_layers(),
+                  (unsigned long long)req.context, format_bytes(mla_cache_bytes).c_str());
   o += buf;
   std::snprintf(buf, sizeof buf, "  activations       batch of %llu  %s\n", (unsigned long long)req.batch,
                 format_bytes(activation_bytes).c_str());

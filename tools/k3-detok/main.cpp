@@ -8,6 +8,7 @@
 // bytes.decode("utf-8", errors="replace") would.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <functional>
 #include <string>
 
 #include "cli/stdout_writer.h"
@@ -28,12 +29,18 @@ int run(int argc, char** argv) {
       "Example: k3-tokenize --tok ~/k3model < prompt.txt | k3-forward ~/k3model --gen 64 | k3-detok --tok ~/k3model",
       "k3-detok"};
   std::string tok_dir;
+  std::string format = "stream";
   bool raw = false, skip_special = false;
   app.add_option("--tok", tok_dir, "Tokenizer directory holding tiktoken.model and tokenizer_config.json "
                                    "(usually the model directory)")
       ->required();
   app.add_flag("--raw", raw, "Write the token bytes unchanged (no UTF-8 repair; output may be invalid UTF-8)");
   app.add_flag("--skip-special", skip_special, "Drop special tokens instead of printing their names, e.g. [EOS]");
+  app.add_option("--format", format,
+                 "stream: the text of all ids as one text (default); line: each input line of ids (as k3-forward "
+                 "--batch writes them) becomes one line of text, with newlines and backslashes inside it written "
+                 "as \\n and \\\\")
+      ->check(CLI::IsMember({"stream", "line"}));
   app.footer(std::string("Exit status 4 names the offending id and its position (1-based) in the input.\n") +
              k3::exit_codes_help());
   if (auto status = k3::parse_command_line(app, argc, argv, "k3-detok")) return *status;
@@ -42,26 +49,48 @@ int run(int argc, char** argv) {
   k3::StreamDecoder decoder;
   k3::TokenIdReader reader("stdin", static_cast<int64_t>(vocab.size()));
   std::string out;
+  const bool lines = format == "line";
+  auto write_text = [&](const std::string& text) {
+    if (!lines) {
+      if (!text.empty()) k3::write_all_stdout(text);
+      return;
+    }
+    std::string escaped;
+    for (char c : text) escaped += c == '\n' ? std::string("\\n") : c == '\\' ? std::string("\\\\") : std::string(1, c);
+    if (!escaped.empty()) k3::write_all_stdout(escaped);
+  };
+  bool line_open = false;  // ids read since the last newline
   auto emit = [&](int32_t id) {
+    line_open = true;
     auto tid = static_cast<k3::TokenId>(id);
     if (skip_special && vocab.is_special(tid)) return;
     std::string_view bytes = vocab.bytes(tid);
     if (raw) {
-      k3::write_all_stdout(bytes);
+      write_text(std::string(bytes));
       return;
     }
     out.clear();
     decoder.push(bytes, out);
-    if (!out.empty()) k3::write_all_stdout(out);
+    write_text(out);
+  };
+  // --format=line: a line's text ends with its input line.
+  auto end_line = [&] {
+    out.clear();
+    decoder.finish(out);
+    write_text(out);
+    k3::write_all_stdout("\n");
+    line_open = false;
   };
 
   char buf[1 << 14];
   // Ids are decoded as they arrive: text appears while the producer runs.
-  while (size_t r = k3::read_some(0, buf, sizeof buf, "stdin")) reader.push(std::string_view(buf, r), emit);
+  while (size_t r = k3::read_some(0, buf, sizeof buf, "stdin"))
+    reader.push(std::string_view(buf, r), emit, lines ? std::function<void()>(end_line) : nullptr);
   reader.finish(emit);
   out.clear();
   decoder.finish(out);
-  if (!out.empty()) k3::write_all_stdout(out);
+  write_text(out);
+  if (lines && line_open) k3::write_all_stdout("\n");  // a last line without its newline
   return 0;
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
+#include "cli/batch_run.h"
 #include "cli/interrupt.h"
 #include "cli/model_options.h"
 #include "cli/prefill_progress.h"
@@ -44,7 +45,7 @@ int run(int argc, char** argv) {
       "Example: k3-tokenize --tok ~/k3model < prompt.txt | k3-forward ~/k3model --gen 64 | k3-detok --tok ~/k3model",
       kTool};
   k3::ModelOptions mo;
-  std::string ids_file, logits_file, state_in, state_out;
+  std::string ids_file, logits_file, state_in, state_out, batch_file;
   k3::SamplingFlags sampling_flags;
   k3::SpeculationFlags spec_flags;
   std::vector<int32_t> stop_ids;
@@ -52,6 +53,8 @@ int run(int argc, char** argv) {
   bool ignore_eos = false, recompute = false, teacher_forcing = false;
   k3::add_model_options(app, mo);
   app.add_option("--ids", ids_file, "Read the prompt ids from FILE instead of stdin");
+  app.add_option("--batch", batch_file, "Decode the prompts of FILE (one line of ids each) together, one weight pass "
+                                        "per step; writes one line of ids per prompt, in order");
   app.add_option("--gen", gen, "Generate up to N tokens after the prompt (default 0: only run the prompt)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--ignore-eos", ignore_eos, "Keep generating past an EOS id");
@@ -73,10 +76,21 @@ int run(int argc, char** argv) {
     throw k3::Error(k3::ExitCode::kUsage, "--teacher-forcing evaluates the given ids and cannot be combined with --gen");
   if (recompute && spec_flags.max_drafts() > 0)
     throw k3::Error(k3::ExitCode::kUsage, "--recompute is the one-id-per-pass reference path: drop --spec/--predict");
+  if (!batch_file.empty() && (!ids_file.empty() || !state_in.empty() || !state_out.empty() || !logits_file.empty() ||
+                              teacher_forcing || recompute || spec_flags.max_drafts() > 0))
+    throw k3::Error(k3::ExitCode::kUsage, "--batch runs its own prompts: it takes none of --ids, --state-in/out, "
+                                          "--logits, --teacher-forcing, --recompute, --spec, --predict");
+  mo.stream.state_snapshots = spec_flags.max_drafts();
 
   // Cheap checks first: config and input, before any weight is read.
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
-  if (auto status = k3::answer_plan_requests(config, mo, kTool)) return *status;
+  k3::check_stop_ids(stop_ids, config.vocab_size);
+  const auto batch = batch_file.empty() ? std::vector<std::vector<int32_t>>{} : k3::read_batch_file(batch_file, config.vocab_size);
+  mo.stream.sequences = std::max<size_t>(1, batch.size());
+  if (auto status = k3::answer_plan_requests(config, mo, kTool, batch.empty() ? 256 : batch.size())) return *status;
+  if (!batch.empty())
+    return k3::run_batch(config, mo, {k3::resolve_sampling(std::nullopt, sampling_flags.given()),
+                                      k3::StopConditions(config.eos_token_ids, stop_ids, ignore_eos)}, batch, gen, kTool);
   const std::string origin = ids_file.empty() ? "stdin" : ids_file;
   if (!ids_file.empty() && !k3::file_exists(ids_file))
     throw k3::Error(k3::ExitCode::kBadInput, ids_file + ": ids file not found");
@@ -85,10 +99,6 @@ int run(int argc, char** argv) {
   if (prompt.empty() && state_in.empty())
     throw k3::Error(k3::ExitCode::kBadInput,
                     origin + ": no token ids (the prompt is empty; pipe ids from k3-tokenize or pass --ids FILE)");
-  for (int32_t id : stop_ids)
-    if (id < 0 || id >= config.vocab_size)
-      throw k3::Error(k3::ExitCode::kUsage, "--stop-id " + std::to_string(id) + " is outside the vocabulary 0.." +
-                                                std::to_string(config.vocab_size - 1));
 
   const k3::Checkpoint checkpoint = k3::Checkpoint::open(mo.model_dir);
   // A saved conversation is checked before any weight is read.
@@ -130,15 +140,7 @@ int run(int argc, char** argv) {
 
   if (!logits_file.empty()) session.logits_log().write(logits_file);
   if (!state_out.empty()) session.save_conversation_and_release(state_out, *identity);
-  std::fprintf(stderr, "k3-forward: %zu prompt tokens in %.3f s (%.1f tokens/s); %lld generated, %.4f s/token; %d threads; "
-               "peak RSS %ld MB\n", fed, c.prefill_seconds, c.prefill_seconds > 0 ? fed / c.prefill_seconds : 0.0,
-               static_cast<long long>(c.generated), c.generated > 1 ? c.decode_seconds / (c.generated - 1) : 0.0,
-               model.pool().size(), k3::peak_rss_mb());
-  if (end == k3::GenerationEnd::kInterrupted || k3::interrupted()) {
-    std::fprintf(stderr, "k3-forward: interrupted after %lld generated tokens (they were written)\n", static_cast<long long>(c.generated));
-    return static_cast<int>(k3::ExitCode::kInterrupted);
-  }
-  return 0;
+  return model.summarize(c, fed, end == k3::GenerationEnd::kInterrupted || k3::interrupted());
 }
 
 }  // namespace
