@@ -117,12 +117,17 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
   p.cache_bytes = checked_mul(p.cache_slots, slot_bytes, "the expert cache");
 
   const uint64_t H = c.kda_num_heads, D = c.kda_head_dim, K = c.kda_conv_kernel;
-  p.kda_state_bytes = static_cast<uint64_t>(c.num_kda_layers()) * (H * D * D + 3 * (K > 0 ? K - 1 : 0) * H * D) * 4;
-  // The one term that grows with a request (--ctx) rather than the config,
-  // whose sizes load_model_config bounds: checked, as is the sum.
+  const uint64_t kda_one = static_cast<uint64_t>(c.num_kda_layers()) * (H * D * D + 3 * (K > 0 ? K - 1 : 0) * H * D) * 4;
+  // The terms that grow with a request (--ctx, sequences, rollback copies)
+  // rather than the config, whose sizes load_model_config bounds: checked, as
+  // is the sum.
   const std::string mla_what = "the MLA latent cache for a context of " + std::to_string(req.context) + " positions";
-  p.mla_cache_bytes = checked_mul(checked_mul(static_cast<uint64_t>(c.num_mla_layers()), req.context, mla_what),
-                                  (static_cast<uint64_t>(c.kv_lora_rank) + c.qk_rope_head_dim) * 4, mla_what);
+  const uint64_t mla_one = checked_mul(checked_mul(static_cast<uint64_t>(c.num_mla_layers()), req.context, mla_what),
+                                       (static_cast<uint64_t>(c.kv_lora_rank) + c.qk_rope_head_dim) * 4, mla_what);
+  const uint64_t seqs = std::max<uint64_t>(1, req.sequences);
+  p.per_sequence_bytes = checked_add(kda_one, mla_one, "one sequence's state");
+  p.kda_state_bytes = checked_mul(kda_one, checked_add(seqs, req.state_snapshots, "the KDA state"), "the KDA state");
+  p.mla_cache_bytes = checked_mul(mla_one, seqs, mla_what);
 
   // Activations of one prefill batch: the residual stream and AttnRes
   // blocks, the widest projections, router scores, logits.
@@ -218,11 +223,21 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
                 cache_slots && cache_slots == min_slots ? " (the floor: one layer's top-k, all in flight)" : "",
                 format_bytes(cache_bytes).c_str());
   o += buf;
-  std::snprintf(buf, sizeof buf, "  KDA state         %d layers  %s\n", c.num_kda_layers(),
-                format_bytes(kda_state_bytes).c_str());
+  if (req.sequences > 1 || req.state_snapshots > 0)
+    std::snprintf(buf, sizeof buf, "  KDA state         %d layers x (%llu sequences + %llu rollback copies)  %s\n",
+                  c.num_kda_layers(), (unsigned long long)std::max<uint64_t>(1, req.sequences),
+                  (unsigned long long)req.state_snapshots, format_bytes(kda_state_bytes).c_str());
+  else
+    std::snprintf(buf, sizeof buf, "  KDA state         %d layers  %s\n", c.num_kda_layers(),
+                  format_bytes(kda_state_bytes).c_str());
   o += buf;
-  std::snprintf(buf, sizeof buf, "  MLA latent cache  %d layers x %llu positions  %s\n", c.num_mla_layers(),
-                (unsigned long long)req.context, format_bytes(mla_cache_bytes).c_str());
+  if (req.sequences > 1)
+    std::snprintf(buf, sizeof buf, "  MLA latent cache  %d layers x %llu positions x %llu sequences  %s\n",
+                  c.num_mla_layers(), (unsigned long long)req.context, (unsigned long long)req.sequences,
+                  format_bytes(mla_cache_bytes).c_str());
+  else
+    std::snprintf(buf, sizeof buf, "  MLA latent cache  %d layers x %llu positions  %s\n", c.num_mla_layers(),
+                  (unsigned long long)req.context, format_bytes(mla_cache_bytes).c_str());
   o += buf;
   std::snprintf(buf, sizeof buf, "  activations       batch of %llu  %s\n", (unsigned long long)batch,
                 format_bytes(activation_bytes).c_str());

@@ -72,6 +72,8 @@ static PreparedStream plan_for(const ModelConfig& config, const Checkpoint& chec
   pr.context = req.context;
   pr.batch = resolve_max_batch(req);
   pr.block_bytes = packed ? resolve_block_bytes(req) : 0;
+  pr.sequences = req.sequences;
+  pr.state_snapshots = req.state_snapshots;
   pr.io_threads = req.io_threads;
   pr.compute_threads = req.compute_threads;
   pr.tensor_count = checkpoint.tensor_count();
@@ -114,6 +116,17 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
     log << " of " << format_bytes(avail) << " available"
         << (lim.cgroup_source.empty() ? " (MemAvailable)" : " (MemAvailable and " + lim.cgroup_source + ")");
   log << "\n";
+  if (!plan_fits(p.plan, avail) && req.sequences > 1) {
+    const uint64_t one = p.plan.per_sequence_bytes, limit = plan_limit(avail);
+    const uint64_t fixed = p.plan.peak_rss - one * req.sequences;
+    const uint64_t fit = one && limit > fixed ? (limit - fixed) / one : 0;
+    throw Error(ExitCode::kResource,
+                "a batch of " + std::to_string(req.sequences) + " sequences needs " + format_bytes(p.plan.peak_rss) +
+                    " (" + format_bytes(one) + " of KDA state and MLA cache per sequence) but only " +
+                    format_bytes(avail) + " is available (limit 90%: " + format_bytes(limit) + "); " +
+                    (fit ? std::to_string(std::min(fit, req.sequences - 1)) + " sequences would fit: split the batch"
+                         : "not even one sequence fits: lower --ctx or the budgets"));
+  }
   if (!plan_fits(p.plan, avail))
     throw Error(ExitCode::kResource, "the memory plan needs " + format_bytes(p.plan.peak_rss) + " but only " +
                                          format_bytes(avail) + " is available (limit 90%: " +

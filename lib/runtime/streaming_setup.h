@@ -30,6 +30,8 @@ struct StreamingRequest {
   // does not fit the memory available (PreparedStream::plan.batch).
   uint64_t context = 0;  // positions the plan must hold
   uint64_t batch = 256;
+  uint64_t sequences = 1;        // decoded together (k3-forward --batch)
+  uint64_t state_snapshots = 0;  // KDA state copies for rolling back drafts (--spec)
   int io_threads = 8;
   int compute_threads = 1;
   // Streaming is wanted when any of these flags was given.
