@@ -104,9 +104,18 @@ void Engine::forward_batch(std::span<SequenceState* const> states, std::span<con
   stream.n = n;
   stream.p.resize(n * hidden);
   source_.embed(ids, n, stream.p.data());
-  // Non-finite values are caught where they first appear (finite_check.h).
-  const int64_t pos0 = state.positions;
-  require_finite(stream.p.data(), n * hidden, hidden, pos0, "the embedding rows");
+  // Non-finite values are caught where they first appear (finite_check.h),
+  // each sequence's rows named by their own positions.
+  std::vector<int64_t> pos0;
+  for (SequenceState* st : states) pos0.push_back(st->positions);
+  auto require_rows_finite = [&](const std::string& where) {
+    size_t begin = 0;
+    for (size_t k = 0; k < states.size(); ++k) {
+      require_finite(stream.p.data() + begin * hidden, counts[k] * hidden, hidden, pos0[k], where);
+      begin += counts[k];
+    }
+  };
+  require_rows_finite("the embedding rows");
 
   for (int i = 0; i < c.num_hidden_layers; ++i) {
     const LayerWeights& w = source_.acquire_layer(i);
@@ -119,7 +128,7 @@ void Engine::forward_batch(std::span<SequenceState* const> states, std::span<con
     }
     decoder_layer_forward(c, i, w, source_, segments, stream, &pool_);
     source_.release_layer(i);
-    require_finite(stream.p.data(), n * hidden, hidden, pos0, "the output of layer " + std::to_string(i));
+    require_rows_finite("the output of layer " + std::to_string(i));
     if (progress_) progress_(steps_before + i + 1, steps_total);
   }
 
@@ -152,7 +161,16 @@ void Engine::forward_batch(std::span<SequenceState* const> states, std::span<con
     });
     if (covered != vocab) throw Error(ExitCode::kInternal, "lm_head blocks do not cover the vocabulary");
     source_.release_head();
-    require_finite(logits, m * vocab, vocab, pos0 + static_cast<int64_t>(first), "the logits (the head)");
+    if (rows == LogitRows::kLast) {
+      require_finite(logits, vocab, vocab, pos0.back() + static_cast<int64_t>(counts.back()) - 1,
+                     "the logits (the head)");
+    } else {
+      size_t b = 0;
+      for (size_t k = 0; k < states.size(); ++k) {
+        require_finite(logits + b * vocab, counts[k] * vocab, vocab, pos0[k], "the logits (the head)");
+        b += counts[k];
+      }
+    }
   }
 
   size_t begin = 0;
