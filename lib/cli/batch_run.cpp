@@ -1,5 +1,12 @@
 #include "cli/batch_run.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -15,9 +22,30 @@
 
 namespace k3 {
 
+namespace {
+
+// The --batch file: a regular file, or a pipe, FIFO or `<(...)` read to its
+// end, or "-" for stdin (up to the usual cap of a whole read).
+std::string read_batch_input(const std::string& path) {
+  if (path == "-") return read_all(0, "stdin");
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);  // blocking: a FIFO's writer may come later
+  if (fd < 0) throw Error(ExitCode::kBadInput, path + ": cannot open: " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0) throw Error(ExitCode::kIo, path + ": cannot stat: " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode))
+    throw Error(ExitCode::kBadInput, path + ": is not a file or a pipe (a directory, socket or block device)");
+  return read_all(fd, path);
+}
+
+}  // namespace
+
 std::vector<std::vector<int32_t>> read_batch_file(const std::string& path, int64_t vocab_size) {
-  if (!file_exists(path)) throw Error(ExitCode::kBadInput, path + ": --batch file not found");
-  std::vector<std::vector<int32_t>> lines = parse_token_id_lines(read_text_file(path), path, vocab_size);
+  if (path != "-" && !file_exists(path)) throw Error(ExitCode::kBadInput, path + ": --batch file not found");
+  std::vector<std::vector<int32_t>> lines = parse_token_id_lines(read_batch_input(path), path, vocab_size);
   while (!lines.empty() && lines.back().empty()) lines.pop_back();
   if (lines.empty())
     throw Error(ExitCode::kBadInput, path + ": no prompts (one line of ids per prompt, e.g. from k3-tokenize --format=line)");
