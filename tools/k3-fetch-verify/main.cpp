@@ -4,84 +4,21 @@
 //   k3-fetch-verify download [REPO] DIR   resumable, verified download
 //   k3-fetch-verify verify DIR [--full]   structure, sizes and (--full) hashes
 //
-// A thin front end over lib/fetch (download) and lib/verify (checks).
+// A thin front end: the options are declared here; lib/cli/fetch_verify_commands
+// runs lib/fetch (download) and lib/verify (checks) and prints their reports.
 #include <CLI/CLI.hpp>
-#include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <string>
-#include <vector>
 
+#include "cli/fetch_verify_commands.h"
+#include "cli/interrupt.h"
 #include "common/cli_parse.h"
 #include "common/error.h"
-#include "cli/interrupt.h"
 #include "common/tool_main.h"
-#include "fetch/hub_download.h"
-#include "fetch/transfer_progress.h"
-#include "verify/checkpoint_verifier.h"
 
 namespace {
 
 constexpr const char* kTool = "k3-fetch-verify";
-std::string env_or(const char* name, const std::string& fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::string(v) : fallback;
-}
-
-int run_download(const std::vector<std::string>& positional, k3::DownloadOptions opt, const std::string& token_flag,
-                 const std::string& endpoint_flag) {
-  if (positional.size() == 2) {
-    opt.repo = positional[0];
-    opt.dir = positional[1];
-  } else {
-    opt.dir = positional[0];
-  }
-  if (opt.repo.find('/') == std::string::npos || opt.repo.front() == '/' || opt.repo.back() == '/')
-    throw k3::Error(k3::ExitCode::kUsage, "repository '" + opt.repo + "' must look like owner/name");
-  if (opt.jobs < 1 || opt.jobs > 64) throw k3::Error(k3::ExitCode::kUsage, "--jobs must be between 1 and 64");
-  opt.endpoint = !endpoint_flag.empty() ? endpoint_flag : env_or("HF_ENDPOINT", "https://huggingface.co");
-  opt.token = !token_flag.empty() ? token_flag : env_or("HF_TOKEN", "");
-  opt.tty = ::isatty(2);
-  opt.log_prefix = std::string(kTool) + ": ";
-
-  k3::DownloadSummary s = k3::download_repo(opt, &k3::interrupt_flag());
-  double rate = s.seconds > 0 ? static_cast<double>(s.bytes_received) / s.seconds : 0;
-  std::fprintf(stderr,
-               "%s: done: %llu files (%s) of %s at commit %s are complete and verified in %s; %llu downloaded "
-               "(%s received, %s/s), %llu already complete. Next: %s verify %s --full\n",
-               kTool, static_cast<unsigned long long>(s.files_selected),
-               k3::TransferProgress::human_bytes(static_cast<double>(s.bytes_selected)).c_str(), opt.repo.c_str(),
-               s.commit.c_str(), opt.dir.c_str(), static_cast<unsigned long long>(s.files_downloaded),
-               k3::TransferProgress::human_bytes(static_cast<double>(s.bytes_received)).c_str(),
-               k3::TransferProgress::human_bytes(rate).c_str(),
-               static_cast<unsigned long long>(s.files_already_complete), kTool, opt.dir.c_str());
-  return 0;
-}
-
-int run_verify(k3::VerifyOptions opt) {
-  opt.tty = ::isatty(2);
-  opt.log_prefix = std::string(kTool) + ": ";
-  k3::VerifyReport r = k3::verify_checkpoint_dir(opt, &k3::interrupt_flag());
-  for (const auto& p : r.problems) std::printf("%s\n", p.line().c_str());
-  for (const auto& n : r.not_run) std::printf("not checked: %s\n", n.c_str());
-  std::fflush(stdout);
-  for (const auto& c : r.ran) std::fprintf(stderr, "%s: checked: %s\n", kTool, c.c_str());
-  for (const auto& w : r.waived) std::fprintf(stderr, "%s: skipped (--no-manifest): %s\n", kTool, w.c_str());
-  if (opt.full && r.hash_seconds > 0)
-    std::fprintf(stderr, "%s: hashed %llu files, %s in %.1f s (%.2f GB/s)\n", kTool,
-                 static_cast<unsigned long long>(r.files_hashed),
-                 k3::TransferProgress::human_bytes(static_cast<double>(r.bytes_hashed)).c_str(), r.hash_seconds,
-                 static_cast<double>(r.bytes_hashed) / r.hash_seconds / 1e9);
-  if (!r.ok()) {
-    std::fprintf(stderr, "%s: %s: verification FAILED: %zu problem(s), %zu check(s) could not run (listed on stdout)\n",
-                 kTool, opt.dir.c_str(), r.problems.size(), r.not_run.size());
-    return static_cast<int>(k3::ExitCode::kVerify);
-  }
-  std::printf("ok: %s: %llu shards, %llu bytes%s\n", opt.dir.c_str(), static_cast<unsigned long long>(r.shards),
-              static_cast<unsigned long long>(r.shard_bytes), opt.full ? ", every hash matches" : "");
-  return 0;
-}
 
 }  // namespace
 
@@ -97,14 +34,12 @@ int main(int argc, char** argv) {
                          "  3. k3-fetch-verify verify DIR --full\n\n") +
              k3::exit_codes_help());
 
-  k3::DownloadOptions dopt;
-  std::vector<std::string> positional;
-  std::string token, endpoint;
-  double retry_wait = dopt.retry.first_wait_s;
-  int retries = dopt.retry.max_attempts;
+  k3::DownloadCommand download;
+  k3::DownloadOptions& dopt = download.options;
   auto* dl = app.add_subcommand("download", "Download REPO (default moonshotai/Kimi-K3) into DIR, resuming and "
                                             "verifying every file");
-  dl->add_option("REPO_DIR", positional, "[REPO] DIR: the hub repository (owner/name) and the target directory")
+  dl->add_option("REPO_DIR", download.positional,
+                 "[REPO] DIR: the hub repository (owner/name) and the target directory")
       ->required()
       ->expected(1, 2);
   dl->add_option("--revision", dopt.revision, "Branch, tag or commit to download; pinned to its commit")
@@ -114,12 +49,12 @@ int main(int argc, char** argv) {
   dl->add_option("--jobs,-j", dopt.jobs, "Parallel transfers")
       ->check(CLI::Range(1, k3::kMaxTransferJobs))
       ->capture_default_str();
-  dl->add_option("--token", token, "Hub access token (default: $HF_TOKEN)");
-  dl->add_option("--endpoint", endpoint, "Hub address (default: $HF_ENDPOINT or https://huggingface.co)");
-  dl->add_option("--retries", retries, "Attempts per file without progress before giving up")
+  dl->add_option("--token", download.token_flag, "Hub access token (default: $HF_TOKEN)");
+  dl->add_option("--endpoint", download.endpoint_flag, "Hub address (default: $HF_ENDPOINT or https://huggingface.co)");
+  dl->add_option("--retries", download.retries, "Attempts per file without progress before giving up")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
-  dl->add_option("--retry-wait", retry_wait, "First wait in seconds between retries (doubles, max 60 s)")
+  dl->add_option("--retry-wait", download.retry_wait_s, "First wait in seconds between retries (doubles, max 60 s)")
       ->check(k3::finite_range(60))
       ->capture_default_str();
   dl->add_option("--stall-timeout", dopt.stall_timeout_s, "Seconds without a byte before a transfer is retried")
@@ -146,14 +81,6 @@ int main(int argc, char** argv) {
 
   k3::install_interrupt_handler();
   return k3::run_tool(kTool, [&] {
-    if (*dl) {
-      if (retries < 1) throw k3::Error(k3::ExitCode::kUsage, "--retries must be at least 1");
-      if (retry_wait < 0) throw k3::Error(k3::ExitCode::kUsage, "--retry-wait must not be negative");
-      if (dopt.stall_timeout_s < 1) throw k3::Error(k3::ExitCode::kUsage, "--stall-timeout must be at least 1");
-      dopt.retry.max_attempts = retries;
-      dopt.retry.first_wait_s = retry_wait;
-      return run_download(positional, dopt, token, endpoint);
-    }
-    return run_verify(vopt);
+    return *dl ? k3::run_download_command(download, kTool) : k3::run_verify_command(vopt, kTool);
   });
 }

@@ -1,0 +1,84 @@
+#include "cli/fetch_verify_commands.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "cli/interrupt.h"
+#include "common/error.h"
+#include "fetch/transfer_progress.h"
+
+namespace k3 {
+
+namespace {
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : fallback;
+}
+
+}  // namespace
+
+int run_download_command(DownloadCommand command, const char* tool) {
+  DownloadOptions& opt = command.options;
+  if (command.retries < 1) throw Error(ExitCode::kUsage, "--retries must be at least 1");
+  if (command.retry_wait_s < 0) throw Error(ExitCode::kUsage, "--retry-wait must not be negative");
+  if (opt.stall_timeout_s < 1) throw Error(ExitCode::kUsage, "--stall-timeout must be at least 1");
+  opt.retry.max_attempts = command.retries;
+  opt.retry.first_wait_s = command.retry_wait_s;
+  const std::vector<std::string>& positional = command.positional;
+  if (positional.size() == 2) {
+    opt.repo = positional[0];
+    opt.dir = positional[1];
+  } else {
+    opt.dir = positional[0];
+  }
+  if (opt.repo.find('/') == std::string::npos || opt.repo.front() == '/' || opt.repo.back() == '/')
+    throw Error(ExitCode::kUsage, "repository '" + opt.repo + "' must look like owner/name");
+  if (opt.jobs < 1 || opt.jobs > 64) throw Error(ExitCode::kUsage, "--jobs must be between 1 and 64");
+  opt.endpoint =
+      !command.endpoint_flag.empty() ? command.endpoint_flag : env_or("HF_ENDPOINT", "https://huggingface.co");
+  opt.token = !command.token_flag.empty() ? command.token_flag : env_or("HF_TOKEN", "");
+  opt.tty = ::isatty(2);
+  opt.log_prefix = std::string(tool) + ": ";
+
+  DownloadSummary s = download_repo(opt, &interrupt_flag());
+  double rate = s.seconds > 0 ? static_cast<double>(s.bytes_received) / s.seconds : 0;
+  std::fprintf(stderr,
+               "%s: done: %llu files (%s) of %s at commit %s are complete and verified in %s; %llu downloaded "
+               "(%s received, %s/s), %llu already complete. Next: %s verify %s --full\n",
+               tool, static_cast<unsigned long long>(s.files_selected),
+               TransferProgress::human_bytes(static_cast<double>(s.bytes_selected)).c_str(), opt.repo.c_str(),
+               s.commit.c_str(), opt.dir.c_str(), static_cast<unsigned long long>(s.files_downloaded),
+               TransferProgress::human_bytes(static_cast<double>(s.bytes_received)).c_str(),
+               TransferProgress::human_bytes(rate).c_str(), static_cast<unsigned long long>(s.files_already_complete),
+               tool, opt.dir.c_str());
+  return 0;
+}
+
+int run_verify_command(VerifyOptions opt, const char* tool) {
+  opt.tty = ::isatty(2);
+  opt.log_prefix = std::string(tool) + ": ";
+  VerifyReport r = verify_checkpoint_dir(opt, &interrupt_flag());
+  for (const auto& p : r.problems) std::printf("%s\n", p.line().c_str());
+  for (const auto& n : r.not_run) std::printf("not checked: %s\n", n.c_str());
+  std::fflush(stdout);
+  for (const auto& c : r.ran) std::fprintf(stderr, "%s: checked: %s\n", tool, c.c_str());
+  for (const auto& w : r.waived) std::fprintf(stderr, "%s: skipped (--no-manifest): %s\n", tool, w.c_str());
+  if (opt.full && r.hash_seconds > 0)
+    std::fprintf(stderr, "%s: hashed %llu files, %s in %.1f s (%.2f GB/s)\n", tool,
+                 static_cast<unsigned long long>(r.files_hashed),
+                 TransferProgress::human_bytes(static_cast<double>(r.bytes_hashed)).c_str(), r.hash_seconds,
+                 static_cast<double>(r.bytes_hashed) / r.hash_seconds / 1e9);
+  if (!r.ok()) {
+    std::fprintf(stderr, "%s: %s: verification FAILED: %zu problem(s), %zu check(s) could not run (listed on stdout)\n",
+                 tool, opt.dir.c_str(), r.problems.size(), r.not_run.size());
+    return static_cast<int>(ExitCode::kVerify);
+  }
+  std::printf("ok: %s: %llu shards, %llu bytes%s\n", opt.dir.c_str(), static_cast<unsigned long long>(r.shards),
+              static_cast<unsigned long long>(r.shard_bytes), opt.full ? ", every hash matches" : "");
+  return 0;
+}
+
+}  // namespace k3
