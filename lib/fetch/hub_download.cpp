@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,6 +16,7 @@
 #include "common/atomic_file_writer.h"
 #include "common/error.h"
 #include "common/file.h"
+#include "fetch/download_files.h"
 #include "fetch/fetch_manifest.h"
 #include "fetch/glob_filter.h"
 #include "fetch/http_get.h"
@@ -33,133 +33,6 @@ using Clock = std::chrono::steady_clock;
 // Bytes one connection must deliver for its failure not to count toward
 // --retries.
 constexpr uint64_t kMinProgressBytes = 64 << 10;
-
-// Test hook: K3_FETCH_FAIL_WRITE_AFTER=<bytes> makes writes fail with ENOSPC
-// once this process has written that many bytes, to exercise the full-disk
-// path without a real full disk.
-class WriteBudget {
- public:
-  WriteBudget() {
-    const char* env = std::getenv("K3_FETCH_FAIL_WRITE_AFTER");
-    if (env && *env) {
-      limited_ = true;
-      left_ = std::strtoll(env, nullptr, 10);
-    }
-  }
-  // How many of n bytes may be written; fewer means "disk full".
-  size_t take(size_t n) {
-    if (!limited_) return n;
-    int64_t before = left_.fetch_sub(static_cast<int64_t>(n));
-    if (before <= 0) return 0;
-    return static_cast<size_t>(std::min<int64_t>(before, static_cast<int64_t>(n)));
-  }
-
- private:
-  bool limited_ = false;
-  std::atomic<int64_t> left_{0};
-};
-
-WriteBudget& write_budget() {
-  static WriteBudget b;
-  return b;
-}
-
-uint64_t free_bytes(const std::string& dir) {
-  // Test hook: K3_FETCH_FREE_BYTES pretends the file system has that much room.
-  if (const char* env = std::getenv("K3_FETCH_FREE_BYTES"); env && *env) return std::strtoull(env, nullptr, 10);
-  struct statvfs sv;
-  if (::statvfs(dir.c_str(), &sv) != 0)
-    throw Error(ExitCode::kIo, dir + ": cannot read free space: " + std::strerror(errno));
-  return static_cast<uint64_t>(sv.f_bavail) * sv.f_frsize;
-}
-
-struct StatInfo {
-  bool exists = false;
-  bool regular = false;
-  uint64_t size = 0;
-  int64_t mtime_ns = 0;
-};
-
-// Of the name itself (lstat): a link planted at a download name is reported
-// as what it is, never followed.
-StatInfo stat_path(const std::string& p) {
-  StatInfo s;
-  struct stat st;
-  if (::lstat(p.c_str(), &st) == 0) {
-    s.regular = S_ISREG(st.st_mode);
-    s.exists = true;
-    s.size = static_cast<uint64_t>(st.st_size);
-    s.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
-  }
-  return s;
-}
-
-void fsync_dir_of(const std::string& path) {
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
-}
-
-// Opens a file the downloader owns (a .part, or a finished file to re-hash)
-// without following a link and without blocking on a FIFO, and refuses
-// anything but a regular file: a planted link or device is never written
-// through or renamed into place.
-int open_own_file(const std::string& path, int flags) {
-  int fd = ::open(path.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
-  struct stat st;
-  if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    return fd;
-  }
-  const int e = errno;
-  if (fd >= 0) ::close(fd);
-  struct stat l;
-  if (fd >= 0 || e == ELOOP || (::lstat(path.c_str(), &l) == 0 && !S_ISREG(l.st_mode)))
-    throw Error(ExitCode::kIo, path + ": is not a regular file (a symbolic link, directory or device); "
-                                      "k3-fetch-verify will not write through it: remove it and run again");
-  throw Error(ExitCode::kIo, path + ": cannot open: " + std::strerror(e));
-}
-
-// Every directory between `dir` and the file must be a real directory, not a
-// link leading out of the download directory.
-void check_no_linked_parents(const std::string& dir, const std::string& rel) {
-  for (size_t slash = rel.find('/'); slash != std::string::npos; slash = rel.find('/', slash + 1)) {
-    const std::string p = path_join(dir, rel.substr(0, slash));
-    struct stat l;
-    if (::lstat(p.c_str(), &l) == 0 && !S_ISDIR(l.st_mode))
-      throw Error(ExitCode::kIo, p + ": is not a directory (a symbolic link?); k3-fetch-verify writes only inside " +
-                                     dir + ": remove it and run again");
-  }
-}
-
-// A repository file must not share a name with what the downloader writes
-// itself (the manifest and its temporaries, any file's .part): it would be
-// overwritten, or taken for a partial download, and break verify.
-void refuse_own_name(const std::string& path, const std::string& repo) {
-  const size_t slash = path.find_last_of('/');
-  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  const std::string manifest = kFetchManifestName;
-  const bool manifest_name = slash == std::string::npos && base.compare(0, manifest.size(), manifest) == 0;
-  const bool part = base.size() >= 5 && base.compare(base.size() - 5, 5, ".part") == 0;
-  if (manifest_name || part)
-    throw Error(ExitCode::kNetwork, repo + " holds a file named '" + path + "', which collides with " +
-                                        (part ? "the .part files" : "the download manifest " + manifest) +
-                                        " that k3-fetch-verify writes itself; leave it out with --exclude '" + path +
-                                        "' (nothing was downloaded)");
-}
-
-bool is_disk_full(int e) { return e == ENOSPC || e == EDQUOT; }
-
-[[noreturn]] void throw_write_error(const std::string& path, int e) {
-  if (is_disk_full(e))
-    throw Error(ExitCode::kIo, "disk full while writing " + path + " (" + std::strerror(e) +
-                                   "): finished files are kept and this one stays as .part; free some space "
-                                   "and run the same command again to resume");
-  throw Error(ExitCode::kIo, path + ": write failed: " + std::strerror(e));
-}
 
 bool hash_matches(const HubFile& f, const DigestResult& d) {
   return f.lfs ? d.sha256 == f.sha256 : d.git_sha1 == f.git_oid;
@@ -286,7 +159,7 @@ DigestResult Downloader::fetch_part(const HubFile& f, const std::string& part, H
         too_long = true;
         return false;
       }
-      size_t allowed = write_budget().take(n);
+      size_t allowed = write_budget_take(n);
       size_t done = 0;
       while (done < allowed) {
         ssize_t w = ::pwrite(fd, data + done, allowed - done, static_cast<off_t>(have + done));
@@ -384,7 +257,7 @@ void Downloader::process(const HubFile& f, HttpClient& client, TransferSlot& slo
   slot.size = f.size;
   slot.done = 0;
 
-  StatInfo existing = stat_path(final_path);
+  DownloadPathStat existing = stat_path(final_path);
   if (existing.exists) {
     // Present but not known to be good (no manifest entry, or changed since):
     // check it locally instead of downloading it again.
@@ -525,7 +398,7 @@ DownloadSummary Downloader::run() {
     ManifestFile* m = manifest_.find(f.path);
     const bool same = m && m->size == f.size && m->lfs == f.lfs && m->git_oid == f.git_oid &&
                       (!f.lfs || m->sha256 == f.sha256);
-    StatInfo st = stat_path(final_path);
+    DownloadPathStat st = stat_path(final_path);
     if (same && m->complete && st.regular && st.size == f.size && st.mtime_ns == m->mtime_ns) {
       // Verified by an earlier run and untouched since: nothing to do.
       ++sum.files_already_complete;
@@ -541,7 +414,7 @@ DownloadSummary Downloader::run() {
     entry.git_oid = f.git_oid;
     manifest_.upsert(entry);
     tasks_.push_back(Task{f});
-    StatInfo part = stat_path(final_path + ".part");
+    DownloadPathStat part = stat_path(final_path + ".part");
     bytes_needed += f.size - (part.regular && part.size <= f.size ? part.size : 0);
   }
   write_fetch_manifest(manifest_path_, manifest_);
