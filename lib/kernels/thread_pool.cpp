@@ -189,4 +189,21 @@ void ThreadPool::parallel_for(size_t n, size_t grain,
   if (error) std::rethrow_exception(error);
 }
 
+void parallel_for_slots(ThreadPool* pool, size_t n, size_t slots,
+                        const std::function<void(size_t, size_t, size_t)>& fn) {
+  if (n == 0) return;
+  slots = std::max<size_t>(1, std::min(slots, n));
+  const size_t base = n / slots, extra = n % slots;
+  auto run = [&](size_t s0, size_t s1) {
+    for (size_t s = s0; s < s1; ++s) {
+      const size_t begin = s * base + std::min(s, extra);
+      fn(s, begin, begin + base + (s < extra ? 1 : 0));
+    }
+  };
+  if (pool && slots > 1)
+    pool->parallel_for(slots, 1, run);
+  else
+    run(0, slots);
+}
+
 }  // namespace k3

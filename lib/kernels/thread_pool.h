@@ -28,4 +28,12 @@ class ThreadPool {
   Impl* impl_;
 };
 
+// Splits [0, n) into `slots` contiguous near-equal ranges (slots >= 1) and
+// calls fn(slot, begin, end) for each, in parallel on `pool` (inline when
+// null). Every slot index is handed to exactly one call, so scratch memory
+// indexed by slot is never shared between threads. The split depends only on
+// n and slots.
+void parallel_for_slots(ThreadPool* pool, size_t n, size_t slots,
+                        const std::function<void(size_t slot, size_t begin, size_t end)>& fn);
+
 }  // namespace k3

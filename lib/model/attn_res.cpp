@@ -9,12 +9,17 @@
 namespace k3 {
 
 void attn_res_mix(const std::vector<const float*>& blocks, const float* p, size_t n, size_t hidden,
-                  const Bf16Matrix& proj, const F32Vector& norm, float eps, float* out) {
+                  const Bf16Matrix& proj, const F32Vector& norm, float eps, float* out, float* scratch) {
   const size_t nv = blocks.size() + 1;
+  std::vector<float> own;
+  if (!scratch) {
+    own.resize(hidden + nv);
+    scratch = own.data();
+  }
   // The key weight norm * proj is the same for every value and token.
-  std::vector<float> key_weight(hidden);
+  float* key_weight = scratch;
   for (size_t c = 0; c < hidden; ++c) key_weight[c] = norm.data[c] * kernels::bf16_to_f32(proj.data[c]);
-  std::vector<float> scores(nv);
+  float* scores = scratch + hidden;
   for (size_t t = 0; t < n; ++t) {
     auto value = [&](size_t j) { return (j < blocks.size() ? blocks[j] : p) + t * hidden; };
     for (size_t j = 0; j < nv; ++j) {
@@ -24,7 +29,7 @@ void attn_res_mix(const std::vector<const float*>& blocks, const float* p, size_
       for (size_t c = 0; c < hidden; ++c) s += (v[c] * r) * key_weight[c];
       scores[j] = s;
     }
-    const float mx = *std::max_element(scores.begin(), scores.end());
+    const float mx = *std::max_element(scores, scores + nv);
     float sum = 0;
     for (size_t j = 0; j < nv; ++j) {
       scores[j] = std::exp(scores[j] - mx);

@@ -15,7 +15,8 @@ namespace k3 {
 
 // blocks: the stack B, each [n, hidden]; p: the partial sum [n, hidden].
 // out[n, hidden] (may not alias the inputs). Per token, in a fixed order.
+// `scratch` holds hidden + blocks.size() + 1 floats (null: allocated here).
 void attn_res_mix(const std::vector<const float*>& blocks, const float* p, size_t n, size_t hidden,
-                  const Bf16Matrix& proj, const F32Vector& norm, float eps, float* out);
+                  const Bf16Matrix& proj, const F32Vector& norm, float eps, float* out, float* scratch = nullptr);
 
 }  // namespace k3

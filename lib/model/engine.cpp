@@ -100,10 +100,14 @@ void Engine::forward_batch(std::span<SequenceState* const> states, std::span<con
       histories[k]->layers.resize(c.num_hidden_layers);
     }
 
-  ResidualStream stream;
-  stream.n = n;
-  stream.p.resize(n * hidden);
-  source_.embed(ids, n, stream.p.data());
+  // Scratch for the pass, grown only when this pass has more rows (or a
+  // longer context) than any before.
+  int64_t positions = 0;
+  for (size_t k = 0; k < states.size(); ++k)
+    positions = std::max(positions, states[k]->positions + static_cast<int64_t>(counts[k]));
+  scratch_.reserve(c, n, positions, static_cast<size_t>(pool_.size()));
+  ResidualStream& stream = scratch_.begin_pass(c, n);
+  source_.embed(ids, n, stream.p);
   // Non-finite values are caught where they first appear (finite_check.h),
   // each sequence's rows named by their own positions.
   std::vector<int64_t> pos0;
@@ -111,22 +115,24 @@ void Engine::forward_batch(std::span<SequenceState* const> states, std::span<con
   auto require_rows_finite = [&](const std::string& where) {
     size_t begin = 0;
     for (size_t k = 0; k < states.size(); ++k) {
-      require_finite(stream.p.data() + begin * hidden, counts[k] * hidden, hidden, pos0[k], where);
+      require_finite(stream.p + begin * hidden, counts[k] * hidden, hidden, pos0[k], where);
       begin += counts[k];
     }
   };
   require_rows_finite("the embedding rows");
 
+  std::vector<LayerSegment> segments;
+  segments.reserve(states.size());
   for (int i = 0; i < c.num_hidden_layers; ++i) {
     const LayerWeights& w = source_.acquire_layer(i);
-    std::vector<LayerSegment> segments;
+    segments.clear();
     size_t begin = 0;
     for (size_t k = 0; k < states.size(); ++k) {
       RowHistory* h = histories.empty() ? nullptr : histories[k];
       segments.push_back({&states[k]->layers[i], begin, counts[k], h ? &h->layers[i] : nullptr});
       begin += counts[k];
     }
-    decoder_layer_forward(c, i, w, source_, segments, stream, &pool_);
+    decoder_layer_forward(c, i, w, source_, segments, scratch_, &pool_);
     source_.release_layer(i);
     require_rows_finite("the output of layer " + std::to_string(i));
     if (progress_) progress_(steps_before + i + 1, steps_total);
@@ -138,13 +144,12 @@ void Engine::forward_batch(std::span<SequenceState* const> states, std::span<con
     const size_t first = rows == LogitRows::kLast ? n - 1 : 0;
     const size_t m = n - first;
     std::vector<const float*> blocks;
-    for (const auto& b : stream.blocks) blocks.push_back(b.data() + first * hidden);
-    std::vector<float> x(m * hidden);
-    attn_res_mix(blocks, stream.p.data() + first * hidden, m, hidden, head.output_attn_res_proj,
-                 head.output_attn_res_norm, c.rms_norm_eps, x.data());
-    rms_norm(x.data(), m, hidden, head.norm.data, c.rms_norm_eps, x.data());
+    for (const float* b : stream.blocks) blocks.push_back(b + first * hidden);
+    float* x = scratch_.h();  // free once the layers are done
+    attn_res_mix(blocks, stream.p + first * hidden, m, hidden, head.output_attn_res_proj, head.output_attn_res_norm,
+                 c.rms_norm_eps, x, scratch_.mix());
+    rms_norm(x, m, hidden, head.norm.data, c.rms_norm_eps, x);
     const size_t vocab = c.vocab_size;
-    std::vector<float> part;
     size_t covered = 0;  // blocks must tile [0, vocab) in order: no logit is left unwritten
     source_.for_each_head_block(head, [&](int64_t first_row, const Bf16Matrix& W) {
       const size_t r0 = static_cast<size_t>(first_row), rows = static_cast<size_t>(W.rows);
@@ -152,12 +157,12 @@ void Engine::forward_batch(std::span<SequenceState* const> states, std::span<con
         throw Error(ExitCode::kInternal, "lm_head blocks do not tile the vocabulary");
       covered = r0 + rows;
       if (m == 1 || rows == vocab) {  // the block's logits are contiguous in the output
-        lin(W, x.data(), m, logits + r0, &pool_);
+        lin(W, x, m, logits + r0, &pool_);
         return;
       }
-      part.resize(m * rows);
-      lin(W, x.data(), m, part.data(), &pool_);
-      for (size_t t = 0; t < m; ++t) std::copy_n(part.data() + t * rows, rows, logits + t * vocab + r0);
+      float* part = scratch_.op_floats(m * rows);
+      lin(W, x, m, part, &pool_);
+      for (size_t t = 0; t < m; ++t) std::copy_n(part + t * rows, rows, logits + t * vocab + r0);
     });
     if (covered != vocab) throw Error(ExitCode::kInternal, "lm_head blocks do not cover the vocabulary");
     source_.release_head();

@@ -16,6 +16,7 @@
 #include <span>
 
 #include "model/config.h"
+#include "model/forward_scratch.h"
 #include "model/sequence_state.h"
 #include "model/weight_source.h"
 
@@ -65,6 +66,11 @@ class Engine {
   using Progress = std::function<void(int64_t done, int64_t total)>;
   void set_progress(Progress progress) { progress_ = std::move(progress); }
 
+  // The scratch memory every pass reuses (grown only for a pass with more
+  // rows or a longer context than any before).
+  const ForwardScratch& scratch() const { return scratch_; }
+  ForwardScratch& scratch() { return scratch_; }
+
  private:
   // One pass over consecutive rows of the given sequences (counts[i] rows of
   // states[i], ids concatenated in that order).
@@ -77,6 +83,7 @@ class Engine {
   ThreadPool& pool_;
   size_t max_batch_ = 256;
   Progress progress_;
+  ForwardScratch scratch_;
 };
 
 // Checks ids against the vocabulary; Error(kBadInput) names the first bad one.

@@ -1,5 +1,6 @@
 #include "model/kda.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -8,6 +9,7 @@
 #include "kernels/kda_step.h"
 #include "kernels/short_conv.h"
 #include "kernels/thread_pool.h"
+#include "model/forward_scratch.h"
 #include "model/linear.h"
 #include "model/rms_norm.h"
 
@@ -26,13 +28,40 @@ void l2_normalize(float* x, size_t D, float scale) {
 
 // KDA's short conv over n rows of one sequence (kernels/short_conv.h);
 // `record`, when given, keeps [carry rows, raw rows] so the carry after any
-// row can be cut from it for a rollback.
+// row can be cut from it for a rollback; otherwise `ext` is the scratch.
 void short_conv_silu(const Bf16Matrix& w, std::vector<float>& carry, float* raw, size_t n, size_t channels,
-                     size_t K, std::vector<float>* record) {
-  std::vector<float> ext((K - 1 + n) * channels);
-  kernels::short_conv_silu(w.data, carry.data(), raw, n, channels, K, ext.data());
-  if (record) *record = std::move(ext);
+                     size_t K, std::vector<float>* record, float* ext) {
+  if (record) {
+    record->resize((K - 1 + n) * channels);
+    ext = record->data();
+  }
+  kernels::short_conv_silu(w.data, carry.data(), raw, n, channels, K, ext);
 }
+
+// The pieces of KDA's scratch, in carving order.
+struct KdaScratch {
+  float *q, *k, *v, *fa, *graw, *braw, *gate, *o, *ext, *slots;
+  static size_t floats(const ModelConfig& c, size_t n, size_t slots) {
+    using C = ScratchCarver<float>;
+    const size_t H = c.kda_num_heads, D = c.kda_head_dim, K = c.kda_conv_kernel, HD = H * D;
+    return 6 * C::padded(n * HD) + C::padded(n * D) + C::padded(n * H) + C::padded((K - 1 + n) * HD) +
+           C::padded(slots * 2 * D);
+  }
+  KdaScratch(const ModelConfig& c, size_t n, size_t slots, ForwardScratch& scratch) {
+    const size_t H = c.kda_num_heads, D = c.kda_head_dim, K = c.kda_conv_kernel, HD = H * D;
+    ScratchCarver<float> carve(scratch.op_floats(floats(c, n, slots)));
+    q = carve.take(n * HD);
+    k = carve.take(n * HD);
+    v = carve.take(n * HD);
+    fa = carve.take(n * D);
+    graw = carve.take(n * HD);
+    braw = carve.take(n * H);
+    gate = carve.take(n * HD);
+    o = carve.take(n * HD);
+    ext = carve.take((K - 1 + n) * HD);
+    this->slots = carve.take(slots * 2 * D);
+  }
+};
 
 }  // namespace
 
@@ -51,28 +80,35 @@ float kda_gate(const ModelConfig& c, float graw, float A_log_h, float dt_bias) {
   return -a * softplus(x);
 }
 
+size_t kda_scratch_floats(const ModelConfig& c, size_t rows, size_t slots) {
+  return KdaScratch::floats(c, rows, std::max<size_t>(slots, 1));
+}
+
 void kda_forward(const ModelConfig& c, const KdaWeights& w, KdaState& state, const float* x, size_t n, float* out,
                  ThreadPool* pool) {
-  LayerState holder;
-  holder.kda = std::move(state);
-  const LayerSegment one{&holder, 0, n, nullptr};
-  kda_forward(c, w, std::span<const LayerSegment>(&one, 1), x, n, out, pool);
-  state = std::move(holder.kda);
+  ForwardScratch scratch;
+  run_one_sequence(&LayerState::kda, state, n, [&](std::span<const LayerSegment> one) {
+    kda_forward(c, w, one, x, n, out, pool, scratch);
+  });
 }
 
 void kda_forward(const ModelConfig& c, const KdaWeights& w, std::span<const LayerSegment> segments, const float* x,
-                 size_t n, float* out, ThreadPool* pool) {
+                 size_t n, float* out, ThreadPool* pool, ForwardScratch& scratch) {
   const size_t H = c.kda_num_heads, D = c.kda_head_dim, K = c.kda_conv_kernel, HD = H * D;
+  // Heads (of every sequence) are independent items; each slot of threads
+  // gets its own g and u.
+  const size_t items = segments.size() * H;
+  const size_t slots = std::max<size_t>(1, std::min<size_t>(pool ? pool->size() : 1, items));
+  const KdaScratch m(c, n, slots, scratch);
 
   // Batched projections: every weight matrix is read once for the n tokens.
-  std::vector<float> q(n * HD), k(n * HD), v(n * HD), fa(n * D), graw(n * HD), braw(n * H), gate(n * HD);
-  lin(w.q_proj, x, n, q.data(), pool);
-  lin(w.k_proj, x, n, k.data(), pool);
-  lin(w.v_proj, x, n, v.data(), pool);
-  lin(w.f_a_proj, x, n, fa.data(), pool);
-  lin(w.f_b_proj, fa.data(), n, graw.data(), pool);
-  lin(w.b_proj, x, n, braw.data(), pool);
-  lin(w.g_proj, x, n, gate.data(), pool);
+  lin(w.q_proj, x, n, m.q, pool);
+  lin(w.k_proj, x, n, m.k, pool);
+  lin(w.v_proj, x, n, m.v, pool);
+  lin(w.f_a_proj, x, n, m.fa, pool);
+  lin(w.f_b_proj, m.fa, n, m.graw, pool);
+  lin(w.b_proj, x, n, m.braw, pool);
+  lin(w.g_proj, x, n, m.gate, pool);
 
   // Each sequence's rows through its own conv carries.
   for (const LayerSegment& seg : segments) {
@@ -83,47 +119,43 @@ void kda_forward(const ModelConfig& c, const KdaWeights& w, std::span<const Laye
       hist->S.resize(seg.count > 1 ? (seg.count - 1) * H * D * D : 0);
     }
     const size_t off = seg.begin * HD;
-    short_conv_silu(w.q_conv, st.conv_q, q.data() + off, seg.count, HD, K, hist ? &hist->conv_q : nullptr);
-    short_conv_silu(w.k_conv, st.conv_k, k.data() + off, seg.count, HD, K, hist ? &hist->conv_k : nullptr);
-    short_conv_silu(w.v_conv, st.conv_v, v.data() + off, seg.count, HD, K, hist ? &hist->conv_v : nullptr);
+    short_conv_silu(w.q_conv, st.conv_q, m.q + off, seg.count, HD, K, hist ? &hist->conv_q : nullptr, m.ext);
+    short_conv_silu(w.k_conv, st.conv_k, m.k + off, seg.count, HD, K, hist ? &hist->conv_k : nullptr, m.ext);
+    short_conv_silu(w.v_conv, st.conv_v, m.v + off, seg.count, HD, K, hist ? &hist->conv_v : nullptr, m.ext);
   }
 
-  // Heads (of every sequence) are independent: each carries its own S
-  // through its sequence's rows.
-  std::vector<float> o(n * HD);
+  // Each head carries its own S through its sequence's rows.
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(D));
-  auto run_heads = [&](size_t i0, size_t i1) {
-    std::vector<float> g(D), u(D);
+  parallel_for_slots(pool, items, slots, [&](size_t slot, size_t i0, size_t i1) {
+    float* g = m.slots + slot * 2 * D;
+    float* u = g + D;
     for (size_t item = i0; item < i1; ++item) {
       const LayerSegment& seg = segments[item / H];
       const size_t h = item % H;
       float* S = seg.state->kda.S.data() + h * D * D;
       const float A_log_h = w.A_log.data[h];  // indexed by head, never by channel
       for (size_t t = seg.begin; t < seg.begin + seg.count; ++t) {
-        float* qh = q.data() + t * HD + h * D;
-        float* kh = k.data() + t * HD + h * D;
-        const float* vh = v.data() + t * HD + h * D;
+        float* qh = m.q + t * HD + h * D;
+        float* kh = m.k + t * HD + h * D;
+        const float* vh = m.v + t * HD + h * D;
         l2_normalize(qh, D, q_scale);
         l2_normalize(kh, D, 1.0f);
-        for (size_t d = 0; d < D; ++d) g[d] = kda_gate(c, graw[t * HD + h * D + d], A_log_h, w.dt_bias.data[h * D + d]);
-        const float beta = sigmoid(braw[t * H + h]);
-        float* oh = o.data() + t * HD + h * D;
-        kernels::kda_recurrent_step(S, qh, kh, vh, g.data(), beta, D, oh, u.data());
+        for (size_t d = 0; d < D; ++d)
+          g[d] = kda_gate(c, m.graw[t * HD + h * D + d], A_log_h, w.dt_bias.data[h * D + d]);
+        const float beta = sigmoid(m.braw[t * H + h]);
+        float* oh = m.o + t * HD + h * D;
+        kernels::kda_recurrent_step(S, qh, kh, vh, g, beta, D, oh, u);
         const size_t row = t - seg.begin;
         if (seg.history && row + 1 < seg.count)
           std::copy(S, S + D * D, seg.history->S.data() + (row * H + h) * D * D);
         // Output: per-head rms with o_norm, then the full-rank sigmoid gate.
         rms_norm(oh, 1, D, w.o_norm.data, c.rms_norm_eps, oh);
-        for (size_t d = 0; d < D; ++d) oh[d] *= sigmoid(gate[t * HD + h * D + d]);
+        for (size_t d = 0; d < D; ++d) oh[d] *= sigmoid(m.gate[t * HD + h * D + d]);
       }
     }
-  };
-  if (pool)
-    pool->parallel_for(segments.size() * H, 1, run_heads);
-  else
-    run_heads(0, segments.size() * H);
+  });
 
-  lin(w.o_proj, o.data(), n, out, pool);
+  lin(w.o_proj, m.o, n, out, pool);
 }
 
 void kda_rollback(const ModelConfig& c, const KdaRowHistory& history, size_t keep, KdaState& state) {

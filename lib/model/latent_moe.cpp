@@ -1,8 +1,11 @@
 #include "model/latent_moe.h"
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
+#include "common/error.h"
+#include "model/forward_scratch.h"
 #include "model/linear.h"
 #include "model/rms_norm.h"
 #include "model/router.h"
@@ -10,65 +13,119 @@
 
 namespace k3 {
 
+namespace {
+
+// The widest SiTU MLP of a MoE layer: the shared experts or one routed expert.
+size_t widest_situ(const ModelConfig& c) {
+  return static_cast<size_t>(c.moe_intermediate_size) * static_cast<size_t>(std::max(1, c.num_shared_experts));
+}
+
+// The pieces of LatentMoE's scratch, in carving order. Routed expert e
+// writes the rows that chose it to rows [start[e], start[e+1]) of
+// expert_out, so every expert has its own output; expert_in holds the input
+// rows of one expert at a time (experts are delivered one after another).
+struct MoeScratch {
+  float *logits, *weights, *z, *shared, *expert_in, *expert_out, *y, *situ;
+  int32_t* chosen;
+  size_t *start, *fill, *rows;
+  static size_t floats(const ModelConfig& c, size_t n) {
+    using C = ScratchCarver<float>;
+    const size_t hidden = c.hidden_size, latent = c.routed_expert_hidden_size, E = c.num_experts;
+    const size_t k = c.num_experts_per_token;
+    return C::padded(n * E) + C::padded(n * k) + C::padded(n * latent) + C::padded(n * hidden) +
+           C::padded(n * latent) + C::padded(n * k * latent) + C::padded(n * latent) +
+           C::padded(situ_scratch_floats(n, widest_situ(c)));
+  }
+  static size_t indices(const ModelConfig& c, size_t n) {
+    return 2 * static_cast<size_t>(c.num_experts) + 1 + n * c.num_experts_per_token;
+  }
+  MoeScratch(const ModelConfig& c, size_t n, ForwardScratch& scratch) {
+    const size_t hidden = c.hidden_size, latent = c.routed_expert_hidden_size, E = c.num_experts;
+    const size_t k = c.num_experts_per_token;
+    ScratchCarver<float> carve(scratch.op_floats(floats(c, n)));
+    logits = carve.take(n * E);
+    weights = carve.take(n * k);
+    z = carve.take(n * latent);
+    shared = carve.take(n * hidden);
+    expert_in = carve.take(n * latent);
+    expert_out = carve.take(n * k * latent);
+    y = carve.take(n * latent);
+    situ = carve.take(situ_scratch_floats(n, widest_situ(c)));
+    chosen = scratch.op_ints(n * k);
+    start = scratch.op_indices(indices(c, n));
+    fill = start + E + 1;
+    rows = fill + E;
+  }
+};
+
+}  // namespace
+
+size_t latent_moe_scratch_floats(const ModelConfig& c, size_t rows) { return MoeScratch::floats(c, rows); }
+size_t latent_moe_scratch_ints(const ModelConfig& c, size_t rows) { return rows * c.num_experts_per_token; }
+size_t latent_moe_scratch_indices(const ModelConfig& c, size_t rows) { return MoeScratch::indices(c, rows); }
+
 void latent_moe_forward(const ModelConfig& c, int layer, const MoeTrunkWeights& w, WeightSource& source,
-                        const float* x, size_t n, float* out, ThreadPool* pool) {
+                        const float* x, size_t n, float* out, ThreadPool* pool, ForwardScratch& scratch) {
   const size_t hidden = c.hidden_size, latent = c.routed_expert_hidden_size, E = c.num_experts;
   const size_t k = c.num_experts_per_token;
   const SituParams situ = SituParams::from(c);
+  const MoeScratch m(c, n, scratch);
+  auto check_width = [&](size_t inter, const char* what) {
+    if (inter > widest_situ(c))
+      throw Error(ExitCode::kInternal, std::string(what) + " is wider than the config's MoE intermediate size");
+  };
 
   // Route every token on x.
-  std::vector<float> logits(n * E), weights(n * k);
-  std::vector<int32_t> chosen(n * k);
-  lin(w.router, x, n, logits.data(), pool);
-  route_tokens(c, logits.data(), w.router_bias.data, n, chosen.data(), weights.data());
+  lin(w.router, x, n, m.logits, pool);
+  route_tokens(c, m.logits, w.router_bias.data, n, m.chosen, m.weights);
 
   // The distinct experts of the batch (ascending id) and, per expert, the
-  // rows that chose it (ascending token).
-  std::vector<int> experts;
-  std::vector<std::vector<size_t>> rows_of(E);
-  for (size_t i = 0; i < n * k; ++i) rows_of[chosen[i]].push_back(i / k);
+  // rows that chose it (ascending token), as consecutive runs of m.rows.
+  std::fill(m.start, m.start + E + 1, size_t{0});
+  for (size_t i = 0; i < n * k; ++i) ++m.start[m.chosen[i] + 1];
+  for (size_t e = 0; e < E; ++e) m.start[e + 1] += m.start[e];
+  std::copy(m.start, m.start + E, m.fill);
+  for (size_t i = 0; i < n * k; ++i) m.rows[m.fill[m.chosen[i]]++] = i / k;
+  std::vector<int>& experts = scratch.experts();
+  experts.clear();
   for (size_t e = 0; e < E; ++e)
-    if (!rows_of[e].empty()) experts.push_back(static_cast<int>(e));
-  std::vector<size_t> slot_of(E, 0);
-  for (size_t s = 0; s < experts.size(); ++s) slot_of[experts[s]] = s;
+    if (m.start[e + 1] > m.start[e]) experts.push_back(static_cast<int>(e));
 
   // The reads of experts that are not resident start now, while the latent
   // projection and the shared experts (which do not depend on routing)
   // compute; the shared result is added at the end exactly as before.
   source.prefetch_experts(layer, experts);
-  std::vector<float> z(n * latent);
-  lin(w.latent_down, x, n, z.data(), pool);
-  std::vector<float> shared(n * hidden);
-  situ_mlp(w.shared, situ, x, n, shared.data(), pool);
+  lin(w.latent_down, x, n, m.z, pool);
+  check_width(out_dim(w.shared.gate_proj), "the shared experts' MLP");
+  situ_mlp(w.shared, situ, x, n, m.shared, pool, m.situ);
 
   // Each expert runs once on its rows into its own buffer.
-  std::vector<std::vector<float>> expert_out(experts.size());
   source.for_each_expert(layer, experts, [&](size_t s, const ExpertWeights& ew) {
-    const std::vector<size_t>& rows = rows_of[experts[s]];
-    std::vector<float> in(rows.size() * latent);
-    for (size_t r = 0; r < rows.size(); ++r)
-      std::copy(z.data() + rows[r] * latent, z.data() + (rows[r] + 1) * latent, in.data() + r * latent);
-    expert_out[s].resize(rows.size() * latent);
-    situ_mlp(ew, situ, in.data(), rows.size(), expert_out[s].data(), pool);
+    const size_t e = static_cast<size_t>(experts[s]), first = m.start[e], count = m.start[e + 1] - first;
+    float* in = m.expert_in;
+    for (size_t r = 0; r < count; ++r)
+      std::copy(m.z + m.rows[first + r] * latent, m.z + (m.rows[first + r] + 1) * latent, in + r * latent);
+    check_width(out_dim(ew.w1), "a routed expert's MLP");
+    situ_mlp(ew, situ, in, count, m.expert_out + first * latent, pool, m.situ);
   });
 
   // Combine per token in the router's order (fixed, independent of arrival).
-  std::vector<float> y(n * latent, 0.0f);
+  std::fill(m.y, m.y + n * latent, 0.0f);
   for (size_t t = 0; t < n; ++t) {
-    float* yt = y.data() + t * latent;
+    float* yt = m.y + t * latent;
     for (size_t j = 0; j < k; ++j) {
-      const int e = chosen[t * k + j];
-      const std::vector<size_t>& rows = rows_of[e];
-      const size_t r = static_cast<size_t>(std::lower_bound(rows.begin(), rows.end(), t) - rows.begin());
-      const float* ye = expert_out[slot_of[e]].data() + r * latent;
-      const float we = weights[t * k + j];
+      const size_t e = static_cast<size_t>(m.chosen[t * k + j]);
+      const size_t* rows = m.rows + m.start[e];
+      const size_t r = static_cast<size_t>(std::lower_bound(rows, rows + (m.start[e + 1] - m.start[e]), t) - rows);
+      const float* ye = m.expert_out + (m.start[e] + r) * latent;
+      const float we = m.weights[t * k + j];
       for (size_t d = 0; d < latent; ++d) yt[d] += we * ye[d];
     }
   }
-  if (c.latent_moe_use_norm) rms_norm(y.data(), n, latent, w.latent_norm.data, c.rms_norm_eps, y.data());
-  lin(w.latent_up, y.data(), n, out, pool);
+  if (c.latent_moe_use_norm) rms_norm(m.y, n, latent, w.latent_norm.data, c.rms_norm_eps, m.y);
+  lin(w.latent_up, m.y, n, out, pool);
 
-  for (size_t i = 0; i < n * hidden; ++i) out[i] += shared[i];
+  for (size_t i = 0; i < n * hidden; ++i) out[i] += m.shared[i];
 }
 
 }  // namespace k3

@@ -19,10 +19,17 @@
 
 namespace k3 {
 
+class ForwardScratch;
 class ThreadPool;
 
 // x[n, hidden] = rms(h, post_attention_layernorm) -> out[n, hidden].
+// Temporaries live in `scratch`.
 void latent_moe_forward(const ModelConfig& config, int layer, const MoeTrunkWeights& w, WeightSource& source,
-                        const float* x, size_t n, float* out, ThreadPool* pool);
+                        const float* x, size_t n, float* out, ThreadPool* pool, ForwardScratch& scratch);
+
+// Scratch latent_moe_forward takes for n rows: floats, ints, indices (size_t).
+size_t latent_moe_scratch_floats(const ModelConfig& config, size_t rows);
+size_t latent_moe_scratch_ints(const ModelConfig& config, size_t rows);
+size_t latent_moe_scratch_indices(const ModelConfig& config, size_t rows);
 
 }  // namespace k3

@@ -9,6 +9,7 @@
 #include "kernels/attention_scores.h"
 #include "kernels/bf16.h"
 #include "kernels/thread_pool.h"
+#include "model/forward_scratch.h"
 #include "model/linear.h"
 #include "model/rms_norm.h"
 
@@ -25,91 +26,129 @@ void mla_truncate(const ModelConfig& c, MlaCache& cache, int64_t positions) {
   cache.latent.resize(static_cast<size_t>(positions) * stride);
 }
 
+namespace {
+
+// The pieces of MLA's scratch, in carving order; each slot of threads gets
+// q_lat, ctx (kvl each) and the scores of up to `positions` positions.
+struct MlaScratch {
+  float *qa, *q, *ckv, *gate, *o, *slots;
+  size_t slot_floats;
+  size_t *row_seg, *row_pos;
+  static size_t per_slot(const ModelConfig& c, size_t positions) {
+    using C = ScratchCarver<float>;
+    return 2 * C::padded(c.kv_lora_rank) + C::padded(positions);
+  }
+  static size_t floats(const ModelConfig& c, size_t n, size_t positions, size_t slots) {
+    using C = ScratchCarver<float>;
+    const size_t heads = c.mla_num_heads, vdim = c.v_head_dim;
+    const size_t qh_dim = c.qk_nope_head_dim + c.qk_rope_head_dim, stride = c.kv_lora_rank + c.qk_rope_head_dim;
+    return C::padded(n * c.q_lora_rank) + C::padded(n * heads * qh_dim) + C::padded(n * stride) +
+           (c.mla_use_output_gate ? C::padded(n * heads * vdim) : 0) + C::padded(n * heads * vdim) +
+           slots * per_slot(c, positions);
+  }
+  MlaScratch(const ModelConfig& c, size_t n, size_t positions, size_t slots, ForwardScratch& scratch) {
+    const size_t heads = c.mla_num_heads, vdim = c.v_head_dim;
+    const size_t qh_dim = c.qk_nope_head_dim + c.qk_rope_head_dim, stride = c.kv_lora_rank + c.qk_rope_head_dim;
+    ScratchCarver<float> carve(scratch.op_floats(floats(c, n, positions, slots)));
+    qa = carve.take(n * c.q_lora_rank);
+    q = carve.take(n * heads * qh_dim);
+    ckv = carve.take(n * stride);
+    gate = c.mla_use_output_gate ? carve.take(n * heads * vdim) : nullptr;
+    o = carve.take(n * heads * vdim);
+    slot_floats = per_slot(c, positions);
+    this->slots = carve.take(slots * slot_floats);
+    row_seg = scratch.op_indices(mla_scratch_indices(n));
+    row_pos = row_seg + n;
+  }
+};
+
+}  // namespace
+
+size_t mla_scratch_floats(const ModelConfig& c, size_t rows, size_t positions, size_t slots) {
+  return MlaScratch::floats(c, rows, positions, std::max<size_t>(slots, 1));
+}
+
 void mla_forward(const ModelConfig& c, const MlaWeights& w, MlaCache& cache, const float* x, size_t n, float* out,
                  ThreadPool* pool) {
-  LayerState holder;
-  holder.mla = std::move(cache);
-  const LayerSegment one{&holder, 0, n, nullptr};
-  mla_forward(c, w, std::span<const LayerSegment>(&one, 1), x, n, out, pool);
-  cache = std::move(holder.mla);
+  ForwardScratch scratch;
+  run_one_sequence(&LayerState::mla, cache, n, [&](std::span<const LayerSegment> one) {
+    mla_forward(c, w, one, x, n, out, pool, scratch);
+  });
 }
 
 void mla_forward(const ModelConfig& c, const MlaWeights& w, std::span<const LayerSegment> segments, const float* x,
-                 size_t n, float* out, ThreadPool* pool) {
+                 size_t n, float* out, ThreadPool* pool, ForwardScratch& scratch) {
   const size_t heads = c.mla_num_heads, nope = c.qk_nope_head_dim, rope = c.qk_rope_head_dim;
   const size_t vdim = c.v_head_dim, ql = c.q_lora_rank, kvl = c.kv_lora_rank;
   const size_t qh_dim = nope + rope, kvb_rows = nope + vdim, stride = kvl + rope;
 
+  // Attention per (token, head): independent items, split over slots of
+  // threads. A row attends to at most its sequence's positions so far plus
+  // the rows of this pass.
+  const size_t items = n * heads;
+  const size_t slots = std::max<size_t>(1, std::min<size_t>(pool ? pool->size() : 1, items));
+  size_t positions = 0;
+  for (const LayerSegment& seg : segments)
+    positions = std::max(positions, static_cast<size_t>(mla_cache_positions(c, seg.state->mla)) + seg.count);
+  const MlaScratch m(c, n, positions, slots, scratch);
+
   // Queries: q = lin(rms(lin(x, q_a), q_a_layernorm, 1e-6), q_b).
-  std::vector<float> qa(n * ql), q(n * heads * qh_dim);
-  lin(w.q_a_proj, x, n, qa.data(), pool);
-  rms_norm(qa.data(), n, ql, w.q_a_layernorm.data, kMlaLoraNormEps, qa.data());
-  lin(w.q_b_proj, qa.data(), n, q.data(), pool);
+  lin(w.q_a_proj, x, n, m.qa, pool);
+  rms_norm(m.qa, n, ql, w.q_a_layernorm.data, kMlaLoraNormEps, m.qa);
+  lin(w.q_b_proj, m.qa, n, m.q, pool);
 
   // Latents of the new positions go into each sequence's cache: [rms(c), k_r].
   // Row t belongs to sequence row_seg[t] and sits at its position row_pos[t].
-  std::vector<float> ckv(n * stride);
-  lin(w.kv_a_proj_with_mqa, x, n, ckv.data(), pool);
-  std::vector<size_t> row_seg(n), row_pos(n);
+  lin(w.kv_a_proj_with_mqa, x, n, m.ckv, pool);
   for (size_t si = 0; si < segments.size(); ++si) {
     MlaCache& cache = segments[si].state->mla;
     const size_t pos0 = static_cast<size_t>(mla_cache_positions(c, cache));
     cache.latent.resize((pos0 + segments[si].count) * stride);
     for (size_t r = 0; r < segments[si].count; ++r) {
       const size_t t = segments[si].begin + r;
-      row_seg[t] = si;
-      row_pos[t] = pos0 + r;
+      m.row_seg[t] = si;
+      m.row_pos[t] = pos0 + r;
       float* dst = cache.latent.data() + (pos0 + r) * stride;
-      rms_norm(ckv.data() + t * stride, 1, kvl, w.kv_a_layernorm.data, kMlaLoraNormEps, dst);
-      std::copy(ckv.data() + t * stride + kvl, ckv.data() + (t + 1) * stride, dst + kvl);
+      rms_norm(m.ckv + t * stride, 1, kvl, w.kv_a_layernorm.data, kMlaLoraNormEps, dst);
+      std::copy(m.ckv + t * stride + kvl, m.ckv + (t + 1) * stride, dst + kvl);
     }
   }
 
-  std::vector<float> gate;
-  if (c.mla_use_output_gate) {
-    gate.resize(n * heads * vdim);
-    lin(w.g_proj, x, n, gate.data(), pool);
-  }
+  if (c.mla_use_output_gate) lin(w.g_proj, x, n, m.gate, pool);
 
-  // Attention per (token, head): independent items, each in a fixed order.
   const float scale = 1.0f / std::sqrt(static_cast<float>(qh_dim));
-  std::vector<float> o(n * heads * vdim);
-  auto run = [&](size_t i0, size_t i1) {
-    std::vector<float> q_lat(kvl), ctx(kvl), scores;
+  parallel_for_slots(pool, items, slots, [&](size_t slot, size_t i0, size_t i1) {
+    float* q_lat = m.slots + slot * m.slot_floats;
+    float* ctx = q_lat + ScratchCarver<float>::padded(kvl);
+    float* scores = ctx + ScratchCarver<float>::padded(kvl);
     for (size_t item = i0; item < i1; ++item) {
       const size_t t = item / heads, h = item % heads;
-      const MlaCache& cache = segments[row_seg[t]].state->mla;
-      const float* qn = q.data() + (t * heads + h) * qh_dim;
+      const MlaCache& cache = segments[m.row_seg[t]].state->mla;
+      const float* qn = m.q + (t * heads + h) * qh_dim;
       const float* qr = qn + nope;
       const uint16_t* w_uk = w.kv_b_proj.data + h * kvb_rows * kvl;  // [nope, kvl]
       const uint16_t* w_uv = w_uk + nope * kvl;                       // [vdim, kvl]
       // Absorb W_uk into the query: q_lat = W_uk^T q_nope.
-      std::fill(q_lat.begin(), q_lat.end(), 0.0f);
+      std::fill(q_lat, q_lat + kvl, 0.0f);
       for (size_t d = 0; d < nope; ++d) {
         const uint16_t* row = w_uk + d * kvl;
         for (size_t r = 0; r < kvl; ++r) q_lat[r] += kernels::bf16_to_f32(row[r]) * qn[d];
       }
       // Causal: the row at position p sees its sequence's positions 0 .. p.
-      const size_t npos = row_pos[t] + 1;
-      scores.resize(npos);
-      kernels::latent_attention(q_lat.data(), qr, cache.latent.data(), npos, stride, kvl, rope, scale, scores.data(),
-                                ctx.data());
+      const size_t npos = m.row_pos[t] + 1;
+      kernels::latent_attention(q_lat, qr, cache.latent.data(), npos, stride, kvl, rope, scale, scores, ctx);
       // Expand through W_uv: o_h = W_uv ctx, then the sigmoid output gate.
-      float* oh = o.data() + (t * heads + h) * vdim;
+      float* oh = m.o + (t * heads + h) * vdim;
       for (size_t d = 0; d < vdim; ++d) {
         const uint16_t* row = w_uv + d * kvl;
         float acc = 0;
         for (size_t r = 0; r < kvl; ++r) acc += kernels::bf16_to_f32(row[r]) * ctx[r];
-        oh[d] = c.mla_use_output_gate ? acc * sigmoid(gate[(t * heads + h) * vdim + d]) : acc;
+        oh[d] = c.mla_use_output_gate ? acc * sigmoid(m.gate[(t * heads + h) * vdim + d]) : acc;
       }
     }
-  };
-  if (pool)
-    pool->parallel_for(n * heads, 1, run);
-  else
-    run(0, n * heads);
+  });
 
-  lin(w.o_proj, o.data(), n, out, pool);
+  lin(w.o_proj, m.o, n, out, pool);
 }
 
 }  // namespace k3

@@ -19,6 +19,7 @@
 
 namespace k3 {
 
+class ForwardScratch;
 class ThreadPool;
 
 // Norm epsilon of q_a_layernorm and kv_a_layernorm (built without an eps
@@ -27,13 +28,20 @@ inline constexpr float kMlaLoraNormEps = 1e-6f;
 
 // Appends the n tokens' latents to the cache (positions cache_len .. +n) and
 // attends causally. x[n, hidden] = rms(h, input_layernorm) -> out[n, hidden].
+// (One sequence with scratch of its own; the engine uses the form below.)
 void mla_forward(const ModelConfig& config, const MlaWeights& w, MlaCache& cache, const float* x, size_t n,
                  float* out, ThreadPool* pool);
 // The same over the rows of several sequences (segments[i].state->mla): the
 // projections read their weights once for all rows; each row attends to its
 // own sequence's cache. Bit-identical per row to running it alone.
+// Temporaries live in `scratch`.
 void mla_forward(const ModelConfig& config, const MlaWeights& w, std::span<const LayerSegment> segments,
-                 const float* x, size_t n, float* out, ThreadPool* pool);
+                 const float* x, size_t n, float* out, ThreadPool* pool, ForwardScratch& scratch);
+
+// Scratch mla_forward takes for n rows attending to at most `positions`
+// positions, split over `slots` threads: floats, and indices (size_t).
+size_t mla_scratch_floats(const ModelConfig& config, size_t rows, size_t positions, size_t slots);
+inline size_t mla_scratch_indices(size_t rows) { return 2 * rows; }
 
 // Drops cached positions from `positions` on (rollback of rejected rows).
 void mla_truncate(const ModelConfig& config, MlaCache& cache, int64_t positions);

@@ -6,7 +6,10 @@
 // (--state-out/--state-in) serialise exactly this struct.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
+#include <utility>
 #include <vector>
 
 namespace k3 {
@@ -55,6 +58,23 @@ struct LayerSegment {
   size_t begin = 0, count = 0;
   KdaRowHistory* history = nullptr;
 };
+
+// Runs a layer function written for segments over the n rows of one
+// sequence whose layer state is `part` (a KdaState or an MlaCache, the
+// `member` of LayerState): the single-sequence entry points of the layers.
+template <typename Part, typename Fn>
+void run_one_sequence(Part LayerState::*member, Part& part, size_t n, Fn&& fn) {
+  LayerState holder;
+  holder.*member = std::move(part);
+  const LayerSegment one{&holder, 0, n, nullptr};
+  try {
+    fn(std::span<const LayerSegment>(&one, 1));
+  } catch (...) {
+    part = std::move(holder.*member);
+    throw;
+  }
+  part = std::move(holder.*member);
+}
 
 struct SequenceState {
   int64_t positions = 0;          // tokens already processed

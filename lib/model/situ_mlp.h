@@ -26,7 +26,13 @@ struct SituParams {
 float situ(float g, float u, const SituParams& p);
 
 // x[n, in] -> out[n, out]; weights: gate/up [inter, in], down [out, inter].
-void situ_mlp(const DenseMlpWeights& w, const SituParams& p, const float* x, size_t n, float* out, ThreadPool* pool);
-void situ_mlp(const ExpertWeights& w, const SituParams& p, const float* x, size_t n, float* out, ThreadPool* pool);
+// `scratch` holds situ_scratch_floats(n, inter) floats (null: allocated here).
+void situ_mlp(const DenseMlpWeights& w, const SituParams& p, const float* x, size_t n, float* out, ThreadPool* pool,
+              float* scratch = nullptr);
+void situ_mlp(const ExpertWeights& w, const SituParams& p, const float* x, size_t n, float* out, ThreadPool* pool,
+              float* scratch = nullptr);
+
+// Scratch of situ_mlp over n rows of width `inter`: g and u, [n, inter] each.
+inline size_t situ_scratch_floats(size_t n, size_t inter) { return 2 * n * inter; }
 
 }  // namespace k3

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "kernels/mxfp4.h"
+#include "model/forward_scratch.h"
 #include "model/latent_moe.h"
 #include "model/router.h"
 #include "random_weights.h"
@@ -167,10 +168,11 @@ TEST(LatentMoe, MatchesDoubleReferenceInAnyArrivalOrder) {
   std::mt19937 rng(2);
   std::vector<float> x = test::random_input(rng, n * MoeCase::hidden);
   std::vector<float> fwd(n * MoeCase::hidden), rev(n * MoeCase::hidden);
-  latent_moe_forward(mc.c, 1, mc.trunk, mc.source, x.data(), n, fwd.data(), nullptr);
+  ForwardScratch scratch;  // reused by every call below, whatever its rows
+  latent_moe_forward(mc.c, 1, mc.trunk, mc.source, x.data(), n, fwd.data(), nullptr, scratch);
   EXPECT_TRUE(std::is_sorted(mc.source.last_request.begin(), mc.source.last_request.end()));
   mc.source.reverse = true;
-  latent_moe_forward(mc.c, 1, mc.trunk, mc.source, x.data(), n, rev.data(), nullptr);
+  latent_moe_forward(mc.c, 1, mc.trunk, mc.source, x.data(), n, rev.data(), nullptr, scratch);
   EXPECT_EQ(std::memcmp(fwd.data(), rev.data(), fwd.size() * sizeof(float)), 0);
   std::vector<double> want = mc.reference(x, n);
   const test::RelativeError e = test::relative_error(fwd, want);
@@ -178,7 +180,7 @@ TEST(LatentMoe, MatchesDoubleReferenceInAnyArrivalOrder) {
   // Rows are independent of the batch: each token alone gives the same bits.
   for (size_t t = 0; t < n; ++t) {
     std::vector<float> one(MoeCase::hidden);
-    latent_moe_forward(mc.c, 1, mc.trunk, mc.source, x.data() + t * MoeCase::hidden, 1, one.data(), nullptr);
+    latent_moe_forward(mc.c, 1, mc.trunk, mc.source, x.data() + t * MoeCase::hidden, 1, one.data(), nullptr, scratch);
     EXPECT_EQ(std::memcmp(one.data(), fwd.data() + t * MoeCase::hidden, one.size() * sizeof(float)), 0) << t;
   }
 }
@@ -226,8 +228,9 @@ TEST(LatentMoe, Mxfp4ExpertsEqualTheirDecodedBf16) {
   const size_t n = 5;
   std::vector<float> x = test::random_input(rng, n * MoeCase::hidden);
   std::vector<float> a(n * MoeCase::hidden), b(n * MoeCase::hidden);
-  latent_moe_forward(mc.c, 1, mc.trunk, mx_source, x.data(), n, a.data(), nullptr);
-  latent_moe_forward(mc.c, 1, mc.trunk, bf_source, x.data(), n, b.data(), nullptr);
+  ForwardScratch scratch;
+  latent_moe_forward(mc.c, 1, mc.trunk, mx_source, x.data(), n, a.data(), nullptr, scratch);
+  latent_moe_forward(mc.c, 1, mc.trunk, bf_source, x.data(), n, b.data(), nullptr, scratch);
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5 * (1 + std::abs(b[i]))) << i;
 }
 
