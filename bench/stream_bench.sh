@@ -11,8 +11,14 @@
 # Env:   K3_BENCH_DIR  where the checkpoint and trunk are cached (default /var/tmp/k3-bench; outside the repo)
 #        K3_BENCH_GEN  tokens generated per run (default 6); K3_BENCH_THREADS (default: all cores)
 #        K3_BENCH_REPEAT  runs per budget (default 1); the table shows medians
-#        K3_BENCH_BASELINE  another build's bin directory: its k3-forward runs right after ours at each
-#                           budget (same device state) and gets its own rows, for before/after tables
+#        K3_BENCH_BASELINE  another k3-forward to compare with: the binary itself, its bin directory or its
+#                           build directory. At each budget both run back to back (ours first in odd
+#                           repetitions, the baseline first in even ones, so drift of the shared device
+#                           evens out); each gets its own rows, side by side, and a line per budget gives
+#                           after/before of the medians (s/token, bytes read per token)
+#        K3_BENCH_SYNTH  k3-synth geometry flags of the checkpoint (default "--preset bench"); e.g.
+#                        "--preset bench --layers 8 --experts 64" (~1 GB) for a quick run. Use one
+#                        K3_BENCH_DIR per geometry: a cached checkpoint of other flags is refused
 #        K3_BENCH_BLOCKS  row-block sizes in MB (e.g. "32 4 0.5 0.07"): everything streaming at each block
 #                         size (rows blocks-X), beside --preset min (row "min") and whole layers ("streaming")
 # The page cache is dropped before each run (needs root) and all streaming
@@ -32,9 +38,17 @@ for t in k3-synth k3-pack k3-forward k3-bench-kernels; do
   [ -x "$BIN/$t" ] || { echo "stream_bench: $BIN/$t missing; build it first (cmake --build $BUILD)" >&2; exit 2; }
 done
 
+SYNTH=${K3_BENCH_SYNTH:---preset bench}
 if [ ! -f "$MODEL/model.safetensors.index.json" ]; then
-  echo "== generating the bench checkpoint in $MODEL (once; cached)"
-  "$BIN/k3-synth" "$MODEL" --preset bench --seed 1
+  echo "== generating the bench checkpoint in $MODEL (once; cached): k3-synth $SYNTH"
+  # shellcheck disable=SC2086  # the flags are words
+  "$BIN/k3-synth" "$MODEL" $SYNTH --seed 1
+  echo "$SYNTH" >"$DIR/synth-flags"
+fi
+cached=$(cat "$DIR/synth-flags" 2>/dev/null || echo "--preset bench")
+if [ "$cached" != "$SYNTH" ]; then
+  echo "stream_bench: $MODEL was generated with k3-synth $cached, not $SYNTH: set K3_BENCH_DIR to another directory" >&2
+  exit 2
 fi
 if [ ! -f "$TRUNK/trunk.json" ]; then
   echo "== packing the trunk into $TRUNK (once; cached)"
@@ -81,17 +95,25 @@ echo "== memory read bandwidth (k3-bench-kernels, single core): ${mem_gbps:-?} G
 
 ids="1000 2000 3000 4000 5000 6000 7000 8000"
 BASE=${K3_BENCH_BASELINE:-}
-if [ -n "$BASE" ] && [ ! -x "$BASE/k3-forward" ]; then echo "stream_bench: $BASE/k3-forward missing" >&2; exit 2; fi
+BASE_EXE=""
+if [ -n "$BASE" ]; then
+  for c in "$BASE" "$BASE/k3-forward" "$BASE/bin/k3-forward"; do
+    if [ -f "$c" ] && [ -x "$c" ]; then BASE_EXE=$c; break; fi
+  done
+  [ -n "$BASE_EXE" ] || { echo "stream_bench: K3_BENCH_BASELINE=$BASE: no k3-forward there (give the binary, its bin directory or its build directory)" >&2; exit 2; }
+  BASE=$BASE_EXE
+fi
 run1() {  # run1 K3_FORWARD NAME flags...
   local exe=$1 name=$2; shift 2
   drop_caches
   echo "$ids" | "$exe" "$MODEL" --gen "$GEN" --ignore-eos --threads "$THREADS" \
       --stats-json "$DIR/$name.json" "$@" >"$DIR/$name.ids" 2>"$DIR/$name.err" || { cat "$DIR/$name.err"; exit 1; }
 }
-run() {  # run NAME flags...: ours, then the baseline's as base-NAME (run $rep)
+run() {  # run NAME flags...: ours and the baseline's (as base-NAME) back to back, in turns (run $rep)
   local name=$1; shift
+  if [ -n "$BASE" ] && [ $((rep % 2)) -eq 0 ]; then run1 "$BASE_EXE" "base-$name.$rep" "$@"; fi
   run1 "$BIN/k3-forward" "$name.$rep" "$@"
-  if [ -n "$BASE" ]; then run1 "$BASE/k3-forward" "base-$name.$rep" "$@"; fi
+  if [ -n "$BASE" ] && [ $((rep % 2)) -eq 1 ]; then run1 "$BASE_EXE" "base-$name.$rep" "$@"; fi
 }
 echo "== k3-forward: prompt of 8 ids, $GEN generated, threads=${THREADS} (0 = all), $REPEAT run(s) per budget${BASE:+; baseline $BASE}"
 for rep in $(seq "$REPEAT"); do
@@ -147,4 +169,14 @@ for name in names:
     if name.endswith("resident") and mem > 0 and x["s_per_token"] > 0:
         bound = touched / (mem * 1e9)
         print(f"  {name}: memory-bandwidth bound {bound:.3f} s/token at {mem} GB/s; measured / bound = {x['s_per_token']/bound:.2f}")
+if with_base:
+    print(f"  after/before (this build / baseline, medians of {repeat} interleaved run(s) each):")
+    for b in ["streaming", "pinned", "resident"]:
+        (a, ra), (z, rz) = median_run(b), median_run("base-" + b)
+        ratio = lambda key: f"{a[key]/z[key]:.3f}" if z[key] > 0 else ("1.000" if a[key] == 0 else "-")
+        bytes_a = a["trunk_bytes_per_token"] + a["expert_bytes_per_token"]
+        bytes_z = z["trunk_bytes_per_token"] + z["expert_bytes_per_token"]
+        print(f"  {b:<15} s/token {z['s_per_token']:.3f} -> {a['s_per_token']:.3f} (x{ratio('s_per_token')}); "
+              f"MB read/token {bytes_z/1e6:.1f} -> {bytes_a/1e6:.1f}; compute s {z['compute_seconds']:.2f} -> "
+              f"{a['compute_seconds']:.2f}; peak RSS {rz/1e9:.2f}G -> {ra/1e9:.2f}G")
 PY
