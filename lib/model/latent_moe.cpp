@@ -25,14 +25,14 @@ size_t widest_situ(const ModelConfig& c) {
 // expert_out, so every expert has its own output; expert_in holds the input
 // rows of one expert at a time (experts are delivered one after another).
 struct MoeScratch {
-  float *logits, *weights, *z, *shared, *expert_in, *expert_out, *y, *situ;
-  int32_t* chosen;
+  float *logits, *weights, *route, *z, *shared, *expert_in, *expert_out, *y, *situ;
+  int32_t *chosen, *order;
   size_t *start, *fill, *rows;
   static size_t floats(const ModelConfig& c, size_t n) {
     using C = ScratchCarver<float>;
     const size_t hidden = c.hidden_size, latent = c.routed_expert_hidden_size, E = c.num_experts;
     const size_t k = c.num_experts_per_token;
-    return C::padded(n * E) + C::padded(n * k) + C::padded(n * latent) + C::padded(n * hidden) +
+    return C::padded(n * E) + C::padded(n * k) + C::padded(2 * E) + C::padded(n * latent) + C::padded(n * hidden) +
            C::padded(n * latent) + C::padded(n * k * latent) + C::padded(n * latent) +
            C::padded(situ_scratch_floats(n, widest_situ(c)));
   }
@@ -45,13 +45,15 @@ struct MoeScratch {
     ScratchCarver<float> carve(scratch.op_floats(floats(c, n)));
     logits = carve.take(n * E);
     weights = carve.take(n * k);
+    route = carve.take(2 * E);
     z = carve.take(n * latent);
     shared = carve.take(n * hidden);
     expert_in = carve.take(n * latent);
     expert_out = carve.take(n * k * latent);
     y = carve.take(n * latent);
     situ = carve.take(situ_scratch_floats(n, widest_situ(c)));
-    chosen = scratch.op_ints(n * k);
+    chosen = scratch.op_ints(latent_moe_scratch_ints(c, n));
+    order = chosen + n * k;
     start = scratch.op_indices(indices(c, n));
     fill = start + E + 1;
     rows = fill + E;
@@ -61,7 +63,9 @@ struct MoeScratch {
 }  // namespace
 
 size_t latent_moe_scratch_floats(const ModelConfig& c, size_t rows) { return MoeScratch::floats(c, rows); }
-size_t latent_moe_scratch_ints(const ModelConfig& c, size_t rows) { return rows * c.num_experts_per_token; }
+size_t latent_moe_scratch_ints(const ModelConfig& c, size_t rows) {
+  return rows * c.num_experts_per_token + c.num_experts;
+}
 size_t latent_moe_scratch_indices(const ModelConfig& c, size_t rows) { return MoeScratch::indices(c, rows); }
 
 void latent_moe_forward(const ModelConfig& c, int layer, const MoeTrunkWeights& w, WeightSource& source,
@@ -77,7 +81,7 @@ void latent_moe_forward(const ModelConfig& c, int layer, const MoeTrunkWeights& 
 
   // Route every token on x.
   lin(w.router, x, n, m.logits, pool);
-  route_tokens(c, m.logits, w.router_bias.data, n, m.chosen, m.weights);
+  route_tokens(c, m.logits, w.router_bias.data, n, m.chosen, m.weights, m.route, m.order);
 
   // The distinct experts of the batch (ascending id) and, per expert, the
   // rows that chose it (ascending token), as consecutive runs of m.rows.
