@@ -30,6 +30,10 @@ struct PackOptions {
   // Leave 4096-byte blocks that are entirely zero as holes (as
   // `cp --sparse=always`); the bytes read back are identical either way.
   bool sparse = true;
+  // Write a version 2 trunk: decoder-layer and head sections stored as
+  // compressed blocks (trunk_codec.h); the embedding, read a row at a time,
+  // stays raw.
+  bool compress = false;
 };
 
 // Bytes of disk the packed trunk will occupy: its size when written densely;
@@ -47,10 +51,11 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
 
 struct TrunkCheck {
   std::vector<std::string> problems;  // one line per section that differs
-  uint64_t bytes_checked = 0;
+  uint64_t bytes_checked = 0;         // decoded bytes, trunk and checkpoint sides each
 };
-// Re-hashes every section of trunk.bin and of the same tensors read from the
-// checkpoint, and compares both with trunk.json.
+// Re-hashes every section of trunk.bin (a compressed one decoded block by
+// block, each block checked against its own hash) and of the same tensors
+// read from the checkpoint, and compares both with trunk.json.
 TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoint,
                        const std::function<void(uint64_t, uint64_t)>& progress);
 

@@ -66,6 +66,9 @@ StreamingWeights::StreamingWeights(const ModelConfig& config, const Checkpoint& 
       experts_(config, checkpoint),
       io_(io_threads) {
   const auto t0 = Clock::now();
+  if (layout_.compressed())
+    throw Error(ExitCode::kBadModel, trunk_dir_ + ": a compressed trunk (k3-pack --compress) is not read by this "
+                                                  "engine yet; pack the trunk without --compress");
   for (const ShardInfo& s : checkpoint.shards()) shard_files_.push_back(std::make_unique<DirectFile>(s.path));
   if (!trunk_dir_.empty()) trunk_file_ = std::make_unique<DirectFile>(path_join(trunk_dir_, "trunk.bin"));
 
