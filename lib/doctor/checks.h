@@ -10,6 +10,7 @@
 
 #include "doctor/block_device.h"
 #include "doctor/cpu_features.h"
+#include "doctor/decode_probe.h"
 #include "doctor/kernel_limits.h"
 #include "doctor/model_bytes.h"
 #include "doctor/preset_forecast.h"
@@ -95,5 +96,11 @@ struct Bandwidth {
 void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c,
                   const std::optional<PresetForecast>& recommended, const Bandwidth& bw,
                   std::optional<double> hit_rate);
+
+// forecast/compression: disk-bound or decode-bound with a compressed trunk,
+// and whether to pack with --compress (compression_check.cpp). `probe` is
+// empty when probing was disabled; `trunk` null when none was given.
+void add_compression_check(Report& r, const PresetForecast& forecast, const Bandwidth& bw,
+                           const std::optional<DecodeProbe>& probe, const TrunkInfo* trunk, int cores);
 
 }  // namespace k3::doctor

@@ -9,6 +9,7 @@
 #include "io/aligned_buffer.h"
 #include "model/tensor_manifest.h"
 #include "pack/trunk_packer.h"
+#include "runtime/trunk_block_reader.h"
 
 namespace k3 {
 
@@ -63,8 +64,10 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
     rows = std::min(std::max(rows, grain), vocab);
     p.head_block_rows = rows;
     p.head_blocks = (vocab + rows - 1) / rows;
-    // Covering read of one block (one extra page when lm_head is not aligned).
+    // Covering read of one block (one extra page when lm_head is not aligned);
+    // a compressed head decodes whole codec blocks, up to one more at each end.
     p.head_block_read_bytes = align_up(rows * row) + ((lm && lm->offset % kDirectAlign) ? kDirectAlign : 0);
+    if (hs.compressed) p.head_block_read_bytes = align_up(rows * row + 2 * layout.block_bytes);
   }
   if (!p.streamed.empty()) {
     // Two buffers always; more when they fit the prefetch allowance or the
@@ -79,6 +82,27 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
     p.stream_buffers = static_cast<int>(std::min<uint64_t>(p.stream_buffers, std::max<uint64_t>(2, units)));
     p.stream_buffer_size = size;
     p.stream_buffer_bytes = p.stream_buffers * p.stream_buffer_size;
+    bool compressed = false;
+    for (int s : p.streamed) {
+      const TrunkSection& ts = layout.sections[s];
+      compressed = compressed || ts.compressed;
+      if (ts.layer >= 0) {
+        p.streamed_read_bytes += ts.stored_length;
+        p.streamed_decoded_bytes += ts.length;
+        continue;
+      }
+      for (const TrunkTensor& t : ts.tensors) {
+        if (t.name != c.lm_head_name) continue;
+        p.streamed_decoded_bytes += t.nbytes;
+        if (!ts.compressed) {
+          p.streamed_read_bytes += t.nbytes;
+          continue;
+        }
+        for (const TrunkBlock& b : ts.blocks)
+          if (b.offset >= t.offset && b.offset < t.offset + t.nbytes) p.streamed_read_bytes += b.stored_size;
+      }
+    }
+    if (compressed) p.stream_staging_bytes = p.stream_buffers * TrunkBlockReader::staging_bytes();
   }
 
   p.slot_bytes = slot_bytes;
@@ -109,7 +133,7 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
 
   p.io_bytes = 2 * (4u << 20) + req.tensor_count * 160 + (req.io_threads + req.compute_threads) * (8u << 20) / 8 +
                (48u << 20);  // program, libraries, allocator slack
-  p.peak_rss = p.pinned_bytes + p.stream_buffer_bytes + p.head_small_bytes + p.cache_bytes + p.kda_state_bytes + p.mla_cache_bytes +
+  p.peak_rss = p.pinned_bytes + p.stream_buffer_bytes + p.stream_staging_bytes + p.head_small_bytes + p.cache_bytes + p.kda_state_bytes + p.mla_cache_bytes +
                p.activation_bytes + p.io_bytes;
   return p;
 }
@@ -153,11 +177,20 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
   std::snprintf(buf, sizeof buf, "  pinned trunk      %d of %d layers%s  %s\n", pl, c.num_hidden_layers,
                 pinned_head ? " + head" : "", format_bytes(pinned_bytes).c_str());
   o += buf;
-  if (stream_buffers)
+  if (stream_buffers) {
     std::snprintf(buf, sizeof buf, "  streamed trunk    %d layers%s, %d buffers x %s  %s\n", sl,
                   streamed_head ? " + head" : "", stream_buffers, format_bytes(stream_buffer_size).c_str(),
                   format_bytes(stream_buffer_bytes).c_str());
-  else
+    if (stream_staging_bytes) {
+      o += buf;
+      std::snprintf(buf, sizeof buf,
+                    "  decode staging    compressed pieces read and decoded as they arrive  %s\n"
+                    "  read per token    %s compressed (%s decoded, %.1f%%)\n",
+                    format_bytes(stream_staging_bytes).c_str(), format_bytes(streamed_read_bytes).c_str(),
+                    format_bytes(streamed_decoded_bytes).c_str(),
+                    100.0 * streamed_read_bytes / std::max<uint64_t>(1, streamed_decoded_bytes));
+    }
+  } else
     std::snprintf(buf, sizeof buf, "  streamed trunk    none  0 B\n");
   o += buf;
   if (head_streamed) {
