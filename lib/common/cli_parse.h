@@ -2,7 +2,7 @@
 // --help prints the help and exits 0; a bad flag or argument prints one line
 // naming it and exits 2 (kUsage), never CLI11's own exit codes.
 //
-// Header-only so that only the tools, not the library, depend on CLI11.
+// Header-only; the cli layer (lib/cli) builds the tools' shared options on it.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -127,6 +127,18 @@ std::string read_all(int fd, const std::string& what) {
   return data;
 }
 
+void write_all(int fd, std::string_view data, const std::string& what) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t w = ::write(fd, data.data() + done, data.size() - done);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      throw Error(ExitCode::kIo, "cannot write " + what + ": " + std::strerror(errno));
+    }
+    done += static_cast<size_t>(w);
+  }
+}
+
 void write_file_atomic(const std::string& path, const void* data, size_t n) {
   AtomicFileWriter out(path);
   out.write(data, n);

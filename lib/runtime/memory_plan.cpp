@@ -83,7 +83,9 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
     p.stream_buffer_size = size;
     p.stream_buffer_bytes = p.stream_buffers * p.stream_buffer_size;
     bool compressed = false;
+    uint64_t largest_stored = 0;
     for (int s : p.streamed) {
+      largest_stored = std::max(largest_stored, layout.sections[s].stored_length);
       const TrunkSection& ts = layout.sections[s];
       compressed = compressed || ts.compressed;
       if (ts.layer >= 0) {
@@ -102,7 +104,9 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
           if (b.offset >= t.offset && b.offset < t.offset + t.nbytes) p.streamed_read_bytes += b.stored_size;
       }
     }
-    if (compressed) p.stream_staging_bytes = p.stream_buffers * TrunkBlockReader::staging_bytes();
+    if (compressed)
+      p.stream_staging_bytes =
+          p.stream_buffers * TrunkBlockReader::staging_bytes(TrunkBlockReader::piece_bytes_for(largest_stored));
   }
 
   p.slot_bytes = slot_bytes;

@@ -32,6 +32,14 @@ class TrunkBlockReader {
     return kPiecesInFlight * ((piece_bytes < 2 * kTrunkBlockBytes ? 2 * kTrunkBlockBytes : piece_bytes) + 2 * kDirectAlign);
   }
 
+  // The piece size for streamed units of at most `largest_stored` bytes:
+  // kPieceBytes, or less when no unit is that large (so small models do
+  // not hold staging they never fill).
+  static constexpr uint64_t piece_bytes_for(uint64_t largest_stored) {
+    return largest_stored < kPieceBytes ? (largest_stored < 2 * kTrunkBlockBytes ? 2 * kTrunkBlockBytes : largest_stored)
+                                        : kPieceBytes;
+  }
+
   TrunkBlockReader(ReadEngine& io, const DirectFile& file, uint64_t piece_bytes = kPieceBytes)
       : io_(io), file_(file), piece_bytes_(piece_bytes < 2 * kTrunkBlockBytes ? 2 * kTrunkBlockBytes : piece_bytes) {}
 
@@ -47,6 +55,7 @@ class TrunkBlockReader {
   // damaged block).
   uint64_t read_now(const TrunkSection& s, BlockRange r, uint8_t* dst, uint64_t dst_base, AlignedBuffer& staging);
 
+  uint64_t piece_bytes() const { return piece_bytes_; }
   // Thread CPU seconds spent decoding so far (all threads).
   double decode_seconds() const;
 

@@ -1,15 +1,13 @@
 // k3-pack: gather the trunk (every tensor but the routed experts) of a
 // checkpoint into one file with each layer contiguous, so the streaming
 // engine fetches a layer with one aligned read.
-#include <signal.h>
-
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <iostream>
 
 #include "checkpoint/checkpoint.h"
+#include "cli/interrupt.h"
 #include "common/cli_parse.h"
 #include "common/error.h"
 #include "common/tool_main.h"
@@ -19,9 +17,6 @@
 #include "pack/trunk_packer.h"
 
 namespace {
-std::atomic<bool> g_interrupted{false};
-void on_signal(int) { g_interrupted = true; }
-
 int run(int argc, char** argv) {
   using namespace k3;
   CLI::App app{
@@ -42,16 +37,15 @@ int run(int argc, char** argv) {
   app.add_flag("--check", check, "verify an existing trunk instead of writing one");
   app.add_flag("--compress", compress, "write a compressed trunk (trunk format version 2)");
   app.add_flag("--no-sparse", no_sparse, "write all-zero blocks instead of leaving holes (same bytes either way)");
-  app.footer(std::string("Exit codes:\n") + exit_codes_help());
+  app.footer(exit_codes_help());
   if (auto status = k3::parse_command_line(app, argc, argv, "k3-pack")) return *status;
-  ::signal(SIGINT, on_signal);
-  ::signal(SIGTERM, on_signal);
+  install_interrupt_handler();
   const std::string model_dir = check ? second : first, trunk_dir = check ? first : second;
   const ModelConfig config = load_model_config(model_dir);
   const Checkpoint checkpoint = Checkpoint::open(model_dir);
   auto progress_to = [](ProgressMeter& m) {
     return [&m](uint64_t done, uint64_t) {
-      if (g_interrupted) throw Error(ExitCode::kInterrupted, "interrupted; nothing was left behind");
+      if (interrupted()) throw Error(ExitCode::kInterrupted, "interrupted; nothing was left behind");
       m.update(done);
     };
   };
