@@ -1,3 +1,5 @@
+// Layer chat: conversations (XTML rendering and reply parsing, the chat session and loop).
+//
 // A conversation with the model in one process: the transcript (OpenAI-style
 // messages), the model state, and one reply per turn.
 //

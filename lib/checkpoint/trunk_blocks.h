@@ -7,7 +7,7 @@
 #include <string>
 
 #include "checkpoint/trunk_codec.h"
-#include "pack/trunk_layout.h"
+#include "checkpoint/trunk_layout.h"
 
 namespace k3 {
 

@@ -8,6 +8,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "common/atomic_file_writer.h"
+#include "common/cli_parse.h"
 #include "common/file.h"
 #include "common/error.h"
 #include "model/tensor_manifest.h"
@@ -18,7 +19,7 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
   app.add_option("MODEL_DIR", o.model_dir, "Model directory: config.json, model.safetensors.index.json and shards")
       ->required();
   app.add_option("--threads", o.threads, "Worker threads (default 0: all cores); output is identical for any count")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, kMaxComputeThreads));
 }
 
 void add_budget_options(CLI::App& app, ModelOptions& o) {
@@ -26,18 +27,19 @@ void add_budget_options(CLI::App& app, ModelOptions& o) {
   app.add_option("--trunk", r.trunk_dir,
                  "Packed trunk from k3-pack: pin --trunk-gb of it in RAM and stream the rest every token");
   app.add_option("--trunk-gb", r.trunk_gb, "GB (1e9 bytes) of trunk layers to pin in RAM (needs --trunk)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(finite_range(kMaxGigabytes));
   app.add_option("--cache-gb", r.cache_gb, "GB of routed-expert LRU cache (experts stream from the shards)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(finite_range(kMaxGigabytes));
   app.add_option("--preset", r.preset,
                  "Memory preset: laptop, desktop, workstation, server, max (--trunk-gb/--cache-gb override it)");
   app.add_flag("--list-presets", o.list_presets, "Print each preset's forecast peak RSS for this model, then exit");
   app.add_flag("--plan", o.plan_only,
                "Print the memory plan for these budget flags and --ctx (default 4096), then exit: 0 when it fits, "
                "6 when it would be refused. Reads no prompt and no weights");
-  app.add_option("--ctx", o.ctx, "Context positions to plan the MLA latent cache for (default: context + --gen)");
+  app.add_option("--ctx", o.ctx, "Context positions to plan the MLA latent cache for (default: context + --gen)")
+      ->check(CLI::Range(uint64_t{0}, kMaxContext));
   app.add_option("--io-threads", r.io_threads, "Parallel reads in flight when streaming (default 8)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, kMaxIoThreads));
   app.add_option("--stats-json", o.stats_json, "Write the streaming counters to FILE (JSON, written atomically)");
 }
 
@@ -108,7 +110,7 @@ void LoadedModel::report(uint64_t prompt_tokens, uint64_t decode_steps, double p
       while (!j.empty() && (j.back() == '\n' || j.back() == ' ')) j.pop_back();
       j += ",\n" + extra_json + "\n}\n";
     }
-    write_file_atomic(options_.stats_json, j.data(), j.size());
+    write_file_atomic(options_.stats_json, j.data(), j.size(), OutputPolicy::kFileOrStream);
   }
 }
 

@@ -1,3 +1,5 @@
+// Layer cli: what the tools share on the command line (options, stdout, interrupts, token-id input).
+//
 // The command-line options of tools that run the model (k3-forward, k3-chat):
 // the model directory, --threads, and the memory-budget flags (--trunk
 // --trunk-gb --cache-gb --preset --io-threads --list-presets --plan --ctx
@@ -18,7 +20,7 @@
 #include "kernels/thread_pool.h"
 #include "model/config.h"
 #include "model/engine.h"
-#include "model/resident_weights.h"
+#include "runtime/resident_weights.h"
 #include "runtime/streaming_setup.h"
 #include "runtime/streaming_weights.h"
 

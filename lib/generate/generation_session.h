@@ -1,3 +1,5 @@
+// Layer generate: the generation session (prefill, decode, sampling, stops, state) as a library object.
+//
 // The generation layer: one sequence being generated, as a library object.
 //
 // A GenerationSession owns what a generation carries from token to token:

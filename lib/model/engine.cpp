@@ -7,6 +7,7 @@
 #include "kernels/thread_pool.h"
 #include "model/attn_res.h"
 #include "model/decoder_layer.h"
+#include "model/finite_check.h"
 #include "model/kda.h"
 #include "model/linear.h"
 #include "model/rms_norm.h"
@@ -58,11 +59,15 @@ void Engine::forward_batch(SequenceState& state, const int32_t* ids, size_t n, L
   stream.n = n;
   stream.p.resize(n * hidden);
   source_.embed(ids, n, stream.p.data());
+  // Non-finite values are caught where they first appear (finite_check.h).
+  const int64_t pos0 = state.positions;
+  require_finite(stream.p.data(), n * hidden, hidden, pos0, "the embedding rows");
 
   for (int i = 0; i < c.num_hidden_layers; ++i) {
     const LayerWeights& w = source_.acquire_layer(i);
     decoder_layer_forward(c, i, w, source_, state.layers[i], stream, &pool_);
     source_.release_layer(i);
+    require_finite(stream.p.data(), n * hidden, hidden, pos0, "the output of layer " + std::to_string(i));
     if (progress_) progress_(steps_before + i + 1, steps_total);
   }
 
@@ -95,6 +100,7 @@ void Engine::forward_batch(SequenceState& state, const int32_t* ids, size_t n, L
     });
     if (covered != vocab) throw Error(ExitCode::kInternal, "lm_head blocks do not cover the vocabulary");
     source_.release_head();
+    require_finite(logits, m * vocab, vocab, pos0 + static_cast<int64_t>(first), "the logits (the head)");
   }
 
   state.positions += static_cast<int64_t>(n);

@@ -1,3 +1,5 @@
+// Layer model: the Kimi-K3 graph (config, tensor manifest, layers, forward pass, K3 reference geometry).
+//
 // The Kimi-K3 forward pass over a WeightSource.
 //
 // forward() runs a batch of new tokens after everything the SequenceState

@@ -3,9 +3,10 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/bf16.h"
+#include "kernels/activations.h"
+#include "kernels/kda_step.h"
+#include "kernels/short_conv.h"
 #include "kernels/thread_pool.h"
-#include "model/activations.h"
 #include "model/linear.h"
 #include "model/rms_norm.h"
 
@@ -20,26 +21,6 @@ void l2_normalize(float* x, size_t D, float scale) {
   for (size_t d = 0; d < D; ++d) ss += static_cast<double>(x[d]) * x[d];
   const float inv = 1.0f / std::sqrt(static_cast<float>(ss) + 1e-6f);
   for (size_t d = 0; d < D; ++d) x[d] = x[d] * inv * scale;
-}
-
-// Depthwise causal conv (PyTorch Conv1d with K-1 zeros padded on the left)
-// followed by silu, over n tokens of `channels` raw values. `carry` holds the
-// K-1 previous raw rows, oldest first, and is advanced past the n tokens.
-// Tap w[c, K-1] multiplies the current input, w[c, 0] the oldest.
-void short_conv_silu(const Bf16Matrix& w, std::vector<float>& carry, float* raw, size_t n, size_t channels,
-                     size_t K) {
-  // ext = [carry rows, raw rows]: token t's window is ext rows t..t+K-1.
-  std::vector<float> ext((K - 1 + n) * channels);
-  std::copy(carry.begin(), carry.end(), ext.begin());
-  std::copy(raw, raw + n * channels, ext.begin() + static_cast<ptrdiff_t>((K - 1) * channels));
-  for (size_t t = 0; t < n; ++t) {
-    for (size_t c = 0; c < channels; ++c) {
-      float acc = 0;
-      for (size_t j = 0; j < K; ++j) acc += kernels::bf16_to_f32(w.data[c * K + j]) * ext[(t + j) * channels + c];
-      raw[t * channels + c] = silu(acc);
-    }
-  }
-  std::copy(ext.end() - static_cast<ptrdiff_t>((K - 1) * channels), ext.end(), carry.begin());
 }
 
 }  // namespace
@@ -59,31 +40,6 @@ float kda_gate(const ModelConfig& c, float graw, float A_log_h, float dt_bias) {
   return -a * softplus(x);
 }
 
-void kda_recurrent_step(float* S, const float* q, const float* k, const float* v, const float* g, float beta,
-                        size_t D, float* o) {
-  // Decay each key row, then the delta rule: u = v - S^T k.
-  for (size_t i = 0; i < D; ++i) {
-    const float decay = std::exp(g[i]);
-    float* row = S + i * D;
-    for (size_t j = 0; j < D; ++j) row[j] *= decay;
-  }
-  std::vector<float> u(v, v + D);
-  for (size_t i = 0; i < D; ++i) {
-    const float* row = S + i * D;
-    for (size_t j = 0; j < D; ++j) u[j] -= row[j] * k[i];
-  }
-  for (size_t i = 0; i < D; ++i) {
-    const float bk = beta * k[i];
-    float* row = S + i * D;
-    for (size_t j = 0; j < D; ++j) row[j] += bk * u[j];
-  }
-  for (size_t j = 0; j < D; ++j) o[j] = 0;
-  for (size_t i = 0; i < D; ++i) {
-    const float* row = S + i * D;
-    for (size_t j = 0; j < D; ++j) o[j] += row[j] * q[i];
-  }
-}
-
 void kda_forward(const ModelConfig& c, const KdaWeights& w, KdaState& state, const float* x, size_t n, float* out,
                  ThreadPool* pool) {
   const size_t H = c.kda_num_heads, D = c.kda_head_dim, K = c.kda_conv_kernel, HD = H * D;
@@ -98,15 +54,16 @@ void kda_forward(const ModelConfig& c, const KdaWeights& w, KdaState& state, con
   lin(w.b_proj, x, n, braw.data(), pool);
   lin(w.g_proj, x, n, gate.data(), pool);
 
-  short_conv_silu(w.q_conv, state.conv_q, q.data(), n, HD, K);
-  short_conv_silu(w.k_conv, state.conv_k, k.data(), n, HD, K);
-  short_conv_silu(w.v_conv, state.conv_v, v.data(), n, HD, K);
+  std::vector<float> conv_scratch((K - 1 + n) * HD);
+  kernels::short_conv_silu(w.q_conv.data, state.conv_q.data(), q.data(), n, HD, K, conv_scratch.data());
+  kernels::short_conv_silu(w.k_conv.data, state.conv_k.data(), k.data(), n, HD, K, conv_scratch.data());
+  kernels::short_conv_silu(w.v_conv.data, state.conv_v.data(), v.data(), n, HD, K, conv_scratch.data());
 
   // Heads are independent: each carries its own S through the n tokens.
   std::vector<float> o(n * HD);
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(D));
   auto run_heads = [&](size_t h0, size_t h1) {
-    std::vector<float> g(D);
+    std::vector<float> g(D), u(D);
     for (size_t h = h0; h < h1; ++h) {
       float* S = state.S.data() + h * D * D;
       const float A_log_h = w.A_log.data[h];  // indexed by head, never by channel
@@ -119,7 +76,7 @@ void kda_forward(const ModelConfig& c, const KdaWeights& w, KdaState& state, con
         for (size_t d = 0; d < D; ++d) g[d] = kda_gate(c, graw[t * HD + h * D + d], A_log_h, w.dt_bias.data[h * D + d]);
         const float beta = sigmoid(braw[t * H + h]);
         float* oh = o.data() + t * HD + h * D;
-        kda_recurrent_step(S, qh, kh, vh, g.data(), beta, D, oh);
+        kernels::kda_recurrent_step(S, qh, kh, vh, g.data(), beta, D, oh, u.data());
         // Output: per-head rms with o_norm, then the full-rank sigmoid gate.
         rms_norm(oh, 1, D, w.o_norm.data, c.rms_norm_eps, oh);
         for (size_t d = 0; d < D; ++d) oh[d] *= sigmoid(gate[t * HD + h * D + d]);

@@ -4,9 +4,10 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/activations.h"
+#include "kernels/attention_scores.h"
 #include "kernels/bf16.h"
 #include "kernels/thread_pool.h"
-#include "model/activations.h"
 #include "model/linear.h"
 #include "model/rms_norm.h"
 
@@ -65,27 +66,8 @@ void mla_forward(const ModelConfig& c, const MlaWeights& w, MlaCache& cache, con
       // Causal: position pos0 + t sees positions 0 .. pos0 + t.
       const size_t npos = pos0 + t + 1;
       scores.resize(npos);
-      float mx = -INFINITY;
-      for (size_t j = 0; j < npos; ++j) {
-        const float* lat = cache.latent.data() + j * stride;
-        float s = 0;
-        for (size_t r = 0; r < kvl; ++r) s += q_lat[r] * lat[r];
-        float sr = 0;
-        for (size_t r = 0; r < rope; ++r) sr += qr[r] * lat[kvl + r];
-        scores[j] = (s + sr) * scale;
-        mx = std::max(mx, scores[j]);
-      }
-      float sum = 0;
-      for (size_t j = 0; j < npos; ++j) {
-        scores[j] = std::exp(scores[j] - mx);
-        sum += scores[j];
-      }
-      std::fill(ctx.begin(), ctx.end(), 0.0f);
-      for (size_t j = 0; j < npos; ++j) {
-        const float p = scores[j] / sum;
-        const float* lat = cache.latent.data() + j * stride;
-        for (size_t r = 0; r < kvl; ++r) ctx[r] += p * lat[r];
-      }
+      kernels::latent_attention(q_lat.data(), qr, cache.latent.data(), npos, stride, kvl, rope, scale, scores.data(),
+                                ctx.data());
       // Expand through W_uv: o_h = W_uv ctx, then the sigmoid output gate.
       float* oh = o.data() + (t * heads + h) * vdim;
       for (size_t d = 0; d < vdim; ++d) {

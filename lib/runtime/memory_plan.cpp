@@ -1,3 +1,4 @@
+#include "common/checked_math.h"
 #include "runtime/memory_plan.h"
 
 #include <algorithm>
@@ -8,8 +9,8 @@
 #include "common/progress_meter.h"
 #include "io/aligned_buffer.h"
 #include "model/tensor_manifest.h"
-#include "pack/trunk_packer.h"
 #include "runtime/trunk_block_reader.h"
+#include "runtime/trunk_plan.h"
 
 namespace k3 {
 
@@ -115,12 +116,15 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
   p.cache_slots = slot_bytes ? req.cache_budget / slot_bytes : 0;
   const uint64_t all = moe ? static_cast<uint64_t>(c.num_hidden_layers - c.first_k_dense_replace) * c.num_experts : 0;
   p.cache_slots = std::min(std::max(p.cache_slots, p.min_slots), all);
-  p.cache_bytes = p.cache_slots * slot_bytes;
+  p.cache_bytes = checked_mul(p.cache_slots, slot_bytes, "the expert cache");
 
   const uint64_t H = c.kda_num_heads, D = c.kda_head_dim, K = c.kda_conv_kernel;
   p.kda_state_bytes = static_cast<uint64_t>(c.num_kda_layers()) * (H * D * D + 3 * (K > 0 ? K - 1 : 0) * H * D) * 4;
-  p.mla_cache_bytes = static_cast<uint64_t>(c.num_mla_layers()) * req.context *
-                      (static_cast<uint64_t>(c.kv_lora_rank) + c.qk_rope_head_dim) * 4;
+  // The one term that grows with a request (--ctx) rather than the config,
+  // whose sizes load_model_config bounds: checked, as is the sum.
+  const std::string mla_what = "the MLA latent cache for a context of " + std::to_string(req.context) + " positions";
+  p.mla_cache_bytes = checked_mul(checked_mul(static_cast<uint64_t>(c.num_mla_layers()), req.context, mla_what),
+                                  (static_cast<uint64_t>(c.kv_lora_rank) + c.qk_rope_head_dim) * 4, mla_what);
 
   // Activations of one prefill batch: the residual stream and AttnRes
   // blocks, the widest projections, router scores, logits.
@@ -137,8 +141,10 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
 
   p.io_bytes = 2 * (4u << 20) + req.tensor_count * 160 + (req.io_threads + req.compute_threads) * (8u << 20) / 8 +
                (48u << 20);  // program, libraries, allocator slack
-  p.peak_rss = p.pinned_bytes + p.stream_buffer_bytes + p.stream_staging_bytes + p.head_small_bytes + p.cache_bytes + p.kda_state_bytes + p.mla_cache_bytes +
-               p.activation_bytes + p.io_bytes;
+  p.peak_rss = 0;
+  for (uint64_t part : {p.pinned_bytes, p.stream_buffer_bytes, p.stream_staging_bytes, p.head_small_bytes,
+                        p.cache_bytes, p.kda_state_bytes, p.mla_cache_bytes, p.activation_bytes, p.io_bytes})
+    p.peak_rss = checked_add(p.peak_rss, part, "the memory plan");
   return p;
 }
 

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/trunk_layout.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
-#include "pack/trunk_layout.h"
 
 namespace k3 {
 

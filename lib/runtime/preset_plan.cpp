@@ -2,8 +2,8 @@
 
 #include "checkpoint/checkpoint.h"
 #include "model/tensor_manifest.h"
-#include "pack/trunk_packer.h"
 #include "runtime/expert_index.h"
+#include "runtime/trunk_plan.h"
 
 namespace k3 {
 

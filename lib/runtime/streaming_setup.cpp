@@ -1,6 +1,7 @@
 #include "runtime/streaming_setup.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <ostream>
 
@@ -8,15 +9,23 @@
 #include "common/error.h"
 #include "common/progress_meter.h"
 #include "model/tensor_manifest.h"
-#include "pack/trunk_packer.h"
+#include "platform/memory_limits.h"
 #include "runtime/expert_index.h"
-#include "runtime/memory_limits.h"
 #include "runtime/presets.h"
+#include "runtime/trunk_plan.h"
 
 namespace k3 {
 
 namespace {
-uint64_t gb(double x) { return static_cast<uint64_t>(x * 1e9); }
+// Budgets arrive as doubles from the command line: NaN, infinities and
+// values past any machine (1e300 would wrap to a 0-byte cache) are refused.
+constexpr double kMaxBudgetGb = 1e6;
+uint64_t gb(double x, const char* flag) {
+  if (!std::isfinite(x) || x < 0 || x > kMaxBudgetGb)
+    throw Error(ExitCode::kUsage, std::string(flag) + " " + std::to_string(x) + " is not a budget: give GB from 0 to " +
+                                      std::to_string(static_cast<long>(kMaxBudgetGb)));
+  return static_cast<uint64_t>(x * 1e9);
+}
 
 std::string preset_names() {
   std::string s;
@@ -32,8 +41,8 @@ void resolve_budgets(StreamingRequest& req, uint64_t* trunk_bytes, uint64_t* cac
     throw Error(ExitCode::kUsage,
                 "--trunk-gb needs --trunk DIR (without a packed trunk the whole trunk is resident; pack one with "
                 "k3-pack MODEL_DIR TRUNK_DIR)");
-  *trunk_bytes = gb(req.trunk_gb >= 0 ? req.trunk_gb : p->trunk_gb);
-  *cache_bytes = gb(req.cache_gb >= 0 ? req.cache_gb : p->cache_gb);
+  *trunk_bytes = gb(req.trunk_gb >= 0 ? req.trunk_gb : p->trunk_gb, "--trunk-gb");
+  *cache_bytes = gb(req.cache_gb >= 0 ? req.cache_gb : p->cache_gb, "--cache-gb");
 }
 
 static PreparedStream plan_for(const ModelConfig& config, const Checkpoint& checkpoint, const StreamingRequest& req,
@@ -96,7 +105,7 @@ std::string presets_table(const ModelConfig& config, const Checkpoint& checkpoin
   o += buf;
   for (const Preset& pr : presets()) {
     // As the preset would run with a packed trunk (k3-pack), whether or not --trunk was given.
-    PreparedStream p = plan_for(config, checkpoint, req, gb(pr.trunk_gb), gb(pr.cache_gb), layout, true, slot_bytes);
+    PreparedStream p = plan_for(config, checkpoint, req, gb(pr.trunk_gb, "--trunk-gb"), gb(pr.cache_gb, "--cache-gb"), layout, true, slot_bytes);
     std::snprintf(buf, sizeof buf, "%-12s %9.1f %9.1f %14s %14s  %s   %s\n", pr.name.c_str(), pr.trunk_gb, pr.cache_gb,
                   format_bytes(p.plan.peak_rss).c_str(), format_bytes(p.plan.pinned_bytes).c_str(),
                   avail == UINT64_MAX ? "?" : (plan_fits(p.plan, avail) ? "yes" : "no "),

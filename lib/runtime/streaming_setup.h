@@ -1,3 +1,5 @@
+// Layer runtime: where weights come from (resident, streamed trunk, expert cache) and the memory plan that decides.
+//
 // What k3-forward needs to run in a memory budget: turning --trunk,
 // --trunk-gb, --cache-gb, --preset and --ctx into a memory plan, printing
 // it, refusing a plan that does not fit, building the StreamingWeights, and

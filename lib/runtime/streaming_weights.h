@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/trunk_layout.h"
 #include "io/direct_file.h"
 #include "io/read_engine.h"
 #include "model/config.h"
 #include "model/weight_source.h"
-#include "pack/trunk_layout.h"
 #include "runtime/expert_cache.h"
 #include "runtime/memory_plan.h"
 #include "runtime/trunk_stream.h"

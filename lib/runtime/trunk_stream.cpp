@@ -29,6 +29,7 @@ inline float bf16_to_f32(uint16_t b) {
 struct TrunkStream::Section {
   const TrunkSection* ts = nullptr;
   bool pinned = false;
+  bool verified = false;  // a streamed raw section: its bytes matched xxh3 once
   AlignedBuffer buf;  // pinned bytes
   std::unordered_map<std::string, uint64_t> rel;  // tensor name -> offset from section start
   LayerWeights lw;
@@ -136,8 +137,9 @@ void TrunkStream::pin_section(int s, const Checkpoint& checkpoint,
   sec.buf = AlignedBuffer(sec.ts->length);
   uint64_t read = sec.ts->length;
   if (trunk_file_ && sec.ts->compressed) {
-    // Decoded once, here; every block is checked against its own hash, the
-    // whole section against the section's below.
+    // Decoded once, here; every block is checked against its own hash as it
+    // is decoded, which covers every stored byte (padding decodes as zeros),
+    // so the section is not hashed a second time.
     AlignedBuffer staging(TrunkBlockReader::staging_bytes(reader_->piece_bytes()));
     zero_section_gaps(*sec.ts, sec.buf.data());
     read = reader_->read_now(*sec.ts, BlockRange{0, sec.ts->blocks.size()}, sec.buf.data(), sec.ts->offset, staging);
@@ -145,7 +147,7 @@ void TrunkStream::pin_section(int s, const Checkpoint& checkpoint,
     io_.read_now({ReadEngine::Read{trunk_file_, sec.ts->stored_offset, sec.ts->length, sec.ts->length, sec.buf.data()}});
   }
   if (trunk_file_) {
-    if (XXH3_64bits(sec.buf.data(), sec.ts->length) != sec.ts->xxh3)
+    if (!sec.ts->compressed && XXH3_64bits(sec.buf.data(), sec.ts->length) != sec.ts->xxh3)
       throw Error(ExitCode::kBadModel, trunk_file_->path() + ": section " + sec.ts->name +
                                            " does not match its hash in trunk.json (corrupted; run k3-pack --check, "
                                            "then re-run k3-pack)");
@@ -385,7 +387,19 @@ TrunkStream::StreamBuffer& TrunkStream::acquire_unit(int u) {
   b->held = true;
   const Unit& un = units_[u];
   if (un.rows == 0) {
-    const Section& sec = *sections_[un.section];
+    Section& sec = *sections_[un.section];
+    // A raw streamed section is checked against its xxh3 the first time it
+    // arrives (a compressed one's blocks were each checked as decoded).
+    if (!sec.verified && !sec.ts->compressed) {
+      if (XXH3_64bits(b->buf.data(), sec.ts->length) != sec.ts->xxh3) {
+        b->held = false;
+        b->unit = -1;
+        throw Error(ExitCode::kBadModel, trunk_file_->path() + ": section " + sec.ts->name +
+                                             " does not match its hash in trunk.json (corrupted; run k3-pack --check, "
+                                             "then re-run k3-pack)");
+      }
+      sec.verified = true;
+    }
     auto lookup = [&sec, b, this](const std::string& name) { return section_tensor(sec, b->buf.data(), name); };
     b->lw = bind_layer_weights(config_, sec.ts->layer, lookup);
   }

@@ -27,7 +27,7 @@
 #include "io/read_engine.h"
 #include "model/config.h"
 #include "model/weight_source.h"
-#include "pack/trunk_layout.h"
+#include "checkpoint/trunk_layout.h"
 #include "runtime/memory_plan.h"
 #include "runtime/trunk_block_reader.h"
 

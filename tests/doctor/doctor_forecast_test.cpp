@@ -9,11 +9,11 @@
 #include "doctor/model_bytes.h"
 #include "doctor/preset_forecast.h"
 #include "model/tensor_manifest.h"
-#include "pack/trunk_packer.h"
 #include "runtime/expert_index.h"
 #include "runtime/memory_plan.h"
 #include "runtime/preset_plan.h"
 #include "runtime/presets.h"
+#include "runtime/trunk_plan.h"
 #include "synth/synth_geometry.h"
 
 using namespace k3;

@@ -1,4 +1,4 @@
-// k3-pack --compress: a version 2 trunk whose decoded layout, section hashes
+// k3-pack --compress: a version 3 trunk whose decoded layout, section hashes
 // and fingerprint are those of the uncompressed trunk; every tensor decodes
 // byte-exact (memcmp against the checkpoint); Gaussian weights shrink by
 // more than a quarter; --check and the engine's block decoding refuse a
@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -95,8 +97,10 @@ TEST(TrunkCompress, DecodesByteExactWithTheUncompressedLayoutAndHashes) {
   Checkpoint c = Checkpoint::open(kTiny);
   TrunkLayout raw = pack_trunk(c, tiny_manifest(), (dir / "raw").string(), PackOptions{});
   TrunkLayout z = pack_trunk(c, tiny_manifest(), (dir / "z").string(), compressed());
-  EXPECT_EQ(raw.version, 1);
-  EXPECT_EQ(z.version, 2);
+  // One format for both: version 3, stored fields beside the decoded ones.
+  EXPECT_EQ(raw.version, 3);
+  EXPECT_EQ(z.version, 3);
+  EXPECT_FALSE(raw.compressed());
   EXPECT_TRUE(z.compressed());
   EXPECT_LT(z.file_size, raw.file_size);
   EXPECT_EQ(z.file_size, fs::file_size(dir / "z" / "trunk.bin"));
@@ -186,10 +190,10 @@ TEST(TrunkCompress, RefusesUnknownVersionBadBlocksAnotherModelAndTruncation) {
   const std::string json = read_text_file((dir / "z" / "trunk.json").string());
   std::string msg;
   // A future version is refused by its number.
-  std::string v3 = json;
-  v3.replace(v3.find("\"version\": 2"), 12, "\"version\": 3");
-  EXPECT_EQ(code_of([&] { parse_trunk_layout(v3, "trunk.json"); }, &msg), ExitCode::kBadModel);
-  EXPECT_NE(msg.find("version 3"), std::string::npos) << msg;
+  std::string v4 = json;
+  v4.replace(v4.find("\"version\": 3"), 12, "\"version\": 4");
+  EXPECT_EQ(code_of([&] { parse_trunk_layout(v4, "trunk.json"); }, &msg), ExitCode::kBadModel);
+  EXPECT_NE(msg.find("version 4"), std::string::npos) << msg;
   // One block too few, or a stored size that overruns its section.
   std::string fewer = json;
   const size_t first_block = fewer.find("\"blocks\": [") + 11;
@@ -214,5 +218,102 @@ TEST(TrunkCompress, RefusesUnknownVersionBadBlocksAnotherModelAndTruncation) {
   EXPECT_EQ(code_of([&] { open_trunk_layout((dir / "z").string(), c); }, &msg), ExitCode::kBadModel);
   EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
   EXPECT_FALSE(check_trunk((dir / "z").string(), c, nullptr).problems.empty());
+  fs::remove_all(dir);
+}
+
+// Versions 1 and 2 carry no stored fields: every section is raw and stored
+// where it decodes, and the trunk they describe still opens (version 2) or
+// is refused with advice (version 1, no shard identity).
+TEST(TrunkCompress, Versions1And2ReadAsRawSections) {
+  fs::path dir = tmpdir("older");
+  Checkpoint c = Checkpoint::open(kTiny);
+  TrunkLayout t = pack_trunk(c, tiny_manifest(), (dir / "raw").string(), PackOptions{});
+  for (int v : {1, 2}) {
+    TrunkLayout old = t;
+    old.version = v;
+    const std::string json = trunk_layout_to_json(old);
+    EXPECT_EQ(json.find("stored_offset"), std::string::npos) << v;
+    EXPECT_EQ(json.find("block_bytes"), std::string::npos) << v;
+    EXPECT_EQ(json.find("header_xxh3") == std::string::npos, v == 1);
+    TrunkLayout back = parse_trunk_layout(json, "trunk.json");
+    EXPECT_EQ(back.version, v);
+    EXPECT_EQ(back.source.has_identity, v >= 2);
+    ASSERT_EQ(back.sections.size(), t.sections.size());
+    for (const TrunkSection& s : back.sections) {
+      EXPECT_FALSE(s.compressed) << s.name;
+      EXPECT_EQ(s.stored_offset, s.offset) << s.name;
+      EXPECT_EQ(s.stored_length, s.length) << s.name;
+    }
+    std::ofstream((dir / "raw" / "trunk.json").string(), std::ios::trunc) << json;
+    std::string msg;
+    EXPECT_EQ(code_of([&] { open_trunk_layout((dir / "raw").string(), c); }, &msg),
+              v == 1 ? ExitCode::kBadModel : ExitCode::kOk)
+        << msg;
+    if (v == 2) EXPECT_TRUE(check_trunk((dir / "raw").string(), c, nullptr).problems.empty());
+  }
+  fs::remove_all(dir);
+}
+
+// k3-pack --refresh on a compressed trunk: the section hashes are of the
+// decoded bytes, so the checkpoint's bytes re-hashed match them and the
+// blocks are kept as they are. A NaN in a layer weight is found with
+// --compress too (the scan sees the bytes before encoding) and leaves the
+// old trunk in place.
+TEST(TrunkCompress, RefreshAndNonFiniteScanWorkWhenCompressing) {
+  fs::path dir = tmpdir("refresh");
+  fs::copy(kTiny, dir / "model", fs::copy_options::recursive);
+  const std::string model = (dir / "model").string(), trunk = (dir / "z").string();
+  TrunkLayout packed;
+  {
+    Checkpoint c = Checkpoint::open(model);
+    packed = pack_trunk(c, tiny_manifest(), trunk, compressed());
+  }
+  const std::string json_before = read_text_file(trunk + "/trunk.json");
+  {
+    const Checkpoint before = Checkpoint::open(model);
+    for (const ShardInfo& s : before.shards())
+      fs::last_write_time(s.path, fs::last_write_time(s.path) - std::chrono::hours(1));
+  }
+  Checkpoint c = Checkpoint::open(model);
+  std::string msg;
+  EXPECT_EQ(code_of([&] { open_trunk_layout(trunk, c); }, &msg), ExitCode::kBadModel);
+  EXPECT_NE(msg.find("k3-pack --refresh"), std::string::npos) << msg;
+  TrunkCheck r = refresh_trunk(trunk, c, nullptr);
+  EXPECT_TRUE(r.problems.empty()) << r.problems.front();
+  EXPECT_TRUE(r.refreshed);
+  TrunkLayout after = open_trunk_layout(trunk, c);
+  EXPECT_EQ(after.version, kTrunkFormatVersion);
+  ASSERT_TRUE(after.compressed());
+  ASSERT_EQ(after.sections.size(), packed.sections.size());
+  for (size_t i = 0; i < after.sections.size(); ++i) {
+    const TrunkSection &a = after.sections[i], &b = packed.sections[i];
+    EXPECT_EQ(a.xxh3, b.xxh3);
+    EXPECT_EQ(a.stored_offset, b.stored_offset);
+    ASSERT_EQ(a.blocks.size(), b.blocks.size());
+    for (size_t k = 0; k < a.blocks.size(); ++k) EXPECT_EQ(a.blocks[k].xxh3, b.blocks[k].xxh3);
+  }
+  EXPECT_NE(read_text_file(trunk + "/trunk.json"), json_before);
+  EXPECT_TRUE(check_trunk(trunk, c, nullptr).problems.empty());
+  // A NaN planted in the first BF16 tensor of layer 0 (0x7FC0).
+  const std::vector<TrunkTensor>& layer0 = after.layer_section(0)->tensors;
+  const auto bf16 = std::find_if(layer0.begin(), layer0.end(), [](const TrunkTensor& t) { return t.dtype == DType::kBF16; });
+  ASSERT_NE(bf16, layer0.end());
+  const TrunkTensor& x = *bf16;
+  const TensorLocation& loc = c.at(x.name);
+  {
+    std::fstream f(c.shards()[loc.shard].path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(loc.info->offset + 2));
+    const char nan[2] = {static_cast<char>(0xC0), 0x7F};
+    f.write(nan, 2);
+  }
+  const std::string json_refreshed = read_text_file(trunk + "/trunk.json");
+  const auto bin_size = fs::file_size(trunk + "/trunk.bin");
+  Checkpoint damaged = Checkpoint::open(model);
+  EXPECT_EQ(code_of([&] { pack_trunk(damaged, tiny_manifest(), trunk, compressed()); }, &msg), ExitCode::kBadModel);
+  EXPECT_NE(msg.find(x.name), std::string::npos) << msg;
+  // The old trunk survives, and no temporary is left beside it.
+  EXPECT_EQ(read_text_file(trunk + "/trunk.json"), json_refreshed);
+  EXPECT_EQ(fs::file_size(trunk + "/trunk.bin"), bin_size);
+  EXPECT_EQ(std::distance(fs::directory_iterator(trunk), fs::directory_iterator{}), 2);
   fs::remove_all(dir);
 }

@@ -23,6 +23,7 @@
 #include "cli/stdout_writer.h"
 #include "cli/token_id_reader.h"
 #include "common/cli_parse.h"
+#include "common/atomic_file_writer.h"
 #include "common/error.h"
 #include "common/file.h"
 #include "common/tool_main.h"
@@ -70,12 +71,16 @@ int run(int argc, char** argv) {
     throw k3::Error(k3::ExitCode::kUsage, "--teacher-forcing evaluates the given ids and cannot be combined with --gen");
 
   // Cheap checks first: config and input, before any weight is read.
+  // Outputs may be files (replaced whole) or devices/FIFOs (written through).
+  for (const std::string* out : {&logits_file, &state_out, &mo.stats_json})
+    if (!out->empty()) k3::check_output_path(*out, k3::OutputPolicy::kFileOrStream);
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
   if (auto status = k3::answer_plan_requests(config, mo, kTool)) return *status;
   const std::string origin = ids_file.empty() ? "stdin" : ids_file;
   if (!ids_file.empty() && !k3::file_exists(ids_file))
     throw k3::Error(k3::ExitCode::kBadInput, ids_file + ": ids file not found");
-  const std::string text = ids_file.empty() ? k3::read_all(0, "stdin") : k3::read_text_file(ids_file);
+  const std::string text = ids_file.empty() ? k3::read_all(0, "stdin")
+                                            : k3::read_text_file(ids_file, k3::kMaxWholeReadBytes, k3::ExitCode::kBadInput);
   const std::vector<int32_t> prompt = k3::parse_token_ids(text, origin, config.vocab_size);
   if (prompt.empty() && state_in.empty())
     throw k3::Error(k3::ExitCode::kBadInput,
@@ -90,7 +95,6 @@ int run(int argc, char** argv) {
   std::optional<k3::ModelIdentity> identity;
   std::optional<k3::ConversationState> saved;
   if (!state_in.empty() || !state_out.empty()) identity = k3::ModelIdentity::of(config, checkpoint);
-  if (!state_out.empty()) k3::check_output_directory(state_out);
   if (!state_in.empty()) saved = k3::load_conversation(state_in, *identity);
   k3::GenerationOptions go{k3::resolve_sampling(saved ? saved->sampling : std::nullopt, sampling_flags.given()),
                            k3::StopConditions(config.eos_token_ids, stop_ids, ignore_eos), recompute, !logits_file.empty()};

@@ -86,9 +86,7 @@ int run(int argc, char** argv) {
   else if (!prompt_file.empty() || !chat_file.empty()) {
     const std::string& path = chat ? chat_file : prompt_file;
     if (!k3::file_exists(path)) throw k3::Error(k3::ExitCode::kBadInput, path + ": file not found");
-    k3::File f = k3::File::open_read(path);
-    input.resize(f.size());
-    f.pread_exact(input.data(), input.size(), 0);
+    input = k3::read_text_file(path, k3::kMaxWholeReadBytes, k3::ExitCode::kBadInput);
   } else
     input = k3::read_all(0, "stdin");
 
