@@ -56,6 +56,10 @@ struct TurnReport {
 // tokenizer eos_token) and <|end_of_msg|>, which ends every message.
 std::vector<int32_t> chat_stop_ids(const Vocabulary& vocab, const std::vector<int>& model_eos_ids);
 
+// Refuses (Error(kBadInput) naming the message and field) a transcript that
+// does not render as a request would, without a model.
+void check_chat_messages(const std::vector<JsonValue>& messages);
+
 class ChatSession {
  public:
   // `generation` must stop at chat_stop_ids().

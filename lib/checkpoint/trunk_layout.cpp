@@ -152,7 +152,7 @@ TrunkLayout parse_trunk_layout(const std::string& json, const std::string& origi
   if (root["file_size"].get_uint64().get(t.file_size)) throw bad("missing file_size");
   if (stored_fields && (root["block_bytes"].get_uint64().get(t.block_bytes) || t.block_bytes > (1ull << 30)))
     throw bad("missing or bad block_bytes");
-  auto parse_hex = [&](simdjson::dom::element e, const char* what) {
+  auto parse_hex = [&](simdjson::simdjson_result<simdjson::dom::element> e, const char* what) {
     std::string_view s;
     if (e.get_string().get(s) || s.size() != 16 ||
         s.find_first_not_of("0123456789abcdefABCDEF") != std::string_view::npos)
@@ -211,15 +211,16 @@ TrunkLayout parse_trunk_layout(const std::string& json, const std::string& origi
         throw bad("bad tensor entry in section '" + s.name + "'");
       x.name = std::string(tn);
       if (!parse_dtype(std::string(dt), &x.dtype)) throw bad("unknown dtype for '" + x.name + "'");
-      uint64_t numel = 1;
+      unsigned __int128 numel = 1;  // no wrap-around for absurd shapes
       for (auto d : shape) {
         uint64_t v;
         if (d.get_uint64().get(v)) throw bad("bad shape for '" + x.name + "'");
         x.shape.push_back(v);
         numel *= v;
+        if (numel >> 64) throw bad("shape of '" + x.name + "' is too large");
       }
-      if (numel * dtype_size(x.dtype) != x.nbytes || x.offset < s.offset ||
-          x.offset + x.nbytes > s.offset + s.length)
+      if (numel * dtype_size(x.dtype) != x.nbytes || x.offset < s.offset || x.nbytes > s.length ||
+          x.offset - s.offset > s.length - x.nbytes)
         throw bad("tensor '" + x.name + "' lies outside its section or disagrees with its shape");
       s.tensors.push_back(std::move(x));
     }

@@ -55,9 +55,15 @@ void TokenIdReader::complete(const std::function<void(int32_t)>& on_id) {
 }
 
 void TokenIdReader::push(std::string_view bytes, const std::function<void(int32_t)>& on_id) {
+  push(bytes, on_id, nullptr);
+}
+
+void TokenIdReader::push(std::string_view bytes, const std::function<void(int32_t)>& on_id,
+                         const std::function<void()>& on_line_end) {
   for (char c : bytes) {
     if (is_space(c)) {
       if (!word_.empty()) complete(on_id);
+      if (c == '\n' && on_line_end) on_line_end();
     } else {
       word_.push_back(c);
       // No id is this long: fail now, not after gigabytes without whitespace.

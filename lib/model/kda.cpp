@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "common/error.h"
 #include "kernels/activations.h"
 #include "kernels/kda_step.h"
 #include "kernels/short_conv.h"
@@ -21,6 +22,16 @@ void l2_normalize(float* x, size_t D, float scale) {
   for (size_t d = 0; d < D; ++d) ss += static_cast<double>(x[d]) * x[d];
   const float inv = 1.0f / std::sqrt(static_cast<float>(ss) + 1e-6f);
   for (size_t d = 0; d < D; ++d) x[d] = x[d] * inv * scale;
+}
+
+// KDA's short conv over n rows of one sequence (kernels/short_conv.h);
+// `record`, when given, keeps [carry rows, raw rows] so the carry after any
+// row can be cut from it for a rollback.
+void short_conv_silu(const Bf16Matrix& w, std::vector<float>& carry, float* raw, size_t n, size_t channels,
+                     size_t K, std::vector<float>* record) {
+  std::vector<float> ext((K - 1 + n) * channels);
+  kernels::short_conv_silu(w.data, carry.data(), raw, n, channels, K, ext.data());
+  if (record) *record = std::move(ext);
 }
 
 }  // namespace
@@ -42,6 +53,15 @@ float kda_gate(const ModelConfig& c, float graw, float A_log_h, float dt_bias) {
 
 void kda_forward(const ModelConfig& c, const KdaWeights& w, KdaState& state, const float* x, size_t n, float* out,
                  ThreadPool* pool) {
+  LayerState holder;
+  holder.kda = std::move(state);
+  const LayerSegment one{&holder, 0, n, nullptr};
+  kda_forward(c, w, std::span<const LayerSegment>(&one, 1), x, n, out, pool);
+  state = std::move(holder.kda);
+}
+
+void kda_forward(const ModelConfig& c, const KdaWeights& w, std::span<const LayerSegment> segments, const float* x,
+                 size_t n, float* out, ThreadPool* pool) {
   const size_t H = c.kda_num_heads, D = c.kda_head_dim, K = c.kda_conv_kernel, HD = H * D;
 
   // Batched projections: every weight matrix is read once for the n tokens.
@@ -54,20 +74,32 @@ void kda_forward(const ModelConfig& c, const KdaWeights& w, KdaState& state, con
   lin(w.b_proj, x, n, braw.data(), pool);
   lin(w.g_proj, x, n, gate.data(), pool);
 
-  std::vector<float> conv_scratch((K - 1 + n) * HD);
-  kernels::short_conv_silu(w.q_conv.data, state.conv_q.data(), q.data(), n, HD, K, conv_scratch.data());
-  kernels::short_conv_silu(w.k_conv.data, state.conv_k.data(), k.data(), n, HD, K, conv_scratch.data());
-  kernels::short_conv_silu(w.v_conv.data, state.conv_v.data(), v.data(), n, HD, K, conv_scratch.data());
+  // Each sequence's rows through its own conv carries.
+  for (const LayerSegment& seg : segments) {
+    KdaState& st = seg.state->kda;
+    KdaRowHistory* hist = seg.history;
+    if (hist) {
+      hist->rows = seg.count;
+      hist->S.resize(seg.count > 1 ? (seg.count - 1) * H * D * D : 0);
+    }
+    const size_t off = seg.begin * HD;
+    short_conv_silu(w.q_conv, st.conv_q, q.data() + off, seg.count, HD, K, hist ? &hist->conv_q : nullptr);
+    short_conv_silu(w.k_conv, st.conv_k, k.data() + off, seg.count, HD, K, hist ? &hist->conv_k : nullptr);
+    short_conv_silu(w.v_conv, st.conv_v, v.data() + off, seg.count, HD, K, hist ? &hist->conv_v : nullptr);
+  }
 
-  // Heads are independent: each carries its own S through the n tokens.
+  // Heads (of every sequence) are independent: each carries its own S
+  // through its sequence's rows.
   std::vector<float> o(n * HD);
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(D));
-  auto run_heads = [&](size_t h0, size_t h1) {
+  auto run_heads = [&](size_t i0, size_t i1) {
     std::vector<float> g(D), u(D);
-    for (size_t h = h0; h < h1; ++h) {
-      float* S = state.S.data() + h * D * D;
+    for (size_t item = i0; item < i1; ++item) {
+      const LayerSegment& seg = segments[item / H];
+      const size_t h = item % H;
+      float* S = seg.state->kda.S.data() + h * D * D;
       const float A_log_h = w.A_log.data[h];  // indexed by head, never by channel
-      for (size_t t = 0; t < n; ++t) {
+      for (size_t t = seg.begin; t < seg.begin + seg.count; ++t) {
         float* qh = q.data() + t * HD + h * D;
         float* kh = k.data() + t * HD + h * D;
         const float* vh = v.data() + t * HD + h * D;
@@ -77,6 +109,9 @@ void kda_forward(const ModelConfig& c, const KdaWeights& w, KdaState& state, con
         const float beta = sigmoid(braw[t * H + h]);
         float* oh = o.data() + t * HD + h * D;
         kernels::kda_recurrent_step(S, qh, kh, vh, g.data(), beta, D, oh, u.data());
+        const size_t row = t - seg.begin;
+        if (seg.history && row + 1 < seg.count)
+          std::copy(S, S + D * D, seg.history->S.data() + (row * H + h) * D * D);
         // Output: per-head rms with o_norm, then the full-rank sigmoid gate.
         rms_norm(oh, 1, D, w.o_norm.data, c.rms_norm_eps, oh);
         for (size_t d = 0; d < D; ++d) oh[d] *= sigmoid(gate[t * HD + h * D + d]);
@@ -84,11 +119,28 @@ void kda_forward(const ModelConfig& c, const KdaWeights& w, KdaState& state, con
     }
   };
   if (pool)
-    pool->parallel_for(H, 1, run_heads);
+    pool->parallel_for(segments.size() * H, 1, run_heads);
   else
-    run_heads(0, H);
+    run_heads(0, segments.size() * H);
 
   lin(w.o_proj, o.data(), n, out, pool);
+}
+
+void kda_rollback(const ModelConfig& c, const KdaRowHistory& history, size_t keep, KdaState& state) {
+  if (keep == 0 || keep > history.rows)
+    throw Error(ExitCode::kInternal, "KDA rollback outside the recorded rows");
+  if (keep == history.rows) return;  // nothing to undo
+  const size_t H = c.kda_num_heads, D = c.kda_head_dim, K = c.kda_conv_kernel, HD = H * D;
+  const float* S = history.S.data() + (keep - 1) * H * D * D;
+  std::copy(S, S + H * D * D, state.S.begin());
+  // The carry after row keep-1 is ext rows keep .. keep+K-2.
+  auto cut = [&](const std::vector<float>& ext, std::vector<float>& carry) {
+    std::copy(ext.begin() + static_cast<ptrdiff_t>(keep * HD), ext.begin() + static_cast<ptrdiff_t>((keep + K - 1) * HD),
+              carry.begin());
+  };
+  cut(history.conv_q, state.conv_q);
+  cut(history.conv_k, state.conv_k);
+  cut(history.conv_v, state.conv_v);
 }
 
 }  // namespace k3

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 
 #include "model/config.h"
 #include "model/sequence_state.h"
@@ -23,6 +24,16 @@ void kda_reset(const ModelConfig& config, KdaState& state);
 // x[n, hidden] = rms(h, input_layernorm) of n consecutive tokens -> out[n, hidden].
 void kda_forward(const ModelConfig& config, const KdaWeights& w, KdaState& state, const float* x, size_t n,
                  float* out, ThreadPool* pool);
+// The same over the rows of several sequences at once: every projection reads
+// its weights once for all rows; each segment's rows run through its own conv
+// carries and recurrent state (segments[i].state->kda). Each row's output is
+// bit-identical to running its sequence alone.
+void kda_forward(const ModelConfig& config, const KdaWeights& w, std::span<const LayerSegment> segments,
+                 const float* x, size_t n, float* out, ThreadPool* pool);
+
+// Rolls `state` back to just after row `keep` - 1 (1 <= keep <= rows) of the
+// pass `history` recorded.
+void kda_rollback(const ModelConfig& config, const KdaRowHistory& history, size_t keep, KdaState& state);
 
 // The gate g (log decay, <= 0) of one channel from graw = lin(lin(x, f_a), f_b).
 //   lower bound lb: g = lb * sigmoid(exp(A_log[h]) * (graw + dt_bias))

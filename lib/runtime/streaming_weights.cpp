@@ -42,6 +42,7 @@ StreamStats StreamingWeights::stats() const {
   s.decode_seconds = t.decode_seconds;
   s.io_busy_seconds = io_.busy_seconds();
   s.load_seconds = load_seconds_;
+  s.units_not_ahead = t.units_not_ahead;
   return s;
 }
 

@@ -34,6 +34,7 @@ struct StreamStats {
   double decode_seconds = 0;         // CPU seconds the I/O threads spent decoding a compressed trunk
   double io_busy_seconds = 0;        // at least one read in progress (the device kept busy)
   double load_seconds = 0;
+  uint64_t units_not_ahead = 0;      // trunk units read only when asked for (not read ahead)
 };
 
 class StreamingWeights : public WeightSource {

@@ -30,12 +30,15 @@ double TrunkBlockReader::decode_seconds() const { return decode_ns_->load() * 1e
 namespace {
 // One submitted read: its pieces (runs of whole blocks), which are issued
 // into staging slots as earlier ones are decoded.
-struct Job {
-  const TrunkSection* s = nullptr;
+struct Piece {
+  BlockRange blocks;
   uint8_t* dst = nullptr;
   uint64_t dst_base = 0;
+};
+struct Job {
+  const TrunkSection* s = nullptr;
   uint8_t* staging = nullptr;
-  std::vector<BlockRange> pieces;
+  std::vector<Piece> pieces;
   ReadEngine::Done done;
   bool urgent = false;
   std::mutex mu;
@@ -47,31 +50,35 @@ struct Job {
 
 uint64_t TrunkBlockReader::submit(const TrunkSection& s, BlockRange r, uint8_t* dst, uint64_t dst_base,
                                   AlignedBuffer& staging, ReadEngine::Done done, bool urgent) {
+  return submit(s, std::vector<Target>{Target{r, dst, dst_base}}, staging, std::move(done), urgent);
+}
+
+uint64_t TrunkBlockReader::submit(const TrunkSection& s, const std::vector<Target>& targets, AlignedBuffer& staging,
+                                  ReadEngine::Done done, bool urgent) {
   if (staging.size() < staging_bytes(piece_bytes_))
     throw Error(ExitCode::kInternal, "trunk block staging buffer smaller than its pieces");
   auto job = std::make_shared<Job>();
   job->s = &s;
-  job->dst = dst;
-  job->dst_base = dst_base;
   job->staging = staging.data();
   job->done = std::move(done);
   job->urgent = urgent;
   uint64_t stored = 0;
-  for (size_t first = r.first; first < r.last;) {
-    if (s.blocks[first].stored_size > piece_bytes_) {  // only a damaged trunk.json says so
-      job->done("trunk.json: section " + s.name + " block " + std::to_string(first) + " claims " +
-                std::to_string(s.blocks[first].stored_size) + " stored bytes (damaged; re-run k3-pack --compress)");
-      return 0;
+  for (const Target& t : targets)
+    for (size_t first = t.blocks.first; first < t.blocks.last;) {
+      if (s.blocks[first].stored_size > piece_bytes_) {  // only a damaged trunk.json says so
+        job->done("trunk.json: section " + s.name + " block " + std::to_string(first) + " claims " +
+                  std::to_string(s.blocks[first].stored_size) + " stored bytes (damaged; re-run k3-pack --compress)");
+        return 0;
+      }
+      size_t last = first + 1;
+      while (last < t.blocks.last && s.blocks[last].stored_offset + s.blocks[last].stored_size -
+                                             s.blocks[first].stored_offset <= piece_bytes_)
+        ++last;
+      job->pieces.push_back(Piece{BlockRange{first, last}, t.dst, t.dst_base});
+      const StoredSpan span = stored_span(s, BlockRange{first, last});
+      stored += align_up(span.offset + span.length) - align_down(span.offset);
+      first = last;
     }
-    size_t last = first + 1;
-    while (last < r.last && s.blocks[last].stored_offset + s.blocks[last].stored_size -
-                                    s.blocks[first].stored_offset <= piece_bytes_)
-      ++last;
-    job->pieces.push_back(BlockRange{first, last});
-    const StoredSpan span = stored_span(s, BlockRange{first, last});
-    stored += align_up(span.offset + span.length) - align_down(span.offset);
-    first = last;
-  }
   if (job->pieces.empty()) {
     job->done(std::string());
     return 0;
@@ -85,7 +92,7 @@ uint64_t TrunkBlockReader::submit(const TrunkSection& s, BlockRange r, uint8_t* 
   auto issue = std::make_shared<std::function<void(size_t, int)>>();
   std::weak_ptr<std::function<void(size_t, int)>> weak_issue = issue;
   *issue = [job, totals, file, io, weak_issue, slot_bytes](size_t p, int slot) {
-    const StoredSpan span = stored_span(*job->s, job->pieces[p]);
+    const StoredSpan span = stored_span(*job->s, job->pieces[p].blocks);
     const uint64_t offset = align_down(span.offset);
     const uint64_t length = align_up(span.offset + span.length) - offset;
     uint8_t* buf = job->staging + static_cast<uint64_t>(slot) * slot_bytes;
@@ -95,7 +102,8 @@ uint64_t TrunkBlockReader::submit(const TrunkSection& s, BlockRange r, uint8_t* 
                  std::string err = read_err;
                  if (err.empty()) {
                    const double t0 = thread_cpu_seconds();
-                   err = decode_blocks(*job->s, job->pieces[p], buf, offset, job->dst, job->dst_base,
+                   const Piece& piece = job->pieces[p];
+                   err = decode_blocks(*job->s, piece.blocks, buf, offset, piece.dst, piece.dst_base,
                                        thread_decoder());
                    *totals += static_cast<uint64_t>((thread_cpu_seconds() - t0) * 1e9);
                  }

@@ -13,6 +13,7 @@
 #include <memory>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "checkpoint/trunk_blocks.h"
 #include "io/aligned_buffer.h"
@@ -49,6 +50,17 @@ class TrunkBlockReader {
   // block was decoded, with an empty string or the first failure. Returns
   // the stored bytes it reads.
   uint64_t submit(const TrunkSection& s, BlockRange r, uint8_t* dst, uint64_t dst_base, AlignedBuffer& staging,
+                  ReadEngine::Done done, bool urgent);
+
+  // Several block ranges of one section, each decoded to its own place
+  // (the tensors of a streamed layer's held part), through one staging area
+  // and one `done`.
+  struct Target {
+    BlockRange blocks;
+    uint8_t* dst = nullptr;
+    uint64_t dst_base = 0;
+  };
+  uint64_t submit(const TrunkSection& s, const std::vector<Target>& targets, AlignedBuffer& staging,
                   ReadEngine::Done done, bool urgent);
 
   // The same, waiting; throws k3::Error (kIo for a read, kBadModel for a

@@ -3,14 +3,17 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 
 #include "checkpoint/checkpoint.h"
 #include "common/error.h"
 #include "common/file.h"
-#include "checkpoint/trunk_blocks.h"
 #include "model/weight_binding.h"
+#include "checkpoint/trunk_blocks.h"
+#include "runtime/row_blocks.h"
+#include "runtime/trunk_section_check.h"
 
 namespace k3 {
 
@@ -26,19 +29,38 @@ inline float bf16_to_f32(uint16_t b) {
 }
 }  // namespace
 
+// A streamed matrix's view: its row blocks pass through the stream buffers.
+class TrunkStream::BlockedMatrix : public MatrixRows {
+ public:
+  BlockedMatrix(TrunkStream* ts, int first_unit, int units, int64_t cols)
+      : ts_(ts), first_(first_unit), units_(units), cols_(cols) {}
+  void for_each_block(const Block& on_block) const override { ts_->for_each_rows(first_, units_, cols_, on_block); }
+
+ private:
+  TrunkStream* ts_;
+  int first_, units_;
+  int64_t cols_;
+};
+
 struct TrunkStream::Section {
   const TrunkSection* ts = nullptr;
   bool pinned = false;
-  bool verified = false;  // a streamed raw section: its bytes matched xxh3 once
+  std::atomic<bool> verified{false};  // its xxh3 was checked in this run (trunk_section_check.h)
   AlignedBuffer buf;  // pinned bytes
   std::unordered_map<std::string, uint64_t> rel;  // tensor name -> offset from section start
   LayerWeights lw;
   HeadWeights hw;
+  // Row-block mode: the held part's unit, the layout of its parts and one
+  // view per streamed matrix.
+  int held_unit = -1;
+  LayerRowBlocks rb;
+  std::unordered_map<std::string, uint64_t> held_rel;  // tensor name -> offset in the held part's buffer
+  std::vector<std::unique_ptr<BlockedMatrix>> views;
+  std::unordered_map<std::string, Bf16Matrix> view_of;  // matrix name -> its view
 };
 
 struct TrunkStream::StreamBuffer {
   AlignedBuffer buf;
-  AlignedBuffer staging;  // compressed pieces on their way into buf
   int unit = -1;
   uint64_t skip = 0;  // the unit's bytes start at buf + skip
   bool held = false;
@@ -47,6 +69,8 @@ struct TrunkStream::StreamBuffer {
   std::condition_variable cv;
   bool done = true;
   std::string error;
+  bool corrupt = false;  // `error` is a section hash mismatch or a damaged block, not a failed read
+  AlignedBuffer staging;  // compressed pieces on their way into buf
   LayerWeights lw;
 };
 
@@ -54,11 +78,6 @@ TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint
                          const std::vector<std::unique_ptr<DirectFile>>& shard_files, TrunkLayout layout,
                          const MemoryPlan& plan, ReadEngine& io)
     : config_(config), layout_(std::move(layout)), trunk_file_(trunk_file), io_(io) {
-  if (trunk_file_ && layout_.compressed()) {
-    uint64_t largest_stored = 0;
-    for (int s : plan.streamed) largest_stored = std::max(largest_stored, layout_.sections[s].stored_length);
-    reader_ = std::make_unique<TrunkBlockReader>(io_, *trunk_file_, TrunkBlockReader::piece_bytes_for(largest_stored));
-  }
   layer_section_.assign(config_.num_hidden_layers, -1);
   for (size_t s = 0; s < layout_.sections.size(); ++s) {
     auto sec = std::make_unique<Section>();
@@ -75,6 +94,13 @@ TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint
   if (head_section_ < 0 || embed_section_ < 0)
     throw Error(ExitCode::kBadModel, "the trunk lacks its embedding or head section (re-run k3-pack)");
 
+  if (trunk_file_ && layout_.compressed()) {
+    uint64_t largest_stored = 0;
+    for (int s : plan.streamed) largest_stored = std::max(largest_stored, layout_.sections[s].stored_length);
+    // No piece larger than a stream buffer's unit (row blocks stay small).
+    if (plan.stream_buffer_size) largest_stored = std::min(largest_stored, plan.stream_buffer_size);
+    reader_ = std::make_unique<TrunkBlockReader>(io_, *trunk_file_, TrunkBlockReader::piece_bytes_for(largest_stored));
+  }
   for (int s : plan.pinned) pin_section(s, checkpoint, shard_files);
   // Streamed units in use order: layer sections, then the head's lm_head
   // row blocks (its small tensors are read here once and kept).
@@ -82,30 +108,19 @@ TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint
   for (int s : plan.streamed) {
     if (s == head_section_) {
       plan_head_blocks(s, plan);
-      continue;
+    } else if (plan.block_bytes) {
+      plan_row_blocks(s, plan);
+    } else {
+      section_unit_[s] = static_cast<int>(units_.size());
+      units_.push_back(Unit{s, UnitKind::kSection});
     }
-    section_unit_[s] = static_cast<int>(units_.size());
-    units_.push_back(Unit{s, 0, 0});
   }
   if (!units_.empty()) {
-    const uint64_t head_row = static_cast<uint64_t>(config_.hidden_size) * 2;
     uint64_t size = plan.stream_buffer_size;
+    for (const Unit& un : units_) size = std::max(size, unit_buffer_bytes(un));
     bool compressed = false;
-    for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
-      const Unit& un = units_[u];
-      const TrunkSection& ts = *sections_[un.section]->ts;
-      compressed = compressed || ts.compressed;
-      uint64_t need = ts.length;
-      if (un.rows && ts.compressed) {
-        uint64_t first = 0;
-        const BlockRange r = head_unit_blocks(un, &first);
-        need = r.last > r.first ? ts.blocks[r.last - 1].offset + ts.blocks[r.last - 1].size - first : 0;
-      } else if (un.rows) {
-        need = covering_read(stored_at(ts, lm_head_offset_ + un.first_row * head_row), un.rows * head_row).length;
-      }
-      size = std::max(size, need);
-    }
-    for (int i = 0; i < std::max(2, plan.stream_buffers); ++i) {
+    for (const Unit& un : units_) compressed = compressed || sections_[un.section]->ts->compressed;
+    for (int i = 0; i < std::max(plan.block_bytes ? 3 : 2, plan.stream_buffers); ++i) {
       buffers_.push_back(std::make_unique<StreamBuffer>());
       buffers_.back()->buf = AlignedBuffer(size);
       if (compressed) buffers_.back()->staging = AlignedBuffer(TrunkBlockReader::staging_bytes(reader_->piece_bytes()));
@@ -116,10 +131,10 @@ TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint
   const TrunkTensor& et = sections_[embed_section_]->ts->tensors.at(0);
   if (trunk_file_) {
     embed_file_ = trunk_file_;
-    embed_base_ = stored_at(*sections_[embed_section_]->ts, et.offset);  // the embedding is never compressed
     if (sections_[embed_section_]->ts->compressed)
       throw Error(ExitCode::kBadModel, trunk_file_->path() + ": the embedding section is compressed, which k3-pack "
                                                              "never writes (re-run k3-pack)");
+    embed_base_ = stored_at(*sections_[embed_section_]->ts, et.offset);
   } else {
     const TensorLocation& loc = checkpoint.at(et.name);
     embed_file_ = shard_files[loc.shard].get();
@@ -127,6 +142,20 @@ TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint
   }
   const uint64_t row = static_cast<uint64_t>(config_.hidden_size) * 2;
   row_buf_ = AlignedBuffer(align_up(row) + 2 * kDirectAlign);
+  // Sections read piecemeal (embedding rows, lm_head row blocks, layers
+  // streamed as row blocks) are checked whole here, by one sequential pass,
+  // before any token. A compressed section needs no pass: each of its
+  // blocks is checked against its own hash whenever it is decoded.
+  std::vector<int> piecemeal = {embed_section_, head_section_};
+  for (int s : plan.streamed)
+    if (s != head_section_ && section_unit_[s] < 0) piecemeal.push_back(s);
+  if (trunk_file_)
+    for (int s : piecemeal) {
+      Section& sec = *sections_[s];
+      if (sec.pinned || sec.verified || sec.ts->compressed) continue;
+      stats_.load_bytes += verify_section_by_reading(io_, *trunk_file_, *sec.ts, trunk_file_->path());
+      sec.verified = true;
+    }
 }
 
 // A pinned section: read once, verified, bound.
@@ -143,14 +172,12 @@ void TrunkStream::pin_section(int s, const Checkpoint& checkpoint,
     AlignedBuffer staging(TrunkBlockReader::staging_bytes(reader_->piece_bytes()));
     zero_section_gaps(*sec.ts, sec.buf.data());
     read = reader_->read_now(*sec.ts, BlockRange{0, sec.ts->blocks.size()}, sec.buf.data(), sec.ts->offset, staging);
+    sec.verified = true;
   } else if (trunk_file_) {
-    io_.read_now({ReadEngine::Read{trunk_file_, sec.ts->stored_offset, sec.ts->length, sec.ts->length, sec.buf.data()}});
-  }
-  if (trunk_file_) {
-    if (!sec.ts->compressed && XXH3_64bits(sec.buf.data(), sec.ts->length) != sec.ts->xxh3)
-      throw Error(ExitCode::kBadModel, trunk_file_->path() + ": section " + sec.ts->name +
-                                           " does not match its hash in trunk.json (corrupted; run k3-pack --check, "
-                                           "then re-run k3-pack)");
+    io_.read_now(
+        {ReadEngine::Read{trunk_file_, sec.ts->stored_offset, sec.ts->length, sec.ts->length, sec.buf.data()}});
+    require_section_hash(*sec.ts, XXH3_64bits(sec.buf.data(), sec.ts->length), trunk_file_->path());
+    sec.verified = true;
   } else {
     // No packed trunk: gather each tensor from its shard.
     for (const TrunkTensor& t : sec.ts->tensors) {
@@ -186,16 +213,14 @@ void TrunkStream::plan_head_blocks(int s, const MemoryPlan& plan) {
   lm_head_offset_ = lm->offset;
   head_unit0_ = static_cast<int>(units_.size());
   const int64_t vocab = config_.vocab_size, rows = static_cast<int64_t>(plan.head_block_rows);
-  for (int64_t r = 0; r < vocab; r += rows) units_.push_back(Unit{s, r, std::min(rows, vocab - r)});
+  for (int64_t r = 0; r < vocab; r += rows) units_.push_back(Unit{s, UnitKind::kHeadRows, -1, r, std::min(rows, vocab - r)});
   std::unordered_map<std::string, const void*> small;
   AlignedBuffer staging;
   for (const TrunkTensor& t : sec.ts->tensors) {
     if (&t == lm) continue;
     if (sec.ts->compressed) {
       // Codec blocks start at each tensor's first byte.
-      const BlockRange r = blocks_covering(*sec.ts, t.offset, t.offset + t.nbytes);
-      if (r.first == r.last || sec.ts->blocks[r.first].offset != t.offset)
-        throw Error(ExitCode::kBadModel, "trunk section head has no blocks for '" + t.name + "' (re-run k3-pack)");
+      const BlockRange r = tensor_blocks(*sec.ts, t);
       if (staging.size() == 0) staging = AlignedBuffer(TrunkBlockReader::staging_bytes(reader_->piece_bytes()));
       head_small_.emplace_back(t.nbytes);
       stats_.load_bytes += reader_->read_now(*sec.ts, r, head_small_.back().data(), t.offset, staging);
@@ -214,6 +239,76 @@ void TrunkStream::plan_head_blocks(int s, const MemoryPlan& plan) {
     if (it == small.end()) throw Error(ExitCode::kBadModel, "trunk section head lacks tensor '" + name + "' (re-run k3-pack)");
     return it->second;
   });
+}
+
+// A streamed layer in row-block mode: its held part, then each matrix it
+// reads through lin() as row blocks, in use order.
+void TrunkStream::plan_row_blocks(int s, const MemoryPlan& plan) {
+  Section& sec = *sections_[s];
+  sec.rb = layer_row_blocks(config_, *sec.ts, plan.block_bytes);
+  for (const HeldTensor& h : sec.rb.held) sec.held_rel[h.tensor->name] = h.buffer_offset + h.skip;
+  sec.held_unit = static_cast<int>(units_.size());
+  section_unit_[s] = sec.held_unit;
+  units_.push_back(Unit{s, UnitKind::kHeld});
+  for (size_t m = 0; m < sec.rb.matrices.size(); ++m) {
+    const StreamedMatrix& sm = sec.rb.matrices[m];
+    const int first = static_cast<int>(units_.size());
+    const int64_t rows = sm.shape.rows, block = static_cast<int64_t>(sm.block_rows);
+    for (int64_t r = 0; r < rows; r += block)
+      units_.push_back(Unit{s, UnitKind::kMatrixRows, static_cast<int>(m), r, std::min(block, rows - r)});
+    sec.views.push_back(std::make_unique<BlockedMatrix>(this, first, static_cast<int>(units_.size()) - first, sm.shape.cols));
+    sec.view_of[sm.shape.name] = Bf16Matrix{nullptr, sm.shape.rows, sm.shape.cols, sec.views.back().get()};
+  }
+}
+
+// The codec blocks of a compressed section holding tensor `t` whole; they
+// start at its first byte (k3-pack cuts each tensor into blocks).
+BlockRange TrunkStream::tensor_blocks(const TrunkSection& ts, const TrunkTensor& t) {
+  const BlockRange r = blocks_covering(ts, t.offset, t.offset + t.nbytes);
+  if (r.first == r.last || ts.blocks[r.first].offset != t.offset)
+    throw Error(ExitCode::kBadModel, "trunk section " + ts.name + " has no blocks starting at '" + t.name +
+                                         "' (re-run k3-pack --compress)");
+  return r;
+}
+
+// Rows [begin, end) (decoded offsets) of a compressed section: the codec
+// blocks covering them, decoded from the first block's start.
+TrunkStream::DecodedRows TrunkStream::decoded_rows(const TrunkSection& ts, uint64_t begin, uint64_t end) {
+  DecodedRows d;
+  d.blocks = blocks_covering(ts, begin, end);
+  if (d.blocks.first == d.blocks.last) {
+    d.base = begin;
+    return d;
+  }
+  const TrunkBlock& first = ts.blocks[d.blocks.first];
+  const TrunkBlock& last = ts.blocks[d.blocks.last - 1];
+  d.base = first.offset;
+  d.skip = begin - first.offset;
+  d.bytes = last.offset + last.size - first.offset;
+  return d;
+}
+
+uint64_t TrunkStream::unit_buffer_bytes(const Unit& un) const {
+  const Section& sec = *sections_[un.section];
+  if (sec.ts->compressed && (un.kind == UnitKind::kMatrixRows || un.kind == UnitKind::kHeadRows)) {
+    const RowSpan r = unit_rows(un);
+    return decoded_rows(*sec.ts, r.begin, r.end).bytes;
+  }
+  switch (un.kind) {
+    case UnitKind::kSection:
+      return sec.ts->length;
+    case UnitKind::kHeld:
+      return sec.rb.held_bytes;
+    case UnitKind::kMatrixRows: {
+      const StreamedMatrix& m = sec.rb.matrices[un.matrix];
+      return covering_read(m.tensor->offset + un.first_row * m.row_bytes, un.rows * m.row_bytes).length;
+    }
+    case UnitKind::kHeadRows: {
+      const uint64_t row = static_cast<uint64_t>(config_.hidden_size) * 2;
+      return covering_read(lm_head_offset_ + un.first_row * row, un.rows * row).length;
+    }
+  }
+  return 0;
 }
 
 void TrunkStream::start_read_ahead() {
@@ -241,15 +336,6 @@ TrunkStreamStats TrunkStream::stats() const {
   return st;
 }
 
-BlockRange TrunkStream::head_unit_blocks(const Unit& un, uint64_t* first_offset) const {
-  const TrunkSection& ts = *sections_[un.section]->ts;
-  const uint64_t row = static_cast<uint64_t>(config_.hidden_size) * 2;
-  const uint64_t begin = lm_head_offset_ + static_cast<uint64_t>(un.first_row) * row;
-  const BlockRange r = blocks_covering(ts, begin, begin + static_cast<uint64_t>(un.rows) * row);
-  *first_offset = r.last > r.first ? ts.blocks[r.first].offset : begin;
-  return r;
-}
-
 void TrunkStream::embed(const int32_t* ids, size_t n, float* out) {
   const Section& sec = *sections_[embed_section_];
   const TrunkTensor& t = sec.ts->tensors.at(0);
@@ -272,27 +358,65 @@ void TrunkStream::embed(const int32_t* ids, size_t n, float* out) {
   }
 }
 
+TrunkStream::RowSpan TrunkStream::unit_rows(const Unit& un) const {
+  const Section& sec = *sections_[un.section];
+  uint64_t begin = 0, row = 0;
+  if (un.kind == UnitKind::kMatrixRows) {
+    const StreamedMatrix& m = sec.rb.matrices[un.matrix];
+    begin = m.tensor->offset;
+    row = m.row_bytes;
+  } else {
+    begin = lm_head_offset_;
+    row = static_cast<uint64_t>(config_.hidden_size) * 2;
+  }
+  begin += static_cast<uint64_t>(un.first_row) * row;
+  return RowSpan{begin, begin + static_cast<uint64_t>(un.rows) * row};
+}
+
 void TrunkStream::issue_stream_read(StreamBuffer& b, int u, bool urgent) {
   wait_buffer(b);  // never overwrite a buffer a read is still filling
   const Unit& un = units_[u];
-  const TrunkSection& ts = *sections_[un.section]->ts;
-  const uint64_t head_row = static_cast<uint64_t>(config_.hidden_size) * 2;
-  uint64_t offset = ts.stored_offset, length = ts.length, need = ts.length, skip = 0;
-  BlockRange blocks;
-  uint64_t dst_base = ts.offset;
-  if (ts.compressed && un.rows) {
-    blocks = head_unit_blocks(un, &dst_base);
-    skip = lm_head_offset_ + static_cast<uint64_t>(un.first_row) * head_row - dst_base;
-  } else if (ts.compressed) {
-    blocks = BlockRange{0, ts.blocks.size()};
-    zero_section_gaps(ts, b.buf.data());  // padding is not stored; the blocks fill the rest
-  } else if (un.rows) {
-    const uint64_t bytes = static_cast<uint64_t>(un.rows) * head_row;
-    const CoveringRead c = covering_read(stored_at(ts, lm_head_offset_ + static_cast<uint64_t>(un.first_row) * head_row), bytes);
-    offset = c.offset;
-    length = c.length;
-    need = c.skip + bytes;
-    skip = c.skip;
+  const Section& sec = *sections_[un.section];
+  const TrunkSection& ts = *sec.ts;
+  std::vector<ReadEngine::Read> reads;                // a raw section's reads
+  std::vector<TrunkBlockReader::Target> decodes;      // a compressed section's blocks
+  uint64_t length = 0, skip = 0;
+  switch (un.kind) {
+    case UnitKind::kSection:
+      if (ts.compressed) {
+        zero_section_gaps(ts, b.buf.data());  // padding is not stored; the blocks fill the rest
+        decodes.push_back({BlockRange{0, ts.blocks.size()}, b.buf.data(), ts.offset});
+      } else {
+        reads.push_back(ReadEngine::Read{trunk_file_, ts.stored_offset, ts.length, ts.length, b.buf.data()});
+        length = ts.length;
+      }
+      break;
+    case UnitKind::kHeld:
+      for (const HeldTensor& h : sec.rb.held) {
+        if (ts.compressed) {
+          decodes.push_back({tensor_blocks(ts, *h.tensor), b.buf.data() + h.buffer_offset + h.skip, h.tensor->offset});
+          continue;
+        }
+        reads.push_back(ReadEngine::Read{trunk_file_, stored_at(ts, h.read_offset), h.read_length,
+                                         h.skip + h.tensor->nbytes, b.buf.data() + h.buffer_offset});
+        length += h.read_length;
+      }
+      break;
+    case UnitKind::kMatrixRows:
+    case UnitKind::kHeadRows: {
+      const RowSpan r = unit_rows(un);
+      if (ts.compressed) {
+        const DecodedRows d = decoded_rows(ts, r.begin, r.end);
+        decodes.push_back({d.blocks, b.buf.data(), d.base});
+        skip = d.skip;
+      } else {
+        const CoveringRead c = covering_read(stored_at(ts, r.begin), r.end - r.begin);
+        reads.push_back(ReadEngine::Read{trunk_file_, c.offset, c.length, c.skip + (r.end - r.begin), b.buf.data()});
+        length = c.length;
+        skip = c.skip;
+      }
+      break;
+    }
   }
   {
     std::lock_guard<std::mutex> lk(b.mu);
@@ -301,20 +425,35 @@ void TrunkStream::issue_stream_read(StreamBuffer& b, int u, bool urgent) {
     b.pending = true;
     b.done = false;
     b.error.clear();
+    b.corrupt = false;
   }
   StreamBuffer* bp = &b;
-  auto done = [bp](const std::string& err) {
+  // A raw layer section's first pass is hashed here, on the I/O thread,
+  // while the compute thread works on an earlier unit. (Sections streamed as
+  // row blocks were checked whole at start; compressed blocks are each
+  // checked as they are decoded.)
+  Section* check = un.kind == UnitKind::kSection && !ts.compressed && !sections_[un.section]->verified
+                       ? sections_[un.section].get()
+                       : nullptr;
+  auto done = [bp, check, this](const std::string& err) {
+    std::string problem;
+    if (err.empty() && check && !check->verified) {
+      problem =
+          section_hash_problem(*check->ts, XXH3_64bits(bp->buf.data(), check->ts->length), trunk_file_->path());
+      if (problem.empty()) check->verified = true;
+    }
     std::lock_guard<std::mutex> lk(bp->mu);
-    bp->error = err;
+    bp->error = err.empty() ? problem : err;
+    // A mismatched section hash or a compressed block that fails its own
+    // hash is a damaged trunk (exit 3), not a failed read.
+    bp->corrupt = (err.empty() && !problem.empty()) || err.find("damaged") != std::string::npos;
     bp->done = true;
     bp->cv.notify_all();
   };
-  if (ts.compressed) {
-    // Decoded into the buffer by the I/O threads as the pieces arrive.
-    length = reader_->submit(ts, blocks, b.buf.data(), dst_base, b.staging, done, urgent);
-  } else {
-    io_.submit({ReadEngine::Read{trunk_file_, offset, length, need, b.buf.data()}}, done, urgent);
-  }
+  if (ts.compressed)
+    length = reader_->submit(ts, decodes, b.staging, done, urgent);  // decoded by the I/O threads as pieces arrive
+  else
+    io_.submit(std::move(reads), done, urgent);
   std::lock_guard<std::mutex> lk(stats_mu_);
   stats_.trunk_bytes += length;
 }
@@ -373,6 +512,8 @@ TrunkStream::StreamBuffer& TrunkStream::acquire_unit(int u) {
         }
     if (!b) throw Error(ExitCode::kInternal, "no free trunk stream buffer (every buffer held at once)");
     issue_stream_read(*b, u, true);
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    ++stats_.units_not_ahead;
   }
   wait_buffer(*b);
   {
@@ -380,28 +521,30 @@ TrunkStream::StreamBuffer& TrunkStream::acquire_unit(int u) {
     if (!b->error.empty()) {
       std::string e = b->error;
       b->unit = -1;
-      // A compressed block that fails its hash is a damaged trunk, not a failed read.
-      throw Error(e.find("damaged") != std::string::npos ? ExitCode::kBadModel : ExitCode::kIo, e);
+      throw Error(b->corrupt ? ExitCode::kBadModel : ExitCode::kIo, e);
     }
   }
   b->held = true;
+  last_acquired_ = u;
   const Unit& un = units_[u];
-  if (un.rows == 0) {
-    Section& sec = *sections_[un.section];
-    // A raw streamed section is checked against its xxh3 the first time it
-    // arrives (a compressed one's blocks were each checked as decoded).
-    if (!sec.verified && !sec.ts->compressed) {
-      if (XXH3_64bits(b->buf.data(), sec.ts->length) != sec.ts->xxh3) {
-        b->held = false;
-        b->unit = -1;
-        throw Error(ExitCode::kBadModel, trunk_file_->path() + ": section " + sec.ts->name +
-                                             " does not match its hash in trunk.json (corrupted; run k3-pack --check, "
-                                             "then re-run k3-pack)");
-      }
-      sec.verified = true;
-    }
+  const Section& sec = *sections_[un.section];
+  if (un.kind == UnitKind::kSection) {
     auto lookup = [&sec, b, this](const std::string& name) { return section_tensor(sec, b->buf.data(), name); };
     b->lw = bind_layer_weights(config_, sec.ts->layer, lookup);
+  } else if (un.kind == UnitKind::kHeld) {
+    // Held tensors from this buffer, streamed matrices as their block views.
+    const TensorLookup lookup = [&sec, b](const std::string& name) -> const void* {
+      auto it = sec.held_rel.find(name);
+      if (it == sec.held_rel.end())
+        throw Error(ExitCode::kBadModel, "trunk section " + sec.ts->name + " lacks tensor '" + name + "' (re-run k3-pack)");
+      return b->buf.data() + it->second;
+    };
+    const RowMatrixLookup rows = [&sec, &lookup](const std::string& name, int64_t r, int64_t c) {
+      auto it = sec.view_of.find(name);
+      if (it != sec.view_of.end()) return it->second;
+      return Bf16Matrix{static_cast<const uint16_t*>(lookup(name)), r, c};  // in the held part
+    };
+    b->lw = bind_layer_weights(config_, sec.ts->layer, lookup, &rows);
   }
   // Every other buffer reads ahead while this unit computes.
   read_ahead(u, static_cast<int>(buffers_.size()) - 1);
@@ -413,8 +556,9 @@ void TrunkStream::release_unit(int u) {
     if (b->unit == u) b->held = false;
   // The freed buffer starts on the unit after the ones already in flight at
   // once, before the next unit is even acquired, so the disk never waits for
-  // the compute thread to come round.
-  read_ahead(u, static_cast<int>(buffers_.size()));
+  // the compute thread to come round. Ahead of the last unit acquired: a
+  // layer's held part is released after its blocks have passed.
+  read_ahead(last_acquired_, static_cast<int>(buffers_.size()));
 }
 
 const LayerWeights& TrunkStream::acquire_layer(int layer) {
@@ -439,10 +583,14 @@ void TrunkStream::for_each_head_block(const HeadWeights& head, const WeightSourc
     on_block(0, head.lm_head);
     return;
   }
-  for (int u = head_unit0_; u < static_cast<int>(units_.size()); ++u) {
+  for_each_rows(head_unit0_, static_cast<int>(units_.size()) - head_unit0_, config_.hidden_size, on_block);
+}
+
+void TrunkStream::for_each_rows(int first, int count, int64_t cols, const MatrixRows::Block& on_block) {
+  for (int u = first; u < first + count; ++u) {
     StreamBuffer& b = acquire_unit(u);
     const Unit& un = units_[u];
-    const Bf16Matrix rows{reinterpret_cast<const uint16_t*>(b.buf.data() + b.skip), un.rows, config_.hidden_size};
+    const Bf16Matrix rows{reinterpret_cast<const uint16_t*>(b.buf.data() + b.skip), un.rows, cols};
     try {
       on_block(un.first_row, rows);
     } catch (...) {

@@ -40,6 +40,7 @@ struct TrunkStreamStats {
   uint64_t load_bytes = 0;   // pinned sections and a streamed head's small tensors, read at start
   double io_wait_seconds = 0;  // compute thread blocked waiting for trunk bytes
   double decode_seconds = 0;   // CPU seconds the I/O threads spent decoding compressed blocks
+  uint64_t units_not_ahead = 0;  // streamed units asked for before any read of them began (out of use order)
 };
 
 class TrunkStream {
@@ -71,14 +72,24 @@ class TrunkStream {
  private:
   struct Section;
   struct StreamBuffer;
-  // What passes through a stream buffer: a layer section, or `rows` rows of
-  // lm_head from `first_row`.
+  class BlockedMatrix;
+  // What passes through a stream buffer: a whole layer section; in row-block
+  // mode a layer's held part or `rows` rows of one of its matrices from
+  // `first_row`; or `rows` rows of lm_head.
+  enum class UnitKind : uint8_t { kSection, kHeld, kMatrixRows, kHeadRows };
   struct Unit {
     int section = -1;
-    int64_t first_row = 0, rows = 0;  // rows > 0: a head block
+    UnitKind kind = UnitKind::kSection;
+    int matrix = -1;  // kMatrixRows: index into the section's row blocks
+    int64_t first_row = 0, rows = 0;
   };
   void pin_section(int s, const Checkpoint& checkpoint, const std::vector<std::unique_ptr<DirectFile>>& shard_files);
   void plan_head_blocks(int s, const MemoryPlan& plan);
+  void plan_row_blocks(int s, const MemoryPlan& plan);
+  uint64_t unit_buffer_bytes(const Unit& un) const;
+  // Hands units [first, first + count) (consecutive row blocks of one
+  // matrix, cols columns) to on_block one at a time.
+  void for_each_rows(int first, int count, int64_t cols, const MatrixRows::Block& on_block);
   StreamBuffer& acquire_unit(int u);
   void release_unit(int u);
   void issue_stream_read(StreamBuffer& b, int u, bool urgent);
@@ -89,8 +100,19 @@ class TrunkStream {
   const void* section_tensor(const Section& sec, const uint8_t* base, const std::string& name) const;
   // Where decoded offset `offset` of section `ts` is stored in trunk.bin (a raw section).
   static uint64_t stored_at(const TrunkSection& ts, uint64_t offset) { return ts.stored_offset + (offset - ts.offset); }
-  // The codec blocks a head unit decodes, and the decoded offset they start at.
-  BlockRange head_unit_blocks(const Unit& un, uint64_t* first_offset) const;
+  // Decoded bytes [begin, end) of a row-block unit (kMatrixRows, kHeadRows).
+  struct RowSpan {
+    uint64_t begin = 0, end = 0;
+  };
+  RowSpan unit_rows(const Unit& un) const;
+  // A compressed section's codec blocks covering a row span: decoded from
+  // `base`, the rows start `skip` bytes in, `bytes` decoded in all.
+  struct DecodedRows {
+    BlockRange blocks;
+    uint64_t base = 0, skip = 0, bytes = 0;
+  };
+  static DecodedRows decoded_rows(const TrunkSection& ts, uint64_t begin, uint64_t end);
+  static BlockRange tensor_blocks(const TrunkSection& ts, const TrunkTensor& t);
 
   ModelConfig config_;
   TrunkLayout layout_;
@@ -108,6 +130,7 @@ class TrunkStream {
   std::vector<AlignedBuffer> head_small_;           // norms of a streamed head
   HeadWeights head_small_hw_;
   std::vector<std::unique_ptr<StreamBuffer>> buffers_;
+  int last_acquired_ = -1;                          // read-ahead runs ahead of this unit
 
   const DirectFile* embed_file_ = nullptr;
   uint64_t embed_base_ = 0;

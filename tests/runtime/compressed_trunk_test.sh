@@ -46,6 +46,15 @@ for r in s0t1 s0t2 half laptop; do
   cmp -s "$W/raw.$r.st" "$W/z.$r.st" || fail "fixture: logits differ: uncompressed vs compressed $r"
   cmp -s "$W/resident.ids" "$W/z.$r.ids" || fail "fixture: ids differ: resident vs compressed $r"
 done
+# Row blocks decoded from codec blocks: from one row of the widest matrix
+# (smaller than a codec block) to blocks spanning several codec blocks.
+for bm in 0.001 0.004 0.3; do
+  run "$TINY" "z.b$bm" --trunk "$W/z" --trunk-gb 0 --cache-gb 0 --block-mb "$bm" --threads 2
+  cmp -s "$W/resident.st" "$W/z.b$bm.st" || fail "fixture: logits differ: resident vs compressed row blocks of $bm MB"
+  grep -q "row blocks" "$W/z.b$bm.err" || fail "--block-mb $bm did not stream row blocks"
+done
+run "$TINY" z.min --trunk "$W/z" --preset min
+cmp -s "$W/resident.st" "$W/z.min.st" || fail "fixture: logits differ: resident vs compressed at --preset min"
 grep -qE "read per token +[0-9.]+ [kM]B compressed" "$W/z.s0t1.err" || fail "the plan does not show compressed bytes"
 grep -q "compressed trunk: .* CPU s/token decoding" "$W/z.s0t1.err" || fail "no decode figure"
 # Every position's logits through compressed head row blocks.
@@ -77,7 +86,10 @@ run "$G" gpart --trunk "$W/gz" --trunk-gb 0.004 --cache-gb 0.003 --threads 2
 run "$G" gall --trunk "$W/gz" --trunk-gb 1 --cache-gb 1
 run "$G" graws0 --trunk "$W/graw" --trunk-gb 0 --cache-gb 0 --threads 1 --stats-json "$W/graw.json"
 run "$G" gzs0 --trunk "$W/gz" --trunk-gb 0 --cache-gb 0 --threads 1 --stats-json "$W/gz.json"
-for r in gs0 gs0t2 gpart gall graws0 gzs0; do
+run "$G" gzb1 --trunk "$W/gz" --trunk-gb 0 --cache-gb 0 --block-mb 0.002 --threads 1
+run "$G" gzb2 --trunk "$W/gz" --trunk-gb 0 --cache-gb 0 --block-mb 0.1 --threads 2 --io-threads 3
+run "$G" gzb3 --trunk "$W/gz" --trunk-gb 0.004 --cache-gb 0 --block-mb 0.7 --threads 2
+for r in gs0 gs0t2 gpart gall graws0 gzs0 gzb1 gzb2 gzb3; do
   cmp -s "$W/gres.st" "$W/$r.st" || fail "generated: logits differ: resident vs $r"
 done
 grep -qE "pinned trunk +[1-7] of 8 layers" "$W/gpart.err" || fail "the partial budget should pin some layers"
@@ -101,6 +113,7 @@ PY
 expect 8 "layer.5 block 3" -- "$B/k3-pack" --check "$W/bad" "$G"
 expect 3 "layer.5 block 3.*damaged" -- "$B/k3-forward" "$G" --ids "$W/ids" --gen 2 --trunk "$W/bad" --trunk-gb 1 --cache-gb 0
 expect 3 "layer.5 block 3.*damaged" -- "$B/k3-forward" "$G" --ids "$W/ids" --gen 2 --trunk "$W/bad" --trunk-gb 0 --cache-gb 0
+expect 3 "layer.5 block 3.*damaged" -- "$B/k3-forward" "$G" --ids "$W/ids" --gen 2 --trunk "$W/bad" --trunk-gb 0 --cache-gb 0 --block-mb 0.01
 [ ! -s "$W/out" ] || fail "a run over a damaged block printed ids"
 # A damaged raw streamed section is caught by its section hash on first read.
 cp -r "$W/graw" "$W/badraw"

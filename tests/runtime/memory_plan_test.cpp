@@ -74,7 +74,8 @@ TEST(MemoryPlan, BudgetsDecidePinningAndSlots) {
   MemoryPlan p0 = plan_memory(c, layout, idx.slot_bytes(), req);
   EXPECT_TRUE(p0.pinned.empty());
   EXPECT_EQ(p0.streamed.size(), 14u);  // 13 layers + head
-  EXPECT_EQ(p0.cache_slots, 2u * c.num_experts_per_token);  // the floor
+  EXPECT_EQ(p0.cache_slots, static_cast<uint64_t>(c.num_experts_per_token));  // the floor: one layer's top-k
+  EXPECT_EQ(p0.min_slots, p0.cache_slots);
   EXPECT_GT(p0.stream_buffer_bytes, 0u);
   // Small sections: the prefetch allowance buys the deepest read-ahead.
   EXPECT_EQ(p0.stream_buffers, kMaxStreamBuffers);
