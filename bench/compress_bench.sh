@@ -13,6 +13,10 @@
 # Usage: bench/compress_bench.sh [BUILD_DIR]     (default: build)
 # Env:   K3_BENCH_DIR  where checkpoints and trunks are cached (default /var/tmp/k3-compress-bench)
 #        K3_BENCH_GEN  tokens generated per run (default 4); K3_BENCH_REPEAT  pairs (default 3)
+#        K3_BENCH_READ_MBPS  throttle k3-forward's reads to this many MB/s (a
+#          cgroup v1 blkio or v2 io.max limit on the trunk's disk; needs root):
+#          the disk-bound regime of a laptop, whose cores decode faster than
+#          its NVMe delivers, on a machine whose two cores are busy computing
 # The bench geometry is K3's graph at hidden 1536, 36 layers (1.66 GB of
 # trunk) with 64 experts instead of 256 so the checkpoints stay small.
 set -euo pipefail
@@ -42,10 +46,35 @@ M=$DIR/normal
 [ -f "$DIR/z/trunk.json" ] || "$BIN/k3-pack" --compress "$M" "$DIR/z" 2>/dev/null
 echo "== trunk.bin: uncompressed $(stat -c %s "$DIR/raw/trunk.bin") bytes, compressed $(stat -c %s "$DIR/z/trunk.bin") bytes"
 echo "1 2 3 4 5 6 7 8" >"$DIR/ids"
+# Optional read throttle: k3-forward runs in a cgroup limited to
+# K3_BENCH_READ_MBPS on the block device holding the trunks.
+CG=
+if [ -n "${K3_BENCH_READ_MBPS:-}" ]; then
+  src=$(df --output=source "$DIR" | tail -1)
+  parent=$(lsblk -no PKNAME "$src" 2>/dev/null | head -1)
+  [ -n "$parent" ] && src=/dev/$parent  # limits apply to the whole disk
+  dev=$(lsblk -dno MAJ:MIN "$src" | tr -d ' ')
+  bps=$((K3_BENCH_READ_MBPS * 1000000))
+  if [ -d /sys/fs/cgroup/blkio ]; then
+    CG=/sys/fs/cgroup/blkio/k3-compress-bench
+    mkdir -p "$CG" && echo "$dev $bps" >"$CG/blkio.throttle.read_bps_device"
+  else
+    CG=/sys/fs/cgroup/k3-compress-bench
+    mkdir -p "$CG" && echo "$dev rbps=$bps" >"$CG/io.max"
+  fi
+  echo "== reads throttled to $K3_BENCH_READ_MBPS MB/s on device $dev"
+fi
+forward() {
+  if [ -n "$CG" ]; then
+    (echo "$BASHPID" >"$CG/cgroup.procs" && exec "$BIN/k3-forward" "$@")
+  else
+    "$BIN/k3-forward" "$@"
+  fi
+}
 for i in $(seq "$REPEAT"); do
   for t in raw z; do
     sync; [ -w /proc/sys/vm/drop_caches ] && echo 3 >/proc/sys/vm/drop_caches || true
-    "$BIN/k3-forward" "$M" --ids "$DIR/ids" --gen "$GEN" --ignore-eos --trunk "$DIR/$t" --trunk-gb 0 --cache-gb 0 \
+    forward "$M" --ids "$DIR/ids" --gen "$GEN" --ignore-eos --trunk "$DIR/$t" --trunk-gb 0 --cache-gb 0 \
       --logits "$DIR/$t.st" --stats-json "$DIR/$t.$i.json" >/dev/null 2>"$DIR/$t.err"
   done
   cmp -s "$DIR/raw.st" "$DIR/z.st" || { echo "compress_bench: logits differ" >&2; exit 1; }

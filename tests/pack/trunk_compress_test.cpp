@@ -19,9 +19,13 @@
 #include "common/file.h"
 #include "pack/trunk_packer.h"
 #include "synth/synth_checkpoint.h"
+#include "lib/test_util.h"
 
 namespace fs = std::filesystem;
 using namespace k3;
+
+using k3::test::code_of;
+using k3::test::flip_byte;
 
 namespace {
 const std::string kTiny = std::string(K3_TEST_DATA) + "/k3-tiny";
@@ -71,25 +75,6 @@ std::vector<uint8_t> tensor_bytes(const Checkpoint& c, const std::string& name) 
   return b;
 }
 
-void flip_byte(const fs::path& p, uint64_t off) {
-  std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekg(off);
-  char c;
-  f.read(&c, 1);
-  c ^= 0x5a;
-  f.seekp(off);
-  f.write(&c, 1);
-}
-
-ExitCode code_of(const std::function<void()>& f, std::string* msg = nullptr) {
-  try {
-    f();
-  } catch (const Error& e) {
-    if (msg) *msg = e.what();
-    return e.code();
-  }
-  return ExitCode::kOk;
-}
 }  // namespace
 
 TEST(TrunkCompress, DecodesByteExactWithTheUncompressedLayoutAndHashes) {
@@ -249,7 +234,9 @@ TEST(TrunkCompress, Versions1And2ReadAsRawSections) {
     EXPECT_EQ(code_of([&] { open_trunk_layout((dir / "raw").string(), c); }, &msg),
               v == 1 ? ExitCode::kBadModel : ExitCode::kOk)
         << msg;
-    if (v == 2) EXPECT_TRUE(check_trunk((dir / "raw").string(), c, nullptr).problems.empty());
+    if (v == 2) {
+      EXPECT_TRUE(check_trunk((dir / "raw").string(), c, nullptr).problems.empty());
+    }
   }
   fs::remove_all(dir);
 }
