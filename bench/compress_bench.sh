@@ -62,6 +62,7 @@ if [ -n "${K3_BENCH_READ_MBPS:-}" ]; then
     CG=/sys/fs/cgroup/k3-compress-bench
     mkdir -p "$CG" && echo "$dev rbps=$bps" >"$CG/io.max"
   fi
+  trap 'rmdir "$CG" 2>/dev/null || true' EXIT
   echo "== reads throttled to $K3_BENCH_READ_MBPS MB/s on device $dev"
 fi
 forward() {
