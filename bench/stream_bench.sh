@@ -63,7 +63,8 @@ expert_kb=$(python3 -c "
 import json; t=json.load(open('$MODEL/config.json'))['text_config']
 L=t['routed_expert_hidden_size']; M=t['moe_intermediate_size']
 print(int((3*L*M*17/32 + 4095)//4096*4))")
-shard=$(ls "$MODEL"/model-0000[2-4]-of-*.safetensors | head -1)
+# The largest shard (fio's 8 jobs start 10% apart, so a small one has no room).
+shard=$(ls -S "$MODEL"/model-*-of-*.safetensors | head -1)
 fio_bw() {  # fio_bw BS_KB JOBS [FILE RW] -> MB/s of O_DIRECT reads (default: random reads of a shard)
   fio --name=k3 --filename="${3:-$shard}" --readonly --direct=1 --ioengine=psync --rw="${4:-randread}" --bs="$1"k \
       --numjobs="$2" --offset_increment=10% --group_reporting --time_based --runtime=8 --output-format=json 2>/dev/null |

@@ -86,12 +86,14 @@ class Loop {
       say("warning: the reply is incomplete: " + r.reply.problem);
     }
     if (o_.stats) {
-      char line[256];
+      char line[320];
       std::snprintf(line, sizeof line,
-                    "turn %d: prompt %lld ids, %lld reused, %lld prefilled in %.3f s; %lld generated in %.3f s",
+                    "turn %d: prompt %lld ids, %lld reused, %lld prefilled in %.3f s; %lld generated in %.3f s, "
+                    "%lld weight passes, drafts %lld/%lld kept",
                     turns_, static_cast<long long>(r.prompt_ids), static_cast<long long>(r.reused_ids),
                     static_cast<long long>(r.prefilled_ids), r.prefill_seconds,
-                    static_cast<long long>(r.generated), r.decode_seconds);
+                    static_cast<long long>(r.generated), r.decode_seconds, static_cast<long long>(r.passes),
+                    static_cast<long long>(r.drafts_accepted), static_cast<long long>(r.drafts_proposed));
       say(line);
     }
   }

@@ -151,6 +151,9 @@ TurnReport ChatSession::reply(const std::string& user_text,
   messages_.push_back(chat_message_json(report.reply.message));
   const GenerationCounters& after = gen_.counters();
   report.generated = after.generated - before.generated;
+  report.passes = after.generate_passes - before.generate_passes;
+  report.drafts_proposed = after.drafts_proposed - before.drafts_proposed;
+  report.drafts_accepted = after.drafts_accepted - before.drafts_accepted;
   report.prefill_seconds = after.prefill_seconds - before.prefill_seconds;
   report.decode_seconds = after.decode_seconds - before.decode_seconds;
   return report;

@@ -46,6 +46,9 @@ struct TurnReport {
   int64_t prefilled_ids = 0;  // evaluated by this turn's prefill
   double prefill_seconds = 0;
   int64_t generated = 0;
+  int64_t passes = 0;           // weight passes of the reply (fewer than ids when drafts were kept)
+  int64_t drafts_proposed = 0;  // speculative drafts verified, and of them kept
+  int64_t drafts_accepted = 0;
   double decode_seconds = 0;
   bool interrupted = false;
   ParsedReply reply;

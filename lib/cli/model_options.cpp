@@ -83,6 +83,7 @@ LoadedModel::LoadedModel(const ModelConfig& config, const Checkpoint& checkpoint
     PreparedStream prepared = prepare_streaming(config, checkpoint, o.stream, std::cerr);
     figures_.forecast_peak_rss = prepared.plan.peak_rss;
     plan_batch = prepared.plan.batch;
+    max_drafts_ = prepared.plan_request.state_snapshots;
     streaming_ = std::make_unique<StreamingWeights>(config, checkpoint, o.stream.trunk_dir,
                                                     std::move(prepared.layout), prepared.plan, o.stream.io_threads);
   } else {
@@ -91,6 +92,7 @@ LoadedModel::LoadedModel(const ModelConfig& config, const Checkpoint& checkpoint
                  "resident; use k3-pack and --trunk/--preset to run in a memory budget\n",
                  tool);
     resident_ = std::make_unique<ResidentWeights>(config, checkpoint, &std::cerr);
+    max_drafts_ = o.stream.state_snapshots;
   }
   WeightSource& weights = streaming_ ? static_cast<WeightSource&>(*streaming_) : *resident_;
   engine_ = std::make_unique<Engine>(config, weights, pool_);

@@ -62,6 +62,10 @@ class LoadedModel {
   const char* tool() const { return tool_; }
 
   Engine& engine() { return *engine_; }
+  // Drafts per weight pass the plan holds rollback copies for: the request's
+  // (ModelOptions::stream.state_snapshots), or fewer when the default was
+  // lowered to fit (StreamingRequest::snapshots_optional).
+  size_t max_drafts() const { return max_drafts_; }
   ThreadPool& pool() { return pool_; }
   StreamingWeights* streaming() { return streaming_.get(); }
 
@@ -91,6 +95,7 @@ class LoadedModel {
     uint64_t passes = 0, trunk_bytes = 0, expert_bytes = 0, experts = 0;
   };
   std::vector<PassSize> by_rows_;  // index: rows per pass
+  size_t max_drafts_ = 0;
   StreamStats last_;
 };
 

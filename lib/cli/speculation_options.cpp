@@ -4,6 +4,8 @@
 #include "common/error.h"
 #include "common/file.h"
 
+#include <string>
+
 namespace k3 {
 
 void SpeculationFlags::add_to(CLI::App& app) {
@@ -15,6 +17,18 @@ void SpeculationFlags::add_to(CLI::App& app) {
                  "Ids you expect the output to be (e.g. the previous version of a document): drafts come from them, "
                  "re-aligned after a mismatch (output identical to a run without it)");
 }
+
+void ChatSpeculationFlags::add_to(CLI::App& app) {
+  spec_option_ = app.add_option("--spec", spec_,
+                                "Speculative decoding: verify up to N ids per weight pass, drafted from earlier text of "
+                                "the conversation that matches the latest ids; no match, no draft (default " +
+                                    std::to_string(kDefaultDrafts) +
+                                    ", fewer when memory is short; the reply is identical to one without it)")
+                     ->check(CLI::Range(0, 64));
+  off_option_ = app.add_flag("--no-spec", off_, "One id per weight pass: no speculative drafts")->excludes(spec_option_);
+}
+
+bool ChatSpeculationFlags::is_default() const { return spec_option_->count() == 0 && off_option_->count() == 0; }
 
 size_t SpeculationFlags::max_drafts() const {
   if (spec_ > 0) return spec_;

@@ -147,8 +147,9 @@ GenerationEnd GenerationSession::generate(int64_t max_new, const std::function<v
       if (pass_observer_) pass_observer_(options_.recompute ? state_.tokens.size() : rows);
       continue;
     }
-    const Verified v = verify(drafts, made, max_new, emit);
+    const Verified v = verify(drafts, made, max_new, emit, interrupted);
     if (v == Verified::kStop) end = GenerationEnd::kStop;
+    if (v == Verified::kInterrupted) end = GenerationEnd::kInterrupted;
     if (v != Verified::kContinue) break;
   }
   counters_.generate_passes += counters_.weight_passes - passes0;
@@ -157,7 +158,8 @@ GenerationEnd GenerationSession::generate(int64_t max_new, const std::function<v
 }
 
 GenerationSession::Verified GenerationSession::verify(const std::vector<int32_t>& drafts, int64_t& made,
-                                                      int64_t max_new, const std::function<void(int32_t)>& emit) {
+                                                      int64_t max_new, const std::function<void(int32_t)>& emit,
+                                                      const std::function<bool()>& interrupted) {
   const size_t vocab = static_cast<size_t>(engine_.config().vocab_size), k = drafts.size();
   std::vector<int32_t> rows = pending_;  // the current id, then the drafts
   rows.insert(rows.end(), drafts.begin(), drafts.end());
@@ -183,6 +185,15 @@ GenerationSession::Verified GenerationSession::verify(const std::vector<int32_t>
       counters_.drafts_accepted += static_cast<int64_t>(k);
       if (drafts_) drafts_->verified(k, k);
       return Verified::kContinue;
+    }
+    // Without drafts interrupted() is asked before each id is sampled (a
+    // chat ends its reply there once the message is closed): the same here,
+    // with the rows so far kept and this one current.
+    if (interrupted && interrupted()) {
+      engine_.rollback(state_, history_, base + i + 1);
+      row_.assign(r, r + vocab);
+      counters_.drafts_accepted += static_cast<int64_t>(i);  // the rest were not verified: no verdict to the source
+      return Verified::kInterrupted;
     }
     const int32_t next = sampler_.next(r, static_cast<int64_t>(vocab), p0 + static_cast<int64_t>(i) + 1);
     if (next != drafts[i]) {  // rows past i were not what the model chooses

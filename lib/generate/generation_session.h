@@ -161,9 +161,9 @@ class GenerationSession {
  private:
   friend class BatchGeneration;  // steps several sessions in one weight pass
   void evaluate(std::span<const int32_t> ids, LogitRows rows, float* out);
-  enum class Verified { kContinue, kStop, kLength };
+  enum class Verified { kContinue, kStop, kLength, kInterrupted };
   Verified verify(const std::vector<int32_t>& drafts, int64_t& made, int64_t max_new,
-                  const std::function<void(int32_t)>& emit);
+                  const std::function<void(int32_t)>& emit, const std::function<bool()>& interrupted);
 
   Engine& engine_;
   GenerationOptions options_;

@@ -94,15 +94,22 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
                               !req.trunk_dir.empty(), ExpertIndex(config, checkpoint).slot_bytes());
   const MemoryLimits lim = read_memory_limits();
   const uint64_t avail = lim.available();
-  // Short of memory: smaller prefill batches (the output does not depend on
-  // the batch), down to one token at a time.
-  const uint64_t wanted_batch = p.plan.batch;
-  while (!plan_fits(p.plan, avail) && p.plan.batch > 1) {
-    StreamingRequest smaller = req;
-    smaller.batch = p.plan.batch / 2;
+  // Short of memory: fewer default drafts per pass, then smaller prefill
+  // batches (the output depends on neither), down to one token at a time.
+  const uint64_t wanted_batch = p.plan.batch, wanted_snapshots = req.state_snapshots;
+  StreamingRequest smaller = req;
+  while (!plan_fits(p.plan, avail) &&
+         (p.plan.batch > 1 || (smaller.snapshots_optional && smaller.state_snapshots > 0))) {
+    if (smaller.snapshots_optional && smaller.state_snapshots > 0)
+      smaller.state_snapshots /= 2;
+    else
+      smaller.batch = p.plan.batch / 2;
     p = plan_for(config, checkpoint, smaller, trunk_bytes, cache_bytes, std::move(p.layout), !req.trunk_dir.empty(),
                  p.plan.slot_bytes);
   }
+  if (smaller.state_snapshots < wanted_snapshots)
+    log << "k3-forward: speculation lowered from " << wanted_snapshots << " to " << smaller.state_snapshots
+        << " drafts per pass to fit the memory available (each needs a rollback copy of the KDA state)\n";
   if (p.plan.batch < wanted_batch)
     log << "k3-forward: prefill batch lowered from " << wanted_batch << " to " << p.plan.batch
         << " tokens to fit the memory available\n";

@@ -32,6 +32,10 @@ struct StreamingRequest {
   uint64_t batch = 256;
   uint64_t sequences = 1;        // decoded together (k3-forward --batch)
   uint64_t state_snapshots = 0;  // KDA state copies for rolling back drafts (--spec)
+  // Speculation on by default (k3-chat): when the plan does not fit, the
+  // rollback copies (so the drafts per pass) are halved first, down to none,
+  // before the prefill batch is lowered; an explicit --spec is refused instead.
+  bool snapshots_optional = false;
   int io_threads = 8;
   int compute_threads = 1;
   // Streaming is wanted when any of these flags was given.

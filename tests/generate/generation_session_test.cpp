@@ -239,6 +239,49 @@ TEST_F(SessionTest, DraftsGiveTheSameIdsLogitsAndState) {
   }
 }
 
+// interrupted() is asked between two ids also when the ids come from one
+// verification pass (k3-chat ends a reply there once the message is closed):
+// the ids, the evaluated state, the current row and the logged rows are those
+// of the run without drafts stopped at the same id.
+TEST_F(SessionTest, InterruptedWithinAVerifiedDraftEqualsThePlainRun) {
+  GenerationSession full(engine, options());
+  full.reset();
+  full.feed(g.greedy_prompt);
+  const Generated truth = generate(full, 20);
+  for (size_t stop_after : {1, 3, 4, 6, 9}) {
+    auto until = [stop_after](const std::vector<int32_t>& ids) { return [&ids, stop_after] { return ids.size() >= stop_after; }; };
+    GenerationSession plain(engine, options());
+    plain.reset();
+    plain.feed(g.greedy_prompt);
+    std::vector<int32_t> want;
+    EXPECT_EQ(plain.generate(20, [&](int32_t id) { want.push_back(id); }, until(want)), GenerationEnd::kInterrupted);
+    ASSERT_EQ(want.size(), stop_after);
+    for (size_t n : {1, 3, 4, 8}) {
+      GenerationOptions o = options();
+      o.max_drafts = n;
+      ScriptedDrafts drafts(truth.ids, g.greedy_prompt.size(), 0);
+      GenerationSession s(engine, o);
+      s.set_draft_source(&drafts);
+      s.reset();
+      s.feed(g.greedy_prompt);
+      std::vector<int32_t> got;
+      EXPECT_EQ(s.generate(20, [&](int32_t id) { got.push_back(id); }, until(got)), GenerationEnd::kInterrupted);
+      EXPECT_EQ(got, want) << "stop after " << stop_after << ", drafts " << n;
+      EXPECT_EQ(s.state().tokens, plain.state().tokens) << "stop after " << stop_after << ", drafts " << n;
+      EXPECT_EQ(s.state().positions, plain.state().positions);
+      EXPECT_EQ(s.pending(), plain.pending());
+      EXPECT_TRUE(same_floats(s.current_row(), plain.current_row())) << "stop after " << stop_after << ", drafts " << n;
+      ASSERT_EQ(s.logits_log().rows(), plain.logits_log().rows());
+      if (stop_after > 1) {
+        EXPECT_GT(s.counters().drafts_accepted, 0);  // ids came from verified drafts
+      }
+      // Going on from there gives the plain run's next ids.
+      const Generated more = generate(s, 4);
+      EXPECT_EQ(more.ids, std::vector<int32_t>(truth.ids.begin() + stop_after, truth.ids.begin() + stop_after + 4));
+    }
+  }
+}
+
 TEST_F(SessionTest, PromptLookupDraftsLeaveTheOutputUnchanged) {
   // The model's own continuation placed in the prompt (prompt + G + prompt +
   // G[0..3)), and lookup from 1-id matches: whatever it proposes, the output

@@ -21,6 +21,7 @@
 #include "cli/model_options.h"
 #include "cli/prefill_progress.h"
 #include "cli/sampling_options.h"
+#include "cli/speculation_options.h"
 #include "common/atomic_file_writer.h"
 #include "common/cli_parse.h"
 #include "common/error.h"
@@ -35,12 +36,15 @@ int run(int argc, char** argv) {
   CLI::App app{
       "Chat with Kimi-K3: type a message, the reply streams (reasoning dimmed, or lines starting \"> \" when\n"
       "not on a terminal). The model is loaded once; each turn evaluates only the new part of the conversation.\n"
+      "Where the reply repeats the conversation, drafted ids are verified several per weight pass (--spec, on by\n"
+      "default; the reply is bit-identical with --no-spec).\n"
       "Commands: /reset /save FILE /effort low|high|max|none /think on|off /exit /help. Ctrl-C stops a reply.\n"
       "From a script (stdin not a terminal) the lines up to the next command are one message:\n"
       "  k3-chat ~/k3model --history chat.jsonl < question.txt",
       kTool};
   k3::ModelOptions mo;
   k3::SamplingFlags sampling_flags;
+  k3::ChatSpeculationFlags spec_flags;
   k3::ChatOptions co;
   k3::ChatLoopOptions lo;
   std::string system, effort = "max", history_path;
@@ -60,6 +64,7 @@ int run(int argc, char** argv) {
   app.add_option("--logits", lo.logits_path,
                  "Write the logits each reply's first token was drawn from (safetensors 'logits' [turns, vocab])");
   sampling_flags.add_to(app);
+  spec_flags.add_to(app);
   k3::add_budget_options(app, mo);
   app.footer(std::string("Exit status 4 when a message or command was refused or the history is invalid (naming the\n"
                          "line and field); 130 after Ctrl-C at the prompt.\n") + k3::exit_codes_help());
@@ -67,6 +72,8 @@ int run(int argc, char** argv) {
   co.thinking = !no_think;
   co.effort = effort == "none" ? std::nullopt : std::optional<std::string>(effort);
   co.keep_first_rows = !lo.logits_path.empty();
+  mo.stream.state_snapshots = spec_flags.max_drafts();  // rollback copies the plan must hold
+  mo.stream.snapshots_optional = spec_flags.is_default();
 
   // Cheap checks before any weight is read: outputs, config, tokenizer, history.
   if (!lo.logits_path.empty()) k3::check_output_path(lo.logits_path, k3::OutputPolicy::kFileOrStream);
@@ -97,8 +104,11 @@ int run(int argc, char** argv) {
   k3::install_interrupt_handler();
 
   k3::GenerationOptions go{k3::resolve_sampling(std::nullopt, sampling_flags.given()),
-                           k3::StopConditions(config.eos_token_ids, k3::chat_stop_ids(tok.vocab(), {}), false)};
+                           k3::StopConditions(config.eos_token_ids, k3::chat_stop_ids(tok.vocab(), {}), false),
+                           false, false, model.max_drafts()};
   k3::GenerationSession generation(model.engine(), go);
+  k3::NgramDrafts lookup;
+  generation.set_draft_source(&lookup);
   k3::ChatSession chat(tok, generation, co);
   chat.set_messages(history.empty() ? lo.start_messages : history);
   if (!history.empty() && !system.empty())

@@ -1,0 +1,116 @@
+// Bytes read per weight pass as a function of the rows the pass computes:
+// what speculation (1 current id + drafts verified together) and batches of
+// sequences (one row each) buy at K3's true geometry, per memory preset.
+//
+// The trunk part is the plan's exact count: every streamed section (layers
+// and head, whole or in row blocks) is read once per pass whatever the rows,
+// plus one embedding row per row. The expert part depends on routing: a
+// pass reads the union of its rows' routed experts. With flat routing (each
+// row's top-k independent and uniform over E experts, the worst case for
+// sharing) a layer's expected union of R rows is E * (1 - (1 - k/E)^R), and
+// an LRU cache of C slots over L x E equally likely experts hits C / (L x E)
+// of the loads. Real routers share more (the 5-token prefill of
+// bench/true_scale.sh loaded 14% fewer experts than 5 x 16 per layer), so
+// the expert column is an upper bound for R > 1 and exact in expectation
+// for R = 1.
+//
+// Usage: k3-bench-pass-bytes [MODEL_DIR]   (default: K3's geometry from
+// k3-synth --preset k3, nothing written; MODEL_DIR: its config.json)
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "io/aligned_buffer.h"
+#include "model/config.h"
+#include "model/tensor_manifest.h"
+#include "runtime/memory_plan.h"
+#include "runtime/presets.h"
+#include "synth/synth_geometry.h"
+
+using namespace k3;
+
+namespace {
+
+struct PassBytes {
+  double trunk = 0, experts = 0;
+  double total() const { return trunk + experts; }
+};
+
+void print_preset(const ModelConfig& c, const Preset& preset) {
+  PlanRequest req;
+  req.trunk_budget = static_cast<uint64_t>(preset.trunk_gb * 1e9);
+  req.cache_budget = static_cast<uint64_t>(preset.cache_gb * 1e9);
+  req.block_bytes = static_cast<uint64_t>(preset.block_mb * 1e6);
+  req.batch = 16;
+  TrunkLayout layout;
+  const MemoryPlan plan = plan_memory_for_config(c, req, &layout);
+  uint64_t streamed = 0;
+  for (int s : plan.streamed) streamed += layout.sections[static_cast<size_t>(s)].length;
+  const double embedding_row = static_cast<double>(c.hidden_size) * 2;  // BF16
+  const double expert = static_cast<double>(plan.slot_bytes - kDirectAlign);  // one aligned expert read
+  const double L = c.num_hidden_layers - c.first_k_dense_replace, E = c.num_experts, k = c.num_experts_per_token;
+  const double miss = 1.0 - std::min(1.0, static_cast<double>(plan.cache_slots) / (L * E));
+  auto pass = [&](int rows) {
+    PassBytes b;
+    b.trunk = static_cast<double>(streamed) + rows * embedding_row;
+    b.experts = L * E * (1.0 - std::pow(1.0 - k / E, rows)) * miss * expert;
+    return b;
+  };
+  const PassBytes one = pass(1);
+  std::printf("\npreset %s: trunk pinned %.2f GB, streamed %.2f GB per pass; %llu expert slots (hit rate %.2f%%), "
+              "expert %.2f MB, %g MoE layers x %g experts, top-%g\n",
+              preset.name.c_str(), plan.pinned_bytes / 1e9, streamed / 1e9,
+              static_cast<unsigned long long>(plan.cache_slots), 100 * (1 - miss), expert / 1e6, L, E, k);
+  std::printf("%5s %12s %12s %12s %11s %14s %14s %14s\n", "rows", "trunk GB", "experts GB", "pass GB", "break-even",
+              "GB/tok (1 kept)", "GB/tok (2 kept)", "GB/tok (4 kept)");
+  for (int r = 1; r <= 9; ++r) {
+    const PassBytes b = pass(r);
+    std::printf("%5d %12.2f %12.2f %12.2f %11.3f", r, b.trunk / 1e9, b.experts / 1e9, b.total() / 1e9,
+                b.total() / one.total());
+    for (int kept : {1, 2, 4})
+      if (kept <= r)
+        std::printf(" %14.2f", b.total() / kept / 1e9);
+      else
+        std::printf(" %14s", "-");
+    std::printf("\n");
+  }
+  std::printf("%5s %12s %12s %12s %14s %12s\n", "batch", "trunk GB", "experts GB", "pass GB", "GB/token", "vs batch 1");
+  for (int n = 1; n <= 16; ++n) {
+    const PassBytes b = pass(n);
+    std::printf("%5d %12.2f %12.2f %12.2f %14.2f %12.3f\n", n, b.trunk / 1e9, b.experts / 1e9, b.total() / 1e9,
+                b.total() / n / 1e9, b.total() / n / one.total());
+  }
+}
+
+int run(int argc, char** argv) {
+  ModelConfig c;
+  std::string what;
+  if (argc > 1) {
+    c = load_model_config(argv[1]);
+    what = argv[1];
+  } else {
+    SynthGeometry g;
+    if (!synth_preset("k3", &g)) throw Error(ExitCode::kInternal, "no k3 synth preset");
+    c = parse_model_config(synth_config_json(g), synth_generation_config_json(g), "k3");
+    what = "K3 geometry (k3-synth --preset k3)";
+  }
+  std::printf("bytes read per weight pass, %s; 'break-even': tokens per pass a pass of this many rows must yield to "
+              "read no more per token than one row per pass\n",
+              what.c_str());
+  for (const char* name : {"min", "laptop", "desktop"})
+    if (const Preset* p = find_preset(name)) print_preset(c, *p);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "k3-bench-pass-bytes: %s\n", e.what());
+    return static_cast<int>(e.code());
+  }
+}
