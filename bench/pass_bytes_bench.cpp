@@ -2,9 +2,10 @@
 // what speculation (1 current id + drafts verified together) and batches of
 // sequences (one row each) buy at K3's true geometry, per memory preset.
 //
-// The trunk part is the plan's exact count: every streamed section (layers
-// and head, whole or in row blocks) is read once per pass whatever the rows,
-// plus one embedding row per row. The expert part depends on routing: a
+// The trunk part is the plan's exact count (MemoryPlan::streamed_read_bytes,
+// an uncompressed trunk): every streamed section (layers and head, whole or
+// in row blocks) is read once per pass whatever the rows, plus one embedding
+// row per row. The expert part depends on routing: a
 // pass reads the union of its rows' routed experts. With flat routing (each
 // row's top-k independent and uniform over E experts, the worst case for
 // sharing) a layer's expected union of R rows is E * (1 - (1 - k/E)^R), and
@@ -44,10 +45,8 @@ void print_preset(const ModelConfig& c, const Preset& preset) {
   req.cache_budget = static_cast<uint64_t>(preset.cache_gb * 1e9);
   req.block_bytes = static_cast<uint64_t>(preset.block_mb * 1e6);
   req.batch = 16;
-  TrunkLayout layout;
-  const MemoryPlan plan = plan_memory_for_config(c, req, &layout);
-  uint64_t streamed = 0;
-  for (int s : plan.streamed) streamed += layout.sections[static_cast<size_t>(s)].length;
+  const MemoryPlan plan = plan_memory_for_config(c, req);
+  const uint64_t streamed = plan.streamed_read_bytes;  // streamed layers and lm_head, as read per pass
   const double embedding_row = static_cast<double>(c.hidden_size) * 2;  // BF16
   const double expert = static_cast<double>(plan.slot_bytes - kDirectAlign);  // one aligned expert read
   const double L = c.num_hidden_layers - c.first_k_dense_replace, E = c.num_experts, k = c.num_experts_per_token;
