@@ -19,6 +19,9 @@ for t in "${tools[@]}"; do
   "$prefix/bin/$t" --help > "$work/help" 2> "$work/help.err"
   check "$t --help exit" 0 "$?"
   check "$t --help on stdout only" 0 "$(stat -c %s "$work/help.err")"
+  "$prefix/bin/$t" --version > "$work/version" 2>&1
+  check "$t --version exit" 0 "$?"
+  contains "$t --version names the tool" "$t " "$(head -1 "$work/version")"
 
   man=$prefix/share/man/man1/$t.1
   holds "$t man page installed" "[ -s '$man' ]"

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <string>
 
-#include "common/cli_parse.h"
+#include "cli/cli_parse.h"
 #include "common/error.h"
 #include "common/file.h"
 #include "common/tool_main.h"

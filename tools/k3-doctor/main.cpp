@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "common/cli_parse.h"
+#include "cli/cli_parse.h"
 #include "common/error.h"
 #include "common/tool_main.h"
 #include "doctor/doctor.h"

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "common/cli_parse.h"
+#include "cli/cli_parse.h"
 #include "common/error.h"
 #include "common/tool_main.h"
 #include "fetch/hub_download.h"

@@ -26,7 +26,7 @@
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/safetensors.h"
 #include "common/atomic_file_writer.h"
-#include "common/cli_parse.h"
+#include "cli/cli_parse.h"
 #include "common/error.h"
 #include "common/file.h"
 #include "common/tool_main.h"

@@ -9,7 +9,7 @@
 #include <iostream>
 
 #include "checkpoint/checkpoint.h"
-#include "common/cli_parse.h"
+#include "cli/cli_parse.h"
 #include "common/error.h"
 #include "common/tool_main.h"
 #include "common/progress_meter.h"
