@@ -127,6 +127,29 @@ std::string read_all(int fd, const std::string& what) {
   return data;
 }
 
+InputFd InputFd::open(const std::string& path, const std::string& what) {
+  if (path == "-") return InputFd(0, "stdin");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) throw Error(ExitCode::kBadInput, path + ": " + what + " not found");
+    throw Error(ExitCode::kIo, path + ": cannot open " + what + ": " + std::strerror(errno));
+  }
+  InputFd in(fd, path);
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+    throw Error(ExitCode::kBadInput, path + ": is a directory, not a " + what);
+  return in;
+}
+
+InputFd::~InputFd() {
+  if (fd_ > 0) ::close(fd_);
+}
+
+std::string read_input(const std::string& path, const std::string& what) {
+  const InputFd in = InputFd::open(path, what);
+  return read_all(in.fd(), in.name());
+}
+
 void write_file_atomic(const std::string& path, const void* data, size_t n) {
   AtomicFileWriter out(path);
   out.write(data, n);

@@ -15,6 +15,7 @@
 #include "doctor/preset_forecast.h"
 #include "doctor/read_bandwidth_probe.h"
 #include "doctor/report.h"
+#include "doctor/system_root.h"
 #include "doctor/trunk_match.h"
 #include "runtime/cgroup_memory.h"
 #include "runtime/meminfo.h"
@@ -26,6 +27,8 @@ class SystemRoot;
 
 // ---- CPU
 void add_cpu_checks(Report& r, const CpuFeatures& cpu);
+// NVIDIA/AMD GPUs from /sys/class/drm (and /dev/nvidiactl on the live system).
+void add_gpu_check(Report& r, const SystemRoot& root);
 
 // ---- Memory
 struct MemoryFacts {

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "doctor/checks.h"
+#include "doctor/next_steps.h"
 #include "doctor/system_root.h"
 
 namespace k3::doctor {
@@ -140,6 +141,7 @@ Report run_doctor(const DoctorOptions& o) {
   if (mem.usable) rec = recommend_preset(*mem.usable, ck.plan_model, mb, o.hit_rate);
 
   add_cpu_checks(r, cpu);
+  add_gpu_check(r, root);
   add_memory_checks(r, mem, rec, (ck.opened ? ck.shards : kK3ShardCount) + 1);
   if (storage.empty()) {
     Check& k = r.add("storage", "directories");
@@ -150,6 +152,12 @@ Report run_doctor(const DoctorOptions& o) {
   for (const StorageFacts& s : storage) add_storage_checks(r, s, expert_request);
   add_checkpoint_checks(r, ck, o.trunk_dir, trunk ? &*trunk : nullptr);
   add_forecast(r, mem, ck, rec, bw, o.hit_rate);
+  NextStepFacts next;
+  next.model_dir = o.model_dir;
+  next.trunk_dir = o.trunk_dir;
+  next.trunk_ready = trunk && trunk->match == TrunkMatch::kMatches;
+  if (rec) next.preset = rec->preset.name;
+  r.next_steps = next_steps(next);
   return r;
 }
 

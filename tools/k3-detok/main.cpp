@@ -40,14 +40,15 @@ bool is_separator(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\
 int run(int argc, char** argv) {
   CLI::App app{
       "Turns Kimi-K3 token ids back into text, writing each token's text as soon as its id arrives.\n"
-      "Reads ids from stdin, one per line or separated by spaces.\n"
+      "Reads ids from stdin (or FILE; - is stdin), one per line or separated by spaces.\n"
       "Example: k3-tokenize --tok ~/k3model < prompt.txt | k3-forward ~/k3model --gen 64 | k3-detok --tok ~/k3model",
       "k3-detok"};
-  std::string tok_dir;
+  std::string tok_dir, ids_file = "-";
   bool raw = false, skip_special = false;
   app.add_option("--tok", tok_dir, "Tokenizer directory holding tiktoken.model and tokenizer_config.json "
                                    "(usually the model directory)")
       ->required();
+  app.add_option("FILE", ids_file, "Read the ids from FILE instead of stdin (- is stdin)");
   app.add_flag("--raw", raw, "Write the token bytes unchanged (no UTF-8 repair; output may be invalid UTF-8)");
   app.add_flag("--skip-special", skip_special, "Drop special tokens instead of printing their names, e.g. [EOS]");
   app.footer(std::string("Exit status 4 names the offending id and its position (1-based) in the input.\n") +
@@ -55,6 +56,7 @@ int run(int argc, char** argv) {
   if (auto status = k3::parse_command_line(app, argc, argv, "k3-detok")) return *status;
 
   const k3::Vocabulary vocab = k3::Vocabulary::load(tok_dir);
+  k3::InputFd input = k3::InputFd::open(ids_file, "ids file");
   k3::StreamDecoder decoder;
   std::string word;  // the id being read (may span reads)
   std::string out;
@@ -91,7 +93,7 @@ int run(int argc, char** argv) {
 
   char buf[1 << 14];
   // Ids are decoded as they arrive: text appears while the producer runs.
-  while (size_t r = k3::read_some(0, buf, sizeof buf, "stdin")) {
+  while (size_t r = k3::read_some(input.fd(), buf, sizeof buf, input.name())) {
     for (size_t i = 0; i < r; ++i) {
       if (is_separator(buf[i])) {
         if (!word.empty()) emit();

@@ -19,6 +19,8 @@
 #include "common/error.h"
 #include "common/tool_main.h"
 #include "fetch/hub_download.h"
+#include "fetch/hub_token.h"
+#include "checkpoint/trunk_location.h"
 #include "fetch/transfer_progress.h"
 #include "verify/checkpoint_verifier.h"
 
@@ -60,7 +62,9 @@ int run_download(const std::vector<std::string>& positional, k3::DownloadOptions
     throw k3::Error(k3::ExitCode::kUsage, "repository '" + opt.repo + "' must look like owner/name");
   if (opt.jobs < 1 || opt.jobs > 64) throw k3::Error(k3::ExitCode::kUsage, "--jobs must be between 1 and 64");
   opt.endpoint = !endpoint_flag.empty() ? endpoint_flag : env_or("HF_ENDPOINT", "https://huggingface.co");
-  opt.token = !token_flag.empty() ? token_flag : env_or("HF_TOKEN", "");
+  const k3::HubToken token = k3::find_hub_token(token_flag, [](const char* n) -> const char* { return std::getenv(n); });
+  opt.token = token.value;
+  if (!token.value.empty()) std::fprintf(stderr, "%s: using the Hub token from %s\n", kTool, token.origin.c_str());
   opt.tty = ::isatty(2);
   opt.log_prefix = std::string(kTool) + ": ";
 
@@ -68,13 +72,21 @@ int run_download(const std::vector<std::string>& positional, k3::DownloadOptions
   double rate = s.seconds > 0 ? static_cast<double>(s.bytes_received) / s.seconds : 0;
   std::fprintf(stderr,
                "%s: done: %llu files (%s) of %s at commit %s are complete and verified in %s; %llu downloaded "
-               "(%s received, %s/s), %llu already complete. Next: %s verify %s --full\n",
+               "(%s received, %s/s), %llu already complete.\n",
                kTool, static_cast<unsigned long long>(s.files_selected),
                k3::TransferProgress::human_bytes(static_cast<double>(s.bytes_selected)).c_str(), opt.repo.c_str(),
                s.commit.c_str(), opt.dir.c_str(), static_cast<unsigned long long>(s.files_downloaded),
                k3::TransferProgress::human_bytes(static_cast<double>(s.bytes_received)).c_str(),
                k3::TransferProgress::human_bytes(rate).c_str(),
-               static_cast<unsigned long long>(s.files_already_complete), kTool, opt.dir.c_str());
+               static_cast<unsigned long long>(s.files_already_complete));
+  if (!opt.include.empty() || !opt.exclude.empty())
+    std::fprintf(stderr, "%s: next: %s download %s (the rest of the checkpoint; finished files are kept)\n", kTool,
+                 kTool, opt.dir.c_str());
+  else
+    std::fprintf(stderr,
+                 "%s: next: k3-pack %s %s (no need to run verify: every file's sha256 was checked against the hub "
+                 "as it arrived)\n",
+                 kTool, opt.dir.c_str(), k3::suggested_trunk_dir(opt.dir).c_str());
   return 0;
 }
 
@@ -99,6 +111,8 @@ int run_verify(k3::VerifyOptions opt) {
   }
   std::printf("ok: %s: %llu shards, %llu bytes%s\n", opt.dir.c_str(), static_cast<unsigned long long>(r.shards),
               static_cast<unsigned long long>(r.shard_bytes), opt.full ? ", every hash matches" : "");
+  std::fflush(stdout);
+  std::fprintf(stderr, "%s: next: k3-pack %s %s\n", kTool, opt.dir.c_str(), k3::suggested_trunk_dir(opt.dir).c_str());
   return 0;
 }
 
@@ -131,7 +145,8 @@ int main(int argc, char** argv) {
   dl->add_option("--include", dopt.include, "Only files matching this glob (repeatable; '*' also matches '/')");
   dl->add_option("--exclude", dopt.exclude, "Skip files matching this glob (repeatable)");
   dl->add_option("--jobs,-j", dopt.jobs, "Parallel transfers")->capture_default_str();
-  dl->add_option("--token", token, "Hub access token (default: $HF_TOKEN)");
+  dl->add_option("--token", token, "Hub access token (default: $HF_TOKEN, then the file $HF_TOKEN_PATH, then $HF_HOME/token, "
+                  "~/.cache/huggingface/token by default, as huggingface-cli login writes it)");
   dl->add_option("--endpoint", endpoint, "Hub address (default: $HF_ENDPOINT or https://huggingface.co)");
   dl->add_option("--retries", retries, "Attempts per file without progress before giving up")->capture_default_str();
   dl->add_option("--retry-wait", retry_wait, "First wait in seconds between retries (doubles, max 60 s)")

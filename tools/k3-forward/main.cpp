@@ -27,6 +27,7 @@
 #include "checkpoint/safetensors.h"
 #include "common/atomic_file_writer.h"
 #include "cli/cli_parse.h"
+#include "cli/flag_checks.h"
 #include "common/error.h"
 #include "common/file.h"
 #include "common/tool_main.h"
@@ -36,6 +37,7 @@
 #include "model/resident_weights.h"
 #include "model/tensor_manifest.h"
 #include "model/token_id_input.h"
+#include "model/tokenizer_match.h"
 #include "runtime/streaming_setup.h"
 #include "runtime/streaming_weights.h"
 #include "sampling/sampler.h"
@@ -105,9 +107,13 @@ int run(int argc, char** argv) {
   bool ignore_eos = false, recompute = false, teacher_forcing = false;
   app.add_option("MODEL_DIR", model_dir, "Model directory: config.json, model.safetensors.index.json and shards")
       ->required();
-  app.add_option("--ids", ids_file, "Read the prompt ids from FILE instead of stdin");
+  std::string tok_dir;
+  app.add_option("--tok", tok_dir,
+                 "Tokenizer directory the ids come from: refuse to run when its vocabulary or special tokens "
+                 "disagree with the model's config");
+  app.add_option("--ids", ids_file, "Read the prompt ids from FILE instead of stdin (- is stdin; pipes are read to the end)");
   app.add_option("--gen", gen, "Generate up to N tokens after the prompt (default 0: only run the prompt)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(k3::cli::non_negative());
   app.add_flag("--ignore-eos", ignore_eos, "Keep generating past an EOS id");
   app.add_flag("--recompute", recompute,
                "Recompute the whole prefix for every new token (slow reference path; same ids)");
@@ -117,7 +123,7 @@ int run(int argc, char** argv) {
   app.add_flag("--teacher-forcing", teacher_forcing,
                "Evaluate the given ids without generating; writes the argmax id of every position to stdout");
   app.add_option("--threads", threads, "Worker threads (default 0: all cores); output is identical for any count")
-      ->check(CLI::NonNegativeNumber);
+      ->check(k3::cli::non_negative());
   CLI::Option* o_temp =
       app.add_option("--temp", temp, "Sampling temperature (default 0: greedy, ties to the lower id)");
   CLI::Option* o_top_k = app.add_option("--top-k", top_k, "Sample among the K most likely ids (default 0: off)");
@@ -140,9 +146,9 @@ int run(int argc, char** argv) {
   app.add_option("--trunk", stream_req.trunk_dir,
                  "Packed trunk from k3-pack: pin --trunk-gb of it in RAM and stream the rest every token");
   app.add_option("--trunk-gb", stream_req.trunk_gb, "GB (1e9 bytes) of trunk layers to pin in RAM (needs --trunk)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(k3::cli::non_negative());
   app.add_option("--cache-gb", stream_req.cache_gb, "GB of routed-expert LRU cache (experts stream from the shards)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(k3::cli::non_negative());
   app.add_option("--preset", stream_req.preset,
                  "Memory preset: laptop, desktop, workstation, server, max (--trunk-gb/--cache-gb override it)");
   app.add_flag("--list-presets", list_presets, "Print each preset's forecast peak RSS for this model, then exit");
@@ -151,7 +157,7 @@ int run(int argc, char** argv) {
                "6 when it would be refused. Reads no prompt and no weights");
   app.add_option("--ctx", ctx, "Context positions to plan the MLA latent cache for (default: context + --gen)");
   app.add_option("--io-threads", stream_req.io_threads, "Parallel reads in flight when streaming (default 8)")
-      ->check(CLI::PositiveNumber);
+      ->check(k3::cli::positive_integer());
   app.add_option("--stats-json", stats_json_file, "Write the streaming counters to FILE (JSON, written atomically)");
   app.add_option("--state-out", state_out,
                  "Save the conversation to FILE after the run (written atomically; also when interrupted)");
@@ -162,6 +168,7 @@ int run(int argc, char** argv) {
 
   // Cheap checks first: config and input, before any weight is read.
   const k3::ModelConfig config = k3::load_model_config(model_dir);
+  if (!tok_dir.empty()) k3::check_tokenizer_matches(config, model_dir, k3::Vocabulary::load(tok_dir), tok_dir);
   stream_req.compute_threads = threads;
   if (list_presets) {
     const k3::Checkpoint checkpoint = k3::Checkpoint::open(model_dir);
@@ -182,9 +189,8 @@ int run(int argc, char** argv) {
   const size_t vocab = static_cast<size_t>(config.vocab_size);
   std::string text;
   std::string origin = "stdin";
-  if (!ids_file.empty()) {
-    if (!k3::file_exists(ids_file)) throw k3::Error(k3::ExitCode::kBadInput, ids_file + ": ids file not found");
-    text = k3::read_text_file(ids_file);
+  if (!ids_file.empty() && ids_file != "-") {
+    text = k3::read_input(ids_file, "ids file");
     origin = ids_file;
   } else {
     text = k3::read_all(0, "stdin");

@@ -31,10 +31,10 @@ int run(int argc, char** argv) {
       "every section that differs (exit 8).\n"
       "Example: k3-pack ~/k3model ~/k3trunk && k3-forward ~/k3model --trunk ~/k3trunk --preset laptop",
       "k3-pack"};
-  std::string first, second;
+  std::string first, second;  // MODEL_DIR TRUNK_DIR, swapped by --check
   bool check = false, no_sparse = false;
-  app.add_option("FIRST", first, "MODEL_DIR (or TRUNK_DIR with --check)")->required();
-  app.add_option("SECOND", second, "TRUNK_DIR (or MODEL_DIR with --check)")->required();
+  app.add_option("MODEL_DIR", first, "Checkpoint directory (with --check: the TRUNK_DIR to check)")->required();
+  app.add_option("TRUNK_DIR", second, "Where trunk.bin and trunk.json go (with --check: the MODEL_DIR)")->required();
   app.add_flag("--check", check, "verify an existing trunk instead of writing one");
   app.add_flag("--no-sparse", no_sparse, "write all-zero blocks instead of leaving holes (same bytes either way)");
   app.footer(std::string("Exit codes:\n") + exit_codes_help());
@@ -63,6 +63,7 @@ int run(int argc, char** argv) {
     }
     std::fprintf(stderr, "k3-pack: %s matches %s (%zu sections, %s)\n", trunk_dir.c_str(), model_dir.c_str(),
                  t.sections.size(), format_bytes(t.file_size).c_str());
+    std::fprintf(stderr, "k3-pack: next: k3-doctor --model %s --trunk %s\n", model_dir.c_str(), trunk_dir.c_str());
     return 0;
   }
   validate_checkpoint(config, checkpoint);
@@ -80,6 +81,8 @@ int run(int argc, char** argv) {
   std::fprintf(stderr, "k3-pack: wrote %s/trunk.bin: %s (layers %s, embedding+head %s)\n", trunk_dir.c_str(),
                format_bytes(t.file_size).c_str(), format_bytes(layers).c_str(),
                format_bytes(t.file_size - layers).c_str());
+  std::fprintf(stderr, "k3-pack: next: k3-doctor --model %s --trunk %s (checks this machine and prints the run command)\n",
+               model_dir.c_str(), trunk_dir.c_str());
   return 0;
 }
 }  // namespace

@@ -19,6 +19,8 @@
 #include "common/error.h"
 #include "common/tool_main.h"
 #include "common/file.h"
+#include "model/config.h"
+#include "model/tokenizer_match.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
 
@@ -58,7 +60,11 @@ int run(int argc, char** argv) {
   app.add_option("--tok", tok_dir, "Tokenizer directory holding tiktoken.model and tokenizer_config.json "
                                    "(usually the model directory)")
       ->required();
-  auto* pf = app.add_option("--prompt-file", prompt_file, "Read the text from FILE instead of stdin");
+  std::string model_dir;
+  app.add_option("--model", model_dir,
+                 "Model directory the ids are for: refuse when the tokenizer's vocabulary or special tokens "
+                 "disagree with its config (a tokenizer of another model gives ids that compute garbage)");
+  auto* pf = app.add_option("--prompt-file", prompt_file, "Read the text from FILE instead of stdin (- is stdin; pipes and FIFOs are read to the end)");
   auto* tx = app.add_option("--text", text, "Encode STRING instead of reading stdin");
   pf->excludes(tx);
   app.add_option("--format", format, "ids: one id per line (default); line: all ids on one space-separated line")
@@ -77,17 +83,14 @@ int run(int argc, char** argv) {
   auto t0 = Clock::now();
   k3::Tokenizer tok = k3::Tokenizer::load(tok_dir);
   double load_s = seconds_since(t0);
+  if (!model_dir.empty()) k3::check_tokenizer_matches(k3::load_model_config(model_dir), model_dir, tok.vocab(), tok_dir);
 
   std::string input;
   if (have_text)
     input = text;
-  else if (!prompt_file.empty()) {
-    if (!k3::file_exists(prompt_file))
-      throw k3::Error(k3::ExitCode::kBadInput, prompt_file + ": prompt file not found");
-    k3::File f = k3::File::open_read(prompt_file);
-    input.resize(f.size());
-    f.pread_exact(input.data(), input.size(), 0);
-  } else
+  else if (!prompt_file.empty())
+    input = k3::read_input(prompt_file, "prompt file");
+  else
     input = k3::read_all(0, "stdin");
 
   size_t bad = k3::utf8::find_invalid(input);
