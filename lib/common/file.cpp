@@ -150,6 +150,18 @@ std::string read_input(const std::string& path, const std::string& what) {
   return read_all(in.fd(), in.name());
 }
 
+void write_all(int fd, std::string_view data, const std::string& what) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t w = ::write(fd, data.data() + done, data.size() - done);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      throw Error(ExitCode::kIo, "cannot write " + what + ": " + std::strerror(errno));
+    }
+    done += static_cast<size_t>(w);
+  }
+}
+
 void write_file_atomic(const std::string& path, const void* data, size_t n) {
   AtomicFileWriter out(path);
   out.write(data, n);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <string_view>
 #include <vector>
 
 namespace k3 {
@@ -47,6 +48,9 @@ void pwrite_exact(int fd, const void* data, size_t n, uint64_t offset, const std
 size_t read_some(int fd, void* buf, size_t n, const std::string& what);
 // Everything until end of input.
 std::string read_all(int fd, const std::string& what);
+// Writes all of `data` to a stream (stdout, a pipe), retrying short and
+// interrupted writes, or throws k3::Error(kIo) "cannot write <what>: ...".
+void write_all(int fd, std::string_view data, const std::string& what);
 
 // A tool's input file argument: "-" is stdin; anything else is opened and
 // read to its end, so pipes, FIFOs and <(...) give all their bytes (their

@@ -24,6 +24,7 @@ std::vector<std::string> next_steps(const NextStepFacts& f) {
   if (!f.trunk_ready) steps.push_back("k3-pack " + model + " " + trunk);
   steps.push_back("k3-tokenize --tok " + model + " --model " + model + " --prompt-file prompt.txt | k3-forward " +
                   model + " --trunk " + trunk + " --preset " + *f.preset + " --gen 64 | k3-detok --tok " + model);
+  steps.push_back("k3-chat " + model + " --trunk " + trunk + " --preset " + *f.preset);
   return steps;
 }
 

@@ -17,7 +17,7 @@ struct NextStepFacts {
 };
 
 // One command per line, in order: download/pack when missing, then a plain
-// prompt and a chat with the recommended preset. Empty when no preset fits.
+// prompt and a chat (k3-chat) with the recommended preset. Empty when no preset fits.
 std::vector<std::string> next_steps(const NextStepFacts& f);
 
 }  // namespace k3::doctor

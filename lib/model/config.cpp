@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "tokenizer/tokenizer_eos.h"
 #include "common/file.h"
 
 namespace k3 {
@@ -351,7 +352,14 @@ ModelConfig load_model_config(const std::string& model_dir) {
   const std::string text = read_text_file(path);
   const std::string gen_path = path_join(model_dir, "generation_config.json");
   const std::string gen = file_exists(gen_path) ? read_text_file(gen_path) : std::string();
-  return parse_model_config(text, gen, path);
+  ModelConfig config = parse_model_config(text, gen, path);
+  // The tokenizer's eos_token stops generation too (SPEC section 3).
+  const TokenId eos = tokenizer_eos_id(model_dir);
+  if (eos != Vocabulary::kNoToken && eos < static_cast<TokenId>(config.vocab_size) &&
+      std::find(config.eos_token_ids.begin(), config.eos_token_ids.end(), static_cast<int>(eos)) ==
+          config.eos_token_ids.end())
+    config.eos_token_ids.push_back(static_cast<int>(eos));
+  return config;
 }
 
 }  // namespace k3

@@ -23,7 +23,7 @@ struct ModelConfig {
   float rms_norm_eps = 0;
   int attn_res_block_size = 0;
   int bos_token_id = -1;
-  std::vector<int> eos_token_ids;  // from config and generation_config.json
+  std::vector<int> eos_token_ids;  // stop ids: config, generation_config.json, tokenizer eos_token
 
   // SiTU activation.
   float situ_beta = 0;
@@ -76,7 +76,8 @@ struct ModelConfig {
 };
 
 // Reads MODEL_DIR/config.json (wrapper or bare text config) and, when present,
-// MODEL_DIR/generation_config.json for stop ids. Throws k3::Error(kBadModel)
+// MODEL_DIR/generation_config.json for stop ids, to which the eos_token of
+// MODEL_DIR/tokenizer_config.json is added. Throws k3::Error(kBadModel)
 // naming the file, the key, and the value found.
 ModelConfig load_model_config(const std::string& model_dir);
 

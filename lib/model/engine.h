@@ -41,6 +41,7 @@ class Engine {
   // Prompts longer than this run as consecutive batches (bounds the
   // activation memory of a prefill; results do not depend on it).
   void set_max_batch(size_t tokens) { max_batch_ = tokens == 0 ? 1 : tokens; }
+  size_t max_batch() const { return max_batch_; }
 
   // Called after every layer of every batch of a forward() call with the
   // layer steps done and the total, for progress reports on long prompts.

@@ -1,38 +1,24 @@
-// A WeightSource that runs the model in a memory budget.
-//
-// Trunk: sections of a packed trunk (k3-pack) that the plan pins are read
-// once at start (and their xxh3 checked); the others stream through two
-// buffers, the next one read in the background while the current layer
-// computes. A streamed head goes through the same buffers as lm_head row
-// blocks (its small tensors are read once and kept), so no buffer is ever
-// the size of the head. Without a packed trunk every trunk tensor is read
-// from the shards once and held. Embedding rows are read on demand.
-//
-// Routed experts: read straight from the shards with O_DIRECT into an LRU
-// arena of cache slots. After routing, every selected expert that is not
-// resident is requested at once, and each is handed to the model as soon as
-// its bytes have arrived (resident ones first, while the reads run). The
-// bytes delivered are always the checkpoint's bytes, so the output does not
-// depend on the budget.
+// A WeightSource that runs the model in a memory budget: the trunk through a
+// TrunkStream (pinned sections, streamed sections and head blocks through a
+// few buffers, embedding rows on demand) and the routed experts through an
+// ExpertCache (an LRU arena filled straight from the shards). Both share one
+// ReadEngine and the open files. The bytes delivered are always the
+// checkpoint's bytes, so the output does not depend on the budget.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
-#include "io/aligned_buffer.h"
 #include "io/direct_file.h"
 #include "io/read_engine.h"
 #include "model/config.h"
 #include "model/weight_source.h"
 #include "pack/trunk_layout.h"
-#include "runtime/expert_index.h"
+#include "runtime/expert_cache.h"
 #include "runtime/memory_plan.h"
+#include "runtime/trunk_stream.h"
 
 namespace k3 {
 
@@ -73,77 +59,13 @@ class StreamingWeights : public WeightSource {
   bool direct_io() const;  // every file opened with O_DIRECT
 
  private:
-  struct Section;
-  struct StreamBuffer;
-  struct Slot;
-  struct Arrival {
-    int64_t key;  // layer * num_experts + expert
-    int slot;
-    std::string error;
-  };
-
-  // What passes through a stream buffer: a layer section, or `rows` rows of
-  // lm_head from `first_row`.
-  struct Unit {
-    int section = -1;
-    int64_t first_row = 0, rows = 0;  // rows > 0: a head block
-  };
-  StreamBuffer& acquire_unit(int u);
-  void release_unit(int u);
-  void issue_stream_read(StreamBuffer& b, int u, bool urgent);
-  void wait_buffer(StreamBuffer& b);
-  // Starts background reads of the `count` units after `u` (in use order,
-  // wrapping to the next token) into buffers nobody holds or awaits.
-  void read_ahead(int u, int count);
-  const void* section_tensor(const Section& sec, const uint8_t* base, const std::string& name) const;
-  // A free slot, else the least recently used one not in use and not in
-  // `keep` (keys); -1 when there is none.
-  int take_slot(const std::vector<int64_t>* keep = nullptr);
-  // Starts reading (layer, expert) into `slot`; its Arrival comes later.
-  void issue_expert_read(int layer, int expert, int slot);
-  // An arrival nobody is waiting for (a prefetched expert of a call that
-  // failed): kept as an ordinary cached expert, or its slot freed.
-  void keep_stray(const Arrival& a);
-  void preload_experts();
-  ExpertWeights bind_expert(int layer, int expert, const uint8_t* base) const;
-  void check_scales(int layer, int expert, const uint8_t* base) const;
-
-  ModelConfig config_;
-  std::string trunk_dir_;
-  TrunkLayout layout_;
-  ExpertIndex experts_;
+  // Declared before the parts that read through them: destroyed after them.
   std::vector<std::unique_ptr<DirectFile>> shard_files_;
   std::unique_ptr<DirectFile> trunk_file_;
   ReadEngine io_;
-
-  std::vector<std::unique_ptr<Section>> sections_;  // parallel to layout_.sections
-  std::vector<int> layer_section_;
-  int head_section_ = -1, embed_section_ = -1;
-  std::vector<Unit> units_;                         // streamed units in use order
-  std::vector<int> section_unit_;                   // section -> its unit, -1 when pinned or the head
-  int head_unit0_ = -1;                             // first head block, -1 when the head is pinned
-  uint64_t lm_head_offset_ = 0;                     // in trunk.bin
-  std::vector<AlignedBuffer> head_small_;           // norms of a streamed head
-  HeadWeights head_small_hw_;
-  std::vector<std::unique_ptr<StreamBuffer>> buffers_;
-
-  // Expert cache.
-  uint64_t slot_bytes_ = 0;
-  AlignedBuffer arena_;
-  std::vector<Slot> slots_;
-  std::unordered_map<uint64_t, int> resident_;  // layer * E + expert -> slot
-  std::vector<int> free_slots_;
-  uint64_t tick_ = 0;
-  std::mutex arrivals_mu_;
-  std::condition_variable arrivals_cv_;
-  std::deque<Arrival> arrivals_;
-  std::unordered_map<int64_t, int> pending_;  // expert reads issued and not yet taken from arrivals_: key -> slot
-
-  const DirectFile* embed_file_ = nullptr;
-  uint64_t embed_base_ = 0;
-  AlignedBuffer row_buf_;
-  mutable std::mutex stats_mu_;
-  StreamStats stats_;
+  std::unique_ptr<TrunkStream> trunk_;
+  std::unique_ptr<ExpertCache> experts_;
+  double load_seconds_ = 0;
 };
 
 }  // namespace k3

@@ -1,5 +1,6 @@
 // When generation ends before --gen tokens: at an EOS id of the model
-// (config.json and generation_config.json; --ignore-eos disables this) or at
+// (config.json, generation_config.json and the tokenizer's eos_token, see
+// ModelConfig::eos_token_ids; --ignore-eos disables this) or at
 // any id given with --stop-id. The stopping id is emitted (written to stdout
 // and kept in the token history) so a state saved afterwards contains it and
 // k3-detok can show or skip it.

@@ -32,19 +32,24 @@ check "pack --check -> doctor" "k3-pack: next: k3-doctor --model $model --trunk 
 rc=$?
 holds "doctor ready (exit 0 or 1)" "[ $rc -le 1 ]"
 next=$(sed -n '/^Next:/,$p' "$work/doctor.out" | tail -n +2 | sed 's/^  //')
-check "doctor: one next command (trunk already packed)" 1 "$(grep -c . <<< "$next")"
+check "doctor: two next commands (trunk already packed)" 2 "$(grep -c . <<< "$next")"
 preset=$(sed -n 's/.*OK    preset  *--preset \([a-z]*\) .*/\1/p' "$work/doctor.out")
 differs "doctor recommends a preset" "" "$preset"
 check "doctor's command" \
   "k3-tokenize --tok $model --model $model --prompt-file prompt.txt | k3-forward $model --trunk $trunk --preset $preset --gen 64 | k3-detok --tok $model" \
-  "$next"
+  "$(head -1 <<< "$next")"
+check "doctor's chat command" "k3-chat $model --trunk $trunk --preset $preset" "$(tail -1 <<< "$next")"
+# shellcheck disable=SC2046
+"$BIN/k3-chat" $(tail -1 <<< "$next" | cut -d' ' -f2-) --plan < /dev/null > /dev/null 2>&1
+check "doctor's k3-chat command fits (--plan exit 0)" 0 "$?"
 fwd=$(grep -o 'k3-forward [^|]*' <<< "$next" | sed 's/^k3-forward //')
 # shellcheck disable=SC2086
 "$BIN/k3-forward" $fwd --plan < /dev/null > /dev/null 2> "$work/plan.err"
 check "doctor's k3-forward command fits (--plan exit 0)" 0 "$?"
 # ... and runs: the pipeline with a real prompt gives text.
 printf 'The capital of France is' > "$work/prompt.txt"
-out=$(cd "$work" && PATH="$BIN:$PATH" bash -c "${next/--gen 64/--gen 3}" 2> /dev/null)
+run=$(head -1 <<< "$next")
+out=$(cd "$work" && PATH="$BIN:$PATH" bash -c "${run/--gen 64/--gen 3}" 2> /dev/null)
 check "doctor's command runs" 0 "$?"
 differs "doctor's command prints text" "" "$out"
 contains "doctor JSON lists the next command" "k3-forward $model --trunk $trunk" \

@@ -14,7 +14,7 @@ source "$SRC/tests/lib/check.sh"
 
 block=$(awk '/<!-- real-k3-commands/ {on = 1; next} on && /^```sh/ {inside = 1; next}
              inside && /^```/ {exit} inside {print}' "$SRC/README.md")
-check "the README's real-K3 block has 7 commands" 7 "$(grep -c . <<< "$block")"
+check "the README's real-K3 block has 8 commands" 8 "$(grep -c . <<< "$block")"
 
 # Every k3 tool and every --flag of every pipeline stage.
 flags_ok() {  # flags_ok LINE: each k3-* stage's --flags are in that tool's --help
@@ -63,6 +63,10 @@ while IFS= read -r stage; do
   plan_line "README k3-forward line $n" "$stage" 1000000000000
 done < <(grep -o 'k3-forward [^|]*' <<< "$k3lines")
 check "README has 3 k3-forward commands" 3 "$n"
+chat_line=$(grep -o '^k3-chat [^#]*' <<< "$k3lines" | sed -e 's/^k3-chat //' -e 's/--trunk [^ ]*//' -e 's/--history [^ ]*//')
+# shellcheck disable=SC2086
+K3_AVAILABLE_MEMORY=1000000000000 "$BIN/k3-chat" $chat_line --plan < /dev/null > "$work/out" 2> "$work/plan.err"
+check "README k3-chat line: --plan accepts it" 0 "$?"
 
 # k3-doctor's next command for this checkpoint: pack first (no trunk given),
 # then a k3-forward line that fits this machine, with flags that exist.

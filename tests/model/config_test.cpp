@@ -4,6 +4,10 @@
 #include <simdjson.h>
 #include <xxhash.h>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "common/error.h"
@@ -12,6 +16,13 @@
 
 namespace k3 {
 namespace {
+
+void write_text(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr) << path;
+  std::fwrite(text.data(), 1, text.size(), f);
+  std::fclose(f);
+}
 
 std::string tiny_config() { return read_text_file(std::string(K3_TEST_DATA) + "/k3-tiny/config.json"); }
 
@@ -128,6 +139,27 @@ TEST(Config, EosFromGenerationConfigNumberOrList) {
             (std::vector<int>{8193, 8194}));
   EXPECT_EQ(parse_model_config(text, "{\"eos_token_id\": 8200}", "t").eos_token_ids, (std::vector<int>{8193, 8200}));
   EXPECT_NE(error_of(with_value(text, "eos_token_id", "\"x\"")).find("eos_token_id"), std::string::npos);
+}
+
+// K3's layout: config.json and generation_config.json name <|end_of_msg|>,
+// tokenizer_config.json's eos_token is [EOS]; both stop generation.
+TEST(Config, TokenizerEosTokenIsAStopIdToo) {
+  const std::string dir = ::testing::TempDir() + "k3_config_eos_" + std::to_string(::getpid());
+  ASSERT_EQ(system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()), 0);
+  const std::string tiny = std::string(K3_TEST_DATA) + "/k3-tiny/";
+  std::string config = tiny_config();
+  for (size_t at = 0; (at = config.find("\"eos_token_id\": 8193", at)) != std::string::npos;)
+    config.replace(at, 20, "\"eos_token_id\": 8194");
+  write_text(dir + "/config.json", config);
+  write_text(dir + "/generation_config.json", "{\"eos_token_id\": 8194}");
+  write_text(dir + "/tokenizer_config.json", read_text_file(tiny + "tokenizer_config.json"));
+  EXPECT_EQ(load_model_config(dir).eos_token_ids, (std::vector<int>{8194, 8193}));
+  // No tokenizer config: the config files' ids alone.
+  ASSERT_EQ(std::remove((dir + "/tokenizer_config.json").c_str()), 0);
+  EXPECT_EQ(load_model_config(dir).eos_token_ids, (std::vector<int>{8194}));
+  // The fixture itself names [EOS] everywhere: one stop id.
+  EXPECT_EQ(load_model_config(tiny).eos_token_ids, (std::vector<int>{8193}));
+  ASSERT_EQ(system(("rm -rf " + dir).c_str()), 0);
 }
 
 TEST(Config, EveryRequiredKeyMissingIsNamed) {

@@ -88,4 +88,22 @@ out=$("$FWD" --help); rc=$?
 check "--help exit" 0 "$rc"
 contains "--help lists exit codes" "Exit codes:" "$out"
 
+# Stop ids come from the model: generation_config.json's eos_token_id and the
+# tokenizer's eos_token both stop generation by default (the stopping id is
+# written); --ignore-eos keeps going.
+mkdir -p "$work/eos"
+for f in "$TINY"/*; do ln -s "$f" "$work/eos/$(basename "$f")"; done
+third=$(echo "$want" | sed -n 3p)
+rm "$work/eos/generation_config.json" "$work/eos/tokenizer_config.json"
+echo "{\"eos_token_id\": [8193, $third]}" > "$work/eos/generation_config.json"
+sed 's/"eos_token": "\[EOS\]"/"eos_token": "ony"/' "$TINY/tokenizer_config.json" > "$work/eos/tokenizer_config.json"
+contains "tokenizer eos_token replaced" '"eos_token": "ony"' "$(cat "$work/eos/tokenizer_config.json")"
+out=$(echo "$prompt" | "$FWD" "$work/eos" --gen 20 2> /dev/null)
+check "stops at the tokenizer's eos_token (2nd id, an ordinary token here)" "$(echo "$want" | head -2)" "$out"
+sed 's/"eos_token": "\[EOS\]"/"eos_token": "[EOS]"/' "$TINY/tokenizer_config.json" > "$work/eos/tokenizer_config.json"
+out=$(echo "$prompt" | "$FWD" "$work/eos" --gen 20 2> /dev/null)
+check "stops at generation_config's second eos id" "$(echo "$want" | head -3)" "$out"
+out=$(echo "$prompt" | "$FWD" "$work/eos" --gen 20 --ignore-eos 2> /dev/null)
+check "--ignore-eos keeps going" "$want" "$out"
+
 finish "k3_forward_test"

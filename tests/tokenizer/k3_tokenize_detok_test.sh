@@ -82,11 +82,11 @@ out=$(printf '160 116\n' | "$DET" --tok "$TINY" --raw | od -An -tx1 | tr -d ' \n
 out=$(printf '160 116\n' | "$DET" --tok "$TINY" | od -An -tx1 | tr -d ' \n'); check "truncated character at end" "efbfbd" "$out"
 printf '39 6053 99999 2375\n' | "$DET" --tok "$TINY" > "$work/out" 2> "$work/err"; rc=$?
 check "out-of-range id exit" 4 "$rc"
-contains "out-of-range id named with position" "token id 99999 at position 3" "$(cat "$work/err")"
+contains "out-of-range id named with position" "stdin: token 3 is id 99999, outside the vocabulary" "$(cat "$work/err")"
 check "text before the bad id was written" "Hello" "$(cat "$work/out")"
 printf '39 x7\n' | "$DET" --tok "$TINY" > /dev/null 2> "$work/err"; rc=$?
 check "non-numeric id exit" 4 "$rc"
-contains "non-numeric id named" '"x7" at position 2' "$(cat "$work/err")"
+contains "non-numeric id named" "stdin: token 2 'x7' is not a token id" "$(cat "$work/err")"
 printf '39\n' | "$DET" --tok "$work/nope" > /dev/null 2> "$work/err"; rc=$?
 check "detok missing --tok dir exit" 3 "$rc"
 "$DET" --tok "$TINY" --bogus < /dev/null > /dev/null 2>&1; rc=$?

@@ -5,15 +5,20 @@
 // once, so `k3-forward ... | k3-detok` shows text while it is generated. A
 // token that ends inside a UTF-8 character is held back until the next one
 // completes it; invalid bytes become U+FFFD exactly as Python's
-// bytes.decode("utf-8", errors="replace") would.
+// bytes.decode("utf-8", errors="replace") would. With --chat the ids are a
+// K3 chat reply: the reasoning is shown apart from the answer (lib/chat
+// reply_printer.h) and --json ends with the parsed assistant message.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
+#include <optional>
 #include <string>
 
+#include "chat/python_json.h"
+#include "chat/reply_printer.h"
+#include "cli/stdout_writer.h"
+#include "cli/token_id_reader.h"
 #include "cli/cli_parse.h"
 #include "common/error.h"
 #include "common/file.h"
@@ -23,20 +28,6 @@
 
 namespace {
 
-void write_all_stdout(const char* p, size_t n) {
-  size_t done = 0;
-  while (done < n) {
-    ssize_t w = ::write(1, p + done, n - done);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      throw k3::Error(k3::ExitCode::kIo, std::string("cannot write stdout: ") + std::strerror(errno));
-    }
-    done += static_cast<size_t>(w);
-  }
-}
-
-bool is_separator(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
-
 int run(int argc, char** argv) {
   CLI::App app{
       "Turns Kimi-K3 token ids back into text, writing each token's text as soon as its id arrives.\n"
@@ -44,68 +35,75 @@ int run(int argc, char** argv) {
       "Example: k3-tokenize --tok ~/k3model < prompt.txt | k3-forward ~/k3model --gen 64 | k3-detok --tok ~/k3model",
       "k3-detok"};
   std::string tok_dir, ids_file = "-";
-  bool raw = false, skip_special = false;
+  bool raw = false, skip_special = false, chat = false, no_think = false, no_reasoning = false, json = false;
   app.add_option("--tok", tok_dir, "Tokenizer directory holding tiktoken.model and tokenizer_config.json "
                                    "(usually the model directory)")
       ->required();
   app.add_option("FILE", ids_file, "Read the ids from FILE instead of stdin (- is stdin)");
   app.add_flag("--raw", raw, "Write the token bytes unchanged (no UTF-8 repair; output may be invalid UTF-8)");
   app.add_flag("--skip-special", skip_special, "Drop special tokens instead of printing their names, e.g. [EOS]");
+  app.add_flag("--chat", chat,
+               "The ids are a K3 chat reply (what follows the generation prompt): show the answer, the reasoning "
+               "apart from it (dimmed on a terminal, else each line starting \"> \"), tool calls on their own lines");
+  app.add_flag("--no-think", no_think, "With --chat: the prompt had thinking off (the reply starts in the answer)");
+  app.add_flag("--no-reasoning", no_reasoning, "With --chat: do not show the reasoning");
+  app.add_flag("--json", json,
+               "With --chat: end with the parsed assistant message as one JSON line (exit 4 when the reply is "
+               "malformed: cut short, a control token inside a channel)");
   app.footer(std::string("Exit status 4 names the offending id and its position (1-based) in the input.\n") +
              k3::exit_codes_help());
   if (auto status = k3::parse_command_line(app, argc, argv, "k3-detok")) return *status;
+  if (!chat && (no_think || no_reasoning || json))
+    throw k3::Error(k3::ExitCode::kUsage, "--no-think, --no-reasoning and --json read a chat reply: add --chat");
+  if (chat && (raw || skip_special))
+    throw k3::Error(k3::ExitCode::kUsage, "--chat shows the reply's channels: --raw and --skip-special do not apply");
 
   const k3::Vocabulary vocab = k3::Vocabulary::load(tok_dir);
-  k3::InputFd input = k3::InputFd::open(ids_file, "ids file");
   k3::StreamDecoder decoder;
-  std::string word;  // the id being read (may span reads)
+  k3::TokenIdReader reader("stdin", static_cast<int64_t>(vocab.size()));
   std::string out;
-  uint64_t position = 0;
-
-  auto emit = [&]() {
-    ++position;
-    uint64_t id = 0;
-    bool numeric = word.size() <= 19;
-    for (char c : word) {
-      if (c < '0' || c > '9') numeric = false;
-      if (!numeric) break;
-      id = id * 10 + static_cast<uint64_t>(c - '0');
-    }
-    if (!numeric)
-      throw k3::Error(k3::ExitCode::kBadInput, "\"" + word.substr(0, 40) + "\" at position " + std::to_string(position) +
-                                                    " is not a token id (expected decimal ids separated by whitespace)");
-    if (id >= vocab.size())
-      throw k3::Error(k3::ExitCode::kBadInput, "token id " + word + " at position " + std::to_string(position) +
-                                                    " is outside the vocabulary (0.." + std::to_string(vocab.size() - 1) +
-                                                    "): was it produced with another tokenizer?");
-    word.clear();
+  std::optional<k3::ReplyParser> reply;
+  if (chat) reply.emplace(vocab, !no_think);
+  k3::ReplyPrinter printer({::isatty(1) == 1, !no_reasoning});
+  std::vector<k3::ReplyPiece> pieces;
+  auto emit = [&](int32_t id) {
     auto tid = static_cast<k3::TokenId>(id);
+    if (reply) {
+      pieces.clear();
+      reply->push(tid, pieces);
+      k3::write_all_stdout(printer.format(pieces));
+      return;
+    }
     if (skip_special && vocab.is_special(tid)) return;
     std::string_view bytes = vocab.bytes(tid);
     if (raw) {
-      write_all_stdout(bytes.data(), bytes.size());
+      k3::write_all_stdout(bytes);
       return;
     }
     out.clear();
     decoder.push(bytes, out);
-    if (!out.empty()) write_all_stdout(out.data(), out.size());
+    if (!out.empty()) k3::write_all_stdout(out);
   };
 
   char buf[1 << 14];
   // Ids are decoded as they arrive: text appears while the producer runs.
-  while (size_t r = k3::read_some(input.fd(), buf, sizeof buf, input.name())) {
-    for (size_t i = 0; i < r; ++i) {
-      if (is_separator(buf[i])) {
-        if (!word.empty()) emit();
-      } else {
-        word.push_back(buf[i]);
-      }
-    }
+  const k3::InputFd input = k3::InputFd::open(ids_file, "ids file");
+  while (size_t r = k3::read_some(input.fd(), buf, sizeof buf, input.name())) reader.push(std::string_view(buf, r), emit);
+  reader.finish(emit);
+  if (reply) {
+    pieces.clear();
+    const k3::ParsedReply parsed = reply->finish(pieces);
+    k3::write_all_stdout(printer.format(pieces) + printer.finish());
+    if (json) k3::write_all_stdout(k3::python_json_dumps(k3::chat_message_json(parsed.message)) + "\n");
+    if (parsed.ok()) return 0;
+    const std::string what = parsed.problem.empty() ? "the reply is incomplete" : parsed.problem;
+    if (json) throw k3::Error(k3::ExitCode::kBadInput, "malformed reply: " + what);
+    std::fprintf(stderr, "k3-detok: warning: malformed reply: %s\n", what.c_str());
+    return 0;
   }
-  if (!word.empty()) emit();
   out.clear();
   decoder.finish(out);
-  if (!out.empty()) write_all_stdout(out.data(), out.size());
+  if (!out.empty()) k3::write_all_stdout(out);
   return 0;
 }
 

@@ -6,10 +6,8 @@
 //
 // A thin front end over lib/fetch (download) and lib/verify (checks).
 #include <CLI/CLI.hpp>
-#include <signal.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -17,6 +15,7 @@
 
 #include "cli/cli_parse.h"
 #include "common/error.h"
+#include "cli/interrupt.h"
 #include "common/tool_main.h"
 #include "fetch/hub_download.h"
 #include "fetch/hub_token.h"
@@ -27,24 +26,6 @@
 namespace {
 
 constexpr const char* kTool = "k3-fetch-verify";
-std::atomic<bool> g_interrupted{false};
-
-void on_signal(int sig) {
-  g_interrupted = true;
-  // A second Ctrl-C ends the process at once.
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  sigaction(sig, &dfl, nullptr);
-}
-
-void install_signal_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
-
 std::string env_or(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
   return v && *v ? std::string(v) : fallback;
@@ -68,7 +49,7 @@ int run_download(const std::vector<std::string>& positional, k3::DownloadOptions
   opt.tty = ::isatty(2);
   opt.log_prefix = std::string(kTool) + ": ";
 
-  k3::DownloadSummary s = k3::download_repo(opt, &g_interrupted);
+  k3::DownloadSummary s = k3::download_repo(opt, &k3::interrupt_flag());
   double rate = s.seconds > 0 ? static_cast<double>(s.bytes_received) / s.seconds : 0;
   std::fprintf(stderr,
                "%s: done: %llu files (%s) of %s at commit %s are complete and verified in %s; %llu downloaded "
@@ -93,7 +74,7 @@ int run_download(const std::vector<std::string>& positional, k3::DownloadOptions
 int run_verify(k3::VerifyOptions opt) {
   opt.tty = ::isatty(2);
   opt.log_prefix = std::string(kTool) + ": ";
-  k3::VerifyReport r = k3::verify_checkpoint_dir(opt, &g_interrupted);
+  k3::VerifyReport r = k3::verify_checkpoint_dir(opt, &k3::interrupt_flag());
   for (const auto& p : r.problems) std::printf("%s\n", p.line().c_str());
   for (const auto& n : r.not_run) std::printf("not checked: %s\n", n.c_str());
   std::fflush(stdout);
@@ -171,7 +152,7 @@ int main(int argc, char** argv) {
 
   if (auto status = k3::parse_command_line(app, argc, argv, kTool)) return *status;
 
-  install_signal_handlers();
+  k3::install_interrupt_handler();
   return k3::run_tool(kTool, [&] {
     if (*dl) {
       if (retries < 1) throw k3::Error(k3::ExitCode::kUsage, "--retries must be at least 1");

@@ -1,14 +1,12 @@
 // k3-pack: gather the trunk (every tensor but the routed experts) of a
 // checkpoint into one file with each layer contiguous, so the streaming
 // engine fetches a layer with one aligned read.
-#include <signal.h>
-
 #include <CLI/CLI.hpp>
-#include <atomic>
 #include <cstdio>
 #include <iostream>
 
 #include "checkpoint/checkpoint.h"
+#include "cli/interrupt.h"
 #include "cli/cli_parse.h"
 #include "common/error.h"
 #include "common/tool_main.h"
@@ -18,9 +16,6 @@
 #include "pack/trunk_packer.h"
 
 namespace {
-std::atomic<bool> g_interrupted{false};
-void on_signal(int) { g_interrupted = true; }
-
 int run(int argc, char** argv) {
   using namespace k3;
   CLI::App app{
@@ -31,22 +26,21 @@ int run(int argc, char** argv) {
       "every section that differs (exit 8).\n"
       "Example: k3-pack ~/k3model ~/k3trunk && k3-forward ~/k3model --trunk ~/k3trunk --preset laptop",
       "k3-pack"};
-  std::string first, second;  // MODEL_DIR TRUNK_DIR, swapped by --check
+  std::string first, second;
   bool check = false, no_sparse = false;
   app.add_option("MODEL_DIR", first, "Checkpoint directory (with --check: the TRUNK_DIR to check)")->required();
   app.add_option("TRUNK_DIR", second, "Where trunk.bin and trunk.json go (with --check: the MODEL_DIR)")->required();
   app.add_flag("--check", check, "verify an existing trunk instead of writing one");
   app.add_flag("--no-sparse", no_sparse, "write all-zero blocks instead of leaving holes (same bytes either way)");
-  app.footer(std::string("Exit codes:\n") + exit_codes_help());
+  app.footer(exit_codes_help());
   if (auto status = k3::parse_command_line(app, argc, argv, "k3-pack")) return *status;
-  ::signal(SIGINT, on_signal);
-  ::signal(SIGTERM, on_signal);
+  install_interrupt_handler();
   const std::string model_dir = check ? second : first, trunk_dir = check ? first : second;
   const ModelConfig config = load_model_config(model_dir);
   const Checkpoint checkpoint = Checkpoint::open(model_dir);
   auto progress_to = [](ProgressMeter& m) {
     return [&m](uint64_t done, uint64_t) {
-      if (g_interrupted) throw Error(ExitCode::kInterrupted, "interrupted; nothing was left behind");
+      if (interrupted()) throw Error(ExitCode::kInterrupted, "interrupted; nothing was left behind");
       m.update(done);
     };
   };

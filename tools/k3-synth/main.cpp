@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
   app.add_option("--q-lora", q_lora, "q_lora_rank");
   app.add_option("--kv-lora", kv_lora, "kv_lora_rank");
   app.add_option("--shards", shards, "number of weight shards (a vision shard is added)");
-  app.footer(std::string("Exit codes:\n") + exit_codes_help());
+  app.footer(exit_codes_help());
   if (auto status = k3::parse_command_line(app, argc, argv, "k3-synth")) return *status;
   return k3::run_tool("k3-synth", [&] {
     if (!synth_preset(preset, &g)) {

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
-#include "model/token_id_input.h"
+#include "cli/token_id_reader.h"
 
 namespace k3 {
 namespace {
@@ -17,13 +17,13 @@ std::string error_of(const std::string& text, int64_t vocab) {
   return "";
 }
 
-TEST(TokenIdInput, AnyWhitespaceSeparates) {
+TEST(TokenIdReader, AnyWhitespaceSeparates) {
   EXPECT_EQ(parse_token_ids(" 1\t22\n333\r\n 0 \n", "stdin", 1000), (std::vector<int32_t>{1, 22, 333, 0}));
   EXPECT_TRUE(parse_token_ids(" \n\t", "stdin", 1000).empty());
   EXPECT_EQ(parse_token_ids("007", "stdin", 1000), (std::vector<int32_t>{7}));
 }
 
-TEST(TokenIdInput, MalformedWordsNameThePosition) {
+TEST(TokenIdReader, MalformedWordsNameThePosition) {
   EXPECT_NE(error_of("1 2 x3", 100).find("token 3 'x3' is not a token id"), std::string::npos);
   EXPECT_NE(error_of("12abc", 100).find("'12abc'"), std::string::npos);
   EXPECT_NE(error_of("-1", 100).find("'-1'"), std::string::npos);
@@ -34,6 +34,34 @@ TEST(TokenIdInput, MalformedWordsNameThePosition) {
   EXPECT_NE(error_of("4294967296", 0).find("outside"), std::string::npos);
   const std::string bin = error_of(std::string("1 \x01\x02", 4), 100);
   EXPECT_NE(bin.find("'?" "?'"), std::string::npos) << bin;
+}
+
+TEST(TokenIdReader, IdsSplitAcrossPiecesArriveWhenComplete) {
+  TokenIdReader reader("stdin", 1000);
+  std::vector<int32_t> got;
+  auto add = [&](int32_t id) { got.push_back(id); };
+  reader.push("12 3", add);
+  EXPECT_EQ(got, (std::vector<int32_t>{12}));  // "3" may continue
+  reader.push("4\n5", add);
+  EXPECT_EQ(got, (std::vector<int32_t>{12, 34}));
+  reader.finish(add);
+  EXPECT_EQ(got, (std::vector<int32_t>{12, 34, 5}));
+  EXPECT_EQ(reader.count(), 3u);
+  TokenIdReader bad("stdin", 10);
+  bad.push("1 2 ", add);
+  EXPECT_THROW(bad.push("1x ", add), Error);
+}
+
+TEST(TokenIdReader, LinesKeepTheirOrderAndNameTheLine) {
+  EXPECT_EQ(parse_token_id_lines("1 2\n\n3\n4 5 6", "f", 10),
+            (std::vector<std::vector<int32_t>>{{1, 2}, {}, {3}, {4, 5, 6}}));
+  EXPECT_TRUE(parse_token_id_lines("", "f", 10).empty());
+  try {
+    parse_token_id_lines("1\n2 x\n", "f", 10);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("f line 2: token 2 'x'"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

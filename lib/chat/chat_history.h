@@ -1,0 +1,41 @@
+// A chat transcript on disk: JSONL, one OpenAI-style message object per line
+// (what a request's "messages" holds), so a later run resumes it and other
+// tools can read it. Lines are appended as the conversation goes on; a
+// reset rewrites the file atomically.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "chat/json_value.h"
+
+namespace k3 {
+
+// The messages of `path` (none if it does not exist). Error(kBadInput)
+// naming the file and line for a line that is not a JSON object.
+std::vector<JsonValue> load_chat_history(const std::string& path);
+
+// Writes the messages to `path` atomically (a temporary file, then rename).
+void write_chat_history(const std::string& path, const std::vector<JsonValue>& messages);
+
+class ChatHistoryFile {
+ public:
+  // Opens `path` for appending (created if absent; a symbolic link is
+  // refused: Error(kIo) naming it).
+  explicit ChatHistoryFile(std::string path);
+  ~ChatHistoryFile();
+  ChatHistoryFile(const ChatHistoryFile&) = delete;
+  ChatHistoryFile& operator=(const ChatHistoryFile&) = delete;
+
+  void append(const JsonValue& message);
+  // Replaces the whole file (after /reset).
+  void rewrite(const std::vector<JsonValue>& messages);
+  const std::string& path() const { return path_; }
+
+ private:
+  void open();
+  std::string path_;
+  int fd_ = -1;
+};
+
+}  // namespace k3

@@ -1,0 +1,42 @@
+// What the user types into a chat, read from a terminal or a script.
+//
+// Commands are lines starting with "/" (/reset, /save FILE, /effort E,
+// /think on|off, /exit, /help; "//" starts a message with "/").
+// At a terminal each line is one message; a line ending in "\" goes on on
+// the next line, and a line holding only """ starts a block, up to the next
+// such line, for pasting several lines. From a script (stdin not a
+// terminal), the lines up to the next command (or "/send", or the end) are
+// one message, so a file holding one question is one turn.
+#pragma once
+
+#include <functional>
+#include <string>
+
+namespace k3 {
+
+struct UserInput {
+  enum Kind { kMessage, kCommand, kEnd } kind = kEnd;
+  std::string text;      // kMessage: the message; kCommand: the command word, e.g. "effort"
+  std::string argument;  // kCommand: the rest of the line, trimmed
+};
+
+class UserInputReader {
+ public:
+  // `interrupted` is asked when a read is interrupted by a signal: true ends
+  // the input (Ctrl-C at the prompt).
+  UserInputReader(int fd, bool interactive, std::function<bool()> interrupted);
+  UserInput next();
+  bool interactive() const { return interactive_; }
+
+ private:
+  bool read_line(std::string& line);  // false at the end of input
+  bool unread_ = false;
+  std::string unread_line_;
+  int fd_;
+  bool interactive_;
+  std::function<bool()> interrupted_;
+  std::string buffer_;
+  bool eof_ = false;
+};
+
+}  // namespace k3

@@ -1,0 +1,149 @@
+#include "chat/chat_loop.h"
+
+#include <cstdio>
+#include <memory>
+
+#include "chat/chat_history.h"
+#include "common/error.h"
+#include "common/file.h"
+#include "generate/logits_log.h"
+
+namespace k3 {
+
+namespace {
+
+constexpr const char* kHelp =
+    "commands: /reset (new conversation), /save FILE (write the conversation as JSONL), /effort low|high|max|none,\n"
+    "  /think on|off, /exit; a line ending in \\ goes on, \"\"\" starts and ends a block of lines; //x sends \"/x\"\n";
+
+class Loop {
+ public:
+  Loop(ChatSession& chat, UserInputReader& input, const ChatLoopOptions& o)
+      : chat_(chat), input_(input), o_(o),
+        logits_(!o.logits_path.empty(), 0) {
+    if (!o.history_path.empty()) history_ = std::make_unique<ChatHistoryFile>(o.history_path);
+  }
+
+  int run() {
+    if (history_ && chat_.messages().empty() && !o_.start_messages.empty())
+      for (const JsonValue& m : o_.start_messages) history_->append(m);
+    if (input_.interactive())
+      say(std::to_string(chat_.messages().size()) + " messages in the conversation; /help lists the commands");
+    while (true) {
+      if (input_.interactive()) write_all(1, "\n> ", "stdout");
+      const UserInput in = input_.next();
+      if (in.kind == UserInput::kEnd) break;
+      if (in.kind == UserInput::kCommand) {
+        if (in.text == "exit" || in.text == "quit") break;
+        try {
+          command(in);
+        } catch (const Error& e) {
+          if (e.code() != ExitCode::kIo && e.code() != ExitCode::kBadInput) throw;
+          refuse(std::string("/") + in.text + ": " + e.what());
+        }
+        continue;
+      }
+      turn(in.text);
+    }
+    if (!o_.logits_path.empty()) logits_.write(o_.logits_path);
+    if (o_.interrupted && o_.interrupted()) return static_cast<int>(ExitCode::kInterrupted);
+    return refused_ ? static_cast<int>(ExitCode::kBadInput) : 0;
+  }
+
+ private:
+  void say(const std::string& line) { std::fprintf(stderr, "%s: %s\n", o_.tool.c_str(), line.c_str()); }
+  void refuse(const std::string& line) {
+    say(line);
+    refused_ = true;
+  }
+
+  void turn(const std::string& text) {
+    ReplyPrinter printer(o_.style);
+    TurnReport r;
+    try {
+      r = chat_.reply(
+          text, [&](const std::vector<ReplyPiece>& pieces) { write_all(1, printer.format(pieces), "stdout"); },
+          o_.interrupted, o_.progress);
+    } catch (const Error& e) {
+      write_all(1, printer.finish(), "stdout");
+      if (e.code() == ExitCode::kInterrupted) {
+        say("stopped while reading the prompt; the message was not sent");
+        if (o_.clear_interrupt) o_.clear_interrupt();
+        return;
+      }
+      if (e.code() != ExitCode::kBadInput) throw;
+      return refuse(std::string("message refused: ") + e.what());
+    }
+    write_all(1, printer.finish(), "stdout");
+    ++turns_;
+    const auto& msgs = chat_.messages();
+    if (history_)
+      for (size_t i = msgs.size() - 2; i < msgs.size(); ++i) history_->append(msgs[i]);
+    if (!o_.logits_path.empty()) {
+      if (logits_.rows() == 0) logits_ = LogitsLog(true, r.first_row.size());
+      logits_.add(r.first_row.data(), 1);
+    }
+    if (r.interrupted) {
+      say("reply stopped (Ctrl-C); the part shown stays in the conversation");
+      if (o_.clear_interrupt) o_.clear_interrupt();
+    } else if (!r.reply.ok()) {
+      say("warning: the reply is incomplete: " + r.reply.problem);
+    }
+    if (o_.stats) {
+      char line[256];
+      std::snprintf(line, sizeof line,
+                    "turn %d: prompt %lld ids, %lld reused, %lld prefilled in %.3f s; %lld generated in %.3f s",
+                    turns_, static_cast<long long>(r.prompt_ids), static_cast<long long>(r.reused_ids),
+                    static_cast<long long>(r.prefilled_ids), r.prefill_seconds,
+                    static_cast<long long>(r.generated), r.decode_seconds);
+      say(line);
+    }
+  }
+
+  void command(const UserInput& in) {
+    ChatOptions& opt = chat_.options();
+    if (in.text == "help") {
+      write_all(2, kHelp, "stderr");
+    } else if (in.text == "reset") {
+      chat_.reset(o_.start_messages);
+      if (history_) history_->rewrite(o_.start_messages);
+      say("new conversation");
+    } else if (in.text == "save") {
+      if (in.argument.empty()) return refuse("/save needs a file name: /save FILE");
+      write_chat_history(in.argument, chat_.messages());
+      say("conversation saved to " + in.argument + " (" + std::to_string(chat_.messages().size()) + " messages)");
+    } else if (in.text == "effort") {
+      if (in.argument == "none" || in.argument == "null") {
+        opt.effort.reset();
+      } else if (is_supported_effort(in.argument)) {
+        opt.effort = in.argument;
+      } else {
+        return refuse("/effort " + in.argument + ": not supported (low, high, max, or none for no effort note)");
+      }
+      say("thinking effort " + (opt.effort ? *opt.effort : std::string("none")) +
+          (opt.thinking ? "" : " (used once thinking is on: /think on)"));
+    } else if (in.text == "think") {
+      if (in.argument != "on" && in.argument != "off") return refuse("/think takes on or off");
+      opt.thinking = in.argument == "on";
+      say(std::string("thinking ") + (opt.thinking ? "on" : "off"));
+    } else {
+      refuse("unknown command /" + in.text + " (/help lists the commands)");
+    }
+  }
+
+  ChatSession& chat_;
+  UserInputReader& input_;
+  const ChatLoopOptions& o_;
+  std::unique_ptr<ChatHistoryFile> history_;
+  LogitsLog logits_;
+  bool refused_ = false;
+  int turns_ = 0;
+};
+
+}  // namespace
+
+int run_chat_loop(ChatSession& chat, UserInputReader& input, const ChatLoopOptions& options) {
+  return Loop(chat, input, options).run();
+}
+
+}  // namespace k3

@@ -1,0 +1,33 @@
+// The conversation loop of k3-chat: reads messages and commands, runs one
+// turn per message, shows the reply as it streams, and keeps the history
+// file in step with the conversation.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chat/chat_input.h"
+#include "chat/chat_session.h"
+#include "chat/reply_printer.h"
+
+namespace k3 {
+
+struct ChatLoopOptions {
+  std::string tool = "k3-chat";             // prefix of status lines
+  std::string history_path;                 // empty: no history file
+  std::vector<JsonValue> start_messages;    // a new conversation (and /reset) starts with these
+  ReplyStyle style;
+  bool stats = false;                       // a line per turn: prompt, reused and prefilled ids, seconds
+  std::string logits_path;                  // each reply's first logits row, [turns, vocab]
+  std::function<bool()> interrupted;        // Ctrl-C arrived
+  std::function<void()> clear_interrupt;    // after a stopped reply: listen again
+  Engine::Progress progress;                // for long prefills
+};
+
+// Runs until /exit or the end of the input. Returns the exit status: 0, 4
+// when a message or command was refused, 130 for Ctrl-C at the prompt.
+int run_chat_loop(ChatSession& chat, UserInputReader& input, const ChatLoopOptions& options);
+
+}  // namespace k3

@@ -1,0 +1,150 @@
+#include "chat/chat_session.h"
+
+#include <algorithm>
+#include <span>
+
+#include "chat/xtml_renderer.h"
+#include "common/error.h"
+
+namespace k3 {
+
+namespace {
+
+bool starts_with(const std::vector<TokenId>& ids, const std::vector<TokenId>& prefix) {
+  return prefix.size() <= ids.size() && std::equal(prefix.begin(), prefix.end(), ids.begin());
+}
+
+std::span<const int32_t> as_ids(const std::vector<TokenId>& ids, size_t from, size_t to) {
+  return std::span<const int32_t>(reinterpret_cast<const int32_t*>(ids.data()) + from, to - from);
+}
+
+JsonValue user_message(const std::string& text) {
+  JsonValue m = JsonValue::object();
+  m.set("role", JsonValue::string("user"));
+  m.set("content", JsonValue::string(text));
+  return m;
+}
+
+}  // namespace
+
+std::vector<int32_t> chat_stop_ids(const Vocabulary& vocab, const std::vector<int>& model_eos_ids) {
+  std::vector<int32_t> ids(model_eos_ids.begin(), model_eos_ids.end());
+  const TokenId end = vocab.special_id(kXtmlEnd);
+  if (end != Vocabulary::kNoToken && std::find(ids.begin(), ids.end(), static_cast<int32_t>(end)) == ids.end())
+    ids.push_back(static_cast<int32_t>(end));
+  return ids;
+}
+
+ChatSession::ChatSession(const Tokenizer& tok, GenerationSession& generation, ChatOptions options)
+    : tok_(tok), gen_(generation), options_(std::move(options)) {
+  gen_.reset();
+}
+
+ChatRequest ChatSession::request_with(const std::optional<std::string>& user_text) const {
+  JsonValue request = JsonValue::object();
+  JsonValue messages;
+  messages.kind = JsonValue::Kind::kArray;
+  messages.items = messages_;
+  if (user_text) messages.items.push_back(user_message(*user_text));
+  request.set("messages", std::move(messages));
+  JsonValue thinking;
+  thinking.kind = JsonValue::Kind::kBool;
+  thinking.boolean = options_.thinking;
+  request.set("thinking", thinking);
+  request.set("thinking_effort", options_.effort ? JsonValue::string(*options_.effort) : JsonValue());
+  return parse_chat_request(request);
+}
+
+void ChatSession::set_messages(std::vector<JsonValue> messages) {
+  std::swap(messages_, messages);
+  try {
+    render_chat(request_with(std::nullopt));  // refuses what a request would refuse, naming the message
+  } catch (...) {
+    std::swap(messages_, messages);
+    throw;
+  }
+  state_valid_ = false;
+  prefix_point_.reset();
+}
+
+void ChatSession::reset(std::vector<JsonValue> keep) {
+  set_messages(std::move(keep));
+  gen_.reset();
+  seen_.clear();
+}
+
+std::vector<TokenId> ChatSession::prompt_ids(const std::string& user_text) const {
+  return encode_chat(tok_, render_chat(request_with(user_text))).ids;
+}
+
+TurnReport ChatSession::reply(const std::string& user_text,
+                              const std::function<void(const std::vector<ReplyPiece>&)>& on_pieces,
+                              const std::function<bool()>& interrupted, const Engine::Progress& progress) {
+  const ChatRequest request = request_with(user_text);
+  const ChatPrompt prompt = encode_chat(tok_, render_chat(request));
+  const std::vector<TokenId>& ids = prompt.ids;
+  TurnReport report;
+  report.prompt_ids = static_cast<int64_t>(ids.size());
+
+  // Where the model state can go on from.
+  size_t from = 0;
+  if (options_.reuse_state && state_valid_ && starts_with(ids, seen_)) {
+    from = seen_.size();  // the reply re-renders to what was generated
+  } else if (options_.reuse_state && prefix_point_ && starts_with(ids, prefix_ids_)) {
+    gen_.rollback(*prefix_point_);  // a copy: the point stays usable
+    from = prefix_ids_.size();
+  } else {
+    gen_.reset();
+  }
+  const size_t pending = gen_.pending().size();
+  report.reused_ids = static_cast<int64_t>(from - pending);
+  report.prefilled_ids = static_cast<int64_t>(ids.size() - from + pending);
+
+  const GenerationCounters before = gen_.counters();
+  state_valid_ = false;  // until the prefill is complete
+  // The save point for the next turn: after the whole prompt when nothing
+  // trails the conversation (a reply re-renders starting with the generation
+  // prompt's tags; the next turn checks the ids), else at the end of the
+  // unchanged prefix (SPEC section 5).
+  const size_t point = prompt.trailing_notes ? prompt.prefix_ids : ids.size();
+  if (from < point) gen_.feed(as_ids(ids, from, point), nullptr, progress);
+  if (options_.reuse_state && from <= point) {
+    prefix_point_ = gen_.mark();
+    prefix_ids_.assign(ids.begin(), ids.begin() + static_cast<ptrdiff_t>(point));
+  }
+  if (std::max(from, point) < ids.size()) gen_.feed(as_ids(ids, std::max(from, point), ids.size()), nullptr, progress);
+  if (options_.keep_first_rows) report.first_row = gen_.current_row();
+
+  ReplyParser parser(tok_.vocab(), request.thinking);
+  std::vector<TokenId> generated;
+  std::vector<ReplyPiece> pieces;
+  gen_.generate(
+      options_.max_tokens,
+      [&](int32_t id) {
+        generated.push_back(static_cast<TokenId>(id));
+        pieces.clear();
+        parser.push(static_cast<TokenId>(id), pieces);
+        if (!pieces.empty()) on_pieces(pieces);
+      },
+      [&] {
+        if (interrupted && interrupted()) report.interrupted = true;
+        // A closed message needs no stop id: its re-rendering ends with <|end_of_msg|>.
+        return report.interrupted || parser.done();
+      });
+  pieces.clear();
+  report.reply = parser.finish(pieces);
+  if (!pieces.empty()) on_pieces(pieces);
+
+  seen_ = ids;
+  seen_.insert(seen_.end(), generated.begin(), generated.end());
+  state_valid_ = true;
+  messages_.push_back(user_message(user_text));
+  messages_.push_back(chat_message_json(report.reply.message));
+  const GenerationCounters& after = gen_.counters();
+  report.generated = after.generated - before.generated;
+  report.prefill_seconds = after.prefill_seconds - before.prefill_seconds;
+  report.decode_seconds = after.decode_seconds - before.decode_seconds;
+  return report;
+}
+
+}  // namespace k3

@@ -1,0 +1,95 @@
+// A conversation with the model in one process: the transcript (OpenAI-style
+// messages), the model state, and one reply per turn.
+//
+// Each turn renders the whole conversation again (SPEC section 5: that is
+// what the reference does), but evaluates only what the model has not seen:
+//   - when the previous prompt plus the ids the model generated are a prefix
+//     of the new prompt (the reply re-renders to the same ids), the state
+//     simply goes on from the end of the reply;
+//   - otherwise it goes back to a save point taken at the end of the previous
+//     prompt's unchanged prefix (SPEC section 5: everything before its
+//     trailing notes and generation prompt; without trailing notes the whole
+//     previous prompt, as a reply re-renders starting with the generation
+//     prompt's tags) and evaluates the re-rendered reply and the new message
+//     from there;
+//   - a different conversation (after /effort, /think) starts over.
+// The logits are bit-identical to one fresh run over the re-rendered prompt
+// (the engine computes a token's logits the same way in any batch).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chat/chat_request.h"
+#include "chat/json_value.h"
+#include "chat/reply_parser.h"
+#include "generate/generation_session.h"
+#include "tokenizer/tokenizer.h"
+
+namespace k3 {
+
+struct ChatOptions {
+  bool thinking = true;
+  std::optional<std::string> effort = std::string("max");  // nullopt: no effort note
+  int64_t max_tokens = 4096;    // per reply
+  bool reuse_state = true;      // false: evaluate the whole prompt every turn (for comparison)
+  bool keep_first_rows = false; // keep the logits each reply's first id was drawn from
+};
+
+struct TurnReport {
+  int64_t prompt_ids = 0;     // ids of the rendered prompt
+  int64_t reused_ids = 0;     // of them, already in the model state
+  int64_t prefilled_ids = 0;  // evaluated by this turn's prefill
+  double prefill_seconds = 0;
+  int64_t generated = 0;
+  double decode_seconds = 0;
+  bool interrupted = false;
+  ParsedReply reply;
+  std::vector<float> first_row;  // keep_first_rows
+};
+
+// The stop ids of a chat: the model's (config, generation_config.json,
+// tokenizer eos_token) and <|end_of_msg|>, which ends every message.
+std::vector<int32_t> chat_stop_ids(const Vocabulary& vocab, const std::vector<int>& model_eos_ids);
+
+class ChatSession {
+ public:
+  // `generation` must stop at chat_stop_ids().
+  ChatSession(const Tokenizer& tok, GenerationSession& generation, ChatOptions options);
+
+  const std::vector<JsonValue>& messages() const { return messages_; }
+  // Replaces the transcript (a resumed history); checked like a request.
+  void set_messages(std::vector<JsonValue> messages);
+  // Forgets the transcript (keeping `keep` as its start) and the model state.
+  void reset(std::vector<JsonValue> keep = {});
+  ChatOptions& options() { return options_; }
+
+  // The prompt the model would see now, with the given user text appended.
+  std::vector<TokenId> prompt_ids(const std::string& user_text) const;
+
+  // One turn: appends the user message, renders and evaluates the prompt,
+  // streams the reply's pieces to `on_pieces`, and appends the reply (also
+  // a partial one: cut by max_tokens or by `interrupted`) to the transcript.
+  // A prefill abandoned by an exception (Ctrl-C) leaves the transcript as it
+  // was and the next turn starts from a consistent state.
+  TurnReport reply(const std::string& user_text, const std::function<void(const std::vector<ReplyPiece>&)>& on_pieces,
+                   const std::function<bool()>& interrupted, const Engine::Progress& progress = nullptr);
+
+ private:
+  ChatRequest request_with(const std::optional<std::string>& user_text) const;
+
+  const Tokenizer& tok_;
+  GenerationSession& gen_;
+  ChatOptions options_;
+  std::vector<JsonValue> messages_;
+  // What the model state holds: `seen_` ids are evaluated or pending in gen_.
+  std::vector<TokenId> seen_;
+  bool state_valid_ = false;
+  // Save point at the end of the previous prompt's unchanged prefix, and its ids.
+  std::optional<GenerationSession::SavePoint> prefix_point_;
+  std::vector<TokenId> prefix_ids_;
+};
+
+}  // namespace k3

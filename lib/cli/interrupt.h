@@ -1,0 +1,25 @@
+// One way for every tool to stop cleanly on Ctrl-C or SIGTERM.
+//
+// The first SIGINT/SIGTERM only sets a flag: long work polls it between
+// units (tokens, sections, files), stops, keeps what it finished (generated
+// ids are written, state files saved, partial downloads kept for resuming)
+// and the tool exits 130 (ExitCode::kInterrupted). A second signal ends the
+// process at once, for a user who does not want to wait.
+#pragma once
+
+#include <atomic>
+
+namespace k3 {
+
+// Installs the handler for SIGINT and SIGTERM (idempotent).
+void install_interrupt_handler();
+
+// Ignores SIGPIPE, so writing to a closed pipe is a write error (exit 5 with
+// a message) rather than a silent death.
+void ignore_sigpipe();
+
+// Whether a signal arrived; the flag itself, for library calls that poll it.
+bool interrupted();
+std::atomic<bool>& interrupt_flag();
+
+}  // namespace k3

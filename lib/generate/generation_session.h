@@ -1,0 +1,150 @@
+// The generation layer: one sequence being generated, as a library object.
+//
+// A GenerationSession owns what a generation carries from token to token:
+// the engine's SequenceState, the sampler, the stop conditions, the logits
+// log and the counters. Tools (k3-forward, k3-chat) are front ends over it.
+//
+// The sequence is made of evaluated ids (in the state, with the logits of the
+// last one kept as the "current row") followed by pending ids: ids that are
+// known (emitted, or given) but not evaluated yet. The next id is sampled from
+// the current row at position() = evaluated + pending, which is only possible
+// when nothing is pending.
+//
+//   GenerationSession s(engine, options);
+//   s.reset();                         // or s.restore(load_conversation(...))
+//   s.feed(prompt_ids);                // prefill: pending + prompt in one batch
+//   s.generate(64, emit, interrupted); // sample, emit, stop, evaluate, repeat
+//   s.save_conversation(path, model);  // the generated last id stays pending
+//
+// The last generated id is emitted but not evaluated (evaluating it costs a
+// whole forward step that only a continuation needs): it stays pending, and
+// the next feed() evaluates it together with the new ids. So a chat turn is
+// feed(new ids) + generate(), and a continued run computes exactly what one
+// run over the whole conversation computes (logits memcmp-identical).
+//
+// mark()/rollback() take and restore a save point (all of the above but the
+// counters), e.g. to regenerate a chat turn from an earlier point.
+//
+// Every path gives the same ids and the same logits bits: incremental decode,
+// --recompute, prompts split into batches, continued runs.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "generate/logits_log.h"
+#include "model/engine.h"
+#include "model/sequence_state.h"
+#include "sampling/sampler.h"
+#include "sampling/stop_conditions.h"
+#include "state/state_file.h"
+
+namespace k3 {
+
+struct ModelIdentity;
+
+struct GenerationOptions {
+  SamplingParams sampling;  // greedy by default
+  StopConditions stop;      // EOS ids and --stop-id
+  bool recompute = false;   // re-run the whole prefix for every new token (slow reference path)
+  bool log_logits = false;  // keep every evaluated row (k3-forward --logits)
+};
+
+// Why generate() returned.
+enum class GenerationEnd {
+  kLength,       // max_new ids were generated (or max_new was 0)
+  kStop,         // a stop id was generated (it was emitted and is pending)
+  kInterrupted,  // interrupted() said so between two tokens
+};
+
+struct GenerationCounters {
+  int64_t prompt_ids = 0;     // ids evaluated by feed() (pending ones included)
+  int64_t generated = 0;      // ids sampled by generate()
+  int64_t decode_steps = 0;   // incremental evaluations of generated ids
+  int64_t weight_passes = 0;  // engine forward() calls (each reads the weights once per batch)
+  double prefill_seconds = 0;
+  double decode_seconds = 0;
+};
+
+class GenerationSession {
+ public:
+  GenerationSession(Engine& engine, GenerationOptions options);
+
+  // A new, empty sequence.
+  void reset();
+  // Continues a saved conversation: its state, pending ids and last logits.
+  // The sampler settings are the caller's (resolve_sampling() combines the
+  // saved ones with flags) and were given in the options.
+  void restore(ConversationState&& saved);
+
+  // Evaluates the pending ids followed by `ids` as one prefill (batches of the
+  // engine's max batch). `all_rows`, when given, receives their logits
+  // [pending + ids, vocab] (teacher forcing). `progress` is called per layer
+  // step and may throw to abandon the prefill (the session is then unusable
+  // until reset()/restore()). Throws kBadInput for an id outside the
+  // vocabulary, before touching the state.
+  void feed(std::span<const int32_t> ids, std::vector<float>* all_rows = nullptr,
+            const Engine::Progress& progress = nullptr);
+
+  // Generates up to `max_new` ids: each is sampled from the current row,
+  // passed to `on_token` (which may throw to abort), and, unless it stops
+  // the generation or is the last one, evaluated. `interrupted` is polled
+  // before each id. Evaluates pending ids first if any.
+  GenerationEnd generate(int64_t max_new, const std::function<void(int32_t)>& on_token,
+                         const std::function<bool()>& interrupted = nullptr);
+
+  // The single steps generate() is made of, for callers that drive the loop.
+  // sample(): the next id from the current row (requires nothing pending);
+  // it becomes pending. evaluate_pending(): runs the pending ids (decode).
+  int32_t sample();
+  void evaluate_pending();
+
+  // Whether an id can be sampled now or after evaluating the pending ones
+  // (false for a fresh sequence, or a restored one with nothing to go on).
+  bool can_generate() const { return !pending_.empty() || has_row_; }
+
+  // Position of the next id to sample: evaluated + pending ids.
+  int64_t position() const { return state_.positions + static_cast<int64_t>(pending_.size()); }
+  const SequenceState& state() const { return state_; }
+  const std::vector<int32_t>& pending() const { return pending_; }
+  // Logits of the last evaluated position ([vocab]; empty before any).
+  const std::vector<float>& current_row() const { return row_; }
+  const GenerationCounters& counters() const { return counters_; }
+  const LogitsLog& logits_log() const { return log_; }
+  const SamplingParams& sampling() const { return sampler_.params(); }
+
+  // Save points: everything but the counters.
+  struct SavePoint {
+    SequenceState state;
+    std::vector<int32_t> pending;
+    std::vector<float> row;
+    bool has_row = false;
+    size_t logged_rows = 0;
+  };
+  SavePoint mark() const;
+  void rollback(SavePoint point);
+
+  // Writes a state file (state/continuation.h) that continues this sequence.
+  void save_conversation(const std::string& path, const ModelIdentity& model) const;
+  // Same, moving the state into the writer (the session must be reset or
+  // restored before further use): saves a copy of a K3-size state.
+  void save_conversation_and_release(const std::string& path, const ModelIdentity& model);
+
+ private:
+  void evaluate(std::span<const int32_t> ids, LogitRows rows, float* out);
+
+  Engine& engine_;
+  GenerationOptions options_;
+  Sampler sampler_;
+  LogitsLog log_;
+  SequenceState state_;
+  std::vector<int32_t> pending_;
+  std::vector<float> row_;
+  bool has_row_ = false;
+  GenerationCounters counters_;
+};
+
+}  // namespace k3

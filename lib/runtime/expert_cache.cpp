@@ -1,0 +1,303 @@
+#include "runtime/expert_cache.h"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+
+#include "checkpoint/checkpoint.h"
+#include "common/error.h"
+#include "model/tensor_manifest.h"
+#include "model/weight_binding.h"
+
+namespace k3 {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+}  // namespace
+
+ExpertCache::ExpertCache(const ModelConfig& config, const Checkpoint& checkpoint,
+                         const std::vector<std::unique_ptr<DirectFile>>& shard_files, uint64_t slots, ReadEngine& io)
+    : config_(config), index_(config, checkpoint), shard_files_(shard_files), io_(io) {
+  slot_bytes_ = index_.slot_bytes();
+  slots_.resize(slots);
+  if (slots) arena_ = AlignedBuffer(slots * slot_bytes_);
+  for (size_t i = slots; i-- > 0;) free_slots_.push_back(static_cast<int>(i));
+  // A cache that holds every expert is filled at start: the run is then
+  // fully resident and no token waits for an expert.
+  const int moe_layers = config_.num_hidden_layers - config_.first_k_dense_replace;
+  if (moe_layers > 0 && slots == static_cast<uint64_t>(moe_layers) * config_.num_experts) preload();
+}
+
+ExpertCache::~ExpertCache() {
+  // Reads still in flight (a prefetch whose layer failed) write into the
+  // arena: wait for them before it goes.
+  std::unique_lock<std::mutex> lk(arrivals_mu_);
+  while (!pending_.empty()) {
+    arrivals_cv_.wait(lk, [&] { return !arrivals_.empty(); });
+    pending_.erase(arrivals_.front().key);
+    arrivals_.pop_front();
+  }
+}
+
+void ExpertCache::preload() {
+  ReadLatch latch;
+  std::vector<ReadEngine::Read> reads;
+  std::vector<std::pair<int, int>> order;
+  for (int l = config_.first_k_dense_replace; l < config_.num_hidden_layers; ++l)
+    for (int e = 0; e < config_.num_experts; ++e) {
+      const int slot = take_slot();
+      uint8_t* base = slot_base(slot);
+      for (const ExpertRead& r : index_.reads(l, e)) {
+        reads.push_back(ReadEngine::Read{shard_files_[r.shard].get(), r.offset, r.length, r.need, base + r.slot_offset});
+        stats_.load_bytes += r.length;
+      }
+      slots_[slot].key = static_cast<int64_t>(l) * config_.num_experts + e;
+      order.emplace_back(l, slot);
+    }
+  io_.submit(std::move(reads), latch.callback(), true);
+  latch.wait();
+  for (const auto& [l, slot] : order) {
+    Slot& sl = slots_[slot];
+    const int e = static_cast<int>(sl.key % config_.num_experts);
+    const uint8_t* base = slot_base(slot);
+    if (config_.experts_mxfp4) check_scales(l, e, base);
+    sl.w = bind(l, e, base);
+    resident_[sl.key] = slot;
+  }
+}
+
+ExpertWeights ExpertCache::bind(int layer, int e, const uint8_t* base) const {
+  const std::string prefix = expert_tensor_prefix(config_, layer, e);
+  return bind_expert_weights(config_, layer, e, [&](const std::string& name) -> const void* {
+    const std::string suffix = name.substr(prefix.size());
+    for (size_t k = 0; k < index_.suffixes().size(); ++k)
+      if (index_.suffixes()[k] == suffix) return base + index_.tensor_offset(layer, e, k);
+    throw Error(ExitCode::kInternal, "unknown expert tensor " + name);
+  });
+}
+
+bool ExpertCache::resident(int layer, int expert) const {
+  return resident_.count(static_cast<int64_t>(layer) * config_.num_experts + expert) > 0;
+}
+
+ExpertCacheStats ExpertCache::stats() const {
+  std::lock_guard<std::mutex> lk(stats_mu_);
+  return stats_;
+}
+
+int ExpertCache::take_slot(const std::vector<int64_t>* keep) {
+  if (!free_slots_.empty()) {
+    int s = free_slots_.back();
+    free_slots_.pop_back();
+    return s;
+  }
+  int best = -1;
+  for (size_t i = 0; i < slots_.size(); ++i)
+    if (slots_[i].in_use == 0 && slots_[i].key >= 0 && (best < 0 || slots_[i].tick < slots_[best].tick) &&
+        !(keep && std::find(keep->begin(), keep->end(), slots_[i].key) != keep->end()))
+      best = static_cast<int>(i);
+  if (best >= 0) {
+    resident_.erase(slots_[best].key);
+    slots_[best].key = -1;
+  }
+  return best;
+}
+
+void ExpertCache::check_scales(int layer, int expert, const uint8_t* base) const {
+  for (size_t k = 0; k < index_.suffixes().size(); ++k) {
+    if (!index_.is_scale(k)) continue;
+    const uint8_t* p = base + index_.tensor_offset(layer, expert, k);
+    const uint64_t n = index_.tensor_bytes(k);
+    for (uint64_t i = 0; i < n; ++i)
+      if (p[i] >= 254)
+        throw Error(ExitCode::kBadModel, expert_tensor_prefix(config_, layer, expert) + index_.suffixes()[k] +
+                                             ": scale byte " + std::to_string(p[i]) +
+                                             " (bytes >= 254 are NaN or overflow FP32)");
+  }
+}
+
+void ExpertCache::issue_read(int layer, int expert, int slot) {
+  const int64_t key = static_cast<int64_t>(layer) * config_.num_experts + expert;
+  Slot& sl = slots_[slot];
+  sl.key = key;
+  sl.in_use = 1;  // not evictable until delivered
+  uint8_t* base = slot_base(slot);
+  std::vector<ReadEngine::Read> reads;
+  uint64_t bytes = 0;
+  for (const ExpertRead& r : index_.reads(layer, expert)) {
+    reads.push_back(ReadEngine::Read{shard_files_[r.shard].get(), r.offset, r.length, r.need, base + r.slot_offset});
+    bytes += r.length;
+  }
+  {
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    stats_.expert_bytes += bytes;
+  }
+  {
+    std::lock_guard<std::mutex> lk(arrivals_mu_);
+    pending_[key] = slot;
+  }
+  io_.submit(std::move(reads),
+             [this, key, slot](const std::string& err) {
+               std::lock_guard<std::mutex> lk(arrivals_mu_);
+               arrivals_.push_back(Arrival{key, slot, err});
+               arrivals_cv_.notify_all();
+             },
+             true);
+}
+
+void ExpertCache::keep_stray(const Arrival& a) {
+  Slot& sl = slots_[a.slot];
+  sl.in_use = 0;
+  const int layer = static_cast<int>(a.key / config_.num_experts), e = static_cast<int>(a.key % config_.num_experts);
+  const uint8_t* base = slot_base(a.slot);
+  bool ok = a.error.empty();
+  if (ok && config_.experts_mxfp4) {
+    try {
+      check_scales(layer, e, base);
+    } catch (const Error&) {
+      ok = false;
+    }
+  }
+  if (!ok) {
+    sl.key = -1;
+    free_slots_.push_back(a.slot);
+    return;
+  }
+  sl.w = bind(layer, e, base);
+  sl.tick = ++tick_;
+  resident_[a.key] = a.slot;
+}
+
+void ExpertCache::prefetch(int layer, const std::vector<int>& experts) {
+  if (slots_.empty()) return;
+  const int64_t E = config_.num_experts;
+  std::vector<int64_t> keys;
+  for (int e : experts) keys.push_back(layer * E + e);
+  for (size_t k = 0; k < experts.size(); ++k) {
+    if (resident_.count(keys[k])) continue;
+    {
+      std::lock_guard<std::mutex> lk(arrivals_mu_);
+      if (pending_.count(keys[k])) continue;
+    }
+    // Never evict an expert this layer is about to use.
+    const int slot = take_slot(&keys);
+    if (slot < 0) return;  // for_each issues the rest as slots free up
+    issue_read(layer, experts[k], slot);
+  }
+}
+
+void ExpertCache::for_each(int layer, const std::vector<int>& experts,
+                           const std::function<void(size_t k, const ExpertWeights& w)>& on_ready) {
+  const int64_t E = config_.num_experts;
+  std::vector<size_t> hits;
+  std::deque<size_t> misses;
+  std::unordered_map<int64_t, size_t> index;  // key -> k of this call
+  size_t inflight = 0;                        // reads of this call not yet arrived
+  for (size_t k = 0; k < experts.size(); ++k) {
+    const int64_t key = layer * E + experts[k];
+    index[key] = k;
+    auto it = resident_.find(key);
+    if (it != resident_.end()) {
+      slots_[it->second].in_use++;
+      hits.push_back(k);
+      continue;
+    }
+    bool pending;
+    {
+      std::lock_guard<std::mutex> lk(arrivals_mu_);
+      pending = pending_.count(key) > 0;
+    }
+    if (pending)
+      ++inflight;  // prefetch started it
+    else
+      misses.push_back(k);
+  }
+  {
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    stats_.experts_requested += experts.size();
+    stats_.experts_resident += hits.size();
+  }
+  std::string io_error;
+  std::exception_ptr failure;
+  auto issue = [&] {
+    while (!misses.empty() && !failure && io_error.empty()) {
+      const int slot = take_slot();
+      if (slot < 0) return;
+      const size_t k = misses.front();
+      misses.pop_front();
+      issue_read(layer, experts[k], slot);
+      ++inflight;
+    }
+  };
+  auto deliver = [&](size_t k, int slot) {
+    Slot& sl = slots_[slot];
+    if (!failure) {
+      try {
+        on_ready(k, sl.w);
+      } catch (...) {
+        failure = std::current_exception();
+      }
+    }
+    sl.in_use = 0;
+    sl.tick = ++tick_;
+  };
+  // Misses go to the disk first; resident experts compute while they load.
+  issue();
+  for (size_t k : hits) {
+    deliver(k, resident_.at(layer * E + experts[k]));
+    issue();
+  }
+  while (inflight > 0 || (!misses.empty() && !failure && io_error.empty())) {
+    if (inflight == 0) {
+      issue();
+      if (inflight == 0) throw Error(ExitCode::kInternal, "expert cache has no slot to load into");
+    }
+    Arrival a;
+    {
+      std::unique_lock<std::mutex> lk(arrivals_mu_);
+      if (arrivals_.empty()) {
+        const auto t0 = Clock::now();
+        arrivals_cv_.wait(lk, [&] { return !arrivals_.empty(); });
+        std::lock_guard<std::mutex> slk(stats_mu_);
+        stats_.io_wait_seconds += since(t0);
+      }
+      a = std::move(arrivals_.front());
+      arrivals_.pop_front();
+      pending_.erase(a.key);
+    }
+    auto idx = index.find(a.key);
+    if (idx == index.end()) {  // a prefetch this call did not ask for
+      keep_stray(a);
+      continue;
+    }
+    --inflight;
+    Slot& sl = slots_[a.slot];
+    if (!a.error.empty() || failure || !io_error.empty()) {
+      if (!a.error.empty() && io_error.empty()) io_error = a.error;
+      sl.key = -1;
+      sl.in_use = 0;
+      free_slots_.push_back(a.slot);
+      continue;
+    }
+    const int e = experts[idx->second];
+    const uint8_t* base = slot_base(a.slot);
+    try {
+      if (config_.experts_mxfp4) check_scales(layer, e, base);
+    } catch (...) {
+      failure = std::current_exception();
+      sl.key = -1;
+      sl.in_use = 0;
+      free_slots_.push_back(a.slot);
+      continue;
+    }
+    sl.w = bind(layer, e, base);
+    resident_[sl.key] = a.slot;
+    deliver(idx->second, a.slot);
+    issue();
+  }
+  if (failure) std::rethrow_exception(failure);
+  if (!io_error.empty()) throw Error(ExitCode::kIo, io_error);
+}
+
+}  // namespace k3

@@ -1,0 +1,377 @@
+#include "runtime/trunk_stream.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "checkpoint/checkpoint.h"
+#include "common/error.h"
+#include "common/file.h"
+#include "model/weight_binding.h"
+
+namespace k3 {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+inline float bf16_to_f32(uint16_t b) {
+  uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+}  // namespace
+
+struct TrunkStream::Section {
+  const TrunkSection* ts = nullptr;
+  bool pinned = false;
+  AlignedBuffer buf;  // pinned bytes
+  std::unordered_map<std::string, uint64_t> rel;  // tensor name -> offset from section start
+  LayerWeights lw;
+  HeadWeights hw;
+};
+
+struct TrunkStream::StreamBuffer {
+  AlignedBuffer buf;
+  int unit = -1;
+  uint64_t skip = 0;  // the unit's bytes start at buf + skip
+  bool held = false;
+  bool pending = false;  // a read was issued; `done` says whether it finished
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = true;
+  std::string error;
+  LayerWeights lw;
+};
+
+TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint, const DirectFile* trunk_file,
+                         const std::vector<std::unique_ptr<DirectFile>>& shard_files, TrunkLayout layout,
+                         const MemoryPlan& plan, ReadEngine& io)
+    : config_(config), layout_(std::move(layout)), trunk_file_(trunk_file), io_(io) {
+  layer_section_.assign(config_.num_hidden_layers, -1);
+  for (size_t s = 0; s < layout_.sections.size(); ++s) {
+    auto sec = std::make_unique<Section>();
+    sec->ts = &layout_.sections[s];
+    for (const TrunkTensor& t : sec->ts->tensors) sec->rel[t.name] = t.offset - sec->ts->offset;
+    const int layer = sec->ts->layer;
+    if (layer >= 0 && layer < config_.num_hidden_layers) layer_section_[layer] = static_cast<int>(s);
+    if (sec->ts->name == "head") head_section_ = static_cast<int>(s);
+    if (sec->ts->name == "embedding") embed_section_ = static_cast<int>(s);
+    sections_.push_back(std::move(sec));
+  }
+  for (int l = 0; l < config_.num_hidden_layers; ++l)
+    if (layer_section_[l] < 0) throw Error(ExitCode::kBadModel, "the trunk has no section for layer " + std::to_string(l));
+  if (head_section_ < 0 || embed_section_ < 0)
+    throw Error(ExitCode::kBadModel, "the trunk lacks its embedding or head section (re-run k3-pack)");
+
+  for (int s : plan.pinned) pin_section(s, checkpoint, shard_files);
+  // Streamed units in use order: layer sections, then the head's lm_head
+  // row blocks (its small tensors are read here once and kept).
+  section_unit_.assign(sections_.size(), -1);
+  for (int s : plan.streamed) {
+    if (s == head_section_) {
+      plan_head_blocks(s, plan);
+      continue;
+    }
+    section_unit_[s] = static_cast<int>(units_.size());
+    units_.push_back(Unit{s, 0, 0});
+  }
+  if (!units_.empty()) {
+    const uint64_t head_row = static_cast<uint64_t>(config_.hidden_size) * 2;
+    uint64_t size = plan.stream_buffer_size;
+    for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
+      const Unit& un = units_[u];
+      size = std::max(size, un.rows ? covering_read(lm_head_offset_ + un.first_row * head_row, un.rows * head_row).length
+                                    : sections_[un.section]->ts->length);
+    }
+    for (int i = 0; i < std::max(2, plan.stream_buffers); ++i) {
+      buffers_.push_back(std::make_unique<StreamBuffer>());
+      buffers_.back()->buf = AlignedBuffer(size);
+    }
+  }
+
+  // Embedding rows come from trunk.bin, or from their shard when there is no packed trunk.
+  const TrunkTensor& et = sections_[embed_section_]->ts->tensors.at(0);
+  if (trunk_file_) {
+    embed_file_ = trunk_file_;
+    embed_base_ = et.offset;
+  } else {
+    const TensorLocation& loc = checkpoint.at(et.name);
+    embed_file_ = shard_files[loc.shard].get();
+    embed_base_ = loc.info->offset;
+  }
+  const uint64_t row = static_cast<uint64_t>(config_.hidden_size) * 2;
+  row_buf_ = AlignedBuffer(align_up(row) + 2 * kDirectAlign);
+}
+
+// A pinned section: read once, verified, bound.
+void TrunkStream::pin_section(int s, const Checkpoint& checkpoint,
+                              const std::vector<std::unique_ptr<DirectFile>>& shard_files) {
+  Section& sec = *sections_[s];
+  sec.pinned = true;
+  sec.buf = AlignedBuffer(sec.ts->length);
+  if (trunk_file_) {
+    io_.read_now({ReadEngine::Read{trunk_file_, sec.ts->offset, sec.ts->length, sec.ts->length, sec.buf.data()}});
+    if (XXH3_64bits(sec.buf.data(), sec.ts->length) != sec.ts->xxh3)
+      throw Error(ExitCode::kBadModel, trunk_file_->path() + ": section " + sec.ts->name +
+                                           " does not match its hash in trunk.json (corrupted; run k3-pack --check, "
+                                           "then re-run k3-pack)");
+  } else {
+    // No packed trunk: gather each tensor from its shard.
+    for (const TrunkTensor& t : sec.ts->tensors) {
+      const TensorLocation& loc = checkpoint.at(t.name);
+      const DirectFile& f = *shard_files[loc.shard];
+      const uint64_t chunk = 32u << 20;
+      AlignedBuffer bounce(std::min<uint64_t>(align_up(t.nbytes) + 2 * kDirectAlign, chunk + 2 * kDirectAlign));
+      for (uint64_t done = 0; done < t.nbytes; done += chunk) {
+        const uint64_t n = std::min(chunk, t.nbytes - done);
+        CoveringRead c = covering_read(loc.info->offset + done, n);
+        io_.read_now({ReadEngine::Read{&f, c.offset, c.length, c.skip + n, bounce.data()}});
+        std::memcpy(sec.buf.data() + (t.offset - sec.ts->offset) + done, bounce.data() + c.skip, n);
+      }
+    }
+  }
+  stats_.load_bytes += sec.ts->length;
+  auto lookup = [&sec, this](const std::string& name) { return section_tensor(sec, sec.buf.data(), name); };
+  if (sec.ts->layer >= 0)
+    sec.lw = bind_layer_weights(config_, sec.ts->layer, lookup);
+  else if (s == head_section_)
+    sec.hw = bind_head_weights(config_, lookup);
+}
+
+// A streamed head: lm_head as units of plan.head_block_rows rows, its small
+// tensors read now and kept.
+void TrunkStream::plan_head_blocks(int s, const MemoryPlan& plan) {
+  const Section& sec = *sections_[s];
+  const TrunkTensor* lm = nullptr;
+  for (const TrunkTensor& t : sec.ts->tensors)
+    if (t.name == config_.lm_head_name) lm = &t;
+  if (!lm) throw Error(ExitCode::kBadModel, "trunk section head lacks tensor '" + config_.lm_head_name + "' (re-run k3-pack)");
+  if (plan.head_block_rows == 0) throw Error(ExitCode::kInternal, "the memory plan streams the head without blocks");
+  lm_head_offset_ = lm->offset;
+  head_unit0_ = static_cast<int>(units_.size());
+  const int64_t vocab = config_.vocab_size, rows = static_cast<int64_t>(plan.head_block_rows);
+  for (int64_t r = 0; r < vocab; r += rows) units_.push_back(Unit{s, r, std::min(rows, vocab - r)});
+  std::unordered_map<std::string, const void*> small;
+  for (const TrunkTensor& t : sec.ts->tensors) {
+    if (&t == lm) continue;
+    const CoveringRead c = covering_read(t.offset, t.nbytes);
+    head_small_.emplace_back(c.length);
+    io_.read_now({ReadEngine::Read{trunk_file_, c.offset, c.length, c.skip + t.nbytes, head_small_.back().data()}});
+    small[t.name] = head_small_.back().data() + c.skip;
+    stats_.load_bytes += c.length;
+  }
+  head_small_hw_ = bind_head_weights(config_, [&](const std::string& name) -> const void* {
+    if (name == config_.lm_head_name) return nullptr;  // read in blocks by for_each_head_block
+    auto it = small.find(name);
+    if (it == small.end()) throw Error(ExitCode::kBadModel, "trunk section head lacks tensor '" + name + "' (re-run k3-pack)");
+    return it->second;
+  });
+}
+
+void TrunkStream::start_read_ahead() {
+  if (!units_.empty()) read_ahead(-1, static_cast<int>(buffers_.size()));
+}
+
+TrunkStream::~TrunkStream() {
+  for (auto& b : buffers_) {
+    std::unique_lock<std::mutex> lk(b->mu);
+    b->cv.wait(lk, [&] { return b->done; });
+  }
+}
+
+const void* TrunkStream::section_tensor(const Section& sec, const uint8_t* base, const std::string& name) const {
+  auto it = sec.rel.find(name);
+  if (it == sec.rel.end())
+    throw Error(ExitCode::kBadModel, "trunk section " + sec.ts->name + " lacks tensor '" + name + "' (re-run k3-pack)");
+  return base + it->second;
+}
+
+TrunkStreamStats TrunkStream::stats() const {
+  std::lock_guard<std::mutex> lk(stats_mu_);
+  return stats_;
+}
+
+void TrunkStream::embed(const int32_t* ids, size_t n, float* out) {
+  const Section& sec = *sections_[embed_section_];
+  const TrunkTensor& t = sec.ts->tensors.at(0);
+  const uint64_t hidden = config_.hidden_size, row = hidden * 2;
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t* src;
+    if (sec.pinned) {
+      src = sec.buf.data() + (t.offset - sec.ts->offset) + static_cast<uint64_t>(ids[i]) * row;
+    } else {
+      CoveringRead c = covering_read(embed_base_ + static_cast<uint64_t>(ids[i]) * row, row);
+      const auto t0 = Clock::now();
+      io_.read_now({ReadEngine::Read{embed_file_, c.offset, c.length, c.skip + row, row_buf_.data()}});
+      std::lock_guard<std::mutex> lk(stats_mu_);
+      stats_.io_wait_seconds += since(t0);
+      stats_.trunk_bytes += c.length;
+      src = row_buf_.data() + c.skip;
+    }
+    const uint16_t* b = reinterpret_cast<const uint16_t*>(src);
+    for (uint64_t d = 0; d < hidden; ++d) out[i * hidden + d] = bf16_to_f32(b[d]);
+  }
+}
+
+void TrunkStream::issue_stream_read(StreamBuffer& b, int u, bool urgent) {
+  wait_buffer(b);  // never overwrite a buffer a read is still filling
+  const Unit& un = units_[u];
+  const TrunkSection& ts = *sections_[un.section]->ts;
+  uint64_t offset = ts.offset, length = ts.length, need = ts.length, skip = 0;
+  if (un.rows) {
+    const uint64_t bytes = static_cast<uint64_t>(un.rows) * config_.hidden_size * 2;
+    const CoveringRead c = covering_read(lm_head_offset_ + static_cast<uint64_t>(un.first_row) * config_.hidden_size * 2, bytes);
+    offset = c.offset;
+    length = c.length;
+    need = c.skip + bytes;
+    skip = c.skip;
+  }
+  {
+    std::lock_guard<std::mutex> lk(b.mu);
+    b.unit = u;
+    b.skip = skip;
+    b.pending = true;
+    b.done = false;
+    b.error.clear();
+  }
+  {
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    stats_.trunk_bytes += length;
+  }
+  StreamBuffer* bp = &b;
+  io_.submit({ReadEngine::Read{trunk_file_, offset, length, need, b.buf.data()}},
+             [bp](const std::string& err) {
+               std::lock_guard<std::mutex> lk(bp->mu);
+               bp->error = err;
+               bp->done = true;
+               bp->cv.notify_all();
+             },
+             urgent);
+}
+
+void TrunkStream::wait_buffer(StreamBuffer& b) {
+  std::unique_lock<std::mutex> lk(b.mu);
+  if (b.done) return;
+  const auto t0 = Clock::now();
+  b.cv.wait(lk, [&] { return b.done; });
+  std::lock_guard<std::mutex> slk(stats_mu_);
+  stats_.io_wait_seconds += since(t0);
+}
+
+void TrunkStream::read_ahead(int u, int count) {
+  const int n = static_cast<int>(units_.size());
+  count = std::min(count, n - 1);
+  if (count <= 0) return;
+  auto ahead = [&](int unit) {  // unit is one of the `count` after u
+    const int d = ((unit - u) % n + n) % n;
+    return d >= 1 && d <= count;
+  };
+  for (int k = 1; k <= count; ++k) {
+    const int next = (u + k) % n;
+    bool buffered = false;
+    for (auto& b : buffers_) buffered = buffered || b->unit == next;
+    if (buffered) continue;
+    StreamBuffer* free_buf = nullptr;
+    for (auto& b : buffers_)
+      if (!b->held && (b->unit < 0 || !ahead(b->unit))) {
+        free_buf = b.get();
+        break;
+      }
+    if (!free_buf) return;
+    issue_stream_read(*free_buf, next, false);
+  }
+}
+
+TrunkStream::StreamBuffer& TrunkStream::acquire_unit(int u) {
+  StreamBuffer* b = nullptr;
+  for (auto& x : buffers_)
+    if (x->unit == u) b = x.get();
+  if (!b) {
+    // Not read ahead (the first use, or after a failure): prefer a buffer
+    // that holds nothing still to come.
+    const int n = static_cast<int>(units_.size()), depth = static_cast<int>(buffers_.size());
+    for (auto& x : buffers_)
+      if (!x->held && (x->unit < 0 || ((x->unit - u) % n + n) % n >= depth)) {
+        b = x.get();
+        break;
+      }
+    if (!b)
+      for (auto& x : buffers_)
+        if (!x->held) {
+          b = x.get();
+          break;
+        }
+    if (!b) throw Error(ExitCode::kInternal, "no free trunk stream buffer (every buffer held at once)");
+    issue_stream_read(*b, u, true);
+  }
+  wait_buffer(*b);
+  {
+    std::lock_guard<std::mutex> lk(b->mu);
+    if (!b->error.empty()) {
+      std::string e = b->error;
+      b->unit = -1;
+      throw Error(ExitCode::kIo, e);
+    }
+  }
+  b->held = true;
+  const Unit& un = units_[u];
+  if (un.rows == 0) {
+    const Section& sec = *sections_[un.section];
+    auto lookup = [&sec, b, this](const std::string& name) { return section_tensor(sec, b->buf.data(), name); };
+    b->lw = bind_layer_weights(config_, sec.ts->layer, lookup);
+  }
+  // Every other buffer reads ahead while this unit computes.
+  read_ahead(u, static_cast<int>(buffers_.size()) - 1);
+  return *b;
+}
+
+void TrunkStream::release_unit(int u) {
+  for (auto& b : buffers_)
+    if (b->unit == u) b->held = false;
+  // The freed buffer starts on the unit after the ones already in flight at
+  // once, before the next unit is even acquired, so the disk never waits for
+  // the compute thread to come round.
+  read_ahead(u, static_cast<int>(buffers_.size()));
+}
+
+const LayerWeights& TrunkStream::acquire_layer(int layer) {
+  const int s = layer_section_.at(layer);
+  const Section& sec = *sections_[s];
+  if (sec.pinned) return sec.lw;
+  return acquire_unit(section_unit_[s]).lw;
+}
+
+void TrunkStream::release_layer(int layer) {
+  const int s = layer_section_.at(layer);
+  if (!sections_[s]->pinned) release_unit(section_unit_[s]);
+}
+
+const HeadWeights& TrunkStream::acquire_head() {
+  const Section& sec = *sections_[head_section_];
+  return sec.pinned ? sec.hw : head_small_hw_;
+}
+
+void TrunkStream::for_each_head_block(const HeadWeights& head, const WeightSource::HeadBlock& on_block) {
+  if (head_unit0_ < 0) {
+    on_block(0, head.lm_head);
+    return;
+  }
+  for (int u = head_unit0_; u < static_cast<int>(units_.size()); ++u) {
+    StreamBuffer& b = acquire_unit(u);
+    const Unit& un = units_[u];
+    const Bf16Matrix rows{reinterpret_cast<const uint16_t*>(b.buf.data() + b.skip), un.rows, config_.hidden_size};
+    try {
+      on_block(un.first_row, rows);
+    } catch (...) {
+      release_unit(u);
+      throw;
+    }
+    release_unit(u);
+  }
+}
+
+}  // namespace k3

@@ -1,0 +1,106 @@
+// The trunk of a model run in a memory budget: the sections of a packed
+// trunk (k3-pack) that the plan pins are read once at start (and their xxh3
+// checked); the others stream through a few buffers in use order, the next
+// ones read in the background while the current layer computes. A streamed
+// head goes through the same buffers as lm_head row blocks (its small tensors
+// are read once and kept), so no buffer is ever the size of the head.
+// Without a packed trunk every trunk tensor is read from the shards once and
+// held. Embedding rows are read on demand.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "io/aligned_buffer.h"
+#include "io/direct_file.h"
+#include "io/read_engine.h"
+#include "model/config.h"
+#include "model/weight_source.h"
+#include "pack/trunk_layout.h"
+#include "runtime/memory_plan.h"
+
+namespace k3 {
+
+class Checkpoint;
+
+struct TrunkStreamStats {
+  uint64_t trunk_bytes = 0;  // read while running (streamed sections, embedding rows)
+  uint64_t load_bytes = 0;   // pinned sections and a streamed head's small tensors, read at start
+  double io_wait_seconds = 0;  // compute thread blocked waiting for trunk bytes
+};
+
+class TrunkStream {
+ public:
+  // `trunk_file` is trunk.bin (nullptr: no packed trunk, every section is
+  // pinned and gathered from `shard_files`). `layout` is the packed trunk's
+  // (or plan_trunk's for the shards) and `plan` the approved memory plan for
+  // it. The files and `io` must outlive this object. Throws k3::Error
+  // (kBadModel for a section whose hash differs, kIo for read failures).
+  TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint, const DirectFile* trunk_file,
+              const std::vector<std::unique_ptr<DirectFile>>& shard_files, TrunkLayout layout, const MemoryPlan& plan,
+              ReadEngine& io);
+  ~TrunkStream();  // waits for reads still filling a buffer
+  TrunkStream(const TrunkStream&) = delete;
+  TrunkStream& operator=(const TrunkStream&) = delete;
+
+  // Starts reading the first streamed units so the first token does not wait
+  // for all of them.
+  void start_read_ahead();
+
+  void embed(const int32_t* ids, size_t n, float* out);
+  const LayerWeights& acquire_layer(int layer);
+  void release_layer(int layer);
+  const HeadWeights& acquire_head();
+  void for_each_head_block(const HeadWeights& head, const WeightSource::HeadBlock& on_block);
+
+  TrunkStreamStats stats() const;
+
+ private:
+  struct Section;
+  struct StreamBuffer;
+  // What passes through a stream buffer: a layer section, or `rows` rows of
+  // lm_head from `first_row`.
+  struct Unit {
+    int section = -1;
+    int64_t first_row = 0, rows = 0;  // rows > 0: a head block
+  };
+  void pin_section(int s, const Checkpoint& checkpoint, const std::vector<std::unique_ptr<DirectFile>>& shard_files);
+  void plan_head_blocks(int s, const MemoryPlan& plan);
+  StreamBuffer& acquire_unit(int u);
+  void release_unit(int u);
+  void issue_stream_read(StreamBuffer& b, int u, bool urgent);
+  void wait_buffer(StreamBuffer& b);
+  // Starts background reads of the `count` units after `u` (in use order,
+  // wrapping to the next token) into buffers nobody holds or awaits.
+  void read_ahead(int u, int count);
+  const void* section_tensor(const Section& sec, const uint8_t* base, const std::string& name) const;
+
+  ModelConfig config_;
+  TrunkLayout layout_;
+  const DirectFile* trunk_file_;
+  ReadEngine& io_;
+
+  std::vector<std::unique_ptr<Section>> sections_;  // parallel to layout_.sections
+  std::vector<int> layer_section_;
+  int head_section_ = -1, embed_section_ = -1;
+  std::vector<Unit> units_;                         // streamed units in use order
+  std::vector<int> section_unit_;                   // section -> its unit, -1 when pinned or the head
+  int head_unit0_ = -1;                             // first head block, -1 when the head is pinned
+  uint64_t lm_head_offset_ = 0;                     // in trunk.bin
+  std::vector<AlignedBuffer> head_small_;           // norms of a streamed head
+  HeadWeights head_small_hw_;
+  std::vector<std::unique_ptr<StreamBuffer>> buffers_;
+
+  const DirectFile* embed_file_ = nullptr;
+  uint64_t embed_base_ = 0;
+  AlignedBuffer row_buf_;
+  mutable std::mutex stats_mu_;
+  TrunkStreamStats stats_;
+};
+
+}  // namespace k3

@@ -1,0 +1,241 @@
+// The routed-expert cache on its own, over the tiny fixture: every requested
+// expert is delivered exactly once with the checkpoint's bytes at any arena
+// size (down to one slot), eviction is least recently used, a prefetch never
+// evicts an expert the same layer is about to use, a cache with a slot per
+// expert is filled at start, and a read error is reported as kIo without
+// breaking the cache.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+
+#include "checkpoint/checkpoint.h"
+#include "common/error.h"
+#include "io/direct_file.h"
+#include "io/read_engine.h"
+#include "model/config.h"
+#include "model/tensor_manifest.h"
+#include "runtime/expert_cache.h"
+
+namespace fs = std::filesystem;
+using namespace k3;
+
+namespace {
+
+const std::string kTiny = std::string(K3_TEST_DATA) + "/k3-tiny";
+
+struct Model {
+  explicit Model(const std::string& dir) : config(load_model_config(dir)), checkpoint(Checkpoint::open(dir)) {
+    for (const ShardInfo& s : checkpoint.shards()) files.push_back(std::make_unique<DirectFile>(s.path));
+  }
+  ModelConfig config;
+  Checkpoint checkpoint;
+  std::vector<std::unique_ptr<DirectFile>> files;
+  ReadEngine io{3};
+};
+
+// The bytes of a tensor as the shard file holds them.
+std::vector<uint8_t> file_bytes(const Checkpoint& ck, const std::string& name) {
+  const TensorLocation& loc = ck.at(name);
+  std::vector<uint8_t> out(loc.info->nbytes);
+  std::ifstream f(ck.shards()[loc.shard].path, std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(loc.info->offset));
+  f.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size()));
+  EXPECT_TRUE(f.good()) << name;
+  return out;
+}
+
+// Whether w holds exactly the checkpoint's bytes of (layer, expert).
+bool holds_checkpoint_bytes(const Model& m, int layer, int expert, const ExpertWeights& w) {
+  const std::string p = expert_tensor_prefix(m.config, layer, expert);
+  auto same = [&](const std::string& name, const void* data) {
+    const std::vector<uint8_t> want = file_bytes(m.checkpoint, name);
+    return data && std::memcmp(want.data(), data, want.size()) == 0;
+  };
+  const std::pair<const char*, const ExpertMatrix*> mats[] = {{"w1", &w.w1}, {"w3", &w.w3}, {"w2", &w.w2}};
+  for (const auto& [name, mat] : mats) {
+    if (mat->is_mxfp4) {
+      if (!same(p + name + ".weight_packed", mat->mx.packed) || !same(p + name + ".weight_scale", mat->mx.scales))
+        return false;
+    } else if (!same(p + name + ".weight", mat->bf.data)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Runs for_each and checks that each expert came exactly once with its
+// bytes; returns the delivery order (indices k).
+std::vector<size_t> deliver(Model& m, ExpertCache& cache, int layer, const std::vector<int>& experts) {
+  std::vector<int> count(experts.size(), 0);
+  std::vector<size_t> order;
+  cache.for_each(layer, experts, [&](size_t k, const ExpertWeights& w) {
+    ASSERT_LT(k, experts.size());
+    ++count[k];
+    order.push_back(k);
+    EXPECT_TRUE(holds_checkpoint_bytes(m, layer, experts[k], w)) << "layer " << layer << " expert " << experts[k];
+  });
+  for (size_t k = 0; k < experts.size(); ++k)
+    EXPECT_EQ(count[k], 1) << "layer " << layer << " expert " << experts[k] << " delivered " << count[k] << " times";
+  return order;
+}
+
+int first_moe(const ModelConfig& c) { return c.first_k_dense_replace; }
+
+}  // namespace
+
+TEST(ExpertCache, EveryExpertOnceWithTheCheckpointsBytesAtAnyArenaSize) {
+  Model m(kTiny);
+  const ModelConfig& c = m.config;
+  ASSERT_GT(c.num_hidden_layers, first_moe(c));
+  const uint64_t top_k = c.num_experts_per_token;
+  for (uint64_t slots : {uint64_t{1}, top_k - 1, top_k, 2 * top_k}) {
+    for (bool prefetch : {false, true}) {
+      ExpertCache cache(c, m.checkpoint, m.files, slots, m.io);
+      EXPECT_EQ(cache.slots(), slots);
+      EXPECT_EQ(cache.arena_bytes(), slots * cache.slot_bytes());
+      std::mt19937 rng(static_cast<unsigned>(slots * 2 + prefetch));
+      uint64_t requested = 0;
+      for (int step = 0; step < 3; ++step)
+        for (int l = first_moe(c); l < c.num_hidden_layers; ++l) {
+          // top-k distinct experts, in random order.
+          std::vector<int> all(c.num_experts);
+          for (int e = 0; e < c.num_experts; ++e) all[e] = e;
+          std::shuffle(all.begin(), all.end(), rng);
+          std::vector<int> chosen(all.begin(), all.begin() + top_k);
+          if (prefetch) cache.prefetch(l, chosen);
+          deliver(m, cache, l, chosen);
+          requested += chosen.size();
+        }
+      const ExpertCacheStats s = cache.stats();
+      EXPECT_EQ(s.experts_requested, requested);
+      EXPECT_LE(s.experts_resident, requested);
+      EXPECT_GT(s.expert_bytes, 0u);
+      EXPECT_EQ(s.load_bytes, 0u);
+    }
+  }
+}
+
+TEST(ExpertCache, EvictsTheLeastRecentlyUsed) {
+  Model m(kTiny);
+  const int l = first_moe(m.config);
+  ExpertCache cache(m.config, m.checkpoint, m.files, 3, m.io);
+  for (int e : {0, 1, 2}) deliver(m, cache, l, {e});
+  for (int e : {0, 1, 2}) EXPECT_TRUE(cache.resident(l, e));
+  deliver(m, cache, l, {0});  // 0 used again: 1 is now the oldest
+  deliver(m, cache, l, {3});
+  EXPECT_FALSE(cache.resident(l, 1));
+  EXPECT_TRUE(cache.resident(l, 0));
+  EXPECT_TRUE(cache.resident(l, 2));
+  EXPECT_TRUE(cache.resident(l, 3));
+  deliver(m, cache, l, {4});  // then 2
+  EXPECT_FALSE(cache.resident(l, 2));
+  EXPECT_TRUE(cache.resident(l, 0));
+  // A hit counts as resident, a miss does not.
+  const ExpertCacheStats before = cache.stats();
+  deliver(m, cache, l, {0, 5});
+  const ExpertCacheStats after = cache.stats();
+  EXPECT_EQ(after.experts_requested - before.experts_requested, 2u);
+  EXPECT_EQ(after.experts_resident - before.experts_resident, 1u);
+}
+
+TEST(ExpertCache, PrefetchNeverEvictsAnExpertTheLayerUses) {
+  Model m(kTiny);
+  const int l = first_moe(m.config);
+  ExpertCache cache(m.config, m.checkpoint, m.files, 4, m.io);
+  for (int e : {0, 1, 2, 3}) deliver(m, cache, l, {e});  // 0 is the oldest
+  // The layer will use 0 (the oldest), 5 and 6: the reads of 5 and 6 take
+  // the slots of 1 and 2, never 0's.
+  cache.prefetch(l, {0, 5, 6});
+  EXPECT_TRUE(cache.resident(l, 0));
+  EXPECT_FALSE(cache.resident(l, 1));
+  EXPECT_FALSE(cache.resident(l, 2));
+  EXPECT_TRUE(cache.resident(l, 3));
+  const ExpertCacheStats before = cache.stats();
+  deliver(m, cache, l, {6, 0, 5});
+  const ExpertCacheStats after = cache.stats();
+  EXPECT_EQ(after.experts_resident - before.experts_resident, 1u);  // 0; 5 and 6 were already being read
+  for (int e : {0, 3, 5, 6}) EXPECT_TRUE(cache.resident(l, e)) << e;
+  // No slot to spare (every slot holds an expert the layer uses): the
+  // prefetch reads nothing and for_each still delivers all of them.
+  cache.prefetch(l, {0, 3, 5, 6, 7});
+  for (int e : {0, 3, 5, 6}) EXPECT_TRUE(cache.resident(l, e)) << e;
+  deliver(m, cache, l, {0, 3, 5, 6, 7});
+  // A prefetch whose layer is not the next to ask (a failed step): its
+  // arrival is kept or still pending, and the expert is delivered once later.
+  cache.prefetch(l + 1, {9});
+  deliver(m, cache, l, {1});
+  deliver(m, cache, l + 1, {9, 10});
+}
+
+TEST(ExpertCache, ASlotForEveryExpertIsFilledAtStart) {
+  Model m(kTiny);
+  const ModelConfig& c = m.config;
+  const uint64_t all = static_cast<uint64_t>(c.num_hidden_layers - first_moe(c)) * c.num_experts;
+  ExpertCache cache(c, m.checkpoint, m.files, all, m.io);
+  for (int l = first_moe(c); l < c.num_hidden_layers; ++l)
+    for (int e = 0; e < c.num_experts; ++e) EXPECT_TRUE(cache.resident(l, e));
+  EXPECT_GE(cache.stats().load_bytes, all * cache.slot_bytes() / 2);
+  deliver(m, cache, c.num_hidden_layers - 1, {c.num_experts - 1, 0});
+  const ExpertCacheStats s = cache.stats();
+  EXPECT_EQ(s.experts_resident, 2u);
+  EXPECT_EQ(s.expert_bytes, 0u);
+}
+
+TEST(ExpertCache, AReadErrorIsReportedAndTheCacheStillWorks) {
+  const fs::path dir = fs::temp_directory_path() / ("k3-expert-cache-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const auto& f : fs::directory_iterator(kTiny)) fs::copy_file(f.path(), dir / f.path().filename());
+  Model m(dir.string());
+  const ModelConfig& c = m.config;
+  // The expert whose first tensor lies last in its shard, and one before it
+  // in the same shard.
+  auto first_tensor = [&](int l, int e) {
+    const std::string p = expert_tensor_prefix(c, l, e);
+    const TensorLocation* best = nullptr;
+    for (const auto& [name, loc] : m.checkpoint.tensors())
+      if (name.compare(0, p.size(), p) == 0 && (!best || loc.info->offset < best->info->offset)) best = &loc;
+    return *best;
+  };
+  int bad_l = -1, bad_e = -1;
+  TensorLocation bad{};
+  for (int l = first_moe(c); l < c.num_hidden_layers; ++l)
+    for (int e = 0; e < c.num_experts; ++e) {
+      const TensorLocation t = first_tensor(l, e);
+      if (!bad.info || t.shard > bad.shard || (t.shard == bad.shard && t.info->offset > bad.info->offset)) {
+        bad = t;
+        bad_l = l;
+        bad_e = e;
+      }
+    }
+  int good_l = -1, good_e = -1;
+  for (int l = first_moe(c); l < c.num_hidden_layers && good_l < 0; ++l)
+    for (int e = 0; e < c.num_experts && good_l < 0; ++e) {
+      const TensorLocation t = first_tensor(l, e);
+      if (t.shard == bad.shard && t.info->offset + 3 * 4096 < bad.info->offset) {
+        good_l = l;
+        good_e = e;
+      }
+    }
+  ASSERT_GE(good_l, 0);
+  ExpertCache cache(c, m.checkpoint, m.files, 2, m.io);
+  fs::resize_file(m.checkpoint.shards()[bad.shard].path, bad.info->offset);
+  try {
+    cache.for_each(bad_l, {bad_e}, [](size_t, const ExpertWeights&) { ADD_FAILURE() << "delivered unread bytes"; });
+    ADD_FAILURE() << "no error for a truncated shard";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kIo);
+    EXPECT_NE(std::string(e.what()).find(m.checkpoint.shards()[bad.shard].file), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(cache.resident(bad_l, bad_e));
+  // Both slots are usable again.
+  deliver(m, cache, good_l, {good_e});
+  EXPECT_TRUE(cache.resident(good_l, good_e));
+  fs::remove_all(dir);
+}

@@ -1,0 +1,115 @@
+// k3-chat: a conversation with Kimi-K3 in one process, the model loaded once.
+//
+// A thin front end: lib/chat's ChatSession renders the conversation in K3's
+// chat format each turn and evaluates only what the model has not seen;
+// run_chat_loop reads messages and commands, streams the replies and keeps
+// the JSONL history (chat_loop.h, chat_input.h).
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "chat/chat_history.h"
+#include "chat/chat_loop.h"
+#include "chat/chat_session.h"
+#include "checkpoint/checkpoint.h"
+#include "cli/interrupt.h"
+#include "cli/model_options.h"
+#include "cli/prefill_progress.h"
+#include "cli/sampling_options.h"
+#include "cli/cli_parse.h"
+#include "cli/flag_checks.h"
+#include "common/error.h"
+#include "common/tool_main.h"
+#include "generate/generation_session.h"
+
+namespace {
+
+constexpr const char* kTool = "k3-chat";
+
+int run(int argc, char** argv) {
+  CLI::App app{
+      "Chat with Kimi-K3: type a message, the reply streams (reasoning dimmed, or lines starting \"> \" when\n"
+      "not on a terminal). The model is loaded once; each turn evaluates only the new part of the conversation.\n"
+      "Commands: /reset /save FILE /effort low|high|max|none /think on|off /exit /help. Ctrl-C stops a reply.\n"
+      "From a script (stdin not a terminal) the lines up to the next command are one message:\n"
+      "  k3-chat ~/k3model --history chat.jsonl < question.txt",
+      kTool};
+  k3::ModelOptions mo;
+  k3::SamplingFlags sampling_flags;
+  k3::ChatOptions co;
+  k3::ChatLoopOptions lo;
+  std::string system, effort = "max";
+  bool no_think = false, no_reasoning = false;
+  k3::add_model_options(app, mo);
+  app.add_option("--system", system, "System message that starts a new conversation (and each /reset)");
+  auto* eo = app.add_option("--thinking-effort", effort, "How much to think: low, high, max (default) or none")
+                 ->check(CLI::IsMember({"low", "high", "max", "none"}));
+  app.add_flag("--no-think", no_think, "Answer without the thinking channel")->excludes(eo);
+  app.add_option("--history", lo.history_path,
+                 "JSONL transcript: an existing one is resumed, new messages are appended (one message per line)");
+  app.add_option("--max-tokens", co.max_tokens, "Longest reply in tokens (default 4096)")->check(k3::cli::positive_integer());
+  app.add_flag("--no-reasoning", no_reasoning, "Do not show the reasoning (it is still kept in the conversation)");
+  app.add_flag("--stats", lo.stats, "A line per turn on stderr: prompt, reused and prefilled ids, seconds");
+  app.add_flag("--no-reuse", [&](int64_t) { co.reuse_state = false; },
+               "Evaluate the whole conversation every turn instead of only its new part (for comparison)");
+  app.add_option("--logits", lo.logits_path,
+                 "Write the logits each reply's first token was drawn from (safetensors 'logits' [turns, vocab])");
+  sampling_flags.add_to(app);
+  k3::add_budget_options(app, mo);
+  app.footer(std::string("Exit status 4 when a message or command was refused or the history is invalid (naming the\n"
+                         "line and field); 130 after Ctrl-C at the prompt.\n") + k3::exit_codes_help());
+  if (auto status = k3::parse_command_line(app, argc, argv, kTool)) return *status;
+  co.thinking = !no_think;
+  co.effort = effort == "none" ? std::nullopt : std::optional<std::string>(effort);
+  co.keep_first_rows = !lo.logits_path.empty();
+
+  // Cheap checks before any weight is read: config, tokenizer, history.
+  const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
+  if (auto status = k3::answer_plan_requests(config, mo, kTool)) return *status;
+  const k3::Tokenizer tok = k3::Tokenizer::load(mo.model_dir);
+  std::vector<k3::JsonValue> history;
+  if (!lo.history_path.empty()) history = k3::load_chat_history(lo.history_path);
+  if (!system.empty()) {
+    k3::JsonValue m = k3::JsonValue::object();
+    m.set("role", k3::JsonValue::string("system"));
+    m.set("content", k3::JsonValue::string(system));
+    lo.start_messages.push_back(std::move(m));
+  }
+  const k3::Checkpoint checkpoint = k3::Checkpoint::open(mo.model_dir);
+  k3::LoadedModel model(config, checkpoint, mo, mo.ctx ? mo.ctx : 8192, 256, kTool);
+  k3::ignore_sigpipe();
+  k3::install_interrupt_handler();
+
+  k3::GenerationOptions go{k3::resolve_sampling(std::nullopt, sampling_flags.given()),
+                           k3::StopConditions(config.eos_token_ids, k3::chat_stop_ids(tok.vocab(), {}), false)};
+  k3::GenerationSession generation(model.engine(), go);
+  k3::ChatSession chat(tok, generation, co);
+  try {
+    chat.set_messages(history.empty() ? lo.start_messages : history);
+  } catch (const k3::Error& e) {
+    throw k3::Error(e.code(), lo.history_path + ": " + e.what());
+  }
+  if (!history.empty() && !system.empty())
+    std::fprintf(stderr, "k3-chat: --system is not used: %s already starts the conversation\n", lo.history_path.c_str());
+
+  k3::PrefillProgress progress(kTool);
+  lo.style = {::isatty(1) == 1, !no_reasoning};
+  lo.interrupted = k3::interrupted;
+  lo.clear_interrupt = [] {
+    k3::interrupt_flag() = false;
+    k3::install_interrupt_handler();  // the handler gives way to the default after one signal
+  };
+  lo.progress = std::ref(progress);
+  k3::UserInputReader input(0, ::isatty(0) == 1, k3::interrupted);
+  return k3::run_chat_loop(chat, input, lo);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return k3::run_tool(kTool, [&] { return run(argc, argv); });
+}
