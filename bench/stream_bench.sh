@@ -13,6 +13,8 @@
 #        K3_BENCH_REPEAT  runs per budget (default 1); the table shows medians
 #        K3_BENCH_BASELINE  another build's bin directory: its k3-forward runs right after ours at each
 #                           budget (same device state) and gets its own rows, for before/after tables
+#        K3_BENCH_BLOCKS  row-block sizes in MB (e.g. "32 4 0.5 0.07"): everything streaming at each block
+#                         size (rows blocks-X), beside --preset min (row "min") and whole layers ("streaming")
 # The page cache is dropped before each run (needs root) and all streaming
 # reads use O_DIRECT, so the page cache cannot fake the streaming figures.
 set -euo pipefail
@@ -96,17 +98,27 @@ for rep in $(seq "$REPEAT"); do
   run streaming --trunk "$TRUNK" --trunk-gb 0 --cache-gb 0
   run pinned --trunk "$TRUNK" --trunk-gb 3 --cache-gb 0
   run resident --trunk "$TRUNK" --trunk-gb 3 --cache-gb 8
-  for r in streaming pinned resident ${BASE:+base-streaming base-pinned base-resident}; do
+  extra=""
+  if [ -n "${K3_BENCH_BLOCKS:-}" ]; then
+    run min --trunk "$TRUNK" --preset min
+    extra="min"
+    for mb in $K3_BENCH_BLOCKS; do
+      run "blocks-$mb" --trunk "$TRUNK" --trunk-gb 0 --cache-gb 0 --block-mb "$mb"
+      extra="$extra blocks-$mb"
+    done
+  fi
+  for r in streaming pinned resident $extra ${BASE:+base-streaming base-pinned base-resident}; do
     cmp -s "$DIR/streaming.1.ids" "$DIR/$r.$rep.ids" || { echo "stream_bench: ids differ between streaming and $r" >&2; exit 1; }
   done
 done
 echo "  ids identical at all budgets${BASE:+ and between both builds}"
 measure_device "after the runs"
 
-python3 - "$DIR" "$dev_trunk" "$dev_expert" "${mem_gbps:-0}" "$MODEL" "$TRUNK" "${BASE:+1}" "$REPEAT" <<'PY'
+python3 - "$DIR" "$dev_trunk" "$dev_expert" "${mem_gbps:-0}" "$MODEL" "$TRUNK" "${BASE:+1}" "$REPEAT" "${extra:-}" <<'PY'
 import json, statistics, sys
 d, dev_trunk, dev_expert, mem = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
 model, trunk, with_base, repeat = sys.argv[5], sys.argv[6], sys.argv[7] == "1", int(sys.argv[8])
+extra = sys.argv[9].split()
 def median_run(name):  # the median of every figure over the repeated runs
     runs = [json.load(open(f"{d}/{name}.{r}.json")) for r in range(1, repeat + 1)]
     x = {k: statistics.median(r["decode"][k] for r in runs) for k in runs[0]["decode"]}
@@ -121,7 +133,7 @@ touched = layers + head + moe_layers * k * 3 * L * M * 17 // 32  # weight bytes 
 print(f"  weight bytes touched per decoded token: {touched/1e9:.3f} GB (trunk {(layers+head)/1e9:.3f} GB + experts)")
 print(f"  device (better of before/after): {dev_trunk:.0f} MB/s at 4 MB, {dev_expert:.0f} MB/s at expert size; medians of {repeat} run(s)")
 print(f"  {'budget':<15} {'s/token':>8} {'trunk MB/tok':>13} {'expert MB/tok':>14} {'hit rate':>9} {'I/O wait s':>10} {'compute s':>10} {'GB/s':>6} {'vs device':>9} {'disk busy':>9} {'peak RSS':>9}")
-names = [n for b in ["streaming", "pinned", "resident"] for n in ([b, "base-" + b] if with_base else [b])]
+names = [n for b in ["streaming", "pinned", "resident"] for n in ([b, "base-" + b] if with_base else [b])] + extra
 for name in names:
     x, rss = median_run(name)
     gbps = x["achieved_gbps"]

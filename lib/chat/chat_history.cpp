@@ -25,7 +25,7 @@ std::string history_text(const std::vector<JsonValue>& messages) {
 std::vector<JsonValue> load_chat_history(const std::string& path) {
   std::vector<JsonValue> out;
   if (!file_exists(path)) return out;
-  const std::string text = read_text_file(path);
+  const std::string text = read_text_file(path, kMaxWholeReadBytes, ExitCode::kBadInput);
   size_t pos = 0, line_no = 0;
   while (pos < text.size()) {
     ++line_no;

@@ -1,7 +1,6 @@
 #include "chat/chat_loop.h"
 
 #include <cstdio>
-#include <memory>
 
 #include "chat/chat_history.h"
 #include "common/error.h"
@@ -19,10 +18,7 @@ constexpr const char* kHelp =
 class Loop {
  public:
   Loop(ChatSession& chat, UserInputReader& input, const ChatLoopOptions& o)
-      : chat_(chat), input_(input), o_(o),
-        logits_(!o.logits_path.empty(), 0) {
-    if (!o.history_path.empty()) history_ = std::make_unique<ChatHistoryFile>(o.history_path);
-  }
+      : chat_(chat), input_(input), o_(o), history_(o.history), logits_(!o.logits_path.empty(), 0) {}
 
   int run() {
     if (history_ && chat_.messages().empty() && !o_.start_messages.empty())
@@ -134,7 +130,7 @@ class Loop {
   ChatSession& chat_;
   UserInputReader& input_;
   const ChatLoopOptions& o_;
-  std::unique_ptr<ChatHistoryFile> history_;
+  ChatHistoryFile* history_;
   LogitsLog logits_;
   bool refused_ = false;
   int turns_ = 0;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "chat/chat_history.h"
 #include "chat/chat_input.h"
 #include "chat/chat_session.h"
 #include "chat/reply_printer.h"
@@ -16,7 +17,7 @@ namespace k3 {
 
 struct ChatLoopOptions {
   std::string tool = "k3-chat";             // prefix of status lines
-  std::string history_path;                 // empty: no history file
+  ChatHistoryFile* history = nullptr;       // the transcript on disk, if any
   std::vector<JsonValue> start_messages;    // a new conversation (and /reset) starts with these
   ReplyStyle style;
   bool stats = false;                       // a line per turn: prompt, reused and prefilled ids, seconds

@@ -35,6 +35,15 @@ std::vector<int32_t> chat_stop_ids(const Vocabulary& vocab, const std::vector<in
   return ids;
 }
 
+void check_chat_messages(const std::vector<JsonValue>& messages) {
+  JsonValue request = JsonValue::object();
+  JsonValue list;
+  list.kind = JsonValue::Kind::kArray;
+  list.items = messages;
+  request.set("messages", std::move(list));
+  render_chat(parse_chat_request(request));
+}
+
 ChatSession::ChatSession(const Tokenizer& tok, GenerationSession& generation, ChatOptions options)
     : tok_(tok), gen_(generation), options_(std::move(options)) {
   gen_.reset();

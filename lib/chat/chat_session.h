@@ -1,3 +1,5 @@
+// Layer chat: conversations (XTML rendering and reply parsing, the chat session and loop).
+//
 // A conversation with the model in one process: the transcript (OpenAI-style
 // messages), the model state, and one reply per turn.
 //
@@ -53,6 +55,10 @@ struct TurnReport {
 // The stop ids of a chat: the model's (config, generation_config.json,
 // tokenizer eos_token) and <|end_of_msg|>, which ends every message.
 std::vector<int32_t> chat_stop_ids(const Vocabulary& vocab, const std::vector<int>& model_eos_ids);
+
+// Refuses (Error(kBadInput) naming the message and field) a transcript that
+// does not render as a request would, without a model.
+void check_chat_messages(const std::vector<JsonValue>& messages);
 
 class ChatSession {
  public:

@@ -50,8 +50,9 @@ Checkpoint Checkpoint::open(const std::string& model_dir) {
   bool single_file = false;
 
   if (file_exists(index_path)) {
-    if (simdjson::padded_string::load(index_path).get(index_text))
-      bad(index_path + ": cannot be read");
+    // Through read_text_file: a FIFO or a link to /dev/zero is refused, and
+    // the size is bounded, before any of it is parsed.
+    index_text = simdjson::padded_string(read_text_file(index_path));
     simdjson::dom::element root;
     if (parser.parse(index_text).get(root)) bad(index_path + ": not valid JSON");
     simdjson::dom::object wm;
@@ -82,10 +83,9 @@ Checkpoint Checkpoint::open(const std::string& model_dir) {
       const uint32_t s = static_cast<uint32_t>(
           std::lower_bound(shard_names.begin(), shard_names.end(), shard_of[k++]) - shard_names.begin());
       const size_t slot = probe(index_slots, name, key);
-      if (index_slots[slot] != 0) {  // a name listed twice: the last entry wins, as in a JSON object
-        index_shard[index_slots[slot]] = s;
-        continue;
-      }
+      if (index_slots[slot] != 0)  // JSON readers disagree on which copy wins: refuse
+        bad(index_path + ": tensor '" + std::string(name) +
+            "' is listed twice in weight_map (the index is ambiguous; re-download it)");
       const uint32_t id = static_cast<uint32_t>(index_names.size());
       index_names.push_back(name);
       index_shard.push_back(s);
@@ -122,6 +122,9 @@ Checkpoint Checkpoint::open(const std::string& model_dir) {
       info_shard.push_back(s);
     });
     si.file_size = e.file_size;
+    si.header_xxh3 = e.header_xxh3;
+    si.mtime_ns = e.mtime_ns;
+    si.inode = e.inode;
     for (uint32_t id : by_shard[s])
       if (!found[id])
         bad(si.path + ": tensor '" + std::string(index_names[id]) +

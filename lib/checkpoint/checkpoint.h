@@ -1,3 +1,5 @@
+// Layer checkpoint: the files on disk (safetensors headers, the shard index, dtypes, the trunk.json format).
+//
 // A checkpoint directory: model.safetensors.index.json plus its shards.
 //
 // Opening one reads the index and the header of every shard it names, so each
@@ -26,6 +28,9 @@ struct ShardInfo {
   std::string file;  // name relative to the model directory
   std::string path;  // full path
   uint64_t file_size = 0;
+  uint64_t header_xxh3 = 0;  // of the 8-byte length and the JSON header
+  int64_t mtime_ns = 0;      // modification time and inode when opened
+  uint64_t inode = 0;
 };
 
 struct TensorLocation {

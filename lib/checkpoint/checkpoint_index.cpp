@@ -30,7 +30,8 @@ CheckpointIndex read_checkpoint_index(const std::string& index_path) {
     std::string s(shard);
     if (s.empty() || s.find('/') != std::string::npos || s.find("..") != std::string::npos)
       bad("shard name '" + s + "' must be a plain file name");
-    idx.weight_map[std::string(field.key)] = s;
+    if (!idx.weight_map.emplace(std::string(field.key), s).second)
+      bad("tensor '" + std::string(field.key) + "' is listed twice in weight_map (the index is ambiguous; re-download it)");
     shards.insert(s);
   }
   idx.shards.assign(shards.begin(), shards.end());

@@ -1,11 +1,17 @@
 #include "checkpoint/safetensors.h"
 
 #include <simdjson.h>
+#include <sys/stat.h>
+#include <xxhash.h>
 
+#include <algorithm>
 #include <cstring>
+#include <unordered_set>
+#include <vector>
 
 #include "common/error.h"
 #include "common/file.h"
+#include "common/shape_format.h"
 
 namespace k3 {
 
@@ -15,14 +21,7 @@ uint64_t TensorInfo::numel() const {
   return n;
 }
 
-std::string TensorInfo::shape_str() const {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) s += ", ";
-    s += std::to_string(shape[i]);
-  }
-  return s + "]";
-}
+std::string TensorInfo::shape_str() const { return k3::shape_str(shape); }
 
 namespace {
 
@@ -50,8 +49,21 @@ void parse_tensors(const std::string& path, const char* json, size_t json_len, u
   simdjson::dom::object obj;
   if (root.get_object().get(obj)) bad(path, "the JSON header is not an object");
 
+  // A name given twice is ambiguous (readers disagree on which copy wins) and
+  // two tensors sharing bytes cannot both be what the file claims: both are
+  // refused. Keys are views into the parser's document, alive until return.
+  std::unordered_set<std::string_view> names;
+  names.reserve(obj.size());
+  struct Span {
+    uint64_t begin, end;
+    std::string_view name;
+  };
+  std::vector<Span> spans;
+  spans.reserve(obj.size());
   for (auto field : obj) {
     std::string_view key = field.key;
+    if (!names.insert(key).second)
+      bad(path, "tensor '" + std::string(key) + "' is listed twice (the header is ambiguous; re-download the shard)");
     if (key == "__metadata__") continue;
     simdjson::dom::object t;
     if (field.value.get_object().get(t)) bad(path, "tensor '" + std::string(key) + "' is not an object");
@@ -93,8 +105,16 @@ void parse_tensors(const std::string& path, const char* json, size_t json_len, u
                     " past the end of the file (" + std::to_string(data_bytes) +
                     " data bytes): the shard is truncated or the header is corrupt");
     ti.offset = data_start + offs[0];
+    if (ti.nbytes) spans.push_back({offs[0], offs[1], key});
     sink(std::move(ti));
   }
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+  for (size_t i = 1; i < spans.size(); ++i)
+    if (spans[i].begin < spans[i - 1].end)
+      bad(path, "tensors '" + std::string(spans[i - 1].name) + "' [" + std::to_string(spans[i - 1].begin) + ", " +
+                    std::to_string(spans[i - 1].end) + ") and '" + std::string(spans[i].name) + "' [" +
+                    std::to_string(spans[i].begin) + ", " + std::to_string(spans[i].end) +
+                    ") overlap in data_offsets (the header is corrupt; re-download the shard)");
 }
 
 }  // namespace
@@ -125,6 +145,17 @@ SafetensorsExtent read_safetensors_tensors(const std::string& path, const std::f
   simdjson::padded_string json(static_cast<size_t>(n));
   f.pread_exact(json.data(), n, 8);
   SafetensorsExtent e{size, 8 + n};
+  XXH3_state_t* st = XXH3_createState();
+  XXH3_64bits_reset(st);
+  XXH3_64bits_update(st, len_bytes, 8);
+  XXH3_64bits_update(st, json.data(), n);
+  e.header_xxh3 = XXH3_64bits_digest(st);
+  XXH3_freeState(st);
+  struct stat fs;
+  if (::fstat(f.fd(), &fs) == 0) {
+    e.mtime_ns = static_cast<int64_t>(fs.st_mtim.tv_sec) * 1000000000 + fs.st_mtim.tv_nsec;
+    e.inode = static_cast<uint64_t>(fs.st_ino);
+  }
   parse_tensors(path, json.data(), json.size(), size, e.data_start, sink);
   return e;
 }

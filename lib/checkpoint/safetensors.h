@@ -46,6 +46,12 @@ SafetensorsHeader read_safetensors_header(const std::string& path);
 struct SafetensorsExtent {
   uint64_t file_size = 0;
   uint64_t data_start = 0;
+  // What a packed trunk records to notice the shard changing later: an
+  // xxh3-64 of the 8 + N header bytes, and the file's identity when it was
+  // read (fstat of the same descriptor).
+  uint64_t header_xxh3 = 0;
+  int64_t mtime_ns = 0;
+  uint64_t inode = 0;
 };
 SafetensorsExtent read_safetensors_tensors(const std::string& path, const std::function<void(TensorInfo&&)>& sink);
 

@@ -42,6 +42,9 @@ inline CLI::Validator in_range(double lo, double hi = std::numeric_limits<double
 }
 
 inline CLI::Validator non_negative() { return in_range(0); }
+
+// A finite number from 0 to `max`: NaN, infinities and negatives refused.
+inline CLI::Validator finite_range(double max) { return in_range(0, max); }
 inline CLI::Validator positive_integer() { return in_range(1); }
 
 }  // namespace k3::cli

@@ -10,7 +10,9 @@
 
 #include "checkpoint/checkpoint.h"
 #include "common/atomic_file_writer.h"
+#include "common/cli_limits.h"
 #include "common/file.h"
+#include "common/progress_meter.h"
 #include "common/error.h"
 #include "model/tensor_manifest.h"
 
@@ -20,7 +22,7 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
   app.add_option("MODEL_DIR", o.model_dir, "Model directory: config.json, model.safetensors.index.json and shards")
       ->required();
   app.add_option("--threads", o.threads, "Worker threads (default 0: all cores); output is identical for any count")
-      ->check(cli::non_negative());
+      ->check(cli::in_range(0, kMaxComputeThreads));
 }
 
 void add_budget_options(CLI::App& app, ModelOptions& o) {
@@ -28,24 +30,32 @@ void add_budget_options(CLI::App& app, ModelOptions& o) {
   app.add_option("--trunk", r.trunk_dir,
                  "Packed trunk from k3-pack: pin --trunk-gb of it in RAM and stream the rest every token");
   app.add_option("--trunk-gb", r.trunk_gb, "GB (1e9 bytes) of trunk layers to pin in RAM (needs --trunk)")
-      ->check(cli::non_negative());
+      ->check(cli::finite_range(kMaxGigabytes));
   app.add_option("--cache-gb", r.cache_gb, "GB of routed-expert LRU cache (experts stream from the shards)")
-      ->check(cli::non_negative());
+      ->check(cli::finite_range(kMaxGigabytes));
   app.add_option("--preset", r.preset,
-                 "Memory preset: laptop, desktop, workstation, server, max (--trunk-gb/--cache-gb override it)");
+                 "Memory preset: min, laptop, desktop, workstation, server, max (--trunk-gb/--cache-gb/--block-mb "
+                 "override it)");
+  app.add_option("--block-mb", r.block_mb,
+                 "Stream trunk matrices in row blocks of at most MB (1e6 bytes; at least one row of the widest "
+                 "matrix; 0: whole layers). Needs --trunk")
+      ->check(cli::finite_range(kMaxGigabytes * 1000));
   app.add_flag("--list-presets", o.list_presets, "Print each preset's forecast peak RSS for this model, then exit");
   app.add_flag("--plan", o.plan_only,
                "Print the memory plan for these budget flags and --ctx (default 4096), then exit: 0 when it fits, "
                "6 when it would be refused. Reads no prompt and no weights");
-  app.add_option("--ctx", o.ctx, "Context positions to plan the MLA latent cache for (default: context + --gen)");
+  app.add_option("--ctx", o.ctx, "Context positions to plan the MLA latent cache for (default: context + --gen)")
+      ->check(cli::in_range(0, static_cast<double>(kMaxContext)));
   app.add_option("--io-threads", r.io_threads, "Parallel reads in flight when streaming (default 8)")
-      ->check(cli::positive_integer());
+      ->check(cli::in_range(1, kMaxIoThreads));
   app.add_option("--stats-json", o.stats_json, "Write the streaming counters to FILE (JSON, written atomically)");
 }
 
 std::optional<int> answer_plan_requests(const ModelConfig& config, ModelOptions& o, const char* tool,
                                         uint64_t plan_batch) {
   o.stream.compute_threads = o.threads;
+  // Checked before any weight is read; a device or FIFO is written through.
+  if (!o.stats_json.empty()) check_output_path(o.stats_json, OutputPolicy::kFileOrStream);
   if (o.list_presets) {
     const Checkpoint checkpoint = Checkpoint::open(o.model_dir);
     o.stream.context = o.ctx ? o.ctx : 4096;
@@ -65,14 +75,16 @@ std::optional<int> answer_plan_requests(const ModelConfig& config, ModelOptions&
 
 LoadedModel::LoadedModel(const ModelConfig& config, const Checkpoint& checkpoint, ModelOptions& o, uint64_t context,
                          uint64_t batch, const char* tool)
-    : options_(o), pool_(o.threads) {
+    : options_(o), tool_(tool), pool_(o.threads) {
   o.stream.compute_threads = o.threads;
+  uint64_t plan_batch = batch;
   if (o.stream.active()) {
     o.stream.context = std::max<uint64_t>(o.ctx, context);
     o.stream.batch = batch;
     validate_checkpoint(config, checkpoint);
     PreparedStream prepared = prepare_streaming(config, checkpoint, o.stream, std::cerr);
     figures_.forecast_peak_rss = prepared.plan.peak_rss;
+    plan_batch = prepared.plan.batch;
     streaming_ = std::make_unique<StreamingWeights>(config, checkpoint, o.stream.trunk_dir,
                                                     std::move(prepared.layout), prepared.plan, o.stream.io_threads);
   } else {
@@ -84,34 +96,108 @@ LoadedModel::LoadedModel(const ModelConfig& config, const Checkpoint& checkpoint
   }
   WeightSource& weights = streaming_ ? static_cast<WeightSource&>(*streaming_) : *resident_;
   engine_ = std::make_unique<Engine>(config, weights, pool_);
+  if (streaming_) engine_->set_max_batch(plan_batch);  // the plan's prefill batch (lowered when memory is short)
   if (streaming_) figures_.at_start = streaming_->stats();
 }
 
 void LoadedModel::prefill_done() {
-  if (streaming_) figures_.after_prefill = streaming_->stats();
+  if (streaming_) last_ = figures_.after_prefill = streaming_->stats();
 }
 
-void LoadedModel::report(uint64_t prompt_tokens, uint64_t decode_steps, double prefill_s, double decode_s,
-                         const std::string& extra_json) {
+void LoadedModel::pass_done(size_t rows) {
+  if (!streaming_) return;
+  const StreamStats now = streaming_->stats();
+  if (by_rows_.size() <= rows) by_rows_.resize(rows + 1);
+  PassSize& p = by_rows_[rows];
+  ++p.passes;
+  p.trunk_bytes += now.trunk_bytes - last_.trunk_bytes;
+  p.expert_bytes += now.expert_bytes - last_.expert_bytes;
+  p.experts += now.experts_requested - last_.experts_requested;
+  last_ = now;
+}
+
+namespace {
+
+std::string generation_json(const GenerationCounters& c, const StreamStats& a, const StreamStats& b,
+                            const std::string& by_rows) {
+  const double gen = static_cast<double>(c.generated);
+  const double passes = static_cast<double>(c.generate_passes);
+  char buf[1024];
+  std::snprintf(buf, sizeof buf,
+                "  \"generation\": {\"weight_passes\": %lld, \"generated_tokens\": %lld, \"tokens_per_pass\": %.6f, "
+                "\"drafts_proposed\": %lld, \"drafts_accepted\": %lld, \"trunk_bytes_per_generated_token\": %.0f, "
+                "\"expert_bytes_per_generated_token\": %.0f, \"passes_by_rows\": [%s]}",
+                static_cast<long long>(c.generate_passes), static_cast<long long>(c.generated),
+                passes > 0 ? gen / passes : 0.0, static_cast<long long>(c.drafts_proposed),
+                static_cast<long long>(c.drafts_accepted), gen > 0 ? static_cast<double>(b.trunk_bytes - a.trunk_bytes) / gen : 0.0,
+                gen > 0 ? static_cast<double>(b.expert_bytes - a.expert_bytes) / gen : 0.0, by_rows.c_str());
+  return buf;
+}
+
+}  // namespace
+
+void LoadedModel::report(const GenerationCounters& c, uint64_t prompt_tokens) {
   if (!streaming_) return;
   figures_.at_end = streaming_->stats();
   figures_.prompt_tokens = prompt_tokens;
-  figures_.decode_steps = decode_steps;
-  figures_.prefill_seconds = prefill_s;
-  figures_.decode_seconds = decode_s;
+  figures_.decode_steps = static_cast<uint64_t>(c.decode_steps);
+  figures_.prefill_seconds = c.prefill_seconds;
+  figures_.decode_seconds = c.decode_seconds;
   figures_.peak_rss_bytes = static_cast<uint64_t>(std::max(0L, peak_rss_mb())) << 20;
   figures_.direct_io = streaming_->direct_io();
   std::fputs(figures_text(figures_).c_str(), stderr);
-  if (!options_.stats_json.empty()) {
-    std::string j = figures_json(figures_);
-    if (!extra_json.empty()) {
-      const size_t close = j.rfind('}');
-      j = j.substr(0, close);
-      while (!j.empty() && (j.back() == '\n' || j.back() == ' ')) j.pop_back();
-      j += ",\n" + extra_json + "\n}\n";
-    }
-    write_file_atomic(options_.stats_json, j.data(), j.size());
+  if (c.drafts_proposed > 0) {
+    const double gen = static_cast<double>(c.generated);
+    std::fprintf(stderr,
+                 "k3-forward: speculation: %lld generated in %lld weight passes (%.2f tokens/pass), drafts %lld/%lld "
+                 "accepted, per generated token %s trunk + %s experts read\n",
+                 static_cast<long long>(c.generated), static_cast<long long>(c.generate_passes),
+                 c.generate_passes ? gen / static_cast<double>(c.generate_passes) : 0.0,
+                 static_cast<long long>(c.drafts_accepted), static_cast<long long>(c.drafts_proposed),
+                 format_bytes(static_cast<uint64_t>(static_cast<double>(figures_.at_end.trunk_bytes - figures_.after_prefill.trunk_bytes) / gen)).c_str(),
+                 format_bytes(static_cast<uint64_t>(static_cast<double>(figures_.at_end.expert_bytes - figures_.after_prefill.expert_bytes) / gen)).c_str());
   }
+  if (options_.stats_json.empty()) return;
+  std::string rows;
+  for (size_t r = 0; r < by_rows_.size(); ++r) {
+    const PassSize& p = by_rows_[r];
+    if (p.passes == 0) continue;
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "%s{\"rows\": %zu, \"passes\": %llu, \"trunk_bytes_per_pass\": %.0f, \"expert_bytes_per_pass\": %.0f, "
+                  "\"experts_per_pass\": %.3f}",
+                  rows.empty() ? "" : ", ", r, static_cast<unsigned long long>(p.passes),
+                  static_cast<double>(p.trunk_bytes) / p.passes, static_cast<double>(p.expert_bytes) / p.passes,
+                  static_cast<double>(p.experts) / p.passes);
+    rows += buf;
+  }
+  std::string j = figures_json(figures_);
+  const size_t close = j.rfind('}');
+  j = j.substr(0, close);
+  while (!j.empty() && (j.back() == '\n' || j.back() == ' ')) j.pop_back();
+  j += ",\n" + generation_json(c, figures_.after_prefill, figures_.at_end, rows) + "\n}\n";
+  write_file_atomic(options_.stats_json, j.data(), j.size(), OutputPolicy::kFileOrStream);
+}
+
+int LoadedModel::summarize(const GenerationCounters& c, uint64_t fed, bool interrupted) {
+  std::fprintf(stderr,
+               "%s: %llu prompt tokens in %.3f s (%.1f tokens/s); %lld generated, %.4f s/token; %d threads; "
+               "peak RSS %ld MB\n",
+               tool_, static_cast<unsigned long long>(fed), c.prefill_seconds,
+               c.prefill_seconds > 0 ? static_cast<double>(fed) / c.prefill_seconds : 0.0,
+               static_cast<long long>(c.generated), c.generated > 1 ? c.decode_seconds / static_cast<double>(c.generated - 1) : 0.0,
+               pool_.size(), peak_rss_mb());
+  if (!interrupted) return 0;
+  std::fprintf(stderr, "%s: interrupted after %lld generated tokens (they were written)\n", tool_,
+               static_cast<long long>(c.generated));
+  return static_cast<int>(ExitCode::kInterrupted);
+}
+
+void check_stop_ids(const std::vector<int32_t>& ids, int64_t vocab) {
+  for (int32_t id : ids)
+    if (id < 0 || id >= vocab)
+      throw Error(ExitCode::kUsage,
+                  "--stop-id " + std::to_string(id) + " is outside the vocabulary 0.." + std::to_string(vocab - 1));
 }
 
 long peak_rss_mb() {

@@ -1,3 +1,5 @@
+// Layer cli: what the tools share on the command line (options, stdout, interrupts, token-id input).
+//
 // The command-line options of tools that run the model (k3-forward, k3-chat):
 // the model directory, --threads, and the memory-budget flags (--trunk
 // --trunk-gb --cache-gb --preset --io-threads --list-presets --plan --ctx
@@ -14,11 +16,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "generate/generation_session.h"
 #include "kernels/thread_pool.h"
 #include "model/config.h"
 #include "model/engine.h"
-#include "model/resident_weights.h"
+#include "runtime/resident_weights.h"
 #include "runtime/streaming_setup.h"
 #include "runtime/streaming_weights.h"
 
@@ -55,6 +59,7 @@ class LoadedModel {
   // `context`: positions the plan must hold; `batch`: rows per weight pass.
   LoadedModel(const ModelConfig& config, const Checkpoint& checkpoint, ModelOptions& options, uint64_t context,
               uint64_t batch, const char* tool);
+  const char* tool() const { return tool_; }
 
   Engine& engine() { return *engine_; }
   ThreadPool& pool() { return pool_; }
@@ -62,19 +67,35 @@ class LoadedModel {
 
   // Marks the end of the prefill (the streaming counters split there).
   void prefill_done();
+  // After each generation pass of `rows` rows (GenerationSession's pass
+  // observer): attributes the bytes and experts read to passes of that size.
+  void pass_done(size_t rows);
   // Prints the streaming counters (when streaming) to stderr and writes
-  // --stats-json. `extra_json` members are added to the JSON object.
-  void report(uint64_t prompt_tokens, uint64_t decode_steps, double prefill_s, double decode_s,
-              const std::string& extra_json = "");
+  // --stats-json, with the generation figures: weight passes, generated
+  // tokens, tokens per pass, drafts, bytes per generated token, and per
+  // pass size the experts read (the union over its rows).
+  void report(const GenerationCounters& counters, uint64_t prompt_tokens);
+  // The run's one-line summary on stderr (and the interruption note); returns
+  // the exit status: 0, or 130 when `interrupted`.
+  int summarize(const GenerationCounters& counters, uint64_t prompt_tokens, bool interrupted);
 
  private:
   ModelOptions& options_;
+  const char* tool_;
   std::unique_ptr<ResidentWeights> resident_;
   std::unique_ptr<StreamingWeights> streaming_;
   ThreadPool pool_;
   std::unique_ptr<Engine> engine_;
   RunFigures figures_;
+  struct PassSize {
+    uint64_t passes = 0, trunk_bytes = 0, expert_bytes = 0, experts = 0;
+  };
+  std::vector<PassSize> by_rows_;  // index: rows per pass
+  StreamStats last_;
 };
+
+// --stop-id values must be ids of the vocabulary (kUsage otherwise).
+void check_stop_ids(const std::vector<int32_t>& ids, int64_t vocab_size);
 
 // Peak resident set of this process in MB (-1 when unknown).
 long peak_rss_mb();

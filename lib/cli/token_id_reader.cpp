@@ -12,6 +12,21 @@ namespace {
 
 bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
 
+constexpr size_t kMaxIdChars = 20;
+
+// The word as it can be shown on one line: control and non-ASCII bytes as \xNN.
+std::string printable(const std::string& word) {
+  static const char* kHex = "0123456789abcdef";
+  std::string s;
+  for (unsigned char c : word) {
+    if (c >= 32 && c < 127)
+      s += static_cast<char>(c);
+    else
+      s += std::string("\\x") + kHex[c >> 4] + kHex[c & 15];
+  }
+  return s;
+}
+
 }  // namespace
 
 void TokenIdReader::complete(const std::function<void(int32_t)>& on_id) {
@@ -40,11 +55,23 @@ void TokenIdReader::complete(const std::function<void(int32_t)>& on_id) {
 }
 
 void TokenIdReader::push(std::string_view bytes, const std::function<void(int32_t)>& on_id) {
+  push(bytes, on_id, nullptr);
+}
+
+void TokenIdReader::push(std::string_view bytes, const std::function<void(int32_t)>& on_id,
+                         const std::function<void()>& on_line_end) {
   for (char c : bytes) {
     if (is_space(c)) {
       if (!word_.empty()) complete(on_id);
+      if (c == '\n' && on_line_end) on_line_end();
     } else {
       word_.push_back(c);
+      // No id is this long: fail now, not after gigabytes without whitespace.
+      if (word_.size() > kMaxIdChars)
+        throw Error(ExitCode::kBadInput, origin_ + ": token " + std::to_string(count_ + 1) + " '" +
+                                             printable(word_.substr(0, 24)) +
+                                             "...' is not a token id (longer than " + std::to_string(kMaxIdChars) +
+                                             " characters; expected decimal ids separated by whitespace)");
     }
   }
 }

@@ -21,6 +21,9 @@ class TokenIdReader {
 
   // Calls on_id for every id completed by `bytes`. Throws Error(kBadInput).
   void push(std::string_view bytes, const std::function<void(int32_t)>& on_id);
+  // The same, also calling on_line_end at every newline (after the id it ends).
+  void push(std::string_view bytes, const std::function<void(int32_t)>& on_id,
+            const std::function<void()>& on_line_end);
   // The end of the input: completes a last id not followed by whitespace.
   void finish(const std::function<void(int32_t)>& on_id);
 

@@ -1,3 +1,5 @@
+// Layer common (bottom): errors and exit codes, files, atomic writes, progress, text helpers.
+//
 // Errors and the exit codes every k3 tool documents.
 //
 // Library code throws k3::Error carrying the exit code that a tool should

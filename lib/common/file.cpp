@@ -6,18 +6,29 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "common/atomic_file_writer.h"
 #include "common/error.h"
 
 namespace k3 {
 
+int open_regular_for_read(const std::string& path, int flags) {
+  int fd = ::open(path.c_str(), flags | O_NONBLOCK);
+  if (fd < 0) return -1;
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(ExitCode::kBadModel, path + ": is not a regular file (a FIFO, device or directory, or a link to "
+                                            "one); k3 reads these only from regular files");
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
 File File::open_read(const std::string& path, bool direct) {
   int flags = O_RDONLY | O_CLOEXEC;
   if (direct) flags |= O_DIRECT;
-  int fd = ::open(path.c_str(), flags);
+  int fd = open_regular_for_read(path, flags);
   if (fd < 0) {
     int e = errno;
     if (e == ENOENT)
@@ -75,16 +86,31 @@ void File::pread_exact(void* dst, size_t n, uint64_t offset) const {
   }
 }
 
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    if (!file_exists(path)) throw Error(ExitCode::kBadModel, path + ": file not found");
+std::string read_text_file(const std::string& path, uint64_t max_bytes, ExitCode bad) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer before it is refused.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno == ENOENT) throw Error(ExitCode::kBadModel, path + ": file not found");
     throw Error(ExitCode::kIo, path + ": cannot open: " + std::strerror(errno));
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw Error(ExitCode::kIo, path + ": read failed");
-  return ss.str();
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0) throw Error(ExitCode::kIo, path + ": cannot stat: " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    throw Error(bad, path + ": is not a regular file (a device, FIFO or directory, or a link to one); give a file");
+  // Not trusting st_size (/proc files report 0): read up to one byte past the cap.
+  std::string data;
+  char buf[1 << 16];
+  while (size_t r = read_some(fd, buf, sizeof buf, path)) {
+    data.append(buf, r);
+    if (data.size() > max_bytes)
+      throw Error(bad, path + ": is larger than " + std::to_string(max_bytes >> 20) +
+                           " MiB, more than a file of this kind can hold; is it the right file?");
+  }
+  return data;
 }
 
 bool file_exists(const std::string& path) {
@@ -120,10 +146,15 @@ size_t read_some(int fd, void* buf, size_t n, const std::string& what) {
   }
 }
 
-std::string read_all(int fd, const std::string& what) {
+std::string read_all(int fd, const std::string& what, uint64_t max_bytes) {
   std::string data;
   char buf[1 << 16];
-  while (size_t r = read_some(fd, buf, sizeof buf, what)) data.append(buf, r);
+  while (size_t r = read_some(fd, buf, sizeof buf, what)) {
+    data.append(buf, r);
+    if (data.size() > max_bytes)
+      throw Error(ExitCode::kBadInput, what + " holds more than " + std::to_string(max_bytes >> 20) +
+                                           " MiB; that is not a prompt (is the right file connected?)");
+  }
   return data;
 }
 
@@ -162,8 +193,8 @@ void write_all(int fd, std::string_view data, const std::string& what) {
   }
 }
 
-void write_file_atomic(const std::string& path, const void* data, size_t n) {
-  AtomicFileWriter out(path);
+void write_file_atomic(const std::string& path, const void* data, size_t n, OutputPolicy policy) {
+  AtomicFileWriter out(path, policy);
   out.write(data, n);
   out.commit();
 }

@@ -8,6 +8,9 @@
 #include <string_view>
 #include <vector>
 
+#include "common/atomic_file_writer.h"
+#include "common/error.h"
+
 namespace k3 {
 
 // An open file descriptor, closed on destruction.
@@ -37,20 +40,33 @@ class File {
   std::string path_;
 };
 
+// open(path, flags) for reading a file whose size the caller trusts (shards,
+// trunk.bin): -1 with errno when open fails; a FIFO, device or directory is
+// refused with k3::Error(kBadModel) naming it, without blocking (a FIFO would
+// wait for a writer forever).
+int open_regular_for_read(const std::string& path, int flags);
+
 // Writes exactly n bytes at offset, retrying short and interrupted writes,
 // or throws k3::Error(kIo) naming `path` and the errno text (ENOSPC reads
 // "No space left on device").
 void pwrite_exact(int fd, const void* data, size_t n, uint64_t offset, const std::string& path);
 
+// Most bytes a whole-file or whole-stream read takes into memory by default:
+// far above any real config, index (K3's is ~50 MB), token-id list or prompt,
+// far below what would exhaust an 8 GB machine (a link to /dev/zero, a FIFO
+// fed forever).
+inline constexpr uint64_t kMaxWholeReadBytes = 256ull << 20;
+
 // Reads what is there, up to n bytes (0 at end of input), retrying
 // interrupted reads, or throws k3::Error(kIo) "cannot read <what>: ...".
 // For streams (stdin, pipes) that must be consumed as they arrive.
 size_t read_some(int fd, void* buf, size_t n, const std::string& what);
-// Everything until end of input.
-std::string read_all(int fd, const std::string& what);
 // Writes all of `data` to a stream (stdout, a pipe), retrying short and
 // interrupted writes, or throws k3::Error(kIo) "cannot write <what>: ...".
 void write_all(int fd, std::string_view data, const std::string& what);
+// Everything until end of input; more than max_bytes is k3::Error(kBadInput)
+// "<what> holds more than ...".
+std::string read_all(int fd, const std::string& what, uint64_t max_bytes = kMaxWholeReadBytes);
 
 // A tool's input file argument: "-" is stdin; anything else is opened and
 // read to its end, so pipes, FIFOs and <(...) give all their bytes (their
@@ -76,13 +92,19 @@ class InputFd {
   std::string name_;
 };
 
-// Whole-file helpers for small files (configs, JSON).
-std::string read_text_file(const std::string& path);
+// Whole-file helper for small files (configs, JSON, id lists): refuses what
+// is not a regular file (a FIFO, a device, a link to /dev/zero) and files over
+// max_bytes with k3::Error(`bad`) naming the path; a missing file is
+// kBadModel "file not found".
+std::string read_text_file(const std::string& path, uint64_t max_bytes = kMaxWholeReadBytes,
+                           ExitCode bad = ExitCode::kBadModel);
 bool file_exists(const std::string& path);
 std::string path_join(const std::string& dir, const std::string& name);
 
 // Writes `data` to `path` atomically: a temporary file in the same directory,
-// fsync, then rename. A failure leaves any previous `path` untouched.
-void write_file_atomic(const std::string& path, const void* data, size_t n);
+// fsync, then rename. A failure leaves any previous `path` untouched; what
+// is already at `path` is treated as AtomicFileWriter says for `policy`.
+void write_file_atomic(const std::string& path, const void* data, size_t n,
+                       OutputPolicy policy = OutputPolicy::kRegularFile);
 
 }  // namespace k3

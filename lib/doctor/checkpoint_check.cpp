@@ -1,11 +1,11 @@
 #include <string>
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/trunk_layout.h"
 #include "common/error.h"
 #include "doctor/checks.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
-#include "pack/trunk_layout.h"
 #include "runtime/preset_plan.h"
 
 namespace k3::doctor {
@@ -125,6 +125,12 @@ void add_checkpoint_checks(Report& r, const CheckpointFacts& c, const std::strin
       k.status = Status::kFail;
       k.summary = "the trunk in " + trunk_dir + " was packed from another checkpoint: " + trunk->match_reason;
       k.advice = "k3-forward would refuse it: pack the trunk again from this checkpoint (k3-pack MODEL_DIR TRUNK_DIR)";
+    } else if (trunk->match == TrunkMatch::kStale) {
+      k.status = Status::kFail;
+      k.summary = "the trunk in " + trunk_dir + " may be stale: " + trunk->match_reason;
+      k.advice = "k3-forward would refuse it: if the weights are unchanged, k3-pack --refresh TRUNK_DIR MODEL_DIR "
+                 "re-checks the trunk tensors of the changed shards and records them; else pack it again "
+                 "(k3-pack MODEL_DIR TRUNK_DIR)";
     } else if (trunk->match == TrunkMatch::kDamaged) {
       k.status = Status::kFail;
       k.summary = "the trunk in " + trunk_dir + " is damaged: " + trunk->match_reason;
@@ -143,6 +149,7 @@ void add_checkpoint_checks(Report& r, const CheckpointFacts& c, const std::strin
     const char* match = !trunk ? "none"
                         : trunk->match == TrunkMatch::kMatches ? "matches"
                         : trunk->match == TrunkMatch::kDiffers ? "differs"
+                        : trunk->match == TrunkMatch::kStale   ? "stale"
                         : trunk->match == TrunkMatch::kDamaged ? "damaged"
                                                                 : "unknown";
     k.details.set("dir", trunk_dir).set("trunk_bin", trunk && trunk->has_bin).set("trunk_json", trunk && trunk->has_json)

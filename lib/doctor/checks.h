@@ -8,22 +8,21 @@
 #include <string>
 #include <vector>
 
-#include "doctor/block_device.h"
-#include "doctor/cpu_features.h"
-#include "doctor/kernel_limits.h"
 #include "doctor/model_bytes.h"
 #include "doctor/preset_forecast.h"
 #include "doctor/read_bandwidth_probe.h"
 #include "doctor/report.h"
-#include "doctor/system_root.h"
+#include "platform/system_root.h"
 #include "doctor/trunk_match.h"
-#include "runtime/cgroup_memory.h"
-#include "runtime/meminfo.h"
-#include "runtime/memory_limits.h"
+#include "platform/block_device.h"
+#include "platform/cgroup_memory.h"
+#include "platform/cpu_features.h"
+#include "platform/kernel_limits.h"
+#include "platform/meminfo.h"
+#include "platform/memory_limits.h"
+#include "platform/system_root.h"
 
 namespace k3::doctor {
-
-class SystemRoot;
 
 // ---- CPU
 void add_cpu_checks(Report& r, const CpuFeatures& cpu);
@@ -35,7 +34,7 @@ struct MemoryFacts {
   MemInfo mem;
   CgroupMemory cgroup;
   uint64_t override_bytes = 0;     // K3_AVAILABLE_MEMORY, 0 when not set
-  std::optional<uint64_t> usable;  // runtime/memory_limits' available(): min(MemAvailable, cgroup room)
+  std::optional<uint64_t> usable;  // platform/memory_limits' available(): min(MemAvailable, cgroup room)
   ResourceLimit memlock, nofile;
   std::string thp;  // "always", "madvise", "never", "" (absent)
   std::optional<uint64_t> max_map_count;

@@ -1,12 +1,16 @@
 #include "doctor/doctor.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
 #include "doctor/checks.h"
+#include "common/error.h"
 #include "doctor/next_steps.h"
-#include "doctor/system_root.h"
+#include "kernels/matmul.h"
+#include "platform/system_root.h"
 
 namespace k3::doctor {
 
@@ -34,7 +38,7 @@ Report run_doctor(const DoctorOptions& o) {
 
   // Facts first; checks are derived once everything is known (the memlock
   // check needs the recommended preset, the forecast needs the bandwidth).
-  const CpuFeatures cpu = detect_cpu(root);
+  const CpuFeatures cpu = detect_cpu(root, kernels::kernel_target_name());
   const MemoryFacts mem = gather_memory(root);
   const CheckpointFacts ck = gather_checkpoint(o.model_dir);
   std::optional<TrunkInfo> trunk;
@@ -78,6 +82,12 @@ Report run_doctor(const DoctorOptions& o) {
     storage.push_back(std::move(s));
   }
   if (!o.probe_file.empty()) {
+    struct stat pst;
+    if (::stat(o.probe_file.c_str(), &pst) != 0 || !S_ISREG(pst.st_mode))
+      throw Error(ExitCode::kUsage, "--probe-file " + o.probe_file +
+                                        (::stat(o.probe_file.c_str(), &pst) != 0
+                                             ? ": no such file"
+                                             : ": is not a regular file (the probe reads a file of the disk to measure)"));
     fs::path parent = fs::path(o.probe_file).parent_path();
     StorageFacts s = gather_storage(root, "probe", parent.empty() ? "." : parent.string(), o.probe_file);
     s.needed_why = "nothing needs to be stored here";

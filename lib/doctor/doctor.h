@@ -1,3 +1,5 @@
+// Layer doctor (leaf): k3-doctor, whether and how well this machine runs K3.
+//
 // k3-doctor's library entry point: examine the machine (and optionally a
 // model and trunk directory) and say whether, with which preset and how fast
 // k3-forward can run.

@@ -30,7 +30,7 @@ void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c,
     r.arithmetic.push_back("memory budget = " + fmt("%.0f%%", kUsableShare * 100) + " of usable " +
                            (m.usable ? gb(double(*m.usable)) : std::string("unknown")) + " = " + gb(budget));
     r.arithmetic.push_back("memory forecast = k3-forward's memory plan (as --list-presets: context " +
-                           std::to_string(kPresetListContext) + ", batch 256, packed trunk):");
+                           std::to_string(kPresetListContext) + ", the preset's largest batch, packed trunk):");
     for (const Preset& p : presets()) {
       PresetForecast f = forecast_preset(p, pm, mb, hit_rate);
       const bool fits = m.usable && plan_fits(f.plan, *m.usable);

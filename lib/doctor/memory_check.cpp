@@ -1,7 +1,7 @@
 #include <string>
 
 #include "doctor/checks.h"
-#include "doctor/system_root.h"
+#include "platform/system_root.h"
 
 namespace k3::doctor {
 
@@ -76,7 +76,8 @@ void add_memory_checks(Report& r, const MemoryFacts& m, const std::optional<Pres
   }
   {
     Check& k = r.add("memory", "usable");
-    k.status = m.usable ? Status::kOk : Status::kFail;
+    // A budget of 0 (memory.max 0, or all of it in use) is none at all.
+    k.status = m.usable && *m.usable > 0 ? Status::kOk : Status::kFail;
     const CgroupLimit* lim = m.cgroup.effective();
     std::string cgroup = "cgroup limit none";
     if (lim) {
@@ -87,7 +88,10 @@ void add_memory_checks(Report& r, const MemoryFacts& m, const std::optional<Pres
                 (m.override_bytes ? "K3_AVAILABLE_MEMORY " + human_bytes(double(m.override_bytes))
                                   : "MemAvailable " + opt_bytes(m.mem.available)) +
                 ", " + cgroup + ")";
-    k.advice = m.usable ? "presets are sized against " + std::to_string(int(kUsableShare * 100)) +
+    k.advice = m.usable && *m.usable == 0
+                   ? "nothing fits: " + cgroup + " leaves no memory; raise the cgroup's memory limit "
+                     "(memory.max / memory.limit_in_bytes) or run outside it"
+               : m.usable ? "presets are sized against " + std::to_string(int(kUsableShare * 100)) +
                               "% of this; close other programs to raise it"
                         : "cannot tell how much memory is free";
     k.details.set("usable_bytes", opt_json(m.usable)).set("usable_share_for_presets", kUsableShare)

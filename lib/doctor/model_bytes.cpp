@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "model/tensor_manifest.h"
-#include "synth/synth_geometry.h"
 
 namespace k3::doctor {
 
@@ -37,15 +36,6 @@ ModelBytes model_bytes_from_config(const ModelConfig& c) {
   b.num_experts = c.num_experts;
   b.experts_per_token = c.num_experts_per_token;
   return b;
-}
-
-ModelConfig k3_reference_config() {
-  // The generator's k3 preset is the project's one transcription of SPEC
-  // section 1; reading its config.json the way k3-forward reads a real one
-  // keeps the doctor's figures those of the model k3-forward would plan.
-  SynthGeometry g;
-  synth_preset("k3", &g);
-  return parse_model_config(synth_config_json(g), synth_generation_config_json(g), "Kimi-K3 reference geometry");
 }
 
 }  // namespace k3::doctor

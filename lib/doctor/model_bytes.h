@@ -2,7 +2,7 @@
 // them: the trunk (everything but routed experts) and the routed experts.
 //
 // Computed from a ModelConfig, so the same arithmetic serves the real K3
-// (k3_reference_config(), from SPEC section 1) and any checkpoint given with
+// (model/k3_geometry.h's k3_reference_config()) and any checkpoint given with
 // --model.
 #pragma once
 
@@ -10,6 +10,7 @@
 #include <string>
 
 #include "model/config.h"
+#include "model/k3_geometry.h"  // k3_reference_config(), kK3CheckpointBytes
 
 namespace k3::doctor {
 
@@ -35,12 +36,5 @@ struct ModelBytes {
 
 // Sizes of every tensor model/tensor_manifest's expected_tensors lists.
 ModelBytes model_bytes_from_config(const ModelConfig& config);
-
-// The real Kimi-K3 text config (SPEC section 1), for forecasts made before
-// the checkpoint is downloaded.
-ModelConfig k3_reference_config();
-
-// Total bytes of the real checkpoint's 96 shard files (SPEC section 1).
-inline constexpr uint64_t kK3CheckpointBytes = 1'560'936'091'448ULL;
 
 }  // namespace k3::doctor

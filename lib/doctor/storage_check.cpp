@@ -12,8 +12,8 @@
 #include <filesystem>
 
 #include "doctor/checks.h"
-#include "runtime/mountinfo.h"
-#include "doctor/system_root.h"
+#include "platform/mountinfo.h"
+#include "platform/system_root.h"
 
 namespace k3::doctor {
 

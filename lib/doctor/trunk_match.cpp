@@ -32,10 +32,10 @@ TrunkInfo inspect_trunk(const std::string& trunk_dir, const SourceFingerprint* m
   // A trunk from another model is the more useful thing to say, so the
   // fingerprint is compared before the size.
   if (model) {
-    const std::string diff = fingerprint_mismatch(layout.source, *model);
-    if (!diff.empty()) {
-      t.match = TrunkMatch::kDiffers;
-      t.match_reason = diff;
+    const FingerprintComparison cmp = compare_fingerprint(layout.source, *model);
+    if (cmp.diff != FingerprintDiff::kSame) {
+      t.match = cmp.diff == FingerprintDiff::kOtherModel ? TrunkMatch::kDiffers : TrunkMatch::kStale;
+      t.match_reason = cmp.reason;
       return t;
     }
   }
@@ -52,7 +52,7 @@ TrunkInfo inspect_trunk(const std::string& trunk_dir, const SourceFingerprint* m
   }
   t.match = TrunkMatch::kMatches;
   t.match_reason = "its source fingerprint (config.json hash, " + std::to_string(model->shards.size()) +
-                   " shard names and sizes) matches the checkpoint and trunk.bin has the recorded size";
+                   " shards' names, sizes, header digests, modification times and inodes) matches the checkpoint and trunk.bin has the recorded size";
   return t;
 }
 

@@ -5,14 +5,15 @@
 #include <cstdint>
 #include <string>
 
-#include "pack/trunk_layout.h"
+#include "checkpoint/trunk_layout.h"
 
 namespace k3::doctor {
 
 enum class TrunkMatch {
   kUnknown,  // no checkpoint to compare with (why in `match_reason`)
   kMatches,  // k3-forward --trunk would accept it
-  kDiffers,  // packed from another checkpoint (config.json or a shard differs)
+  kDiffers,  // packed from another checkpoint (config.json or the shard list differs)
+  kStale,    // same model files, but a shard changed on disk since the pack (or a version 1 trunk.json)
   kDamaged,  // trunk.json unreadable or trunk.bin not the size it records
 };
 

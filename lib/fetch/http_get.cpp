@@ -132,9 +132,12 @@ HttpResponse HttpClient::get(const std::string& url, const HttpOptions& opt, uin
   char errbuf[CURL_ERROR_SIZE] = {0};
   curl_slist* headers = nullptr;
   std::string auth;
-  if (!opt.token.empty()) {
-    // libcurl does not forward a custom Authorization header when a redirect
-    // leads to another host, so the token never reaches the CDN.
+  const std::string origin = url_origin(url);
+  if (!opt.token.empty() && !origin.empty() && origin == url_origin(opt.token_origin)) {
+    // Only to the configured endpoint's origin: a pagination link or any URL
+    // taken from an answer may lead elsewhere. libcurl does not forward a
+    // custom Authorization header when a redirect leads to another host or
+    // port, so the token never reaches the CDN either.
     auth = "Authorization: Bearer " + opt.token;
     headers = curl_slist_append(headers, auth.c_str());
   }
@@ -170,6 +173,24 @@ HttpResponse HttpClient::get(const std::string& url, const HttpOptions& opt, uin
   char* eff = nullptr;
   if (curl_easy_getinfo(c, CURLINFO_EFFECTIVE_URL, &eff) == CURLE_OK && eff) t.resp.effective_url = eff;
   return std::move(t.resp);
+}
+
+std::string url_origin(const std::string& url) {
+  const size_t colon = url.find("://");
+  if (colon == std::string::npos || colon == 0) return "";
+  std::string scheme = url.substr(0, colon);
+  std::transform(scheme.begin(), scheme.end(), scheme.begin(), [](unsigned char c) { return std::tolower(c); });
+  const size_t start = colon + 3;
+  size_t end = url.find_first_of("/?#", start);
+  std::string authority = url.substr(start, end == std::string::npos ? std::string::npos : end - start);
+  if (authority.find('@') != std::string::npos) authority = authority.substr(authority.rfind('@') + 1);
+  std::transform(authority.begin(), authority.end(), authority.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (authority.empty()) return "";
+  // A port follows the last ':' unless that is inside an IPv6 literal.
+  const size_t port_colon = authority.rfind(':');
+  const bool has_port = port_colon != std::string::npos && authority.find(']', port_colon) == std::string::npos;
+  if (!has_port) authority += scheme == "https" ? ":443" : scheme == "http" ? ":80" : "";
+  return scheme + "://" + authority;
 }
 
 std::string url_encode_path(const std::string& path) {

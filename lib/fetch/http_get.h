@@ -13,7 +13,8 @@
 namespace k3 {
 
 struct HttpOptions {
-  std::string token;              // sent as "Authorization: Bearer <token>" when not empty
+  std::string token;              // sent as "Authorization: Bearer <token>" when not empty,
+  std::string token_origin;       // and only to URLs of this origin (the configured endpoint)
   long connect_timeout_s = 30;
   long stall_timeout_s = 60;      // abort when no byte arrives for this long
   const std::atomic<bool>* stop = nullptr;  // polled during the transfer
@@ -59,6 +60,11 @@ class HttpClient {
  private:
   void* curl_;  // CURL*
 };
+
+// "scheme://host:port" of a URL, lower-cased, the port made explicit (80 for
+// http, 443 for https); "" when the URL has no scheme or host. Credentials go
+// only to URLs whose origin equals the configured endpoint's.
+std::string url_origin(const std::string& url);
 
 // Percent-encodes each '/'-separated segment of a repository path for a URL.
 std::string url_encode_path(const std::string& path);

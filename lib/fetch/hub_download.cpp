@@ -14,20 +14,25 @@
 #include <optional>
 #include <thread>
 
+#include "common/atomic_file_writer.h"
 #include "common/error.h"
 #include "common/file.h"
 #include "fetch/fetch_manifest.h"
 #include "fetch/glob_filter.h"
-#include "fetch/hub_listing.h"
 #include "fetch/http_get.h"
+#include "fetch/hub_listing.h"
 #include "fetch/transfer_progress.h"
-#include "verify/file_digest.h"
+#include "io/file_digest.h"
 
 namespace k3 {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Bytes one connection must deliver for its failure not to count toward
+// --retries.
+constexpr uint64_t kMinProgressBytes = 64 << 10;
 
 // Test hook: K3_FETCH_FAIL_WRITE_AFTER=<bytes> makes writes fail with ENOSPC
 // once this process has written that many bytes, to exercise the full-disk
@@ -70,14 +75,18 @@ uint64_t free_bytes(const std::string& dir) {
 
 struct StatInfo {
   bool exists = false;
+  bool regular = false;
   uint64_t size = 0;
   int64_t mtime_ns = 0;
 };
 
+// Of the name itself (lstat): a link planted at a download name is reported
+// as what it is, never followed.
 StatInfo stat_path(const std::string& p) {
   StatInfo s;
   struct stat st;
-  if (::stat(p.c_str(), &st) == 0) {
+  if (::lstat(p.c_str(), &st) == 0) {
+    s.regular = S_ISREG(st.st_mode);
     s.exists = true;
     s.size = static_cast<uint64_t>(st.st_size);
     s.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
@@ -92,6 +101,54 @@ void fsync_dir_of(const std::string& path) {
     ::fsync(fd);
     ::close(fd);
   }
+}
+
+// Opens a file the downloader owns (a .part, or a finished file to re-hash)
+// without following a link and without blocking on a FIFO, and refuses
+// anything but a regular file: a planted link or device is never written
+// through or renamed into place.
+int open_own_file(const std::string& path, int flags) {
+  int fd = ::open(path.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  struct stat st;
+  if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+  }
+  const int e = errno;
+  if (fd >= 0) ::close(fd);
+  struct stat l;
+  if (fd >= 0 || e == ELOOP || (::lstat(path.c_str(), &l) == 0 && !S_ISREG(l.st_mode)))
+    throw Error(ExitCode::kIo, path + ": is not a regular file (a symbolic link, directory or device); "
+                                      "k3-fetch-verify will not write through it: remove it and run again");
+  throw Error(ExitCode::kIo, path + ": cannot open: " + std::strerror(e));
+}
+
+// Every directory between `dir` and the file must be a real directory, not a
+// link leading out of the download directory.
+void check_no_linked_parents(const std::string& dir, const std::string& rel) {
+  for (size_t slash = rel.find('/'); slash != std::string::npos; slash = rel.find('/', slash + 1)) {
+    const std::string p = path_join(dir, rel.substr(0, slash));
+    struct stat l;
+    if (::lstat(p.c_str(), &l) == 0 && !S_ISDIR(l.st_mode))
+      throw Error(ExitCode::kIo, p + ": is not a directory (a symbolic link?); k3-fetch-verify writes only inside " +
+                                     dir + ": remove it and run again");
+  }
+}
+
+// A repository file must not share a name with what the downloader writes
+// itself (the manifest and its temporaries, any file's .part): it would be
+// overwritten, or taken for a partial download, and break verify.
+void refuse_own_name(const std::string& path, const std::string& repo) {
+  const size_t slash = path.find_last_of('/');
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  const std::string manifest = kFetchManifestName;
+  const bool manifest_name = slash == std::string::npos && base.compare(0, manifest.size(), manifest) == 0;
+  const bool part = base.size() >= 5 && base.compare(base.size() - 5, 5, ".part") == 0;
+  if (manifest_name || part)
+    throw Error(ExitCode::kNetwork, repo + " holds a file named '" + path + "', which collides with " +
+                                        (part ? "the .part files" : "the download manifest " + manifest) +
+                                        " that k3-fetch-verify writes itself; leave it out with --exclude '" + path +
+                                        "' (nothing was downloaded)");
 }
 
 bool is_disk_full(int e) { return e == ENOSPC || e == EDQUOT; }
@@ -139,6 +196,7 @@ class Downloader {
   HttpOptions http_options() const {
     HttpOptions h;
     h.token = opt_.token;
+    h.token_origin = opt_.endpoint;
     h.stall_timeout_s = opt_.stall_timeout_s;
     h.stop = &halt_;
     return h;
@@ -165,15 +223,16 @@ class Downloader {
 DigestResult Downloader::fetch_part(const HubFile& f, const std::string& part, HttpClient& client,
                                     TransferSlot& slot) {
   const std::string url = hub_resolve_url(opt_.endpoint, opt_.repo, commit_, f.path);
-  int fd = ::open(part.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) throw_write_error(part, errno);
+  int fd = open_own_file(part, O_RDWR | O_CREAT);
   struct FdCloser {
     int fd;
     ~FdCloser() { ::close(fd); }
   } closer{fd};
 
   FileDigest digest(git_size_arg(f));
-  uint64_t have = stat_path(part).size;
+  struct stat part_stat;
+  if (::fstat(fd, &part_stat) != 0) throw_write_error(part, errno);
+  uint64_t have = static_cast<uint64_t>(part_stat.st_size);
   if (have > f.size) {
     if (::ftruncate(fd, 0) != 0) throw_write_error(part, errno);
     have = 0;
@@ -252,7 +311,9 @@ DigestResult Downloader::fetch_part(const HubFile& f, const std::string& part, H
     if (write_errno) throw_write_error(part, write_errno);
     if (r.stopped || halted()) throw Error(ExitCode::kInterrupted, "interrupted");
     if (too_long) break;  // more bytes than listed: the caller's size/hash check rejects it
-    if (have > at_start) failures = 0;
+    // Only real progress forgives earlier failures: a server that sends a
+    // few bytes per connection would otherwise be retried forever.
+    if (have - at_start >= kMinProgressBytes || have == f.size) failures = 0;
     if (bad_range || r.status == 416) {
       // Our .part and the server disagree about where we are: restart this file.
       if (::ftruncate(fd, 0) != 0) throw_write_error(part, errno);
@@ -311,6 +372,7 @@ void Downloader::record_complete(const HubFile& f, const DigestResult& d, const 
 void Downloader::process(const HubFile& f, HttpClient& client, TransferSlot& slot) {
   const std::string final_path = path_join(opt_.dir, f.path);
   const std::string part = final_path + ".part";
+  check_no_linked_parents(opt_.dir, f.path);
   std::filesystem::path parent = std::filesystem::path(final_path).parent_path();
   std::error_code ec;
   std::filesystem::create_directories(parent, ec);
@@ -327,8 +389,8 @@ void Downloader::process(const HubFile& f, HttpClient& client, TransferSlot& slo
     // Present but not known to be good (no manifest entry, or changed since):
     // check it locally instead of downloading it again.
     FileDigest digest(git_size_arg(f));
-    int fd = ::open(final_path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
+    int fd = open_own_file(final_path, O_RDONLY);
+    {
       std::function<bool(uint64_t)> on = [&](uint64_t n) {
         slot.done.fetch_add(n);
         return !halted();
@@ -356,8 +418,7 @@ void Downloader::process(const HubFile& f, HttpClient& client, TransferSlot& slo
   for (int round = 1;; ++round) {
     DigestResult d = fetch_part(f, part, client, slot);
     if (d.bytes == f.size && hash_matches(f, d)) {
-      if (::rename(part.c_str(), final_path.c_str()) != 0)
-        throw Error(ExitCode::kIo, final_path + ": rename from .part failed: " + std::strerror(errno));
+      rename_over_regular(part, final_path);
       fsync_dir_of(final_path);
       record_complete(f, d, final_path);
       files_downloaded_.fetch_add(1);
@@ -420,6 +481,7 @@ DownloadSummary Downloader::run() {
   std::filesystem::create_directories(opt_.dir, ec);
   if (ec) throw Error(ExitCode::kIo, opt_.dir + ": cannot create directory: " + ec.message());
   manifest_path_ = fetch_manifest_path(opt_.dir);
+  check_output_path(manifest_path_, OutputPolicy::kRegularFile);  // never read or replaced through a link
 
   HttpClient client;
   HubRequest req;
@@ -437,6 +499,7 @@ DownloadSummary Downloader::run() {
   std::vector<HubFile> selected;
   for (const HubFile& f : listing.files)
     if (filter.selects(f.path)) selected.push_back(f);
+  for (const HubFile& f : selected) refuse_own_name(f.path, opt_.repo);
   if (selected.empty())
     throw Error(ExitCode::kUsage, "no file of " + opt_.repo + " at commit " + commit_ + " (" +
                                       std::to_string(listing.files.size()) + " files) matches --include/--exclude");
@@ -463,7 +526,7 @@ DownloadSummary Downloader::run() {
     const bool same = m && m->size == f.size && m->lfs == f.lfs && m->git_oid == f.git_oid &&
                       (!f.lfs || m->sha256 == f.sha256);
     StatInfo st = stat_path(final_path);
-    if (same && m->complete && st.exists && st.size == f.size && st.mtime_ns == m->mtime_ns) {
+    if (same && m->complete && st.regular && st.size == f.size && st.mtime_ns == m->mtime_ns) {
       // Verified by an earlier run and untouched since: nothing to do.
       ++sum.files_already_complete;
       bytes_done += f.size;
@@ -479,7 +542,7 @@ DownloadSummary Downloader::run() {
     manifest_.upsert(entry);
     tasks_.push_back(Task{f});
     StatInfo part = stat_path(final_path + ".part");
-    bytes_needed += f.size - (part.exists && part.size <= f.size ? part.size : 0);
+    bytes_needed += f.size - (part.regular && part.size <= f.size ? part.size : 0);
   }
   write_fetch_manifest(manifest_path_, manifest_);
   sum.files_selected = selected.size();

@@ -1,3 +1,5 @@
+// Layer fetch (leaf): downloading a checkpoint from the hub.
+//
 // Downloads a revision of a hub repository into a directory so that every
 // file ends up complete and verified, whatever happens on the way.
 //

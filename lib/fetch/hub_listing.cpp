@@ -3,12 +3,15 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <set>
 
 #include "common/error.h"
 
 namespace k3 {
 
 namespace {
+
+constexpr int kMaxListingPages = 10000;  // the hub's pages hold 1000 entries
 
 std::string strip_slash(std::string s) {
   while (!s.empty() && s.back() == '/') s.pop_back();
@@ -144,8 +147,16 @@ HubListing list_hub_files(HttpClient& client, const HubRequest& req) {
     listing.commit = std::string(sha);
   }
   std::string url = base + "/api/models/" + req.repo + "/tree/" + listing.commit + "?recursive=true";
+  // A next link that repeats a page (itself, or a cycle) or a listing that
+  // never ends is the hub's error, not a reason to loop.
+  std::set<std::string> seen;
   for (int page = 0; !url.empty(); ++page) {
-    if (page > 100000) throw Error(ExitCode::kNetwork, "the hub's file listing does not end (pagination loop)");
+    if (page >= kMaxListingPages)
+      throw Error(ExitCode::kNetwork, "the hub's file listing of " + req.repo + " did not end after " +
+                                          std::to_string(kMaxListingPages) + " pages; giving up");
+    if (!seen.insert(url).second)
+      throw Error(ExitCode::kNetwork, "the hub's file listing of " + req.repo + " links back to a page it already "
+                                          "sent (" + url + "): the listing loops; giving up");
     HttpResponse r = get_json(client, req, url);
     parse_tree_page(r.body, url, &listing.files);
     url = parse_link_next(r.link);

@@ -1,5 +1,6 @@
 #include "generate/generation_session.h"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -112,25 +113,97 @@ void GenerationSession::evaluate_pending() {
 GenerationEnd GenerationSession::generate(int64_t max_new, const std::function<void(int32_t)>& on_token,
                                           const std::function<bool()>& interrupted) {
   const auto t0 = Clock::now();
+  const int64_t passes0 = counters_.weight_passes;
   GenerationEnd end = GenerationEnd::kLength;
   evaluate_pending();
-  for (int64_t made = 0; made < max_new;) {
+  int64_t made = 0;
+  auto emit = [&](int32_t id) {
+    ++made;
+    on_token(id);
+    if (drafts_) drafts_->generated(id);
+  };
+  while (made < max_new) {
     if (interrupted && interrupted()) {
       end = GenerationEnd::kInterrupted;
       break;
     }
     const int32_t id = sample();
-    ++made;
-    on_token(id);
+    emit(id);
     if (options_.stop.stops(id)) {
       end = GenerationEnd::kStop;
       break;
     }
     if (made == max_new) break;  // the last id stays pending: only a continuation needs it evaluated
-    evaluate_pending();
+    // Drafts only as long as they can still become generated ids.
+    std::vector<int32_t> drafts;
+    if (drafts_ && options_.max_drafts > 0 && !options_.recompute) {
+      std::vector<int32_t> context = state_.tokens;
+      context.insert(context.end(), pending_.begin(), pending_.end());
+      drafts = drafts_->propose(context, std::min<size_t>(options_.max_drafts, static_cast<size_t>(max_new - made - 1)));
+    }
+    if (drafts.empty()) {
+      const size_t rows = pending_.size();
+      evaluate_pending();
+      if (pass_observer_) pass_observer_(options_.recompute ? state_.tokens.size() : rows);
+      continue;
+    }
+    const Verified v = verify(drafts, made, max_new, emit);
+    if (v == Verified::kStop) end = GenerationEnd::kStop;
+    if (v != Verified::kContinue) break;
   }
+  counters_.generate_passes += counters_.weight_passes - passes0;
   counters_.decode_seconds += seconds_since(t0);
   return end;
+}
+
+GenerationSession::Verified GenerationSession::verify(const std::vector<int32_t>& drafts, int64_t& made,
+                                                      int64_t max_new, const std::function<void(int32_t)>& emit) {
+  const size_t vocab = static_cast<size_t>(engine_.config().vocab_size), k = drafts.size();
+  std::vector<int32_t> rows = pending_;  // the current id, then the drafts
+  rows.insert(rows.end(), drafts.begin(), drafts.end());
+  const int64_t p0 = state_.positions;  // position of the current id
+  std::vector<float> logits(rows.size() * vocab);
+  SequenceState* seq = &state_;
+  const std::span<const int32_t> ids(rows);
+  RowHistory* hist = &history_;
+  engine_.forward_sequences(std::span<SequenceState* const>(&seq, 1), std::span<const std::span<const int32_t>>(&ids, 1),
+                            logits.data(), std::span<RowHistory* const>(&hist, 1));
+  ++counters_.weight_passes;
+  if (pass_observer_) pass_observer_(rows.size());
+  counters_.drafts_proposed += static_cast<int64_t>(k);
+  pending_.clear();
+  has_row_ = true;
+  const size_t base = rows.size() - k - 1;  // rows before the current id (none unless more was pending)
+  for (size_t i = 0; i < base; ++i) log_.add(logits.data() + i * vocab, 1);
+  for (size_t i = 0;; ++i) {
+    const float* r = logits.data() + (base + i) * vocab;
+    log_.add(r, 1);
+    if (i == k) {  // every draft kept: the next id comes from the last row
+      row_.assign(r, r + vocab);
+      counters_.drafts_accepted += static_cast<int64_t>(k);
+      if (drafts_) drafts_->verified(k, k);
+      return Verified::kContinue;
+    }
+    const int32_t next = sampler_.next(r, static_cast<int64_t>(vocab), p0 + static_cast<int64_t>(i) + 1);
+    if (next != drafts[i]) {  // rows past i were not what the model chooses
+      engine_.rollback(state_, history_, base + i + 1);
+      row_.assign(r, r + vocab);
+      counters_.drafts_accepted += static_cast<int64_t>(i);
+      if (drafts_) drafts_->verified(k, i);
+      return Verified::kContinue;  // the caller samples `next` again from row_
+    }
+    ++counters_.generated;
+    emit(next);
+    if (options_.stop.stops(next) || made == max_new) {
+      // As without drafts: the last id is emitted, not evaluated.
+      engine_.rollback(state_, history_, base + i + 1);
+      row_.assign(r, r + vocab);
+      pending_.push_back(next);
+      counters_.drafts_accepted += static_cast<int64_t>(i) + 1;
+      if (drafts_) drafts_->verified(k, i + 1);
+      return options_.stop.stops(next) ? Verified::kStop : Verified::kLength;
+    }
+  }
 }
 
 GenerationSession::SavePoint GenerationSession::mark() const {

@@ -1,3 +1,5 @@
+// Layer generate: the generation session (prefill, decode, sampling, stops, state) as a library object.
+//
 // The generation layer: one sequence being generated, as a library object.
 //
 // A GenerationSession owns what a generation carries from token to token:
@@ -35,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "generate/draft_source.h"
 #include "generate/logits_log.h"
 #include "model/engine.h"
 #include "model/sequence_state.h"
@@ -51,6 +54,9 @@ struct GenerationOptions {
   StopConditions stop;      // EOS ids and --stop-id
   bool recompute = false;   // re-run the whole prefix for every new token (slow reference path)
   bool log_logits = false;  // keep every evaluated row (k3-forward --logits)
+  // Speculative decoding: up to this many drafts per weight pass from the
+  // draft source (set_draft_source); 0: one id per pass.
+  size_t max_drafts = 0;
 };
 
 // Why generate() returned.
@@ -64,7 +70,10 @@ struct GenerationCounters {
   int64_t prompt_ids = 0;     // ids evaluated by feed() (pending ones included)
   int64_t generated = 0;      // ids sampled by generate()
   int64_t decode_steps = 0;   // incremental evaluations of generated ids
-  int64_t weight_passes = 0;  // engine forward() calls (each reads the weights once per batch)
+  int64_t weight_passes = 0;  // engine batches run (each reads the weights once)
+  int64_t generate_passes = 0;   // of those, the ones run by generate() (decode and verification)
+  int64_t drafts_proposed = 0;   // draft ids verified
+  int64_t drafts_accepted = 0;   // of those, the ones the model chose too
   double prefill_seconds = 0;
   double decode_seconds = 0;
 };
@@ -95,6 +104,22 @@ class GenerationSession {
   // before each id. Evaluates pending ids first if any.
   GenerationEnd generate(int64_t max_new, const std::function<void(int32_t)>& on_token,
                          const std::function<bool()>& interrupted = nullptr);
+
+  // Speculative decoding (options.max_drafts > 0): before each pass the
+  // source proposes drafts; the current id and the drafts are evaluated as
+  // one batch and the longest prefix the model itself would have chosen is
+  // kept (the sampler's draw is keyed to the position, so a draft is kept
+  // when it equals the sampled id). Rejected rows are rolled back in every
+  // layer (Engine::rollback) and never logged: ids, logits and saved state
+  // are bit-identical to generating without drafts. The source must outlive
+  // the session's generate() calls; nullptr turns drafting off.
+  void set_draft_source(DraftSource* source) { drafts_ = source; }
+
+  // Called after each weight pass generate() runs, with its rows (1 for a
+  // plain decode step, 1 + drafts for a verification), e.g. to attribute
+  // bytes read to passes of each size.
+  using PassObserver = std::function<void(size_t rows)>;
+  void set_pass_observer(PassObserver observer) { pass_observer_ = std::move(observer); }
 
   // The single steps generate() is made of, for callers that drive the loop.
   // sample(): the next id from the current row (requires nothing pending);
@@ -134,7 +159,11 @@ class GenerationSession {
   void save_conversation_and_release(const std::string& path, const ModelIdentity& model);
 
  private:
+  friend class BatchGeneration;  // steps several sessions in one weight pass
   void evaluate(std::span<const int32_t> ids, LogitRows rows, float* out);
+  enum class Verified { kContinue, kStop, kLength };
+  Verified verify(const std::vector<int32_t>& drafts, int64_t& made, int64_t max_new,
+                  const std::function<void(int32_t)>& emit);
 
   Engine& engine_;
   GenerationOptions options_;
@@ -145,6 +174,9 @@ class GenerationSession {
   std::vector<float> row_;
   bool has_row_ = false;
   GenerationCounters counters_;
+  DraftSource* drafts_ = nullptr;
+  PassObserver pass_observer_;
+  RowHistory history_;  // of the last verification pass, reused
 };
 
 }  // namespace k3

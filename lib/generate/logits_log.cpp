@@ -20,7 +20,7 @@ void LogitsLog::write(const std::string& path) const {
   const uint64_t nbytes = data_.size() * sizeof(float);
   const std::string header =
       make_safetensors_header({{"logits", DType::kF32, {rows, static_cast<uint64_t>(vocab_)}, nbytes}});
-  AtomicFileWriter out(path);
+  AtomicFileWriter out(path, OutputPolicy::kFileOrStream);
   out.write(header.data(), header.size());
   out.write(data_.data(), nbytes);
   out.commit();

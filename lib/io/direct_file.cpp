@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/file.h"
 #include "io/aligned_buffer.h"
 
 namespace k3 {
@@ -41,7 +42,7 @@ CoveringRead covering_read(uint64_t offset, uint64_t length) {
 
 DirectFile::DirectFile(const std::string& path, bool want_direct) : path_(path) {
   if (want_direct) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
+    fd_ = open_regular_for_read(path, O_RDONLY | O_CLOEXEC | O_DIRECT);
     if (fd_ >= 0) {
       direct_ = true;
       return;
@@ -53,7 +54,7 @@ DirectFile::DirectFile(const std::string& path, bool want_direct) : path_(path) 
     }
     if (!g_warned.exchange(true)) g_warn.load()(path, "the file system does not support it");
   }
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  fd_ = open_regular_for_read(path, O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) {
     int e = errno;
     if (e == ENOENT) throw Error(ExitCode::kBadModel, path + ": file not found");

@@ -1,3 +1,5 @@
+// Layer io: getting bytes off the disk fast and intact (O_DIRECT files, aligned buffers, parallel reads, digests).
+//
 // Parallel reads with completion callbacks.
 //
 // A few threads each issue blocking preads, so as many requests are in

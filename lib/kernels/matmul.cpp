@@ -173,13 +173,10 @@ struct Mxfp4Source {
       const DF d;
       // 16 float lanes hold the whole 16-entry code table: scale the table
       // (exact: powers of two) and look codes up with one permute each.
-      HWY_ALIGN static const float kCodes[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,
-                                                    4.0f,  6.0f,  -0.0f, -0.5f, -1.0f, -1.5f,
-                                                    -2.0f, -3.0f, -4.0f, -6.0f};
       const hn::RebindToUnsigned<DF> du32;
       const hn::Rebind<uint8_t, DF> du8;
       const VF table =
-          hn::Mul(hn::Load(d, kCodes), hn::Set(d, scale_of[row.s[g]]));
+          hn::Mul(hn::Load(d, kMxfp4CodeValues), hn::Set(d, scale_of[row.s[g]]));
       const auto bytes = hn::PromoteTo(du32, hn::LoadU(du8, row.p + g * 16));
       const auto lo = hn::And(bytes, hn::Set(du32, 15u));
       const auto hi = hn::ShiftRight<4>(bytes);
@@ -197,17 +194,15 @@ struct Mxfp4Source {
     const DF d;
     HWY_ALIGN int8_t codes[32];
 #if HWY_TARGET == HWY_SCALAR
-    static const int8_t kTwice[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+    const int8_t* twice = kMxfp4TwiceCodes.v;
     for (size_t i = 0; i < 16; ++i) {
-      codes[i] = kTwice[row.p[g * 16 + i] & 15];
-      codes[16 + i] = kTwice[row.p[g * 16 + i] >> 4];
+      codes[i] = twice[row.p[g * 16 + i] & 15];
+      codes[16 + i] = twice[row.p[g * 16 + i] >> 4];
     }
 #else
     const hn::Full128<uint8_t> d8;
     const hn::Full128<int8_t> di8;
-    HWY_ALIGN static const int8_t kTwice[16] = {0,  1,  2,  3,  4,  6,  8,  12,
-                                                0, -1, -2, -3, -4, -6, -8, -12};
-    const auto table = hn::Load(di8, kTwice);
+    const auto table = hn::Load(di8, kMxfp4TwiceCodes.v);
     const auto bytes = hn::LoadU(d8, row.p + g * 16);
     const auto lo = hn::BitCast(di8, hn::And(bytes, hn::Set(d8, uint8_t{15})));
     const auto hi = hn::BitCast(di8, hn::ShiftRight<4>(bytes));

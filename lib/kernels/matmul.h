@@ -1,3 +1,5 @@
+// Layer kernels: the numeric ops (Highway with a scalar reference each) the graph is built from.
+//
 // Matrix products with FP32 accumulation over BF16 and MXFP4 weights.
 //
 // Y[t, r] = sum_c W[r, c] * X[t, c] for t < n tokens, r < rows.

@@ -5,9 +5,6 @@
 
 namespace k3::kernels {
 
-const float kMxfp4CodeValues[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
-                                    -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
-
 float mxfp4_code_value(uint8_t c) { return kMxfp4CodeValues[c & 15]; }
 
 float mxfp4_scale_value(uint8_t s) {

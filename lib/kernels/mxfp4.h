@@ -11,8 +11,23 @@ namespace k3::kernels {
 inline constexpr size_t kMxfp4Group = 32;
 
 // The 16 code values: (c & 8 ? -1 : +1) * {0, 0.5, 1, 1.5, 2, 3, 4, 6}[c & 7].
-// Code 8 is -0.0.
-extern const float kMxfp4CodeValues[16];
+// Code 8 is -0.0. The one table every decoder uses (aligned for SIMD loads).
+alignas(64) inline constexpr float kMxfp4CodeValues[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,
+                                                           4.0f,  6.0f,  -0.0f, -0.5f, -1.0f, -1.5f,
+                                                           -2.0f, -3.0f, -4.0f, -6.0f};
+
+// Twice each code value, the small integers {0, 1, 2, 3, 4, 6, 8, 12} with
+// their signs (code 8 becomes 0), for byte-shuffle decoding that multiplies
+// by half the group scale (exact either way).
+struct Mxfp4TwiceCodes {
+  alignas(16) int8_t v[16];
+};
+inline constexpr Mxfp4TwiceCodes make_mxfp4_twice_codes() {
+  Mxfp4TwiceCodes t{};
+  for (int i = 0; i < 16; ++i) t.v[i] = static_cast<int8_t>(kMxfp4CodeValues[i] * 2.0f);
+  return t;
+}
+inline constexpr Mxfp4TwiceCodes kMxfp4TwiceCodes = make_mxfp4_twice_codes();
 
 // Value of one 4-bit code (only the low 4 bits of c are used).
 float mxfp4_code_value(uint8_t c);

@@ -19,6 +19,10 @@ namespace k3 {
 
 namespace {
 
+// A config.json is a few kilobytes; 16 MiB is room for any and refuses a
+// link to /dev/zero at once.
+constexpr uint64_t kMaxConfigBytes = 16ull << 20;
+
 using simdjson::dom::element;
 using simdjson::dom::object;
 
@@ -56,10 +60,14 @@ class Reader {
     return v;
   }
 
-  // A positive integer that fits an int.
-  int positive(const std::string& key) const {
+  // A positive integer up to `max`: sizes beyond any real model are refused
+  // here, before a manifest or plan of that size is built.
+  int positive(const std::string& key, int64_t max = int64_t{1} << 30) const {
     int64_t v = integer(key);
-    if (v <= 0 || v > (int64_t{1} << 30)) fail(key, "must be a positive integer, found " + std::to_string(v));
+    if (v <= 0) fail(key, "must be a positive integer, found " + std::to_string(v));
+    if (v > max)
+      fail(key, "is " + std::to_string(v) + ", more than the " + std::to_string(max) +
+                    " k3 accepts (no real model is that large; is the config damaged?)");
     return static_cast<int>(v);
   }
 
@@ -213,14 +221,14 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
            "sits inside text_config; in a wrapper config it must be at the top level beside text_config");
   }
 
-  c.vocab_size = t.positive("vocab_size");
-  c.hidden_size = t.positive("hidden_size");
-  c.intermediate_size = t.positive("intermediate_size");
-  c.num_hidden_layers = t.positive("num_hidden_layers");
+  c.vocab_size = t.positive("vocab_size", int64_t{1} << 24);
+  c.hidden_size = t.positive("hidden_size", int64_t{1} << 17);
+  c.intermediate_size = t.positive("intermediate_size", int64_t{1} << 20);
+  c.num_hidden_layers = t.positive("num_hidden_layers", int64_t{1} << 12);
   const double eps = t.number("rms_norm_eps");
   if (!(eps > 0 && eps < 1)) t.fail("rms_norm_eps", "must be in (0, 1), found " + std::to_string(eps));
   c.rms_norm_eps = static_cast<float>(eps);
-  c.attn_res_block_size = t.positive("attn_res_block_size");
+  c.attn_res_block_size = t.positive("attn_res_block_size", int64_t{1} << 12);
   if (t.has("bos_token_id")) c.bos_token_id = static_cast<int>(t.integer("bos_token_id"));
   if (t.has("tie_word_embeddings")) t.require_bool("tie_word_embeddings", false, " (K3 has a separate lm_head)");
 
@@ -261,9 +269,9 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
 
   // KDA.
   {
-    c.kda_num_heads = la.positive("num_heads");
-    c.kda_head_dim = la.positive("head_dim");
-    c.kda_conv_kernel = la.positive("short_conv_kernel_size");
+    c.kda_num_heads = la.positive("num_heads", int64_t{1} << 12);
+    c.kda_head_dim = la.positive("head_dim", int64_t{1} << 12);
+    c.kda_conv_kernel = la.positive("short_conv_kernel_size", 64);
     la.require_bool("use_full_rank_gate", true, " (the full-rank sigmoid output gate g_proj)");
     c.kda_has_gate_lower_bound = la.has("gate_lower_bound");
     if (c.kda_has_gate_lower_bound) {
@@ -278,14 +286,14 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
 
   // MLA.
   t.require_bool("mla_use_nope", true, " (gated NoPE MLA: no rotary embedding)");
-  c.mla_num_heads = t.positive("num_attention_heads");
+  c.mla_num_heads = t.positive("num_attention_heads", int64_t{1} << 12);
   if (t.get("q_lora_rank").is_null())
     t.fail("q_lora_rank", "is null; k3 implements only the low-rank query (q_a_proj/q_b_proj)");
-  c.q_lora_rank = t.positive("q_lora_rank");
-  c.kv_lora_rank = t.positive("kv_lora_rank");
-  c.qk_nope_head_dim = t.positive("qk_nope_head_dim");
-  c.qk_rope_head_dim = t.positive("qk_rope_head_dim");
-  c.v_head_dim = t.positive("v_head_dim");
+  c.q_lora_rank = t.positive("q_lora_rank", int64_t{1} << 17);
+  c.kv_lora_rank = t.positive("kv_lora_rank", int64_t{1} << 17);
+  c.qk_nope_head_dim = t.positive("qk_nope_head_dim", int64_t{1} << 12);
+  c.qk_rope_head_dim = t.positive("qk_rope_head_dim", int64_t{1} << 12);
+  c.v_head_dim = t.positive("v_head_dim", int64_t{1} << 12);
   c.mla_use_output_gate = t.boolean("mla_use_output_gate");
 
   // MoE.
@@ -299,14 +307,14 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
   if (t.has("topk_method")) t.require_string("topk_method", "noaux_tc", " (top-k by score + correction bias)");
   t.require_int("num_expert_group", 1, " (group-limited routing is not implemented)");
   t.require_int("topk_group", 1, " (group-limited routing is not implemented)");
-  c.num_experts = t.positive("num_experts");
-  c.num_experts_per_token = t.positive("num_experts_per_token");
+  c.num_experts = t.positive("num_experts", int64_t{1} << 16);
+  c.num_experts_per_token = t.positive("num_experts_per_token", int64_t{1} << 12);
   if (c.num_experts_per_token > c.num_experts)
     t.fail("num_experts_per_token", "is " + std::to_string(c.num_experts_per_token) + ", more than num_experts " +
                                         std::to_string(c.num_experts));
-  c.num_shared_experts = t.positive("num_shared_experts");
-  c.moe_intermediate_size = t.positive("moe_intermediate_size");
-  c.routed_expert_hidden_size = t.positive("routed_expert_hidden_size");
+  c.num_shared_experts = t.positive("num_shared_experts", int64_t{1} << 8);
+  c.moe_intermediate_size = t.positive("moe_intermediate_size", int64_t{1} << 20);
+  c.routed_expert_hidden_size = t.positive("routed_expert_hidden_size", int64_t{1} << 17);
   if (c.moe_intermediate_size % 32)
     t.fail("moe_intermediate_size", "is " + std::to_string(c.moe_intermediate_size) + ", not a multiple of 32");
   if (c.routed_expert_hidden_size % 32)
@@ -349,9 +357,9 @@ ModelConfig load_model_config(const std::string& model_dir) {
     throw Error(ExitCode::kBadModel, model_dir + ": model directory not found");
   if (!file_exists(path))
     throw Error(ExitCode::kBadModel, path + ": file not found (is " + model_dir + " a Kimi-K3 model directory?)");
-  const std::string text = read_text_file(path);
+  const std::string text = read_text_file(path, kMaxConfigBytes);
   const std::string gen_path = path_join(model_dir, "generation_config.json");
-  const std::string gen = file_exists(gen_path) ? read_text_file(gen_path) : std::string();
+  const std::string gen = file_exists(gen_path) ? read_text_file(gen_path, kMaxConfigBytes) : std::string();
   ModelConfig config = parse_model_config(text, gen, path);
   // The tokenizer's eos_token stops generation too (SPEC section 3).
   const TokenId eos = tokenizer_eos_id(model_dir);

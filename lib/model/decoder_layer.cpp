@@ -17,6 +17,12 @@ std::vector<const float*> ResidualStream::block_ptrs() const {
 
 void decoder_layer_forward(const ModelConfig& c, int i, const LayerWeights& w, WeightSource& source,
                            LayerState& state, ResidualStream& s, ThreadPool* pool) {
+  const LayerSegment one{&state, 0, s.n, nullptr};
+  decoder_layer_forward(c, i, w, source, std::span<const LayerSegment>(&one, 1), s, pool);
+}
+
+void decoder_layer_forward(const ModelConfig& c, int i, const LayerWeights& w, WeightSource& source,
+                           std::span<const LayerSegment> segments, ResidualStream& s, ThreadPool* pool) {
   const size_t n = s.n, hidden = c.hidden_size;
   const float eps = c.rms_norm_eps;
   std::vector<float> h(n * hidden), x(n * hidden), a(n * hidden);
@@ -36,9 +42,9 @@ void decoder_layer_forward(const ModelConfig& c, int i, const LayerWeights& w, W
   // Attention on rms(h, input_layernorm).
   rms_norm(h.data(), n, hidden, w.input_layernorm.data, eps, x.data());
   if (c.is_kda_layer(i))
-    kda_forward(c, w.kda, state.kda, x.data(), n, a.data(), pool);
+    kda_forward(c, w.kda, segments, x.data(), n, a.data(), pool);
   else
-    mla_forward(c, w.mla, state.mla, x.data(), n, a.data(), pool);
+    mla_forward(c, w.mla, segments, x.data(), n, a.data(), pool);
   if (s.p_none) {
     s.p = a;
     s.p_none = false;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <vector>
 
 #include "model/config.h"
@@ -27,5 +28,9 @@ struct ResidualStream {
 // Runs layer i over the n rows of `stream`, updating it and the layer's state.
 void decoder_layer_forward(const ModelConfig& config, int layer, const LayerWeights& w, WeightSource& source,
                            LayerState& state, ResidualStream& stream, ThreadPool* pool);
+// The same for a pass whose rows belong to several sequences (or record a
+// history): the segments tile the stream's rows in order.
+void decoder_layer_forward(const ModelConfig& config, int layer, const LayerWeights& w, WeightSource& source,
+                           std::span<const LayerSegment> segments, ResidualStream& stream, ThreadPool* pool);
 
 }  // namespace k3

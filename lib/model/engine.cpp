@@ -7,8 +7,10 @@
 #include "kernels/thread_pool.h"
 #include "model/attn_res.h"
 #include "model/decoder_layer.h"
+#include "model/finite_check.h"
 #include "model/kda.h"
 #include "model/linear.h"
+#include "model/mla.h"
 #include "model/rms_norm.h"
 
 namespace k3 {
@@ -45,24 +47,88 @@ void Engine::forward(SequenceState& state, std::span<const int32_t> ids, LogitRo
     if (rows == LogitRows::kLast && !last_batch) batch_rows = LogitRows::kNone;
     float* out = rows == LogitRows::kAll ? logits + begin * vocab : logits;
     const int64_t steps_before = static_cast<int64_t>(begin / max_batch_) * config_.num_hidden_layers;
-    forward_batch(state, ids.data() + begin, n, batch_rows, out, steps_before, steps_total);
+    SequenceState* one = &state;
+    forward_batch(std::span<SequenceState* const>(&one, 1), std::span<const size_t>(&n, 1), ids.data() + begin,
+                  batch_rows, out, {}, steps_before, steps_total);
   }
 }
 
-void Engine::forward_batch(SequenceState& state, const int32_t* ids, size_t n, LogitRows rows, float* logits,
+void Engine::forward_sequences(std::span<SequenceState* const> states, std::span<const std::span<const int32_t>> ids,
+                               float* logits, std::span<RowHistory* const> histories) {
+  if (ids.size() != states.size() || (!histories.empty() && histories.size() != states.size()))
+    throw Error(ExitCode::kInternal, "forward_sequences: one id list (and history) per sequence");
+  std::vector<int32_t> all;
+  std::vector<size_t> counts;
+  for (size_t i = 0; i < states.size(); ++i) {
+    check_token_ids(config_, ids[i]);
+    if (states[i]->layers.size() != static_cast<size_t>(config_.num_hidden_layers))
+      throw Error(ExitCode::kInternal, "sequence state was not reset for this model");
+    if (ids[i].empty()) throw Error(ExitCode::kInternal, "forward_sequences: a sequence without rows");
+    all.insert(all.end(), ids[i].begin(), ids[i].end());
+    counts.push_back(ids[i].size());
+  }
+  forward_batch(states, counts, all.data(), LogitRows::kAll, logits, histories, 0, config_.num_hidden_layers);
+}
+
+void Engine::rollback(SequenceState& state, const RowHistory& history, size_t keep) const {
+  if (history.layers.size() != state.layers.size())
+    throw Error(ExitCode::kInternal, "rollback: the history is not of this sequence");
+  const size_t rows = history.rows;
+  if (keep == 0 || keep > rows || static_cast<int64_t>(rows) > state.positions)
+    throw Error(ExitCode::kInternal, "rollback outside the recorded rows");
+  const int64_t positions = state.positions - static_cast<int64_t>(rows - keep);
+  for (int i = 0; i < config_.num_hidden_layers; ++i) {
+    if (config_.is_kda_layer(i))
+      kda_rollback(config_, history.layers[i], keep, state.layers[i].kda);
+    else
+      mla_truncate(config_, state.layers[i].mla, positions);
+  }
+  state.positions = positions;
+  state.tokens.resize(static_cast<size_t>(positions));
+}
+
+void Engine::forward_batch(std::span<SequenceState* const> states, std::span<const size_t> counts, const int32_t* ids,
+                           LogitRows rows, float* logits, std::span<RowHistory* const> histories,
                            int64_t steps_before, int64_t steps_total) {
   const ModelConfig& c = config_;
   const size_t hidden = c.hidden_size;
+  size_t n = 0;
+  for (size_t k : counts) n += k;
+  for (size_t k = 0; k < histories.size(); ++k)
+    if (histories[k]) {
+      histories[k]->rows = counts[k];
+      histories[k]->layers.resize(c.num_hidden_layers);
+    }
 
   ResidualStream stream;
   stream.n = n;
   stream.p.resize(n * hidden);
   source_.embed(ids, n, stream.p.data());
+  // Non-finite values are caught where they first appear (finite_check.h),
+  // each sequence's rows named by their own positions.
+  std::vector<int64_t> pos0;
+  for (SequenceState* st : states) pos0.push_back(st->positions);
+  auto require_rows_finite = [&](const std::string& where) {
+    size_t begin = 0;
+    for (size_t k = 0; k < states.size(); ++k) {
+      require_finite(stream.p.data() + begin * hidden, counts[k] * hidden, hidden, pos0[k], where);
+      begin += counts[k];
+    }
+  };
+  require_rows_finite("the embedding rows");
 
   for (int i = 0; i < c.num_hidden_layers; ++i) {
     const LayerWeights& w = source_.acquire_layer(i);
-    decoder_layer_forward(c, i, w, source_, state.layers[i], stream, &pool_);
+    std::vector<LayerSegment> segments;
+    size_t begin = 0;
+    for (size_t k = 0; k < states.size(); ++k) {
+      RowHistory* h = histories.empty() ? nullptr : histories[k];
+      segments.push_back({&states[k]->layers[i], begin, counts[k], h ? &h->layers[i] : nullptr});
+      begin += counts[k];
+    }
+    decoder_layer_forward(c, i, w, source_, segments, stream, &pool_);
     source_.release_layer(i);
+    require_rows_finite("the output of layer " + std::to_string(i));
     if (progress_) progress_(steps_before + i + 1, steps_total);
   }
 
@@ -95,10 +161,24 @@ void Engine::forward_batch(SequenceState& state, const int32_t* ids, size_t n, L
     });
     if (covered != vocab) throw Error(ExitCode::kInternal, "lm_head blocks do not cover the vocabulary");
     source_.release_head();
+    if (rows == LogitRows::kLast) {
+      require_finite(logits, vocab, vocab, pos0.back() + static_cast<int64_t>(counts.back()) - 1,
+                     "the logits (the head)");
+    } else {
+      size_t b = 0;
+      for (size_t k = 0; k < states.size(); ++k) {
+        require_finite(logits + b * vocab, counts[k] * vocab, vocab, pos0[k], "the logits (the head)");
+        b += counts[k];
+      }
+    }
   }
 
-  state.positions += static_cast<int64_t>(n);
-  state.tokens.insert(state.tokens.end(), ids, ids + n);
+  size_t begin = 0;
+  for (size_t k = 0; k < states.size(); ++k) {
+    states[k]->positions += static_cast<int64_t>(counts[k]);
+    states[k]->tokens.insert(states[k]->tokens.end(), ids + begin, ids + begin + counts[k]);
+    begin += counts[k];
+  }
 }
 
 }  // namespace k3

@@ -1,3 +1,5 @@
+// Layer model: the Kimi-K3 graph (config, tensor manifest, layers, forward pass, K3 reference geometry).
+//
 // The Kimi-K3 forward pass over a WeightSource.
 //
 // forward() runs a batch of new tokens after everything the SequenceState
@@ -38,6 +40,21 @@ class Engine {
   // before touching the state.
   void forward(SequenceState& state, std::span<const int32_t> ids, LogitRows rows, float* logits);
 
+  // One weight pass over the rows of several sequences: ids[i] runs after
+  // *states[i] and is appended to it. Writes the logits of every row, in
+  // order, to `logits` [total rows, vocab]. Each row's logits are
+  // bit-identical to running its sequence alone. `histories`, when not
+  // empty, has one entry per sequence (may be null) recording its rows so
+  // rollback() can undo some. Throws kBadInput for a bad id before touching
+  // any state.
+  void forward_sequences(std::span<SequenceState* const> states, std::span<const std::span<const int32_t>> ids,
+                         float* logits, std::span<RowHistory* const> histories = {});
+
+  // Undoes the rows of the last forward_sequences() of `state` past the
+  // first `keep` (1 <= keep <= rows recorded in `history`): KDA recurrent
+  // states and conv carries, MLA latent caches, positions and tokens.
+  void rollback(SequenceState& state, const RowHistory& history, size_t keep) const;
+
   // Prompts longer than this run as consecutive batches (bounds the
   // activation memory of a prefill; results do not depend on it).
   void set_max_batch(size_t tokens) { max_batch_ = tokens == 0 ? 1 : tokens; }
@@ -49,8 +66,11 @@ class Engine {
   void set_progress(Progress progress) { progress_ = std::move(progress); }
 
  private:
-  void forward_batch(SequenceState& state, const int32_t* ids, size_t n, LogitRows rows, float* logits,
-                     int64_t steps_before, int64_t steps_total);
+  // One pass over consecutive rows of the given sequences (counts[i] rows of
+  // states[i], ids concatenated in that order).
+  void forward_batch(std::span<SequenceState* const> states, std::span<const size_t> counts, const int32_t* ids,
+                     LogitRows rows, float* logits, std::span<RowHistory* const> histories, int64_t steps_before,
+                     int64_t steps_total);
 
   ModelConfig config_;
   WeightSource& source_;

@@ -3,9 +3,11 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/bf16.h"
+#include "common/error.h"
+#include "kernels/activations.h"
+#include "kernels/kda_step.h"
+#include "kernels/short_conv.h"
 #include "kernels/thread_pool.h"
-#include "model/activations.h"
 #include "model/linear.h"
 #include "model/rms_norm.h"
 
@@ -22,24 +24,14 @@ void l2_normalize(float* x, size_t D, float scale) {
   for (size_t d = 0; d < D; ++d) x[d] = x[d] * inv * scale;
 }
 
-// Depthwise causal conv (PyTorch Conv1d with K-1 zeros padded on the left)
-// followed by silu, over n tokens of `channels` raw values. `carry` holds the
-// K-1 previous raw rows, oldest first, and is advanced past the n tokens.
-// Tap w[c, K-1] multiplies the current input, w[c, 0] the oldest.
+// KDA's short conv over n rows of one sequence (kernels/short_conv.h);
+// `record`, when given, keeps [carry rows, raw rows] so the carry after any
+// row can be cut from it for a rollback.
 void short_conv_silu(const Bf16Matrix& w, std::vector<float>& carry, float* raw, size_t n, size_t channels,
-                     size_t K) {
-  // ext = [carry rows, raw rows]: token t's window is ext rows t..t+K-1.
+                     size_t K, std::vector<float>* record) {
   std::vector<float> ext((K - 1 + n) * channels);
-  std::copy(carry.begin(), carry.end(), ext.begin());
-  std::copy(raw, raw + n * channels, ext.begin() + static_cast<ptrdiff_t>((K - 1) * channels));
-  for (size_t t = 0; t < n; ++t) {
-    for (size_t c = 0; c < channels; ++c) {
-      float acc = 0;
-      for (size_t j = 0; j < K; ++j) acc += kernels::bf16_to_f32(w.data[c * K + j]) * ext[(t + j) * channels + c];
-      raw[t * channels + c] = silu(acc);
-    }
-  }
-  std::copy(ext.end() - static_cast<ptrdiff_t>((K - 1) * channels), ext.end(), carry.begin());
+  kernels::short_conv_silu(w.data, carry.data(), raw, n, channels, K, ext.data());
+  if (record) *record = std::move(ext);
 }
 
 }  // namespace
@@ -59,33 +51,17 @@ float kda_gate(const ModelConfig& c, float graw, float A_log_h, float dt_bias) {
   return -a * softplus(x);
 }
 
-void kda_recurrent_step(float* S, const float* q, const float* k, const float* v, const float* g, float beta,
-                        size_t D, float* o) {
-  // Decay each key row, then the delta rule: u = v - S^T k.
-  for (size_t i = 0; i < D; ++i) {
-    const float decay = std::exp(g[i]);
-    float* row = S + i * D;
-    for (size_t j = 0; j < D; ++j) row[j] *= decay;
-  }
-  std::vector<float> u(v, v + D);
-  for (size_t i = 0; i < D; ++i) {
-    const float* row = S + i * D;
-    for (size_t j = 0; j < D; ++j) u[j] -= row[j] * k[i];
-  }
-  for (size_t i = 0; i < D; ++i) {
-    const float bk = beta * k[i];
-    float* row = S + i * D;
-    for (size_t j = 0; j < D; ++j) row[j] += bk * u[j];
-  }
-  for (size_t j = 0; j < D; ++j) o[j] = 0;
-  for (size_t i = 0; i < D; ++i) {
-    const float* row = S + i * D;
-    for (size_t j = 0; j < D; ++j) o[j] += row[j] * q[i];
-  }
-}
-
 void kda_forward(const ModelConfig& c, const KdaWeights& w, KdaState& state, const float* x, size_t n, float* out,
                  ThreadPool* pool) {
+  LayerState holder;
+  holder.kda = std::move(state);
+  const LayerSegment one{&holder, 0, n, nullptr};
+  kda_forward(c, w, std::span<const LayerSegment>(&one, 1), x, n, out, pool);
+  state = std::move(holder.kda);
+}
+
+void kda_forward(const ModelConfig& c, const KdaWeights& w, std::span<const LayerSegment> segments, const float* x,
+                 size_t n, float* out, ThreadPool* pool) {
   const size_t H = c.kda_num_heads, D = c.kda_head_dim, K = c.kda_conv_kernel, HD = H * D;
 
   // Batched projections: every weight matrix is read once for the n tokens.
@@ -98,19 +74,32 @@ void kda_forward(const ModelConfig& c, const KdaWeights& w, KdaState& state, con
   lin(w.b_proj, x, n, braw.data(), pool);
   lin(w.g_proj, x, n, gate.data(), pool);
 
-  short_conv_silu(w.q_conv, state.conv_q, q.data(), n, HD, K);
-  short_conv_silu(w.k_conv, state.conv_k, k.data(), n, HD, K);
-  short_conv_silu(w.v_conv, state.conv_v, v.data(), n, HD, K);
+  // Each sequence's rows through its own conv carries.
+  for (const LayerSegment& seg : segments) {
+    KdaState& st = seg.state->kda;
+    KdaRowHistory* hist = seg.history;
+    if (hist) {
+      hist->rows = seg.count;
+      hist->S.resize(seg.count > 1 ? (seg.count - 1) * H * D * D : 0);
+    }
+    const size_t off = seg.begin * HD;
+    short_conv_silu(w.q_conv, st.conv_q, q.data() + off, seg.count, HD, K, hist ? &hist->conv_q : nullptr);
+    short_conv_silu(w.k_conv, st.conv_k, k.data() + off, seg.count, HD, K, hist ? &hist->conv_k : nullptr);
+    short_conv_silu(w.v_conv, st.conv_v, v.data() + off, seg.count, HD, K, hist ? &hist->conv_v : nullptr);
+  }
 
-  // Heads are independent: each carries its own S through the n tokens.
+  // Heads (of every sequence) are independent: each carries its own S
+  // through its sequence's rows.
   std::vector<float> o(n * HD);
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(D));
-  auto run_heads = [&](size_t h0, size_t h1) {
-    std::vector<float> g(D);
-    for (size_t h = h0; h < h1; ++h) {
-      float* S = state.S.data() + h * D * D;
+  auto run_heads = [&](size_t i0, size_t i1) {
+    std::vector<float> g(D), u(D);
+    for (size_t item = i0; item < i1; ++item) {
+      const LayerSegment& seg = segments[item / H];
+      const size_t h = item % H;
+      float* S = seg.state->kda.S.data() + h * D * D;
       const float A_log_h = w.A_log.data[h];  // indexed by head, never by channel
-      for (size_t t = 0; t < n; ++t) {
+      for (size_t t = seg.begin; t < seg.begin + seg.count; ++t) {
         float* qh = q.data() + t * HD + h * D;
         float* kh = k.data() + t * HD + h * D;
         const float* vh = v.data() + t * HD + h * D;
@@ -119,7 +108,10 @@ void kda_forward(const ModelConfig& c, const KdaWeights& w, KdaState& state, con
         for (size_t d = 0; d < D; ++d) g[d] = kda_gate(c, graw[t * HD + h * D + d], A_log_h, w.dt_bias.data[h * D + d]);
         const float beta = sigmoid(braw[t * H + h]);
         float* oh = o.data() + t * HD + h * D;
-        kda_recurrent_step(S, qh, kh, vh, g.data(), beta, D, oh);
+        kernels::kda_recurrent_step(S, qh, kh, vh, g.data(), beta, D, oh, u.data());
+        const size_t row = t - seg.begin;
+        if (seg.history && row + 1 < seg.count)
+          std::copy(S, S + D * D, seg.history->S.data() + (row * H + h) * D * D);
         // Output: per-head rms with o_norm, then the full-rank sigmoid gate.
         rms_norm(oh, 1, D, w.o_norm.data, c.rms_norm_eps, oh);
         for (size_t d = 0; d < D; ++d) oh[d] *= sigmoid(gate[t * HD + h * D + d]);
@@ -127,11 +119,28 @@ void kda_forward(const ModelConfig& c, const KdaWeights& w, KdaState& state, con
     }
   };
   if (pool)
-    pool->parallel_for(H, 1, run_heads);
+    pool->parallel_for(segments.size() * H, 1, run_heads);
   else
-    run_heads(0, H);
+    run_heads(0, segments.size() * H);
 
   lin(w.o_proj, o.data(), n, out, pool);
+}
+
+void kda_rollback(const ModelConfig& c, const KdaRowHistory& history, size_t keep, KdaState& state) {
+  if (keep == 0 || keep > history.rows)
+    throw Error(ExitCode::kInternal, "KDA rollback outside the recorded rows");
+  if (keep == history.rows) return;  // nothing to undo
+  const size_t H = c.kda_num_heads, D = c.kda_head_dim, K = c.kda_conv_kernel, HD = H * D;
+  const float* S = history.S.data() + (keep - 1) * H * D * D;
+  std::copy(S, S + H * D * D, state.S.begin());
+  // The carry after row keep-1 is ext rows keep .. keep+K-2.
+  auto cut = [&](const std::vector<float>& ext, std::vector<float>& carry) {
+    std::copy(ext.begin() + static_cast<ptrdiff_t>(keep * HD), ext.begin() + static_cast<ptrdiff_t>((keep + K - 1) * HD),
+              carry.begin());
+  };
+  cut(history.conv_q, state.conv_q);
+  cut(history.conv_k, state.conv_k);
+  cut(history.conv_v, state.conv_v);
 }
 
 }  // namespace k3

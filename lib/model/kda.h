@@ -1,12 +1,14 @@
 // Kimi Delta Attention: a gated delta-rule linear attention with a fixed-size
 // recurrent state per head (SPEC section 2, "KDA").
 //
-// The projections run batched over the n tokens; the short causal conv and
-// the recurrence then run token by token, carrying KdaState, so a prompt in
-// one batch and the same tokens one at a time give bit-identical results.
+// The projections run batched over the n tokens; the short causal conv
+// (kernels/short_conv.h) and the recurrence (kernels/kda_step.h) then run
+// token by token, carrying KdaState, so a prompt in one batch and the same
+// tokens one at a time give bit-identical results.
 #pragma once
 
 #include <cstddef>
+#include <span>
 
 #include "model/config.h"
 #include "model/sequence_state.h"
@@ -22,13 +24,16 @@ void kda_reset(const ModelConfig& config, KdaState& state);
 // x[n, hidden] = rms(h, input_layernorm) of n consecutive tokens -> out[n, hidden].
 void kda_forward(const ModelConfig& config, const KdaWeights& w, KdaState& state, const float* x, size_t n,
                  float* out, ThreadPool* pool);
+// The same over the rows of several sequences at once: every projection reads
+// its weights once for all rows; each segment's rows run through its own conv
+// carries and recurrent state (segments[i].state->kda). Each row's output is
+// bit-identical to running its sequence alone.
+void kda_forward(const ModelConfig& config, const KdaWeights& w, std::span<const LayerSegment> segments,
+                 const float* x, size_t n, float* out, ThreadPool* pool);
 
-// The recurrence of one head for one token, in one place:
-//   S = S * exp(g)[:, None];  S += outer(beta * k, v - S^T k);  o = S^T q
-// S is D x D (key x value), q is already l2-normalised and scaled, k is
-// l2-normalised, g is the per-key-channel log decay.
-void kda_recurrent_step(float* S, const float* q, const float* k, const float* v, const float* g, float beta,
-                        size_t D, float* o);
+// Rolls `state` back to just after row `keep` - 1 (1 <= keep <= rows) of the
+// pass `history` recorded.
+void kda_rollback(const ModelConfig& config, const KdaRowHistory& history, size_t keep, KdaState& state);
 
 // The gate g (log decay, <= 0) of one channel from graw = lin(lin(x, f_a), f_b).
 //   lower bound lb: g = lb * sigmoid(exp(A_log[h]) * (graw + dt_bias))

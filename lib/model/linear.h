@@ -9,8 +9,14 @@
 
 namespace k3 {
 
-// Y[n, W.rows] = X[n, W.cols] @ W^T
+// Y[n, W.rows] = X[n, W.cols] @ W^T. A matrix that streams in row blocks is
+// multiplied block by block as the blocks arrive: Y[t, r] depends on row r of
+// W and row t of X alone (kernels/matmul.h), so the bits are those of one
+// product over the whole matrix.
+void lin_row_blocks(const Bf16Matrix& W, const float* X, size_t n, float* Y, ThreadPool* pool);
+
 inline void lin(const Bf16Matrix& W, const float* X, size_t n, float* Y, ThreadPool* pool) {
+  if (W.blocks) return lin_row_blocks(W, X, n, Y, pool);
   kernels::matmul_bf16(W.data, static_cast<size_t>(W.rows), static_cast<size_t>(W.cols), X, n, Y, pool);
 }
 

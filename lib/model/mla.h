@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "model/config.h"
 #include "model/sequence_state.h"
@@ -28,6 +29,14 @@ inline constexpr float kMlaLoraNormEps = 1e-6f;
 // attends causally. x[n, hidden] = rms(h, input_layernorm) -> out[n, hidden].
 void mla_forward(const ModelConfig& config, const MlaWeights& w, MlaCache& cache, const float* x, size_t n,
                  float* out, ThreadPool* pool);
+// The same over the rows of several sequences (segments[i].state->mla): the
+// projections read their weights once for all rows; each row attends to its
+// own sequence's cache. Bit-identical per row to running it alone.
+void mla_forward(const ModelConfig& config, const MlaWeights& w, std::span<const LayerSegment> segments,
+                 const float* x, size_t n, float* out, ThreadPool* pool);
+
+// Drops cached positions from `positions` on (rollback of rejected rows).
+void mla_truncate(const ModelConfig& config, MlaCache& cache, int64_t positions);
 
 // Positions currently cached.
 int64_t mla_cache_positions(const ModelConfig& config, const MlaCache& cache);

@@ -4,7 +4,7 @@
 #include <numeric>
 #include <vector>
 
-#include "model/activations.h"
+#include "kernels/activations.h"
 
 namespace k3 {
 

@@ -31,6 +31,31 @@ struct LayerState {
   MlaCache mla;  // used when the layer is MLA
 };
 
+// What a multi-row forward pass of one sequence records so the state can be
+// rolled back to just after any of its rows (speculative verification:
+// rejected draft rows must leave no trace). Per KDA layer: the recurrent state
+// after each row but the last, and the conv inputs of the pass (the carry
+// rows then the new raw rows), from which the carry after any row is cut.
+// MLA layers need nothing: their cache is truncated.
+struct KdaRowHistory {
+  size_t rows = 0;
+  std::vector<float> S;                    // [rows - 1][H*D*D]: S after row t at t*H*D*D
+  std::vector<float> conv_q, conv_k, conv_v;  // [K-1 + rows][H*D]
+};
+struct RowHistory {
+  size_t rows = 0;                    // rows of the recorded pass
+  std::vector<KdaRowHistory> layers;  // one per decoder layer (empty for MLA layers)
+};
+
+// The rows [begin, begin + count) of a forward pass that belong to one
+// sequence, with that sequence's layer state (batches of sequences: the rows
+// of each sequence are consecutive). `history`, when set, records the rows.
+struct LayerSegment {
+  LayerState* state = nullptr;
+  size_t begin = 0, count = 0;
+  KdaRowHistory* history = nullptr;
+};
+
 struct SequenceState {
   int64_t positions = 0;          // tokens already processed
   std::vector<int32_t> tokens;    // their ids, in order

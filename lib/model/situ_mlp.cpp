@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "model/activations.h"
+#include "kernels/activations.h"
 #include "model/linear.h"
 
 namespace k3 {

@@ -6,21 +6,13 @@
 
 #include "checkpoint/checkpoint.h"
 #include "common/error.h"
+#include "common/shape_format.h"
 
 namespace k3 {
 
 namespace {
 
 using Shape = std::vector<uint64_t>;
-
-std::string shape_str(const Shape& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (i) out += ", ";
-    out += std::to_string(s[i]);
-  }
-  return out + "]";
-}
 
 class Builder {
  public:

@@ -4,12 +4,30 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 namespace k3 {
+
+struct Bf16Matrix;
+
+// The rows of a matrix that is not in memory all at once: a streaming source
+// hands them over as consecutive row blocks covering [0, rows) in order, each
+// valid during its call only. Only products go through blocks (an output row
+// depends on its own weight row alone), so blocks never change a result.
+class MatrixRows {
+ public:
+  using Block = std::function<void(int64_t first_row, const Bf16Matrix& rows)>;
+  virtual ~MatrixRows() = default;
+  virtual void for_each_block(const Block& on_block) const = 0;
+};
 
 struct Bf16Matrix {  // row-major [rows, cols], raw bf16 bits
   const uint16_t* data = nullptr;
   int64_t rows = 0, cols = 0;
+  // Set (and data null) when the matrix streams in row blocks: only lin()
+  // reads it then, block by block. Only matrices the binding marks as used
+  // through lin() alone can be streamed this way (weight_binding.h).
+  const MatrixRows* blocks = nullptr;
 };
 
 struct F32Vector {

@@ -8,11 +8,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <unordered_map>
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/non_finite_scan.h"
 #include "common/atomic_file_writer.h"
 #include "common/error.h"
 #include "common/file.h"
@@ -22,12 +24,6 @@
 namespace k3 {
 
 namespace {
-
-std::string shape_str(const std::vector<uint64_t>& s) {
-  std::string o = "[";
-  for (size_t i = 0; i < s.size(); ++i) o += (i ? ", " : "") + std::to_string(s[i]);
-  return o + "]";
-}
 
 constexpr uint64_t kChunk = 16u << 20;
 
@@ -81,6 +77,22 @@ bool all_zero(const uint8_t* p, uint64_t n) {
   return std::memcmp(p, kZeros, 16) == 0 && std::memcmp(p, p + 16, n - 16) == 0;
 }
 
+// Test hook: K3_PACK_FAIL_AFTER=<bytes> fails the trunk.bin write with
+// "No space left on device" past that offset, to exercise a full disk in the
+// middle of a pack without filling one.
+uint64_t test_fail_after_bytes() {
+  const char* env = std::getenv("K3_PACK_FAIL_AFTER");
+  return env && *env ? std::strtoull(env, nullptr, 10) : 0;
+}
+
+// The floating-point trunk tensors, for a NaN/Inf scan of trunk.bin's bytes.
+NonFiniteScan trunk_float_scan(const TrunkLayout& t) {
+  std::vector<NonFiniteScan::Span> spans;
+  for (const TrunkSection& s : t.sections)
+    for (const TrunkTensor& x : s.tensors) spans.push_back({x.name, x.dtype, x.offset, x.nbytes});
+  return NonFiniteScan(std::move(spans));
+}
+
 }  // namespace
 
 // Disk space the packed trunk will take. Written densely it is the file
@@ -102,107 +114,42 @@ uint64_t trunk_space_needed(const TrunkLayout& t, const Checkpoint& checkpoint, 
   return std::min(t.file_size, allocated + 2 * tensors * 4096);
 }
 
-TrunkLayout layout_trunk(const std::vector<ExpectedTensor>& manifest) {
-  TrunkLayout t;
-  uint64_t pos = 0;
-  TrunkSection* cur = nullptr;
-  auto close_section = [&] {
-    if (cur) {
-      pos = align_up(pos);
-      cur->length = pos - cur->offset;
-    }
-  };
-  for (const ExpectedTensor& e : manifest) {
-    if (e.group == TensorGroup::kRoutedExpert) continue;
-    std::string sname = e.group == TensorGroup::kEmbedding ? "embedding"
-                        : e.group == TensorGroup::kHead    ? "head"
-                                                           : "layer." + std::to_string(e.layer);
-    if (!cur || cur->name != sname) {
-      close_section();
-      t.sections.emplace_back();
-      cur = &t.sections.back();
-      cur->name = sname;
-      cur->layer = e.group == TensorGroup::kLayerTrunk ? e.layer : -1;
-      cur->offset = pos;
-    }
-    TrunkTensor x;
-    x.name = e.name;
-    x.dtype = e.dtype;
-    x.shape = e.shape;
-    x.nbytes = dtype_size(e.dtype);
-    for (uint64_t d : e.shape) x.nbytes *= d;
-    x.offset = align_up(pos);
-    pos = x.offset + x.nbytes;
-    cur->tensors.push_back(std::move(x));
-  }
-  close_section();
-  // Sections must be unique: a manifest that interleaves them is a bug.
-  for (size_t i = 0; i < t.sections.size(); ++i)
-    for (size_t j = i + 1; j < t.sections.size(); ++j)
-      if (t.sections[i].name == t.sections[j].name)
-        throw Error(ExitCode::kInternal, "trunk section '" + t.sections[i].name + "' is not contiguous in the manifest");
-  t.file_size = pos;
-  return t;
-}
-
-TrunkLayout plan_trunk(const std::vector<ExpectedTensor>& manifest, const Checkpoint& checkpoint) {
-  // Every trunk tensor must be in the checkpoint with the dtype and shape the
-  // config implies; the layout itself follows from the manifest alone.
-  for (const ExpectedTensor& e : manifest) {
-    if (e.group == TensorGroup::kRoutedExpert) continue;
-    const TensorLocation* loc = checkpoint.find(e.name);
-    if (!loc)
-      throw Error(ExitCode::kBadModel, checkpoint.dir() + ": tensor '" + e.name + "' (" + dtype_name(e.dtype) + " " +
-                                           shape_str(e.shape) + ") is missing from the checkpoint");
-    if (loc->info->dtype != e.dtype || loc->info->shape != e.shape)
-      throw Error(ExitCode::kBadModel, checkpoint.dir() + ": tensor '" + e.name + "' should be " +
-                                           dtype_name(e.dtype) + " " + shape_str(e.shape) + " but is " +
-                                           dtype_name(loc->info->dtype) + " " + shape_str(loc->info->shape));
-  }
-  TrunkLayout t = layout_trunk(manifest);
-  for (const TrunkSection& s : t.sections)
-    for (const TrunkTensor& x : s.tensors)
-      if (checkpoint.at(x.name).info->nbytes != x.nbytes)
-        throw Error(ExitCode::kBadModel, checkpoint.dir() + ": tensor '" + x.name + "' holds " +
-                                             std::to_string(checkpoint.at(x.name).info->nbytes) +
-                                             " bytes where its dtype and shape need " + std::to_string(x.nbytes));
-  t.source = fingerprint_checkpoint(checkpoint);
-  return t;
-}
-
 TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedTensor>& manifest,
                        const std::string& trunk_dir, const PackOptions& options) {
   TrunkLayout t = plan_trunk(manifest, checkpoint);
   if (::mkdir(trunk_dir.c_str(), 0755) != 0 && errno != EEXIST)
     throw Error(ExitCode::kIo, trunk_dir + ": cannot create directory: " + std::strerror(errno));
   const std::string bin = path_join(trunk_dir, "trunk.bin"), json = path_join(trunk_dir, "trunk.json");
-  const std::string tmp = bin + ".tmp";
   {
+    // An old trunk here stays whole until the new one is complete, so its
+    // blocks are not free space.
     struct statvfs vfs;
     if (::statvfs(trunk_dir.c_str(), &vfs) == 0) {
-      uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
-      struct stat st;
-      if (::stat(bin.c_str(), &st) == 0) avail += static_cast<uint64_t>(st.st_size);  // replaced at the end
+      const uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
       const uint64_t need = trunk_space_needed(t, checkpoint, options);
       if (avail < need + (64u << 20))
         throw Error(ExitCode::kResource, trunk_dir + ": the trunk needs " + format_bytes(need) + " but only " +
                                              format_bytes(avail) + " is free there; free space or pick another TRUNK_DIR");
     }
   }
-  // A trunk.json beside a half-written trunk.bin would look valid: remove it first.
-  ::unlink(json.c_str());
+  // The new trunk is written under temporary names beside any old one, which
+  // stays usable until both new files are complete; then they are swapped in.
+  const uint64_t fail_after = test_fail_after_bytes();
+  check_output_path(json, OutputPolicy::kRegularFile);  // refused now, not after the work
+  AtomicFileWriter out(bin);
   {
-    AtomicFileWriter out(bin, tmp);
     out.resize(t.file_size);
     ShardFiles files(checkpoint);
     std::vector<uint8_t> buf(kChunk);
     uint64_t done = 0;
+    NonFiniteScan non_finite = trunk_float_scan(t);
     for (TrunkSection& s : t.sections) {
       XXH3_state_t* st = XXH3_createState();
       XXH3_64bits_reset(st);
       stream_section(s, checkpoint, files, buf, [&](uint64_t rel, const uint8_t* p, uint64_t n) {
         XXH3_64bits_update(st, p, n);
         const uint64_t abs = s.offset + rel;
+        non_finite.feed(abs, p, n);
         // The file was extended to its full size, so skipped all-zero blocks
         // read back as zeros (and stay holes where they are aligned).
         uint64_t b = 0;
@@ -218,6 +165,8 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
             if (options.sparse && all_zero(p + e, m2)) break;
             e += m2;
           }
+          if (fail_after && abs + e > fail_after)
+            throw Error(ExitCode::kIo, bin + ": write failed: No space left on device (K3_PACK_FAIL_AFTER)");
           out.write_at(abs + b, p + b, e - b);
           b = e;
         }
@@ -226,35 +175,25 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
       });
       s.xxh3 = XXH3_64bits_digest(st);
       XXH3_freeState(st);
+      // NaN/Inf weights make NaN logits: refuse them here, naming the tensor.
+      const std::string bad = non_finite.summary();
+      if (!bad.empty())
+        throw Error(ExitCode::kBadModel, checkpoint.dir() + ": " + bad + " in section " + s.name +
+                                             "; the checkpoint is damaged (check it with k3-fetch-verify verify --full, "
+                                             "re-download the shard); no trunk was written");
     }
-    out.commit();
   }
-  std::string text = trunk_layout_to_json(t);
-  write_file_atomic(json, text.data(), text.size());
-  return t;
-}
-
-TrunkLayout read_trunk_layout(const std::string& trunk_dir) {
-  const std::string json = path_join(trunk_dir, "trunk.json");
-  if (!file_exists(json))
-    throw Error(ExitCode::kBadModel, json + ": not found (is " + trunk_dir +
-                                         " a packed trunk? create one with: k3-pack MODEL_DIR " + trunk_dir + ")");
-  return parse_trunk_layout(read_text_file(json), json);
-}
-
-TrunkLayout open_trunk_layout(const std::string& trunk_dir, const Checkpoint& checkpoint) {
-  const std::string bin = path_join(trunk_dir, "trunk.bin");
-  TrunkLayout t = read_trunk_layout(trunk_dir);
-  std::string why = fingerprint_mismatch(t.source, fingerprint_checkpoint(checkpoint));
-  if (!why.empty())
-    throw Error(ExitCode::kBadModel, "the trunk in " + trunk_dir + " does not belong to the model in " +
-                                         checkpoint.dir() + ": " + why + " (re-run k3-pack)");
-  struct stat st;
-  if (::stat(bin.c_str(), &st) != 0)
-    throw Error(ExitCode::kBadModel, bin + ": not found (re-run k3-pack)");
-  if (static_cast<uint64_t>(st.st_size) != t.file_size)
-    throw Error(ExitCode::kBadModel, bin + ": is " + std::to_string(st.st_size) + " bytes but trunk.json says " +
-                                         std::to_string(t.file_size) + " (truncated or replaced; re-run k3-pack)");
+  out.commit_to_temp();
+  const std::string text = trunk_layout_to_json(t);
+  AtomicFileWriter json_out(json);
+  json_out.write(text.data(), text.size());
+  json_out.commit_to_temp();
+  // The swap: without trunk.json the directory is no trunk, so a crash
+  // between the renames never pairs the old trunk.json with the new trunk.bin.
+  if (::unlink(json.c_str()) != 0 && errno != ENOENT)
+    throw Error(ExitCode::kIo, json + ": cannot replace: " + std::strerror(errno));
+  rename_over_regular(out.temp_path(), bin);
+  rename_over_regular(json_out.temp_path(), json);
   return t;
 }
 
@@ -263,8 +202,9 @@ TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoin
   const std::string bin = path_join(trunk_dir, "trunk.bin");
   TrunkLayout t = read_trunk_layout(trunk_dir);
   TrunkCheck r;
-  std::string why = fingerprint_mismatch(t.source, fingerprint_checkpoint(checkpoint));
-  if (!why.empty()) r.problems.push_back("fingerprint: " + why);
+  const FingerprintComparison cmp = compare_fingerprint(t.source, fingerprint_checkpoint(checkpoint));
+  if (cmp.diff != FingerprintDiff::kSame) r.problems.push_back("fingerprint: " + cmp.reason);
+  if (cmp.diff == FingerprintDiff::kShardsChanged) r.shards_changed = cmp.reason;
   File f = File::open_read(bin);
   const uint64_t size = f.size();
   if (size != t.file_size)
@@ -274,6 +214,7 @@ TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoin
   std::vector<uint8_t> buf(kChunk);
   uint64_t done = 0;
   const uint64_t total = 2 * t.file_size;
+  NonFiniteScan non_finite = trunk_float_scan(t);
   for (const TrunkSection& s : t.sections) {
     // The packed bytes.
     uint64_t h_bin = 0;
@@ -285,6 +226,7 @@ TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoin
         uint64_t n = std::min<uint64_t>(kChunk, s.length - o);
         f.pread_exact(buf.data(), n, s.offset + o);
         XXH3_64bits_update(st, buf.data(), n);
+        non_finite.feed(s.offset + o, buf.data(), n);
         done += n;
         if (progress) progress(done, total);
       }
@@ -317,6 +259,69 @@ TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoin
     else if (h_src != s.xxh3)
       r.problems.push_back(s.name + ": the checkpoint's tensors differ from what was packed");
   }
+  for (const NonFiniteTensor& x : non_finite.found())
+    r.problems.push_back("trunk.bin: tensor '" + x.name + "' holds " + std::to_string(x.count) +
+                         " NaN or infinite values (first at element " + std::to_string(x.first_element) + ")");
+  return r;
+}
+
+TrunkCheck refresh_trunk(const std::string& trunk_dir, const Checkpoint& checkpoint,
+                         const std::function<void(uint64_t, uint64_t)>& progress) {
+  TrunkLayout t = read_trunk_layout(trunk_dir);
+  TrunkCheck r;
+  const SourceFingerprint now = fingerprint_checkpoint(checkpoint);  // identity before any byte is read
+  const FingerprintComparison cmp = compare_fingerprint(t.source, now);
+  if (cmp.diff == FingerprintDiff::kOtherModel) {
+    r.problems.push_back("fingerprint: " + cmp.reason + " (nothing to refresh: re-run k3-pack)");
+    return r;
+  }
+  if (cmp.diff == FingerprintDiff::kSame) return r;
+  r.shards_changed = cmp.reason;
+  struct stat st;
+  const std::string bin = path_join(trunk_dir, "trunk.bin");
+  if (::stat(bin.c_str(), &st) != 0 || static_cast<uint64_t>(st.st_size) != t.file_size) {
+    r.problems.push_back("trunk.bin: missing or not the size trunk.json records (re-run k3-pack)");
+    return r;
+  }
+  std::vector<bool> changed(checkpoint.shards().size(), !t.source.has_identity);
+  for (size_t i = 0; i < changed.size(); ++i)
+    for (const std::string& f : cmp.changed_shards) changed[i] = changed[i] || checkpoint.shards()[i].file == f;
+  std::vector<const TrunkSection*> todo;
+  uint64_t total = 0;
+  for (const TrunkSection& s : t.sections) {
+    bool touched = false;
+    for (const TrunkTensor& x : s.tensors) touched = touched || changed[checkpoint.at(x.name).shard];
+    if (!touched) continue;
+    todo.push_back(&s);
+    total += s.length;
+  }
+  ShardFiles files(checkpoint);
+  std::vector<uint8_t> buf(kChunk);
+  uint64_t done = 0;
+  for (const TrunkSection* s : todo) {
+    XXH3_state_t* st = XXH3_createState();
+    XXH3_64bits_reset(st);
+    try {
+      stream_section(*s, checkpoint, files, buf, [&](uint64_t, const uint8_t* p, uint64_t n) {
+        XXH3_64bits_update(st, p, n);
+        done += n;
+        if (progress) progress(done, total);
+      });
+    } catch (...) {
+      XXH3_freeState(st);
+      throw;
+    }
+    const uint64_t h = XXH3_64bits_digest(st);
+    XXH3_freeState(st);
+    r.bytes_checked += s->length;
+    if (h != s->xxh3) r.problems.push_back(s->name + ": the checkpoint's tensors differ from what was packed (re-run k3-pack)");
+  }
+  if (!r.problems.empty()) return r;
+  t.version = kTrunkFormatVersion;
+  t.source = now;
+  const std::string text = trunk_layout_to_json(t);
+  write_file_atomic(path_join(trunk_dir, "trunk.json"), text.data(), text.size());
+  r.refreshed = true;
   return r;
 }
 

@@ -1,6 +1,8 @@
+// Layer pack (leaf): k3-pack, writing the trunk file.
+//
 // k3-pack's work: gather every trunk tensor from the shards into trunk.bin
-// (layout in pack/trunk_layout.h), verify a packed trunk, and open one for
-// the streaming engine.
+// (format in checkpoint/trunk_layout.h, placement in runtime/trunk_plan.h)
+// and verify a packed trunk.
 #pragma once
 
 #include <cstdint>
@@ -8,21 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/trunk_layout.h"
 #include "model/tensor_manifest.h"
-#include "pack/trunk_layout.h"
+#include "runtime/trunk_plan.h"
 
 namespace k3 {
 
 class Checkpoint;
-
-// Lays out every non-routed-expert tensor of `manifest` after checking that
-// the checkpoint holds each one with the expected dtype and shape (kBadModel
-// naming the tensor, the expected and the found). Hashes are not filled in.
-TrunkLayout plan_trunk(const std::vector<ExpectedTensor>& manifest, const Checkpoint& checkpoint);
-
-// The same layout from the manifest's dtypes and shapes alone, for plans made
-// without the weights (no fingerprint, no hashes).
-TrunkLayout layout_trunk(const std::vector<ExpectedTensor>& manifest);
 
 struct PackOptions {
   // (bytes done, bytes total), called often.
@@ -48,18 +42,24 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
 struct TrunkCheck {
   std::vector<std::string> problems;  // one line per section that differs
   uint64_t bytes_checked = 0;
+  // Set when the only difference from the checkpoint is shards changed on
+  // disk (FingerprintDiff::kShardsChanged): the reason, for a --refresh hint.
+  std::string shards_changed;
+  bool refreshed = false;  // refresh_trunk wrote a new trunk.json
 };
 // Re-hashes every section of trunk.bin and of the same tensors read from the
 // checkpoint, and compares both with trunk.json.
 TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoint,
                        const std::function<void(uint64_t, uint64_t)>& progress);
 
-// Parses TRUNK_DIR/trunk.json alone (kBadModel when missing or malformed).
-TrunkLayout read_trunk_layout(const std::string& trunk_dir);
-
-// Reads TRUNK_DIR/trunk.json and checks it belongs to `checkpoint`
-// (fingerprint) and that trunk.bin has the recorded size. Throws
-// k3::Error(kBadModel) saying what is wrong and to re-run k3-pack.
-TrunkLayout open_trunk_layout(const std::string& trunk_dir, const Checkpoint& checkpoint);
+// The fast re-check after shards changed on disk (touched, copied, restored,
+// or rewritten with the same trunk tensors): re-hashes, from the checkpoint,
+// only the sections holding a tensor of a changed shard (every section for a
+// version 1 trunk.json) and compares them with trunk.json's hashes. When all
+// match, trunk.json is rewritten (version 2) with the shards as they are now;
+// trunk.bin itself is not read (k3-forward verifies each section the first
+// time it reads it). Another model (config.json or shard names) is a problem.
+TrunkCheck refresh_trunk(const std::string& trunk_dir, const Checkpoint& checkpoint,
+                         const std::function<void(uint64_t, uint64_t)>& progress);
 
 }  // namespace k3

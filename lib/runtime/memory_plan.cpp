@@ -1,3 +1,4 @@
+#include "common/checked_math.h"
 #include "runtime/memory_plan.h"
 
 #include <algorithm>
@@ -8,7 +9,9 @@
 #include "common/progress_meter.h"
 #include "io/aligned_buffer.h"
 #include "model/tensor_manifest.h"
-#include "pack/trunk_packer.h"
+#include "common/error.h"
+#include "runtime/row_blocks.h"
+#include "runtime/trunk_plan.h"
 
 namespace k3 {
 
@@ -54,7 +57,7 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
         p.head_small_bytes += align_up(t.nbytes) + kDirectAlign;
     }
     const uint64_t vocab = static_cast<uint64_t>(c.vocab_size), row = static_cast<uint64_t>(c.hidden_size) * 2;
-    uint64_t target = req.head_block_bytes;
+    uint64_t target = req.head_block_bytes ? req.head_block_bytes : req.block_bytes;
     if (target == 0) target = largest_streamed_layer ? largest_streamed_layer : std::min(largest_layer, kHeadBlockCap);
     // Rows per block: a multiple of the rows that span a whole number of
     // 4096-byte pages, so every block of an aligned lm_head starts aligned.
@@ -66,37 +69,70 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
     // Covering read of one block (one extra page when lm_head is not aligned).
     p.head_block_read_bytes = align_up(rows * row) + ((lm && lm->offset % kDirectAlign) ? kDirectAlign : 0);
   }
+  // Row blocks: buffers the size of the largest block or held part.
+  p.block_bytes = req.block_bytes;
+  uint64_t unit_size = largest_streamed_layer;
+  if (p.block_bytes) {
+    std::string widest;
+    const uint64_t floor = min_block_bytes(c, &widest);
+    if (p.block_bytes < floor)
+      throw Error(ExitCode::kUsage, "a stream block of " + format_bytes(p.block_bytes) + " is less than one row of " +
+                                        widest + " (" + std::to_string(floor) + " bytes, the smallest block)");
+    unit_size = 0;
+    for (int s : p.streamed) {
+      const TrunkSection& ts = layout.sections[s];
+      if (ts.layer < 0) continue;
+      const LayerRowBlocks rb = layer_row_blocks(c, ts, p.block_bytes);
+      p.held_bytes = std::max(p.held_bytes, rb.held_bytes);
+      unit_size = std::max({unit_size, rb.held_bytes, rb.largest_block_bytes});
+      for (const StreamedMatrix& m : rb.matrices) p.row_blocks += m.blocks();
+    }
+  }
   if (!p.streamed.empty()) {
-    // Two buffers always; more when they fit the prefetch allowance or the
-    // trunk budget the pinned sections did not use.
-    p.stream_buffers = 2;
-    const uint64_t size = std::max(largest_streamed_layer, p.head_block_read_bytes);
+    // Two buffers always (three with row blocks: a layer's held part stays
+    // while its blocks pass); more when they fit the prefetch allowance or
+    // the trunk budget the pinned sections did not use.
+    const int min_buffers = p.block_bytes ? 3 : 2;
+    p.stream_buffers = min_buffers;
+    const uint64_t size = std::max(unit_size, p.head_block_read_bytes);
     uint64_t spare = req.trunk_budget > p.pinned_bytes ? req.trunk_budget - p.pinned_bytes : 0;
-    if (kPrefetchAllowance > 2 * size) spare += kPrefetchAllowance - 2 * size;
-    p.stream_buffers += static_cast<int>(std::min<uint64_t>(spare / std::max<uint64_t>(size, 1), kMaxStreamBuffers - 2));
-    // No more buffers than units pass through them (streamed layers, head blocks).
-    const uint64_t units = p.streamed.size() - (p.head_streamed ? 1 : 0) + p.head_blocks;
-    p.stream_buffers = static_cast<int>(std::min<uint64_t>(p.stream_buffers, std::max<uint64_t>(2, units)));
+    if (kPrefetchAllowance > min_buffers * size) spare += kPrefetchAllowance - min_buffers * size;
+    p.stream_buffers += static_cast<int>(
+        std::min<uint64_t>(spare / std::max<uint64_t>(size, 1), std::max(kMaxStreamBuffers - min_buffers, 0)));
+    // No more buffers than units pass through them (streamed layers or their
+    // parts and blocks, head blocks).
+    const uint64_t layers = p.streamed.size() - (p.head_streamed ? 1 : 0);
+    const uint64_t units = (p.block_bytes ? layers + p.row_blocks : layers) + p.head_blocks;
+    p.stream_buffers = static_cast<int>(std::min<uint64_t>(p.stream_buffers, std::max<uint64_t>(min_buffers, units)));
     p.stream_buffer_size = size;
     p.stream_buffer_bytes = p.stream_buffers * p.stream_buffer_size;
   }
 
   p.slot_bytes = slot_bytes;
   const bool moe = c.num_hidden_layers > c.first_k_dense_replace;
-  p.min_slots = moe ? 2 * static_cast<uint64_t>(c.num_experts_per_token) : 0;
+  p.min_slots = moe ? static_cast<uint64_t>(c.num_experts_per_token) : 0;
   p.cache_slots = slot_bytes ? req.cache_budget / slot_bytes : 0;
   const uint64_t all = moe ? static_cast<uint64_t>(c.num_hidden_layers - c.first_k_dense_replace) * c.num_experts : 0;
   p.cache_slots = std::min(std::max(p.cache_slots, p.min_slots), all);
-  p.cache_bytes = p.cache_slots * slot_bytes;
+  p.cache_bytes = checked_mul(p.cache_slots, slot_bytes, "the expert cache");
 
   const uint64_t H = c.kda_num_heads, D = c.kda_head_dim, K = c.kda_conv_kernel;
-  p.kda_state_bytes = static_cast<uint64_t>(c.num_kda_layers()) * (H * D * D + 3 * (K > 0 ? K - 1 : 0) * H * D) * 4;
-  p.mla_cache_bytes = static_cast<uint64_t>(c.num_mla_layers()) * req.context *
-                      (static_cast<uint64_t>(c.kv_lora_rank) + c.qk_rope_head_dim) * 4;
+  const uint64_t kda_one = static_cast<uint64_t>(c.num_kda_layers()) * (H * D * D + 3 * (K > 0 ? K - 1 : 0) * H * D) * 4;
+  // The terms that grow with a request (--ctx, sequences, rollback copies)
+  // rather than the config, whose sizes load_model_config bounds: checked, as
+  // is the sum.
+  const std::string mla_what = "the MLA latent cache for a context of " + std::to_string(req.context) + " positions";
+  const uint64_t mla_one = checked_mul(checked_mul(static_cast<uint64_t>(c.num_mla_layers()), req.context, mla_what),
+                                       (static_cast<uint64_t>(c.kv_lora_rank) + c.qk_rope_head_dim) * 4, mla_what);
+  const uint64_t seqs = std::max<uint64_t>(1, req.sequences);
+  p.per_sequence_bytes = checked_add(kda_one, mla_one, "one sequence's state");
+  p.kda_state_bytes = checked_mul(kda_one, checked_add(seqs, req.state_snapshots, "the KDA state"), "the KDA state");
+  p.mla_cache_bytes = checked_mul(mla_one, seqs, mla_what);
 
   // Activations of one prefill batch: the residual stream and AttnRes
   // blocks, the widest projections, router scores, logits.
-  const uint64_t n = std::max<uint64_t>(1, req.batch), hidden = c.hidden_size;
+  p.batch = std::max<uint64_t>(1, req.batch);
+  const uint64_t n = p.batch, hidden = c.hidden_size;
   const uint64_t blocks = c.attn_res_block_size ? c.num_hidden_layers / c.attn_res_block_size + 2 : 2;
   const uint64_t wide = std::max<uint64_t>({H * D * 8, static_cast<uint64_t>(c.mla_num_heads) *
                                                             (c.qk_nope_head_dim + c.qk_rope_head_dim + c.v_head_dim) * 3,
@@ -109,8 +145,10 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
 
   p.io_bytes = 2 * (4u << 20) + req.tensor_count * 160 + (req.io_threads + req.compute_threads) * (8u << 20) / 8 +
                (48u << 20);  // program, libraries, allocator slack
-  p.peak_rss = p.pinned_bytes + p.stream_buffer_bytes + p.head_small_bytes + p.cache_bytes + p.kda_state_bytes + p.mla_cache_bytes +
-               p.activation_bytes + p.io_bytes;
+  p.peak_rss = 0;
+  for (uint64_t part : {p.pinned_bytes, p.stream_buffer_bytes, p.head_small_bytes, p.cache_bytes, p.kda_state_bytes,
+                        p.mla_cache_bytes, p.activation_bytes, p.io_bytes})
+    p.peak_rss = checked_add(p.peak_rss, part, "the memory plan");
   return p;
 }
 
@@ -153,7 +191,16 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
   std::snprintf(buf, sizeof buf, "  pinned trunk      %d of %d layers%s  %s\n", pl, c.num_hidden_layers,
                 pinned_head ? " + head" : "", format_bytes(pinned_bytes).c_str());
   o += buf;
-  if (stream_buffers)
+  if (stream_buffers && block_bytes) {
+    std::snprintf(buf, sizeof buf, "  streamed trunk    %d layers%s, %d buffers x %s  %s\n", sl,
+                  streamed_head ? " + head" : "", stream_buffers, format_bytes(stream_buffer_size).c_str(),
+                  format_bytes(stream_buffer_bytes).c_str());
+    o += buf;
+    std::snprintf(buf, sizeof buf,
+                  "  row blocks        matrices in blocks of at most %s (%llu per token); largest held part "
+                  "%s\n",
+                  format_bytes(block_bytes).c_str(), (unsigned long long)row_blocks, format_bytes(held_bytes).c_str());
+  } else if (stream_buffers)
     std::snprintf(buf, sizeof buf, "  streamed trunk    %d layers%s, %d buffers x %s  %s\n", sl,
                   streamed_head ? " + head" : "", stream_buffers, format_bytes(stream_buffer_size).c_str(),
                   format_bytes(stream_buffer_bytes).c_str());
@@ -171,16 +218,28 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
   std::snprintf(buf, sizeof buf, "  embedding         rows read on demand (%s on disk)\n",
                 format_bytes(embedding_bytes).c_str());
   o += buf;
-  std::snprintf(buf, sizeof buf, "  expert cache      %llu slots x %s  %s\n", (unsigned long long)cache_slots,
-                format_bytes(slot_bytes).c_str(), format_bytes(cache_bytes).c_str());
+  std::snprintf(buf, sizeof buf, "  expert cache      %llu slots x %s%s  %s\n", (unsigned long long)cache_slots,
+                format_bytes(slot_bytes).c_str(),
+                cache_slots && cache_slots == min_slots ? " (the floor: one layer's top-k, all in flight)" : "",
+                format_bytes(cache_bytes).c_str());
   o += buf;
-  std::snprintf(buf, sizeof buf, "  KDA state         %d layers  %s\n", c.num_kda_layers(),
-                format_bytes(kda_state_bytes).c_str());
+  if (req.sequences > 1 || req.state_snapshots > 0)
+    std::snprintf(buf, sizeof buf, "  KDA state         %d layers x (%llu sequences + %llu rollback copies)  %s\n",
+                  c.num_kda_layers(), (unsigned long long)std::max<uint64_t>(1, req.sequences),
+                  (unsigned long long)req.state_snapshots, format_bytes(kda_state_bytes).c_str());
+  else
+    std::snprintf(buf, sizeof buf, "  KDA state         %d layers  %s\n", c.num_kda_layers(),
+                  format_bytes(kda_state_bytes).c_str());
   o += buf;
-  std::snprintf(buf, sizeof buf, "  MLA latent cache  %d layers x %llu positions  %s\n", c.num_mla_layers(),
-                (unsigned long long)req.context, format_bytes(mla_cache_bytes).c_str());
+  if (req.sequences > 1)
+    std::snprintf(buf, sizeof buf, "  MLA latent cache  %d layers x %llu positions x %llu sequences  %s\n",
+                  c.num_mla_layers(), (unsigned long long)req.context, (unsigned long long)req.sequences,
+                  format_bytes(mla_cache_bytes).c_str());
+  else
+    std::snprintf(buf, sizeof buf, "  MLA latent cache  %d layers x %llu positions  %s\n", c.num_mla_layers(),
+                  (unsigned long long)req.context, format_bytes(mla_cache_bytes).c_str());
   o += buf;
-  std::snprintf(buf, sizeof buf, "  activations       batch of %llu  %s\n", (unsigned long long)req.batch,
+  std::snprintf(buf, sizeof buf, "  activations       batch of %llu  %s\n", (unsigned long long)batch,
                 format_bytes(activation_bytes).c_str());
   o += buf;
   std::snprintf(buf, sizeof buf, "  I/O, index, misc  %s\n", format_bytes(io_bytes).c_str());

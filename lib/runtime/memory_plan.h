@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/trunk_layout.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
-#include "pack/trunk_layout.h"
 
 namespace k3 {
 
@@ -21,6 +21,8 @@ struct PlanRequest {
   uint64_t cache_budget = 0;   // bytes of expert cache
   uint64_t context = 4096;     // positions the MLA latent cache must hold
   uint64_t batch = 256;        // prefill rows computed at once
+  uint64_t sequences = 1;      // sequences decoded together (--batch): each holds its KDA state and MLA cache
+  uint64_t state_snapshots = 0;  // KDA state copies kept to roll back verified rows (--spec: drafts per pass)
   int io_threads = 8;
   int compute_threads = 1;
   size_t tensor_count = 0;     // checkpoint tensors (index memory)
@@ -28,6 +30,12 @@ struct PlanRequest {
   // (the stream buffer a layer needs, or at most kHeadBlockCap when every
   // layer is pinned). Any value gives the same logits.
   uint64_t head_block_bytes = 0;
+  // Row-block streaming: 0 streams whole layer sections through buffers the
+  // size of the largest one; otherwise every streamed layer passes through
+  // the buffers as its held part and blocks of whole rows of at most this
+  // many bytes (row_blocks.h), and head blocks are this size too. At least
+  // min_block_bytes(config) (one row of the widest streamed matrix).
+  uint64_t block_bytes = 0;
 };
 
 // Largest head block when no layer streams (so no layer-sized buffer exists).
@@ -48,8 +56,14 @@ struct MemoryPlan {
   // stream_buffer_size bytes each: the largest streamed *layer* section or
   // one head block, whichever is larger. With n buffers the next n - 1
   // units are read while one computes.
+  // In row-block mode (block_bytes > 0) the buffers are the size of the
+  // largest block or held part instead (at least 3: the held part, the block
+  // being multiplied and the next one being read).
   int stream_buffers = 0;
   uint64_t stream_buffer_size = 0;
+  uint64_t block_bytes = 0;          // the request's block budget; 0: whole layers
+  uint64_t held_bytes = 0;           // largest held part of a streamed layer (row-block mode)
+  uint64_t row_blocks = 0;           // layer row blocks per token (row-block mode)
   uint64_t stream_buffer_bytes = 0;  // stream_buffers x stream_buffer_size
   // The head when it streams: lm_head in blocks of head_block_rows rows (the
   // logits are computed block by block), its small tensors (final norm,
@@ -64,10 +78,12 @@ struct MemoryPlan {
   uint64_t slot_bytes = 0;
   uint64_t cache_slots = 0;
   uint64_t cache_bytes = 0;
-  uint64_t min_slots = 0;            // floor so one layer's top-k can be in flight
+  uint64_t min_slots = 0;            // floor: one layer's top-k experts, all in flight at once
   // State and the rest.
   uint64_t kda_state_bytes = 0;
   uint64_t mla_cache_bytes = 0;
+  uint64_t batch = 0;                // prefill rows computed at once (the request's)
+  uint64_t per_sequence_bytes = 0;  // one sequence's KDA state + MLA cache (included above per sequence)
   uint64_t activation_bytes = 0;
   uint64_t io_bytes = 0;             // embedding row buffers, index, thread stacks
   uint64_t peak_rss = 0;             // the forecast: sum of the above
@@ -85,7 +101,8 @@ inline bool plan_fits(const MemoryPlan& plan, uint64_t available) {
   return available == UINT64_MAX || plan.peak_rss <= plan_limit(available);
 }
 
-// `slot_bytes` comes from ExpertIndex::slot_bytes().
+// `slot_bytes` comes from ExpertIndex::slot_bytes(). Throws k3::Error(kUsage)
+// for a block budget below min_block_bytes(config).
 MemoryPlan plan_memory(const ModelConfig& config, const TrunkLayout& layout, uint64_t slot_bytes,
                        const PlanRequest& req);
 

@@ -2,8 +2,8 @@
 
 #include "checkpoint/checkpoint.h"
 #include "model/tensor_manifest.h"
-#include "pack/trunk_packer.h"
 #include "runtime/expert_index.h"
+#include "runtime/trunk_plan.h"
 
 namespace k3 {
 
@@ -28,13 +28,15 @@ PlanModel plan_model_for_config(const ModelConfig& config) {
 
 PlanRequest preset_plan_request(const Preset& preset, const PlanModel& model) {
   // The same conversion and defaults as k3-forward's resolve_budgets and
-  // StreamingRequest (--threads 0, --io-threads 8, batch 256).
+  // StreamingRequest (--threads 0, --io-threads 8, the preset's block size and
+  // largest batch).
   PlanRequest r;
   r.packed_trunk = true;
   r.trunk_budget = static_cast<uint64_t>(preset.trunk_gb * 1e9);
   r.cache_budget = static_cast<uint64_t>(preset.cache_gb * 1e9);
   r.context = kPresetListContext;
-  r.batch = 256;
+  r.batch = preset.max_batch;
+  r.block_bytes = static_cast<uint64_t>(preset.block_mb * 1e6);
   r.io_threads = 8;
   r.compute_threads = 0;
   r.tensor_count = model.tensor_count;

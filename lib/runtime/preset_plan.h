@@ -8,8 +8,8 @@
 
 #include <cstdint>
 
+#include "checkpoint/trunk_layout.h"
 #include "model/config.h"
-#include "pack/trunk_layout.h"
 #include "runtime/memory_plan.h"
 #include "runtime/presets.h"
 

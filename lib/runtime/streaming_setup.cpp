@@ -1,6 +1,7 @@
 #include "runtime/streaming_setup.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <ostream>
 
@@ -8,15 +9,23 @@
 #include "common/error.h"
 #include "common/progress_meter.h"
 #include "model/tensor_manifest.h"
-#include "pack/trunk_packer.h"
+#include "platform/memory_limits.h"
 #include "runtime/expert_index.h"
-#include "runtime/memory_limits.h"
 #include "runtime/presets.h"
+#include "runtime/trunk_plan.h"
 
 namespace k3 {
 
 namespace {
-uint64_t gb(double x) { return static_cast<uint64_t>(x * 1e9); }
+// Budgets arrive as doubles from the command line: NaN, infinities and
+// values past any machine (1e300 would wrap to a 0-byte cache) are refused.
+constexpr double kMaxBudgetGb = 1e6;
+uint64_t gb(double x, const char* flag) {
+  if (!std::isfinite(x) || x < 0 || x > kMaxBudgetGb)
+    throw Error(ExitCode::kUsage, std::string(flag) + " " + std::to_string(x) + " is not a budget: give GB from 0 to " +
+                                      std::to_string(static_cast<long>(kMaxBudgetGb)));
+  return static_cast<uint64_t>(x * 1e9);
+}
 
 std::string preset_names() {
   std::string s;
@@ -32,8 +41,23 @@ void resolve_budgets(StreamingRequest& req, uint64_t* trunk_bytes, uint64_t* cac
     throw Error(ExitCode::kUsage,
                 "--trunk-gb needs --trunk DIR (without a packed trunk the whole trunk is resident; pack one with "
                 "k3-pack MODEL_DIR TRUNK_DIR)");
-  *trunk_bytes = gb(req.trunk_gb >= 0 ? req.trunk_gb : p->trunk_gb);
-  *cache_bytes = gb(req.cache_gb >= 0 ? req.cache_gb : p->cache_gb);
+  if (req.block_mb >= 0 && req.trunk_dir.empty())
+    throw Error(ExitCode::kUsage,
+                "--block-mb needs --trunk DIR (row blocks are read from a packed trunk; pack one with k3-pack "
+                "MODEL_DIR TRUNK_DIR)");
+  *trunk_bytes = gb(req.trunk_gb >= 0 ? req.trunk_gb : p->trunk_gb, "--trunk-gb");
+  *cache_bytes = gb(req.cache_gb >= 0 ? req.cache_gb : p->cache_gb, "--cache-gb");
+}
+
+uint64_t resolve_block_bytes(const StreamingRequest& req) {
+  const Preset* p = find_preset(req.preset.empty() ? "laptop" : req.preset);
+  const double mb = req.block_mb >= 0 ? req.block_mb : (p ? p->block_mb : 0);
+  return static_cast<uint64_t>(mb * 1e6);
+}
+
+uint64_t resolve_max_batch(const StreamingRequest& req) {
+  const Preset* p = find_preset(req.preset.empty() ? "laptop" : req.preset);
+  return std::max<uint64_t>(1, std::min<uint64_t>(req.batch, p ? p->max_batch : req.batch));
 }
 
 static PreparedStream plan_for(const ModelConfig& config, const Checkpoint& checkpoint, const StreamingRequest& req,
@@ -46,7 +70,10 @@ static PreparedStream plan_for(const ModelConfig& config, const Checkpoint& chec
   pr.trunk_budget = trunk_bytes;
   pr.cache_budget = cache_bytes;
   pr.context = req.context;
-  pr.batch = req.batch;
+  pr.batch = resolve_max_batch(req);
+  pr.block_bytes = packed ? resolve_block_bytes(req) : 0;
+  pr.sequences = req.sequences;
+  pr.state_snapshots = req.state_snapshots;
   pr.io_threads = req.io_threads;
   pr.compute_threads = req.compute_threads;
   pr.tensor_count = checkpoint.tensor_count();
@@ -67,6 +94,18 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
                               !req.trunk_dir.empty(), ExpertIndex(config, checkpoint).slot_bytes());
   const MemoryLimits lim = read_memory_limits();
   const uint64_t avail = lim.available();
+  // Short of memory: smaller prefill batches (the output does not depend on
+  // the batch), down to one token at a time.
+  const uint64_t wanted_batch = p.plan.batch;
+  while (!plan_fits(p.plan, avail) && p.plan.batch > 1) {
+    StreamingRequest smaller = req;
+    smaller.batch = p.plan.batch / 2;
+    p = plan_for(config, checkpoint, smaller, trunk_bytes, cache_bytes, std::move(p.layout), !req.trunk_dir.empty(),
+                 p.plan.slot_bytes);
+  }
+  if (p.plan.batch < wanted_batch)
+    log << "k3-forward: prefill batch lowered from " << wanted_batch << " to " << p.plan.batch
+        << " tokens to fit the memory available\n";
   if (req.trunk_dir.empty())
     log << "k3-forward: no --trunk: the whole trunk (" << format_bytes(p.plan.pinned_bytes)
         << ") is read from the shards and held resident; routed experts stream through the cache\n";
@@ -77,6 +116,17 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
     log << " of " << format_bytes(avail) << " available"
         << (lim.cgroup_source.empty() ? " (MemAvailable)" : " (MemAvailable and " + lim.cgroup_source + ")");
   log << "\n";
+  if (!plan_fits(p.plan, avail) && req.sequences > 1) {
+    const uint64_t one = p.plan.per_sequence_bytes, limit = plan_limit(avail);
+    const uint64_t fixed = p.plan.peak_rss - one * req.sequences;
+    const uint64_t fit = one && limit > fixed ? (limit - fixed) / one : 0;
+    throw Error(ExitCode::kResource,
+                "a batch of " + std::to_string(req.sequences) + " sequences needs " + format_bytes(p.plan.peak_rss) +
+                    " (" + format_bytes(one) + " of KDA state and MLA cache per sequence) but only " +
+                    format_bytes(avail) + " is available (limit 90%: " + format_bytes(limit) + "); " +
+                    (fit ? std::to_string(std::min(fit, req.sequences - 1)) + " sequences would fit: split the batch"
+                         : "not even one sequence fits: lower --ctx or the budgets"));
+  }
   if (!plan_fits(p.plan, avail))
     throw Error(ExitCode::kResource, "the memory plan needs " + format_bytes(p.plan.peak_rss) + " but only " +
                                          format_bytes(avail) + " is available (limit 90%: " +
@@ -96,7 +146,11 @@ std::string presets_table(const ModelConfig& config, const Checkpoint& checkpoin
   o += buf;
   for (const Preset& pr : presets()) {
     // As the preset would run with a packed trunk (k3-pack), whether or not --trunk was given.
-    PreparedStream p = plan_for(config, checkpoint, req, gb(pr.trunk_gb), gb(pr.cache_gb), layout, true, slot_bytes);
+    StreamingRequest as_preset = req;
+    as_preset.preset = pr.name;
+    as_preset.block_mb = -1;
+    PreparedStream p = plan_for(config, checkpoint, as_preset, gb(pr.trunk_gb, "--trunk-gb"),
+                                gb(pr.cache_gb, "--cache-gb"), layout, true, slot_bytes);
     std::snprintf(buf, sizeof buf, "%-12s %9.1f %9.1f %14s %14s  %s   %s\n", pr.name.c_str(), pr.trunk_gb, pr.cache_gb,
                   format_bytes(p.plan.peak_rss).c_str(), format_bytes(p.plan.pinned_bytes).c_str(),
                   avail == UINT64_MAX ? "?" : (plan_fits(p.plan, avail) ? "yes" : "no "),

@@ -1,3 +1,5 @@
+// Layer runtime: where weights come from (resident, streamed trunk, expert cache) and the memory plan that decides.
+//
 // What k3-forward needs to run in a memory budget: turning --trunk,
 // --trunk-gb, --cache-gb, --preset and --ctx into a memory plan, printing
 // it, refusing a plan that does not fit, building the StreamingWeights, and
@@ -22,17 +24,30 @@ struct StreamingRequest {
   std::string preset;
   double trunk_gb = -1;  // < 0: not given
   double cache_gb = -1;
+  double block_mb = -1;  // < 0: the preset's
+  // The largest prefill batch wanted (the prompt's length, at most 256): the
+  // plan lowers it to the preset's largest batch, and further while the plan
+  // does not fit the memory available (PreparedStream::plan.batch).
   uint64_t context = 0;  // positions the plan must hold
   uint64_t batch = 256;
+  uint64_t sequences = 1;        // decoded together (k3-forward --batch)
+  uint64_t state_snapshots = 0;  // KDA state copies for rolling back drafts (--spec)
   int io_threads = 8;
   int compute_threads = 1;
   // Streaming is wanted when any of these flags was given.
-  bool active() const { return !trunk_dir.empty() || !preset.empty() || trunk_gb >= 0 || cache_gb >= 0; }
+  bool active() const {
+    return !trunk_dir.empty() || !preset.empty() || trunk_gb >= 0 || cache_gb >= 0 || block_mb >= 0;
+  }
 };
 
 // Resolves the budgets (preset, then explicit flags; default: the laptop
 // preset). Throws kUsage for an unknown preset or --trunk-gb without --trunk.
 void resolve_budgets(StreamingRequest& req, uint64_t* trunk_bytes, uint64_t* cache_bytes);
+
+// The request's row-block budget in bytes (0: whole layers) and largest
+// prefill batch, from the preset and --block-mb.
+uint64_t resolve_block_bytes(const StreamingRequest& req);
+uint64_t resolve_max_batch(const StreamingRequest& req);
 
 struct PreparedStream {
   TrunkLayout layout;

@@ -41,6 +41,7 @@ StreamStats StreamingWeights::stats() const {
   s.io_wait_seconds = t.io_wait_seconds + e.io_wait_seconds;
   s.io_busy_seconds = io_.busy_seconds();
   s.load_seconds = load_seconds_;
+  s.units_not_ahead = t.units_not_ahead;
   return s;
 }
 

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/trunk_layout.h"
 #include "io/direct_file.h"
 #include "io/read_engine.h"
 #include "model/config.h"
 #include "model/weight_source.h"
-#include "pack/trunk_layout.h"
 #include "runtime/expert_cache.h"
 #include "runtime/memory_plan.h"
 #include "runtime/trunk_stream.h"
@@ -33,6 +33,7 @@ struct StreamStats {
   double io_wait_seconds = 0;        // compute thread blocked waiting for bytes
   double io_busy_seconds = 0;        // at least one read in progress (the device kept busy)
   double load_seconds = 0;
+  uint64_t units_not_ahead = 0;      // trunk units read only when asked for (not read ahead)
 };
 
 class StreamingWeights : public WeightSource {

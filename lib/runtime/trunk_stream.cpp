@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 
@@ -10,6 +11,8 @@
 #include "common/error.h"
 #include "common/file.h"
 #include "model/weight_binding.h"
+#include "runtime/row_blocks.h"
+#include "runtime/trunk_section_check.h"
 
 namespace k3 {
 
@@ -25,13 +28,34 @@ inline float bf16_to_f32(uint16_t b) {
 }
 }  // namespace
 
+// A streamed matrix's view: its row blocks pass through the stream buffers.
+class TrunkStream::BlockedMatrix : public MatrixRows {
+ public:
+  BlockedMatrix(TrunkStream* ts, int first_unit, int units, int64_t cols)
+      : ts_(ts), first_(first_unit), units_(units), cols_(cols) {}
+  void for_each_block(const Block& on_block) const override { ts_->for_each_rows(first_, units_, cols_, on_block); }
+
+ private:
+  TrunkStream* ts_;
+  int first_, units_;
+  int64_t cols_;
+};
+
 struct TrunkStream::Section {
   const TrunkSection* ts = nullptr;
   bool pinned = false;
+  std::atomic<bool> verified{false};  // its xxh3 was checked in this run (trunk_section_check.h)
   AlignedBuffer buf;  // pinned bytes
   std::unordered_map<std::string, uint64_t> rel;  // tensor name -> offset from section start
   LayerWeights lw;
   HeadWeights hw;
+  // Row-block mode: the held part's unit, the layout of its parts and one
+  // view per streamed matrix.
+  int held_unit = -1;
+  LayerRowBlocks rb;
+  std::unordered_map<std::string, uint64_t> held_rel;  // tensor name -> offset in the held part's buffer
+  std::vector<std::unique_ptr<BlockedMatrix>> views;
+  std::unordered_map<std::string, Bf16Matrix> view_of;  // matrix name -> its view
 };
 
 struct TrunkStream::StreamBuffer {
@@ -44,6 +68,7 @@ struct TrunkStream::StreamBuffer {
   std::condition_variable cv;
   bool done = true;
   std::string error;
+  bool corrupt = false;  // `error` is a section hash mismatch, not a failed read
   LayerWeights lw;
 };
 
@@ -74,20 +99,17 @@ TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint
   for (int s : plan.streamed) {
     if (s == head_section_) {
       plan_head_blocks(s, plan);
-      continue;
+    } else if (plan.block_bytes) {
+      plan_row_blocks(s, plan);
+    } else {
+      section_unit_[s] = static_cast<int>(units_.size());
+      units_.push_back(Unit{s, UnitKind::kSection});
     }
-    section_unit_[s] = static_cast<int>(units_.size());
-    units_.push_back(Unit{s, 0, 0});
   }
   if (!units_.empty()) {
-    const uint64_t head_row = static_cast<uint64_t>(config_.hidden_size) * 2;
     uint64_t size = plan.stream_buffer_size;
-    for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
-      const Unit& un = units_[u];
-      size = std::max(size, un.rows ? covering_read(lm_head_offset_ + un.first_row * head_row, un.rows * head_row).length
-                                    : sections_[un.section]->ts->length);
-    }
-    for (int i = 0; i < std::max(2, plan.stream_buffers); ++i) {
+    for (const Unit& un : units_) size = std::max(size, unit_buffer_bytes(un));
+    for (int i = 0; i < std::max(plan.block_bytes ? 3 : 2, plan.stream_buffers); ++i) {
       buffers_.push_back(std::make_unique<StreamBuffer>());
       buffers_.back()->buf = AlignedBuffer(size);
     }
@@ -105,6 +127,19 @@ TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint
   }
   const uint64_t row = static_cast<uint64_t>(config_.hidden_size) * 2;
   row_buf_ = AlignedBuffer(align_up(row) + 2 * kDirectAlign);
+  // Sections read piecemeal (embedding rows, lm_head row blocks, layers
+  // streamed as row blocks) are checked whole here, by one sequential pass,
+  // before any token.
+  std::vector<int> piecemeal = {embed_section_, head_section_};
+  for (int s : plan.streamed)
+    if (s != head_section_ && section_unit_[s] < 0) piecemeal.push_back(s);
+  if (trunk_file_)
+    for (int s : piecemeal) {
+      Section& sec = *sections_[s];
+      if (sec.pinned || sec.verified) continue;
+      stats_.load_bytes += verify_section_by_reading(io_, *trunk_file_, *sec.ts, trunk_file_->path());
+      sec.verified = true;
+    }
 }
 
 // A pinned section: read once, verified, bound.
@@ -115,10 +150,8 @@ void TrunkStream::pin_section(int s, const Checkpoint& checkpoint,
   sec.buf = AlignedBuffer(sec.ts->length);
   if (trunk_file_) {
     io_.read_now({ReadEngine::Read{trunk_file_, sec.ts->offset, sec.ts->length, sec.ts->length, sec.buf.data()}});
-    if (XXH3_64bits(sec.buf.data(), sec.ts->length) != sec.ts->xxh3)
-      throw Error(ExitCode::kBadModel, trunk_file_->path() + ": section " + sec.ts->name +
-                                           " does not match its hash in trunk.json (corrupted; run k3-pack --check, "
-                                           "then re-run k3-pack)");
+    require_section_hash(*sec.ts, XXH3_64bits(sec.buf.data(), sec.ts->length), trunk_file_->path());
+    sec.verified = true;
   } else {
     // No packed trunk: gather each tensor from its shard.
     for (const TrunkTensor& t : sec.ts->tensors) {
@@ -154,7 +187,7 @@ void TrunkStream::plan_head_blocks(int s, const MemoryPlan& plan) {
   lm_head_offset_ = lm->offset;
   head_unit0_ = static_cast<int>(units_.size());
   const int64_t vocab = config_.vocab_size, rows = static_cast<int64_t>(plan.head_block_rows);
-  for (int64_t r = 0; r < vocab; r += rows) units_.push_back(Unit{s, r, std::min(rows, vocab - r)});
+  for (int64_t r = 0; r < vocab; r += rows) units_.push_back(Unit{s, UnitKind::kHeadRows, -1, r, std::min(rows, vocab - r)});
   std::unordered_map<std::string, const void*> small;
   for (const TrunkTensor& t : sec.ts->tensors) {
     if (&t == lm) continue;
@@ -170,6 +203,45 @@ void TrunkStream::plan_head_blocks(int s, const MemoryPlan& plan) {
     if (it == small.end()) throw Error(ExitCode::kBadModel, "trunk section head lacks tensor '" + name + "' (re-run k3-pack)");
     return it->second;
   });
+}
+
+// A streamed layer in row-block mode: its held part, then each matrix it
+// reads through lin() as row blocks, in use order.
+void TrunkStream::plan_row_blocks(int s, const MemoryPlan& plan) {
+  Section& sec = *sections_[s];
+  sec.rb = layer_row_blocks(config_, *sec.ts, plan.block_bytes);
+  for (const HeldTensor& h : sec.rb.held) sec.held_rel[h.tensor->name] = h.buffer_offset + h.skip;
+  sec.held_unit = static_cast<int>(units_.size());
+  section_unit_[s] = sec.held_unit;
+  units_.push_back(Unit{s, UnitKind::kHeld});
+  for (size_t m = 0; m < sec.rb.matrices.size(); ++m) {
+    const StreamedMatrix& sm = sec.rb.matrices[m];
+    const int first = static_cast<int>(units_.size());
+    const int64_t rows = sm.shape.rows, block = static_cast<int64_t>(sm.block_rows);
+    for (int64_t r = 0; r < rows; r += block)
+      units_.push_back(Unit{s, UnitKind::kMatrixRows, static_cast<int>(m), r, std::min(block, rows - r)});
+    sec.views.push_back(std::make_unique<BlockedMatrix>(this, first, static_cast<int>(units_.size()) - first, sm.shape.cols));
+    sec.view_of[sm.shape.name] = Bf16Matrix{nullptr, sm.shape.rows, sm.shape.cols, sec.views.back().get()};
+  }
+}
+
+uint64_t TrunkStream::unit_buffer_bytes(const Unit& un) const {
+  const Section& sec = *sections_[un.section];
+  switch (un.kind) {
+    case UnitKind::kSection:
+      return sec.ts->length;
+    case UnitKind::kHeld:
+      return sec.rb.held_bytes;
+    case UnitKind::kMatrixRows: {
+      const StreamedMatrix& m = sec.rb.matrices[un.matrix];
+      return covering_read(m.tensor->offset + un.first_row * m.row_bytes, un.rows * m.row_bytes).length;
+    }
+    case UnitKind::kHeadRows: {
+      const uint64_t row = static_cast<uint64_t>(config_.hidden_size) * 2;
+      return covering_read(lm_head_offset_ + un.first_row * row, un.rows * row).length;
+    }
+  }
+  return 0;
 }
 
 void TrunkStream::start_read_ahead() {
@@ -220,15 +292,39 @@ void TrunkStream::embed(const int32_t* ids, size_t n, float* out) {
 void TrunkStream::issue_stream_read(StreamBuffer& b, int u, bool urgent) {
   wait_buffer(b);  // never overwrite a buffer a read is still filling
   const Unit& un = units_[u];
-  const TrunkSection& ts = *sections_[un.section]->ts;
-  uint64_t offset = ts.offset, length = ts.length, need = ts.length, skip = 0;
-  if (un.rows) {
-    const uint64_t bytes = static_cast<uint64_t>(un.rows) * config_.hidden_size * 2;
-    const CoveringRead c = covering_read(lm_head_offset_ + static_cast<uint64_t>(un.first_row) * config_.hidden_size * 2, bytes);
-    offset = c.offset;
+  const Section& sec = *sections_[un.section];
+  const TrunkSection& ts = *sec.ts;
+  std::vector<ReadEngine::Read> reads;
+  uint64_t length = 0, skip = 0;
+  auto rows_read = [&](uint64_t offset, uint64_t bytes) {
+    const CoveringRead c = covering_read(offset, bytes);
+    reads.push_back(ReadEngine::Read{trunk_file_, c.offset, c.length, c.skip + bytes, b.buf.data()});
     length = c.length;
-    need = c.skip + bytes;
     skip = c.skip;
+  };
+  switch (un.kind) {
+    case UnitKind::kSection:
+      reads.push_back(ReadEngine::Read{trunk_file_, ts.offset, ts.length, ts.length, b.buf.data()});
+      length = ts.length;
+      break;
+    case UnitKind::kHeld:
+      for (const HeldTensor& h : sec.rb.held) {
+        reads.push_back(ReadEngine::Read{trunk_file_, h.read_offset, h.read_length, h.skip + h.tensor->nbytes,
+                                         b.buf.data() + h.buffer_offset});
+        length += h.read_length;
+      }
+      break;
+    case UnitKind::kMatrixRows: {
+      const StreamedMatrix& m = sec.rb.matrices[un.matrix];
+      rows_read(m.tensor->offset + static_cast<uint64_t>(un.first_row) * m.row_bytes,
+                static_cast<uint64_t>(un.rows) * m.row_bytes);
+      break;
+    }
+    case UnitKind::kHeadRows: {
+      const uint64_t row = static_cast<uint64_t>(config_.hidden_size) * 2;
+      rows_read(lm_head_offset_ + static_cast<uint64_t>(un.first_row) * row, static_cast<uint64_t>(un.rows) * row);
+      break;
+    }
   }
   {
     std::lock_guard<std::mutex> lk(b.mu);
@@ -237,16 +333,29 @@ void TrunkStream::issue_stream_read(StreamBuffer& b, int u, bool urgent) {
     b.pending = true;
     b.done = false;
     b.error.clear();
+    b.corrupt = false;
   }
   {
     std::lock_guard<std::mutex> lk(stats_mu_);
     stats_.trunk_bytes += length;
   }
   StreamBuffer* bp = &b;
-  io_.submit({ReadEngine::Read{trunk_file_, offset, length, need, b.buf.data()}},
-             [bp](const std::string& err) {
+  // A whole layer section's first pass is hashed here, on the I/O thread,
+  // while the compute thread works on an earlier unit. (Sections streamed as
+  // row blocks were checked whole at start.)
+  Section* check =
+      un.kind == UnitKind::kSection && !sections_[un.section]->verified ? sections_[un.section].get() : nullptr;
+  io_.submit(std::move(reads),
+             [bp, check, this](const std::string& err) {
+               std::string problem;
+               if (err.empty() && check && !check->verified) {
+                 problem = section_hash_problem(*check->ts, XXH3_64bits(bp->buf.data(), check->ts->length),
+                                                trunk_file_->path());
+                 if (problem.empty()) check->verified = true;
+               }
                std::lock_guard<std::mutex> lk(bp->mu);
-               bp->error = err;
+               bp->error = err.empty() ? problem : err;
+               bp->corrupt = err.empty() && !problem.empty();
                bp->done = true;
                bp->cv.notify_all();
              },
@@ -307,6 +416,8 @@ TrunkStream::StreamBuffer& TrunkStream::acquire_unit(int u) {
         }
     if (!b) throw Error(ExitCode::kInternal, "no free trunk stream buffer (every buffer held at once)");
     issue_stream_read(*b, u, true);
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    ++stats_.units_not_ahead;
   }
   wait_buffer(*b);
   {
@@ -314,15 +425,30 @@ TrunkStream::StreamBuffer& TrunkStream::acquire_unit(int u) {
     if (!b->error.empty()) {
       std::string e = b->error;
       b->unit = -1;
-      throw Error(ExitCode::kIo, e);
+      throw Error(b->corrupt ? ExitCode::kBadModel : ExitCode::kIo, e);
     }
   }
   b->held = true;
+  last_acquired_ = u;
   const Unit& un = units_[u];
-  if (un.rows == 0) {
-    const Section& sec = *sections_[un.section];
+  const Section& sec = *sections_[un.section];
+  if (un.kind == UnitKind::kSection) {
     auto lookup = [&sec, b, this](const std::string& name) { return section_tensor(sec, b->buf.data(), name); };
     b->lw = bind_layer_weights(config_, sec.ts->layer, lookup);
+  } else if (un.kind == UnitKind::kHeld) {
+    // Held tensors from this buffer, streamed matrices as their block views.
+    const TensorLookup lookup = [&sec, b](const std::string& name) -> const void* {
+      auto it = sec.held_rel.find(name);
+      if (it == sec.held_rel.end())
+        throw Error(ExitCode::kBadModel, "trunk section " + sec.ts->name + " lacks tensor '" + name + "' (re-run k3-pack)");
+      return b->buf.data() + it->second;
+    };
+    const RowMatrixLookup rows = [&sec, &lookup](const std::string& name, int64_t r, int64_t c) {
+      auto it = sec.view_of.find(name);
+      if (it != sec.view_of.end()) return it->second;
+      return Bf16Matrix{static_cast<const uint16_t*>(lookup(name)), r, c};  // in the held part
+    };
+    b->lw = bind_layer_weights(config_, sec.ts->layer, lookup, &rows);
   }
   // Every other buffer reads ahead while this unit computes.
   read_ahead(u, static_cast<int>(buffers_.size()) - 1);
@@ -334,8 +460,9 @@ void TrunkStream::release_unit(int u) {
     if (b->unit == u) b->held = false;
   // The freed buffer starts on the unit after the ones already in flight at
   // once, before the next unit is even acquired, so the disk never waits for
-  // the compute thread to come round.
-  read_ahead(u, static_cast<int>(buffers_.size()));
+  // the compute thread to come round. Ahead of the last unit acquired: a
+  // layer's held part is released after its blocks have passed.
+  read_ahead(last_acquired_, static_cast<int>(buffers_.size()));
 }
 
 const LayerWeights& TrunkStream::acquire_layer(int layer) {
@@ -360,10 +487,14 @@ void TrunkStream::for_each_head_block(const HeadWeights& head, const WeightSourc
     on_block(0, head.lm_head);
     return;
   }
-  for (int u = head_unit0_; u < static_cast<int>(units_.size()); ++u) {
+  for_each_rows(head_unit0_, static_cast<int>(units_.size()) - head_unit0_, config_.hidden_size, on_block);
+}
+
+void TrunkStream::for_each_rows(int first, int count, int64_t cols, const MatrixRows::Block& on_block) {
+  for (int u = first; u < first + count; ++u) {
     StreamBuffer& b = acquire_unit(u);
     const Unit& un = units_[u];
-    const Bf16Matrix rows{reinterpret_cast<const uint16_t*>(b.buf.data() + b.skip), un.rows, config_.hidden_size};
+    const Bf16Matrix rows{reinterpret_cast<const uint16_t*>(b.buf.data() + b.skip), un.rows, cols};
     try {
       on_block(un.first_row, rows);
     } catch (...) {

@@ -21,7 +21,7 @@
 #include "io/read_engine.h"
 #include "model/config.h"
 #include "model/weight_source.h"
-#include "pack/trunk_layout.h"
+#include "checkpoint/trunk_layout.h"
 #include "runtime/memory_plan.h"
 
 namespace k3 {
@@ -32,6 +32,7 @@ struct TrunkStreamStats {
   uint64_t trunk_bytes = 0;  // read while running (streamed sections, embedding rows)
   uint64_t load_bytes = 0;   // pinned sections and a streamed head's small tensors, read at start
   double io_wait_seconds = 0;  // compute thread blocked waiting for trunk bytes
+  uint64_t units_not_ahead = 0;  // streamed units asked for before any read of them began (out of use order)
 };
 
 class TrunkStream {
@@ -63,14 +64,24 @@ class TrunkStream {
  private:
   struct Section;
   struct StreamBuffer;
-  // What passes through a stream buffer: a layer section, or `rows` rows of
-  // lm_head from `first_row`.
+  class BlockedMatrix;
+  // What passes through a stream buffer: a whole layer section; in row-block
+  // mode a layer's held part or `rows` rows of one of its matrices from
+  // `first_row`; or `rows` rows of lm_head.
+  enum class UnitKind : uint8_t { kSection, kHeld, kMatrixRows, kHeadRows };
   struct Unit {
     int section = -1;
-    int64_t first_row = 0, rows = 0;  // rows > 0: a head block
+    UnitKind kind = UnitKind::kSection;
+    int matrix = -1;  // kMatrixRows: index into the section's row blocks
+    int64_t first_row = 0, rows = 0;
   };
   void pin_section(int s, const Checkpoint& checkpoint, const std::vector<std::unique_ptr<DirectFile>>& shard_files);
   void plan_head_blocks(int s, const MemoryPlan& plan);
+  void plan_row_blocks(int s, const MemoryPlan& plan);
+  uint64_t unit_buffer_bytes(const Unit& un) const;
+  // Hands units [first, first + count) (consecutive row blocks of one
+  // matrix, cols columns) to on_block one at a time.
+  void for_each_rows(int first, int count, int64_t cols, const MatrixRows::Block& on_block);
   StreamBuffer& acquire_unit(int u);
   void release_unit(int u);
   void issue_stream_read(StreamBuffer& b, int u, bool urgent);
@@ -95,6 +106,7 @@ class TrunkStream {
   std::vector<AlignedBuffer> head_small_;           // norms of a streamed head
   HeadWeights head_small_hw_;
   std::vector<std::unique_ptr<StreamBuffer>> buffers_;
+  int last_acquired_ = -1;                          // read-ahead runs ahead of this unit
 
   const DirectFile* embed_file_ = nullptr;
   uint64_t embed_base_ = 0;

@@ -1,3 +1,5 @@
+// Layer sampling: turning logits into the next token and deciding when to stop.
+//
 // Choosing the next token from a row of logits: greedy or sampled.
 //
 // Greedy (temperature 0, the default): the id with the largest logit; ties go

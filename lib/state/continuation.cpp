@@ -42,12 +42,4 @@ void save_conversation(const std::string& path, const ModelIdentity& model, Sequ
   write_state_file(path, s);
 }
 
-void check_output_directory(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  struct stat st;
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    throw Error(ExitCode::kIo, path + ": cannot write there: directory " + dir + " does not exist");
-}
-
 }  // namespace k3

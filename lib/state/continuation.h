@@ -51,8 +51,4 @@ void save_conversation(const std::string& path, const ModelIdentity& model, Sequ
                        std::vector<int32_t> pending, const SamplingParams& sampling,
                        std::vector<float> last_logits);
 
-// Fails early (kIo, naming the path) when `path` cannot be created because its
-// directory does not exist or is not a directory, so a long run is not wasted.
-void check_output_directory(const std::string& path);
-
 }  // namespace k3

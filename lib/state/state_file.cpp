@@ -32,7 +32,7 @@ std::string tag_name(uint32_t t) {
 
 class HashingWriter {
  public:
-  explicit HashingWriter(const std::string& path) : out_(path), hash_(XXH3_createState()) {
+  explicit HashingWriter(const std::string& path) : out_(path, OutputPolicy::kFileOrStream), hash_(XXH3_createState()) {
     if (!hash_) throw Error(ExitCode::kResource, path + ": out of memory");
     XXH3_64bits_reset(hash_.get());
   }

@@ -1,3 +1,5 @@
+// Layer state: a sequence's state saved to and restored from files.
+//
 // State files: a conversation saved by `k3-forward --state-out` and continued
 // by `--state-in` (format: docs/state-format.md).
 //

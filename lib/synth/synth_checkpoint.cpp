@@ -471,9 +471,8 @@ SynthResult write_synthetic_checkpoint(const std::string& dir, const SynthGeomet
   weight_map.reserve(L.tensors.size() * 100);
   for (const SynthShard& sh : L.shards) {
     const std::string path = path_join(dir, sh.name);
-    const std::string tmp = path + ".part";
     {
-      AtomicFileWriter out(path, tmp);
+      AtomicFileWriter out(path);
       out.write_at(0, sh.header.data(), sh.header.size());
       // Extending first leaves every unwritten range a hole.
       out.resize(sh.file_size);

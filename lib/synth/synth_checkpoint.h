@@ -1,3 +1,5 @@
+// Layer synth (leaf): synthetic checkpoints for tests and benchmarks.
+//
 // Writes a synthetic checkpoint in the exact layout of the real one: wrapper
 // config.json, generation_config.json, tokenizer files, N weight shards plus
 // a vision shard, and model.safetensors.index.json with metadata.total_size.

@@ -1,3 +1,5 @@
+// Layer tokenizer: text <-> token ids.
+//
 // The Kimi-K3 tokenizer: text <-> token ids, byte-exact with the reference
 // (tokenization_kimi.py over tiktoken; SPEC section 3).
 //

@@ -55,6 +55,9 @@ bool base64_append(std::string_view in, std::string& out) {
 // time matters (every k3-tokenize / k3-detok run pays it).
 std::string read_whole_file(const std::string& path) {
   File f = File::open_read(path);
+  if (f.size() > kMaxWholeReadBytes)
+    throw Error(ExitCode::kBadModel, path + ": is " + std::to_string(f.size() >> 20) +
+                                         " MiB, far more than any vocabulary file; is it the right file?");
   std::string data(f.size(), '\0');
   f.pread_exact(data.data(), data.size(), 0);
   return data;

@@ -15,12 +15,13 @@
 #include <thread>
 
 #include "checkpoint/checkpoint_index.h"
+#include "checkpoint/non_finite_scan.h"
 #include "checkpoint/safetensors.h"
 #include "common/error.h"
 #include "common/file.h"
 #include "fetch/fetch_manifest.h"
 #include "fetch/transfer_progress.h"
-#include "verify/file_digest.h"
+#include "io/file_digest.h"
 #include "verify/known_checkpoints.h"
 
 namespace k3 {
@@ -263,13 +264,14 @@ class Verifier {
       const ManifestFile* f;
       DigestResult d;
       std::string error;
+      std::string non_finite;  // NaN/Inf weights found while hashing a shard
     };
     std::vector<Job> jobs;
     uint64_t total = 0;
     for (const ManifestFile& f : manifest_->files) {
       Stat s = stat_file(path_join(opt_.dir, f.path));
       if (s.exists && s.regular && s.size == f.size) {  // others are already reported
-        jobs.push_back({&f, {}, {}});
+        jobs.push_back({&f, {}, {}, {}});
         total += f.size;
       }
     }
@@ -309,8 +311,25 @@ class Verifier {
               progress.add_network_bytes(n);
               return !stop.load();
             };
-            digest_fd(file.fd(), path, UINT64_MAX, digest, &on);
+            // A shard's floating-point tensors are scanned for NaN/Inf on the same pass.
+            std::optional<NonFiniteScan> scan;
+            if (path.size() > 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0) {
+              try {
+                std::vector<NonFiniteScan::Span> spans;
+                read_safetensors_tensors(path, [&](TensorInfo&& ti) {
+                  spans.push_back({std::move(ti.name), ti.dtype, ti.offset, ti.nbytes});
+                });
+                scan.emplace(std::move(spans));
+              } catch (const Error&) {
+                // a bad header is reported by check_index_and_shards
+              }
+            }
+            std::function<void(uint64_t, const void*, size_t)> on_data = [&](uint64_t off, const void* p, size_t n) {
+              scan->feed(off, p, n);
+            };
+            digest_fd(file.fd(), path, UINT64_MAX, digest, &on, scan ? &on_data : nullptr);
             job.d = digest.finish();
+            if (scan) job.non_finite = scan->summary();
           } catch (const Error& e) {
             job.error = e.what();
           }
@@ -331,7 +350,7 @@ class Verifier {
     r_.hash_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (stop.load()) throw Error(ExitCode::kInterrupted, "interrupted while hashing " + opt_.dir);
 
-    r_.ran.push_back("--full: sha256 against the hub's hashes and xxh3-128 against the manifest (" +
+    r_.ran.push_back("--full: sha256 against the hub's hashes, xxh3-128 against the manifest, no NaN/Inf in the shards' floating-point tensors (" +
                      std::to_string(jobs.size()) + " files)");
     std::sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.f->path < b.f->path; });
     for (const Job& job : jobs) {
@@ -351,6 +370,8 @@ class Verifier {
         problem(f.path, "xxh3-128 (manifest)", f.xxh3_128, job.d.xxh3_128);
       if (f.sha256.empty() && f.xxh3_128.empty() && f.git_oid.empty())
         problem(f.path, "no hash to compare", "a hash in the manifest", "none");
+      if (!job.non_finite.empty())
+        problem(f.path, "NaN or infinite weights", "finite floating-point tensors", job.non_finite);
     }
   }
 

@@ -1,3 +1,5 @@
+// Layer verify (leaf): checking a downloaded checkpoint.
+//
 // Checks a downloaded checkpoint directory shard by shard and reports every
 // problem found (never just the first), for `k3-fetch-verify verify`.
 //

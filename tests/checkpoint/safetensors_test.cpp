@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/checkpoint_index.h"
 #include "checkpoint/safetensors.h"
 #include "common/error.h"
 
@@ -166,4 +167,76 @@ TEST(Safetensors, WriterRoundTrips) {
   auto parsed = k3::parse_safetensors_header("mem", h.substr(8), h.size() + 67);
   EXPECT_EQ(parsed.tensors.at("y").offset, h.size() + 60);
   EXPECT_EQ(parsed.tensors.at("x").shape_str(), "[3, 5]");
+}
+
+TEST(Safetensors, DuplicateNameIsRefused) {
+  ExitCode code{};
+  std::string msg = error_of(
+      [] {
+        k3::parse_safetensors_header("x.safetensors",
+                                     R"({"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},)"
+                                     R"("b":{"dtype":"U8","shape":[2],"data_offsets":[2,4]},)"
+                                     R"("a":{"dtype":"U8","shape":[2],"data_offsets":[2,4]}})",
+                                     1000);
+      },
+      &code);
+  EXPECT_EQ(code, ExitCode::kBadModel);
+  EXPECT_NE(msg.find("x.safetensors"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'a' is listed twice"), std::string::npos) << msg;
+}
+
+TEST(Safetensors, OverlappingDataOffsetsAreRefused) {
+  // Partial overlap, listed out of file order.
+  ExitCode code{};
+  std::string msg = error_of(
+      [] {
+        k3::parse_safetensors_header("x", R"({"late":{"dtype":"U8","shape":[4],"data_offsets":[6,10]},)"
+                                          R"("early":{"dtype":"U8","shape":[8],"data_offsets":[0,8]}})",
+                                     1000);
+      },
+      &code);
+  EXPECT_EQ(code, ExitCode::kBadModel);
+  EXPECT_NE(msg.find("'early' [0, 8) and 'late' [6, 10) overlap"), std::string::npos) << msg;
+  // One tensor inside another.
+  msg = error_of([] {
+    k3::parse_safetensors_header("x", R"({"big":{"dtype":"U8","shape":[16],"data_offsets":[0,16]},)"
+                                      R"("mid":{"dtype":"U8","shape":[2],"data_offsets":[4,6]}})",
+                                 1000);
+  });
+  EXPECT_NE(msg.find("overlap"), std::string::npos) << msg;
+  // Adjacent tensors, empty tensors anywhere and gaps are fine.
+  EXPECT_EQ(error_of([] {
+              k3::parse_safetensors_header("x", R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},)"
+                                                R"("e":{"dtype":"U8","shape":[0],"data_offsets":[2,2]},)"
+                                                R"("b":{"dtype":"U8","shape":[4],"data_offsets":[4,8]},)"
+                                                R"("c":{"dtype":"U8","shape":[1],"data_offsets":[12,13]}})",
+                                           1000);
+            }),
+            "");
+}
+
+TEST(Checkpoint, IndexListingATensorTwiceIsRefused) {
+  fs::path d = copy_tiny("dupindex");
+  const fs::path index = d / "model.safetensors.index.json";
+  std::string text;
+  {
+    std::ifstream f(index);
+    text.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  const std::string wm = "\"weight_map\": {";
+  size_t at = text.find(wm);
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at + wm.size(), "\"language_model.model.norm.weight\": \"model-00001-of-00005.safetensors\", ");
+  {
+    std::ofstream f(index, std::ios::trunc);
+    f << text;
+  }
+  for (auto open : {std::function<void()>([&] { Checkpoint::open(d.string()); }),
+                    std::function<void()>([&] { k3::read_checkpoint_index(index.string()); })}) {
+    ExitCode code{};
+    std::string msg = error_of(open, &code);
+    EXPECT_EQ(code, ExitCode::kBadModel);
+    EXPECT_NE(msg.find("'language_model.model.norm.weight' is listed twice in weight_map"), std::string::npos) << msg;
+  }
+  fs::remove_all(d);
 }

@@ -46,7 +46,7 @@ TOOL=k3-detok bad "k3-detok missing file" 4 "$work/none: ids file not found" -- 
 
 # Flag errors: the flag, the value and the range in plain numbers.
 TOOL=k3-forward bad "--gen -3" 2 "--gen: -3 is out of range (valid: 0 or more)" -- "$BIN/k3-forward" "$TINY" --gen -3
-TOOL=k3-forward bad "--io-threads 0" 2 "--io-threads: 0 is out of range (valid: 1 or more)" \
+TOOL=k3-forward bad "--io-threads 0" 2 "--io-threads: 0 is out of range (valid: from 1 to 256)" \
   -- "$BIN/k3-forward" "$TINY" --io-threads 0
 TOOL=k3-forward bad "--gen 1.5" 2 "--gen: '1.5' is not a whole number" -- "$BIN/k3-forward" "$TINY" --gen 1.5
 TOOL=k3-forward bad "--temp abc" 2 "--temp: 'abc' is not a number" -- "$BIN/k3-forward" "$TINY" --temp abc

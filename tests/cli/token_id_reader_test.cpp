@@ -30,7 +30,7 @@ TEST(TokenIdReader, MalformedWordsNameThePosition) {
   EXPECT_NE(error_of("+1", 100).find("'+1'"), std::string::npos);
   EXPECT_NE(error_of("1.5", 100).find("'1.5'"), std::string::npos);
   EXPECT_NE(error_of("5 100", 100).find("token 2 is id 100, outside the vocabulary 0..99"), std::string::npos);
-  EXPECT_NE(error_of("99999999999999999999999", 100).find("outside the vocabulary"), std::string::npos);
+  EXPECT_NE(error_of("99999999999999999999999", 100).find("longer than 20 characters"), std::string::npos);
   EXPECT_NE(error_of("4294967296", 0).find("outside"), std::string::npos);
   const std::string bin = error_of(std::string("1 \x01\x02", 4), 100);
   EXPECT_NE(bin.find("'?" "?'"), std::string::npos) << bin;
@@ -65,4 +65,24 @@ TEST(TokenIdReader, LinesKeepTheirOrderAndNameTheLine) {
 }
 
 }  // namespace
+TEST(TokenIdReader, InputWithoutWhitespaceFailsAtOnce) {
+  // /dev/zero or an endless digit run: the error comes after at most 21
+  // bytes of the word, not after the whole input has been held in memory.
+  for (char fill : {'\0', '1', 'x'}) {
+    TokenIdReader reader("stdin", 1000);
+    const std::string chunk(1 << 16, fill);
+    size_t pushed = 0;
+    try {
+      for (int i = 0; i < 1000; ++i) {
+        reader.push(chunk, [](int32_t) {});
+        pushed += chunk.size();
+      }
+      ADD_FAILURE() << "64 MB without whitespace was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kBadInput);
+      EXPECT_EQ(pushed, 0u) << "failed only after " << pushed << " bytes";
+    }
+  }
+}
+
 }  // namespace k3

@@ -9,11 +9,11 @@
 #include "doctor/model_bytes.h"
 #include "doctor/preset_forecast.h"
 #include "model/tensor_manifest.h"
-#include "pack/trunk_packer.h"
 #include "runtime/expert_index.h"
 #include "runtime/memory_plan.h"
 #include "runtime/preset_plan.h"
 #include "runtime/presets.h"
+#include "runtime/trunk_plan.h"
 #include "synth/synth_geometry.h"
 
 using namespace k3;
@@ -104,11 +104,15 @@ TEST(PresetForecast, RecommendsTheLargestPresetThatFits) {
     EXPECT_LE(double(rec->memory()), 0.9 * double(usable));
   }
   // The preset table says laptop is for 8 GB machines: an 8 GiB cgroup (the
-  // README's true-scale run) holds it; 4 GB holds nothing.
+  // README's true-scale run) holds it; 4 GB holds the floor (min, 1.36 GB);
+  // 1.4 GB holds nothing.
   auto eight = recommend_preset(8ull << 30, pm, b, std::nullopt);
   ASSERT_TRUE(eight);
   EXPECT_EQ(eight->preset.name, "laptop");
-  EXPECT_FALSE(recommend_preset(uint64_t(4e9), pm, b, std::nullopt));
+  auto four = recommend_preset(uint64_t(4e9), pm, b, std::nullopt);
+  ASSERT_TRUE(four);
+  EXPECT_EQ(four->preset.name, "min");
+  EXPECT_FALSE(recommend_preset(uint64_t(1.4e9), pm, b, std::nullopt));
   auto big = recommend_preset(uint64_t(300e9), pm, b, std::nullopt);
   ASSERT_TRUE(big);
   EXPECT_EQ(big->preset.name, "max");
@@ -130,12 +134,14 @@ TEST(PresetForecast, EqualsTheMemoryPlanOfEachPreset) {
   const PlanModel k3_pm = plan_model_for_config(k3_reference_config());
 
   for (const Preset& p : presets()) {
-    PlanRequest req;  // --list-presets: packed trunk, context 4096, batch 256, 8 I/O threads, --threads 0
+    PlanRequest req;  // --list-presets: packed trunk, context 4096, the preset's batch and blocks, 8 I/O threads,
+                      // --threads 0
     req.packed_trunk = true;
     req.trunk_budget = static_cast<uint64_t>(p.trunk_gb * 1e9);
     req.cache_budget = static_cast<uint64_t>(p.cache_gb * 1e9);
     req.context = 4096;
-    req.batch = 256;
+    req.batch = p.max_batch;
+    req.block_bytes = static_cast<uint64_t>(p.block_mb * 1e6);
     req.io_threads = 8;
     req.compute_threads = 0;
 

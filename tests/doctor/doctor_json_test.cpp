@@ -110,16 +110,19 @@ TEST(DoctorJson, RecordedRootDrivesMemoryAndCpu) {
   EXPECT_EQ(r.status, 1);
 }
 
-TEST(DoctorJson, NoPresetFitsMeansCannotRun) {
-  // A 6 GiB service limit: even the laptop preset's forecast does not fit.
+TEST(DoctorJson, SixGiBRecommendsTheFloor) {
+  // A 6 GiB service limit: the laptop preset's forecast (7.56 GB) does not
+  // fit, the memory floor (min, 1.36 GB) does.
   ToolRun r = run("--json --no-probe --root " + kData + "/doctor/v2-nested");
   simdjson::dom::parser p;
   simdjson::dom::element root;
   parse_keys(r.out, p, &root);
-  EXPECT_EQ(r.status, 2);
-  std::string_view status;
+  EXPECT_NE(r.status, 2);
+  std::string_view status, preset;
   ASSERT_FALSE(root["sections"]["forecast"].at(0)["status"].get_string().get(status));
-  EXPECT_EQ(status, "FAIL");
+  EXPECT_EQ(status, "OK");
+  ASSERT_FALSE(root["sections"]["forecast"].at(0)["details"]["recommended"].get_string().get(preset));
+  EXPECT_EQ(preset, "min");
 }
 
 TEST(JsonValue, EscapesAndKeepsOrder) {

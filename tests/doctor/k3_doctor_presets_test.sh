@@ -34,7 +34,7 @@ for p in c["details"]["presets"]:
     print(p["preset"], fmt(p["memory_bytes"]))
 PY
 )
-check "one forecast per preset in the list" 5 "$(wc -l <<<"$list")"
+check "one forecast per preset in the list (min .. max)" 6 "$(wc -l <<<"$list")"
 check "doctor forecasts = k3-forward --list-presets forecasts" "$list" "$doctor"
 laptop_list=$(awk '$1 == "laptop" { print $4, $5 }' "$work/list.txt")
 laptop_doctor=$(awk '$1 == "laptop" { print $2, $3 }' <<<"$doctor")

@@ -20,6 +20,9 @@ Faults (--faults FILE, a JSON list) are consumed in order of arrival, each
   {"path": P, "kind": "corrupt", "at": OFFSET}       flip one byte of the content
   {"path": P, "kind": "throttle", "rate": BYTES_PER_S}
   {"path": P, "kind": "ignore-range"}                answer 200 with the whole file
+  {"path": "tree", "kind": "link", "where": "link", "url": U}
+                                                     a tree page's Link rel="next" is U
+                                                     ("{self}" in U: the page's own URL)
 GET /_control/reset?faults=FILE&commit=SHA replaces the faults and the commit
 (both optional), so one server can serve several test steps.
 Every request is logged as one line to --log:
@@ -207,6 +210,11 @@ class Handler(BaseHTTPRequestHandler):
                     nxt = "http://%s:%d%s?recursive=true&cursor=%d" % (
                         self.server.server_address[0], self.server.server_address[1], url.path, start + size)
                     extra["Link"] = '<%s>; rel="next"' % nxt
+                lf = self.st.take_fault("tree", "link")
+                if lf:
+                    me = "http://%s:%d%s?%s" % (self.server.server_address[0], self.server.server_address[1],
+                                                url.path, url.query)
+                    extra["Link"] = '<%s>; rel="next"' % lf["url"].replace("{self}", me)
                 return self.send_json(200, page, extra)
             return self.send_json(404, {"error": "not found"})
         prefix = "/" + repo + "/resolve/"

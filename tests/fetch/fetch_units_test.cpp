@@ -12,7 +12,7 @@
 #include "fetch/glob_filter.h"
 #include "fetch/http_get.h"
 #include "fetch/hub_listing.h"
-#include "verify/file_digest.h"
+#include "io/file_digest.h"
 
 namespace k3 {
 namespace {
@@ -149,3 +149,19 @@ TEST(FetchManifest, RoundTrip) {
 
 }  // namespace
 }  // namespace k3
+
+TEST(HttpHelpers, UrlOriginDecidesWhereTheTokenGoes) {
+  EXPECT_EQ(k3::url_origin("https://huggingface.co/api/models/x"), "https://huggingface.co:443");
+  EXPECT_EQ(k3::url_origin("https://huggingface.co"), "https://huggingface.co:443");
+  EXPECT_EQ(k3::url_origin("HTTPS://HuggingFace.co:443/x?y"), "https://huggingface.co:443");
+  EXPECT_EQ(k3::url_origin("http://127.0.0.1:8080/a"), "http://127.0.0.1:8080");
+  EXPECT_EQ(k3::url_origin("http://[::1]/a"), "http://[::1]:80");
+  EXPECT_EQ(k3::url_origin("http://[::1]:81/a"), "http://[::1]:81");
+  // Another port, scheme or host is another origin; userinfo is not the host.
+  EXPECT_NE(k3::url_origin("http://127.0.0.1:8081/a"), k3::url_origin("http://127.0.0.1:8080"));
+  EXPECT_NE(k3::url_origin("http://huggingface.co/a"), k3::url_origin("https://huggingface.co"));
+  EXPECT_NE(k3::url_origin("https://huggingface.co.evil.example/a"), k3::url_origin("https://huggingface.co"));
+  EXPECT_EQ(k3::url_origin("https://huggingface.co@evil.example/a"), "https://evil.example:443");
+  EXPECT_EQ(k3::url_origin("/relative/path"), "");
+  EXPECT_EQ(k3::url_origin(""), "");
+}

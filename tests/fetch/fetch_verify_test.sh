@@ -50,6 +50,25 @@ expect_in "$OUT" "$S2: sha256 (hub LFS hash): expected $(sha256_of "$REPO/$S2"),
 expect_in "$OUT" "$S2: xxh3-128 (manifest)" "flipped-byte xxh3 line"
 [ "$(echo "$OUT" | grep -c .)" = 2 ] || fail "expected exactly the two hash lines for one flipped byte: $OUT"
 
+# A NaN weight (BF16 0x7fc0) in a shard: --full names the tensor as well as the hash.
+D=$(fresh nan)
+read -r nan_shard nan_offset < <("$PYTHON" - "$D" <<'PY'
+import json, struct, sys
+d, name = sys.argv[1], "language_model.model.layers.1.self_attn.kv_a_proj_with_mqa.weight"
+wm = json.load(open(d + "/model.safetensors.index.json"))["weight_map"]
+name = name if name in wm else next(k for k in wm if k.endswith("o_proj.weight"))
+raw = open(d + "/" + wm[name], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+print(wm[name], 8 + n + json.loads(raw[8:8 + n])[name]["data_offsets"][0] + 2 * 11)
+PY
+)
+printf '\xc0\x7f' | dd of="$D/$nan_shard" bs=1 seek="$nan_offset" conv=notrunc status=none
+verify "$D" --full
+expect_rc 8 "NaN weight"
+expect_in "$OUT" "$nan_shard: NaN or infinite weights: expected finite floating-point tensors, found tensor '" \
+  "NaN weight line"
+expect_in "$OUT" "holds 1 NaN or infinite value (first at element 11)" "NaN weight element"
+
 # A missing shard.
 D=$(fresh missing)
 rm "$D/$S4"

@@ -185,6 +185,124 @@ TEST_F(SessionTest, InterruptedBeforeTheFirstId) {
   EXPECT_TRUE(ids.empty());
 }
 
+// Drafts from a script: the ids at given positions of a reference output,
+// some of them wrong, so verification both keeps and rolls back rows.
+class ScriptedDrafts : public DraftSource {
+ public:
+  ScriptedDrafts(std::vector<int32_t> truth, size_t prompt, size_t wrong_every)
+      : truth_(std::move(truth)), prompt_(prompt), wrong_every_(wrong_every) {}
+  std::vector<int32_t> propose(std::span<const int32_t> context, size_t max) override {
+    std::vector<int32_t> d;
+    for (size_t i = context.size() - prompt_; i < truth_.size() && d.size() < max; ++i) {
+      const bool wrong = wrong_every_ && (i % wrong_every_) == wrong_every_ - 1;
+      d.push_back(wrong ? (truth_[i] + 1) % 8448 : truth_[i]);
+    }
+    return d;
+  }
+
+ private:
+  std::vector<int32_t> truth_;
+  size_t prompt_, wrong_every_;
+};
+
+TEST_F(SessionTest, DraftsGiveTheSameIdsLogitsAndState) {
+  for (const GenerationOptions& base : {options(), sampled()}) {
+    GenerationSession plain(engine, base);
+    plain.reset();
+    plain.feed(g.greedy_prompt);
+    const Generated want = generate(plain, 20);
+    for (size_t wrong_every : {0, 1, 3, 7}) {
+      for (size_t n : {1, 4, 8}) {
+        GenerationOptions o = base;
+        o.max_drafts = n;
+        ScriptedDrafts drafts(want.ids, g.greedy_prompt.size(), wrong_every);
+        GenerationSession s(engine, o);
+        s.set_draft_source(&drafts);
+        s.reset();
+        s.feed(g.greedy_prompt);
+        const Generated got = generate(s, 20);
+        EXPECT_EQ(got.ids, want.ids) << "wrong_every " << wrong_every << " n " << n;
+        EXPECT_TRUE(same_floats(plain.current_row(), s.current_row()));
+        EXPECT_EQ(plain.pending(), s.pending());
+        EXPECT_EQ(plain.state().tokens, s.state().tokens);
+        ASSERT_EQ(plain.logits_log().rows(), s.logits_log().rows());
+        const GenerationCounters& c = s.counters();
+        EXPECT_GT(c.drafts_proposed, 0);
+        if (wrong_every == 0) {
+          EXPECT_EQ(c.drafts_accepted, c.drafts_proposed);
+          EXPECT_LT(c.generate_passes, plain.counters().generate_passes);
+        } else if (wrong_every == 1) {
+          EXPECT_EQ(c.drafts_accepted, 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(SessionTest, PromptLookupDraftsLeaveTheOutputUnchanged) {
+  // The model's own continuation placed in the prompt (prompt + G + prompt +
+  // G[0..3)), and lookup from 1-id matches: whatever it proposes, the output
+  // is that of the plain run.
+  GenerationSession plain(engine, options());
+  plain.reset();
+  plain.feed(g.greedy_prompt);
+  const Generated first = generate(plain, 12);
+  std::vector<int32_t> prompt = g.greedy_prompt;
+  prompt.insert(prompt.end(), first.ids.begin(), first.ids.end());
+  prompt.insert(prompt.end(), g.greedy_prompt.begin(), g.greedy_prompt.end());
+  prompt.insert(prompt.end(), first.ids.begin(), first.ids.begin() + 3);
+  GenerationSession a(engine, options()), b(engine, [&] {
+    GenerationOptions o = options();
+    o.max_drafts = 6;
+    return o;
+  }());
+  NgramDrafts lookup(1);
+  b.set_draft_source(&lookup);
+  a.reset();
+  b.reset();
+  a.feed(prompt);
+  b.feed(prompt);
+  EXPECT_EQ(generate(a, 16).ids, generate(b, 16).ids);
+  EXPECT_TRUE(same_floats(a.current_row(), b.current_row()));
+  EXPECT_EQ(a.logits_log().rows(), b.logits_log().rows());
+}
+
+TEST(NgramDrafts, ProposesWhatFollowedTheLongestMatchOnly) {
+  NgramDrafts d;
+  // ... 1 2 3 4 5 6 ... 1 2 3 -> 4 (match length 3: one draft), more with a streak.
+  const std::vector<int32_t> ctx = {9, 1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3};
+  EXPECT_EQ(d.propose(ctx, 8), (std::vector<int32_t>{4}));
+  d.verified(1, 1);
+  EXPECT_EQ(d.propose(ctx, 8), (std::vector<int32_t>{4, 5}));
+  EXPECT_EQ(d.propose(ctx, 1), (std::vector<int32_t>{4}));
+  // No match of 3 ids: nothing.
+  EXPECT_TRUE(d.propose(std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7}, 8).empty());
+  // A rejected first draft raises the required match length.
+  NgramDrafts e;
+  e.verified(2, 0);
+  EXPECT_TRUE(e.propose(ctx, 8).empty());  // needs 4 now; only 3 match
+  const std::vector<int32_t> longer = {0, 1, 2, 3, 4, 5, 6, 0, 1, 2, 3};
+  EXPECT_EQ(e.propose(longer, 8), (std::vector<int32_t>{4}));
+}
+
+TEST(PredictedDrafts, RealignsAfterSubstitutionsAndSkips) {
+  PredictedDrafts p({10, 11, 12, 13, 14, 15, 16, 17});
+  EXPECT_EQ(p.propose({}, 4), (std::vector<int32_t>{10}));  // nothing confirmed yet: one id
+  p.generated(10);
+  EXPECT_EQ(p.propose({}, 4), (std::vector<int32_t>{11, 12, 13, 14}));
+  p.generated(99);  // substituted for 11
+  EXPECT_EQ(p.propose({}, 4), (std::vector<int32_t>{12}));
+  p.generated(12);
+  p.generated(14);  // 13 skipped
+  EXPECT_EQ(p.aligned_at(), 5u);
+  p.generated(15);
+  EXPECT_EQ(p.propose({}, 8), (std::vector<int32_t>{16, 17}));
+  PredictedDrafts wrong({1, 2, 3, 4, 5, 6});
+  wrong.generated(50);
+  wrong.generated(51);
+  EXPECT_TRUE(wrong.propose({}, 4).empty());  // two misses in a row: stop proposing
+}
+
 TEST_F(SessionTest, SampleWithoutLogitsIsAnError) {
   GenerationSession s(engine, options());
   s.reset();

@@ -32,6 +32,17 @@ TEST(Mxfp4, EveryCode) {
   EXPECT_TRUE(std::signbit(mxfp4_code_value(8)));
 }
 
+// The byte-shuffle decoders' table: twice each code value, as integers.
+TEST(Mxfp4, TwiceCodesAreTwiceTheCodeValues) {
+  const int8_t expected[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+  for (int c = 0; c < 16; ++c) {
+    EXPECT_EQ(kMxfp4TwiceCodes.v[c], expected[c]) << "code " << c;
+    EXPECT_EQ(static_cast<float>(kMxfp4TwiceCodes.v[c]) * 0.5f, mxfp4_code_value(static_cast<uint8_t>(c)));
+  }
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(kMxfp4TwiceCodes.v) % 16, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(kMxfp4CodeValues) % 64, 0u);
+}
+
 TEST(Mxfp4, ScaleEdgeCases) {
   // 2^-127 is subnormal in FP32: bit pattern 0x00400000.
   EXPECT_EQ(bits_of(mxfp4_scale_value(0)), 0x00400000u);

@@ -16,8 +16,8 @@
 #include "kernels/mxfp4.h"
 #include "kernels/thread_pool.h"
 #include "model/engine.h"
-#include "model/resident_weights.h"
 #include "model/tensor_manifest.h"
+#include "runtime/resident_weights.h"
 #include "model_fixture.h"
 
 namespace k3 {

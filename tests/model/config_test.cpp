@@ -1,6 +1,9 @@
 // The strict config reader: the tiny fixture's config, its bare form, and
 // every required key missing or holding a value k3 does not implement.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
 #include <simdjson.h>
 #include <xxhash.h>
 
@@ -239,6 +242,38 @@ TEST(Config, MalformedJsonAndMissingDirectory) {
     EXPECT_EQ(e.code(), ExitCode::kBadModel);
     EXPECT_NE(std::string(e.what()).find("/nonexistent/k3-model"), std::string::npos);
   }
+}
+
+TEST(Config, AbsurdSizesAreRefusedUpFront) {
+  const std::string base = tiny_config();
+  // Each far beyond any real model (K3 itself is well inside every bound).
+  const std::pair<const char*, const char*> cases[] = {
+      {"num_hidden_layers", "1000000000"}, {"hidden_size", "1000000"},  {"vocab_size", "100000000"},
+      {"intermediate_size", "100000000"},  {"num_experts", "1000000"},  {"num_attention_heads", "100000"},
+      {"kv_lora_rank", "10000000"},        {"q_lora_rank", "10000000"}, {"moe_intermediate_size", "100000000"},
+      {"qk_rope_head_dim", "100000"},      {"v_head_dim", "100000"},    {"num_shared_experts", "100000"}};
+  for (const auto& [key, value] : cases) {
+    ExitCode code = ExitCode::kOk;
+    const std::string err = error_of(with_value(base, key, value), &code);
+    EXPECT_EQ(code, ExitCode::kBadModel) << key;
+    EXPECT_NE(err.find(std::string(key) + "' is " + value + ", more than"), std::string::npos) << err;
+  }
+}
+
+TEST(Config, ConfigThatIsNotARegularFileIsRefused) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("k3-config-zero-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::create_symlink("/dev/zero", dir / "config.json");
+  try {
+    load_model_config(dir.string());
+    ADD_FAILURE() << "a config.json linked to /dev/zero was read";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadModel);
+    EXPECT_NE(std::string(e.what()).find("config.json: is not a regular file"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 #include "checkpoint/safetensors.h"
 #include "common/file.h"
 #include "model/config.h"
-#include "model/resident_weights.h"
+#include "runtime/resident_weights.h"
 
 namespace k3::test {
 

@@ -77,7 +77,8 @@ TEST(TrunkPack, PacksEveryTrunkTensorByteExact) {
   TrunkLayout t = pack_trunk(c, manifest, out.string(), PackOptions{});
   ASSERT_TRUE(fs::exists(out / "trunk.bin"));
   ASSERT_TRUE(fs::exists(out / "trunk.json"));
-  EXPECT_FALSE(fs::exists(out / "trunk.bin.tmp"));
+  for (const auto& e : fs::directory_iterator(out))  // no temporary left behind
+    EXPECT_TRUE(e.path().filename() == "trunk.bin" || e.path().filename() == "trunk.json") << e.path();
   EXPECT_EQ(fs::file_size(out / "trunk.bin"), t.file_size);
 
   // Sections: embedding, 13 layers, head, contiguous and in order.
@@ -301,4 +302,33 @@ TEST(TrunkPack, ZeroBlocksBecomeHolesAndBytesMatchDense) {
   EXPECT_LT(need_sparse, ts.file_size);
   EXPECT_GE(need_sparse, se.allocated);
   fs::remove_all(dir);
+}
+
+// Offsets and shapes near 2^64 in a damaged trunk.json are refused, not
+// wrapped around into a section that seems to fit.
+TEST(TrunkPack, TrunkJsonWithWrappingOffsetsOrShapesIsRefused) {
+  TrunkLayout t = layout_trunk(tiny_manifest());
+  TrunkLayout far = t;
+  far.sections[1].offset = 18446744073709547520ull;  // 2^64 - 4096: offset + length wraps
+  EXPECT_EQ(code_of([&] { parse_trunk_layout(trunk_layout_to_json(far), "trunk.json"); }), ExitCode::kBadModel);
+  TrunkLayout big = t;
+  big.sections[1].tensors[0].shape = {1ull << 40, 1ull << 40};  // numel * size wraps to 0
+  big.sections[1].tensors[0].nbytes = 0;
+  EXPECT_EQ(code_of([&] { parse_trunk_layout(trunk_layout_to_json(big), "trunk.json"); }), ExitCode::kBadModel);
+  TrunkLayout tail = t;
+  tail.sections[1].tensors[0].offset = 18446744073709551615ull - 10;
+  EXPECT_EQ(code_of([&] { parse_trunk_layout(trunk_layout_to_json(tail), "trunk.json"); }), ExitCode::kBadModel);
+  EXPECT_EQ(code_of([&] { parse_trunk_layout(trunk_layout_to_json(t), "trunk.json"); }), ExitCode::kOk);
+}
+
+// Found by trunk_json_fuzz: a missing hash field threw simdjson's own
+// exception (an internal error) instead of a trunk.json error.
+TEST(TrunkPack, TrunkJsonMissingAHashFieldIsABadModel) {
+  std::string json = trunk_layout_to_json(layout_trunk(tiny_manifest()));
+  const size_t at = json.find("\"config_xxh3\"");
+  ASSERT_NE(at, std::string::npos);
+  json.replace(at, 13, "\"config_xxh2\"");
+  std::string msg;
+  EXPECT_EQ(code_of([&] { parse_trunk_layout(json, "trunk.json"); }, &msg), ExitCode::kBadModel);
+  EXPECT_NE(msg.find("source.config_xxh3"), std::string::npos) << msg;
 }

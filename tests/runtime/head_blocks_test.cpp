@@ -10,16 +10,16 @@
 #include <fstream>
 
 #include "checkpoint/checkpoint.h"
-#include "doctor/model_bytes.h"
 #include "kernels/thread_pool.h"
 #include "model/config.h"
 #include "model/engine.h"
-#include "model/resident_weights.h"
+#include "model/k3_geometry.h"
 #include "model/tensor_manifest.h"
 #include "pack/trunk_packer.h"
 #include "runtime/expert_index.h"
 #include "runtime/memory_plan.h"
 #include "runtime/presets.h"
+#include "runtime/resident_weights.h"
 #include "runtime/streaming_weights.h"
 #include "synth/synth_checkpoint.h"
 #include "synth/synth_geometry.h"
@@ -262,7 +262,7 @@ TEST(HeadBlocks, SynthK3GeometryHasTheReferenceWeights) {
   req.trunk_budget = 3'000'000'000;
   req.cache_budget = 1'000'000'000;
   const MemoryPlan a = plan_memory_for_config(k3_config(), req),
-                   b = plan_memory_for_config(doctor::k3_reference_config(), req);
+                   b = plan_memory_for_config(k3_reference_config(), req);
   EXPECT_EQ(a.pinned, b.pinned);
   EXPECT_EQ(a.pinned_bytes, b.pinned_bytes);
   EXPECT_EQ(a.stream_buffer_bytes, b.stream_buffer_bytes);

@@ -8,12 +8,13 @@
 #include <fstream>
 
 #include "checkpoint/checkpoint.h"
+#include "common/error.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
-#include "pack/trunk_packer.h"
+#include "platform/memory_limits.h"
 #include "runtime/expert_index.h"
-#include "runtime/memory_limits.h"
 #include "runtime/memory_plan.h"
+#include "runtime/trunk_plan.h"
 
 namespace fs = std::filesystem;
 using namespace k3;
@@ -73,7 +74,8 @@ TEST(MemoryPlan, BudgetsDecidePinningAndSlots) {
   MemoryPlan p0 = plan_memory(c, layout, idx.slot_bytes(), req);
   EXPECT_TRUE(p0.pinned.empty());
   EXPECT_EQ(p0.streamed.size(), 14u);  // 13 layers + head
-  EXPECT_EQ(p0.cache_slots, 2u * c.num_experts_per_token);  // the floor
+  EXPECT_EQ(p0.cache_slots, static_cast<uint64_t>(c.num_experts_per_token));  // the floor: one layer's top-k
+  EXPECT_EQ(p0.min_slots, p0.cache_slots);
   EXPECT_GT(p0.stream_buffer_bytes, 0u);
   // Small sections: the prefetch allowance buys the deepest read-ahead.
   EXPECT_EQ(p0.stream_buffers, kMaxStreamBuffers);
@@ -97,4 +99,55 @@ TEST(MemoryPlan, BudgetsDecidePinningAndSlots) {
   EXPECT_GT(ph.pinned.size(), 0u);
   EXPECT_LT(ph.pinned.size(), 14u);
   EXPECT_LE(ph.pinned_bytes, req.trunk_budget);
+}
+
+TEST(MemoryLimits, CgroupLimitOfZeroLeavesNothing) {
+  fs::path r = fake_root("zero");
+  put(r / "proc/self/cgroup", "0::/job\n");
+  put(r / "sys/fs/cgroup/job/memory.max", "0\n");
+  MemoryLimits m = read_memory_limits(r.string());
+  EXPECT_TRUE(m.cgroup_limited);
+  EXPECT_EQ(m.cgroup_limit, 0u);
+  EXPECT_EQ(m.available(), 0u);  // not "no limit"
+  fs::remove_all(r);
+}
+
+TEST(MemoryLimits, LinkToDevZeroIsRefusedNotRead) {
+  fs::path r = fake_root("devzero");
+  fs::remove(r / "proc/meminfo");
+  fs::create_symlink("/dev/zero", r / "proc/meminfo");
+  try {
+    read_memory_limits(r.string());
+    FAIL() << "a meminfo linked to /dev/zero was read";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("proc/meminfo: is not a regular file"), std::string::npos) << e.what();
+  }
+  fs::remove_all(r);
+}
+
+TEST(MemoryPlan, HugeContextsAreRefusedNotWrapped) {
+  const ModelConfig c = load_model_config(kTiny);
+  const Checkpoint ck = Checkpoint::open(kTiny);
+  const TrunkLayout layout = plan_trunk(expected_tensors(c), ck);
+  const ExpertIndex idx(c, ck);
+  PlanRequest req;
+  req.trunk_budget = 0;
+  req.cache_budget = 0;
+  // Wrapping products would turn these into small forecasts.
+  for (uint64_t ctx : {uint64_t{1} << 62, UINT64_MAX - 4, (uint64_t{1} << 63) - 1}) {
+    req.context = ctx;
+    try {
+      MemoryPlan p = plan_memory(c, layout, idx.slot_bytes(), req);
+      FAIL() << "context " << ctx << " planned as " << p.peak_rss << " bytes";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kResource);
+      EXPECT_NE(std::string(e.what()).find("2^64"), std::string::npos) << e.what();
+    }
+  }
+  // The largest context that fits 64 bits is planned exactly and grows with it.
+  req.context = uint64_t{1} << 32;
+  const MemoryPlan big = plan_memory(c, layout, idx.slot_bytes(), req);
+  EXPECT_EQ(big.mla_cache_bytes, c.num_mla_layers() * (uint64_t{1} << 32) * (c.kv_lora_rank + c.qk_rope_head_dim) * 4);
+  EXPECT_GT(big.peak_rss, big.mla_cache_bytes);
 }

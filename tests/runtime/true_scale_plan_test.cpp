@@ -9,9 +9,9 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "checkpoint/trunk_layout.h"
 #include "io/aligned_buffer.h"
 #include "model/config.h"
-#include "pack/trunk_layout.h"
 #include "runtime/memory_plan.h"
 #include "synth/synth_checkpoint.h"
 

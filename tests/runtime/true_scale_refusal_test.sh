@@ -4,7 +4,8 @@
 # 1,560,936,091,448 bytes, every tensor a hole: ~130 MB on disk) and
 # k3-forward --plan. 10M positions need 553 GB of MLA latent cache and are
 # refused before anything is allocated, with the plan's numbers; the same
-# flags with 100,000 positions give exactly 5.53 GB of latent cache.
+# flags with 100,000 positions give exactly 5.53 GB of latent cache; the
+# min preset forecasts at most 4.0 GB (--list-presets).
 set -uo pipefail
 BIN=${K3_BIN_DIR:?}
 work=$(mktemp -d)
@@ -41,5 +42,15 @@ contains "100k positions: accepted message" "the plan fits" "$(cat "$work/plan.e
 plan 100000 K3_AVAILABLE_MEMORY=8000000000
 check "100k positions with 8 GB available: refused" 6 "$rc"
 contains "100k positions, 8 GB: names what is available" "but only 8.00 GB is available" "$(cat "$work/plan.err")"
+
+# The floor at true scale: --list-presets plans each preset as it would run
+# with a packed trunk; min (nothing pinned, 32 MB row blocks, the top-16
+# expert arena, prefill batches of 32) needs at most 4.0 GB at 4096 positions.
+"$BIN/k3-forward" "$work/k3" --list-presets --ctx 4096 > "$work/presets" 2> "$work/presets.err"
+check "--list-presets exit" 0 "$?"
+min_gb=$(awk '$1 == "min" {print $4}' "$work/presets")
+min_unit=$(awk '$1 == "min" {print $5}' "$work/presets")
+check "min forecast in GB" GB "$min_unit"
+holds "min forecast ($min_gb GB) at most 4.0 GB" "awk -v x='$min_gb' 'BEGIN {exit !(x > 0 && x <= 4.0)}'"
 
 finish "true_scale_refusal_test"

@@ -133,14 +133,3 @@ TEST(Continuation, FlagsOverrideSavedSampling) {
   EXPECT_THROW(resolve_sampling(saved, some), k3::Error);
 }
 
-TEST(Continuation, OutputDirectoryCheck) {
-  EXPECT_NO_THROW(check_output_directory(temp_path("x")));
-  EXPECT_NO_THROW(check_output_directory("relative-name"));
-  try {
-    check_output_directory("/no/such/dir/x.k3state");
-    FAIL();
-  } catch (const k3::Error& e) {
-    EXPECT_EQ(e.code(), ExitCode::kIo);
-    EXPECT_NE(std::string(e.what()).find("/no/such/dir"), std::string::npos);
-  }
-}

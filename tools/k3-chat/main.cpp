@@ -4,6 +4,7 @@
 // chat format each turn and evaluates only what the model has not seen;
 // run_chat_loop reads messages and commands, streams the replies and keeps
 // the JSONL history (chat_loop.h, chat_input.h).
+#include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -22,6 +23,8 @@
 #include "cli/sampling_options.h"
 #include "cli/cli_parse.h"
 #include "cli/flag_checks.h"
+#include "common/atomic_file_writer.h"
+#include "common/cli_limits.h"
 #include "common/error.h"
 #include "common/tool_main.h"
 #include "generate/generation_session.h"
@@ -42,14 +45,14 @@ int run(int argc, char** argv) {
   k3::SamplingFlags sampling_flags;
   k3::ChatOptions co;
   k3::ChatLoopOptions lo;
-  std::string system, effort = "max";
+  std::string system, effort = "max", history_path;
   bool no_think = false, no_reasoning = false;
   k3::add_model_options(app, mo);
   app.add_option("--system", system, "System message that starts a new conversation (and each /reset)");
   auto* eo = app.add_option("--thinking-effort", effort, "How much to think: low, high, max (default) or none")
                  ->check(CLI::IsMember({"low", "high", "max", "none"}));
   app.add_flag("--no-think", no_think, "Answer without the thinking channel")->excludes(eo);
-  app.add_option("--history", lo.history_path,
+  app.add_option("--history", history_path,
                  "JSONL transcript: an existing one is resumed, new messages are appended (one message per line)");
   app.add_option("--max-tokens", co.max_tokens, "Longest reply in tokens (default 4096)")->check(k3::cli::positive_integer());
   app.add_flag("--no-reasoning", no_reasoning, "Do not show the reasoning (it is still kept in the conversation)");
@@ -67,12 +70,23 @@ int run(int argc, char** argv) {
   co.effort = effort == "none" ? std::nullopt : std::optional<std::string>(effort);
   co.keep_first_rows = !lo.logits_path.empty();
 
-  // Cheap checks before any weight is read: config, tokenizer, history.
+  // Cheap checks before any weight is read: outputs, config, tokenizer, history.
+  if (!lo.logits_path.empty()) k3::check_output_path(lo.logits_path, k3::OutputPolicy::kFileOrStream);
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
   if (auto status = k3::answer_plan_requests(config, mo, kTool)) return *status;
   const k3::Tokenizer tok = k3::Tokenizer::load(mo.model_dir);
   std::vector<k3::JsonValue> history;
-  if (!lo.history_path.empty()) history = k3::load_chat_history(lo.history_path);
+  std::optional<k3::ChatHistoryFile> history_file;
+  if (!history_path.empty()) {
+    history = k3::load_chat_history(history_path);
+    try {
+      k3::check_chat_messages(history);
+    } catch (const k3::Error& e) {
+      throw k3::Error(e.code(), history_path + ": " + e.what());
+    }
+    history_file.emplace(history_path);
+    lo.history = &*history_file;
+  }
   if (!system.empty()) {
     k3::JsonValue m = k3::JsonValue::object();
     m.set("role", k3::JsonValue::string("system"));
@@ -88,18 +102,19 @@ int run(int argc, char** argv) {
                            k3::StopConditions(config.eos_token_ids, k3::chat_stop_ids(tok.vocab(), {}), false)};
   k3::GenerationSession generation(model.engine(), go);
   k3::ChatSession chat(tok, generation, co);
-  try {
-    chat.set_messages(history.empty() ? lo.start_messages : history);
-  } catch (const k3::Error& e) {
-    throw k3::Error(e.code(), lo.history_path + ": " + e.what());
-  }
+  chat.set_messages(history.empty() ? lo.start_messages : history);
   if (!history.empty() && !system.empty())
-    std::fprintf(stderr, "k3-chat: --system is not used: %s already starts the conversation\n", lo.history_path.c_str());
+    std::fprintf(stderr, "k3-chat: --system is not used: %s already starts the conversation\n", history_path.c_str());
 
   k3::PrefillProgress progress(kTool);
   lo.style = {::isatty(1) == 1, !no_reasoning};
   lo.interrupted = k3::interrupted;
   lo.clear_interrupt = [] {
+    // Ctrl-C stops one reply; SIGTERM (its handler is back to the default
+    // once it arrived) ends the chat.
+    struct sigaction term {};
+    if (sigaction(SIGTERM, nullptr, &term) == 0 && term.sa_handler == SIG_DFL)
+      throw k3::Error(k3::ExitCode::kInterrupted, "terminated (SIGTERM)");
     k3::interrupt_flag() = false;
     k3::install_interrupt_handler();  // the handler gives way to the default after one signal
   };

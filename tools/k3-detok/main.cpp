@@ -12,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -36,6 +37,7 @@ int run(int argc, char** argv) {
       "k3-detok"};
   std::string tok_dir, ids_file = "-";
   bool raw = false, skip_special = false, chat = false, no_think = false, no_reasoning = false, json = false;
+  std::string format = "stream";
   app.add_option("--tok", tok_dir, "Tokenizer directory holding tiktoken.model and tokenizer_config.json "
                                    "(usually the model directory)")
       ->required();
@@ -50,9 +52,16 @@ int run(int argc, char** argv) {
   app.add_flag("--json", json,
                "With --chat: end with the parsed assistant message as one JSON line (exit 4 when the reply is "
                "malformed: cut short, a control token inside a channel)");
+  app.add_option("--format", format,
+                 "stream: the text of all ids as one text (default); line: each input line of ids (as k3-forward "
+                 "--batch writes them) becomes one line of text, with newlines and backslashes inside it written "
+                 "as \\n and \\\\")
+      ->check(CLI::IsMember({"stream", "line"}));
   app.footer(std::string("Exit status 4 names the offending id and its position (1-based) in the input.\n") +
              k3::exit_codes_help());
   if (auto status = k3::parse_command_line(app, argc, argv, "k3-detok")) return *status;
+  if (chat && format == "line")
+    throw k3::Error(k3::ExitCode::kUsage, "--chat reads one reply; it cannot be combined with --format line");
   if (!chat && (no_think || no_reasoning || json))
     throw k3::Error(k3::ExitCode::kUsage, "--no-think, --no-reasoning and --json read a chat reply: add --chat");
   if (chat && (raw || skip_special))
@@ -66,7 +75,19 @@ int run(int argc, char** argv) {
   if (chat) reply.emplace(vocab, !no_think);
   k3::ReplyPrinter printer({::isatty(1) == 1, !no_reasoning});
   std::vector<k3::ReplyPiece> pieces;
+  const bool lines = format == "line";
+  auto write_text = [&](const std::string& text) {
+    if (!lines) {
+      if (!text.empty()) k3::write_all_stdout(text);
+      return;
+    }
+    std::string escaped;
+    for (char c : text) escaped += c == '\n' ? std::string("\\n") : c == '\\' ? std::string("\\\\") : std::string(1, c);
+    if (!escaped.empty()) k3::write_all_stdout(escaped);
+  };
+  bool line_open = false;  // ids read since the last newline
   auto emit = [&](int32_t id) {
+    line_open = true;
     auto tid = static_cast<k3::TokenId>(id);
     if (reply) {
       pieces.clear();
@@ -77,18 +98,27 @@ int run(int argc, char** argv) {
     if (skip_special && vocab.is_special(tid)) return;
     std::string_view bytes = vocab.bytes(tid);
     if (raw) {
-      k3::write_all_stdout(bytes);
+      write_text(std::string(bytes));
       return;
     }
     out.clear();
     decoder.push(bytes, out);
-    if (!out.empty()) k3::write_all_stdout(out);
+    write_text(out);
+  };
+  // --format=line: a line's text ends with its input line.
+  auto end_line = [&] {
+    out.clear();
+    decoder.finish(out);
+    write_text(out);
+    k3::write_all_stdout("\n");
+    line_open = false;
   };
 
   char buf[1 << 14];
   // Ids are decoded as they arrive: text appears while the producer runs.
   const k3::InputFd input = k3::InputFd::open(ids_file, "ids file");
-  while (size_t r = k3::read_some(input.fd(), buf, sizeof buf, input.name())) reader.push(std::string_view(buf, r), emit);
+  while (size_t r = k3::read_some(input.fd(), buf, sizeof buf, input.name()))
+    reader.push(std::string_view(buf, r), emit, lines ? std::function<void()>(end_line) : nullptr);
   reader.finish(emit);
   if (reply) {
     pieces.clear();
@@ -103,7 +133,8 @@ int run(int argc, char** argv) {
   }
   out.clear();
   decoder.finish(out);
-  if (!out.empty()) k3::write_all_stdout(out);
+  write_text(out);
+  if (lines && line_open) k3::write_all_stdout("\n");  // a last line without its newline
   return 0;
 }
 

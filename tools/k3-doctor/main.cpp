@@ -2,7 +2,9 @@
 // A thin front end over lib/doctor/.
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "cli/cli_parse.h"
@@ -10,7 +12,7 @@
 #include "common/error.h"
 #include "common/tool_main.h"
 #include "doctor/doctor.h"
-#include "doctor/system_root.h"
+#include "platform/system_root.h"
 
 int main(int argc, char** argv) {
   k3::doctor::DoctorOptions opt;
@@ -40,7 +42,7 @@ int main(int argc, char** argv) {
       ->check(k3::cli::in_range(0.0, 1.0));
   app.add_option("--root", opt.root,
                  std::string("read /proc and /sys under this directory (a recorded tree) instead of the live "
-                             "system; also $") + k3::doctor::kRootEnv);
+                             "system; also $") + k3::kRootEnv);
   app.footer(std::string("The exit status says whether a run can proceed:\n"
                          "  0    ready\n"
                          "  1    ready, with warnings (read them)\n"
@@ -55,8 +57,10 @@ int main(int argc, char** argv) {
   return k3::run_tool("k3-doctor", [&] {
     k3::doctor::Report report = k3::doctor::run_doctor(opt);
     const std::string text = json ? k3::doctor::format_json(report) : k3::doctor::format_human(report);
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
+    // A report that cannot be written (a full disk, a closed pipe) is an I/O
+    // error, not "ready, with warnings".
+    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
+      throw k3::Error(k3::ExitCode::kIo, std::string("cannot write the report to stdout: ") + std::strerror(errno));
     return report.exit_code();
   });
 }

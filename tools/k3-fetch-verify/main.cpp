@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "cli/cli_parse.h"
+#include "cli/flag_checks.h"
+#include "common/cli_limits.h"
 #include "common/error.h"
 #include "cli/interrupt.h"
 #include "common/tool_main.h"
@@ -125,14 +127,20 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   dl->add_option("--include", dopt.include, "Only files matching this glob (repeatable; '*' also matches '/')");
   dl->add_option("--exclude", dopt.exclude, "Skip files matching this glob (repeatable)");
-  dl->add_option("--jobs,-j", dopt.jobs, "Parallel transfers")->capture_default_str();
+  dl->add_option("--jobs,-j", dopt.jobs, "Parallel transfers")
+      ->check(k3::cli::in_range(1, k3::kMaxTransferJobs))
+      ->capture_default_str();
   dl->add_option("--token", token, "Hub access token (default: $HF_TOKEN, then the file $HF_TOKEN_PATH, then $HF_HOME/token, "
                   "~/.cache/huggingface/token by default, as huggingface-cli login writes it)");
   dl->add_option("--endpoint", endpoint, "Hub address (default: $HF_ENDPOINT or https://huggingface.co)");
-  dl->add_option("--retries", retries, "Attempts per file without progress before giving up")->capture_default_str();
+  dl->add_option("--retries", retries, "Attempts per file without progress before giving up")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   dl->add_option("--retry-wait", retry_wait, "First wait in seconds between retries (doubles, max 60 s)")
+      ->check(k3::cli::finite_range(60))
       ->capture_default_str();
   dl->add_option("--stall-timeout", dopt.stall_timeout_s, "Seconds without a byte before a transfer is retried")
+      ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   dl->add_option("--progress-interval", dopt.progress_interval_s,
                  "Seconds between progress lines when stderr is not a terminal")
@@ -145,7 +153,8 @@ int main(int argc, char** argv) {
   vf->add_flag("--full", vopt.full, "Re-hash every file: sha256 against the hub, xxh3 against the manifest");
   vf->add_flag("--no-manifest", vopt.no_manifest,
                "Accept a directory without the download manifest (size and hash checks are then skipped)");
-  vf->add_option("--threads", vopt.threads, "Hashing threads (default: all cores)");
+  vf->add_option("--threads", vopt.threads, "Hashing threads (default: all cores)")
+      ->check(k3::cli::in_range(0, k3::kMaxComputeThreads));
   vf->add_option("--progress-interval", vopt.progress_interval_s,
                  "Seconds between progress lines when stderr is not a terminal")
       ->capture_default_str();

@@ -16,14 +16,17 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
+#include "cli/batch_run.h"
 #include "cli/interrupt.h"
 #include "cli/model_options.h"
 #include "cli/prefill_progress.h"
 #include "cli/sampling_options.h"
+#include "cli/speculation_options.h"
 #include "cli/stdout_writer.h"
 #include "cli/token_id_reader.h"
 #include "cli/cli_parse.h"
 #include "cli/flag_checks.h"
+#include "common/atomic_file_writer.h"
 #include "common/error.h"
 #include "common/file.h"
 #include "common/tool_main.h"
@@ -45,8 +48,9 @@ int run(int argc, char** argv) {
       "Example: k3-tokenize --tok ~/k3model < prompt.txt | k3-forward ~/k3model --gen 64 | k3-detok --tok ~/k3model",
       kTool};
   k3::ModelOptions mo;
-  std::string ids_file, logits_file, state_in, state_out;
+  std::string ids_file, logits_file, state_in, state_out, batch_file;
   k3::SamplingFlags sampling_flags;
+  k3::SpeculationFlags spec_flags;
   std::vector<int32_t> stop_ids;
   int gen = 0;
   bool ignore_eos = false, recompute = false, teacher_forcing = false;
@@ -56,6 +60,8 @@ int run(int argc, char** argv) {
                  "Tokenizer directory the ids come from: refuse to run when its vocabulary or special tokens "
                  "disagree with the model's config");
   app.add_option("--ids", ids_file, "Read the prompt ids from FILE instead of stdin (- is stdin; pipes are read to the end)");
+  app.add_option("--batch", batch_file, "Decode the prompts of FILE (one line of ids each) together, one weight pass "
+                                        "per step; writes one line of ids per prompt, in order");
   app.add_option("--gen", gen, "Generate up to N tokens after the prompt (default 0: only run the prompt)")
       ->check(k3::cli::non_negative());
   app.add_flag("--ignore-eos", ignore_eos, "Keep generating past an EOS id");
@@ -65,6 +71,7 @@ int run(int argc, char** argv) {
   app.add_flag("--teacher-forcing", teacher_forcing,
                "Evaluate the given ids without generating; writes the argmax id of every position to stdout");
   sampling_flags.add_to(app);
+  spec_flags.add_to(app);
   app.add_option("--stop-id", stop_ids, "Stop generating after this id (repeatable)")->allow_extra_args(false);
   app.add_option("--state-in", state_in, "Continue the conversation saved in FILE: the ids on stdin are appended to the "
                                          "saved context (sampling flags not given keep the saved settings)");
@@ -74,11 +81,27 @@ int run(int argc, char** argv) {
   if (auto status = k3::parse_command_line(app, argc, argv, kTool)) return *status;
   if (teacher_forcing && gen > 0)
     throw k3::Error(k3::ExitCode::kUsage, "--teacher-forcing evaluates the given ids and cannot be combined with --gen");
+  if (recompute && spec_flags.max_drafts() > 0)
+    throw k3::Error(k3::ExitCode::kUsage, "--recompute is the one-id-per-pass reference path: drop --spec/--predict");
+  if (!batch_file.empty() && (!ids_file.empty() || !state_in.empty() || !state_out.empty() || !logits_file.empty() ||
+                              teacher_forcing || recompute || spec_flags.max_drafts() > 0))
+    throw k3::Error(k3::ExitCode::kUsage, "--batch runs its own prompts: it takes none of --ids, --state-in/out, "
+                                          "--logits, --teacher-forcing, --recompute, --spec, --predict");
+  mo.stream.state_snapshots = spec_flags.max_drafts();
 
   // Cheap checks first: config and input, before any weight is read.
+  // Outputs may be files (replaced whole) or devices/FIFOs (written through).
+  for (const std::string* out : {&logits_file, &state_out, &mo.stats_json})
+    if (!out->empty()) k3::check_output_path(*out, k3::OutputPolicy::kFileOrStream);
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
   if (!tok_dir.empty()) k3::check_tokenizer_matches(config, mo.model_dir, k3::Vocabulary::load(tok_dir), tok_dir);
-  if (auto status = k3::answer_plan_requests(config, mo, kTool)) return *status;
+  k3::check_stop_ids(stop_ids, config.vocab_size);
+  const auto batch = batch_file.empty() ? std::vector<std::vector<int32_t>>{} : k3::read_batch_file(batch_file, config.vocab_size);
+  mo.stream.sequences = std::max<size_t>(1, batch.size());
+  if (auto status = k3::answer_plan_requests(config, mo, kTool, batch.empty() ? 256 : batch.size())) return *status;
+  if (!batch.empty())
+    return k3::run_batch(config, mo, {k3::resolve_sampling(std::nullopt, sampling_flags.given()),
+                                      k3::StopConditions(config.eos_token_ids, stop_ids, ignore_eos)}, batch, gen, kTool);
   if (ids_file.empty()) ids_file = "-";
   const std::string origin = ids_file == "-" ? "stdin" : ids_file;
   const std::string text = k3::read_input(ids_file, "ids file");
@@ -86,31 +109,29 @@ int run(int argc, char** argv) {
   if (prompt.empty() && state_in.empty())
     throw k3::Error(k3::ExitCode::kBadInput,
                     origin + ": no token ids (the prompt is empty; pipe ids from k3-tokenize or pass --ids FILE)");
-  for (int32_t id : stop_ids)
-    if (id < 0 || id >= config.vocab_size)
-      throw k3::Error(k3::ExitCode::kUsage, "--stop-id " + std::to_string(id) + " is outside the vocabulary 0.." +
-                                                std::to_string(config.vocab_size - 1));
 
   const k3::Checkpoint checkpoint = k3::Checkpoint::open(mo.model_dir);
   // A saved conversation is checked before any weight is read.
   std::optional<k3::ModelIdentity> identity;
   std::optional<k3::ConversationState> saved;
   if (!state_in.empty() || !state_out.empty()) identity = k3::ModelIdentity::of(config, checkpoint);
-  if (!state_out.empty()) k3::check_output_directory(state_out);
   if (!state_in.empty()) saved = k3::load_conversation(state_in, *identity);
   k3::GenerationOptions go{k3::resolve_sampling(saved ? saved->sampling : std::nullopt, sampling_flags.given()),
-                           k3::StopConditions(config.eos_token_ids, stop_ids, ignore_eos), recompute, !logits_file.empty()};
+                           k3::StopConditions(config.eos_token_ids, stop_ids, ignore_eos), recompute, !logits_file.empty(), spec_flags.max_drafts()};
+  const std::unique_ptr<k3::DraftSource> drafts = spec_flags.make_source(config.vocab_size);
   const size_t fed = (saved ? saved->pending.size() : 0) + prompt.size();
   if (fed == 0 && (saved->last_logits.empty() || teacher_forcing))
     throw k3::Error(k3::ExitCode::kBadInput, origin + ": no token ids, and " + state_in +
                                                  " has nothing left to evaluate; give the ids to continue with");
   const uint64_t past = saved ? static_cast<uint64_t>(saved->sequence.positions) : 0;
   k3::LoadedModel model(config, checkpoint, mo, past + fed + static_cast<uint64_t>(gen),
-                        std::clamp<uint64_t>(fed, 1, 256), kTool);
+                        std::clamp<uint64_t>(std::max<uint64_t>(fed, go.max_drafts + 1), 1, 256), kTool);
   k3::ignore_sigpipe();  // a closed pipe becomes a write error, reported as such
   k3::install_interrupt_handler();
 
   k3::GenerationSession session(model.engine(), go);
+  session.set_draft_source(drafts.get());
+  session.set_pass_observer([&](size_t rows) { model.pass_done(rows); });
   if (saved)
     session.restore(std::move(*saved));
   else
@@ -124,19 +145,11 @@ int run(int argc, char** argv) {
     for (size_t t = 0; t < fed; ++t) k3::write_token_id_line(k3::greedy_token(rows.data() + t * config.vocab_size, config.vocab_size));
   const k3::GenerationEnd end = session.generate(gen, k3::write_token_id_line, k3::interrupted);
   const k3::GenerationCounters& c = session.counters();
-  model.report(fed, c.decode_steps, c.prefill_seconds, c.decode_seconds);
+  model.report(c, fed);
 
   if (!logits_file.empty()) session.logits_log().write(logits_file);
   if (!state_out.empty()) session.save_conversation_and_release(state_out, *identity);
-  std::fprintf(stderr, "k3-forward: %zu prompt tokens in %.3f s (%.1f tokens/s); %lld generated, %.4f s/token; %d threads; "
-               "peak RSS %ld MB\n", fed, c.prefill_seconds, c.prefill_seconds > 0 ? fed / c.prefill_seconds : 0.0,
-               static_cast<long long>(c.generated), c.generated > 1 ? c.decode_seconds / (c.generated - 1) : 0.0,
-               model.pool().size(), k3::peak_rss_mb());
-  if (end == k3::GenerationEnd::kInterrupted || k3::interrupted()) {
-    std::fprintf(stderr, "k3-forward: interrupted after %lld generated tokens (they were written)\n", static_cast<long long>(c.generated));
-    return static_cast<int>(k3::ExitCode::kInterrupted);
-  }
-  return 0;
+  return model.summarize(c, fed, end == k3::GenerationEnd::kInterrupted || k3::interrupted());
 }
 
 }  // namespace

@@ -4,11 +4,14 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "checkpoint/checkpoint.h"
 #include "cli/interrupt.h"
 #include "cli/cli_parse.h"
+#include "common/atomic_file_writer.h"
 #include "common/error.h"
+#include "common/file.h"
 #include "common/tool_main.h"
 #include "common/progress_meter.h"
 #include "model/config.h"
@@ -24,18 +27,25 @@ int run(int argc, char** argv) {
       "the head in sections of their own, an xxh3 per section and a fingerprint of the checkpoint.\n"
       "k3-pack --check TRUNK_DIR MODEL_DIR: re-hash the trunk and the same tensors in the checkpoint and report\n"
       "every section that differs (exit 8).\n"
+      "k3-pack --refresh TRUNK_DIR MODEL_DIR: after shards changed on disk (touched, copied, restored), re-hash\n"
+      "only the trunk tensors of the changed shards from the checkpoint and, when they match, record the\n"
+      "shards as they are now in trunk.json (exit 8 if they differ: re-pack). Also upgrades a version 1\n"
+      "trunk.json (all sections re-hashed).\n"
       "Example: k3-pack ~/k3model ~/k3trunk && k3-forward ~/k3model --trunk ~/k3trunk --preset laptop",
       "k3-pack"};
   std::string first, second;
-  bool check = false, no_sparse = false;
-  app.add_option("MODEL_DIR", first, "Checkpoint directory (with --check: the TRUNK_DIR to check)")->required();
-  app.add_option("TRUNK_DIR", second, "Where trunk.bin and trunk.json go (with --check: the MODEL_DIR)")->required();
-  app.add_flag("--check", check, "verify an existing trunk instead of writing one");
+  bool check = false, refresh = false, no_sparse = false;
+  app.add_option("MODEL_DIR", first, "Checkpoint directory (with --check or --refresh: the TRUNK_DIR)")->required();
+  app.add_option("TRUNK_DIR", second, "Where trunk.bin and trunk.json go (with --check or --refresh: the MODEL_DIR)")->required();
+  auto* check_flag = app.add_flag("--check", check, "verify an existing trunk instead of writing one");
+  app.add_flag("--refresh", refresh, "re-check the trunk tensors of changed shards and record the shards")
+      ->excludes(check_flag);
   app.add_flag("--no-sparse", no_sparse, "write all-zero blocks instead of leaving holes (same bytes either way)");
   app.footer(exit_codes_help());
   if (auto status = k3::parse_command_line(app, argc, argv, "k3-pack")) return *status;
   install_interrupt_handler();
-  const std::string model_dir = check ? second : first, trunk_dir = check ? first : second;
+  const bool existing = check || refresh;
+  const std::string model_dir = existing ? second : first, trunk_dir = existing ? first : second;
   const ModelConfig config = load_model_config(model_dir);
   const Checkpoint checkpoint = Checkpoint::open(model_dir);
   auto progress_to = [](ProgressMeter& m) {
@@ -44,6 +54,27 @@ int run(int argc, char** argv) {
       m.update(done);
     };
   };
+  if (refresh) {
+    std::optional<ProgressMeter> meter;  // its total is known once the changed sections are
+    TrunkCheck r = refresh_trunk(trunk_dir, checkpoint, [&](uint64_t done, uint64_t total) {
+      if (!meter) meter.emplace("k3-pack: re-checking", total);
+      progress_to(*meter)(done, total);
+    });
+    if (meter) meter->finish(r.bytes_checked);
+    for (const std::string& p : r.problems) std::fprintf(stderr, "k3-pack: %s\n", p.c_str());
+    if (!r.problems.empty()) {
+      std::fprintf(stderr, "k3-pack: %s: %zu problem(s); re-run k3-pack %s %s\n", trunk_dir.c_str(),
+                   r.problems.size(), model_dir.c_str(), trunk_dir.c_str());
+      return static_cast<int>(ExitCode::kVerify);
+    }
+    if (r.refreshed)
+      std::fprintf(stderr, "k3-pack: %s: %s; the trunk tensors (%s re-hashed) are unchanged: trunk.json now records "
+                           "the shards as they are\n",
+                   trunk_dir.c_str(), r.shards_changed.c_str(), format_bytes(r.bytes_checked).c_str());
+    else
+      std::fprintf(stderr, "k3-pack: %s already matches %s: nothing to refresh\n", trunk_dir.c_str(), model_dir.c_str());
+    return 0;
+  }
   if (check) {
     TrunkLayout t = read_trunk_layout(trunk_dir);
     ProgressMeter meter("k3-pack: checking", 2 * t.file_size);
@@ -51,8 +82,13 @@ int run(int argc, char** argv) {
     meter.finish(2 * r.bytes_checked);
     for (const std::string& p : r.problems) std::fprintf(stderr, "k3-pack: %s\n", p.c_str());
     if (!r.problems.empty()) {
-      std::fprintf(stderr, "k3-pack: %s: %zu problem(s); re-run k3-pack %s %s\n", trunk_dir.c_str(),
-                   r.problems.size(), model_dir.c_str(), trunk_dir.c_str());
+      if (r.problems.size() == 1 && !r.shards_changed.empty())
+        std::fprintf(stderr, "k3-pack: %s: every section matches the checkpoint, but the shards changed on disk since "
+                             "the pack; record them with k3-pack --refresh %s %s\n",
+                     trunk_dir.c_str(), trunk_dir.c_str(), model_dir.c_str());
+      else
+        std::fprintf(stderr, "k3-pack: %s: %zu problem(s); re-run k3-pack %s %s\n", trunk_dir.c_str(),
+                     r.problems.size(), model_dir.c_str(), trunk_dir.c_str());
       return static_cast<int>(ExitCode::kVerify);
     }
     std::fprintf(stderr, "k3-pack: %s matches %s (%zu sections, %s)\n", trunk_dir.c_str(), model_dir.c_str(),
@@ -61,6 +97,10 @@ int run(int argc, char** argv) {
     return 0;
   }
   validate_checkpoint(config, checkpoint);
+  // A link or device at an output name is refused before any work.
+  if (file_exists(trunk_dir))
+    for (const char* name : {"trunk.bin", "trunk.json"})
+      check_output_path(path_join(trunk_dir, name), OutputPolicy::kRegularFile);
   const std::vector<ExpectedTensor> manifest = expected_tensors(config);
   const TrunkLayout plan = plan_trunk(manifest, checkpoint);
   std::fprintf(stderr, "k3-pack: packing %zu sections (%s) from %s into %s\n", plan.sections.size(),

@@ -1,0 +1,274 @@
+#include "checkpoint/trunk_layout.h"
+
+#include <sys/stat.h>
+
+#include <simdjson.h>
+#include <xxhash.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <ctime>
+
+#include "checkpoint/checkpoint.h"
+#include "common/error.h"
+#include "common/file.h"
+
+namespace k3 {
+
+const TrunkSection* TrunkLayout::layer_section(int layer) const {
+  for (const TrunkSection& s : sections)
+    if (s.layer == layer) return &s;
+  return nullptr;
+}
+
+const TrunkSection* TrunkLayout::section(const std::string& name) const {
+  for (const TrunkSection& s : sections)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+uint64_t TrunkLayout::layer_bytes() const {
+  uint64_t n = 0;
+  for (const TrunkSection& s : sections)
+    if (s.layer >= 0) n += s.length;
+  return n;
+}
+
+namespace {
+std::string hex64(uint64_t v) {
+  char b[17];
+  std::snprintf(b, sizeof b, "%016" PRIx64, v);
+  return b;
+}
+std::string quoted(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    o += c;
+  }
+  return o + "\"";
+}
+}  // namespace
+
+std::string trunk_layout_to_json(const TrunkLayout& t) {
+  std::string o = "{\n  \"format\": \"k3-trunk\",\n  \"version\": " + std::to_string(t.version) +
+                  ",\n  \"file_size\": " + std::to_string(t.file_size) + ",\n  \"source\": {\n    \"config_xxh3\": \"" +
+                  hex64(t.source.config_hash) + "\",\n    \"shards\": [";
+  for (size_t i = 0; i < t.source.shards.size(); ++i) {
+    const SourceShard& sh = t.source.shards[i];
+    o += std::string(i ? "," : "") + "\n      {\"file\": " + quoted(sh.file) + ", \"size\": " + std::to_string(sh.size);
+    if (t.version >= 2)
+      o += ", \"header_xxh3\": \"" + hex64(sh.header_xxh3) + "\", \"mtime_ns\": " + std::to_string(sh.mtime_ns) +
+           ", \"inode\": " + std::to_string(sh.inode);
+    o += "}";
+  }
+  o += "\n    ]\n  },\n  \"sections\": [";
+  for (size_t i = 0; i < t.sections.size(); ++i) {
+    const TrunkSection& s = t.sections[i];
+    o += std::string(i ? "," : "") + "\n    {\"name\": " + quoted(s.name) + ", \"layer\": " + std::to_string(s.layer) +
+         ", \"offset\": " + std::to_string(s.offset) + ", \"length\": " + std::to_string(s.length) +
+         ", \"xxh3\": \"" + hex64(s.xxh3) + "\",\n     \"tensors\": [";
+    for (size_t j = 0; j < s.tensors.size(); ++j) {
+      const TrunkTensor& x = s.tensors[j];
+      o += std::string(j ? "," : "") + "\n       {\"name\": " + quoted(x.name) + ", \"dtype\": \"" +
+           dtype_name(x.dtype) + "\", \"shape\": [";
+      for (size_t d = 0; d < x.shape.size(); ++d) o += (d ? ", " : "") + std::to_string(x.shape[d]);
+      o += "], \"offset\": " + std::to_string(x.offset) + ", \"nbytes\": " + std::to_string(x.nbytes) + "}";
+    }
+    o += "]}";
+  }
+  o += "\n  ]\n}\n";
+  return o;
+}
+
+TrunkLayout parse_trunk_layout(const std::string& json, const std::string& origin) {
+  auto bad = [&](const std::string& what) -> Error {
+    return Error(ExitCode::kBadModel, origin + ": " + what + " (re-run k3-pack)");
+  };
+  simdjson::dom::parser parser;
+  simdjson::padded_string padded(json);
+  simdjson::dom::element root;
+  if (parser.parse(padded).get(root)) throw bad("not valid JSON");
+  std::string_view fmt;
+  if (root["format"].get_string().get(fmt) || fmt != "k3-trunk") throw bad("not a k3 trunk description");
+  TrunkLayout t;
+  int64_t version = 0;
+  if (root["version"].get_int64().get(version) || version < 1 || version > kTrunkFormatVersion)
+    throw bad("unsupported trunk format version (this k3 reads versions 1 to " + std::to_string(kTrunkFormatVersion) +
+              ")");
+  t.version = static_cast<int>(version);
+  t.source.has_identity = t.version >= 2;
+  if (root["file_size"].get_uint64().get(t.file_size)) throw bad("missing file_size");
+  auto parse_hex = [&](simdjson::simdjson_result<simdjson::dom::element> e, const char* what) {
+    std::string_view s;
+    if (e.get_string().get(s) || s.size() != 16 ||
+        s.find_first_not_of("0123456789abcdefABCDEF") != std::string_view::npos)
+      throw bad(std::string("bad ") + what);
+    return std::stoull(std::string(s), nullptr, 16);
+  };
+  t.source.config_hash = parse_hex(root["source"]["config_xxh3"], "source.config_xxh3");
+  simdjson::dom::array shards, sections;
+  if (root["source"]["shards"].get_array().get(shards)) throw bad("missing source.shards");
+  for (auto s : shards) {
+    std::string_view f;
+    SourceShard sh;
+    if (s["file"].get_string().get(f) || s["size"].get_uint64().get(sh.size)) throw bad("bad source.shards entry");
+    sh.file = std::string(f);
+    if (t.version >= 2) {
+      sh.header_xxh3 = parse_hex(s["header_xxh3"], "source.shards header_xxh3");
+      if (s["mtime_ns"].get_int64().get(sh.mtime_ns) || s["inode"].get_uint64().get(sh.inode))
+        throw bad("source.shards entry '" + sh.file + "' lacks mtime_ns or inode");
+    }
+    t.source.shards.push_back(std::move(sh));
+  }
+  if (root["sections"].get_array().get(sections)) throw bad("missing sections");
+  for (auto se : sections) {
+    TrunkSection s;
+    std::string_view name;
+    int64_t layer;
+    if (se["name"].get_string().get(name) || se["layer"].get_int64().get(layer) ||
+        se["offset"].get_uint64().get(s.offset) || se["length"].get_uint64().get(s.length))
+      throw bad("bad section entry");
+    s.name = std::string(name);
+    s.layer = static_cast<int>(layer);
+    s.xxh3 = parse_hex(se["xxh3"], "section xxh3");
+    if (s.offset % 4096 || s.length % 4096 || s.offset > t.file_size || s.length > t.file_size - s.offset)
+      throw bad("section '" + s.name + "' is misaligned or lies outside trunk.bin");
+    simdjson::dom::array tensors;
+    if (se["tensors"].get_array().get(tensors)) throw bad("section '" + s.name + "' has no tensors");
+    for (auto te : tensors) {
+      TrunkTensor x;
+      std::string_view tn, dt;
+      simdjson::dom::array shape;
+      if (te["name"].get_string().get(tn) || te["dtype"].get_string().get(dt) ||
+          te["shape"].get_array().get(shape) || te["offset"].get_uint64().get(x.offset) ||
+          te["nbytes"].get_uint64().get(x.nbytes))
+        throw bad("bad tensor entry in section '" + s.name + "'");
+      x.name = std::string(tn);
+      if (!parse_dtype(std::string(dt), &x.dtype)) throw bad("unknown dtype for '" + x.name + "'");
+      unsigned __int128 numel = 1;  // no wrap-around for absurd shapes
+      for (auto d : shape) {
+        uint64_t v;
+        if (d.get_uint64().get(v)) throw bad("bad shape for '" + x.name + "'");
+        x.shape.push_back(v);
+        numel *= v;
+        if (numel >> 64) throw bad("shape of '" + x.name + "' is too large");
+      }
+      if (numel * dtype_size(x.dtype) != x.nbytes || x.offset < s.offset || x.nbytes > s.length ||
+          x.offset - s.offset > s.length - x.nbytes)
+        throw bad("tensor '" + x.name + "' lies outside its section or disagrees with its shape");
+      s.tensors.push_back(std::move(x));
+    }
+    t.sections.push_back(std::move(s));
+  }
+  return t;
+}
+
+SourceFingerprint fingerprint_checkpoint(const Checkpoint& checkpoint) {
+  SourceFingerprint f;
+  std::string cfg = read_text_file(path_join(checkpoint.dir(), "config.json"));
+  f.config_hash = XXH3_64bits(cfg.data(), cfg.size());
+  for (const ShardInfo& s : checkpoint.shards())
+    f.shards.push_back(SourceShard{s.file, s.file_size, s.header_xxh3, s.mtime_ns, s.inode});
+  return f;
+}
+
+namespace {
+std::string time_str(int64_t ns) {
+  const time_t sec = static_cast<time_t>(ns / 1000000000);
+  struct tm tm;
+  char b[32];
+  if (!gmtime_r(&sec, &tm) || !std::strftime(b, sizeof b, "%Y-%m-%d %H:%M:%S UTC", &tm)) return std::to_string(ns);
+  return b;
+}
+}  // namespace
+
+FingerprintComparison compare_fingerprint(const SourceFingerprint& trunk, const SourceFingerprint& model) {
+  FingerprintComparison c;
+  auto other = [&](std::string why) {
+    c.diff = FingerprintDiff::kOtherModel;
+    c.reason = std::move(why);
+    c.changed_shards.clear();
+    return c;
+  };
+  if (trunk.config_hash != model.config_hash) return other("it was packed from a model with a different config.json");
+  for (const SourceShard& t : trunk.shards) {
+    bool found = false;
+    for (const SourceShard& m : model.shards) found = found || m.file == t.file;
+    if (!found) return other("it was packed from a checkpoint with shard " + t.file + ", which this model does not list");
+  }
+  if (model.shards.size() != trunk.shards.size()) return other("the model's shard list differs from the one packed");
+  auto model_shard = [&](const SourceShard& t) -> const SourceShard& {
+    for (const SourceShard& x : model.shards)
+      if (x.file == t.file) return x;
+    return t;  // not reached: every name was found above
+  };
+  // A shard of another size holds other tensors or other offsets.
+  for (const SourceShard& t : trunk.shards) {
+    const SourceShard& m = model_shard(t);
+    if (m.size != t.size)
+      return other("shard " + t.file + " is " + std::to_string(m.size) + " bytes now but was " + std::to_string(t.size) +
+                   " when the trunk was packed");
+  }
+  // Same files and sizes: now whether any shard changed since the pack. The
+  // first difference found is the one reported; every changed shard is listed.
+  for (const SourceShard& t : trunk.shards) {
+    const SourceShard* m = &model_shard(t);
+    std::string why;
+    if (!trunk.has_identity)
+      why = "the trunk.json is format version 1, which records only shard names and sizes, so a shard rewritten in "
+            "place since the pack would go unnoticed";
+    else if (m->header_xxh3 != t.header_xxh3)
+      why = "shard " + t.file + "'s safetensors header differs from the one packed (the shard was replaced)";
+    else if (m->mtime_ns != t.mtime_ns)
+      why = "shard " + t.file + " was modified after the trunk was packed (modification time " + time_str(m->mtime_ns) +
+            ", was " + time_str(t.mtime_ns) + "; same size and header, but its weights may have changed)";
+    else if (m->inode != t.inode)
+      why = "shard " + t.file + " is another file than the one packed (inode " + std::to_string(m->inode) + ", was " +
+            std::to_string(t.inode) + "; copied or restored since the pack?)";
+    if (why.empty()) continue;
+    if (c.diff == FingerprintDiff::kSame) {
+      c.diff = FingerprintDiff::kShardsChanged;
+      c.reason = why;
+    }
+    c.changed_shards.push_back(t.file);
+  }
+  return c;
+}
+
+std::string fingerprint_mismatch(const SourceFingerprint& trunk, const SourceFingerprint& model) {
+  return compare_fingerprint(trunk, model).reason;
+}
+
+TrunkLayout read_trunk_layout(const std::string& trunk_dir) {
+  const std::string json = path_join(trunk_dir, "trunk.json");
+  if (!file_exists(json))
+    throw Error(ExitCode::kBadModel, json + ": not found (is " + trunk_dir +
+                                         " a packed trunk? create one with: k3-pack MODEL_DIR " + trunk_dir + ")");
+  return parse_trunk_layout(read_text_file(json), json);
+}
+
+TrunkLayout open_trunk_layout(const std::string& trunk_dir, const Checkpoint& checkpoint) {
+  const std::string bin = path_join(trunk_dir, "trunk.bin");
+  TrunkLayout t = read_trunk_layout(trunk_dir);
+  const FingerprintComparison cmp = compare_fingerprint(t.source, fingerprint_checkpoint(checkpoint));
+  if (cmp.diff == FingerprintDiff::kOtherModel)
+    throw Error(ExitCode::kBadModel, "the trunk in " + trunk_dir + " does not belong to the model in " +
+                                         checkpoint.dir() + ": " + cmp.reason + " (re-run k3-pack " + checkpoint.dir() +
+                                         " " + trunk_dir + ")");
+  if (cmp.diff == FingerprintDiff::kShardsChanged)
+    throw Error(ExitCode::kBadModel, "the trunk in " + trunk_dir + " may be stale: " + cmp.reason +
+                                         ". Re-run k3-pack " + checkpoint.dir() + " " + trunk_dir +
+                                         ", or if the weights are unchanged, k3-pack --refresh " + trunk_dir + " " +
+                                         checkpoint.dir() + " re-checks the trunk tensors of the changed shards "
+                                         "and records them");
+  struct stat st;
+  if (::stat(bin.c_str(), &st) != 0)
+    throw Error(ExitCode::kBadModel, bin + ": not found (re-run k3-pack)");
+  if (static_cast<uint64_t>(st.st_size) != t.file_size)
+    throw Error(ExitCode::kBadModel, bin + ": is " + std::to_string(st.st_size) + " bytes but trunk.json says " +
+                                         std::to_string(t.file_size) + " (truncated or replaced; re-run k3-pack)");
+  return t;
+}
+
+}  // namespace k3

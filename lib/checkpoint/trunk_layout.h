@@ -1,0 +1,111 @@
+// trunk.json: where every trunk tensor sits in trunk.bin.
+//
+// trunk.bin holds every tensor the engine reads except the routed experts,
+// in sections: the embedding, one section per decoder layer (all of the
+// layer's attention, norm, router, shared-expert and latent projections
+// contiguous, so one aligned read fetches a layer), then the head (final
+// norm, output AttnRes, lm_head). Sections and tensors start at 4096-byte
+// offsets for O_DIRECT; all offsets are 64-bit. Each section carries an
+// xxh3-64 of its bytes (padding included), and the file records a
+// fingerprint of the checkpoint it came from so a trunk is never used with
+// another model.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "checkpoint/dtype.h"
+
+namespace k3 {
+
+struct TrunkTensor {
+  std::string name;
+  DType dtype = DType::kBF16;
+  std::vector<uint64_t> shape;
+  uint64_t offset = 0;  // absolute offset in trunk.bin
+  uint64_t nbytes = 0;
+};
+
+struct TrunkSection {
+  std::string name;  // "embedding", "layer.7", "head"
+  int layer = -1;    // decoder layer, -1 for embedding/head
+  uint64_t offset = 0;  // 4096-aligned
+  uint64_t length = 0;  // 4096-aligned (includes padding)
+  uint64_t xxh3 = 0;
+  std::vector<TrunkTensor> tensors;
+};
+
+// One source shard as it was when the trunk was packed. The header digest
+// catches a shard replaced by one with other tensors or offsets; the
+// modification time and inode catch one rewritten in place with the same
+// size and header (its weights may have changed).
+struct SourceShard {
+  std::string file;
+  uint64_t size = 0;
+  uint64_t header_xxh3 = 0;  // version 2: xxh3-64 of the 8-byte length + JSON header
+  int64_t mtime_ns = 0;      // version 2
+  uint64_t inode = 0;        // version 2
+};
+
+struct SourceFingerprint {
+  uint64_t config_hash = 0;  // xxh3-64 of config.json's bytes
+  std::vector<SourceShard> shards;
+  bool has_identity = true;  // false for a version 1 trunk.json (names and sizes only)
+};
+
+// Version 2 adds each shard's header digest, modification time and inode;
+// version 1 files still parse (has_identity false) so they can be refused
+// with advice, or re-checked and upgraded by k3-pack --refresh.
+constexpr int kTrunkFormatVersion = 2;
+
+struct TrunkLayout {
+  int version = kTrunkFormatVersion;
+  SourceFingerprint source;
+  uint64_t file_size = 0;  // size of trunk.bin
+  std::vector<TrunkSection> sections;
+
+  const TrunkSection* layer_section(int layer) const;
+  const TrunkSection* section(const std::string& name) const;
+  uint64_t layer_bytes() const;  // sum of decoder-layer section lengths
+};
+
+std::string trunk_layout_to_json(const TrunkLayout& layout);
+// Throws k3::Error(kBadModel) naming `origin` and what is malformed.
+TrunkLayout parse_trunk_layout(const std::string& json, const std::string& origin);
+
+class Checkpoint;
+// Fingerprint of an opened checkpoint: config.json hash and every shard the
+// index names (name, size, header digest, modification time, inode as
+// Checkpoint::open saw them). Throws kBadModel when config.json is unreadable.
+SourceFingerprint fingerprint_checkpoint(const Checkpoint& checkpoint);
+
+enum class FingerprintDiff {
+  kSame,
+  // Same config.json, shard names and sizes, but a shard changed on disk
+  // (header, modification time or inode) or the trunk predates version 2:
+  // the trunk may still be right, which k3-pack --refresh can establish.
+  kShardsChanged,
+  // Another config.json, another set of shards or a shard of another size.
+  kOtherModel,
+};
+struct FingerprintComparison {
+  FingerprintDiff diff = FingerprintDiff::kSame;
+  std::string reason;  // one sentence naming the shard and what changed; empty when kSame
+  std::vector<std::string> changed_shards;  // kShardsChanged: the shards to re-check (all for version 1)
+};
+FingerprintComparison compare_fingerprint(const SourceFingerprint& trunk, const SourceFingerprint& model);
+
+// compare_fingerprint's reason: empty when `trunk` was packed from a model
+// with this fingerprint, else one sentence saying what differs.
+std::string fingerprint_mismatch(const SourceFingerprint& trunk, const SourceFingerprint& model);
+
+// Parses TRUNK_DIR/trunk.json alone (kBadModel when missing or malformed).
+TrunkLayout read_trunk_layout(const std::string& trunk_dir);
+
+// Reads TRUNK_DIR/trunk.json and checks it belongs to `checkpoint`
+// (fingerprint) and that trunk.bin has the recorded size. Throws
+// k3::Error(kBadModel) saying what is wrong and to re-run k3-pack.
+TrunkLayout open_trunk_layout(const std::string& trunk_dir, const Checkpoint& checkpoint);
+
+}  // namespace k3

@@ -1,0 +1,27 @@
+// k3-forward --batch FILE: one prompt per line of ids, prefilled one after
+// the other, then decoded together (lib/generate/batch_generation.h), one
+// output line per prompt (batch_output.h). Returns the tool's exit status
+// (130 when interrupted: the finished lines are written, the others are cut
+// short but written too, in order).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cli/model_options.h"
+#include "generate/generation_session.h"
+
+namespace k3 {
+
+// The prompts of a --batch file: one per line, none empty (kBadInput naming
+// the file and line; blank lines at the end are ignored).
+std::vector<std::vector<int32_t>> read_batch_file(const std::string& path, int64_t vocab_size);
+
+// Loads the weights for the batch (the memory plan counts every sequence's
+// state and refuses a batch that does not fit, exit 6, saying how many would)
+// and runs it.
+int run_batch(const ModelConfig& config, ModelOptions& options, const GenerationOptions& generation,
+              const std::vector<std::vector<int32_t>>& prompts, int64_t max_new, const char* tool);
+
+}  // namespace k3

@@ -1,0 +1,39 @@
+#include "cli/speculation_options.h"
+
+#include "cli/token_id_reader.h"
+#include "common/error.h"
+#include "common/file.h"
+
+namespace k3 {
+
+void SpeculationFlags::add_to(CLI::App& app) {
+  app.add_option("--spec", spec_,
+                 "Speculative decoding: verify up to N drafted ids per weight pass, drafted from earlier text that "
+                 "matches the latest ids (output identical to a run without it)")
+      ->check(CLI::Range(0, 64));
+  app.add_option("--predict", predict_file_,
+                 "Ids you expect the output to be (e.g. the previous version of a document): drafts come from them, "
+                 "re-aligned after a mismatch (output identical to a run without it)");
+}
+
+size_t SpeculationFlags::max_drafts() const {
+  if (spec_ > 0) return spec_;
+  return predict_file_.empty() ? 0 : 8;
+}
+
+std::unique_ptr<DraftSource> SpeculationFlags::make_source(int64_t vocab_size) {
+  std::unique_ptr<DraftSource> ngram;
+  if (spec_ > 0) ngram = std::make_unique<NgramDrafts>();
+  if (predict_file_.empty()) return ngram;
+  if (!file_exists(predict_file_))
+    throw Error(ExitCode::kBadInput, predict_file_ + ": --predict file not found");
+  auto predicted = std::make_unique<PredictedDrafts>(
+      parse_token_ids(read_text_file(predict_file_), predict_file_, vocab_size));
+  if (!ngram) return predicted;
+  auto chained = std::make_unique<ChainedDrafts>(predicted.get(), ngram.get());
+  parts_.push_back(std::move(predicted));
+  parts_.push_back(std::move(ngram));
+  return chained;
+}
+
+}  // namespace k3

@@ -1,0 +1,79 @@
+#include "generate/batch_generation.h"
+
+#include <chrono>
+#include <span>
+
+#include "common/error.h"
+
+namespace k3 {
+
+BatchGeneration::BatchGeneration(Engine& engine, std::vector<GenerationSession*> sessions)
+    : engine_(engine), sessions_(std::move(sessions)) {
+  for (GenerationSession* s : sessions_)
+    if (!s->pending_.empty() || !s->has_row_ || &s->engine_ != &engine_)
+      throw Error(ExitCode::kInternal, "BatchGeneration: each session must be fed on this engine first");
+}
+
+void BatchGeneration::generate(int64_t max_new, const std::function<void(size_t, int32_t)>& on_token,
+                               const std::function<void(size_t, GenerationEnd)>& on_end,
+                               const std::function<bool()>& interrupted,
+                               const std::function<void(size_t rows)>& on_pass) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const size_t vocab = static_cast<size_t>(engine_.config().vocab_size);
+  std::vector<size_t> active;
+  for (size_t i = 0; i < sessions_.size(); ++i) {
+    if (max_new > 0)
+      active.push_back(i);
+    else
+      on_end(i, GenerationEnd::kLength);
+  }
+  std::vector<int64_t> made(sessions_.size(), 0);
+  std::vector<float> logits;
+  while (!active.empty()) {
+    if (interrupted && interrupted()) {
+      for (size_t i : active) on_end(i, GenerationEnd::kInterrupted);
+      break;
+    }
+    // Sample one id per sequence; the ones that end leave before the pass.
+    std::vector<size_t> next;
+    for (size_t i : active) {
+      GenerationSession& s = *sessions_[i];
+      const int32_t id = s.sample();
+      ++made[i];
+      on_token(i, id);
+      if (s.options_.stop.stops(id))
+        on_end(i, GenerationEnd::kStop);
+      else if (made[i] == max_new)
+        on_end(i, GenerationEnd::kLength);
+      else
+        next.push_back(i);
+    }
+    active = std::move(next);
+    if (active.empty()) break;
+    // One weight pass for every remaining sequence's id.
+    std::vector<SequenceState*> states;
+    std::vector<std::span<const int32_t>> ids;
+    for (size_t i : active) {
+      states.push_back(&sessions_[i]->state_);
+      ids.emplace_back(sessions_[i]->pending_);
+    }
+    logits.resize(active.size() * vocab);
+    engine_.forward_sequences(states, ids, logits.data());
+    ++passes_;
+    if (on_pass) on_pass(active.size());
+    for (size_t k = 0; k < active.size(); ++k) {
+      GenerationSession& s = *sessions_[active[k]];
+      s.row_.assign(logits.begin() + static_cast<ptrdiff_t>(k * vocab),
+                    logits.begin() + static_cast<ptrdiff_t>((k + 1) * vocab));
+      s.log_.add(s.row_.data(), 1);
+      s.pending_.clear();
+      ++s.counters_.decode_steps;
+      ++s.counters_.weight_passes;
+      ++s.counters_.generate_passes;
+    }
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (GenerationSession* s : sessions_) s->counters_.decode_seconds += seconds;
+}
+
+}  // namespace k3

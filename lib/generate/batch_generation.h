@@ -1,0 +1,41 @@
+// Several sequences generated together (k3-forward --batch): every step
+// samples one id per sequence and evaluates all of them in one weight pass
+// (Engine::forward_sequences), so the trunk is read once per step for the
+// whole batch and each routed expert once for all the rows that chose it.
+// Each sequence's ids and logits are bit-identical to generating it alone
+// (its own sampler, draws keyed to its positions). A sequence that stops
+// (stop id or its --gen count) leaves the batch at once; the others go on.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "generate/generation_session.h"
+
+namespace k3 {
+
+class BatchGeneration {
+ public:
+  // The sessions are fed (prompt evaluated, nothing pending) and share `engine`.
+  BatchGeneration(Engine& engine, std::vector<GenerationSession*> sessions);
+
+  // Generates up to `max_new` ids per sequence. on_token(i, id) for each id of
+  // sequence i; on_end(i, why) when sequence i leaves the batch (every
+  // sequence gets exactly one on_end). `interrupted` is polled before each step;
+  // `on_pass(rows)` after each weight pass.
+  void generate(int64_t max_new, const std::function<void(size_t, int32_t)>& on_token,
+                const std::function<void(size_t, GenerationEnd)>& on_end,
+                const std::function<bool()>& interrupted = nullptr,
+                const std::function<void(size_t rows)>& on_pass = nullptr);
+
+  int64_t weight_passes() const { return passes_; }
+
+ private:
+  Engine& engine_;
+  std::vector<GenerationSession*> sessions_;
+  int64_t passes_ = 0;
+};
+
+}  // namespace k3

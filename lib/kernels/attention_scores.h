@@ -1,0 +1,22 @@
+// MLA's attention over the latent cache for one (token, head): scores of the
+// absorbed query against every visible position, softmax, and the
+// probability-weighted sum of the latents.
+//
+//   score[j] = (q_lat . c_j + q_rope . k_rope_j) * scale      j < npos
+//   p = softmax(score);  ctx = sum_j p[j] * c_j
+//
+// Each cache row is [c (kvl floats), k_rope (rope floats)], `stride` apart.
+// Plain loops in a fixed order (j, then r ascending), so the bits depend on
+// neither the machine nor the thread count nor how tokens were batched.
+#pragma once
+
+#include <cstddef>
+
+namespace k3::kernels {
+
+// `scores` is scratch of npos floats (holds the probabilities' numerators on
+// return); `ctx` receives kvl floats.
+void latent_attention(const float* q_lat, const float* q_rope, const float* cache, size_t npos, size_t stride,
+                      size_t kvl, size_t rope, float scale, float* scores, float* ctx);
+
+}  // namespace k3::kernels

@@ -1,0 +1,30 @@
+#include "model/linear.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "common/error.h"
+
+namespace k3 {
+
+void lin_row_blocks(const Bf16Matrix& W, const float* X, size_t n, float* Y, ThreadPool* pool) {
+  const size_t rows = static_cast<size_t>(W.rows);
+  std::vector<float> part;
+  size_t covered = 0;  // blocks must tile [0, rows) in order: no output is left unwritten
+  W.blocks->for_each_block([&](int64_t first_row, const Bf16Matrix& B) {
+    const size_t r0 = static_cast<size_t>(first_row), m = static_cast<size_t>(B.rows);
+    if (r0 != covered || m == 0 || r0 + m > rows || B.cols != W.cols || !B.data)
+      throw Error(ExitCode::kInternal, "row blocks do not tile the matrix");
+    covered = r0 + m;
+    if (n == 1) {  // the block's outputs are contiguous
+      kernels::matmul_bf16(B.data, m, static_cast<size_t>(B.cols), X, 1, Y + r0, pool);
+      return;
+    }
+    part.resize(n * m);
+    kernels::matmul_bf16(B.data, m, static_cast<size_t>(B.cols), X, n, part.data(), pool);
+    for (size_t t = 0; t < n; ++t) std::copy_n(part.data() + t * m, m, Y + t * rows + r0);
+  });
+  if (covered != rows) throw Error(ExitCode::kInternal, "row blocks do not cover the matrix");
+}
+
+}  // namespace k3

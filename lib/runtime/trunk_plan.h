@@ -1,0 +1,24 @@
+// Where a model's trunk tensors go in trunk.bin: the layout k3-pack writes
+// and the streaming engine and memory plan read (format in
+// checkpoint/trunk_layout.h).
+#pragma once
+
+#include <vector>
+
+#include "checkpoint/trunk_layout.h"
+#include "model/tensor_manifest.h"
+
+namespace k3 {
+
+class Checkpoint;
+
+// Lays out every non-routed-expert tensor of `manifest` after checking that
+// the checkpoint holds each one with the expected dtype and shape (kBadModel
+// naming the tensor, the expected and the found). Hashes are not filled in.
+TrunkLayout plan_trunk(const std::vector<ExpectedTensor>& manifest, const Checkpoint& checkpoint);
+
+// The same layout from the manifest's dtypes and shapes alone, for plans made
+// without the weights (no fingerprint, no hashes).
+TrunkLayout layout_trunk(const std::vector<ExpectedTensor>& manifest);
+
+}  // namespace k3

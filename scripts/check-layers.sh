@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Checks that lib/ imports downward only: a file in lib/A may include
+# "B/..." only when layer B sits below layer A in the order declared here
+# (or B is A). The leaves share one rank and may not include each other,
+# except for the edges listed in ALLOWED. Exits 1 naming file:line and both
+# layers for every include that breaks the order, when a lib/ folder is
+# missing from the order, and when no header of a folder opens with
+# "// Layer FOLDER: ..." (its main header saying what the layer is for).
+#
+#   scripts/check-layers.sh [REPO_DIR]    (default: this script's repository)
+set -euo pipefail
+
+# Bottom first. Folders on one line share a rank.
+LAYERS=(
+  "common"      # errors, files, atomic writes, progress, small text helpers
+  "platform"    # /proc, /sys, cgroups, meminfo, block devices, cpu features
+  "io"          # O_DIRECT reads, aligned buffers, the read engine, file digests
+  "checkpoint"  # safetensors, the index, dtypes, the trunk.json format
+  "tokenizer"   # vocabulary, pre-split, byte-pair merges, stream decoding
+  "kernels"     # matmul, MXFP4, attention scores, short conv, KDA step, thread pool
+  "model"       # the graph: config, manifest, layers, engine, K3 reference geometry
+  "sampling"    # sampler, stop conditions, the portable exp
+  "state"       # state files and continuations
+  "runtime"     # weight sources (resident, streaming, expert cache), memory plan, presets
+  "generate"    # the generation session
+  "chat"        # chat renderer/parser and session
+  "pack synth fetch verify doctor"  # leaves over what they use
+  "cli"         # the command-line layer the tools share
+)
+# Same-rank edges that are allowed, as "from->to".
+ALLOWED=(
+  "verify->fetch"  # the verifier reads the download manifest and reports progress as fetch does
+)
+
+root=${1:-"$(cd "$(dirname "$0")/.." && pwd)"}
+lib="$root/lib"
+[ -d "$lib" ] || { echo "check-layers: $lib: not a directory (give the repository as the argument)" >&2; exit 2; }
+
+declare -A rank=()
+r=0
+for line in "${LAYERS[@]}"; do
+  for folder in $line; do rank[$folder]=$r; done
+  r=$((r + 1))
+done
+declare -A allowed=()
+for edge in "${ALLOWED[@]}"; do allowed[$edge]=1; done
+
+bad=0
+for dir in "$lib"/*/; do
+  folder=$(basename "$dir")
+  if [ -z "${rank[$folder]+x}" ]; then
+    echo "lib/$folder: folder is not in the declared layer order; add it to LAYERS in scripts/check-layers.sh" >&2
+    bad=1
+  fi
+  # Its main header opens with "// Layer FOLDER: what the layer is for."
+  if ! head -qn1 "$dir"*.h 2>/dev/null | grep -q "^// Layer $folder\b"; then
+    echo "lib/$folder: no header opens with \"// Layer $folder: <what the layer is for>\"; add that line to its main header" >&2
+    bad=1
+  fi
+done
+
+# Every quoted include whose first path component is a declared layer, as
+# "FILE LINE INCLUDE" (one grep and one sed for the whole tree).
+while read -r file line inc; do
+  from=${file#"$lib"/}
+  from=${from%%/*}
+  to=${inc%%/*}
+  [ "$to" != "$inc" ] || continue          # "file.h": same folder
+  [ -n "${rank[$to]+x}" ] || continue       # not a lib/ layer (e.g. "hwy/highway.h")
+  [ -n "${rank[$from]+x}" ] || continue     # reported above
+  [ "$from" != "$to" ] || continue
+  rf=${rank[$from]} rt=${rank[$to]}
+  if [ "$rt" -lt "$rf" ] || [ -n "${allowed[$from->$to]+x}" ]; then continue; fi
+  if [ "$rt" -eq "$rf" ]; then
+    why="leaf layers may not include each other (allow the edge in ALLOWED if it is meant)"
+  else
+    why="a layer may include only layers below it"
+  fi
+  echo "${file#"$root"/}:$line: layer '$from' (rank $rf) includes \"$inc\" from layer '$to' (rank $rt): $why" >&2
+  bad=1
+done < <(grep -rnE --include='*.h' --include='*.cc' --include='*.cpp' \
+           '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$lib" |
+         sed -E 's/^([^:]+):([0-9]+):[[:space:]]*#[[:space:]]*include[[:space:]]*"([^"]*)".*/\1 \2 \3/' | sort)
+
+if [ "$bad" -ne 0 ]; then
+  echo "check-layers: lib/ includes break the declared layer order (see scripts/check-layers.sh)" >&2
+  exit 1
+fi
+echo "check-layers: lib/ imports downward only (${#rank[@]} folders in ${#LAYERS[@]} ranks)"

@@ -1,0 +1,76 @@
+// KDA's short conv (kernels/short_conv.h): the causal window on exact
+// small values (taps and inputs chosen so every sum is exact in FP32), the
+// carry across calls, and n tokens at once equal to the same tokens in
+// pieces, byte for byte.
+#include "kernels/short_conv.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "kernels/activations.h"
+#include "kernels/bf16.h"
+
+namespace k3::kernels {
+namespace {
+
+constexpr size_t K = 4, C = 3;
+
+// Taps per channel, oldest first; exact in BF16.
+const float kTaps[C][K] = {{0.25f, -2.0f, 0.5f, 1.0f}, {0, 0, 0, 1.0f}, {1.0f, 1.0f, 1.0f, 1.0f}};
+
+std::vector<uint16_t> taps_bf16() {
+  std::vector<uint16_t> w(C * K);
+  for (size_t c = 0; c < C; ++c)
+    for (size_t j = 0; j < K; ++j) w[c * K + j] = f32_to_bf16(kTaps[c][j]);
+  return w;
+}
+
+float input(size_t t, size_t c) { return static_cast<float>(int(t * 3 + c) % 7 - 3); }
+
+TEST(ShortConv, CausalWindowWithZeroHistory) {
+  const size_t n = 6;
+  const std::vector<uint16_t> w = taps_bf16();
+  std::vector<float> carry((K - 1) * C, 0.0f), raw(n * C), ext((K - 1 + n) * C);
+  for (size_t t = 0; t < n; ++t)
+    for (size_t c = 0; c < C; ++c) raw[t * C + c] = input(t, c);
+  short_conv_silu(w.data(), carry.data(), raw.data(), n, C, K, ext.data());
+  for (size_t t = 0; t < n; ++t) {
+    for (size_t c = 0; c < C; ++c) {
+      // Tap K-1 multiplies token t, tap 0 token t-3; before the start: zeros.
+      float acc = 0;
+      for (size_t j = 0; j < K; ++j) {
+        const long s = long(t) + long(j) - long(K - 1);
+        acc += kTaps[c][j] * (s < 0 ? 0.0f : input(size_t(s), c));
+      }
+      EXPECT_EQ(raw[t * C + c], silu(acc)) << "t " << t << " c " << c;
+    }
+  }
+  // Channel 1 is the identity tap: silu(x) of its own input.
+  EXPECT_EQ(raw[4 * C + 1], silu(input(4, 1)));
+  // The carry holds the last K-1 raw inputs, oldest first.
+  for (size_t r = 0; r < K - 1; ++r)
+    for (size_t c = 0; c < C; ++c) EXPECT_EQ(carry[r * C + c], input(n - (K - 1) + r, c)) << r << " " << c;
+}
+
+TEST(ShortConv, PiecesEqualOneCallByteForByte) {
+  const size_t n = 7;
+  const std::vector<uint16_t> w = taps_bf16();
+  std::vector<float> all(n * C), carry_all((K - 1) * C, 0.0f), ext((K - 1 + n) * C);
+  for (size_t t = 0; t < n; ++t)
+    for (size_t c = 0; c < C; ++c) all[t * C + c] = input(t, c) * 0.37f;
+  std::vector<float> pieces = all, carry_p((K - 1) * C, 0.0f);
+  short_conv_silu(w.data(), carry_all.data(), all.data(), n, C, K, ext.data());
+  size_t t0 = 0;
+  for (size_t len : {1u, 2u, 4u}) {
+    short_conv_silu(w.data(), carry_p.data(), pieces.data() + t0 * C, len, C, K, ext.data());
+    t0 += len;
+  }
+  ASSERT_EQ(t0, n);
+  EXPECT_EQ(std::memcmp(all.data(), pieces.data(), all.size() * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(carry_all.data(), carry_p.data(), carry_all.size() * sizeof(float)), 0);
+}
+
+}  // namespace
+}  // namespace k3::kernels
