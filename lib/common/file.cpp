@@ -169,6 +169,10 @@ InputFd InputFd::open(const std::string& path, const std::string& what) {
   struct stat st;
   if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
     throw Error(ExitCode::kBadInput, path + ": is a directory, not a " + what);
+  // A device (a link to /dev/zero, a tty given as a path) never ends: refused.
+  if (::fstat(fd, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)))
+    throw Error(ExitCode::kBadInput, path + ": is not a regular file or a pipe (a device, or a link to one); give a "
+                                            "file, a pipe or - for stdin");
   return in;
 }
 
