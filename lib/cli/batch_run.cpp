@@ -16,8 +16,9 @@
 namespace k3 {
 
 std::vector<std::vector<int32_t>> read_batch_file(const std::string& path, int64_t vocab_size) {
-  if (!file_exists(path)) throw Error(ExitCode::kBadInput, path + ": --batch file not found");
-  std::vector<std::vector<int32_t>> lines = parse_token_id_lines(read_input(path, "batch file"), path, vocab_size);
+  // A regular file, a pipe, FIFO or <(...) read to its end, or - for stdin;
+  // devices, directories and sockets are refused (see read_input).
+  std::vector<std::vector<int32_t>> lines = parse_token_id_lines(read_input(path, "--batch file"), path, vocab_size);
   while (!lines.empty() && lines.back().empty()) lines.pop_back();
   if (lines.empty())
     throw Error(ExitCode::kBadInput, path + ": no prompts (one line of ids per prompt, e.g. from k3-tokenize --format=line)");

@@ -25,6 +25,19 @@ namespace k3 {
 
 namespace {
 
+// An xxh3 streaming state that is freed however its scope is left.
+class Xxh3State {
+ public:
+  Xxh3State() : st_(XXH3_createState()) {}
+  ~Xxh3State() { XXH3_freeState(st_); }
+  Xxh3State(const Xxh3State&) = delete;
+  Xxh3State& operator=(const Xxh3State&) = delete;
+  XXH3_state_t* get() const { return st_; }
+
+ private:
+  XXH3_state_t* st_;
+};
+
 constexpr uint64_t kChunk = 16u << 20;
 
 // Opened shard files, by index into Checkpoint::shards().
@@ -144,7 +157,8 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
     uint64_t done = 0;
     NonFiniteScan non_finite = trunk_float_scan(t);
     for (TrunkSection& s : t.sections) {
-      XXH3_state_t* st = XXH3_createState();
+      Xxh3State hash;  // freed on every path, a failed write included
+      XXH3_state_t* st = hash.get();
       XXH3_64bits_reset(st);
       stream_section(s, checkpoint, files, buf, [&](uint64_t rel, const uint8_t* p, uint64_t n) {
         XXH3_64bits_update(st, p, n);
@@ -174,7 +188,6 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
         if (options.progress) options.progress(done, t.file_size);
       });
       s.xxh3 = XXH3_64bits_digest(st);
-      XXH3_freeState(st);
       // NaN/Inf weights make NaN logits: refuse them here, naming the tensor.
       const std::string bad = non_finite.summary();
       if (!bad.empty())
@@ -220,7 +233,8 @@ TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoin
     uint64_t h_bin = 0;
     bool bin_ok = s.offset + s.length <= size;
     if (bin_ok) {
-      XXH3_state_t* st = XXH3_createState();
+      Xxh3State hash;  // freed on every path, a failed write included
+      XXH3_state_t* st = hash.get();
       XXH3_64bits_reset(st);
       for (uint64_t o = 0; o < s.length; o += kChunk) {
         uint64_t n = std::min<uint64_t>(kChunk, s.length - o);
@@ -231,13 +245,13 @@ TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoin
         if (progress) progress(done, total);
       }
       h_bin = XXH3_64bits_digest(st);
-      XXH3_freeState(st);
     }
     // The same bytes gathered from the checkpoint.
     uint64_t h_src = 0;
     std::string src_err;
     try {
-      XXH3_state_t* st = XXH3_createState();
+      Xxh3State hash;  // freed on every path, a failed write included
+      XXH3_state_t* st = hash.get();
       XXH3_64bits_reset(st);
       stream_section(s, checkpoint, files, buf, [&](uint64_t, const uint8_t* p, uint64_t n) {
         XXH3_64bits_update(st, p, n);
@@ -245,7 +259,6 @@ TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoin
         if (progress) progress(done, total);
       });
       h_src = XXH3_64bits_digest(st);
-      XXH3_freeState(st);
     } catch (const Error& e) {
       src_err = e.what();
     }

@@ -33,6 +33,15 @@ mkfifo "$work/fifo"
 (printf '1 2 3' > "$work/fifo" &)
 timeout $T "$BIN/k3-forward" "$TINY" --ids "$work/fifo" > /dev/null 2>&1
 check "forward --ids FIFO with a writer is read" 0 $?
+(printf '1 2 3\n4 5\n' > "$work/fifo" &)
+timeout $T "$BIN/k3-forward" "$TINY" --batch "$work/fifo" --gen 1 > "$work/batch.out" 2>/dev/null
+check "forward --batch FIFO with a writer is read" 0 $?
+check "forward --batch FIFO: one line per prompt" 2 "$(wc -l < "$work/batch.out")"
+check "forward --batch - reads stdin" "$(cat "$work/batch.out")" \
+  "$(printf '1 2 3\n4 5\n' | timeout $T "$BIN/k3-forward" "$TINY" --batch - --gen 1 2>/dev/null)"
+bad "forward --batch /dev/zero" 4 "/dev/zero: is not a regular file" -- \
+  timeout $T "$BIN/k3-forward" "$TINY" --batch /dev/zero --gen 1
+bad "forward --batch directory" 4 "is a directory" -- timeout $T "$BIN/k3-forward" "$TINY" --batch "$work" --gen 1
 TOOL=k3-tokenize
 bad "tokenize --prompt-file /dev/zero" 4 "/dev/zero: is not a regular file" -- \
   timeout $T "$BIN/k3-tokenize" --tok "$TINY" --prompt-file /dev/zero
