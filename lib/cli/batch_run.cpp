@@ -15,6 +15,15 @@
 
 namespace k3 {
 
+void check_batch_alone(const std::string& batch_file, std::initializer_list<const std::string*> inputs,
+                       bool other_flags) {
+  if (batch_file.empty()) return;
+  for (const std::string* in : inputs) other_flags = other_flags || !in->empty();
+  if (other_flags)
+    throw Error(ExitCode::kUsage, "--batch runs its own prompts: it takes none of --ids, --state-in/out, "
+                                  "--logits, --teacher-forcing, --recompute, --spec, --predict");
+}
+
 std::vector<std::vector<int32_t>> read_batch_file(const std::string& path, int64_t vocab_size) {
   // A regular file, a pipe, FIFO or <(...) read to its end, or - for stdin;
   // devices, directories and sockets are refused (see read_input).

@@ -59,7 +59,8 @@ void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c,
       k.status = Status::kOk;
       k.summary = "--preset " + rec->preset.name + " (" + gb(double(rec->memory())) + " forecast, within " +
                   fmt("%.0f%%", kUsableShare * 100) + " of " + gb(double(m.usable.value_or(0))) + " usable)";
-      k.advice = "the largest preset that fits; a larger one only buys speed, never different output";
+      k.advice = "the largest preset that fits (what --preset auto chooses here); a larger one only buys speed, "
+                 "never different output";
     } else {
       k.status = Status::kFail;
       const PresetForecast smallest = forecast_preset(presets().front(), pm, mb, hit_rate);

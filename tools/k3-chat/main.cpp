@@ -66,6 +66,7 @@ int run(int argc, char** argv) {
   app.footer(std::string("Exit status 4 when a message or command was refused or the history is invalid (naming the\n"
                          "line and field); 130 after Ctrl-C at the prompt.\n") + k3::exit_codes_help());
   if (auto status = k3::parse_command_line(app, argc, argv, kTool)) return *status;
+  if (auto status = k3::apply_early_options(mo)) return *status;
   co.thinking = !no_think;
   co.effort = effort == "none" ? std::nullopt : std::optional<std::string>(effort);
   co.keep_first_rows = !lo.logits_path.empty();

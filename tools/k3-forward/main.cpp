@@ -79,14 +79,13 @@ int run(int argc, char** argv) {
   app.add_option("--state-out", state_out, "Save the conversation to FILE after the run (written atomically; also when interrupted)");
   app.footer(k3::exit_codes_help());
   if (auto status = k3::parse_command_line(app, argc, argv, kTool)) return *status;
+  if (auto status = k3::apply_early_options(mo)) return *status;
   if (teacher_forcing && gen > 0)
     throw k3::Error(k3::ExitCode::kUsage, "--teacher-forcing evaluates the given ids and cannot be combined with --gen");
   if (recompute && spec_flags.max_drafts() > 0)
     throw k3::Error(k3::ExitCode::kUsage, "--recompute is the one-id-per-pass reference path: drop --spec/--predict");
-  if (!batch_file.empty() && (!ids_file.empty() || !state_in.empty() || !state_out.empty() || !logits_file.empty() ||
-                              teacher_forcing || recompute || spec_flags.max_drafts() > 0))
-    throw k3::Error(k3::ExitCode::kUsage, "--batch runs its own prompts: it takes none of --ids, --state-in/out, "
-                                          "--logits, --teacher-forcing, --recompute, --spec, --predict");
+  k3::check_batch_alone(batch_file, {&ids_file, &state_in, &state_out, &logits_file},
+                        teacher_forcing || recompute || spec_flags.max_drafts() > 0);
   mo.stream.state_snapshots = spec_flags.max_drafts();
 
   // Cheap checks first: config and input, before any weight is read.
