@@ -4,7 +4,8 @@
 # seconds per generated token at the assumed bandwidth or --read-gbps, and
 # whether it fits here; the figures are k3-doctor's for the same machine
 # (its recommendation's bytes and seconds per token), and k3-chat lists the
-# same. Without --list-presets, MODEL_DIR is required.
+# same, and k3-doctor draws them as a chart. Without --list-presets,
+# MODEL_DIR is required.
 set -uo pipefail
 BIN=${K3_BIN_DIR:?}
 work=$(mktemp -d)
@@ -43,6 +44,17 @@ print(d['preset'], '%.2f' % (d['bytes_per_token'] / 1e9), '%.2f' % d['seconds_pe
 check "doctor recommends the largest fitting preset" "$(rows "$work/list" | awk '$11 == "yes" {p = $1} END {print p}')" "$rec"
 check "doctor's bytes and s/token for $rec = the list's" "$bytes GB $spt" \
   "$(rows "$work/list" | awk -v p="$rec" '$1 == p {print $8, $9, $10}')"
+
+# k3-doctor draws the same ladder as a chart: a row per preset with a memory
+# bar and an s/token bar, the s/token figure the list's.
+"$BIN/k3-doctor" --no-probe > "$work/doctor.txt" 2> /dev/null
+contains "doctor: the memory ladder chart" "memory ladder (reads at 2.00 GB/s):" "$(cat "$work/doctor.txt")"
+for p in min laptop desktop workstation server max; do
+  row=$(grep -E "^ +$p +[#|]" "$work/doctor.txt")
+  spt=$(rows "$work/list" | awk -v p="$p" '$1 == p {printf "%.1f", $10}')
+  check "doctor chart: $p's s/token" "$spt" "$(awk '{print $NF}' <<< "$row")"
+  holds "doctor chart: $p has both bars" "[[ '$row' == *'#'* && '$row' == *'='* ]]"
+done
 
 "$BIN/k3-chat" --list-presets > "$work/chat" 2> /dev/null
 check "k3-chat --list-presets: the same table" "$(rows "$work/list")" "$(rows "$work/chat")"
