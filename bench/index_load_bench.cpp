@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_usage.h"
 #include "checkpoint/checkpoint.h"
 #include "common/error.h"
 
@@ -28,10 +29,11 @@ uint64_t status_kb(const char* key) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || std::string(argv[1]) == "--help") {
-    std::fprintf(stderr, "usage: k3-bench-index MODEL_DIR [--repeat N]\n");
-    return argc < 2 ? 2 : 0;
-  }
+  const char* usage =
+      "usage: k3-bench-index MODEL_DIR [--repeat N]\n"
+      "  Times loading the checkpoint index and every safetensors header of MODEL_DIR (median of N).\n";
+  if (auto status = k3::bench::answer_help_or_version(argc, argv, "k3-bench-index", usage)) return *status;
+  if (argc < 2 || argv[1][0] == '-') return k3::bench::usage_error(usage);
   int repeat = 3;
   if (argc >= 4 && std::string(argv[2]) == "--repeat") repeat = std::max(1, std::atoi(argv[3]));
   try {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_usage.h"
 #include "kernels/bf16.h"
 #include "kernels/matmul.h"
 #include "kernels/thread_pool.h"
@@ -72,6 +73,11 @@ struct Shape {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const char* usage =
+      "usage: k3-bench-kernels [--reps N] [--threads \"1 2\"] [--only TEXT] [--hot] [--quick]\n"
+      "  Times BF16/MXFP4 matvec (n=1 and n=16 tokens) at Kimi-K3 sizes and\n"
+      "  compares the weight bytes/s with a single-core memory read.\n";
+  if (auto status = k3::bench::answer_help_or_version(argc, argv, "k3-bench-kernels", usage)) return *status;
   int reps = 9;
   bool quick = false;
   bool hot = false;   // one copy of each matrix: cache-resident when it fits
@@ -97,11 +103,7 @@ int main(int argc, char** argv) {
     } else if (a == "--quick") {
       quick = true;
     } else {
-      std::fprintf(stderr,
-                   "usage: k3-bench-kernels [--reps N] [--threads \"1 2\"] [--only TEXT] [--hot] [--quick]\n"
-                   "  Times BF16/MXFP4 matvec (n=1 and n=16 tokens) at Kimi-K3 sizes and\n"
-                   "  compares the weight bytes/s with a single-core memory read.\n");
-      return 2;
+      return k3::bench::usage_error(usage);
     }
   }
 

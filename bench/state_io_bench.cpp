@@ -20,6 +20,7 @@
 
 #include <unistd.h>
 
+#include "bench_usage.h"
 #include "state/state_file.h"
 
 namespace {
@@ -50,6 +51,10 @@ k3::StateGeometry k3_geometry() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const char* usage =
+      "usage: k3-bench-state [--positions N] [--dir DIR] [--reps N]\n"
+      "  Times writing and reading a K3-geometry conversation state of N positions in DIR.\n";
+  if (auto status = k3::bench::answer_help_or_version(argc, argv, "k3-bench-state", usage)) return *status;
   int64_t positions = 4096;
   std::string dir = "/tmp";
   int reps = 3;
@@ -58,10 +63,8 @@ int main(int argc, char** argv) {
     if (a == "--positions" && i + 1 < argc) positions = std::atoll(argv[++i]);
     else if (a == "--dir" && i + 1 < argc) dir = argv[++i];
     else if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
-    else {
-      std::fprintf(stderr, "usage: k3-bench-state [--positions N] [--dir DIR] [--reps N]\n");
-      return 2;
-    }
+    else
+      return k3::bench::usage_error(usage);
   }
   try {
     k3::ConversationState s;

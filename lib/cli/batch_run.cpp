@@ -1,12 +1,5 @@
 #include "cli/batch_run.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -22,30 +15,19 @@
 
 namespace k3 {
 
-namespace {
-
-// The --batch file: a regular file, or a pipe, FIFO or `<(...)` read to its
-// end, or "-" for stdin (up to the usual cap of a whole read).
-std::string read_batch_input(const std::string& path) {
-  if (path == "-") return read_all(0, "stdin");
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);  // blocking: a FIFO's writer may come later
-  if (fd < 0) throw Error(ExitCode::kBadInput, path + ": cannot open: " + std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st;
-  if (::fstat(fd, &st) != 0) throw Error(ExitCode::kIo, path + ": cannot stat: " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode))
-    throw Error(ExitCode::kBadInput, path + ": is not a file or a pipe (a directory, socket or block device)");
-  return read_all(fd, path);
+void check_batch_alone(const std::string& batch_file, std::initializer_list<const std::string*> inputs,
+                       bool other_flags) {
+  if (batch_file.empty()) return;
+  for (const std::string* in : inputs) other_flags = other_flags || !in->empty();
+  if (other_flags)
+    throw Error(ExitCode::kUsage, "--batch runs its own prompts: it takes none of --ids, --state-in/out, "
+                                  "--logits, --teacher-forcing, --recompute, --spec, --predict");
 }
 
-}  // namespace
-
 std::vector<std::vector<int32_t>> read_batch_file(const std::string& path, int64_t vocab_size) {
-  if (path != "-" && !file_exists(path)) throw Error(ExitCode::kBadInput, path + ": --batch file not found");
-  std::vector<std::vector<int32_t>> lines = parse_token_id_lines(read_batch_input(path), path, vocab_size);
+  // A regular file, a pipe, FIFO or <(...) read to its end, or - for stdin;
+  // devices, directories and sockets are refused (see read_input).
+  std::vector<std::vector<int32_t>> lines = parse_token_id_lines(read_input(path, "--batch file"), path, vocab_size);
   while (!lines.empty() && lines.back().empty()) lines.pop_back();
   if (lines.empty())
     throw Error(ExitCode::kBadInput, path + ": no prompts (one line of ids per prompt, e.g. from k3-tokenize --format=line)");

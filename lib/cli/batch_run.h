@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,11 @@
 #include "generate/generation_session.h"
 
 namespace k3 {
+
+// --batch runs its own prompts: with a --batch file, none of the per-prompt
+// flags (`inputs` not empty, or `other_flags`) may be given (kUsage).
+void check_batch_alone(const std::string& batch_file, std::initializer_list<const std::string*> inputs,
+                       bool other_flags);
 
 // The prompts of a --batch file: one per line, none empty (kBadInput naming
 // the file and line; blank lines at the end are ignored).

@@ -5,8 +5,10 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "checkpoint/trunk_location.h"
 #include "cli/interrupt.h"
 #include "common/error.h"
+#include "fetch/hub_token.h"
 #include "fetch/transfer_progress.h"
 
 namespace k3 {
@@ -39,7 +41,9 @@ int run_download_command(DownloadCommand command, const char* tool) {
   if (opt.jobs < 1 || opt.jobs > 64) throw Error(ExitCode::kUsage, "--jobs must be between 1 and 64");
   opt.endpoint =
       !command.endpoint_flag.empty() ? command.endpoint_flag : env_or("HF_ENDPOINT", "https://huggingface.co");
-  opt.token = !command.token_flag.empty() ? command.token_flag : env_or("HF_TOKEN", "");
+  const HubToken token = find_hub_token(command.token_flag, [](const char* n) -> const char* { return std::getenv(n); });
+  opt.token = token.value;
+  if (!token.value.empty()) std::fprintf(stderr, "%s: using the Hub token from %s\n", tool, token.origin.c_str());
   opt.tty = ::isatty(2);
   opt.log_prefix = std::string(tool) + ": ";
 
@@ -47,13 +51,20 @@ int run_download_command(DownloadCommand command, const char* tool) {
   double rate = s.seconds > 0 ? static_cast<double>(s.bytes_received) / s.seconds : 0;
   std::fprintf(stderr,
                "%s: done: %llu files (%s) of %s at commit %s are complete and verified in %s; %llu downloaded "
-               "(%s received, %s/s), %llu already complete. Next: %s verify %s --full\n",
+               "(%s received, %s/s), %llu already complete.\n",
                tool, static_cast<unsigned long long>(s.files_selected),
                TransferProgress::human_bytes(static_cast<double>(s.bytes_selected)).c_str(), opt.repo.c_str(),
                s.commit.c_str(), opt.dir.c_str(), static_cast<unsigned long long>(s.files_downloaded),
                TransferProgress::human_bytes(static_cast<double>(s.bytes_received)).c_str(),
-               TransferProgress::human_bytes(rate).c_str(), static_cast<unsigned long long>(s.files_already_complete),
-               tool, opt.dir.c_str());
+               TransferProgress::human_bytes(rate).c_str(), static_cast<unsigned long long>(s.files_already_complete));
+  if (!opt.include.empty() || !opt.exclude.empty())
+    std::fprintf(stderr, "%s: next: %s download %s (the rest of the checkpoint; finished files are kept)\n", tool,
+                 tool, opt.dir.c_str());
+  else
+    std::fprintf(stderr,
+                 "%s: next: k3-pack %s %s (no need to run verify: every file's sha256 was checked against the hub "
+                 "as it arrived)\n",
+                 tool, opt.dir.c_str(), suggested_trunk_dir(opt.dir).c_str());
   return 0;
 }
 
@@ -78,6 +89,8 @@ int run_verify_command(VerifyOptions opt, const char* tool) {
   }
   std::printf("ok: %s: %llu shards, %llu bytes%s\n", opt.dir.c_str(), static_cast<unsigned long long>(r.shards),
               static_cast<unsigned long long>(r.shard_bytes), opt.full ? ", every hash matches" : "");
+  std::fflush(stdout);
+  std::fprintf(stderr, "%s: next: k3-pack %s %s\n", tool, opt.dir.c_str(), suggested_trunk_dir(opt.dir).c_str());
   return 0;
 }
 

@@ -1,5 +1,8 @@
 #include "cli/model_options.h"
 
+#include "cli/flag_checks.h"
+#include "cli/preset_table.h"
+
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -8,19 +11,23 @@
 
 #include "checkpoint/checkpoint.h"
 #include "common/atomic_file_writer.h"
-#include "common/cli_parse.h"
+#include "common/cli_limits.h"
 #include "common/file.h"
 #include "common/progress_meter.h"
+#include "common/quiet.h"
+#include "cli/tool_version.h"
 #include "common/error.h"
 #include "model/tensor_manifest.h"
 
 namespace k3 {
 
 void add_model_options(CLI::App& app, ModelOptions& o) {
-  app.add_option("MODEL_DIR", o.model_dir, "Model directory: config.json, model.safetensors.index.json and shards")
-      ->required();
+  app.add_option("MODEL_DIR", o.model_dir,
+                 "Model directory: config.json, model.safetensors.index.json and shards (not needed for "
+                 "--list-presets, which then shows the real Kimi-K3)");
+  app.add_flag("--quiet", o.quiet, "Print nothing on stderr but errors: no plan, progress or summary");
   app.add_option("--threads", o.threads, "Worker threads (default 0: all cores); output is identical for any count")
-      ->check(CLI::Range(0, kMaxComputeThreads));
+      ->check(cli::in_range(0, kMaxComputeThreads));
 }
 
 void add_budget_options(CLI::App& app, ModelOptions& o) {
@@ -28,24 +35,31 @@ void add_budget_options(CLI::App& app, ModelOptions& o) {
   app.add_option("--trunk", r.trunk_dir,
                  "Packed trunk from k3-pack: pin --trunk-gb of it in RAM and stream the rest every token");
   app.add_option("--trunk-gb", r.trunk_gb, "GB (1e9 bytes) of trunk layers to pin in RAM (needs --trunk)")
-      ->check(finite_range(kMaxGigabytes));
+      ->check(cli::finite_range(kMaxGigabytes));
   app.add_option("--cache-gb", r.cache_gb, "GB of routed-expert LRU cache (experts stream from the shards)")
-      ->check(finite_range(kMaxGigabytes));
+      ->check(cli::finite_range(kMaxGigabytes));
   app.add_option("--preset", r.preset,
-                 "Memory preset: min, laptop, desktop, workstation, server, max (--trunk-gb/--cache-gb/--block-mb "
+                 "Memory preset: min, laptop, desktop, workstation, server, max, or auto (the largest whose forecast "
+                 "fits the memory available now; --trunk-gb/--cache-gb/--block-mb "
                  "override it)");
   app.add_option("--block-mb", r.block_mb,
                  "Stream trunk matrices in row blocks of at most MB (1e6 bytes; at least one row of the widest "
                  "matrix; 0: whole layers). Needs --trunk")
-      ->check(finite_range(kMaxGigabytes * 1000));
-  app.add_flag("--list-presets", o.list_presets, "Print each preset's forecast peak RSS for this model, then exit");
+      ->check(cli::finite_range(kMaxGigabytes * 1000));
+  app.add_flag("--list-presets", o.list_presets,
+               "Print each preset's forecast peak RSS and bytes and seconds per generated token for MODEL_DIR (or "
+               "the real Kimi-K3 when none is given), then exit");
+  app.add_option("--read-gbps", o.read_gbps,
+                 "Read bandwidth in GB/s for --list-presets' seconds per token, e.g. the one k3-doctor measured "
+                 "(default: 2 GB/s assumed)")
+      ->check(cli::in_range(0.001, 1e4));
   app.add_flag("--plan", o.plan_only,
                "Print the memory plan for these budget flags and --ctx (default 4096), then exit: 0 when it fits, "
                "6 when it would be refused. Reads no prompt and no weights");
   app.add_option("--ctx", o.ctx, "Context positions to plan the MLA latent cache for (default: context + --gen)")
-      ->check(CLI::Range(uint64_t{0}, kMaxContext));
+      ->check(cli::in_range(0, static_cast<double>(kMaxContext)));
   app.add_option("--io-threads", r.io_threads, "Parallel reads in flight when streaming (default 8)")
-      ->check(CLI::Range(1, kMaxIoThreads));
+      ->check(cli::in_range(1, kMaxIoThreads));
   app.add_option("--stats-json", o.stats_json, "Write the streaming counters to FILE (JSON, written atomically)");
 }
 
@@ -54,12 +68,6 @@ std::optional<int> answer_plan_requests(const ModelConfig& config, ModelOptions&
   o.stream.compute_threads = o.threads;
   // Checked before any weight is read; a device or FIFO is written through.
   if (!o.stats_json.empty()) check_output_path(o.stats_json, OutputPolicy::kFileOrStream);
-  if (o.list_presets) {
-    const Checkpoint checkpoint = Checkpoint::open(o.model_dir);
-    o.stream.context = o.ctx ? o.ctx : 4096;
-    std::fputs(presets_table(config, checkpoint, o.stream).c_str(), stdout);
-    return 0;
-  }
   if (!o.plan_only) return std::nullopt;
   if (!o.stream.active())
     throw Error(ExitCode::kUsage, "--plan shows a streaming plan: give --trunk, --preset or a budget");
@@ -71,9 +79,23 @@ std::optional<int> answer_plan_requests(const ModelConfig& config, ModelOptions&
   return 0;
 }
 
+std::optional<int> apply_early_options(const ModelOptions& o) {
+  if (o.quiet) enter_quiet_mode();
+  if (o.list_presets) {
+    std::fputs(preset_table(o, o.read_gbps).c_str(), stdout);
+    return 0;
+  }
+  if (o.model_dir.empty())
+    throw Error(ExitCode::kUsage,
+                "MODEL_DIR is required: the model directory (config.json, model.safetensors.index.json and "
+                "shards); --list-presets alone shows the presets for the real Kimi-K3");
+  return std::nullopt;
+}
+
 LoadedModel::LoadedModel(const ModelConfig& config, const Checkpoint& checkpoint, ModelOptions& o, uint64_t context,
                          uint64_t batch, const char* tool)
     : options_(o), tool_(tool), pool_(o.threads) {
+  const auto load_start = std::chrono::steady_clock::now();
   o.stream.compute_threads = o.threads;
   uint64_t plan_batch = batch;
   if (o.stream.active()) {
@@ -82,6 +104,9 @@ LoadedModel::LoadedModel(const ModelConfig& config, const Checkpoint& checkpoint
     validate_checkpoint(config, checkpoint);
     PreparedStream prepared = prepare_streaming(config, checkpoint, o.stream, std::cerr);
     figures_.forecast_peak_rss = prepared.plan.peak_rss;
+    preset_ = prepared.preset;
+    trunk_budget_ = prepared.plan_request.trunk_budget;
+    cache_budget_ = prepared.plan_request.cache_budget;
     plan_batch = prepared.plan.batch;
     max_drafts_ = prepared.plan_request.state_snapshots;
     streaming_ = std::make_unique<StreamingWeights>(config, checkpoint, o.stream.trunk_dir,
@@ -98,6 +123,7 @@ LoadedModel::LoadedModel(const ModelConfig& config, const Checkpoint& checkpoint
   engine_ = std::make_unique<Engine>(config, weights, pool_);
   if (streaming_) engine_->set_max_batch(plan_batch);  // the plan's prefill batch (lowered when memory is short)
   if (streaming_) figures_.at_start = streaming_->stats();
+  load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
 }
 
 void LoadedModel::prefill_done() {
@@ -175,18 +201,36 @@ void LoadedModel::report(const GenerationCounters& c, uint64_t prompt_tokens) {
   const size_t close = j.rfind('}');
   j = j.substr(0, close);
   while (!j.empty() && (j.back() == '\n' || j.back() == ' ')) j.pop_back();
-  j += ",\n" + generation_json(c, figures_.after_prefill, figures_.at_end, rows) + "\n}\n";
+  j += ",\n" + generation_json(c, figures_.after_prefill, figures_.at_end, rows) + ",\n" + run_json(c) + "\n}\n";
   write_file_atomic(options_.stats_json, j.data(), j.size(), OutputPolicy::kFileOrStream);
+}
+
+double LoadedModel::wall_seconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - options_.started).count();
+}
+
+std::string LoadedModel::run_json(const GenerationCounters& c) const {
+  char buf[1024];
+  std::snprintf(buf, sizeof buf,
+                "  \"run\": {\"version\": \"%s\", \"threads\": %d, \"io_threads\": %d, \"preset\": \"%s\", "
+                "\"trunk_budget_bytes\": %llu, \"cache_budget_bytes\": %llu, \"generated_tokens\": %lld, "
+                "\"wall_seconds\": {\"load\": %.6f, \"prefill\": %.6f, \"decode\": %.6f, \"total\": %.6f}}",
+                k3_version().c_str(), pool_.size(), options_.stream.io_threads, preset_.c_str(),
+                static_cast<unsigned long long>(trunk_budget_), static_cast<unsigned long long>(cache_budget_),
+                static_cast<long long>(c.generated), load_seconds_, c.prefill_seconds, c.decode_seconds,
+                wall_seconds());
+  return buf;
 }
 
 int LoadedModel::summarize(const GenerationCounters& c, uint64_t fed, bool interrupted) {
   std::fprintf(stderr,
-               "%s: %llu prompt tokens in %.3f s (%.1f tokens/s); %lld generated, %.4f s/token; %d threads; "
-               "peak RSS %ld MB\n",
-               tool_, static_cast<unsigned long long>(fed), c.prefill_seconds,
+               "%s: done in %.2f s: load %.2f s, prefill of %llu tokens %.3f s (%.1f tokens/s), %lld generated in "
+               "%.3f s (%.4f s/token); %d threads; peak RSS %ld MB\n",
+               tool_, wall_seconds(), load_seconds_, static_cast<unsigned long long>(fed), c.prefill_seconds,
                c.prefill_seconds > 0 ? static_cast<double>(fed) / c.prefill_seconds : 0.0,
-               static_cast<long long>(c.generated), c.generated > 1 ? c.decode_seconds / static_cast<double>(c.generated - 1) : 0.0,
-               pool_.size(), peak_rss_mb());
+               static_cast<long long>(c.generated), c.decode_seconds,
+               c.generated > 1 ? c.decode_seconds / static_cast<double>(c.generated - 1) : 0.0, pool_.size(),
+               peak_rss_mb());
   if (!interrupted) return 0;
   std::fprintf(stderr, "%s: interrupted after %lld generated tokens (they were written)\n", tool_,
                static_cast<long long>(c.generated));

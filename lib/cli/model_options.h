@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <iosfwd>
 #include <memory>
@@ -38,14 +39,22 @@ struct ModelOptions {
   bool plan_only = false;
   uint64_t ctx = 0;  // 0: what the run needs
   std::string stats_json;
+  double read_gbps = 0;  // --list-presets' read bandwidth; 0: the assumed one
+  bool quiet = false;    // --quiet: nothing on stderr but errors
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();  // the run's wall clock
 };
 
-// MODEL_DIR (positional, required) and --threads.
+// MODEL_DIR (positional; required unless --list-presets) and --threads.
 void add_model_options(CLI::App& app, ModelOptions& options);
 // The memory-budget flags (README "Memory budgets and streaming").
 void add_budget_options(CLI::App& app, ModelOptions& options);
 
-// Handles --list-presets and --plan (printing to stdout/stderr); returns the
+// Right after parsing: --quiet takes effect (common/quiet.h); --list-presets
+// (for MODEL_DIR, or the real K3 without one) prints the preset table and
+// returns 0; otherwise MODEL_DIR must be given (kUsage).
+std::optional<int> apply_early_options(const ModelOptions& options);
+
+// Handles --plan (printing the plan to stderr); returns the
 // exit status when one of them was given, nothing otherwise. --plan plans
 // for `plan_batch` rows per pass.
 std::optional<int> answer_plan_requests(const ModelConfig& config, ModelOptions& options, const char* tool,
@@ -82,8 +91,13 @@ class LoadedModel {
   // The run's one-line summary on stderr (and the interruption note); returns
   // the exit status: 0, or 130 when `interrupted`.
   int summarize(const GenerationCounters& counters, uint64_t prompt_tokens, bool interrupted);
+  // Seconds since the tool started (ModelOptions::started).
+  double wall_seconds() const;
 
  private:
+  // --stats-json's "run": version, threads, preset and budgets, wall times.
+  std::string run_json(const GenerationCounters& counters) const;
+
   ModelOptions& options_;
   const char* tool_;
   std::unique_ptr<ResidentWeights> resident_;
@@ -91,6 +105,9 @@ class LoadedModel {
   ThreadPool pool_;
   std::unique_ptr<Engine> engine_;
   RunFigures figures_;
+  double load_seconds_ = 0;
+  std::string preset_;  // the preset the budgets came from ("auto" resolved), or empty
+  uint64_t trunk_budget_ = 0, cache_budget_ = 0;
   struct PassSize {
     uint64_t passes = 0, trunk_bytes = 0, expert_bytes = 0, experts = 0;
   };

@@ -42,7 +42,7 @@ std::unique_ptr<DraftSource> SpeculationFlags::make_source(int64_t vocab_size) {
   if (!file_exists(predict_file_))
     throw Error(ExitCode::kBadInput, predict_file_ + ": --predict file not found");
   auto predicted = std::make_unique<PredictedDrafts>(
-      parse_token_ids(read_text_file(predict_file_), predict_file_, vocab_size));
+      parse_token_ids(read_input(predict_file_, "--predict file"), predict_file_, vocab_size));
   if (!ngram) return predicted;
   auto chained = std::make_unique<ChainedDrafts>(predicted.get(), ngram.get());
   parts_.push_back(std::move(predicted));

@@ -10,6 +10,8 @@
 #include "cli/stdout_writer.h"
 #include "common/error.h"
 #include "common/file.h"
+#include "model/config.h"
+#include "model/tokenizer_match.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
 
@@ -28,13 +30,10 @@ double thread_cpu_seconds() {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-std::string read_input(const TokenizeCommand& c) {
+std::string command_input(const TokenizeCommand& c) {
   if (c.have_text) return c.text;
-  if (!c.prompt_file.empty() || !c.chat_file.empty()) {
-    const std::string& path = c.chat ? c.chat_file : c.prompt_file;
-    if (!file_exists(path)) throw Error(ExitCode::kBadInput, path + ": file not found");
-    return read_text_file(path, kMaxWholeReadBytes, ExitCode::kBadInput);
-  }
+  if (!c.prompt_file.empty() || !c.chat_file.empty())
+    return c.chat ? read_input(c.chat_file, "chat file") : read_input(c.prompt_file, "prompt file");
   return read_all(0, "stdin");
 }
 
@@ -50,8 +49,9 @@ int run_tokenize_command(TokenizeCommand c) {
   auto t0 = Clock::now();
   Tokenizer tok = Tokenizer::load(c.tokenizer_dir);
   double load_s = seconds_since(t0);
+  if (!c.model_dir.empty()) check_tokenizer_matches(load_model_config(c.model_dir), c.model_dir, tok.vocab(), c.tokenizer_dir);
 
-  std::string input = read_input(c);
+  std::string input = command_input(c);
   size_t bad = utf8::find_invalid(input);
   if (bad != utf8::kNotFound) {
     if (!c.lossy || c.chat)

@@ -12,6 +12,7 @@ namespace k3 {
 
 struct TokenizeCommand {
   std::string tokenizer_dir;
+  std::string model_dir;         // --model: refuse a tokenizer that disagrees with its config
   std::string prompt_file;       // empty: stdin (unless have_text or chat_file)
   std::string text;              // --text, used when have_text
   std::string chat_file;         // implies chat

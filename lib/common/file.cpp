@@ -158,6 +158,33 @@ std::string read_all(int fd, const std::string& what, uint64_t max_bytes) {
   return data;
 }
 
+InputFd InputFd::open(const std::string& path, const std::string& what) {
+  if (path == "-") return InputFd(0, "stdin");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) throw Error(ExitCode::kBadInput, path + ": " + what + " not found");
+    throw Error(ExitCode::kIo, path + ": cannot open " + what + ": " + std::strerror(errno));
+  }
+  InputFd in(fd, path);
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+    throw Error(ExitCode::kBadInput, path + ": is a directory, not a " + what);
+  // A device (a link to /dev/zero, a tty given as a path) never ends: refused.
+  if (::fstat(fd, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)))
+    throw Error(ExitCode::kBadInput, path + ": is not a regular file or a pipe (a device, or a link to one); give a "
+                                            "file, a pipe or - for stdin");
+  return in;
+}
+
+InputFd::~InputFd() {
+  if (fd_ > 0) ::close(fd_);
+}
+
+std::string read_input(const std::string& path, const std::string& what) {
+  const InputFd in = InputFd::open(path, what);
+  return read_all(in.fd(), in.name());
+}
+
 void write_all(int fd, std::string_view data, const std::string& what) {
   size_t done = 0;
   while (done < data.size()) {

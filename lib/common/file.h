@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <string_view>
 #include <vector>
 
@@ -66,6 +67,30 @@ void write_all(int fd, std::string_view data, const std::string& what);
 // Everything until end of input; more than max_bytes is k3::Error(kBadInput)
 // "<what> holds more than ...".
 std::string read_all(int fd, const std::string& what, uint64_t max_bytes = kMaxWholeReadBytes);
+
+// A tool's input file argument: "-" is stdin; anything else is opened and
+// read to its end, so pipes, FIFOs and <(...) give all their bytes (their
+// size is not known up front). A missing path is kBadInput
+// "<path>: <what> not found".
+std::string read_input(const std::string& path, const std::string& what);
+
+// The same argument convention for tools that consume input as it arrives:
+// "-" is stdin (not closed), anything else is opened for reading.
+class InputFd {
+ public:
+  static InputFd open(const std::string& path, const std::string& what);
+  InputFd(InputFd&& o) noexcept : fd_(o.fd_), name_(std::move(o.name_)) { o.fd_ = -1; }
+  InputFd(const InputFd&) = delete;
+  InputFd& operator=(const InputFd&) = delete;
+  ~InputFd();
+  int fd() const { return fd_; }
+  const std::string& name() const { return name_; }  // "stdin" or the path
+
+ private:
+  InputFd(int fd, std::string name) : fd_(fd), name_(std::move(name)) {}
+  int fd_;
+  std::string name_;
+};
 
 // Whole-file helper for small files (configs, JSON, id lists): refuses what
 // is not a regular file (a FIFO, a device, a link to /dev/zero) and files over

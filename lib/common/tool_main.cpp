@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "common/error.h"
+#include "common/quiet.h"
 
 namespace k3 {
 
@@ -11,10 +12,12 @@ int run_tool(const char* tool, const std::function<int()>& body) {
   try {
     return body();
   } catch (const Error& e) {
-    std::fprintf(stderr, "%s: %s\n", tool, e.what());
+    std::fflush(stderr);
+    dprintf(error_fd(), "%s: %s\n", tool, e.what());
     return e.exit_code();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: internal error: %s (please report it)\n", tool, e.what());
+    std::fflush(stderr);
+    dprintf(error_fd(), "%s: internal error: %s (please report it)\n", tool, e.what());
     return static_cast<int>(ExitCode::kInternal);
   }
 }

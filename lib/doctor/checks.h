@@ -13,6 +13,7 @@
 #include "doctor/preset_forecast.h"
 #include "doctor/read_bandwidth_probe.h"
 #include "doctor/report.h"
+#include "platform/system_root.h"
 #include "doctor/trunk_match.h"
 #include "platform/block_device.h"
 #include "platform/cgroup_memory.h"
@@ -26,6 +27,8 @@ namespace k3::doctor {
 
 // ---- CPU
 void add_cpu_checks(Report& r, const CpuFeatures& cpu);
+// NVIDIA/AMD GPUs from /sys/class/drm (and /dev/nvidiactl on the live system).
+void add_gpu_check(Report& r, const SystemRoot& root);
 
 // ---- Memory
 struct MemoryFacts {

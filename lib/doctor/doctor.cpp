@@ -8,6 +8,7 @@
 
 #include "doctor/checks.h"
 #include "common/error.h"
+#include "doctor/next_steps.h"
 #include "kernels/matmul.h"
 #include "platform/system_root.h"
 
@@ -150,6 +151,7 @@ Report run_doctor(const DoctorOptions& o) {
   if (mem.usable) rec = recommend_preset(*mem.usable, ck.plan_model, mb, o.hit_rate);
 
   add_cpu_checks(r, cpu);
+  add_gpu_check(r, root);
   add_memory_checks(r, mem, rec, (ck.opened ? ck.shards : kK3ShardCount) + 1);
   if (storage.empty()) {
     Check& k = r.add("storage", "directories");
@@ -164,6 +166,12 @@ Report run_doctor(const DoctorOptions& o) {
   if (o.probe) decode = probe_decode(0.3);
   add_compression_check(r, rec ? *rec : forecast_preset(presets().front(), ck.plan_model, mb, o.hit_rate), bw, decode,
                         trunk ? &*trunk : nullptr, cpu.logical_cpus);
+  NextStepFacts next;
+  next.model_dir = o.model_dir;
+  next.trunk_dir = o.trunk_dir;
+  next.trunk_ready = trunk && trunk->match == TrunkMatch::kMatches;
+  if (rec) next.preset = rec->preset.name;
+  r.next_steps = next_steps(next);
   return r;
 }
 

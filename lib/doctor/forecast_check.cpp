@@ -2,6 +2,7 @@
 #include <string>
 
 #include "doctor/checks.h"
+#include "doctor/ladder_chart.h"
 
 namespace k3::doctor {
 
@@ -31,8 +32,10 @@ void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c,
                            (m.usable ? gb(double(*m.usable)) : std::string("unknown")) + " = " + gb(budget));
     r.arithmetic.push_back("memory forecast = k3-forward's memory plan (as --list-presets: context " +
                            std::to_string(kPresetListContext) + ", the preset's largest batch, packed trunk):");
+    std::vector<LadderRow> ladder;
     for (const Preset& p : presets()) {
       PresetForecast f = forecast_preset(p, pm, mb, hit_rate);
+      ladder.push_back({p.name, f.memory(), bw.bytes_per_s > 0 ? double(f.bytes_per_token()) / bw.bytes_per_s : 0});
       const bool fits = m.usable && plan_fits(f.plan, *m.usable);
       char line[256];
       std::snprintf(line, sizeof(line), "  %-12s %s pinned trunk + %s cache + %s in flight + %s runtime = %s  %s",
@@ -55,11 +58,14 @@ void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c,
           .set("streamed_trunk_bytes", f.trunk_read);
       table.push(std::move(o));
     }
+    r.arithmetic.push_back("memory ladder (reads at " + gb(bw.bytes_per_s) + "/s):");
+    for (std::string& line : ladder_chart(ladder, limit)) r.arithmetic.push_back("  " + line);
     if (rec) {
       k.status = Status::kOk;
       k.summary = "--preset " + rec->preset.name + " (" + gb(double(rec->memory())) + " forecast, within " +
                   fmt("%.0f%%", kUsableShare * 100) + " of " + gb(double(m.usable.value_or(0))) + " usable)";
-      k.advice = "the largest preset that fits; a larger one only buys speed, never different output";
+      k.advice = "the largest preset that fits (what --preset auto chooses here); a larger one only buys speed, "
+                 "never different output";
     } else {
       k.status = Status::kFail;
       const PresetForecast smallest = forecast_preset(presets().front(), pm, mb, hit_rate);

@@ -6,10 +6,10 @@
 namespace k3::doctor {
 
 PresetForecast forecast_preset(const Preset& p, const PlanModel& pm, const ModelBytes& m,
-                               std::optional<double> hit_rate) {
+                               std::optional<double> hit_rate, const PresetRun& run) {
   PresetForecast f;
   f.preset = p;
-  f.plan = plan_preset(p, pm);
+  f.plan = plan_preset(p, pm, run);
   const MemoryPlan& plan = f.plan;
   f.pinned_trunk = plan.pinned_bytes;
   f.cache = plan.cache_bytes;
@@ -34,13 +34,10 @@ PresetForecast forecast_preset(const Preset& p, const PlanModel& pm, const Model
 
 std::optional<PresetForecast> recommend_preset(uint64_t usable_bytes, const PlanModel& pm, const ModelBytes& m,
                                                std::optional<double> hit_rate) {
-  std::optional<PresetForecast> best;
-  for (const Preset& p : presets()) {
-    PresetForecast f = forecast_preset(p, pm, m, hit_rate);
-    if (!plan_fits(f.plan, usable_bytes)) continue;
-    if (!best || f.memory() >= best->memory()) best = f;  // ties: the later, larger preset
-  }
-  return best;
+  // The rule `k3-forward --preset auto` follows (runtime/preset_plan.h).
+  const PresetChoice choice = choose_preset(pm, usable_bytes);
+  if (!choice.preset) return std::nullopt;
+  return forecast_preset(*choice.preset, pm, m, hit_rate);
 }
 
 }  // namespace k3::doctor

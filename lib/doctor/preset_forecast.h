@@ -52,10 +52,12 @@ struct PresetForecast {
   uint64_t bytes_per_token() const { return trunk_read + expert_read; }
 };
 
+// `run`: the context and sequences planned for (default: --list-presets').
 PresetForecast forecast_preset(const Preset& p, const PlanModel& pm, const ModelBytes& m,
-                               std::optional<double> hit_rate);
+                               std::optional<double> hit_rate, const PresetRun& run = {});
 
-// The largest preset (by memory()) whose plan fits (plan_fits) in usable_bytes;
+// The preset `k3-forward --preset auto` would choose with usable_bytes
+// available (choose_preset: the largest whose plan fits under the 90% rule);
 // nullopt when none does.
 std::optional<PresetForecast> recommend_preset(uint64_t usable_bytes, const PlanModel& pm, const ModelBytes& m,
                                                std::optional<double> hit_rate);

@@ -92,6 +92,10 @@ std::string format_human(const Report& r) {
   out += "\nResult: " + std::string(overall_text(r.overall())) + " (exit " + std::to_string(r.exit_code()) +
          "): " + std::to_string(fails) + " FAIL, " + std::to_string(warns) + " WARN, " +
          std::to_string(r.checks.size() - warns - fails) + " OK\n";
+  if (!r.next_steps.empty()) {
+    out += "\nNext:\n";
+    for (const std::string& step : r.next_steps) out += "  " + step + "\n";
+  }
   return out;
 }
 
@@ -121,6 +125,9 @@ std::string format_json(const Report& r) {
   JsonValue arith = JsonValue::array();
   for (const std::string& line : r.arithmetic) arith.push(line);
   root.set("forecast_arithmetic", std::move(arith));
+  JsonValue next = JsonValue::array();
+  for (const std::string& step : r.next_steps) next.push(step);
+  root.set("next_steps", std::move(next));
   return root.dump(2);
 }
 

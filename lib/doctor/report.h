@@ -25,6 +25,7 @@ struct Report {
   std::string root;  // where /proc and /sys were read from
   std::vector<Check> checks;
   std::vector<std::string> arithmetic;  // the seconds-per-token derivation, line by line
+  std::vector<std::string> next_steps;  // the commands to run next, in order (empty: none fits)
 
   Check& add(const std::string& section, const std::string& name);
   Status overall() const;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "checkpoint/trunk_layout.h"
 #include "model/config.h"
@@ -34,9 +35,34 @@ PlanModel plan_model_for_checkpoint(const ModelConfig& config, const Checkpoint&
 // and slot size; the tensor count is the manifest's.
 PlanModel plan_model_for_config(const ModelConfig& config);
 
-// The request --list-presets makes for `preset` with its default flags.
-PlanRequest preset_plan_request(const Preset& preset, const PlanModel& model);
+// What a run asks of the plan besides a preset's budgets. The defaults are
+// --list-presets' (and k3-doctor's): 4096 positions, one sequence, no --spec.
+struct PresetRun {
+  uint64_t context = kPresetListContext;
+  uint64_t sequences = 1;
+  uint64_t state_snapshots = 0;
+};
 
-MemoryPlan plan_preset(const Preset& preset, const PlanModel& model);
+// The request --list-presets makes for `preset` with its default flags.
+PlanRequest preset_plan_request(const Preset& preset, const PlanModel& model, const PresetRun& run = {});
+
+MemoryPlan plan_preset(const Preset& preset, const PlanModel& model, const PresetRun& run = {});
+
+// `--preset auto` and k3-doctor's recommendation, one rule: the largest
+// preset whose forecast fits `available` bytes (MemoryLimits::available: the
+// smaller of MemAvailable and the room under the cgroup limit) under the 90%
+// rule (plan_fits). When the memory available is unknown (UINT64_MAX), the
+// default preset, laptop.
+struct PresetChoice {
+  const Preset* preset = nullptr;  // nullptr: not even the smallest fits
+  MemoryPlan plan;                 // the chosen preset's (or, when none fits, the smallest's)
+  const Preset* larger = nullptr;  // the next larger preset, which does not fit
+  uint64_t larger_peak = 0;
+  uint64_t available = UINT64_MAX;
+  // "desktop: forecast 22.08 GB, within the 23.40 GB limit (90% of 26.00 GB
+  // available); workstation would need 47.74 GB".
+  std::string reason() const;
+};
+PresetChoice choose_preset(const PlanModel& model, uint64_t available, const PresetRun& run = {});
 
 }  // namespace k3

@@ -61,8 +61,9 @@ ResidentWeights::ResidentWeights(const ModelConfig& config, const Checkpoint& ch
          << ") of weights resident in RAM\n";
   const uint64_t avail = available_memory_bytes();
   if (avail != 0 && resident_bytes_ > avail)
-    throw Error(ExitCode::kResource, "the model needs " + gb(resident_bytes_) + " resident but only " + gb(avail) +
-                                         " of memory is available; pack a trunk (k3-pack) and stream with --trunk");
+    throw Error(ExitCode::kResource, "the whole model needs " + gb(resident_bytes_) + " resident, more than the " +
+                                         gb(avail) + " available; pack the trunk once (k3-pack MODEL_DIR TRUNK_DIR) "
+                                         "and run with --trunk TRUNK_DIR --preset auto to stream within the memory");
 
   // Periodic progress lines: loading the real model's trunk takes minutes.
   const auto start = std::chrono::steady_clock::now();

@@ -11,6 +11,8 @@
 #include "model/tensor_manifest.h"
 #include "platform/memory_limits.h"
 #include "runtime/expert_index.h"
+#include "runtime/plan_refusal.h"
+#include "runtime/preset_plan.h"
 #include "runtime/presets.h"
 #include "runtime/trunk_plan.h"
 
@@ -30,7 +32,7 @@ uint64_t gb(double x, const char* flag) {
 std::string preset_names() {
   std::string s;
   for (const Preset& p : presets()) s += (s.empty() ? "" : ", ") + p.name;
-  return s;
+  return s + ", or auto: the largest that fits";
 }
 }  // namespace
 
@@ -86,14 +88,39 @@ static TrunkLayout layout_for(const ModelConfig& config, const Checkpoint& check
   return plan_trunk(expected_tensors(config), checkpoint);
 }
 
+std::string available_source(const MemoryLimits& lim) {
+  if (lim.override_bytes) return "K3_AVAILABLE_MEMORY" + (lim.cgroup_source.empty() ? "" : " and " + lim.cgroup_source);
+  return lim.cgroup_source.empty() ? "MemAvailable" : "MemAvailable and " + lim.cgroup_source;
+}
+
+PresetChoice choose_auto_preset(const ModelConfig& config, const Checkpoint& checkpoint, const StreamingRequest& req,
+                                uint64_t available) {
+  PresetRun run;
+  run.context = std::max(req.context, kPresetListContext);  // as k3-doctor plans it, or the run's when longer
+  run.sequences = req.sequences;
+  // Default drafts (k3-chat) are dropped before a smaller preset is chosen
+  // for them; the plan lowers them later when memory is short.
+  run.state_snapshots = req.snapshots_optional ? 0 : req.state_snapshots;
+  return choose_preset(plan_model_for_checkpoint(config, checkpoint), available, run);
+}
+
 PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& checkpoint, StreamingRequest req,
                                  std::ostream& log) {
+  const MemoryLimits lim = read_memory_limits();
+  const uint64_t avail = lim.available();
+  if (req.preset == kAutoPreset) {
+    const PresetChoice choice = choose_auto_preset(config, checkpoint, req, avail);
+    if (!choice.preset)
+      throw Error(ExitCode::kResource, "--preset auto: " + choice.reason() + " (" + available_source(lim) +
+                                           "); free memory, or lower --ctx");
+    log << "k3-forward: --preset auto chose " << choice.reason()
+        << (avail == UINT64_MAX ? "" : " (" + available_source(lim) + ")") << "\n";
+    req.preset = choice.preset->name;
+  }
   uint64_t trunk_bytes, cache_bytes;
   resolve_budgets(req, &trunk_bytes, &cache_bytes);
   PreparedStream p = plan_for(config, checkpoint, req, trunk_bytes, cache_bytes, layout_for(config, checkpoint, req),
                               !req.trunk_dir.empty(), ExpertIndex(config, checkpoint).slot_bytes());
-  const MemoryLimits lim = read_memory_limits();
-  const uint64_t avail = lim.available();
   // Short of memory: fewer default drafts per pass, then smaller prefill
   // batches (the output depends on neither), down to one token at a time.
   const uint64_t wanted_batch = p.plan.batch, wanted_snapshots = req.state_snapshots;
@@ -119,52 +146,12 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
   log << "k3-forward: memory plan (" << (req.trunk_dir.empty() ? "trunk from the shards" : "trunk " + req.trunk_dir)
       << "; budgets: trunk " << format_bytes(trunk_bytes) << ", cache " << format_bytes(cache_bytes) << ")\n"
       << p.plan.describe(p.layout, config, p.plan_request);
-  if (avail != UINT64_MAX)
-    log << " of " << format_bytes(avail) << " available"
-        << (lim.cgroup_source.empty() ? " (MemAvailable)" : " (MemAvailable and " + lim.cgroup_source + ")");
+  if (avail != UINT64_MAX) log << " of " << format_bytes(avail) << " available (" << available_source(lim) << ")";
   log << "\n";
-  if (!plan_fits(p.plan, avail) && req.sequences > 1) {
-    const uint64_t one = p.plan.per_sequence_bytes, limit = plan_limit(avail);
-    const uint64_t fixed = p.plan.peak_rss - one * req.sequences;
-    const uint64_t fit = one && limit > fixed ? (limit - fixed) / one : 0;
-    throw Error(ExitCode::kResource,
-                "a batch of " + std::to_string(req.sequences) + " sequences needs " + format_bytes(p.plan.peak_rss) +
-                    " (" + format_bytes(one) + " of KDA state and MLA cache per sequence) but only " +
-                    format_bytes(avail) + " is available (limit 90%: " + format_bytes(limit) + "); " +
-                    (fit ? std::to_string(std::min(fit, req.sequences - 1)) + " sequences would fit: split the batch"
-                         : "not even one sequence fits: lower --ctx or the budgets"));
-  }
   if (!plan_fits(p.plan, avail))
-    throw Error(ExitCode::kResource, "the memory plan needs " + format_bytes(p.plan.peak_rss) + " but only " +
-                                         format_bytes(avail) + " is available (limit 90%: " +
-                                         format_bytes(plan_limit(avail)) +
-                                         "); lower --trunk-gb, --cache-gb or --ctx, or choose a smaller --preset");
+    throw Error(ExitCode::kResource, plan_refusal(config, checkpoint, req, p, wanted_batch, lim));
+  p.preset = req.preset.empty() ? "laptop" : req.preset;
   return p;
-}
-
-std::string presets_table(const ModelConfig& config, const Checkpoint& checkpoint, const StreamingRequest& req) {
-  TrunkLayout layout = layout_for(config, checkpoint, req);
-  const uint64_t slot_bytes = ExpertIndex(config, checkpoint).slot_bytes();
-  const uint64_t avail = read_memory_limits().available();
-  std::string o;
-  char buf[512];
-  std::snprintf(buf, sizeof buf, "%-12s %9s %9s %14s %14s  %s\n", "preset", "trunk GB", "cache GB", "forecast RSS",
-                "pinned trunk", "fits here");
-  o += buf;
-  for (const Preset& pr : presets()) {
-    // As the preset would run with a packed trunk (k3-pack), whether or not --trunk was given.
-    StreamingRequest as_preset = req;
-    as_preset.preset = pr.name;
-    as_preset.block_mb = -1;
-    PreparedStream p = plan_for(config, checkpoint, as_preset, gb(pr.trunk_gb, "--trunk-gb"),
-                                gb(pr.cache_gb, "--cache-gb"), layout, true, slot_bytes);
-    std::snprintf(buf, sizeof buf, "%-12s %9.1f %9.1f %14s %14s  %s   %s\n", pr.name.c_str(), pr.trunk_gb, pr.cache_gb,
-                  format_bytes(p.plan.peak_rss).c_str(), format_bytes(p.plan.pinned_bytes).c_str(),
-                  avail == UINT64_MAX ? "?" : (plan_fits(p.plan, avail) ? "yes" : "no "),
-                  pr.description.c_str());
-    o += buf;
-  }
-  return o;
 }
 
 namespace {

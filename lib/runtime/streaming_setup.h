@@ -12,7 +12,9 @@
 #include <string>
 
 #include "model/config.h"
+#include "platform/memory_limits.h"
 #include "runtime/memory_plan.h"
+#include "runtime/preset_plan.h"
 #include "runtime/streaming_weights.h"
 
 namespace k3 {
@@ -57,7 +59,17 @@ struct PreparedStream {
   TrunkLayout layout;
   MemoryPlan plan;
   PlanRequest plan_request;
+  std::string preset;  // the preset the budgets started from ("auto" resolved; "laptop" by default)
 };
+
+// `--preset auto`: choose_preset over the checkpoint's plan model (as
+// k3-doctor plans it) for the run's context (at least 4096 positions),
+// sequences and rollback copies, against `available` bytes.
+PresetChoice choose_auto_preset(const ModelConfig& config, const Checkpoint& checkpoint, const StreamingRequest& req,
+                                uint64_t available);
+// Where MemoryLimits::available() came from, for messages: "MemAvailable",
+// "MemAvailable and cgroup v2 /sys/fs/cgroup/.../memory.max", ...
+std::string available_source(const MemoryLimits& lim);
 
 // Opens the trunk (or plans the in-memory trunk from the shards), computes the
 // plan, writes it to `log`, and throws k3::Error(kResource) with one line when
@@ -65,8 +77,6 @@ struct PreparedStream {
 PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& checkpoint, StreamingRequest req,
                                  std::ostream& log);
 
-// The preset table for this model: trunk/cache budgets and forecast peak RSS.
-std::string presets_table(const ModelConfig& config, const Checkpoint& checkpoint, const StreamingRequest& req);
 
 // The counters of a run.
 struct RunFigures {

@@ -148,7 +148,8 @@ TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint
   // blocks is checked against its own hash whenever it is decoded.
   std::vector<int> piecemeal = {embed_section_, head_section_};
   for (int s : plan.streamed)
-    if (s != head_section_ && section_unit_[s] < 0) piecemeal.push_back(s);
+    if (s != head_section_ && (section_unit_[s] < 0 || units_[section_unit_[s]].kind != UnitKind::kSection))
+      piecemeal.push_back(s);  // a layer in row blocks: its held part is a unit, the section never is whole
   if (trunk_file_)
     for (int s : piecemeal) {
       Section& sec = *sections_[s];

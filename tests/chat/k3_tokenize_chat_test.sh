@@ -60,7 +60,7 @@ bad "non-object arguments" 4 "messages[0].tool_calls[0].function.arguments: the 
   "$TOK" --tok "$TINY" --chat --chat-file "$work/req.json"
 req '{"messages": ['
 bad "not JSON" 4 "request: not valid JSON" -- "$TOK" --tok "$TINY" --chat --chat-file "$work/req.json"
-bad "missing file" 4 "nope.json: file not found" -- "$TOK" --tok "$TINY" --chat-file "$work/nope.json"
+bad "missing file" 4 "nope.json: chat file not found" -- "$TOK" --tok "$TINY" --chat-file "$work/nope.json"
 bad "--chat with --bos" 2 "--bos" -- "$TOK" --tok "$TINY" --chat --bos
 bad "--text-out without --chat" 2 "add --chat" -- "$TOK" --tok "$TINY" --text-out --text x
 

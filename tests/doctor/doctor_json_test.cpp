@@ -110,9 +110,9 @@ TEST(DoctorJson, RecordedRootDrivesMemoryAndCpu) {
   EXPECT_EQ(r.status, 1);
 }
 
-TEST(DoctorJson, SixGiBRecommendsTheFloor) {
-  // A 6 GiB service limit: the laptop preset's forecast (7.56 GB) does not
-  // fit, the memory floor (min, 1.36 GB) does.
+TEST(DoctorJson, SixGiBServiceLimitRecommendsLaptop) {
+  // A 6 GiB service limit: desktop (sized for 26 GB available) does not fit,
+  // laptop (sized for an 8 GB machine's 5 GB available) does.
   ToolRun r = run("--json --no-probe --root " + kData + "/doctor/v2-nested");
   simdjson::dom::parser p;
   simdjson::dom::element root;
@@ -122,7 +122,7 @@ TEST(DoctorJson, SixGiBRecommendsTheFloor) {
   ASSERT_FALSE(root["sections"]["forecast"].at(0)["status"].get_string().get(status));
   EXPECT_EQ(status, "OK");
   ASSERT_FALSE(root["sections"]["forecast"].at(0)["details"]["recommended"].get_string().get(preset));
-  EXPECT_EQ(preset, "min");
+  EXPECT_EQ(preset, "laptop");
 }
 
 TEST(JsonValue, EscapesAndKeepsOrder) {

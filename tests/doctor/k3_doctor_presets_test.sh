@@ -18,7 +18,7 @@ holds "k3-doctor --json exit 0 or 1 (got $rc)" '[ $rc -eq 0 ] || [ $rc -eq 1 ]'
 
 # "name forecast" lines from the list: the forecast RSS column is "111.6 MB"
 # (a number and a unit).
-list=$(awk 'NR > 1 { print $1, $4, $5 }' "$work/list.txt")
+list=$(awk '!/^#/ && $1 != "preset" { print $1, $4, $5 }' "$work/list.txt")
 # The same from the doctor's JSON, its bytes formatted as k3-forward formats them.
 doctor=$(python3 - "$work/doctor.json" <<'PY'
 import json, sys

@@ -29,7 +29,19 @@ TOOL=k3-forward
 bad "forward < /dev/zero" 4 "stdin holds more than 256 MiB" -- timeout $T "$BIN/k3-forward" "$TINY" < /dev/zero
 bad "forward --ids /dev/zero" 4 "/dev/zero: is not a regular file" -- timeout $T "$BIN/k3-forward" "$TINY" --ids /dev/zero
 mkfifo "$work/fifo"
-bad "forward --ids FIFO" 4 "$work/fifo: is not a regular file" -- timeout $T "$BIN/k3-forward" "$TINY" --ids "$work/fifo"
+# A FIFO is a pipe: read to its end (the convention for - and <(...)).
+(printf '1 2 3' > "$work/fifo" &)
+timeout $T "$BIN/k3-forward" "$TINY" --ids "$work/fifo" > /dev/null 2>&1
+check "forward --ids FIFO with a writer is read" 0 $?
+(printf '1 2 3\n4 5\n' > "$work/fifo" &)
+timeout $T "$BIN/k3-forward" "$TINY" --batch "$work/fifo" --gen 1 > "$work/batch.out" 2>/dev/null
+check "forward --batch FIFO with a writer is read" 0 $?
+check "forward --batch FIFO: one line per prompt" 2 "$(wc -l < "$work/batch.out")"
+check "forward --batch - reads stdin" "$(cat "$work/batch.out")" \
+  "$(printf '1 2 3\n4 5\n' | timeout $T "$BIN/k3-forward" "$TINY" --batch - --gen 1 2>/dev/null)"
+bad "forward --batch /dev/zero" 4 "/dev/zero: is not a regular file" -- \
+  timeout $T "$BIN/k3-forward" "$TINY" --batch /dev/zero --gen 1
+bad "forward --batch directory" 4 "is a directory" -- timeout $T "$BIN/k3-forward" "$TINY" --batch "$work" --gen 1
 TOOL=k3-tokenize
 bad "tokenize --prompt-file /dev/zero" 4 "/dev/zero: is not a regular file" -- \
   timeout $T "$BIN/k3-tokenize" --tok "$TINY" --prompt-file /dev/zero
@@ -69,25 +81,25 @@ PY
 done
 
 # 4. Thread counts, contexts and budgets: usage errors naming the range.
-bad "--io-threads 100000" 2 "not in range 1 to 256" -- "$BIN/k3-forward" "$TINY" --io-threads 100000 --preset laptop
-bad "--io-threads 0" 2 "not in range 1 to 256" -- "$BIN/k3-forward" "$TINY" --io-threads 0 --preset laptop
-bad "--threads 1000000" 2 "not in range 0 to 1024" -- "$BIN/k3-forward" "$TINY" --threads 1000000
-bad "--threads 10000" 2 "not in range 0 to 1024" -- "$BIN/k3-forward" "$TINY" --threads 10000
+bad "--io-threads 100000" 2 "is out of range (valid: from 1 to 256)" -- "$BIN/k3-forward" "$TINY" --io-threads 100000 --preset laptop
+bad "--io-threads 0" 2 "is out of range (valid: from 1 to 256)" -- "$BIN/k3-forward" "$TINY" --io-threads 0 --preset laptop
+bad "--threads 1000000" 2 "is out of range (valid: from 0 to 1024)" -- "$BIN/k3-forward" "$TINY" --threads 1000000
+bad "--threads 10000" 2 "is out of range (valid: from 0 to 1024)" -- "$BIN/k3-forward" "$TINY" --threads 10000
 bad "--threads -1" 2 "--threads" -- "$BIN/k3-forward" "$TINY" --threads -1
-bad "--ctx 2^63" 2 "not in range" -- "$BIN/k3-forward" "$TINY" --ctx 9223372036854775807 --preset laptop --plan
+bad "--ctx 2^63" 2 "is out of range (valid: from 0 to 1099511627776)" -- "$BIN/k3-forward" "$TINY" --ctx 9223372036854775807 --preset laptop --plan
 bad "--ctx -5" 2 "--ctx" -- "$BIN/k3-forward" "$TINY" --ctx -5 --preset laptop --plan
 for v in 1e300 nan inf -inf -1 1e7; do
-  bad "--cache-gb $v" 2 "is not a number from 0 to 1000000" -- "$BIN/k3-forward" "$TINY" --cache-gb "$v" --plan
-  bad "--trunk-gb $v" 2 "is not a number from 0 to 1000000" -- "$BIN/k3-forward" "$TINY" --trunk-gb "$v" --plan
+  bad "--cache-gb $v" 2 "(valid: from 0 to 1000000)" -- "$BIN/k3-forward" "$TINY" --cache-gb "$v" --plan
+  bad "--trunk-gb $v" 2 "(valid: from 0 to 1000000)" -- "$BIN/k3-forward" "$TINY" --trunk-gb "$v" --plan
 done
 # The largest context accepted is planned with exact arithmetic: refused for
 # memory (exit 6), not wrapped into a small forecast.
 "$BIN/k3-pack" "$TINY" "$work/trunk" 2> /dev/null
 "$BIN/k3-forward" "$TINY" --trunk "$work/trunk" --ctx 1099511627776 --preset laptop --plan > /dev/null 2> "$work/err"
 check "--ctx 2^40 is planned and refused" 6 $?
-bad "--ctx 2^40+1" 2 "not in range 0 to 1099511627776" -- "$BIN/k3-forward" "$TINY" --ctx 1099511627777 --preset laptop --plan
+bad "--ctx 2^40+1" 2 "--ctx: 1099511627777 is out of range (valid: from 0 to 1099511627776)" -- "$BIN/k3-forward" "$TINY" --ctx 1099511627777 --preset laptop --plan
 TOOL=k3-fetch-verify
-bad "--jobs 100000" 2 "not in range 1 to 64" -- "$BIN/k3-fetch-verify" download "$work/dl" --jobs 100000
-bad "verify --threads 1000000" 2 "not in range 0 to 1024" -- "$BIN/k3-fetch-verify" verify "$work" --threads 1000000
-bad "--retry-wait nan" 2 "is not a number from 0 to 60" -- "$BIN/k3-fetch-verify" download "$work/dl" --retry-wait nan
+bad "--jobs 100000" 2 "--jobs: 100000 is out of range (valid: from 1 to 64)" -- "$BIN/k3-fetch-verify" download "$work/dl" --jobs 100000
+bad "verify --threads 1000000" 2 "is out of range (valid: from 0 to 1024)" -- "$BIN/k3-fetch-verify" verify "$work" --threads 1000000
+bad "--retry-wait nan" 2 "--retry-wait: 'nan' is not a number (valid: from 0 to 60)" -- "$BIN/k3-fetch-verify" download "$work/dl" --retry-wait nan
 finish k3_limits_test

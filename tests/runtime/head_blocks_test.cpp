@@ -1,7 +1,8 @@
 // The head streams in lm_head row blocks: logits are byte-identical to the
 // resident path for any block size and budget (on the tiny fixture and on a
-// generated checkpoint), and the memory plan at K3's real geometry keeps the
-// laptop preset under 8 GiB because no buffer is the size of the head.
+// generated checkpoint), and the memory plan at K3's real geometry keeps 3 GB
+// of trunk and 1 GB of cache in whole layers under 8 GiB because no buffer is
+// the size of the head.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -210,7 +211,7 @@ ModelConfig k3_config() {
 }
 
 // K3's real geometry, planned from the config alone.
-TEST(HeadBlocks, K3LaptopPlanFitsIn8GiB) {
+TEST(HeadBlocks, K3WholeLayerPlanOf3And1GBFitsIn8GiB) {
   const ModelConfig c = k3_config();
   auto plan_for = [&](const Preset& p, uint64_t context, uint64_t batch, TrunkLayout* layout) {
     PlanRequest req;
@@ -222,8 +223,11 @@ TEST(HeadBlocks, K3LaptopPlanFitsIn8GiB) {
     return plan_memory_for_config(c, req, layout);
   };
   TrunkLayout layout;
-  const MemoryPlan laptop = plan_for(*find_preset("laptop"), 4096, 256, &layout);
-  std::printf("K3 laptop plan (4096 positions, prefill batch 256):\n%s\n",
+  // 3 GB of trunk and 1 GB of cache streamed in whole layers (the laptop
+  // preset now streams in row blocks, preset_fit_test).
+  const Preset whole_layers{"3+1 GB", 3.0, 1.0, "", {"8 GB", 7.7, 5.0}};
+  const MemoryPlan laptop = plan_for(whole_layers, 4096, 256, &layout);
+  std::printf("K3 3+1 GB whole-layer plan (4096 positions, prefill batch 256):\n%s\n",
               laptop.describe(layout, c, PlanRequest{}).c_str());
   const uint64_t head = layout.section("head")->length;
   uint64_t largest_layer = 0;
@@ -241,9 +245,9 @@ TEST(HeadBlocks, K3LaptopPlanFitsIn8GiB) {
   EXPECT_LT(laptop.peak_rss, 8ull << 30);  // 8 GiB
   EXPECT_LE(laptop.peak_rss, 8'200'000'000ull);  // the published engine's figure
   // A short prompt (5 ids, 3 generated) needs less still.
-  const MemoryPlan short_prompt = plan_for(*find_preset("laptop"), 8, 5, nullptr);
+  const MemoryPlan short_prompt = plan_for(whole_layers, 8, 5, nullptr);
   EXPECT_LT(short_prompt.peak_rss, laptop.peak_rss);
-  std::printf("K3 laptop forecast: %.2f GB (4096 positions, batch 256), %.2f GB (5 ids + 3 generated)\n",
+  std::printf("K3 3+1 GB whole-layer forecast: %.2f GB (4096 positions, batch 256), %.2f GB (5 ids + 3 generated)\n",
               laptop.peak_rss / 1e9, short_prompt.peak_rss / 1e9);
   // No preset forecasts more than the published engine's table.
   const std::vector<std::pair<std::string, double>> published = {

@@ -144,7 +144,7 @@ grep -qE "trunk.bin: file ends at|trunk.bin: read of" "$W/shrink.err" || { cat "
 [ ! -e "$W/shrink.st" ] || fail "a failed run left a logits file"
 
 # Impossible budgets and contexts: refused before allocating.
-expect 6 "memory plan needs .* but only .* is available" -- env K3_AVAILABLE_MEMORY=40000000 "$B/k3-forward" "$TINY" --ids "$W/ids" --trunk "$W/trunk" --preset laptop
+expect 6 "memory plan needs .*, over the .* limit \\(90% of .* available: K3_AVAILABLE_MEMORY\\)" -- env K3_AVAILABLE_MEMORY=40000000 "$B/k3-forward" "$TINY" --ids "$W/ids" --trunk "$W/trunk" --preset laptop
 [ "$(wc -l <"$W/err")" -le 14 ] || fail "the refusal should be the plan and one line"
 expect 6 "memory plan needs" -- "$B/k3-forward" "$TINY" --ids "$W/ids" --trunk "$W/trunk" --ctx 100000000000
 expect 2 "unknown --preset" -- "$B/k3-forward" "$TINY" --ids "$W/ids" --preset huge

@@ -28,7 +28,8 @@ check "10M positions: refused (exit 6)" 6 "$rc"
 err=$(cat "$work/plan.err")
 contains "10M positions: the latent cache in the plan" "MLA latent cache  24 layers x 10000000 positions  552.96 GB" "$err"
 contains "10M positions: one-line reason" "k3-forward: the memory plan needs" "$err"
-contains "10M positions: what to do" "lower --trunk-gb, --cache-gb or --ctx" "$err"
+contains "10M positions: what to do" "even then no preset fits" "$err"
+contains "10M positions: lower --ctx" "lower --ctx" "$err"
 check "10M positions: nothing on stdout" 0 "$(stat -c %s "$work/out")"
 
 # 100,000 positions on a machine said to have 1 TB available: accepted.
@@ -41,7 +42,8 @@ contains "100k positions: accepted message" "the plan fits" "$(cat "$work/plan.e
 # The same plan where only 8 GB is available: refused, naming both figures.
 plan 100000 K3_AVAILABLE_MEMORY=8000000000
 check "100k positions with 8 GB available: refused" 6 "$rc"
-contains "100k positions, 8 GB: names what is available" "but only 8.00 GB is available" "$(cat "$work/plan.err")"
+contains "100k positions, 8 GB: names the limit exceeded" "over the 7.20 GB limit (90% of 8.00 GB available: K3_AVAILABLE_MEMORY" "$(cat "$work/plan.err")"
+contains "100k positions, 8 GB: pack and pass --trunk" "pack it once (k3-pack MODEL_DIR TRUNK_DIR) and pass --trunk TRUNK_DIR" "$(cat "$work/plan.err")"
 
 # The floor at true scale: --list-presets plans each preset as it would run
 # with a packed trunk; min (nothing pinned, 32 MB row blocks, the top-16

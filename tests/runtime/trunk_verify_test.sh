@@ -3,7 +3,8 @@
 # at every budget: one flipped mantissa bit (never a NaN) in the embedding, in
 # a decoder layer or in lm_head of trunk.bin makes k3-forward exit 3 naming
 # the section, with nothing on stdout and no --logits file, whether the
-# section is pinned, streamed, or (embedding, head) read piecemeal; the
+# section is pinned, streamed whole or in row blocks (laptop, min, the
+# default), or (embedding, head) read piecemeal; the
 # intact trunk gives the same ids at the same budgets.
 set -u
 BIN=${K3_BIN_DIR:?}
@@ -14,7 +15,7 @@ m=$K3_TEST_DATA/k3-tiny
 prompt=$(cat "$m/prompt_ids.txt")
 "$BIN/k3-pack" "$m" "$work/good" 2> /dev/null || { echo "FAIL pack"; exit 1; }
 
-budgets=("--trunk-gb 0 --cache-gb 0" "--trunk-gb 0.002 --cache-gb 0" "--preset laptop")
+budgets=("--trunk-gb 0 --cache-gb 0" "--trunk-gb 0 --block-mb 0" "--trunk-gb 0.002 --cache-gb 0" "--preset laptop" "--preset min")
 want=$(echo "$prompt" | "$BIN/k3-forward" "$m" --gen 3 2> /dev/null)
 for b in "${budgets[@]}"; do
   got=$(echo "$prompt" | "$BIN/k3-forward" "$m" --trunk "$work/good" $b --gen 3 2> /dev/null)

@@ -22,8 +22,10 @@
 #include "cli/prefill_progress.h"
 #include "cli/sampling_options.h"
 #include "cli/speculation_options.h"
+#include "cli/cli_parse.h"
+#include "cli/flag_checks.h"
 #include "common/atomic_file_writer.h"
-#include "common/cli_parse.h"
+#include "common/cli_limits.h"
 #include "common/error.h"
 #include "common/tool_main.h"
 #include "generate/generation_session.h"
@@ -56,7 +58,7 @@ int run(int argc, char** argv) {
   app.add_flag("--no-think", no_think, "Answer without the thinking channel")->excludes(eo);
   app.add_option("--history", history_path,
                  "JSONL transcript: an existing one is resumed, new messages are appended (one message per line)");
-  app.add_option("--max-tokens", co.max_tokens, "Longest reply in tokens (default 4096)")->check(CLI::PositiveNumber);
+  app.add_option("--max-tokens", co.max_tokens, "Longest reply in tokens (default 4096)")->check(k3::cli::positive_integer());
   app.add_flag("--no-reasoning", no_reasoning, "Do not show the reasoning (it is still kept in the conversation)");
   app.add_flag("--stats", lo.stats, "A line per turn on stderr: prompt, reused and prefilled ids, seconds");
   app.add_flag("--no-reuse", [&](int64_t) { co.reuse_state = false; },
@@ -69,6 +71,7 @@ int run(int argc, char** argv) {
   app.footer(std::string("Exit status 4 when a message or command was refused or the history is invalid (naming the\n"
                          "line and field); 130 after Ctrl-C at the prompt.\n") + k3::exit_codes_help());
   if (auto status = k3::parse_command_line(app, argc, argv, kTool)) return *status;
+  if (auto status = k3::apply_early_options(mo)) return *status;
   co.thinking = !no_think;
   co.effort = effort == "none" ? std::nullopt : std::optional<std::string>(effort);
   co.keep_first_rows = !lo.logits_path.empty();

@@ -20,7 +20,7 @@
 #include "chat/reply_printer.h"
 #include "cli/stdout_writer.h"
 #include "cli/token_id_reader.h"
-#include "common/cli_parse.h"
+#include "cli/cli_parse.h"
 #include "common/error.h"
 #include "common/file.h"
 #include "common/tool_main.h"
@@ -32,15 +32,16 @@ namespace {
 int run(int argc, char** argv) {
   CLI::App app{
       "Turns Kimi-K3 token ids back into text, writing each token's text as soon as its id arrives.\n"
-      "Reads ids from stdin, one per line or separated by spaces.\n"
+      "Reads ids from stdin (or FILE; - is stdin), one per line or separated by spaces.\n"
       "Example: k3-tokenize --tok ~/k3model < prompt.txt | k3-forward ~/k3model --gen 64 | k3-detok --tok ~/k3model",
       "k3-detok"};
-  std::string tok_dir;
+  std::string tok_dir, ids_file = "-";
   bool raw = false, skip_special = false, chat = false, no_think = false, no_reasoning = false, json = false;
   std::string format = "stream";
   app.add_option("--tok", tok_dir, "Tokenizer directory holding tiktoken.model and tokenizer_config.json "
                                    "(usually the model directory)")
       ->required();
+  app.add_option("FILE", ids_file, "Read the ids from FILE instead of stdin (- is stdin)");
   app.add_flag("--raw", raw, "Write the token bytes unchanged (no UTF-8 repair; output may be invalid UTF-8)");
   app.add_flag("--skip-special", skip_special, "Drop special tokens instead of printing their names, e.g. [EOS]");
   app.add_flag("--chat", chat,
@@ -115,7 +116,8 @@ int run(int argc, char** argv) {
 
   char buf[1 << 14];
   // Ids are decoded as they arrive: text appears while the producer runs.
-  while (size_t r = k3::read_some(0, buf, sizeof buf, "stdin"))
+  const k3::InputFd input = k3::InputFd::open(ids_file, "ids file");
+  while (size_t r = k3::read_some(input.fd(), buf, sizeof buf, input.name()))
     reader.push(std::string_view(buf, r), emit, lines ? std::function<void()>(end_line) : nullptr);
   reader.finish(emit);
   if (reply) {

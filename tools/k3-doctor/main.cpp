@@ -7,7 +7,8 @@
 #include <cstring>
 #include <string>
 
-#include "common/cli_parse.h"
+#include "cli/cli_parse.h"
+#include "cli/flag_checks.h"
 #include "common/error.h"
 #include "common/tool_main.h"
 #include "doctor/doctor.h"
@@ -28,17 +29,17 @@ int main(int argc, char** argv) {
   app.add_option("--trunk", opt.trunk_dir, "trunk directory written by k3-pack (trunk.bin + trunk.json)");
   app.add_flag("--json", json, "print one JSON object instead of the report (same checks, stable key order)");
   app.add_option("--probe-seconds", opt.probe_seconds, "time budget of the bandwidth measurement, in seconds")
-      ->check(CLI::Range(0.05, 120.0))
+      ->check(k3::cli::in_range(0.05, 120.0))
       ->capture_default_str();
   app.add_option("--probe-max-mb", probe_mb, "most MB the bandwidth measurement may read")
-      ->check(CLI::Range(1.0, 1e7))
+      ->check(k3::cli::in_range(1.0, 1e7))
       ->capture_default_str();
   app.add_option("--probe-file", opt.probe_file,
                  "measure this file instead of the largest file in the model and trunk directories");
   app.add_flag("--no-probe", no_probe, "skip the bandwidth measurement (the forecast then assumes 2 GB/s)");
   app.add_option("--hit-rate", hit_rate,
                  "expert cache hit rate (0..1) for the forecast; default: the cache's share of all experts")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(k3::cli::in_range(0.0, 1.0));
   app.add_option("--root", opt.root,
                  std::string("read /proc and /sys under this directory (a recorded tree) instead of the live "
                              "system; also $") + k3::kRootEnv);

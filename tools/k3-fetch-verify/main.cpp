@@ -12,7 +12,9 @@
 
 #include "cli/fetch_verify_commands.h"
 #include "cli/interrupt.h"
-#include "common/cli_parse.h"
+#include "cli/cli_parse.h"
+#include "cli/flag_checks.h"
+#include "common/cli_limits.h"
 #include "common/error.h"
 #include "common/tool_main.h"
 
@@ -47,15 +49,16 @@ int main(int argc, char** argv) {
   dl->add_option("--include", dopt.include, "Only files matching this glob (repeatable; '*' also matches '/')");
   dl->add_option("--exclude", dopt.exclude, "Skip files matching this glob (repeatable)");
   dl->add_option("--jobs,-j", dopt.jobs, "Parallel transfers")
-      ->check(CLI::Range(1, k3::kMaxTransferJobs))
+      ->check(k3::cli::in_range(1, k3::kMaxTransferJobs))
       ->capture_default_str();
-  dl->add_option("--token", download.token_flag, "Hub access token (default: $HF_TOKEN)");
+  dl->add_option("--token", download.token_flag, "Hub access token (default: $HF_TOKEN, then the file $HF_TOKEN_PATH, then $HF_HOME/token, "
+                  "~/.cache/huggingface/token by default, as huggingface-cli login writes it)");
   dl->add_option("--endpoint", download.endpoint_flag, "Hub address (default: $HF_ENDPOINT or https://huggingface.co)");
   dl->add_option("--retries", download.retries, "Attempts per file without progress before giving up")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   dl->add_option("--retry-wait", download.retry_wait_s, "First wait in seconds between retries (doubles, max 60 s)")
-      ->check(k3::finite_range(60))
+      ->check(k3::cli::finite_range(60))
       ->capture_default_str();
   dl->add_option("--stall-timeout", dopt.stall_timeout_s, "Seconds without a byte before a transfer is retried")
       ->check(CLI::Range(1, 86400))
@@ -72,7 +75,7 @@ int main(int argc, char** argv) {
   vf->add_flag("--no-manifest", vopt.no_manifest,
                "Accept a directory without the download manifest (size and hash checks are then skipped)");
   vf->add_option("--threads", vopt.threads, "Hashing threads (default: all cores)")
-      ->check(CLI::Range(0, k3::kMaxComputeThreads));
+      ->check(k3::cli::in_range(0, k3::kMaxComputeThreads));
   vf->add_option("--progress-interval", vopt.progress_interval_s,
                  "Seconds between progress lines when stderr is not a terminal")
       ->capture_default_str();

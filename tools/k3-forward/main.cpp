@@ -24,12 +24,14 @@
 #include "cli/speculation_options.h"
 #include "cli/stdout_writer.h"
 #include "cli/token_id_reader.h"
-#include "common/cli_parse.h"
+#include "cli/cli_parse.h"
+#include "cli/flag_checks.h"
 #include "common/atomic_file_writer.h"
 #include "common/error.h"
 #include "common/file.h"
 #include "common/tool_main.h"
 #include "generate/generation_session.h"
+#include "model/tokenizer_match.h"
 #include "state/continuation.h"
 
 namespace {
@@ -53,11 +55,15 @@ int run(int argc, char** argv) {
   int gen = 0;
   bool ignore_eos = false, recompute = false, teacher_forcing = false;
   k3::add_model_options(app, mo);
-  app.add_option("--ids", ids_file, "Read the prompt ids from FILE instead of stdin");
+  std::string tok_dir;
+  app.add_option("--tok", tok_dir,
+                 "Tokenizer directory the ids come from: refuse to run when its vocabulary or special tokens "
+                 "disagree with the model's config");
+  app.add_option("--ids", ids_file, "Read the prompt ids from FILE instead of stdin (- is stdin; pipes are read to the end)");
   app.add_option("--batch", batch_file, "Decode the prompts of FILE (one line of ids each) together, one weight pass "
                                         "per step; writes one line of ids per prompt, in order");
   app.add_option("--gen", gen, "Generate up to N tokens after the prompt (default 0: only run the prompt)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(k3::cli::non_negative());
   app.add_flag("--ignore-eos", ignore_eos, "Keep generating past an EOS id");
   app.add_flag("--recompute", recompute, "Recompute the whole prefix for every new token (slow reference path; same ids)");
   app.add_option("--logits", logits_file, "Write the logits of every evaluated position to FILE (safetensors, tensor "
@@ -73,14 +79,13 @@ int run(int argc, char** argv) {
   app.add_option("--state-out", state_out, "Save the conversation to FILE after the run (written atomically; also when interrupted)");
   app.footer(k3::exit_codes_help());
   if (auto status = k3::parse_command_line(app, argc, argv, kTool)) return *status;
+  if (auto status = k3::apply_early_options(mo)) return *status;
   if (teacher_forcing && gen > 0)
     throw k3::Error(k3::ExitCode::kUsage, "--teacher-forcing evaluates the given ids and cannot be combined with --gen");
   if (recompute && spec_flags.max_drafts() > 0)
     throw k3::Error(k3::ExitCode::kUsage, "--recompute is the one-id-per-pass reference path: drop --spec/--predict");
-  if (!batch_file.empty() && (!ids_file.empty() || !state_in.empty() || !state_out.empty() || !logits_file.empty() ||
-                              teacher_forcing || recompute || spec_flags.max_drafts() > 0))
-    throw k3::Error(k3::ExitCode::kUsage, "--batch runs its own prompts: it takes none of --ids, --state-in/out, "
-                                          "--logits, --teacher-forcing, --recompute, --spec, --predict");
+  k3::check_batch_alone(batch_file, {&ids_file, &state_in, &state_out, &logits_file},
+                        teacher_forcing || recompute || spec_flags.max_drafts() > 0);
   mo.stream.state_snapshots = spec_flags.max_drafts();
 
   // Cheap checks first: config and input, before any weight is read.
@@ -88,6 +93,7 @@ int run(int argc, char** argv) {
   for (const std::string* out : {&logits_file, &state_out, &mo.stats_json})
     if (!out->empty()) k3::check_output_path(*out, k3::OutputPolicy::kFileOrStream);
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
+  if (!tok_dir.empty()) k3::check_tokenizer_matches(config, mo.model_dir, k3::Vocabulary::load(tok_dir), tok_dir);
   k3::check_stop_ids(stop_ids, config.vocab_size);
   const auto batch = batch_file.empty() ? std::vector<std::vector<int32_t>>{} : k3::read_batch_file(batch_file, config.vocab_size);
   mo.stream.sequences = std::max<size_t>(1, batch.size());
@@ -95,11 +101,9 @@ int run(int argc, char** argv) {
   if (!batch.empty())
     return k3::run_batch(config, mo, {k3::resolve_sampling(std::nullopt, sampling_flags.given()),
                                       k3::StopConditions(config.eos_token_ids, stop_ids, ignore_eos)}, batch, gen, kTool);
-  const std::string origin = ids_file.empty() ? "stdin" : ids_file;
-  if (!ids_file.empty() && !k3::file_exists(ids_file))
-    throw k3::Error(k3::ExitCode::kBadInput, ids_file + ": ids file not found");
-  const std::string text = ids_file.empty() ? k3::read_all(0, "stdin")
-                                            : k3::read_text_file(ids_file, k3::kMaxWholeReadBytes, k3::ExitCode::kBadInput);
+  if (ids_file.empty()) ids_file = "-";
+  const std::string origin = ids_file == "-" ? "stdin" : ids_file;
+  const std::string text = k3::read_input(ids_file, "ids file");
   const std::vector<int32_t> prompt = k3::parse_token_ids(text, origin, config.vocab_size);
   if (prompt.empty() && state_in.empty())
     throw k3::Error(k3::ExitCode::kBadInput,

@@ -9,7 +9,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "cli/interrupt.h"
-#include "common/cli_parse.h"
+#include "cli/cli_parse.h"
 #include "common/atomic_file_writer.h"
 #include "common/error.h"
 #include "common/file.h"
@@ -39,8 +39,8 @@ int run(int argc, char** argv) {
       "k3-pack"};
   std::string first, second;
   bool check = false, refresh = false, no_sparse = false, compress = false;
-  app.add_option("FIRST", first, "MODEL_DIR (or TRUNK_DIR with --check)")->required();
-  app.add_option("SECOND", second, "TRUNK_DIR (or MODEL_DIR with --check)")->required();
+  app.add_option("MODEL_DIR", first, "Checkpoint directory (with --check or --refresh: the TRUNK_DIR)")->required();
+  app.add_option("TRUNK_DIR", second, "Where trunk.bin and trunk.json go (with --check or --refresh: the MODEL_DIR)")->required();
   auto* check_flag = app.add_flag("--check", check, "verify an existing trunk instead of writing one");
   auto* refresh_flag =
       app.add_flag("--refresh", refresh, "re-check the trunk tensors of changed shards and record the shards")
@@ -104,6 +104,7 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "k3-pack: %s matches %s (%zu sections, %s%s)\n", trunk_dir.c_str(), model_dir.c_str(),
                  t.sections.size(), format_bytes(t.file_size).c_str(),
                  t.compressed() ? (", compressed from " + format_bytes(decoded)).c_str() : "");
+    std::fprintf(stderr, "k3-pack: next: k3-doctor --model %s --trunk %s\n", model_dir.c_str(), trunk_dir.c_str());
     return 0;
   }
   validate_checkpoint(config, checkpoint);
@@ -130,6 +131,8 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "; %.1f%% of the uncompressed %s (layers %.1f%%)", 100.0 * t.file_size / plan.file_size,
                  format_bytes(plan.file_size).c_str(), 100.0 * layers / std::max<uint64_t>(1, t.layer_bytes()));
   std::fprintf(stderr, "\n");
+  std::fprintf(stderr, "k3-pack: next: k3-doctor --model %s --trunk %s (checks this machine and prints the run command)\n",
+               model_dir.c_str(), trunk_dir.c_str());
   return 0;
 }
 }  // namespace

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "common/cli_parse.h"
+#include "cli/cli_parse.h"
 #include "common/error.h"
 #include "common/tool_main.h"
 #include "common/progress_meter.h"

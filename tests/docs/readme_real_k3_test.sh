@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The README's "Run the real Kimi-K3" commands cannot rot: every k3 tool and
+# flag they use exists, and on a headers-only checkpoint with K3's real
+# geometry (k3-synth --headers-only: config, tokenizer, index and shard
+# headers, every tensor a hole) the tokenizer step runs and every k3-forward
+# line is accepted by k3-forward --plan. k3-doctor's printed next command
+# for the same checkpoint is checked the same way.
+set -uo pipefail
+BIN=${K3_BIN_DIR:?}
+SRC=${K3_SOURCE_DIR:?}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+source "$SRC/tests/lib/check.sh"
+
+block=$(awk '/<!-- real-k3-commands/ {on = 1; next} on && /^```sh/ {inside = 1; next}
+             inside && /^```/ {exit} inside {print}' "$SRC/README.md")
+check "the README's real-K3 block has 8 commands" 8 "$(grep -c . <<< "$block")"
+
+# Every k3 tool and every --flag of every pipeline stage.
+flags_ok() {  # flags_ok LINE: each k3-* stage's --flags are in that tool's --help
+  local line=${1%%  #*} stage tool word
+  IFS='|' read -ra stages <<< "$line"
+  for stage in "${stages[@]}"; do
+    read -ra words <<< "$stage"
+    tool=${words[0]:-}
+    [[ "$tool" == k3-* ]] || continue
+    holds "README uses an existing tool: $tool" "[ -x '$BIN/$tool' ]"
+    "$BIN/$tool" --help > "$work/help" 2>&1
+    for word in "${words[@]:1}"; do
+      [[ "$word" == --* ]] || continue
+      holds "$tool takes ${word%%=*} (README)" "grep -qE -- '(^|[ ,])${word%%=*}( |$|,)' '$work/help'"
+    done
+  done
+}
+while IFS= read -r line; do flags_ok "$line"; done <<< "$block"
+
+"$BIN/k3-synth" "$work/k3model" --preset k3 --headers-only > "$work/synth.log" 2>&1
+check "k3-synth --headers-only" 0 "$?"
+k3lines=$(sed -e "s|~/k3model|$work/k3model|g" -e "s|~/k3trunk|$work/k3trunk|g" <<< "$block")
+
+# The tokenizer stage runs for real: K3's tokenizer belongs to K3's config.
+tok_cmd=$(grep '^echo' <<< "$k3lines" | cut -d'|' -f1-2)
+ids=$(PATH="$BIN:$PATH" bash -c "$tok_cmd" 2> "$work/tok.err")
+check "README tokenizer stage exit" 0 "$?"
+differs "README tokenizer stage gives ids" 0 "$(wc -w <<< "$ids")"
+check "README tokenizer stage: every id inside K3's vocabulary" "" "$(awk '$1 >= 163840' <<< "$ids")"
+
+# Every k3-forward stage, planned: the packed trunk is not made here (113.5 GB
+# of holes to read), so --trunk is left out and the plan holds the trunk
+# resident (111 GB): planned as on a machine with 1 TB available.
+plan_line() {  # plan_line NAME STAGE AVAILABLE_BYTES
+  local args
+  args=$(sed -e 's/^ *k3-forward //' -e 's/--trunk [^ ]*//' -e 's/--gen [0-9]*//' -e 's/--plan//' \
+             -e 's/--temp [^ ]*//' -e 's/--top-p [^ ]*//' -e 's/--state-out [^ ]*//' -e 's/ *#.*//' <<< "$2")
+  # shellcheck disable=SC2086
+  K3_AVAILABLE_MEMORY=$3 "$BIN/k3-forward" $args --plan < /dev/null > "$work/out" 2> "$work/plan.err"
+  check "$1: k3-forward --plan accepts it" 0 "$?"
+  contains "$1: plan fits" "the plan fits" "$(cat "$work/plan.err")"
+}
+n=0
+while IFS= read -r stage; do
+  n=$((n + 1))
+  plan_line "README k3-forward line $n" "$stage" 1000000000000
+done < <(grep -o 'k3-forward [^|]*' <<< "$k3lines")
+check "README has 3 k3-forward commands" 3 "$n"
+chat_line=$(grep -o '^k3-chat [^#]*' <<< "$k3lines" | sed -e 's/^k3-chat //' -e 's/--trunk [^ ]*//' -e 's/--history [^ ]*//')
+# shellcheck disable=SC2086
+K3_AVAILABLE_MEMORY=1000000000000 "$BIN/k3-chat" $chat_line --plan < /dev/null > "$work/out" 2> "$work/plan.err"
+check "README k3-chat line: --plan accepts it" 0 "$?"
+
+# k3-doctor's next command for this checkpoint: pack first (no trunk given),
+# then a k3-forward line that fits this machine, with flags that exist.
+"$BIN/k3-doctor" --model "$work/k3model" --no-probe > "$work/doctor.out" 2> "$work/doctor.err"
+rc=$?
+holds "k3-doctor exit 0, 1 or 2" "[ $rc -le 2 ]"
+next=$(sed -n '/^Next:/,$p' "$work/doctor.out" | tail -n +2 | sed 's/^  //')
+if grep -q 'within 90%' "$work/doctor.out"; then
+  contains "doctor says to pack first, beside the model" "k3-pack $work/k3model $work/k3trunk" "$next"
+  fwd=$(grep -o 'k3-forward [^|]*' <<< "$next")
+  contains "doctor's run command names the trunk" "--trunk $work/k3trunk" "$fwd"
+  flags_ok "$(grep 'k3-forward' <<< "$next")"
+  plan_line "doctor's k3-forward command" "$fwd" 1000000000000
+else
+  check "no preset fits this machine: no next command" "" "$next"
+fi
+
+finish readme_real_k3_test

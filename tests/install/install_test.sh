@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# `cmake --install` into a scratch prefix gives working tools, man pages and
+# completions made from the tools' own --help, and a CMake package another
+# C++ program builds against: the installed tools and a small consumer of
+# k3::k3 give the same bytes as the build tree's tools.
+set -uo pipefail
+BUILD=${K3_BUILD_DIR:?}
+DATA=${K3_TEST_DATA:?}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
+prefix=$work/prefix
+
+cmake --install "$BUILD" --prefix "$prefix" > "$work/install.log" 2>&1
+check "cmake --install exit" 0 "$?"
+tools=(k3-chat k3-detok k3-doctor k3-fetch-verify k3-forward k3-pack k3-synth k3-tokenize)
+for t in "${tools[@]}"; do
+  holds "$t installed and executable" "[ -x '$prefix/bin/$t' ]"
+  "$prefix/bin/$t" --help > "$work/help" 2> "$work/help.err"
+  check "$t --help exit" 0 "$?"
+  check "$t --help on stdout only" 0 "$(stat -c %s "$work/help.err")"
+  "$prefix/bin/$t" --version > "$work/version" 2>&1
+  check "$t --version exit" 0 "$?"
+  contains "$t --version names the tool" "$t " "$(head -1 "$work/version")"
+
+  man=$prefix/share/man/man1/$t.1
+  holds "$t man page installed" "[ -s '$man' ]"
+  # Every long flag of the help is in the page (as roff's \-\-flag).
+  missing=""
+  for flag in $(grep -o -- '--[a-z][a-z0-9-]*' "$work/help" | sort -u); do
+    grep -qF -- "${flag//-/\\-}" "$man" || missing="$missing $flag"
+  done
+  check "$t man page has every flag of --help" "" "$missing"
+  if command -v groff > /dev/null; then
+    rendered=$(groff -man -Tutf8 "$man" 2> "$work/groff.err" | col -b 2> /dev/null)
+    contains "$t man page renders with its NAME" "$t" "$rendered"
+    check "$t man page renders without warnings" 0 "$(stat -c %s "$work/groff.err")"
+  fi
+
+  completion=$prefix/share/bash-completion/completions/$t
+  holds "$t completion installed" "[ -s '$completion' ]"
+  first_flag=$(grep -o -- '^  \(-.,\)\?--[a-z][a-z0-9-]*' "$work/help" | sed 's/.*--/--/' | grep -v -- '--help' | head -1)
+  reply=$(bash -c 'source "$1"; fn=$(complete -p "$2" | grep -o -- "-F [^ ]*" | cut -c4-)
+                   COMP_WORDS=("$2" "${3:0:4}"); COMP_CWORD=1; "$fn"; printf "%s\n" "${COMPREPLY[@]}"' \
+            _ "$completion" "$t" "$first_flag")
+  contains "$t completion offers ${first_flag} for ${first_flag:0:4}" "$first_flag" "$reply"
+done
+
+# The tiny-model pipeline through the installed tools, byte for byte as the
+# build tree's.
+pipeline() {  # pipeline BIN_DIR
+  printf 'The capital of France is' | "$1/k3-tokenize" --tok "$DATA/k3-tiny" |
+    "$1/k3-forward" "$DATA/k3-tiny" --gen 8 2> /dev/null | "$1/k3-detok" --tok "$DATA/k3-tiny"
+}
+installed=$(pipeline "$prefix/bin" | od -An -tx1)
+check "installed pipeline exit" 0 "${PIPESTATUS[0]}"
+built=$(pipeline "$BUILD/bin" | od -An -tx1)
+differs "pipeline produced text" "" "$installed"
+check "installed pipeline = build tree pipeline" "$built" "$installed"
+
+# A program of its own built against the installed package.
+holds "package config installed" "[ -f '$prefix/lib/cmake/k3/k3Config.cmake' ]"
+holds "headers installed under include/k3" "[ -f '$prefix/include/k3/tokenizer/tokenizer.h' ]"
+mkdir -p "$work/consumer"
+cat > "$work/consumer/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.22)
+project(k3_consumer LANGUAGES CXX C)
+set(CMAKE_CXX_STANDARD 20)
+find_package(k3 REQUIRED)
+add_executable(consumer main.cpp)
+target_link_libraries(consumer PRIVATE k3::k3)
+CMAKE
+cat > "$work/consumer/main.cpp" <<'CPP'
+#include <cstdio>
+#include "tokenizer/tokenizer.h"
+int main(int argc, char** argv) {
+  const k3::Tokenizer tok = k3::Tokenizer::load(argv[1]);
+  for (auto id : tok.encode(argv[2])) std::printf("%u\n", static_cast<unsigned>(id));
+}
+CPP
+launcher=()
+if command -v ccache > /dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+cmake -S "$work/consumer" -B "$work/consumer/build" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" > "$work/consumer.log" 2>&1 &&
+  cmake --build "$work/consumer/build" >> "$work/consumer.log" 2>&1
+rc=$?
+check "consumer configures and builds against k3::k3" 0 "$rc"
+[ "$rc" -eq 0 ] || tail -20 "$work/consumer.log"
+check "consumer's ids = k3-tokenize's" \
+  "$(printf 'The capital of France is' | "$BUILD/bin/k3-tokenize" --tok "$DATA/k3-tiny" | tr -s ' \n' '\n')" \
+  "$("$work/consumer/build/consumer" "$DATA/k3-tiny" 'The capital of France is')"
+
+finish install_test
