@@ -23,6 +23,9 @@ k3_require(simdjson_FOUND "simdjson (JSON parsing)" libsimdjson-dev)
 pkg_check_modules(XXHASH QUIET IMPORTED_TARGET libxxhash)
 k3_require(XXHASH_FOUND "xxHash (checksums)" libxxhash-dev)
 
+pkg_check_modules(ZSTD QUIET IMPORTED_TARGET libzstd)
+k3_require(ZSTD_FOUND "zstd (compressed trunk blocks)" libzstd-dev)
+
 pkg_check_modules(HWY QUIET IMPORTED_TARGET libhwy)
 k3_require(HWY_FOUND "Google Highway (SIMD kernels)" libhwy-dev)
 

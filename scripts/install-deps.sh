@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(
   cmake g++ make pkg-config python3
-  libcli11-dev libsimdjson-dev libxxhash-dev libgtest-dev libhwy-dev
+  libcli11-dev libsimdjson-dev libxxhash-dev libzstd-dev libgtest-dev libhwy-dev
   libpcre2-dev libicu-dev libcurl4-openssl-dev libssl-dev
   fio
   clang libclang-rt-14-dev

@@ -5,6 +5,7 @@
 #include <simdjson.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <ctime>
@@ -34,6 +35,36 @@ uint64_t TrunkLayout::layer_bytes() const {
   return n;
 }
 
+uint64_t TrunkLayout::layer_stored_bytes() const {
+  uint64_t n = 0;
+  for (const TrunkSection& s : sections)
+    if (s.layer >= 0) n += s.stored_length;
+  return n;
+}
+
+bool TrunkLayout::compressed() const {
+  for (const TrunkSection& s : sections)
+    if (s.compressed) return true;
+  return false;
+}
+
+bool place_trunk_blocks(TrunkSection& s, uint64_t block_bytes) {
+  if (block_bytes == 0) return false;
+  size_t b = 0;
+  uint64_t stored = s.stored_offset;
+  for (const TrunkTensor& t : s.tensors)
+    for (uint64_t done = 0; done < t.nbytes; done += block_bytes) {
+      if (b == s.blocks.size()) return false;
+      TrunkBlock& k = s.blocks[b++];
+      if (k.stored_size > s.stored_length) return false;
+      k.offset = t.offset + done;
+      k.size = std::min(block_bytes, t.nbytes - done);
+      k.stored_offset = stored;
+      stored += k.stored_size;
+    }
+  return b == s.blocks.size() && stored <= s.stored_offset + s.stored_length;
+}
+
 namespace {
 std::string hex64(uint64_t v) {
   char b[17];
@@ -52,7 +83,10 @@ std::string quoted(const std::string& s) {
 
 std::string trunk_layout_to_json(const TrunkLayout& t) {
   std::string o = "{\n  \"format\": \"k3-trunk\",\n  \"version\": " + std::to_string(t.version) +
-                  ",\n  \"file_size\": " + std::to_string(t.file_size) + ",\n  \"source\": {\n    \"config_xxh3\": \"" +
+                  ",\n  \"file_size\": " + std::to_string(t.file_size) +
+                  (t.version >= kTrunkStoredFieldsVersion ? ",\n  \"block_bytes\": " + std::to_string(t.block_bytes)
+                                                          : std::string()) +
+                  ",\n  \"source\": {\n    \"config_xxh3\": \"" +
                   hex64(t.source.config_hash) + "\",\n    \"shards\": [";
   for (size_t i = 0; i < t.source.shards.size(); ++i) {
     const SourceShard& sh = t.source.shards[i];
@@ -67,7 +101,21 @@ std::string trunk_layout_to_json(const TrunkLayout& t) {
     const TrunkSection& s = t.sections[i];
     o += std::string(i ? "," : "") + "\n    {\"name\": " + quoted(s.name) + ", \"layer\": " + std::to_string(s.layer) +
          ", \"offset\": " + std::to_string(s.offset) + ", \"length\": " + std::to_string(s.length) +
-         ", \"xxh3\": \"" + hex64(s.xxh3) + "\",\n     \"tensors\": [";
+         ", \"xxh3\": \"" + hex64(s.xxh3) + "\",";
+    if (t.version >= kTrunkStoredFieldsVersion) {
+      o += "\n     \"stored_offset\": " + std::to_string(s.stored_offset) +
+           ", \"stored_length\": " + std::to_string(s.stored_length) + ", \"compressed\": " +
+           (s.compressed ? "true" : "false") + ",";
+      if (s.compressed) {
+        // [stored bytes, xxh3 of the decoded bytes], four to a line.
+        o += "\n     \"blocks\": [";
+        for (size_t b = 0; b < s.blocks.size(); ++b)
+          o += std::string(b ? "," : "") + (b % 4 == 0 ? "\n       " : " ") + "[" +
+               std::to_string(s.blocks[b].stored_size) + ", \"" + hex64(s.blocks[b].xxh3) + "\"]";
+        o += "],";
+      }
+    }
+    o += "\n     \"tensors\": [";
     for (size_t j = 0; j < s.tensors.size(); ++j) {
       const TrunkTensor& x = s.tensors[j];
       o += std::string(j ? "," : "") + "\n       {\"name\": " + quoted(x.name) + ", \"dtype\": \"" +
@@ -93,12 +141,17 @@ TrunkLayout parse_trunk_layout(const std::string& json, const std::string& origi
   if (root["format"].get_string().get(fmt) || fmt != "k3-trunk") throw bad("not a k3 trunk description");
   TrunkLayout t;
   int64_t version = 0;
-  if (root["version"].get_int64().get(version) || version < 1 || version > kTrunkFormatVersion)
-    throw bad("unsupported trunk format version (this k3 reads versions 1 to " + std::to_string(kTrunkFormatVersion) +
-              ")");
+  if (root["version"].get_int64().get(version)) throw bad("missing trunk format version");
+  if (version < 1 || version > kTrunkFormatVersion)
+    throw Error(ExitCode::kBadModel, origin + ": unsupported trunk format version " + std::to_string(version) +
+                                         " (this k3 reads versions 1 to " + std::to_string(kTrunkFormatVersion) +
+                                         "; re-run k3-pack with this k3)");
   t.version = static_cast<int>(version);
   t.source.has_identity = t.version >= 2;
+  const bool stored_fields = t.version >= kTrunkStoredFieldsVersion;
   if (root["file_size"].get_uint64().get(t.file_size)) throw bad("missing file_size");
+  if (stored_fields && (root["block_bytes"].get_uint64().get(t.block_bytes) || t.block_bytes > (1ull << 30)))
+    throw bad("missing or bad block_bytes");
   auto parse_hex = [&](simdjson::simdjson_result<simdjson::dom::element> e, const char* what) {
     std::string_view s;
     if (e.get_string().get(s) || s.size() != 16 ||
@@ -132,8 +185,20 @@ TrunkLayout parse_trunk_layout(const std::string& json, const std::string& origi
     s.name = std::string(name);
     s.layer = static_cast<int>(layer);
     s.xxh3 = parse_hex(se["xxh3"], "section xxh3");
-    if (s.offset % 4096 || s.length % 4096 || s.offset > t.file_size || s.length > t.file_size - s.offset)
+    s.stored_offset = s.offset;
+    s.stored_length = s.length;
+    if (stored_fields) {
+      if (se["stored_offset"].get_uint64().get(s.stored_offset) ||
+          se["stored_length"].get_uint64().get(s.stored_length) || se["compressed"].get_bool().get(s.compressed))
+        throw bad("section '" + s.name + "' lacks stored_offset, stored_length or compressed");
+      if (!s.compressed && s.stored_length != s.length)
+        throw bad("raw section '" + s.name + "' has a stored length other than its length");
+    }
+    if (s.offset % 4096 || s.length % 4096 || s.stored_offset % 4096 || s.stored_length % 4096 ||
+        s.stored_offset > t.file_size || s.stored_length > t.file_size - s.stored_offset)
       throw bad("section '" + s.name + "' is misaligned or lies outside trunk.bin");
+    if (s.offset > UINT64_MAX / 2 || s.length > UINT64_MAX / 2)
+      throw bad("section '" + s.name + "' has an impossible offset or length");
     simdjson::dom::array tensors;
     if (se["tensors"].get_array().get(tensors)) throw bad("section '" + s.name + "' has no tensors");
     for (auto te : tensors) {
@@ -158,6 +223,20 @@ TrunkLayout parse_trunk_layout(const std::string& json, const std::string& origi
           x.offset - s.offset > s.length - x.nbytes)
         throw bad("tensor '" + x.name + "' lies outside its section or disagrees with its shape");
       s.tensors.push_back(std::move(x));
+    }
+    if (s.compressed) {
+      simdjson::dom::array blocks;
+      if (se["blocks"].get_array().get(blocks)) throw bad("compressed section '" + s.name + "' has no blocks");
+      for (auto be : blocks) {
+        simdjson::dom::array pair;
+        TrunkBlock k;
+        if (be.get_array().get(pair) || pair.size() != 2 || pair.at(0).get_uint64().get(k.stored_size))
+          throw bad("bad block entry in section '" + s.name + "'");
+        k.xxh3 = parse_hex(pair.at(1), "block xxh3");
+        s.blocks.push_back(k);
+      }
+      if (!place_trunk_blocks(s, t.block_bytes))
+        throw bad("the blocks of section '" + s.name + "' do not match its tensors or its stored length");
     }
     t.sections.push_back(std::move(s));
   }

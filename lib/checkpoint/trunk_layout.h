@@ -9,6 +9,18 @@
 // xxh3-64 of its bytes (padding included), and the file records a
 // fingerprint of the checkpoint it came from so a trunk is never used with
 // another model.
+//
+// Format version 3 (written by every pack) keeps that layout as the
+// *decoded* one (offsets, lengths, tensor offsets and the section xxh3 are
+// those of the uncompressed trunk, so binding and checking do not depend on
+// compression) and adds where each section is stored: stored_offset and
+// stored_length in trunk.bin (4096-aligned), and for a section packed with
+// k3-pack --compress its blocks: each tensor cut into block_bytes pieces
+// (the last one shorter), stored back to back in tensor order
+// (trunk_codec.h), with the stored size and the xxh3 of the decoded bytes of
+// each. Padding between tensors is not stored: it decodes as zeros.
+// Versions 1 and 2 have no stored fields (every section is raw, stored where
+// it decodes); an unknown version is refused by its number.
 #pragma once
 
 #include <cstdint>
@@ -27,13 +39,29 @@ struct TrunkTensor {
   uint64_t nbytes = 0;
 };
 
+// One block of a compressed section.
+struct TrunkBlock {
+  uint64_t offset = 0;         // decoded: absolute offset in the uncompressed layout
+  uint64_t size = 0;           // decoded bytes
+  uint64_t stored_offset = 0;  // absolute offset in trunk.bin
+  uint64_t stored_size = 0;
+  uint64_t xxh3 = 0;           // of the decoded bytes
+};
+
 struct TrunkSection {
   std::string name;  // "embedding", "layer.7", "head"
   int layer = -1;    // decoder layer, -1 for embedding/head
-  uint64_t offset = 0;  // 4096-aligned
+  uint64_t offset = 0;  // 4096-aligned (decoded layout)
   uint64_t length = 0;  // 4096-aligned (includes padding)
-  uint64_t xxh3 = 0;
+  uint64_t xxh3 = 0;    // of the decoded bytes, padding included
   std::vector<TrunkTensor> tensors;
+  // Where the section's bytes are in trunk.bin: equal to offset/length
+  // before version 3; from version 3 a raw section stores its `length` bytes
+  // there as they are, a compressed one its blocks.
+  uint64_t stored_offset = 0;
+  uint64_t stored_length = 0;
+  bool compressed = false;
+  std::vector<TrunkBlock> blocks;  // compressed: in tensor order
 };
 
 // One source shard as it was when the trunk was packed. The header digest
@@ -54,21 +82,34 @@ struct SourceFingerprint {
   bool has_identity = true;  // false for a version 1 trunk.json (names and sizes only)
 };
 
-// Version 2 adds each shard's header digest, modification time and inode;
-// version 1 files still parse (has_identity false) so they can be refused
-// with advice, or re-checked and upgraded by k3-pack --refresh.
-constexpr int kTrunkFormatVersion = 2;
+// Version 2 added each shard's header digest, modification time and inode;
+// version 3 adds where each section is stored and its blocks when
+// compressed. Version 1 files still parse (has_identity false) so they can be
+// refused with advice, or re-checked and upgraded by k3-pack --refresh;
+// version 2 files are read as version 3 with every section raw.
+constexpr int kTrunkFormatVersion = 3;
+// The first version with stored_offset/stored_length/compressed/blocks.
+constexpr int kTrunkStoredFieldsVersion = 3;
 
 struct TrunkLayout {
   int version = kTrunkFormatVersion;
   SourceFingerprint source;
-  uint64_t file_size = 0;  // size of trunk.bin
+  uint64_t file_size = 0;    // size of trunk.bin
+  uint64_t block_bytes = 0;  // version 3: decoded bytes per block (0 when nothing is compressed)
   std::vector<TrunkSection> sections;
 
   const TrunkSection* layer_section(int layer) const;
   const TrunkSection* section(const std::string& name) const;
-  uint64_t layer_bytes() const;  // sum of decoder-layer section lengths
+  uint64_t layer_bytes() const;         // sum of decoder-layer section lengths (decoded)
+  uint64_t layer_stored_bytes() const;  // the same sections' bytes in trunk.bin
+  bool compressed() const;              // some section is stored as blocks
 };
+
+// Fills in the decoded offset and size of each of s.blocks from its tensors
+// and `block_bytes`, and lays their stored offsets back to back from
+// s.stored_offset (stored sizes must be set). False when the number of
+// blocks or their stored sizes do not fit the section.
+bool place_trunk_blocks(TrunkSection& s, uint64_t block_bytes);
 
 std::string trunk_layout_to_json(const TrunkLayout& layout);
 // Throws k3::Error(kBadModel) naming `origin` and what is malformed.

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "doctor/decode_probe.h"
 #include "doctor/model_bytes.h"
 #include "doctor/preset_forecast.h"
 #include "doctor/read_bandwidth_probe.h"
@@ -97,5 +98,11 @@ struct Bandwidth {
 void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c,
                   const std::optional<PresetForecast>& recommended, const Bandwidth& bw,
                   std::optional<double> hit_rate);
+
+// forecast/compression: disk-bound or decode-bound with a compressed trunk,
+// and whether to pack with --compress (compression_check.cpp). `probe` is
+// empty when probing was disabled; `trunk` null when none was given.
+void add_compression_check(Report& r, const PresetForecast& forecast, const Bandwidth& bw,
+                           const std::optional<DecodeProbe>& probe, const TrunkInfo* trunk, int cores);
 
 }  // namespace k3::doctor

@@ -162,6 +162,10 @@ Report run_doctor(const DoctorOptions& o) {
   for (const StorageFacts& s : storage) add_storage_checks(r, s, expert_request);
   add_checkpoint_checks(r, ck, o.trunk_dir, trunk ? &*trunk : nullptr);
   add_forecast(r, mem, ck, rec, bw, o.hit_rate);
+  std::optional<DecodeProbe> decode;
+  if (o.probe) decode = probe_decode(0.3);
+  add_compression_check(r, rec ? *rec : forecast_preset(presets().front(), ck.plan_model, mb, o.hit_rate), bw, decode,
+                        trunk ? &*trunk : nullptr, cpu.logical_cpus);
   NextStepFacts next;
   next.model_dir = o.model_dir;
   next.trunk_dir = o.trunk_dir;

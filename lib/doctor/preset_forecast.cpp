@@ -13,18 +13,12 @@ PresetForecast forecast_preset(const Preset& p, const PlanModel& pm, const Model
   const MemoryPlan& plan = f.plan;
   f.pinned_trunk = plan.pinned_bytes;
   f.cache = plan.cache_bytes;
-  f.stream_buffers = plan.stream_buffer_bytes + plan.head_small_bytes;
+  f.stream_buffers = plan.stream_buffer_bytes + plan.stream_staging_bytes + plan.head_small_bytes;
   f.runtime = plan.kda_state_bytes + plan.mla_cache_bytes + plan.activation_bytes + plan.io_bytes;
 
-  for (int s : plan.streamed) {
-    const TrunkSection& sec = pm.layout.sections[s];
-    if (sec.layer >= 0) {
-      f.trunk_read += sec.length;
-    } else {
-      for (const TrunkTensor& t : sec.tensors)
-        if (t.name == pm.config.lm_head_name) f.trunk_read += t.nbytes;
-    }
-  }
+  // Streamed layer sections and a streamed head's lm_head, as trunk.bin
+  // stores them (compressed sizes for a compressed trunk).
+  f.trunk_read = plan.streamed_read_bytes;
 
   const uint64_t all_experts = static_cast<uint64_t>(m.num_experts) * static_cast<uint64_t>(m.moe_layers);
   if (hit_rate) {

@@ -40,7 +40,7 @@ struct PresetForecast {
   MemoryPlan plan;
   uint64_t pinned_trunk = 0;    // plan.pinned_bytes
   uint64_t cache = 0;           // plan.cache_bytes
-  uint64_t stream_buffers = 0;  // plan.stream_buffer_bytes + plan.head_small_bytes
+  uint64_t stream_buffers = 0;  // plan.stream_buffer_bytes + stream_staging_bytes + head_small_bytes
   uint64_t runtime = 0;         // KDA state + MLA cache + activations + I/O, index, misc
   // The plan's peak_rss (the parts above add up to it).
   uint64_t memory() const { return pinned_trunk + cache + stream_buffers + runtime; }

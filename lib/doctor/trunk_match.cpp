@@ -29,6 +29,9 @@ TrunkInfo inspect_trunk(const std::string& trunk_dir, const SourceFingerprint* m
     return t;
   }
   t.recorded_bin_bytes = layout.file_size;
+  t.compressed = layout.compressed();
+  t.layer_bytes = layout.layer_bytes();
+  t.layer_stored_bytes = layout.layer_stored_bytes();
   // A trunk from another model is the more useful thing to say, so the
   // fingerprint is compared before the size.
   if (model) {

@@ -22,6 +22,10 @@ struct TrunkInfo {
   bool has_json = false;
   uint64_t bin_bytes = 0;
   uint64_t recorded_bin_bytes = 0;  // trunk.json's file_size (0 when unread)
+  // From trunk.json when it parses: whether k3-pack --compress wrote it, and
+  // its decoder-layer bytes decoded and as stored.
+  bool compressed = false;
+  uint64_t layer_bytes = 0, layer_stored_bytes = 0;
   TrunkMatch match = TrunkMatch::kUnknown;
   std::string match_reason;  // what matched, what differs, or why it could not be told
 };

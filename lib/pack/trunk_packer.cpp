@@ -15,6 +15,8 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/non_finite_scan.h"
+#include "checkpoint/trunk_blocks.h"
+#include "checkpoint/trunk_codec.h"
 #include "common/atomic_file_writer.h"
 #include "common/error.h"
 #include "common/file.h"
@@ -106,6 +108,45 @@ NonFiniteScan trunk_float_scan(const TrunkLayout& t) {
   return NonFiniteScan(std::move(spans));
 }
 
+// Feeds the decoded bytes of compressed section `s` (padding included) to
+// `st` and to `scan` in order, reading its blocks from `f` a few MB at a
+// time. Returns the first damaged block's description, or an empty string.
+std::string hash_compressed_section(const File& f, const TrunkSection& s, XXH3_state_t* st, NonFiniteScan& scan,
+                                    const std::function<void(uint64_t)>& advanced) {
+  static const std::vector<uint8_t> zeros(1 << 16, 0);
+  auto feed_zeros = [&](uint64_t n) {
+    for (uint64_t k = 0; k < n; k += zeros.size()) XXH3_64bits_update(st, zeros.data(), std::min<uint64_t>(zeros.size(), n - k));
+    advanced(n);
+  };
+  TrunkBlockDecoder decoder;
+  std::vector<uint8_t> stored, decoded;
+  uint64_t pos = s.offset;
+  for (size_t first = 0; first < s.blocks.size();) {
+    // A run of blocks of at most kChunk stored bytes (at least one block).
+    size_t last = first + 1;
+    while (last < s.blocks.size() && s.blocks[last].stored_offset + s.blocks[last].stored_size -
+                                             s.blocks[first].stored_offset <= kChunk)
+      ++last;
+    const StoredSpan span = stored_span(s, BlockRange{first, last});
+    stored.resize(span.length);
+    f.pread_exact(stored.data(), span.length, span.offset);
+    for (size_t i = first; i < last; ++i) {
+      const TrunkBlock& b = s.blocks[i];
+      if (b.offset > pos) feed_zeros(b.offset - pos);
+      decoded.resize(b.size);
+      const std::string err = decode_blocks(s, BlockRange{i, i + 1}, stored.data(), span.offset, decoded.data(), b.offset, decoder);
+      if (!err.empty()) return err;
+      XXH3_64bits_update(st, decoded.data(), b.size);
+      scan.feed(b.offset, decoded.data(), b.size);
+      advanced(b.size);
+      pos = b.offset + b.size;
+    }
+    first = last;
+  }
+  if (s.offset + s.length > pos) feed_zeros(s.offset + s.length - pos);
+  return std::string();
+}
+
 }  // namespace
 
 // Disk space the packed trunk will take. Written densely it is the file
@@ -149,21 +190,53 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
   // stays usable until both new files are complete; then they are swapped in.
   const uint64_t fail_after = test_fail_after_bytes();
   check_output_path(json, OutputPolicy::kRegularFile);  // refused now, not after the work
+  t.version = kTrunkFormatVersion;
+  if (options.compress) t.block_bytes = kTrunkBlockBytes;
   AtomicFileWriter out(bin);
   {
-    out.resize(t.file_size);
+    if (!options.compress) out.resize(t.file_size);
     ShardFiles files(checkpoint);
     std::vector<uint8_t> buf(kChunk);
-    uint64_t done = 0;
+    TrunkBlockEncoder encoder;
+    std::vector<uint8_t> stored;
+    uint64_t done = 0, wpos = 0;  // wpos: where the next section is stored
+    // Scans the bytes as read from the checkpoint, before any encoding.
     NonFiniteScan non_finite = trunk_float_scan(t);
     for (TrunkSection& s : t.sections) {
+      s.stored_offset = options.compress ? wpos : s.offset;
+      s.compressed = options.compress && s.name != "embedding";
       Xxh3State hash;  // freed on every path, a failed write included
       XXH3_state_t* st = hash.get();
       XXH3_64bits_reset(st);
+      size_t tensor = 0;  // the tensor the next chunk belongs to (chunks come in file order)
       stream_section(s, checkpoint, files, buf, [&](uint64_t rel, const uint8_t* p, uint64_t n) {
         XXH3_64bits_update(st, p, n);
         const uint64_t abs = s.offset + rel;
         non_finite.feed(abs, p, n);
+        done += n;
+        if (options.progress) options.progress(done, t.file_size);
+        if (s.compressed) {
+          // Tensor bytes come in chunks that start a multiple of kChunk into
+          // their tensor, and kChunk is a multiple of the block size, so a
+          // chunk is cut into whole blocks; padding is not stored.
+          while (tensor < s.tensors.size() && s.tensors[tensor].offset + s.tensors[tensor].nbytes <= abs) ++tensor;
+          if (tensor == s.tensors.size() || abs < s.tensors[tensor].offset) return;
+          const TrunkTensor& x = s.tensors[tensor];
+          for (uint64_t b = 0; b < n; b += t.block_bytes) {
+            const uint64_t m = std::min<uint64_t>(t.block_bytes, n - b);
+            encoder.encode(p + b, m, x.dtype == DType::kBF16, &stored);
+            if (fail_after && wpos + stored.size() > fail_after)
+              throw Error(ExitCode::kIo, bin + ": write failed: No space left on device (K3_PACK_FAIL_AFTER)");
+            out.write_at(wpos, stored.data(), stored.size());
+            TrunkBlock k;
+            k.stored_size = stored.size();
+            k.xxh3 = XXH3_64bits(p + b, m);
+            s.blocks.push_back(k);
+            wpos += stored.size();
+          }
+          return;
+        }
+        const uint64_t base = s.stored_offset + rel;
         // The file was extended to its full size, so skipped all-zero blocks
         // read back as zeros (and stay holes where they are aligned).
         uint64_t b = 0;
@@ -179,13 +252,11 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
             if (options.sparse && all_zero(p + e, m2)) break;
             e += m2;
           }
-          if (fail_after && abs + e > fail_after)
+          if (fail_after && base + e > fail_after)
             throw Error(ExitCode::kIo, bin + ": write failed: No space left on device (K3_PACK_FAIL_AFTER)");
-          out.write_at(abs + b, p + b, e - b);
+          out.write_at(base + b, p + b, e - b);
           b = e;
         }
-        done += n;
-        if (options.progress) options.progress(done, t.file_size);
       });
       s.xxh3 = XXH3_64bits_digest(st);
       // NaN/Inf weights make NaN logits: refuse them here, naming the tensor.
@@ -194,6 +265,21 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
         throw Error(ExitCode::kBadModel, checkpoint.dir() + ": " + bad + " in section " + s.name +
                                              "; the checkpoint is damaged (check it with k3-fetch-verify verify --full, "
                                              "re-download the shard); no trunk was written");
+      if (s.compressed) {
+        s.stored_length = align_up(wpos - s.stored_offset);
+        if (!place_trunk_blocks(s, t.block_bytes))
+          throw Error(ExitCode::kInternal, "section " + s.name + ": blocks written do not match its tensors");
+      } else {
+        s.stored_length = s.length;
+        if (options.compress) {  // a raw section inside a compressed trunk
+          out.resize(s.stored_offset + s.length);
+        }
+      }
+      wpos = s.stored_offset + s.stored_length;
+    }
+    if (options.compress) {
+      t.file_size = wpos;
+      out.resize(t.file_size);
     }
   }
   out.commit_to_temp();
@@ -220,30 +306,39 @@ TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoin
   if (cmp.diff == FingerprintDiff::kShardsChanged) r.shards_changed = cmp.reason;
   File f = File::open_read(bin);
   const uint64_t size = f.size();
+  uint64_t decoded_total = 0;
+  for (const TrunkSection& s : t.sections) decoded_total += s.length;
   if (size != t.file_size)
     r.problems.push_back("trunk.bin: is " + std::to_string(size) + " bytes but trunk.json says " +
                          std::to_string(t.file_size));
   ShardFiles files(checkpoint);
   std::vector<uint8_t> buf(kChunk);
   uint64_t done = 0;
-  const uint64_t total = 2 * t.file_size;
+  const uint64_t total = 2 * decoded_total;
   NonFiniteScan non_finite = trunk_float_scan(t);
   for (const TrunkSection& s : t.sections) {
-    // The packed bytes.
+    // The packed bytes (decoded, block by block, for a compressed section).
     uint64_t h_bin = 0;
-    bool bin_ok = s.offset + s.length <= size;
+    bool bin_ok = s.stored_offset + s.stored_length <= size;
+    std::string block_err;
     if (bin_ok) {
       Xxh3State hash;  // freed on every path, a failed write included
       XXH3_state_t* st = hash.get();
       XXH3_64bits_reset(st);
-      for (uint64_t o = 0; o < s.length; o += kChunk) {
-        uint64_t n = std::min<uint64_t>(kChunk, s.length - o);
-        f.pread_exact(buf.data(), n, s.offset + o);
-        XXH3_64bits_update(st, buf.data(), n);
-        non_finite.feed(s.offset + o, buf.data(), n);
-        done += n;
-        if (progress) progress(done, total);
-      }
+      if (s.compressed)
+        block_err = hash_compressed_section(f, s, st, non_finite, [&](uint64_t n) {
+          done += n;
+          if (progress) progress(done, total);
+        });
+      else
+        for (uint64_t o = 0; o < s.length; o += kChunk) {
+          uint64_t n = std::min<uint64_t>(kChunk, s.length - o);
+          f.pread_exact(buf.data(), n, s.stored_offset + o);
+          XXH3_64bits_update(st, buf.data(), n);
+          non_finite.feed(s.offset + o, buf.data(), n);
+          done += n;
+          if (progress) progress(done, total);
+        }
       h_bin = XXH3_64bits_digest(st);
     }
     // The same bytes gathered from the checkpoint.
@@ -265,6 +360,8 @@ TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoin
     r.bytes_checked += s.length;
     if (!bin_ok)
       r.problems.push_back(s.name + ": lies beyond the end of trunk.bin (truncated)");
+    else if (!block_err.empty())
+      r.problems.push_back(block_err);
     else if (h_bin != s.xxh3)
       r.problems.push_back(s.name + ": trunk.bin bytes differ from the hash recorded in trunk.json");
     if (!src_err.empty())

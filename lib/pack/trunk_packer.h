@@ -24,6 +24,10 @@ struct PackOptions {
   // Leave 4096-byte blocks that are entirely zero as holes (as
   // `cp --sparse=always`); the bytes read back are identical either way.
   bool sparse = true;
+  // Store the decoder-layer and head sections as
+  // compressed blocks (trunk_codec.h); the embedding, read a row at a time,
+  // stays raw.
+  bool compress = false;
 };
 
 // Bytes of disk the packed trunk will occupy: its size when written densely;
@@ -41,14 +45,15 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
 
 struct TrunkCheck {
   std::vector<std::string> problems;  // one line per section that differs
-  uint64_t bytes_checked = 0;
+  uint64_t bytes_checked = 0;         // decoded bytes, trunk and checkpoint sides each
   // Set when the only difference from the checkpoint is shards changed on
   // disk (FingerprintDiff::kShardsChanged): the reason, for a --refresh hint.
   std::string shards_changed;
   bool refreshed = false;  // refresh_trunk wrote a new trunk.json
 };
-// Re-hashes every section of trunk.bin and of the same tensors read from the
-// checkpoint, and compares both with trunk.json.
+// Re-hashes every section of trunk.bin (a compressed one decoded block by
+// block, each block checked against its own hash) and of the same tensors
+// read from the checkpoint, and compares both with trunk.json.
 TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoint,
                        const std::function<void(uint64_t, uint64_t)>& progress);
 
@@ -56,7 +61,7 @@ TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoin
 // or rewritten with the same trunk tensors): re-hashes, from the checkpoint,
 // only the sections holding a tensor of a changed shard (every section for a
 // version 1 trunk.json) and compares them with trunk.json's hashes. When all
-// match, trunk.json is rewritten (version 2) with the shards as they are now;
+// match, trunk.json is rewritten (the current version) with the shards as they are now;
 // trunk.bin itself is not read (k3-forward verifies each section the first
 // time it reads it). Another model (config.json or shard names) is a problem.
 TrunkCheck refresh_trunk(const std::string& trunk_dir, const Checkpoint& checkpoint,

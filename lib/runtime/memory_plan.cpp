@@ -11,6 +11,7 @@
 #include "model/tensor_manifest.h"
 #include "common/error.h"
 #include "runtime/row_blocks.h"
+#include "runtime/trunk_block_reader.h"
 #include "runtime/trunk_plan.h"
 
 namespace k3 {
@@ -66,8 +67,10 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
     rows = std::min(std::max(rows, grain), vocab);
     p.head_block_rows = rows;
     p.head_blocks = (vocab + rows - 1) / rows;
-    // Covering read of one block (one extra page when lm_head is not aligned).
+    // Covering read of one block (one extra page when lm_head is not aligned);
+    // a compressed head decodes whole codec blocks, up to one more at each end.
     p.head_block_read_bytes = align_up(rows * row) + ((lm && lm->offset % kDirectAlign) ? kDirectAlign : 0);
+    if (hs.compressed) p.head_block_read_bytes = align_up(rows * row + 2 * layout.block_bytes);
   }
   // Row blocks: buffers the size of the largest block or held part.
   p.block_bytes = req.block_bytes;
@@ -84,7 +87,9 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
       if (ts.layer < 0) continue;
       const LayerRowBlocks rb = layer_row_blocks(c, ts, p.block_bytes);
       p.held_bytes = std::max(p.held_bytes, rb.held_bytes);
-      unit_size = std::max({unit_size, rb.held_bytes, rb.largest_block_bytes});
+      // A compressed block decodes whole codec blocks: up to one more at each end.
+      const uint64_t block_buffer = rb.largest_block_bytes + (ts.compressed ? 2 * layout.block_bytes : 0);
+      unit_size = std::max({unit_size, rb.held_bytes, block_buffer});
       for (const StreamedMatrix& m : rb.matrices) p.row_blocks += m.blocks();
     }
   }
@@ -106,6 +111,32 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
     p.stream_buffers = static_cast<int>(std::min<uint64_t>(p.stream_buffers, std::max<uint64_t>(min_buffers, units)));
     p.stream_buffer_size = size;
     p.stream_buffer_bytes = p.stream_buffers * p.stream_buffer_size;
+    bool compressed = false;
+    uint64_t largest_stored = 0;
+    for (int s : p.streamed) {
+      largest_stored = std::max(largest_stored, layout.sections[s].stored_length);
+      const TrunkSection& ts = layout.sections[s];
+      compressed = compressed || ts.compressed;
+      if (ts.layer >= 0) {
+        p.streamed_read_bytes += ts.stored_length;
+        p.streamed_decoded_bytes += ts.length;
+        continue;
+      }
+      for (const TrunkTensor& t : ts.tensors) {
+        if (t.name != c.lm_head_name) continue;
+        p.streamed_decoded_bytes += t.nbytes;
+        if (!ts.compressed) {
+          p.streamed_read_bytes += t.nbytes;
+          continue;
+        }
+        for (const TrunkBlock& b : ts.blocks)
+          if (b.offset >= t.offset && b.offset < t.offset + t.nbytes) p.streamed_read_bytes += b.stored_size;
+      }
+    }
+    if (compressed)
+      p.stream_staging_bytes =
+          p.stream_buffers * TrunkBlockReader::staging_bytes(
+                                 TrunkBlockReader::piece_bytes_for(std::min(largest_stored, p.stream_buffer_size)));
   }
 
   p.slot_bytes = slot_bytes;
@@ -146,8 +177,8 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
   p.io_bytes = 2 * (4u << 20) + req.tensor_count * 160 + (req.io_threads + req.compute_threads) * (8u << 20) / 8 +
                (48u << 20);  // program, libraries, allocator slack
   p.peak_rss = 0;
-  for (uint64_t part : {p.pinned_bytes, p.stream_buffer_bytes, p.head_small_bytes, p.cache_bytes, p.kda_state_bytes,
-                        p.mla_cache_bytes, p.activation_bytes, p.io_bytes})
+  for (uint64_t part : {p.pinned_bytes, p.stream_buffer_bytes, p.stream_staging_bytes, p.head_small_bytes,
+                        p.cache_bytes, p.kda_state_bytes, p.mla_cache_bytes, p.activation_bytes, p.io_bytes})
     p.peak_rss = checked_add(p.peak_rss, part, "the memory plan");
   return p;
 }
@@ -191,20 +222,29 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
   std::snprintf(buf, sizeof buf, "  pinned trunk      %d of %d layers%s  %s\n", pl, c.num_hidden_layers,
                 pinned_head ? " + head" : "", format_bytes(pinned_bytes).c_str());
   o += buf;
-  if (stream_buffers && block_bytes) {
+  if (stream_buffers) {
     std::snprintf(buf, sizeof buf, "  streamed trunk    %d layers%s, %d buffers x %s  %s\n", sl,
                   streamed_head ? " + head" : "", stream_buffers, format_bytes(stream_buffer_size).c_str(),
                   format_bytes(stream_buffer_bytes).c_str());
     o += buf;
-    std::snprintf(buf, sizeof buf,
-                  "  row blocks        matrices in blocks of at most %s (%llu per token); largest held part "
-                  "%s\n",
-                  format_bytes(block_bytes).c_str(), (unsigned long long)row_blocks, format_bytes(held_bytes).c_str());
-  } else if (stream_buffers)
-    std::snprintf(buf, sizeof buf, "  streamed trunk    %d layers%s, %d buffers x %s  %s\n", sl,
-                  streamed_head ? " + head" : "", stream_buffers, format_bytes(stream_buffer_size).c_str(),
-                  format_bytes(stream_buffer_bytes).c_str());
-  else
+    buf[0] = 0;
+    if (block_bytes) {
+      std::snprintf(buf, sizeof buf,
+                    "  row blocks        matrices in blocks of at most %s (%llu per token); largest held part "
+                    "%s\n",
+                    format_bytes(block_bytes).c_str(), (unsigned long long)row_blocks, format_bytes(held_bytes).c_str());
+      o += buf;
+      buf[0] = 0;
+    }
+    if (stream_staging_bytes) {
+      std::snprintf(buf, sizeof buf,
+                    "  decode staging    compressed pieces read and decoded as they arrive  %s\n"
+                    "  read per token    %s compressed (%s decoded, %.1f%%)\n",
+                    format_bytes(stream_staging_bytes).c_str(), format_bytes(streamed_read_bytes).c_str(),
+                    format_bytes(streamed_decoded_bytes).c_str(),
+                    100.0 * streamed_read_bytes / std::max<uint64_t>(1, streamed_decoded_bytes));
+    }
+  } else
     std::snprintf(buf, sizeof buf, "  streamed trunk    none  0 B\n");
   o += buf;
   if (head_streamed) {

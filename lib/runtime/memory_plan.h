@@ -74,6 +74,13 @@ struct MemoryPlan {
   uint64_t head_block_read_bytes = 0;  // aligned read of one full block
   uint64_t head_small_bytes = 0;
   uint64_t embedding_bytes = 0;      // on disk; rows are read on demand, never resident
+  // Bytes read from trunk.bin per token: the streamed layer sections and a
+  // streamed head's lm_head, as stored (compressed sizes for a compressed
+  // trunk, whose streamed units are decoded into the stream buffers as they
+  // arrive through stream_staging_bytes of pieces per buffer).
+  uint64_t streamed_read_bytes = 0;
+  uint64_t streamed_decoded_bytes = 0;  // the same units decoded
+  uint64_t stream_staging_bytes = 0;    // all buffers' staging (0 when nothing compressed streams)
   // Expert cache.
   uint64_t slot_bytes = 0;
   uint64_t cache_slots = 0;

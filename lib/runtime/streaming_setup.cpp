@@ -149,6 +149,7 @@ namespace {
 struct Derived {
   double trunk_per_token = 0, expert_per_token = 0, hit_rate = 0, io_wait = 0, compute = 0, gbps = 0, s_per_token = 0;
   double io_busy = 0;  // share of the wall time with a read in progress
+  double decode_per_token = 0;  // CPU seconds decoding compressed trunk blocks
 };
 Derived derive(const StreamStats& a, const StreamStats& b, uint64_t steps, double seconds) {
   Derived d;
@@ -163,6 +164,7 @@ Derived derive(const StreamStats& a, const StreamStats& b, uint64_t steps, doubl
   const double bytes = static_cast<double>(b.trunk_bytes - a.trunk_bytes + b.expert_bytes - a.expert_bytes);
   d.gbps = seconds > 0 ? bytes / seconds / 1e9 : 0;
   d.s_per_token = steps ? seconds / steps : 0;
+  d.decode_per_token = (b.decode_seconds - a.decode_seconds) / n;
   return d;
 }
 }  // namespace
@@ -186,6 +188,11 @@ std::string figures_text(const RunFigures& f) {
                   format_bytes((uint64_t)dec.expert_per_token).c_str(), 100 * dec.hit_rate, dec.compute, dec.io_wait,
                   dec.gbps, 100 * dec.io_busy);
     o += buf;
+    if (dec.decode_per_token > 0) {
+      std::snprintf(buf, sizeof buf, "k3-forward: compressed trunk: %.4f CPU s/token decoding on the I/O threads\n",
+                    dec.decode_per_token);
+      o += buf;
+    }
   }
   std::snprintf(buf, sizeof buf, "k3-forward: peak RSS %s (forecast %s)%s\n", format_bytes(f.peak_rss_bytes).c_str(),
                 format_bytes(f.forecast_peak_rss).c_str(), f.direct_io ? "" : "; reads went through the page cache");
@@ -204,12 +211,13 @@ std::string figures_json(const RunFigures& f) {
       "\"io_wait_seconds\": %.6f, \"compute_seconds\": %.6f, \"achieved_gbps\": %.4f, \"io_busy_share\": %.4f},\n"
       "  \"decode\": {\"seconds\": %.6f, \"s_per_token\": %.6f, \"trunk_bytes_per_token\": %.0f, "
       "\"expert_bytes_per_token\": %.0f, \"expert_hit_rate\": %.6f, \"io_wait_seconds\": %.6f, "
-      "\"compute_seconds\": %.6f, \"achieved_gbps\": %.4f, \"io_busy_share\": %.4f},\n"
+      "\"compute_seconds\": %.6f, \"achieved_gbps\": %.4f, \"io_busy_share\": %.4f, "
+      "\"decode_cpu_seconds_per_token\": %.6f},\n"
       "  \"peak_rss_bytes\": %llu,\n  \"forecast_peak_rss_bytes\": %llu,\n  \"direct_io\": %s\n}\n",
       (unsigned long long)f.prompt_tokens, (unsigned long long)f.decode_steps, (unsigned long long)f.at_start.load_bytes,
       f.at_start.load_seconds, f.prefill_seconds, pre.trunk_per_token, pre.expert_per_token, pre.hit_rate, pre.io_wait,
       pre.compute, pre.gbps, pre.io_busy, f.decode_seconds, dec.s_per_token, dec.trunk_per_token, dec.expert_per_token,
-      dec.hit_rate, dec.io_wait, dec.compute, dec.gbps, dec.io_busy, (unsigned long long)f.peak_rss_bytes, (unsigned long long)f.forecast_peak_rss,
+      dec.hit_rate, dec.io_wait, dec.compute, dec.gbps, dec.io_busy, dec.decode_per_token, (unsigned long long)f.peak_rss_bytes, (unsigned long long)f.forecast_peak_rss,
       f.direct_io ? "true" : "false");
   return buf;
 }

@@ -39,6 +39,7 @@ StreamStats StreamingWeights::stats() const {
   s.experts_requested = e.experts_requested;
   s.experts_resident = e.experts_resident;
   s.io_wait_seconds = t.io_wait_seconds + e.io_wait_seconds;
+  s.decode_seconds = t.decode_seconds;
   s.io_busy_seconds = io_.busy_seconds();
   s.load_seconds = load_seconds_;
   s.units_not_ahead = t.units_not_ahead;

@@ -31,6 +31,7 @@ struct StreamStats {
   uint64_t experts_requested = 0;    // (layer, expert) deliveries asked for
   uint64_t experts_resident = 0;     // of those, already resident when the step began
   double io_wait_seconds = 0;        // compute thread blocked waiting for bytes
+  double decode_seconds = 0;         // CPU seconds the I/O threads spent decoding a compressed trunk
   double io_busy_seconds = 0;        // at least one read in progress (the device kept busy)
   double load_seconds = 0;
   uint64_t units_not_ahead = 0;      // trunk units read only when asked for (not read ahead)

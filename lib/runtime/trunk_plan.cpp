@@ -17,6 +17,8 @@ TrunkLayout layout_trunk(const std::vector<ExpectedTensor>& manifest) {
     if (cur) {
       pos = align_up(pos);
       cur->length = pos - cur->offset;
+      cur->stored_offset = cur->offset;  // stored as laid out until k3-pack --compress says otherwise
+      cur->stored_length = cur->length;
     }
   };
   for (const ExpectedTensor& e : manifest) {

@@ -33,7 +33,7 @@ uint64_t verify_section_by_reading(ReadEngine& io, const DirectFile& trunk, cons
   auto issue = [&](uint64_t k) {
     const uint64_t off = k * kPiece, len = std::min(kPiece, section.length - off);
     latch[k % 2] = std::make_unique<ReadLatch>();
-    io.submit({ReadEngine::Read{&trunk, section.offset + off, len, len, buf[k % 2].data()}}, latch[k % 2]->callback(),
+    io.submit({ReadEngine::Read{&trunk, section.stored_offset + off, len, len, buf[k % 2].data()}}, latch[k % 2]->callback(),
               false);
   };
   XXH3_state_t* st = XXH3_createState();

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/file.h"
 #include "model/weight_binding.h"
+#include "checkpoint/trunk_blocks.h"
 #include "runtime/row_blocks.h"
 #include "runtime/trunk_section_check.h"
 
@@ -68,7 +69,8 @@ struct TrunkStream::StreamBuffer {
   std::condition_variable cv;
   bool done = true;
   std::string error;
-  bool corrupt = false;  // `error` is a section hash mismatch, not a failed read
+  bool corrupt = false;  // `error` is a section hash mismatch or a damaged block, not a failed read
+  AlignedBuffer staging;  // compressed pieces on their way into buf
   LayerWeights lw;
 };
 
@@ -92,6 +94,13 @@ TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint
   if (head_section_ < 0 || embed_section_ < 0)
     throw Error(ExitCode::kBadModel, "the trunk lacks its embedding or head section (re-run k3-pack)");
 
+  if (trunk_file_ && layout_.compressed()) {
+    uint64_t largest_stored = 0;
+    for (int s : plan.streamed) largest_stored = std::max(largest_stored, layout_.sections[s].stored_length);
+    // No piece larger than a stream buffer's unit (row blocks stay small).
+    if (plan.stream_buffer_size) largest_stored = std::min(largest_stored, plan.stream_buffer_size);
+    reader_ = std::make_unique<TrunkBlockReader>(io_, *trunk_file_, TrunkBlockReader::piece_bytes_for(largest_stored));
+  }
   for (int s : plan.pinned) pin_section(s, checkpoint, shard_files);
   // Streamed units in use order: layer sections, then the head's lm_head
   // row blocks (its small tensors are read here once and kept).
@@ -109,9 +118,12 @@ TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint
   if (!units_.empty()) {
     uint64_t size = plan.stream_buffer_size;
     for (const Unit& un : units_) size = std::max(size, unit_buffer_bytes(un));
+    bool compressed = false;
+    for (const Unit& un : units_) compressed = compressed || sections_[un.section]->ts->compressed;
     for (int i = 0; i < std::max(plan.block_bytes ? 3 : 2, plan.stream_buffers); ++i) {
       buffers_.push_back(std::make_unique<StreamBuffer>());
       buffers_.back()->buf = AlignedBuffer(size);
+      if (compressed) buffers_.back()->staging = AlignedBuffer(TrunkBlockReader::staging_bytes(reader_->piece_bytes()));
     }
   }
 
@@ -119,7 +131,10 @@ TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint
   const TrunkTensor& et = sections_[embed_section_]->ts->tensors.at(0);
   if (trunk_file_) {
     embed_file_ = trunk_file_;
-    embed_base_ = et.offset;
+    if (sections_[embed_section_]->ts->compressed)
+      throw Error(ExitCode::kBadModel, trunk_file_->path() + ": the embedding section is compressed, which k3-pack "
+                                                             "never writes (re-run k3-pack)");
+    embed_base_ = stored_at(*sections_[embed_section_]->ts, et.offset);
   } else {
     const TensorLocation& loc = checkpoint.at(et.name);
     embed_file_ = shard_files[loc.shard].get();
@@ -129,7 +144,8 @@ TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint
   row_buf_ = AlignedBuffer(align_up(row) + 2 * kDirectAlign);
   // Sections read piecemeal (embedding rows, lm_head row blocks, layers
   // streamed as row blocks) are checked whole here, by one sequential pass,
-  // before any token.
+  // before any token. A compressed section needs no pass: each of its
+  // blocks is checked against its own hash whenever it is decoded.
   std::vector<int> piecemeal = {embed_section_, head_section_};
   for (int s : plan.streamed)
     if (s != head_section_ && (section_unit_[s] < 0 || units_[section_unit_[s]].kind != UnitKind::kSection))
@@ -137,7 +153,7 @@ TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint
   if (trunk_file_)
     for (int s : piecemeal) {
       Section& sec = *sections_[s];
-      if (sec.pinned || sec.verified) continue;
+      if (sec.pinned || sec.verified || sec.ts->compressed) continue;
       stats_.load_bytes += verify_section_by_reading(io_, *trunk_file_, *sec.ts, trunk_file_->path());
       sec.verified = true;
     }
@@ -149,8 +165,18 @@ void TrunkStream::pin_section(int s, const Checkpoint& checkpoint,
   Section& sec = *sections_[s];
   sec.pinned = true;
   sec.buf = AlignedBuffer(sec.ts->length);
-  if (trunk_file_) {
-    io_.read_now({ReadEngine::Read{trunk_file_, sec.ts->offset, sec.ts->length, sec.ts->length, sec.buf.data()}});
+  uint64_t read = sec.ts->length;
+  if (trunk_file_ && sec.ts->compressed) {
+    // Decoded once, here; every block is checked against its own hash as it
+    // is decoded, which covers every stored byte (padding decodes as zeros),
+    // so the section is not hashed a second time.
+    AlignedBuffer staging(TrunkBlockReader::staging_bytes(reader_->piece_bytes()));
+    zero_section_gaps(*sec.ts, sec.buf.data());
+    read = reader_->read_now(*sec.ts, BlockRange{0, sec.ts->blocks.size()}, sec.buf.data(), sec.ts->offset, staging);
+    sec.verified = true;
+  } else if (trunk_file_) {
+    io_.read_now(
+        {ReadEngine::Read{trunk_file_, sec.ts->stored_offset, sec.ts->length, sec.ts->length, sec.buf.data()}});
     require_section_hash(*sec.ts, XXH3_64bits(sec.buf.data(), sec.ts->length), trunk_file_->path());
     sec.verified = true;
   } else {
@@ -168,7 +194,7 @@ void TrunkStream::pin_section(int s, const Checkpoint& checkpoint,
       }
     }
   }
-  stats_.load_bytes += sec.ts->length;
+  stats_.load_bytes += read;
   auto lookup = [&sec, this](const std::string& name) { return section_tensor(sec, sec.buf.data(), name); };
   if (sec.ts->layer >= 0)
     sec.lw = bind_layer_weights(config_, sec.ts->layer, lookup);
@@ -190,9 +216,19 @@ void TrunkStream::plan_head_blocks(int s, const MemoryPlan& plan) {
   const int64_t vocab = config_.vocab_size, rows = static_cast<int64_t>(plan.head_block_rows);
   for (int64_t r = 0; r < vocab; r += rows) units_.push_back(Unit{s, UnitKind::kHeadRows, -1, r, std::min(rows, vocab - r)});
   std::unordered_map<std::string, const void*> small;
+  AlignedBuffer staging;
   for (const TrunkTensor& t : sec.ts->tensors) {
     if (&t == lm) continue;
-    const CoveringRead c = covering_read(t.offset, t.nbytes);
+    if (sec.ts->compressed) {
+      // Codec blocks start at each tensor's first byte.
+      const BlockRange r = tensor_blocks(*sec.ts, t);
+      if (staging.size() == 0) staging = AlignedBuffer(TrunkBlockReader::staging_bytes(reader_->piece_bytes()));
+      head_small_.emplace_back(t.nbytes);
+      stats_.load_bytes += reader_->read_now(*sec.ts, r, head_small_.back().data(), t.offset, staging);
+      small[t.name] = head_small_.back().data();
+      continue;
+    }
+    const CoveringRead c = covering_read(stored_at(*sec.ts, t.offset), t.nbytes);
     head_small_.emplace_back(c.length);
     io_.read_now({ReadEngine::Read{trunk_file_, c.offset, c.length, c.skip + t.nbytes, head_small_.back().data()}});
     small[t.name] = head_small_.back().data() + c.skip;
@@ -226,8 +262,39 @@ void TrunkStream::plan_row_blocks(int s, const MemoryPlan& plan) {
   }
 }
 
+// The codec blocks of a compressed section holding tensor `t` whole; they
+// start at its first byte (k3-pack cuts each tensor into blocks).
+BlockRange TrunkStream::tensor_blocks(const TrunkSection& ts, const TrunkTensor& t) {
+  const BlockRange r = blocks_covering(ts, t.offset, t.offset + t.nbytes);
+  if (r.first == r.last || ts.blocks[r.first].offset != t.offset)
+    throw Error(ExitCode::kBadModel, "trunk section " + ts.name + " has no blocks starting at '" + t.name +
+                                         "' (re-run k3-pack --compress)");
+  return r;
+}
+
+// Rows [begin, end) (decoded offsets) of a compressed section: the codec
+// blocks covering them, decoded from the first block's start.
+TrunkStream::DecodedRows TrunkStream::decoded_rows(const TrunkSection& ts, uint64_t begin, uint64_t end) {
+  DecodedRows d;
+  d.blocks = blocks_covering(ts, begin, end);
+  if (d.blocks.first == d.blocks.last) {
+    d.base = begin;
+    return d;
+  }
+  const TrunkBlock& first = ts.blocks[d.blocks.first];
+  const TrunkBlock& last = ts.blocks[d.blocks.last - 1];
+  d.base = first.offset;
+  d.skip = begin - first.offset;
+  d.bytes = last.offset + last.size - first.offset;
+  return d;
+}
+
 uint64_t TrunkStream::unit_buffer_bytes(const Unit& un) const {
   const Section& sec = *sections_[un.section];
+  if (sec.ts->compressed && (un.kind == UnitKind::kMatrixRows || un.kind == UnitKind::kHeadRows)) {
+    const RowSpan r = unit_rows(un);
+    return decoded_rows(*sec.ts, r.begin, r.end).bytes;
+  }
   switch (un.kind) {
     case UnitKind::kSection:
       return sec.ts->length;
@@ -265,7 +332,9 @@ const void* TrunkStream::section_tensor(const Section& sec, const uint8_t* base,
 
 TrunkStreamStats TrunkStream::stats() const {
   std::lock_guard<std::mutex> lk(stats_mu_);
-  return stats_;
+  TrunkStreamStats st = stats_;
+  if (reader_) st.decode_seconds = reader_->decode_seconds();
+  return st;
 }
 
 void TrunkStream::embed(const int32_t* ids, size_t n, float* out) {
@@ -290,40 +359,63 @@ void TrunkStream::embed(const int32_t* ids, size_t n, float* out) {
   }
 }
 
+TrunkStream::RowSpan TrunkStream::unit_rows(const Unit& un) const {
+  const Section& sec = *sections_[un.section];
+  uint64_t begin = 0, row = 0;
+  if (un.kind == UnitKind::kMatrixRows) {
+    const StreamedMatrix& m = sec.rb.matrices[un.matrix];
+    begin = m.tensor->offset;
+    row = m.row_bytes;
+  } else {
+    begin = lm_head_offset_;
+    row = static_cast<uint64_t>(config_.hidden_size) * 2;
+  }
+  begin += static_cast<uint64_t>(un.first_row) * row;
+  return RowSpan{begin, begin + static_cast<uint64_t>(un.rows) * row};
+}
+
 void TrunkStream::issue_stream_read(StreamBuffer& b, int u, bool urgent) {
   wait_buffer(b);  // never overwrite a buffer a read is still filling
   const Unit& un = units_[u];
   const Section& sec = *sections_[un.section];
   const TrunkSection& ts = *sec.ts;
-  std::vector<ReadEngine::Read> reads;
+  std::vector<ReadEngine::Read> reads;                // a raw section's reads
+  std::vector<TrunkBlockReader::Target> decodes;      // a compressed section's blocks
   uint64_t length = 0, skip = 0;
-  auto rows_read = [&](uint64_t offset, uint64_t bytes) {
-    const CoveringRead c = covering_read(offset, bytes);
-    reads.push_back(ReadEngine::Read{trunk_file_, c.offset, c.length, c.skip + bytes, b.buf.data()});
-    length = c.length;
-    skip = c.skip;
-  };
   switch (un.kind) {
     case UnitKind::kSection:
-      reads.push_back(ReadEngine::Read{trunk_file_, ts.offset, ts.length, ts.length, b.buf.data()});
-      length = ts.length;
+      if (ts.compressed) {
+        zero_section_gaps(ts, b.buf.data());  // padding is not stored; the blocks fill the rest
+        decodes.push_back({BlockRange{0, ts.blocks.size()}, b.buf.data(), ts.offset});
+      } else {
+        reads.push_back(ReadEngine::Read{trunk_file_, ts.stored_offset, ts.length, ts.length, b.buf.data()});
+        length = ts.length;
+      }
       break;
     case UnitKind::kHeld:
       for (const HeldTensor& h : sec.rb.held) {
-        reads.push_back(ReadEngine::Read{trunk_file_, h.read_offset, h.read_length, h.skip + h.tensor->nbytes,
-                                         b.buf.data() + h.buffer_offset});
+        if (ts.compressed) {
+          decodes.push_back({tensor_blocks(ts, *h.tensor), b.buf.data() + h.buffer_offset + h.skip, h.tensor->offset});
+          continue;
+        }
+        reads.push_back(ReadEngine::Read{trunk_file_, stored_at(ts, h.read_offset), h.read_length,
+                                         h.skip + h.tensor->nbytes, b.buf.data() + h.buffer_offset});
         length += h.read_length;
       }
       break;
-    case UnitKind::kMatrixRows: {
-      const StreamedMatrix& m = sec.rb.matrices[un.matrix];
-      rows_read(m.tensor->offset + static_cast<uint64_t>(un.first_row) * m.row_bytes,
-                static_cast<uint64_t>(un.rows) * m.row_bytes);
-      break;
-    }
+    case UnitKind::kMatrixRows:
     case UnitKind::kHeadRows: {
-      const uint64_t row = static_cast<uint64_t>(config_.hidden_size) * 2;
-      rows_read(lm_head_offset_ + static_cast<uint64_t>(un.first_row) * row, static_cast<uint64_t>(un.rows) * row);
+      const RowSpan r = unit_rows(un);
+      if (ts.compressed) {
+        const DecodedRows d = decoded_rows(ts, r.begin, r.end);
+        decodes.push_back({d.blocks, b.buf.data(), d.base});
+        skip = d.skip;
+      } else {
+        const CoveringRead c = covering_read(stored_at(ts, r.begin), r.end - r.begin);
+        reads.push_back(ReadEngine::Read{trunk_file_, c.offset, c.length, c.skip + (r.end - r.begin), b.buf.data()});
+        length = c.length;
+        skip = c.skip;
+      }
       break;
     }
   }
@@ -336,31 +428,35 @@ void TrunkStream::issue_stream_read(StreamBuffer& b, int u, bool urgent) {
     b.error.clear();
     b.corrupt = false;
   }
-  {
-    std::lock_guard<std::mutex> lk(stats_mu_);
-    stats_.trunk_bytes += length;
-  }
   StreamBuffer* bp = &b;
-  // A whole layer section's first pass is hashed here, on the I/O thread,
+  // A raw layer section's first pass is hashed here, on the I/O thread,
   // while the compute thread works on an earlier unit. (Sections streamed as
-  // row blocks were checked whole at start.)
-  Section* check =
-      un.kind == UnitKind::kSection && !sections_[un.section]->verified ? sections_[un.section].get() : nullptr;
-  io_.submit(std::move(reads),
-             [bp, check, this](const std::string& err) {
-               std::string problem;
-               if (err.empty() && check && !check->verified) {
-                 problem = section_hash_problem(*check->ts, XXH3_64bits(bp->buf.data(), check->ts->length),
-                                                trunk_file_->path());
-                 if (problem.empty()) check->verified = true;
-               }
-               std::lock_guard<std::mutex> lk(bp->mu);
-               bp->error = err.empty() ? problem : err;
-               bp->corrupt = err.empty() && !problem.empty();
-               bp->done = true;
-               bp->cv.notify_all();
-             },
-             urgent);
+  // row blocks were checked whole at start; compressed blocks are each
+  // checked as they are decoded.)
+  Section* check = un.kind == UnitKind::kSection && !ts.compressed && !sections_[un.section]->verified
+                       ? sections_[un.section].get()
+                       : nullptr;
+  auto done = [bp, check, this](const std::string& err) {
+    std::string problem;
+    if (err.empty() && check && !check->verified) {
+      problem =
+          section_hash_problem(*check->ts, XXH3_64bits(bp->buf.data(), check->ts->length), trunk_file_->path());
+      if (problem.empty()) check->verified = true;
+    }
+    std::lock_guard<std::mutex> lk(bp->mu);
+    bp->error = err.empty() ? problem : err;
+    // A mismatched section hash or a compressed block that fails its own
+    // hash is a damaged trunk (exit 3), not a failed read.
+    bp->corrupt = (err.empty() && !problem.empty()) || err.find("damaged") != std::string::npos;
+    bp->done = true;
+    bp->cv.notify_all();
+  };
+  if (ts.compressed)
+    length = reader_->submit(ts, decodes, b.staging, done, urgent);  // decoded by the I/O threads as pieces arrive
+  else
+    io_.submit(std::move(reads), done, urgent);
+  std::lock_guard<std::mutex> lk(stats_mu_);
+  stats_.trunk_bytes += length;
 }
 
 void TrunkStream::wait_buffer(StreamBuffer& b) {

@@ -6,6 +6,12 @@
 // are read once and kept), so no buffer is ever the size of the head.
 // Without a packed trunk every trunk tensor is read from the shards once and
 // held. Embedding rows are read on demand.
+//
+// A compressed trunk (k3-pack --compress) is read the same way: pinned
+// sections are decoded once at start, streamed units are decoded into their
+// stream buffer by the I/O threads as their pieces arrive
+// (trunk_block_reader.h), so the weights handed out are the same bytes and
+// the logits the same bits as with the uncompressed trunk.
 #pragma once
 
 #include <condition_variable>
@@ -23,6 +29,7 @@
 #include "model/weight_source.h"
 #include "checkpoint/trunk_layout.h"
 #include "runtime/memory_plan.h"
+#include "runtime/trunk_block_reader.h"
 
 namespace k3 {
 
@@ -32,6 +39,7 @@ struct TrunkStreamStats {
   uint64_t trunk_bytes = 0;  // read while running (streamed sections, embedding rows)
   uint64_t load_bytes = 0;   // pinned sections and a streamed head's small tensors, read at start
   double io_wait_seconds = 0;  // compute thread blocked waiting for trunk bytes
+  double decode_seconds = 0;   // CPU seconds the I/O threads spent decoding compressed blocks
   uint64_t units_not_ahead = 0;  // streamed units asked for before any read of them began (out of use order)
 };
 
@@ -90,11 +98,27 @@ class TrunkStream {
   // wrapping to the next token) into buffers nobody holds or awaits.
   void read_ahead(int u, int count);
   const void* section_tensor(const Section& sec, const uint8_t* base, const std::string& name) const;
+  // Where decoded offset `offset` of section `ts` is stored in trunk.bin (a raw section).
+  static uint64_t stored_at(const TrunkSection& ts, uint64_t offset) { return ts.stored_offset + (offset - ts.offset); }
+  // Decoded bytes [begin, end) of a row-block unit (kMatrixRows, kHeadRows).
+  struct RowSpan {
+    uint64_t begin = 0, end = 0;
+  };
+  RowSpan unit_rows(const Unit& un) const;
+  // A compressed section's codec blocks covering a row span: decoded from
+  // `base`, the rows start `skip` bytes in, `bytes` decoded in all.
+  struct DecodedRows {
+    BlockRange blocks;
+    uint64_t base = 0, skip = 0, bytes = 0;
+  };
+  static DecodedRows decoded_rows(const TrunkSection& ts, uint64_t begin, uint64_t end);
+  static BlockRange tensor_blocks(const TrunkSection& ts, const TrunkTensor& t);
 
   ModelConfig config_;
   TrunkLayout layout_;
   const DirectFile* trunk_file_;
   ReadEngine& io_;
+  std::unique_ptr<TrunkBlockReader> reader_;  // a compressed trunk's blocks
 
   std::vector<std::unique_ptr<Section>> sections_;  // parallel to layout_.sections
   std::vector<int> layer_section_;
@@ -102,7 +126,7 @@ class TrunkStream {
   std::vector<Unit> units_;                         // streamed units in use order
   std::vector<int> section_unit_;                   // section -> its unit, -1 when pinned or the head
   int head_unit0_ = -1;                             // first head block, -1 when the head is pinned
-  uint64_t lm_head_offset_ = 0;                     // in trunk.bin
+  uint64_t lm_head_offset_ = 0;                     // decoded offset (in trunk.bin when stored raw)
   std::vector<AlignedBuffer> head_small_;           // norms of a streamed head
   HeadWeights head_small_hw_;
   std::vector<std::unique_ptr<StreamBuffer>> buffers_;

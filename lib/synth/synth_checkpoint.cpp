@@ -199,7 +199,37 @@ namespace {
 // the bytes do not depend on how the caller splits the work.
 constexpr uint64_t kChunk = 1u << 22;
 
-void fill_chunk(const SynthTensor& s, uint64_t tensor_seed, uint64_t chunk, uint8_t* dst, uint64_t n) {
+// Two standard normal values from one 64-bit draw (Box-Muller on two 32-bit
+// uniforms; u1 is never 0, so the logarithm is finite).
+inline void normal_pair(uint64_t r, double* a, double* b) {
+  const double u1 = (static_cast<double>(r >> 32) + 0.5) * (1.0 / 4294967296.0);
+  const double u2 = static_cast<double>(r & 0xFFFFFFFFu) * (1.0 / 4294967296.0);
+  const double radius = std::sqrt(-2.0 * std::log(u1)), angle = 6.283185307179586 * u2;
+  *a = radius * std::cos(angle);
+  *b = radius * std::sin(angle);
+}
+
+// Gaussian noise around s.center with standard deviation s.scale.
+void fill_normal(const SynthTensor& s, uint64_t& st, uint8_t* dst, uint64_t n) {
+  const bool f32 = s.t.dtype == DType::kF32;
+  const uint64_t count = n / (f32 ? 4 : 2);
+  for (uint64_t i = 0; i < count; i += 2) {
+    double z[2];
+    normal_pair(splitmix(st), &z[0], &z[1]);
+    for (uint64_t k = 0; k < 2 && i + k < count; ++k) {
+      const float v = s.center + s.scale * static_cast<float>(z[k]);
+      if (f32)
+        std::memcpy(dst + 4 * (i + k), &v, 4);
+      else {
+        const uint16_t b = f32_to_bf16(v);
+        std::memcpy(dst + 2 * (i + k), &b, 2);
+      }
+    }
+  }
+}
+
+void fill_chunk(const SynthTensor& s, SynthWeights weights, uint64_t tensor_seed, uint64_t chunk, uint8_t* dst,
+                uint64_t n) {
   uint64_t st = tensor_seed ^ (chunk * 0xD1B54A32D192ED03ull);
   const uint64_t first_elem_byte = chunk * kChunk;
   switch (s.init) {
@@ -235,6 +265,10 @@ void fill_chunk(const SynthTensor& s, uint64_t tensor_seed, uint64_t chunk, uint
       return;
     }
     case SynthInit::kUniform: {
+      if (weights == SynthWeights::kNormal) {
+        fill_normal(s, st, dst, n);
+        return;
+      }
       // Uniform on [-sqrt(3), sqrt(3)) has unit variance.
       const float amp = s.scale * 1.7320508f * 2.0f / 16777216.0f;
       const float off = s.center - s.scale * 1.7320508f;
@@ -484,7 +518,7 @@ SynthResult write_synthetic_checkpoint(const std::string& dir, const SynthGeomet
           const uint64_t tseed = XXH3_64bits_withSeed(s->t.name.data(), s->t.name.size(), opt.seed);
           for (uint64_t c = 0; c * kChunk < nb; ++c) {
             const uint64_t n = std::min<uint64_t>(kChunk, nb - c * kChunk);
-            fill_chunk(*s, tseed, c, buf.data(), n);
+            fill_chunk(*s, opt.weights, tseed, c, buf.data(), n);
             out.write_at(pos + c * kChunk, buf.data(), n);
             res.written_bytes += n;
             if (opt.progress) opt.progress(res.written_bytes, to_write);

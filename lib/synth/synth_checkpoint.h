@@ -29,7 +29,7 @@
 namespace k3 {
 
 enum class SynthInit : uint8_t {
-  kUniform,    // center + uniform noise of standard deviation `scale`
+  kUniform,    // center + noise of standard deviation `scale` (uniform or normal: SynthWeights)
   kALog,       // first `heads` entries in [0.5, 2.7], the rest zero
   kMxPacked,   // random MXFP4 codes
   kMxScale,    // E8M0 bytes `center` or `center + 1`
@@ -72,8 +72,17 @@ struct SynthLayout {
 // to hold the text model). Cheap: nothing is written.
 SynthLayout synth_layout(const SynthGeometry& g);
 
+// How the projection and norm values (SynthInit::kUniform tensors) are drawn,
+// both with the tensor's center and standard deviation `scale`.
+enum class SynthWeights : uint8_t {
+  kUniform,  // uniform noise (the default; existing checkpoints keep their bytes)
+  kNormal,   // Gaussian noise: the bell shape of trained weights, whose BF16
+             // exponents repeat the way compression of a real trunk sees them
+};
+
 struct SynthOptions {
   uint64_t seed = 1;
+  SynthWeights weights = SynthWeights::kUniform;
   bool sparse = false;
   // Every tensor is a hole: only config, tokenizer, index and shard headers
   // hold data. Enough for anything that reads only the config and headers

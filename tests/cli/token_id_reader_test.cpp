@@ -30,6 +30,7 @@ TEST(TokenIdReader, MalformedWordsNameThePosition) {
   EXPECT_NE(error_of("+1", 100).find("'+1'"), std::string::npos);
   EXPECT_NE(error_of("1.5", 100).find("'1.5'"), std::string::npos);
   EXPECT_NE(error_of("5 100", 100).find("token 2 is id 100, outside the vocabulary 0..99"), std::string::npos);
+  EXPECT_NE(error_of("99999999999999999999", 100).find("outside the vocabulary"), std::string::npos);
   EXPECT_NE(error_of("99999999999999999999999", 100).find("longer than 20 characters"), std::string::npos);
   EXPECT_NE(error_of("4294967296", 0).find("outside"), std::string::npos);
   const std::string bin = error_of(std::string("1 \x01\x02", 4), 100);

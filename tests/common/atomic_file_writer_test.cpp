@@ -18,11 +18,13 @@
 
 #include "common/error.h"
 #include "common/file.h"
+#include "lib/test_util.h"
 
 namespace fs = std::filesystem;
 using k3::AtomicFileWriter;
 using k3::ExitCode;
 using k3::OutputPolicy;
+using k3::test::code_of;
 
 namespace {
 
@@ -41,16 +43,6 @@ std::string slurp(const fs::path& p) {
 }
 
 void spit(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; }
-
-ExitCode code_of(const std::function<void()>& f, std::string* msg = nullptr) {
-  try {
-    f();
-  } catch (const k3::Error& e) {
-    if (msg) *msg = e.what();
-    return e.code();
-  }
-  return ExitCode::kOk;
-}
 
 bool only_entries(const fs::path& dir, std::initializer_list<std::string> names) {
   size_t n = 0;

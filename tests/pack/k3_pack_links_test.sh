@@ -61,6 +61,14 @@ contains "injected full disk: message" "No space left on device" "$(cat "$work/e
 check "injected full disk: trunk.json unchanged" "$(cat "$work/good.json")" "$(cat "$T/trunk.json")"
 no_temporaries "after injected full disk"
 trunk_usable "after injected full disk"
+# The same with --compress, failing among the compressed blocks (past the raw embedding).
+past_embedding=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["sections"]; print(s[0]["length"] + 8192)' "$T/trunk.json")
+K3_PACK_FAIL_AFTER=$past_embedding "$PACK" --compress "$TINY" "$T" > "$work/out" 2> "$work/err"
+check "injected full disk (--compress): exit" 5 $?
+contains "injected full disk (--compress): message" "No space left on device" "$(cat "$work/err")"
+check "injected full disk (--compress): trunk.json unchanged" "$(cat "$work/good.json")" "$(cat "$T/trunk.json")"
+no_temporaries "after injected full disk (--compress)"
+trunk_usable "after injected full disk (--compress)"
 
 # The same with a real file size limit (EFBIG instead of SIGXFSZ).
 (trap '' XFSZ; ulimit -f 256; "$PACK" "$TINY" "$T") > "$work/out" 2> "$work/err"

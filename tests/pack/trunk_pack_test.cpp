@@ -18,9 +18,13 @@
 #include "io/aligned_buffer.h"
 #include "pack/trunk_packer.h"
 #include "synth/synth_checkpoint.h"
+#include "lib/test_util.h"
 
 namespace fs = std::filesystem;
 using namespace k3;
+
+using k3::test::code_of;
+using k3::test::flip_byte;
 
 namespace {
 const std::string kTiny = std::string(K3_TEST_DATA) + "/k3-tiny";
@@ -49,25 +53,6 @@ fs::path copy_tiny(const fs::path& dst) {
   return dst;
 }
 
-void flip_byte(const fs::path& p, uint64_t off) {
-  std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekg(off);
-  char c;
-  f.read(&c, 1);
-  c ^= 0x5a;
-  f.seekp(off);
-  f.write(&c, 1);
-}
-
-ExitCode code_of(const std::function<void()>& f, std::string* msg = nullptr) {
-  try {
-    f();
-  } catch (const Error& e) {
-    if (msg) *msg = e.what();
-    return e.code();
-  }
-  return ExitCode::kOk;
-}
 }  // namespace
 
 TEST(TrunkPack, PacksEveryTrunkTensorByteExact) {

@@ -300,3 +300,59 @@ TEST(SynthCheckpoint, HeadersOnlyWritesNoTensorData) {
     for (uint8_t v : tensor_bytes(c, n)) ASSERT_EQ(v, 0) << n;
   fs::remove_all(d);
 }
+
+// --weights normal: same per-tensor standard deviation as uniform, but the
+// Gaussian's tails (kurtosis 3, ~4.6% beyond two deviations; the uniform has
+// kurtosis 1.8 and nothing beyond sqrt(3)); the default stays uniform.
+TEST(SynthCheckpoint, NormalWeightsAreGaussianWithTheSameStd) {
+  fs::path u = tmpdir("uniform"), n = tmpdir("normal"), n2 = tmpdir("normal2");
+  SynthOptions opt;
+  opt.seed = 5;
+  write_synthetic_checkpoint(u.string(), tiny(), opt);
+  opt.weights = SynthWeights::kNormal;
+  write_synthetic_checkpoint(n.string(), tiny(), opt);
+  write_synthetic_checkpoint(n2.string(), tiny(), opt);
+  Checkpoint cu = Checkpoint::open(u.string()), cn = Checkpoint::open(n.string()), cn2 = Checkpoint::open(n2.string());
+  struct Moments {
+    double var = 0, kurt = 0, beyond2 = 0;
+  };
+  auto moments = [](const std::vector<uint8_t>& b) {
+    const size_t count = b.size() / 2;
+    double s2 = 0, s4 = 0, big = 0;
+    std::vector<double> v(count);
+    for (size_t i = 0; i < count; ++i) {
+      uint32_t bits = (uint32_t)(b[2 * i] | b[2 * i + 1] << 8) << 16;
+      float f;
+      std::memcpy(&f, &bits, 4);
+      v[i] = f;
+      s2 += v[i] * v[i];
+    }
+    Moments m;
+    m.var = s2 / count;
+    for (double x : v) {
+      s4 += x * x * x * x;
+      big += std::fabs(x) > 2 * std::sqrt(m.var);
+    }
+    m.kurt = s4 / count / (m.var * m.var);
+    m.beyond2 = big / count;
+    return m;
+  };
+  int checked = 0;
+  for (const auto& [name, loc] : cn.tensors()) {
+    EXPECT_TRUE(tensor_bytes(cn, name) == tensor_bytes(cn2, name)) << name;
+    if (loc.info->dtype != DType::kBF16 || loc.info->nbytes < (16u << 10) ||
+        name.find("experts.") != std::string::npos || name.find("res_proj") != std::string::npos)
+      continue;
+    const Moments mu = moments(tensor_bytes(cu, name)), mn = moments(tensor_bytes(cn, name));
+    EXPECT_NEAR(mn.var / mu.var, 1.0, 0.05) << name;
+    EXPECT_NEAR(mn.kurt, 3.0, 0.3) << name;
+    EXPECT_NEAR(mu.kurt, 1.8, 0.1) << name;
+    EXPECT_NEAR(mn.beyond2, 0.0455, 0.01) << name;
+    EXPECT_EQ(mu.beyond2, 0.0) << name;
+    ++checked;
+  }
+  EXPECT_GE(checked, 5);
+  fs::remove_all(u);
+  fs::remove_all(n);
+  fs::remove_all(n2);
+}

@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
       "k3-synth: write a synthetic checkpoint in the exact layout of Kimi-K3 (wrapper config, "
       "language_model. names, shards + vision shard, index, MXFP4 experts), deterministic from --seed.\n"
       "Geometry comes from --preset, then any size flag overrides it."};
-  std::string out_dir, preset = "tiny-like", tokenizer_from;
+  std::string out_dir, preset = "tiny-like", tokenizer_from, weights = "uniform";
   uint64_t seed = 1;
   bool sparse = false, headers_only = false, dry_run = false;
   SynthGeometry g;
@@ -31,6 +31,11 @@ int main(int argc, char** argv) {
   app.add_flag("--headers-only", headers_only,
                "every tensor a hole: config, tokenizer, index and shard headers only (enough for memory plans "
                "and index loading at full scale; seconds to write)");
+  app.add_option("--weights", weights,
+                 "uniform | normal: noise of the projections and norms around their center with the per-tensor "
+                 "standard deviation (normal: Gaussian, like trained weights, for compression measurements)")
+      ->check(CLI::IsMember({"uniform", "normal"}))
+      ->capture_default_str();
   app.add_option("--tokenizer-from", tokenizer_from, "copy tiktoken.model and tokenizer_config.json from this dir");
   app.add_flag("--dry-run", dry_run, "print the sizes and write nothing");
   app.add_option("--vocab", vocab, "vocab_size (ordinary tokens + 256 specials)");
@@ -101,6 +106,7 @@ int main(int argc, char** argv) {
     if (dry_run) return 0;
     SynthOptions opt;
     opt.seed = seed;
+    opt.weights = weights == "normal" ? SynthWeights::kNormal : SynthWeights::kUniform;
     opt.sparse = sparse;
     opt.headers_only = headers_only;
     opt.tokenizer_from = tokenizer_from;
