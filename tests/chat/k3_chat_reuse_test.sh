@@ -6,10 +6,6 @@
 # prompt row), resident and streaming from a packed trunk with nothing pinned,
 # and with --no-reuse (the whole prompt every turn).
 set -uo pipefail
-BIN=${K3_BIN_DIR:?}
-TINY=${K3_TEST_DATA:?}/k3-tiny
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 
 "$BIN/k3-pack" "$TINY" "$work/trunk" 2> "$work/pack.err" || { cat "$work/pack.err"; exit 1; }

@@ -4,10 +4,6 @@
 # Ctrl-C (SIGINT) during a reply, and refusals (a bad command argument, a
 # history line that is not a message).
 set -uo pipefail
-BIN=${K3_BIN_DIR:?}
-TINY=${K3_TEST_DATA:?}/k3-tiny
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 CHAT="$BIN/k3-chat"
 lines() { wc -l < "$1"; }

@@ -7,9 +7,6 @@
 # some kept, some rolled back, so the identity covers both paths. Also: the
 # --help text, --no-spec with --spec refused, and the stats line.
 set -uo pipefail
-BIN=${K3_BIN_DIR:?}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 
 M="$work/model"

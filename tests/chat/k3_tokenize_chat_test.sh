@@ -4,12 +4,8 @@
 # with exit 4 naming the field, and a reply shown by channel, hidden
 # reasoning, --json, and a malformed reply.
 set -uo pipefail
-BIN=${K3_BIN_DIR:?}
-TINY=${K3_TEST_DATA:?}/k3-tiny
-CHAT=${K3_TEST_DATA:?}/chat
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
+CHAT=${K3_TEST_DATA:?}/chat
 TOK="$BIN/k3-tokenize"
 DETOK="$BIN/k3-detok"
 

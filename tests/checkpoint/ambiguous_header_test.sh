@@ -5,9 +5,6 @@
 # k3-doctor with its checkpoint check failing, and k3-fetch-verify verify
 # reporting the file (exit 8, its "verification found a problem").
 set -u
-BIN=${K3_BIN_DIR:?}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 
 # damage.py KIND DIR: rewrites one shard header (or the index) of DIR.

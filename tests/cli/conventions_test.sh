@@ -5,10 +5,6 @@
 # names that say what they are, the benchmarks' --help is a normal --help, and
 # a tokenizer of another model is refused next to the model.
 set -uo pipefail
-BIN=${K3_BIN_DIR:?}
-TINY=${K3_TEST_DATA:?}/k3-tiny
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 text='The capital of France is'
 

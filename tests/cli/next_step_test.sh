@@ -4,10 +4,6 @@
 # machine (checked: k3-forward --plan accepts it). k3-doctor mentions GPU
 # serving when the machine has a GPU.
 set -uo pipefail
-BIN=${K3_BIN_DIR:?}
-TINY=${K3_TEST_DATA:?}/k3-tiny
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 
 mkdir -p "$work/models"

@@ -4,10 +4,6 @@
 # run figures --stats-json gains: version, threads, the preset and budgets
 # (with auto resolved), generated tokens and wall times.
 set -uo pipefail
-BIN=${K3_BIN_DIR:?}
-TINY=${K3_TEST_DATA:?}/k3-tiny
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 "$BIN/k3-pack" "$TINY" "$work/trunk" 2> /dev/null || { echo "FAIL pack"; exit 1; }
 ids="$TINY/prompt_ids.txt"

@@ -4,12 +4,9 @@
 # exits 5, a missing --probe-file or --root (or $K3_DOCTOR_ROOT) is named,
 # and a recorded meminfo that is a link to /dev/zero is refused at once.
 set -uo pipefail
-BIN=${K3_BIN_DIR:?}
+source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 DATA=${K3_TEST_DATA:?}
 DOC="$BIN/k3-doctor"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 TOOL=k3-doctor
 
 # 1. memory.max of 0: the usable check fails, no preset is recommended.

@@ -4,10 +4,6 @@
 # k3-forward prints bytes equals the forecast RSS column of
 # `k3-forward MODEL --list-presets`, parsed from both tools' output.
 set -uo pipefail
-BIN=${K3_BIN_DIR:?}
-TINY=${K3_TEST_DATA:?}/k3-tiny
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 
 "$BIN/k3-forward" "$TINY" --list-presets >"$work/list.txt" 2>"$work/list.err"

@@ -1,8 +1,15 @@
-# Assertions shared by the shell tests that drive the real tools.
-# Source it after setting `work` (a scratch directory); each assertion
-# counts a pass or prints one FAIL line, and `finish NAME` reports the counts
-# and exits non-zero when anything failed.
+# What the shell tests that drive the real tools share. Sourcing it sets
+# BIN (the built tools), TINY (the bundled tiny model) and `work` (a scratch
+# directory removed on exit, unless the test set `work` itself). Each
+# assertion counts a pass or prints one FAIL line, and `finish NAME` reports
+# the counts and exits non-zero when anything failed.
 # shellcheck shell=bash
+BIN=${K3_BIN_DIR:?}
+TINY=${K3_TEST_DATA:?}/k3-tiny
+if [ -z "${work:-}" ]; then
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+fi
 fails=0
 passes=0
 

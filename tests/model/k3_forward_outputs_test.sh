@@ -4,12 +4,8 @@
 # and stays what it is; a symbolic link, a directory or a missing directory
 # is refused before any weight is read, and a link's target stays untouched.
 set -uo pipefail
-BIN=${K3_BIN_DIR:?}
-TINY=${K3_TEST_DATA:?}/k3-tiny
-FWD="$BIN/k3-forward"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
+FWD="$BIN/k3-forward"
 TOOL=k3-forward
 IDS="$TINY/prompt_ids.txt"
 echo "keep me" > "$work/victim"

@@ -3,12 +3,8 @@
 # (incremental and --recompute), the --logits file against the golden logits,
 # teacher forcing, and every bad-input path's exit code and one-line message.
 set -uo pipefail
-BIN=${K3_BIN_DIR:?}
-TINY=${K3_TEST_DATA:?}/k3-tiny
-FWD="$BIN/k3-forward"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
+FWD="$BIN/k3-forward"
 TOOL=k3-forward
 
 golden() {  # golden PYTHON-EXPRESSION over g = golden.json

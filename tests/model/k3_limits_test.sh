@@ -4,10 +4,6 @@
 # contexts and budgets are refused promptly (every command runs under a
 # timeout) with one line naming the thing and the documented exit code.
 set -uo pipefail
-BIN=${K3_BIN_DIR:?}
-TINY=${K3_TEST_DATA:?}/k3-tiny
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 T=20  # seconds: every refusal here takes well under one
 IDS="$TINY/prompt_ids.txt"

@@ -5,9 +5,6 @@
 # 1 and 2 threads; k3-pack refuses to pack it
 # naming the tensor; k3-pack --check reports a NaN that reached trunk.bin.
 set -u
-BIN=${K3_BIN_DIR:?}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 prompt=$(cat "$K3_TEST_DATA/k3-tiny/prompt_ids.txt")
 

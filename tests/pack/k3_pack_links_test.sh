@@ -5,10 +5,6 @@
 # (injected full disk, file size limit) leave the old trunk passing --check
 # and usable by k3-forward.
 set -uo pipefail
-BIN=${K3_BIN_DIR:?}
-TINY=${K3_TEST_DATA:?}/k3-tiny
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 TOOL=k3-pack
 PACK="$BIN/k3-pack"

@@ -8,9 +8,6 @@
 # k3-pack --refresh records it (exit 0) so k3-forward runs again with the
 # golden output.
 set -u
-BIN=${K3_BIN_DIR:?}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 
 m=$work/m t=$work/t

@@ -7,9 +7,6 @@
 # same, and k3-doctor draws them as a chart. Without --list-presets,
 # MODEL_DIR is required.
 set -uo pipefail
-BIN=${K3_BIN_DIR:?}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 export K3_AVAILABLE_MEMORY=30000000000
 

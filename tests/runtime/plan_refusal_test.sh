@@ -5,10 +5,6 @@
 # --trunk (with the preset that then fits) without one, and the floor's
 # needs when nothing fits. Memory is injected with K3_AVAILABLE_MEMORY.
 set -uo pipefail
-BIN=${K3_BIN_DIR:?}
-TINY=${K3_TEST_DATA:?}/k3-tiny
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 "$BIN/k3-pack" "$TINY" "$work/trunk" 2> /dev/null || { echo "FAIL pack"; exit 1; }
 

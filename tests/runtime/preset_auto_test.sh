@@ -5,9 +5,6 @@
 # --list-presets marks as fitting, k3-doctor recommends the same one, and
 # the refusal without --trunk names it too. Below the floor, auto refuses.
 set -uo pipefail
-BIN=${K3_BIN_DIR:?}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 
 "$BIN/k3-synth" "$work/k3" --preset k3 --headers-only > "$work/synth.log" 2>&1

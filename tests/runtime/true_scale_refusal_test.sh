@@ -7,9 +7,6 @@
 # flags with 100,000 positions give exactly 5.53 GB of latent cache; the
 # min preset forecasts at most 4.0 GB (--list-presets).
 set -uo pipefail
-BIN=${K3_BIN_DIR:?}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 
 "$BIN/k3-synth" "$work/k3" --preset k3 --headers-only > "$work/synth.log" 2>&1

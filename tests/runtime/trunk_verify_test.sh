@@ -7,9 +7,6 @@
 # default), or (embedding, head) read piecemeal; the
 # intact trunk gives the same ids at the same budgets.
 set -u
-BIN=${K3_BIN_DIR:?}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 m=$K3_TEST_DATA/k3-tiny
 prompt=$(cat "$m/prompt_ids.txt")

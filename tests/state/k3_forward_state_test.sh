@@ -6,13 +6,9 @@
 # sampled ids follow the documented algorithm (re-derived in Python from the
 # logits); stop ids; and every refusal path leaves existing files untouched.
 set -uo pipefail
-BIN=${K3_BIN_DIR:?}
-TINY=${K3_TEST_DATA:?}/k3-tiny
+source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 SRC=${K3_SOURCE_DIR:?}
 FWD="$BIN/k3-forward"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 
 fwd() { "$FWD" "$TINY" "$@" 2>> "$work/stderr"; }
 # logits_data FILE: the raw F32 bytes of tensor 'logits' (rows x vocab), as hex.

@@ -3,13 +3,9 @@
 # codes and error messages, and k3-detok's streaming (text appears while its
 # stdin is still open; a split UTF-8 character waits for its last byte).
 set -uo pipefail
-BIN=${K3_BIN_DIR:?}
-TINY=${K3_TEST_DATA:?}/k3-tiny
+source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 TOK="$BIN/k3-tokenize"
 DET="$BIN/k3-detok"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 
 
 # --- k3-tokenize ---------------------------------------------------------
