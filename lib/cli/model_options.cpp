@@ -1,6 +1,7 @@
 #include "cli/model_options.h"
 
 #include "cli/flag_checks.h"
+#include "cli/load_progress.h"
 #include "cli/preset_table.h"
 
 #include <sys/resource.h>
@@ -109,8 +110,9 @@ LoadedModel::LoadedModel(const ModelConfig& config, const Checkpoint& checkpoint
     cache_budget_ = prepared.plan_request.cache_budget;
     plan_batch = prepared.plan.batch;
     max_drafts_ = prepared.plan_request.state_snapshots;
-    streaming_ = std::make_unique<StreamingWeights>(config, checkpoint, o.stream.trunk_dir,
-                                                    std::move(prepared.layout), prepared.plan, o.stream.io_threads);
+    LoadProgress progress(tool);
+    streaming_ = std::make_unique<StreamingWeights>(config, checkpoint, o.stream.trunk_dir, std::move(prepared.layout),
+                                                    prepared.plan, o.stream.io_threads, progress.callback());
   } else {
     std::fprintf(stderr,
                  "%s: no --trunk or budget: the whole model (trunk and every routed expert) is loaded "

@@ -3,12 +3,22 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 namespace k3 {
 
 ProgressMeter::ProgressMeter(std::string label, uint64_t total_bytes)
-    : label_(std::move(label)), total_(total_bytes), tty_(::isatty(2) == 1) {
+    : label_(std::move(label)), total_(total_bytes), tty_(progress_on_terminal()) {
   start_ = last_ = std::chrono::steady_clock::now();
+}
+
+bool progress_on_terminal() {
+  if (const char* v = std::getenv("K3_PROGRESS")) {
+    if (std::strcmp(v, "tty") == 0) return true;
+    if (std::strcmp(v, "plain") == 0) return false;
+  }
+  return ::isatty(2) == 1;
 }
 
 std::string format_bytes(uint64_t b) {
@@ -29,6 +39,7 @@ void ProgressMeter::update(uint64_t done) {
   const auto gap = tty_ ? std::chrono::milliseconds(200) : std::chrono::milliseconds(5000);
   if (now - last_ < gap) return;
   last_ = now;
+  printed_ = true;
   print(done, false);
 }
 
@@ -42,7 +53,7 @@ void ProgressMeter::print(uint64_t done, bool final) {
   const double pct = total_ ? 100.0 * done / total_ : 100.0;
   std::fprintf(stderr, "%s%s: %s / %s (%.1f%%), %s/s%s%s%s", tty_ ? "\r" : "", label_.c_str(),
                format_bytes(done).c_str(), format_bytes(total_).c_str(), pct, format_bytes((uint64_t)rate).c_str(),
-               eta, final ? ", done" : "", tty_ && !final ? "\x1b[K" : "\n");
+               eta, final ? ", done" : "", !tty_ ? "\n" : final ? "\x1b[K\n" : "\x1b[K");
   std::fflush(stderr);
 }
 

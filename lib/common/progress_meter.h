@@ -16,14 +16,23 @@ class ProgressMeter {
   void update(uint64_t done);
   // Final line (always printed).
   void finish(uint64_t done);
+  bool on_terminal() const { return tty_; }
+  // Whether update() has printed a line yet.
+  bool printed() const { return printed_; }
 
  private:
   void print(uint64_t done, bool final);
   std::string label_;
   uint64_t total_;
   bool tty_;
+  bool printed_ = false;
   std::chrono::steady_clock::time_point start_, last_;
 };
+
+// Whether progress goes to stderr as a terminal line rewritten in place:
+// K3_PROGRESS=tty or =plain forces one style (tests, `script` sessions),
+// otherwise it is whether fd 2 is a terminal.
+bool progress_on_terminal();
 
 // "1.23 GB" (GB = 1e9 bytes, as the presets count).
 std::string format_bytes(uint64_t bytes);

@@ -44,7 +44,7 @@ class StreamingWeights : public WeightSource {
   // memory plan for it. Throws k3::Error (kBadModel for a trunk whose pinned
   // section hash differs, kIo for read failures).
   StreamingWeights(const ModelConfig& config, const Checkpoint& checkpoint, const std::string& trunk_dir,
-                   TrunkLayout layout, const MemoryPlan& plan, int io_threads);
+                   TrunkLayout layout, const MemoryPlan& plan, int io_threads, const ProgressCallback& progress = {});
   ~StreamingWeights() override;
 
   void embed(const int32_t* ids, size_t n, float* out) override;

@@ -76,7 +76,7 @@ struct TrunkStream::StreamBuffer {
 
 TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint, const DirectFile* trunk_file,
                          const std::vector<std::unique_ptr<DirectFile>>& shard_files, TrunkLayout layout,
-                         const MemoryPlan& plan, ReadEngine& io)
+                         const MemoryPlan& plan, ReadEngine& io, const ProgressCallback& progress)
     : config_(config), layout_(std::move(layout)), trunk_file_(trunk_file), io_(io) {
   layer_section_.assign(config_.num_hidden_layers, -1);
   for (size_t s = 0; s < layout_.sections.size(); ++s) {
@@ -101,7 +101,14 @@ TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint
     if (plan.stream_buffer_size) largest_stored = std::min(largest_stored, plan.stream_buffer_size);
     reader_ = std::make_unique<TrunkBlockReader>(io_, *trunk_file_, TrunkBlockReader::piece_bytes_for(largest_stored));
   }
-  for (int s : plan.pinned) pin_section(s, checkpoint, shard_files);
+  uint64_t pin_total = 0, pinned = 0;
+  for (int s : plan.pinned) pin_total += layout_.sections[s].length;
+  if (progress && pin_total) progress("pinning trunk", 0, pin_total);
+  for (int s : plan.pinned) {
+    pin_section(s, checkpoint, shard_files);
+    pinned += layout_.sections[s].length;
+    if (progress) progress("pinning trunk", pinned, pin_total);
+  }
   // Streamed units in use order: layer sections, then the head's lm_head
   // row blocks (its small tensors are read here once and kept).
   section_unit_.assign(sections_.size(), -1);
@@ -150,13 +157,22 @@ TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint
   for (int s : plan.streamed)
     if (s != head_section_ && (section_unit_[s] < 0 || units_[section_unit_[s]].kind != UnitKind::kSection))
       piecemeal.push_back(s);  // a layer in row blocks: its held part is a unit, the section never is whole
-  if (trunk_file_)
-    for (int s : piecemeal) {
-      Section& sec = *sections_[s];
-      if (sec.pinned || sec.verified || sec.ts->compressed) continue;
-      stats_.load_bytes += verify_section_by_reading(io_, *trunk_file_, *sec.ts, trunk_file_->path());
-      sec.verified = true;
-    }
+  if (!trunk_file_) return;
+  std::vector<Section*> to_check;
+  uint64_t check_total = 0, checked = 0;
+  for (int s : piecemeal) {
+    Section& sec = *sections_[s];
+    if (sec.pinned || sec.verified || sec.ts->compressed) continue;
+    to_check.push_back(&sec);
+    check_total += sec.ts->length;
+  }
+  if (progress && check_total) progress("checking trunk", 0, check_total);
+  for (Section* sec : to_check) {
+    stats_.load_bytes += verify_section_by_reading(io_, *trunk_file_, *sec->ts, trunk_file_->path());
+    sec->verified = true;
+    checked += sec->ts->length;
+    if (progress) progress("checking trunk", checked, check_total);
+  }
 }
 
 // A pinned section: read once, verified, bound.

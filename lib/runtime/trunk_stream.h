@@ -25,6 +25,7 @@
 #include "io/aligned_buffer.h"
 #include "io/direct_file.h"
 #include "io/read_engine.h"
+#include "common/progress_callback.h"
 #include "model/config.h"
 #include "model/weight_source.h"
 #include "checkpoint/trunk_layout.h"
@@ -50,9 +51,11 @@ class TrunkStream {
   // (or plan_trunk's for the shards) and `plan` the approved memory plan for
   // it. The files and `io` must outlive this object. Throws k3::Error
   // (kBadModel for a section whose hash differs, kIo for read failures).
+  // `progress` hears of the start-up reads ("pinning trunk", then "checking
+  // trunk" for the hash pass over sections read piecemeal), section by section.
   TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint, const DirectFile* trunk_file,
               const std::vector<std::unique_ptr<DirectFile>>& shard_files, TrunkLayout layout, const MemoryPlan& plan,
-              ReadEngine& io);
+              ReadEngine& io, const ProgressCallback& progress = {});
   ~TrunkStream();  // waits for reads still filling a buffer
   TrunkStream(const TrunkStream&) = delete;
   TrunkStream& operator=(const TrunkStream&) = delete;

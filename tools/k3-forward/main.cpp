@@ -9,7 +9,6 @@
 // conversation (lib/state/continuation.h).
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <functional>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -19,10 +18,9 @@
 #include "cli/batch_run.h"
 #include "cli/interrupt.h"
 #include "cli/model_options.h"
-#include "cli/prefill_progress.h"
+#include "cli/prompt_and_generate.h"
 #include "cli/sampling_options.h"
 #include "cli/speculation_options.h"
-#include "cli/stdout_writer.h"
 #include "cli/token_id_reader.h"
 #include "cli/cli_parse.h"
 #include "cli/flag_checks.h"
@@ -135,14 +133,7 @@ int run(int argc, char** argv) {
     session.restore(std::move(*saved));
   else
     session.reset();
-  k3::PrefillProgress progress(kTool);
-  std::vector<float> rows;
-  session.feed(prompt, teacher_forcing ? &rows : nullptr, std::ref(progress));
-  model.prefill_done();
-  progress.finish();
-  if (teacher_forcing)
-    for (size_t t = 0; t < fed; ++t) k3::write_token_id_line(k3::greedy_token(rows.data() + t * config.vocab_size, config.vocab_size));
-  const k3::GenerationEnd end = session.generate(gen, k3::write_token_id_line, k3::interrupted);
+  const k3::GenerationEnd end = k3::run_prompt_and_generate(session, model, prompt, fed, teacher_forcing, gen);
   const k3::GenerationCounters& c = session.counters();
   model.report(c, fed);
 

@@ -1,0 +1,20 @@
+#include "cli/load_progress.h"
+
+namespace k3 {
+
+void LoadProgress::operator()(const char* what, uint64_t done, uint64_t total) {
+  if (!meter_ || what_ != what) {
+    what_ = what;
+    meter_.emplace(tool_ + ": " + what_, total);
+    start_ = std::chrono::steady_clock::now();
+  }
+  if (done < total) {
+    meter_->update(done);
+    return;
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  if (meter_->on_terminal() || meter_->printed() || seconds >= kQuietSeconds) meter_->finish(done);
+  meter_.reset();
+}
+
+}  // namespace k3
