@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/error.h"
+
 namespace k3 {
 
 BlockRange blocks_covering(const TrunkSection& s, uint64_t begin, uint64_t end) {
@@ -11,6 +13,29 @@ BlockRange blocks_covering(const TrunkSection& s, uint64_t begin, uint64_t end) 
                                           [&](const TrunkBlock& b) { return b.offset + b.size <= begin; });
   auto at_end = std::partition_point(after_begin, s.blocks.end(), [&](const TrunkBlock& b) { return b.offset < end; });
   return BlockRange{static_cast<size_t>(after_begin - s.blocks.begin()), static_cast<size_t>(at_end - s.blocks.begin())};
+}
+
+BlockRange tensor_blocks(const TrunkSection& s, const TrunkTensor& t) {
+  const BlockRange r = blocks_covering(s, t.offset, t.offset + t.nbytes);
+  if (r.first == r.last || s.blocks[r.first].offset != t.offset)
+    throw Error(ExitCode::kBadModel, "trunk section " + s.name + " has no blocks starting at '" + t.name +
+                                         "' (re-run k3-pack --compress)");
+  return r;
+}
+
+DecodedRows decoded_rows(const TrunkSection& s, uint64_t begin, uint64_t end) {
+  DecodedRows d;
+  d.blocks = blocks_covering(s, begin, end);
+  if (d.blocks.first == d.blocks.last) {
+    d.base = begin;
+    return d;
+  }
+  const TrunkBlock& first = s.blocks[d.blocks.first];
+  const TrunkBlock& last = s.blocks[d.blocks.last - 1];
+  d.base = first.offset;
+  d.skip = begin - first.offset;
+  d.bytes = last.offset + last.size - first.offset;
+  return d;
 }
 
 StoredSpan stored_span(const TrunkSection& s, BlockRange r) {

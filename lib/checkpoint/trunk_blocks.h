@@ -19,6 +19,20 @@ struct BlockRange {
 // The blocks whose decoded bytes overlap [begin, end) (absolute decoded offsets).
 BlockRange blocks_covering(const TrunkSection& s, uint64_t begin, uint64_t end);
 
+// The blocks holding tensor `t` whole; k3-pack cuts each tensor into blocks
+// of its own, so they start at its first byte. Throws k3::Error (kBadModel)
+// when they do not.
+BlockRange tensor_blocks(const TrunkSection& s, const TrunkTensor& t);
+
+// Decoded bytes [begin, end) of a section (rows of a matrix): the blocks
+// covering them, decoded from `base`; the rows start `skip` bytes in, and
+// `bytes` are decoded in all (at most one block more at each end).
+struct DecodedRows {
+  BlockRange blocks;
+  uint64_t base = 0, skip = 0, bytes = 0;
+};
+DecodedRows decoded_rows(const TrunkSection& s, uint64_t begin, uint64_t end);
+
 // Where the stored bytes of `r` lie in trunk.bin: [offset, offset + length).
 struct StoredSpan {
   uint64_t offset = 0, length = 0;

@@ -278,33 +278,6 @@ void TrunkStream::plan_row_blocks(int s, const MemoryPlan& plan) {
   }
 }
 
-// The codec blocks of a compressed section holding tensor `t` whole; they
-// start at its first byte (k3-pack cuts each tensor into blocks).
-BlockRange TrunkStream::tensor_blocks(const TrunkSection& ts, const TrunkTensor& t) {
-  const BlockRange r = blocks_covering(ts, t.offset, t.offset + t.nbytes);
-  if (r.first == r.last || ts.blocks[r.first].offset != t.offset)
-    throw Error(ExitCode::kBadModel, "trunk section " + ts.name + " has no blocks starting at '" + t.name +
-                                         "' (re-run k3-pack --compress)");
-  return r;
-}
-
-// Rows [begin, end) (decoded offsets) of a compressed section: the codec
-// blocks covering them, decoded from the first block's start.
-TrunkStream::DecodedRows TrunkStream::decoded_rows(const TrunkSection& ts, uint64_t begin, uint64_t end) {
-  DecodedRows d;
-  d.blocks = blocks_covering(ts, begin, end);
-  if (d.blocks.first == d.blocks.last) {
-    d.base = begin;
-    return d;
-  }
-  const TrunkBlock& first = ts.blocks[d.blocks.first];
-  const TrunkBlock& last = ts.blocks[d.blocks.last - 1];
-  d.base = first.offset;
-  d.skip = begin - first.offset;
-  d.bytes = last.offset + last.size - first.offset;
-  return d;
-}
-
 uint64_t TrunkStream::unit_buffer_bytes(const Unit& un) const {
   const Section& sec = *sections_[un.section];
   if (sec.ts->compressed && (un.kind == UnitKind::kMatrixRows || un.kind == UnitKind::kHeadRows)) {

@@ -108,14 +108,6 @@ class TrunkStream {
     uint64_t begin = 0, end = 0;
   };
   RowSpan unit_rows(const Unit& un) const;
-  // A compressed section's codec blocks covering a row span: decoded from
-  // `base`, the rows start `skip` bytes in, `bytes` decoded in all.
-  struct DecodedRows {
-    BlockRange blocks;
-    uint64_t base = 0, skip = 0, bytes = 0;
-  };
-  static DecodedRows decoded_rows(const TrunkSection& ts, uint64_t begin, uint64_t end);
-  static BlockRange tensor_blocks(const TrunkSection& ts, const TrunkTensor& t);
 
   ModelConfig config_;
   TrunkLayout layout_;

@@ -34,7 +34,9 @@ void expect_largest_fitting(const PresetChoice& c, uint64_t available, const std
   EXPECT_TRUE(plan_fits(plan_preset(*c.preset, k3_model()), available)) << what;
   bool after = false;
   for (const Preset& p : presets()) {
-    if (after) EXPECT_FALSE(plan_fits(plan_preset(p, k3_model()), available)) << what << ": " << p.name << " fits too";
+    if (after) {
+      EXPECT_FALSE(plan_fits(plan_preset(p, k3_model()), available)) << what << ": " << p.name << " fits too";
+    }
     if (&p == c.preset) after = true;
   }
   EXPECT_EQ(c.plan.peak_rss, plan_preset(*c.preset, k3_model()).peak_rss) << what;
