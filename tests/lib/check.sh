@@ -1,11 +1,11 @@
 # What the shell tests that drive the real tools share. Sourcing it sets
-# BIN (the built tools), TINY (the bundled tiny model) and `work` (a scratch
-# directory removed on exit, unless the test set `work` itself). Each
-# assertion counts a pass or prints one FAIL line, and `finish NAME` reports
-# the counts and exits non-zero when anything failed.
+# BIN (the directory of the built tools), TINY (the bundled tiny model) and
+# `work` (a scratch directory removed on exit), each unless the test set it
+# first. Each assertion counts a pass or prints one FAIL line, and
+# `finish NAME` reports the counts and exits non-zero when anything failed.
 # shellcheck shell=bash
-BIN=${K3_BIN_DIR:?}
-TINY=${K3_TEST_DATA:?}/k3-tiny
+BIN=${BIN:-${K3_BIN_DIR:?}}
+TINY=${TINY:-${K3_TEST_DATA:?}/k3-tiny}
 if [ -z "${work:-}" ]; then
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
