@@ -77,6 +77,7 @@ done
 # A tokenizer that is not the model's: refused by k3-forward --tok and
 # k3-tokenize --model; the model's own is accepted.
 check "k3-forward --tok (own tokenizer)" "$gen" "$("$BIN/k3-forward" "$TINY" --tok "$TINY" --gen 4 < "$work/ids.txt" 2> /dev/null)"
+check "k3-chat --tok (own tokenizer) exit" 0 "$(printf 'hi\n' | "$BIN/k3-chat" "$TINY" --tok "$TINY" --max-tokens 2 > /dev/null 2>&1; echo $?)"
 check "k3-tokenize --model (own model)" "$ids" "$(printf '%s' "$text" | "$BIN/k3-tokenize" --tok "$TINY" --model "$TINY")"
 mkdir -p "$work/small" "$work/swapped"
 # A smaller vocabulary that is a valid tokenizer of its own: 8000 ranks, the
@@ -90,6 +91,8 @@ json.dump(c, open(sys.argv[2], "w"))
 PY
 TOOL=k3-forward bad "--tok of another vocabulary" 3 "its vocabulary has 8256 ids (8000 ranks + 256 specials), the model's config says vocab_size 8448" \
   -- "$BIN/k3-forward" "$TINY" --tok "$work/small" --gen 1 --ids "$work/ids.txt"
+TOOL=k3-chat bad "k3-chat --tok of another vocabulary" 3 "its vocabulary has 8256 ids (8000 ranks + 256 specials), the model's config says vocab_size 8448" \
+  -- "$BIN/k3-chat" "$TINY" --tok "$work/small" < /dev/null
 TOOL=k3-tokenize bad "--model of another vocabulary" 3 "does not belong to the model in $TINY" \
   -- "$BIN/k3-tokenize" --tok "$work/small" --model "$TINY" --text hi
 cp "$TINY/tiktoken.model" "$work/swapped/"

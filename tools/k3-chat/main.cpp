@@ -29,6 +29,7 @@
 #include "common/error.h"
 #include "common/tool_main.h"
 #include "generate/generation_session.h"
+#include "model/tokenizer_match.h"
 
 namespace {
 
@@ -52,6 +53,10 @@ int run(int argc, char** argv) {
   std::string system, effort = "max", history_path;
   bool no_think = false, no_reasoning = false;
   k3::add_model_options(app, mo);
+  std::string tok_dir;
+  app.add_option("--tok", tok_dir,
+                 "Tokenizer directory (default: the model directory); refused when its vocabulary or special tokens "
+                 "disagree with the model's config");
   app.add_option("--system", system, "System message that starts a new conversation (and each /reset)");
   auto* eo = app.add_option("--thinking-effort", effort, "How much to think: low, high, max (default) or none")
                  ->check(CLI::IsMember({"low", "high", "max", "none"}));
@@ -82,7 +87,8 @@ int run(int argc, char** argv) {
   if (!lo.logits_path.empty()) k3::check_output_path(lo.logits_path, k3::OutputPolicy::kFileOrStream);
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
   if (auto status = k3::answer_plan_requests(config, mo, kTool)) return *status;
-  const k3::Tokenizer tok = k3::Tokenizer::load(mo.model_dir);
+  const k3::Tokenizer tok = k3::Tokenizer::load(tok_dir.empty() ? mo.model_dir : tok_dir);
+  if (!tok_dir.empty()) k3::check_tokenizer_matches(config, mo.model_dir, tok.vocab(), tok_dir);
   std::vector<k3::JsonValue> history;
   std::optional<k3::ChatHistoryFile> history_file;
   if (!history_path.empty()) {
