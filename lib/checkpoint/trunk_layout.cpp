@@ -56,13 +56,15 @@ bool place_trunk_blocks(TrunkSection& s, uint64_t block_bytes) {
     for (uint64_t done = 0; done < t.nbytes; done += block_bytes) {
       if (b == s.blocks.size()) return false;
       TrunkBlock& k = s.blocks[b++];
-      if (k.stored_size > s.stored_length) return false;
+      // Blocks fill the section's stored bytes in order; checked before the
+      // sum so that hostile sizes cannot wrap it.
+      if (k.stored_size > s.stored_offset + s.stored_length - stored) return false;
       k.offset = t.offset + done;
       k.size = std::min(block_bytes, t.nbytes - done);
       k.stored_offset = stored;
       stored += k.stored_size;
     }
-  return b == s.blocks.size() && stored <= s.stored_offset + s.stored_length;
+  return b == s.blocks.size();
 }
 
 namespace {
