@@ -1,5 +1,5 @@
 // Helpers shared by the GoogleTest executables: the exit code a call ends
-// with, and damaging a file in place.
+// with, damaging a file in place, and a fresh scratch directory.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +7,8 @@
 #include <fstream>
 #include <functional>
 #include <string>
+
+#include <unistd.h>
 
 #include "common/error.h"
 
@@ -33,6 +35,16 @@ inline void flip_byte(const std::filesystem::path& p, uint64_t off) {
   c ^= 0x5a;
   f.seekp(static_cast<std::streamoff>(off));
   f.write(&c, 1);
+}
+
+// An empty directory <tmp>/k3-<name>-<pid>, removed first if a failed run
+// left it behind.
+inline std::filesystem::path fresh_dir(const std::string& name) {
+  const std::filesystem::path p =
+      std::filesystem::temp_directory_path() / ("k3-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(p);
+  std::filesystem::create_directories(p);
+  return p;
 }
 
 }  // namespace k3::test

@@ -20,35 +20,19 @@
 #include "pack/trunk_packer.h"
 #include "synth/synth_checkpoint.h"
 #include "lib/test_util.h"
+#include "lib/tiny_manifest.h"
 
 namespace fs = std::filesystem;
 using namespace k3;
 
 using k3::test::code_of;
+using k3::test::manifest_of;
+using k3::test::tiny_manifest;
 using k3::test::flip_byte;
 
+using k3::test::fresh_dir;
 namespace {
 const std::string kTiny = std::string(K3_TEST_DATA) + "/k3-tiny";
-
-fs::path tmpdir(const std::string& tag) {
-  fs::path p = fs::temp_directory_path() / ("k3-compress-" + tag + "-" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
-
-std::vector<ExpectedTensor> manifest_of(const SynthGeometry& g) {
-  std::vector<ExpectedTensor> m;
-  for (const SynthTensor& s : synth_tensors(g))
-    if (!s.vision) m.push_back(s.t);
-  return m;
-}
-
-std::vector<ExpectedTensor> tiny_manifest() {
-  SynthGeometry g;
-  synth_preset("tiny-like", &g);
-  return manifest_of(g);
-}
 
 PackOptions compressed() {
   PackOptions o;
@@ -78,7 +62,7 @@ std::vector<uint8_t> tensor_bytes(const Checkpoint& c, const std::string& name) 
 }  // namespace
 
 TEST(TrunkCompress, DecodesByteExactWithTheUncompressedLayoutAndHashes) {
-  fs::path dir = tmpdir("exact");
+  fs::path dir = fresh_dir("compress-exact");
   Checkpoint c = Checkpoint::open(kTiny);
   TrunkLayout raw = pack_trunk(c, tiny_manifest(), (dir / "raw").string(), PackOptions{});
   TrunkLayout z = pack_trunk(c, tiny_manifest(), (dir / "z").string(), compressed());
@@ -127,7 +111,7 @@ TEST(TrunkCompress, DecodesByteExactWithTheUncompressedLayoutAndHashes) {
 }
 
 TEST(TrunkCompress, NormalWeightsLoseMoreThanAQuarter) {
-  fs::path dir = tmpdir("normal");
+  fs::path dir = fresh_dir("compress-normal");
   SynthGeometry g;
   synth_preset("tiny-like", &g);
   g.hidden_size = 256;  // matrices of several blocks
@@ -151,7 +135,7 @@ TEST(TrunkCompress, NormalWeightsLoseMoreThanAQuarter) {
 }
 
 TEST(TrunkCompress, DamagedBlockIsRefusedAndNamed) {
-  fs::path dir = tmpdir("damage");
+  fs::path dir = fresh_dir("compress-damage");
   Checkpoint c = Checkpoint::open(kTiny);
   TrunkLayout z = pack_trunk(c, tiny_manifest(), (dir / "z").string(), compressed());
   const TrunkSection* s3 = z.layer_section(3);
@@ -169,7 +153,7 @@ TEST(TrunkCompress, DamagedBlockIsRefusedAndNamed) {
 }
 
 TEST(TrunkCompress, RefusesUnknownVersionBadBlocksAnotherModelAndTruncation) {
-  fs::path dir = tmpdir("refuse");
+  fs::path dir = fresh_dir("compress-refuse");
   Checkpoint c = Checkpoint::open(kTiny);
   pack_trunk(c, tiny_manifest(), (dir / "z").string(), compressed());
   const std::string json = read_text_file((dir / "z" / "trunk.json").string());
@@ -210,7 +194,7 @@ TEST(TrunkCompress, RefusesUnknownVersionBadBlocksAnotherModelAndTruncation) {
 // where it decodes, and the trunk they describe still opens (version 2) or
 // is refused with advice (version 1, no shard identity).
 TEST(TrunkCompress, Versions1And2ReadAsRawSections) {
-  fs::path dir = tmpdir("older");
+  fs::path dir = fresh_dir("compress-older");
   Checkpoint c = Checkpoint::open(kTiny);
   TrunkLayout t = pack_trunk(c, tiny_manifest(), (dir / "raw").string(), PackOptions{});
   for (int v : {1, 2}) {
@@ -247,7 +231,7 @@ TEST(TrunkCompress, Versions1And2ReadAsRawSections) {
 // --compress too (the scan sees the bytes before encoding) and leaves the
 // old trunk in place.
 TEST(TrunkCompress, RefreshAndNonFiniteScanWorkWhenCompressing) {
-  fs::path dir = tmpdir("refresh");
+  fs::path dir = fresh_dir("compress-refresh");
   fs::copy(kTiny, dir / "model", fs::copy_options::recursive);
   const std::string model = (dir / "model").string(), trunk = (dir / "z").string();
   TrunkLayout packed;

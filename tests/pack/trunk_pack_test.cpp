@@ -19,33 +19,18 @@
 #include "pack/trunk_packer.h"
 #include "synth/synth_checkpoint.h"
 #include "lib/test_util.h"
+#include "lib/tiny_manifest.h"
 
 namespace fs = std::filesystem;
 using namespace k3;
 
 using k3::test::code_of;
+using k3::test::tiny_manifest;
 using k3::test::flip_byte;
 
+using k3::test::fresh_dir;
 namespace {
 const std::string kTiny = std::string(K3_TEST_DATA) + "/k3-tiny";
-
-fs::path tmpdir(const std::string& tag) {
-  fs::path p = fs::temp_directory_path() / ("k3-pack-" + tag + "-" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
-
-// The text model's tensor list for the tiny geometry (identical to the
-// fixture's, see synth_checkpoint_test).
-std::vector<ExpectedTensor> tiny_manifest() {
-  SynthGeometry g;
-  synth_preset("tiny-like", &g);
-  std::vector<ExpectedTensor> m;
-  for (const SynthTensor& s : synth_tensors(g))
-    if (!s.vision) m.push_back(s.t);
-  return m;
-}
 
 fs::path copy_tiny(const fs::path& dst) {
   fs::copy(kTiny, dst, fs::copy_options::recursive);
@@ -56,7 +41,7 @@ fs::path copy_tiny(const fs::path& dst) {
 }  // namespace
 
 TEST(TrunkPack, PacksEveryTrunkTensorByteExact) {
-  fs::path out = tmpdir("exact");
+  fs::path out = fresh_dir("pack-exact");
   Checkpoint c = Checkpoint::open(kTiny);
   auto manifest = tiny_manifest();
   TrunkLayout t = pack_trunk(c, manifest, out.string(), PackOptions{});
@@ -109,7 +94,7 @@ TEST(TrunkPack, PacksEveryTrunkTensorByteExact) {
 }
 
 TEST(TrunkPack, SparseAndDenseWritesAreByteIdentical) {
-  fs::path a = tmpdir("sparse"), b = tmpdir("dense");
+  fs::path a = fresh_dir("pack-sparse"), b = fresh_dir("pack-dense");
   Checkpoint c = Checkpoint::open(kTiny);
   PackOptions dense;
   dense.sparse = false;
@@ -122,7 +107,7 @@ TEST(TrunkPack, SparseAndDenseWritesAreByteIdentical) {
 }
 
 TEST(TrunkPack, CheckReportsTheLayerThatDiffers) {
-  fs::path model = copy_tiny(tmpdir("chk") / "model");
+  fs::path model = copy_tiny(fresh_dir("pack-chk") / "model");
   fs::path out = model.parent_path() / "trunk";
   Checkpoint c = Checkpoint::open(model.string());
   TrunkLayout t = pack_trunk(c, tiny_manifest(), out.string(), PackOptions{});
@@ -147,7 +132,7 @@ TEST(TrunkPack, CheckReportsTheLayerThatDiffers) {
 }
 
 TEST(TrunkPack, RefusesTrunkOfAnotherModelOrTruncated) {
-  fs::path dir = tmpdir("refuse");
+  fs::path dir = fresh_dir("pack-refuse");
   fs::path other = dir / "other";
   SynthGeometry g;
   synth_preset("tiny-like", &g);
@@ -172,7 +157,7 @@ TEST(TrunkPack, RefusesTrunkOfAnotherModelOrTruncated) {
 }
 
 TEST(TrunkPack, RefusesMissingOrMisshapenTensorBeforeWriting) {
-  fs::path out = tmpdir("shape");
+  fs::path out = fresh_dir("pack-shape");
   Checkpoint c = Checkpoint::open(kTiny);
   auto m = tiny_manifest();
   for (ExpectedTensor& e : m)
@@ -191,7 +176,7 @@ TEST(TrunkPack, RefusesMissingOrMisshapenTensorBeforeWriting) {
 }
 
 TEST(TrunkPack, GeneratedCheckpointWithLayersAcrossShards) {
-  fs::path dir = tmpdir("gen");
+  fs::path dir = fresh_dir("pack-gen");
   SynthGeometry g;
   synth_preset("tiny-like", &g);
   g.num_shards = 9;  // more shards than a layer's span: layers straddle shard boundaries
@@ -238,7 +223,7 @@ FileExtent extent_of(const fs::path& p) {
 // unallocated (SEEK_HOLE finds one, st_blocks is far below the size), and
 // without them every block is written.
 TEST(TrunkPack, ZeroBlocksBecomeHolesAndBytesMatchDense) {
-  fs::path dir = tmpdir("holes");
+  fs::path dir = fresh_dir("pack-holes");
   SynthGeometry g;
   synth_preset("tiny-like", &g);
   g.hidden_size = 512;  // projections of 64K+ elements: holes in the sparse checkpoint

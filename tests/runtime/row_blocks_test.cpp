@@ -28,20 +28,15 @@
 #include "runtime/streaming_weights.h"
 #include "synth/synth_checkpoint.h"
 #include "synth/synth_geometry.h"
+#include "lib/test_util.h"
 
 namespace fs = std::filesystem;
 using namespace k3;
 
+using k3::test::fresh_dir;
 namespace {
 
 const std::string kTiny = std::string(K3_TEST_DATA) + "/k3-tiny";
-
-fs::path temp_dir(const std::string& tag) {
-  fs::path p = fs::temp_directory_path() / ("k3-rows-" + tag + "-" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
 
 // Logits of a prefill over `prompt` in batches of `batch` (every row), then
 // `decode` greedy steps (last row), concatenated.
@@ -76,7 +71,7 @@ uint64_t check_identity(const std::string& model, const std::vector<int32_t>& pr
                         const std::vector<uint64_t>& extra_blocks) {
   const ModelConfig c = load_model_config(model);
   const Checkpoint ck = Checkpoint::open(model);
-  const fs::path trunk = temp_dir("trunk");
+  const fs::path trunk = fresh_dir("rows-trunk");
   pack_trunk(ck, expected_tensors(c), trunk.string(), PackOptions{});
   ResidentWeights resident(c, ck, nullptr);
   const std::vector<float> want = run(c, resident, prompt, 3, 2, 256);
@@ -132,7 +127,7 @@ uint64_t check_identity(const std::string& model, const std::vector<int32_t>& pr
 ModelConfig k3_config() {
   SynthGeometry g;
   EXPECT_TRUE(synth_preset("k3", &g));
-  const fs::path dir = temp_dir("k3cfg");
+  const fs::path dir = fresh_dir("rows-k3cfg");
   std::ofstream(dir / "config.json") << synth_config_json(g);
   const ModelConfig c = load_model_config(dir.string());
   fs::remove_all(dir);
@@ -165,7 +160,7 @@ TEST(RowBlocks, GeneratedCheckpointLogitsIdentical) {
   g.moe_intermediate_size = 128;
   g.routed_expert_hidden_size = 128;
   g.num_shards = 3;
-  const fs::path dir = temp_dir("gen");
+  const fs::path dir = fresh_dir("rows-gen");
   SynthOptions opt;
   opt.seed = 5;
   write_synthetic_checkpoint(dir.string(), g, opt);
