@@ -227,14 +227,12 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
                   streamed_head ? " + head" : "", stream_buffers, format_bytes(stream_buffer_size).c_str(),
                   format_bytes(stream_buffer_bytes).c_str());
     o += buf;
-    buf[0] = 0;
     if (block_bytes) {
       std::snprintf(buf, sizeof buf,
                     "  row blocks        matrices in blocks of at most %s (%llu per token); largest held part "
                     "%s\n",
                     format_bytes(block_bytes).c_str(), (unsigned long long)row_blocks, format_bytes(held_bytes).c_str());
       o += buf;
-      buf[0] = 0;
     }
     if (stream_staging_bytes) {
       std::snprintf(buf, sizeof buf,
@@ -243,10 +241,11 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
                     format_bytes(stream_staging_bytes).c_str(), format_bytes(streamed_read_bytes).c_str(),
                     format_bytes(streamed_decoded_bytes).c_str(),
                     100.0 * streamed_read_bytes / std::max<uint64_t>(1, streamed_decoded_bytes));
+      o += buf;
     }
-  } else
-    std::snprintf(buf, sizeof buf, "  streamed trunk    none  0 B\n");
-  o += buf;
+  } else {
+    o += "  streamed trunk    none  0 B\n";
+  }
   if (head_streamed) {
     std::snprintf(buf, sizeof buf,
                   "  head              lm_head in %llu blocks of %llu rows through the stream buffers; "
