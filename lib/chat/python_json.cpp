@@ -6,35 +6,11 @@
 #include <cstdio>
 #include <numeric>
 
+#include "common/json_writer.h"
+
 namespace k3 {
 
 namespace {
-
-// json.dumps string escaping with ensure_ascii=False: only '"', '\\' and the
-// C0 controls are escaped; everything else (DEL, non-ASCII) is kept.
-void append_string(std::string& out, const std::string& s) {
-  out.push_back('"');
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-          out += buf;
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
-  out.push_back('"');
-}
 
 struct Style {
   const char* item_sep;
@@ -48,7 +24,7 @@ void append_value(std::string& out, const JsonValue& v, const Style& style) {
     case JsonValue::Kind::kBool: out += v.boolean ? "true" : "false"; return;
     case JsonValue::Kind::kInt: out += v.text; return;
     case JsonValue::Kind::kFloat: out += python_float_repr(v.number); return;
-    case JsonValue::Kind::kString: append_string(out, v.text); return;
+    case JsonValue::Kind::kString: append_json_string(out, v.text); return;  // as json.dumps(ensure_ascii=False)
     case JsonValue::Kind::kArray:
       out.push_back('[');
       for (size_t i = 0; i < v.items.size(); ++i) {
@@ -66,7 +42,7 @@ void append_value(std::string& out, const JsonValue& v, const Style& style) {
       out.push_back('{');
       for (size_t i = 0; i < order.size(); ++i) {
         if (i) out += style.item_sep;
-        append_string(out, v.keys[order[i]]);
+        append_json_string(out, v.keys[order[i]]);
         out += style.key_sep;
         append_value(out, v.items[order[i]], style);
       }

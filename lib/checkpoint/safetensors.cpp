@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/json_writer.h"
 #include "common/file.h"
 #include "common/shape_format.h"
 
@@ -169,15 +170,6 @@ SafetensorsHeader read_safetensors_header(const std::string& path) {
   return h;
 }
 
-namespace {
-void json_escape_into(std::string& out, const std::string& s) {
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-}
-}  // namespace
-
 std::string make_safetensors_header(const std::vector<TensorToWrite>& tensors) {
   std::string json = "{";
   uint64_t off = 0;
@@ -185,9 +177,8 @@ std::string make_safetensors_header(const std::vector<TensorToWrite>& tensors) {
   for (const TensorToWrite& t : tensors) {
     if (!first) json += ",";
     first = false;
-    json += "\"";
-    json_escape_into(json, t.name);
-    json += "\":{\"dtype\":\"";
+    append_json_string(json, t.name);
+    json += ":{\"dtype\":\"";
     json += dtype_name(t.dtype);
     json += "\",\"shape\":[";
     for (size_t i = 0; i < t.shape.size(); ++i) {

@@ -13,6 +13,7 @@
 #include "checkpoint/checkpoint.h"
 #include "common/error.h"
 #include "common/file.h"
+#include "common/json_writer.h"
 
 namespace k3 {
 
@@ -73,14 +74,6 @@ std::string hex64(uint64_t v) {
   std::snprintf(b, sizeof b, "%016" PRIx64, v);
   return b;
 }
-std::string quoted(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    o += c;
-  }
-  return o + "\"";
-}
 }  // namespace
 
 std::string trunk_layout_to_json(const TrunkLayout& t) {
@@ -92,7 +85,7 @@ std::string trunk_layout_to_json(const TrunkLayout& t) {
                   hex64(t.source.config_hash) + "\",\n    \"shards\": [";
   for (size_t i = 0; i < t.source.shards.size(); ++i) {
     const SourceShard& sh = t.source.shards[i];
-    o += std::string(i ? "," : "") + "\n      {\"file\": " + quoted(sh.file) + ", \"size\": " + std::to_string(sh.size);
+    o += std::string(i ? "," : "") + "\n      {\"file\": " + json_string(sh.file) + ", \"size\": " + std::to_string(sh.size);
     if (t.version >= 2)
       o += ", \"header_xxh3\": \"" + hex64(sh.header_xxh3) + "\", \"mtime_ns\": " + std::to_string(sh.mtime_ns) +
            ", \"inode\": " + std::to_string(sh.inode);
@@ -101,7 +94,7 @@ std::string trunk_layout_to_json(const TrunkLayout& t) {
   o += "\n    ]\n  },\n  \"sections\": [";
   for (size_t i = 0; i < t.sections.size(); ++i) {
     const TrunkSection& s = t.sections[i];
-    o += std::string(i ? "," : "") + "\n    {\"name\": " + quoted(s.name) + ", \"layer\": " + std::to_string(s.layer) +
+    o += std::string(i ? "," : "") + "\n    {\"name\": " + json_string(s.name) + ", \"layer\": " + std::to_string(s.layer) +
          ", \"offset\": " + std::to_string(s.offset) + ", \"length\": " + std::to_string(s.length) +
          ", \"xxh3\": \"" + hex64(s.xxh3) + "\",";
     if (t.version >= kTrunkStoredFieldsVersion) {
@@ -120,7 +113,7 @@ std::string trunk_layout_to_json(const TrunkLayout& t) {
     o += "\n     \"tensors\": [";
     for (size_t j = 0; j < s.tensors.size(); ++j) {
       const TrunkTensor& x = s.tensors[j];
-      o += std::string(j ? "," : "") + "\n       {\"name\": " + quoted(x.name) + ", \"dtype\": \"" +
+      o += std::string(j ? "," : "") + "\n       {\"name\": " + json_string(x.name) + ", \"dtype\": \"" +
            dtype_name(x.dtype) + "\", \"shape\": [";
       for (size_t d = 0; d < x.shape.size(); ++d) o += (d ? ", " : "") + std::to_string(x.shape[d]);
       o += "], \"offset\": " + std::to_string(x.offset) + ", \"nbytes\": " + std::to_string(x.nbytes) + "}";

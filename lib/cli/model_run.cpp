@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/load_progress.h"
+#include "cli/run_figures.h"
 #include "cli/tool_version.h"
 #include "common/atomic_file_writer.h"
 #include "common/error.h"
@@ -39,45 +40,14 @@ double wall_seconds(const ModelOptions& o) {
 
 namespace {
 
-std::string generation_json(const GenerationCounters& c, const StreamStats& a, const StreamStats& b,
-                            const std::string& by_rows) {
-  const double gen = static_cast<double>(c.generated);
-  const double passes = static_cast<double>(c.generate_passes);
-  char buf[1024];
-  std::snprintf(buf, sizeof buf,
-                "  \"generation\": {\"weight_passes\": %lld, \"generated_tokens\": %lld, \"tokens_per_pass\": %.6f, "
-                "\"drafts_proposed\": %lld, \"drafts_accepted\": %lld, \"trunk_bytes_per_generated_token\": %.0f, "
-                "\"expert_bytes_per_generated_token\": %.0f, \"passes_by_rows\": [%s]}",
-                static_cast<long long>(c.generate_passes), static_cast<long long>(c.generated),
-                passes > 0 ? gen / passes : 0.0, static_cast<long long>(c.drafts_proposed),
-                static_cast<long long>(c.drafts_accepted), gen > 0 ? static_cast<double>(b.trunk_bytes - a.trunk_bytes) / gen : 0.0,
-                gen > 0 ? static_cast<double>(b.expert_bytes - a.expert_bytes) / gen : 0.0, by_rows.c_str());
-  return buf;
-}
-
-// --stats-json's "run": version, threads, preset and budgets, wall times.
-std::string run_json(const Model& model, const ModelOptions& o, const ModelCounters& m, const GenerationCounters& c) {
-  char buf[1024];
-  std::snprintf(buf, sizeof buf,
-                "  \"run\": {\"version\": \"%s\", \"threads\": %d, \"io_threads\": %d, \"preset\": \"%s\", "
-                "\"trunk_budget_bytes\": %llu, \"cache_budget_bytes\": %llu, \"generated_tokens\": %lld, "
-                "\"wall_seconds\": {\"load\": %.6f, \"prefill\": %.6f, \"decode\": %.6f, \"total\": %.6f}}",
-                k3_version().c_str(), model.pool().size(), o.stream.io_threads, m.preset.c_str(),
-                static_cast<unsigned long long>(m.trunk_budget), static_cast<unsigned long long>(m.cache_budget),
-                static_cast<long long>(c.generated), m.load_seconds, c.prefill_seconds, c.decode_seconds,
-                wall_seconds(o));
-  return buf;
-}
-
-}  // namespace
-
-void report_run(const Model& model, const ModelOptions& o, const GenerationCounters& c, uint64_t prompt_tokens) {
-  const ModelCounters m = model.counters();
-  if (!m.streaming) return;
+RunFigures run_figures(const ModelCounters& m, const GenerationCounters& c, uint64_t prompt_tokens) {
   RunFigures f;
+  f.streaming = m.streaming;
   f.at_start = m.at_start;
   f.after_prefill = m.after_prefill;
   f.at_end = m.now;
+  f.load_bytes = m.load_bytes;
+  f.load_seconds = m.streaming ? m.at_start.load_seconds : m.load_seconds;
   f.forecast_peak_rss = m.forecast_peak_rss;
   f.prompt_tokens = prompt_tokens;
   f.decode_steps = static_cast<uint64_t>(c.decode_steps);
@@ -85,8 +55,32 @@ void report_run(const Model& model, const ModelOptions& o, const GenerationCount
   f.decode_seconds = c.decode_seconds;
   f.peak_rss_bytes = static_cast<uint64_t>(std::max(0L, peak_rss_mb())) << 20;
   f.direct_io = m.direct_io;
-  std::fputs(figures_text(f).c_str(), stderr);
-  if (c.drafts_proposed > 0) {
+  return f;
+}
+
+}  // namespace
+
+void write_stats_json(const Model& model, const ModelOptions& o, const GenerationCounters& c, uint64_t prompt_tokens) {
+  if (o.stats_json.empty()) return;
+  const ModelCounters m = model.counters();
+  RunInfo run;
+  run.version = k3_version();
+  run.threads = model.pool().size();
+  run.io_threads = o.stream.io_threads;
+  run.preset = m.preset;
+  run.trunk_budget = m.trunk_budget;
+  run.cache_budget = m.cache_budget;
+  run.load_seconds = m.load_seconds;
+  run.total_seconds = wall_seconds(o);
+  const std::string j = stats_json(run_figures(m, c, prompt_tokens), c, m, run);
+  write_file_atomic(o.stats_json, j.data(), j.size(), OutputPolicy::kFileOrStream);
+}
+
+void report_run(const Model& model, const ModelOptions& o, const GenerationCounters& c, uint64_t prompt_tokens) {
+  const ModelCounters m = model.counters();
+  const RunFigures f = run_figures(m, c, prompt_tokens);
+  if (m.streaming) std::fputs(figures_text(f).c_str(), stderr);
+  if (m.streaming && c.drafts_proposed > 0) {
     const double gen = static_cast<double>(c.generated);
     std::fprintf(stderr,
                  "%s: speculation: %lld generated in %lld weight passes (%.2f tokens/pass), drafts %lld/%lld "
@@ -97,26 +91,7 @@ void report_run(const Model& model, const ModelOptions& o, const GenerationCount
                  format_bytes(static_cast<uint64_t>(static_cast<double>(f.at_end.trunk_bytes - f.after_prefill.trunk_bytes) / gen)).c_str(),
                  format_bytes(static_cast<uint64_t>(static_cast<double>(f.at_end.expert_bytes - f.after_prefill.expert_bytes) / gen)).c_str());
   }
-  if (o.stats_json.empty()) return;
-  std::string rows;
-  for (size_t r = 0; r < m.passes_by_rows.size(); ++r) {
-    const PassAccount& p = m.passes_by_rows[r];
-    if (p.passes == 0) continue;
-    char buf[512];
-    std::snprintf(buf, sizeof buf,
-                  "%s{\"rows\": %zu, \"passes\": %llu, \"trunk_bytes_per_pass\": %.0f, \"expert_bytes_per_pass\": %.0f, "
-                  "\"experts_per_pass\": %.3f}",
-                  rows.empty() ? "" : ", ", r, static_cast<unsigned long long>(p.passes),
-                  static_cast<double>(p.trunk_bytes) / p.passes, static_cast<double>(p.expert_bytes) / p.passes,
-                  static_cast<double>(p.experts) / p.passes);
-    rows += buf;
-  }
-  std::string j = figures_json(f);
-  const size_t close = j.rfind('}');
-  j = j.substr(0, close);
-  while (!j.empty() && (j.back() == '\n' || j.back() == ' ')) j.pop_back();
-  j += ",\n" + generation_json(c, f.after_prefill, f.at_end, rows) + ",\n" + run_json(model, o, m, c) + "\n}\n";
-  write_file_atomic(o.stats_json, j.data(), j.size(), OutputPolicy::kFileOrStream);
+  write_stats_json(model, o, c, prompt_tokens);
 }
 
 int summarize_run(const Model& model, const ModelOptions& o, const GenerationCounters& c, uint64_t fed,

@@ -22,11 +22,17 @@ std::unique_ptr<Model> load_model(ModelConfig config, Checkpoint checkpoint, con
                                   uint64_t context, uint64_t batch);
 
 // Prints the streaming counters (when streaming) to stderr and writes
-// --stats-json, with the generation figures: weight passes, generated
-// tokens, tokens per pass, drafts, bytes per generated token, and per pass
-// size the experts read (the union over its rows).
+// --stats-json (resident runs too, marked "streaming": false), with the
+// generation figures: weight passes, generated tokens, tokens per pass,
+// drafts, bytes per generated token, and per pass size the experts read
+// (the union over its rows). See cli/run_figures.h.
 void report_run(const Model& model, const ModelOptions& options, const GenerationCounters& counters,
                 uint64_t prompt_tokens);
+
+// Only the --stats-json file (nothing when the flag was not given): k3-chat
+// writes it at the end of the conversation, for all its turns.
+void write_stats_json(const Model& model, const ModelOptions& options, const GenerationCounters& counters,
+                      uint64_t prompt_tokens);
 
 // The run's one-line summary on stderr (and the interruption note); returns
 // the exit status: 0, or 130 when `interrupted`.

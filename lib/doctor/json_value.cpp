@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/json_writer.h"
+
 namespace k3::doctor {
 
 JsonValue::JsonValue(bool b) : kind_(Kind::kBool), bool_(b) {}
@@ -50,28 +52,6 @@ JsonValue& JsonValue::push(JsonValue v) {
   return *this;
 }
 
-void append_json_string(std::string* out, const std::string& s) {
-  out->push_back('"');
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': *out += "\\\""; break;
-      case '\\': *out += "\\\\"; break;
-      case '\n': *out += "\\n"; break;
-      case '\r': *out += "\\r"; break;
-      case '\t': *out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          *out += buf;
-        } else {
-          out->push_back(static_cast<char>(c));
-        }
-    }
-  }
-  out->push_back('"');
-}
-
 std::string JsonValue::dump(int indent) const {
   std::string out;
   dump_to(&out, indent, 0);
@@ -89,7 +69,7 @@ void JsonValue::dump_to(std::string* out, int indent, int depth) const {
     case Kind::kNull: *out += "null"; break;
     case Kind::kBool: *out += bool_ ? "true" : "false"; break;
     case Kind::kNumber: *out += scalar_; break;
-    case Kind::kString: append_json_string(out, scalar_); break;
+    case Kind::kString: append_json_string(*out, scalar_); break;
     case Kind::kArray:
       if (items_.empty()) {
         *out += "[]";
@@ -113,7 +93,7 @@ void JsonValue::dump_to(std::string* out, int indent, int depth) const {
       for (size_t i = 0; i < members_.size(); ++i) {
         if (i) out->push_back(',');
         newline(depth + 1);
-        append_json_string(out, members_[i].first);
+        append_json_string(*out, members_[i].first);
         *out += indent > 0 ? ": " : ":";
         members_[i].second.dump_to(out, indent, depth + 1);
       }

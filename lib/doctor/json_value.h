@@ -44,7 +44,4 @@ class JsonValue {
   std::vector<JsonValue> items_;
 };
 
-// Appends `s` as a quoted JSON string.
-void append_json_string(std::string* out, const std::string& s);
-
 }  // namespace k3::doctor

@@ -44,6 +44,9 @@ Model::Model(ModelConfig config, Checkpoint checkpoint, ModelParams params)
   if (streaming_) {
     counters_.direct_io = streaming_->direct_io();
     last_ = counters_.at_start = counters_.after_prefill = streaming_->stats();
+    counters_.load_bytes = counters_.at_start.load_bytes;
+  } else {
+    counters_.load_bytes = resident_->resident_bytes();
   }
   counters_.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
 }
@@ -78,12 +81,12 @@ void Model::prefill_done() {
 }
 
 void Model::pass_done(size_t rows) {
-  if (!streaming_) return;
-  const StreamStats now = streaming_->stats();
   std::vector<PassAccount>& by_rows = counters_.passes_by_rows;
   if (by_rows.size() <= rows) by_rows.resize(rows + 1);
   PassAccount& p = by_rows[rows];
   ++p.passes;
+  if (!streaming_) return;
+  const StreamStats now = streaming_->stats();
   p.trunk_bytes += now.trunk_bytes - last_.trunk_bytes;
   p.expert_bytes += now.expert_bytes - last_.expert_bytes;
   p.experts += now.experts_requested - last_.experts_requested;

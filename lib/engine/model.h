@@ -76,13 +76,16 @@ struct ModelCounters {
   bool streaming = false;       // weights streamed within a budget (else all resident)
   bool direct_io = false;       // streaming files opened with O_DIRECT
   double load_seconds = 0;      // planning and loading
+  uint64_t load_bytes = 0;      // read while loading: the pinned trunk, or every weight when resident
   std::string preset;           // the preset the budgets came from ("auto" resolved), or empty
   uint64_t trunk_budget = 0, cache_budget = 0;  // bytes (streaming)
   uint64_t forecast_peak_rss = 0;                // the plan's forecast (streaming)
   uint64_t max_batch = 0;       // rows per weight pass the engine runs
   size_t max_drafts = 0;        // drafts per pass the plan holds rollback copies for
   StreamStats at_start, after_prefill, now;      // streaming counters (zero when resident)
-  std::vector<PassAccount> passes_by_rows;       // index: rows per pass (generation passes)
+  // Index: rows per pass (the generation passes reported by pass_done()).
+  // Passes are counted resident too; bytes and experts only when streaming.
+  std::vector<PassAccount> passes_by_rows;
 };
 
 class Model {

@@ -7,34 +7,13 @@
 
 #include "common/error.h"
 #include "common/file.h"
+#include "common/json_writer.h"
 
 namespace k3 {
 
 namespace {
 
 constexpr const char* kFormat = "k3-fetch-manifest/1";
-
-void append_json_string(std::string& out, const std::string& s) {
-  out += '"';
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += '"';
-}
 
 [[noreturn]] void bad(const std::string& path, const std::string& what) {
   throw Error(ExitCode::kBadModel,

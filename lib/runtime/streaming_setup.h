@@ -2,8 +2,8 @@
 //
 // What k3-forward needs to run in a memory budget: turning --trunk,
 // --trunk-gb, --cache-gb, --preset and --ctx into a memory plan, printing
-// it, refusing a plan that does not fit, building the StreamingWeights, and
-// reporting the counters at the end.
+// it and refusing a plan that does not fit, before the StreamingWeights are
+// built (engine/model.h; cli/run_figures.h reports the counters).
 #pragma once
 
 #include <cstdint>
@@ -76,19 +76,4 @@ std::string available_source(const MemoryLimits& lim);
 // its forecast exceeds 90% of the memory available. Allocates nothing large.
 PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& checkpoint, StreamingRequest req,
                                  std::ostream& log);
-
-
-// The counters of a run.
-struct RunFigures {
-  uint64_t prompt_tokens = 0;
-  uint64_t decode_steps = 0;
-  double prefill_seconds = 0, decode_seconds = 0;
-  StreamStats at_start, after_prefill, at_end;
-  uint64_t peak_rss_bytes = 0;
-  uint64_t forecast_peak_rss = 0;
-  bool direct_io = true;
-};
-std::string figures_text(const RunFigures& f);
-std::string figures_json(const RunFigures& f);
-
 }  // namespace k3

@@ -13,6 +13,7 @@
 #include <unordered_set>
 
 #include "common/atomic_file_writer.h"
+#include "common/json_writer.h"
 #include "common/error.h"
 #include "common/file.h"
 
@@ -300,15 +301,6 @@ std::string shard_name(int i, int n) {
   return buf;
 }
 
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    o += c;
-  }
-  return o;
-}
-
 void make_dirs(const std::string& dir) {
   std::string cur;
   std::stringstream ss(dir);
@@ -388,8 +380,8 @@ std::string synth_tokenizer_config_json(int vocab_size) {
   o << "{\n  \"added_tokens_decoder\": {\n";
   for (size_t i = 0; i < named.size(); ++i) {
     const bool special = !(named[i].first >= 3 && named[i].first <= 5);
-    o << "    \"" << base + named[i].first << "\": {\"content\": \"" << json_escape(named[i].second)
-      << "\", \"lstrip\": false, \"normalized\": false, \"rstrip\": false, \"single_word\": false, "
+    o << "    \"" << base + named[i].first << "\": {\"content\": " << json_string(named[i].second)
+      << ", \"lstrip\": false, \"normalized\": false, \"rstrip\": false, \"single_word\": false, "
          "\"special\": "
       << (special ? "true" : "false") << "}" << (i + 1 < named.size() ? "," : "") << "\n";
   }
@@ -444,7 +436,7 @@ void build_shards(SynthLayout& L, const SynthGeometry& g) {
     uint64_t off = 0;
     for (size_t i : sh.tensors) {
       const SynthTensor& s = L.tensors[i];
-      json += ",\"" + json_escape(s.t.name) + "\":{\"dtype\":\"" + dtype_name(s.t.dtype) + "\",\"shape\":[";
+      json += "," + json_string(s.t.name) + ":{\"dtype\":\"" + dtype_name(s.t.dtype) + "\",\"shape\":[";
       for (size_t d = 0; d < s.t.shape.size(); ++d) json += (d ? "," : "") + std::to_string(s.t.shape[d]);
       json += "],\"data_offsets\":[" + std::to_string(off) + "," + std::to_string(off + s.nbytes()) + "]}";
       off += s.nbytes();
@@ -526,7 +518,7 @@ SynthResult write_synthetic_checkpoint(const std::string& dir, const SynthGeomet
         }
         pos += nb;
         if (!weight_map.empty()) weight_map += ",\n";
-        weight_map += "    \"" + json_escape(s->t.name) + "\": \"" + sh.name + "\"";
+        weight_map += "    " + json_string(s->t.name) + ": " + json_string(sh.name);
       }
       out.commit();
     }

@@ -169,6 +169,18 @@ TEST(Safetensors, WriterRoundTrips) {
   EXPECT_EQ(parsed.tensors.at("x").shape_str(), "[3, 5]");
 }
 
+TEST(Safetensors, WriterEscapesEveryControlCharacterInNames) {
+  // Names with quotes, backslashes and control bytes were once written with
+  // only '"' and '\\' escaped: the header was not JSON.
+  std::string odd = "a\"b\\c";
+  for (char c = 1; c < 0x20; ++c) odd.push_back(c);
+  std::string h = k3::make_safetensors_header({{odd, k3::DType::kF32, {2}, 8}, {"plain", k3::DType::kU8, {1}, 1}});
+  auto parsed = k3::parse_safetensors_header("mem", h.substr(8), h.size() + 9);
+  ASSERT_EQ(parsed.tensors.count(odd), 1u);
+  EXPECT_EQ(parsed.tensors.at(odd).shape_str(), "[2]");
+  EXPECT_EQ(parsed.tensors.at("plain").offset, h.size() + 8);
+}
+
 TEST(Safetensors, DuplicateNameIsRefused) {
   ExitCode code{};
   std::string msg = error_of(

@@ -26,10 +26,8 @@
 #include "cli/cli_parse.h"
 #include "cli/flag_checks.h"
 #include "common/atomic_file_writer.h"
-#include "common/cli_limits.h"
 #include "common/error.h"
 #include "common/tool_main.h"
-#include "engine/model.h"
 #include "engine/session.h"
 #include "model/tokenizer_match.h"
 
@@ -139,7 +137,9 @@ int run(int argc, char** argv) {
   };
   lo.progress = std::ref(progress);
   k3::UserInputReader input(0, ::isatty(0) == 1, k3::interrupted);
-  return k3::run_chat_loop(chat, input, lo);
+  const int status = k3::run_chat_loop(chat, input, lo);
+  k3::write_stats_json(*model, mo, session.counters(), static_cast<uint64_t>(session.counters().prompt_ids));
+  return status;
 }
 
 }  // namespace

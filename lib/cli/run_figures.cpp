@@ -1,0 +1,140 @@
+#include "cli/run_figures.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "common/json_writer.h"
+#include "common/progress_meter.h"
+#include "common/tool_main.h"
+
+namespace k3 {
+
+namespace {
+
+struct Derived {
+  double trunk_per_token = 0, expert_per_token = 0, hit_rate = 0, io_wait = 0, compute = 0, gbps = 0, s_per_token = 0;
+  double io_busy = 0;           // share of the wall time with a read in progress
+  double decode_per_token = 0;  // CPU seconds decoding compressed trunk blocks
+};
+
+Derived derive(const StreamStats& a, const StreamStats& b, uint64_t steps, double seconds) {
+  Derived d;
+  const double n = steps ? static_cast<double>(steps) : 1.0;
+  d.trunk_per_token = (b.trunk_bytes - a.trunk_bytes) / n;
+  d.expert_per_token = (b.expert_bytes - a.expert_bytes) / n;
+  const uint64_t req = b.experts_requested - a.experts_requested;
+  d.hit_rate = req ? static_cast<double>(b.experts_resident - a.experts_resident) / req : 0;
+  d.io_wait = b.io_wait_seconds - a.io_wait_seconds;
+  d.io_busy = seconds > 0 ? std::min(1.0, (b.io_busy_seconds - a.io_busy_seconds) / seconds) : 0;
+  d.compute = seconds > d.io_wait ? seconds - d.io_wait : 0;
+  const double bytes = static_cast<double>(b.trunk_bytes - a.trunk_bytes + b.expert_bytes - a.expert_bytes);
+  d.gbps = seconds > 0 ? bytes / seconds / 1e9 : 0;
+  d.s_per_token = steps ? seconds / steps : 0;
+  d.decode_per_token = (b.decode_seconds - a.decode_seconds) / n;
+  return d;
+}
+
+}  // namespace
+
+std::string figures_text(const RunFigures& f) {
+  const Derived pre = derive(f.at_start, f.after_prefill, 1, f.prefill_seconds);
+  const Derived dec = derive(f.after_prefill, f.at_end, f.decode_steps, f.decode_seconds);
+  char buf[1024];
+  std::string o;
+  std::snprintf(buf, sizeof buf,
+                "%s: prefill of %llu tokens: %.3f s, read %s trunk + %s experts, resident expert hit rate "
+                "%.1f%%, I/O wait %.3f s, %.2f GB/s\n",
+                tool_name(), (unsigned long long)f.prompt_tokens, f.prefill_seconds, format_bytes((uint64_t)pre.trunk_per_token).c_str(),
+                format_bytes((uint64_t)pre.expert_per_token).c_str(), 100 * pre.hit_rate, pre.io_wait, pre.gbps);
+  o += buf;
+  if (f.decode_steps) {
+    std::snprintf(buf, sizeof buf,
+                  "%s: decode: %llu steps, %.4f s/token, per token %s trunk + %s experts read, resident "
+                  "expert hit rate %.1f%%, compute %.3f s vs I/O wait %.3f s, %.2f GB/s, disk busy %.0f%%\n",
+                  tool_name(), (unsigned long long)f.decode_steps, dec.s_per_token, format_bytes((uint64_t)dec.trunk_per_token).c_str(),
+                  format_bytes((uint64_t)dec.expert_per_token).c_str(), 100 * dec.hit_rate, dec.compute, dec.io_wait,
+                  dec.gbps, 100 * dec.io_busy);
+    o += buf;
+    if (dec.decode_per_token > 0) {
+      std::snprintf(buf, sizeof buf, "%s: compressed trunk: %.4f CPU s/token decoding on the I/O threads\n",
+                    tool_name(), dec.decode_per_token);
+      o += buf;
+    }
+  }
+  std::snprintf(buf, sizeof buf, "%s: peak RSS %s (forecast %s)%s\n", tool_name(), format_bytes(f.peak_rss_bytes).c_str(),
+                format_bytes(f.forecast_peak_rss).c_str(), f.direct_io ? "" : "; reads went through the page cache");
+  o += buf;
+  return o;
+}
+
+std::string stats_json(const RunFigures& f, const GenerationCounters& c, const ModelCounters& m, const RunInfo& run) {
+  const Derived pre = derive(f.at_start, f.after_prefill, 1, f.prefill_seconds);
+  const Derived dec = derive(f.after_prefill, f.at_end, f.decode_steps, f.decode_seconds);
+  const double gen = static_cast<double>(c.generated);
+  JsonWriter w(2);
+  w.begin_object();
+  w.key("prompt_tokens").value(f.prompt_tokens);
+  w.key("decode_steps").value(f.decode_steps);
+  w.key("streaming").value(f.streaming);
+  w.key("load_bytes").value(f.load_bytes);
+  w.key("load_seconds").fixed(f.load_seconds, 6);
+  // Without streaming nothing is read while running: the byte, hit-rate and
+  // I/O figures are left out rather than written as zeros.
+  w.key("prefill").inline_next().begin_object().key("seconds").fixed(f.prefill_seconds, 6);
+  if (f.streaming) {
+    w.key("trunk_bytes").fixed(pre.trunk_per_token, 0).key("expert_bytes").fixed(pre.expert_per_token, 0);
+    w.key("expert_hit_rate").fixed(pre.hit_rate, 6).key("io_wait_seconds").fixed(pre.io_wait, 6);
+    w.key("compute_seconds").fixed(pre.compute, 6).key("achieved_gbps").fixed(pre.gbps, 4);
+    w.key("io_busy_share").fixed(pre.io_busy, 4);
+  }
+  w.end_object();
+  w.key("decode").inline_next().begin_object().key("seconds").fixed(f.decode_seconds, 6);
+  w.key("s_per_token").fixed(dec.s_per_token, 6);
+  if (f.streaming) {
+    w.key("trunk_bytes_per_token").fixed(dec.trunk_per_token, 0).key("expert_bytes_per_token").fixed(dec.expert_per_token, 0);
+    w.key("expert_hit_rate").fixed(dec.hit_rate, 6).key("io_wait_seconds").fixed(dec.io_wait, 6);
+    w.key("compute_seconds").fixed(dec.compute, 6).key("achieved_gbps").fixed(dec.gbps, 4);
+    w.key("io_busy_share").fixed(dec.io_busy, 4).key("decode_cpu_seconds_per_token").fixed(dec.decode_per_token, 6);
+  }
+  w.end_object();
+  w.key("peak_rss_bytes").value(f.peak_rss_bytes);
+  if (f.streaming) {
+    w.key("forecast_peak_rss_bytes").value(f.forecast_peak_rss);
+    w.key("direct_io").value(f.direct_io);
+  }
+  w.key("generation").inline_next().begin_object();
+  w.key("weight_passes").value(c.generate_passes).key("generated_tokens").value(c.generated);
+  w.key("tokens_per_pass").fixed(c.generate_passes > 0 ? gen / static_cast<double>(c.generate_passes) : 0.0, 6);
+  w.key("drafts_proposed").value(c.drafts_proposed).key("drafts_accepted").value(c.drafts_accepted);
+  if (f.streaming) {
+    const StreamStats &a = f.after_prefill, &b = f.at_end;
+    w.key("trunk_bytes_per_generated_token").fixed(gen > 0 ? static_cast<double>(b.trunk_bytes - a.trunk_bytes) / gen : 0.0, 0);
+    w.key("expert_bytes_per_generated_token").fixed(gen > 0 ? static_cast<double>(b.expert_bytes - a.expert_bytes) / gen : 0.0, 0);
+  }
+  w.key("passes_by_rows").begin_array();
+  for (size_t r = 0; r < m.passes_by_rows.size(); ++r) {
+    const PassAccount& p = m.passes_by_rows[r];
+    if (p.passes == 0) continue;
+    const double n = static_cast<double>(p.passes);
+    w.begin_object().key("rows").value(r).key("passes").value(p.passes);
+    if (f.streaming) {
+      w.key("trunk_bytes_per_pass").fixed(static_cast<double>(p.trunk_bytes) / n, 0);
+      w.key("expert_bytes_per_pass").fixed(static_cast<double>(p.expert_bytes) / n, 0);
+      w.key("experts_per_pass").fixed(static_cast<double>(p.experts) / n, 3);
+    }
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+  w.key("run").inline_next().begin_object();
+  w.key("version").value(run.version).key("threads").value(run.threads).key("io_threads").value(run.io_threads);
+  w.key("preset").value(run.preset).key("trunk_budget_bytes").value(run.trunk_budget);
+  w.key("cache_budget_bytes").value(run.cache_budget).key("generated_tokens").value(c.generated);
+  w.key("wall_seconds").begin_object().key("load").fixed(run.load_seconds, 6).key("prefill").fixed(c.prefill_seconds, 6);
+  w.key("decode").fixed(c.decode_seconds, 6).key("total").fixed(run.total_seconds, 6).end_object();
+  w.end_object();
+  w.end_object();
+  return w.take() + "\n";
+}
+
+}  // namespace k3

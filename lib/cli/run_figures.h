@@ -1,0 +1,45 @@
+// What a run that loaded a model reports about it at the end: the streaming
+// counters as text on stderr, and --stats-json (written with
+// common/json_writer.h, so it is valid JSON whatever its size).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "engine/model.h"
+#include "generate/generation_session.h"
+#include "runtime/streaming_weights.h"
+
+namespace k3 {
+
+// The counters of a run.
+struct RunFigures {
+  bool streaming = true;  // false: every weight resident (the streaming counters are not measured)
+  uint64_t prompt_tokens = 0;
+  uint64_t decode_steps = 0;
+  double prefill_seconds = 0, decode_seconds = 0;
+  StreamStats at_start, after_prefill, at_end;
+  uint64_t load_bytes = 0;  // read at start: the pinned trunk, or every weight when resident
+  double load_seconds = 0;
+  uint64_t peak_rss_bytes = 0;
+  uint64_t forecast_peak_rss = 0;
+  bool direct_io = true;
+};
+
+// The streaming counters, a few lines for stderr (each "TOOL: ...").
+std::string figures_text(const RunFigures& f);
+
+// What --stats-json adds to the figures.
+struct RunInfo {
+  std::string version, preset;
+  int threads = 0, io_threads = 0;
+  uint64_t trunk_budget = 0, cache_budget = 0;
+  double load_seconds = 0, total_seconds = 0;
+};
+
+// The --stats-json document: the figures, "generation" (weight passes,
+// tokens per pass, drafts, bytes per generated token and, per pass size,
+// what a pass read) and "run" (version, threads, budgets, wall times).
+std::string stats_json(const RunFigures& f, const GenerationCounters& c, const ModelCounters& m, const RunInfo& run);
+
+}  // namespace k3
