@@ -12,6 +12,7 @@
 #include "checkpoint/checkpoint.h"
 #include "common/file.h"
 #include "common/error.h"
+#include "common/progress_meter.h"
 #include "common/tool_main.h"
 
 namespace k3 {
@@ -82,11 +83,11 @@ int run_batch(const ModelConfig& config, ModelOptions& mo, const GenerationOptio
   report_run(*model, mo, total, prompt_ids);
   std::fprintf(stderr,
                "%s: batch of %zu prompts (%llu prompt tokens); %lld generated in %lld weight passes (%.2f tokens/pass), "
-               "%.3f s; %d threads; peak RSS %ld MB\n",
+               "%.3f s; %d threads; peak RSS %s\n",
                tool_name(), prompts.size(), static_cast<unsigned long long>(prompt_ids), static_cast<long long>(total.generated),
                static_cast<long long>(total.weight_passes),
                total.weight_passes ? static_cast<double>(total.generated) / total.weight_passes : 0.0,
-               total.decode_seconds, model->pool().size(), peak_rss_mb());
+               total.decode_seconds, model->pool().size(), format_bytes(peak_rss_bytes()).c_str());
   if (interrupted_any || interrupted()) {
     std::fprintf(stderr, "%s: interrupted; the lines written so far are complete up to the interruption\n", tool_name());
     return static_cast<int>(ExitCode::kInterrupted);

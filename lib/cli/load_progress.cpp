@@ -1,5 +1,7 @@
 #include "cli/load_progress.h"
 
+#include "common/clock.h"
+
 namespace k3 {
 
 void LoadProgress::operator()(const char* what, uint64_t done, uint64_t total) {
@@ -12,7 +14,7 @@ void LoadProgress::operator()(const char* what, uint64_t done, uint64_t total) {
     meter_->update(done);
     return;
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double seconds = seconds_since(start_);
   if (meter_->on_terminal() || meter_->printed() || seconds >= kQuietSeconds) meter_->finish(done);
   meter_.reset();
 }

@@ -94,10 +94,10 @@ void check_stop_ids(const std::vector<int32_t>& ids, int64_t vocab) {
                   "--stop-id " + std::to_string(id) + " is outside the vocabulary 0.." + std::to_string(vocab - 1));
 }
 
-long peak_rss_mb() {
+uint64_t peak_rss_bytes() {
   struct rusage ru;
-  if (getrusage(RUSAGE_SELF, &ru) != 0) return -1;
-  return ru.ru_maxrss / 1024;  // kilobytes on Linux
+  if (getrusage(RUSAGE_SELF, &ru) != 0 || ru.ru_maxrss < 0) return 0;
+  return static_cast<uint64_t>(ru.ru_maxrss) * 1024;  // ru_maxrss is in KiB on Linux
 }
 
 }  // namespace k3

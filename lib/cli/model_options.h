@@ -56,7 +56,7 @@ std::optional<int> answer_plan_requests(const ModelConfig& config, ModelOptions&
 // --stop-id values must be ids of the vocabulary (kUsage otherwise).
 void check_stop_ids(const std::vector<int32_t>& ids, int64_t vocab_size);
 
-// Peak resident set of this process in MB (-1 when unknown).
-long peak_rss_mb();
+// Peak resident set of this process in bytes (0 when unknown).
+uint64_t peak_rss_bytes();
 
 }  // namespace k3

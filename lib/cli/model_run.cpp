@@ -7,6 +7,7 @@
 #include "cli/load_progress.h"
 #include "cli/run_figures.h"
 #include "cli/tool_version.h"
+#include "common/clock.h"
 #include "common/atomic_file_writer.h"
 #include "common/error.h"
 #include "common/file.h"
@@ -35,7 +36,7 @@ std::unique_ptr<Model> load_model(ModelConfig config, Checkpoint checkpoint, con
 }
 
 double wall_seconds(const ModelOptions& o) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - o.started).count();
+  return seconds_since(o.started);
 }
 
 namespace {
@@ -53,7 +54,7 @@ RunFigures run_figures(const ModelCounters& m, const GenerationCounters& c, uint
   f.decode_steps = static_cast<uint64_t>(c.decode_steps);
   f.prefill_seconds = c.prefill_seconds;
   f.decode_seconds = c.decode_seconds;
-  f.peak_rss_bytes = static_cast<uint64_t>(std::max(0L, peak_rss_mb())) << 20;
+  f.peak_rss_bytes = peak_rss_bytes();
   f.direct_io = m.direct_io;
   return f;
 }
@@ -99,12 +100,12 @@ int summarize_run(const Model& model, const ModelOptions& o, const GenerationCou
   const ModelCounters m = model.counters();
   std::fprintf(stderr,
                "%s: done in %.2f s: load %.2f s, prefill of %llu tokens %.3f s (%.1f tokens/s), %lld generated in "
-               "%.3f s (%.4f s/token); %d threads; peak RSS %ld MB\n",
+               "%.3f s (%.4f s/token); %d threads; peak RSS %s\n",
                tool_name(), wall_seconds(o), m.load_seconds, static_cast<unsigned long long>(fed), c.prefill_seconds,
                c.prefill_seconds > 0 ? static_cast<double>(fed) / c.prefill_seconds : 0.0,
                static_cast<long long>(c.generated), c.decode_seconds,
                c.generated > 1 ? c.decode_seconds / static_cast<double>(c.generated - 1) : 0.0,
-               model.pool().size(), peak_rss_mb());
+               model.pool().size(), format_bytes(peak_rss_bytes()).c_str());
   if (!interrupted) return 0;
   std::fprintf(stderr, "%s: interrupted after %lld generated tokens (they were written)\n", tool_name(),
                static_cast<long long>(c.generated));

@@ -8,6 +8,7 @@
 
 #include "chat/xtml_renderer.h"
 #include "cli/stdout_writer.h"
+#include "common/clock.h"
 #include "common/error.h"
 #include "common/file.h"
 #include "model/config.h"
@@ -21,7 +22,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // CPU time of this thread: on a busy machine wall time also counts waiting.
 double thread_cpu_seconds() {

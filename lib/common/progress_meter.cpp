@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/clock.h"
+
 namespace k3 {
 
 ProgressMeter::ProgressMeter(std::string label, uint64_t total_bytes)
@@ -46,7 +48,7 @@ void ProgressMeter::update(uint64_t done) {
 void ProgressMeter::finish(uint64_t done) { print(done, true); }
 
 void ProgressMeter::print(uint64_t done, bool final) {
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double secs = seconds_since(start_);
   const double rate = secs > 0 ? done / secs : 0;
   char eta[32] = "";
   if (!final && rate > 0 && total_ > done) std::snprintf(eta, sizeof eta, ", ETA %.0fs", (total_ - done) / rate);

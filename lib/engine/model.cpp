@@ -4,6 +4,7 @@
 #include <chrono>
 #include <ostream>
 
+#include "common/clock.h"
 #include "engine/session.h"
 #include "model/tensor_manifest.h"
 
@@ -48,7 +49,7 @@ Model::Model(ModelConfig config, Checkpoint checkpoint, ModelParams params)
   } else {
     counters_.load_bytes = resident_->resident_bytes();
   }
-  counters_.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+  counters_.load_seconds = seconds_since(load_start);
 }
 
 std::unique_ptr<Model> Model::open(const std::string& model_dir, ModelParams params) {

@@ -18,7 +18,7 @@ TransferProgress::TransferProgress(std::string prefix, bool tty, double interval
 }
 
 std::string TransferProgress::human_bytes(double b) {
-  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
+  const char* units[] = {"B", "kB", "MB", "GB", "TB"};  // powers of 1000, as everywhere in k3
   int u = 0;
   while (b >= 1000 && u < 4) {
     b /= 1000;

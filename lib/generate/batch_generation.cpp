@@ -3,6 +3,7 @@
 #include <chrono>
 #include <span>
 
+#include "common/clock.h"
 #include "common/error.h"
 
 namespace k3 {
@@ -72,7 +73,7 @@ void BatchGeneration::generate(int64_t max_new, const std::function<void(size_t,
       ++s.counters_.generate_passes;
     }
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds = seconds_since(t0);
   for (GenerationSession* s : sessions_) s->counters_.decode_seconds += seconds;
 }
 

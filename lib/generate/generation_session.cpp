@@ -4,6 +4,7 @@
 #include <chrono>
 #include <utility>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "state/continuation.h"
 
@@ -12,7 +13,6 @@ namespace k3 {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Weight passes of one forward() call over n ids: one per engine batch.
 int64_t passes_for(const Engine& engine, size_t n) {

@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "checkpoint/checkpoint.h"
+#include "common/clock.h"
 #include "common/error.h"
 #include "model/tensor_manifest.h"
 #include "model/weight_binding.h"
@@ -13,7 +14,6 @@ namespace k3 {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 }  // namespace
 
 ExpertCache::ExpertCache(const ModelConfig& config, const Checkpoint& checkpoint,
@@ -260,7 +260,7 @@ void ExpertCache::for_each(int layer, const std::vector<int>& experts,
         const auto t0 = Clock::now();
         arrivals_cv_.wait(lk, [&] { return !arrivals_.empty(); });
         std::lock_guard<std::mutex> slk(stats_mu_);
-        stats_.io_wait_seconds += since(t0);
+        stats_.io_wait_seconds += seconds_since(t0);
       }
       a = std::move(arrivals_.front());
       arrivals_.pop_front();

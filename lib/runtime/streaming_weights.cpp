@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "checkpoint/checkpoint.h"
+#include "common/clock.h"
 #include "common/file.h"
 
 namespace k3 {
@@ -16,7 +17,7 @@ StreamingWeights::StreamingWeights(const ModelConfig& config, const Checkpoint& 
   if (!trunk_dir.empty()) trunk_file_ = std::make_unique<DirectFile>(path_join(trunk_dir, "trunk.bin"));
   trunk_ = std::make_unique<TrunkStream>(config, checkpoint, trunk_file_.get(), shard_files_, std::move(layout), plan, io_, progress);
   experts_ = std::make_unique<ExpertCache>(config, checkpoint, shard_files_, plan.cache_slots, io_);
-  load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  load_seconds_ = seconds_since(t0);
   // The first streamed units start now, after the start-up reads.
   trunk_->start_read_ahead();
 }

@@ -17,6 +17,7 @@
 #include "checkpoint/checkpoint_index.h"
 #include "checkpoint/non_finite_scan.h"
 #include "checkpoint/safetensors.h"
+#include "common/clock.h"
 #include "common/error.h"
 #include "common/file.h"
 #include "fetch/fetch_manifest.h"
@@ -347,7 +348,7 @@ class Verifier {
     }
     for (auto& th : pool) th.join();
     progress.finish();
-    r_.hash_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r_.hash_seconds = seconds_since(t0);
     if (stop.load()) throw Error(ExitCode::kInterrupted, "interrupted while hashing " + opt_.dir);
 
     r_.ran.push_back("--full: sha256 against the hub's hashes, xxh3-128 against the manifest, no NaN/Inf in the shards' floating-point tensors (" +

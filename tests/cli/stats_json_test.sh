@@ -71,4 +71,11 @@ check "k3-chat run exit" 0 "$?"
 check "k3-chat: valid JSON" ok "$(json "$work/chat.json" "'ok'")"
 check "k3-chat: both replies counted" True "$(json "$work/chat.json" "j['generation']['generated_tokens'] >= 2")"
 
+# The summary's peak RSS is in MB (10^6 bytes), as its unit says. It is read
+# after the stats file was written and a peak only grows, so it is at least
+# peak_rss_bytes / 1e6 (less 0.05 for the rounding); it was once MiB
+# labelled MB, 4.6% below that.
+summary_mb=$(sed -n 's/.*peak RSS \([0-9.]*\) MB.*/\1/p' "$work/err" | tail -1)
+check "summary peak RSS (${summary_mb:-none} MB) >= peak_rss_bytes / 1e6" True \
+  "$(json "$work/resident.json" "float('${summary_mb:-0}') >= j['peak_rss_bytes'] / 1e6 - 0.05 and float('${summary_mb:-0}') < 2 * j['peak_rss_bytes'] / 1e6")"
 finish stats_json_test
