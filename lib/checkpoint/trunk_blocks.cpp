@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <cstring>
 
+#include <xxhash.h>
+
 #include "common/error.h"
 
 namespace k3 {
 
 BlockRange blocks_covering(const TrunkSection& s, uint64_t begin, uint64_t end) {
-  // Blocks are in ascending decoded order.
+  // Blocks are in ascending decoded order without overlap: place_trunk_blocks
+  // refuses a section whose tensors are not, and places every block.
   auto after_begin = std::partition_point(s.blocks.begin(), s.blocks.end(),
                                           [&](const TrunkBlock& b) { return b.offset + b.size <= begin; });
   auto at_end = std::partition_point(after_begin, s.blocks.end(), [&](const TrunkBlock& b) { return b.offset < end; });
@@ -46,9 +49,19 @@ StoredSpan stored_span(const TrunkSection& s, BlockRange r) {
 }
 
 std::string decode_blocks(const TrunkSection& s, BlockRange r, const uint8_t* stored, uint64_t stored_base,
-                          uint8_t* dst, uint64_t dst_base, TrunkBlockDecoder& decoder) {
+                          uint64_t stored_len, uint8_t* dst, uint64_t dst_base, uint64_t dst_len,
+                          TrunkBlockDecoder& decoder) {
+  if (r.last > s.blocks.size() || r.first > r.last)
+    return "trunk.json: section " + s.name + ": blocks " + std::to_string(r.first) + " to " + std::to_string(r.last) +
+           " of " + std::to_string(s.blocks.size()) + " (damaged; re-run k3-pack)";
   for (size_t i = r.first; i < r.last; ++i) {
     const TrunkBlock& b = s.blocks[i];
+    // Both spans are checked without sums that could wrap.
+    if (b.offset < dst_base || b.size > dst_len || b.offset - dst_base > dst_len - b.size ||
+        b.stored_offset < stored_base || b.stored_size > stored_len ||
+        b.stored_offset - stored_base > stored_len - b.stored_size)
+      return "trunk.json: section " + s.name + " block " + std::to_string(i) +
+             " lies outside the bytes read for it (damaged; re-run k3-pack)";
     const std::string err = decoder.decode(stored + (b.stored_offset - stored_base), b.stored_size,
                                            dst + (b.offset - dst_base), b.size, b.xxh3);
     if (!err.empty())
@@ -57,6 +70,33 @@ std::string decode_blocks(const TrunkSection& s, BlockRange r, const uint8_t* st
              " (damaged; run k3-pack --check, then re-run k3-pack --compress)";
   }
   return std::string();
+}
+
+std::string check_raw_blocks(const TrunkSection& s, BlockRange r, const uint8_t* data, uint64_t data_base,
+                             uint64_t data_len, std::atomic<bool>* verified, const std::string& file) {
+  if (r.last > s.blocks.size() || r.first > r.last)
+    return file + ": section " + s.name + " has no blocks " + std::to_string(r.first) + " to " + std::to_string(r.last) +
+           " (trunk.json damaged; re-run k3-pack)";
+  for (size_t i = r.first; i < r.last; ++i) {
+    if (verified && verified[i].load(std::memory_order_acquire)) continue;
+    const TrunkBlock& b = s.blocks[i];
+    if (b.offset < data_base || b.size > data_len || b.offset - data_base > data_len - b.size)
+      return file + ": section " + s.name + " block " + std::to_string(i) + " lies outside the bytes read for it "
+                    "(trunk.json damaged; re-run k3-pack)";
+    if (XXH3_64bits(data + (b.offset - data_base), b.size) != b.xxh3)
+      return file + ": section " + s.name + " block " + std::to_string(i) + " (bytes " + std::to_string(b.stored_offset) +
+             " to " + std::to_string(b.stored_offset + b.size) +
+             ") does not match its hash in trunk.json (damaged; run k3-pack --check, then re-run k3-pack)";
+    if (verified) verified[i].store(true, std::memory_order_release);
+  }
+  return std::string();
+}
+
+bool blocks_verified(BlockRange r, const std::atomic<bool>* verified) {
+  if (!verified) return false;
+  for (size_t i = r.first; i < r.last; ++i)
+    if (!verified[i].load(std::memory_order_acquire)) return false;
+  return true;
 }
 
 void zero_section_gaps(const TrunkSection& s, uint8_t* dst) {

@@ -2,6 +2,7 @@
 // section's decoded layout, as the engine and k3-pack --check use it.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -39,12 +40,29 @@ struct StoredSpan {
 };
 StoredSpan stored_span(const TrunkSection& s, BlockRange r);
 
-// Decodes the blocks of `r` from `stored` (trunk.bin's bytes from file
-// offset `stored_base`) into `dst`, which holds decoded bytes from decoded
-// offset `dst_base`. Returns an empty string, or what is wrong naming the
-// section and block (a damaged block is never written out as good bytes).
+// Decodes the blocks of `r` from `stored` (`stored_len` bytes of trunk.bin
+// from file offset `stored_base`) into `dst` (`dst_len` bytes, holding
+// decoded bytes from decoded offset `dst_base`). Returns an empty string, or
+// what is wrong naming the section and block (a damaged block is never
+// written out as good bytes). A block whose stored or decoded bytes fall
+// outside those spans is refused before a byte is written: nothing is ever
+// written outside dst, whatever trunk.json says.
 std::string decode_blocks(const TrunkSection& s, BlockRange r, const uint8_t* stored, uint64_t stored_base,
-                          uint8_t* dst, uint64_t dst_base, TrunkBlockDecoder& decoder);
+                          uint64_t stored_len, uint8_t* dst, uint64_t dst_base, uint64_t dst_len,
+                          TrunkBlockDecoder& decoder);
+
+// Checks the blocks `r` of raw section `s` against their hashes: their bytes
+// are in `data` (`data_len` bytes holding decoded bytes from decoded offset
+// `data_base`, which must hold each block whole). `verified` (one flag per
+// block of s, or nullptr) skips blocks already checked and marks those that
+// pass; any thread may call this at once on the same flags. Returns "" or
+// the first damaged block, naming `file`, the section, the block and its
+// bytes.
+std::string check_raw_blocks(const TrunkSection& s, BlockRange r, const uint8_t* data, uint64_t data_base,
+                             uint64_t data_len, std::atomic<bool>* verified, const std::string& file);
+
+// Whether `verified` (as above) marks every block of `r`.
+bool blocks_verified(BlockRange r, const std::atomic<bool>* verified);
 
 // Zero-fills the bytes of dst (decoded bytes of `s` from s.offset, s.length
 // of them) that no block covers: the padding between tensors.

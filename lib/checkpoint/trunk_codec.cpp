@@ -20,7 +20,7 @@ namespace {
 //   [4..7] stored bytes of the first plane, little endian
 enum : uint8_t { kRaw = 0, kWhole = 1, kSplit = 2 };
 enum : uint8_t { kPlaneRaw = 0, kPlaneZstd = 1 };
-constexpr size_t kHeader = 8;
+constexpr size_t kHeader = kTrunkBlockHeaderBytes;
 
 void put32(uint8_t* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));

@@ -31,6 +31,9 @@ namespace k3 {
 
 // Decoded bytes per block (the last block of a tensor may be shorter).
 inline constexpr uint64_t kTrunkBlockBytes = 256u << 10;
+// Every stored block starts with this header; a block never stores more than
+// its decoded bytes plus the header (it falls back to the raw bytes).
+inline constexpr uint64_t kTrunkBlockHeaderBytes = 8;
 
 class TrunkBlockEncoder {
  public:

@@ -52,8 +52,12 @@ bool TrunkLayout::compressed() const {
 bool place_trunk_blocks(TrunkSection& s, uint64_t block_bytes) {
   if (block_bytes == 0) return false;
   size_t b = 0;
-  uint64_t stored = s.stored_offset;
-  for (const TrunkTensor& t : s.tensors)
+  uint64_t stored = s.stored_offset, decoded_end = s.offset;
+  for (const TrunkTensor& t : s.tensors) {
+    // Block lookups (blocks_covering) search the blocks as sorted by decoded
+    // offset: tensors must come in ascending order, without overlap.
+    if (t.offset < decoded_end) return false;
+    decoded_end = t.offset + t.nbytes;
     for (uint64_t done = 0; done < t.nbytes; done += block_bytes) {
       if (b == s.blocks.size()) return false;
       TrunkBlock& k = s.blocks[b++];
@@ -65,6 +69,25 @@ bool place_trunk_blocks(TrunkSection& s, uint64_t block_bytes) {
       k.stored_offset = stored;
       stored += k.stored_size;
     }
+  }
+  return b == s.blocks.size();
+}
+
+bool place_raw_blocks(TrunkSection& s, uint64_t block_bytes) {
+  if (block_bytes == 0 || s.compressed) return false;
+  size_t b = 0;
+  uint64_t decoded_end = s.offset;
+  for (const TrunkTensor& t : s.tensors) {
+    if (t.offset < decoded_end) return false;  // sorted, as for place_trunk_blocks
+    decoded_end = t.offset + t.nbytes;
+    for (uint64_t done = 0; done < t.nbytes; done += block_bytes) {
+      if (b == s.blocks.size()) return false;
+      TrunkBlock& k = s.blocks[b++];
+      k.offset = t.offset + done;
+      k.size = k.stored_size = std::min(block_bytes, t.nbytes - done);
+      k.stored_offset = s.stored_offset + (k.offset - s.offset);  // within stored_length == length (parsed)
+    }
+  }
   return b == s.blocks.size();
 }
 
@@ -108,6 +131,12 @@ std::string trunk_layout_to_json(const TrunkLayout& t) {
           o += std::string(b ? "," : "") + (b % 4 == 0 ? "\n       " : " ") + "[" +
                std::to_string(s.blocks[b].stored_size) + ", \"" + hex64(s.blocks[b].xxh3) + "\"]";
         o += "],";
+      } else if (t.version >= kTrunkBlockHashesVersion) {
+        // A raw block is stored as it decodes: its xxh3 alone, eight to a line.
+        o += "\n     \"blocks\": [";
+        for (size_t b = 0; b < s.blocks.size(); ++b)
+          o += std::string(b ? "," : "") + (b % 8 == 0 ? "\n       " : " ") + "\"" + hex64(s.blocks[b].xxh3) + "\"";
+        o += "],";
       }
     }
     o += "\n     \"tensors\": [";
@@ -147,6 +176,9 @@ TrunkLayout parse_trunk_layout(const std::string& json, const std::string& origi
   if (root["file_size"].get_uint64().get(t.file_size)) throw bad("missing file_size");
   if (stored_fields && (root["block_bytes"].get_uint64().get(t.block_bytes) || t.block_bytes > (1ull << 30)))
     throw bad("missing or bad block_bytes");
+  const bool raw_blocks = t.version >= kTrunkBlockHashesVersion;
+  if (raw_blocks && (t.block_bytes == 0 || t.block_bytes % 4096))
+    throw bad("block_bytes " + std::to_string(t.block_bytes) + " is not a positive multiple of 4096");
   auto parse_hex = [&](simdjson::simdjson_result<simdjson::dom::element> e, const char* what) {
     std::string_view s;
     if (e.get_string().get(s) || s.size() != 16 ||
@@ -196,6 +228,7 @@ TrunkLayout parse_trunk_layout(const std::string& json, const std::string& origi
       throw bad("section '" + s.name + "' has an impossible offset or length");
     simdjson::dom::array tensors;
     if (se["tensors"].get_array().get(tensors)) throw bad("section '" + s.name + "' has no tensors");
+    uint64_t tensors_end = s.offset;  // where the previous tensor ends
     for (auto te : tensors) {
       TrunkTensor x;
       std::string_view tn, dt;
@@ -217,6 +250,14 @@ TrunkLayout parse_trunk_layout(const std::string& json, const std::string& origi
       if (numel * dtype_size(x.dtype) != x.nbytes || x.offset < s.offset || x.nbytes > s.length ||
           x.offset - s.offset > s.length - x.nbytes)
         throw bad("tensor '" + x.name + "' lies outside its section or disagrees with its shape");
+      // Readers look tensors and blocks up as sorted by offset.
+      if (x.offset < tensors_end) {
+        const TrunkTensor& prev = s.tensors.back();
+        throw bad("tensor '" + x.name + "' at offset " + std::to_string(x.offset) + " and tensor '" + prev.name +
+                  "' before it (offset " + std::to_string(prev.offset) + ", " + std::to_string(prev.nbytes) +
+                  " bytes) overlap or are out of order in section '" + s.name + "'");
+      }
+      tensors_end = x.offset + x.nbytes;
       s.tensors.push_back(std::move(x));
     }
     if (s.compressed) {
@@ -232,6 +273,16 @@ TrunkLayout parse_trunk_layout(const std::string& json, const std::string& origi
       }
       if (!place_trunk_blocks(s, t.block_bytes))
         throw bad("the blocks of section '" + s.name + "' do not match its tensors or its stored length");
+    } else if (raw_blocks) {
+      simdjson::dom::array blocks;
+      if (se["blocks"].get_array().get(blocks)) throw bad("section '" + s.name + "' has no blocks");
+      for (auto be : blocks) {
+        TrunkBlock k;
+        k.xxh3 = parse_hex(simdjson::simdjson_result<simdjson::dom::element>(simdjson::dom::element(be)), "block xxh3");
+        s.blocks.push_back(k);
+      }
+      if (!place_raw_blocks(s, t.block_bytes))
+        throw bad("the blocks of section '" + s.name + "' do not match its tensors");
     }
     t.sections.push_back(std::move(s));
   }
@@ -336,6 +387,13 @@ TrunkLayout open_trunk_layout(const std::string& trunk_dir, const Checkpoint& ch
                                          ", or if the weights are unchanged, k3-pack --refresh " + trunk_dir + " " +
                                          checkpoint.dir() + " re-checks the trunk tensors of the changed shards "
                                          "and records them");
+  if (t.version < kTrunkBlockHashesVersion)
+    throw Error(ExitCode::kBadModel,
+                path_join(trunk_dir, "trunk.json") + ": trunk format version " + std::to_string(t.version) +
+                    " has no per-block hashes, which this k3 checks as it reads each block (instead of hashing "
+                    "the trunk before every run); upgrade it in place with: k3-pack --refresh " + trunk_dir + " " +
+                    checkpoint.dir() + " (reads trunk.bin once), or rewrite it with: k3-pack " +
+                    (t.compressed() ? "--compress " : "") + checkpoint.dir() + " " + trunk_dir);
   struct stat st;
   if (::stat(bin.c_str(), &st) != 0)
     throw Error(ExitCode::kBadModel, bin + ": not found (re-run k3-pack)");

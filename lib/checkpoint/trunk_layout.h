@@ -21,6 +21,14 @@
 // each. Padding between tensors is not stored: it decodes as zeros.
 // Versions 1 and 2 have no stored fields (every section is raw, stored where
 // it decodes); an unknown version is refused by its number.
+//
+// Version 4 gives every section blocks: a raw section is cut the same way
+// (each tensor into block_bytes pieces, stored where they decode) and
+// trunk.json records the xxh3 of each, so a run verifies every block when it
+// first reads it, whatever part of a section it reads (a row of the
+// embedding, a row block of lm_head), with no hashing pass over the trunk
+// before the first token. The engine refuses older trunks with the k3-pack
+// command that rewrites them (open_trunk_layout).
 #pragma once
 
 #include <cstdint>
@@ -40,11 +48,13 @@ struct TrunkTensor {
 };
 
 // One block of a compressed section.
+// One block of a section: of a compressed section, as stored by the codec;
+// of a raw one (version 4), its bytes as they are, stored where they decode.
 struct TrunkBlock {
   uint64_t offset = 0;         // decoded: absolute offset in the uncompressed layout
   uint64_t size = 0;           // decoded bytes
   uint64_t stored_offset = 0;  // absolute offset in trunk.bin
-  uint64_t stored_size = 0;
+  uint64_t stored_size = 0;    // equal to size in a raw section
   uint64_t xxh3 = 0;           // of the decoded bytes
 };
 
@@ -61,7 +71,7 @@ struct TrunkSection {
   uint64_t stored_offset = 0;
   uint64_t stored_length = 0;
   bool compressed = false;
-  std::vector<TrunkBlock> blocks;  // compressed: in tensor order
+  std::vector<TrunkBlock> blocks;  // in tensor order (a raw section's from version 4)
 };
 
 // One source shard as it was when the trunk was packed. The header digest
@@ -87,15 +97,17 @@ struct SourceFingerprint {
 // compressed. Version 1 files still parse (has_identity false) so they can be
 // refused with advice, or re-checked and upgraded by k3-pack --refresh;
 // version 2 files are read as version 3 with every section raw.
-constexpr int kTrunkFormatVersion = 3;
+constexpr int kTrunkFormatVersion = 4;
 // The first version with stored_offset/stored_length/compressed/blocks.
 constexpr int kTrunkStoredFieldsVersion = 3;
+// The first version whose raw sections have blocks (with their hashes).
+constexpr int kTrunkBlockHashesVersion = 4;
 
 struct TrunkLayout {
   int version = kTrunkFormatVersion;
   SourceFingerprint source;
   uint64_t file_size = 0;    // size of trunk.bin
-  uint64_t block_bytes = 0;  // version 3: decoded bytes per block (0 when nothing is compressed)
+  uint64_t block_bytes = 0;  // decoded bytes per block: version 3 when compressed (else 0), every version 4 trunk
   std::vector<TrunkSection> sections;
 
   const TrunkSection* layer_section(int layer) const;
@@ -108,8 +120,12 @@ struct TrunkLayout {
 // Fills in the decoded offset and size of each of s.blocks from its tensors
 // and `block_bytes`, and lays their stored offsets back to back from
 // s.stored_offset (stored sizes must be set). False when the number of
-// blocks or their stored sizes do not fit the section.
+// blocks or their stored sizes do not fit the section, or its tensors are
+// not in ascending order without overlap (so blocks are sorted).
 bool place_trunk_blocks(TrunkSection& s, uint64_t block_bytes);
+// The same for a raw section: each block stored where it decodes, its stored
+// size its size (stored sizes need not be set).
+bool place_raw_blocks(TrunkSection& s, uint64_t block_bytes);
 
 std::string trunk_layout_to_json(const TrunkLayout& layout);
 // Throws k3::Error(kBadModel) naming `origin` and what is malformed.
@@ -145,8 +161,9 @@ std::string fingerprint_mismatch(const SourceFingerprint& trunk, const SourceFin
 TrunkLayout read_trunk_layout(const std::string& trunk_dir);
 
 // Reads TRUNK_DIR/trunk.json and checks it belongs to `checkpoint`
-// (fingerprint) and that trunk.bin has the recorded size. Throws
-// k3::Error(kBadModel) saying what is wrong and to re-run k3-pack.
+// (fingerprint), that trunk.bin has the recorded size and that the format
+// has per-block hashes (version 4). Throws k3::Error(kBadModel) saying what
+// is wrong and the k3-pack command to run.
 TrunkLayout open_trunk_layout(const std::string& trunk_dir, const Checkpoint& checkpoint);
 
 }  // namespace k3

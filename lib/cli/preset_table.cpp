@@ -26,7 +26,7 @@ std::string preset_table(const ModelOptions& o, double read_gbps) {
     model = plan_model_for_checkpoint(config, checkpoint);
     // As the presets would run with this packed trunk (the same layout as
     // k3-pack would write, unless the trunk is another one).
-    if (!o.stream.trunk_dir.empty()) model.layout = open_trunk_layout(o.stream.trunk_dir, checkpoint);
+    if (!o.stream.trunk_dir.empty()) model.layout = open_packed_trunk(o.stream.trunk_dir, config, checkpoint);
   }
   const doctor::ModelBytes bytes = doctor::model_bytes_from_config(config);
   PresetRun run;

@@ -42,6 +42,12 @@ TrunkInfo inspect_trunk(const std::string& trunk_dir, const SourceFingerprint* m
       return t;
     }
   }
+  if (layout.version < kTrunkBlockHashesVersion) {
+    t.match = TrunkMatch::kDamaged;
+    t.match_reason = "trunk.json is format version " + std::to_string(layout.version) +
+                     ", without per-block hashes (upgrade it in place with k3-pack --refresh TRUNK_DIR MODEL_DIR)";
+    return t;
+  }
   if (t.bin_bytes != layout.file_size) {
     t.match = TrunkMatch::kDamaged;
     t.match_reason = "trunk.bin is " + std::to_string(t.bin_bytes) + " bytes but trunk.json says " +

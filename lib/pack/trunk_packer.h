@@ -50,6 +50,8 @@ struct TrunkCheck {
   // disk (FingerprintDiff::kShardsChanged): the reason, for a --refresh hint.
   std::string shards_changed;
   bool refreshed = false;  // refresh_trunk wrote a new trunk.json
+  int upgraded_from = 0;   // refresh_trunk: the format version it upgraded (0: none)
+  uint64_t bytes_read = 0;  // refresh_trunk: trunk.bin bytes read to hash the blocks of an upgraded trunk
 };
 // Re-hashes every section of trunk.bin (a compressed one decoded block by
 // block, each block checked against its own hash) and of the same tensors
@@ -62,8 +64,11 @@ TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoin
 // only the sections holding a tensor of a changed shard (every section for a
 // version 1 trunk.json) and compares them with trunk.json's hashes. When all
 // match, trunk.json is rewritten (the current version) with the shards as they are now;
-// trunk.bin itself is not read (k3-forward verifies each section the first
+// trunk.bin itself is not read (k3-forward verifies each block the first
 // time it reads it). Another model (config.json or shard names) is a problem.
+// Also the upgrade of a trunk.json older than version 4: trunk.bin's raw
+// sections are read once, each checked against its recorded hash, and their
+// block hashes recorded (no repack).
 TrunkCheck refresh_trunk(const std::string& trunk_dir, const Checkpoint& checkpoint,
                          const std::function<void(uint64_t, uint64_t)>& progress);
 

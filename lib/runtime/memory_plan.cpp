@@ -68,9 +68,10 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
     p.head_block_rows = rows;
     p.head_blocks = (vocab + rows - 1) / rows;
     // Covering read of one block (one extra page when lm_head is not aligned);
-    // a compressed head decodes whole codec blocks, up to one more at each end.
+    // a head block is read as whole trunk blocks (each checked against its
+    // hash, or decoded), up to one more at each end.
     p.head_block_read_bytes = align_up(rows * row) + ((lm && lm->offset % kDirectAlign) ? kDirectAlign : 0);
-    if (hs.compressed) p.head_block_read_bytes = align_up(rows * row + 2 * layout.block_bytes);
+    if (hs.compressed || layout.block_bytes) p.head_block_read_bytes = align_up(rows * row + 2 * layout.block_bytes);
   }
   // Row blocks: buffers the size of the largest block or held part.
   p.block_bytes = req.block_bytes;
@@ -87,8 +88,9 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
       if (ts.layer < 0) continue;
       const LayerRowBlocks rb = layer_row_blocks(c, ts, p.block_bytes);
       p.held_bytes = std::max(p.held_bytes, rb.held_bytes);
-      // A compressed block decodes whole codec blocks: up to one more at each end.
-      const uint64_t block_buffer = rb.largest_block_bytes + (ts.compressed ? 2 * layout.block_bytes : 0);
+      // A row block is read as whole trunk blocks (to check their hashes, or
+      // decode them): up to one more at each end.
+      const uint64_t block_buffer = rb.largest_block_bytes + 2 * layout.block_bytes;
       unit_size = std::max({unit_size, rb.held_bytes, block_buffer});
       for (const StreamedMatrix& m : rb.matrices) p.row_blocks += m.blocks();
     }

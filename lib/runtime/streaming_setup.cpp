@@ -85,7 +85,7 @@ static PreparedStream plan_for(const ModelConfig& config, const Checkpoint& chec
 }
 
 static TrunkLayout layout_for(const ModelConfig& config, const Checkpoint& checkpoint, const StreamingRequest& req) {
-  if (!req.trunk_dir.empty()) return open_trunk_layout(req.trunk_dir, checkpoint);
+  if (!req.trunk_dir.empty()) return open_packed_trunk(req.trunk_dir, config, checkpoint);
   return plan_trunk(expected_tensors(config), checkpoint);
 }
 

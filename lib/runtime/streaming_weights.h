@@ -42,7 +42,7 @@ class StreamingWeights : public WeightSource {
   // `trunk_dir` empty: trunk from the shards, all resident. `layout` is the
   // packed trunk's (or plan_trunk's for the shards) and `plan` the approved
   // memory plan for it. Throws k3::Error (kBadModel for a trunk whose pinned
-  // section hash differs, kIo for read failures).
+  // blocks differ from their hashes, kIo for read failures).
   StreamingWeights(const ModelConfig& config, const Checkpoint& checkpoint, const std::string& trunk_dir,
                    TrunkLayout layout, const MemoryPlan& plan, int io_threads, const ProgressCallback& progress = {});
   ~StreamingWeights() override;

@@ -33,7 +33,7 @@ namespace {
 struct Piece {
   BlockRange blocks;
   uint8_t* dst = nullptr;
-  uint64_t dst_base = 0;
+  uint64_t dst_base = 0, dst_len = 0;
 };
 struct Job {
   const TrunkSection* s = nullptr;
@@ -49,8 +49,8 @@ struct Job {
 }  // namespace
 
 uint64_t TrunkBlockReader::submit(const TrunkSection& s, BlockRange r, uint8_t* dst, uint64_t dst_base,
-                                  AlignedBuffer& staging, ReadEngine::Done done, bool urgent) {
-  return submit(s, std::vector<Target>{Target{r, dst, dst_base}}, staging, std::move(done), urgent);
+                                  uint64_t dst_len, AlignedBuffer& staging, ReadEngine::Done done, bool urgent) {
+  return submit(s, std::vector<Target>{Target{r, dst, dst_base, dst_len}}, staging, std::move(done), urgent);
 }
 
 uint64_t TrunkBlockReader::submit(const TrunkSection& s, const std::vector<Target>& targets, AlignedBuffer& staging,
@@ -63,7 +63,12 @@ uint64_t TrunkBlockReader::submit(const TrunkSection& s, const std::vector<Targe
   job->done = std::move(done);
   job->urgent = urgent;
   uint64_t stored = 0;
-  for (const Target& t : targets)
+  for (const Target& t : targets) {
+    if (t.blocks.last > s.blocks.size() || t.blocks.first > t.blocks.last) {
+      job->done("trunk.json: section " + s.name + ": no blocks " + std::to_string(t.blocks.first) + " to " +
+                std::to_string(t.blocks.last) + " (damaged; re-run k3-pack --compress)");
+      return 0;
+    }
     for (size_t first = t.blocks.first; first < t.blocks.last;) {
       if (s.blocks[first].stored_size > piece_bytes_) {  // only a damaged trunk.json says so
         job->done("trunk.json: section " + s.name + " block " + std::to_string(first) + " claims " +
@@ -74,11 +79,12 @@ uint64_t TrunkBlockReader::submit(const TrunkSection& s, const std::vector<Targe
       while (last < t.blocks.last && s.blocks[last].stored_offset + s.blocks[last].stored_size -
                                              s.blocks[first].stored_offset <= piece_bytes_)
         ++last;
-      job->pieces.push_back(Piece{BlockRange{first, last}, t.dst, t.dst_base});
+      job->pieces.push_back(Piece{BlockRange{first, last}, t.dst, t.dst_base, t.dst_len});
       const StoredSpan span = stored_span(s, BlockRange{first, last});
       stored += align_up(span.offset + span.length) - align_down(span.offset);
       first = last;
     }
+  }
   if (job->pieces.empty()) {
     job->done(std::string());
     return 0;
@@ -92,19 +98,22 @@ uint64_t TrunkBlockReader::submit(const TrunkSection& s, const std::vector<Targe
   auto issue = std::make_shared<std::function<void(size_t, int)>>();
   std::weak_ptr<std::function<void(size_t, int)>> weak_issue = issue;
   *issue = [job, totals, file, io, weak_issue, slot_bytes](size_t p, int slot) {
+    // Pieces are at most piece_bytes_ of whole blocks (checked above), so
+    // the aligned read fits its slot; decode_blocks checks each block
+    // against both the bytes read and the target.
     const StoredSpan span = stored_span(*job->s, job->pieces[p].blocks);
     const uint64_t offset = align_down(span.offset);
     const uint64_t length = align_up(span.offset + span.length) - offset;
     uint8_t* buf = job->staging + static_cast<uint64_t>(slot) * slot_bytes;
     auto self = weak_issue.lock();  // alive while any piece is outstanding
     io->submit({ReadEngine::Read{file, offset, length, span.offset + span.length - offset, buf}},
-               [job, totals, self, p, slot, buf, offset](const std::string& read_err) {
+               [job, totals, self, p, slot, buf, offset, length](const std::string& read_err) {
                  std::string err = read_err;
                  if (err.empty()) {
                    const double t0 = thread_cpu_seconds();
                    const Piece& piece = job->pieces[p];
-                   err = decode_blocks(*job->s, piece.blocks, buf, offset, piece.dst, piece.dst_base,
-                                       thread_decoder());
+                   err = decode_blocks(*job->s, piece.blocks, buf, offset, length, piece.dst, piece.dst_base,
+                                       piece.dst_len, thread_decoder());
                    *totals += static_cast<uint64_t>((thread_cpu_seconds() - t0) * 1e9);
                  }
                  size_t next = SIZE_MAX;
@@ -140,11 +149,11 @@ uint64_t TrunkBlockReader::submit(const TrunkSection& s, const std::vector<Targe
 }
 
 uint64_t TrunkBlockReader::read_now(const TrunkSection& s, BlockRange r, uint8_t* dst, uint64_t dst_base,
-                                    AlignedBuffer& staging) {
+                                    uint64_t dst_len, AlignedBuffer& staging) {
   ReadLatch latch;
   std::string error;
   auto cb = latch.callback();
-  const uint64_t n = submit(s, r, dst, dst_base, staging, [&error, cb](const std::string& e) {
+  const uint64_t n = submit(s, r, dst, dst_base, dst_len, staging, [&error, cb](const std::string& e) {
     error = e;
     cb(std::string());
   }, true);

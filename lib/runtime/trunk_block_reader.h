@@ -44,13 +44,14 @@ class TrunkBlockReader {
   TrunkBlockReader(ReadEngine& io, const DirectFile& file, uint64_t piece_bytes = kPieceBytes)
       : io_(io), file_(file), piece_bytes_(piece_bytes < 2 * kTrunkBlockBytes ? 2 * kTrunkBlockBytes : piece_bytes) {}
 
-  // Reads blocks `r` of section `s` into `dst` (decoded bytes from decoded
-  // offset `dst_base`) through `staging` (staging_bytes(), untouched by anyone
+  // Reads blocks `r` of section `s` into `dst` (`dst_len` bytes: decoded
+  // bytes from decoded offset `dst_base`; a block outside them fails the
+  // read, nothing is written past dst_len) through `staging` (staging_bytes(), untouched by anyone
   // else until done). `done` runs once, on an I/O thread, after the last
   // block was decoded, with an empty string or the first failure. Returns
   // the stored bytes it reads.
-  uint64_t submit(const TrunkSection& s, BlockRange r, uint8_t* dst, uint64_t dst_base, AlignedBuffer& staging,
-                  ReadEngine::Done done, bool urgent);
+  uint64_t submit(const TrunkSection& s, BlockRange r, uint8_t* dst, uint64_t dst_base, uint64_t dst_len,
+                  AlignedBuffer& staging, ReadEngine::Done done, bool urgent);
 
   // Several block ranges of one section, each decoded to its own place
   // (the tensors of a streamed layer's held part), through one staging area
@@ -59,13 +60,15 @@ class TrunkBlockReader {
     BlockRange blocks;
     uint8_t* dst = nullptr;
     uint64_t dst_base = 0;
+    uint64_t dst_len = 0;  // bytes at dst
   };
   uint64_t submit(const TrunkSection& s, const std::vector<Target>& targets, AlignedBuffer& staging,
                   ReadEngine::Done done, bool urgent);
 
   // The same, waiting; throws k3::Error (kIo for a read, kBadModel for a
   // damaged block).
-  uint64_t read_now(const TrunkSection& s, BlockRange r, uint8_t* dst, uint64_t dst_base, AlignedBuffer& staging);
+  uint64_t read_now(const TrunkSection& s, BlockRange r, uint8_t* dst, uint64_t dst_base, uint64_t dst_len,
+                    AlignedBuffer& staging);
 
   uint64_t piece_bytes() const { return piece_bytes_; }
   // Thread CPU seconds spent decoding so far (all threads).

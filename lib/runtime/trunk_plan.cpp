@@ -3,8 +3,11 @@
 #include <string>
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/trunk_codec.h"
+#include "checkpoint/trunk_table_check.h"
 #include "common/error.h"
 #include "common/shape_format.h"
+#include "common/file.h"
 #include "io/aligned_buffer.h"
 
 namespace k3 {
@@ -45,6 +48,7 @@ TrunkLayout layout_trunk(const std::vector<ExpectedTensor>& manifest) {
     cur->tensors.push_back(std::move(x));
   }
   close_section();
+  t.block_bytes = kTrunkBlockBytes;  // every version 4 section is cut into blocks of this size
   // Sections must be unique: a manifest that interleaves them is a bug.
   for (size_t i = 0; i < t.sections.size(); ++i)
     for (size_t j = i + 1; j < t.sections.size(); ++j)
@@ -76,6 +80,14 @@ TrunkLayout plan_trunk(const std::vector<ExpectedTensor>& manifest, const Checkp
                                              std::to_string(checkpoint.at(x.name).info->nbytes) +
                                              " bytes where its dtype and shape need " + std::to_string(x.nbytes));
   t.source = fingerprint_checkpoint(checkpoint);
+  return t;
+}
+
+TrunkLayout open_packed_trunk(const std::string& trunk_dir, const ModelConfig& config, const Checkpoint& checkpoint) {
+  TrunkLayout t = open_trunk_layout(trunk_dir, checkpoint);
+  const std::string repack = std::string("re-run k3-pack ") + (t.compressed() ? "--compress " : "") + checkpoint.dir() +
+                             " " + trunk_dir;
+  check_trunk_table(t, layout_trunk(expected_tensors(config)), path_join(trunk_dir, "trunk.json"), repack);
   return t;
 }
 

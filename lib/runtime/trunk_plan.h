@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "checkpoint/trunk_layout.h"
+#include "model/config.h"
 #include "model/tensor_manifest.h"
 
 namespace k3 {
@@ -20,5 +21,12 @@ TrunkLayout plan_trunk(const std::vector<ExpectedTensor>& manifest, const Checkp
 // The same layout from the manifest's dtypes and shapes alone, for plans made
 // without the weights (no fingerprint, no hashes).
 TrunkLayout layout_trunk(const std::vector<ExpectedTensor>& manifest);
+
+// How the engine opens a packed trunk: open_trunk_layout (trunk.json parses,
+// belongs to `checkpoint`, trunk.bin has the recorded size), then its tensor
+// table checked against layout_trunk of `config`'s manifest
+// (check_trunk_table). Throws k3::Error(kBadModel) naming trunk.json, the
+// section or tensor, and the k3-pack command that rewrites the trunk.
+TrunkLayout open_packed_trunk(const std::string& trunk_dir, const ModelConfig& config, const Checkpoint& checkpoint);
 
 }  // namespace k3

@@ -1,7 +1,5 @@
 #include "runtime/trunk_stream.h"
 
-#include <xxhash.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -13,14 +11,14 @@
 #include "model/weight_binding.h"
 #include "checkpoint/trunk_blocks.h"
 #include "runtime/row_blocks.h"
-#include "runtime/trunk_section_check.h"
+#include "runtime/trunk_stream_parts.h"
 
 namespace k3 {
 
-namespace {
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+using trunk_stream_detail::Clock;
+using trunk_stream_detail::since;
 
+namespace {
 inline float bf16_to_f32(uint16_t b) {
   uint32_t u = static_cast<uint32_t>(b) << 16;
   float f;
@@ -28,51 +26,6 @@ inline float bf16_to_f32(uint16_t b) {
   return f;
 }
 }  // namespace
-
-// A streamed matrix's view: its row blocks pass through the stream buffers.
-class TrunkStream::BlockedMatrix : public MatrixRows {
- public:
-  BlockedMatrix(TrunkStream* ts, int first_unit, int units, int64_t cols)
-      : ts_(ts), first_(first_unit), units_(units), cols_(cols) {}
-  void for_each_block(const Block& on_block) const override { ts_->for_each_rows(first_, units_, cols_, on_block); }
-
- private:
-  TrunkStream* ts_;
-  int first_, units_;
-  int64_t cols_;
-};
-
-struct TrunkStream::Section {
-  const TrunkSection* ts = nullptr;
-  bool pinned = false;
-  std::atomic<bool> verified{false};  // its xxh3 was checked in this run (trunk_section_check.h)
-  AlignedBuffer buf;  // pinned bytes
-  std::unordered_map<std::string, uint64_t> rel;  // tensor name -> offset from section start
-  LayerWeights lw;
-  HeadWeights hw;
-  // Row-block mode: the held part's unit, the layout of its parts and one
-  // view per streamed matrix.
-  int held_unit = -1;
-  LayerRowBlocks rb;
-  std::unordered_map<std::string, uint64_t> held_rel;  // tensor name -> offset in the held part's buffer
-  std::vector<std::unique_ptr<BlockedMatrix>> views;
-  std::unordered_map<std::string, Bf16Matrix> view_of;  // matrix name -> its view
-};
-
-struct TrunkStream::StreamBuffer {
-  AlignedBuffer buf;
-  int unit = -1;
-  uint64_t skip = 0;  // the unit's bytes start at buf + skip
-  bool held = false;
-  bool pending = false;  // a read was issued; `done` says whether it finished
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = true;
-  std::string error;
-  bool corrupt = false;  // `error` is a section hash mismatch or a damaged block, not a failed read
-  AlignedBuffer staging;  // compressed pieces on their way into buf
-  LayerWeights lw;
-};
 
 TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint, const DirectFile* trunk_file,
                          const std::vector<std::unique_ptr<DirectFile>>& shard_files, TrunkLayout layout,
@@ -87,6 +40,12 @@ TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint
     if (layer >= 0 && layer < config_.num_hidden_layers) layer_section_[layer] = static_cast<int>(s);
     if (sec->ts->name == "head") head_section_ = static_cast<int>(s);
     if (sec->ts->name == "embedding") embed_section_ = static_cast<int>(s);
+    if (trunk_file_ && !sec->ts->compressed) {
+      if (sec->ts->blocks.empty() && !sec->ts->tensors.empty())  // open_trunk_layout refuses such trunks
+        throw Error(ExitCode::kBadModel, trunk_file_->path() + ": section " + sec->ts->name + " has no block hashes "
+                                                               "(re-run k3-pack)");
+      sec->block_ok = std::make_unique<std::atomic<bool>[]>(sec->ts->blocks.size());
+    }
     sections_.push_back(std::move(sec));
   }
   for (int l = 0; l < config_.num_hidden_layers; ++l)
@@ -147,32 +106,13 @@ TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint
     embed_file_ = shard_files[loc.shard].get();
     embed_base_ = loc.info->offset;
   }
+  // An embedding row is read alone once its trunk blocks were checked; the
+  // first read of a row reads its blocks whole (a row may straddle two).
   const uint64_t row = static_cast<uint64_t>(config_.hidden_size) * 2;
-  row_buf_ = AlignedBuffer(align_up(row) + 2 * kDirectAlign);
-  // Sections read piecemeal (embedding rows, lm_head row blocks, layers
-  // streamed as row blocks) are checked whole here, by one sequential pass,
-  // before any token. A compressed section needs no pass: each of its
-  // blocks is checked against its own hash whenever it is decoded.
-  std::vector<int> piecemeal = {embed_section_, head_section_};
-  for (int s : plan.streamed)
-    if (s != head_section_ && (section_unit_[s] < 0 || units_[section_unit_[s]].kind != UnitKind::kSection))
-      piecemeal.push_back(s);  // a layer in row blocks: its held part is a unit, the section never is whole
-  if (!trunk_file_) return;
-  std::vector<Section*> to_check;
-  uint64_t check_total = 0, checked = 0;
-  for (int s : piecemeal) {
-    Section& sec = *sections_[s];
-    if (sec.pinned || sec.verified || sec.ts->compressed) continue;
-    to_check.push_back(&sec);
-    check_total += sec.ts->length;
-  }
-  if (progress && check_total) progress("checking trunk", 0, check_total);
-  for (Section* sec : to_check) {
-    stats_.load_bytes += verify_section_by_reading(io_, *trunk_file_, *sec->ts, trunk_file_->path());
-    sec->verified = true;
-    checked += sec->ts->length;
-    if (progress) progress("checking trunk", checked, check_total);
-  }
+  row_buf_ = AlignedBuffer(align_up(row + 2 * layout_.block_bytes) + 2 * kDirectAlign);
+  // No hashing pass before the first token: every block of a raw section is
+  // checked against its hash in trunk.json when a read first brings it in,
+  // and a compressed block each time it is decoded.
 }
 
 // A pinned section: read once, verified, bound.
@@ -188,13 +128,14 @@ void TrunkStream::pin_section(int s, const Checkpoint& checkpoint,
     // so the section is not hashed a second time.
     AlignedBuffer staging(TrunkBlockReader::staging_bytes(reader_->piece_bytes()));
     zero_section_gaps(*sec.ts, sec.buf.data());
-    read = reader_->read_now(*sec.ts, BlockRange{0, sec.ts->blocks.size()}, sec.buf.data(), sec.ts->offset, staging);
-    sec.verified = true;
+    read = reader_->read_now(*sec.ts, BlockRange{0, sec.ts->blocks.size()}, sec.buf.data(), sec.ts->offset,
+                             sec.ts->length, staging);
   } else if (trunk_file_) {
     io_.read_now(
         {ReadEngine::Read{trunk_file_, sec.ts->stored_offset, sec.ts->length, sec.ts->length, sec.buf.data()}});
-    require_section_hash(*sec.ts, XXH3_64bits(sec.buf.data(), sec.ts->length), trunk_file_->path());
-    sec.verified = true;
+    const std::string bad = check_raw_blocks(*sec.ts, BlockRange{0, sec.ts->blocks.size()}, sec.buf.data(),
+                                             sec.ts->offset, sec.ts->length, sec.block_ok.get(), trunk_file_->path());
+    if (!bad.empty()) throw Error(ExitCode::kBadModel, bad);
   } else {
     // No packed trunk: gather each tensor from its shard.
     for (const TrunkTensor& t : sec.ts->tensors) {
@@ -240,13 +181,16 @@ void TrunkStream::plan_head_blocks(int s, const MemoryPlan& plan) {
       const BlockRange r = tensor_blocks(*sec.ts, t);
       if (staging.size() == 0) staging = AlignedBuffer(TrunkBlockReader::staging_bytes(reader_->piece_bytes()));
       head_small_.emplace_back(t.nbytes);
-      stats_.load_bytes += reader_->read_now(*sec.ts, r, head_small_.back().data(), t.offset, staging);
+      stats_.load_bytes += reader_->read_now(*sec.ts, r, head_small_.back().data(), t.offset, t.nbytes, staging);
       small[t.name] = head_small_.back().data();
       continue;
     }
     const CoveringRead c = covering_read(stored_at(*sec.ts, t.offset), t.nbytes);
     head_small_.emplace_back(c.length);
     io_.read_now({ReadEngine::Read{trunk_file_, c.offset, c.length, c.skip + t.nbytes, head_small_.back().data()}});
+    const std::string bad = check_raw_blocks(*sec.ts, tensor_blocks(*sec.ts, t), head_small_.back().data() + c.skip,
+                                             t.offset, t.nbytes, sec.block_ok.get(), trunk_file_->path());
+    if (!bad.empty()) throw Error(ExitCode::kBadModel, bad);
     small[t.name] = head_small_.back().data() + c.skip;
     stats_.load_bytes += c.length;
   }
@@ -276,29 +220,6 @@ void TrunkStream::plan_row_blocks(int s, const MemoryPlan& plan) {
     sec.views.push_back(std::make_unique<BlockedMatrix>(this, first, static_cast<int>(units_.size()) - first, sm.shape.cols));
     sec.view_of[sm.shape.name] = Bf16Matrix{nullptr, sm.shape.rows, sm.shape.cols, sec.views.back().get()};
   }
-}
-
-uint64_t TrunkStream::unit_buffer_bytes(const Unit& un) const {
-  const Section& sec = *sections_[un.section];
-  if (sec.ts->compressed && (un.kind == UnitKind::kMatrixRows || un.kind == UnitKind::kHeadRows)) {
-    const RowSpan r = unit_rows(un);
-    return decoded_rows(*sec.ts, r.begin, r.end).bytes;
-  }
-  switch (un.kind) {
-    case UnitKind::kSection:
-      return sec.ts->length;
-    case UnitKind::kHeld:
-      return sec.rb.held_bytes;
-    case UnitKind::kMatrixRows: {
-      const StreamedMatrix& m = sec.rb.matrices[un.matrix];
-      return covering_read(m.tensor->offset + un.first_row * m.row_bytes, un.rows * m.row_bytes).length;
-    }
-    case UnitKind::kHeadRows: {
-      const uint64_t row = static_cast<uint64_t>(config_.hidden_size) * 2;
-      return covering_read(lm_head_offset_ + un.first_row * row, un.rows * row).length;
-    }
-  }
-  return 0;
 }
 
 void TrunkStream::start_read_ahead() {
@@ -335,126 +256,38 @@ void TrunkStream::embed(const int32_t* ids, size_t n, float* out) {
     if (sec.pinned) {
       src = sec.buf.data() + (t.offset - sec.ts->offset) + static_cast<uint64_t>(ids[i]) * row;
     } else {
-      CoveringRead c = covering_read(embed_base_ + static_cast<uint64_t>(ids[i]) * row, row);
+      // A row of a packed trunk whose blocks are not yet checked is read
+      // with them, whole; once checked, alone.
+      uint64_t begin = t.offset + static_cast<uint64_t>(ids[i]) * row, length = row, skip = 0;
+      BlockRange blocks;
+      if (sec.block_ok) {
+        const DecodedRows d = decoded_rows(*sec.ts, begin, begin + row);
+        if (!blocks_verified(d.blocks, sec.block_ok.get())) {
+          blocks = d.blocks;
+          begin = d.base;
+          length = d.bytes;
+          skip = d.skip;
+        }
+      }
+      const uint64_t at = embed_base_ + (begin - t.offset);
+      CoveringRead c = covering_read(at, length);
+      if (c.length > row_buf_.size())
+        throw Error(ExitCode::kInternal, "embedding row read of " + std::to_string(c.length) + " bytes exceeds its buffer");
       const auto t0 = Clock::now();
-      io_.read_now({ReadEngine::Read{embed_file_, c.offset, c.length, c.skip + row, row_buf_.data()}});
+      io_.read_now({ReadEngine::Read{embed_file_, c.offset, c.length, c.skip + length, row_buf_.data()}});
+      if (blocks.last > blocks.first) {
+        const std::string bad = check_raw_blocks(*sec.ts, blocks, row_buf_.data() + c.skip, begin, length,
+                                                 sec.block_ok.get(), embed_file_->path());
+        if (!bad.empty()) throw Error(ExitCode::kBadModel, bad);
+      }
       std::lock_guard<std::mutex> lk(stats_mu_);
       stats_.io_wait_seconds += since(t0);
       stats_.trunk_bytes += c.length;
-      src = row_buf_.data() + c.skip;
+      src = row_buf_.data() + c.skip + skip;
     }
     const uint16_t* b = reinterpret_cast<const uint16_t*>(src);
     for (uint64_t d = 0; d < hidden; ++d) out[i * hidden + d] = bf16_to_f32(b[d]);
   }
-}
-
-TrunkStream::RowSpan TrunkStream::unit_rows(const Unit& un) const {
-  const Section& sec = *sections_[un.section];
-  uint64_t begin = 0, row = 0;
-  if (un.kind == UnitKind::kMatrixRows) {
-    const StreamedMatrix& m = sec.rb.matrices[un.matrix];
-    begin = m.tensor->offset;
-    row = m.row_bytes;
-  } else {
-    begin = lm_head_offset_;
-    row = static_cast<uint64_t>(config_.hidden_size) * 2;
-  }
-  begin += static_cast<uint64_t>(un.first_row) * row;
-  return RowSpan{begin, begin + static_cast<uint64_t>(un.rows) * row};
-}
-
-void TrunkStream::issue_stream_read(StreamBuffer& b, int u, bool urgent) {
-  wait_buffer(b);  // never overwrite a buffer a read is still filling
-  const Unit& un = units_[u];
-  const Section& sec = *sections_[un.section];
-  const TrunkSection& ts = *sec.ts;
-  std::vector<ReadEngine::Read> reads;                // a raw section's reads
-  std::vector<TrunkBlockReader::Target> decodes;      // a compressed section's blocks
-  uint64_t length = 0, skip = 0;
-  switch (un.kind) {
-    case UnitKind::kSection:
-      if (ts.compressed) {
-        zero_section_gaps(ts, b.buf.data());  // padding is not stored; the blocks fill the rest
-        decodes.push_back({BlockRange{0, ts.blocks.size()}, b.buf.data(), ts.offset});
-      } else {
-        reads.push_back(ReadEngine::Read{trunk_file_, ts.stored_offset, ts.length, ts.length, b.buf.data()});
-        length = ts.length;
-      }
-      break;
-    case UnitKind::kHeld:
-      for (const HeldTensor& h : sec.rb.held) {
-        if (ts.compressed) {
-          decodes.push_back({tensor_blocks(ts, *h.tensor), b.buf.data() + h.buffer_offset + h.skip, h.tensor->offset});
-          continue;
-        }
-        reads.push_back(ReadEngine::Read{trunk_file_, stored_at(ts, h.read_offset), h.read_length,
-                                         h.skip + h.tensor->nbytes, b.buf.data() + h.buffer_offset});
-        length += h.read_length;
-      }
-      break;
-    case UnitKind::kMatrixRows:
-    case UnitKind::kHeadRows: {
-      const RowSpan r = unit_rows(un);
-      if (ts.compressed) {
-        const DecodedRows d = decoded_rows(ts, r.begin, r.end);
-        decodes.push_back({d.blocks, b.buf.data(), d.base});
-        skip = d.skip;
-      } else {
-        const CoveringRead c = covering_read(stored_at(ts, r.begin), r.end - r.begin);
-        reads.push_back(ReadEngine::Read{trunk_file_, c.offset, c.length, c.skip + (r.end - r.begin), b.buf.data()});
-        length = c.length;
-        skip = c.skip;
-      }
-      break;
-    }
-  }
-  {
-    std::lock_guard<std::mutex> lk(b.mu);
-    b.unit = u;
-    b.skip = skip;
-    b.pending = true;
-    b.done = false;
-    b.error.clear();
-    b.corrupt = false;
-  }
-  StreamBuffer* bp = &b;
-  // A raw layer section's first pass is hashed here, on the I/O thread,
-  // while the compute thread works on an earlier unit. (Sections streamed as
-  // row blocks were checked whole at start; compressed blocks are each
-  // checked as they are decoded.)
-  Section* check = un.kind == UnitKind::kSection && !ts.compressed && !sections_[un.section]->verified
-                       ? sections_[un.section].get()
-                       : nullptr;
-  auto done = [bp, check, this](const std::string& err) {
-    std::string problem;
-    if (err.empty() && check && !check->verified) {
-      problem =
-          section_hash_problem(*check->ts, XXH3_64bits(bp->buf.data(), check->ts->length), trunk_file_->path());
-      if (problem.empty()) check->verified = true;
-    }
-    std::lock_guard<std::mutex> lk(bp->mu);
-    bp->error = err.empty() ? problem : err;
-    // A mismatched section hash or a compressed block that fails its own
-    // hash is a damaged trunk (exit 3), not a failed read.
-    bp->corrupt = (err.empty() && !problem.empty()) || err.find("damaged") != std::string::npos;
-    bp->done = true;
-    bp->cv.notify_all();
-  };
-  if (ts.compressed)
-    length = reader_->submit(ts, decodes, b.staging, done, urgent);  // decoded by the I/O threads as pieces arrive
-  else
-    io_.submit(std::move(reads), done, urgent);
-  std::lock_guard<std::mutex> lk(stats_mu_);
-  stats_.trunk_bytes += length;
-}
-
-void TrunkStream::wait_buffer(StreamBuffer& b) {
-  std::unique_lock<std::mutex> lk(b.mu);
-  if (b.done) return;
-  const auto t0 = Clock::now();
-  b.cv.wait(lk, [&] { return b.done; });
-  std::lock_guard<std::mutex> slk(stats_mu_);
-  stats_.io_wait_seconds += since(t0);
 }
 
 void TrunkStream::read_ahead(int u, int count) {

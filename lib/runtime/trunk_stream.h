@@ -1,11 +1,16 @@
 // The trunk of a model run in a memory budget: the sections of a packed
-// trunk (k3-pack) that the plan pins are read once at start (and their xxh3
-// checked); the others stream through a few buffers in use order, the next
+// trunk (k3-pack) that the plan pins are read once at start; the others stream through a few buffers in use order, the next
 // ones read in the background while the current layer computes. A streamed
 // head goes through the same buffers as lm_head row blocks (its small tensors
 // are read once and kept), so no buffer is ever the size of the head.
 // Without a packed trunk every trunk tensor is read from the shards once and
 // held. Embedding rows are read on demand.
+//
+// Every raw trunk block (trunk_layout.h, version 4) is checked against its
+// xxh3 the first time a read brings it in, on the I/O thread that read it
+// (a row or row block whose blocks are not all checked yet is read with its
+// blocks whole): a damaged byte fails the read that would hand it out, and
+// nothing hashes the trunk before the first token.
 //
 // A compressed trunk (k3-pack --compress) is read the same way: pinned
 // sections are decoded once at start, streamed units are decoded into their
@@ -50,9 +55,9 @@ class TrunkStream {
   // pinned and gathered from `shard_files`). `layout` is the packed trunk's
   // (or plan_trunk's for the shards) and `plan` the approved memory plan for
   // it. The files and `io` must outlive this object. Throws k3::Error
-  // (kBadModel for a section whose hash differs, kIo for read failures).
-  // `progress` hears of the start-up reads ("pinning trunk", then "checking
-  // trunk" for the hash pass over sections read piecemeal), section by section.
+  // (kBadModel for a block whose hash differs, kIo for read failures).
+  // `progress` hears of the start-up reads ("pinning trunk"), section by
+  // section.
   TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint, const DirectFile* trunk_file,
               const std::vector<std::unique_ptr<DirectFile>>& shard_files, TrunkLayout layout, const MemoryPlan& plan,
               ReadEngine& io, const ProgressCallback& progress = {});

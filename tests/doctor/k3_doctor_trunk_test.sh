@@ -143,6 +143,14 @@ truncate -s 8192 "$tmp/t_short/trunk.bin"
 expect_trunk_fail truncated damaged "damaged: trunk.bin is 8192 bytes but trunk.json says [0-9]+ \(truncated" \
   "$tmp/m" "$tmp/t_short"
 
+# ---- trunk.json of format version 3 (no per-block hashes): k3-forward refuses it.
+cp -r "$tmp/t" "$tmp/t_v3"
+python3 -c 'import json,sys; p=sys.argv[1]; d=json.load(open(p)); d["version"]=3
+for s in d["sections"]: del s["blocks"]
+open(p,"w").write(json.dumps(d))' "$tmp/t_v3/trunk.json"
+expect_trunk_fail old-format damaged "damaged: trunk.json is format version 3, without per-block hashes \\(upgrade it in place with k3-pack --refresh" \
+  "$tmp/m" "$tmp/t_v3"
+
 # ---- trunk.json missing (k3-pack writes it last: an interrupted pack).
 cp -r "$tmp/t" "$tmp/t_nojson"
 rm "$tmp/t_nojson/trunk.json"

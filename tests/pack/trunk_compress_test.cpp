@@ -48,7 +48,8 @@ std::vector<uint8_t> decode_section(const fs::path& dir, const TrunkSection& s, 
   if (!s.compressed) return stored;
   zero_section_gaps(s, out.data());
   TrunkBlockDecoder dec;
-  *err = decode_blocks(s, BlockRange{0, s.blocks.size()}, stored.data(), s.stored_offset, out.data(), s.offset, dec);
+  *err = decode_blocks(s, BlockRange{0, s.blocks.size()}, stored.data(), s.stored_offset, stored.size(), out.data(),
+                       s.offset, out.size(), dec);
   return out;
 }
 
@@ -66,9 +67,11 @@ TEST(TrunkCompress, DecodesByteExactWithTheUncompressedLayoutAndHashes) {
   Checkpoint c = Checkpoint::open(kTiny);
   TrunkLayout raw = pack_trunk(c, tiny_manifest(), (dir / "raw").string(), PackOptions{});
   TrunkLayout z = pack_trunk(c, tiny_manifest(), (dir / "z").string(), compressed());
-  // One format for both: version 3, stored fields beside the decoded ones.
-  EXPECT_EQ(raw.version, 3);
-  EXPECT_EQ(z.version, 3);
+  // One format for both: version 4, stored fields beside the decoded ones,
+  // every section in blocks with their hashes.
+  EXPECT_EQ(raw.version, 4);
+  EXPECT_EQ(z.version, 4);
+  for (const TrunkSection& s : raw.sections) EXPECT_FALSE(s.blocks.empty()) << s.name;
   EXPECT_FALSE(raw.compressed());
   EXPECT_TRUE(z.compressed());
   EXPECT_LT(z.file_size, raw.file_size);
@@ -124,6 +127,7 @@ TEST(TrunkCompress, NormalWeightsLoseMoreThanAQuarter) {
   uint64_t tensor_bytes = 0, stored = 0;
   for (const TrunkSection& s : z.sections)
     for (const TrunkBlock& b : s.blocks) {
+      if (!s.compressed) continue;  // the embedding's blocks are stored as they are
       tensor_bytes += b.size;
       stored += b.stored_size;
     }
@@ -159,13 +163,14 @@ TEST(TrunkCompress, RefusesUnknownVersionBadBlocksAnotherModelAndTruncation) {
   const std::string json = read_text_file((dir / "z" / "trunk.json").string());
   std::string msg;
   // A future version is refused by its number.
-  std::string v4 = json;
-  v4.replace(v4.find("\"version\": 3"), 12, "\"version\": 4");
-  EXPECT_EQ(code_of([&] { parse_trunk_layout(v4, "trunk.json"); }, &msg), ExitCode::kBadModel);
-  EXPECT_NE(msg.find("version 4"), std::string::npos) << msg;
-  // One block too few, or a stored size that overruns its section.
+  std::string v5 = json;
+  v5.replace(v5.find("\"version\": 4"), 12, "\"version\": 5");
+  EXPECT_EQ(code_of([&] { parse_trunk_layout(v5, "trunk.json"); }, &msg), ExitCode::kBadModel);
+  EXPECT_NE(msg.find("version 5"), std::string::npos) << msg;
+  // One block too few, or a stored size that overruns its section (of the
+  // first compressed section).
   std::string fewer = json;
-  const size_t first_block = fewer.find("\"blocks\": [") + 11;
+  const size_t first_block = fewer.find("\"blocks\": [", fewer.find("\"compressed\": true")) + 11;
   fewer.erase(first_block, fewer.find(']', first_block) + 2 - first_block);
   EXPECT_EQ(code_of([&] { parse_trunk_layout(fewer, "trunk.json"); }, &msg), ExitCode::kBadModel);
   EXPECT_NE(msg.find("blocks"), std::string::npos) << msg;
@@ -191,18 +196,23 @@ TEST(TrunkCompress, RefusesUnknownVersionBadBlocksAnotherModelAndTruncation) {
 }
 
 // Versions 1 and 2 carry no stored fields: every section is raw and stored
-// where it decodes, and the trunk they describe still opens (version 2) or
-// is refused with advice (version 1, no shard identity).
-TEST(TrunkCompress, Versions1And2ReadAsRawSections) {
+// where it decodes. No version before 4 has block hashes for raw sections:
+// the engine refuses such a trunk naming k3-pack --refresh, k3-pack --check
+// reports it, and k3-pack --refresh upgrades it to exactly the trunk.json a
+// fresh pack writes.
+TEST(TrunkCompress, OlderVersionsAreRefusedThenUpgradedByRefresh) {
   fs::path dir = fresh_dir("compress-older");
   Checkpoint c = Checkpoint::open(kTiny);
   TrunkLayout t = pack_trunk(c, tiny_manifest(), (dir / "raw").string(), PackOptions{});
-  for (int v : {1, 2}) {
+  const std::string fresh = read_text_file((dir / "raw" / "trunk.json").string());
+  for (int v : {1, 2, 3}) {
     TrunkLayout old = t;
     old.version = v;
+    if (v < 3) old.block_bytes = 0;
     const std::string json = trunk_layout_to_json(old);
-    EXPECT_EQ(json.find("stored_offset"), std::string::npos) << v;
-    EXPECT_EQ(json.find("block_bytes"), std::string::npos) << v;
+    EXPECT_EQ(json.find("stored_offset") == std::string::npos, v < 3) << v;
+    EXPECT_EQ(json.find("block_bytes") == std::string::npos, v < 3) << v;
+    EXPECT_EQ(json.find("blocks\""), std::string::npos) << v;
     EXPECT_EQ(json.find("header_xxh3") == std::string::npos, v == 1);
     TrunkLayout back = parse_trunk_layout(json, "trunk.json");
     EXPECT_EQ(back.version, v);
@@ -215,13 +225,30 @@ TEST(TrunkCompress, Versions1And2ReadAsRawSections) {
     }
     std::ofstream((dir / "raw" / "trunk.json").string(), std::ios::trunc) << json;
     std::string msg;
-    EXPECT_EQ(code_of([&] { open_trunk_layout((dir / "raw").string(), c); }, &msg),
-              v == 1 ? ExitCode::kBadModel : ExitCode::kOk)
-        << msg;
-    if (v == 2) {
-      EXPECT_TRUE(check_trunk((dir / "raw").string(), c, nullptr).problems.empty());
-    }
+    EXPECT_EQ(code_of([&] { open_trunk_layout((dir / "raw").string(), c); }, &msg), ExitCode::kBadModel) << msg;
+    const std::string cmd = "k3-pack --refresh " + (dir / "raw").string() + " " + std::string(kTiny);
+    if (v >= 2) EXPECT_NE(msg.find(cmd), std::string::npos) << msg;  // version 1 is first said to be stale
+    const TrunkCheck check = check_trunk((dir / "raw").string(), c, nullptr);
+    ASSERT_FALSE(check.problems.empty()) << v;
+    EXPECT_NE(check.problems.front().find(v == 1 ? "fingerprint" : "no per-block hashes"), std::string::npos)
+        << check.problems.front();
+    const TrunkCheck r = refresh_trunk((dir / "raw").string(), c, nullptr);
+    EXPECT_TRUE(r.problems.empty()) << r.problems.front();
+    EXPECT_TRUE(r.refreshed);
+    EXPECT_EQ(r.upgraded_from, v);
+    EXPECT_EQ(r.bytes_read, t.file_size);
+    EXPECT_EQ(read_text_file((dir / "raw" / "trunk.json").string()), fresh) << v;
+    EXPECT_EQ(code_of([&] { open_trunk_layout((dir / "raw").string(), c); }), ExitCode::kOk);
   }
+  // A damaged byte in an old trunk: refresh refuses to record its blocks.
+  TrunkLayout old = t;
+  old.version = 3;
+  std::ofstream((dir / "raw" / "trunk.json").string(), std::ios::trunc) << trunk_layout_to_json(old);
+  flip_byte(dir / "raw" / "trunk.bin", t.sections[2].tensors[0].offset + 10);
+  const TrunkCheck r = refresh_trunk((dir / "raw").string(), c, nullptr);
+  ASSERT_EQ(r.problems.size(), 1u);
+  EXPECT_NE(r.problems[0].find("section " + t.sections[2].name + " differs"), std::string::npos) << r.problems[0];
+  EXPECT_FALSE(r.refreshed);
   fs::remove_all(dir);
 }
 

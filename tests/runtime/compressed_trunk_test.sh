@@ -23,7 +23,7 @@ expect() {  # expect CODE PATTERN -- command...
 # --- fixture -------------------------------------------------------------------
 "$B/k3-pack" "$TINY" "$W/raw" 2>/dev/null || fail "k3-pack"
 "$B/k3-pack" --compress "$TINY" "$W/z" 2>"$W/err" || { cat "$W/err"; fail "k3-pack --compress"; }
-grep -q '"version": 3' "$W/z/trunk.json" || fail "compressed trunk.json is not version 3"
+grep -q '"version": 4' "$W/z/trunk.json" || fail "compressed trunk.json is not version 4"
 [ "$(stat -c %s "$W/z/trunk.bin")" -lt "$(stat -c %s "$W/raw/trunk.bin")" ] || fail "compressed trunk is not smaller"
 "$B/k3-pack" --check "$W/z" "$TINY" 2>"$W/err" || { cat "$W/err"; fail "--check on a compressed trunk"; }
 grep -q "compressed from" "$W/err" || fail "--check does not say the trunk is compressed"
@@ -115,7 +115,7 @@ expect 3 "layer.5 block 3.*damaged" -- "$B/k3-forward" "$G" --ids "$W/ids" --gen
 expect 3 "layer.5 block 3.*damaged" -- "$B/k3-forward" "$G" --ids "$W/ids" --gen 2 --trunk "$W/bad" --trunk-gb 0 --cache-gb 0
 expect 3 "layer.5 block 3.*damaged" -- "$B/k3-forward" "$G" --ids "$W/ids" --gen 2 --trunk "$W/bad" --trunk-gb 0 --cache-gb 0 --block-mb 0.01
 [ ! -s "$W/out" ] || fail "a run over a damaged block printed ids"
-# A damaged raw streamed section is caught by its section hash on first read.
+# A damaged raw streamed section is caught by its block's hash on first read.
 cp -r "$W/graw" "$W/badraw"
 python3 - "$W/badraw/trunk.json" "$W/badraw/trunk.bin" <<'PY'
 import json, sys
@@ -125,6 +125,6 @@ x = sec["tensors"][0]
 with open(sys.argv[2], "r+b") as f:
     f.seek(x["offset"] + 1); b = f.read(1); f.seek(-1, 1); f.write(bytes([b[0] ^ 0x01]))
 PY
-expect 3 "section layer.5 does not match its hash" -- "$B/k3-forward" "$G" --ids "$W/ids" --gen 2 --trunk "$W/badraw" --trunk-gb 0 --cache-gb 0
+expect 3 "section layer.5 block 0 .*does not match its hash" -- "$B/k3-forward" "$G" --ids "$W/ids" --gen 2 --trunk "$W/badraw" --trunk-gb 0 --cache-gb 0
 [ ! -s "$W/out" ] || fail "a run over a damaged raw section printed ids"
 echo "compressed trunk: OK"

@@ -95,13 +95,14 @@ for r in gstream gpart gall; do
 done
 [ "$(sort -u "$W/gresident.ids" | wc -l)" -gt 1 ] || fail "generated model emits a single id: activations collapsed"
 grep -qE "pinned trunk +[1-7] of 8 layers" "$W/gpart.err" || fail "the partial budget should pin some layers"
-# More cache: more experts already resident, fewer bytes read per token; nothing streamed when all is pinned.
+# More cache: more experts already resident, fewer bytes read per token; nothing streamed when all is pinned
+# but embedding rows (a row read first with its one or two 256 KiB trunk blocks, to check them).
 python3 - "$W/gstream.json" "$W/gall.json" <<'PY' || fail "counters do not follow the budget"
 import json, sys
 a, b = (json.load(open(f))["decode"] for f in sys.argv[1:])
 assert b["expert_hit_rate"] > a["expert_hit_rate"], (a, b)
 assert b["expert_bytes_per_token"] < a["expert_bytes_per_token"], (a, b)
-assert b["trunk_bytes_per_token"] < 20000 < a["trunk_bytes_per_token"], (a, b)
+assert b["trunk_bytes_per_token"] <= 2 * 262144 + 4096 and 100 * b["trunk_bytes_per_token"] < a["trunk_bytes_per_token"], (a, b)
 PY
 
 # --- faults ----------------------------------------------------------------------
@@ -129,7 +130,7 @@ with open(sys.argv[2], "r+b") as f:
 PY
 expect 8 "layer.7" -- "$B/k3-pack" --check "$W/mtrunk" "$W/model"
 # ... and a run that pins layer 7 refuses the corrupted section.
-expect 3 "layer.7 does not match its hash" -- "$B/k3-forward" "$W/model" --ids "$W/ids" --trunk "$W/mtrunk" --preset laptop
+expect 3 "layer.7 block [0-9]+ .*does not match its hash" -- "$B/k3-forward" "$W/model" --ids "$W/ids" --trunk "$W/mtrunk" --preset laptop
 
 # A file that shrinks while k3-forward runs: the streamed trunk is re-read every token.
 "$B/k3-pack" "$G" "$W/strunk" 2>/dev/null || fail "pack for shrink"

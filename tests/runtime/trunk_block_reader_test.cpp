@@ -15,9 +15,11 @@
 #include "pack/trunk_packer.h"
 #include "runtime/trunk_block_reader.h"
 #include "synth/synth_checkpoint.h"
+#include "lib/test_util.h"
 
 namespace fs = std::filesystem;
 using namespace k3;
+using k3::test::code_of;
 
 namespace {
 struct Packed {
@@ -67,7 +69,7 @@ TEST(TrunkBlockReader, SectionsAndRangesDecodeToTheUncompressedBytes) {
     AlignedBuffer out(s.length);
     std::memset(out.data(), 0x5C, s.length);
     zero_section_gaps(s, out.data());
-    const uint64_t read = reader.read_now(s, BlockRange{0, s.blocks.size()}, out.data(), s.offset, staging);
+    const uint64_t read = reader.read_now(s, BlockRange{0, s.blocks.size()}, out.data(), s.offset, s.length, staging);
     EXPECT_LE(read, s.stored_length + 4096 * (2 * s.stored_length / (512u << 10) + 2));  // pieces share edge pages
     multi_piece += s.stored_length > (512u << 10);
     EXPECT_EQ(std::memcmp(out.data(), p.raw_bin.data() + s.offset, s.length), 0) << s.name;
@@ -78,9 +80,20 @@ TEST(TrunkBlockReader, SectionsAndRangesDecodeToTheUncompressedBytes) {
     const uint64_t base = s.blocks[r.first].offset;
     std::vector<uint8_t> part(s.blocks[r.last - 1].offset + s.blocks[r.last - 1].size - base);
     AlignedBuffer dst(part.size());
-    reader.read_now(s, r, dst.data(), base, staging);
+    reader.read_now(s, r, dst.data(), base, part.size(), staging);
     EXPECT_LE(base, begin);
     EXPECT_EQ(std::memcmp(dst.data(), p.raw_bin.data() + base, part.size()), 0) << s.name;
+    // The same range into a target one byte too short (as a damaged table
+    // would size it): refused, and not a byte written past the target.
+    AlignedBuffer guarded(part.size() + 4096);
+    std::memset(guarded.data(), 0x77, guarded.size());
+    std::string msg;
+    EXPECT_EQ(code_of([&] { reader.read_now(s, r, guarded.data(), base, part.size() - 1, staging); }, &msg),
+              ExitCode::kBadModel)
+        << s.name;
+    EXPECT_NE(msg.find("outside"), std::string::npos) << msg;
+    for (uint64_t i = part.size() - 1; i < guarded.size(); ++i)
+      ASSERT_EQ(guarded.data()[i], 0x77) << s.name << ": byte " << i << " past the target was written";
   }
   EXPECT_GE(multi_piece, 2);
   EXPECT_GT(reader.decode_seconds(), 0.0);
@@ -103,7 +116,7 @@ TEST(TrunkBlockReader, DamagedBlockFailsTheRead) {
   TrunkBlockReader reader(io, file);
   AlignedBuffer staging(TrunkBlockReader::staging_bytes()), out(s.length);
   try {
-    reader.read_now(s, BlockRange{0, s.blocks.size()}, out.data(), s.offset, staging);
+    reader.read_now(s, BlockRange{0, s.blocks.size()}, out.data(), s.offset, s.length, staging);
     ADD_FAILURE() << "a damaged block was decoded";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::kBadModel);

@@ -25,7 +25,8 @@ int run(int argc, char** argv) {
   CLI::App app{
       "k3-pack MODEL_DIR TRUNK_DIR: write TRUNK_DIR/trunk.bin and trunk.json, every non-routed-expert tensor of\n"
       "the model with each layer contiguous and 4096-aligned (one O_DIRECT read per layer), the embedding and\n"
-      "the head in sections of their own, an xxh3 per section and a fingerprint of the checkpoint.\n"
+      "the head in sections of their own, an xxh3 per section and per 256 KiB block (each checked when k3-forward\n"
+      "first reads it), and a fingerprint of the checkpoint.\n"
       "--compress: store the layers and the head as lossless compressed blocks (BF16 exponents entropy-coded,\n"
       "sign and mantissa bytes raw; ~2/3 of the size on trained weights), each block with its own xxh3; the\n"
       "engine decodes them as they arrive, with the same bits out. k3-doctor says whether this machine gains.\n"
@@ -33,8 +34,8 @@ int run(int argc, char** argv) {
       "every section that differs (exit 8).\n"
       "k3-pack --refresh TRUNK_DIR MODEL_DIR: after shards changed on disk (touched, copied, restored), re-hash\n"
       "only the trunk tensors of the changed shards from the checkpoint and, when they match, record the\n"
-      "shards as they are now in trunk.json (exit 8 if they differ: re-pack). Also upgrades a version 1\n"
-      "trunk.json (all sections re-hashed).\n"
+      "shards as they are now in trunk.json (exit 8 if they differ: re-pack). Also upgrades a trunk.json older\n"
+      "than version 4 (no per-block hashes; k3-forward refuses it) by reading trunk.bin once.\n"
       "Example: k3-pack ~/k3model ~/k3trunk && k3-forward ~/k3model --trunk ~/k3trunk --preset laptop",
       "k3-pack"};
   std::string first, second;
@@ -75,11 +76,15 @@ int run(int argc, char** argv) {
                    r.problems.size(), model_dir.c_str(), trunk_dir.c_str());
       return static_cast<int>(ExitCode::kVerify);
     }
-    if (r.refreshed)
+    if (r.refreshed && !r.shards_changed.empty())
       std::fprintf(stderr, "k3-pack: %s: %s; the trunk tensors (%s re-hashed) are unchanged: trunk.json now records "
                            "the shards as they are\n",
                    trunk_dir.c_str(), r.shards_changed.c_str(), format_bytes(r.bytes_checked).c_str());
-    else
+    if (r.upgraded_from)
+      std::fprintf(stderr, "k3-pack: %s: trunk.json upgraded from format version %d to %d: the block hashes of %s of "
+                           "trunk.bin (read once, unchanged) are recorded\n",
+                   trunk_dir.c_str(), r.upgraded_from, kTrunkFormatVersion, format_bytes(r.bytes_read).c_str());
+    if (!r.refreshed)
       std::fprintf(stderr, "k3-pack: %s already matches %s: nothing to refresh\n", trunk_dir.c_str(), model_dir.c_str());
     return 0;
   }
