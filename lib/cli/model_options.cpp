@@ -19,6 +19,7 @@
 #include "cli/tool_version.h"
 #include "common/error.h"
 #include "model/tensor_manifest.h"
+#include "runtime/resident_plan.h"
 
 namespace k3 {
 
@@ -93,6 +94,10 @@ std::optional<int> apply_early_options(const ModelOptions& o) {
   return std::nullopt;
 }
 
+// What decides how many positions a run spans, for check_position_limit
+// (after the memory plan, whose refusal of an absurd --ctx says more).
+constexpr const char* kSpanWhat = "--ctx, or the prompt, saved state and --gen";
+
 LoadedModel::LoadedModel(const ModelConfig& config, const Checkpoint& checkpoint, ModelOptions& o, uint64_t context,
                          uint64_t batch, const char* tool)
     : options_(o), tool_(tool), pool_(o.threads) {
@@ -104,6 +109,7 @@ LoadedModel::LoadedModel(const ModelConfig& config, const Checkpoint& checkpoint
     o.stream.batch = batch;
     validate_checkpoint(config, checkpoint);
     PreparedStream prepared = prepare_streaming(config, checkpoint, o.stream, std::cerr);
+    check_position_limit(config, o.stream.context, kSpanWhat);
     figures_.forecast_peak_rss = prepared.plan.peak_rss;
     preset_ = prepared.preset;
     trunk_budget_ = prepared.plan_request.trunk_budget;
@@ -114,6 +120,10 @@ LoadedModel::LoadedModel(const ModelConfig& config, const Checkpoint& checkpoint
     streaming_ = std::make_unique<StreamingWeights>(config, checkpoint, o.stream.trunk_dir, std::move(prepared.layout),
                                                     prepared.plan, o.stream.io_threads, progress.callback());
   } else {
+    // The sequences' state and caches are planned as the budgeted path
+    // plans them, before any weight or state is allocated.
+    check_resident_run(config, checkpoint, o.stream, std::max<uint64_t>(o.ctx, context), batch);
+    check_position_limit(config, std::max<uint64_t>(o.ctx, context), kSpanWhat);
     std::fprintf(stderr,
                  "%s: no --trunk or budget: the whole model (trunk and every routed expert) is loaded "
                  "resident; use k3-pack and --trunk/--preset to run in a memory budget\n",
