@@ -63,7 +63,15 @@ ChatRequest ChatSession::request_with(const std::optional<std::string>& user_tex
 void ChatSession::set_messages(std::vector<JsonValue> messages) {
   std::swap(messages_, messages);
   try {
-    render_chat(request_with(std::nullopt));  // refuses what a request would refuse, naming the message
+    const RenderedChat rendered = render_chat(request_with(std::nullopt));  // refuses what a request would refuse
+    if (options_.context) {
+      const size_t n = encode_chat(tok_, rendered).ids.size();
+      if (n >= options_.context)
+        throw Error(ExitCode::kResource, "the conversation is " + std::to_string(n) + " ids, and the planned context of " +
+                                             std::to_string(options_.context) +
+                                             " positions (--ctx) leaves no room for a reply: raise --ctx or start a "
+                                             "new conversation");
+    }
   } catch (...) {
     std::swap(messages_, messages);
     throw;
@@ -87,6 +95,14 @@ TurnReport ChatSession::reply(const std::string& user_text,
   const std::vector<TokenId>& ids = prompt.ids;
   TurnReport report;
   report.prompt_ids = static_cast<int64_t>(ids.size());
+  // Positions past the planned context are memory the plan does not hold
+  // (55 kB of MLA cache each at K3 size): refused before anything is evaluated.
+  if (options_.context && ids.size() >= options_.context)
+    throw Error(ExitCode::kBadInput, "with it the conversation is " + std::to_string(ids.size()) +
+                                         " ids, and the planned context of " + std::to_string(options_.context) +
+                                         " positions (--ctx) leaves no room for a reply: send a shorter message, "
+                                         "/reset, or raise --ctx");
+  const int64_t room = options_.context ? static_cast<int64_t>(options_.context - ids.size()) : options_.max_tokens;
 
   // Evaluates only what the model has not seen (Session::prefill_reusing).
   // The save point for the next turn: after the whole prompt when nothing
@@ -112,7 +128,7 @@ TurnReport ChatSession::reply(const std::string& user_text,
   std::vector<TokenId> generated;
   std::vector<ReplyPiece> pieces;
   session_.generate(
-      options_.max_tokens,
+      std::min(options_.max_tokens, room),
       [&](int32_t id) {
         generated.push_back(static_cast<TokenId>(id));
         pieces.clear();

@@ -38,6 +38,12 @@ struct ChatOptions {
   int64_t max_tokens = 4096;    // per reply
   bool reuse_state = true;      // false: evaluate the whole prompt every turn (for comparison)
   bool keep_first_rows = false; // keep the logits each reply's first id was drawn from
+  // Positions the memory plan holds (k3-chat: --ctx, default 8192); 0: no
+  // bound. A conversation never grows past it: a transcript that does not
+  // fit with room for one reply id is refused (kResource), a message that
+  // would make it not fit is refused (kBadInput, the conversation goes on),
+  // and a reply is cut where the context ends.
+  uint64_t context = 0;
 };
 
 struct TurnReport {
@@ -70,7 +76,8 @@ class ChatSession {
   ChatSession(const Tokenizer& tok, Session& session, ChatOptions options);
 
   const std::vector<JsonValue>& messages() const { return messages_; }
-  // Replaces the transcript (a resumed history); checked like a request.
+  // Replaces the transcript (a resumed history); checked like a request, and
+  // against options().context (Error(kResource) naming both sizes).
   void set_messages(std::vector<JsonValue> messages);
   // Forgets the transcript (keeping `keep` as its start) and the model state.
   void reset(std::vector<JsonValue> keep = {});

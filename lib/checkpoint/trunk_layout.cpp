@@ -11,6 +11,7 @@
 #include <ctime>
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/trunk_codec.h"
 #include "common/error.h"
 #include "common/file.h"
 #include "common/json_writer.h"
@@ -286,6 +287,13 @@ TrunkLayout parse_trunk_layout(const std::string& json, const std::string& origi
     }
     t.sections.push_back(std::move(s));
   }
+  // The block decoder's buffers hold blocks of kTrunkBlockBytes, the one
+  // size k3-pack cuts; another block_bytes describes blocks that are not
+  // there (refused here, where k3-doctor reads trunk.json too, not midway
+  // through a run).
+  if (t.compressed() && t.block_bytes != kTrunkBlockBytes)
+    throw bad("block_bytes is " + std::to_string(t.block_bytes) + ", but compressed sections are cut into blocks of " +
+              std::to_string(kTrunkBlockBytes) + " bytes (re-run k3-pack --compress)");
   return t;
 }
 

@@ -1,6 +1,8 @@
 #include "common/atomic_file_writer.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -80,6 +82,37 @@ std::string random_temp_name(const std::string& path) {
   return s;
 }
 
+StaleTemporaries remove_stale_temporaries(const std::string& path) {
+  StaleTemporaries removed;
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const std::string prefix = (slash == std::string::npos ? path : path.substr(slash + 1)) + ".tmp.";
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return removed;
+  const int dfd = ::dirfd(d);
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.size() != prefix.size() + 16 || name.compare(0, prefix.size(), prefix) != 0) continue;
+    if (!std::all_of(name.begin() + static_cast<std::ptrdiff_t>(prefix.size()), name.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }))
+      continue;
+    const int fd = ::openat(dfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) continue;  // a link (ELOOP) or gone
+    struct stat st {}, again {};
+    const bool ours = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid();
+    // A live writer holds the lock: its temporary is not stale.
+    if (ours && ::flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+        ::fstatat(dfd, name.c_str(), &again, AT_SYMLINK_NOFOLLOW) == 0 && again.st_dev == st.st_dev &&
+        again.st_ino == st.st_ino && ::unlinkat(dfd, name.c_str(), 0) == 0) {
+      ++removed.files;
+      removed.bytes += static_cast<uint64_t>(st.st_blocks) * 512;
+    }
+    ::close(fd);
+  }
+  ::closedir(d);
+  return removed;
+}
+
 int create_exclusive(const std::string& path) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0)
@@ -110,7 +143,13 @@ AtomicFileWriter::AtomicFileWriter(const std::string& path, OutputPolicy policy)
   for (int attempt = 0;; ++attempt) {
     tmp_ = random_temp_name(path);
     fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd_ >= 0) return;
+    if (fd_ >= 0) {
+      // The lock says "in use" to remove_stale_temporaries in other runs; it
+      // lives on a duplicate so closing fd_ at commit_to_temp keeps it.
+      lock_fd_ = ::fcntl(fd_, F_DUPFD_CLOEXEC, 3);
+      if (lock_fd_ >= 0) ::flock(lock_fd_, LOCK_EX | LOCK_NB);
+      return;
+    }
     if (errno != EEXIST || attempt >= 3)
       throw Error(ExitCode::kIo, path_ + ": cannot create " + tmp_ + ": " + std::strerror(errno));
   }
@@ -119,6 +158,7 @@ AtomicFileWriter::AtomicFileWriter(const std::string& path, OutputPolicy policy)
 AtomicFileWriter::~AtomicFileWriter() {
   if (fd_ >= 0) ::close(fd_);
   if (!committed_ && !stream_) ::unlink(tmp_.c_str());
+  if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
 void AtomicFileWriter::discard() {

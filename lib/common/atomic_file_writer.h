@@ -70,6 +70,7 @@ class AtomicFileWriter {
 
   std::string path_, tmp_;
   int fd_ = -1;
+  int lock_fd_ = -1;  // holds the temporary's flock until destruction (also after commit_to_temp)
   bool stream_ = false;
   std::vector<char> buf_;
   size_t used_ = 0;
@@ -82,6 +83,17 @@ class AtomicFileWriter {
 int create_exclusive(const std::string& path);
 // A name next to `path` no one can predict: `path`.tmp.<16 hex digits>.
 std::string random_temp_name(const std::string& path);
+
+struct StaleTemporaries {
+  uint64_t files = 0;
+  uint64_t bytes = 0;  // disk blocks they held
+};
+// Removes what a killed writer of `path` left: regular files named
+// `path`.tmp.<16 hex digits> owned by this user that no live writer holds
+// (an AtomicFileWriter keeps an exclusive flock on its temporary until it is
+// destroyed). Links and other files at such names are left alone; the name
+// is re-checked to be the same file before it is removed.
+StaleTemporaries remove_stale_temporaries(const std::string& path);
 // Renames `from` over `to` unless `to` exists and is not a regular file
 // (a symlink, a directory, a device); throws k3::Error(kIo) naming `to`.
 void rename_over_regular(const std::string& from, const std::string& to);

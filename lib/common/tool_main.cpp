@@ -1,5 +1,9 @@
 #include "common/tool_main.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <exception>
 
@@ -17,8 +21,29 @@ const char* g_tool_name = "k3";
 
 const char* tool_name() { return g_tool_name; }
 
+bool occupy_standard_descriptors() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    // Opened for the direction the stream is never used in, so a read of a
+    // closed stdin or a write to a closed stdout/stderr still fails (EBADF)
+    // as it did, and is reported as such, instead of vanishing into /dev/null.
+    const int got = ::open("/dev/null", (fd == 0 ? O_WRONLY : O_RDONLY));
+    if (got == -1) return false;
+    if (got != fd) {  // a lower number was free after all: move it into place
+      const bool moved = ::dup2(got, fd) == fd;
+      ::close(got);
+      if (!moved) return false;
+    }
+  }
+  return true;
+}
+
 int run_tool(const char* tool, const std::function<int()>& body) {
   g_tool_name = tool;
+  // Before anything is opened: a file opened while 0, 1 or 2 is closed takes
+  // that number, and the tool's own output would then land in it (k3-chat
+  // wrote its reply into the history file when started with stdout closed).
+  if (!occupy_standard_descriptors()) return static_cast<int>(ExitCode::kIo);
   try {
     return body();
   } catch (const Error& e) {

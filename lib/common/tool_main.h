@@ -10,7 +10,14 @@
 
 namespace k3 {
 
-// Returns body()'s result, or the exit code of the k3::Error it threw
+// Keeps descriptors 0, 1 and 2 taken: each one that is closed is opened on
+// /dev/null (in the direction its stream is not used, so reading a closed
+// stdin or writing a closed stdout still fails as before). False when that
+// cannot be done. run_tool calls it first; exposed for tests.
+bool occupy_standard_descriptors();
+
+// Runs occupy_standard_descriptors() (exit 5 when it fails), then
+// returns body()'s result, or the exit code of the k3::Error it threw
 // (other exceptions are bugs: exit 1, "internal error"). Sets tool_name()
 // to `tool` first.
 int run_tool(const char* tool, const std::function<int()>& body);

@@ -57,6 +57,7 @@ void add_memory_checks(Report& r, const MemoryFacts& m, const std::optional<Pres
     auto describe = [](const CgroupLimit& l, const char* file) {
       if (!l.hierarchy_found) return std::string("not in use");
       if (!l.limit) return std::string("no limit (") + l.dir + ")";
+      if (l.limit_unreadable) return "0: " + l.limit_dir + "/" + file + " is not a byte count, taken as 0";
       return human_bytes(double(*l.limit)) + " (" + l.limit_dir + "/" + file + ")";
     };
     k.summary = "cgroup v1: " + describe(m.cgroup.v1, "memory.limit_in_bytes") +

@@ -7,8 +7,17 @@
 #include "common/clock.h"
 #include "engine/session.h"
 #include "model/tensor_manifest.h"
+#include "runtime/resident_plan.h"
 
 namespace k3 {
+
+namespace {
+
+// What decides how many positions a run spans, for check_position_limit
+// (after the memory plan, whose refusal of an absurd context says more).
+constexpr const char* kSpanWhat = "--ctx, or the prompt, saved state and --gen";
+
+}  // namespace
 
 Model::Model(ModelConfig config, Checkpoint checkpoint, ModelParams params)
     : config_(std::move(config)), checkpoint_(std::move(checkpoint)), params_(std::move(params)),
@@ -24,6 +33,7 @@ Model::Model(ModelConfig config, Checkpoint checkpoint, ModelParams params)
     // The plan text goes to `log` (or nowhere) before a refusal is thrown.
     std::ostream null_log(nullptr);
     PreparedStream prepared = prepare_streaming(config_, checkpoint_, req, params_.log ? *params_.log : null_log);
+    check_position_limit(config_, req.context, kSpanWhat);
     counters_.forecast_peak_rss = prepared.plan.peak_rss;
     counters_.preset = prepared.preset;
     counters_.trunk_budget = prepared.plan_request.trunk_budget;
@@ -33,6 +43,10 @@ Model::Model(ModelConfig config, Checkpoint checkpoint, ModelParams params)
     streaming_ = std::make_unique<StreamingWeights>(config_, checkpoint_, req.trunk_dir, std::move(prepared.layout),
                                                     prepared.plan, req.io_threads, params_.progress);
   } else {
+    // The sequences' state and caches are planned as the budgeted path
+    // plans them, before any weight or state is allocated.
+    check_resident_run(config_, checkpoint_, req, params_.context, params_.batch);
+    check_position_limit(config_, params_.context, kSpanWhat);
     resident_ = std::make_unique<ResidentWeights>(config_, checkpoint_, params_.log);
     max_drafts_ = req.state_snapshots;
   }

@@ -106,9 +106,10 @@ bool HttpResponse::transient() const {
 
 std::string HttpResponse::describe() const {
   if (curl_code != 0) {
-    std::string what = curl_code == CURLE_OPERATION_TIMEDOUT ? "transfer stalled or timed out"
-                       : curl_code == CURLE_PARTIAL_FILE     ? "connection dropped mid-transfer"
-                                                             : "network error";
+    std::string what = curl_code == CURLE_OPERATION_TIMEDOUT     ? "transfer stalled or timed out"
+                       : curl_code == CURLE_PARTIAL_FILE         ? "connection dropped mid-transfer"
+                       : curl_code == CURLE_UNSUPPORTED_PROTOCOL ? "refused: a redirect or URL to a scheme other than http/https"
+                                                                 : "network error";
     return what + " (" + curl_error + ")";
   }
   return "HTTP " + std::to_string(status);
@@ -148,6 +149,10 @@ HttpResponse HttpClient::get(const std::string& url, const HttpOptions& opt, uin
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
   curl_easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
+  // Only HTTP(S), also after a redirect: the hub or a CDN answering with a
+  // Location of ftp://, file://, ldap://... is refused, not followed.
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(c, CURLOPT_USERAGENT, "k3-fetch-verify/0.1");
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, opt.connect_timeout_s);

@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 #include "common/error.h"
@@ -79,17 +80,89 @@ simdjson::dom::element parse_or_throw(simdjson::dom::parser& parser, const std::
 
 }  // namespace
 
+namespace {
+
+// Bidirectional-text controls (U+061C, U+200E-U+200F, U+202A-U+202E,
+// U+2066-U+2069) reorder what a terminal shows: a name holding one can
+// display as another name. Returns the length of the one at s[i], or 0.
+size_t bidi_control_at(const std::string& s, size_t i) {
+  auto byte = [&](size_t k) { return k < s.size() ? static_cast<unsigned char>(s[k]) : 0; };
+  if (byte(i) == 0xD8 && byte(i + 1) == 0x9C) return 2;  // U+061C
+  if (byte(i) != 0xE2) return 0;
+  const unsigned b1 = byte(i + 1), b2 = byte(i + 2);
+  if (b1 == 0x80 && (b2 == 0x8E || b2 == 0x8F || (b2 >= 0xAA && b2 <= 0xAE))) return 3;
+  if (b1 == 0x81 && b2 >= 0xA6 && b2 <= 0xA9) return 3;
+  return 0;
+}
+
+bool is_git_dir(std::string part) {
+  std::transform(part.begin(), part.end(), part.begin(), [](unsigned char c) { return std::tolower(c); });
+  return part == ".git";
+}
+
+}  // namespace
+
+std::string printable_repo_path(const std::string& path) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < path.size() && out.size() < 300; ++i) {
+    const unsigned char c = static_cast<unsigned char>(path[i]);
+    if (const size_t n = bidi_control_at(path, i)) {
+      out += "\\u{bidi}";
+      i += n - 1;
+    } else if (c < 0x20 || c == 0x7f || c == '\\') {
+      out += c == '\\' ? std::string("\\\\") : std::string("\\x") + kHex[c >> 4] + kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 bool is_safe_repo_path(const std::string& path) {
-  if (path.empty() || path[0] == '/' || path.find('\0') != std::string::npos) return false;
+  if (path.empty() || path[0] == '/') return false;
+  for (size_t i = 0; i < path.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(path[i]);
+    // NUL, CR, LF, ESC and other controls: a name that can end or rewrite a terminal line.
+    if (c < 0x20 || c == 0x7f || bidi_control_at(path, i)) return false;
+  }
   size_t start = 0;
   while (start <= path.size()) {
     size_t end = path.find('/', start);
     if (end == std::string::npos) end = path.size();
     std::string part = path.substr(start, end - start);
-    if (part.empty() || part == "." || part == "..") return false;
+    // ".git" (in any case, for case-insensitive file systems) would write into
+    // a repository's own metadata (.git/config, hooks) where DIR is a clone.
+    if (part.empty() || part == "." || part == ".." || is_git_dir(part)) return false;
     start = end + 1;
   }
   return true;
+}
+
+bool is_commit_id(const std::string& s) {
+  return s.size() == 40 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+void check_listed_once(const std::vector<HubFile>& sorted_files, const std::string& repo) {
+  for (size_t i = 1; i < sorted_files.size(); ++i) {
+    const std::string& a = sorted_files[i - 1].path;
+    const std::string& b = sorted_files[i].path;
+    if (a == b)
+      throw Error(ExitCode::kNetwork, "the hub's file listing of " + repo + " names '" + printable_repo_path(a) +
+                                          "' twice; refusing a listing whose two entries would race for one file");
+  }
+  // A file that is also a folder of another listed file cannot both be written.
+  for (size_t i = 0; i + 1 < sorted_files.size(); ++i) {
+    const std::string& a = sorted_files[i].path;
+    const std::string prefix = a + "/";
+    const auto it = std::lower_bound(sorted_files.begin() + static_cast<std::ptrdiff_t>(i) + 1, sorted_files.end(), prefix,
+                                     [](const HubFile& f, const std::string& p) { return f.path < p; });
+    if (it != sorted_files.end() && it->path.compare(0, prefix.size(), prefix) == 0)
+      throw Error(ExitCode::kNetwork, "the hub's file listing of " + repo + " names '" + printable_repo_path(a) +
+                                          "' both as a file and as the folder of '" + printable_repo_path(it->path) +
+                                          "'; refusing it");
+  }
 }
 
 void parse_tree_page(const std::string& json, const std::string& url, std::vector<HubFile>* out) {
@@ -106,7 +179,9 @@ void parse_tree_page(const std::string& json, const std::string& url, std::vecto
     HubFile f;
     f.path = std::string(path);
     if (!is_safe_repo_path(f.path))
-      throw Error(ExitCode::kNetwork, url + ": the hub listed an unsafe path '" + f.path + "'; refusing to write it");
+      throw Error(ExitCode::kNetwork, url + ": the hub listed an unsafe path '" + printable_repo_path(f.path) +
+                                          "' (absolute, '..', '.git', or a control or bidirectional-text character); "
+                                          "refusing to write it");
     uint64_t size = 0;
     if (e["size"].get_uint64().get(size))
       throw Error(ExitCode::kNetwork, url + ": the entry for '" + f.path + "' has no size");
@@ -117,7 +192,7 @@ void parse_tree_page(const std::string& json, const std::string& url, std::vecto
       std::string_view sha;
       // The tree endpoint names it "oid", the revision endpoint "sha256".
       if (lfs["oid"].get_string().get(sha) && lfs["sha256"].get_string().get(sha))
-        throw Error(ExitCode::kNetwork, url + ": the LFS entry for '" + f.path + "' has no sha256");
+        throw Error(ExitCode::kNetwork, url + ": the LFS entry for '" + printable_repo_path(f.path) + "' has no sha256");
       std::string s(sha);
       if (s.rfind("sha256:", 0) == 0) s = s.substr(7);
       uint64_t lfs_size = 0;
@@ -145,6 +220,12 @@ HubListing list_hub_files(HttpClient& client, const HubRequest& req) {
     if (root["sha"].get_string().get(sha) || sha.empty())
       throw Error(ExitCode::kNetwork, url + ": the hub did not say which commit '" + req.revision + "' is");
     listing.commit = std::string(sha);
+    // The commit goes into every later URL's path: "../.." would steer those
+    // requests elsewhere on the hub, and a branch name would defeat pinning.
+    if (!is_commit_id(listing.commit))
+      throw Error(ExitCode::kNetwork, url + ": the hub answered '" + printable_repo_path(listing.commit.substr(0, 80)) +
+                                          "' as the commit of '" + req.revision +
+                                          "', not a 40-hex-digit commit id (wrong HF_ENDPOINT?)");
   }
   std::string url = base + "/api/models/" + req.repo + "/tree/" + listing.commit + "?recursive=true";
   // A next link that repeats a page (itself, or a cycle) or a listing that
@@ -163,6 +244,7 @@ HubListing list_hub_files(HttpClient& client, const HubRequest& req) {
   }
   std::sort(listing.files.begin(), listing.files.end(),
             [](const HubFile& a, const HubFile& b) { return a.path < b.path; });
+  check_listed_once(listing.files, req.repo);
   return listing;
 }
 

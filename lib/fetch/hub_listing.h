@@ -48,7 +48,20 @@ void parse_tree_page(const std::string& json, const std::string& url, std::vecto
 std::string hub_resolve_url(const std::string& endpoint, const std::string& repo, const std::string& commit,
                             const std::string& path);
 
-// A repository path is safe to create under DIR: relative, no "..", "." or empty parts.
+// A repository path is safe to create under DIR and to print: relative, no
+// "..", "." , ".git" (any case) or empty parts, no control characters (CR,
+// LF, ESC, ...) and no bidirectional-text controls.
 bool is_safe_repo_path(const std::string& path);
+
+// `path` for a message: controls as \xNN, bidirectional controls as
+// \u{bidi}, cut at about 300 bytes, so a hostile name cannot forge lines.
+std::string printable_repo_path(const std::string& path);
+
+// Exactly 40 lowercase hex digits, as the hub's "sha" of a revision.
+bool is_commit_id(const std::string& s);
+
+// Throws k3::Error(kNetwork) when a listing sorted by path names a file
+// twice, or names a path both as a file and as a folder.
+void check_listed_once(const std::vector<HubFile>& sorted_files, const std::string& repo);
 
 }  // namespace k3

@@ -229,6 +229,8 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
   if (!(eps > 0 && eps < 1)) t.fail("rms_norm_eps", "must be in (0, 1), found " + std::to_string(eps));
   c.rms_norm_eps = static_cast<float>(eps);
   c.attn_res_block_size = t.positive("attn_res_block_size", int64_t{1} << 12);
+  if (t.has("max_position_embeddings"))
+    c.max_position_embeddings = t.positive("max_position_embeddings", int64_t{1} << 30);
   if (t.has("bos_token_id")) c.bos_token_id = static_cast<int>(t.integer("bos_token_id"));
   if (t.has("tie_word_embeddings")) t.require_bool("tie_word_embeddings", false, " (K3 has a separate lm_head)");
 
@@ -368,6 +370,15 @@ ModelConfig load_model_config(const std::string& model_dir) {
           config.eos_token_ids.end())
     config.eos_token_ids.push_back(static_cast<int>(eos));
   return config;
+}
+
+void check_position_limit(const ModelConfig& config, uint64_t positions, const std::string& what) {
+  const uint64_t limit = static_cast<uint64_t>(config.max_position_embeddings);
+  if (limit == 0 || positions <= limit) return;
+  throw Error(ExitCode::kUsage, "the run spans " + std::to_string(positions) + " positions (" + what +
+                                    "), beyond the " + std::to_string(limit) +
+                                    " the model was trained for (max_position_embeddings in config.json); "
+                                    "lower them to at most " + std::to_string(limit));
 }
 
 }  // namespace k3

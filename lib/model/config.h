@@ -22,6 +22,10 @@ struct ModelConfig {
   int num_hidden_layers = 0;
   float rms_norm_eps = 0;
   int attn_res_block_size = 0;
+  // The positions the model was trained for (max_position_embeddings); 0
+  // when config.json does not say. Runs spanning more are refused
+  // (check_position_limit): the output past it is unvalidated.
+  int64_t max_position_embeddings = 0;
   int bos_token_id = -1;
   std::vector<int> eos_token_ids;  // stop ids: config, generation_config.json, tokenizer eos_token
 
@@ -80,6 +84,11 @@ struct ModelConfig {
 // MODEL_DIR/tokenizer_config.json is added. Throws k3::Error(kBadModel)
 // naming the file, the key, and the value found.
 ModelConfig load_model_config(const std::string& model_dir);
+
+// Throws k3::Error(kUsage) when a run spanning `positions` positions goes
+// beyond config.max_position_embeddings, naming both and `what` decided the
+// span (e.g. "--ctx, or the prompt plus --gen").
+void check_position_limit(const ModelConfig& config, uint64_t positions, const std::string& what);
 
 // Parses config text directly (tests). `generation_config` may be empty.
 ModelConfig parse_model_config(const std::string& config_json, const std::string& generation_config_json,

@@ -72,6 +72,12 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
   if (::mkdir(trunk_dir.c_str(), 0755) != 0 && errno != EEXIST)
     throw Error(ExitCode::kIo, trunk_dir + ": cannot create directory: " + std::strerror(errno));
   const std::string bin = path_join(trunk_dir, "trunk.bin"), json = path_join(trunk_dir, "trunk.json");
+  // A k3-pack killed midway (SIGKILL, power loss) left its temporaries; no
+  // later run would use them, and a trunk.bin.tmp is as large as a trunk.
+  for (const std::string& name : {bin, json}) {
+    const StaleTemporaries st = remove_stale_temporaries(name);
+    if (st.files && options.on_stale_removed) options.on_stale_removed(name, st.files, st.bytes);
+  }
   {
     // An old trunk here stays whole until the new one is complete, so its
     // blocks are not free space.

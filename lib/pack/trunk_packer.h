@@ -28,6 +28,9 @@ struct PackOptions {
   // compressed blocks (trunk_codec.h); the embedding, read a row at a time,
   // stays raw.
   bool compress = false;
+  // Called when stale temporaries of an earlier, killed run were removed
+  // (the output they were for, how many, the disk bytes they held).
+  std::function<void(const std::string&, uint64_t, uint64_t)> on_stale_removed;
 };
 
 // Bytes of disk the packed trunk will occupy: its size when written densely;

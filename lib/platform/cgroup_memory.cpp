@@ -29,9 +29,13 @@ CgroupLimit walk_limits(const std::string& root, const std::string& dir, const s
     if (auto text = read_system_file(root, d + "/" + file)) {
       bool ok = true;
       auto v = parse_cgroup_limit(*text, &ok);
-      if (ok && v && (!r.limit || *v < *r.limit)) {
+      // A limit file that is not a byte count is taken as a limit of 0, not
+      // as no limit: planning as if uncapped could run into the OOM killer.
+      if (!ok) v = 0;
+      if (v && (!r.limit || *v < *r.limit)) {
         r.limit = v;
         r.limit_dir = d;
+        r.limit_unreadable = !ok;
       }
     }
     if (d == stop || d.size() <= stop.size()) break;

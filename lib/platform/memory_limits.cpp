@@ -1,10 +1,34 @@
 #include "platform/memory_limits.h"
 
+#include <charconv>
 #include <cstdlib>
+#include <string_view>
 
+#include "common/error.h"
 #include "platform/system_file.h"
 
 namespace k3 {
+
+namespace {
+// The largest K3_AVAILABLE_MEMORY accepted: 1 EiB, far above any machine,
+// well below where byte arithmetic could wrap.
+constexpr uint64_t kMaxOverride = uint64_t{1} << 60;
+}  // namespace
+
+uint64_t parse_available_memory_override(const char* value) {
+  const std::string_view s(value);
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  // from_chars takes no sign, spaces or suffix: "-1", " 5", "8G" all stop short.
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v == 0 || v > kMaxOverride) {
+    std::string shown(s.substr(0, 40));
+    for (char& c : shown)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    throw Error(ExitCode::kUsage, "K3_AVAILABLE_MEMORY=\"" + shown + "\" is not a byte count: give a whole number of "
+                                  "bytes from 1 to " + std::to_string(kMaxOverride) + " (e.g. 16000000000), or unset it");
+  }
+  return v;
+}
 
 uint64_t MemoryLimits::available() const {
   uint64_t a = mem_available ? mem_available : UINT64_MAX;
@@ -18,7 +42,7 @@ uint64_t MemoryLimits::available() const {
 
 MemoryLimits read_memory_limits(const std::string& root) {
   MemoryLimits m;
-  if (const char* env = std::getenv("K3_AVAILABLE_MEMORY")) m.override_bytes = std::strtoull(env, nullptr, 10);
+  if (const char* env = std::getenv("K3_AVAILABLE_MEMORY")) m.override_bytes = parse_available_memory_override(env);
   m.meminfo = parse_meminfo(read_system_file(root, "/proc/meminfo").value_or(""));
   m.mem_available = m.meminfo.available.value_or(m.meminfo.total.value_or(0));
   m.cgroup = read_cgroup_memory(root.empty() ? "/" : root);
@@ -28,7 +52,8 @@ MemoryLimits read_memory_limits(const std::string& root) {
     m.cgroup_usage = lim->usage.value_or(0);
     const bool v1 = lim == &m.cgroup.v1;
     m.cgroup_source = std::string(v1 ? "cgroup v1 " : "cgroup v2 ") + lim->limit_dir +
-                      (v1 ? "/memory.limit_in_bytes" : "/memory.max");
+                      (v1 ? "/memory.limit_in_bytes" : "/memory.max") +
+                      (lim->limit_unreadable ? " (not a byte count, taken as 0)" : "");
   }
   return m;
 }

@@ -26,10 +26,17 @@ struct MemoryLimits {
   std::string cgroup_source;    // "cgroup v2 /sys/fs/cgroup/..../memory.max", or empty
   // K3_AVAILABLE_MEMORY=<bytes> plans as if the machine had this much
   // available (to see what a smaller machine would be told); the cgroup
-  // limit still applies. 0: not set.
+  // limit still applies. 0: not set. A value that is no byte count is
+  // refused (exit 2) when the limits are read.
   uint64_t override_bytes = 0;
   uint64_t available() const;   // min of the known figures; UINT64_MAX when nothing is known
 };
+
+// K3_AVAILABLE_MEMORY's value as bytes: decimal digits only, 1 to 2^60.
+// Anything else (-1, 2^64, "8G", "") is a usage error (exit 2) naming the
+// variable, never ignored: a wrong value silently ignored plans for the
+// wrong machine.
+uint64_t parse_available_memory_override(const char* value);
 
 // Reads /proc/meminfo, /proc/self/cgroup, /proc/self/mountinfo and the
 // cgroup limit files under `root` ("" or "/" for the real system; tests point

@@ -28,7 +28,9 @@ struct ModelConfig;
 struct ModelIdentity {
   ModelFingerprint fingerprint;
   StateGeometry geometry;
-  static ModelIdentity of(const ModelConfig& config, const Checkpoint& checkpoint);
+  // `known`: shard digests recorded earlier (model_fingerprint.h); the
+  // other shards are read whole.
+  static ModelIdentity of(const ModelConfig& config, const Checkpoint& checkpoint, const ShardDigests& known = nullptr);
 };
 
 // Sampler flags given on the command line; unset ones keep the saved value

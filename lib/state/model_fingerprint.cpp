@@ -3,16 +3,23 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <exception>
+#include <thread>
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
+#include "common/error.h"
 #include "common/file.h"
-#include "model/config.h"
 
 namespace k3 {
 
 namespace {
+
+constexpr size_t kReadPiece = 8u << 20;  // large sequential reads; the page cache does the rest
+constexpr unsigned kMaxHashThreads = 4;  // shards hashed at once (the disk is the limit beyond)
+
 std::string hex(uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
@@ -24,30 +31,76 @@ uint64_t hash_file_text(const std::string& path) {
   return XXH3_64bits(text.data(), text.size());
 }
 
-void append_tensor_bytes(const Checkpoint& ckpt, const std::string& name, uint64_t max_bytes,
-                         std::vector<char>& out) {
-  const TensorLocation& loc = ckpt.at(name);
-  uint64_t n = std::min(loc.info->nbytes, max_bytes);
-  size_t at = out.size();
-  out.resize(at + n);
-  File f = File::open_read(ckpt.shards()[loc.shard].path);
-  f.pread_exact(out.data() + at, n, loc.info->offset);
-}
+struct XxhState {
+  XXH3_state_t* s = XXH3_createState();
+  ~XxhState() { XXH3_freeState(s); }
+};
+
 }  // namespace
 
 std::string ModelFingerprint::describe() const {
-  return "config " + hex(config_hash) + ", index " + hex(index_hash) + ", weights " + hex(weights_probe);
+  return "config " + hex(config_hash) + ", index " + hex(index_hash) + ", weights " + hex(weights_hash);
 }
 
-ModelFingerprint fingerprint_model(const ModelConfig& config, const Checkpoint& ckpt) {
+std::string shard_content_digest(const std::string& path) {
+  File f = File::open_read(path);
+  XxhState st;
+  if (!st.s) throw Error(ExitCode::kInternal, "cannot allocate a hash state");
+  XXH3_128bits_reset(st.s);
+  std::vector<char> buf(kReadPiece);
+  const uint64_t size = f.size();
+  for (uint64_t at = 0; at < size;) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(kReadPiece, size - at));
+    f.pread_exact(buf.data(), n, at);
+    XXH3_128bits_update(st.s, buf.data(), n);
+    at += n;
+  }
+  XXH128_canonical_t canon;
+  XXH128_canonicalFromHash(&canon, XXH3_128bits_digest(st.s));
+  static const char* kDigits = "0123456789abcdef";
+  std::string out(32, '0');
+  for (size_t i = 0; i < 16; ++i) {
+    out[2 * i] = kDigits[canon.digest[i] >> 4];
+    out[2 * i + 1] = kDigits[canon.digest[i] & 15];
+  }
+  return out;
+}
+
+ModelFingerprint fingerprint_model(const Checkpoint& ckpt, const ShardDigests& known) {
   ModelFingerprint fp;
   fp.config_hash = hash_file_text(path_join(ckpt.dir(), "config.json"));
   std::string index = path_join(ckpt.dir(), "model.safetensors.index.json");
   if (file_exists(index)) fp.index_hash = hash_file_text(index);
-  std::vector<char> probe;
-  append_tensor_bytes(ckpt, config.model_prefix + "norm.weight", UINT64_MAX, probe);
-  append_tensor_bytes(ckpt, config.lm_head_name, 64 * 1024, probe);
-  fp.weights_probe = XXH3_64bits(probe.data(), probe.size());
+
+  const std::vector<ShardInfo>& shards = ckpt.shards();
+  std::vector<std::string> digests(shards.size());
+  for (size_t i = 0; i < shards.size(); ++i)
+    if (known) digests[i] = known(shards[i].path);
+  // The shards no record vouches for are read, several at once.
+  std::atomic<size_t> next{0};
+  std::vector<std::exception_ptr> errors(shards.size());
+  auto work = [&] {
+    for (size_t i; (i = next++) < shards.size();) {
+      if (!digests[i].empty()) continue;
+      try {
+        digests[i] = shard_content_digest(shards[i].path);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  const unsigned threads = std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, kMaxHashThreads);
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads && t < shards.size(); ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+
+  std::string all;
+  for (size_t i = 0; i < shards.size(); ++i)
+    all += shards[i].file + '\0' + std::to_string(shards[i].file_size) + '\0' + digests[i] + '\n';
+  fp.weights_hash = XXH3_64bits(all.data(), all.size());
   return fp;
 }
 

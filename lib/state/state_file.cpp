@@ -216,6 +216,10 @@ File open_state(const std::string& path) {
 }  // namespace
 
 void write_state_file(const std::string& path, const ConversationState& s) {
+  if (s.pending.size() > kMaxPendingIds)
+    throw Error(ExitCode::kInternal, path + ": a state with " + std::to_string(s.pending.size()) +
+                                         " pending ids (read_state_file accepts at most " +
+                                         std::to_string(kMaxPendingIds) + ")");
   check_consistent(path, s);
   const StateGeometry& g = s.geometry;
   const SequenceState& q = s.sequence;
@@ -239,7 +243,7 @@ void write_state_file(const std::string& path, const ConversationState& s) {
   w.section(kTagModel, kModelPayloadBytes);
   w.u64(s.model.config_hash);
   w.u64(s.model.index_hash);
-  w.u64(s.model.weights_probe);
+  w.u64(s.model.weights_hash);
   w.end_section();
 
   w.section(kTagGeometry, geometry_payload_bytes(g));
@@ -353,7 +357,7 @@ ConversationState read_state_file(const std::string& path, const ModelFingerprin
   r.expect_length(kModelPayloadBytes, "model fingerprint");
   s.model.config_hash = r.u64();
   s.model.index_hash = r.u64();
-  s.model.weights_probe = r.u64();
+  s.model.weights_hash = r.u64();
 
   uint64_t glen = r.open(kTagGeometry, "geometry");
   if (glen < 32) r.malformed("geometry section too short");
@@ -383,6 +387,11 @@ ConversationState read_state_file(const std::string& path, const ModelFingerprin
   s.sequence.tokens = read_ids(r, kTagTokens, "token history", g.vocab_size);
   s.sequence.positions = static_cast<int64_t>(s.sequence.tokens.size());
   s.pending = read_ids(r, kTagPending, "pending ids", g.vocab_size);
+  // Only the last generated id is ever saved unevaluated: more is a forged
+  // file, refused before a continuation spends minutes evaluating it.
+  if (s.pending.size() > kMaxPendingIds)
+    r.malformed(std::to_string(s.pending.size()) + " pending ids; a saved state holds at most " +
+                std::to_string(kMaxPendingIds) + " (the last generated id, not yet evaluated)");
 
   if (flags & kFlagSampling) {
     r.open(kTagSampling, "sampler");

@@ -13,6 +13,7 @@
 //                       model (fingerprint mismatch)
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -25,14 +26,19 @@
 
 namespace k3 {
 
+// A run saves at most the last id it generated unevaluated (README
+// "Conversations"); a file holding more pending ids is refused (exit 4).
+inline constexpr size_t kMaxPendingIds = 1;
+
 struct ConversationState {
   ModelFingerprint model;
   StateGeometry geometry;
   // Evaluated tokens: their ids, count and per-layer state. Layer vectors may
   // be left empty for a layer that never ran; they are written as zeros.
   SequenceState sequence;
-  // Ids already emitted (the last generated token, typically) that the model
-  // has not evaluated yet; a continuation evaluates them before its new input.
+  // Ids already emitted (the last generated token) that the model has not
+  // evaluated yet; a continuation evaluates them before its new input. At
+  // most kMaxPendingIds.
   std::vector<int32_t> pending;
   // Sampler settings to continue with (absent after greedy runs).
   std::optional<SamplingParams> sampling;

@@ -97,6 +97,7 @@ class Verifier {
     if (!d.exists) throw Error(ExitCode::kUsage, opt_.dir + ": no such directory");
     load_manifest();
     check_manifest_files();
+    check_config_files();
     check_index_and_shards();
     if (opt_.full) rehash_all();
     return std::move(r_);
@@ -153,6 +154,40 @@ class Verifier {
       if (!f.complete)
         problem(f.path, "download not verified", "a file the downloader verified and marked complete",
                 "an entry still marked incomplete (run k3-fetch-verify download again)");
+    }
+  }
+
+  // The small files a run reads first, with or without a manifest: each is
+  // a regular file (a link to /dev/zero or a FIFO is not) and config.json
+  // parses. Without this, `verify --no-manifest` said ok for a config.json
+  // that every tool refuses.
+  void check_config_files() {
+    r_.ran.push_back("config.json and the other JSON and tokenizer files are regular files; config.json parses");
+    for (const char* name : {"config.json", "generation_config.json", "tokenizer_config.json", "tiktoken.model"}) {
+      const std::string path = path_join(opt_.dir, name);
+      const Stat s = stat_file(path);
+      const bool required = std::string(name) == "config.json";
+      if (!s.exists) {
+        if (required) problem(name, "missing", "the model's config.json", "no file");
+        continue;
+      }
+      if (!s.regular) {
+        if (!manifest_ || !manifest_->find(name))  // else check_manifest_files reported it
+          problem(name, "not a regular file", "a regular file", "a device, FIFO, socket or directory (or a link to one)");
+        continue;
+      }
+      if (!required) continue;
+      try {
+        const std::string text = read_text_file(path);
+        simdjson::dom::parser parser;
+        simdjson::padded_string padded(text);
+        simdjson::dom::element root;
+        simdjson::dom::object obj;
+        if (parser.parse(padded).get(root) || root.get_object().get(obj))
+          problem(name, "does not parse", "a JSON object", "not JSON, or not an object");
+      } catch (const Error& e) {
+        problem(name, "unreadable", "a readable config.json", e.what());
+      }
     }
   }
 

@@ -191,3 +191,42 @@ TEST(AtomicFileWriter, RenameOverRegularRefusesNonRegularTargets) {
   EXPECT_EQ(slurp(d / "to"), "new");
   fs::remove_all(d);
 }
+
+// What a killed writer left (a temporary no live writer holds) is removed on
+// the next run; a live writer's temporary, also one committed to its
+// temporary name and waiting for its rename, is not; links and other names
+// are left alone.
+TEST(AtomicFileWriter, StaleTemporariesOfAKilledWriterAreRemoved) {
+  fs::path d = scratch("stale");
+  const std::string out = (d / "trunk.bin").string();
+  // Left by a writer that is gone: created without a lock, as after SIGKILL.
+  const std::string stale = k3::random_temp_name(out);
+  ::close(k3::create_exclusive(stale));
+  spit(stale, std::string(100000, 'x'));
+  // Look-alikes that are not ours to remove.
+  spit(d / "trunk.bin.tmp.notsixteenhex", "keep");
+  spit(d / "trunk.bin.tmp.0123456789ABCDEF", "keep");  // upper case: never a name k3 makes
+  spit(d / "other.bin.tmp.0123456789abcdef", "keep");
+  spit(d / "victim", "keep me");
+  fs::create_symlink(d / "victim", d / "trunk.bin.tmp.aaaaaaaaaaaaaaaa");
+  {
+    k3::AtomicFileWriter live(out);  // holds its temporary
+    live.write("abc", 3);
+    const k3::StaleTemporaries r = k3::remove_stale_temporaries(out);
+    EXPECT_EQ(r.files, 1u);
+    EXPECT_GE(r.bytes, 100000u);
+    EXPECT_FALSE(fs::exists(stale));
+    EXPECT_TRUE(fs::exists(live.temp_path()));
+    live.commit_to_temp();  // complete, waiting for the caller's rename: still held
+    EXPECT_EQ(k3::remove_stale_temporaries(out).files, 0u);
+    EXPECT_TRUE(fs::exists(live.temp_path()));
+    fs::rename(live.temp_path(), out);
+  }
+  EXPECT_EQ(slurp(out), "abc");
+  EXPECT_EQ(slurp(d / "victim"), "keep me");
+  EXPECT_TRUE(fs::is_symlink(d / "trunk.bin.tmp.aaaaaaaaaaaaaaaa"));
+  EXPECT_TRUE(fs::exists(d / "trunk.bin.tmp.notsixteenhex"));
+  EXPECT_TRUE(fs::exists(d / "trunk.bin.tmp.0123456789ABCDEF"));
+  EXPECT_TRUE(fs::exists(d / "other.bin.tmp.0123456789abcdef"));
+  fs::remove_all(d);
+}

@@ -23,6 +23,10 @@ Faults (--faults FILE, a JSON list) are consumed in order of arrival, each
   {"path": "tree", "kind": "link", "where": "link", "url": U}
                                                      a tree page's Link rel="next" is U
                                                      ("{self}" in U: the page's own URL)
+  {"path": "tree", "kind": "duplicate", "where": "duplicate"}
+                                                     a tree page lists its last file twice
+  {"path": P, "kind": "redirect", "where": "resolve", "url": U}
+                                                     resolving P answers 302 to U
 GET /_control/reset?faults=FILE&commit=SHA replaces the faults and the commit
 (both optional), so one server can serve several test steps.
 Every request is logged as one line to --log:
@@ -210,6 +214,10 @@ class Handler(BaseHTTPRequestHandler):
                     nxt = "http://%s:%d%s?recursive=true&cursor=%d" % (
                         self.server.server_address[0], self.server.server_address[1], url.path, start + size)
                     extra["Link"] = '<%s>; rel="next"' % nxt
+                df = self.st.take_fault("tree", "duplicate")
+                if df:
+                    files = [e for e in page if e["type"] == "file"]
+                    page = page + files[-1:]
                 lf = self.st.take_fault("tree", "link")
                 if lf:
                     me = "http://%s:%d%s?%s" % (self.server.server_address[0], self.server.server_address[1],
@@ -227,6 +235,13 @@ class Handler(BaseHTTPRequestHandler):
             f = self.st.take_fault(fpath, "resolve")
             if f and f.get("kind") == "status":
                 return self.send_status_fault(f)
+            if f and f.get("kind") == "redirect":
+                self.log_req(302)
+                self.send_response(302)
+                self.send_header("Location", f["url"])
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             info = self.st.repo.files[fpath]
             if info["lfs"]:
                 loc = "http://%s:%d/cdn/%s" % (self.server.server_address[0], self.server.server_address[1],

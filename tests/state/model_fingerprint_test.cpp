@@ -1,6 +1,6 @@
 // The model fingerprint on copies of the bundled tiny checkpoint: stable for
-// the same bytes, different when the config, the index or the probed weights
-// change.
+// the same bytes, different when the config, the index or the weights
+// change (every weight: fingerprint_every_weight_test).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -26,10 +26,7 @@ fs::path copy_tiny(const std::string& tag) {
   return dst;
 }
 
-ModelFingerprint fp_of(const fs::path& dir) {
-  ModelConfig cfg;  // default tensor names: language_model.model.norm.weight, language_model.lm_head.weight
-  return fingerprint_model(cfg, Checkpoint::open(dir.string()));
-}
+ModelFingerprint fp_of(const fs::path& dir) { return fingerprint_model(Checkpoint::open(dir.string())); }
 
 void append(const fs::path& p, const std::string& s) {
   std::ofstream(p, std::ios::binary | std::ios::app) << s;
@@ -40,14 +37,14 @@ TEST(ModelFingerprint, StableAndSensitive) {
   const ModelFingerprint base = fp_of(kTiny);
   EXPECT_NE(base.config_hash, 0u);
   EXPECT_NE(base.index_hash, 0u);
-  EXPECT_NE(base.weights_probe, 0u);
+  EXPECT_NE(base.weights_hash, 0u);
   fs::path copy = copy_tiny("a");
   EXPECT_EQ(fp_of(copy), base);  // a copy is the same model
 
   append(copy / "config.json", "\n");
   ModelFingerprint c = fp_of(copy);
   EXPECT_NE(c.config_hash, base.config_hash);
-  EXPECT_EQ(c.weights_probe, base.weights_probe);
+  EXPECT_EQ(c.weights_hash, base.weights_hash);
   fs::remove_all(copy);
 
   copy = copy_tiny("b");
@@ -57,7 +54,7 @@ TEST(ModelFingerprint, StableAndSensitive) {
   EXPECT_EQ(i.config_hash, base.config_hash);
   fs::remove_all(copy);
 
-  // Change one byte of the final norm in its shard: only the probe moves.
+  // Change one byte of the final norm in its shard: only the weights hash moves.
   copy = copy_tiny("c");
   {
     Checkpoint ck = Checkpoint::open(copy.string());
@@ -71,7 +68,7 @@ TEST(ModelFingerprint, StableAndSensitive) {
     f.write(&b, 1);
   }
   ModelFingerprint w = fp_of(copy);
-  EXPECT_NE(w.weights_probe, base.weights_probe);
+  EXPECT_NE(w.weights_hash, base.weights_hash);
   EXPECT_EQ(w.config_hash, base.config_hash);
   EXPECT_EQ(w.index_hash, base.index_hash);
   fs::remove_all(copy);

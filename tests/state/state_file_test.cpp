@@ -379,7 +379,7 @@ TEST_F(StateFileTest, RefusesAnotherModelWithExit3) {
   write_state_file(p, make_state(2));
   for (int which = 0; which < 3; ++which) {
     ModelFingerprint other = small_model();
-    (which == 0 ? other.config_hash : which == 1 ? other.index_hash : other.weights_probe) ^= 1;
+    (which == 0 ? other.config_hash : which == 1 ? other.index_hash : other.weights_hash) ^= 1;
     ExitCode code;
     std::string msg = refusal(p, &code, other);
     EXPECT_EQ(code, ExitCode::kBadModel) << which;
@@ -428,4 +428,59 @@ TEST_F(StateFileTest, FailedWritesLeaveThePreviousFile) {
   write_state_file(p, make_state(1));
   EXPECT_NE(slurp(p), before);
   EXPECT_EQ(read_state_file(p, small_model(), small_geometry()).sequence.positions, 1);
+}
+
+// A forged file with many pending ids (a continuation would spend minutes
+// evaluating 100k of them before any other check) is refused when read: a
+// run saves at most the one id it generated last.
+TEST_F(StateFileTest, MorePendingIdsThanARunSavesAreRefused) {
+  using namespace k3::state_layout;
+  const std::string p = path("s.k3state");
+  write_state_file(p, make_state(3));
+  const std::string original = slurp(p);
+  // The PEND section, found by walking the sections.
+  uint64_t at = kHeaderBytes, pend = 0, pend_end = 0;
+  while (at + kSectionHeaderBytes <= original.size() - kChecksumBytes) {
+    uint32_t t = 0;
+    uint64_t len = 0;
+    std::memcpy(&t, &original[at], 4);
+    std::memcpy(&len, &original[at + 8], 8);
+    if (t == kTagPending) {
+      pend = at;
+      pend_end = at + section_bytes(len);
+      break;
+    }
+    at += section_bytes(len);
+  }
+  ASSERT_GT(pend, 0u);
+  for (const uint64_t n : {uint64_t{0}, uint64_t{1}, uint64_t{2}, uint64_t{100000}}) {
+    std::string section(kSectionHeaderBytes + pad8(8 + 4 * n), '\0');
+    const uint64_t len = 8 + 4 * n;
+    std::memcpy(&section[0], &kTagPending, 4);
+    std::memcpy(&section[8], &len, 8);
+    std::memcpy(&section[16], &n, 8);
+    for (uint64_t i = 0; i < n; ++i) {
+      const int32_t id = 7;
+      std::memcpy(&section[24 + 4 * i], &id, 4);
+    }
+    std::string bytes = original.substr(0, pend) + section + original.substr(pend_end);
+    const uint64_t total = bytes.size();
+    std::memcpy(&bytes[16], &total, 8);
+    reseal(bytes);
+    spit(p, bytes);
+    ExitCode code = ExitCode::kOk;
+    const std::string msg = refusal(p, &code);
+    if (n <= kMaxPendingIds) {
+      EXPECT_EQ(code, ExitCode::kOk) << n << ": " << msg;
+    } else {
+      EXPECT_EQ(code, ExitCode::kBadInput) << n;
+      EXPECT_NE(msg.find(p + ": malformed state file: " + std::to_string(n) + " pending ids; a saved state holds at most 1"),
+                std::string::npos)
+          << msg;
+    }
+  }
+  // The writer never makes such a file.
+  ConversationState s = make_state(3);
+  s.pending = {1, 2};
+  EXPECT_THROW(write_state_file(path("w.k3state"), s), Error);
 }

@@ -74,12 +74,15 @@ int run(int argc, char** argv) {
   spec_flags.add_to(app);
   k3::add_budget_options(app, mo);
   app.footer(std::string("Exit status 4 when a message or command was refused or the history is invalid (naming the\n"
-                         "line and field); 130 after Ctrl-C at the prompt.\n") + k3::exit_codes_help());
+                         "line and field), also a message that would make the conversation longer than --ctx (default\n"
+                         "8192 positions; a reply is cut where the context ends); 6 when the resumed conversation\n"
+                         "itself does not fit in --ctx; 130 after Ctrl-C at the prompt.\n") + k3::exit_codes_help());
   if (auto status = k3::parse_command_line(app, argc, argv, kTool)) return *status;
   if (auto status = k3::apply_early_options(mo)) return *status;
   co.thinking = !no_think;
   co.effort = effort == "none" ? std::nullopt : std::optional<std::string>(effort);
   co.keep_first_rows = !lo.logits_path.empty();
+  co.context = mo.ctx ? mo.ctx : 8192;  // the positions the plan below holds
   mo.stream.state_snapshots = spec_flags.max_drafts();  // rollback copies the plan must hold
   mo.stream.snapshots_optional = spec_flags.is_default();
 
@@ -108,7 +111,7 @@ int run(int argc, char** argv) {
     lo.start_messages.push_back(std::move(m));
   }
   const std::unique_ptr<k3::Model> model =
-      k3::load_model(config, k3::Checkpoint::open(mo.model_dir), mo, mo.ctx ? mo.ctx : 8192, 256);
+      k3::load_model(config, k3::Checkpoint::open(mo.model_dir), mo, co.context, 256);
   k3::ignore_sigpipe();
   k3::install_interrupt_handler();
 

@@ -52,7 +52,9 @@ int main(int argc, char** argv) {
       ->check(k3::cli::in_range(1, k3::kMaxTransferJobs))
       ->capture_default_str();
   dl->add_option("--token", download.token_flag, "Hub access token (default: $HF_TOKEN, then the file $HF_TOKEN_PATH, then $HF_HOME/token, "
-                  "~/.cache/huggingface/token by default, as huggingface-cli login writes it)");
+                  "~/.cache/huggingface/token by default, as huggingface-cli login writes it). From any source it "
+                  "must be one line of printable ASCII of at most 4096 bytes, and a token file a regular file: "
+                  "else exit 2 (--token, $HF_TOKEN) or 4 (a file), naming where it came from, never printing it");
   dl->add_option("--endpoint", download.endpoint_flag, "Hub address (default: $HF_ENDPOINT or https://huggingface.co)");
   dl->add_option("--retries", download.retries, "Attempts per file without progress before giving up")
       ->check(CLI::Range(1, 1000))

@@ -126,6 +126,10 @@ int run(int argc, char** argv) {
   opt.sparse = !no_sparse;
   opt.compress = compress;
   opt.progress = progress_to(meter);
+  opt.on_stale_removed = [](const std::string& out, uint64_t n, uint64_t bytes) {
+    std::fprintf(stderr, "k3-pack: removed %llu temporary file(s) of %s that a stopped run left (%s)\n",
+                 static_cast<unsigned long long>(n), out.c_str(), format_bytes(bytes).c_str());
+  };
   TrunkLayout t = pack_trunk(checkpoint, manifest, trunk_dir, opt);
   meter.finish(plan.file_size);
   const uint64_t layers = t.layer_stored_bytes();

@@ -1,0 +1,68 @@
+#include "runtime/resident_plan.h"
+
+#include <algorithm>
+
+#include "checkpoint/checkpoint.h"
+#include "common/checked_math.h"
+#include "common/error.h"
+#include "common/progress_meter.h"
+#include "model/tensor_manifest.h"
+#include "runtime/streaming_setup.h"
+
+namespace k3 {
+
+ResidentPlan plan_resident(const ModelConfig& config, const Checkpoint& checkpoint, const PlanRequest& req) {
+  ResidentPlan r;
+  for (const ExpectedTensor& t : expected_tensors(config))
+    r.weight_bytes = checked_add(r.weight_bytes, checkpoint.at(t.name).info->nbytes, "the resident weights");
+  // The state and activation terms exactly as the budgeted plan computes
+  // them (with checked arithmetic for absurd contexts and batches).
+  PlanRequest state_only = req;
+  state_only.trunk_budget = 0;
+  state_only.cache_budget = 0;
+  const MemoryPlan p = plan_memory_for_config(config, state_only);
+  r.state_bytes = checked_add(p.kda_state_bytes, p.mla_cache_bytes, "the sequences' state");
+  r.per_sequence_bytes = p.per_sequence_bytes;
+  r.activation_bytes = p.activation_bytes;
+  r.peak_rss = checked_add(checked_add(r.weight_bytes, r.state_bytes, "the resident plan"), r.activation_bytes,
+                           "the resident plan");
+  return r;
+}
+
+void check_resident_plan(const ResidentPlan& plan, const PlanRequest& req, const MemoryLimits& lim) {
+  const uint64_t avail = lim.available();
+  if (avail == UINT64_MAX || plan.peak_rss <= plan_limit(avail)) return;
+  const uint64_t limit = plan_limit(avail);
+  const std::string over = "over the " + format_bytes(limit) + " limit (90% of " + format_bytes(avail) +
+                           " available: " + available_source(lim) + ")";
+  if (req.sequences > 1) {
+    const uint64_t one = plan.per_sequence_bytes;
+    const uint64_t fixed = plan.peak_rss - one * req.sequences;
+    const uint64_t fit = one && limit > fixed ? (limit - fixed) / one : 0;
+    throw Error(ExitCode::kResource,
+                "a batch of " + std::to_string(req.sequences) + " sequences needs " + format_bytes(plan.peak_rss) +
+                    " with the whole model resident (" + format_bytes(plan.weight_bytes) + " of weights, " +
+                    format_bytes(one) + " of KDA state and MLA cache per sequence), " + over + "; " +
+                    (fit ? std::to_string(std::min(fit, req.sequences - 1)) + " sequences would fit: split the batch"
+                         : "not even one sequence fits: lower the context, or pack the trunk (k3-pack) and run "
+                           "with --trunk and a --preset"));
+  }
+  throw Error(ExitCode::kResource,
+              "the whole model resident needs " + format_bytes(plan.peak_rss) + " (" + format_bytes(plan.weight_bytes) +
+                  " of weights, " + format_bytes(plan.state_bytes) + " of state for " + std::to_string(req.context) +
+                  " positions), " + over + "; pack the trunk once (k3-pack MODEL_DIR TRUNK_DIR) and run with "
+                  "--trunk TRUNK_DIR --preset auto to stream within the memory, or lower the context");
+}
+
+void check_resident_run(const ModelConfig& config, const Checkpoint& checkpoint, const StreamingRequest& stream,
+                        uint64_t context, uint64_t batch) {
+  validate_checkpoint(config, checkpoint);
+  PlanRequest req;
+  req.context = context;
+  req.batch = batch;
+  req.sequences = std::max<uint64_t>(1, stream.sequences);
+  req.state_snapshots = stream.state_snapshots;
+  check_resident_plan(plan_resident(config, checkpoint, req), req, read_memory_limits());
+}
+
+}  // namespace k3
