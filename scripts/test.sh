@@ -17,4 +17,5 @@ cmake -S . -B "$build" "${flags[@]}" >/dev/null
 cmake --build "$build" -j "$jobs"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-ctest --test-dir "$build" --output-on-failure -j "$jobs"
+# --no-tests=error: an empty test list (a broken glob, a misconfigured build) fails instead of passing.
+ctest --test-dir "$build" --output-on-failure --no-tests=error -j "$jobs"

@@ -13,6 +13,7 @@
 #include "model/tensor_manifest.h"
 #include "platform/memory_limits.h"
 #include "runtime/expert_index.h"
+#include "checkpoint/trunk_layout.h"
 #include "runtime/memory_plan.h"
 #include "runtime/trunk_plan.h"
 
@@ -99,6 +100,91 @@ TEST(MemoryPlan, BudgetsDecidePinningAndSlots) {
   EXPECT_GT(ph.pinned.size(), 0u);
   EXPECT_LT(ph.pinned.size(), 14u);
   EXPECT_LE(ph.pinned_bytes, req.trunk_budget);
+}
+
+// Every term of a plan where most of the trunk streams, against values worked
+// out by hand from the tiny config and a hand-made layout (not from the
+// planner): 13 layer sections of 40960 bytes except layer 5 (81920), a head
+// of a 128-byte norm and an aligned 8448 x 64 BF16 lm_head.
+TEST(MemoryPlan, StreamedPlanTermsMatchHandComputedValues) {
+  const ModelConfig c = load_model_config(kTiny);
+  ASSERT_EQ(c.num_kda_layers(), 9);
+  ASSERT_EQ(c.num_mla_layers(), 4);
+  TrunkLayout layout;
+  uint64_t at = 0;
+  auto add = [&](const std::string& name, int layer, uint64_t length) {
+    TrunkSection s;
+    s.name = name;
+    s.layer = layer;
+    s.offset = s.stored_offset = at;
+    s.length = s.stored_length = length;
+    at += length;
+    layout.sections.push_back(s);
+    return &layout.sections.back();
+  };
+  add("embedding", -1, 8448 * 128);
+  for (int l = 0; l < 13; ++l) add("layer." + std::to_string(l), l, l == 5 ? 81920 : 40960);
+  TrunkSection* head = add("head", -1, 4096 + 8448 * 128);
+  head->tensors = {{"language_model.model.norm.weight", DType::kBF16, {64}, head->offset, 128},
+                   {c.lm_head_name, DType::kBF16, {8448, 64}, head->offset + 4096, 8448 * 128}};
+  layout.file_size = at;
+
+  PlanRequest req;
+  req.trunk_budget = 3 * 40960 + 1000;  // layers 0..2 fit; nothing later does
+  req.cache_budget = 100000;
+  req.context = 1000;
+  req.batch = 16;
+  req.sequences = 2;
+  req.state_snapshots = 3;
+  req.io_threads = 8;
+  req.compute_threads = 1;
+  req.tensor_count = 100;
+  const MemoryPlan p = plan_memory(c, layout, 12288, req);
+
+  EXPECT_EQ(p.pinned, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(p.streamed, (std::vector<int>{4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}));
+  EXPECT_EQ(p.pinned_bytes, 122880u);
+  EXPECT_EQ(p.embedding_bytes, 1081344u);
+  // The head streams in blocks the size of the largest streamed layer
+  // (81920 bytes = 640 rows of 128 bytes, a multiple of the 32 rows that fill
+  // whole pages): ceil(8448 / 640) = 14 blocks; its norm is read once into
+  // an aligned buffer plus a page.
+  EXPECT_TRUE(p.head_streamed);
+  EXPECT_EQ(p.head_block_rows, 640u);
+  EXPECT_EQ(p.head_blocks, 14u);
+  EXPECT_EQ(p.head_block_read_bytes, 81920u);
+  EXPECT_EQ(p.head_small_bytes, 4096u + 4096u);
+  // Buffers: the two a pipeline needs plus two more from the prefetch
+  // allowance (the cap of 4), each the size of the largest unit.
+  EXPECT_EQ(p.stream_buffers, 4);
+  EXPECT_EQ(p.stream_buffer_size, 81920u);
+  EXPECT_EQ(p.stream_buffer_bytes, 327680u);
+  EXPECT_EQ(p.stream_staging_bytes, 0u);
+  // Per token: layers 3..12 (nine of 40960, one of 81920) and the lm_head.
+  EXPECT_EQ(p.streamed_read_bytes, 9u * 40960 + 81920 + 1081344);
+  EXPECT_EQ(p.streamed_decoded_bytes, p.streamed_read_bytes);
+  // Cache: 100000 / 12288 = 8 slots (above the floor of 4, below all 192).
+  EXPECT_EQ(p.min_slots, 4u);
+  EXPECT_EQ(p.cache_slots, 8u);
+  EXPECT_EQ(p.cache_bytes, 98304u);
+  // KDA per sequence: 9 layers x (6*16*16 state + 3 conv carries of 3*6*16)
+  // floats = 9 x 2400 x 4 = 86400 bytes, kept for 2 sequences and 3
+  // rollback snapshots. MLA per sequence: 4 layers x 1000 positions x
+  // (32 + 8) floats = 640000 bytes, for 2 sequences.
+  EXPECT_EQ(p.per_sequence_bytes, 86400u + 640000u);
+  EXPECT_EQ(p.kda_state_bytes, 86400u * 5);
+  EXPECT_EQ(p.mla_cache_bytes, 640000u * 2);
+  // Activations, 16 rows of floats: the residual and AttnRes blocks
+  // 64 x (13/4 + 2 + 8) = 832, the widest projection max(6*16*8 = 768,
+  // 6*(16+8+16)*3 = 720, 160*3, 64*2*3) = 768, router scores 2*16,
+  // latent experts 32*(2+4), logits 8448: 10272 floats a row; then the
+  // attention scores, 6 heads x 1000 positions a row.
+  EXPECT_EQ(p.batch, 16u);
+  EXPECT_EQ(p.activation_bytes, 16u * 4 * 10272 + 16u * 4 * 6 * 1000);
+  // Two 4 MiB embedding row buffers, 160 bytes per tensor of the index, 1 MiB
+  // of stack per thread (8 I/O + 1 compute), 48 MiB for the program.
+  EXPECT_EQ(p.io_bytes, 2u * (4u << 20) + 100u * 160 + 9u * (1u << 20) + (48u << 20));
+  EXPECT_EQ(p.peak_rss, 122880u + 327680u + 0u + 8192u + 98304u + 432000u + 1280000u + 1041408u + 68173440u);
 }
 
 TEST(MemoryLimits, CgroupLimitOfZeroLeavesNothing) {

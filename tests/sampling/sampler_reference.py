@@ -109,17 +109,38 @@ CASES = [
     ("hot", 2**64 - 1, 7, 12, 2.5, 0, 1.0, 0.0),
 ]
 
+# Top-p boundaries: running sums that land exactly on p, so `cum >= p` and
+# `cum > p` keep different sets. Two tied top logits under top-k 2 give
+# exactly 1/2 each; a level row of eight gives running sums k/8 exactly.
+LEVEL = [0.625] * 8
+
+BOUNDARY_CASES = [
+    # name, row, seed, first position, count, temp, top_k, top_p, min_p
+    ("half", LOGITS, 99, 0, 16, 0.7, 2, 0.5, 0.0),
+    ("three-eighths", LEVEL, 2026, 5, 16, 1.0, 0, 0.375, 0.0),
+    ("six-eighths", LEVEL, 31, 0, 16, 1.3, 0, 0.75, 0.0),
+]
+
+
+def run(row, seed, first, count, temp, k, tp, mp):
+    order, w = candidates(row, temp, k, tp, mp)
+    g = MT19937_64(seed)
+    for _ in range(first):
+        g.next()
+    ids, worst = [], 1.0
+    for _ in range(count):
+        chosen, margin = pick(order, w, unit(g.next()))
+        ids.append(chosen)
+        worst = min(worst, margin)
+    return order, ids, worst
+
+
 if __name__ == "__main__":
     print("raw seed 42:", [raw_at(42, p) for p in range(4)])
     print("raw seed 5489 at 9999:", raw_at(5489, 9999))
     for name, seed, first, count, temp, k, tp, mp in CASES:
-        order, w = candidates(LOGITS, temp, k, tp, mp)
-        g = MT19937_64(seed)
-        for _ in range(first):
-            g.next()
-        ids, worst = [], 1.0
-        for _ in range(count):
-            chosen, margin = pick(order, w, unit(g.next()))
-            ids.append(chosen)
-            worst = min(worst, margin)
+        order, ids, worst = run(LOGITS, seed, first, count, temp, k, tp, mp)
         print(name, "kept", order, "ids", ids, "closest boundary %.3g" % worst)
+    for name, row, seed, first, count, temp, k, tp, mp in BOUNDARY_CASES:
+        order, ids, worst = run(row, seed, first, count, temp, k, tp, mp)
+        print("top-p boundary", name, "kept", order, "ids", ids, "closest boundary %.3g" % worst)

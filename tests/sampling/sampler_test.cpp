@@ -209,6 +209,44 @@ TEST(Sampler, PinnedIdsFromIndependentReference) {
   }
 }
 
+TEST(Sampler, TopPKeepsTheCandidateWhoseRunningSumEqualsP) {
+  // Running sums that land exactly on p (see BOUNDARY_CASES in
+  // sampler_reference.py): the candidate that reaches p is the last one kept,
+  // so a `cum > p` cut-off keeps one more and these ids change.
+  const std::vector<float> level(8, 0.625f);
+  EXPECT_EQ(ids_of(sampling_candidates(kLogits.data(), kLogits.size(), params(0.7, 2, 0.5))),
+            (std::vector<int32_t>{5}));
+  EXPECT_EQ(ids_of(sampling_candidates(level.data(), level.size(), params(1.0, 0, 0.375))),
+            (std::vector<int32_t>{0, 1, 2}));
+  EXPECT_EQ(ids_of(sampling_candidates(level.data(), level.size(), params(1.3, 0, 0.75))),
+            (std::vector<int32_t>{0, 1, 2, 3, 4, 5}));
+  // Just past the sum, the next candidate is needed.
+  EXPECT_EQ(ids_of(sampling_candidates(level.data(), level.size(), params(1.0, 0, 0.375 + 1e-9))),
+            (std::vector<int32_t>{0, 1, 2, 3}));
+
+  struct Case {
+    const std::vector<float>* row;
+    uint64_t seed;
+    int64_t first;
+    SamplingParams p;
+    std::vector<int32_t> ids;
+  };
+  // python3 tests/sampling/sampler_reference.py ("top-p boundary" lines)
+  const std::vector<Case> cases = {
+      {&kLogits, 99, 0, params(0.7, 2, 0.5), std::vector<int32_t>(16, 5)},
+      {&level, 2026, 5, params(1.0, 0, 0.375), {2, 0, 2, 2, 0, 1, 1, 0, 0, 0, 2, 1, 2, 1, 1, 1}},
+      {&level, 31, 0, params(1.3, 0, 0.75), {2, 1, 2, 1, 4, 5, 0, 2, 3, 4, 3, 2, 4, 3, 2, 2}},
+  };
+  for (const Case& c : cases) {
+    SamplingParams p = c.p;
+    p.seed = c.seed;
+    Sampler s(p);
+    std::vector<int32_t> got;
+    for (size_t i = 0; i < c.ids.size(); ++i) got.push_back(s.next(c.row->data(), c.row->size(), c.first + i));
+    EXPECT_EQ(got, c.ids) << "seed " << c.seed;
+  }
+}
+
 TEST(Sampler, PositionIndexedDrawsMakeSplitsEqual) {
   // Sampling positions 0..19 in one go equals sampling 0..9, then a fresh
   // sampler (as after loading a state) for 10..19, and equals sampling only

@@ -39,6 +39,8 @@ struct Case {
   std::string text_sha256, ids_sha256;
   uint64_t n_ids = 0, n_codepoints = 0;
   std::vector<TokenId> ids_head, ids_tail;
+  // Ids around each piece boundary of the reference: {first index, ids}.
+  std::vector<std::pair<uint64_t, std::vector<TokenId>>> windows;
 };
 
 std::vector<TokenId> id_array(simdjson::dom::element e) {
@@ -82,6 +84,8 @@ std::vector<Case> load_cases(const std::string& file) {
       c.n_codepoints = o["n_codepoints"];
       c.ids_head = id_array(o["ids_head"]);
       c.ids_tail = id_array(o["ids_tail"]);
+      if (o["windows"].get(e) == simdjson::SUCCESS)
+        for (auto w : e.get_array()) c.windows.emplace_back(uint64_t(w["at"]), id_array(w["ids"]));
     }
     out.push_back(std::move(c));
   }
@@ -143,6 +147,11 @@ void check_encode_case(const Case& c, bool allow_special) {
     EXPECT_EQ(std::vector<TokenId>(ids.begin(), ids.begin() + c.ids_head.size()), c.ids_head);
     EXPECT_EQ(std::vector<TokenId>(ids.end() - c.ids_tail.size(), ids.end()), c.ids_tail);
     EXPECT_EQ(ids_sha256(ids), c.ids_sha256);
+    for (const auto& [at, want] : c.windows) {
+      ASSERT_LE(at + want.size(), ids.size());
+      EXPECT_EQ(std::vector<TokenId>(ids.begin() + at, ids.begin() + at + want.size()), want)
+          << "ids around the piece boundary near id " << at;
+    }
   } else {
     EXPECT_EQ(ids, c.ids);
   }
@@ -162,6 +171,19 @@ TEST(TokenizerVectors, EncodeWithSpecials) {
     check_encode_case(c, true);
   }
   EXPECT_EQ(generated, 4u);
+}
+
+// The cuts before the regex (400,000-code-point chunks, 25,000-long runs, the
+// run counter restarting at each chunk), each case named for the rule it
+// pins; made by make_chunk_cases.sh.
+TEST(TokenizerVectors, ChunkAndRunCuts) {
+  auto cases = load_cases("chunk_cases.jsonl");
+  ASSERT_EQ(cases.size(), 16u);
+  for (const Case& c : cases) {
+    ASSERT_TRUE(c.generated) << c.name;
+    ASSERT_FALSE(c.windows.empty() && c.name.rfind("chunk/", 0) == 0) << c.name << ": no boundary window";
+    check_encode_case(c, true);
+  }
 }
 
 TEST(TokenizerVectors, EncodeSpecialsAsText) {
