@@ -24,7 +24,7 @@ LAYERS=(
   "runtime"     # weight sources (resident, streaming, expert cache), memory plan, presets
   "generate"    # the generation session
   "chat"        # chat renderer/parser and session
-  "pack synth fetch verify doctor"  # leaves over what they use
+  "pack synth fetch verify doctor serve"  # leaves over what they use (serve: k3-serve's OpenAI-compatible HTTP server)
   "cli"         # the command-line layer the tools share
 )
 # Same-rank edges that are allowed, as "from->to".
