@@ -56,7 +56,8 @@ mode = sys.argv[4] if len(sys.argv) > 4 else "load"
 host, port = url.split("//")[1].split(":")
 def stream(messages, out):
     c = http.client.HTTPConnection(host, int(port), timeout=3600)
-    body = {"messages": messages, "max_tokens": tokens, "stream": True, "chat_template_kwargs": {"thinking": False}}
+    body = {"messages": messages, "max_tokens": tokens, "stream": True, "stream_options": {"include_usage": True},
+            "chat_template_kwargs": {"thinking": False}}
     t0 = time.monotonic(); first = None; count = 0; text = ""
     c.request("POST", "/v1/chat/completions", json.dumps(body), {"Content-Type": "application/json"})
     r = c.getresponse()
@@ -64,9 +65,10 @@ def stream(messages, out):
         line = line.decode().strip()
         if not line.startswith("data: ") or line == "data: [DONE]": continue
         j = json.loads(line[6:])
-        if j["choices"] and (j["choices"][0]["delta"].get("content") is not None) and "role" not in j["choices"][0]["delta"]:
-            if first is None: first = time.monotonic() - t0
-            count += 1; text += j["choices"][0]["delta"]["content"]
+        if j.get("usage"): count = j["usage"]["completion_tokens"]
+        if j["choices"] and j["choices"][0]["delta"].get("content"):
+            if first is None: first = time.monotonic() - t0  # the first token's text
+            text += j["choices"][0]["delta"]["content"]
     out.append((count, first if first is not None else time.monotonic() - t0, text))
 story = " ".join("Paragraph %d: the lighthouse keeper climbed the stairs every evening to light the lamp." % i for i in range(24))
 if mode == "followup":

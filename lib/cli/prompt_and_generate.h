@@ -7,13 +7,13 @@
 #include <cstdint>
 #include <vector>
 
-#include "cli/model_options.h"
+#include "engine/model.h"
 #include "generate/generation_session.h"
 
 namespace k3 {
 
 // `fed`: the ids the session evaluates (saved pending ids + `prompt`).
-GenerationEnd run_prompt_and_generate(GenerationSession& session, LoadedModel& model,
+GenerationEnd run_prompt_and_generate(GenerationSession& session, Model& model,
                                       const std::vector<int32_t>& prompt, size_t fed, bool teacher_forcing,
                                       int64_t gen);
 

@@ -61,15 +61,10 @@ void Job::finish(EndReason reason, std::string error) {
   cv_.notify_all();
 }
 
-SlotScheduler::SlotScheduler(Engine& engine, ConversationCache& cache, ServeMetrics& metrics,
-                             SchedulerOptions options, std::function<StreamStats()> stream_stats)
-    : engine_(engine),
-      cache_(cache),
-      metrics_(metrics),
-      options_(options),
-      stream_stats_(std::move(stream_stats)) {
+SlotScheduler::SlotScheduler(Model& model, ConversationCache& cache, ServeMetrics& metrics, SchedulerOptions options)
+    : model_(model), cache_(cache), metrics_(metrics), options_(options) {
   if (options_.slots == 0) options_.slots = 1;
-  if (stream_stats_) baseline_ = stream_stats_();
+  if (StreamingWeights* s = model_.streaming()) baseline_ = s->stats();
 }
 
 std::shared_ptr<Job> SlotScheduler::submit(JobSpec spec) {
@@ -100,8 +95,9 @@ bool SlotScheduler::stopping() const {
 }
 
 void SlotScheduler::publish_stream_stats() {
-  if (!stream_stats_) return;
-  const StreamStats s = stream_stats_();
+  StreamingWeights* streaming = model_.streaming();
+  if (!streaming) return;
+  const StreamStats s = streaming->stats();
   metrics_.bytes_read = (s.trunk_bytes - baseline_.trunk_bytes) + (s.expert_bytes - baseline_.expert_bytes);
   metrics_.experts_requested = s.experts_requested - baseline_.experts_requested;
   metrics_.experts_resident = s.experts_resident - baseline_.experts_resident;
@@ -113,7 +109,7 @@ void SlotScheduler::admit(const std::shared_ptr<Job>& job) {
     job->finish(EndReason::kCancelled);
     return;
   }
-  Slot slot{job, std::make_unique<GenerationSession>(engine_, GenerationOptions{spec.sampling, spec.stop}), 0};
+  Slot slot{job, model_.generation_session(GenerationOptions{spec.sampling, spec.stop}), 0};
   GenerationSession& s = *slot.session;
   const auto t0 = Clock::now();
   const std::span<const int32_t> prompt(spec.prompt);
@@ -131,6 +127,7 @@ void SlotScheduler::admit(const std::shared_ptr<Job>& job) {
     }
     s.feed(prompt.subspan(at), nullptr, progress);
     if (!s.can_generate()) throw Error(ExitCode::kBadInput, "the prompt is empty");
+    model_.prefill_done();  // the bytes read so far were the prefill's, not a decode pass's
     job->started(static_cast<int64_t>(reused));
     metrics_.prompt_tokens += prompt.size();
     metrics_.cached_tokens += reused;
@@ -202,7 +199,8 @@ void SlotScheduler::run() {
     if (!stepping.empty()) {
       const auto t0 = Clock::now();
       try {
-        BatchGeneration::step(engine_, stepping);
+        BatchGeneration::step(model_.engine(), stepping);
+        model_.pass_done(stepping.size());
       } catch (const std::exception& e) {  // an I/O error ends the requests of this pass, not the server
         for (Slot& slot : slots_) slot.job->finish(EndReason::kCancelled, e.what());
         slots_.clear();

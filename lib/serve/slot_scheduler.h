@@ -1,6 +1,7 @@
-// The engine's one owner: a thread that runs every weight pass for up to
-// `slots` sequences at once (continuous batching over the engine's
-// several-sequences pass, BatchGeneration::step).
+// The model's one driver (engine/model.h: a Model and its sessions are used
+// from one thread): the thread that runs every weight pass for up to `slots`
+// sequences at once (continuous batching over the engine's several-sequences
+// pass, BatchGeneration::step), with the model's per-pass accounting.
 //
 // A request becomes a Job. It waits in a bounded queue (full: submit()
 // beyond the free slots: submit() returns nullptr and the server answers 429), joins at the next pass when a
@@ -24,8 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/model.h"
 #include "generate/generation_session.h"
-#include "runtime/streaming_weights.h"
 #include "sampling/stop_conditions.h"
 #include "serve/conversation_cache.h"
 #include "serve/openai_response.h"
@@ -83,10 +84,9 @@ struct SchedulerOptions {
 
 class SlotScheduler {
  public:
-  // `stream_stats`: the streaming counters (nullptr for resident weights),
-  // read on the engine thread after passes for /metrics.
-  SlotScheduler(Engine& engine, ConversationCache& cache, ServeMetrics& metrics, SchedulerOptions options,
-                std::function<StreamStats()> stream_stats = nullptr);
+  // The streaming counters are read on the engine thread after each pass
+  // for /metrics (bytes read since serving started, expert hits).
+  SlotScheduler(Model& model, ConversationCache& cache, ServeMetrics& metrics, SchedulerOptions options);
 
   // Thread-safe. nullptr when the queue is full or the server is stopping.
   std::shared_ptr<Job> submit(JobSpec spec);
@@ -106,11 +106,10 @@ class SlotScheduler {
   void leave(Slot& slot, EndReason reason);
   void publish_stream_stats();
 
-  Engine& engine_;
+  Model& model_;
   ConversationCache& cache_;
   ServeMetrics& metrics_;
   SchedulerOptions options_;
-  std::function<StreamStats()> stream_stats_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> queue_;

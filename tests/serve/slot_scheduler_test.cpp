@@ -11,10 +11,8 @@
 #include <filesystem>
 #include <thread>
 
-#include "checkpoint/checkpoint.h"
+#include "engine/model.h"
 #include "generate/generation_session.h"
-#include "kernels/thread_pool.h"
-#include "model/engine.h"
 #include "serve/conversation_cache.h"
 #include "serve/slot_scheduler.h"
 #include "state/continuation.h"
@@ -44,10 +42,18 @@ Result drain(Job& job) {
 
 class SchedulerTest : public ::testing::Test {
  protected:
-  test::TinyModel& m = test::TinyModel::get();
-  ThreadPool pool{2};
-  Engine engine{m.config, *m.weights, pool};
+  static Model& model() {
+    static std::unique_ptr<Model> m = [] {
+      ModelParams params;
+      params.threads = 2;
+      return Model::open(test::tiny_dir(), params);
+    }();
+    return *m;
+  }
+  Model& m = model();
+  Engine& engine = m.engine();
   ServeMetrics metrics;
+  ModelIdentity identity() { return ModelIdentity::of(m.config(), m.checkpoint()); }
 
   JobSpec spec(std::vector<int32_t> prompt, int64_t n, double temperature = 0, uint64_t seed = 0) {
     JobSpec s;
@@ -56,7 +62,7 @@ class SchedulerTest : public ::testing::Test {
     s.sampling.temperature = temperature;
     s.sampling.top_p = temperature > 0 ? 0.9 : 1.0;
     s.sampling.seed = seed;
-    s.stop = StopConditions(m.config.eos_token_ids, {}, /*ignore_eos=*/true);
+    s.stop = StopConditions(m.config().eos_token_ids, {}, /*ignore_eos=*/true);
     return s;
   }
   // The reference: the same request generated alone.
@@ -76,8 +82,8 @@ class SchedulerTest : public ::testing::Test {
 };
 
 TEST_F(SchedulerTest, ConcurrentSequencesEqualTheirRunsAlone) {
-  ConversationCache cache(ModelIdentity::of(m.config, *m.checkpoint), CacheOptions{});
-  SlotScheduler scheduler(engine, cache, metrics, SchedulerOptions{3, 16});
+  ConversationCache cache(identity(), CacheOptions{});
+  SlotScheduler scheduler(m, cache, metrics, SchedulerOptions{3, 16});
   std::thread engine_thread([&] { scheduler.run(); });
   // Five requests of different lengths and samplers on three slots: they
   // join and leave the shared passes at different steps.
@@ -103,8 +109,8 @@ TEST_F(SchedulerTest, FollowUpContinuesFromKeptStateAndSpillsToFiles) {
   const JobSpec first = spec(prompt(9, 6), 5);
   {
     // No RAM for states: every kept state goes to a file and comes back from it.
-    ConversationCache cache(ModelIdentity::of(m.config, *m.checkpoint), CacheOptions{0, dir, 8});
-    SlotScheduler scheduler(engine, cache, metrics, SchedulerOptions{2, 4});
+    ConversationCache cache(identity(), CacheOptions{0, dir, 8});
+    SlotScheduler scheduler(m, cache, metrics, SchedulerOptions{2, 4});
     std::thread engine_thread([&] { scheduler.run(); });
     Result a = drain(*scheduler.submit(first));
     EXPECT_EQ(a.cached, 0);
@@ -125,8 +131,8 @@ TEST_F(SchedulerTest, FollowUpContinuesFromKeptStateAndSpillsToFiles) {
 }
 
 TEST_F(SchedulerTest, KeptPrefixServesADifferentContinuation) {
-  ConversationCache cache(ModelIdentity::of(m.config, *m.checkpoint), CacheOptions{});
-  SlotScheduler scheduler(engine, cache, metrics, SchedulerOptions{1, 4});
+  ConversationCache cache(identity(), CacheOptions{});
+  SlotScheduler scheduler(m, cache, metrics, SchedulerOptions{1, 4});
   std::thread engine_thread([&] { scheduler.run(); });
   JobSpec a = spec(prompt(3, 8), 3);
   a.keep_prefix = 5;  // a chat prompt's unchanged prefix
@@ -142,8 +148,8 @@ TEST_F(SchedulerTest, KeptPrefixServesADifferentContinuation) {
 }
 
 TEST_F(SchedulerTest, CancelledAndQueueFullAndShutdown) {
-  ConversationCache cache(ModelIdentity::of(m.config, *m.checkpoint), CacheOptions{});
-  SlotScheduler scheduler(engine, cache, metrics, SchedulerOptions{1, 0});
+  ConversationCache cache(identity(), CacheOptions{});
+  SlotScheduler scheduler(m, cache, metrics, SchedulerOptions{1, 0});
   // Not running yet: one job for the free slot, no queue beyond it.
   auto queued = scheduler.submit(spec(prompt(1, 3), 100000));
   ASSERT_TRUE(queued);

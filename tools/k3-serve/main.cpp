@@ -12,6 +12,7 @@
 
 #include "chat/chat_session.h"
 #include "checkpoint/checkpoint.h"
+#include "cli/model_run.h"
 #include "cli/cli_parse.h"
 #include "cli/interrupt.h"
 #include "cli/model_options.h"
@@ -84,12 +85,12 @@ int run(int argc, char** argv) {
   so.http_threads = sched.slots + sched.queue_limit + 8;
   if (so.model_name.empty()) so.model_name = std::filesystem::path(mo.model_dir).lexically_normal().filename().string();
   if (so.model_name.empty()) so.model_name = std::filesystem::absolute(mo.model_dir).parent_path().filename().string();
-  mo.stream.sequences = sched.slots;  // the plan holds a sequence state per slot
+  mo.stream.sequences = sched.slots;  // the plan holds a sequence state of --ctx positions per slot
 
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
   if (auto status = k3::answer_plan_requests(config, mo, kTool)) return *status;
   const k3::Tokenizer tok = k3::Tokenizer::load(mo.model_dir);
-  const k3::Checkpoint checkpoint = k3::Checkpoint::open(mo.model_dir);
+  k3::Checkpoint checkpoint = k3::Checkpoint::open(mo.model_dir);
 
   // Listen first: /health says "loading" while the weights load.
   k3::serve::StopSignal::block();
@@ -109,12 +110,10 @@ int run(int argc, char** argv) {
     std::_Exit(static_cast<int>(k3::ExitCode::kInterrupted));
   }).detach();
 
-  k3::LoadedModel model(config, checkpoint, mo, static_cast<uint64_t>(so.context) * sched.slots, 256, kTool);
-  k3::serve::ConversationCache cache(k3::ModelIdentity::of(config, checkpoint), cache_options);
-  k3::StreamingWeights* streaming = model.streaming();
-  k3::serve::SlotScheduler scheduler(model.engine(), cache, metrics, sched,
-                                     streaming ? std::function<k3::StreamStats()>([streaming] { return streaming->stats(); })
-                                               : nullptr);
+  std::unique_ptr<k3::Model> model =
+      k3::load_model(config, std::move(checkpoint), mo, static_cast<uint64_t>(so.context), 256);
+  k3::serve::ConversationCache cache(k3::ModelIdentity::of(model->config(), model->checkpoint()), cache_options);
+  k3::serve::SlotScheduler scheduler(*model, cache, metrics, sched);
   http.set_backend({&tok, config.eos_token_ids, k3::chat_stop_ids(tok.vocab(), config.eos_token_ids), &scheduler});
   live = &scheduler;
   std::fprintf(stderr, "%s: ready: %zu slots, context %lld positions\n", kTool, sched.slots,
