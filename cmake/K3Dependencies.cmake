@@ -38,6 +38,9 @@ k3_require(ICU_FOUND "ICU (Unicode properties)" libicu-dev)
 find_package(CURL QUIET)
 k3_require(CURL_FOUND "libcurl (downloads)" libcurl4-openssl-dev)
 
+pkg_check_modules(HTTPLIB QUIET IMPORTED_TARGET cpp-httplib)
+k3_require(HTTPLIB_FOUND "cpp-httplib (k3-serve's HTTP server)" libcpp-httplib-dev)
+
 find_package(OpenSSL QUIET)
 k3_require(OPENSSL_FOUND "OpenSSL (sha256)" libssl-dev)
 

@@ -25,7 +25,7 @@ LAYERS=(
   "generate"    # the generation session
   "engine"      # the model object front ends run on: open, plan, load, sessions, counters
   "chat"        # chat renderer/parser and session
-  "pack synth fetch verify doctor"  # leaves over what they use
+  "pack synth fetch verify doctor serve"  # leaves over what they use (serve: k3-serve's OpenAI-compatible HTTP server)
   "cli"         # the command-line layer the tools share
 )
 # Same-rank edges that are allowed, as "from->to".

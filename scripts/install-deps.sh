@@ -5,11 +5,16 @@ set -euo pipefail
 packages=(
   cmake g++ make pkg-config python3
   libcli11-dev libsimdjson-dev libxxhash-dev libzstd-dev libgtest-dev libhwy-dev
-  libpcre2-dev libicu-dev libcurl4-openssl-dev libssl-dev
+  libpcre2-dev libicu-dev libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
   fio
   clang libclang-rt-14-dev
 )
 missing=()
+# k3-serve's client tests drive it with the `openai` npm package: Debian's
+# node and npm only where no node/npm is on the PATH already (Debian's npm
+# conflicts with a Node that ships its own).
+command -v node > /dev/null || packages+=(nodejs)
+command -v npm > /dev/null || packages+=(npm)
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done

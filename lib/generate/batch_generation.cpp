@@ -20,7 +20,6 @@ void BatchGeneration::generate(int64_t max_new, const std::function<void(size_t,
                                const std::function<bool()>& interrupted,
                                const std::function<void(size_t rows)>& on_pass) {
   const auto t0 = std::chrono::steady_clock::now();
-  const size_t vocab = static_cast<size_t>(engine_.config().vocab_size);
   std::vector<size_t> active;
   for (size_t i = 0; i < sessions_.size(); ++i) {
     if (max_new > 0)
@@ -29,7 +28,6 @@ void BatchGeneration::generate(int64_t max_new, const std::function<void(size_t,
       on_end(i, GenerationEnd::kLength);
   }
   std::vector<int64_t> made(sessions_.size(), 0);
-  std::vector<float> logits;
   while (!active.empty()) {
     if (interrupted && interrupted()) {
       for (size_t i : active) on_end(i, GenerationEnd::kInterrupted);
@@ -52,29 +50,39 @@ void BatchGeneration::generate(int64_t max_new, const std::function<void(size_t,
     active = std::move(next);
     if (active.empty()) break;
     // One weight pass for every remaining sequence's id.
-    std::vector<SequenceState*> states;
-    std::vector<std::span<const int32_t>> ids;
-    for (size_t i : active) {
-      states.push_back(&sessions_[i]->state_);
-      ids.emplace_back(sessions_[i]->pending_);
-    }
-    logits.resize(active.size() * vocab);
-    engine_.forward_sequences(states, ids, logits.data());
+    std::vector<GenerationSession*> stepping;
+    for (size_t i : active) stepping.push_back(sessions_[i]);
+    step(engine_, stepping);
     ++passes_;
     if (on_pass) on_pass(active.size());
-    for (size_t k = 0; k < active.size(); ++k) {
-      GenerationSession& s = *sessions_[active[k]];
-      s.row_.assign(logits.begin() + static_cast<ptrdiff_t>(k * vocab),
-                    logits.begin() + static_cast<ptrdiff_t>((k + 1) * vocab));
-      s.log_.add(s.row_.data(), 1);
-      s.pending_.clear();
-      ++s.counters_.decode_steps;
-      ++s.counters_.weight_passes;
-      ++s.counters_.generate_passes;
-    }
   }
   const double seconds = seconds_since(t0);
   for (GenerationSession* s : sessions_) s->counters_.decode_seconds += seconds;
+}
+
+void BatchGeneration::step(Engine& engine, std::span<GenerationSession* const> sessions) {
+  if (sessions.empty()) return;
+  const size_t vocab = static_cast<size_t>(engine.config().vocab_size);
+  std::vector<SequenceState*> states;
+  std::vector<std::span<const int32_t>> ids;
+  for (GenerationSession* s : sessions) {
+    if (s->pending_.size() != 1 || &s->engine_ != &engine)
+      throw Error(ExitCode::kInternal, "BatchGeneration::step: each session must hold one pending id on this engine");
+    states.push_back(&s->state_);
+    ids.emplace_back(s->pending_);
+  }
+  std::vector<float> logits(sessions.size() * vocab);
+  engine.forward_sequences(states, ids, logits.data());
+  for (size_t k = 0; k < sessions.size(); ++k) {
+    GenerationSession& s = *sessions[k];
+    s.row_.assign(logits.begin() + static_cast<ptrdiff_t>(k * vocab),
+                  logits.begin() + static_cast<ptrdiff_t>((k + 1) * vocab));
+    s.log_.add(s.row_.data(), 1);
+    s.pending_.clear();
+    ++s.counters_.decode_steps;
+    ++s.counters_.weight_passes;
+    ++s.counters_.generate_passes;
+  }
 }
 
 }  // namespace k3

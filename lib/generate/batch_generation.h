@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "generate/generation_session.h"
@@ -31,6 +32,13 @@ class BatchGeneration {
                 const std::function<void(size_t rows)>& on_pass = nullptr);
 
   int64_t weight_passes() const { return passes_; }
+
+  // One decode pass for sessions that each hold exactly one pending id (just
+  // sampled): evaluates them together in one weight pass, as generate() does
+  // per step. For a front end that changes the set of sequences between
+  // passes (k3-serve: requests join and leave at any pass). Each session's
+  // logits are bit-identical to evaluating it alone.
+  static void step(Engine& engine, std::span<GenerationSession* const> sessions);
 
  private:
   Engine& engine_;

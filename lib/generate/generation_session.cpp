@@ -221,6 +221,15 @@ GenerationSession::SavePoint GenerationSession::mark() const {
   return SavePoint{state_, pending_, row_, has_row_, log_.rows()};
 }
 
+GenerationSession::SavePoint GenerationSession::release() {
+  SavePoint out{std::move(state_), std::move(pending_), std::move(row_), has_row_, log_.rows()};
+  state_ = SequenceState{};
+  pending_.clear();
+  row_.clear();
+  has_row_ = false;
+  return out;
+}
+
 void GenerationSession::rollback(SavePoint point) {
   state_ = std::move(point.state);
   pending_ = std::move(point.pending);

@@ -151,6 +151,9 @@ class GenerationSession {
   };
   SavePoint mark() const;
   void rollback(SavePoint point);
+  // mark() without the copy: the state moves out (the session must be reset,
+  // restored or rolled back before further use).
+  SavePoint release();
 
   // Writes a state file (state/continuation.h) that continues this sequence.
   void save_conversation(const std::string& path, const ModelIdentity& model) const;

@@ -1,0 +1,195 @@
+#include "serve/completion_route.h"
+
+#include <atomic>
+#include <chrono>
+#include <ctime>
+#include <memory>
+
+#include "chat/python_json.h"
+#include "chat/xtml_renderer.h"
+#include "common/error.h"
+#include "serve/api_error.h"
+#include "serve/json_build.h"
+#include "serve/openai_response.h"
+#include "serve/slot_scheduler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace k3::serve {
+
+namespace {
+
+constexpr std::chrono::milliseconds kPoll{100};
+
+std::string new_id(const char* prefix) {
+  static std::atomic<uint64_t> counter{0};
+  const auto now = std::chrono::system_clock::now().time_since_epoch().count();
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%s%llx%04llx", prefix, static_cast<unsigned long long>(now),
+                static_cast<unsigned long long>(++counter & 0xffff));
+  return buf;
+}
+
+struct Prepared {
+  JobSpec spec;
+  bool thinking = false;
+};
+
+// "request: messages[1].role: ..." (lib/chat's refusals) -> ApiError(400) with the field as param.
+[[noreturn]] void refuse_chat(const Error& e) {
+  std::string message = e.what();
+  if (message.rfind("request: ", 0) == 0) message.erase(0, 9);
+  const size_t colon = message.find(": ");
+  throw ApiError(400, message, colon == std::string::npos ? "" : message.substr(0, colon));
+}
+
+std::vector<int32_t> prompt_ids(const ParsedRequest& pr, const Tokenizer& tok, ChatPrompt* chat) {
+  std::vector<int32_t> ids;
+  if (pr.endpoint == Endpoint::kChat) {
+    try {
+      *chat = encode_chat(tok, render_chat(*pr.chat));
+    } catch (const Error& e) {
+      refuse_chat(e);
+    }
+    ids.assign(chat->ids.begin(), chat->ids.end());
+    return ids;
+  }
+  if (pr.prompt_is_ids) {
+    const int64_t vocab = tok.vocab().size();
+    for (size_t i = 0; i < pr.prompt_ids.size(); ++i)
+      if (pr.prompt_ids[i] >= vocab)
+        throw ApiError(400, "prompt[" + std::to_string(i) + "]: id " + std::to_string(pr.prompt_ids[i]) +
+                                " is outside the vocabulary (0.." + std::to_string(vocab - 1) + ")", "prompt");
+    return pr.prompt_ids;
+  }
+  const std::vector<TokenId> t = tok.encode(pr.prompt_text);
+  return {t.begin(), t.end()};
+}
+
+Prepared prepare(const ParsedRequest& pr, const ServerOptions& options, const ServeBackend& backend) {
+  Prepared out;
+  ChatPrompt chat;
+  out.spec.prompt = prompt_ids(pr, *backend.tokenizer, &chat);
+  if (pr.endpoint == Endpoint::kChat) {
+    // The part the conversation's next request starts with (SPEC section 5):
+    // without trailing notes the whole prompt, since a reply re-renders
+    // starting with the generation prompt's tags.
+    out.spec.keep_prefix = chat.trailing_notes ? chat.prefix_ids : chat.ids.size();
+    out.spec.stop = StopConditions(backend.eos_ids, backend.chat_stop_ids, false);
+    out.thinking = pr.chat->thinking;
+  } else {
+    out.spec.stop = StopConditions(backend.eos_ids, {}, false);
+  }
+  const int64_t n = static_cast<int64_t>(out.spec.prompt.size());
+  if (n == 0) throw ApiError(400, "prompt: no ids to evaluate", "prompt");
+  const int64_t room = options.context - n;
+  if (room < 1)
+    throw ApiError(400, "the prompt has " + std::to_string(n) + " ids: over the context of " +
+                            std::to_string(options.context) + " positions (start k3-serve with a larger --ctx)",
+                   pr.endpoint == Endpoint::kChat ? "messages" : "prompt", "context_length_exceeded");
+  if (pr.max_tokens && *pr.max_tokens > room)
+    throw ApiError(400, "max_tokens: " + std::to_string(*pr.max_tokens) + " and the prompt's " + std::to_string(n) +
+                            " ids exceed the context of " + std::to_string(options.context) + " positions",
+                   "max_tokens", "context_length_exceeded");
+  out.spec.max_new = pr.max_tokens ? *pr.max_tokens : room;
+  out.spec.sampling = pr.sampling;
+  return out;
+}
+
+// What a streamed reply carries from one provider call to the next.
+struct Stream {
+  std::shared_ptr<Job> job;
+  ReplyWriter writer;
+  Usage usage;
+  bool began = false, finished = false;
+};
+
+std::vector<std::string> take(Stream& s, std::chrono::milliseconds timeout) {
+  std::vector<std::string> out;
+  std::vector<int32_t> ids;
+  const bool done = s.job->wait(ids, timeout);
+  for (int32_t id : ids) {
+    if (s.writer.stop_string_matched()) break;
+    ++s.usage.completion_tokens;
+    for (std::string& c : s.writer.push(id, s.job->spec().stop.stops(id))) out.push_back(std::move(c));
+    if (s.writer.stop_string_matched()) s.job->cancel();
+  }
+  if (done) {
+    s.usage.cached_tokens = s.job->cached_tokens();
+    const EndReason why = s.writer.stop_string_matched() ? EndReason::kStop : s.job->end_reason();
+    for (std::string& c : s.writer.finish(why, s.usage)) out.push_back(std::move(c));
+    s.finished = true;
+  }
+  return out;
+}
+
+}  // namespace
+
+void handle_completion(const httplib::Request& req, httplib::Response& res, Endpoint endpoint,
+                       const ServerOptions& options, const ServeBackend& backend) {
+  RequestLimits limits{options.max_depth, options.context, options.model_name};
+  const ParsedRequest pr = parse_openai_request(req.body, endpoint, limits);
+  Prepared p = prepare(pr, options, backend);
+  const int64_t prompt_tokens = static_cast<int64_t>(p.spec.prompt.size());
+  std::shared_ptr<Job> job = backend.scheduler->submit(std::move(p.spec));
+  if (!job) {
+    if (backend.scheduler->stopping()) throw ApiError(503, "the server is shutting down", "", "shutting_down");
+    res.set_header("Retry-After", std::to_string(options.retry_after_seconds));
+    throw ApiError(429, "every slot is busy and the queue is full: retry after " +
+                            std::to_string(options.retry_after_seconds) + " s", "", "queue_full");
+  }
+  const bool chat = endpoint == Endpoint::kChat;
+  ResponseMeta meta{new_id(chat ? "chatcmpl-" : "cmpl-"), static_cast<int64_t>(std::time(nullptr)), options.model_name};
+  auto stream = std::make_shared<Stream>(Stream{job, ReplyWriter(endpoint, backend.tokenizer->vocab(), p.thinking,
+                                                                 pr.stop, meta, pr.stream && pr.include_usage),
+                                                Usage{prompt_tokens, 0, 0}});
+  if (!pr.stream) {
+    while (!stream->finished) take(*stream, kPoll);
+    if (const std::string error = job->error(); !error.empty())
+      throw ApiError(500, "the prompt could not be evaluated: " + error, "", "engine_error");
+    res.set_content(stream->writer.body(stream->usage), "application/json");
+    return;
+  }
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [stream](size_t, httplib::DataSink& sink) {
+        std::vector<std::string> out;
+        if (!stream->began) {
+          out = stream->writer.start();
+          stream->began = true;
+        }
+        for (std::string& c : take(*stream, kPoll)) out.push_back(std::move(c));
+        if (stream->finished && !stream->job->error().empty()) {  // the headers are sent: the error is an event
+          const std::string e = sse_event(error_body(500, "generation failed: " + stream->job->error()));
+          out.insert(out.end() - 1, e);
+        }
+        for (const std::string& c : out)
+          if (!sink.write(c.data(), c.size())) {  // the client is gone: its slot frees at the next pass
+            stream->job->cancel();
+            return false;
+          }
+        if (stream->finished) sink.done();
+        return true;
+      },
+      [stream](bool success) {
+        if (!success) stream->job->cancel();
+      });
+}
+
+void handle_tokenize(const httplib::Request& req, httplib::Response& res, const ServerOptions& options,
+                     const ServeBackend& backend) {
+  RequestLimits limits{options.max_depth, options.context, options.model_name};
+  const bool chat = req.body.find("\"messages\"") != std::string::npos;
+  const ParsedRequest pr = parse_openai_request(req.body, chat ? Endpoint::kChat : Endpoint::kCompletion, limits);
+  ChatPrompt rendered;
+  const std::vector<int32_t> ids = prompt_ids(pr, *backend.tokenizer, &rendered);
+  JsonValue tokens = json_array();
+  for (int32_t id : ids) tokens.items.push_back(json_int(id));
+  JsonValue out = JsonValue::object();
+  out.set("count", json_int(static_cast<int64_t>(ids.size())));
+  out.set("max_model_len", json_int(options.context));
+  out.set("tokens", std::move(tokens));
+  res.set_content(python_json_dumps(out), "application/json");
+}
+
+}  // namespace k3::serve

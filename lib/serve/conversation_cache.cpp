@@ -1,0 +1,123 @@
+#include "serve/conversation_cache.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+namespace k3::serve {
+
+namespace {
+
+std::vector<int32_t> ids_of(const GenerationSession::SavePoint& p) {
+  std::vector<int32_t> ids = p.state.tokens;
+  ids.insert(ids.end(), p.pending.begin(), p.pending.end());
+  return ids;
+}
+
+bool is_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  return a.size() <= b.size() && std::equal(a.begin(), a.end(), b.begin());
+}
+
+}  // namespace
+
+ConversationCache::ConversationCache(ModelIdentity model, CacheOptions options)
+    : model_(std::move(model)), options_(std::move(options)) {}
+
+ConversationCache::~ConversationCache() {
+  for (const Entry& e : entries_)
+    if (!e.file.empty()) ::unlink(e.file.c_str());
+}
+
+uint64_t ConversationCache::bytes_of(const GenerationSession::SavePoint& p) {
+  uint64_t floats = p.row.size();
+  for (const LayerState& l : p.state.layers)
+    floats += l.kda.S.size() + l.kda.conv_q.size() + l.kda.conv_k.size() + l.kda.conv_v.size() + l.mla.latent.size();
+  return 4 * (floats + p.state.tokens.size() + p.pending.size());
+}
+
+size_t ConversationCache::states_in_ram() const {
+  return static_cast<size_t>(std::count_if(entries_.begin(), entries_.end(), [](const Entry& e) { return e.file.empty(); }));
+}
+size_t ConversationCache::states_on_disk() const { return entries_.size() - states_in_ram(); }
+
+size_t ConversationCache::restore_longest(const std::vector<int32_t>& prompt, GenerationSession& session) {
+  auto best = entries_.end();
+  for (auto it = entries_.begin(); it != entries_.end(); ++it)
+    if (is_prefix(it->ids, prompt) && (best == entries_.end() || it->ids.size() > best->ids.size())) best = it;
+  if (best == entries_.end()) {
+    session.reset();
+    return 0;
+  }
+  entries_.splice(entries_.begin(), entries_, best);  // most recently used
+  Entry& e = entries_.front();
+  if (e.file.empty()) {
+    session.rollback(e.point);  // a copy: the kept state stays for other requests
+  } else {
+    try {
+      session.restore(load_conversation(e.file, model_));
+    } catch (const std::exception&) {  // a spilled file that cannot be read: forget it, start fresh
+      ::unlink(e.file.c_str());
+      entries_.pop_front();
+      session.reset();
+      return 0;
+    }
+  }
+  return e.ids.size();
+}
+
+void ConversationCache::keep(GenerationSession::SavePoint point) {
+  std::vector<int32_t> ids = ids_of(point);
+  if (ids.empty()) return;
+  for (auto it = entries_.begin(); it != entries_.end(); ++it)
+    if (it->ids == ids) {
+      if (it->file.empty()) ram_used_ -= it->bytes;
+      else ::unlink(it->file.c_str());
+      entries_.erase(it);
+      break;
+    }
+  point.logged_rows = 0;  // the server keeps no logits log
+  Entry e;
+  e.ids = std::move(ids);
+  e.bytes = bytes_of(point);
+  e.point = std::move(point);
+  ram_used_ += e.bytes;
+  entries_.push_front(std::move(e));
+  make_room();
+}
+
+void ConversationCache::make_room() {
+  // Least recently used in RAM first: spill (or drop) until within budget.
+  for (auto it = entries_.end(); ram_used_ > options_.ram_bytes && it != entries_.begin();) {
+    --it;
+    if (!it->file.empty()) continue;
+    ram_used_ -= it->bytes;
+    if (options_.dir.empty()) {
+      it = entries_.erase(it);
+      continue;
+    }
+    const std::string path = options_.dir + "/k3-serve-" + std::to_string(::getpid()) + "-" +
+                             std::to_string(++files_written_) + ".k3state";
+    try {
+      save_conversation(path, model_, std::move(it->point.state), it->point.pending, SamplingParams{},
+                        it->point.pending.empty() ? std::move(it->point.row) : std::vector<float>{});
+      it->point = {};
+      it->file = path;
+    } catch (const std::exception& e) {  // a full disk loses a kept state, never a request
+      std::fprintf(stderr, "k3-serve: warning: could not keep a conversation state in %s: %s\n",
+                   options_.dir.c_str(), e.what());
+      it = entries_.erase(it);
+    }
+  }
+  // Past max_files: the least recently used file goes.
+  size_t files = states_on_disk();
+  for (auto it = entries_.end(); files > options_.max_files && it != entries_.begin();) {
+    --it;
+    if (it->file.empty()) continue;
+    ::unlink(it->file.c_str());
+    it = entries_.erase(it);
+    --files;
+  }
+}
+
+}  // namespace k3::serve

@@ -1,0 +1,66 @@
+// The sequence states of recent requests, kept so a request whose rendered
+// ids extend a kept state's ids continues from it (SPEC section 5's prefix
+// rule, as k3-chat does within one process): an agent's next turn prefills
+// only its new messages. Keyed by the ids a state holds (evaluated, then
+// pending).
+//
+// States live in RAM within `ram_bytes`; past that the least recently used
+// ones are written as state files (state/continuation.h, atomic, created
+// exclusively) into `dir` and read back when a request needs them; past
+// `max_files` the least recently used file is deleted. Without a directory
+// an evicted state is dropped. Used by the engine thread only (no locking);
+// the counters are read by /metrics through ServeMetrics.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <string>
+#include <vector>
+
+#include "generate/generation_session.h"
+#include "state/continuation.h"
+
+namespace k3::serve {
+
+struct CacheOptions {
+  uint64_t ram_bytes = 512ull << 20;
+  std::string dir;        // empty: no spilling
+  size_t max_files = 64;
+};
+
+class ConversationCache {
+ public:
+  ConversationCache(ModelIdentity model, CacheOptions options);
+  ~ConversationCache();  // removes the state files it wrote
+  ConversationCache(const ConversationCache&) = delete;
+  ConversationCache& operator=(const ConversationCache&) = delete;
+
+  // Puts the longest kept state whose ids are a prefix of `prompt` into
+  // `session` and returns how many ids it holds; 0 (session reset) when none.
+  size_t restore_longest(const std::vector<int32_t>& prompt, GenerationSession& session);
+  // Keeps a state (a session's mark() or release()); replaces one with the same ids.
+  void keep(GenerationSession::SavePoint point);
+
+  size_t states_in_ram() const;
+  size_t states_on_disk() const;
+  uint64_t ram_bytes() const { return ram_used_; }
+
+  static uint64_t bytes_of(const GenerationSession::SavePoint& point);
+
+ private:
+  struct Entry {
+    std::vector<int32_t> ids;
+    GenerationSession::SavePoint point;  // in RAM when file is empty
+    std::string file;                    // spilled
+    uint64_t bytes = 0;
+  };
+  void make_room();
+
+  ModelIdentity model_;
+  CacheOptions options_;
+  std::list<Entry> entries_;  // most recently used first
+  uint64_t ram_used_ = 0;
+  uint64_t files_written_ = 0;
+};
+
+}  // namespace k3::serve

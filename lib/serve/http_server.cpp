@@ -1,0 +1,163 @@
+#include "serve/http_server.h"
+
+#include <httplib.h>
+
+#include <cstdio>
+
+#include "chat/python_json.h"
+#include "common/error.h"
+#include "serve/api_error.h"
+#include "serve/bearer_auth.h"
+#include "serve/completion_route.h"
+#include "serve/json_build.h"
+
+namespace k3::serve {
+
+namespace {
+
+void send_error(httplib::Response& res, int status, const std::string& message, const std::string& code = "") {
+  res.status = status;
+  res.set_content(error_body(status, message, "", code), "application/json");
+}
+
+// Runs a route, turning refusals into OpenAI-shaped errors: the server keeps serving.
+template <typename Fn>
+void guarded(httplib::Response& res, Fn&& fn) {
+  try {
+    fn();
+  } catch (const ApiError& e) {
+    res.status = e.status();
+    res.set_content(error_body(e), "application/json");
+  } catch (const Error& e) {
+    send_error(res, e.code() == ExitCode::kBadInput ? 400 : 500, e.what());
+  } catch (const std::exception& e) {
+    send_error(res, 500, std::string("internal error: ") + e.what(), "internal_error");
+  }
+}
+
+}  // namespace
+
+HttpServer::HttpServer(ServerOptions options, ServeMetrics& metrics)
+    : options_(std::move(options)), metrics_(metrics), http_(std::make_unique<httplib::Server>()) {
+  const size_t threads = options_.http_threads;
+  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http_->set_payload_max_length(options_.max_body_bytes);
+  http_->set_read_timeout(30, 0);
+  http_->set_write_timeout(30, 0);
+  routes();
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+void HttpServer::routes() {
+  httplib::Server& s = *http_;
+  // Every endpoint but /health needs the key when one is set.
+  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (options_.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    if (bearer_matches(req.get_header_value("Authorization"), options_.api_key))
+      return httplib::Server::HandlerResponse::Unhandled;
+    res.set_header("WWW-Authenticate", "Bearer");
+    send_error(res, 401, "a valid API key is needed: send the header \"Authorization: Bearer KEY\"", "invalid_api_key");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  // Errors httplib answers itself (413 for a body over the limit, 404 for an
+  // unknown path, 400 for a malformed request line) get an OpenAI-shaped body.
+  s.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    std::string message = "HTTP " + std::to_string(res.status);
+    if (res.status == 413)
+      message = "request body: over the limit of " + std::to_string(options_.max_body_bytes) + " bytes";
+    else if (res.status == 404)
+      message = "no such endpoint: " + req.method + " " + req.path;
+    else if (res.status == 405)
+      message = "method not allowed: " + req.method + " " + req.path;
+    res.set_content(error_body(res.status, message), "application/json");
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+    send_error(res, 500, "internal error", "internal_error");
+  });
+  s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    const bool known = req.path == "/health" || req.path == "/metrics" || req.path == "/v1/models" ||
+                       req.path == "/v1/chat/completions" || req.path == "/v1/completions" || req.path == "/tokenize";
+    metrics_.request_done(known ? req.path : "other", res.status);
+  });
+
+  s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    if (ready_) {
+      res.set_content("{\"status\": \"ok\"}", "application/json");
+      return;
+    }
+    JsonValue body = JsonValue::object();
+    body.set("status", JsonValue::string("loading"));
+    body.set("seconds", json_float(std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count()));
+    res.status = 503;
+    res.set_content(python_json_dumps(body), "application/json");
+  });
+  s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    JsonValue model = JsonValue::object();
+    model.set("id", JsonValue::string(options_.model_name));
+    model.set("object", JsonValue::string("model"));
+    model.set("created", json_int(0));
+    model.set("owned_by", JsonValue::string("k3"));
+    model.set("max_model_len", json_int(options_.context));
+    JsonValue data = json_array();
+    data.items.push_back(std::move(model));
+    JsonValue body = JsonValue::object();
+    body.set("object", JsonValue::string("list"));
+    body.set("data", std::move(data));
+    res.set_content(python_json_dumps(body), "application/json");
+  });
+  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics_.prometheus_text(), "text/plain; version=0.0.4");
+  });
+  auto post = [this, &s](const char* path, auto handler) {
+    s.Post(path, [this, handler](const httplib::Request& req, httplib::Response& res) {
+      if (!ready_) {
+        res.set_header("Retry-After", "5");
+        send_error(res, 503, "the model is still loading (GET /health says when it is ready)", "loading");
+        return;
+      }
+      guarded(res, [&] { handler(req, res); });
+    });
+  };
+  post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_completion(req, res, Endpoint::kChat, options_, backend_);
+  });
+  post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_completion(req, res, Endpoint::kCompletion, options_, backend_);
+  });
+  post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_tokenize(req, res, options_, backend_);
+  });
+}
+
+void HttpServer::bind() {
+  if (options_.port == 0) {
+    port_ = http_->bind_to_any_port(options_.host);
+  } else if (http_->bind_to_port(options_.host, options_.port)) {
+    port_ = options_.port;
+  } else {
+    port_ = -1;
+  }
+  if (port_ <= 0)
+    throw Error(ExitCode::kUsage, "cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
+                                      " (address in use or not this machine's): choose another --host or --port");
+}
+
+void HttpServer::start() {
+  listener_ = std::thread([this] { http_->listen_after_bind(); });
+}
+
+void HttpServer::set_backend(ServeBackend backend) {
+  backend_ = std::move(backend);
+  ready_ = true;
+}
+
+void HttpServer::stop() {
+  if (!listener_.joinable()) return;
+  http_->stop();
+  listener_.join();
+}
+
+}  // namespace k3::serve

@@ -1,0 +1,84 @@
+// k3-serve's HTTP side (cpp-httplib): routes, API-key checks, limits and
+// OpenAI-shaped errors. It listens before the model is loaded (GET /health
+// answers 503 "loading" until set_backend()), so a supervisor can tell a
+// slow load from a dead server.
+//
+//   GET  /health               200 {"status":"ok"} when ready (no key needed)
+//   GET  /v1/models            the served model
+//   POST /v1/chat/completions  chat (completion_route.h)
+//   POST /v1/completions       text or token-id prompt
+//   POST /tokenize             a chat request's prompt ids (as vLLM's /tokenize)
+//   GET  /metrics              Prometheus text
+// Every other path is 404, every error body OpenAI's {"error": {...}}.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "serve/serve_metrics.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace k3 {
+class Tokenizer;
+}
+
+namespace k3::serve {
+
+class SlotScheduler;
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;               // 0: any free port (bound_port() tells which)
+  std::string api_key;           // empty: no key needed
+  std::string model_name;
+  size_t max_body_bytes = 8u << 20;
+  int max_depth = 64;
+  int64_t context = 8192;        // positions a sequence may reach
+  size_t http_threads = 32;      // requests handled at once (streams hold one each)
+  int retry_after_seconds = 2;   // 429's Retry-After
+};
+
+// What the routes need once the model is loaded.
+struct ServeBackend {
+  const Tokenizer* tokenizer = nullptr;
+  std::vector<int> eos_ids;            // the model's (config, generation_config, tokenizer)
+  std::vector<int32_t> chat_stop_ids;  // <|end_of_msg|> and the model's
+  SlotScheduler* scheduler = nullptr;
+};
+
+class HttpServer {
+ public:
+  HttpServer(ServerOptions options, ServeMetrics& metrics);
+  ~HttpServer();
+
+  // Binds the address; throws Error(kUsage) naming it when it cannot.
+  void bind();
+  int bound_port() const { return port_; }
+  // Serves on a thread of its own until stop().
+  void start();
+  void set_backend(ServeBackend backend);
+  bool ready() const { return ready_; }
+  // Stops accepting connections and joins the listener (in-flight handlers end first).
+  void stop();
+
+ private:
+  void routes();
+  ServerOptions options_;
+  ServeMetrics& metrics_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread listener_;
+  int port_ = 0;
+  std::atomic<bool> ready_{false};
+  ServeBackend backend_;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace k3::serve

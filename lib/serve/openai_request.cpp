@@ -1,0 +1,222 @@
+#include "serve/openai_request.h"
+
+#include <charconv>
+#include <cmath>
+
+#include "common/error.h"
+#include "serve/api_error.h"
+#include "serve/json_build.h"
+
+namespace k3::serve {
+
+namespace {
+
+[[noreturn]] void refuse(const std::string& field, const std::string& what) {
+  throw ApiError(400, field + ": " + what, field);
+}
+
+std::string found(const JsonValue& v) { return std::string(" (found ") + json_kind_name(v.kind) + ")"; }
+
+bool is_number(const JsonValue& v) { return v.kind == JsonValue::Kind::kInt || v.kind == JsonValue::Kind::kFloat; }
+
+double number_of(const JsonValue& v) { return v.kind == JsonValue::Kind::kInt ? std::strtod(v.text.c_str(), nullptr) : v.number; }
+
+// An integer field within [lo, hi]; refuses floats with a fraction, too.
+int64_t integer_in(const JsonValue& v, const std::string& field, int64_t lo, int64_t hi) {
+  int64_t out = 0;
+  bool ok = false;
+  if (v.kind == JsonValue::Kind::kInt) {
+    auto [end, ec] = std::from_chars(v.text.data(), v.text.data() + v.text.size(), out);
+    ok = ec == std::errc() && end == v.text.data() + v.text.size() && out >= lo && out <= hi;
+  }
+  if (!ok) {
+    const std::string value = v.kind == JsonValue::Kind::kInt ? v.text : std::string();
+    refuse(field, "must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi) +
+                      (value.empty() ? found(v) : " (found " + value + ")"));
+  }
+  return out;
+}
+
+const JsonValue* present(const JsonValue& obj, const char* key) {
+  const JsonValue* v = obj.find(key);
+  return v && !v->is_null() ? v : nullptr;
+}
+
+bool bool_field(const JsonValue& obj, const char* key, bool fallback) {
+  const JsonValue* v = present(obj, key);
+  if (!v) return fallback;
+  if (!v->is_bool()) refuse(key, "must be true or false" + found(*v));
+  return v->boolean;
+}
+
+void read_sampling(const JsonValue& body, ParsedRequest& out, const RequestLimits& limits) {
+  if (const JsonValue* t = present(body, "temperature")) {
+    if (!is_number(*t) || !(number_of(*t) >= 0 && number_of(*t) <= 2)) refuse("temperature", "must be a number from 0 to 2" + found(*t));
+    out.sampling.temperature = number_of(*t);
+  }
+  if (const JsonValue* p = present(body, "top_p")) {
+    if (!is_number(*p) || !(number_of(*p) > 0 && number_of(*p) <= 1)) refuse("top_p", "must be a number in (0, 1]" + found(*p));
+    out.sampling.top_p = number_of(*p);
+  }
+  if (const JsonValue* s = present(body, "seed")) out.sampling.seed = static_cast<uint64_t>(integer_in(*s, "seed", 0, INT64_MAX));
+  for (const char* key : {"max_tokens", "max_completion_tokens"})
+    if (const JsonValue* m = present(body, key)) out.max_tokens = integer_in(*m, key, 1, limits.context);
+  if (const JsonValue* n = present(body, "n")) integer_in(*n, "n", 1, 1);
+  if (const JsonValue* stop = present(body, "stop")) {
+    if (stop->is_string()) {
+      out.stop.push_back(stop->text);
+    } else if (stop->is_array() && stop->items.size() <= 4) {
+      for (size_t i = 0; i < stop->items.size(); ++i) {
+        if (!stop->items[i].is_string()) refuse("stop[" + std::to_string(i) + "]", "must be a string" + found(stop->items[i]));
+        out.stop.push_back(stop->items[i].text);
+      }
+    } else {
+      refuse("stop", "must be a string or a list of up to 4 strings" + found(*stop));
+    }
+    for (const std::string& s : out.stop)
+      if (s.empty()) refuse("stop", "a stop string must not be empty");
+  }
+  for (const char* key : {"presence_penalty", "frequency_penalty"})
+    if (const JsonValue* p = present(body, key); p && !(is_number(*p) && number_of(*p) == 0))
+      refuse(key, "is not supported (only 0)");
+  for (const char* key : {"logprobs", "echo"})
+    if (const JsonValue* p = present(body, key); p && !(p->is_bool() && !p->boolean))
+      refuse(key, "is not supported");
+  if (const JsonValue* p = present(body, "top_logprobs")) refuse("top_logprobs", "is not supported" + found(*p));
+  if (const JsonValue* p = present(body, "logit_bias"); p && !(p->is_object() && p->keys.empty()))
+    refuse("logit_bias", "is not supported");
+  out.stream = bool_field(body, "stream", false);
+  if (const JsonValue* so = present(body, "stream_options")) {
+    if (!so->is_object()) refuse("stream_options", "must be an object" + found(*so));
+    if (const JsonValue* u = present(*so, "include_usage")) {
+      if (!u->is_bool()) refuse("stream_options.include_usage", "must be true or false" + found(*u));
+      out.include_usage = u->boolean;
+    }
+  }
+}
+
+// The request in the shape parse_chat_request reads: OpenAI's names for K3's
+// thinking controls become "thinking" and "thinking_effort".
+JsonValue chat_request_json(const JsonValue& body) {
+  JsonValue req = JsonValue::object();
+  const JsonValue* messages = body.find("messages");
+  if (!messages) refuse("messages", "missing (a chat request needs a list of messages)");
+  if (!messages->is_array()) refuse("messages", "must be a list of messages" + found(*messages));
+  if (messages->items.empty()) refuse("messages", "must hold at least one message");
+  JsonValue copy = *messages;
+  for (JsonValue& m : copy.items)  // OpenAI's "developer" role is the system message of older models
+    if (JsonValue* role = m.is_object() ? const_cast<JsonValue*>(m.find("role")) : nullptr;
+        role && role->is_string() && role->text == "developer")
+      role->text = "system";
+  req.set("messages", std::move(copy));
+  for (const char* key : {"tools", "tool_choice", "response_format"})
+    if (const JsonValue* v = body.find(key)) req.set(key, *v);
+  if (const JsonValue* effort = present(body, "reasoning_effort")) {
+    if (!effort->is_string()) refuse("reasoning_effort", "must be a string" + found(*effort));
+    const std::string& e = effort->text;
+    if (e == "none") {
+      req.set("thinking", json_bool(false));
+    } else if (e == "minimal" || e == "low") {
+      req.set("thinking_effort", JsonValue::string("low"));
+    } else if (e == "medium" || e == "high") {
+      req.set("thinking_effort", JsonValue::string("high"));
+    } else if (e == "max") {
+      req.set("thinking_effort", JsonValue::string("max"));
+    } else {
+      refuse("reasoning_effort", "\"" + e + "\" is not supported (none, minimal, low, medium, high or max)");
+    }
+  }
+  if (const JsonValue* kwargs = present(body, "chat_template_kwargs")) {
+    if (!kwargs->is_object()) refuse("chat_template_kwargs", "must be an object" + found(*kwargs));
+    for (size_t i = 0; i < kwargs->keys.size(); ++i) {
+      const std::string& key = kwargs->keys[i];
+      if (key == "thinking" || key == "enable_thinking")
+        req.set("thinking", kwargs->items[i]);
+      else if (key == "thinking_effort")
+        req.set("thinking_effort", kwargs->items[i]);
+      else
+        refuse("chat_template_kwargs." + key, "unknown (thinking and thinking_effort are K3's)");
+    }
+  }
+  return req;
+}
+
+void read_prompt(const JsonValue& body, ParsedRequest& out, const RequestLimits& limits) {
+  const JsonValue* p = body.find("prompt");
+  if (!p || p->is_null()) refuse("prompt", "missing (a string or a list of token ids)");
+  const JsonValue* one = p;
+  if (p->is_array() && p->items.size() == 1 && (p->items[0].is_string() || p->items[0].is_array())) one = &p->items[0];
+  if (one->is_string()) {
+    if (one->text.empty()) refuse("prompt", "must not be empty");
+    out.prompt_text = one->text;
+    return;
+  }
+  if (!one->is_array()) refuse("prompt", "must be a string or a list of token ids" + found(*one));
+  if (one->items.empty()) refuse("prompt", "must not be empty");
+  out.prompt_is_ids = true;
+  for (size_t i = 0; i < one->items.size(); ++i)
+    out.prompt_ids.push_back(static_cast<int32_t>(
+        integer_in(one->items[i], "prompt[" + std::to_string(i) + "]", 0, INT32_MAX)));
+  if (static_cast<int64_t>(out.prompt_ids.size()) >= limits.context)
+    throw ApiError(400, "prompt: " + std::to_string(out.prompt_ids.size()) + " ids do not fit the context of " +
+                            std::to_string(limits.context) + " positions (start k3-serve with a larger --ctx)",
+                   "prompt", "context_length_exceeded");
+}
+
+}  // namespace
+
+int json_depth(std::string_view text, int limit) {
+  int depth = 0, deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '[' || c == '{') {
+      if (++depth > deepest) deepest = depth;
+      if (deepest > limit) return deepest;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+ParsedRequest parse_openai_request(std::string_view text, Endpoint endpoint, const RequestLimits& limits) {
+  if (json_depth(text, limits.max_depth) > limits.max_depth)
+    throw ApiError(400, "request body: nested deeper than " + std::to_string(limits.max_depth) + " levels", "",
+                   "too_deep");
+  JsonValue body;
+  std::string error;
+  if (!parse_json(text, body, error)) throw ApiError(400, "request body: not valid JSON (" + error + ")");
+  if (!body.is_object()) throw ApiError(400, "request body: must be a JSON object" + found(body));
+  ParsedRequest out;
+  out.endpoint = endpoint;
+  if (const JsonValue* model = present(body, "model")) {
+    if (!model->is_string()) refuse("model", "must be a string" + found(*model));
+    if (model->text != limits.model_name)
+      throw ApiError(404, "model: \"" + model->text + "\" is not served here (GET /v1/models lists \"" +
+                              limits.model_name + "\")", "model", "model_not_found");
+  }
+  read_sampling(body, out, limits);
+  if (endpoint == Endpoint::kCompletion) {
+    read_prompt(body, out, limits);
+    return out;
+  }
+  try {
+    out.chat = parse_chat_request(chat_request_json(body));
+  } catch (const Error& e) {
+    // "request: messages[2].role: ..." -> param "messages[2].role"
+    std::string message = e.what();
+    if (message.rfind("request: ", 0) == 0) message.erase(0, 9);
+    const size_t colon = message.find(": ");
+    throw ApiError(400, message, colon == std::string::npos ? "" : message.substr(0, colon));
+  }
+  return out;
+}
+
+}  // namespace k3::serve

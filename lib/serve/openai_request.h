@@ -1,0 +1,60 @@
+// The body of POST /v1/chat/completions and POST /v1/completions, read into
+// what the scheduler needs. Every refusal is an ApiError (400, or 404 for an
+// unknown model) whose message starts with the field, e.g.
+// "max_tokens: must be an integer from 1 to 8192 (found -3)"; nothing in a
+// request names a file the server reads or writes.
+//
+// Fields served (README-level list in docs/serve.md):
+//   chat: messages (system, developer = system, user, assistant, tool;
+//     content strings or text parts), tools, tool_choice, response_format,
+//     chat_template_kwargs {thinking, thinking_effort}, reasoning_effort
+//   completions: prompt (a string, an array of token ids, or a one-element
+//     array holding either)
+//   both: model, max_tokens / max_completion_tokens, temperature, top_p,
+//     seed, stop (a string or up to 4), n (1), stream,
+//     stream_options.include_usage
+// Fields that change nothing here (user, metadata, store, penalties at 0,
+// logit_bias {}) are accepted and ignored; the ones K3 cannot honour
+// (n > 1, logprobs, non-zero penalties, non-text content parts) are refused.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "chat/chat_request.h"
+#include "sampling/sampler.h"
+
+namespace k3::serve {
+
+enum class Endpoint { kChat, kCompletion };
+
+struct RequestLimits {
+  int max_depth = 64;              // nesting of arrays and objects
+  int64_t context = 8192;          // positions a sequence may reach
+  std::string model_name;          // the one model served
+};
+
+struct ParsedRequest {
+  Endpoint endpoint = Endpoint::kChat;
+  std::optional<ChatRequest> chat;   // kChat
+  std::string prompt_text;           // kCompletion with a text prompt
+  std::vector<int32_t> prompt_ids;   // kCompletion with an id prompt
+  bool prompt_is_ids = false;
+  SamplingParams sampling;           // greedy unless temperature > 0
+  std::optional<int64_t> max_tokens; // nullopt: up to the context
+  std::vector<std::string> stop;     // stop strings
+  bool stream = false;
+  bool include_usage = false;
+};
+
+// Nesting depth of a JSON text (arrays and objects, strings skipped); stops
+// counting once past `limit`. Checked before parsing so a hostile body cannot
+// make the parser recurse deep.
+int json_depth(std::string_view text, int limit);
+
+ParsedRequest parse_openai_request(std::string_view body, Endpoint endpoint, const RequestLimits& limits);
+
+}  // namespace k3::serve

@@ -1,0 +1,37 @@
+// k3-serve's counters, and GET /metrics in Prometheus' text format. Written
+// by the HTTP threads (requests) and the engine thread (tokens, passes,
+// bytes), read by /metrics: atomics and one mutex for the status table.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace k3::serve {
+
+class ServeMetrics {
+ public:
+  void request_done(const std::string& endpoint, int status);
+
+  std::atomic<uint64_t> prompt_tokens{0};      // ids of rendered prompts
+  std::atomic<uint64_t> cached_tokens{0};      // of them, taken from kept states
+  std::atomic<uint64_t> generated_tokens{0};
+  std::atomic<uint64_t> weight_passes{0};      // decode passes (each shared by the busy slots)
+  std::atomic<uint64_t> decode_nanoseconds{0}; // time in decode passes
+  std::atomic<uint64_t> prefill_nanoseconds{0};
+  std::atomic<uint64_t> bytes_read{0};         // weight bytes read while serving (streamed trunk + experts)
+  std::atomic<uint64_t> experts_requested{0}, experts_resident{0};
+  std::atomic<uint64_t> slots_busy{0}, queue_length{0};
+  std::atomic<uint64_t> kept_states_ram{0}, kept_states_disk{0}, kept_bytes_ram{0};
+
+  // The exposition text (text/plain; version=0.0.4).
+  std::string prometheus_text() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::pair<std::string, int>, uint64_t> requests_;
+};
+
+}  // namespace k3::serve

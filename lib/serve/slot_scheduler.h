@@ -1,0 +1,122 @@
+// The model's one driver (engine/model.h: a Model and its sessions are used
+// from one thread): the thread that runs every weight pass for up to `slots`
+// sequences at once (continuous batching over the engine's several-sequences
+// pass, BatchGeneration::step), with the model's per-pass accounting.
+//
+// A request becomes a Job. It waits in a bounded queue (full: submit()
+// beyond the free slots: submit() returns nullptr and the server answers 429), joins at the next pass when a
+// slot is free: its prompt is evaluated from the longest kept conversation
+// state it extends (ConversationCache), then each pass samples one id per
+// busy slot and evaluates them all together. Each sequence has its own
+// sampler keyed to positions, and the engine computes a row the same in any
+// batch, so a sequence's ids are bit-identical to generating it alone. A
+// cancelled job (client gone, stop string read) leaves at the next pass. On
+// shutdown() queued jobs end at once and running ones at the next pass, cut
+// as by max_tokens.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/model.h"
+#include "generate/generation_session.h"
+#include "sampling/stop_conditions.h"
+#include "serve/conversation_cache.h"
+#include "serve/openai_response.h"
+#include "serve/serve_metrics.h"
+
+namespace k3::serve {
+
+struct JobSpec {
+  std::vector<int32_t> prompt;
+  // Ids of the prompt to keep as a conversation state of their own (a chat
+  // prompt's unchanged prefix, SPEC section 5); 0: none.
+  size_t keep_prefix = 0;
+  SamplingParams sampling;
+  StopConditions stop;
+  int64_t max_new = 1;
+};
+
+// One request's generation, shared by the HTTP thread that reads it and the
+// engine thread that writes it.
+class Job {
+ public:
+  explicit Job(JobSpec spec) : spec_(std::move(spec)) {}
+  const JobSpec& spec() const { return spec_; }
+
+  // HTTP side. Waits up to `timeout` for new ids or the end, appends the new
+  // ids to `out`; true once the job has ended and every id was taken.
+  bool wait(std::vector<int32_t>& out, std::chrono::milliseconds timeout);
+  void cancel() { cancelled_ = true; }
+  EndReason end_reason() const;
+  std::string error() const;     // why the prompt could not be evaluated ("" when it was)
+  int64_t cached_tokens() const;  // prompt ids taken from a kept state
+
+  // Engine side.
+  bool cancelled() const { return cancelled_; }
+  void started(int64_t cached);
+  void push(int32_t id);
+  void finish(EndReason reason, std::string error = "");
+
+ private:
+  JobSpec spec_;
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<int32_t> ids_;
+  bool done_ = false;
+  EndReason reason_ = EndReason::kStop;
+  std::string error_;
+  int64_t cached_ = 0;
+  std::atomic<bool> cancelled_{false};
+};
+
+struct SchedulerOptions {
+  size_t slots = 4;
+  size_t queue_limit = 64;
+};
+
+class SlotScheduler {
+ public:
+  // The streaming counters are read on the engine thread after each pass
+  // for /metrics (bytes read since serving started, expert hits).
+  SlotScheduler(Model& model, ConversationCache& cache, ServeMetrics& metrics, SchedulerOptions options);
+
+  // Thread-safe. nullptr when the queue is full or the server is stopping.
+  std::shared_ptr<Job> submit(JobSpec spec);
+  // The engine thread's loop; returns after shutdown() once every job ended.
+  void run();
+  // Thread-safe: stop taking work, end queued jobs, end running ones at the next pass.
+  void shutdown();
+  bool stopping() const;
+
+ private:
+  struct Slot {
+    std::shared_ptr<Job> job;
+    std::unique_ptr<GenerationSession> session;
+    int64_t made = 0;
+  };
+  void admit(const std::shared_ptr<Job>& job);
+  void leave(Slot& slot, EndReason reason);
+  void publish_stream_stats();
+
+  Model& model_;
+  ConversationCache& cache_;
+  ServeMetrics& metrics_;
+  SchedulerOptions options_;
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  size_t busy_ = 0;  // slots taken (or being filled), as of the engine's last look
+  bool stopping_ = false;
+  std::vector<Slot> slots_;  // engine thread only
+  StreamStats baseline_;     // counters when serving started (the load is not serving)
+};
+
+}  // namespace k3::serve

@@ -1,0 +1,133 @@
+// k3-serve: Kimi-K3 behind OpenAI's HTTP API, for the agents, editors and
+// chat pages people already use. The model is loaded once; requests share
+// weight passes (up to --slots at once) and a conversation's next request
+// continues from its kept state. lib/serve holds the server; this file reads
+// the flags, loads the model and wires them (docs/serve.md).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <atomic>
+#include <thread>
+
+#include "chat/chat_session.h"
+#include "checkpoint/checkpoint.h"
+#include "cli/model_run.h"
+#include "cli/cli_parse.h"
+#include "cli/interrupt.h"
+#include "cli/model_options.h"
+#include "common/error.h"
+#include "common/tool_main.h"
+#include "serve/bearer_auth.h"
+#include "serve/conversation_cache.h"
+#include "serve/http_server.h"
+#include "serve/slot_scheduler.h"
+#include "serve/stop_signal.h"
+#include "state/continuation.h"
+#include "tokenizer/tokenizer.h"
+
+namespace {
+
+constexpr const char* kTool = "k3-serve";
+std::atomic<k3::serve::SlotScheduler*> live{nullptr};  // set once serving: what a stop signal shuts down
+
+std::string read_key_file(const std::string& path) {
+  std::ifstream in(path);
+  std::string key;
+  if (!in || !std::getline(in, key)) throw k3::Error(k3::ExitCode::kUsage, "--api-key-file " + path + ": cannot read a key from it");
+  while (!key.empty() && (key.back() == '\r' || key.back() == ' ')) key.pop_back();
+  return key;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"Serves Kimi-K3 over OpenAI's API (chat completions, completions, streaming, tool calls) on this\n"
+               "machine: point an OpenAI client, agent or editor at http://127.0.0.1:8080/v1. The model is loaded\n"
+               "once; up to --slots requests share each weight pass; a conversation's next request continues from\n"
+               "its kept state. Stop it with Ctrl-C or SIGTERM (streams in flight end cleanly). See docs/serve.md.",
+               kTool};
+  k3::ModelOptions mo;
+  k3::serve::ServerOptions so;
+  k3::serve::SchedulerOptions sched;
+  k3::serve::CacheOptions cache_options;
+  std::string key_file;
+  bool insecure = false;
+  double keep_mb = 512, max_body_mb = 8;
+  k3::add_model_options(app, mo);
+  app.add_option("--host", so.host, "Address to listen on (default 127.0.0.1; another than loopback needs --api-key)");
+  app.add_option("--port", so.port, "Port (default 8080; 0: any free port, printed at start)")->check(CLI::Range(0, 65535));
+  auto* key = app.add_option("--api-key", so.api_key, "Every endpoint but /health needs \"Authorization: Bearer KEY\"");
+  app.add_option("--api-key-file", key_file, "The key from the first line of a file (kept out of the process list)")
+      ->excludes(key);
+  app.add_flag("--insecure", insecure, "Allow a non-loopback --host without an API key");
+  app.add_option("--slots", sched.slots, "Requests generated together, sharing each weight pass (default 4)")
+      ->check(CLI::Range(1, 256));
+  app.add_option("--queue", sched.queue_limit, "Requests waiting for a slot before 429 (default 64)")->check(CLI::Range(0, 4096));
+  app.add_option("--model-name", so.model_name, "The model's id in the API (default: the model directory's name)");
+  app.add_option("--cache-dir", cache_options.dir, "Directory for conversation states spilled from RAM (default: none, dropped)");
+  app.add_option("--keep-mb", keep_mb, "RAM for kept conversation states in MB (default 512)")->check(CLI::Range(0.0, 1e7));
+  app.add_option("--max-body-mb", max_body_mb, "Largest request body in MB (default 8; larger: 413)")->check(CLI::Range(0.001, 1024.0));
+  k3::add_budget_options(app, mo);
+  app.footer(std::string("Exit status 2 for a refused flag or an address it cannot listen on; 130 after Ctrl-C or "
+                         "SIGTERM.\n") + k3::exit_codes_help());
+  if (auto status = k3::parse_command_line(app, argc, argv, kTool)) return *status;
+  if (auto status = k3::apply_early_options(mo)) return *status;
+  if (!key_file.empty()) so.api_key = read_key_file(key_file);
+  if ((key->count() || !key_file.empty()) && so.api_key.empty())
+    throw k3::Error(k3::ExitCode::kUsage, "the API key is empty: give a non-empty --api-key or --api-key-file");
+  if (!k3::serve::is_loopback_host(so.host) && so.api_key.empty() && !insecure)
+    throw k3::Error(k3::ExitCode::kUsage, "--host " + so.host + " is reachable from other machines: give --api-key "
+                                              "(or --api-key-file), or --insecure to serve without one");
+  if (!cache_options.dir.empty() && !std::filesystem::is_directory(cache_options.dir))
+    throw k3::Error(k3::ExitCode::kUsage, "--cache-dir " + cache_options.dir + ": not a directory (create it first)");
+  cache_options.ram_bytes = static_cast<uint64_t>(keep_mb * 1e6);
+  so.max_body_bytes = static_cast<size_t>(max_body_mb * 1e6);
+  so.context = static_cast<int64_t>(mo.ctx ? mo.ctx : 8192);
+  so.http_threads = sched.slots + sched.queue_limit + 8;
+  if (so.model_name.empty()) so.model_name = std::filesystem::path(mo.model_dir).lexically_normal().filename().string();
+  if (so.model_name.empty()) so.model_name = std::filesystem::absolute(mo.model_dir).parent_path().filename().string();
+  mo.stream.sequences = sched.slots;  // the plan holds a sequence state of --ctx positions per slot
+
+  const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
+  if (auto status = k3::answer_plan_requests(config, mo, kTool)) return *status;
+  const k3::Tokenizer tok = k3::Tokenizer::load(mo.model_dir);
+  k3::Checkpoint checkpoint = k3::Checkpoint::open(mo.model_dir);
+
+  // Listen first: /health says "loading" while the weights load.
+  k3::serve::StopSignal::block();
+  k3::ignore_sigpipe();
+  k3::serve::ServeMetrics metrics;
+  k3::serve::HttpServer http(so, metrics);
+  http.bind();
+  http.start();
+  std::fprintf(stderr, "%s: listening on http://%s:%d/v1 (model \"%s\", loading)\n", kTool, so.host.c_str(),
+               http.bound_port(), so.model_name.c_str());
+  // SIGINT/SIGTERM: while loading, the process ends (nothing is written yet);
+  // once serving, new work is refused and streams in flight end cleanly.
+  std::thread([] {
+    const int sig = k3::serve::StopSignal::wait();
+    std::fprintf(stderr, "%s: stopping (signal %d)\n", kTool, sig);
+    if (k3::serve::SlotScheduler* s = live.load()) return s->shutdown();
+    std::_Exit(static_cast<int>(k3::ExitCode::kInterrupted));
+  }).detach();
+
+  std::unique_ptr<k3::Model> model =
+      k3::load_model(config, std::move(checkpoint), mo, static_cast<uint64_t>(so.context), 256);
+  k3::serve::ConversationCache cache(k3::ModelIdentity::of(model->config(), model->checkpoint()), cache_options);
+  k3::serve::SlotScheduler scheduler(*model, cache, metrics, sched);
+  http.set_backend({&tok, config.eos_token_ids, k3::chat_stop_ids(tok.vocab(), config.eos_token_ids), &scheduler});
+  live = &scheduler;
+  std::fprintf(stderr, "%s: ready: %zu slots, context %lld positions\n", kTool, sched.slots,
+               static_cast<long long>(so.context));
+  scheduler.run();  // this thread owns the engine until shutdown()
+  live = nullptr;
+  http.stop();      // handlers of ended streams finish their last chunks first
+  std::fprintf(stderr, "%s: stopped: %llu tokens generated\n", kTool,
+               static_cast<unsigned long long>(metrics.generated_tokens.load()));
+  return static_cast<int>(k3::ExitCode::kInterrupted);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return k3::run_tool(kTool, [&] { return run(argc, argv); });
+}
