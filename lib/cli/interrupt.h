@@ -8,11 +8,16 @@
 #pragma once
 
 #include <atomic>
+#include <string>
 
 namespace k3 {
 
 // Installs the handler for SIGINT and SIGTERM (idempotent).
 void install_interrupt_handler();
+// Same, and the first signal writes `message` to stderr at once (from the
+// handler: the user sees the key was taken while the work winds down).
+// Keeps the message of an earlier call when `message` is empty.
+void install_interrupt_handler(const std::string& message);
 
 // Ignores SIGPIPE, so writing to a closed pipe is a write error (exit 5 with
 // a message) rather than a silent death.
