@@ -15,6 +15,7 @@
 
 #include "chat/chat_history.h"
 #include "chat/chat_loop.h"
+#include "chat/line_editor.h"
 #include "chat/chat_session.h"
 #include "checkpoint/checkpoint.h"
 #include "cli/interrupt.h"
@@ -39,9 +40,9 @@ int run(int argc, char** argv) {
   CLI::App app{
       "Chat with Kimi-K3: type a message, the reply streams (reasoning dimmed, or lines starting \"> \" when\n"
       "not on a terminal). The model is loaded once; each turn evaluates only the new part of the conversation.\n"
-      "Where the reply repeats the conversation, drafted ids are verified several per weight pass (--spec, on by\n"
-      "default; the reply is bit-identical with --no-spec).\n"
-      "Commands: /reset /save FILE /effort low|high|max|none /think on|off /exit /help. Ctrl-C stops a reply.\n"
+      "Where the reply repeats the conversation, drafts are verified several per pass (--spec; --no-spec: same reply).\n"
+      "Commands: /reset /retry /undo /save FILE /effort low|high|max|none /think on|off /exit /help. Ctrl-C stops a\n"
+      "reply. At a terminal lines are edited (arrows, Up for earlier inputs, kept in ~/.local/state/k3/chat-inputs).\n"
       "From a script (stdin not a terminal) the lines up to the next command are one message:\n"
       "  k3-chat ~/k3model --history chat.jsonl < question.txt",
       kTool};
@@ -82,10 +83,10 @@ int run(int argc, char** argv) {
   co.keep_first_rows = !lo.logits_path.empty();
   mo.stream.state_snapshots = spec_flags.max_drafts();  // rollback copies the plan must hold
   mo.stream.snapshots_optional = spec_flags.is_default();
-
   // Cheap checks before any weight is read: outputs, config, tokenizer, history.
   if (!lo.logits_path.empty()) k3::check_output_path(lo.logits_path, k3::OutputPolicy::kFileOrStream);
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
+  if (mo.ctx == 0) mo.ctx = 8192;  // chat's one context default: what --plan plans is what a run holds
   if (auto status = k3::answer_plan_requests(config, mo, kTool)) return *status;
   const k3::Tokenizer tok = k3::Tokenizer::load(tok_dir.empty() ? mo.model_dir : tok_dir);
   if (!tok_dir.empty()) k3::check_tokenizer_matches(config, mo.model_dir, tok.vocab(), tok_dir);
@@ -108,7 +109,7 @@ int run(int argc, char** argv) {
     lo.start_messages.push_back(std::move(m));
   }
   const k3::Checkpoint checkpoint = k3::Checkpoint::open(mo.model_dir);
-  k3::LoadedModel model(config, checkpoint, mo, mo.ctx ? mo.ctx : 8192, 256, kTool);
+  k3::LoadedModel model(config, checkpoint, mo, mo.ctx, 256, kTool);
   k3::ignore_sigpipe();
   k3::install_interrupt_handler();
 
@@ -137,6 +138,8 @@ int run(int argc, char** argv) {
   };
   lo.progress = std::ref(progress);
   k3::UserInputReader input(0, ::isatty(0) == 1, k3::interrupted);
+  std::optional<k3::LineEditor> editor;  // at a terminal only: a script's input is read as it is
+  if (input.interactive()) input.use_editor(&editor.emplace(k3::default_input_history_path(), k3::interrupted));
   return k3::run_chat_loop(chat, input, lo);
 }
 
