@@ -23,6 +23,7 @@ LAYERS=(
   "state"       # state files and continuations
   "runtime"     # weight sources (resident, streaming, expert cache), memory plan, presets
   "generate"    # the generation session
+  "engine"      # the model object front ends run on: open, plan, load, sessions, counters
   "chat"        # chat renderer/parser and session
   "pack synth fetch verify doctor"  # leaves over what they use
   "cli"         # the command-line layer the tools share

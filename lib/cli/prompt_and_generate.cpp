@@ -8,14 +8,15 @@
 #include "cli/prefill_progress.h"
 #include "cli/stdout_writer.h"
 #include "common/terminal_line.h"
+#include "common/tool_main.h"
 #include "sampling/sampler.h"
 
 namespace k3 {
 
-GenerationEnd run_prompt_and_generate(GenerationSession& session, LoadedModel& model,
+GenerationEnd run_prompt_and_generate(GenerationSession& session, Model& model,
                                       const std::vector<int32_t>& prompt, size_t fed, bool teacher_forcing,
                                       int64_t gen, GenerationExtras& extras) {
-  PrefillProgress prefill(model.tool());
+  PrefillProgress prefill(tool_name());
   std::vector<float> rows;
   session.feed(prompt, teacher_forcing ? &rows : nullptr, std::ref(prefill));
   model.prefill_done();
@@ -24,7 +25,7 @@ GenerationEnd run_prompt_and_generate(GenerationSession& session, LoadedModel& m
   if (teacher_forcing)
     for (size_t t = 0; t < fed; ++t) write_token_id_line(greedy_token(rows.data() + t * vocab, vocab));
   extras.attach(session, vocab);
-  DecodeProgress progress(model.tool(), gen);
+  DecodeProgress progress(tool_name(), gen);
   int64_t written = 0;
   GenerationEnd end = session.generate(
       gen,

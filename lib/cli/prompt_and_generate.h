@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "cli/generation_extras.h"
-#include "cli/model_options.h"
+#include "engine/model.h"
 #include "generate/generation_session.h"
 #include "state/continuation.h"
 
@@ -27,7 +27,7 @@ void prepare_interrupts(GenerationSession& session, const std::string& tool, con
 
 // `fed`: the ids the session evaluates (saved pending ids + `prompt`).
 // `extras`: --stop and --logprobs (a stop string ends as kStop).
-GenerationEnd run_prompt_and_generate(GenerationSession& session, LoadedModel& model,
+GenerationEnd run_prompt_and_generate(GenerationSession& session, Model& model,
                                       const std::vector<int32_t>& prompt, size_t fed, bool teacher_forcing,
                                       int64_t gen, GenerationExtras& extras);
 
