@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "chat/chat_history.h"
+#include "chat/python_json.h"
 #include "common/error.h"
 #include "common/file.h"
 #include "generate/logits_log.h"
@@ -100,10 +101,13 @@ class Loop {
     TurnReport r;
     try {
       r = chat_.reply(
-          text, [&](const std::vector<ReplyPiece>& pieces) { write_all(1, printer.format(pieces), "stdout"); },
+          text,
+          [&](const std::vector<ReplyPiece>& pieces) {
+            if (!o_.json) write_all(1, printer.format(pieces), "stdout");
+          },
           o_.interrupted, o_.progress);
     } catch (const Error& e) {
-      write_all(1, printer.finish(), "stdout");
+      if (!o_.json) write_all(1, printer.finish(), "stdout");
       if (e.code() == ExitCode::kInterrupted) {
         say("stopped while reading the prompt; the message was not sent");
         if (o_.clear_interrupt) o_.clear_interrupt();
@@ -112,9 +116,13 @@ class Loop {
       if (e.code() != ExitCode::kBadInput) throw;
       return refuse(std::string("message refused: ") + e.what());
     }
-    write_all(1, printer.finish(), "stdout");
-    ++turns_;
     const auto& msgs = chat_.messages();
+    // --json: the message as the history keeps it (reasoning_content, content, tool_calls), one line.
+    write_all(1, o_.json ? python_json_dumps(msgs.back()) + "\n" : printer.finish(), "stdout");
+    ++turns_;
+    // A tool call is shown whole; what the user (or script) sends next is its result.
+    if (const JsonValue* calls = msgs.back().find("tool_calls"); !o_.json && calls && calls->is_array())
+      for (const JsonValue& call : calls->items) say("tool call " + python_json_dumps(call) + "; send its result next");
     if (history_)
       for (size_t i = msgs.size() - 2; i < msgs.size(); ++i) history_->append(msgs[i]);
     if (!o_.logits_path.empty()) {

@@ -38,6 +38,7 @@ struct ChatOptions {
   int64_t max_tokens = 4096;    // per reply
   bool reuse_state = true;      // false: evaluate the whole prompt every turn (for comparison)
   bool keep_first_rows = false; // keep the logits each reply's first id was drawn from
+  std::optional<JsonValue> tools;  // OpenAI tool declarations (k3-chat --tools FILE): a non-empty array
 };
 
 struct TurnReport {
@@ -75,6 +76,11 @@ class ChatSession {
   // Forgets the transcript (keeping `keep` as its start) and the model state.
   void reset(std::vector<JsonValue> keep = {});
   ChatOptions& options() { return options_; }
+
+  // The message `text` becomes: the result of the first tool call of the
+  // last reply that has no answer yet ({"role": "tool", "tool_call_id",
+  // "content"}), else a user message.
+  JsonValue input_message(const std::string& text) const;
 
   // The prompt the model would see now, with the given user text appended.
   std::vector<TokenId> prompt_ids(const std::string& user_text) const;

@@ -8,15 +8,30 @@
 #include <clocale>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <cwchar>
-
-#include "common/error.h"
-#include "common/file.h"
 
 namespace k3 {
 
 namespace {
 constexpr int kHistorySize = 1000;
+}  // namespace
+
+std::string default_input_history_path() {
+  if (const char* v = std::getenv("K3_CHAT_INPUTS")) return v;
+  std::string dir;
+  if (const char* x = std::getenv("XDG_STATE_HOME"); x && *x) {
+    dir = std::string(x) + "/k3";
+  } else if (const char* h = std::getenv("HOME"); h && *h) {
+    dir = std::string(h) + "/.local/state";
+    ::mkdir((std::string(h) + "/.local").c_str(), 0700);
+    ::mkdir(dir.c_str(), 0700);
+    dir += "/k3";
+  } else {
+    return "";
+  }
+  ::mkdir(dir.c_str(), 0700);  // an existing one is kept as it is
+  return dir + "/chat-inputs";
 }
 
 LineEditor::LineEditor(std::string history_file, std::function<bool()> interrupted)
@@ -92,22 +107,23 @@ void LineEditor::remember(const std::string& input) {
   HistEvent ev;
   history(history_, &ev, H_ENTER, input.c_str());
   if (history_file_.empty()) return;
-  // Saved whole through a temporary (never written through a planted link),
-  // readable by its owner only: it holds what the user typed.
-  char* text = nullptr;
-  size_t size = 0;
-  std::FILE* mem = open_memstream(&text, &size);
-  if (mem == nullptr) return;
-  history(history_, &ev, H_SAVE_FP, mem);
-  std::fclose(mem);
-  try {
-    write_file_atomic(history_file_, text, size);
-    ::chmod(history_file_.c_str(), 0600);
-  } catch (const Error& e) {
-    if (!warned_) std::fprintf(stderr, "k3-chat: warning: input history not saved: %s\n", e.what());
+  // Saved whole through a temporary created exclusively beside the file
+  // (mkstemp: never written through a planted link), readable by its owner
+  // only (libedit sets 0600: it holds what the user typed), then renamed
+  // over it. libedit needs a real file: it changes the file's mode first.
+  std::string temp = history_file_ + ".XXXXXX";
+  const int fd = ::mkstemp(temp.data());
+  std::FILE* f = fd >= 0 ? ::fdopen(fd, "w") : nullptr;
+  bool ok = f != nullptr && history(history_, &ev, H_SAVE_FP, f) >= 0;
+  if (f) ok = std::fclose(f) == 0 && ok;
+  else if (fd >= 0) ::close(fd);
+  if (ok) ok = std::rename(temp.c_str(), history_file_.c_str()) == 0;
+  if (!ok) {
+    if (fd >= 0) ::unlink(temp.c_str());
+    if (!warned_) std::fprintf(stderr, "k3-chat: warning: input history not saved to %s: %s\n", history_file_.c_str(),
+                               std::strerror(errno));
     warned_ = true;
   }
-  std::free(text);
 }
 
 }  // namespace k3

@@ -21,7 +21,9 @@ void GenerationExtras::add_to(CLI::App& app) {
   app.add_option("--logprobs-file", logprobs_file_, "Where --logprobs writes (written atomically)");
 }
 
-void GenerationExtras::prepare(const std::string& tok_dir) {
+void GenerationExtras::prepare(const std::string& tok_dir, bool batch) {
+  if (batch && (!stops_.empty() || logprobs_n_ > 0 || !logprobs_file_.empty()))
+    throw Error(ExitCode::kUsage, "--stop and --logprobs apply to one prompt: drop them or --batch");
   if (!logprobs_file_.empty()) check_output_path(logprobs_file_, OutputPolicy::kFileOrStream);
   if (logprobs_n_ > 0 && logprobs_file_.empty())
     throw Error(ExitCode::kUsage, "--logprobs N writes to a file: add --logprobs-file FILE");

@@ -22,8 +22,9 @@ class GenerationExtras {
   void add_to(CLI::App& app);
   // Checks the flags and opens what they need (the tokenizer of `tok_dir`
   // for --stop; the --logprobs-file, checked as an output); before any
-  // weight is read. Throws Error(kUsage) for --logprobs without a file.
-  void prepare(const std::string& tok_dir);
+  // weight is read. Throws Error(kUsage) for --logprobs without a file, and
+  // for either flag with --batch (`batch`), which does not apply them.
+  void prepare(const std::string& tok_dir, bool batch);
 
   // Hooks the session for logprobs (`vocab`: the row length). Call before
   // generating.

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/error.h"
+
 namespace k3 {
 
 namespace {
@@ -44,6 +46,14 @@ void install_interrupt_handler(const std::string& message) {
     std::memcpy(g_message, message.data(), g_message_size);
   }
   install_interrupt_handler();
+}
+
+void rearm_interrupt() {
+  struct sigaction term {};
+  if (sigaction(SIGTERM, nullptr, &term) == 0 && term.sa_handler == SIG_DFL)
+    throw Error(ExitCode::kInterrupted, "terminated (SIGTERM)");
+  g_interrupted = false;
+  install_interrupt_handler();  // the handler gives way to the default after one signal
 }
 
 void ignore_sigpipe() { ::signal(SIGPIPE, SIG_IGN); }

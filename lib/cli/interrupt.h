@@ -23,6 +23,11 @@ void install_interrupt_handler(const std::string& message);
 // a message) rather than a silent death.
 void ignore_sigpipe();
 
+// After Ctrl-C stopped one piece of work (a chat reply): clears the flag and
+// listens again. A SIGTERM that arrived (its handler is back to the default
+// by then) throws Error(kInterrupted) instead: it ends the tool.
+void rearm_interrupt();
+
 // Whether a signal arrived; the flag itself, for library calls that poll it.
 bool interrupted();
 std::atomic<bool>& interrupt_flag();

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # k3-chat's /undo, /retry and /reset over the tiny model through a script,
-# the history file after each, a mistyped command's suggestion, and one
-# context default for --plan and a run.
+# the history file after each, a mistyped command's suggestion, --json,
+# --tools (a tool call's result as the next message), and one context
+# default for --plan and a run.
 set -uo pipefail
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 CHAT="$BIN/k3-chat"
@@ -47,6 +48,40 @@ printf '/rset\n' | "$CHAT" "$TINY" --threads 2 > /dev/null 2> "$work/err"
 contains "/rset: did you mean /reset" "did you mean /reset?" "$(cat "$work/err")"
 printf '/zzz\n' | "$CHAT" "$TINY" --threads 2 > /dev/null 2> "$work/err"
 holds "/zzz: no guess" "! grep -q 'did you mean' '$work/err'"
+
+# --json: one JSON line per reply, the assistant message the history keeps, nothing else on stdout.
+printf 'Hi\n/send\nThere\n' | "$CHAT" "$TINY" --json --max-tokens 3 --threads 2 --history "$work/j.jsonl" \
+  > "$work/json.out" 2> /dev/null
+check "--json exit" 0 "$?"
+check "--json: one line per reply" 2 "$(wc -l < "$work/json.out")"
+check "--json: the lines are the history's assistant messages" ok "$(python3 - "$work/json.out" "$work/j.jsonl" <<'PY'
+import json, sys
+out = [json.loads(l) for l in open(sys.argv[1])]
+hist = [m for m in map(json.loads, open(sys.argv[2])) if m["role"] == "assistant"]
+print("ok" if out == hist and all(m["role"] == "assistant" for m in out) else "differ: %r %r" % (out, hist))
+PY
+)"
+
+# --tools: declarations go into every prompt; after a reply that called a
+# tool, the next message is that call's result (a tool message).
+cat > "$work/tools.json" <<'JSON'
+[{"type": "function", "function": {"name": "get_weather", "description": "Weather of a city",
+  "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+JSON
+prompt_ids() { sed -nE 's/.*turn 1: prompt ([0-9]+) ids.*/\1/p' "$1"; }
+printf 'Hi\n' | "$CHAT" "$TINY" --max-tokens 2 --threads 2 --stats > /dev/null 2> "$work/plain.err"
+printf 'Hi\n' | "$CHAT" "$TINY" --max-tokens 2 --threads 2 --stats --tools "$work/tools.json" > /dev/null 2> "$work/tools.err"
+check "--tools exit" 0 "$?"
+holds "--tools: the declarations are in the prompt ($(prompt_ids "$work/tools.err") > $(prompt_ids "$work/plain.err") ids)" \
+  "[ '$(prompt_ids "$work/tools.err")' -gt '$(prompt_ids "$work/plain.err")' ]"
+printf '{"role": "user", "content": "Weather in Paris?"}\n{"role": "assistant", "content": "", "tool_calls": [{"id": "functions.get_weather:0", "type": "function", "function": {"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}}]}\n' > "$work/t.jsonl"
+printf '{"temp_c": 21}\n' | "$CHAT" "$TINY" --max-tokens 2 --threads 2 --tools "$work/tools.json" --history "$work/t.jsonl" \
+  > /dev/null 2> "$work/err"
+check "tool result turn exit" 0 "$?"
+check "the input after a tool call is its result" "tool functions.get_weather:0 get_weather {\"temp_c\": 21}" \
+  "$(python3 -c "import json; m=[json.loads(l) for l in open('$work/t.jsonl')][2]; print(m['role'], m['tool_call_id'], m['name'], m['content'])")"
+echo '{"not": "an array"}' > "$work/bad_tools.json"
+TOOL=k3-chat bad "--tools not an array" 4 "must be a non-empty JSON array" -- "$CHAT" "$TINY" --tools "$work/bad_tools.json"
 
 # One context default: what --plan plans is what a run plans.
 "$BIN/k3-pack" "$TINY" "$work/trunk" 2> /dev/null || { echo "FAIL pack"; exit 1; }

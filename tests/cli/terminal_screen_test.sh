@@ -61,15 +61,17 @@ $SCREEN --cols 120 --rows 100 -- "'$BIN/k3-forward' '$TINY' --ids '$TINY/prompt_
 "$BIN/k3-forward" "$TINY" --ids "$TINY/prompt_ids.txt" --gen 12 --ignore-eos --threads 2 > "$work/ids" 2> /dev/null
 check "ids on the terminal: all twelve shown in order" "$(cat "$work/ids")" "$(grep -E '^[0-9]+$' "$work/screen4")"
 
-# k3-chat: type "abc", Left Left, "X", Enter; then Up (the same input back), Enter; then Ctrl-D.
+# k3-chat: type "abc", Left Left (the cursor between a and b), "X", Enter;
+# then Up (the same input back), Enter; then Ctrl-D.
 $SCREEN --cols 120 --send 'abc' --send '\x1b[D\x1b[D' --send 'X' --send '\r' --send '\x1b[A' --send '\r' \
   --send '\x04' -- "'$BIN/k3-chat' '$TINY' --max-tokens 3 --threads 2 --history '$work/chat.jsonl'" > "$work/screen5"
 check "chat: Ctrl-D leaves" 0 "$?"
 users=$(python3 -c "import json; print('|'.join(m['content'] for m in map(json.loads, open('$work/chat.jsonl')) if m['role'] == 'user'))")
-check "chat: the edited line is the message, Up recalled it" "abXc|abXc" "$users"
-contains "chat: the edited line on the screen" "> abXc" "$(cat "$work/screen5")"
+check "chat: the edited line is the message, Up recalled it" "aXbc|aXbc" "$users"
+contains "chat: the edited line on the screen" "> aXbc" "$(cat "$work/screen5")"
 holds "chat: no escape sequence in the history" "! grep -q 'u001b' '$work/chat.jsonl'"
-check "chat: inputs kept in the input history file" 1 "$(grep -c 'abXc' "$work/inputs")"
+check "chat: inputs kept in the input history file (once)" 1 "$(grep -c 'aXbc' "$work/inputs")"
+check "chat: the input history file is private" 600 "$(stat -c %a "$work/inputs")"
 
 # Ctrl-C in k3-forward --gen: "stopping" at once, exit 130, the state saved and said so.
 $SCREEN --cols 200 --signal-after 2 -- "'$BIN/k3-forward' '$TINY' --ids '$TINY/prompt_ids.txt' --gen 100000 --ignore-eos \

@@ -17,6 +17,8 @@ bad "--repeat-penalty 0" 2 "--repeat-penalty must be" -- "$BIN/k3-forward" "$TIN
 bad "--presence-penalty 3" 2 "--presence-penalty must be in [-2, 2]" -- "$BIN/k3-forward" "$TINY" --presence-penalty 3 < /dev/null
 bad "--logprobs without a file" 2 "add --logprobs-file" -- "${run[@]}" --logprobs 2
 bad "--stop ''" 2 "--stop needs a non-empty text" -- "${run[@]}" --stop ''
+printf '1 2 3\n4 5\n' > "$work/batch"
+bad "--stop with --batch" 2 "apply to one prompt" -- "$BIN/k3-forward" "$TINY" --batch "$work/batch" --gen 2 --stop x
 
 "${run[@]}" --logits "$work/plain.st" > "$work/plain" 2> /dev/null
 check "plain run" 0 "$?"
@@ -36,7 +38,8 @@ def rows(path):
     return [list(f[i * v:(i + 1) * v]) for i in range(r)]
 PY
 
-"${run[@]}" --presence-penalty 2 --frequency-penalty 0.5 --repeat-penalty 1.5 --repeat-last-n 8 \
+# Penalties that favour earlier ids (negative, and a repeat penalty below 1), so the ids change.
+"${run[@]}" --presence-penalty -2 --frequency-penalty -0.5 --repeat-penalty 0.8 --repeat-last-n -1 \
   --logits "$work/pen.st" > "$work/pen" 2> /dev/null
 check "penalised run" 0 "$?"
 differs "penalties change the ids" "$(cat "$work/plain")" "$(cat "$work/pen")"
@@ -50,11 +53,11 @@ R = rows(w + "/pen.st")
 seq = list(prompt)
 for k, want in enumerate(gen):
     row = list(R[len(prompt) - 1 + k])
-    win = seq[-8:]
+    win = seq
     for i in set(win):
         c = win.count(i)
-        x = row[i] / 1.5 if row[i] > 0 else row[i] * 1.5
-        row[i] = x - c * 0.5 - 2
+        x = row[i] / 0.8 if row[i] > 0 else row[i] * 0.8
+        row[i] = x - c * -0.5 - -2
     best = max(range(len(row)), key=lambda i: (row[i], -i))
     if best != want:
         print("id %d: want %d got %d" % (k, best, want)); sys.exit()
@@ -87,25 +90,35 @@ print("ok")
 PY
 )"
 
-# --stop: a text that starts inside the 6th id's text and ends in the 7th's.
-mapfile -t ids < "$work/plain"
-text_of() { echo "$1" | "$BIN/k3-detok" --tok "$TINY" --raw; }
-t5=$(text_of "${ids[5]}"); t6=$(text_of "${ids[6]}")
-stop="${t5: -1}${t6:0:1}"
-# The first place the stop text occurs in the whole text decides: find it.
-expect=$(python3 - "$stop" "${ids[@]}" <<PY
+# --stop: a text of two characters, the last of one id's text and the first
+# of the next one's (found in Python from each id's bytes), so it crosses a
+# token boundary; the expected ids are those whose text ends before the
+# first place the stop text occurs in the whole text.
+python3 - "$BIN/k3-detok" "$TINY" "$work/plain" > "$work/stop_case" <<'PY'
 import subprocess, sys
-stop = sys.argv[1].encode(); ids = sys.argv[2:]
-texts = [subprocess.run(["$BIN/k3-detok", "--tok", "$TINY", "--raw"], input=i.encode(), capture_output=True).stdout for i in ids]
-whole = b"".join(texts); at = whole.find(stop)
+detok, tiny, path = sys.argv[1:4]
+ids = open(path).read().split()
+texts = [subprocess.run([detok, "--tok", tiny, "--raw"], input=i.encode(), capture_output=True).stdout for i in ids]
+ok = lambda b: 0x21 <= b < 0x7f
+for k in range(2, len(ids) - 1):
+    if texts[k] and texts[k + 1] and ok(texts[k][-1]) and ok(texts[k + 1][0]):
+        stop = bytes([texts[k][-1], texts[k + 1][0]])
+        break
+else:
+    sys.exit("no boundary between two printable ASCII characters")
+at = b"".join(texts).find(stop)
 out, end = [], 0
 for i, t in zip(ids, texts):
     end += len(t)
-    if end > at: break
+    if end > at:
+        break
     out.append(i)
+print(stop.decode())
 print("\n".join(out))
 PY
-)
+check "--stop: a boundary-crossing stop text found" 0 "$?"
+stop=$(head -1 "$work/stop_case")
+expect=$(tail -n +2 "$work/stop_case")
 "${run[@]}" --stop "$stop" > "$work/stopped" 2> "$work/err"
 check "--stop exit" 0 "$?"
 check "--stop: the ids wholly before the stop text" "$expect" "$(cat "$work/stopped")"

@@ -4,7 +4,6 @@
 // chat format each turn and evaluates only what the model has not seen;
 // run_chat_loop reads messages and commands, streams the replies and keeps
 // the JSONL history (chat_loop.h, chat_input.h).
-#include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -16,6 +15,7 @@
 #include "chat/chat_history.h"
 #include "chat/chat_loop.h"
 #include "chat/line_editor.h"
+#include "chat/tool_declarations.h"
 #include "chat/chat_session.h"
 #include "checkpoint/checkpoint.h"
 #include "cli/interrupt.h"
@@ -68,6 +68,11 @@ int run(int argc, char** argv) {
                  "JSONL transcript: an existing one is resumed, new messages are appended (one message per line)");
   app.add_option("--max-tokens", co.max_tokens, "Longest reply in tokens (default 4096)")->check(k3::cli::positive_integer());
   app.add_flag("--no-reasoning", no_reasoning, "Do not show the reasoning (it is still kept in the conversation)");
+  std::string tools_path;
+  app.add_option("--tools", tools_path, "OpenAI tool declarations (a JSON array) the model may call; a call is shown "
+                                        "(--json: in tool_calls) and the next message is the tool's result");
+  app.add_flag("--json", lo.json, "Write each reply as one JSON line on stdout (the assistant message: "
+                                  "reasoning_content, content, tool_calls) instead of streaming it");
   app.add_flag("--stats", lo.stats, "A line per turn on stderr: prompt, reused and prefilled ids, seconds");
   app.add_flag("--no-reuse", [&](int64_t) { co.reuse_state = false; },
                "Evaluate the whole conversation every turn instead of only its new part (for comparison)");
@@ -90,6 +95,7 @@ int run(int argc, char** argv) {
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
   if (mo.ctx == 0) mo.ctx = 8192;  // chat's one context default: what --plan plans is what a run holds
   if (auto status = k3::answer_plan_requests(config, mo, kTool)) return *status;
+  if (!tools_path.empty()) co.tools = k3::load_tool_declarations(tools_path);
   const k3::Tokenizer tok = k3::Tokenizer::load(tok_dir.empty() ? mo.model_dir : tok_dir);
   if (!tok_dir.empty()) k3::check_tokenizer_matches(config, mo.model_dir, tok.vocab(), tok_dir);
   std::vector<k3::JsonValue> history;
@@ -127,15 +133,7 @@ int run(int argc, char** argv) {
   k3::PrefillProgress progress(kTool);
   lo.style = {::isatty(1) == 1, !no_reasoning};
   lo.interrupted = k3::interrupted;
-  lo.clear_interrupt = [] {
-    // Ctrl-C stops one reply; SIGTERM (its handler is back to the default
-    // once it arrived) ends the chat.
-    struct sigaction term {};
-    if (sigaction(SIGTERM, nullptr, &term) == 0 && term.sa_handler == SIG_DFL)
-      throw k3::Error(k3::ExitCode::kInterrupted, "terminated (SIGTERM)");
-    k3::interrupt_flag() = false;
-    k3::install_interrupt_handler();  // the handler gives way to the default after one signal
-  };
+  lo.clear_interrupt = k3::rearm_interrupt;  // Ctrl-C stops one reply; SIGTERM ends the chat
   lo.progress = std::ref(progress);
   k3::UserInputReader input(0, ::isatty(0) == 1, k3::interrupted);
   std::optional<k3::LineEditor> editor;  // at a terminal only: a script's input is read as it is

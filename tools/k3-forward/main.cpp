@@ -96,7 +96,7 @@ int run(int argc, char** argv) {
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
   if (!tok_dir.empty()) k3::check_tokenizer_matches(config, mo.model_dir, k3::Vocabulary::load(tok_dir), tok_dir);
   k3::check_stop_ids(stop_ids, config.vocab_size);
-  extras.prepare(tok_dir.empty() ? mo.model_dir : tok_dir);
+  extras.prepare(tok_dir.empty() ? mo.model_dir : tok_dir, !batch_file.empty());
   const auto batch = batch_file.empty() ? std::vector<std::vector<int32_t>>{} : k3::read_batch_file(batch_file, config.vocab_size);
   mo.stream.sequences = std::max<size_t>(1, batch.size());
   if (auto status = k3::answer_plan_requests(config, mo, kTool, batch.empty() ? 256 : batch.size())) return *status;
