@@ -35,6 +35,9 @@ k3_require(PCRE2_FOUND "PCRE2 (tokenizer pre-split)" libpcre2-dev)
 pkg_check_modules(ICU QUIET IMPORTED_TARGET icu-uc)
 k3_require(ICU_FOUND "ICU (Unicode properties)" libicu-dev)
 
+pkg_check_modules(LIBEDIT QUIET IMPORTED_TARGET libedit)
+k3_require(LIBEDIT_FOUND "libedit (k3-chat line editing and input history)" libedit-dev)
+
 find_package(CURL QUIET)
 k3_require(CURL_FOUND "libcurl (downloads)" libcurl4-openssl-dev)
 

@@ -5,8 +5,9 @@ set -euo pipefail
 packages=(
   cmake g++ make pkg-config python3
   libcli11-dev libsimdjson-dev libxxhash-dev libzstd-dev libgtest-dev libhwy-dev
-  libpcre2-dev libicu-dev libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
+  libpcre2-dev libicu-dev libcurl4-openssl-dev libssl-dev libcpp-httplib-dev libedit-dev
   fio
+  python3-pyte  # the screen tests render the terminal as a person sees it
   clang libclang-rt-14-dev
 )
 missing=()

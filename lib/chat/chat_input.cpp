@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "chat/line_editor.h"
 #include "common/error.h"
 
 namespace k3 {
@@ -37,12 +38,13 @@ std::string unescape(const std::string& line) { return line.rfind("//", 0) == 0 
 UserInputReader::UserInputReader(int fd, bool interactive, std::function<bool()> interrupted)
     : fd_(fd), interactive_(interactive), interrupted_(std::move(interrupted)) {}
 
-bool UserInputReader::read_line(std::string& line) {
+bool UserInputReader::read_line(std::string& line, bool more) {
   if (unread_) {
     unread_ = false;
     line = std::move(unread_line_);
     return true;
   }
+  if (editor_) return editor_->read(more ? "... " : "> ", line);
   while (true) {
     const size_t nl = buffer_.find('\n');
     if (nl != std::string::npos) {
@@ -76,6 +78,7 @@ UserInput UserInputReader::next() {
   while (true) {
     if (!read_line(line)) return UserInput{};
     if (is_command(line)) {
+      if (editor_) editor_->remember(trim(line));
       UserInput in = command(trim(line));
       if (in.text == "send") continue;  // ends a message; nothing to send here
       return in;
@@ -86,12 +89,12 @@ UserInput UserInputReader::next() {
   if (interactive_) {
     if (trim(line) == "\"\"\"") {
       std::string more;
-      while (read_line(more) && trim(more) != "\"\"\"") text += more + "\n";
+      while (read_line(more, true) && trim(more) != "\"\"\"") text += more + "\n";
     } else {
       text = unescape(line);
       while (!text.empty() && text.back() == '\\') {
         text.back() = '\n';
-        if (!read_line(line)) break;
+        if (!read_line(line, true)) break;
         text += line;
       }
     }
@@ -112,6 +115,7 @@ UserInput UserInputReader::next() {
   UserInput in;
   in.kind = UserInput::kMessage;
   in.text = trim(text);
+  if (editor_) editor_->remember(in.text);
   return in;
 }
 

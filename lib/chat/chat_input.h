@@ -14,6 +14,8 @@
 
 namespace k3 {
 
+class LineEditor;
+
 struct UserInput {
   enum Kind { kMessage, kCommand, kEnd } kind = kEnd;
   std::string text;      // kMessage: the message; kCommand: the command word, e.g. "effort"
@@ -28,13 +30,20 @@ class UserInputReader {
   UserInput next();
   bool interactive() const { return interactive_; }
 
+  // At a terminal: lines come from `editor` (editing, earlier inputs), which
+  // shows the prompts itself ("> ", then "... " on a message's further
+  // lines); sent messages are added to its history. Null: plain reads.
+  void use_editor(LineEditor* editor) { editor_ = editor; }
+  bool edits_lines() const { return editor_ != nullptr; }
+
  private:
-  bool read_line(std::string& line);  // false at the end of input
+  bool read_line(std::string& line, bool more = false);  // false at the end of input
   bool unread_ = false;
   std::string unread_line_;
   int fd_;
   bool interactive_;
   std::function<bool()> interrupted_;
+  LineEditor* editor_ = nullptr;
   std::string buffer_;
   bool eof_ = false;
 };

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "chat/chat_history.h"
+#include "chat/python_json.h"
 #include "common/error.h"
 #include "common/file.h"
 #include "generate/logits_log.h"
@@ -12,8 +13,50 @@ namespace k3 {
 namespace {
 
 constexpr const char* kHelp =
-    "commands: /reset (new conversation), /save FILE (write the conversation as JSONL), /effort low|high|max|none,\n"
-    "  /think on|off, /exit; a line ending in \\ goes on, \"\"\" starts and ends a block of lines; //x sends \"/x\"\n";
+    "commands: /reset (new conversation; the old history is kept as a copy), /retry (a new reply to the last\n"
+    "  message), /undo (drop the last exchange), /save FILE (write the conversation as JSONL),\n"
+    "  /effort low|high|max|none, /think on|off, /exit; a line ending in \\ goes on, \"\"\" starts and ends a block\n"
+    "  of lines; //x sends \"/x\"\n";
+
+constexpr const char* kCommands[] = {"reset", "retry", "undo", "save", "effort", "think", "exit", "quit", "help"};
+
+// The command meant by a mistyped one: the only command it is a prefix of,
+// or the only one a single edit away (one letter changed, added or dropped).
+std::string suggestion(const std::string& typed) {
+  auto one_edit = [](const std::string& a, const std::string& b) {
+    if (a.size() == b.size()) {
+      int diff = 0;
+      for (size_t i = 0; i < a.size(); ++i) diff += a[i] != b[i];
+      return diff == 1;
+    }
+    const std::string& s = a.size() < b.size() ? a : b;
+    const std::string& l = a.size() < b.size() ? b : a;
+    if (l.size() != s.size() + 1) return false;
+    size_t i = 0;
+    while (i < s.size() && s[i] == l[i]) ++i;
+    return s.compare(i, std::string::npos, l, i + 1, std::string::npos) == 0;
+  };
+  std::string found;
+  int matches = 0;
+  for (const char* c : kCommands)
+    if (!typed.empty() && std::string(c).rfind(typed, 0) == 0) found = c, ++matches;
+  if (matches == 1) return found;
+  matches = 0;
+  for (const char* c : kCommands)
+    if (one_edit(typed, c)) found = c, ++matches;
+  return matches == 1 ? found : "";
+}
+
+// The first free "<stem>-N.jsonl" beside `path` (N = 1, 2, ...), where /reset
+// keeps the conversation it ends.
+std::string archive_path(const std::string& path) {
+  std::string stem = path;
+  if (stem.size() > 6 && stem.compare(stem.size() - 6, 6, ".jsonl") == 0) stem.resize(stem.size() - 6);
+  for (int n = 1;; ++n) {
+    const std::string p = stem + "-" + std::to_string(n) + ".jsonl";
+    if (!file_exists(p)) return p;
+  }
+}
 
 class Loop {
  public:
@@ -26,7 +69,7 @@ class Loop {
     if (input_.interactive())
       say(std::to_string(chat_.messages().size()) + " messages in the conversation; /help lists the commands");
     while (true) {
-      if (input_.interactive()) write_all(1, "\n> ", "stdout");
+      if (input_.interactive()) write_all(1, input_.edits_lines() ? "\n" : "\n> ", "stdout");
       const UserInput in = input_.next();
       if (in.kind == UserInput::kEnd) break;
       if (in.kind == UserInput::kCommand) {
@@ -58,10 +101,13 @@ class Loop {
     TurnReport r;
     try {
       r = chat_.reply(
-          text, [&](const std::vector<ReplyPiece>& pieces) { write_all(1, printer.format(pieces), "stdout"); },
+          text,
+          [&](const std::vector<ReplyPiece>& pieces) {
+            if (!o_.json) write_all(1, printer.format(pieces), "stdout");
+          },
           o_.interrupted, o_.progress);
     } catch (const Error& e) {
-      write_all(1, printer.finish(), "stdout");
+      if (!o_.json) write_all(1, printer.finish(), "stdout");
       if (e.code() == ExitCode::kInterrupted) {
         say("stopped while reading the prompt; the message was not sent");
         if (o_.clear_interrupt) o_.clear_interrupt();
@@ -70,9 +116,13 @@ class Loop {
       if (e.code() != ExitCode::kBadInput) throw;
       return refuse(std::string("message refused: ") + e.what());
     }
-    write_all(1, printer.finish(), "stdout");
-    ++turns_;
     const auto& msgs = chat_.messages();
+    // --json: the message as the history keeps it (reasoning_content, content, tool_calls), one line.
+    write_all(1, o_.json ? python_json_dumps(msgs.back()) + "\n" : printer.finish(), "stdout");
+    ++turns_;
+    // A tool call is shown whole; what the user (or script) sends next is its result.
+    if (const JsonValue* calls = msgs.back().find("tool_calls"); !o_.json && calls && calls->is_array())
+      for (const JsonValue& call : calls->items) say("tool call " + python_json_dumps(call) + "; send its result next");
     if (history_)
       for (size_t i = msgs.size() - 2; i < msgs.size(); ++i) history_->append(msgs[i]);
     if (!o_.logits_path.empty()) {
@@ -103,9 +153,16 @@ class Loop {
     if (in.text == "help") {
       write_all(2, kHelp, "stderr");
     } else if (in.text == "reset") {
+      std::string kept;
+      if (history_ && chat_.messages().size() > o_.start_messages.size()) {
+        kept = archive_path(history_->path());
+        write_chat_history(kept, chat_.messages());
+      }
       chat_.reset(o_.start_messages);
       if (history_) history_->rewrite(o_.start_messages);
-      say("new conversation");
+      say(kept.empty() ? std::string("new conversation") : "new conversation; the previous one is kept in " + kept);
+    } else if (in.text == "undo" || in.text == "retry") {
+      undo_or_retry(in.text == "retry");
     } else if (in.text == "save") {
       if (in.argument.empty()) return refuse("/save needs a file name: /save FILE");
       write_chat_history(in.argument, chat_.messages());
@@ -125,8 +182,33 @@ class Loop {
       opt.thinking = in.argument == "on";
       say(std::string("thinking ") + (opt.thinking ? "on" : "off"));
     } else {
-      refuse("unknown command /" + in.text + " (/help lists the commands)");
+      const std::string meant = suggestion(in.text);
+      refuse("unknown command /" + in.text + (meant.empty() ? "" : "; did you mean /" + meant + "?") +
+             " (/help lists the commands)");
     }
+  }
+
+  // /undo drops the last exchange (the last user message and what answered
+  // it); /retry drops the reply only and answers the same message again.
+  void undo_or_retry(bool retry) {
+    std::vector<JsonValue> msgs = chat_.messages();
+    size_t user = msgs.size();  // the last user message after the start messages
+    for (size_t i = msgs.size(); i > o_.start_messages.size(); --i) {
+      const JsonValue* role = msgs[i - 1].find("role");
+      if (role && role->is_string() && role->text == "user") {
+        user = i - 1;
+        break;
+      }
+    }
+    if (user >= msgs.size()) return refuse(std::string("/") + (retry ? "retry" : "undo") + ": no message to go back to");
+    const JsonValue* content = msgs[user].find("content");
+    const std::string text = content && content->is_string() ? content->text : "";
+    msgs.resize(user);
+    chat_.set_messages(msgs);
+    if (history_) history_->rewrite(msgs);
+    if (!retry) return say("the last exchange was dropped (" + std::to_string(msgs.size()) + " messages left)");
+    if (text.empty()) return refuse("/retry: the last message has no text to send again");
+    turn(text);
   }
 
   ChatSession& chat_;

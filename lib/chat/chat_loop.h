@@ -21,6 +21,7 @@ struct ChatLoopOptions {
   std::vector<JsonValue> start_messages;    // a new conversation (and /reset) starts with these
   ReplyStyle style;
   bool stats = false;                       // a line per turn: prompt, reused and prefilled ids, seconds
+  bool json = false;                        // each assistant message as one JSON line on stdout, nothing streamed
   std::string logits_path;                  // each reply's first logits row, [turns, vocab]
   std::function<bool()> interrupted;        // Ctrl-C arrived
   std::function<void()> clear_interrupt;    // after a stopped reply: listen again

@@ -50,14 +50,42 @@ ChatRequest ChatSession::request_with(const std::optional<std::string>& user_tex
   JsonValue messages;
   messages.kind = JsonValue::Kind::kArray;
   messages.items = messages_;
-  if (user_text) messages.items.push_back(user_message(*user_text));
+  if (user_text) messages.items.push_back(input_message(*user_text));
   request.set("messages", std::move(messages));
   JsonValue thinking;
   thinking.kind = JsonValue::Kind::kBool;
   thinking.boolean = options_.thinking;
   request.set("thinking", thinking);
   request.set("thinking_effort", options_.effort ? JsonValue::string(*options_.effort) : JsonValue());
+  if (options_.tools) request.set("tools", *options_.tools);
   return parse_chat_request(request);
+}
+
+JsonValue ChatSession::input_message(const std::string& text) const {
+  // The last assistant message and the tool results after it.
+  size_t answered = 0;
+  for (size_t i = messages_.size(); i > 0; --i) {
+    const JsonValue& m = messages_[i - 1];
+    const JsonValue* role = m.find("role");
+    if (!role || !role->is_string()) break;
+    if (role->text == "tool") {
+      ++answered;
+      continue;
+    }
+    if (role->text != "assistant") break;
+    const JsonValue* calls = m.find("tool_calls");
+    if (!calls || !calls->is_array() || answered >= calls->items.size()) break;
+    const JsonValue* id = calls->items[answered].find("id");
+    JsonValue t = JsonValue::object();
+    t.set("role", JsonValue::string("tool"));
+    if (id && id->is_string()) t.set("tool_call_id", *id);
+    const JsonValue* fn = calls->items[answered].find("function");
+    const JsonValue* name = fn ? fn->find("name") : nullptr;
+    if (name && name->is_string()) t.set("name", *name);
+    t.set("content", JsonValue::string(text));
+    return t;
+  }
+  return user_message(text);
 }
 
 void ChatSession::set_messages(std::vector<JsonValue> messages) {
@@ -144,7 +172,7 @@ TurnReport ChatSession::reply(const std::string& user_text,
   report.reply = parser.finish(pieces);
   if (!pieces.empty()) on_pieces(pieces);
 
-  messages_.push_back(user_message(user_text));
+  messages_.push_back(input_message(user_text));
   messages_.push_back(chat_message_json(report.reply.message));
   const GenerationCounters& after = gen.counters();
   report.generated = after.generated - before.generated;

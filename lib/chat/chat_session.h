@@ -44,6 +44,7 @@ struct ChatOptions {
   // would make it not fit is refused (kBadInput, the conversation goes on),
   // and a reply is cut where the context ends.
   uint64_t context = 0;
+  std::optional<JsonValue> tools;  // OpenAI tool declarations (k3-chat --tools FILE): a non-empty array
 };
 
 struct TurnReport {
@@ -82,6 +83,11 @@ class ChatSession {
   // Forgets the transcript (keeping `keep` as its start) and the model state.
   void reset(std::vector<JsonValue> keep = {});
   ChatOptions& options() { return options_; }
+
+  // The message `text` becomes: the result of the first tool call of the
+  // last reply that has no answer yet ({"role": "tool", "tool_call_id",
+  // "content"}), else a user message.
+  JsonValue input_message(const std::string& text) const;
 
   // The prompt the model would see now, with the given user text appended.
   std::vector<TokenId> prompt_ids(const std::string& user_text) const;

@@ -1,15 +1,28 @@
 #include "cli/interrupt.h"
 
 #include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/error.h"
 
 namespace k3 {
 
 namespace {
 
 std::atomic<bool> g_interrupted{false};
+// Written by the handler, so it is a fixed buffer set before the handler is.
+char g_message[512];
+size_t g_message_size = 0;
 
 void on_signal(int sig) {
   g_interrupted = true;
+  if (g_message_size > 0) {
+    const ssize_t w = ::write(2, g_message, g_message_size);  // async-signal-safe; nothing to do if it fails
+    (void)w;
+  }
   // A second signal takes the default action: the process ends at once.
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
@@ -25,6 +38,22 @@ void install_interrupt_handler() {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+}
+
+void install_interrupt_handler(const std::string& message) {
+  if (!message.empty()) {
+    g_message_size = std::min(message.size(), sizeof g_message);
+    std::memcpy(g_message, message.data(), g_message_size);
+  }
+  install_interrupt_handler();
+}
+
+void rearm_interrupt() {
+  struct sigaction term {};
+  if (sigaction(SIGTERM, nullptr, &term) == 0 && term.sa_handler == SIG_DFL)
+    throw Error(ExitCode::kInterrupted, "terminated (SIGTERM)");
+  g_interrupted = false;
+  install_interrupt_handler();  // the handler gives way to the default after one signal
 }
 
 void ignore_sigpipe() { ::signal(SIGPIPE, SIG_IGN); }

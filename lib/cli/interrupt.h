@@ -8,15 +8,25 @@
 #pragma once
 
 #include <atomic>
+#include <string>
 
 namespace k3 {
 
 // Installs the handler for SIGINT and SIGTERM (idempotent).
 void install_interrupt_handler();
+// Same, and the first signal writes `message` to stderr at once (from the
+// handler: the user sees the key was taken while the work winds down).
+// Keeps the message of an earlier call when `message` is empty.
+void install_interrupt_handler(const std::string& message);
 
 // Ignores SIGPIPE, so writing to a closed pipe is a write error (exit 5 with
 // a message) rather than a silent death.
 void ignore_sigpipe();
+
+// After Ctrl-C stopped one piece of work (a chat reply): clears the flag and
+// listens again. A SIGTERM that arrived (its handler is back to the default
+// by then) throws Error(kInterrupted) instead: it ends the tool.
+void rearm_interrupt();
 
 // Whether a signal arrived; the flag itself, for library calls that poll it.
 bool interrupted();

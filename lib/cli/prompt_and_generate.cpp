@@ -1,11 +1,13 @@
 #include "cli/prompt_and_generate.h"
 
+#include <cstdio>
 #include <functional>
 
 #include "cli/decode_progress.h"
 #include "cli/interrupt.h"
 #include "cli/prefill_progress.h"
 #include "cli/stdout_writer.h"
+#include "common/terminal_line.h"
 #include "common/tool_main.h"
 #include "sampling/sampler.h"
 
@@ -13,7 +15,7 @@ namespace k3 {
 
 GenerationEnd run_prompt_and_generate(GenerationSession& session, Model& model,
                                       const std::vector<int32_t>& prompt, size_t fed, bool teacher_forcing,
-                                      int64_t gen) {
+                                      int64_t gen, GenerationExtras& extras) {
   PrefillProgress prefill(tool_name());
   std::vector<float> rows;
   session.feed(prompt, teacher_forcing ? &rows : nullptr, std::ref(prefill));
@@ -22,17 +24,40 @@ GenerationEnd run_prompt_and_generate(GenerationSession& session, Model& model,
   const int64_t vocab = model.engine().config().vocab_size;
   if (teacher_forcing)
     for (size_t t = 0; t < fed; ++t) write_token_id_line(greedy_token(rows.data() + t * vocab, vocab));
+  extras.attach(session, vocab);
   DecodeProgress progress(tool_name(), gen);
   int64_t written = 0;
-  const GenerationEnd end = session.generate(
+  GenerationEnd end = session.generate(
       gen,
       [&](int32_t id) {
-        write_token_id_line(id);
+        for (int32_t out : extras.filter(id)) write_token_id_line(out);
         progress.update(++written);
       },
-      interrupted);
+      [&] { return interrupted() || extras.stopped(); });
+  if (extras.stopped() && !interrupted()) end = GenerationEnd::kStop;
+  for (int32_t out : extras.finish()) write_token_id_line(out);
+  extras.write_logprobs();
   progress.finish();
+  // The figures after the text: once a reader such as k3-detok has taken the
+  // last id, and on a line of their own whatever column the text ended in.
+  wait_for_pipe_reader(1, 500);
+  const std::string fresh = fresh_line(2);
+  if (!fresh.empty()) std::fputs(fresh.c_str(), stderr);
   return end;
+}
+
+void save_state_out(GenerationSession& session, const std::string& state_out, const ModelIdentity& identity,
+                    const char* tool) {
+  session.save_conversation_and_release(state_out, identity);
+  if (interrupted()) std::fprintf(stderr, "%s: state saved to %s (continue with --state-in)\n", tool, state_out.c_str());
+}
+
+void prepare_interrupts(GenerationSession& session, const std::string& tool, const std::string& state_out) {
+  ignore_sigpipe();
+  std::string message = fresh_line(2) + tool + ": stopping within a layer";
+  message += state_out.empty() ? "" : ", then saving the state to " + state_out;
+  install_interrupt_handler(message + " (Ctrl-C again quits at once)\n");
+  session.set_stop_within_pass(true, !state_out.empty());
 }
 
 }  // namespace k3

@@ -1,6 +1,8 @@
 // The sampling flags of tools that generate (--temp --top-k --top-p --min-p
-// --seed): declared once; only the flags actually given override a saved
-// conversation's settings (state/continuation.h resolve_sampling).
+// --seed, the penalties): declared once; only the flags actually given
+// override a saved conversation's settings (state/continuation.h
+// resolve_sampling). Values are checked while the command line is parsed,
+// before any input is read.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -18,6 +20,7 @@ class SamplingFlags {
 
  private:
   SamplingParams values_;
+  PenaltyParams penalties_;
   CLI::Option *temp_ = nullptr, *top_k_ = nullptr, *top_p_ = nullptr, *min_p_ = nullptr, *seed_ = nullptr;
 };
 

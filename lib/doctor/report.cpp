@@ -30,10 +30,10 @@ Status Report::overall() const {
 int Report::exit_code() const {
   switch (overall()) {
     case Status::kOk: return 0;
-    case Status::kWarn: return 1;
-    case Status::kFail: return 2;
+    case Status::kWarn: return kDoctorWarnings;
+    case Status::kFail: return kDoctorCannotRun;
   }
-  return 2;
+  return kDoctorCannotRun;
 }
 
 const std::vector<std::pair<std::string, std::string>>& report_sections() {

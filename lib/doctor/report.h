@@ -21,6 +21,11 @@ struct Check {
   JsonValue details = JsonValue::object();  // the figures, for --json
 };
 
+// k3-doctor's own exit codes, apart from the shared ones (common/error.h:
+// 1 internal error, 2 usage error, ...), so each code has one meaning.
+constexpr int kDoctorWarnings = 10;  // ready, with warnings
+constexpr int kDoctorCannotRun = 11;  // a check FAILed: the run cannot proceed
+
 struct Report {
   std::string root;  // where /proc and /sys were read from
   std::vector<Check> checks;
@@ -29,7 +34,7 @@ struct Report {
 
   Check& add(const std::string& section, const std::string& name);
   Status overall() const;
-  // 0 ready, 1 ready with warnings, 2 cannot run.
+  // 0 ready, kDoctorWarnings, kDoctorCannotRun.
   int exit_code() const;
 };
 

@@ -80,9 +80,16 @@ int32_t GenerationSession::sample() {
     throw Error(ExitCode::kInternal, "GenerationSession::sample() without evaluated logits to sample from");
   // The draw is tied to the position the id will occupy (sample_rng.h), so
   // split and continued runs choose what one run would.
-  const int32_t id = sampler_.next(row_.data(), engine_.config().vocab_size, position());
+  const int32_t id = choose(row_.data(), position(), state_.tokens);
   pending_.push_back(id);
   ++counters_.generated;
+  return id;
+}
+
+int32_t GenerationSession::choose(const float* row, int64_t position, std::span<const int32_t> before) {
+  const int64_t vocab = engine_.config().vocab_size;
+  const int32_t id = sampler_.next(row, vocab, position, before);
+  if (sample_observer_) sample_observer_(id, row, position);
   return id;
 }
 
@@ -114,6 +121,25 @@ GenerationEnd GenerationSession::generate(int64_t max_new, const std::function<v
                                           const std::function<bool()>& interrupted) {
   const auto t0 = Clock::now();
   const int64_t passes0 = counters_.weight_passes;
+  const bool stoppable = stop_within_pass_ && interrupted && !(options_.recompute && keep_state_on_stop_);
+  if (stoppable) engine_.set_stop(interrupted, keep_state_on_stop_);
+  GenerationEnd end = GenerationEnd::kLength;
+  try {
+    end = generate_steps(max_new, on_token, interrupted);
+  } catch (const Error& e) {
+    if (stoppable) engine_.set_stop(nullptr, false);
+    // A pass stopped part-way: the ids emitted so far stand, the pending ones stay pending.
+    if (!stoppable || e.code() != ExitCode::kInterrupted) throw;
+    end = GenerationEnd::kInterrupted;
+  }
+  if (stoppable) engine_.set_stop(nullptr, false);
+  counters_.generate_passes += counters_.weight_passes - passes0;
+  counters_.decode_seconds += seconds_since(t0);
+  return end;
+}
+
+GenerationEnd GenerationSession::generate_steps(int64_t max_new, const std::function<void(int32_t)>& on_token,
+                                                const std::function<bool()>& interrupted) {
   GenerationEnd end = GenerationEnd::kLength;
   evaluate_pending();
   int64_t made = 0;
@@ -152,8 +178,6 @@ GenerationEnd GenerationSession::generate(int64_t max_new, const std::function<v
     if (v == Verified::kInterrupted) end = GenerationEnd::kInterrupted;
     if (v != Verified::kContinue) break;
   }
-  counters_.generate_passes += counters_.weight_passes - passes0;
-  counters_.decode_seconds += seconds_since(t0);
   return end;
 }
 
@@ -195,7 +219,8 @@ GenerationSession::Verified GenerationSession::verify(const std::vector<int32_t>
       counters_.drafts_accepted += static_cast<int64_t>(i);  // the rest were not verified: no verdict to the source
       return Verified::kInterrupted;
     }
-    const int32_t next = sampler_.next(r, static_cast<int64_t>(vocab), p0 + static_cast<int64_t>(i) + 1);
+    const int64_t at = p0 + static_cast<int64_t>(i) + 1;
+    const int32_t next = choose(r, at, std::span<const int32_t>(state_.tokens.data(), static_cast<size_t>(at)));
     if (next != drafts[i]) {  // rows past i were not what the model chooses
       engine_.rollback(state_, history_, base + i + 1);
       row_.assign(r, r + vocab);

@@ -115,6 +115,23 @@ class GenerationSession {
   // the session's generate() calls; nullptr turns drafting off.
   void set_draft_source(DraftSource* source) { drafts_ = source; }
 
+  // Lets generate() stop a weight pass part-way, within about a layer of
+  // `interrupted` turning true, instead of at the next id (a K3 pass read
+  // from disk takes seconds). With `keep_state` the sequence is put back as
+  // it was before that pass (Engine::set_stop: one more KDA state in
+  // memory), so it can still be saved or continued; without, the session
+  // must be reset or restored before further use. Not under --recompute
+  // with `keep_state` (its pass starts from an empty state).
+  void set_stop_within_pass(bool on, bool keep_state) {
+    stop_within_pass_ = on;
+    keep_state_on_stop_ = keep_state;
+  }
+
+  // Called with every id chosen, the logits row it was chosen from (as the
+  // engine computed it) and its position, e.g. for --logprobs.
+  using SampleObserver = std::function<void(int32_t id, const float* row, int64_t position)>;
+  void set_sample_observer(SampleObserver observer) { sample_observer_ = std::move(observer); }
+
   // Called after each weight pass generate() runs, with its rows (1 for a
   // plain decode step, 1 + drafts for a verification), e.g. to attribute
   // bytes read to passes of each size.
@@ -164,6 +181,10 @@ class GenerationSession {
  private:
   friend class BatchGeneration;  // steps several sessions in one weight pass
   void evaluate(std::span<const int32_t> ids, LogitRows rows, float* out);
+  // The sampler's id for `position` from `row`; `before`: the ids before it.
+  int32_t choose(const float* row, int64_t position, std::span<const int32_t> before);
+  GenerationEnd generate_steps(int64_t max_new, const std::function<void(int32_t)>& on_token,
+                               const std::function<bool()>& interrupted);
   enum class Verified { kContinue, kStop, kLength, kInterrupted };
   Verified verify(const std::vector<int32_t>& drafts, int64_t& made, int64_t max_new,
                   const std::function<void(int32_t)>& emit, const std::function<bool()>& interrupted);
@@ -180,6 +201,8 @@ class GenerationSession {
   DraftSource* drafts_ = nullptr;
   PassObserver pass_observer_;
   RowHistory history_;  // of the last verification pass, reused
+  bool stop_within_pass_ = false, keep_state_on_stop_ = false;
+  SampleObserver sample_observer_;
 };
 
 }  // namespace k3

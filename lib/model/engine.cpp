@@ -123,7 +123,17 @@ void Engine::forward_batch(std::span<SequenceState* const> states, std::span<con
 
   std::vector<LayerSegment> segments;
   segments.reserve(states.size());
+  // Stopping part-way with restore: each KDA layer's state is copied just
+  // before the layer runs (into buffers kept from pass to pass), so the
+  // layers already run can be put back; MLA caches only grew and are cut.
+  const bool restorable = stop_ && restore_on_stop_;
+  if (restorable) {
+    undo_.resize(states.size());
+    for (auto& u : undo_) u.resize(static_cast<size_t>(c.num_hidden_layers));
+  }
   for (int i = 0; i < c.num_hidden_layers; ++i) {
+    if (restorable && c.is_kda_layer(i))
+      for (size_t k = 0; k < states.size(); ++k) undo_[k][i] = states[k]->layers[i].kda;
     const LayerWeights& w = source_.acquire_layer(i);
     segments.clear();
     size_t begin = 0;
@@ -136,6 +146,19 @@ void Engine::forward_batch(std::span<SequenceState* const> states, std::span<con
     source_.release_layer(i);
     require_rows_finite("the output of layer " + std::to_string(i));
     if (progress_) progress_(steps_before + i + 1, steps_total);
+    if (stop_ && i + 1 < c.num_hidden_layers && stop_()) {
+      if (restorable)
+        for (size_t k = 0; k < states.size(); ++k) {
+          for (int j = 0; j <= i; ++j) {
+            if (c.is_kda_layer(j))
+              std::swap(states[k]->layers[j].kda, undo_[k][j]);
+            else
+              mla_truncate(c, states[k]->layers[j].mla, pos0[k]);
+          }
+        }
+      throw Error(ExitCode::kInterrupted, "stopped after layer " + std::to_string(i + 1) + " of " +
+                                              std::to_string(c.num_hidden_layers));
+    }
   }
 
   if (rows != LogitRows::kNone) {

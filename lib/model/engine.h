@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <vector>
 
 #include "model/config.h"
 #include "model/forward_scratch.h"
@@ -66,6 +67,20 @@ class Engine {
   using Progress = std::function<void(int64_t done, int64_t total)>;
   void set_progress(Progress progress) { progress_ = std::move(progress); }
 
+  // Polled after every layer of every pass: when `stop` returns true the
+  // pass ends there and forward()/forward_sequences() throw
+  // Error(kInterrupted), so Ctrl-C takes effect within about a layer instead
+  // of a whole weight pass. With `restore`, the sequences are first put back
+  // as they were before that pass (each KDA layer's state is copied before
+  // the layer runs, so one more KDA state per sequence is held; MLA caches
+  // are cut back), and remain usable; batches of a longer forward() that
+  // finished before it stay evaluated. Without, they are left part-way and
+  // must not be used again. nullptr: passes always run to the end.
+  void set_stop(std::function<bool()> stop, bool restore) {
+    stop_ = std::move(stop);
+    restore_on_stop_ = restore;
+  }
+
   // The scratch memory every pass reuses (grown only for a pass with more
   // rows or a longer context than any before).
   const ForwardScratch& scratch() const { return scratch_; }
@@ -83,6 +98,9 @@ class Engine {
   ThreadPool& pool_;
   size_t max_batch_ = 256;
   Progress progress_;
+  std::function<bool()> stop_;
+  bool restore_on_stop_ = false;
+  std::vector<std::vector<KdaState>> undo_;  // [sequence][KDA layer]: states before the pass, buffers reused
   ForwardScratch scratch_;
 };
 

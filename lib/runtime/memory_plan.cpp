@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "checkpoint/dtype.h"
+#include "common/plural.h"
 #include "common/progress_meter.h"
 #include "io/aligned_buffer.h"
 #include "model/tensor_manifest.h"
@@ -265,9 +266,10 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
                 format_bytes(cache_bytes).c_str());
   o += buf;
   if (req.sequences > 1 || req.state_snapshots > 0)
-    std::snprintf(buf, sizeof buf, "  KDA state         %d layers x (%llu sequences + %llu rollback copies)  %s\n",
-                  c.num_kda_layers(), (unsigned long long)std::max<uint64_t>(1, req.sequences),
-                  (unsigned long long)req.state_snapshots, format_bytes(kda_state_bytes).c_str());
+    std::snprintf(buf, sizeof buf, "  KDA state         %d layers x (%s + %s)  %s\n", c.num_kda_layers(),
+                  plural(std::max<uint64_t>(1, req.sequences), "sequence").c_str(),
+                  plural(req.state_snapshots, "rollback copy", "rollback copies").c_str(),
+                  format_bytes(kda_state_bytes).c_str());
   else
     std::snprintf(buf, sizeof buf, "  KDA state         %d layers  %s\n", c.num_kda_layers(),
                   format_bytes(kda_state_bytes).c_str());

@@ -56,14 +56,15 @@ ResidentWeights::ResidentWeights(const ModelConfig& config, const Checkpoint& ch
   const std::vector<ExpectedTensor> manifest = expected_tensors(config);
   for (const ExpectedTensor& t : manifest) resident_bytes_ += checkpoint.at(t.name).info->nbytes;
 
-  if (log)
-    *log << "k3: holding " << resident_bytes_ << " bytes (" << gb(resident_bytes_)
-         << ") of weights resident in RAM\n";
+  // Refused before saying anything about holding it: the refusal is the one line.
   const uint64_t avail = available_memory_bytes();
   if (avail != 0 && resident_bytes_ > avail)
     throw Error(ExitCode::kResource, "the whole model needs " + gb(resident_bytes_) + " resident, more than the " +
                                          gb(avail) + " available; pack the trunk once (k3-pack MODEL_DIR TRUNK_DIR) "
                                          "and run with --trunk TRUNK_DIR --preset auto to stream within the memory");
+  if (log)
+    *log << "k3: holding " << resident_bytes_ << " bytes (" << gb(resident_bytes_)
+         << ") of weights resident in RAM\n";
 
   // Periodic progress lines: loading the real model's trunk takes minutes.
   const auto start = std::chrono::steady_clock::now();

@@ -27,6 +27,7 @@ void validate_sampling_params(const SamplingParams& p) {
     throw Error(ExitCode::kUsage, "--top-p must be in (0, 1] (1 means off), got " + num(p.top_p));
   if (!(p.min_p >= 0.0 && p.min_p <= 1.0))
     throw Error(ExitCode::kUsage, "--min-p must be in [0, 1] (0 means off), got " + num(p.min_p));
+  validate_penalty_params(p.penalties);
 }
 
 namespace {
@@ -124,7 +125,12 @@ Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.se
   validate_sampling_params(params_);
 }
 
-int32_t Sampler::next(const float* logits, int64_t vocab, int64_t position) {
+int32_t Sampler::next(const float* logits, int64_t vocab, int64_t position, std::span<const int32_t> sequence) {
+  if (params_.penalties.active() && vocab > 0) {
+    penalised_.assign(logits, logits + vocab);
+    apply_penalties(penalised_.data(), vocab, sequence, params_.penalties);
+    logits = penalised_.data();
+  }
   if (params_.greedy()) return greedy_token(logits, vocab);
   std::vector<Candidate> kept = sampling_candidates(logits, vocab, params_);
   return pick_candidate(kept, rng_.uniform_at(position));

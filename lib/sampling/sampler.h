@@ -5,6 +5,9 @@
 // Greedy (temperature 0, the default): the id with the largest logit; ties go
 // to the lower id. No random number is drawn.
 //
+// Penalties first (penalties.h), when any is given: greedy and sampling
+// then see the penalised copy of the row.
+//
 // Sampled (temperature > 0), in this fixed order:
 //   1. candidates = every id, sorted by (logit descending, id ascending);
 //      this order is total, so it does not depend on the sort algorithm.
@@ -24,8 +27,10 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
+#include "sampling/penalties.h"
 #include "sampling/sample_rng.h"
 
 namespace k3 {
@@ -36,6 +41,8 @@ struct SamplingParams {
   double top_p = 1.0;        // 1: off; otherwise in (0, 1)
   double min_p = 0.0;        // 0: off; otherwise in (0, 1]
   uint64_t seed = 0;
+  // Not kept in state files: give them again when continuing (--state-in).
+  PenaltyParams penalties;
 
   bool greedy() const { return temperature == 0.0; }
 };
@@ -64,12 +71,14 @@ class Sampler {
   explicit Sampler(const SamplingParams& params);
   const SamplingParams& params() const { return params_; }
 
-  // The token for sequence position `position` (the count of tokens before it).
-  int32_t next(const float* logits, int64_t vocab, int64_t position);
+  // The token for sequence position `position` (the count of tokens before
+  // it); `sequence` holds those tokens (used by the penalties only).
+  int32_t next(const float* logits, int64_t vocab, int64_t position, std::span<const int32_t> sequence = {});
 
  private:
   SamplingParams params_;
   SampleRng rng_;
+  std::vector<float> penalised_;
 };
 
 }  // namespace k3

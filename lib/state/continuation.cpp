@@ -19,6 +19,7 @@ SamplingParams resolve_sampling(const std::optional<SamplingParams>& saved, cons
   if (f.top_p) p.top_p = *f.top_p;
   if (f.min_p) p.min_p = *f.min_p;
   if (f.seed) p.seed = *f.seed;
+  p.penalties = f.penalties;
   validate_sampling_params(p);
   return p;
 }

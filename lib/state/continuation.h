@@ -39,6 +39,7 @@ struct SamplingOverrides {
   std::optional<double> temperature, top_p, min_p;
   std::optional<int32_t> top_k;
   std::optional<uint64_t> seed;
+  PenaltyParams penalties;  // state files do not keep these: the flags' values always
 };
 SamplingParams resolve_sampling(const std::optional<SamplingParams>& saved, const SamplingOverrides& flags);
 

@@ -25,7 +25,7 @@ TEST(DecodeProgress, OffATerminalPrintsNothing) {
   std::FILE* f = std::tmpfile();
   ASSERT_NE(f, nullptr);
   {
-    DecodeProgress p("k3-forward", 3, false, f, std::chrono::seconds(0));
+    DecodeProgress p("k3-forward", 3, DecodeProgress::Mode::kOff, f, std::chrono::seconds(0));
     for (int i = 1; i <= 3; ++i) p.update(i);
     p.finish();
   }
@@ -36,7 +36,7 @@ TEST(DecodeProgress, OffATerminalPrintsNothing) {
 TEST(DecodeProgress, OnATerminalRewritesOneLineAndErasesIt) {
   std::FILE* f = std::tmpfile();
   ASSERT_NE(f, nullptr);
-  DecodeProgress p("k3-forward", 3, true, f, std::chrono::seconds(0));
+  DecodeProgress p("k3-forward", 3, DecodeProgress::Mode::kLine, f, std::chrono::seconds(0));
   for (int i = 1; i <= 3; ++i) p.update(i);
   p.finish();
   const std::string s = contents(f);
@@ -51,7 +51,7 @@ TEST(DecodeProgress, OnATerminalRewritesOneLineAndErasesIt) {
 TEST(DecodeProgress, RateLimitedAfterTheFirstToken) {
   std::FILE* f = std::tmpfile();
   ASSERT_NE(f, nullptr);
-  DecodeProgress p("k3-forward", 100, true, f, std::chrono::hours(1));
+  DecodeProgress p("k3-forward", 100, DecodeProgress::Mode::kLine, f, std::chrono::hours(1));
   for (int i = 1; i <= 100; ++i) p.update(i);
   EXPECT_EQ(contents(f), "\rk3-forward: token 1/100\x1b[K");
   p.finish();
@@ -62,10 +62,29 @@ TEST(DecodeProgress, NothingToShowWithoutGen) {
   std::FILE* f = std::tmpfile();
   ASSERT_NE(f, nullptr);
   {
-    DecodeProgress p("k3-forward", 0, true, f, std::chrono::seconds(0));
+    DecodeProgress p("k3-forward", 0, DecodeProgress::Mode::kLine, f, std::chrono::seconds(0));
     p.update(1);
   }
   EXPECT_EQ(contents(f), "");
+  std::fclose(f);
+}
+
+// Text may be on the screen: the figures go to the window title only, which
+// never moves the cursor, and the user's title is given back at the end.
+TEST(DecodeProgress, TitleModeNeverWritesOnTheScreen) {
+  std::FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  DecodeProgress p("k3-forward", 3, DecodeProgress::Mode::kTitle, f, std::chrono::seconds(0));
+  for (int i = 1; i <= 3; ++i) p.update(i);
+  p.finish();
+  const std::string s = contents(f);
+  EXPECT_EQ(s.find('\r'), std::string::npos) << s;
+  EXPECT_EQ(s.find('\n'), std::string::npos) << s;
+  EXPECT_EQ(s.find("\x1b[K"), std::string::npos) << s;
+  EXPECT_EQ(s.rfind("\x1b[22;2t", 0), 0u) << s;                           // title saved first
+  EXPECT_NE(s.find("\x1b]2;k3-forward: token 1/3\x07"), std::string::npos) << s;
+  EXPECT_EQ(s.find("\x1b[22;2t", 1), std::string::npos) << s;             // saved once
+  EXPECT_EQ(s.rfind("\x1b[23;2t"), s.size() - 7) << s;                    // given back at the end
   std::fclose(f);
 }
 

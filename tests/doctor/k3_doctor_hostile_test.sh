@@ -13,7 +13,7 @@ TOOL=k3-doctor
 cp -r "$DATA/doctor/v2-container" "$work/zero"
 echo 0 > "$work/zero/sys/fs/cgroup/memory.max"
 out=$("$DOC" --root "$work/zero" --no-probe 2> "$work/err"); rc=$?
-check "memory.max 0: exit (cannot run)" 2 "$rc"
+check "memory.max 0: exit (cannot run)" 11 "$rc"
 holds "memory.max 0: usable is a FAIL" 'grep -Eq "^  FAIL +usable " <<<"$out"'
 contains "memory.max 0: says why" "leaves no memory" "$out"
 json=$("$DOC" --root "$work/zero" --no-probe --json 2> /dev/null)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # k3-doctor on this machine, through the real binary: every section printed,
-# exit 0 (ready) or 1 (ready with warnings); usage errors exit 2 with one
-# line on stderr; a missing checkpoint is a FAIL (exit 2).
+# exit 0 (ready) or 10 (ready with warnings); usage errors exit 2 with one
+# line on stderr; a missing checkpoint is a FAIL (exit 11: cannot run).
 set -u
 bin="$K3_BIN_DIR/k3-doctor"
 tiny="$K3_TEST_DATA/k3-tiny"
@@ -13,7 +13,7 @@ trap 'rm -rf "$tmp"' EXIT
 # A real run: the tiny checkpoint as the model, an empty trunk directory.
 out=$("$bin" --model "$tiny" --trunk "$tmp" --probe-seconds 0.5 2>"$tmp/err"); rc=$?
 echo "$out"
-check "real run exits 0 or 1 (got $rc)" '[ $rc -eq 0 ] || [ $rc -eq 1 ]'
+check "real run exits 0 or 10 (got $rc)" '[ $rc -eq 0 ] || [ $rc -eq 10 ]'
 for section in CPU Memory Storage Checkpoint Forecast; do
   check "section $section printed" 'grep -q "^$section\$" <<<"$out"'
 done
@@ -32,7 +32,7 @@ check "--json parses" 'python3 -c "import json,sys; d=json.loads(sys.argv[1]); a
 
 # A directory that is not a checkpoint cannot run.
 "$bin" --model "$tmp" --no-probe >"$tmp/out" 2>&1; rc=$?
-check "empty model dir exits 2 (got $rc)" '[ $rc -eq 2 ]'
+check "empty model dir exits 11 (got $rc)" '[ $rc -eq 11 ]'
 check "empty model dir is a FAIL" 'grep -Eq "^  FAIL +index " "$tmp/out"'
 
 # Usage errors: exit 2, one line naming the tool.

@@ -55,7 +55,7 @@ holds "k3-pack of the tiny model exits 0 (got $rc: $(tail -1 "$tmp/pack.err"))" 
 
 # ---- A matching trunk.
 run_json ok --model "$tmp/m" --trunk "$tmp/t"
-holds "matching trunk: exit 0 or 1 (got $rc)" '[ $rc -eq 0 ] || [ $rc -eq 1 ]'
+holds "matching trunk: exit 0 or 10 (got $rc)" '[ $rc -eq 0 ] || [ $rc -eq 10 ]'
 holds "matching trunk: JSON exit_code is the exit status" '[ "$j_exit" = "$rc" ]'
 holds "matching trunk: trunk check OK (got $trunk_status: $trunk_summary)" '[ "$trunk_status" = OK ]'
 holds "matching trunk: details say it matches" '[ "$trunk_match" = matches ] && [ "$trunk_matches" = true ]'
@@ -111,7 +111,7 @@ holds "trunk without --model: match unknown, says why ($trunk_summary)" \
 expect_trunk_fail() {  # tag, expected match, reason (extended regex), model dir, trunk dir
   local tag=$1 match=$2 reason=$3 model=$4 trunk=$5
   run_json "$tag" --model "$model" --trunk "$trunk"
-  holds "$tag: exit 2 (cannot run) (got $rc)" '[ "$rc" -eq 2 ] && [ "$j_exit" -eq 2 ]'
+  holds "$tag: exit 11 (cannot run) (got $rc)" '[ "$rc" -eq 11 ] && [ "$j_exit" -eq 11 ]'
   holds "$tag: trunk check FAIL (got $trunk_status)" '[ "$trunk_status" = FAIL ]'
   holds "$tag: match is $match (got $trunk_match)" '[ "$trunk_match" = "$match" ]'
   holds "$tag: the trunk is the only FAIL ($j_fails)" '[ "$j_fails" = 1 ]'
@@ -158,7 +158,7 @@ expect_trunk_fail nojson none "incomplete trunk .*trunk.json is missing" "$tmp/m
 
 # ---- The trunk directory does not exist: the run cannot use it.
 run_json nodir --model "$tmp/m" --trunk "$tmp/no-such-trunk"
-holds "missing trunk dir: exit 2 (got $rc)" '[ "$rc" -eq 2 ]'
+holds "missing trunk dir: exit 11 (got $rc)" '[ "$rc" -eq 11 ]'
 holds "missing trunk dir: trunk.directory FAIL (got $trunkdir_status)" '[ "$trunkdir_status" = FAIL ]'
 holds "missing trunk dir: the trunk check says there is none ($trunk_status: $trunk_summary)" \
   '[ "$trunk_status" = WARN ] && [ "$trunk_summary" = "no trunk.bin or trunk.json in $tmp/no-such-trunk" ]'

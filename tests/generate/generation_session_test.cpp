@@ -282,6 +282,57 @@ TEST_F(SessionTest, InterruptedWithinAVerifiedDraftEqualsThePlainRun) {
   }
 }
 
+// Ctrl-C during a weight pass (set_stop_within_pass): the pass ends after
+// the layer where the flag was seen, not at the next id; with keep_state the
+// sequence is exactly what it was before that pass (state memcmp-equal, the
+// id still pending), so going on gives the ids and logits of one plain run.
+TEST_F(SessionTest, StopWithinAPassKeepsTheStateOfBeforeThePass) {
+  const int layers = m.config.num_hidden_layers;
+  for (size_t drafts : {0, 3}) {
+    GenerationSession full(engine, options());
+    full.reset();
+    full.feed(g.greedy_prompt);
+    const Generated truth = generate(full, 12);
+    for (int stop_layer : {1, 5, layers - 2}) {
+      GenerationOptions o = options();
+      o.max_drafts = drafts;
+      ScriptedDrafts source(truth.ids, g.greedy_prompt.size(), 0);
+      GenerationSession s(engine, o);
+      if (drafts) s.set_draft_source(&source);
+      s.set_stop_within_pass(true, /*keep_state=*/true);
+      s.reset();
+      s.feed(g.greedy_prompt);
+      const Generated first = generate(s, 3);
+      const GenerationSession::SavePoint before = s.mark();
+      // The flag turns true after `stop_layer` layers of the next pass: the
+      // stop is polled once per layer, so the poll count says where it stopped.
+      int polls = 0;
+      std::vector<int32_t> got;
+      const GenerationEnd end = s.generate(9, [&](int32_t id) { got.push_back(id); }, [&] { return ++polls > stop_layer; });
+      EXPECT_EQ(end, GenerationEnd::kInterrupted);
+      EXPECT_TRUE(got.empty()) << "no id is sampled from a stopped pass";
+      EXPECT_EQ(polls, stop_layer + 1) << "stopped at the first poll that saw the flag (drafts " << drafts << ")";
+      EXPECT_EQ(s.pending(), before.pending);
+      EXPECT_EQ(s.state().positions, before.state.positions);
+      EXPECT_EQ(s.state().tokens, before.state.tokens);
+      for (int i = 0; i < layers; ++i) {
+        const LayerState& a = s.state().layers[i];
+        const LayerState& b = before.state.layers[i];
+        EXPECT_TRUE(same_floats(a.kda.S, b.kda.S) && same_floats(a.kda.conv_q, b.kda.conv_q) &&
+                    same_floats(a.kda.conv_k, b.kda.conv_k) && same_floats(a.kda.conv_v, b.kda.conv_v) &&
+                    same_floats(a.mla.latent, b.mla.latent))
+            << "layer " << i << " stop after " << stop_layer << ", drafts " << drafts;
+      }
+      // Going on (the stop no longer asked) gives the plain run's ids and row.
+      const Generated more = generate(s, 9);
+      std::vector<int32_t> all = first.ids;
+      all.insert(all.end(), more.ids.begin(), more.ids.end());
+      EXPECT_EQ(all, truth.ids) << "stop after " << stop_layer << ", drafts " << drafts;
+      EXPECT_TRUE(same_floats(s.current_row(), full.current_row()));
+    }
+  }
+}
+
 TEST_F(SessionTest, PromptLookupDraftsLeaveTheOutputUnchanged) {
   // The model's own continuation placed in the prompt (prompt + G + prompt +
   // G[0..3)), and lookup from 1-id matches: whatever it proposes, the output

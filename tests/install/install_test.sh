@@ -44,7 +44,23 @@ for t in "${tools[@]}"; do
                    COMP_WORDS=("$2" "${3:0:4}"); COMP_CWORD=1; "$fn"; printf "%s\n" "${COMPREPLY[@]}"' \
             _ "$completion" "$t" "$first_flag")
   contains "$t completion offers ${first_flag} for ${first_flag:0:4}" "$first_flag" "$reply"
+  # The page's text is written as is (.nf): wrapped to fit a terminal.
+  check "$t man page: no line of its text over 100 columns" "" \
+    "$(sed -n '/^\.nf/,/^\.fi/p' "$man" | sed 's/\\-/-/g; s/\\e/\\/g' | awk 'length($0) > 100')"
 done
+
+# complete_words TOOL WORD...: what completion offers for the last WORD.
+complete_words() {
+  local t=$1; shift
+  bash -c 'source "$1"; t=$2; shift 2; fn=$(complete -p "$t" | grep -o -- "-F [^ ]*" | cut -c4-)
+           COMP_WORDS=("$t" "$@"); COMP_CWORD=$#; "$fn"; printf "%s\n" "${COMPREPLY[@]}"' \
+    _ "$prefix/share/bash-completion/completions/$t" "$t" "$@" | sort | tr '\n' ' '
+}
+check "completion: --preset values" "laptop " "$(complete_words k3-forward --preset la)"
+contains "completion: --preset auto" "auto" "$(complete_words k3-forward --preset '')"
+check "completion: k3-fetch-verify subcommands" "download verify " "$(complete_words k3-fetch-verify '')"
+check "completion: k3-fetch-verify verify's flags" "--full " "$(complete_words k3-fetch-verify verify --fu)"
+check "completion: k3-fetch-verify download's flags" "--include " "$(complete_words k3-fetch-verify download --inc)"
 
 # The tiny-model pipeline through the installed tools, byte for byte as the
 # build tree's.

@@ -82,6 +82,17 @@ def candidates(logits, temp, top_k=0, top_p=1.0, min_p=0.0):
     return order[:n], w[:n]
 
 
+def penalise(logits, sequence, repetition=1.0, frequency=0.0, presence=0.0, last_n=64):
+    """llama.cpp's repeat/frequency/presence penalties over the last last_n ids."""
+    window = sequence if last_n < 0 else sequence[len(sequence) - min(last_n, len(sequence)):]
+    out = list(logits)
+    for i in sorted(set(window)):
+        c = window.count(i)
+        x = out[i] / repetition if out[i] > 0 else out[i] * repetition
+        out[i] = x - c * frequency - presence
+    return out
+
+
 def pick(order, w, u):
     total = 0.0
     for x in w:
@@ -135,6 +146,13 @@ def run(row, seed, first, count, temp, k, tp, mp):
     return order, ids, worst
 
 
+# Penalised: the row after penalties, then sampled as above.
+PENALTY_SEQUENCE = [5, 10, 5, 3, 8, 5, 1, 10]
+PENALTY_CASES = [
+    # name, seed, first position, count, temp, repetition, frequency, presence, last_n
+    ("penalised", 99, 8, 16, 1.0, 1.3, 0.25, 0.5, 6),
+]
+
 if __name__ == "__main__":
     print("raw seed 42:", [raw_at(42, p) for p in range(4)])
     print("raw seed 5489 at 9999:", raw_at(5489, 9999))
@@ -144,3 +162,15 @@ if __name__ == "__main__":
     for name, row, seed, first, count, temp, k, tp, mp in BOUNDARY_CASES:
         order, ids, worst = run(row, seed, first, count, temp, k, tp, mp)
         print("top-p boundary", name, "kept", order, "ids", ids, "closest boundary %.3g" % worst)
+    for name, seed, first, count, temp, rep, freq, pres, last_n in PENALTY_CASES:
+        row = penalise(LOGITS, PENALTY_SEQUENCE, rep, freq, pres, last_n)
+        order, w = candidates(row, temp)
+        g = MT19937_64(seed)
+        for _ in range(first):
+            g.next()
+        ids, worst = [], 1.0
+        for _ in range(count):
+            chosen, margin = pick(order, w, unit(g.next()))
+            ids.append(chosen)
+            worst = min(worst, margin)
+        print(name, "row", row, "ids", ids, "closest boundary %.3g" % worst)

@@ -4,7 +4,6 @@
 // chat format each turn and evaluates only what the model has not seen;
 // run_chat_loop reads messages and commands, streams the replies and keeps
 // the JSONL history (chat_loop.h, chat_input.h).
-#include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -15,6 +14,8 @@
 
 #include "chat/chat_history.h"
 #include "chat/chat_loop.h"
+#include "chat/line_editor.h"
+#include "chat/tool_declarations.h"
 #include "chat/chat_session.h"
 #include "checkpoint/checkpoint.h"
 #include "cli/interrupt.h"
@@ -39,9 +40,9 @@ int run(int argc, char** argv) {
   CLI::App app{
       "Chat with Kimi-K3: type a message, the reply streams (reasoning dimmed, or lines starting \"> \" when\n"
       "not on a terminal). The model is loaded once; each turn evaluates only the new part of the conversation.\n"
-      "Where the reply repeats the conversation, drafted ids are verified several per weight pass (--spec, on by\n"
-      "default; the reply is bit-identical with --no-spec).\n"
-      "Commands: /reset /save FILE /effort low|high|max|none /think on|off /exit /help. Ctrl-C stops a reply.\n"
+      "Where the reply repeats the conversation, drafts are verified several per pass (--spec; --no-spec: same reply).\n"
+      "Commands: /reset /retry /undo /save FILE /effort low|high|max|none /think on|off /exit /help. Ctrl-C stops a\n"
+      "reply. At a terminal lines are edited (arrows, Up for earlier inputs, kept in ~/.local/state/k3/chat-inputs).\n"
       "From a script (stdin not a terminal) the lines up to the next command are one message:\n"
       "  k3-chat ~/k3model --history chat.jsonl < question.txt",
       kTool};
@@ -65,6 +66,11 @@ int run(int argc, char** argv) {
                  "JSONL transcript: an existing one is resumed, new messages are appended (one message per line)");
   app.add_option("--max-tokens", co.max_tokens, "Longest reply in tokens (default 4096)")->check(k3::cli::positive_integer());
   app.add_flag("--no-reasoning", no_reasoning, "Do not show the reasoning (it is still kept in the conversation)");
+  std::string tools_path;
+  app.add_option("--tools", tools_path, "OpenAI tool declarations (a JSON array) the model may call; a call is shown "
+                                        "(--json: in tool_calls) and the next message is the tool's result");
+  app.add_flag("--json", lo.json, "Write each reply as one JSON line on stdout (the assistant message: "
+                                  "reasoning_content, content, tool_calls) instead of streaming it");
   app.add_flag("--stats", lo.stats, "A line per turn on stderr: prompt, reused and prefilled ids, seconds");
   app.add_flag("--no-reuse", [&](int64_t) { co.reuse_state = false; },
                "Evaluate the whole conversation every turn instead of only its new part (for comparison)");
@@ -85,11 +91,12 @@ int run(int argc, char** argv) {
   co.context = mo.ctx ? mo.ctx : 8192;  // the positions the plan below holds
   mo.stream.state_snapshots = spec_flags.max_drafts();  // rollback copies the plan must hold
   mo.stream.snapshots_optional = spec_flags.is_default();
-
   // Cheap checks before any weight is read: outputs, config, tokenizer, history.
   if (!lo.logits_path.empty()) k3::check_output_path(lo.logits_path, k3::OutputPolicy::kFileOrStream);
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
+  if (mo.ctx == 0) mo.ctx = 8192;  // chat's one context default: what --plan plans is what a run holds
   if (auto status = k3::answer_plan_requests(config, mo, kTool)) return *status;
+  if (!tools_path.empty()) co.tools = k3::load_tool_declarations(tools_path);
   const k3::Tokenizer tok = k3::Tokenizer::load(tok_dir.empty() ? mo.model_dir : tok_dir);
   if (!tok_dir.empty()) k3::check_tokenizer_matches(config, mo.model_dir, tok.vocab(), tok_dir);
   std::vector<k3::JsonValue> history;
@@ -114,7 +121,6 @@ int run(int argc, char** argv) {
       k3::load_model(config, k3::Checkpoint::open(mo.model_dir), mo, co.context, 256);
   k3::ignore_sigpipe();
   k3::install_interrupt_handler();
-
   k3::GenerationOptions go{k3::resolve_sampling(std::nullopt, sampling_flags.given()),
                            k3::StopConditions(config.eos_token_ids, k3::chat_stop_ids(tok.vocab(), {}), false),
                            false, false, model->max_drafts()};
@@ -125,21 +131,14 @@ int run(int argc, char** argv) {
   chat.set_messages(history.empty() ? lo.start_messages : history);
   if (!history.empty() && !system.empty())
     std::fprintf(stderr, "k3-chat: --system is not used: %s already starts the conversation\n", history_path.c_str());
-
   k3::PrefillProgress progress(kTool);
   lo.style = {::isatty(1) == 1, !no_reasoning};
   lo.interrupted = k3::interrupted;
-  lo.clear_interrupt = [] {
-    // Ctrl-C stops one reply; SIGTERM (its handler is back to the default
-    // once it arrived) ends the chat.
-    struct sigaction term {};
-    if (sigaction(SIGTERM, nullptr, &term) == 0 && term.sa_handler == SIG_DFL)
-      throw k3::Error(k3::ExitCode::kInterrupted, "terminated (SIGTERM)");
-    k3::interrupt_flag() = false;
-    k3::install_interrupt_handler();  // the handler gives way to the default after one signal
-  };
+  lo.clear_interrupt = k3::rearm_interrupt;  // Ctrl-C stops one reply; SIGTERM ends the chat
   lo.progress = std::ref(progress);
   k3::UserInputReader input(0, ::isatty(0) == 1, k3::interrupted);
+  std::optional<k3::LineEditor> editor;  // at a terminal only: a script's input is read as it is
+  if (input.interactive()) input.use_editor(&editor.emplace(k3::default_input_history_path(), k3::interrupted));
   const int status = k3::run_chat_loop(chat, input, lo);
   k3::write_stats_json(*model, mo, session.counters(), static_cast<uint64_t>(session.counters().prompt_ids));
   return status;

@@ -45,8 +45,8 @@ int main(int argc, char** argv) {
                              "system; also $") + k3::kRootEnv);
   app.footer(std::string("The exit status says whether a run can proceed:\n"
                          "  0    ready\n"
-                         "  1    ready, with warnings (read them)\n"
-                         "  2    cannot run (a FAIL above), or bad flags\n") +
+                         "  10   ready, with warnings (read them)\n"
+                         "  11   cannot run (a FAIL above)\n") +
              "Errors outside the checks use the shared codes:\n" + k3::exit_codes_help());
 
   if (auto status = k3::parse_command_line(app, argc, argv, "k3-doctor")) return *status;

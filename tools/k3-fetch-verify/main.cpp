@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
                          "  1. k3-fetch-verify download DIR --include '*.json' --include 'tiktoken.model' "
                          "--include '*.py'\n"
                          "  2. k3-fetch-verify download DIR          (the 96 shards; re-run after any interruption)\n"
-                         "  3. k3-fetch-verify verify DIR --full\n\n") +
+                         "  3. k3-pack DIR TRUNK_DIR (no verify needed: each file's sha256 was checked on arrival)\n"
+                         "A checkpoint copied by other means: k3-fetch-verify verify DIR --no-manifest\n\n") +
              k3::exit_codes_help());
 
   k3::DownloadCommand download;

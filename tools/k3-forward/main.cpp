@@ -71,6 +71,8 @@ int run(int argc, char** argv) {
   app.add_flag("--teacher-forcing", teacher_forcing,
                "Evaluate the given ids without generating; writes the argmax id of every position to stdout");
   sampling_flags.add_to(app);
+  k3::GenerationExtras extras;  // --stop, --logprobs
+  extras.add_to(app);
   spec_flags.add_to(app);
   app.add_option("--stop-id", stop_ids, "Stop generating after this id (repeatable)")->allow_extra_args(false);
   app.add_option("--state-in", state_in, "Continue the conversation saved in FILE: the ids on stdin are appended to the "
@@ -86,7 +88,7 @@ int run(int argc, char** argv) {
     throw k3::Error(k3::ExitCode::kUsage, "--recompute is the one-id-per-pass reference path: drop --spec/--predict");
   k3::check_batch_alone(batch_file, {&ids_file, &state_in, &state_out, &logits_file},
                         teacher_forcing || recompute || spec_flags.max_drafts() > 0);
-  mo.stream.state_snapshots = spec_flags.max_drafts();
+  mo.stream.state_snapshots = spec_flags.max_drafts() + (state_out.empty() ? 0 : 1);  // + Ctrl-C's undo copy
 
   // Cheap checks first: config and input, before any weight is read.
   // Outputs may be files (replaced whole) or devices/FIFOs (written through).
@@ -95,6 +97,7 @@ int run(int argc, char** argv) {
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
   if (!tok_dir.empty()) k3::check_tokenizer_matches(config, mo.model_dir, k3::Vocabulary::load(tok_dir), tok_dir);
   k3::check_stop_ids(stop_ids, config.vocab_size);
+  extras.prepare(tok_dir.empty() ? mo.model_dir : tok_dir, !batch_file.empty());
   const auto batch = batch_file.empty() ? std::vector<std::vector<int32_t>>{} : k3::read_batch_file(batch_file, config.vocab_size);
   mo.stream.sequences = std::max<size_t>(1, batch.size());
   if (auto status = k3::answer_plan_requests(config, mo, kTool, batch.empty() ? 256 : batch.size())) return *status;
@@ -126,19 +129,17 @@ int run(int argc, char** argv) {
   const std::unique_ptr<k3::Model> model =
       k3::load_model(config, std::move(checkpoint), mo, past + fed + static_cast<uint64_t>(gen),
                      std::clamp<uint64_t>(std::max<uint64_t>(fed, go.max_drafts + 1), 1, 256));
-  k3::ignore_sigpipe();  // a closed pipe becomes a write error, reported as such
-  k3::install_interrupt_handler();
-
   k3::Session s = model->session(go);
   s.set_drafts(drafts.get());
   if (saved) s.restore(std::move(*saved));
   k3::GenerationSession& session = s.generation();
-  const k3::GenerationEnd end = k3::run_prompt_and_generate(session, *model, prompt, fed, teacher_forcing, gen);
+  k3::prepare_interrupts(session, kTool, state_out);
+  const k3::GenerationEnd end = k3::run_prompt_and_generate(session, *model, prompt, fed, teacher_forcing, gen, extras);
   const k3::GenerationCounters& c = session.counters();
   k3::report_run(*model, mo, c, fed);
 
   if (!logits_file.empty()) session.logits_log().write(logits_file);
-  if (!state_out.empty()) session.save_conversation_and_release(state_out, *identity);
+  if (!state_out.empty()) k3::save_state_out(session, state_out, *identity, kTool);
   return k3::summarize_run(*model, mo, c, fed, end == k3::GenerationEnd::kInterrupted || k3::interrupted());
 }
 

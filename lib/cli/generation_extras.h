@@ -1,0 +1,50 @@
+// k3-forward's controls over what --gen writes, beyond the sampler: stop
+// strings (--stop TEXT, sampling/stop_strings.h: matched on the ids' text,
+// the stop text not written) and per-token logprobs (--logprobs N
+// --logprobs-file FILE, sampling/logprobs.h: one JSON line per generated id).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "generate/generation_session.h"
+#include "sampling/stop_strings.h"
+#include "tokenizer/vocabulary.h"
+
+namespace k3 {
+
+class GenerationExtras {
+ public:
+  void add_to(CLI::App& app);
+  // Checks the flags and opens what they need (the tokenizer of `tok_dir`
+  // for --stop; the --logprobs-file, checked as an output); before any
+  // weight is read. Throws Error(kUsage) for --logprobs without a file, and
+  // for either flag with --batch (`batch`), which does not apply them.
+  void prepare(const std::string& tok_dir, bool batch);
+
+  // Hooks the session for logprobs (`vocab`: the row length). Call before
+  // generating.
+  void attach(GenerationSession& session, int64_t vocab);
+  // The id generated: returns the ids that can be written now.
+  std::vector<int32_t> filter(int32_t id);
+  // The ids held back when generation ended without a stop string.
+  std::vector<int32_t> finish();
+  // Whether a stop string ended the text.
+  bool stopped() const { return ids_ && ids_->stopped(); }
+  // Writes the logprobs file (atomically) if asked for.
+  void write_logprobs() const;
+
+ private:
+  std::vector<std::string> stops_;
+  int logprobs_n_ = 0;
+  std::string logprobs_file_;
+  std::optional<Vocabulary> vocab_;
+  std::optional<StopStringIds> ids_;
+  std::string logprobs_;
+};
+
+}  // namespace k3
