@@ -23,6 +23,7 @@ LAYERS=(
   "state"       # state files and continuations
   "runtime"     # weight sources (resident, streaming, expert cache), memory plan, presets
   "generate"    # the generation session
+  "draft"       # the DSpark draft model: checkpoint, context fusion, draft pass, heads, its draft source
   "chat"        # chat renderer/parser and session
   "pack synth fetch verify doctor"  # leaves over what they use
   "cli"         # the command-line layer the tools share
