@@ -203,7 +203,10 @@ void LoadedModel::report(const GenerationCounters& c, uint64_t prompt_tokens) {
   const size_t close = j.rfind('}');
   j = j.substr(0, close);
   while (!j.empty() && (j.back() == '\n' || j.back() == ' ')) j.pop_back();
-  j += ",\n" + generation_json(c, figures_.after_prefill, figures_.at_end, rows) + ",\n" + run_json(c) + "\n}\n";
+  j += ",\n" + generation_json(c, figures_.after_prefill, figures_.at_end, rows) + ",\n" + run_json(c);
+  for (const std::string& section : extra_stats_)
+    if (!section.empty()) j += ",\n" + section;
+  j += "\n}\n";
   write_file_atomic(options_.stats_json, j.data(), j.size(), OutputPolicy::kFileOrStream);
 }
 

@@ -91,6 +91,8 @@ class LoadedModel {
   // The run's one-line summary on stderr (and the interruption note); returns
   // the exit status: 0, or 130 when `interrupted`.
   int summarize(const GenerationCounters& counters, uint64_t prompt_tokens, bool interrupted);
+  // A section report() adds to --stats-json ("name": {...}, e.g. the draft's).
+  void add_stats_section(std::string json) { extra_stats_.push_back(std::move(json)); }
   // Seconds since the tool started (ModelOptions::started).
   double wall_seconds() const;
 
@@ -112,6 +114,7 @@ class LoadedModel {
     uint64_t passes = 0, trunk_bytes = 0, expert_bytes = 0, experts = 0;
   };
   std::vector<PassSize> by_rows_;  // index: rows per pass
+  std::vector<std::string> extra_stats_;
   size_t max_drafts_ = 0;
   StreamStats last_;
 };

@@ -12,7 +12,8 @@ namespace k3 {
 
 GenerationEnd run_prompt_and_generate(GenerationSession& session, LoadedModel& model,
                                       const std::vector<int32_t>& prompt, size_t fed, bool teacher_forcing,
-                                      int64_t gen) {
+                                      int64_t gen, DraftFlags* draft, DraftSource* fallback) {
+  if (draft) draft->start(model.engine(), model.pool(), session, fallback, model.tool(), teacher_forcing);
   PrefillProgress prefill(model.tool());
   std::vector<float> rows;
   session.feed(prompt, teacher_forcing ? &rows : nullptr, std::ref(prefill));
@@ -21,6 +22,7 @@ GenerationEnd run_prompt_and_generate(GenerationSession& session, LoadedModel& m
   const int64_t vocab = model.engine().config().vocab_size;
   if (teacher_forcing)
     for (size_t t = 0; t < fed; ++t) write_token_id_line(greedy_token(rows.data() + t * vocab, vocab));
+  if (teacher_forcing && draft) draft->teacher_force(prompt);
   DecodeProgress progress(model.tool(), gen);
   int64_t written = 0;
   const GenerationEnd end = session.generate(
@@ -31,6 +33,10 @@ GenerationEnd run_prompt_and_generate(GenerationSession& session, LoadedModel& m
       },
       interrupted);
   progress.finish();
+  if (draft && draft->given()) {
+    draft->finish(model.tool());
+    model.add_stats_section(draft->stats_json());
+  }
   return end;
 }
 

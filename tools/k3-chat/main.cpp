@@ -80,12 +80,12 @@ int run(int argc, char** argv) {
   co.thinking = !no_think;
   co.effort = effort == "none" ? std::nullopt : std::optional<std::string>(effort);
   co.keep_first_rows = !lo.logits_path.empty();
-  mo.stream.state_snapshots = spec_flags.max_drafts();  // rollback copies the plan must hold
   mo.stream.snapshots_optional = spec_flags.is_default();
 
   // Cheap checks before any weight is read: outputs, config, tokenizer, history.
   if (!lo.logits_path.empty()) k3::check_output_path(lo.logits_path, k3::OutputPolicy::kFileOrStream);
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
+  mo.stream.state_snapshots = spec_flags.check(config);  // rollback copies; a --draft that does not fit: exit 3
   if (auto status = k3::answer_plan_requests(config, mo, kTool)) return *status;
   const k3::Tokenizer tok = k3::Tokenizer::load(tok_dir.empty() ? mo.model_dir : tok_dir);
   if (!tok_dir.empty()) k3::check_tokenizer_matches(config, mo.model_dir, tok.vocab(), tok_dir);
@@ -118,6 +118,7 @@ int run(int argc, char** argv) {
   k3::GenerationSession generation(model.engine(), go);
   k3::NgramDrafts lookup;
   generation.set_draft_source(&lookup);
+  spec_flags.start_draft(model, generation, &lookup);
   k3::ChatSession chat(tok, generation, co);
   chat.set_messages(history.empty() ? lo.start_messages : history);
   if (!history.empty() && !system.empty())
@@ -137,7 +138,9 @@ int run(int argc, char** argv) {
   };
   lo.progress = std::ref(progress);
   k3::UserInputReader input(0, ::isatty(0) == 1, k3::interrupted);
-  return k3::run_chat_loop(chat, input, lo);
+  const int status = k3::run_chat_loop(chat, input, lo);
+  spec_flags.draft().finish(kTool);
+  return status;
 }
 
 }  // namespace

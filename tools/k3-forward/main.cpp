@@ -80,11 +80,10 @@ int run(int argc, char** argv) {
   if (auto status = k3::apply_early_options(mo)) return *status;
   if (teacher_forcing && gen > 0)
     throw k3::Error(k3::ExitCode::kUsage, "--teacher-forcing evaluates the given ids and cannot be combined with --gen");
-  if (recompute && spec_flags.max_drafts() > 0)
-    throw k3::Error(k3::ExitCode::kUsage, "--recompute is the one-id-per-pass reference path: drop --spec/--predict");
+  if (recompute && spec_flags.requested())
+    throw k3::Error(k3::ExitCode::kUsage, "--recompute is the one-id-per-pass reference path: drop --spec/--predict/--draft");
   k3::check_batch_alone(batch_file, {&ids_file, &state_in, &state_out, &logits_file},
-                        teacher_forcing || recompute || spec_flags.max_drafts() > 0);
-  mo.stream.state_snapshots = spec_flags.max_drafts();
+                        teacher_forcing || recompute || spec_flags.requested());
 
   // Cheap checks first: config and input, before any weight is read.
   // Outputs may be files (replaced whole) or devices/FIFOs (written through).
@@ -92,6 +91,7 @@ int run(int argc, char** argv) {
     if (!out->empty()) k3::check_output_path(*out, k3::OutputPolicy::kFileOrStream);
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
   if (!tok_dir.empty()) k3::check_tokenizer_matches(config, mo.model_dir, k3::Vocabulary::load(tok_dir), tok_dir);
+  mo.stream.state_snapshots = spec_flags.check(config);  // a --draft that does not fit: exit 3, no weight read
   k3::check_stop_ids(stop_ids, config.vocab_size);
   const auto batch = batch_file.empty() ? std::vector<std::vector<int32_t>>{} : k3::read_batch_file(batch_file, config.vocab_size);
   mo.stream.sequences = std::max<size_t>(1, batch.size());
@@ -133,7 +133,8 @@ int run(int argc, char** argv) {
     session.restore(std::move(*saved));
   else
     session.reset();
-  const k3::GenerationEnd end = k3::run_prompt_and_generate(session, model, prompt, fed, teacher_forcing, gen);
+  const k3::GenerationEnd end =
+      k3::run_prompt_and_generate(session, model, prompt, fed, teacher_forcing, gen, &spec_flags.draft(), drafts.get());
   const k3::GenerationCounters& c = session.counters();
   model.report(c, fed);
 
