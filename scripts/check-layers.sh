@@ -24,6 +24,7 @@ LAYERS=(
   "runtime"     # weight sources (resident, streaming, expert cache), memory plan, presets
   "generate"    # the generation session
   "draft"       # the DSpark draft model: checkpoint, context fusion, draft pass, heads, its draft source
+  "engine"      # the model object front ends run on: open, plan, load, sessions, counters
   "chat"        # chat renderer/parser and session
   "pack synth fetch verify doctor"  # leaves over what they use
   "cli"         # the command-line layer the tools share

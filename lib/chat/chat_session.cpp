@@ -10,10 +10,6 @@ namespace k3 {
 
 namespace {
 
-bool starts_with(const std::vector<TokenId>& ids, const std::vector<TokenId>& prefix) {
-  return prefix.size() <= ids.size() && std::equal(prefix.begin(), prefix.end(), ids.begin());
-}
-
 std::span<const int32_t> as_ids(const std::vector<TokenId>& ids, size_t from, size_t to) {
   return std::span<const int32_t>(reinterpret_cast<const int32_t*>(ids.data()) + from, to - from);
 }
@@ -44,9 +40,9 @@ void check_chat_messages(const std::vector<JsonValue>& messages) {
   render_chat(parse_chat_request(request));
 }
 
-ChatSession::ChatSession(const Tokenizer& tok, GenerationSession& generation, ChatOptions options)
-    : tok_(tok), gen_(generation), options_(std::move(options)) {
-  gen_.reset();
+ChatSession::ChatSession(const Tokenizer& tok, Session& session, ChatOptions options)
+    : tok_(tok), session_(session), options_(std::move(options)) {
+  session_.reset();
 }
 
 ChatRequest ChatSession::request_with(const std::optional<std::string>& user_text) const {
@@ -72,14 +68,11 @@ void ChatSession::set_messages(std::vector<JsonValue> messages) {
     std::swap(messages_, messages);
     throw;
   }
-  state_valid_ = false;
-  prefix_point_.reset();
+  session_.reset();  // another conversation: nothing of the model state carries over
 }
 
 void ChatSession::reset(std::vector<JsonValue> keep) {
   set_messages(std::move(keep));
-  gen_.reset();
-  seen_.clear();
 }
 
 std::vector<TokenId> ChatSession::prompt_ids(const std::string& user_text) const {
@@ -95,39 +88,30 @@ TurnReport ChatSession::reply(const std::string& user_text,
   TurnReport report;
   report.prompt_ids = static_cast<int64_t>(ids.size());
 
-  // Where the model state can go on from.
-  size_t from = 0;
-  if (options_.reuse_state && state_valid_ && starts_with(ids, seen_)) {
-    from = seen_.size();  // the reply re-renders to what was generated
-  } else if (options_.reuse_state && prefix_point_ && starts_with(ids, prefix_ids_)) {
-    gen_.rollback(*prefix_point_);  // a copy: the point stays usable
-    from = prefix_ids_.size();
-  } else {
-    gen_.reset();
-  }
-  const size_t pending = gen_.pending().size();
-  report.reused_ids = static_cast<int64_t>(from - pending);
-  report.prefilled_ids = static_cast<int64_t>(ids.size() - from + pending);
-
-  const GenerationCounters before = gen_.counters();
-  state_valid_ = false;  // until the prefill is complete
+  // Evaluates only what the model has not seen (Session::prefill_reusing).
   // The save point for the next turn: after the whole prompt when nothing
   // trails the conversation (a reply re-renders starting with the generation
   // prompt's tags; the next turn checks the ids), else at the end of the
   // unchanged prefix (SPEC section 5).
+  GenerationSession& gen = session_.generation();
+  const GenerationCounters before = gen.counters();
   const size_t point = prompt.trailing_notes ? prompt.prefix_ids : ids.size();
-  if (from < point) gen_.feed(as_ids(ids, from, point), nullptr, progress);
-  if (options_.reuse_state && from <= point) {
-    prefix_point_ = gen_.mark();
-    prefix_ids_.assign(ids.begin(), ids.begin() + static_cast<ptrdiff_t>(point));
+  const std::span<const int32_t> all = as_ids(ids, 0, ids.size());
+  size_t reused = 0;
+  if (options_.reuse_state) {
+    reused = session_.prefill_reusing(all, point, progress);
+  } else {
+    session_.reset();
+    session_.prefill(all, progress);
   }
-  if (std::max(from, point) < ids.size()) gen_.feed(as_ids(ids, std::max(from, point), ids.size()), nullptr, progress);
-  if (options_.keep_first_rows) report.first_row = gen_.current_row();
+  report.reused_ids = static_cast<int64_t>(reused);
+  report.prefilled_ids = static_cast<int64_t>(ids.size() - reused);
+  if (options_.keep_first_rows) report.first_row = gen.current_row();
 
   ReplyParser parser(tok_.vocab(), request.thinking);
   std::vector<TokenId> generated;
   std::vector<ReplyPiece> pieces;
-  gen_.generate(
+  session_.generate(
       options_.max_tokens,
       [&](int32_t id) {
         generated.push_back(static_cast<TokenId>(id));
@@ -144,12 +128,9 @@ TurnReport ChatSession::reply(const std::string& user_text,
   report.reply = parser.finish(pieces);
   if (!pieces.empty()) on_pieces(pieces);
 
-  seen_ = ids;
-  seen_.insert(seen_.end(), generated.begin(), generated.end());
-  state_valid_ = true;
   messages_.push_back(user_message(user_text));
   messages_.push_back(chat_message_json(report.reply.message));
-  const GenerationCounters& after = gen_.counters();
+  const GenerationCounters& after = gen.counters();
   report.generated = after.generated - before.generated;
   report.passes = after.generate_passes - before.generate_passes;
   report.drafts_proposed = after.drafts_proposed - before.drafts_proposed;

@@ -27,7 +27,7 @@
 #include "chat/chat_request.h"
 #include "chat/json_value.h"
 #include "chat/reply_parser.h"
-#include "generate/generation_session.h"
+#include "engine/session.h"
 #include "tokenizer/tokenizer.h"
 
 namespace k3 {
@@ -65,8 +65,9 @@ void check_chat_messages(const std::vector<JsonValue>& messages);
 
 class ChatSession {
  public:
-  // `generation` must stop at chat_stop_ids().
-  ChatSession(const Tokenizer& tok, GenerationSession& generation, ChatOptions options);
+  // `session` (a Session of the model, engine/session.h) must stop at
+  // chat_stop_ids(); it holds the model state and the save point.
+  ChatSession(const Tokenizer& tok, Session& session, ChatOptions options);
 
   const std::vector<JsonValue>& messages() const { return messages_; }
   // Replaces the transcript (a resumed history); checked like a request.
@@ -90,15 +91,9 @@ class ChatSession {
   ChatRequest request_with(const std::optional<std::string>& user_text) const;
 
   const Tokenizer& tok_;
-  GenerationSession& gen_;
+  Session& session_;
   ChatOptions options_;
   std::vector<JsonValue> messages_;
-  // What the model state holds: `seen_` ids are evaluated or pending in gen_.
-  std::vector<TokenId> seen_;
-  bool state_valid_ = false;
-  // Save point at the end of the previous prompt's unchanged prefix, and its ids.
-  std::optional<GenerationSession::SavePoint> prefix_point_;
-  std::vector<TokenId> prefix_ids_;
 };
 
 }  // namespace k3

@@ -6,12 +6,13 @@
 
 #include "cli/batch_output.h"
 #include "cli/interrupt.h"
+#include "cli/model_run.h"
 #include "cli/prefill_progress.h"
 #include "cli/token_id_reader.h"
 #include "checkpoint/checkpoint.h"
 #include "common/file.h"
 #include "common/error.h"
-#include "generate/batch_generation.h"
+#include "common/tool_main.h"
 
 namespace k3 {
 
@@ -38,13 +39,13 @@ std::vector<std::vector<int32_t>> read_batch_file(const std::string& path, int64
 }
 
 int run_batch(const ModelConfig& config, ModelOptions& mo, const GenerationOptions& options,
-              const std::vector<std::vector<int32_t>>& prompts, int64_t max_new, const char* tool) {
+              const std::vector<std::vector<int32_t>>& prompts, int64_t max_new) {
   size_t longest = 0;
   for (const auto& p : prompts) longest = std::max(longest, p.size());
-  const Checkpoint checkpoint = Checkpoint::open(mo.model_dir);
   mo.stream.sequences = prompts.size();
-  LoadedModel model(config, checkpoint, mo, longest + static_cast<uint64_t>(max_new),
-                    std::clamp<uint64_t>(std::max(longest, prompts.size()), 1, 256), tool);
+  const std::unique_ptr<Model> model =
+      load_model(config, Checkpoint::open(mo.model_dir), mo, longest + static_cast<uint64_t>(max_new),
+                 std::clamp<uint64_t>(std::max(longest, prompts.size()), 1, 256));
   ignore_sigpipe();  // a closed pipe becomes a write error, reported as such
   install_interrupt_handler();
   std::vector<std::unique_ptr<GenerationSession>> sessions;
@@ -52,43 +53,42 @@ int run_batch(const ModelConfig& config, ModelOptions& mo, const GenerationOptio
   GenerationCounters total;
   uint64_t prompt_ids = 0;
   for (const std::vector<int32_t>& p : prompts) {
-    sessions.push_back(std::make_unique<GenerationSession>(model.engine(), options));
+    sessions.push_back(model->generation_session(options));
     GenerationSession& s = *sessions.back();
     s.reset();
-    PrefillProgress progress(tool);
+    PrefillProgress progress(tool_name());
     s.feed(p, nullptr, std::ref(progress));
     progress.finish();
     ptrs.push_back(&s);
     prompt_ids += p.size();
     total.prefill_seconds += s.counters().prefill_seconds;
   }
-  model.prefill_done();
+  model->prefill_done();
   OrderedLines out(prompts.size());
   bool interrupted_any = false;
-  BatchGeneration batch(model.engine(), ptrs);
-  batch.generate(
-      max_new, [&](size_t i, int32_t id) { out.add(i, id); },
+  const int64_t passes = model->decode_together(
+      ptrs, max_new, [&](size_t i, int32_t id) { out.add(i, id); },
       [&](size_t i, GenerationEnd why) {
         interrupted_any |= why == GenerationEnd::kInterrupted;
         out.finish(i);
       },
-      interrupted, [&](size_t rows) { model.pass_done(rows); });
+      interrupted);
   for (const auto& s : sessions) {
     total.generated += s->counters().generated;
     total.decode_steps += s->counters().decode_steps;
   }
-  total.generate_passes = total.weight_passes = batch.weight_passes();
+  total.generate_passes = total.weight_passes = passes;
   total.decode_seconds = sessions.empty() ? 0 : sessions[0]->counters().decode_seconds;
-  model.report(total, prompt_ids);
+  report_run(*model, mo, total, prompt_ids);
   std::fprintf(stderr,
                "%s: batch of %zu prompts (%llu prompt tokens); %lld generated in %lld weight passes (%.2f tokens/pass), "
                "%.3f s; %d threads; peak RSS %ld MB\n",
-               tool, prompts.size(), static_cast<unsigned long long>(prompt_ids), static_cast<long long>(total.generated),
+               tool_name(), prompts.size(), static_cast<unsigned long long>(prompt_ids), static_cast<long long>(total.generated),
                static_cast<long long>(total.weight_passes),
                total.weight_passes ? static_cast<double>(total.generated) / total.weight_passes : 0.0,
-               total.decode_seconds, model.pool().size(), peak_rss_mb());
+               total.decode_seconds, model->pool().size(), peak_rss_mb());
   if (interrupted_any || interrupted()) {
-    std::fprintf(stderr, "%s: interrupted; the lines written so far are complete up to the interruption\n", tool);
+    std::fprintf(stderr, "%s: interrupted; the lines written so far are complete up to the interruption\n", tool_name());
     return static_cast<int>(ExitCode::kInterrupted);
   }
   return 0;

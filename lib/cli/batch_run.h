@@ -28,6 +28,6 @@ std::vector<std::vector<int32_t>> read_batch_file(const std::string& path, int64
 // state and refuses a batch that does not fit, exit 6, saying how many would)
 // and runs it.
 int run_batch(const ModelConfig& config, ModelOptions& options, const GenerationOptions& generation,
-              const std::vector<std::vector<int32_t>>& prompts, int64_t max_new, const char* tool);
+              const std::vector<std::vector<int32_t>>& prompts, int64_t max_new);
 
 }  // namespace k3

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cli/draft_options.h"
-#include "cli/model_options.h"
+#include "engine/model.h"
 #include "generate/generation_session.h"
 
 namespace k3 {
@@ -18,7 +18,7 @@ namespace k3 {
 // session's current draft source as its fallback; under --teacher-forcing
 // it drafts at every position of the prompt; its log and --stats-json
 // figures are written at the end.
-GenerationEnd run_prompt_and_generate(GenerationSession& session, LoadedModel& model,
+GenerationEnd run_prompt_and_generate(GenerationSession& session, Model& model,
                                       const std::vector<int32_t>& prompt, size_t fed, bool teacher_forcing,
                                       int64_t gen, DraftFlags* draft = nullptr, DraftSource* fallback = nullptr);
 

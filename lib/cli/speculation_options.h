@@ -12,7 +12,8 @@
 #include <vector>
 
 #include "cli/draft_options.h"
-#include "cli/model_options.h"
+#include "common/tool_main.h"
+#include "engine/model.h"
 #include "generate/draft_source.h"
 
 namespace k3 {
@@ -71,8 +72,13 @@ class ChatSpeculationFlags {
   DraftFlags& draft() { return draft_; }
   // Starts --draft (when given) over the loaded model, `lookup` filling in
   // where it proposes nothing (unless --no-spec).
-  void start_draft(LoadedModel& model, GenerationSession& session, DraftSource* lookup) {
-    draft_.start(model.engine(), model.pool(), session, lookup_drafts() ? lookup : nullptr, model.tool());
+  void start_draft(Model& model, GenerationSession& session, DraftSource* lookup) {
+    draft_.start(model.engine(), model.pool(), session, lookup_drafts() ? lookup : nullptr, tool_name());
+  }
+  // After the chat: --draft's log and summary; returns `status`.
+  int finish_draft(int status) {
+    draft_.finish(tool_name());
+    return status;
   }
 
  private:

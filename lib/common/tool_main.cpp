@@ -8,7 +8,17 @@
 
 namespace k3 {
 
+namespace {
+
+// Written once before the tool's body runs (no threads exist yet), then only read.
+const char* g_tool_name = "k3";
+
+}  // namespace
+
+const char* tool_name() { return g_tool_name; }
+
 int run_tool(const char* tool, const std::function<int()>& body) {
+  g_tool_name = tool;
   try {
     return body();
   } catch (const Error& e) {

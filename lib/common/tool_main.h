@@ -11,7 +11,14 @@
 namespace k3 {
 
 // Returns body()'s result, or the exit code of the k3::Error it threw
-// (other exceptions are bugs: exit 1, "internal error").
+// (other exceptions are bugs: exit 1, "internal error"). Sets tool_name()
+// to `tool` first.
 int run_tool(const char* tool, const std::function<int()>& body);
+
+// The name of the running tool, which messages start with ("k3-chat: ..."):
+// set once by run_tool where the tool starts; "k3" before that (a program
+// using the library without run_tool). Library code reads it instead of
+// naming a tool, so every tool's messages carry its own name.
+const char* tool_name();
 
 }  // namespace k3

@@ -8,6 +8,7 @@
 #include "checkpoint/checkpoint.h"
 #include "common/error.h"
 #include "common/progress_meter.h"
+#include "common/tool_main.h"
 #include "model/tensor_manifest.h"
 #include "platform/memory_limits.h"
 #include "runtime/expert_index.h"
@@ -113,7 +114,7 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
     if (!choice.preset)
       throw Error(ExitCode::kResource, "--preset auto: " + choice.reason() + " (" + available_source(lim) +
                                            "); free memory, or lower --ctx");
-    log << "k3-forward: --preset auto chose " << choice.reason()
+    log << tool_name() << ": --preset auto chose " << choice.reason()
         << (avail == UINT64_MAX ? "" : " (" + available_source(lim) + ")") << "\n";
     req.preset = choice.preset->name;
   }
@@ -135,15 +136,15 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
                  p.plan.slot_bytes);
   }
   if (smaller.state_snapshots < wanted_snapshots)
-    log << "k3-forward: speculation lowered from " << wanted_snapshots << " to " << smaller.state_snapshots
+    log << tool_name() << ": speculation lowered from " << wanted_snapshots << " to " << smaller.state_snapshots
         << " drafts per pass to fit the memory available (each needs a rollback copy of the KDA state)\n";
   if (p.plan.batch < wanted_batch)
-    log << "k3-forward: prefill batch lowered from " << wanted_batch << " to " << p.plan.batch
+    log << tool_name() << ": prefill batch lowered from " << wanted_batch << " to " << p.plan.batch
         << " tokens to fit the memory available\n";
   if (req.trunk_dir.empty())
-    log << "k3-forward: no --trunk: the whole trunk (" << format_bytes(p.plan.pinned_bytes)
+    log << tool_name() << ": no --trunk: the whole trunk (" << format_bytes(p.plan.pinned_bytes)
         << ") is read from the shards and held resident; routed experts stream through the cache\n";
-  log << "k3-forward: memory plan (" << (req.trunk_dir.empty() ? "trunk from the shards" : "trunk " + req.trunk_dir)
+  log << tool_name() << ": memory plan (" << (req.trunk_dir.empty() ? "trunk from the shards" : "trunk " + req.trunk_dir)
       << "; budgets: trunk " << format_bytes(trunk_bytes) << ", cache " << format_bytes(cache_bytes) << ")\n"
       << p.plan.describe(p.layout, config, p.plan_request);
   if (avail != UINT64_MAX) log << " of " << format_bytes(avail) << " available (" << available_source(lim) << ")";
@@ -184,26 +185,26 @@ std::string figures_text(const RunFigures& f) {
   char buf[1024];
   std::string o;
   std::snprintf(buf, sizeof buf,
-                "k3-forward: prefill of %llu tokens: %.3f s, read %s trunk + %s experts, resident expert hit rate "
+                "%s: prefill of %llu tokens: %.3f s, read %s trunk + %s experts, resident expert hit rate "
                 "%.1f%%, I/O wait %.3f s, %.2f GB/s\n",
-                (unsigned long long)f.prompt_tokens, f.prefill_seconds, format_bytes((uint64_t)pre.trunk_per_token).c_str(),
+                tool_name(), (unsigned long long)f.prompt_tokens, f.prefill_seconds, format_bytes((uint64_t)pre.trunk_per_token).c_str(),
                 format_bytes((uint64_t)pre.expert_per_token).c_str(), 100 * pre.hit_rate, pre.io_wait, pre.gbps);
   o += buf;
   if (f.decode_steps) {
     std::snprintf(buf, sizeof buf,
-                  "k3-forward: decode: %llu steps, %.4f s/token, per token %s trunk + %s experts read, resident "
+                  "%s: decode: %llu steps, %.4f s/token, per token %s trunk + %s experts read, resident "
                   "expert hit rate %.1f%%, compute %.3f s vs I/O wait %.3f s, %.2f GB/s, disk busy %.0f%%\n",
-                  (unsigned long long)f.decode_steps, dec.s_per_token, format_bytes((uint64_t)dec.trunk_per_token).c_str(),
+                  tool_name(), (unsigned long long)f.decode_steps, dec.s_per_token, format_bytes((uint64_t)dec.trunk_per_token).c_str(),
                   format_bytes((uint64_t)dec.expert_per_token).c_str(), 100 * dec.hit_rate, dec.compute, dec.io_wait,
                   dec.gbps, 100 * dec.io_busy);
     o += buf;
     if (dec.decode_per_token > 0) {
-      std::snprintf(buf, sizeof buf, "k3-forward: compressed trunk: %.4f CPU s/token decoding on the I/O threads\n",
-                    dec.decode_per_token);
+      std::snprintf(buf, sizeof buf, "%s: compressed trunk: %.4f CPU s/token decoding on the I/O threads\n",
+                    tool_name(), dec.decode_per_token);
       o += buf;
     }
   }
-  std::snprintf(buf, sizeof buf, "k3-forward: peak RSS %s (forecast %s)%s\n", format_bytes(f.peak_rss_bytes).c_str(),
+  std::snprintf(buf, sizeof buf, "%s: peak RSS %s (forecast %s)%s\n", tool_name(), format_bytes(f.peak_rss_bytes).c_str(),
                 format_bytes(f.forecast_peak_rss).c_str(), f.direct_io ? "" : "; reads went through the page cache");
   o += buf;
   return o;

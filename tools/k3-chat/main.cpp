@@ -19,6 +19,7 @@
 #include "checkpoint/checkpoint.h"
 #include "cli/interrupt.h"
 #include "cli/model_options.h"
+#include "cli/model_run.h"
 #include "cli/prefill_progress.h"
 #include "cli/sampling_options.h"
 #include "cli/speculation_options.h"
@@ -28,7 +29,8 @@
 #include "common/cli_limits.h"
 #include "common/error.h"
 #include "common/tool_main.h"
-#include "generate/generation_session.h"
+#include "engine/model.h"
+#include "engine/session.h"
 #include "model/tokenizer_match.h"
 
 namespace {
@@ -107,19 +109,19 @@ int run(int argc, char** argv) {
     m.set("content", k3::JsonValue::string(system));
     lo.start_messages.push_back(std::move(m));
   }
-  const k3::Checkpoint checkpoint = k3::Checkpoint::open(mo.model_dir);
-  k3::LoadedModel model(config, checkpoint, mo, mo.ctx ? mo.ctx : 8192, 256, kTool);
+  const std::unique_ptr<k3::Model> model =
+      k3::load_model(config, k3::Checkpoint::open(mo.model_dir), mo, mo.ctx ? mo.ctx : 8192, 256);
   k3::ignore_sigpipe();
   k3::install_interrupt_handler();
 
   k3::GenerationOptions go{k3::resolve_sampling(std::nullopt, sampling_flags.given()),
                            k3::StopConditions(config.eos_token_ids, k3::chat_stop_ids(tok.vocab(), {}), false),
-                           false, false, model.max_drafts()};
-  k3::GenerationSession generation(model.engine(), go);
+                           false, false, model->max_drafts()};
+  k3::Session session = model->session(go);
   k3::NgramDrafts lookup;
-  generation.set_draft_source(&lookup);
-  spec_flags.start_draft(model, generation, &lookup);
-  k3::ChatSession chat(tok, generation, co);
+  session.set_drafts(&lookup);
+  spec_flags.start_draft(*model, session.generation(), &lookup);
+  k3::ChatSession chat(tok, session, co);
   chat.set_messages(history.empty() ? lo.start_messages : history);
   if (!history.empty() && !system.empty())
     std::fprintf(stderr, "k3-chat: --system is not used: %s already starts the conversation\n", history_path.c_str());
@@ -138,9 +140,7 @@ int run(int argc, char** argv) {
   };
   lo.progress = std::ref(progress);
   k3::UserInputReader input(0, ::isatty(0) == 1, k3::interrupted);
-  const int status = k3::run_chat_loop(chat, input, lo);
-  spec_flags.draft().finish(kTool);
-  return status;
+  return spec_flags.finish_draft(k3::run_chat_loop(chat, input, lo));
 }
 
 }  // namespace

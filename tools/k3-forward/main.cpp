@@ -18,6 +18,7 @@
 #include "cli/batch_run.h"
 #include "cli/interrupt.h"
 #include "cli/model_options.h"
+#include "cli/model_run.h"
 #include "cli/prompt_and_generate.h"
 #include "cli/sampling_options.h"
 #include "cli/speculation_options.h"
@@ -28,7 +29,7 @@
 #include "common/error.h"
 #include "common/file.h"
 #include "common/tool_main.h"
-#include "generate/generation_session.h"
+#include "engine/session.h"
 #include "model/tokenizer_match.h"
 #include "state/continuation.h"
 
@@ -98,7 +99,7 @@ int run(int argc, char** argv) {
   if (auto status = k3::answer_plan_requests(config, mo, kTool, batch.empty() ? 256 : batch.size())) return *status;
   if (!batch.empty())
     return k3::run_batch(config, mo, {k3::resolve_sampling(std::nullopt, sampling_flags.given()),
-                                      k3::StopConditions(config.eos_token_ids, stop_ids, ignore_eos)}, batch, gen, kTool);
+                                      k3::StopConditions(config.eos_token_ids, stop_ids, ignore_eos)}, batch, gen);
   if (ids_file.empty()) ids_file = "-";
   const std::string origin = ids_file == "-" ? "stdin" : ids_file;
   const std::string text = k3::read_input(ids_file, "ids file");
@@ -107,7 +108,7 @@ int run(int argc, char** argv) {
     throw k3::Error(k3::ExitCode::kBadInput,
                     origin + ": no token ids (the prompt is empty; pipe ids from k3-tokenize or pass --ids FILE)");
 
-  const k3::Checkpoint checkpoint = k3::Checkpoint::open(mo.model_dir);
+  k3::Checkpoint checkpoint = k3::Checkpoint::open(mo.model_dir);
   // A saved conversation is checked before any weight is read.
   std::optional<k3::ModelIdentity> identity;
   std::optional<k3::ConversationState> saved;
@@ -121,26 +122,24 @@ int run(int argc, char** argv) {
     throw k3::Error(k3::ExitCode::kBadInput, origin + ": no token ids, and " + state_in +
                                                  " has nothing left to evaluate; give the ids to continue with");
   const uint64_t past = saved ? static_cast<uint64_t>(saved->sequence.positions) : 0;
-  k3::LoadedModel model(config, checkpoint, mo, past + fed + static_cast<uint64_t>(gen),
-                        std::clamp<uint64_t>(std::max<uint64_t>(fed, go.max_drafts + 1), 1, 256), kTool);
+  const std::unique_ptr<k3::Model> model =
+      k3::load_model(config, std::move(checkpoint), mo, past + fed + static_cast<uint64_t>(gen),
+                     std::clamp<uint64_t>(std::max<uint64_t>(fed, go.max_drafts + 1), 1, 256));
   k3::ignore_sigpipe();  // a closed pipe becomes a write error, reported as such
   k3::install_interrupt_handler();
 
-  k3::GenerationSession session(model.engine(), go);
-  session.set_draft_source(drafts.get());
-  session.set_pass_observer([&](size_t rows) { model.pass_done(rows); });
-  if (saved)
-    session.restore(std::move(*saved));
-  else
-    session.reset();
-  const k3::GenerationEnd end =
-      k3::run_prompt_and_generate(session, model, prompt, fed, teacher_forcing, gen, &spec_flags.draft(), drafts.get());
+  k3::Session s = model->session(go);
+  s.set_drafts(drafts.get());
+  if (saved) s.restore(std::move(*saved));
+  k3::GenerationSession& session = s.generation();
+  const k3::GenerationEnd end = k3::run_prompt_and_generate(
+      session, *model, prompt, fed, teacher_forcing, gen, &spec_flags.draft(), drafts.get());
   const k3::GenerationCounters& c = session.counters();
-  model.report(c, fed);
+  k3::report_run(*model, mo, c, fed, spec_flags.draft().stats_json());
 
   if (!logits_file.empty()) session.logits_log().write(logits_file);
   if (!state_out.empty()) session.save_conversation_and_release(state_out, *identity);
-  return model.summarize(c, fed, end == k3::GenerationEnd::kInterrupted || k3::interrupted());
+  return k3::summarize_run(*model, mo, c, fed, end == k3::GenerationEnd::kInterrupted || k3::interrupted());
 }
 
 }  // namespace

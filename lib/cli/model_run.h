@@ -1,0 +1,41 @@
+// The model a tool runs on (engine/model.h) loaded from its flags, and what
+// the tool prints about it: the resident-load note, load progress and the
+// memory plan on stderr while loading; at the end the streaming counters,
+// --stats-json and the one-line run summary. The model itself prints nothing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "checkpoint/checkpoint.h"
+#include "cli/model_options.h"
+#include "engine/model.h"
+#include "generate/generation_session.h"
+
+namespace k3 {
+
+// Loads the model for these flags: `context` positions the plan must hold
+// (at least --ctx), `batch` rows per weight pass. Without any budget flag
+// everything is resident; with one the plan is printed and checked (refusal:
+// Error(kResource), exit 6) before allocating.
+std::unique_ptr<Model> load_model(ModelConfig config, Checkpoint checkpoint, const ModelOptions& options,
+                                  uint64_t context, uint64_t batch);
+
+// Prints the streaming counters (when streaming) to stderr and writes
+// --stats-json, with the generation figures: weight passes, generated
+// tokens, tokens per pass, drafts, bytes per generated token, and per pass
+// size the experts read (the union over its rows). `extra_json`, when not
+// empty, is one more section ("name": {...}, e.g. --draft's counters).
+void report_run(const Model& model, const ModelOptions& options, const GenerationCounters& counters,
+                uint64_t prompt_tokens, const std::string& extra_json = {});
+
+// The run's one-line summary on stderr (and the interruption note); returns
+// the exit status: 0, or 130 when `interrupted`.
+int summarize_run(const Model& model, const ModelOptions& options, const GenerationCounters& counters,
+                  uint64_t prompt_tokens, bool interrupted);
+
+// Seconds since the tool started (ModelOptions::started).
+double wall_seconds(const ModelOptions& options);
+
+}  // namespace k3

@@ -1,0 +1,144 @@
+// Layer engine: the model object every front end runs on (open, plan, load, sessions, counters); prints nothing.
+//
+// A k3::Model is a checkpoint loaded to compute with: the weights (resident,
+// or streamed within a memory budget), the thread pool and the Engine over
+// them, and the accounting of what each weight pass read. Sessions (one
+// sequence each, engine/session.h) are created from it; several of them can
+// be decoded together in one weight pass (Model::decode_together).
+//
+//   k3::ModelParams params;
+//   params.stream.preset = "laptop";            // or budgets; nothing: all resident
+//   params.context = 8192;                      // positions the plan must hold
+//   params.log = &std::cerr;                    // the plan text; nullptr: silent
+//   params.progress = my_progress;              // "pinning trunk" ... (optional)
+//   auto model = k3::Model::open("/models/k3", params);   // plans, then loads
+//   k3::Session s = model->session({.stop = k3::StopConditions(model->config().eos_token_ids, {}, false)});
+//   s.prefill(prompt_ids);
+//   s.generate(64, [](int32_t id) { std::printf("%d\n", id); });
+//   const k3::ModelCounters c = model->counters();      // bytes read per pass size, ...
+//
+// What fails how (k3::Error, common/error.h): a missing or malformed
+// config, index, shard or trunk is kBadModel (exit 3), a failed read kIo (5);
+// a memory plan whose forecast exceeds the memory available is refused with
+// kResource (6) before anything large is allocated, the plan written to `log`
+// first; an unknown preset or inconsistent budgets are kUsage (2); an id
+// outside the vocabulary is kBadInput (4) before a session's state changes.
+// Nothing is printed unless `log` is given; load progress goes only to
+// `progress`.
+//
+// Thread safety: none of the calls may run concurrently. A Model and all of
+// its sessions are driven from one thread at a time (a server calls them from
+// its one scheduler thread and hands results to other threads itself),
+// counters() included; the compute and I/O threads are the model's own.
+// Different Model objects are independent. A Model is neither copied nor
+// moved (the engine refers to its parts); sessions must not outlive it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "checkpoint/checkpoint.h"
+#include "common/progress_callback.h"
+#include "generate/batch_generation.h"
+#include "generate/generation_session.h"
+#include "kernels/thread_pool.h"
+#include "model/config.h"
+#include "model/engine.h"
+#include "runtime/resident_weights.h"
+#include "runtime/streaming_setup.h"
+#include "runtime/streaming_weights.h"
+
+namespace k3 {
+
+class Session;
+
+// How to load a model (cf. a runtime config: budgets and callbacks).
+struct ModelParams {
+  int threads = 0;          // compute threads; 0: all cores (output identical for any count)
+  StreamingRequest stream;  // trunk, budgets, preset; none given (!stream.active()): all resident
+  uint64_t context = 0;     // positions the memory plan must hold per sequence
+  uint64_t batch = 256;     // rows per weight pass wanted (the plan may lower it)
+  std::ostream* log = nullptr;  // the memory plan and loading notes; nullptr: nowhere
+  ProgressCallback progress;    // long start-up steps (pinning, checking the trunk)
+};
+
+// What one size of weight pass read, summed over the passes of that size.
+struct PassAccount {
+  uint64_t passes = 0, trunk_bytes = 0, expert_bytes = 0, experts = 0;
+};
+
+// The model's counters, as plain data.
+struct ModelCounters {
+  bool streaming = false;       // weights streamed within a budget (else all resident)
+  bool direct_io = false;       // streaming files opened with O_DIRECT
+  double load_seconds = 0;      // planning and loading
+  std::string preset;           // the preset the budgets came from ("auto" resolved), or empty
+  uint64_t trunk_budget = 0, cache_budget = 0;  // bytes (streaming)
+  uint64_t forecast_peak_rss = 0;                // the plan's forecast (streaming)
+  uint64_t max_batch = 0;       // rows per weight pass the engine runs
+  size_t max_drafts = 0;        // drafts per pass the plan holds rollback copies for
+  StreamStats at_start, after_prefill, now;      // streaming counters (zero when resident)
+  std::vector<PassAccount> passes_by_rows;       // index: rows per pass (generation passes)
+};
+
+class Model {
+ public:
+  // Plans (refusal: kResource) and loads `checkpoint`; keeps both.
+  Model(ModelConfig config, Checkpoint checkpoint, ModelParams params);
+  // Reads config.json and the index of `model_dir`, then as above.
+  static std::unique_ptr<Model> open(const std::string& model_dir, ModelParams params);
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const ModelConfig& config() const { return config_; }
+  const Checkpoint& checkpoint() const { return checkpoint_; }
+  const ModelParams& params() const { return params_; }
+  Engine& engine() { return *engine_; }
+  ThreadPool& pool() { return pool_; }
+  const ThreadPool& pool() const { return pool_; }
+  StreamingWeights* streaming() { return streaming_.get(); }
+  // Drafts per weight pass the plan holds rollback copies for: the request's
+  // (stream.state_snapshots), or fewer when the default was lowered to fit
+  // (StreamingRequest::snapshots_optional).
+  size_t max_drafts() const { return max_drafts_; }
+
+  // A new sequence on this model (engine/session.h); its weight passes are
+  // accounted in counters().
+  Session session(GenerationOptions options);
+  // The raw generation session with the same accounting, for callers that
+  // drive lib/generate themselves (ChatSession).
+  std::unique_ptr<GenerationSession> generation_session(GenerationOptions options);
+
+  // Several fed sessions decoded together, one weight pass per step for all
+  // of them (BatchGeneration). Returns the weight passes run.
+  int64_t decode_together(const std::vector<GenerationSession*>& sessions, int64_t max_new,
+                          const std::function<void(size_t, int32_t)>& on_token,
+                          const std::function<void(size_t, GenerationEnd)>& on_end,
+                          const std::function<bool()>& interrupted = nullptr);
+
+  // Marks the end of the prefill: the streaming counters split there.
+  void prefill_done();
+  // After each generation pass of `rows` rows: attributes the bytes and
+  // experts read since the last mark to passes of that size.
+  void pass_done(size_t rows);
+  ModelCounters counters() const;
+
+ private:
+  ModelConfig config_;
+  Checkpoint checkpoint_;
+  ModelParams params_;
+  std::unique_ptr<ResidentWeights> resident_;
+  std::unique_ptr<StreamingWeights> streaming_;
+  ThreadPool pool_;
+  std::unique_ptr<Engine> engine_;
+  size_t max_drafts_ = 0;
+  ModelCounters counters_;
+  StreamStats last_;
+};
+
+}  // namespace k3

@@ -1,0 +1,95 @@
+// One sequence on a k3::Model (engine/model.h), the concise way: prefill,
+// step or generate with a token callback, save and restore, prefix reuse and
+// speculation. A thin layer over lib/generate's GenerationSession, which
+// generation() exposes for everything else (counters, logits, save points).
+//
+//   k3::Session s = model->session(options);       // options.max_drafts > 0: speculation
+//   s.set_drafts(&ngram);                          // where drafts come from (generate/draft_source.h)
+//   s.prefill(prompt);                             // or s.restore(load_conversation(...))
+//   s.generate(64, on_token, interrupted);         // or: int32_t id = s.step();
+//   s.save(path, identity);                        // continues exactly where it stopped
+//   s.prefill_reusing(next_prompt, keep);          // a next turn: evaluates only what is new
+//
+// Ids, logits and saved state are bit-identical whichever path produced them
+// (one prefill or several, reused prefixes, speculation or not). Errors:
+// kBadInput for an id outside the vocabulary (before the state changes), kIo
+// for a state file that cannot be written. Driven from one thread at a time,
+// as the model it belongs to; it must not outlive that model.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "generate/generation_session.h"
+#include "state/continuation.h"
+
+namespace k3 {
+
+class Model;
+
+class Session {
+ public:
+  Session(Model& model, std::unique_ptr<GenerationSession> generation);
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+  ~Session();
+
+  // Empties the sequence and forgets the save point (a new conversation).
+  void reset();
+  // Continues a saved conversation (state/continuation.h). Its ids are not
+  // known, so a later prefill_reusing() starts over.
+  void restore(ConversationState&& saved);
+  // Writes a state file that continues this sequence.
+  void save(const std::string& path, const ModelIdentity& identity) const;
+
+  // Evaluates `ids` after what the sequence holds (pending ids first), as one
+  // prefill. `progress` is called per layer step and may throw to abandon
+  // the prefill (the sequence then goes on from the last save point or
+  // starts over at the next prefill_reusing(), or is reset()).
+  void prefill(std::span<const int32_t> ids, const Engine::Progress& progress = nullptr);
+
+  // Prefix reuse (k3-chat's rule): makes the sequence hold exactly `prompt`,
+  // evaluating only what it lacks. It goes on from what it holds when that
+  // (prompt and generated ids so far) is a prefix of `prompt`; else from the
+  // save point of the previous call when that point's ids are a prefix;
+  // else it starts over. A save point is then taken after the first
+  // `keep_prefix` ids of `prompt` (clamped to its size), e.g. where a chat
+  // prompt's re-rendered part begins. Returns the ids reused (not evaluated).
+  size_t prefill_reusing(std::span<const int32_t> prompt, size_t keep_prefix,
+                         const Engine::Progress& progress = nullptr);
+
+  // The next id: evaluates what is pending, samples one id from the current
+  // row and returns it (it is pending until the next call).
+  int32_t step();
+  // Up to `max_new` ids, each passed to `on_token` as soon as it exists;
+  // stops at a stop id (options.stop) or when `interrupted` says so.
+  GenerationEnd generate(int64_t max_new, const std::function<void(int32_t)>& on_token,
+                         const std::function<bool()>& interrupted = nullptr);
+
+  // Speculation: drafts come from `source` (nullptr: none), up to the
+  // options' max_drafts per pass; output does not depend on them.
+  void set_drafts(DraftSource* source) { gen_->set_draft_source(source); }
+
+  // Every id the sequence holds (evaluated and pending), when known.
+  const std::vector<int32_t>& ids() const { return ids_; }
+  const GenerationCounters& counters() const { return gen_->counters(); }
+  Model& model() { return *model_; }
+  GenerationSession& generation() { return *gen_; }
+  const GenerationSession& generation() const { return *gen_; }
+
+ private:
+  Model* model_;
+  std::unique_ptr<GenerationSession> gen_;
+  std::vector<int32_t> ids_;
+  bool ids_known_ = true;  // false after restore() or an abandoned prefill
+  std::optional<GenerationSession::SavePoint> point_;
+  std::vector<int32_t> point_ids_;
+};
+
+}  // namespace k3

@@ -1,0 +1,174 @@
+// The engine facade against the tiny checkpoint's goldens and exact
+// identities: a Model opened resident or streamed generates the golden ids;
+// step() and generate() agree; prefix reuse (going on, going back to the save
+// point, starting over) gives memcmp-identical logits to a fresh run over the
+// same prompt and says how many ids it reused; sessions decoded together
+// give what each gives alone; the per-pass accounting counts the passes; a
+// plan that does not fit is refused with kResource before loading; the plan
+// text goes only to the log given.
+#include <gtest/gtest.h>
+
+#include <stdlib.h>
+
+#include <cstring>
+#include <sstream>
+#include <vector>
+
+#include "common/error.h"
+#include "engine/model.h"
+#include "engine/session.h"
+#include "../model/model_fixture.h"
+
+namespace k3 {
+namespace {
+
+GenerationOptions greedy(const Model& m) {
+  GenerationOptions o;
+  o.stop = StopConditions(m.config().eos_token_ids, {}, /*ignore_eos=*/true);
+  return o;
+}
+
+std::vector<int32_t> generate(Session& s, int64_t n) {
+  std::vector<int32_t> ids;
+  s.generate(n, [&](int32_t id) { ids.push_back(id); });
+  return ids;
+}
+
+bool same_floats(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+ModelParams resident() {
+  ModelParams p;
+  p.threads = 2;
+  return p;
+}
+
+TEST(Model, ResidentSessionGeneratesTheGoldenIds) {
+  const test::Golden& g = test::Golden::get();
+  auto model = Model::open(test::tiny_dir(), resident());
+  EXPECT_FALSE(model->counters().streaming);
+  Session s = model->session(greedy(*model));
+  s.prefill(g.greedy_prompt);
+  EXPECT_EQ(generate(s, static_cast<int64_t>(g.greedy_ids.size())), g.greedy_ids);
+  std::vector<int32_t> all = g.greedy_prompt;
+  all.insert(all.end(), g.greedy_ids.begin(), g.greedy_ids.end());
+  EXPECT_EQ(s.ids(), all);
+
+  Session stepped = model->session(greedy(*model));
+  stepped.prefill(g.greedy_prompt);
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < g.greedy_ids.size(); ++i) ids.push_back(stepped.step());
+  EXPECT_EQ(ids, g.greedy_ids);
+  EXPECT_TRUE(same_floats(stepped.generation().current_row(), s.generation().current_row()));
+}
+
+TEST(Model, PrefixReuseEqualsAFreshRun) {
+  const test::Golden& g = test::Golden::get();
+  auto model = Model::open(test::tiny_dir(), resident());
+  auto fresh_row = [&](const std::vector<int32_t>& prompt) {
+    Session f = model->session(greedy(*model));
+    f.prefill(prompt);
+    return f.generation().current_row();
+  };
+  Session s = model->session(greedy(*model));
+  const std::vector<int32_t> p1 = g.greedy_prompt;
+  EXPECT_EQ(s.prefill_reusing(p1, p1.size()), 0u);
+  const std::vector<int32_t> reply = generate(s, 4);
+
+  // Turn 2 goes on from the reply: everything but its pending last id is reused.
+  std::vector<int32_t> p2 = p1;
+  p2.insert(p2.end(), reply.begin(), reply.end());
+  p2.insert(p2.end(), g.tf_ids.begin(), g.tf_ids.begin() + 5);
+  EXPECT_EQ(s.prefill_reusing(p2, p2.size()), p1.size() + reply.size() - 1);
+  EXPECT_TRUE(same_floats(s.generation().current_row(), fresh_row(p2)));
+
+  // Turn 3 diverges after p2's first ids: back to turn 2's save point only
+  // when that point's ids are a prefix; here they are not, and p1's point
+  // was replaced, so it starts over.
+  std::vector<int32_t> p3(p1.begin(), p1.end() - 1);
+  p3.push_back(g.tf_ids[7]);
+  EXPECT_EQ(s.prefill_reusing(p3, 3), 0u);
+  EXPECT_TRUE(same_floats(s.generation().current_row(), fresh_row(p3)));
+  generate(s, 3);
+
+  // Turn 4 shares p3's first 3 ids (the save point) but not the rest.
+  std::vector<int32_t> p4(p3.begin(), p3.begin() + 3);
+  p4.insert(p4.end(), g.tf_ids.begin() + 10, g.tf_ids.begin() + 16);
+  EXPECT_EQ(s.prefill_reusing(p4, p4.size()), 3u);
+  EXPECT_TRUE(same_floats(s.generation().current_row(), fresh_row(p4)));
+  EXPECT_EQ(s.ids(), p4);
+}
+
+TEST(Model, SessionsDecodedTogetherEqualEachAlone) {
+  const test::Golden& g = test::Golden::get();
+  auto model = Model::open(test::tiny_dir(), resident());
+  const std::vector<std::vector<int32_t>> prompts = {g.greedy_prompt, {g.tf_ids.begin(), g.tf_ids.begin() + 9}};
+  std::vector<std::vector<int32_t>> alone;
+  for (const auto& p : prompts) {
+    Session s = model->session(greedy(*model));
+    s.prefill(p);
+    alone.push_back(generate(s, 6));
+  }
+  std::vector<std::unique_ptr<GenerationSession>> sessions;
+  std::vector<GenerationSession*> ptrs;
+  for (const auto& p : prompts) {
+    sessions.push_back(model->generation_session(greedy(*model)));
+    sessions.back()->reset();
+    sessions.back()->feed(p);
+    ptrs.push_back(sessions.back().get());
+  }
+  std::vector<std::vector<int32_t>> together(prompts.size());
+  size_t ends = 0;
+  const int64_t passes = model->decode_together(
+      ptrs, 6, [&](size_t i, int32_t id) { together[i].push_back(id); }, [&](size_t, GenerationEnd) { ++ends; });
+  EXPECT_EQ(together, alone);
+  EXPECT_EQ(ends, prompts.size());
+  EXPECT_EQ(passes, 5);  // 6 ids each, the last ones not evaluated
+}
+
+TEST(Model, StreamedModelGeneratesTheGoldenIdsAndCountsItsPasses) {
+  const test::Golden& g = test::Golden::get();
+  ModelParams p = resident();
+  p.stream.preset = "min";
+  p.context = 64;
+  std::ostringstream log;
+  p.log = &log;
+  std::vector<std::string> steps;
+  p.progress = [&](const char* what, uint64_t, uint64_t) { steps.push_back(what); };
+  auto model = Model::open(test::tiny_dir(), p);
+  EXPECT_NE(log.str().find("memory plan"), std::string::npos) << log.str();
+  ModelCounters c = model->counters();
+  EXPECT_TRUE(c.streaming);
+  EXPECT_EQ(c.preset, "min");
+  EXPECT_GT(c.forecast_peak_rss, 0u);
+  Session s = model->session(greedy(*model));
+  s.prefill(g.greedy_prompt);
+  model->prefill_done();
+  EXPECT_EQ(generate(s, static_cast<int64_t>(g.greedy_ids.size())), g.greedy_ids);
+  c = model->counters();
+  ASSERT_GE(c.passes_by_rows.size(), 2u);
+  EXPECT_EQ(c.passes_by_rows[1].passes, g.greedy_ids.size() - 1);  // the last id is not evaluated
+  EXPECT_EQ(c.passes_by_rows[1].expert_bytes + c.passes_by_rows[1].trunk_bytes,
+            c.now.expert_bytes - c.after_prefill.expert_bytes + c.now.trunk_bytes - c.after_prefill.trunk_bytes);
+}
+
+TEST(Model, APlanThatDoesNotFitIsRefusedWithKResource) {
+  ModelParams p = resident();
+  p.stream.preset = "max";
+  std::ostringstream log;
+  p.log = &log;
+  ::setenv("K3_AVAILABLE_MEMORY", "1000", 1);
+  try {
+    Model::open(test::tiny_dir(), p);
+    ADD_FAILURE() << "a plan over 1000 bytes of memory was not refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kResource) << e.what();
+    EXPECT_NE(std::string(e.what()).find("memory plan needs"), std::string::npos) << e.what();
+  }
+  ::unsetenv("K3_AVAILABLE_MEMORY");
+  EXPECT_NE(log.str().find("memory plan"), std::string::npos);  // the plan is on the log before the refusal
+}
+
+}  // namespace
+}  // namespace k3
