@@ -91,7 +91,10 @@ DSparkConfig load_dspark_config(const std::string& dir) {
   const std::string path = dir + "/config.json";
   if (!file_exists(path))
     throw Error(ExitCode::kBadModel, path + ": no config.json; --draft takes the directory of a Kimi-K3-DSpark checkpoint");
-  const std::string text = read_text_file(path, 16ull << 20);
+  return parse_dspark_config(read_text_file(path, 16ull << 20), path);
+}
+
+DSparkConfig parse_dspark_config(const std::string& text, const std::string& path) {
   simdjson::dom::parser parser;
   element root;
   object obj;
@@ -160,6 +163,21 @@ DSparkConfig load_dspark_config(const std::string& dir) {
   if (k.has("block_size")) c.block_size = k.positive("block_size", 64);
   c.config_hash = XXH3_64bits(text.data(), text.size());
   return c;
+}
+
+DSparkConfig kimi_k3_dspark_geometry() {
+  // Inferact/Kimi-K3-DSpark's config.json (the keys the draft pass reads).
+  static const char* kConfig = R"({"model_type": "k3_dspark", "hidden_size": 7168, "intermediate_size": 14336,
+    "num_hidden_layers": 5, "num_attention_heads": 64, "num_key_value_heads": 64, "q_lora_rank": 1536,
+    "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
+    "mla_use_nope": false, "mla_use_output_gate": false, "vocab_size": 163840, "draft_vocab_size": 163840,
+    "rms_norm_eps": 1e-05, "rope_parameters": {"rope_type": "yarn", "factor": 32.0,
+    "original_max_position_embeddings": 32768, "rope_theta": 50000.0, "beta_fast": 32, "beta_slow": 1,
+    "mscale": 1.0, "mscale_all_dim": 1.0}, "num_target_layers": 5, "target_hidden_size": 7168,
+    "target_num_hidden_layers": 93, "target_layer_ids": [2, 23, 47, 71, 89], "mask_token_id": 163837,
+    "markov_rank": 256, "markov_head_type": "vanilla", "enable_confidence_head": true,
+    "confidence_head_with_markov": true})";
+  return parse_dspark_config(kConfig, "Kimi-K3-DSpark geometry");
 }
 
 void check_draft_fits(const DSparkConfig& d, const ModelConfig& t, const std::string& dir) {

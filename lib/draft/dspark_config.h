@@ -50,6 +50,10 @@ struct DSparkConfig {
 
 // Reads DIR/config.json. Throws Error(kBadModel) naming the key.
 DSparkConfig load_dspark_config(const std::string& dir);
+// The same from the text of a config.json (`origin` names it in errors).
+DSparkConfig parse_dspark_config(const std::string& text, const std::string& origin);
+// Inferact/Kimi-K3-DSpark's geometry (for plans and benches at true size).
+DSparkConfig kimi_k3_dspark_geometry();
 
 // Refuses (Error kBadModel, one line naming both values) a draft whose target
 // layers, hidden size or vocabulary do not fit `target`.

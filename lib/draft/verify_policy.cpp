@@ -27,10 +27,14 @@ size_t VerifyPolicy::choose(const std::vector<float>& confidence, int64_t contex
     const double prior = i < confidence.size() ? 1.0 / (1.0 + std::exp(-static_cast<double>(confidence[i]))) : 0.5;
     p[i] = (kPriorWeight * prior + static_cast<double>(accepted_[i])) / (kPriorWeight + static_cast<double>(offered_[i]));
   }
+  return best_k(costs_, p);
+}
+
+size_t VerifyPolicy::best_k(const VerifyCosts& costs, const std::vector<double>& p) {
   size_t best = 0;
-  double best_cost = bytes_per_token(costs_, p, 0);
-  for (size_t k = 1; k <= n; ++k) {
-    const double cost = bytes_per_token(costs_, p, k);
+  double best_cost = bytes_per_token(costs, p, 0);
+  for (size_t k = 1; k <= p.size(); ++k) {
+    const double cost = bytes_per_token(costs, p, k);
     if (cost < best_cost) best_cost = cost, best = k;
   }
   return best;

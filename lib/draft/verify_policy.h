@@ -50,6 +50,8 @@ class VerifyPolicy {
   // Expected bytes per generated token when verifying k drafts with
   // per-position conditional acceptance p (p.size() >= k).
   static double bytes_per_token(const VerifyCosts& costs, const std::vector<double>& p, size_t k);
+  // The k (0..p.size()) with the fewest bytes per token.
+  static size_t best_k(const VerifyCosts& costs, const std::vector<double>& p);
 
  private:
   size_t block_;
