@@ -23,7 +23,7 @@ void DraftFlags::add_to(CLI::App& app) {
       ->check(cli::positive_integer());
 }
 
-void DraftFlags::check(const ModelConfig& config) {
+void DraftFlags::check(const ModelConfig& config, StreamingRequest& stream) {
   if (dir_.empty()) {
     if (!log_path_.empty()) throw Error(ExitCode::kUsage, "--draft-log needs --draft DIR");
     return;
@@ -31,6 +31,13 @@ void DraftFlags::check(const ModelConfig& config) {
   if (!log_path_.empty()) check_output_path(log_path_, OutputPolicy::kFileOrStream);
   config_ = load_dspark_config(dir_);
   check_draft_fits(*config_, config, dir_);
+  // Weights, a prefill batch of taps and a draft pass's activations; the
+  // context grows by DraftContext::bytes_per_position.
+  const uint64_t taps = 256ull * static_cast<uint64_t>(config_->num_taps()) * config_->hidden_size * 4;
+  const uint64_t pass = static_cast<uint64_t>(config_->block_size) * 4 *
+                        (static_cast<uint64_t>(config_->vocab_size) + 4ull * config_->intermediate_size);
+  stream.draft_fixed_bytes = dspark_weight_bytes(*config_) + taps + pass;
+  stream.draft_bytes_per_position = DraftContext::bytes_per_position(*config_);
 }
 
 void DraftFlags::start(Engine& engine, ThreadPool& pool, GenerationSession& session, DraftSource* fallback,

@@ -15,6 +15,7 @@
 #include "draft/dspark_drafts.h"
 #include "generate/generation_session.h"
 #include "model/engine.h"
+#include "runtime/streaming_setup.h"
 
 namespace k3 {
 
@@ -24,7 +25,8 @@ class DraftFlags {
   bool given() const { return !dir_.empty(); }
   // Reads DIR/config.json and refuses a draft that does not fit the model
   // (Error kBadModel, exit 3), before any weight is read.
-  void check(const ModelConfig& config);
+  // Sets the draft's memory in `stream` for the plan.
+  void check(const ModelConfig& config, StreamingRequest& stream);
   // Drafts per pass the draft can propose (its block size; 0 when off).
   size_t max_drafts() const { return config_ ? static_cast<size_t>(config_->block_size) : 0; }
   const DSparkConfig* config() const { return config_ ? &*config_ : nullptr; }

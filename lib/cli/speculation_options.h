@@ -27,10 +27,11 @@ class SpeculationFlags {
   // counts once draft().check() has read its config.
   size_t max_drafts() const;
   // Reads --draft's config and refuses a draft that does not fit `config`
-  // (exit 3); returns max_drafts().
-  size_t check(const ModelConfig& config) {
-    draft_.check(config);
-    return max_drafts();
+  // (exit 3); sets the rollback copies (max_drafts()) and the draft's memory
+  // the plan counts.
+  void check(const ModelConfig& config, StreamingRequest& stream) {
+    draft_.check(config, stream);
+    stream.state_snapshots = max_drafts();
   }
   // --draft: the trained draft model, started once the model is loaded; the
   // source below is its fallback.
@@ -65,9 +66,9 @@ class ChatSpeculationFlags {
   size_t lookup_drafts() const { return off_ ? 0 : spec_; }
   // Neither --spec nor --no-spec (nor --draft) was given.
   bool is_default() const;
-  size_t check(const ModelConfig& config) {
-    draft_.check(config);
-    return max_drafts();
+  void check(const ModelConfig& config, StreamingRequest& stream) {
+    draft_.check(config, stream);
+    stream.state_snapshots = max_drafts();
   }
   DraftFlags& draft() { return draft_; }
   // Starts --draft (when given) over the loaded model, `lookup` filling in

@@ -116,6 +116,12 @@ check "--draft-max-context: no passes" 0 "$(stat_of "$W/cap.json" "['draft']['pa
 holds "--draft-max-context: skips counted" "[ $(stat_of "$W/cap.json" "['draft']['skipped_long_context']") -gt 0 ]"
 check "--draft-max-context: ids = plain" yes "$(head -10 "$W/plain-greedy.ids" | cmp -s - "$W/cap.ids" && echo yes)"
 
+# --plan counts the draft: its weights and buffers, and its context per position.
+"$B/k3-forward" "$TINY" --trunk "$W/trunk" --trunk-gb 0 --cache-gb 0 --ctx 1000 --plan --draft "$DRAFT" 2>"$W/plan.err"
+check "--plan with --draft exit" 0 $?
+contains "--plan shows the draft" "draft model       weights and buffers" "$(cat "$W/plan.err")"
+contains "--plan: context 1000 positions x 480 B" "1000 positions x 480 B" "$(cat "$W/plan.err")"
+
 # A draft made for another model: exit 3 naming what does not fit.
 mk() {  # mk NAME PYTHON-EDIT: a copy of the draft with its config edited
   mkdir -p "$W/$1"; ln -sf "$DRAFT/model.safetensors" "$W/$1/model.safetensors"

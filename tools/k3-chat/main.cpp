@@ -87,7 +87,7 @@ int run(int argc, char** argv) {
   // Cheap checks before any weight is read: outputs, config, tokenizer, history.
   if (!lo.logits_path.empty()) k3::check_output_path(lo.logits_path, k3::OutputPolicy::kFileOrStream);
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
-  mo.stream.state_snapshots = spec_flags.check(config);  // rollback copies; a --draft that does not fit: exit 3
+  spec_flags.check(config, mo.stream);  // rollback copies, the draft's memory; a --draft that does not fit: exit 3
   if (auto status = k3::answer_plan_requests(config, mo, kTool)) return *status;
   const k3::Tokenizer tok = k3::Tokenizer::load(tok_dir.empty() ? mo.model_dir : tok_dir);
   if (!tok_dir.empty()) k3::check_tokenizer_matches(config, mo.model_dir, tok.vocab(), tok_dir);

@@ -92,7 +92,7 @@ int run(int argc, char** argv) {
     if (!out->empty()) k3::check_output_path(*out, k3::OutputPolicy::kFileOrStream);
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
   if (!tok_dir.empty()) k3::check_tokenizer_matches(config, mo.model_dir, k3::Vocabulary::load(tok_dir), tok_dir);
-  mo.stream.state_snapshots = spec_flags.check(config);  // a --draft that does not fit: exit 3, no weight read
+  spec_flags.check(config, mo.stream);  // rollback copies, the draft's memory; a --draft that does not fit: exit 3
   k3::check_stop_ids(stop_ids, config.vocab_size);
   const auto batch = batch_file.empty() ? std::vector<std::vector<int32_t>>{} : k3::read_batch_file(batch_file, config.vocab_size);
   mo.stream.sequences = std::max<size_t>(1, batch.size());
