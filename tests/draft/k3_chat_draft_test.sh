@@ -27,9 +27,9 @@ for name in draft draft-lookup draft-stream; do
     check "$name $f == --no-spec" same "$(cmp -s "$work/plain.$f" "$work/$name.$f" && echo same)"
   done
 done
-passes=$(sed -nE 's/.*draft: ([0-9]+) passes.*/\1/p' "$work/draft.err")
-check "--draft-log: one line per pass" "$passes" "$(wc -l < "$work/draft.log")"
-holds "draft passes ran" "[ ${passes:-0} -gt 0 ]"
+draft_passes=$(sed -nE 's/.*draft: ([0-9]+) passes.*/\1/p' "$work/draft.err")
+check "--draft-log: one line per pass" "$draft_passes" "$(wc -l < "$work/draft.log")"
+holds "draft passes ran" "[ ${draft_passes:-0} -gt 0 ]"
 holds "drafts verified" "python3 -c \"import json,sys; sys.exit(0 if sum(json.loads(l)['verified'] for l in open('$work/draft.log')) > 0 else 1)\""
 mkdir -p "$work/other"
 ln -s "$DRAFT/model.safetensors" "$work/other/model.safetensors"
