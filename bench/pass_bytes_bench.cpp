@@ -15,6 +15,15 @@
 // the expert column is an upper bound for R > 1 and exact in expectation
 // for R = 1.
 //
+// With K3's trained draft (DSpark, docs/dspark.md) a pass verifies the
+// current id and k drafts (k + 1 rows) and yields 1 + S_1 + .. + S_k tokens
+// in expectation, S_i the chance the first i drafts are all accepted: the
+// published per-position acceptance shapes (DSPARK.md section 3.2, a
+// GSM8K-like and a prose/code-like curve). The draft's own weights are
+// resident (not read from disk); it reads K3's lm_head once more per draft
+// pass where the head streams. The policy column is the k VerifyPolicy picks
+// for that curve once measured.
+//
 // Usage: k3-bench-pass-bytes [MODEL_DIR]   (default: K3's geometry from
 // k3-synth --preset k3, nothing written; MODEL_DIR: its config.json)
 #include <cmath>
@@ -23,6 +32,9 @@
 #include <vector>
 
 #include "common/error.h"
+#include "draft/dspark_config.h"
+#include "draft/dspark_weights.h"
+#include "draft/verify_policy.h"
 #include "io/aligned_buffer.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
@@ -74,6 +86,34 @@ void print_preset(const ModelConfig& c, const Preset& preset) {
       else
         std::printf(" %14s", "-");
     std::printf("\n");
+  }
+  // The draft: cumulative acceptance after 1..7 drafts (DSPARK.md 3.2).
+  const DSparkConfig d = kimi_k3_dspark_geometry();
+  const double head = static_cast<double>(c.vocab_size) * c.hidden_size * 2;
+  const double draft_read = plan.head_streamed ? head : 0.0;
+  std::printf("draft (DSpark, %.2f GB resident + %.1f KB/position context): %.2f GB read per draft pass (%s)\n",
+              dspark_weight_bytes(d) / 1e9, 4.0 * d.num_hidden_layers * d.kv_stride() / 1e3, draft_read / 1e9,
+              plan.head_streamed ? "K3's streamed lm_head again" : "K3's lm_head is pinned");
+  const struct Curve {
+    const char* name;
+    std::vector<double> cumulative;
+  } curves[] = {{"GSM8K-like", {0.86, 0.71, 0.59, 0.48, 0.39, 0.32, 0.26}},
+                {"prose-like", {0.77, 0.56, 0.41, 0.29, 0.21, 0.16, 0.12}}};
+  const VerifyCosts costs{one.trunk, one.experts, draft_read};
+  for (const Curve& cv : curves) {
+    std::vector<double> p;
+    for (size_t i = 0; i < cv.cumulative.size(); ++i) p.push_back(cv.cumulative[i] / (i ? cv.cumulative[i - 1] : 1.0));
+    const size_t pick = VerifyPolicy::best_k(costs, p);
+    std::printf("%-11s k:", cv.name);
+    double at_pick = 0;
+    for (size_t k = 0; k <= p.size(); ++k) {
+      double tokens = 1, survive = 1;
+      for (size_t i = 0; i < k; ++i) tokens += survive *= p[i];
+      const double per_token = (pass(static_cast<int>(k) + 1).total() + (k ? draft_read : 0.0)) / tokens;
+      if (k == pick) at_pick = per_token;
+      std::printf(" %zu=%.2f", k, per_token / 1e9);
+    }
+    std::printf(" GB/token; policy k=%zu: %.2f GB/token, %.3fx plain\n", pick, at_pick / 1e9, at_pick / one.total());
   }
   std::printf("%5s %12s %12s %12s %14s %12s\n", "batch", "trunk GB", "experts GB", "pass GB", "GB/token", "vs batch 1");
   for (int n = 1; n <= 16; ++n) {

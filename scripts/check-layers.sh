@@ -23,6 +23,7 @@ LAYERS=(
   "state"       # state files and continuations
   "runtime"     # weight sources (resident, streaming, expert cache), memory plan, presets
   "generate"    # the generation session
+  "draft"       # the DSpark draft model: checkpoint, context fusion, draft pass, heads, its draft source
   "engine"      # the model object front ends run on: open, plan, load, sessions, counters
   "chat"        # chat renderer/parser and session
   "pack synth fetch verify doctor serve"  # leaves over what they use (serve: k3-serve's OpenAI-compatible HTTP server)

@@ -61,7 +61,8 @@ RunFigures run_figures(const ModelCounters& m, const GenerationCounters& c, uint
 
 }  // namespace
 
-void write_stats_json(const Model& model, const ModelOptions& o, const GenerationCounters& c, uint64_t prompt_tokens) {
+void write_stats_json(const Model& model, const ModelOptions& o, const GenerationCounters& c, uint64_t prompt_tokens,
+                      const std::string& extra_json) {
   if (o.stats_json.empty()) return;
   const ModelCounters m = model.counters();
   RunInfo run;
@@ -73,11 +74,20 @@ void write_stats_json(const Model& model, const ModelOptions& o, const Generatio
   run.cache_budget = m.cache_budget;
   run.load_seconds = m.load_seconds;
   run.total_seconds = wall_seconds(o);
-  const std::string j = stats_json(run_figures(m, c, prompt_tokens), c, m, run);
+  std::string j = stats_json(run_figures(m, c, prompt_tokens), c, m, run);
+  if (!extra_json.empty()) {
+    // One more member (already JSON, e.g. --draft's counters) before the
+    // closing brace of the object stats_json wrote.
+    const size_t close = j.rfind('}');
+    j = j.substr(0, close);
+    while (!j.empty() && (j.back() == '\n' || j.back() == ' ')) j.pop_back();
+    j += ",\n" + extra_json + "\n}\n";
+  }
   write_file_atomic(o.stats_json, j.data(), j.size(), OutputPolicy::kFileOrStream);
 }
 
-void report_run(const Model& model, const ModelOptions& o, const GenerationCounters& c, uint64_t prompt_tokens) {
+void report_run(const Model& model, const ModelOptions& o, const GenerationCounters& c, uint64_t prompt_tokens,
+                const std::string& extra_json) {
   const ModelCounters m = model.counters();
   const RunFigures f = run_figures(m, c, prompt_tokens);
   if (m.streaming) std::fputs(figures_text(f).c_str(), stderr);
@@ -92,7 +102,7 @@ void report_run(const Model& model, const ModelOptions& o, const GenerationCount
                  format_bytes(static_cast<uint64_t>(static_cast<double>(f.at_end.trunk_bytes - f.after_prefill.trunk_bytes) / gen)).c_str(),
                  format_bytes(static_cast<uint64_t>(static_cast<double>(f.at_end.expert_bytes - f.after_prefill.expert_bytes) / gen)).c_str());
   }
-  write_stats_json(model, o, c, prompt_tokens);
+  write_stats_json(model, o, c, prompt_tokens, extra_json);
 }
 
 int summarize_run(const Model& model, const ModelOptions& o, const GenerationCounters& c, uint64_t fed,

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "checkpoint/checkpoint.h"
 #include "cli/model_options.h"
@@ -25,14 +26,15 @@ std::unique_ptr<Model> load_model(ModelConfig config, Checkpoint checkpoint, con
 // --stats-json (resident runs too, marked "streaming": false), with the
 // generation figures: weight passes, generated tokens, tokens per pass,
 // drafts, bytes per generated token, and per pass size the experts read
-// (the union over its rows). See cli/run_figures.h.
+// (the union over its rows). See cli/run_figures.h; `extra_json`, when not
+// empty, is one more member ("name": {...}, e.g. --draft's counters).
 void report_run(const Model& model, const ModelOptions& options, const GenerationCounters& counters,
-                uint64_t prompt_tokens);
+                uint64_t prompt_tokens, const std::string& extra_json = {});
 
 // Only the --stats-json file (nothing when the flag was not given): k3-chat
 // writes it at the end of the conversation, for all its turns.
 void write_stats_json(const Model& model, const ModelOptions& options, const GenerationCounters& counters,
-                      uint64_t prompt_tokens);
+                      uint64_t prompt_tokens, const std::string& extra_json = {});
 
 // The run's one-line summary on stderr (and the interruption note); returns
 // the exit status: 0, or 130 when `interrupted`.

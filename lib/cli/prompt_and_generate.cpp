@@ -15,7 +15,8 @@ namespace k3 {
 
 GenerationEnd run_prompt_and_generate(GenerationSession& session, Model& model,
                                       const std::vector<int32_t>& prompt, size_t fed, bool teacher_forcing,
-                                      int64_t gen, GenerationExtras& extras) {
+                                      int64_t gen, GenerationExtras& extras, DraftFlags* draft, DraftSource* fallback) {
+  if (draft) draft->start(model.engine(), model.pool(), session, fallback, tool_name(), teacher_forcing);
   PrefillProgress prefill(tool_name());
   std::vector<float> rows;
   session.feed(prompt, teacher_forcing ? &rows : nullptr, std::ref(prefill));
@@ -25,6 +26,7 @@ GenerationEnd run_prompt_and_generate(GenerationSession& session, Model& model,
   if (teacher_forcing)
     for (size_t t = 0; t < fed; ++t) write_token_id_line(greedy_token(rows.data() + t * vocab, vocab));
   extras.attach(session, vocab);
+  if (teacher_forcing && draft) draft->teacher_force(prompt);
   DecodeProgress progress(tool_name(), gen);
   int64_t written = 0;
   GenerationEnd end = session.generate(
@@ -38,6 +40,7 @@ GenerationEnd run_prompt_and_generate(GenerationSession& session, Model& model,
   for (int32_t out : extras.finish()) write_token_id_line(out);
   extras.write_logprobs();
   progress.finish();
+  if (draft) draft->finish(tool_name());
   // The figures after the text: once a reader such as k3-detok has taken the
   // last id, and on a line of their own whatever column the text ended in.
   wait_for_pipe_reader(1, 500);

@@ -4,6 +4,7 @@
 #include "common/error.h"
 #include "common/file.h"
 
+#include <algorithm>
 #include <string>
 
 namespace k3 {
@@ -16,6 +17,7 @@ void SpeculationFlags::add_to(CLI::App& app) {
   app.add_option("--predict", predict_file_,
                  "Ids you expect the output to be (e.g. the previous version of a document): drafts come from them, "
                  "re-aligned after a mismatch (output identical to a run without it)");
+  draft_.add_to(app);
 }
 
 void ChatSpeculationFlags::add_to(CLI::App& app) {
@@ -25,14 +27,18 @@ void ChatSpeculationFlags::add_to(CLI::App& app) {
                                     std::to_string(kDefaultDrafts) +
                                     ", fewer when memory is short; the reply is identical to one without it)")
                      ->check(CLI::Range(0, 64));
-  off_option_ = app.add_flag("--no-spec", off_, "One id per weight pass: no speculative drafts")->excludes(spec_option_);
+  off_option_ = app.add_flag("--no-spec", off_, "No prompt-lookup drafts (one id per weight pass unless --draft)")
+                    ->excludes(spec_option_);
+  draft_.add_to(app);
 }
 
-bool ChatSpeculationFlags::is_default() const { return spec_option_->count() == 0 && off_option_->count() == 0; }
+bool ChatSpeculationFlags::is_default() const {
+  return spec_option_->count() == 0 && off_option_->count() == 0 && !draft_.given();
+}
 
 size_t SpeculationFlags::max_drafts() const {
-  if (spec_ > 0) return spec_;
-  return predict_file_.empty() ? 0 : 8;
+  const size_t own = spec_ > 0 ? spec_ : predict_file_.empty() ? 0 : 8;
+  return std::max(own, draft_.max_drafts());
 }
 
 std::unique_ptr<DraftSource> SpeculationFlags::make_source(int64_t vocab_size) {

@@ -145,6 +145,13 @@ void Engine::forward_batch(std::span<SequenceState* const> states, std::span<con
     decoder_layer_forward(c, i, w, source_, segments, scratch_, &pool_);
     source_.release_layer(i);
     require_rows_finite("the output of layer " + std::to_string(i));
+    if (tap_ && tap_->wants(i)) {
+      size_t row = 0;
+      for (size_t k = 0; k < states.size(); ++k) {
+        tap_->on_layer(i, *states[k], pos0[k], stream.p + row * hidden, counts[k]);
+        row += counts[k];
+      }
+    }
     if (progress_) progress_(steps_before + i + 1, steps_total);
     if (stop_ && i + 1 < c.num_hidden_layers && stop_()) {
       if (restorable)

@@ -25,6 +25,21 @@ namespace k3 {
 
 class ThreadPool;
 
+// Receives the output of chosen decoder layers for every row of every pass
+// (prefill batches, decode steps, verification passes), e.g. the taps a
+// draft model reads. The rows are the current AttnRes block's partial sum p
+// after layer `layer` has added its attention and MLP outputs, before the
+// next layer mixes or pushes a block (SPEC section 2): `rows` [n][hidden] of
+// the sequence `state` at positions pos0 .. pos0+n-1, valid during the call.
+// Rows of a rejected verification are tapped too; positions are absolute, so
+// a later pass at the same positions supersedes them.
+class LayerTap {
+ public:
+  virtual ~LayerTap() = default;
+  virtual bool wants(int layer) const = 0;
+  virtual void on_layer(int layer, const SequenceState& state, int64_t pos0, const float* rows, size_t n) = 0;
+};
+
 enum class LogitRows { kNone, kLast, kAll };
 
 class Engine {
@@ -32,6 +47,8 @@ class Engine {
   Engine(const ModelConfig& config, WeightSource& source, ThreadPool& pool);
 
   const ModelConfig& config() const { return config_; }
+  // The weights the passes read (a draft model shares the embedding and lm_head).
+  WeightSource& source() { return source_; }
 
   // Empties `state` and sizes it for this model (a new sequence).
   void reset(SequenceState& state) const;
@@ -81,6 +98,11 @@ class Engine {
     restore_on_stop_ = restore;
   }
 
+  // The layer tap, or nullptr (the default: a pass then only tests a null
+  // pointer per layer). It must outlive the passes it is set for.
+  void set_layer_tap(LayerTap* tap) { tap_ = tap; }
+  LayerTap* layer_tap() const { return tap_; }
+
   // The scratch memory every pass reuses (grown only for a pass with more
   // rows or a longer context than any before).
   const ForwardScratch& scratch() const { return scratch_; }
@@ -101,6 +123,7 @@ class Engine {
   std::function<bool()> stop_;
   bool restore_on_stop_ = false;
   std::vector<std::vector<KdaState>> undo_;  // [sequence][KDA layer]: states before the pass, buffers reused
+  LayerTap* tap_ = nullptr;
   ForwardScratch scratch_;
 };
 

@@ -23,6 +23,10 @@ struct PlanRequest {
   uint64_t batch = 256;        // prefill rows computed at once
   uint64_t sequences = 1;      // sequences decoded together (--batch): each holds its KDA state and MLA cache
   uint64_t state_snapshots = 0;  // KDA state copies kept to roll back verified rows (--spec: drafts per pass)
+  // A draft model (--draft) held in RAM: its weights and buffers, and its
+  // context per position (for `context` positions).
+  uint64_t draft_fixed_bytes = 0;
+  uint64_t draft_bytes_per_position = 0;
   int io_threads = 8;
   int compute_threads = 1;
   size_t tensor_count = 0;     // checkpoint tensors (index memory)
@@ -92,6 +96,7 @@ struct MemoryPlan {
   uint64_t batch = 0;                // prefill rows computed at once (the request's)
   uint64_t per_sequence_bytes = 0;  // one sequence's KDA state + MLA cache (included above per sequence)
   uint64_t activation_bytes = 0;
+  uint64_t draft_bytes = 0;          // the draft model: weights, buffers, context (--draft)
   uint64_t io_bytes = 0;             // embedding row buffers, index, thread stacks
   uint64_t peak_rss = 0;             // the forecast: sum of the above
 

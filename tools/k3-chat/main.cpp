@@ -89,12 +89,12 @@ int run(int argc, char** argv) {
   co.effort = effort == "none" ? std::nullopt : std::optional<std::string>(effort);
   co.keep_first_rows = !lo.logits_path.empty();
   co.context = mo.ctx ? mo.ctx : 8192;  // the positions the plan below holds
-  mo.stream.state_snapshots = spec_flags.max_drafts();  // rollback copies the plan must hold
   mo.stream.snapshots_optional = spec_flags.is_default();
   // Cheap checks before any weight is read: outputs, config, tokenizer, history.
   if (!lo.logits_path.empty()) k3::check_output_path(lo.logits_path, k3::OutputPolicy::kFileOrStream);
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
   if (mo.ctx == 0) mo.ctx = 8192;  // chat's one context default: what --plan plans is what a run holds
+  spec_flags.check(config, mo.stream);  // rollback copies, the draft's memory; a --draft that does not fit: exit 3
   if (auto status = k3::answer_plan_requests(config, mo, kTool)) return *status;
   if (!tools_path.empty()) co.tools = k3::load_tool_declarations(tools_path);
   const k3::Tokenizer tok = k3::Tokenizer::load(tok_dir.empty() ? mo.model_dir : tok_dir);
@@ -127,6 +127,7 @@ int run(int argc, char** argv) {
   k3::Session session = model->session(go);
   k3::NgramDrafts lookup;
   session.set_drafts(&lookup);
+  spec_flags.start_draft(*model, session.generation(), &lookup);
   k3::ChatSession chat(tok, session, co);
   chat.set_messages(history.empty() ? lo.start_messages : history);
   if (!history.empty() && !system.empty())
@@ -139,8 +140,9 @@ int run(int argc, char** argv) {
   k3::UserInputReader input(0, ::isatty(0) == 1, k3::interrupted);
   std::optional<k3::LineEditor> editor;  // at a terminal only: a script's input is read as it is
   if (input.interactive()) input.use_editor(&editor.emplace(k3::default_input_history_path(), k3::interrupted));
-  const int status = k3::run_chat_loop(chat, input, lo);
-  k3::write_stats_json(*model, mo, session.counters(), static_cast<uint64_t>(session.counters().prompt_ids));
+  const int status = spec_flags.finish_draft(k3::run_chat_loop(chat, input, lo));
+  k3::write_stats_json(*model, mo, session.counters(), static_cast<uint64_t>(session.counters().prompt_ids),
+                       spec_flags.draft().stats_json());
   return status;
 }
 

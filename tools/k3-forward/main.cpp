@@ -84,11 +84,10 @@ int run(int argc, char** argv) {
   if (auto status = k3::apply_early_options(mo)) return *status;
   if (teacher_forcing && gen > 0)
     throw k3::Error(k3::ExitCode::kUsage, "--teacher-forcing evaluates the given ids and cannot be combined with --gen");
-  if (recompute && spec_flags.max_drafts() > 0)
-    throw k3::Error(k3::ExitCode::kUsage, "--recompute is the one-id-per-pass reference path: drop --spec/--predict");
+  if (recompute && spec_flags.requested())
+    throw k3::Error(k3::ExitCode::kUsage, "--recompute is the one-id-per-pass reference path: drop --spec/--predict/--draft");
   k3::check_batch_alone(batch_file, {&ids_file, &state_in, &state_out, &logits_file},
-                        teacher_forcing || recompute || spec_flags.max_drafts() > 0);
-  mo.stream.state_snapshots = spec_flags.max_drafts() + (state_out.empty() ? 0 : 1);  // + Ctrl-C's undo copy
+                        teacher_forcing || recompute || spec_flags.requested());
 
   // Cheap checks first: config and input, before any weight is read.
   // Outputs may be files (replaced whole) or devices/FIFOs (written through).
@@ -96,6 +95,8 @@ int run(int argc, char** argv) {
     if (!out->empty()) k3::check_output_path(*out, k3::OutputPolicy::kFileOrStream);
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
   if (!tok_dir.empty()) k3::check_tokenizer_matches(config, mo.model_dir, k3::Vocabulary::load(tok_dir), tok_dir);
+  spec_flags.check(config, mo.stream);  // rollback copies, the draft's memory; a --draft that does not fit: exit 3
+  if (!state_out.empty()) ++mo.stream.state_snapshots;  // Ctrl-C's undo copy
   k3::check_stop_ids(stop_ids, config.vocab_size);
   extras.prepare(tok_dir.empty() ? mo.model_dir : tok_dir, !batch_file.empty());
   const auto batch = batch_file.empty() ? std::vector<std::vector<int32_t>>{} : k3::read_batch_file(batch_file, config.vocab_size);
@@ -134,9 +135,10 @@ int run(int argc, char** argv) {
   if (saved) s.restore(std::move(*saved));
   k3::GenerationSession& session = s.generation();
   k3::prepare_interrupts(session, kTool, state_out);
-  const k3::GenerationEnd end = k3::run_prompt_and_generate(session, *model, prompt, fed, teacher_forcing, gen, extras);
+  const k3::GenerationEnd end = k3::run_prompt_and_generate(session, *model, prompt, fed, teacher_forcing, gen, extras,
+                                                            &spec_flags.draft(), drafts.get());
   const k3::GenerationCounters& c = session.counters();
-  k3::report_run(*model, mo, c, fed);
+  k3::report_run(*model, mo, c, fed, spec_flags.draft().stats_json());
 
   if (!logits_file.empty()) session.logits_log().write(logits_file);
   if (!state_out.empty()) k3::save_state_out(session, state_out, *identity, kTool);

@@ -1,0 +1,202 @@
+// Strict reader for a DSpark draft's config.json (docs/dspark.md): every key
+// the draft pass depends on is read and checked; a missing key, a wrong type
+// or a value the pass does not implement is an error naming the key.
+#include "draft/dspark_config.h"
+
+#include <simdjson.h>
+#include <xxhash.h>
+
+#include <cmath>
+
+#include "common/error.h"
+#include "common/file.h"
+#include "model/config.h"
+
+namespace k3 {
+
+namespace {
+
+using simdjson::dom::element;
+using simdjson::dom::object;
+
+class Keys {
+ public:
+  Keys(std::string origin, object obj, std::string prefix = "")
+      : origin_(std::move(origin)), obj_(obj), prefix_(std::move(prefix)) {}
+
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    throw Error(ExitCode::kBadModel, origin_ + ": key '" + prefix_ + key + "' " + what);
+  }
+  bool has(const std::string& key) const {
+    element e;
+    return !obj_[key].get(e) && !e.is_null();
+  }
+  element get(const std::string& key) const {
+    element e;
+    if (obj_[key].get(e)) fail(key, "is missing (required for a DSpark draft)");
+    return e;
+  }
+  int64_t integer(const std::string& key) const {
+    int64_t v;
+    if (get(key).get_int64().get(v)) fail(key, "must be an integer");
+    return v;
+  }
+  // Sizes beyond any real draft are refused before anything is allocated.
+  int positive(const std::string& key, int64_t max = int64_t{1} << 24) const {
+    const int64_t v = integer(key);
+    if (v <= 0 || v > max) fail(key, "is " + std::to_string(v) + "; must be in 1.." + std::to_string(max));
+    return static_cast<int>(v);
+  }
+  double number(const std::string& key) const {
+    element e = get(key);
+    double v;
+    if (e.get_double().get(v)) {
+      int64_t i;
+      if (e.get_int64().get(i)) fail(key, "must be a number");
+      v = static_cast<double>(i);
+    }
+    if (!std::isfinite(v)) fail(key, "must be a finite number");
+    return v;
+  }
+  bool boolean(const std::string& key) const {
+    bool v;
+    if (get(key).get_bool().get(v)) fail(key, "must be true or false");
+    return v;
+  }
+  std::string string(const std::string& key) const {
+    std::string_view v;
+    if (get(key).get_string().get(v)) fail(key, "must be a string");
+    return std::string(v);
+  }
+  void require(const std::string& key, bool want, const std::string& why) const {
+    if (boolean(key) != want)
+      fail(key, std::string("is ") + (want ? "false" : "true") + "; the DSpark draft pass implements only " +
+                    (want ? "true" : "false") + why);
+  }
+  Keys child(const std::string& key) const {
+    object o;
+    if (get(key).get_object().get(o)) fail(key, "must be an object");
+    return Keys(origin_, o, prefix_ + key + ".");
+  }
+
+ private:
+  std::string origin_;
+  object obj_;
+  std::string prefix_;
+};
+
+}  // namespace
+
+DSparkConfig load_dspark_config(const std::string& dir) {
+  const std::string path = dir + "/config.json";
+  if (!file_exists(path))
+    throw Error(ExitCode::kBadModel, path + ": no config.json; --draft takes the directory of a Kimi-K3-DSpark checkpoint");
+  return parse_dspark_config(read_text_file(path, 16ull << 20), path);
+}
+
+DSparkConfig parse_dspark_config(const std::string& text, const std::string& path) {
+  simdjson::dom::parser parser;
+  element root;
+  object obj;
+  if (parser.parse(text).get(root) || root.get_object().get(obj))
+    throw Error(ExitCode::kBadModel, path + ": not a JSON object");
+  const Keys k(path, obj);
+  DSparkConfig c;
+  if (k.string("model_type") != "k3_dspark")
+    k.fail("model_type", "is \"" + k.string("model_type") + "\"; a DSpark draft has \"k3_dspark\"");
+  c.hidden_size = k.positive("hidden_size");
+  c.intermediate_size = k.positive("intermediate_size");
+  c.num_hidden_layers = k.positive("num_hidden_layers", 1024);
+  c.num_heads = k.positive("num_attention_heads", 4096);
+  if (k.has("num_key_value_heads") && k.integer("num_key_value_heads") != c.num_heads)
+    k.fail("num_key_value_heads", "differs from num_attention_heads; MLA has one key/value per head");
+  c.q_lora_rank = k.positive("q_lora_rank");
+  c.kv_lora_rank = k.positive("kv_lora_rank");
+  c.qk_nope_head_dim = k.positive("qk_nope_head_dim", 4096);
+  c.qk_rope_head_dim = k.positive("qk_rope_head_dim", 4096);
+  if (c.qk_rope_head_dim % 2) k.fail("qk_rope_head_dim", "must be even (rope rotates pairs)");
+  c.v_head_dim = k.positive("v_head_dim", 4096);
+  c.vocab_size = k.positive("vocab_size", int64_t{1} << 26);
+  if (k.has("draft_vocab_size") && k.integer("draft_vocab_size") != c.vocab_size)
+    k.fail("draft_vocab_size", "differs from vocab_size; a vocabulary map (d2t) is not implemented");
+  c.rms_norm_eps = static_cast<float>(k.number("rms_norm_eps"));
+  if (!(c.rms_norm_eps > 0)) k.fail("rms_norm_eps", "must be positive");
+  k.require("mla_use_nope", false, " (the draft rotates its rope dimensions)");
+  k.require("mla_use_output_gate", false, " (the draft's attention has no output gate)");
+  if (k.has("hidden_act") && k.string("hidden_act") != "silu")
+    k.fail("hidden_act", "is \"" + k.string("hidden_act") + "\"; the draft MLP implements only \"silu\"");
+
+  const Keys rope = k.child("rope_parameters");
+  if (rope.string("rope_type") != "yarn")
+    rope.fail("rope_type", "is \"" + rope.string("rope_type") + "\"; the draft pass implements only \"yarn\"");
+  c.rope_theta = rope.number("rope_theta");
+  c.rope_factor = rope.number("factor");
+  c.rope_original_max_positions = rope.positive("original_max_position_embeddings", int64_t{1} << 30);
+  c.beta_fast = rope.number("beta_fast");
+  c.beta_slow = rope.number("beta_slow");
+  c.mscale = rope.has("mscale") ? rope.number("mscale") : 1.0;
+  c.mscale_all_dim = rope.has("mscale_all_dim") ? rope.number("mscale_all_dim") : 0.0;
+  if (!(c.rope_theta > 1) || !(c.rope_factor >= 1) || !(c.beta_fast > c.beta_slow) || !(c.beta_slow > 0))
+    rope.fail("rope_theta", "and factor/beta_fast/beta_slow are out of range (theta > 1, factor >= 1, beta_fast > beta_slow > 0)");
+
+  element ids = k.get("target_layer_ids");
+  simdjson::dom::array arr;
+  if (ids.get_array().get(arr)) k.fail("target_layer_ids", "must be a list of layer indices");
+  for (element e : arr) {
+    int64_t v;
+    if (e.get_int64().get(v) || v < 0 || v > 4096) k.fail("target_layer_ids", "must hold layer indices 0..4096");
+    c.target_layer_ids.push_back(static_cast<int>(v));
+  }
+  if (c.target_layer_ids.empty()) k.fail("target_layer_ids", "is empty");
+  if (k.has("num_target_layers") && k.integer("num_target_layers") != c.num_taps())
+    k.fail("num_target_layers", "differs from the length of target_layer_ids");
+  c.target_hidden_size = k.positive("target_hidden_size");
+  c.target_num_hidden_layers = k.positive("target_num_hidden_layers", 4096);
+  c.mask_token_id = static_cast<int>(k.integer("mask_token_id"));
+  if (c.mask_token_id < 0 || c.mask_token_id >= c.vocab_size) k.fail("mask_token_id", "is outside the vocabulary");
+  c.markov_rank = k.positive("markov_rank", 1 << 16);
+  if (k.has("markov_head_type") && k.string("markov_head_type") != "vanilla")
+    k.fail("markov_head_type", "is \"" + k.string("markov_head_type") + "\"; only \"vanilla\" is implemented");
+  c.confidence_head = k.has("enable_confidence_head") && k.boolean("enable_confidence_head");
+  if (c.confidence_head && k.has("confidence_head_with_markov") && !k.boolean("confidence_head_with_markov"))
+    k.fail("confidence_head_with_markov", "is false; only the head over [hidden ; Markov embedding] is implemented");
+  if (k.has("block_size")) c.block_size = k.positive("block_size", 64);
+  c.config_hash = XXH3_64bits(text.data(), text.size());
+  return c;
+}
+
+DSparkConfig kimi_k3_dspark_geometry() {
+  // Inferact/Kimi-K3-DSpark's config.json (the keys the draft pass reads).
+  static const char* kConfig = R"({"model_type": "k3_dspark", "hidden_size": 7168, "intermediate_size": 14336,
+    "num_hidden_layers": 5, "num_attention_heads": 64, "num_key_value_heads": 64, "q_lora_rank": 1536,
+    "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
+    "mla_use_nope": false, "mla_use_output_gate": false, "vocab_size": 163840, "draft_vocab_size": 163840,
+    "rms_norm_eps": 1e-05, "rope_parameters": {"rope_type": "yarn", "factor": 32.0,
+    "original_max_position_embeddings": 32768, "rope_theta": 50000.0, "beta_fast": 32, "beta_slow": 1,
+    "mscale": 1.0, "mscale_all_dim": 1.0}, "num_target_layers": 5, "target_hidden_size": 7168,
+    "target_num_hidden_layers": 93, "target_layer_ids": [2, 23, 47, 71, 89], "mask_token_id": 163837,
+    "markov_rank": 256, "markov_head_type": "vanilla", "enable_confidence_head": true,
+    "confidence_head_with_markov": true})";
+  return parse_dspark_config(kConfig, "Kimi-K3-DSpark geometry");
+}
+
+void check_draft_fits(const DSparkConfig& d, const ModelConfig& t, const std::string& dir) {
+  auto refuse = [&](const std::string& what) {
+    throw Error(ExitCode::kBadModel, "--draft " + dir + ": " + what + "; this draft was trained for another model");
+  };
+  if (d.hidden_size != t.hidden_size || d.target_hidden_size != t.hidden_size)
+    refuse("its hidden size " + std::to_string(d.hidden_size) + " (target_hidden_size " +
+           std::to_string(d.target_hidden_size) + ") is not the model's " + std::to_string(t.hidden_size));
+  if (d.vocab_size != t.vocab_size)
+    refuse("its vocabulary of " + std::to_string(d.vocab_size) + " ids is not the model's " +
+           std::to_string(t.vocab_size));
+  if (d.target_num_hidden_layers != t.num_hidden_layers)
+    refuse("it was made for a target of " + std::to_string(d.target_num_hidden_layers) + " layers, the model has " +
+           std::to_string(t.num_hidden_layers));
+  for (int id : d.target_layer_ids)
+    if (id >= t.num_hidden_layers)
+      refuse("its target layer " + std::to_string(id) + " is past the model's last layer " +
+             std::to_string(t.num_hidden_layers - 1));
+}
+
+}  // namespace k3
