@@ -7,6 +7,7 @@ packages=(
   libcli11-dev libsimdjson-dev libxxhash-dev libzstd-dev libgtest-dev libhwy-dev
   libpcre2-dev libicu-dev libcurl4-openssl-dev libssl-dev
   fio
+  groff-base bsdextrautils
   clang libclang-rt-14-dev
 )
 missing=()
