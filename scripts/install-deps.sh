@@ -7,6 +7,7 @@ packages=(
   libcli11-dev libsimdjson-dev libxxhash-dev libzstd-dev libgtest-dev libhwy-dev
   libpcre2-dev libicu-dev libcurl4-openssl-dev libssl-dev libcpp-httplib-dev libedit-dev
   fio
+  groff-base bsdextrautils
   python3-pyte  # the screen tests render the terminal as a person sees it
   clang libclang-rt-14-dev
 )

@@ -141,9 +141,9 @@ fi
 # ---- Build dir and a clean baseline. ----
 launcher=()
 command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" > "$build.configure.log" 2>&1 ||
-  { cat "$build.configure.log" >&2; exit 2; }
 mkdir -p "$build/logs"
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" > "$build/logs/configure" 2>&1 ||
+  { cat "$build/logs/configure" >&2; exit 2; }
 
 build_for() {  # build_for ID LOG
   if [ $full -eq 1 ]; then
@@ -175,7 +175,17 @@ if [ $full -eq 1 ]; then
 else
   cmake --build "$build" -j "$jobs" --target $(printf '%s\n' "${all_targets[@]}" | sort -u) > "$base_log.build" 2>&1 ||
     { tail -30 "$base_log.build" >&2; exit 2; }
-  base_regex=$(IFS='|'; echo "${all_tests[*]}")
+  # The union of the tests the regexes select, as one flat alternation
+  # (ctest's regex engine allows few groups); a regex selecting nothing
+  # is an error in the list.
+  names=()
+  while IFS= read -r r; do
+    got=$(ctest --test-dir "$build" -N -R "$r" | sed -nE 's/^ *Test +#[0-9]+: +([^ ]+).*/\1/p')
+    [ -n "$got" ] || { echo "mutate: tests regex $r selects no test; fix $list" >&2; exit 2; }
+    # shellcheck disable=SC2206  # test names have no spaces
+    names+=($got)
+  done < <(printf '%s\n' "${all_tests[@]}" | sort -u)
+  base_regex="^($(printf '%s\n' "${names[@]}" | sort -u | paste -sd '|' -))\$"
 fi
 base_args=(--test-dir "$build" --no-tests=error -j "$jobs" --timeout "$timeout")
 [ -n "$base_regex" ] && base_args+=(-R "$base_regex")
@@ -192,12 +202,12 @@ bad=0
 for id in "${ids[@]}"; do
   f=${file[$id]}
   if printf '%s\n' "${stale[@]}" | grep -qx -- "$id"; then
-    results+=("$id|$f|NO LONGER APPLIES|-|0")
+    results+=("$id|$f|STALE|the snippet no longer applies: update $list|0")
     bad=1
     continue
   fi
   if [ -n "${needs[$id]}" ] && ! grep -qw -- "${needs[$id]}" <<< "$cpu_flags"; then
-    results+=("$id|$f|skipped (this CPU lacks ${needs[$id]})|-|0")
+    results+=("$id|$f|skipped|this CPU lacks ${needs[$id]}: not run here|0")
     continue
   fi
   start=$(date +%s)
@@ -207,7 +217,7 @@ for id in "${ids[@]}"; do
   echo "mutate: $id: ${what[$id]}" >&2
   if ! build_for "$id" "$build/logs/$id.build"; then
     restore_all
-    results+=("$id|$f|DOES NOT BUILD (see $build/logs/$id.build)|-|$(( $(date +%s) - start ))")
+    results+=("$id|$f|NO BUILD|see $build/logs/$id.build|$(( $(date +%s) - start ))")
     bad=1
     continue
   fi

@@ -84,6 +84,10 @@ TEST(PythonJson, ArgumentValuesAreWrittenAsJsonDumps) {
   EXPECT_EQ(argument_of(R"({"v":{"b":[1,2.50,"x\"y\n\u0001é"],"a":null,"c":true}})"),
             "{\"b\": [1, 2.5, \"x\\\"y\\n\\u0001é\"], \"a\": null, \"c\": true}");
   EXPECT_EQ(argument_of(R"({"v":"raw <|open|> \"text\""})"), "raw <|open|> \"text\"");
+  // Control characters as json.dumps(..., ensure_ascii=False) writes them:
+  // short escapes where JSON has one, else \u00xx in lowercase hex; DEL as is.
+  EXPECT_EQ(argument_of(R"({"v":["\u000b\u001b\u001f\u007f\b\f\t\r"]})"),
+            "[\"\\u000b\\u001b\\u001f\x7f\\b\\f\\t\\r\"]");
   // A repeated key keeps its first place and takes the last value (a Python dict).
   EXPECT_EQ(argument_of(R"({"v":{"a":1,"b":2,"a":3}})"), "{\"a\": 3, \"b\": 2}");
   // Arguments as a JSON string: the same; empty is {}; not JSON is the raw fallback.

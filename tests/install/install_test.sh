@@ -31,11 +31,13 @@ for t in "${tools[@]}"; do
     grep -qF -- "${flag//-/\\-}" "$man" || missing="$missing $flag"
   done
   check "$t man page has every flag of --help" "" "$missing"
-  if command -v groff > /dev/null; then
-    rendered=$(groff -man -Tutf8 "$man" 2> "$work/groff.err" | col -b 2> /dev/null)
-    contains "$t man page renders with its NAME" "$t" "$rendered"
-    check "$t man page renders without warnings" 0 "$(stat -c %s "$work/groff.err")"
-  fi
+  # groff and col come from scripts/install-deps.sh (groff-base,
+  # bsdextrautils); a missing one fails here instead of skipping the check.
+  groff -man -Tutf8 "$man" > "$work/man.txt" 2> "$work/groff.err"
+  check "$t man page renders (groff exit)" 0 "$?"
+  rendered=$(col -b < "$work/man.txt")
+  contains "$t man page renders with its NAME" "$t" "$rendered"
+  check "$t man page renders without warnings" "" "$(cat "$work/groff.err")"
 
   completion=$prefix/share/bash-completion/completions/$t
   holds "$t completion installed" "[ -s '$completion' ]"
@@ -68,9 +70,14 @@ pipeline() {  # pipeline BIN_DIR
   printf 'The capital of France is' | "$1/k3-tokenize" --tok "$DATA/k3-tiny" |
     "$1/k3-forward" "$DATA/k3-tiny" --gen 8 2> /dev/null | "$1/k3-detok" --tok "$DATA/k3-tiny"
 }
-installed=$(pipeline "$prefix/bin" | od -An -tx1)
-check "installed pipeline exit" 0 "${PIPESTATUS[0]}"
-built=$(pipeline "$BUILD/bin" | od -An -tx1)
+# Each pipeline's status is taken directly (pipefail: any failing stage),
+# not from inside a command substitution, where it would always read 0.
+pipeline "$prefix/bin" > "$work/installed.out"
+check "installed pipeline exit" 0 "$?"
+pipeline "$BUILD/bin" > "$work/built.out"
+check "build tree pipeline exit" 0 "$?"
+installed=$(od -An -tx1 < "$work/installed.out")
+built=$(od -An -tx1 < "$work/built.out")
 differs "pipeline produced text" "" "$installed"
 check "installed pipeline = build tree pipeline" "$built" "$installed"
 
