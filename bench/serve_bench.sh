@@ -31,7 +31,7 @@ trunk="$work/trunk"; [ -f "$model/trunk/trunk.json" ] && trunk="$model/trunk"
 
 start() {  # start SLOTS: k3-serve on a free loopback port; sets $server and $url
   # shellcheck disable=SC2086
-  "$bin/k3-serve" "$model" --trunk "$trunk" $flags --host 127.0.0.1 --port 0 --slots "$1" --queue 64 --quiet \
+  "$bin/k3-serve" "$model" --trunk "$trunk" $flags --host 127.0.0.1 --port 0 --slots "$1" --queue 64 \
     2> "$work/server.log" &
   server=$!
   for _ in $(seq 1 3000); do

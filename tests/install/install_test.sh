@@ -13,7 +13,7 @@ prefix=$work/prefix
 
 cmake --install "$BUILD" --prefix "$prefix" > "$work/install.log" 2>&1
 check "cmake --install exit" 0 "$?"
-tools=(k3-chat k3-detok k3-doctor k3-fetch-verify k3-forward k3-pack k3-synth k3-tokenize)
+tools=(k3-chat k3-detok k3-doctor k3-fetch-verify k3-forward k3-pack k3-serve k3-synth k3-tokenize)
 for t in "${tools[@]}"; do
   holds "$t installed and executable" "[ -x '$prefix/bin/$t' ]"
   "$prefix/bin/$t" --help > "$work/help" 2> "$work/help.err"

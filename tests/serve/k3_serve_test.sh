@@ -15,11 +15,13 @@ TOOL=k3-serve
 bad "non-loopback host without a key" 2 "--host 0.0.0.0 is reachable from other machines" -- \
   "$BIN/k3-serve" "$TINY" --host 0.0.0.0
 bad "empty key" 2 "the API key is empty" -- "$BIN/k3-serve" "$TINY" --api-key ""
+bad "--slots 0" 2 "--slots: 0 is out of range (valid: from 1 to 256)" -- "$BIN/k3-serve" "$TINY" --slots 0
 bad "missing cache dir" 2 "--cache-dir $work/none: not a directory" -- "$BIN/k3-serve" "$TINY" --cache-dir "$work/none"
 
 mkdir -p "$work/cache"
 start_server "$work/server.log" --slots 2 --cache-dir "$work/cache" --keep-mb 0 --max-body-mb 0.02 || exit 1
 check "health" '{"status": "ok"}' "$(curl -s --max-time 10 "$url/health")"
+bad "port in use" 2 "cannot listen on 127.0.0.1:$port" -- "$BIN/k3-serve" "$TINY" --port "$port"
 models=$(curl -s --max-time 10 "$url/v1/models")
 check "model id is the directory name" "k3-tiny" "$(jget "$models" 'j["data"][0]["id"]')"
 

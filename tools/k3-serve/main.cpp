@@ -14,6 +14,7 @@
 #include "checkpoint/checkpoint.h"
 #include "cli/model_run.h"
 #include "cli/cli_parse.h"
+#include "cli/flag_checks.h"
 #include "cli/interrupt.h"
 #include "cli/model_options.h"
 #include "common/error.h"
@@ -54,18 +55,18 @@ int run(int argc, char** argv) {
   double keep_mb = 512, max_body_mb = 8;
   k3::add_model_options(app, mo);
   app.add_option("--host", so.host, "Address to listen on (default 127.0.0.1; another than loopback needs --api-key)");
-  app.add_option("--port", so.port, "Port (default 8080; 0: any free port, printed at start)")->check(CLI::Range(0, 65535));
+  app.add_option("--port", so.port, "Port (default 8080; 0: any free port, printed at start)")->check(k3::cli::in_range(0, 65535));
   auto* key = app.add_option("--api-key", so.api_key, "Every endpoint but /health needs \"Authorization: Bearer KEY\"");
   app.add_option("--api-key-file", key_file, "The key from the first line of a file (kept out of the process list)")
       ->excludes(key);
   app.add_flag("--insecure", insecure, "Allow a non-loopback --host without an API key");
   app.add_option("--slots", sched.slots, "Requests generated together, sharing each weight pass (default 4)")
-      ->check(CLI::Range(1, 256));
-  app.add_option("--queue", sched.queue_limit, "Requests waiting for a slot before 429 (default 64)")->check(CLI::Range(0, 4096));
+      ->check(k3::cli::in_range(1, 256));
+  app.add_option("--queue", sched.queue_limit, "Requests that may wait beyond the free slots; more get 429 (default 64)")->check(k3::cli::in_range(0, 4096));
   app.add_option("--model-name", so.model_name, "The model's id in the API (default: the model directory's name)");
   app.add_option("--cache-dir", cache_options.dir, "Directory for conversation states spilled from RAM (default: none, dropped)");
-  app.add_option("--keep-mb", keep_mb, "RAM for kept conversation states in MB (default 512)")->check(CLI::Range(0.0, 1e7));
-  app.add_option("--max-body-mb", max_body_mb, "Largest request body in MB (default 8; larger: 413)")->check(CLI::Range(0.001, 1024.0));
+  app.add_option("--keep-mb", keep_mb, "RAM for kept conversation states in MB (default 512)")->check(k3::cli::in_range(0, 1e7));
+  app.add_option("--max-body-mb", max_body_mb, "Largest request body in MB (default 8; larger: 413)")->check(k3::cli::in_range(0.001, 1024));
   k3::add_budget_options(app, mo);
   app.footer(std::string("Exit status 2 for a refused flag or an address it cannot listen on; 130 after Ctrl-C or "
                          "SIGTERM.\n") + k3::exit_codes_help());
