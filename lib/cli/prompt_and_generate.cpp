@@ -57,9 +57,9 @@ void save_state_out(GenerationSession& session, const std::string& state_out, co
 
 void prepare_interrupts(GenerationSession& session, const std::string& tool, const std::string& state_out) {
   ignore_sigpipe();
-  std::string message = fresh_line(2) + tool + ": stopping within a layer";
-  message += state_out.empty() ? "" : ", then saving the state to " + state_out;
-  install_interrupt_handler(message + " (Ctrl-C again quits at once)\n");
+  // Where the state went is said once it is written (save_state_out): a
+  // prompt stopped before any id is generated saves nothing.
+  install_interrupt_handler(fresh_line(2) + tool + ": stopping within a layer (Ctrl-C again quits at once)\n");
   session.set_stop_within_pass(true, !state_out.empty());
 }
 

@@ -19,7 +19,7 @@
 namespace k3 {
 
 // Ctrl-C while k3-forward generates: the first signal says "stopping" at
-// once (and where the state will go), the weight pass stops within about a
+// once, the weight pass stops within about a
 // layer (GenerationSession::set_stop_within_pass; with --state-out the
 // sequence is put back as it was before that pass, so the saved state
 // continues exactly), and a second signal ends the process. Also makes a

@@ -83,6 +83,10 @@ check "the input after a tool call is its result" "tool functions.get_weather:0 
 echo '{"not": "an array"}' > "$work/bad_tools.json"
 TOOL=k3-chat bad "--tools not an array" 4 "must be a non-empty JSON array" -- "$CHAT" "$TINY" --tools "$work/bad_tools.json"
 
+# A bad message in --history is named by its line (blank lines count).
+printf '{"role": "user", "content": "a"}\n\n{"role": "bogus", "content": "b"}\n' > "$work/bad.jsonl"
+TOOL=k3-chat bad "bad history message" 4 "$work/bad.jsonl: line 3: role: unknown role" -- "$CHAT" "$TINY" --history "$work/bad.jsonl"
+
 # One context default: what --plan plans is what a run plans.
 "$BIN/k3-pack" "$TINY" "$work/trunk" 2> /dev/null || { echo "FAIL pack"; exit 1; }
 "$CHAT" "$TINY" --trunk "$work/trunk" --preset min --threads 2 --plan < /dev/null > /dev/null 2> "$work/plan.err"

@@ -104,7 +104,7 @@ TOOL=k3-chat
 printf '{"role":"user","content":"a"}\nnot json\n' > "$work/bad1.jsonl"
 bad "history not JSON" 4 "bad1.jsonl line 2: not JSON" -- "$CHAT" "$TINY" --history "$work/bad1.jsonl"
 printf '{"role":"user","content":"a"}\n{"role":"wizard","content":"b"}\n' > "$work/bad2.jsonl"
-bad "history unknown role" 4 "messages[1].role: unknown role \"wizard\"" -- "$CHAT" "$TINY" --history "$work/bad2.jsonl"
+bad "history unknown role" 4 "bad2.jsonl: line 2: role: unknown role \"wizard\"" -- "$CHAT" "$TINY" --history "$work/bad2.jsonl"
 check "refused history untouched" 2 "$(lines "$work/bad2.jsonl")"
 ln -s "$work/h.jsonl" "$work/link.jsonl"
 bad "history through a symbolic link" 5 "symbolic link" -- "$CHAT" "$TINY" --history "$work/link.jsonl"

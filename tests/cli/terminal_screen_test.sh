@@ -79,7 +79,7 @@ $SCREEN --cols 200 --signal-after 2 -- "'$BIN/k3-forward' '$TINY' --ids '$TINY/p
 check "Ctrl-C: exit 130" 130 "$?"
 stopping=$(sed -nE 's/stopping_after=([0-9.-]+).*/\1/p' "$work/timing")
 holds "Ctrl-C: 'stopping' shown within 0.5 s (after ${stopping} s)" "$PY -c 'import sys; sys.exit(not 0 <= $stopping < 0.5)'"
-contains "Ctrl-C: says it is stopping" "k3-forward: stopping within a layer, then saving the state to $work/cut.state" "$(cat "$work/screen6")"
+contains "Ctrl-C: says it is stopping" "k3-forward: stopping within a layer (Ctrl-C again quits at once)" "$(cat "$work/screen6")"
 contains "Ctrl-C: says where the state went" "k3-forward: state saved to $work/cut.state" "$(cat "$work/screen6")"
 n=$(wc -l < "$work/cut.ids")
 holds "Ctrl-C: ids were written before ($n)" "[ $n -gt 0 ]"

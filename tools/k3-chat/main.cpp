@@ -14,6 +14,7 @@
 
 #include "chat/chat_history.h"
 #include "chat/chat_loop.h"
+#include "chat/history_lines.h"
 #include "chat/line_editor.h"
 #include "chat/tool_declarations.h"
 #include "chat/chat_session.h"
@@ -106,7 +107,7 @@ int run(int argc, char** argv) {
     try {
       k3::check_chat_messages(history);
     } catch (const k3::Error& e) {
-      throw k3::Error(e.code(), history_path + ": " + e.what());
+      throw k3::Error(e.code(), history_path + ": " + k3::name_history_line(history_path, e.what()));
     }
     history_file.emplace(history_path);
     lo.history = &*history_file;
