@@ -200,7 +200,7 @@ TEST(TrunkFingerprint, Version1TrunkJsonIsRefusedWithAdviceAndUpgradedByRefresh)
   EXPECT_TRUE(r.refreshed);
   EXPECT_EQ(r.bytes_checked, p.layout.file_size);  // every section re-hashed
   EXPECT_EQ(p.open_error(), "");
-  EXPECT_NE(read_text_file((p.trunk / "trunk.json").string()).find("\"version\": 3"), std::string::npos);
+  EXPECT_NE(read_text_file((p.trunk / "trunk.json").string()).find("\"version\": 4"), std::string::npos);
   // A version from the future is refused as unsupported.
   std::string v9 = v1;
   v9.replace(v9.find("\"version\": 1"), 12, "\"version\": 9");

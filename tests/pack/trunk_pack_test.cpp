@@ -278,6 +278,12 @@ TEST(TrunkPack, ZeroBlocksBecomeHolesAndBytesMatchDense) {
 // wrapped around into a section that seems to fit.
 TEST(TrunkPack, TrunkJsonWithWrappingOffsetsOrShapesIsRefused) {
   TrunkLayout t = layout_trunk(tiny_manifest());
+  for (TrunkSection& s : t.sections) {  // every version 4 section has its blocks
+    uint64_t n = 0;
+    for (const TrunkTensor& x : s.tensors) n += (x.nbytes + t.block_bytes - 1) / t.block_bytes;
+    s.blocks.assign(n, TrunkBlock{});
+    ASSERT_TRUE(place_raw_blocks(s, t.block_bytes));
+  }
   TrunkLayout far = t;
   far.sections[1].offset = 18446744073709547520ull;  // 2^64 - 4096: offset + length wraps
   EXPECT_EQ(code_of([&] { parse_trunk_layout(trunk_layout_to_json(far), "trunk.json"); }), ExitCode::kBadModel);
