@@ -24,11 +24,6 @@ std::unique_ptr<Model> load_model(ModelConfig config, Checkpoint checkpoint, con
   params.context = std::max<uint64_t>(o.ctx, context);
   params.batch = batch;
   params.log = &std::cerr;
-  if (!o.stream.active())
-    std::fprintf(stderr,
-                 "%s: no --trunk or budget: the whole model (trunk and every routed expert) is loaded "
-                 "resident; use k3-pack and --trunk/--preset to run in a memory budget\n",
-                 tool_name());
   LoadProgress progress(tool_name());  // lives until the model is loaded: the only time it is called
   params.progress = progress.callback();
   auto model = std::make_unique<Model>(std::move(config), std::move(checkpoint), std::move(params));

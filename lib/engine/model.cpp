@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "common/clock.h"
+#include "common/tool_main.h"
 #include "engine/session.h"
 #include "model/tensor_manifest.h"
 #include "runtime/resident_plan.h"
@@ -47,6 +48,10 @@ Model::Model(ModelConfig config, Checkpoint checkpoint, ModelParams params)
     // plans them, before any weight or state is allocated.
     check_resident_run(config_, checkpoint_, req, params_.context, params_.batch);
     check_position_limit(config_, params_.context, kSpanWhat);
+    // Said only once the checks have passed, so a refusal stays one line.
+    if (params_.log)
+      *params_.log << tool_name() << ": no --trunk or budget: the whole model (trunk and every routed expert) is "
+                   << "loaded resident; use k3-pack and --trunk/--preset to run in a memory budget\n";
     resident_ = std::make_unique<ResidentWeights>(config_, checkpoint_, params_.log);
     max_drafts_ = req.state_snapshots;
   }

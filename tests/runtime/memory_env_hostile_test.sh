@@ -30,7 +30,7 @@ for g in "eight gigs" "-1" "12abc"; do
   cp -r "$DATA/doctor/v2-container" "$work/g"
   printf '%s\n' "$g" > "$work/g/sys/fs/cgroup/memory.max"
   out=$("$BIN/k3-doctor" --root "$work/g" --no-probe 2> "$work/err"); rc=$?
-  check "memory.max '$g': exit (cannot run)" 2 "$rc"
+  check "memory.max '$g': exit (cannot run)" 11 "$rc"
   holds "memory.max '$g': usable is a FAIL" 'grep -Eq "^  FAIL +usable " <<<"$out"'
   contains "memory.max '$g': says the file is no byte count" "memory.max is not a byte count, taken as 0" "$out"
 done
