@@ -18,6 +18,7 @@
 #include "engine/model.h"
 #include "engine/session.h"
 #include "../model/model_fixture.h"
+#include "lib/test_util.h"
 
 namespace k3 {
 namespace {
@@ -34,9 +35,6 @@ std::vector<int32_t> generate(Session& s, int64_t n) {
   return ids;
 }
 
-bool same_floats(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 ModelParams resident() {
   ModelParams p;
@@ -60,7 +58,7 @@ TEST(Model, ResidentSessionGeneratesTheGoldenIds) {
   std::vector<int32_t> ids;
   for (size_t i = 0; i < g.greedy_ids.size(); ++i) ids.push_back(stepped.step());
   EXPECT_EQ(ids, g.greedy_ids);
-  EXPECT_TRUE(same_floats(stepped.generation().current_row(), s.generation().current_row()));
+  EXPECT_TRUE(test::same_bits(stepped.generation().current_row(), s.generation().current_row()));
 }
 
 TEST(Model, PrefixReuseEqualsAFreshRun) {
@@ -81,7 +79,7 @@ TEST(Model, PrefixReuseEqualsAFreshRun) {
   p2.insert(p2.end(), reply.begin(), reply.end());
   p2.insert(p2.end(), g.tf_ids.begin(), g.tf_ids.begin() + 5);
   EXPECT_EQ(s.prefill_reusing(p2, p2.size()), p1.size() + reply.size() - 1);
-  EXPECT_TRUE(same_floats(s.generation().current_row(), fresh_row(p2)));
+  EXPECT_TRUE(test::same_bits(s.generation().current_row(), fresh_row(p2)));
 
   // Turn 3 diverges after p2's first ids: back to turn 2's save point only
   // when that point's ids are a prefix; here they are not, and p1's point
@@ -89,14 +87,14 @@ TEST(Model, PrefixReuseEqualsAFreshRun) {
   std::vector<int32_t> p3(p1.begin(), p1.end() - 1);
   p3.push_back(g.tf_ids[7]);
   EXPECT_EQ(s.prefill_reusing(p3, 3), 0u);
-  EXPECT_TRUE(same_floats(s.generation().current_row(), fresh_row(p3)));
+  EXPECT_TRUE(test::same_bits(s.generation().current_row(), fresh_row(p3)));
   generate(s, 3);
 
   // Turn 4 shares p3's first 3 ids (the save point) but not the rest.
   std::vector<int32_t> p4(p3.begin(), p3.begin() + 3);
   p4.insert(p4.end(), g.tf_ids.begin() + 10, g.tf_ids.begin() + 16);
   EXPECT_EQ(s.prefill_reusing(p4, p4.size()), 3u);
-  EXPECT_TRUE(same_floats(s.generation().current_row(), fresh_row(p4)));
+  EXPECT_TRUE(test::same_bits(s.generation().current_row(), fresh_row(p4)));
   EXPECT_EQ(s.ids(), p4);
 }
 

@@ -15,6 +15,7 @@
 #include "model/engine.h"
 #include "state/continuation.h"
 #include "../model/model_fixture.h"
+#include "lib/test_util.h"
 
 namespace k3 {
 namespace {
@@ -30,9 +31,6 @@ Generated generate(GenerationSession& s, int64_t n) {
   return r;
 }
 
-bool same_floats(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 class SessionTest : public ::testing::Test {
  protected:
@@ -83,7 +81,7 @@ TEST_F(SessionTest, RecomputeLogsTheSameBits) {
   b.feed(g.greedy_prompt);
   EXPECT_EQ(generate(a, 8).ids, generate(b, 8).ids);
   ASSERT_EQ(a.logits_log().rows(), g.greedy_prompt.size() + 7);
-  EXPECT_TRUE(same_floats(a.current_row(), b.current_row()));
+  EXPECT_TRUE(test::same_bits(a.current_row(), b.current_row()));
   EXPECT_EQ(b.counters().decode_steps, 0);
 }
 
@@ -99,7 +97,7 @@ TEST_F(SessionTest, ContinuingEqualsOneRunGreedyAndSampled) {
     const Generated second = generate(split, 7);  // evaluates the pending id first
     first.ids.insert(first.ids.end(), second.ids.begin(), second.ids.end());
     EXPECT_EQ(first.ids, whole.ids);
-    EXPECT_TRUE(same_floats(one.current_row(), split.current_row()));
+    EXPECT_TRUE(test::same_bits(one.current_row(), split.current_row()));
     EXPECT_EQ(one.logits_log().rows(), split.logits_log().rows());
   }
 }
@@ -125,7 +123,7 @@ TEST_F(SessionTest, StateFileContinuationEqualsOneRun) {
   const Generated b = generate(second, 6);
   a.ids.insert(a.ids.end(), b.ids.begin(), b.ids.end());
   EXPECT_EQ(a.ids, whole.ids);
-  EXPECT_TRUE(same_floats(one.current_row(), second.current_row()));
+  EXPECT_TRUE(test::same_bits(one.current_row(), second.current_row()));
 }
 
 TEST_F(SessionTest, ChatTurnEqualsOneRunOverTheConversation) {
@@ -144,7 +142,7 @@ TEST_F(SessionTest, ChatTurnEqualsOneRunOverTheConversation) {
   one.reset();
   one.feed(conversation);
   EXPECT_EQ(generate(one, 5).ids, turn2.ids);
-  EXPECT_TRUE(same_floats(one.current_row(), chat.current_row()));
+  EXPECT_TRUE(test::same_bits(one.current_row(), chat.current_row()));
 }
 
 TEST_F(SessionTest, RollbackToASavePointRegeneratesTheSame) {
@@ -156,7 +154,7 @@ TEST_F(SessionTest, RollbackToASavePointRegeneratesTheSame) {
   const Generated a = generate(s, 9);
   s.rollback(std::move(point));
   EXPECT_EQ(s.logits_log().rows(), g.greedy_prompt.size());
-  EXPECT_TRUE(same_floats(row, s.current_row()));
+  EXPECT_TRUE(test::same_bits(row, s.current_row()));
   EXPECT_TRUE(s.pending().empty());
   EXPECT_EQ(generate(s, 9).ids, a.ids);
 }
@@ -222,7 +220,7 @@ TEST_F(SessionTest, DraftsGiveTheSameIdsLogitsAndState) {
         s.feed(g.greedy_prompt);
         const Generated got = generate(s, 20);
         EXPECT_EQ(got.ids, want.ids) << "wrong_every " << wrong_every << " n " << n;
-        EXPECT_TRUE(same_floats(plain.current_row(), s.current_row()));
+        EXPECT_TRUE(test::same_bits(plain.current_row(), s.current_row()));
         EXPECT_EQ(plain.pending(), s.pending());
         EXPECT_EQ(plain.state().tokens, s.state().tokens);
         ASSERT_EQ(plain.logits_log().rows(), s.logits_log().rows());
@@ -270,7 +268,7 @@ TEST_F(SessionTest, InterruptedWithinAVerifiedDraftEqualsThePlainRun) {
       EXPECT_EQ(s.state().tokens, plain.state().tokens) << "stop after " << stop_after << ", drafts " << n;
       EXPECT_EQ(s.state().positions, plain.state().positions);
       EXPECT_EQ(s.pending(), plain.pending());
-      EXPECT_TRUE(same_floats(s.current_row(), plain.current_row())) << "stop after " << stop_after << ", drafts " << n;
+      EXPECT_TRUE(test::same_bits(s.current_row(), plain.current_row())) << "stop after " << stop_after << ", drafts " << n;
       ASSERT_EQ(s.logits_log().rows(), plain.logits_log().rows());
       if (stop_after > 1) {
         EXPECT_GT(s.counters().drafts_accepted, 0);  // ids came from verified drafts
@@ -318,9 +316,9 @@ TEST_F(SessionTest, StopWithinAPassKeepsTheStateOfBeforeThePass) {
       for (int i = 0; i < layers; ++i) {
         const LayerState& a = s.state().layers[i];
         const LayerState& b = before.state.layers[i];
-        EXPECT_TRUE(same_floats(a.kda.S, b.kda.S) && same_floats(a.kda.conv_q, b.kda.conv_q) &&
-                    same_floats(a.kda.conv_k, b.kda.conv_k) && same_floats(a.kda.conv_v, b.kda.conv_v) &&
-                    same_floats(a.mla.latent, b.mla.latent))
+        EXPECT_TRUE(test::same_bits(a.kda.S, b.kda.S) && test::same_bits(a.kda.conv_q, b.kda.conv_q) &&
+                    test::same_bits(a.kda.conv_k, b.kda.conv_k) && test::same_bits(a.kda.conv_v, b.kda.conv_v) &&
+                    test::same_bits(a.mla.latent, b.mla.latent))
             << "layer " << i << " stop after " << stop_layer << ", drafts " << drafts;
       }
       // Going on (the stop no longer asked) gives the plain run's ids and row.
@@ -328,7 +326,7 @@ TEST_F(SessionTest, StopWithinAPassKeepsTheStateOfBeforeThePass) {
       std::vector<int32_t> all = first.ids;
       all.insert(all.end(), more.ids.begin(), more.ids.end());
       EXPECT_EQ(all, truth.ids) << "stop after " << stop_layer << ", drafts " << drafts;
-      EXPECT_TRUE(same_floats(s.current_row(), full.current_row()));
+      EXPECT_TRUE(test::same_bits(s.current_row(), full.current_row()));
     }
   }
 }
@@ -357,7 +355,7 @@ TEST_F(SessionTest, PromptLookupDraftsLeaveTheOutputUnchanged) {
   a.feed(prompt);
   b.feed(prompt);
   EXPECT_EQ(generate(a, 16).ids, generate(b, 16).ids);
-  EXPECT_TRUE(same_floats(a.current_row(), b.current_row()));
+  EXPECT_TRUE(test::same_bits(a.current_row(), b.current_row()));
   EXPECT_EQ(a.logits_log().rows(), b.logits_log().rows());
 }
 

@@ -1,12 +1,15 @@
 // Helpers shared by the GoogleTest executables: the exit code a call ends
-// with, damaging a file in place, and a fresh scratch directory.
+// with, bit-identical float vectors, damaging a file in place, and a fresh
+// scratch directory.
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <unistd.h>
 
@@ -24,6 +27,13 @@ inline ExitCode code_of(const std::function<void()>& f, std::string* msg = nullp
     return e.code();
   }
   return ExitCode::kOk;
+}
+
+// True when `a` and `b` hold the same floats bit for bit (memcmp, so -0.0
+// differs from 0.0 and NaNs compare by payload). Empty vectors are equal
+// without touching data(), which may be null.
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 // Flips bits of the byte at `off` of file `p`.

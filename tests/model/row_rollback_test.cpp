@@ -14,13 +14,11 @@
 #include "kernels/thread_pool.h"
 #include "model/engine.h"
 #include "model_fixture.h"
+#include "lib/test_util.h"
 
 namespace k3 {
 namespace {
 
-bool same(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
-}
 
 void expect_same_state(const ModelConfig& c, const SequenceState& a, const SequenceState& b) {
   EXPECT_EQ(a.positions, b.positions);
@@ -30,13 +28,13 @@ void expect_same_state(const ModelConfig& c, const SequenceState& a, const Seque
   for (size_t i = 0; i < a.layers.size(); ++i) {
     if (c.is_kda_layer(static_cast<int>(i))) {
       saw_kda = true;
-      EXPECT_TRUE(same(a.layers[i].kda.S, b.layers[i].kda.S)) << "KDA S, layer " << i;
-      EXPECT_TRUE(same(a.layers[i].kda.conv_q, b.layers[i].kda.conv_q)) << "conv q, layer " << i;
-      EXPECT_TRUE(same(a.layers[i].kda.conv_k, b.layers[i].kda.conv_k)) << "conv k, layer " << i;
-      EXPECT_TRUE(same(a.layers[i].kda.conv_v, b.layers[i].kda.conv_v)) << "conv v, layer " << i;
+      EXPECT_TRUE(test::same_bits(a.layers[i].kda.S, b.layers[i].kda.S)) << "KDA S, layer " << i;
+      EXPECT_TRUE(test::same_bits(a.layers[i].kda.conv_q, b.layers[i].kda.conv_q)) << "conv q, layer " << i;
+      EXPECT_TRUE(test::same_bits(a.layers[i].kda.conv_k, b.layers[i].kda.conv_k)) << "conv k, layer " << i;
+      EXPECT_TRUE(test::same_bits(a.layers[i].kda.conv_v, b.layers[i].kda.conv_v)) << "conv v, layer " << i;
     } else {
       saw_mla = true;
-      EXPECT_TRUE(same(a.layers[i].mla.latent, b.layers[i].mla.latent)) << "MLA latent, layer " << i;
+      EXPECT_TRUE(test::same_bits(a.layers[i].mla.latent, b.layers[i].mla.latent)) << "MLA latent, layer " << i;
     }
   }
   EXPECT_TRUE(saw_kda && saw_mla) << "the fixture should exercise both layer types";

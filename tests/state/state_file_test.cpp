@@ -15,6 +15,7 @@
 #include "state/state_file.h"
 #include "state/state_geometry.h"
 #include "state/state_layout.h"
+#include "lib/test_util.h"
 
 namespace fs = std::filesystem;
 using namespace k3;
@@ -80,9 +81,6 @@ ConversationState make_state(int64_t positions, bool sampling = true, bool logit
   return s;
 }
 
-bool same_floats(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), 4 * a.size()) == 0);
-}
 
 class StateFileTest : public ::testing::Test {
  protected:
@@ -148,15 +146,15 @@ TEST_F(StateFileTest, RoundTripIsExact) {
         EXPECT_EQ(r.sampling->min_p, 0.05);
         EXPECT_EQ(r.sampling->seed, 0xfedcba9876543210ull);
       }
-      EXPECT_TRUE(same_floats(r.last_logits, s.last_logits));
+      EXPECT_TRUE(test::same_bits(r.last_logits, s.last_logits));
       ASSERT_EQ(r.sequence.layers.size(), 5u);
       for (size_t i = 0; i < 5; ++i) {
         const LayerState &a = s.sequence.layers[i], &b = r.sequence.layers[i];
-        EXPECT_TRUE(same_floats(a.kda.S, b.kda.S)) << i;
-        EXPECT_TRUE(same_floats(a.kda.conv_q, b.kda.conv_q)) << i;
-        EXPECT_TRUE(same_floats(a.kda.conv_k, b.kda.conv_k)) << i;
-        EXPECT_TRUE(same_floats(a.kda.conv_v, b.kda.conv_v)) << i;
-        EXPECT_TRUE(same_floats(a.mla.latent, b.mla.latent)) << i;
+        EXPECT_TRUE(test::same_bits(a.kda.S, b.kda.S)) << i;
+        EXPECT_TRUE(test::same_bits(a.kda.conv_q, b.kda.conv_q)) << i;
+        EXPECT_TRUE(test::same_bits(a.kda.conv_k, b.kda.conv_k)) << i;
+        EXPECT_TRUE(test::same_bits(a.kda.conv_v, b.kda.conv_v)) << i;
+        EXPECT_TRUE(test::same_bits(a.mla.latent, b.mla.latent)) << i;
       }
       StateFileContents c{static_cast<uint64_t>(positions), 1, extras, extras};
       EXPECT_EQ(fs::file_size(p), state_file_bytes(small_geometry(), c));
