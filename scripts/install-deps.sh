@@ -10,6 +10,7 @@ packages=(
   groff-base bsdextrautils
   python3-pyte  # the screen tests render the terminal as a person sees it
   clang libclang-rt-14-dev
+  chromium fonts-dejavu-core  # the chat page's test runs it in a real headless browser (k3_serve_web_test)
 )
 missing=()
 # k3-serve's client tests drive it with the `openai` npm package: Debian's

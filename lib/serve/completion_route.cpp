@@ -101,7 +101,19 @@ struct Stream {
   ReplyWriter writer;
   Usage usage;
   bool began = false, finished = false;
+  int64_t prefill_sent = -1;  // the prompt ids done the last progress comment said
 };
+
+// While the prompt is evaluated: an SSE comment ": prefill DONE/TOTAL" (prompt
+// ids evaluated or continued from a kept state, of the prompt's ids) whenever
+// that changed, and always "TOTAL/TOTAL" before the first token. Clients
+// ignore comment lines; a chat page shows them as progress.
+std::string prefill_note(Stream& s) {
+  const auto [done, total] = s.job->prefill();
+  if (total == 0 || done == s.prefill_sent) return "";
+  s.prefill_sent = done;
+  return ": prefill " + std::to_string(done) + "/" + std::to_string(total) + "\n\n";
+}
 
 std::vector<std::string> take(Stream& s, std::chrono::milliseconds timeout) {
   std::vector<std::string> out;
@@ -158,7 +170,9 @@ void handle_completion(const httplib::Request& req, httplib::Response& res, Endp
           out = stream->writer.start();
           stream->began = true;
         }
-        for (std::string& c : take(*stream, kPoll)) out.push_back(std::move(c));
+        std::vector<std::string> fresh = take(*stream, kPoll);
+        if (std::string note = prefill_note(*stream); !note.empty()) out.push_back(std::move(note));
+        for (std::string& c : fresh) out.push_back(std::move(c));
         if (stream->finished && !stream->job->error().empty()) {  // the headers are sent: the error is an event
           const std::string e = sse_event(error_body(500, "generation failed: " + stream->job->error()));
           out.insert(out.end() - 1, e);

@@ -10,6 +10,7 @@
 #include "serve/bearer_auth.h"
 #include "serve/completion_route.h"
 #include "serve/json_build.h"
+#include "serve/web_page.h"
 
 namespace k3::serve {
 
@@ -51,9 +52,10 @@ HttpServer::~HttpServer() { stop(); }
 
 void HttpServer::routes() {
   httplib::Server& s = *http_;
-  // Every endpoint but /health needs the key when one is set.
+  // Every endpoint but /health and the chat page needs the key when one is set.
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (options_.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    if (options_.api_key.empty() || req.path == "/health" || req.path == "/")
+      return httplib::Server::HandlerResponse::Unhandled;
     if (bearer_matches(req.get_header_value("Authorization"), options_.api_key))
       return httplib::Server::HandlerResponse::Unhandled;
     res.set_header("WWW-Authenticate", "Bearer");
@@ -78,11 +80,13 @@ void HttpServer::routes() {
     send_error(res, 500, "internal error", "internal_error");
   });
   s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-    const bool known = req.path == "/health" || req.path == "/metrics" || req.path == "/v1/models" ||
-                       req.path == "/v1/chat/completions" || req.path == "/v1/completions" || req.path == "/tokenize";
+    const bool known = req.path == "/" || req.path == "/health" || req.path == "/metrics" ||
+                       req.path == "/v1/models" || req.path == "/v1/chat/completions" ||
+                       req.path == "/v1/completions" || req.path == "/tokenize";
     metrics_.request_done(known ? req.path : "other", res.status);
   });
 
+  add_chat_page(s);
   s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     if (ready_) {
       res.set_content("{\"status\": \"ok\"}", "application/json");

@@ -3,6 +3,7 @@
 // answers 503 "loading" until set_backend()), so a supervisor can tell a
 // slow load from a dead server.
 //
+//   GET  /                     the chat page (web_page.h; no key needed)
 //   GET  /health               200 {"status":"ok"} when ready (no key needed)
 //   GET  /v1/models            the served model
 //   POST /v1/chat/completions  chat (completion_route.h)

@@ -40,7 +40,12 @@ int64_t Job::cached_tokens() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return cached_;
 }
+void Job::prefill_progress(int64_t done, int64_t total) {
+  prefill_total_ = total;
+  prefill_done_ = done;
+}
 void Job::started(int64_t cached) {
+  prefill_progress(static_cast<int64_t>(spec_.prompt.size()), static_cast<int64_t>(spec_.prompt.size()));
   std::lock_guard<std::mutex> lock(mutex_);
   cached_ = cached;
 }
@@ -113,19 +118,27 @@ void SlotScheduler::admit(const std::shared_ptr<Job>& job) {
   GenerationSession& s = *slot.session;
   const auto t0 = Clock::now();
   const std::span<const int32_t> prompt(spec.prompt);
-  // A client gone or a shutdown abandons a long prefill between layer steps.
-  const Engine::Progress progress = [&](int64_t, int64_t) {
-    if (job->cancelled() || stopping()) throw Abandoned{};
+  // A client gone or a shutdown abandons a long prefill between layer steps;
+  // the layer steps done tell the stream how far the prompt is (in ids, as
+  // the share of the ids fed from `from` on).
+  const int64_t total = static_cast<int64_t>(prompt.size());
+  const auto progress_from = [&](size_t from, size_t count) -> Engine::Progress {
+    return [&job, this, from, count, total](int64_t done, int64_t steps) {
+      if (job->cancelled() || stopping()) throw Abandoned{};
+      if (steps > 0)
+        job->prefill_progress(static_cast<int64_t>(from) + static_cast<int64_t>(count) * done / steps, total);
+    };
   };
   try {
     const size_t reused = cache_.restore_longest(spec.prompt, s);
     size_t at = reused;
+    job->prefill_progress(static_cast<int64_t>(at), total);
     if (spec.keep_prefix > at && spec.keep_prefix <= prompt.size()) {
-      s.feed(prompt.subspan(at, spec.keep_prefix - at), nullptr, progress);
+      s.feed(prompt.subspan(at, spec.keep_prefix - at), nullptr, progress_from(at, spec.keep_prefix - at));
       cache_.keep(s.mark());
       at = spec.keep_prefix;
     }
-    s.feed(prompt.subspan(at), nullptr, progress);
+    s.feed(prompt.subspan(at), nullptr, progress_from(at, prompt.size() - at));
     if (!s.can_generate()) throw Error(ExitCode::kBadInput, "the prompt is empty");
     model_.prefill_done();  // the bytes read so far were the prefill's, not a decode pass's
     job->started(static_cast<int64_t>(reused));

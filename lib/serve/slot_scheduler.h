@@ -23,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/model.h"
@@ -58,10 +59,15 @@ class Job {
   EndReason end_reason() const;
   std::string error() const;     // why the prompt could not be evaluated ("" when it was)
   int64_t cached_tokens() const;  // prompt ids taken from a kept state
+  // How far the prompt's evaluation is: {ids done (those continued from a
+  // kept state included), the prompt's ids}; {0, 0} until it starts, the
+  // total twice once it is done.
+  std::pair<int64_t, int64_t> prefill() const { return {prefill_done_.load(), prefill_total_.load()}; }
 
   // Engine side.
   bool cancelled() const { return cancelled_; }
-  void started(int64_t cached);
+  void prefill_progress(int64_t done, int64_t total);
+  void started(int64_t cached);  // the prompt is evaluated (`cached` of its ids continued from a kept state)
   void push(int32_t id);
   void finish(EndReason reason, std::string error = "");
 
@@ -75,6 +81,7 @@ class Job {
   std::string error_;
   int64_t cached_ = 0;
   std::atomic<bool> cancelled_{false};
+  std::atomic<int64_t> prefill_done_{0}, prefill_total_{0};
 };
 
 struct SchedulerOptions {

@@ -42,9 +42,10 @@ std::string read_key_file(const std::string& path) {
 
 int run(int argc, char** argv) {
   CLI::App app{"Serves Kimi-K3 over OpenAI's API (chat completions, completions, streaming, tool calls) on this\n"
-               "machine: point an OpenAI client, agent or editor at http://127.0.0.1:8080/v1. The model is loaded\n"
-               "once; up to --slots requests share each weight pass; a conversation's next request continues from\n"
-               "its kept state. Stop it with Ctrl-C or SIGTERM (streams in flight end cleanly). See docs/serve.md.",
+               "machine: point an OpenAI client, agent or editor at http://127.0.0.1:8080/v1, or a browser at\n"
+               "http://127.0.0.1:8080/ for its chat page. The model is loaded once; up to --slots requests share\n"
+               "each weight pass; a conversation's next request continues from its kept state. Stop it with\n"
+               "Ctrl-C or SIGTERM (streams in flight end cleanly). See docs/serve.md.",
                kTool};
   k3::ModelOptions mo;
   k3::serve::ServerOptions so;
@@ -56,7 +57,7 @@ int run(int argc, char** argv) {
   k3::add_model_options(app, mo);
   app.add_option("--host", so.host, "Address to listen on (default 127.0.0.1; another than loopback needs --api-key)");
   app.add_option("--port", so.port, "Port (default 8080; 0: any free port, printed at start)")->check(k3::cli::in_range(0, 65535));
-  auto* key = app.add_option("--api-key", so.api_key, "Every endpoint but /health needs \"Authorization: Bearer KEY\"");
+  auto* key = app.add_option("--api-key", so.api_key, "Every endpoint but /health and the chat page / needs \"Authorization: Bearer KEY\"");
   app.add_option("--api-key-file", key_file, "The key from the first line of a file (kept out of the process list)")
       ->excludes(key);
   app.add_flag("--insecure", insecure, "Allow a non-loopback --host without an API key");
