@@ -28,12 +28,14 @@ K3_SERVE_LOAD_DELAY_MS=400 "$BIN/k3-serve" "$TINY" --trunk "$work/trunk" --prese
 pid=$!
 server_pids+=("$pid")
 port=""
-for _ in $(seq 1 300); do
+for _ in $(seq 1 1200); do  # 60 s at most
   port=$(sed -nE 's|.*listening on http://127\.0\.0\.1:([0-9]+)/v1.*|\1|p' "$work/load.log" | head -1)
   [ -n "$port" ] && break
+  kill -0 "$pid" 2> /dev/null || break
   sleep 0.05
 done
-holds "listening before loading" "[ -n '$port' ]"
+[ -n "$port" ] || { echo "FAIL k3-serve did not start listening: $(cat "$work/load.log")"; exit 1; }
+holds "listening before loading" "! grep -q 'ready' '$work/load.log'"
 loading="" ready=""
 for _ in $(seq 1 600); do
   b=$(curl -s --max-time 5 -w '\n%{http_code}' "http://127.0.0.1:$port/health")
