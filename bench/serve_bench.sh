@@ -4,7 +4,8 @@
 # agent-style follow-up turn against a cold prefill of the same conversation.
 # Prints per client count: aggregate generated tokens per second, weight
 # bytes read per generated token (from /metrics), p50/p95 time to first
-# token; then the follow-up's TTFT, the cold TTFT and their ratio. Goals
+# token, weight passes (and those that carried prompt ids) and bytes read per
+# pass; then the follow-up's TTFT, the cold TTFT and their ratio. Goals
 # (issue: k3-serve): at 16 clients bytes per token <= 1/4 of one client's; a
 # follow-up's TTFT <= 1/4 of cold. A benchmark, not a test. Loopback only.
 #
@@ -94,14 +95,16 @@ PY
 metric() { curl -s --max-time 10 "$url/metrics" | sed -nE "s/^$1 ([0-9.e+]+)$/\1/p"; }
 
 echo "k3-serve bench on $(basename "$model") ($flags; $tokens tokens per request; $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
-printf '%8s %10s %12s %16s %10s %10s\n' clients tokens "tokens/s" "bytes/token" "TTFT p50" "TTFT p95"
+printf '%8s %8s %10s %14s %10s %10s %8s %8s %14s\n' clients tokens "tokens/s" "bytes/token" "TTFT p50" "TTFT p95" \
+  passes prefill "bytes/pass"
 for n in 1 4 16; do
   start "$n"
   read -r made secs p50 p95 <<< "$(python3 "$work/clients.py" "$url" "$n" "$tokens")"
   bytes=$(metric k3_bytes_read_total); gen=$(metric k3_generated_tokens_total)
+  passes=$(metric k3_weight_passes_total); prefill=$(metric k3_prefill_passes_total)
   stop
-  awk -v n="$n" -v t="$made" -v s="$secs" -v b="$bytes" -v g="$gen" -v p="$p50" -v q="$p95" \
-    'BEGIN { printf "%8d %10d %12.2f %16.0f %9.2fs %9.2fs\n", n, t, t / s, b / g, p, q }'
+  awk -v n="$n" -v t="$made" -v s="$secs" -v b="$bytes" -v g="$gen" -v p="$p50" -v q="$p95" -v w="$passes" \
+    -v f="$prefill" 'BEGIN { printf "%8d %8d %10.2f %14.0f %9.2fs %9.2fs %8d %8d %14.0f\n", n, t, t / s, b / g, p, q, w, f, b / w }'
 done
 start 1
 warm=$(python3 "$work/clients.py" "$url" 1 "$tokens" followup "$work/turn2.json")

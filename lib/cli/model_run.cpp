@@ -16,16 +16,33 @@
 
 namespace k3 {
 
-std::unique_ptr<Model> load_model(ModelConfig config, Checkpoint checkpoint, const ModelOptions& o, uint64_t context,
-                                  uint64_t batch) {
+namespace {
+
+ModelParams params_for(const ModelOptions& o, uint64_t context, uint64_t batch) {
   ModelParams params;
   params.threads = o.threads;
   params.stream = o.stream;
   params.context = std::max<uint64_t>(o.ctx, context);
   params.batch = batch;
+  return params;
+}
+
+}  // namespace
+
+void check_model_plan(const ModelConfig& config, const Checkpoint& checkpoint, const ModelOptions& o,
+                      uint64_t context, uint64_t batch) {
+  Model::check_plan(config, checkpoint, params_for(o, context, batch));
+}
+
+std::unique_ptr<Model> load_model(ModelConfig config, Checkpoint checkpoint, const ModelOptions& o, uint64_t context,
+                                  uint64_t batch, const ProgressCallback& observe) {
+  ModelParams params = params_for(o, context, batch);
   params.log = &std::cerr;
   LoadProgress progress(tool_name());  // lives until the model is loaded: the only time it is called
-  params.progress = progress.callback();
+  params.progress = [&](const char* what, uint64_t done, uint64_t total) {
+    progress(what, done, total);
+    if (observe) observe(what, done, total);
+  };
   auto model = std::make_unique<Model>(std::move(config), std::move(checkpoint), std::move(params));
   return model;
 }

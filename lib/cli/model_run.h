@@ -19,8 +19,13 @@ namespace k3 {
 // (at least --ctx), `batch` rows per weight pass. Without any budget flag
 // everything is resident; with one the plan is printed and checked (refusal:
 // Error(kResource), exit 6) before allocating.
+// `observe`, when given, also receives the load progress (k3-serve's /health).
 std::unique_ptr<Model> load_model(ModelConfig config, Checkpoint checkpoint, const ModelOptions& options,
-                                  uint64_t context, uint64_t batch);
+                                  uint64_t context, uint64_t batch, const ProgressCallback& observe = nullptr);
+// The plan checks of load_model alone (Model::check_plan): the same
+// refusals, before anything loads.
+void check_model_plan(const ModelConfig& config, const Checkpoint& checkpoint, const ModelOptions& options,
+                      uint64_t context, uint64_t batch);
 
 // Prints the streaming counters (when streaming) to stderr and writes
 // --stats-json (resident runs too, marked "streaming": false), with the

@@ -77,6 +77,22 @@ std::unique_ptr<Model> Model::open(const std::string& model_dir, ModelParams par
   return std::make_unique<Model>(std::move(config), std::move(checkpoint), std::move(params));
 }
 
+void Model::check_plan(const ModelConfig& config, const Checkpoint& checkpoint, ModelParams params) {
+  StreamingRequest& req = params.stream;
+  req.compute_threads = params.threads;
+  if (req.active()) {
+    req.context = params.context;
+    req.batch = params.batch;
+    validate_checkpoint(config, checkpoint);
+    std::ostream null_log(nullptr);
+    prepare_streaming(config, checkpoint, req, null_log);
+    check_position_limit(config, req.context, kSpanWhat);
+  } else {
+    check_resident_run(config, checkpoint, req, params.context, params.batch);
+    check_position_limit(config, params.context, kSpanWhat);
+  }
+}
+
 Model::~Model() = default;
 
 Session Model::session(GenerationOptions options) { return Session(*this, generation_session(std::move(options))); }

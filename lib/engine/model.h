@@ -94,6 +94,11 @@ class Model {
   Model(ModelConfig config, Checkpoint checkpoint, ModelParams params);
   // Reads config.json and the index of `model_dir`, then as above.
   static std::unique_ptr<Model> open(const std::string& model_dir, ModelParams params);
+  // The constructor's plan and position checks alone (the same refusals,
+  // kResource/kUsage/kBadModel), nothing loaded and nothing written to
+  // params.log: a server refuses a budget that does not fit before it
+  // listens, then loads while /health reports the progress.
+  static void check_plan(const ModelConfig& config, const Checkpoint& checkpoint, ModelParams params);
   ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;

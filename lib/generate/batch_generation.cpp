@@ -85,4 +85,40 @@ void BatchGeneration::step(Engine& engine, std::span<GenerationSession* const> s
   }
 }
 
+void BatchGeneration::step_rows(Engine& engine, std::span<GenerationSession* const> sessions,
+                                std::span<const std::span<const int32_t>> ids) {
+  if (sessions.empty()) return;
+  if (ids.size() != sessions.size()) throw Error(ExitCode::kInternal, "BatchGeneration::step_rows: one id list per session");
+  const size_t vocab = static_cast<size_t>(engine.config().vocab_size);
+  std::vector<std::vector<int32_t>> rows(sessions.size());
+  std::vector<SequenceState*> states;
+  std::vector<std::span<const int32_t>> spans;
+  for (size_t k = 0; k < sessions.size(); ++k) {
+    GenerationSession& s = *sessions[k];
+    if (&s.engine_ != &engine || s.log_.enabled())
+      throw Error(ExitCode::kInternal, "BatchGeneration::step_rows: sessions of this engine, without a logits log");
+    rows[k] = s.pending_;
+    rows[k].insert(rows[k].end(), ids[k].begin(), ids[k].end());
+    if (rows[k].empty()) throw Error(ExitCode::kInternal, "BatchGeneration::step_rows: a session without rows");
+    states.push_back(&s.state_);
+    spans.emplace_back(rows[k]);
+  }
+  std::vector<float> logits(sessions.size() * vocab);
+  engine.forward_sequences_last(states, spans, logits.data());
+  for (size_t k = 0; k < sessions.size(); ++k) {
+    GenerationSession& s = *sessions[k];
+    s.row_.assign(logits.begin() + static_cast<ptrdiff_t>(k * vocab),
+                  logits.begin() + static_cast<ptrdiff_t>((k + 1) * vocab));
+    s.has_row_ = true;
+    ++s.counters_.weight_passes;
+    if (ids[k].empty()) {  // a decode row
+      ++s.counters_.decode_steps;
+      ++s.counters_.generate_passes;
+    } else {
+      s.counters_.prompt_ids += static_cast<int64_t>(rows[k].size());
+    }
+    s.pending_.clear();
+  }
+}
+
 }  // namespace k3

@@ -40,6 +40,16 @@ class BatchGeneration {
   // logits are bit-identical to evaluating it alone.
   static void step(Engine& engine, std::span<GenerationSession* const> sessions);
 
+  // One weight pass over the pending ids followed by `ids[k]` of each
+  // session k (a prompt chunk, or nothing for a decode row; each session
+  // must have some row): prompt chunks of new requests share the pass with
+  // the decode rows of running ones. Each session's current row becomes the
+  // logits of its last id, bit-identical to feed()/evaluating it alone, so a
+  // session whose prompt is done can sample next. Not for sessions that
+  // log every row (k3-forward --logits): only last rows are computed.
+  static void step_rows(Engine& engine, std::span<GenerationSession* const> sessions,
+                        std::span<const std::span<const int32_t>> ids);
+
  private:
   Engine& engine_;
   std::vector<GenerationSession*> sessions_;

@@ -55,7 +55,19 @@ void Engine::forward(SequenceState& state, std::span<const int32_t> ids, LogitRo
 
 void Engine::forward_sequences(std::span<SequenceState* const> states, std::span<const std::span<const int32_t>> ids,
                                float* logits, std::span<RowHistory* const> histories) {
-  if (ids.size() != states.size() || (!histories.empty() && histories.size() != states.size()))
+  if (!histories.empty() && histories.size() != states.size())
+    throw Error(ExitCode::kInternal, "forward_sequences: one history per sequence");
+  run_sequences(states, ids, LogitRows::kAll, logits, histories);
+}
+
+void Engine::forward_sequences_last(std::span<SequenceState* const> states,
+                                    std::span<const std::span<const int32_t>> ids, float* logits) {
+  run_sequences(states, ids, LogitRows::kLastOfEach, logits, {});
+}
+
+void Engine::run_sequences(std::span<SequenceState* const> states, std::span<const std::span<const int32_t>> ids,
+                           LogitRows rows, float* logits, std::span<RowHistory* const> histories) {
+  if (ids.size() != states.size())
     throw Error(ExitCode::kInternal, "forward_sequences: one id list (and history) per sequence");
   std::vector<int32_t> all;
   std::vector<size_t> counts;
@@ -67,7 +79,7 @@ void Engine::forward_sequences(std::span<SequenceState* const> states, std::span
     all.insert(all.end(), ids[i].begin(), ids[i].end());
     counts.push_back(ids[i].size());
   }
-  forward_batch(states, counts, all.data(), LogitRows::kAll, logits, histories, 0, config_.num_hidden_layers);
+  forward_batch(states, counts, all.data(), rows, logits, histories, 0, config_.num_hidden_layers);
 }
 
 void Engine::rollback(SequenceState& state, const RowHistory& history, size_t keep) const {
@@ -170,13 +182,40 @@ void Engine::forward_batch(std::span<SequenceState* const> states, std::span<con
 
   if (rows != LogitRows::kNone) {
     const HeadWeights& head = source_.acquire_head();
-    // Only the rows whose logits are wanted go through the head.
+    // Only the rows whose logits are wanted go through the head: a
+    // contiguous tail (kAll, kLast), or the last row of each sequence
+    // (kLastOfEach), gathered into contiguous rows first (a row's mix and
+    // norm do not depend on the other rows, so the copy changes no bit).
+    std::vector<size_t> picked;  // rows of the pass, in output order
+    std::vector<int64_t> picked_pos;
+    if (rows == LogitRows::kLastOfEach) {
+      size_t end = 0;
+      for (size_t k = 0; k < states.size(); ++k) {
+        end += counts[k];
+        picked.push_back(end - 1);
+        picked_pos.push_back(pos0[k] + static_cast<int64_t>(counts[k]) - 1);
+      }
+    }
     const size_t first = rows == LogitRows::kLast ? n - 1 : 0;
-    const size_t m = n - first;
+    const size_t m = picked.empty() ? n - first : picked.size();
     std::vector<const float*> blocks;
-    for (const float* b : stream.blocks) blocks.push_back(b + first * hidden);
+    const float* p_rows = stream.p + first * hidden;
+    std::vector<float> gathered;
+    if (picked.empty()) {
+      for (const float* b : stream.blocks) blocks.push_back(b + first * hidden);
+    } else {
+      gathered.resize((stream.blocks.size() + 1) * m * hidden);
+      float* out = gathered.data();
+      for (const float* b : stream.blocks) {
+        for (size_t t = 0; t < m; ++t) std::copy_n(b + picked[t] * hidden, hidden, out + t * hidden);
+        blocks.push_back(out);
+        out += m * hidden;
+      }
+      for (size_t t = 0; t < m; ++t) std::copy_n(stream.p + picked[t] * hidden, hidden, out + t * hidden);
+      p_rows = out;
+    }
     float* x = scratch_.h();  // free once the layers are done
-    attn_res_mix(blocks, stream.p + first * hidden, m, hidden, head.output_attn_res_proj, head.output_attn_res_norm,
+    attn_res_mix(blocks, p_rows, m, hidden, head.output_attn_res_proj, head.output_attn_res_norm,
                  c.rms_norm_eps, x, scratch_.mix());
     rms_norm(x, m, hidden, head.norm.data, c.rms_norm_eps, x);
     const size_t vocab = c.vocab_size;
@@ -199,6 +238,8 @@ void Engine::forward_batch(std::span<SequenceState* const> states, std::span<con
     if (rows == LogitRows::kLast) {
       require_finite(logits, vocab, vocab, pos0.back() + static_cast<int64_t>(counts.back()) - 1,
                      "the logits (the head)");
+    } else if (rows == LogitRows::kLastOfEach) {
+      for (size_t t = 0; t < m; ++t) require_finite(logits + t * vocab, vocab, vocab, picked_pos[t], "the logits (the head)");
     } else {
       size_t b = 0;
       for (size_t k = 0; k < states.size(); ++k) {

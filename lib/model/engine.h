@@ -40,7 +40,10 @@ class LayerTap {
   virtual void on_layer(int layer, const SequenceState& state, int64_t pos0, const float* rows, size_t n) = 0;
 };
 
-enum class LogitRows { kNone, kLast, kAll };
+// Which rows of a pass go through the head. kLastOfEach: the last row of
+// every sequence of a forward_sequences() pass (a pass that mixes prompt
+// chunks with decode rows wants one row per sequence, not one per id).
+enum class LogitRows { kNone, kLast, kAll, kLastOfEach };
 
 class Engine {
  public:
@@ -68,6 +71,13 @@ class Engine {
   // any state.
   void forward_sequences(std::span<SequenceState* const> states, std::span<const std::span<const int32_t>> ids,
                          float* logits, std::span<RowHistory* const> histories = {});
+  // The same pass, with only each sequence's last row through the head:
+  // `logits` [sequences, vocab], row k bit-identical to the logits of the
+  // last id of ids[k] run alone. For a server's pass where one sequence's
+  // prompt chunk shares the weights with the others' decode rows (the head
+  // of every prompt row would cost a vocab-wide matmul per row for nothing).
+  void forward_sequences_last(std::span<SequenceState* const> states, std::span<const std::span<const int32_t>> ids,
+                              float* logits);
 
   // Undoes the rows of the last forward_sequences() of `state` past the
   // first `keep` (1 <= keep <= rows recorded in `history`): KDA recurrent
@@ -109,6 +119,9 @@ class Engine {
   ForwardScratch& scratch() { return scratch_; }
 
  private:
+  // forward_sequences() with the head rows `rows` (kAll or kLastOfEach).
+  void run_sequences(std::span<SequenceState* const> states, std::span<const std::span<const int32_t>> ids,
+                     LogitRows rows, float* logits, std::span<RowHistory* const> histories);
   // One pass over consecutive rows of the given sequences (counts[i] rows of
   // states[i], ids concatenated in that order).
   void forward_batch(std::span<SequenceState* const> states, std::span<const size_t> counts, const int32_t* ids,

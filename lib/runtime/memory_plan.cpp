@@ -182,10 +182,11 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
   const std::string draft_what = "the draft model's context for " + std::to_string(req.context) + " positions";
   p.draft_bytes = checked_add(req.draft_fixed_bytes, checked_mul(req.draft_bytes_per_position, req.context, draft_what),
                               draft_what);
+  p.kept_state_bytes = req.kept_state_bytes;
   p.peak_rss = 0;
   for (uint64_t part : {p.pinned_bytes, p.stream_buffer_bytes, p.stream_staging_bytes, p.head_small_bytes,
                         p.cache_bytes, p.kda_state_bytes, p.mla_cache_bytes, p.activation_bytes, p.draft_bytes,
-                        p.io_bytes})
+                        p.kept_state_bytes, p.io_bytes})
     p.peak_rss = checked_add(p.peak_rss, part, "the memory plan");
   return p;
 }
@@ -293,6 +294,11 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
     std::snprintf(buf, sizeof buf, "  draft model       weights and buffers %s + %llu positions x %s  %s\n",
                   format_bytes(req.draft_fixed_bytes).c_str(), (unsigned long long)req.context,
                   format_bytes(req.draft_bytes_per_position).c_str(), format_bytes(draft_bytes).c_str());
+    o += buf;
+  }
+  if (kept_state_bytes > 0) {
+    std::snprintf(buf, sizeof buf, "  kept states       conversations between requests (--keep-mb)  %s\n",
+                  format_bytes(kept_state_bytes).c_str());
     o += buf;
   }
   std::snprintf(buf, sizeof buf, "  I/O, index, misc  %s\n", format_bytes(io_bytes).c_str());

@@ -27,6 +27,8 @@ struct PlanRequest {
   // context per position (for `context` positions).
   uint64_t draft_fixed_bytes = 0;
   uint64_t draft_bytes_per_position = 0;
+  // RAM for conversation states kept between requests (k3-serve --keep-mb).
+  uint64_t kept_state_bytes = 0;
   int io_threads = 8;
   int compute_threads = 1;
   size_t tensor_count = 0;     // checkpoint tensors (index memory)
@@ -97,6 +99,7 @@ struct MemoryPlan {
   uint64_t per_sequence_bytes = 0;  // one sequence's KDA state + MLA cache (included above per sequence)
   uint64_t activation_bytes = 0;
   uint64_t draft_bytes = 0;          // the draft model: weights, buffers, context (--draft)
+  uint64_t kept_state_bytes = 0;     // kept conversation states (the request's)
   uint64_t io_bytes = 0;             // embedding row buffers, index, thread stacks
   uint64_t peak_rss = 0;             // the forecast: sum of the above
 

@@ -68,16 +68,20 @@ std::string plan_refusal(const ModelConfig& config, const Checkpoint& checkpoint
                          const PreparedStream& p, uint64_t wanted_batch, const MemoryLimits& lim) {
   const uint64_t avail = lim.available();
   const uint64_t peak = p.plan.peak_rss;
+  // k3-serve's kept conversation states are a term of their own: the first thing to lower.
+  const std::string kept = p.plan.kept_state_bytes == 0 ? ""
+                               : " with " + format_bytes(p.plan.kept_state_bytes) +
+                                     " for kept conversation states (lower --keep-mb)";
   if (req.sequences > 1) {
     const uint64_t one = p.plan.per_sequence_bytes, limit = plan_limit(avail);
     const uint64_t fixed = peak - one * req.sequences;
     const uint64_t fit = one && limit > fixed ? (limit - fixed) / one : 0;
     return "a batch of " + std::to_string(req.sequences) + " sequences needs " + format_bytes(peak) + " (" +
-           format_bytes(one) + " of KDA state and MLA cache per sequence), " + over_the_limit(lim) + "; " +
+           format_bytes(one) + " of KDA state and MLA cache per sequence), " + over_the_limit(lim) + kept + "; " +
            (fit ? std::to_string(std::min(fit, req.sequences - 1)) + " sequences would fit: split the batch"
                 : "not even one sequence fits: lower --ctx or the budgets");
   }
-  std::string o = "the memory plan needs " + format_bytes(peak) + ", " + over_the_limit(lim);
+  std::string o = "the memory plan needs " + format_bytes(peak) + ", " + over_the_limit(lim) + kept;
   // The presets as a packed trunk runs them, for this run's context.
   const PresetChoice choice = choose_auto_preset(config, checkpoint, req, avail);
   if (req.trunk_dir.empty()) {

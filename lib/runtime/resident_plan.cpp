@@ -24,8 +24,10 @@ ResidentPlan plan_resident(const ModelConfig& config, const Checkpoint& checkpoi
   r.state_bytes = checked_add(p.kda_state_bytes, p.mla_cache_bytes, "the sequences' state");
   r.per_sequence_bytes = p.per_sequence_bytes;
   r.activation_bytes = p.activation_bytes;
+  r.kept_state_bytes = p.kept_state_bytes;
   r.peak_rss = checked_add(checked_add(r.weight_bytes, r.state_bytes, "the resident plan"), r.activation_bytes,
                            "the resident plan");
+  r.peak_rss = checked_add(r.peak_rss, r.kept_state_bytes, "the resident plan");
   return r;
 }
 
@@ -33,8 +35,10 @@ void check_resident_plan(const ResidentPlan& plan, const PlanRequest& req, const
   const uint64_t avail = lim.available();
   if (avail == UINT64_MAX || plan.peak_rss <= plan_limit(avail)) return;
   const uint64_t limit = plan_limit(avail);
-  const std::string over = "over the " + format_bytes(limit) + " limit (90% of " + format_bytes(avail) +
-                           " available: " + available_source(lim) + ")";
+  std::string over = "over the " + format_bytes(limit) + " limit (90% of " + format_bytes(avail) +
+                     " available: " + available_source(lim) + ")";
+  if (plan.kept_state_bytes > 0)
+    over += " with " + format_bytes(plan.kept_state_bytes) + " for kept conversation states (lower --keep-mb)";
   if (req.sequences > 1) {
     const uint64_t one = plan.per_sequence_bytes;
     const uint64_t fixed = plan.peak_rss - one * req.sequences;
@@ -62,6 +66,7 @@ void check_resident_run(const ModelConfig& config, const Checkpoint& checkpoint,
   req.batch = batch;
   req.sequences = std::max<uint64_t>(1, stream.sequences);
   req.state_snapshots = stream.state_snapshots;
+  req.kept_state_bytes = stream.kept_state_bytes;
   check_resident_plan(plan_resident(config, checkpoint, req), req, read_memory_limits());
 }
 

@@ -79,6 +79,7 @@ static PreparedStream plan_for(const ModelConfig& config, const Checkpoint& chec
   pr.state_snapshots = req.state_snapshots;
   pr.draft_fixed_bytes = req.draft_fixed_bytes;
   pr.draft_bytes_per_position = req.draft_bytes_per_position;
+  pr.kept_state_bytes = req.kept_state_bytes;
   pr.io_threads = req.io_threads;
   pr.compute_threads = req.compute_threads;
   pr.tensor_count = checkpoint.tensor_count();

@@ -1,6 +1,5 @@
 #include "serve/api_error.h"
 
-#include "chat/python_json.h"
 #include "serve/json_build.h"
 
 namespace k3::serve {
@@ -21,7 +20,7 @@ std::string error_body(int status, const std::string& message, const std::string
   e.set("code", code.empty() ? JsonValue() : JsonValue::string(code));
   JsonValue body = JsonValue::object();
   body.set("error", std::move(e));
-  return python_json_dumps(body);
+  return write_json(body);
 }
 
 }  // namespace k3::serve

@@ -5,7 +5,6 @@
 #include <ctime>
 #include <memory>
 
-#include "chat/python_json.h"
 #include "chat/xtml_renderer.h"
 #include "common/error.h"
 #include "serve/api_error.h"
@@ -203,7 +202,7 @@ void handle_tokenize(const httplib::Request& req, httplib::Response& res, const 
   out.set("count", json_int(static_cast<int64_t>(ids.size())));
   out.set("max_model_len", json_int(options.context));
   out.set("tokens", std::move(tokens));
-  res.set_content(python_json_dumps(out), "application/json");
+  res.set_content(write_json(out), "application/json");
 }
 
 }  // namespace k3::serve

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
+
+#include "common/error.h"
 
 namespace k3::serve {
 
@@ -22,11 +25,16 @@ bool is_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
 }  // namespace
 
 ConversationCache::ConversationCache(ModelIdentity model, CacheOptions options)
-    : model_(std::move(model)), options_(std::move(options)) {}
+    : model_(model), options_(std::move(options)), spiller_(std::move(model), options_.before_write) {}
 
 ConversationCache::~ConversationCache() {
-  for (const Entry& e : entries_)
-    if (!e.file.empty()) ::unlink(e.file.c_str());
+  for (Entry& e : entries_) remove_file(e);
+}
+
+void ConversationCache::remove_file(Entry& e) {
+  if (e.file.empty()) return;
+  if (e.write) e.write->wait();
+  ::unlink(e.file.c_str());
 }
 
 uint64_t ConversationCache::bytes_of(const GenerationSession::SavePoint& p) {
@@ -55,6 +63,7 @@ size_t ConversationCache::restore_longest(const std::vector<int32_t>& prompt, Ge
     session.rollback(e.point);  // a copy: the kept state stays for other requests
   } else {
     try {
+      if (e.write && !e.write->wait()) throw Error(ExitCode::kIo, "not written");
       session.restore(load_conversation(e.file, model_));
     } catch (const std::exception&) {  // a spilled file that cannot be read: forget it, start fresh
       ::unlink(e.file.c_str());
@@ -72,7 +81,7 @@ void ConversationCache::keep(GenerationSession::SavePoint point) {
   for (auto it = entries_.begin(); it != entries_.end(); ++it)
     if (it->ids == ids) {
       if (it->file.empty()) ram_used_ -= it->bytes;
-      else ::unlink(it->file.c_str());
+      else remove_file(*it);
       entries_.erase(it);
       break;
     }
@@ -98,23 +107,20 @@ void ConversationCache::make_room() {
     }
     const std::string path = options_.dir + "/k3-serve-" + std::to_string(::getpid()) + "-" +
                              std::to_string(++files_written_) + ".k3state";
-    try {
-      save_conversation(path, model_, std::move(it->point.state), it->point.pending, SamplingParams{},
-                        it->point.pending.empty() ? std::move(it->point.row) : std::vector<float>{});
-      it->point = {};
-      it->file = path;
-    } catch (const std::exception& e) {  // a full disk loses a kept state, never a request
-      std::fprintf(stderr, "k3-serve: warning: could not keep a conversation state in %s: %s\n",
-                   options_.dir.c_str(), e.what());
-      it = entries_.erase(it);
-    }
+    it->point.logged_rows = 0;
+    it->write = spiller_.spill(path, std::move(it->point));
+    it->point = {};
+    it->file = path;
   }
+  // A write that failed (a full disk) loses that state, never a request.
+  for (auto it = entries_.begin(); it != entries_.end();)
+    it = it->write && it->write->failed() ? entries_.erase(it) : std::next(it);
   // Past max_files: the least recently used file goes.
   size_t files = states_on_disk();
   for (auto it = entries_.end(); files > options_.max_files && it != entries_.begin();) {
     --it;
     if (it->file.empty()) continue;
-    ::unlink(it->file.c_str());
+    remove_file(*it);
     it = entries_.erase(it);
     --files;
   }

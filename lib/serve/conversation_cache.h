@@ -6,18 +6,23 @@
 //
 // States live in RAM within `ram_bytes`; past that the least recently used
 // ones are written as state files (state/continuation.h, atomic, created
-// exclusively) into `dir` and read back when a request needs them; past
+// exclusively) into `dir` by a writer thread of their own (StateSpiller: the
+// engine thread does not wait on the disk), and read back when a request
+// needs them (waiting for that one write if it is still under way); past
 // `max_files` the least recently used file is deleted. Without a directory
 // an evicted state is dropped. Used by the engine thread only (no locking);
 // the counters are read by /metrics through ServeMetrics.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <list>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "generate/generation_session.h"
+#include "serve/state_spiller.h"
 #include "state/continuation.h"
 
 namespace k3::serve {
@@ -26,6 +31,8 @@ struct CacheOptions {
   uint64_t ram_bytes = 512ull << 20;
   std::string dir;        // empty: no spilling
   size_t max_files = 64;
+  // Tests only: called on the writer thread before each state file is written.
+  std::function<void(const std::string&)> before_write;
 };
 
 class ConversationCache {
@@ -52,15 +59,19 @@ class ConversationCache {
     std::vector<int32_t> ids;
     GenerationSession::SavePoint point;  // in RAM when file is empty
     std::string file;                    // spilled
+    std::shared_ptr<StateSpiller::Write> write;  // the file's write (it may still be under way)
     uint64_t bytes = 0;
   };
   void make_room();
+  // Waits for the entry's file to be written (if it is under way), then removes it.
+  static void remove_file(Entry& e);
 
   ModelIdentity model_;
   CacheOptions options_;
   std::list<Entry> entries_;  // most recently used first
   uint64_t ram_used_ = 0;
   uint64_t files_written_ = 0;
+  StateSpiller spiller_;  // declared last: its writes end before the entries go
 };
 
 }  // namespace k3::serve

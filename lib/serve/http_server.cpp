@@ -1,10 +1,10 @@
 #include "serve/http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <cstdio>
 
-#include "chat/python_json.h"
 #include "common/error.h"
 #include "serve/api_error.h"
 #include "serve/bearer_auth.h"
@@ -43,6 +43,14 @@ HttpServer::HttpServer(ServerOptions options, ServeMetrics& metrics)
   const size_t threads = options_.http_threads;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(options_.max_body_bytes);
+  // SO_REUSEADDR only (a restart may bind while old connections linger in
+  // TIME_WAIT). httplib's default adds SO_REUSEPORT, with which a second
+  // k3-serve on a taken port binds too and the kernel splits the clients
+  // between the two servers instead of refusing the second.
+  http_->set_socket_options([](int sock) {
+    const int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   http_->set_read_timeout(30, 0);
   http_->set_write_timeout(30, 0);
   routes();
@@ -92,11 +100,9 @@ void HttpServer::routes() {
       res.set_content("{\"status\": \"ok\"}", "application/json");
       return;
     }
-    JsonValue body = JsonValue::object();
-    body.set("status", JsonValue::string("loading"));
-    body.set("seconds", json_float(std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count()));
     res.status = 503;
-    res.set_content(python_json_dumps(body), "application/json");
+    res.set_header("Retry-After", "5");
+    res.set_content(load_status_.json(), "application/json");
   });
   s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
     JsonValue model = JsonValue::object();
@@ -110,7 +116,7 @@ void HttpServer::routes() {
     JsonValue body = JsonValue::object();
     body.set("object", JsonValue::string("list"));
     body.set("data", std::move(data));
-    res.set_content(python_json_dumps(body), "application/json");
+    res.set_content(write_json(body), "application/json");
   });
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_.prometheus_text(), "text/plain; version=0.0.4");

@@ -4,7 +4,7 @@
 // slow load from a dead server.
 //
 //   GET  /                     the chat page (web_page.h; no key needed)
-//   GET  /health               200 {"status":"ok"} when ready (no key needed)
+//   GET  /health               200 {"status":"ok"} when ready, 503 with the load progress before (no key needed)
 //   GET  /v1/models            the served model
 //   POST /v1/chat/completions  chat (completion_route.h)
 //   POST /v1/completions       text or token-id prompt
@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "serve/load_status.h"
 #include "serve/serve_metrics.h"
 
 namespace httplib {
@@ -67,6 +68,8 @@ class HttpServer {
   void start();
   void set_backend(ServeBackend backend);
   bool ready() const { return ready_; }
+  // What /health reports until set_backend() (the loader updates it).
+  LoadStatus& load_status() { return load_status_; }
   // Stops accepting connections and joins the listener (in-flight handlers end first).
   void stop();
 
@@ -79,7 +82,7 @@ class HttpServer {
   int port_ = 0;
   std::atomic<bool> ready_{false};
   ServeBackend backend_;
-  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  LoadStatus load_status_;
 };
 
 }  // namespace k3::serve

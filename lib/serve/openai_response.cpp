@@ -45,7 +45,7 @@ std::string ReplyWriter::chunk(JsonValue delta_or_text, const char* finish_reaso
   out.set("model", JsonValue::string(meta_.model));
   out.set("choices", std::move(choices));
   if (include_usage_) out.set("usage", JsonValue());  // OpenAI: null on every chunk but the usage one
-  return sse_event(python_json_dumps(out));
+  return sse_event(write_json(out));
 }
 
 std::vector<std::string> ReplyWriter::start() {
@@ -94,6 +94,9 @@ JsonValue ReplyWriter::tool_calls_json(bool with_index) const {
   for (size_t i = 0; i < tc.size(); ++i) {
     JsonValue fn = JsonValue::object();
     fn.set("name", JsonValue::string(tc[i].name));
+    // SPEC section 5's text of the arguments (python_json_dumps, not the
+    // response writer): the client sends it back and the next prompt must
+    // render to the ids the model generated, for the kept state to continue.
     fn.set("arguments", JsonValue::string(tc[i].raw ? tc[i].raw_arguments : python_json_dumps(tc[i].arguments)));
     JsonValue call = JsonValue::object();
     if (with_index) call.set("index", json_int(static_cast<int64_t>(i)));
@@ -146,7 +149,7 @@ std::vector<std::string> ReplyWriter::finish(EndReason reason, const Usage& usag
     u.set("model", JsonValue::string(meta_.model));
     u.set("choices", json_array());
     u.set("usage", usage_json(usage));
-    out.push_back(sse_event(python_json_dumps(u)));
+    out.push_back(sse_event(write_json(u)));
   }
   out.emplace_back(sse_done());
   return out;
@@ -178,7 +181,7 @@ std::string ReplyWriter::body(const Usage& usage) const {
   out.set("model", JsonValue::string(meta_.model));
   out.set("choices", std::move(choices));
   out.set("usage", usage_json(usage));
-  return python_json_dumps(out);
+  return write_json(out);
 }
 
 }  // namespace k3::serve

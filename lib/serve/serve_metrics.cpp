@@ -35,8 +35,10 @@ std::string ServeMetrics::prometheus_text() const {
   metric(out, "k3_cached_tokens_total", "counter", "Prompt ids continued from kept conversation states.",
          static_cast<double>(cached_tokens.load()));
   metric(out, "k3_generated_tokens_total", "counter", "Ids generated.", tokens);
-  metric(out, "k3_weight_passes_total", "counter", "Decode weight passes (shared by every busy slot).",
+  metric(out, "k3_weight_passes_total", "counter", "Weight passes (each shared by every busy slot).",
          static_cast<double>(weight_passes.load()));
+  metric(out, "k3_prefill_passes_total", "counter", "Weight passes that evaluated prompt ids (with any decode rows).",
+         static_cast<double>(prefill_passes.load()));
   metric(out, "k3_decode_seconds_total", "counter", "Seconds spent in decode passes.", decode_s);
   metric(out, "k3_prefill_seconds_total", "counter", "Seconds spent evaluating prompts.",
          static_cast<double>(prefill_nanoseconds.load()) * 1e-9);

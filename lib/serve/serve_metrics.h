@@ -18,8 +18,9 @@ class ServeMetrics {
   std::atomic<uint64_t> prompt_tokens{0};      // ids of rendered prompts
   std::atomic<uint64_t> cached_tokens{0};      // of them, taken from kept states
   std::atomic<uint64_t> generated_tokens{0};
-  std::atomic<uint64_t> weight_passes{0};      // decode passes (each shared by the busy slots)
-  std::atomic<uint64_t> decode_nanoseconds{0}; // time in decode passes
+  std::atomic<uint64_t> weight_passes{0};      // weight passes (each shared by the busy slots)
+  std::atomic<uint64_t> prefill_passes{0};     // of them, the ones that evaluated prompt ids
+  std::atomic<uint64_t> decode_nanoseconds{0}; // time in passes of decode rows only
   std::atomic<uint64_t> prefill_nanoseconds{0};
   std::atomic<uint64_t> bytes_read{0};         // weight bytes read while serving (streamed trunk + experts)
   std::atomic<uint64_t> experts_requested{0}, experts_resident{0};

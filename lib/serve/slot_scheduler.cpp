@@ -16,8 +16,6 @@ uint64_t nanoseconds_since(Clock::time_point t) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t).count());
 }
 
-struct Abandoned {};  // thrown from the prefill progress callback
-
 }  // namespace
 
 bool Job::wait(std::vector<int32_t>& out, std::chrono::milliseconds timeout) {
@@ -45,7 +43,6 @@ void Job::prefill_progress(int64_t done, int64_t total) {
   prefill_done_ = done;
 }
 void Job::started(int64_t cached) {
-  prefill_progress(static_cast<int64_t>(spec_.prompt.size()), static_cast<int64_t>(spec_.prompt.size()));
   std::lock_guard<std::mutex> lock(mutex_);
   cached_ = cached;
 }
@@ -114,44 +111,23 @@ void SlotScheduler::admit(const std::shared_ptr<Job>& job) {
     job->finish(EndReason::kCancelled);
     return;
   }
-  Slot slot{job, model_.generation_session(GenerationOptions{spec.sampling, spec.stop}), 0};
-  GenerationSession& s = *slot.session;
-  const auto t0 = Clock::now();
-  const std::span<const int32_t> prompt(spec.prompt);
-  // A client gone or a shutdown abandons a long prefill between layer steps;
-  // the layer steps done tell the stream how far the prompt is (in ids, as
-  // the share of the ids fed from `from` on).
-  const int64_t total = static_cast<int64_t>(prompt.size());
-  const auto progress_from = [&](size_t from, size_t count) -> Engine::Progress {
-    return [&job, this, from, count, total](int64_t done, int64_t steps) {
-      if (job->cancelled() || stopping()) throw Abandoned{};
-      if (steps > 0)
-        job->prefill_progress(static_cast<int64_t>(from) + static_cast<int64_t>(count) * done / steps, total);
-    };
-  };
+  Slot slot{job, model_.generation_session(GenerationOptions{spec.sampling, spec.stop})};
   try {
-    const size_t reused = cache_.restore_longest(spec.prompt, s);
-    size_t at = reused;
-    job->prefill_progress(static_cast<int64_t>(at), total);
-    if (spec.keep_prefix > at && spec.keep_prefix <= prompt.size()) {
-      s.feed(prompt.subspan(at, spec.keep_prefix - at), nullptr, progress_from(at, spec.keep_prefix - at));
-      cache_.keep(s.mark());
-      at = spec.keep_prefix;
-    }
-    s.feed(prompt.subspan(at), nullptr, progress_from(at, prompt.size() - at));
-    if (!s.can_generate()) throw Error(ExitCode::kBadInput, "the prompt is empty");
-    model_.prefill_done();  // the bytes read so far were the prefill's, not a decode pass's
-    job->started(static_cast<int64_t>(reused));
-    metrics_.prompt_tokens += prompt.size();
-    metrics_.cached_tokens += reused;
-  } catch (const Abandoned&) {
-    job->finish(stopping() ? EndReason::kLength : EndReason::kCancelled);
-    return;
+    // Checked here, as one request's fault: a bad id in a shared pass would end every request in it.
+    if (spec.prompt.empty()) throw Error(ExitCode::kBadInput, "the prompt is empty");
+    check_token_ids(model_.config(), spec.prompt);
+    slot.at = cache_.restore_longest(spec.prompt, *slot.session);
   } catch (const std::exception& e) {
     job->finish(EndReason::kCancelled, e.what());
     return;
   }
-  metrics_.prefill_nanoseconds += nanoseconds_since(t0);
+  if (spec.keep_prefix > slot.at && spec.keep_prefix <= spec.prompt.size()) slot.keep_at = spec.keep_prefix;
+  // A prompt that is all in a kept state, nothing pending: it samples at once.
+  slot.decoding = slot.at == spec.prompt.size() && slot.session->pending().empty();
+  job->prefill_progress(static_cast<int64_t>(slot.at), static_cast<int64_t>(spec.prompt.size()));
+  job->started(static_cast<int64_t>(slot.at));
+  metrics_.prompt_tokens += spec.prompt.size();
+  metrics_.cached_tokens += slot.at;
   slots_.push_back(std::move(slot));
 }
 
@@ -161,6 +137,89 @@ void SlotScheduler::leave(Slot& slot, EndReason reason) {
   if (slot.session->position() > 0) cache_.keep(slot.session->release());
   slot.job->finish(reason);
   slot.job.reset();
+}
+
+void SlotScheduler::sample_decoding(bool stopping) {
+  for (Slot& slot : slots_) {
+    Job& job = *slot.job;
+    if (stopping || job.cancelled()) {
+      leave(slot, stopping ? EndReason::kLength : EndReason::kCancelled);
+      continue;
+    }
+    if (!slot.decoding) continue;
+    const int32_t id = slot.session->sample();
+    ++slot.made;
+    ++metrics_.generated_tokens;
+    job.push(id);
+    if (job.spec().stop.stops(id))
+      leave(slot, EndReason::kStop);
+    else if (slot.made >= job.spec().max_new)
+      leave(slot, EndReason::kLength);
+  }
+  std::erase_if(slots_, [](const Slot& s) { return !s.job; });
+}
+
+void SlotScheduler::run_pass() {
+  // Decode rows first (one pending id each), then prompt chunks in order of
+  // arrival within the engine's rows per pass (at least one chunk row, so a
+  // prefill advances even when the decode rows fill the pass).
+  std::vector<GenerationSession*> sessions;
+  std::vector<std::span<const int32_t>> chunks;
+  std::vector<Slot*> in_pass;
+  size_t rows = 0;
+  for (Slot& slot : slots_) {
+    slot.chunk = 0;
+    if (!slot.decoding) continue;
+    sessions.push_back(slot.session.get());
+    chunks.emplace_back();
+    in_pass.push_back(&slot);
+    ++rows;
+  }
+  const size_t max_rows = model_.engine().max_batch();
+  size_t budget = max_rows > rows ? max_rows - rows : 1;
+  bool prefill = false;
+  for (Slot& slot : slots_) {
+    if (slot.decoding) continue;
+    const std::vector<int32_t>& prompt = slot.job->spec().prompt;
+    const size_t pending = slot.session->pending().size();
+    const size_t end = slot.keep_at > slot.at ? slot.keep_at : prompt.size();  // a kept state's end ends a chunk
+    if (prefill && budget <= pending) break;
+    slot.chunk = std::min(end - slot.at, budget > pending ? budget - pending : size_t{1});
+    budget = budget > pending + slot.chunk ? budget - pending - slot.chunk : 0;
+    sessions.push_back(slot.session.get());
+    chunks.emplace_back(prompt.data() + slot.at, slot.chunk);
+    in_pass.push_back(&slot);
+    rows += pending + slot.chunk;
+    prefill = true;
+  }
+  if (sessions.empty()) return;
+  const auto t0 = Clock::now();
+  try {
+    BatchGeneration::step_rows(model_.engine(), sessions, chunks);
+    model_.pass_done(rows);
+  } catch (const std::exception& e) {  // an I/O error ends the requests of this pass, not the server
+    for (Slot* slot : in_pass) {
+      slot->job->finish(EndReason::kCancelled, e.what());
+      slot->job.reset();
+    }
+    std::erase_if(slots_, [](const Slot& s) { return !s.job; });
+    return;
+  }
+  ++metrics_.weight_passes;
+  if (prefill) ++metrics_.prefill_passes;
+  (prefill ? metrics_.prefill_nanoseconds : metrics_.decode_nanoseconds) += nanoseconds_since(t0);
+  for (Slot* slot : in_pass) {
+    if (slot->decoding) continue;
+    slot->at += slot->chunk;
+    // The stream's ": prefill DONE/TOTAL" comments; TOTAL/TOTAL comes before
+    // the first id is sampled (at the next sample_decoding).
+    slot->job->prefill_progress(static_cast<int64_t>(slot->at), static_cast<int64_t>(slot->job->spec().prompt.size()));
+    if (slot->keep_at != 0 && slot->at == slot->keep_at) {
+      cache_.keep(slot->session->mark());
+      slot->keep_at = 0;
+    }
+    slot->decoding = slot->at == slot->job->spec().prompt.size();
+  }
 }
 
 void SlotScheduler::run() {
@@ -184,43 +243,13 @@ void SlotScheduler::run() {
       if (stopping && slots_.empty()) break;
     }
     for (const auto& job : joining) admit(job);
-    // Sample one id per busy slot; the ones that end leave before the pass.
-    std::vector<GenerationSession*> stepping;
-    for (Slot& slot : slots_) {
-      Job& job = *slot.job;
-      if (stopping || job.cancelled()) {
-        leave(slot, stopping ? EndReason::kLength : EndReason::kCancelled);
-        continue;
-      }
-      const int32_t id = slot.session->sample();
-      ++slot.made;
-      ++metrics_.generated_tokens;
-      job.push(id);
-      if (job.spec().stop.stops(id))
-        leave(slot, EndReason::kStop);
-      else if (slot.made >= job.spec().max_new)
-        leave(slot, EndReason::kLength);
-      else
-        stepping.push_back(slot.session.get());
-    }
-    std::erase_if(slots_, [](const Slot& s) { return !s.job; });
+    sample_decoding(stopping);  // the ones that end leave before the pass
     metrics_.slots_busy = slots_.size();
     {
       std::lock_guard<std::mutex> lock(mutex_);
       busy_ = slots_.size();
     }
-    if (!stepping.empty()) {
-      const auto t0 = Clock::now();
-      try {
-        BatchGeneration::step(model_.engine(), stepping);
-        model_.pass_done(stepping.size());
-      } catch (const std::exception& e) {  // an I/O error ends the requests of this pass, not the server
-        for (Slot& slot : slots_) slot.job->finish(EndReason::kCancelled, e.what());
-        slots_.clear();
-      }
-      ++metrics_.weight_passes;
-      metrics_.decode_nanoseconds += nanoseconds_since(t0);
-    }
+    run_pass();
     publish_stream_stats();
     metrics_.kept_states_ram = cache_.states_in_ram();
     metrics_.kept_states_disk = cache_.states_on_disk();

@@ -1,18 +1,23 @@
 // The model's one driver (engine/model.h: a Model and its sessions are used
 // from one thread): the thread that runs every weight pass for up to `slots`
 // sequences at once (continuous batching over the engine's several-sequences
-// pass, BatchGeneration::step), with the model's per-pass accounting.
+// pass, BatchGeneration::step_rows), with the model's per-pass accounting.
 //
 // A request becomes a Job. It waits in a bounded queue (full: submit()
-// beyond the free slots: submit() returns nullptr and the server answers 429), joins at the next pass when a
-// slot is free: its prompt is evaluated from the longest kept conversation
-// state it extends (ConversationCache), then each pass samples one id per
-// busy slot and evaluates them all together. Each sequence has its own
-// sampler keyed to positions, and the engine computes a row the same in any
-// batch, so a sequence's ids are bit-identical to generating it alone. A
-// cancelled job (client gone, stop string read) leaves at the next pass. On
-// shutdown() queued jobs end at once and running ones at the next pass, cut
-// as by max_tokens.
+// returns nullptr and the server answers 429) and joins at the next pass
+// when a slot is free, from the longest kept conversation state its prompt
+// extends (ConversationCache). Each pass then evaluates, in one weight pass,
+// the last sampled id of every decoding slot and a chunk of the prompt of
+// every slot still prefilling (BatchGeneration::step_rows): requests that
+// arrive together share their prefill passes, and a new arrival's prefill
+// shares passes with the running decodes. The rows of a pass are bounded by
+// the engine's max batch (the plan's activation memory); decode rows come
+// first, prompt chunks fill the rest in order of arrival. Each sequence has
+// its own sampler keyed to positions, and the engine computes a row the same
+// in any pass, so a sequence's ids are bit-identical to generating it alone.
+// A cancelled job (client gone, stop string read) leaves at the next pass.
+// On shutdown() queued jobs end at once and running ones at the next pass,
+// cut as by max_tokens.
 #pragma once
 
 #include <chrono>
@@ -67,7 +72,7 @@ class Job {
   // Engine side.
   bool cancelled() const { return cancelled_; }
   void prefill_progress(int64_t done, int64_t total);
-  void started(int64_t cached);  // the prompt is evaluated (`cached` of its ids continued from a kept state)
+  void started(int64_t cached);  // admitted to a slot (`cached` of the prompt's ids continue from a kept state)
   void push(int32_t id);
   void finish(EndReason reason, std::string error = "");
 
@@ -108,8 +113,14 @@ class SlotScheduler {
     std::shared_ptr<Job> job;
     std::unique_ptr<GenerationSession> session;
     int64_t made = 0;
+    size_t at = 0;         // prompt ids in the state (restored or evaluated)
+    size_t keep_at = 0;    // where a state is kept for the conversation (0: nowhere)
+    bool decoding = false; // the prompt is evaluated: each pass samples an id
+    size_t chunk = 0;      // prompt ids in the pass being run
   };
   void admit(const std::shared_ptr<Job>& job);
+  void sample_decoding(bool stopping);
+  void run_pass();
   void leave(Slot& slot, EndReason reason);
   void publish_stream_stats();
 

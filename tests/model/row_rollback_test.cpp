@@ -127,5 +127,36 @@ TEST_F(RowRollbackTest, SequencesInOnePassGetTheirOwnBits) {
   }
 }
 
+TEST_F(RowRollbackTest, LastRowOfEachSequenceGetsItsOwnBits) {
+  // A server's pass: one sequence's prompt from nothing (13 rows), one
+  // continuing with a chunk (4 rows), one decode row. Only each sequence's
+  // last row goes through the head; those logits are the bits of running
+  // each sequence alone, and the states are too.
+  const std::vector<std::vector<int32_t>> before = {{}, {g.tf_ids.begin(), g.tf_ids.begin() + 7}, g.greedy_prompt};
+  const std::vector<std::vector<int32_t>> news = {{g.tf_ids.begin() + 2, g.tf_ids.begin() + 15},
+                                                  {g.tf_ids.begin() + 7, g.tf_ids.begin() + 11},
+                                                  {g.tf_ids[30]}};
+  std::vector<SequenceState> together(3), alone(3);
+  std::vector<float> unused(vocab);
+  std::vector<std::vector<float>> want(3, std::vector<float>(vocab));
+  for (size_t i = 0; i < 3; ++i) {
+    engine.reset(together[i]);
+    engine.reset(alone[i]);
+    if (!before[i].empty()) {
+      engine.forward(together[i], before[i], LogitRows::kLast, unused.data());
+      engine.forward(alone[i], before[i], LogitRows::kLast, unused.data());
+    }
+    engine.forward(alone[i], news[i], LogitRows::kLast, want[i].data());
+  }
+  std::vector<SequenceState*> states = {&together[0], &together[1], &together[2]};
+  std::vector<std::span<const int32_t>> ids(news.begin(), news.end());
+  std::vector<float> got(3 * vocab);
+  engine.forward_sequences_last(states, ids, got.data());
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(std::memcmp(got.data() + i * vocab, want[i].data(), vocab * sizeof(float)), 0) << "sequence " << i;
+    expect_same_state(m.config, together[i], alone[i]);
+  }
+}
+
 }  // namespace
 }  // namespace k3

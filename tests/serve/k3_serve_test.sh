@@ -21,6 +21,8 @@ bad "missing cache dir" 2 "--cache-dir $work/none: not a directory" -- "$BIN/k3-
 mkdir -p "$work/cache"
 start_server "$work/server.log" --slots 2 --cache-dir "$work/cache" --keep-mb 0 --max-body-mb 0.02 || exit 1
 check "health" '{"status": "ok"}' "$(curl -s --max-time 10 "$url/health")"
+# A second server on the taken port is refused (no SO_REUSEPORT sharing it).
+bad "taken port" 2 "cannot listen on 127.0.0.1:$port" -- timeout 30 "$BIN/k3-serve" "$TINY" --port "$port"
 models=$(curl -s --max-time 10 "$url/v1/models")
 check "model id is the directory name" "k3-tiny" "$(jget "$models" 'j["data"][0]["id"]')"
 

@@ -8,7 +8,9 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
+#include <future>
 #include <thread>
 
 #include "engine/model.h"
@@ -103,13 +105,98 @@ TEST_F(SchedulerTest, ConcurrentSequencesEqualTheirRunsAlone) {
   EXPECT_LT(metrics.weight_passes.load(), 9u + 4 + 12 + 6 + 8 - 5);  // passes were shared
 }
 
+TEST_F(SchedulerTest, ArrivalsTogetherShareOnePrefillPass) {
+  ConversationCache cache(identity(), CacheOptions{});
+  SlotScheduler scheduler(m, cache, metrics, SchedulerOptions{4, 16});
+  // Submitted before the engine thread runs: all four join the first pass,
+  // whose rows are the four prompts (per-sequence prefill: four passes).
+  std::vector<JobSpec> specs{spec(prompt(11, 6), 5), spec(prompt(12, 9), 3, 0.8, 2), spec(prompt(13, 4), 7),
+                             spec(prompt(14, 12), 2, 1.0, 9)};
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (const JobSpec& s : specs) jobs.push_back(scheduler.submit(s));
+  std::thread engine_thread([&] { scheduler.run(); });
+  std::vector<Result> got;
+  for (auto& j : jobs) got.push_back(drain(*j));
+  scheduler.shutdown();
+  engine_thread.join();
+  for (size_t i = 0; i < specs.size(); ++i) EXPECT_EQ(got[i].ids, alone(specs[i])) << "request " << i;
+  EXPECT_EQ(metrics.prefill_passes.load(), 1u);
+  // One prefill pass, then a decode pass per id but the last of the longest request.
+  EXPECT_EQ(metrics.weight_passes.load(), 7u);
+}
+
+TEST_F(SchedulerTest, StaggeredArrivalsPrefillWithinDecodePasses) {
+  ConversationCache cache(identity(), CacheOptions{});
+  SlotScheduler scheduler(m, cache, metrics, SchedulerOptions{5, 16});
+  std::thread engine_thread([&] { scheduler.run(); });
+  // The first request runs until cancelled, so it is in every pass.
+  std::vector<JobSpec> specs{spec(prompt(21, 5), 100000), spec(prompt(22, 13), 9, 0.8, 4), spec(prompt(23, 3), 6),
+                             spec(prompt(24, 8), 11, 1.0, 8), spec(prompt(25, 17), 5, 0.6, 1)};
+  std::vector<std::shared_ptr<Job>> jobs;
+  std::vector<Result> got(specs.size());
+  // Each request arrives after the one before has generated ids: its
+  // prefill runs in passes that also carry the others' decode rows.
+  for (size_t i = 0; i < specs.size(); ++i) {
+    jobs.push_back(scheduler.submit(specs[i]));
+    ASSERT_TRUE(jobs.back());
+    while (got[i].ids.size() < 2 && !jobs[i]->wait(got[i].ids, std::chrono::milliseconds(100))) {
+    }
+  }
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (i == 0) continue;
+    Result rest = drain(*jobs[i]);
+    got[i].ids.insert(got[i].ids.end(), rest.ids.begin(), rest.ids.end());
+  }
+  jobs[0]->cancel();
+  Result rest = drain(*jobs[0]);
+  got[0].ids.insert(got[0].ids.end(), rest.ids.begin(), rest.ids.end());
+  specs[0].max_new = static_cast<int64_t>(got[0].ids.size());
+  scheduler.shutdown();
+  engine_thread.join();
+  for (size_t i = 0; i < specs.size(); ++i) EXPECT_EQ(got[i].ids, alone(specs[i])) << "request " << i;
+  // Every later arrival's prefill ran in passes that carried the first
+  // request's decode row: the passes are the first request's own (its
+  // prefill, then one per id sampled before the cancel was seen).
+  EXPECT_EQ(metrics.weight_passes.load(), got[0].ids.size() + 1);
+  EXPECT_EQ(metrics.prefill_passes.load(), 5u);
+}
+
+TEST_F(SchedulerTest, PromptsLongerThanAPassRunInChunks) {
+  // Four rows per pass: prompts run in chunks beside the decode rows, a
+  // chunk ends where the conversation's state is kept, and ids and the
+  // kept state are still those of a run alone.
+  const size_t old_batch = engine.max_batch();
+  engine.set_max_batch(4);
+  ConversationCache cache(identity(), CacheOptions{});
+  SlotScheduler scheduler(m, cache, metrics, SchedulerOptions{3, 16});
+  std::vector<JobSpec> specs{spec(prompt(31, 11), 6), spec(prompt(32, 9), 5, 0.9, 3), spec(prompt(33, 2), 8)};
+  specs[0].keep_prefix = 7;
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (const JobSpec& s : specs) jobs.push_back(scheduler.submit(s));
+  std::thread engine_thread([&] { scheduler.run(); });
+  std::vector<Result> got;
+  for (auto& j : jobs) got.push_back(drain(*j));
+  std::vector<int32_t> p(specs[0].prompt.begin(), specs[0].prompt.begin() + 7);
+  for (int32_t id : prompt(60, 3)) p.push_back(id);
+  const JobSpec next = spec(p, 4);
+  Result r = drain(*scheduler.submit(next));
+  scheduler.shutdown();
+  engine_thread.join();
+  engine.set_max_batch(old_batch);
+  for (size_t i = 0; i < specs.size(); ++i) EXPECT_EQ(got[i].ids, alone(specs[i])) << "request " << i;
+  EXPECT_EQ(r.cached, 7);
+  EXPECT_EQ(r.ids, alone(next));
+  // 22 prompt ids and at most 4 rows a pass: at least 6 passes with prompt ids.
+  EXPECT_GE(metrics.prefill_passes.load(), 6u);
+}
+
 TEST_F(SchedulerTest, FollowUpContinuesFromKeptStateAndSpillsToFiles) {
   const std::string dir = test::fresh_dir("serve_cache");
   std::vector<int32_t> first_ids, follow_prompt;
   const JobSpec first = spec(prompt(9, 6), 5);
   {
     // No RAM for states: every kept state goes to a file and comes back from it.
-    ConversationCache cache(identity(), CacheOptions{0, dir, 8});
+    ConversationCache cache(identity(), CacheOptions{0, dir, 8, nullptr});
     SlotScheduler scheduler(m, cache, metrics, SchedulerOptions{2, 4});
     std::thread engine_thread([&] { scheduler.run(); });
     Result a = drain(*scheduler.submit(first));
@@ -128,6 +215,48 @@ TEST_F(SchedulerTest, FollowUpContinuesFromKeptStateAndSpillsToFiles) {
     engine_thread.join();
   }
   EXPECT_TRUE(std::filesystem::is_empty(dir)) << "spilled state files are removed with the cache";
+}
+
+TEST_F(SchedulerTest, SpillingDoesNotWaitForTheDisk) {
+  const std::string dir = test::fresh_dir("serve_spill");
+  std::promise<void> gate;
+  std::shared_future<void> open_gate = gate.get_future().share();
+  std::atomic<int> writes{0};
+  auto state_files = [&] {
+    int n = 0;
+    for (const auto& f : std::filesystem::directory_iterator(dir)) n += f.path().extension() == ".k3state";
+    return n;
+  };
+  {
+    // No RAM for states: keep() spills at once; the write is held at the gate.
+    CacheOptions options{0, dir, 8, [&](const std::string&) {
+                           ++writes;
+                           open_gate.wait();
+                         }};
+    ConversationCache cache(identity(), options);
+    GenerationSession g(engine, GenerationOptions{});
+    g.reset();
+    const std::vector<int32_t> p = prompt(41, 6);
+    g.feed(p);
+    auto kept = std::async(std::launch::async, [&] { cache.keep(g.mark()); });
+    if (kept.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+      gate.set_value();
+      FAIL() << "keep() waited for the state file to be written";
+    }
+    EXPECT_EQ(cache.states_on_disk(), 1u);
+    EXPECT_EQ(cache.states_in_ram(), 0u);
+    for (int i = 0; i < 2000 && writes.load() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_EQ(writes.load(), 1);
+    EXPECT_EQ(state_files(), 0) << "no state file before its write";
+    gate.set_value();
+    // A restore waits for that write, then reads the file: the same state.
+    GenerationSession h(engine, GenerationOptions{});
+    EXPECT_EQ(cache.restore_longest(p, h), p.size());
+    EXPECT_TRUE(test::same_bits(h.current_row(), g.current_row()));
+    EXPECT_EQ(h.state().tokens, g.state().tokens);
+    EXPECT_EQ(state_files(), 1);
+  }
+  EXPECT_EQ(state_files(), 0) << "spilled state files are removed with the cache";
 }
 
 TEST_F(SchedulerTest, KeptPrefixServesADifferentContinuation) {

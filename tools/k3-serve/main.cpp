@@ -88,11 +88,13 @@ int run(int argc, char** argv) {
   if (so.model_name.empty()) so.model_name = std::filesystem::path(mo.model_dir).lexically_normal().filename().string();
   if (so.model_name.empty()) so.model_name = std::filesystem::absolute(mo.model_dir).parent_path().filename().string();
   mo.stream.sequences = sched.slots;  // the plan holds a sequence state of --ctx positions per slot
+  mo.stream.kept_state_bytes = cache_options.ram_bytes;  // and the kept conversation states
 
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
   if (auto status = k3::answer_plan_requests(config, mo, kTool)) return *status;
   const k3::Tokenizer tok = k3::Tokenizer::load(mo.model_dir);
   k3::Checkpoint checkpoint = k3::Checkpoint::open(mo.model_dir);
+  k3::check_model_plan(config, checkpoint, mo, static_cast<uint64_t>(so.context), 256);  // refused before listening
 
   // Listen first: /health says "loading" while the weights load.
   k3::serve::StopSignal::block();
@@ -113,7 +115,8 @@ int run(int argc, char** argv) {
   }).detach();
 
   std::unique_ptr<k3::Model> model =
-      k3::load_model(config, std::move(checkpoint), mo, static_cast<uint64_t>(so.context), 256);
+      k3::load_model(config, std::move(checkpoint), mo, static_cast<uint64_t>(so.context), 256,
+                     [&](const char* what, uint64_t done, uint64_t total) { http.load_status().update(what, done, total); });
   k3::serve::ConversationCache cache(k3::ModelIdentity::of(model->config(), model->checkpoint()), cache_options);
   k3::serve::SlotScheduler scheduler(*model, cache, metrics, sched);
   http.set_backend({&tok, config.eos_token_ids, k3::chat_stop_ids(tok.vocab(), config.eos_token_ids), &scheduler});
