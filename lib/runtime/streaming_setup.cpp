@@ -138,8 +138,10 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
                  p.plan.slot_bytes);
   }
   if (choice) {
-    // The forecast said is this run's plan (its context, batch, copies), not the standard run's.
-    choice->plan = p.plan;
+    // The forecast said is this run's plan (its context, batch, copies), not
+    // the standard run's; a plan refused below (no packed trunk) keeps the
+    // standard run's, which the refusal's advice is about.
+    if (plan_fits(p.plan, avail)) choice->plan = p.plan;
     log << tool_name() << ": --preset auto chose " << choice->reason()
         << (avail == UINT64_MAX ? "" : " (" + available_source(lim) + ")") << "\n";
   }
