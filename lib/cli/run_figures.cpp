@@ -33,7 +33,7 @@ Derived derive(const StreamStats& a, const StreamStats& b, uint64_t steps, doubl
   const double bytes = static_cast<double>(b.trunk_bytes - a.trunk_bytes + b.expert_bytes - a.expert_bytes);
   d.gbps = seconds > 0 ? bytes / seconds / 1e9 : 0;
   const double per = tokens ? static_cast<double>(tokens) : n;
-  d.s_per_token = tokens || steps ? seconds / per : 0;
+  d.s_per_token = (tokens || steps) ? seconds / per : 0;
   d.decode_per_token = (b.decode_seconds - a.decode_seconds) / per;
   return d;
 }
