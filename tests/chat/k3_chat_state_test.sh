@@ -21,7 +21,7 @@ ids() {  # ids NAME FIELD [TURN]: the "chat" member's figure, of the last turn o
   python3 -c "
 import json, sys
 c = json.load(open(sys.argv[1]))['chat']
-print(c['turns'][int(sys.argv[3]) - 1][sys.argv[2]] if len(sys.argv) > 3 else c[sys.argv[2]])" "$work/$1.json" "$2" "${3:-}" 2>&1 |
+print(c['turns'][int(sys.argv[3]) - 1][sys.argv[2]] if sys.argv[3:] and sys.argv[3] else c[sys.argv[2]])" "$work/$1.json" "$2" "${3:-}" 2>&1 |
     tail -1
 }
 row() {  # row FILE N: logits row N (from 1) of a --logits file, hex
