@@ -3,9 +3,11 @@
 #include <cstdio>
 
 #include "chat/chat_history.h"
+#include "chat/chat_state.h"
 #include "chat/python_json.h"
 #include "common/error.h"
 #include "common/file.h"
+#include "common/rate_format.h"
 #include "generate/logits_log.h"
 
 namespace k3 {
@@ -117,32 +119,38 @@ class Loop {
       return refuse(std::string("message refused: ") + e.what());
     }
     const auto& msgs = chat_.messages();
+    if (r.interrupted) {
+      if (!o_.json) write_all(1, printer.finish(), "stdout");
+      say("reply stopped (Ctrl-C); the conversation is as before this message");
+      if (o_.clear_interrupt) o_.clear_interrupt();
+      return;
+    }
     // --json: the message as the history keeps it (reasoning_content, content, tool_calls), one line.
     write_all(1, o_.json ? python_json_dumps(msgs.back()) + "\n" : printer.finish(), "stdout");
     ++turns_;
+    if (o_.turns) o_.turns->push_back({r.reused_ids, r.prefilled_ids});
     // A tool call is shown whole; what the user (or script) sends next is its result.
     if (const JsonValue* calls = msgs.back().find("tool_calls"); !o_.json && calls && calls->is_array())
       for (const JsonValue& call : calls->items) say("tool call " + python_json_dumps(call) + "; send its result next");
     if (history_)
       for (size_t i = msgs.size() - 2; i < msgs.size(); ++i) history_->append(msgs[i]);
+    keep_state();
     if (!o_.logits_path.empty()) {
       if (logits_.rows() == 0) logits_ = LogitsLog(true, r.first_row.size());
       logits_.add(r.first_row.data(), 1);
     }
-    if (r.interrupted) {
-      say("reply stopped (Ctrl-C); the part shown stays in the conversation");
-      if (o_.clear_interrupt) o_.clear_interrupt();
-    } else if (!r.reply.ok()) {
+    if (!r.reply.ok()) {
       say("warning: the reply is incomplete: " + r.reply.problem);
     }
     if (o_.stats) {
       char line[320];
       std::snprintf(line, sizeof line,
-                    "turn %d: prompt %lld ids, %lld reused, %lld prefilled in %.3f s; %lld generated in %.3f s, "
-                    "%lld weight passes, drafts %lld/%lld kept",
+                    "turn %d: prompt %lld ids, %lld reused, %lld prefilled in %.3f s; %lld generated in %.3f s "
+                    "(%s), %lld weight passes, drafts %lld/%lld kept",
                     turns_, static_cast<long long>(r.prompt_ids), static_cast<long long>(r.reused_ids),
-                    static_cast<long long>(r.prefilled_ids), r.prefill_seconds,
-                    static_cast<long long>(r.generated), r.decode_seconds, static_cast<long long>(r.passes),
+                    static_cast<long long>(r.prefilled_ids), r.prefill_seconds, static_cast<long long>(r.generated),
+                    r.decode_seconds, seconds_per_token(r.decode_seconds, r.generated).c_str(),
+                    static_cast<long long>(r.passes),
                     static_cast<long long>(r.drafts_accepted), static_cast<long long>(r.drafts_proposed));
       say(line);
     }
@@ -160,6 +168,7 @@ class Loop {
       }
       chat_.reset(o_.start_messages);
       if (history_) history_->rewrite(o_.start_messages);
+      keep_state();
       say(kept.empty() ? std::string("new conversation") : "new conversation; the previous one is kept in " + kept);
     } else if (in.text == "undo" || in.text == "retry") {
       undo_or_retry(in.text == "retry");
@@ -206,9 +215,24 @@ class Loop {
     msgs.resize(user);
     chat_.set_messages(msgs);
     if (history_) history_->rewrite(msgs);
+    keep_state();
     if (!retry) return say("the last exchange was dropped (" + std::to_string(msgs.size()) + " messages left)");
     if (text.empty()) return refuse("/retry: the last message has no text to send again");
     turn(text);
+  }
+
+  // The state file follows the transcript; one that cannot be written is
+  // said once and given up (the history alone still resumes the chat).
+  void keep_state() {
+    if (o_.state_path.empty() || !o_.identity || state_failed_) return;
+    try {
+      save_chat_state(chat_, o_.state_path, *o_.identity);
+    } catch (const Error& e) {
+      if (e.code() != ExitCode::kIo) throw;
+      state_failed_ = true;
+      say(std::string("warning: the model state is not kept: ") + e.what() +
+          "; resuming evaluates the conversation again");
+    }
   }
 
   ChatSession& chat_;
@@ -216,7 +240,7 @@ class Loop {
   const ChatLoopOptions& o_;
   ChatHistoryFile* history_;
   LogitsLog logits_;
-  bool refused_ = false;
+  bool refused_ = false, state_failed_ = false;
   int turns_ = 0;
 };
 

@@ -12,12 +12,23 @@
 #include "chat/chat_input.h"
 #include "chat/chat_session.h"
 #include "chat/reply_printer.h"
+#include "state/continuation.h"
 
 namespace k3 {
+
+// One turn's prefill: ids already in the model state and ids evaluated.
+struct TurnIds {
+  int64_t reused = 0, prefilled = 0;
+};
 
 struct ChatLoopOptions {
   std::string tool = "k3-chat";             // prefix of status lines
   ChatHistoryFile* history = nullptr;       // the transcript on disk, if any
+  // The model state beside it (chat_state.h), rewritten after each change of
+  // the transcript; empty or no identity: none.
+  std::string state_path;
+  const ModelIdentity* identity = nullptr;
+  std::vector<TurnIds>* turns = nullptr;    // when given, one entry per turn answered (--stats-json)
   std::vector<JsonValue> start_messages;    // a new conversation (and /reset) starts with these
   ReplyStyle style;
   bool stats = false;                       // a line per turn: prompt, reused and prefilled ids, seconds

@@ -14,14 +14,14 @@ std::span<const int32_t> as_ids(const std::vector<TokenId>& ids, size_t from, si
   return std::span<const int32_t>(reinterpret_cast<const int32_t*>(ids.data()) + from, to - from);
 }
 
-JsonValue user_message(const std::string& text) {
+}  // namespace
+
+JsonValue text_message(const std::string& role, const std::string& content) {
   JsonValue m = JsonValue::object();
-  m.set("role", JsonValue::string("user"));
-  m.set("content", JsonValue::string(text));
+  m.set("role", JsonValue::string(role));
+  m.set("content", JsonValue::string(content));
   return m;
 }
-
-}  // namespace
 
 std::vector<int32_t> chat_stop_ids(const Vocabulary& vocab, const std::vector<int>& model_eos_ids) {
   std::vector<int32_t> ids(model_eos_ids.begin(), model_eos_ids.end());
@@ -85,7 +85,7 @@ JsonValue ChatSession::input_message(const std::string& text) const {
     t.set("content", JsonValue::string(text));
     return t;
   }
-  return user_message(text);
+  return text_message("user", text);
 }
 
 void ChatSession::set_messages(std::vector<JsonValue> messages) {
@@ -104,11 +104,19 @@ void ChatSession::set_messages(std::vector<JsonValue> messages) {
     std::swap(messages_, messages);
     throw;
   }
-  session_.reset();  // another conversation: nothing of the model state carries over
 }
 
 void ChatSession::reset(std::vector<JsonValue> keep) {
   set_messages(std::move(keep));
+  session_.reset();  // another conversation: nothing of the model state carries over
+}
+
+std::vector<int32_t> ChatSession::next_prompt_start() const {
+  // Two different next messages share everything before their text.
+  const std::vector<TokenId> a = prompt_ids("a"), b = prompt_ids("b");
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+  return std::vector<int32_t>(a.begin(), a.begin() + static_cast<ptrdiff_t>(n));
 }
 
 std::vector<TokenId> ChatSession::prompt_ids(const std::string& user_text) const {
@@ -155,7 +163,7 @@ TurnReport ChatSession::reply(const std::string& user_text,
   ReplyParser parser(tok_.vocab(), request.thinking);
   std::vector<TokenId> generated;
   std::vector<ReplyPiece> pieces;
-  session_.generate(
+  const GenerationEnd end = session_.generate(
       std::min(options_.max_tokens, room),
       [&](int32_t id) {
         generated.push_back(static_cast<TokenId>(id));
@@ -168,12 +176,17 @@ TurnReport ChatSession::reply(const std::string& user_text,
         // A closed message needs no stop id: its re-rendering ends with <|end_of_msg|>.
         return report.interrupted || parser.done();
       });
+  // A pass cut within a layer (Session::set_stop_within_pass) ends here without asking again.
+  if (end == GenerationEnd::kInterrupted && interrupted && interrupted()) report.interrupted = true;
   pieces.clear();
   report.reply = parser.finish(pieces);
   if (!pieces.empty()) on_pieces(pieces);
 
-  messages_.push_back(input_message(user_text));
-  messages_.push_back(chat_message_json(report.reply.message));
+  // Stopped by Ctrl-C: the conversation is as before this turn.
+  if (!report.interrupted) {
+    messages_.push_back(input_message(user_text));
+    messages_.push_back(chat_message_json(report.reply.message));
+  }
   const GenerationCounters& after = gen.counters();
   report.generated = after.generated - before.generated;
   report.passes = after.generate_passes - before.generate_passes;

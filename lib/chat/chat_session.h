@@ -62,6 +62,9 @@ struct TurnReport {
   std::vector<float> first_row;  // keep_first_rows
 };
 
+// {"role": `role`, "content": `content`}.
+JsonValue text_message(const std::string& role, const std::string& content);
+
 // The stop ids of a chat: the model's (config, generation_config.json,
 // tokenizer eos_token) and <|end_of_msg|>, which ends every message.
 std::vector<int32_t> chat_stop_ids(const Vocabulary& vocab, const std::vector<int>& model_eos_ids);
@@ -77,8 +80,11 @@ class ChatSession {
   ChatSession(const Tokenizer& tok, Session& session, ChatOptions options);
 
   const std::vector<JsonValue>& messages() const { return messages_; }
-  // Replaces the transcript (a resumed history); checked like a request, and
-  // against options().context (Error(kResource) naming both sizes).
+  // Replaces the transcript (a resumed history; /undo and /retry going
+  // back); checked like a request, and against options().context
+  // (Error(kResource) naming both sizes). The model state stays: the next
+  // turn evaluates only what it lacks (a transcript cut back finds the
+  // session's save point of an earlier turn).
   void set_messages(std::vector<JsonValue> messages);
   // Forgets the transcript (keeping `keep` as its start) and the model state.
   void reset(std::vector<JsonValue> keep = {});
@@ -91,12 +97,18 @@ class ChatSession {
 
   // The prompt the model would see now, with the given user text appended.
   std::vector<TokenId> prompt_ids(const std::string& user_text) const;
+  // The ids every next prompt starts with: the conversation rendered up to
+  // where the next message's text would begin (chat_state.h checks a saved
+  // state against them).
+  std::vector<int32_t> next_prompt_start() const;
 
+  Session& session() { return session_; }
   // One turn: appends the user message, renders and evaluates the prompt,
   // streams the reply's pieces to `on_pieces`, and appends the reply (also
-  // a partial one: cut by max_tokens or by `interrupted`) to the transcript.
-  // A prefill abandoned by an exception (Ctrl-C) leaves the transcript as it
-  // was and the next turn starts from a consistent state.
+  // a partial one cut by max_tokens) to the transcript. A turn stopped by
+  // `interrupted` (Ctrl-C, report.interrupted) or by an exception from
+  // `progress` leaves the transcript as it was before it, and the next turn
+  // goes on from the model state of the turn before (a save point).
   TurnReport reply(const std::string& user_text, const std::function<void(const std::vector<ReplyPiece>&)>& on_pieces,
                    const std::function<bool()>& interrupted, const Engine::Progress& progress = nullptr);
 

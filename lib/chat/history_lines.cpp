@@ -2,10 +2,22 @@
 
 #include <regex>
 
+#include "chat/chat_history.h"
+#include "chat/chat_session.h"
 #include "common/error.h"
 #include "common/file.h"
 
 namespace k3 {
+
+std::vector<JsonValue> load_checked_history(const std::string& path) {
+  std::vector<JsonValue> history = load_chat_history(path);
+  try {
+    check_chat_messages(history);
+  } catch (const Error& e) {
+    throw Error(e.code(), path + ": " + name_history_line(path, e.what()));
+  }
+  return history;
+}
 
 std::string name_history_line(const std::string& path, const std::string& message) {
   static const std::regex kMessage(R"((request: )?messages\[([0-9]+)\]\.?)");

@@ -4,8 +4,15 @@
 #pragma once
 
 #include <string>
+#include <vector>
+
+#include "chat/json_value.h"
 
 namespace k3 {
+
+// load_chat_history() and check_chat_messages() (chat_session.h) of a
+// --history file, a refusal naming the file and line.
+std::vector<JsonValue> load_checked_history(const std::string& path);
 
 // `message` with its first "messages[N]" (optionally preceded by
 // "request: ") replaced by "line L" of `path`, L being the line that holds

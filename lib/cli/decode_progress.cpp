@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "common/progress_meter.h"
+#include "common/rate_format.h"
 #include "common/terminal_line.h"
 
 namespace k3 {
@@ -36,8 +37,8 @@ std::string DecodeProgress::line(const std::string& tool, int64_t done, int64_t 
     std::snprintf(buf, sizeof buf, "%s: token %lld/%lld", tool.c_str(), static_cast<long long>(done),
                   static_cast<long long>(total));
   } else {
-    std::snprintf(buf, sizeof buf, "%s: token %lld/%lld, %.3f s/token, ETA %.0f s", tool.c_str(),
-                  static_cast<long long>(done), static_cast<long long>(total), per,
+    std::snprintf(buf, sizeof buf, "%s: token %lld/%lld, %s, ETA %.0f s", tool.c_str(),
+                  static_cast<long long>(done), static_cast<long long>(total), seconds_per_token(per, 1).c_str(),
                   per * static_cast<double>(total - done));
   }
   return buf;

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "common/terminal_line.h"
 
 namespace k3 {
 
@@ -54,6 +55,10 @@ void rearm_interrupt() {
     throw Error(ExitCode::kInterrupted, "terminated (SIGTERM)");
   g_interrupted = false;
   install_interrupt_handler();  // the handler gives way to the default after one signal
+}
+
+std::string stopping_message(const std::string& tool) {
+  return fresh_line(2) + tool + ": stopping within a layer (Ctrl-C again quits at once)\n";
 }
 
 void ignore_sigpipe() { ::signal(SIGPIPE, SIG_IGN); }

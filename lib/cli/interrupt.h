@@ -19,6 +19,11 @@ void install_interrupt_handler();
 // Keeps the message of an earlier call when `message` is empty.
 void install_interrupt_handler(const std::string& message);
 
+// "TOOL: stopping within a layer (Ctrl-C again quits at once)" on a line of
+// its own, for install_interrupt_handler() of a tool whose passes stop
+// within a layer (k3-forward, k3-chat).
+std::string stopping_message(const std::string& tool);
+
 // Ignores SIGPIPE, so writing to a closed pipe is a write error (exit 5 with
 // a message) rather than a silent death.
 void ignore_sigpipe();

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/file.h"
 #include "common/progress_meter.h"
+#include "common/rate_format.h"
 #include "common/tool_main.h"
 
 namespace k3 {
@@ -64,6 +65,7 @@ RunFigures run_figures(const ModelCounters& m, const GenerationCounters& c, uint
   f.forecast_peak_rss = m.forecast_peak_rss;
   f.prompt_tokens = prompt_tokens;
   f.decode_steps = static_cast<uint64_t>(c.decode_steps);
+  f.generated = static_cast<uint64_t>(c.generated);
   f.prefill_seconds = c.prefill_seconds;
   f.decode_seconds = c.decode_seconds;
   f.peak_rss_bytes = peak_rss_bytes();
@@ -121,13 +123,13 @@ int summarize_run(const Model& model, const ModelOptions& o, const GenerationCou
                   bool interrupted) {
   const ModelCounters m = model.counters();
   std::fprintf(stderr,
-               "%s: done in %.2f s: load %.2f s, prefill of %llu tokens %.3f s (%.1f tokens/s), %lld generated in "
-               "%.3f s (%.4f s/token); %d threads; peak RSS %s\n",
+               "%s: done in %.2f s: load %.2f s, prefill of %llu tokens %.3f s (%s), %lld generated in "
+               "%.3f s (%s); %d threads; peak RSS %s\n",
                tool_name(), wall_seconds(o), m.load_seconds, static_cast<unsigned long long>(fed), c.prefill_seconds,
-               c.prefill_seconds > 0 ? static_cast<double>(fed) / c.prefill_seconds : 0.0,
+               tokens_per_second(c.prefill_seconds, static_cast<int64_t>(fed)).c_str(),
                static_cast<long long>(c.generated), c.decode_seconds,
-               c.generated > 1 ? c.decode_seconds / static_cast<double>(c.generated - 1) : 0.0,
-               model.pool().size(), format_bytes(peak_rss_bytes()).c_str());
+               seconds_per_token(c.decode_seconds, c.generated).c_str(), model.pool().size(),
+               format_bytes(peak_rss_bytes()).c_str());
   if (!interrupted) return 0;
   std::fprintf(stderr, "%s: interrupted after %lld generated tokens (they were written)\n", tool_name(),
                static_cast<long long>(c.generated));

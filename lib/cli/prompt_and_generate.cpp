@@ -59,7 +59,7 @@ void prepare_interrupts(GenerationSession& session, const std::string& tool, con
   ignore_sigpipe();
   // Where the state went is said once it is written (save_state_out): a
   // prompt stopped before any id is generated saves nothing.
-  install_interrupt_handler(fresh_line(2) + tool + ": stopping within a layer (Ctrl-C again quits at once)\n");
+  install_interrupt_handler(stopping_message(tool));
   session.set_stop_within_pass(true, !state_out.empty());
 }
 

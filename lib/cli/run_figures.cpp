@@ -5,6 +5,7 @@
 
 #include "common/json_writer.h"
 #include "common/progress_meter.h"
+#include "common/rate_format.h"
 #include "common/tool_main.h"
 
 namespace k3 {
@@ -17,7 +18,9 @@ struct Derived {
   double decode_per_token = 0;  // CPU seconds decoding compressed trunk blocks
 };
 
-Derived derive(const StreamStats& a, const StreamStats& b, uint64_t steps, double seconds) {
+// `tokens`: the ids those seconds generated (s/token and the compressed
+// trunk's CPU seconds are per generated token, common/rate_format.h).
+Derived derive(const StreamStats& a, const StreamStats& b, uint64_t steps, double seconds, uint64_t tokens = 0) {
   Derived d;
   const double n = steps ? static_cast<double>(steps) : 1.0;
   d.trunk_per_token = (b.trunk_bytes - a.trunk_bytes) / n;
@@ -29,8 +32,9 @@ Derived derive(const StreamStats& a, const StreamStats& b, uint64_t steps, doubl
   d.compute = seconds > d.io_wait ? seconds - d.io_wait : 0;
   const double bytes = static_cast<double>(b.trunk_bytes - a.trunk_bytes + b.expert_bytes - a.expert_bytes);
   d.gbps = seconds > 0 ? bytes / seconds / 1e9 : 0;
-  d.s_per_token = steps ? seconds / steps : 0;
-  d.decode_per_token = (b.decode_seconds - a.decode_seconds) / n;
+  const double per = tokens ? static_cast<double>(tokens) : n;
+  d.s_per_token = (tokens || steps) ? seconds / per : 0;
+  d.decode_per_token = (b.decode_seconds - a.decode_seconds) / per;
   return d;
 }
 
@@ -38,7 +42,7 @@ Derived derive(const StreamStats& a, const StreamStats& b, uint64_t steps, doubl
 
 std::string figures_text(const RunFigures& f) {
   const Derived pre = derive(f.at_start, f.after_prefill, 1, f.prefill_seconds);
-  const Derived dec = derive(f.after_prefill, f.at_end, f.decode_steps, f.decode_seconds);
+  const Derived dec = derive(f.after_prefill, f.at_end, f.decode_steps, f.decode_seconds, f.generated);
   char buf[1024];
   std::string o;
   std::snprintf(buf, sizeof buf,
@@ -49,15 +53,16 @@ std::string figures_text(const RunFigures& f) {
   o += buf;
   if (f.decode_steps) {
     std::snprintf(buf, sizeof buf,
-                  "%s: decode: %llu steps, %.4f s/token, per token %s trunk + %s experts read, resident "
+                  "%s: decode: %llu steps, %s, per step %s trunk + %s experts read, resident "
                   "expert hit rate %.1f%%, compute %.3f s vs I/O wait %.3f s, %.2f GB/s, disk busy %.0f%%\n",
-                  tool_name(), (unsigned long long)f.decode_steps, dec.s_per_token, format_bytes((uint64_t)dec.trunk_per_token).c_str(),
+                  tool_name(), (unsigned long long)f.decode_steps,
+                  seconds_per_token(f.decode_seconds, static_cast<int64_t>(f.generated)).c_str(), format_bytes((uint64_t)dec.trunk_per_token).c_str(),
                   format_bytes((uint64_t)dec.expert_per_token).c_str(), 100 * dec.hit_rate, dec.compute, dec.io_wait,
                   dec.gbps, 100 * dec.io_busy);
     o += buf;
     if (dec.decode_per_token > 0) {
-      std::snprintf(buf, sizeof buf, "%s: compressed trunk: %.4f CPU s/token decoding on the I/O threads\n",
-                    tool_name(), dec.decode_per_token);
+      std::snprintf(buf, sizeof buf, "%s: compressed trunk: %s CPU s/token decoding on the I/O threads\n",
+                    tool_name(), three_digits(dec.decode_per_token).c_str());
       o += buf;
     }
   }
@@ -69,7 +74,7 @@ std::string figures_text(const RunFigures& f) {
 
 std::string stats_json(const RunFigures& f, const GenerationCounters& c, const ModelCounters& m, const RunInfo& run) {
   const Derived pre = derive(f.at_start, f.after_prefill, 1, f.prefill_seconds);
-  const Derived dec = derive(f.after_prefill, f.at_end, f.decode_steps, f.decode_seconds);
+  const Derived dec = derive(f.after_prefill, f.at_end, f.decode_steps, f.decode_seconds, f.generated);
   const double gen = static_cast<double>(c.generated);
   JsonWriter w(2);
   w.begin_object();

@@ -17,6 +17,7 @@ struct RunFigures {
   bool streaming = true;  // false: every weight resident (the streaming counters are not measured)
   uint64_t prompt_tokens = 0;
   uint64_t decode_steps = 0;
+  uint64_t generated = 0;  // ids generated: the denominator of s/token (common/rate_format.h)
   double prefill_seconds = 0, decode_seconds = 0;
   StreamStats at_start, after_prefill, at_end;
   uint64_t load_bytes = 0;  // read at start: the pinned trunk, or every weight when resident

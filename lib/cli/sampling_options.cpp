@@ -11,14 +11,14 @@ void SamplingFlags::add_to(CLI::App& app) {
                           "Drop ids less likely than M times the most likely one (default 0: off)");
   seed_ = app.add_option("--seed", values_.seed,
                          "Random seed for sampling (default 0); a seed gives the same ids on every machine");
-  app.add_option("--repeat-penalty", penalties_.repetition,
+  repetition_ = app.add_option("--repeat-penalty", penalties_.repetition,
                  "Divide positive logits (multiply negative ones) of ids among the last --repeat-last-n by R "
                  "(default 1: off; llama.cpp's repeat_penalty)");
-  app.add_option("--frequency-penalty", penalties_.frequency,
+  frequency_ = app.add_option("--frequency-penalty", penalties_.frequency,
                  "Subtract F times each id's count among the last --repeat-last-n from its logit (default 0; [-2, 2])");
-  app.add_option("--presence-penalty", penalties_.presence,
+  presence_ = app.add_option("--presence-penalty", penalties_.presence,
                  "Subtract P from the logit of each id among the last --repeat-last-n (default 0; [-2, 2])");
-  app.add_option("--repeat-last-n", penalties_.last_n,
+  last_n_ = app.add_option("--repeat-last-n", penalties_.last_n,
                  "How many of the latest ids (prompt included) the penalties look at (default 64; -1: all)");
   // Checked as soon as the flags are parsed: a bad value is reported before
   // stdin is read (not as "no token ids" once it is empty).
@@ -36,7 +36,10 @@ SamplingOverrides SamplingFlags::given() const {
   if (top_p_->count()) o.top_p = values_.top_p;
   if (min_p_->count()) o.min_p = values_.min_p;
   if (seed_->count()) o.seed = values_.seed;
-  o.penalties = penalties_;
+  if (repetition_->count()) o.repetition = penalties_.repetition;
+  if (frequency_->count()) o.frequency = penalties_.frequency;
+  if (presence_->count()) o.presence = penalties_.presence;
+  if (last_n_->count()) o.last_n = penalties_.last_n;
   return o;
 }
 

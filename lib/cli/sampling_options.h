@@ -22,6 +22,7 @@ class SamplingFlags {
   SamplingParams values_;
   PenaltyParams penalties_;
   CLI::Option *temp_ = nullptr, *top_k_ = nullptr, *top_p_ = nullptr, *min_p_ = nullptr, *seed_ = nullptr;
+  CLI::Option *repetition_ = nullptr, *frequency_ = nullptr, *presence_ = nullptr, *last_n_ = nullptr;
 };
 
 }  // namespace k3

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/model.h"
+#include "state/continuation.h"
 
 namespace k3 {
 
@@ -27,8 +28,7 @@ void Session::reset() {
   gen_->reset();
   ids_.clear();
   ids_known_ = true;
-  point_.reset();
-  point_ids_.clear();
+  points_.clear();
 }
 
 void Session::restore(ConversationState&& saved) {
@@ -37,8 +37,31 @@ void Session::restore(ConversationState&& saved) {
   ids_known_ = false;
 }
 
+void Session::restore_reusable(ConversationState&& saved) {
+  std::vector<int32_t> ids = saved.sequence.tokens;
+  ids.insert(ids.end(), saved.pending.begin(), saved.pending.end());
+  reset();
+  gen_->restore(std::move(saved));
+  ids_ = std::move(ids);
+}
+
 void Session::save(const std::string& path, const ModelIdentity& identity) const {
   gen_->save_conversation(path, identity);
+}
+
+size_t Session::save_reusable(const std::string& path, const ModelIdentity& identity,
+                              std::span<const int32_t> next) const {
+  if (ids_known_ && !ids_.empty() && starts_with(next, ids_)) {
+    gen_->save_conversation(path, identity);
+    return ids_.size();
+  }
+  for (auto p = points_.rbegin(); p != points_.rend(); ++p) {
+    if (p->ids.empty() || !starts_with(next, p->ids)) continue;
+    SequenceState copy = p->point.state;  // the point stays usable
+    save_conversation(path, identity, std::move(copy), p->point.pending, gen_->sampling(), p->point.row);
+    return p->ids.size();
+  }
+  return 0;
 }
 
 void Session::prefill(std::span<const int32_t> ids, const Engine::Progress& progress) {
@@ -54,21 +77,18 @@ size_t Session::prefill_reusing(std::span<const int32_t> prompt, size_t keep_pre
   size_t from = 0;
   if (ids_known_ && starts_with(prompt, ids_)) {
     from = ids_.size();  // what was generated re-renders as it was
-  } else if (point_ && starts_with(prompt, point_ids_)) {
-    gen_->rollback(*point_);  // a copy: the point stays usable
-    ids_ = point_ids_;
+  } else if (const Point* p = longest_point(prompt)) {
+    gen_->rollback(p->point);  // a copy: the point stays usable
+    ids_ = p->ids;
     ids_known_ = true;
-    from = point_ids_.size();
+    from = p->ids.size();
   } else {
     reset();
   }
   const size_t reused = from - std::min(from, gen_->pending().size());
   const size_t point = std::min(keep_prefix, prompt.size());
   if (from < point) prefill(prompt.subspan(from, point - from), progress);
-  if (from <= point) {
-    point_ = gen_->mark();
-    point_ids_.assign(prompt.begin(), prompt.begin() + static_cast<ptrdiff_t>(point));
-  }
+  if (from <= point) take_point(prompt.first(point));
   const size_t rest = std::max(from, point);
   if (rest < prompt.size()) prefill(prompt.subspan(rest), progress);
   return reused;
@@ -83,13 +103,36 @@ int32_t Session::step() {
 
 GenerationEnd Session::generate(int64_t max_new, const std::function<void(int32_t)>& on_token,
                                 const std::function<bool()>& interrupted) {
-  return gen_->generate(
+  const GenerationEnd end = gen_->generate(
       max_new,
       [&](int32_t id) {
         ids_.push_back(id);
         if (on_token) on_token(id);
       },
       interrupted);
+  // A pass stopped part-way leaves the sequence between two layers.
+  if (gen_->pass_cut()) ids_known_ = false;
+  return end;
+}
+
+const Session::Point* Session::longest_point(std::span<const int32_t> prompt) const {
+  const Point* best = nullptr;
+  for (const Point& p : points_)
+    if (starts_with(prompt, p.ids) && (!best || p.ids.size() > best->ids.size())) best = &p;
+  return best;
+}
+
+void Session::take_point(std::span<const int32_t> ids) {
+  // The same ids are the same state: the point is kept (as the newest).
+  for (size_t i = 0; i < points_.size(); ++i) {
+    if (!std::equal(ids.begin(), ids.end(), points_[i].ids.begin(), points_[i].ids.end())) continue;
+    std::rotate(points_.begin() + static_cast<ptrdiff_t>(i), points_.begin() + static_cast<ptrdiff_t>(i) + 1,
+                points_.end());
+    return;
+  }
+  // The oldest goes before the copy is made: at most kSavePoints copies at once.
+  if (points_.size() >= kSavePoints) points_.erase(points_.begin());
+  points_.push_back({gen_->mark(), std::vector<int32_t>(ids.begin(), ids.end())});
 }
 
 }  // namespace k3

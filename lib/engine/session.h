@@ -45,8 +45,18 @@ class Session {
   // Continues a saved conversation (state/continuation.h). Its ids are not
   // known, so a later prefill_reusing() starts over.
   void restore(ConversationState&& saved);
+  // Same, for a state saved by save_reusable(): its ids (the saved tokens and
+  // pending ids) are taken as known, so prefill_reusing() goes on from it
+  // when they are a prefix of the next prompt (k3-chat resuming a history).
+  void restore_reusable(ConversationState&& saved);
   // Writes a state file that continues this sequence.
   void save(const std::string& path, const ModelIdentity& identity) const;
+  // Writes the state a next prefill_reusing(`next`) would go on from, `next`
+  // being the start every next prompt shares: the sequence itself when what
+  // it holds is a prefix of `next`, else the newest save point whose ids
+  // are. Returns the ids the file holds, 0 when neither is a prefix (nothing
+  // is written then).
+  size_t save_reusable(const std::string& path, const ModelIdentity& identity, std::span<const int32_t> next) const;
 
   // Evaluates `ids` after what the sequence holds (pending ids first), as one
   // prefill. `progress` is called per layer step and may throw to abandon
@@ -60,7 +70,10 @@ class Session {
   // save point of the previous call when that point's ids are a prefix;
   // else it starts over. A save point is then taken after the first
   // `keep_prefix` ids of `prompt` (clamped to its size), e.g. where a chat
-  // prompt's re-rendered part begins. Returns the ids reused (not evaluated).
+  // prompt's re-rendered part begins. The last kSavePoints points are kept
+  // (each a copy of the state), the longest that is a prefix is used: a chat
+  // going back one exchange (/undo, a turn stopped by Ctrl-C) finds the
+  // previous turn's point. Returns the ids reused (not evaluated).
   size_t prefill_reusing(std::span<const int32_t> prompt, size_t keep_prefix,
                          const Engine::Progress& progress = nullptr);
 
@@ -68,13 +81,24 @@ class Session {
   // row and returns it (it is pending until the next call).
   int32_t step();
   // Up to `max_new` ids, each passed to `on_token` as soon as it exists;
-  // stops at a stop id (options.stop) or when `interrupted` says so.
+  // stops at a stop id (options.stop) or when `interrupted` says so: between
+  // two ids, or with set_stop_within_pass() within about a layer of a pass
+  // (the sequence is then left part-way: the next prefill_reusing() goes back
+  // to a save point or starts over).
   GenerationEnd generate(int64_t max_new, const std::function<void(int32_t)>& on_token,
                          const std::function<bool()>& interrupted = nullptr);
 
   // Speculation: drafts come from `source` (nullptr: none), up to the
   // options' max_drafts per pass; output does not depend on them.
   void set_drafts(DraftSource* source) { gen_->set_draft_source(source); }
+
+  // Lets generate() stop a weight pass part-way, within about a layer of
+  // `stop` saying so (a K3 pass read from disk takes seconds), as k3-forward
+  // does with Ctrl-C; nullptr: passes run to the end.
+  void set_stop_within_pass(std::function<bool()> stop) {
+    const bool on = static_cast<bool>(stop);
+    gen_->set_stop_within_pass(on, false, std::move(stop));
+  }
 
   // Every id the sequence holds (evaluated and pending), when known.
   const std::vector<int32_t>& ids() const { return ids_; }
@@ -88,8 +112,15 @@ class Session {
   std::unique_ptr<GenerationSession> gen_;
   std::vector<int32_t> ids_;
   bool ids_known_ = true;  // false after restore() or an abandoned prefill
-  std::optional<GenerationSession::SavePoint> point_;
-  std::vector<int32_t> point_ids_;
+  struct Point {
+    GenerationSession::SavePoint point;
+    std::vector<int32_t> ids;
+  };
+  static constexpr size_t kSavePoints = 2;
+  std::vector<Point> points_;  // oldest first
+
+  const Point* longest_point(std::span<const int32_t> prompt) const;
+  void take_point(std::span<const int32_t> ids);
 };
 
 }  // namespace k3

@@ -121,9 +121,11 @@ GenerationEnd GenerationSession::generate(int64_t max_new, const std::function<v
                                           const std::function<bool()>& interrupted) {
   const auto t0 = Clock::now();
   const int64_t passes0 = counters_.weight_passes;
-  const bool stoppable = stop_within_pass_ && interrupted && !(options_.recompute && keep_state_on_stop_);
-  if (stoppable) engine_.set_stop(interrupted, keep_state_on_stop_);
+  const std::function<bool()>& stop = pass_stop_ ? pass_stop_ : interrupted;
+  const bool stoppable = stop_within_pass_ && stop && !(options_.recompute && keep_state_on_stop_);
+  if (stoppable) engine_.set_stop(stop, keep_state_on_stop_);
   GenerationEnd end = GenerationEnd::kLength;
+  pass_cut_ = false;
   try {
     end = generate_steps(max_new, on_token, interrupted);
   } catch (const Error& e) {
@@ -131,6 +133,7 @@ GenerationEnd GenerationSession::generate(int64_t max_new, const std::function<v
     // A pass stopped part-way: the ids emitted so far stand, the pending ones stay pending.
     if (!stoppable || e.code() != ExitCode::kInterrupted) throw;
     end = GenerationEnd::kInterrupted;
+    pass_cut_ = true;
   }
   if (stoppable) engine_.set_stop(nullptr, false);
   counters_.generate_passes += counters_.weight_passes - passes0;

@@ -122,10 +122,16 @@ class GenerationSession {
   // memory), so it can still be saved or continued; without, the session
   // must be reset or restored before further use. Not under --recompute
   // with `keep_state` (its pass starts from an empty state).
-  void set_stop_within_pass(bool on, bool keep_state) {
+  // `pass_stop`, when given, is what the passes poll instead of
+  // `interrupted` (a chat ends its reply between ids for other reasons too).
+  void set_stop_within_pass(bool on, bool keep_state, std::function<bool()> pass_stop = nullptr) {
     stop_within_pass_ = on;
     keep_state_on_stop_ = keep_state;
+    pass_stop_ = std::move(pass_stop);
   }
+  // Whether the last generate() stopped a pass part-way (without keep_state
+  // the sequence is then between two layers and must be reset or restored).
+  bool pass_cut() const { return pass_cut_; }
 
   // Called with every id chosen, the logits row it was chosen from (as the
   // engine computed it) and its position, e.g. for --logprobs.
@@ -201,7 +207,8 @@ class GenerationSession {
   DraftSource* drafts_ = nullptr;
   PassObserver pass_observer_;
   RowHistory history_;  // of the last verification pass, reused
-  bool stop_within_pass_ = false, keep_state_on_stop_ = false;
+  bool stop_within_pass_ = false, keep_state_on_stop_ = false, pass_cut_ = false;
+  std::function<bool()> pass_stop_;
   SampleObserver sample_observer_;
 };
 

@@ -85,7 +85,7 @@ std::string PresetChoice::reason() const {
   if (!preset)
     return "no preset fits: the smallest (" + presets().front().name + ") needs " + format_bytes(plan.peak_rss) +
            ", over " + limit;
-  std::string r = preset->name + ": forecast " + format_bytes(plan.peak_rss) + ", within " + limit;
+  std::string r = preset->name + ": forecast " + format_bytes(plan.peak_rss) + (plan_fits(plan, available) ? ", within " : ", over ") + limit;
   if (larger) r += "; " + larger->name + " would need " + format_bytes(larger_peak);
   return r;
 }

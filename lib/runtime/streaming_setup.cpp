@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <ostream>
 
 #include "checkpoint/checkpoint.h"
@@ -100,7 +101,7 @@ std::string available_source(const MemoryLimits& lim) {
 PresetChoice choose_auto_preset(const ModelConfig& config, const Checkpoint& checkpoint, const StreamingRequest& req,
                                 uint64_t available) {
   PresetRun run;
-  run.context = std::max(req.context, kPresetListContext);  // as k3-doctor plans it, or the run's when longer
+  run.context = req.context_is_default ? kPresetListContext : std::max(req.context, kPresetListContext);
   run.sequences = req.sequences;
   // Default drafts (k3-chat) are dropped before a smaller preset is chosen
   // for them; the plan lowers them later when memory is short.
@@ -112,14 +113,13 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
                                  std::ostream& log) {
   const MemoryLimits lim = read_memory_limits();
   const uint64_t avail = lim.available();
+  std::optional<PresetChoice> choice;
   if (req.preset == kAutoPreset) {
-    const PresetChoice choice = choose_auto_preset(config, checkpoint, req, avail);
-    if (!choice.preset)
-      throw Error(ExitCode::kResource, "--preset auto: " + choice.reason() + " (" + available_source(lim) +
+    choice = choose_auto_preset(config, checkpoint, req, avail);
+    if (!choice->preset)
+      throw Error(ExitCode::kResource, "--preset auto: " + choice->reason() + " (" + available_source(lim) +
                                            "); free memory, or lower --ctx");
-    log << tool_name() << ": --preset auto chose " << choice.reason()
-        << (avail == UINT64_MAX ? "" : " (" + available_source(lim) + ")") << "\n";
-    req.preset = choice.preset->name;
+    req.preset = choice->preset->name;
   }
   uint64_t trunk_bytes, cache_bytes;
   resolve_budgets(req, &trunk_bytes, &cache_bytes);
@@ -137,6 +137,14 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
       smaller.batch = p.plan.batch / 2;
     p = plan_for(config, checkpoint, smaller, trunk_bytes, cache_bytes, std::move(p.layout), !req.trunk_dir.empty(),
                  p.plan.slot_bytes);
+  }
+  if (choice) {
+    // The forecast said is this run's plan (its context, batch, copies), not
+    // the standard run's; a plan refused below (no packed trunk) keeps the
+    // standard run's, which the refusal's advice is about.
+    if (plan_fits(p.plan, avail)) choice->plan = p.plan;
+    log << tool_name() << ": --preset auto chose " << choice->reason()
+        << (avail == UINT64_MAX ? "" : " (" + available_source(lim) + ")") << "\n";
   }
   if (smaller.state_snapshots < wanted_snapshots)
     log << tool_name() << ": speculation lowered from " << wanted_snapshots << " to " << smaller.state_snapshots

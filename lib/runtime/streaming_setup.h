@@ -31,6 +31,10 @@ struct StreamingRequest {
   // plan lowers it to the preset's largest batch, and further while the plan
   // does not fit the memory available (PreparedStream::plan.batch).
   uint64_t context = 0;  // positions the plan must hold
+  // `context` is a tool's default ceiling (k3-chat's 8192), not what the
+  // run needs: --preset auto then chooses for the standard run, as k3-doctor
+  // recommends (choose_auto_preset).
+  bool context_is_default = false;
   uint64_t batch = 256;
   uint64_t sequences = 1;        // decoded together (k3-forward --batch)
   uint64_t state_snapshots = 0;  // KDA state copies for rolling back drafts (--spec)
@@ -64,9 +68,13 @@ struct PreparedStream {
   std::string preset;  // the preset the budgets started from ("auto" resolved; "laptop" by default)
 };
 
-// `--preset auto`: choose_preset over the checkpoint's plan model (as
-// k3-doctor plans it) for the run's context (at least 4096 positions),
-// sequences and rollback copies, against `available` bytes.
+// `--preset auto`, the one decision every tool makes (k3-forward, k3-chat,
+// k3-serve) and k3-doctor recommends: choose_preset over the checkpoint's
+// plan model for the standard run (kPresetListContext positions, as
+// k3-doctor and --list-presets plan) or the run's own context when it needs
+// more (not a default ceiling: context_is_default), its sequences and
+// rollback copies (not optional ones), against `available` bytes. The
+// forecast a tool prints is then its own plan's peak (prepare_streaming).
 PresetChoice choose_auto_preset(const ModelConfig& config, const Checkpoint& checkpoint, const StreamingRequest& req,
                                 uint64_t available);
 // Where MemoryLimits::available() came from, for messages: "MemAvailable",

@@ -41,7 +41,7 @@ struct SamplingParams {
   double top_p = 1.0;        // 1: off; otherwise in (0, 1)
   double min_p = 0.0;        // 0: off; otherwise in (0, 1]
   uint64_t seed = 0;
-  // Not kept in state files: give them again when continuing (--state-in).
+  // Kept in state files too (a PENA section): a continuation samples as one run would.
   PenaltyParams penalties;
 
   bool greedy() const { return temperature == 0.0; }

@@ -19,7 +19,10 @@ SamplingParams resolve_sampling(const std::optional<SamplingParams>& saved, cons
   if (f.top_p) p.top_p = *f.top_p;
   if (f.min_p) p.min_p = *f.min_p;
   if (f.seed) p.seed = *f.seed;
-  p.penalties = f.penalties;
+  if (f.repetition) p.penalties.repetition = *f.repetition;
+  if (f.frequency) p.penalties.frequency = *f.frequency;
+  if (f.presence) p.penalties.presence = *f.presence;
+  if (f.last_n) p.penalties.last_n = *f.last_n;
   validate_sampling_params(p);
   return p;
 }
@@ -36,9 +39,9 @@ void save_conversation(const std::string& path, const ModelIdentity& model, Sequ
   s.geometry = model.geometry;
   s.sequence = std::move(sequence);
   s.pending = std::move(pending);
-  // Greedy runs store no sampler section: a continuation is greedy unless
-  // its own flags say otherwise.
-  if (!sampling.greedy()) s.sampling = sampling;
+  // Greedy runs without penalties store no sampler section: a continuation
+  // is greedy unless its own flags say otherwise.
+  if (!sampling.greedy() || sampling.penalties.active()) s.sampling = sampling;
   if (s.pending.empty() && s.sequence.positions > 0) s.last_logits = std::move(last_logits);
   write_state_file(path, s);
 }

@@ -39,7 +39,8 @@ struct SamplingOverrides {
   std::optional<double> temperature, top_p, min_p;
   std::optional<int32_t> top_k;
   std::optional<uint64_t> seed;
-  PenaltyParams penalties;  // state files do not keep these: the flags' values always
+  std::optional<double> repetition, frequency, presence;  // the penalties, kept in state files too
+  std::optional<int32_t> last_n;
 };
 SamplingParams resolve_sampling(const std::optional<SamplingParams>& saved, const SamplingOverrides& flags);
 

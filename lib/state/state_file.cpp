@@ -228,11 +228,14 @@ void write_state_file(const std::string& path, const ConversationState& s) {
   contents.pending_ids = s.pending.size();
   contents.has_sampling = s.sampling.has_value();
   contents.has_logits = !s.last_logits.empty();
+  contents.has_penalties = s.sampling && s.sampling->penalties.active();
   const uint64_t total = state_file_bytes(g, contents);
 
   HashingWriter w(path);
-  uint32_t flags = (contents.has_sampling ? kFlagSampling : 0) | (contents.has_logits ? kFlagLogits : 0);
-  uint32_t sections = 4 + (contents.has_sampling ? 1 : 0) + (contents.has_logits ? 1 : 0) + g.num_layers();
+  uint32_t flags = (contents.has_sampling ? kFlagSampling : 0) | (contents.has_logits ? kFlagLogits : 0) |
+                   (contents.has_penalties ? kFlagPenalties : 0);
+  uint32_t sections = 4 + (contents.has_sampling ? 1 : 0) + (contents.has_logits ? 1 : 0) +
+                      (contents.has_penalties ? 1 : 0) + g.num_layers();
   w.write(kMagic, 8);
   w.u32(kFormatVersion);
   w.u32(flags);
@@ -265,6 +268,16 @@ void write_state_file(const std::string& path, const ConversationState& s) {
     w.f64(p.top_p);
     w.f64(p.min_p);
     w.u64(p.seed);
+    w.end_section();
+  }
+  if (contents.has_penalties) {
+    const PenaltyParams& p = s.sampling->penalties;
+    w.section(kTagPenalties, kPenaltiesPayloadBytes);
+    w.f64(p.repetition);
+    w.f64(p.frequency);
+    w.f64(p.presence);
+    w.i32(p.last_n);
+    w.u32(0);
     w.end_section();
   }
   if (!s.last_logits.empty()) {
@@ -409,6 +422,23 @@ ConversationState read_state_file(const std::string& path, const ModelFingerprin
       r.malformed(std::string("sampler section: ") + e.what());
     }
     s.sampling = p;
+  }
+  if (flags & kFlagPenalties) {
+    r.open(kTagPenalties, "penalties");
+    r.expect_length(kPenaltiesPayloadBytes, "penalties");
+    PenaltyParams p;
+    p.repetition = r.f64();
+    p.frequency = r.f64();
+    p.presence = r.f64();
+    p.last_n = r.i32();
+    r.u32();
+    try {
+      validate_penalty_params(p);
+    } catch (const Error& e) {
+      r.malformed(std::string("penalties section: ") + e.what());
+    }
+    if (!s.sampling) s.sampling = SamplingParams{};
+    s.sampling->penalties = p;
   }
   if (flags & kFlagLogits) {
     r.open(kTagLogits, "logits");

@@ -40,7 +40,7 @@ struct ConversationState {
   // evaluated yet; a continuation evaluates them before its new input. At
   // most kMaxPendingIds.
   std::vector<int32_t> pending;
-  // Sampler settings to continue with (absent after greedy runs).
+  // Sampler settings to continue with (absent: greedy, no penalties; PENA: penalties).
   std::optional<SamplingParams> sampling;
   // Logits of the last evaluated position, or empty. They let a continuation
   // with no pending ids and no new input still generate.

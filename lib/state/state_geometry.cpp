@@ -51,6 +51,7 @@ uint64_t state_file_bytes(const StateGeometry& g, const StateFileContents& c) {
   n += section_bytes(tokens_payload_bytes(c.positions));
   n += section_bytes(tokens_payload_bytes(c.pending_ids));
   if (c.has_sampling) n += section_bytes(kSamplingPayloadBytes);
+  if (c.has_penalties) n += section_bytes(kPenaltiesPayloadBytes);
   if (c.has_logits) n += section_bytes(uint64_t{4} * g.vocab_size);
   n += g.num_kda_layers() * section_bytes(kda_payload_bytes(g));
   n += g.num_mla_layers() * section_bytes(mla_payload_bytes(g, c.positions));

@@ -37,6 +37,7 @@ struct StateFileContents {
   uint64_t pending_ids = 0;    // ids emitted but not evaluated yet
   bool has_sampling = false;   // the sampler settings to continue with
   bool has_logits = false;     // the logits of the last evaluated position
+  bool has_penalties = false;  // repetition/frequency/presence penalties to continue with
 };
 
 // Exact size in bytes of the state file write_state_file() produces

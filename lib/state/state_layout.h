@@ -23,7 +23,8 @@ inline constexpr uint32_t kFormatVersion = 1;
 // Header flags: which optional sections follow.
 inline constexpr uint32_t kFlagSampling = 1u << 0;
 inline constexpr uint32_t kFlagLogits = 1u << 1;
-inline constexpr uint32_t kKnownFlags = kFlagSampling | kFlagLogits;
+inline constexpr uint32_t kFlagPenalties = 1u << 2;
+inline constexpr uint32_t kKnownFlags = kFlagSampling | kFlagLogits | kFlagPenalties;
 
 inline constexpr uint64_t kHeaderBytes = 32;    // magic, version, flags, file size, section count, reserved
 inline constexpr uint64_t kSectionHeaderBytes = 16;
@@ -39,6 +40,7 @@ inline constexpr uint32_t kTagTokens = tag("TOKN");
 inline constexpr uint32_t kTagPending = tag("PEND");
 inline constexpr uint32_t kTagSampling = tag("SAMP");
 inline constexpr uint32_t kTagLogits = tag("LOGT");
+inline constexpr uint32_t kTagPenalties = tag("PENA");
 inline constexpr uint32_t kTagKda = tag("KDAS");
 inline constexpr uint32_t kTagMla = tag("MLAC");
 
@@ -53,6 +55,8 @@ inline uint64_t geometry_payload_bytes(const StateGeometry& g) { return 32 + uin
 inline constexpr uint64_t tokens_payload_bytes(uint64_t n) { return 8 + 4 * n; }
 // SAMP: f64 temperature, i32 top_k, u32 0, f64 top_p, f64 min_p, u64 seed.
 inline constexpr uint64_t kSamplingPayloadBytes = 40;
+// PENA: f64 repetition, f64 frequency, f64 presence, i32 last_n, u32 0.
+inline constexpr uint64_t kPenaltiesPayloadBytes = 32;
 // KDAS: u32 layer, u32 0, then S, conv_q, conv_k, conv_v as f32.
 inline uint64_t kda_payload_bytes(const StateGeometry& g) {
   return 8 + 4 * (g.kda_state_floats() + 3 * g.kda_conv_floats());

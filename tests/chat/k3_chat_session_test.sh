@@ -52,10 +52,12 @@ check "thinking on: reasoning kept" True "$(field "$work/r.jsonl" 3 '"reasoning_
 check "/think off: no reasoning" False "$(field "$work/r.jsonl" 5 '"reasoning_content" in m')"
 check "/exit stops reading" 0 "$(grep -c 'not read' "$work/r.jsonl")"
 
-# Ctrl-C during a reply stops it; the conversation goes on with the next
-# message. To be sure the signal lands inside the reply, stdout is a pipe
-# already full: k3-chat blocks writing the reply's first text, the signal is
-# sent then, and the pipe is drained afterwards.
+# Ctrl-C during a reply stops it ("stopping within a layer" at once); the
+# conversation is as before that message and goes on with the next one,
+# exactly as a chat that never had it. To be sure the signal lands inside
+# the reply, stdout is a pipe already full: k3-chat blocks writing the
+# reply's first text, the signal is sent then, and the pipe is drained
+# afterwards.
 printf 'Talk for a long time.\n/send\nShort one.\n' > "$work/script2"
 rc=$(python3 - "$CHAT" "$TINY" "$work" <<'PY'
 import fcntl, os, signal, subprocess, sys, time
@@ -94,10 +96,14 @@ print(f"{p.wait()} {'blocked' if blocked else 'never-blocked'}")
 PY
 )
 check "Ctrl-C: k3-chat was writing the reply when interrupted, then exit 0" "0 blocked" "$rc"
-check "Ctrl-C: the reply stopped" 1 "$(grep -c 'reply stopped (Ctrl-C)' "$work/ierr")"
-check "Ctrl-C: both turns kept" 4 "$(lines "$work/i.jsonl")"
-check "Ctrl-C: second message answered" "Short one." "$(field "$work/i.jsonl" 3 'm["content"]')"
-check "Ctrl-C: partial reply kept" True "$(field "$work/i.jsonl" 2 'len(m["reasoning_content"]) > 0')"
+check "Ctrl-C: says it is stopping" 1 "$(grep -c 'k3-chat: stopping within a layer (Ctrl-C again quits at once)' "$work/ierr")"
+check "Ctrl-C: the reply stopped, the conversation as before it" 1 \
+  "$(grep -c 'reply stopped (Ctrl-C); the conversation is as before this message' "$work/ierr")"
+check "Ctrl-C: the stopped exchange is not kept" 2 "$(lines "$work/i.jsonl")"
+check "Ctrl-C: second message answered" "Short one." "$(field "$work/i.jsonl" 1 'm["content"]')"
+printf 'Short one.\n' > "$work/script3"
+"$CHAT" "$TINY" --max-tokens 100 --history "$work/alone.jsonl" < "$work/script3" > /dev/null 2>&1
+check "Ctrl-C: the same transcript as a chat without the stopped message" "$(cat "$work/alone.jsonl")" "$(cat "$work/i.jsonl")"
 
 # Refused history: a line that is not JSON, a message with an unknown role.
 TOOL=k3-chat

@@ -90,7 +90,7 @@ TEST(DecodeProgress, TitleModeNeverWritesOnTheScreen) {
 
 TEST(DecodeProgress, LineFigures) {
   EXPECT_EQ(DecodeProgress::line("k3-forward", 1, 64, 0), "k3-forward: token 1/64");
-  EXPECT_EQ(DecodeProgress::line("k3-forward", 16, 64, 2.5), "k3-forward: token 16/64, 2.500 s/token, ETA 120 s");
+  EXPECT_EQ(DecodeProgress::line("k3-forward", 16, 64, 2.5), "k3-forward: token 16/64, 2.50 s/token, ETA 120 s");
 }
 
 }  // namespace

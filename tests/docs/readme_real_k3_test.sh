@@ -84,4 +84,38 @@ else
   check "no preset fits this machine: no next command" "" "$next"
 fi
 
+# ---- Figures the README and docs state about K3 at true scale, against what
+# the tools print today for the same checkpoint.
+read -r shards tensors < <(sed -nE 's/.*: ([0-9]+) shards, ([0-9]+) tensors.*/\1 \2/p' "$work/synth.log")
+commas=$(python3 -c "print(f'{$tensors:,}')")
+check "k3-synth: K3's 96 shards" 96 "$shards"
+contains "README: the checkpoint's shard count" "($shards shards," "$(cat "$SRC/README.md")"
+for doc in memory true-scale reliability fetch; do
+  for n in $(grep -ohE '\b[0-9]+ shards' "$SRC/docs/$doc.md" | awk '{print $1}' | sort -u); do
+    check "docs/$doc.md: shard count $n = k3-synth's" "$shards" "$n"
+  done
+  for n in $(grep -ohE '\b49[0-9],[0-9]{3} tensors' "$SRC/docs/$doc.md" | awk '{print $1}' | sort -u); do
+    check "docs/$doc.md: tensor count $n = k3-synth's" "$commas" "$n"
+  done
+done
+# The laptop plan: its table row and the plan block in docs/memory.md.
+K3_AVAILABLE_MEMORY=1000000000000 "$BIN/k3-forward" "$work/k3model" --list-presets > "$work/presets" 2>&1
+laptop=$(awk '$1 == "laptop" {print $4, $5}' "$work/presets")
+for doc in memory true-scale; do
+  contains "docs/$doc.md: laptop's forecast $laptop" "| laptop | $laptop |" "$(cat "$SRC/docs/$doc.md")"
+done
+contains "docs/memory.md: the laptop plan's total" "forecast peak RSS $laptop" "$(cat "$SRC/docs/memory.md")"
+K3_AVAILABLE_MEMORY=1000000000000 "$BIN/k3-forward" "$work/k3model" --preset laptop --ctx 4096 --plan \
+  < /dev/null > /dev/null 2> "$work/laptop.err"
+for part in "expert cache" "KDA state" "MLA latent cache" "embedding"; do
+  line=$(grep -m1 "^  $part " "$work/laptop.err")
+  differs "k3-forward --plan prints its $part line" "" "$line"
+  contains "docs/memory.md's laptop plan: $part as k3-forward prints it" "$line" "$(cat "$SRC/docs/memory.md")"
+done
+# Progress off a terminal: the interval docs/forward.md states is the meter's.
+ms=$(sed -nE 's/.*tty_ \? std::chrono::milliseconds\([0-9]+\) : std::chrono::milliseconds\(([0-9]+)\).*/\1/p' \
+  "$SRC/lib/common/progress_meter.cpp")
+contains "docs/forward.md: a line every $((ms / 1000)) s off a terminal" "a line every $((ms / 1000)) s otherwise" \
+  "$(tr '\n' ' ' < "$SRC/docs/forward.md")"
+
 finish readme_real_k3_test

@@ -11,12 +11,14 @@
 #include <stdlib.h>
 
 #include <cstring>
+#include <filesystem>
 #include <sstream>
 #include <vector>
 
 #include "common/error.h"
 #include "engine/model.h"
 #include "engine/session.h"
+#include "state/continuation.h"
 #include "../model/model_fixture.h"
 #include "lib/test_util.h"
 
@@ -96,6 +98,83 @@ TEST(Model, PrefixReuseEqualsAFreshRun) {
   EXPECT_EQ(s.prefill_reusing(p4, p4.size()), 3u);
   EXPECT_TRUE(test::same_bits(s.generation().current_row(), fresh_row(p4)));
   EXPECT_EQ(s.ids(), p4);
+}
+
+// k3-chat's Ctrl-C and /undo: a reply cut within a layer (set_stop_within_pass)
+// leaves the sequence part-way; the next turn, which drops that exchange,
+// goes back to the save point of the turn before (two are kept) instead of
+// starting over, and its logits are a fresh run's bit for bit.
+TEST(Model, AReplyCutWithinALayerGoesBackToTheTurnBefore) {
+  const test::Golden& g = test::Golden::get();
+  auto model = Model::open(test::tiny_dir(), resident());
+  auto fresh_row = [&](const std::vector<int32_t>& prompt) {
+    Session f = model->session(greedy(*model));
+    f.prefill(prompt);
+    return f.generation().current_row();
+  };
+  Session s = model->session(greedy(*model));
+  const std::vector<int32_t> p1 = g.greedy_prompt;
+  s.prefill_reusing(p1, p1.size());
+  const std::vector<int32_t> reply = generate(s, 3);
+  std::vector<int32_t> p2 = p1;
+  p2.insert(p2.end(), reply.begin(), reply.end());
+  p2.insert(p2.end(), g.tf_ids.begin(), g.tf_ids.begin() + 4);
+  s.prefill_reusing(p2, p2.size());
+
+  int polls = 0;
+  s.set_stop_within_pass([&] { return ++polls > 3; });  // the first decode pass stops after its 4th layer
+  std::vector<int32_t> got;
+  EXPECT_EQ(s.generate(5, [&](int32_t id) { got.push_back(id); }), GenerationEnd::kInterrupted);
+  EXPECT_TRUE(s.generation().pass_cut());
+  EXPECT_EQ(got.size(), 1u);  // sampled from the prompt's row; its pass was cut
+  EXPECT_EQ(polls, 4);
+  s.set_stop_within_pass(nullptr);
+
+  // The exchange is dropped: p3 is turn 1 and another message.
+  std::vector<int32_t> p3(p2.begin(), p2.begin() + static_cast<ptrdiff_t>(p1.size() + reply.size()));
+  p3.insert(p3.end(), g.tf_ids.begin() + 6, g.tf_ids.begin() + 11);
+  EXPECT_EQ(s.prefill_reusing(p3, p3.size()), p1.size());
+  EXPECT_TRUE(test::same_bits(s.generation().current_row(), fresh_row(p3)));
+}
+
+// k3-chat's state file: what save_reusable() writes is what the next turn
+// goes on from; restored in another session (restore_reusable) the next
+// prompt evaluates only its new ids, bit-identical to a fresh run.
+TEST(Model, ASavedReusableStateContinuesInAnotherSession) {
+  const test::Golden& g = test::Golden::get();
+  auto model = Model::open(test::tiny_dir(), resident());
+  const ModelIdentity identity = ModelIdentity::of(model->config(), model->checkpoint());
+  const std::string path = ::testing::TempDir() + "/reusable.k3s";
+  Session s = model->session(greedy(*model));
+  const std::vector<int32_t> p1 = g.greedy_prompt;
+  s.prefill_reusing(p1, p1.size() - 2);  // the save point before the last two ids
+  const std::vector<int32_t> reply = generate(s, 3);
+  std::vector<int32_t> next = p1;
+  next.insert(next.end(), reply.begin(), reply.end());
+  // The sequence itself when it is a prefix of what comes next ...
+  EXPECT_EQ(s.save_reusable(path, identity, next), next.size());
+  // ... else the save point; nothing when neither is.
+  std::vector<int32_t> other(p1.begin(), p1.end() - 1);
+  other.push_back(g.tf_ids[3]);
+  EXPECT_EQ(s.save_reusable(path + ".point", identity, other), p1.size() - 2);
+  EXPECT_EQ(s.save_reusable(path + ".none", identity, g.tf_ids), 0u);
+  EXPECT_FALSE(std::filesystem::exists(path + ".none"));
+
+  next.insert(next.end(), g.tf_ids.begin(), g.tf_ids.begin() + 4);
+  Session fresh = model->session(greedy(*model));
+  fresh.prefill(next);
+  Session resumed = model->session(greedy(*model));
+  resumed.restore_reusable(load_conversation(path, identity));
+  EXPECT_EQ(resumed.prefill_reusing(next, next.size()), p1.size() + reply.size() - 1);  // the last reply id was pending
+  EXPECT_TRUE(test::same_bits(resumed.generation().current_row(), fresh.generation().current_row()));
+  Session from_point = model->session(greedy(*model));
+  from_point.restore_reusable(load_conversation(path + ".point", identity));
+  EXPECT_EQ(from_point.prefill_reusing(other, other.size()), p1.size() - 2);
+  Session other_fresh = model->session(greedy(*model));
+  other_fresh.prefill(other);
+  EXPECT_TRUE(test::same_bits(from_point.generation().current_row(), other_fresh.generation().current_row()));
+  std::filesystem::remove(path);
+  std::filesystem::remove(path + ".point");
 }
 
 TEST(Model, SessionsDecodedTogetherEqualEachAlone) {

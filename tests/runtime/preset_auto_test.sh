@@ -31,6 +31,23 @@ import json, sys
 f = json.load(open('$work/doctor.json'))['sections']['forecast']
 print([c for c in f if c['name'] == 'preset'][0]['details']['recommended'])")
   check "$avail: k3-doctor recommends what auto chose" "$chosen" "$doctor"
+  # k3-chat (its own default context and speculation copies) chooses the same.
+  K3_AVAILABLE_MEMORY=$avail "$BIN/k3-chat" "$work/k3" --preset auto --plan < /dev/null > /dev/null 2> "$work/chat.err"
+  check "$avail: k3-chat's auto = k3-forward's" "$chosen" \
+    "$(sed -n 's/^k3-chat: --preset auto chose \([a-z]*\): .*/\1/p' "$work/chat.err")"
+done
+
+# The forecast auto prints is the plan that follows, in each tool (on the tiny
+# model with a packed trunk, where the plans fit).
+"$BIN/k3-pack" "$TINY" "$work/trunk" > /dev/null 2>&1
+for tool in k3-forward k3-chat; do
+  K3_AVAILABLE_MEMORY=8000000000 "$BIN/$tool" "$TINY" --trunk "$work/trunk" --preset auto --plan < /dev/null \
+    > /dev/null 2> "$work/$tool.err"
+  check "$tool --preset auto --plan exit" 0 "$?"
+  forecast=$(sed -n "s/^$tool: --preset auto chose [a-z]*: forecast \([0-9.]* [kMG]*B\), .*/\1/p" "$work/$tool.err")
+  plan=$(sed -n 's/^  forecast peak RSS \([0-9.]* [kMG]*B\).*/\1/p' "$work/$tool.err")
+  differs "$tool: auto says its forecast" "" "$forecast"
+  check "$tool: auto's forecast = the plan's peak RSS" "$plan" "$forecast"
 done
 
 # The list without a model directory is the K3 checkpoint's.

@@ -58,6 +58,11 @@ grep -q "pinned trunk      0 of 13 layers" "$W/stream0.err" || fail "trunk-gb 0 
 grep -q "pinned trunk      13 of 13 layers + head" "$W/laptop.err" || fail "laptop should pin the tiny trunk"
 grep -q "no --trunk: the whole trunk" "$W/notrunk.err" || fail "no --trunk message"
 grep -qE "decode: 9 steps.*hit rate" "$W/stream0.err" || fail "no decode counters"
+# One speed convention (docs/terminal.md): the decode line and the summary
+# give the same s/token, the decode seconds over the 10 tokens generated.
+dec_rate=$(sed -nE 's/.*: decode: [0-9]+ steps, ([0-9.]+ s\/token),.*/\1/p' "$W/stream0.err")
+done_rate=$(sed -nE 's/.*generated in ([0-9.]+) s \(([0-9.]+ s\/token)\);.*/\2/p' "$W/stream0.err")
+[ -n "$dec_rate" ] && [ "$dec_rate" = "$done_rate" ] || fail "decode line says [$dec_rate], summary says [$done_rate]"
 "$B/k3-forward" "$TINY" --ids "$W/ids" --gen 3 --trunk "$W/trunk" --preset laptop --stats-json "$W/s.json" >/dev/null 2>&1 \
   || fail "--stats-json run"
 python3 - "$W/s.json" <<'PY' || fail "stats json"

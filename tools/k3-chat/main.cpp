@@ -17,8 +17,7 @@
 #include "chat/history_lines.h"
 #include "chat/line_editor.h"
 #include "chat/tool_declarations.h"
-#include "chat/chat_session.h"
-#include "checkpoint/checkpoint.h"
+#include "cli/chat_state_setup.h"
 #include "cli/interrupt.h"
 #include "cli/model_options.h"
 #include "cli/model_run.h"
@@ -64,7 +63,8 @@ int run(int argc, char** argv) {
                  ->check(CLI::IsMember({"low", "high", "max", "none"}));
   app.add_flag("--no-think", no_think, "Answer without the thinking channel")->excludes(eo);
   app.add_option("--history", history_path,
-                 "JSONL transcript: an existing one is resumed, new messages are appended (one message per line)");
+                 "JSONL transcript, resumed when it exists (the model state kept beside it in FILE.k3s spares evaluating "
+                 "it again); new messages are appended, one per line");
   app.add_option("--max-tokens", co.max_tokens, "Longest reply in tokens (default 4096)")->check(k3::cli::positive_integer());
   app.add_flag("--no-reasoning", no_reasoning, "Do not show the reasoning (it is still kept in the conversation)");
   std::string tools_path;
@@ -94,7 +94,7 @@ int run(int argc, char** argv) {
   // Cheap checks before any weight is read: outputs, config, tokenizer, history.
   if (!lo.logits_path.empty()) k3::check_output_path(lo.logits_path, k3::OutputPolicy::kFileOrStream);
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
-  if (mo.ctx == 0) mo.ctx = 8192;  // chat's one context default: what --plan plans is what a run holds
+  if (mo.ctx == 0) mo.ctx = 8192, mo.stream.context_is_default = true;  // what --plan plans is what a run holds
   spec_flags.check(config, mo.stream);  // rollback copies, the draft's memory; a --draft that does not fit: exit 3
   if (auto status = k3::answer_plan_requests(config, mo, kTool)) return *status;
   if (!tools_path.empty()) co.tools = k3::load_tool_declarations(tools_path);
@@ -102,30 +102,20 @@ int run(int argc, char** argv) {
   if (!tok_dir.empty()) k3::check_tokenizer_matches(config, mo.model_dir, tok.vocab(), tok_dir);
   std::vector<k3::JsonValue> history;
   std::optional<k3::ChatHistoryFile> history_file;
-  if (!history_path.empty()) {
-    history = k3::load_chat_history(history_path);
-    try {
-      k3::check_chat_messages(history);
-    } catch (const k3::Error& e) {
-      throw k3::Error(e.code(), history_path + ": " + k3::name_history_line(history_path, e.what()));
-    }
-    history_file.emplace(history_path);
-    lo.history = &*history_file;
-  }
-  if (!system.empty()) {
-    k3::JsonValue m = k3::JsonValue::object();
-    m.set("role", k3::JsonValue::string("system"));
-    m.set("content", k3::JsonValue::string(system));
-    lo.start_messages.push_back(std::move(m));
-  }
-  const std::unique_ptr<k3::Model> model =
-      k3::load_model(config, k3::Checkpoint::open(mo.model_dir), mo, co.context, 256);
+  if (!history_path.empty())
+    history = k3::load_checked_history(history_path), lo.history = &history_file.emplace(history_path);
+  k3::Checkpoint checkpoint = k3::Checkpoint::open(mo.model_dir);
+  std::optional<k3::ModelIdentity> identity;  // a state file beside the history: resuming evaluates only what is new
+  if (!history_path.empty() && co.reuse_state) identity = k3::chat_state_identity(config, checkpoint);
+  if (!system.empty()) lo.start_messages.push_back(k3::text_message("system", system));
+  const std::unique_ptr<k3::Model> model = k3::load_model(config, std::move(checkpoint), mo, co.context, 256);
   k3::ignore_sigpipe();
-  k3::install_interrupt_handler();
+  k3::install_interrupt_handler(k3::stopping_message(kTool));
   k3::GenerationOptions go{k3::resolve_sampling(std::nullopt, sampling_flags.given()),
                            k3::StopConditions(config.eos_token_ids, k3::chat_stop_ids(tok.vocab(), {}), false),
                            false, false, model->max_drafts()};
   k3::Session session = model->session(go);
+  session.set_stop_within_pass(k3::interrupted);  // Ctrl-C cuts a pass within a layer; the turn is dropped
   k3::NgramDrafts lookup;
   session.set_drafts(&lookup);
   spec_flags.start_draft(*model, session.generation(), &lookup);
@@ -133,6 +123,7 @@ int run(int argc, char** argv) {
   chat.set_messages(history.empty() ? lo.start_messages : history);
   if (!history.empty() && !system.empty())
     std::fprintf(stderr, "k3-chat: --system is not used: %s already starts the conversation\n", history_path.c_str());
+  if (identity) k3::resume_chat_state(chat, lo, history_path, *identity);
   k3::PrefillProgress progress(kTool);
   lo.style = {::isatty(1) == 1, !no_reasoning};
   lo.interrupted = k3::interrupted;
@@ -141,9 +132,12 @@ int run(int argc, char** argv) {
   k3::UserInputReader input(0, ::isatty(0) == 1, k3::interrupted);
   std::optional<k3::LineEditor> editor;  // at a terminal only: a script's input is read as it is
   if (input.interactive()) input.use_editor(&editor.emplace(k3::default_input_history_path(), k3::interrupted));
+  std::vector<k3::TurnIds> turns;  // --stats-json's "chat"
+  lo.turns = &turns;
   const int status = spec_flags.finish_draft(k3::run_chat_loop(chat, input, lo));
+  const std::string draft = spec_flags.draft().stats_json();
   k3::write_stats_json(*model, mo, session.counters(), static_cast<uint64_t>(session.counters().prompt_ids),
-                       spec_flags.draft().stats_json());
+                       k3::chat_stats_json(turns) + (draft.empty() ? "" : ",\n" + draft));
   return status;
 }
 

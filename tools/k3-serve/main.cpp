@@ -18,6 +18,7 @@
 #include "cli/interrupt.h"
 #include "cli/model_options.h"
 #include "common/error.h"
+#include "common/rate_format.h"
 #include "common/tool_main.h"
 #include "serve/bearer_auth.h"
 #include "serve/conversation_cache.h"
@@ -126,8 +127,10 @@ int run(int argc, char** argv) {
   scheduler.run();  // this thread owns the engine until shutdown()
   live = nullptr;
   http.stop();      // handlers of ended streams finish their last chunks first
-  std::fprintf(stderr, "%s: stopped: %llu tokens generated\n", kTool,
-               static_cast<unsigned long long>(metrics.generated_tokens.load()));
+  const uint64_t generated = metrics.generated_tokens.load();
+  const double decode_seconds = static_cast<double>(metrics.decode_nanoseconds.load()) * 1e-9;
+  std::fprintf(stderr, "%s: stopped: %llu tokens generated (%s)\n", kTool, static_cast<unsigned long long>(generated),
+               k3::seconds_per_token(decode_seconds, static_cast<int64_t>(generated)).c_str());
   return static_cast<int>(k3::ExitCode::kInterrupted);
 }
 

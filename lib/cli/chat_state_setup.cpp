@@ -1,0 +1,47 @@
+#include "cli/chat_state_setup.h"
+
+#include <cstdio>
+
+#include "chat/chat_state.h"
+#include "cli/manifest_digests.h"
+#include "common/progress_meter.h"
+#include "common/tool_main.h"
+
+namespace k3 {
+
+std::optional<ModelIdentity> chat_state_identity(const ModelConfig& config, const Checkpoint& checkpoint) {
+  const ShardDigests known = manifest_shard_digests(checkpoint.dir());
+  uint64_t unknown = 0;
+  for (const ShardInfo& s : checkpoint.shards())
+    if (!known || known(s.path).empty()) unknown += s.file_size;
+  if (unknown > kChatFingerprintReadLimit) {
+    std::fprintf(stderr,
+                 "%s: no model state is kept beside the history: telling these weights apart would read %s of "
+                 "shards no download manifest vouches for at every start (k3-fetch-verify verify %s records "
+                 "one); a resumed chat evaluates its conversation again\n",
+                 tool_name(), format_bytes(unknown).c_str(), checkpoint.dir().c_str());
+    return std::nullopt;
+  }
+  return ModelIdentity::of(config, checkpoint, known);
+}
+
+void resume_chat_state(ChatSession& chat, ChatLoopOptions& loop, const std::string& history_path,
+                       const ModelIdentity& identity) {
+  loop.state_path = chat_state_path(history_path);
+  loop.identity = &identity;
+  std::string note;
+  load_chat_state(chat, loop.state_path, identity, note);
+  if (!note.empty()) std::fprintf(stderr, "%s: %s\n", tool_name(), note.c_str());
+}
+
+std::string chat_stats_json(const std::vector<TurnIds>& turns) {
+  const TurnIds last = turns.empty() ? TurnIds{} : turns.back();
+  std::string j = "  \"chat\": {\"reused_ids\": " + std::to_string(last.reused) +
+                  ", \"prefilled_ids\": " + std::to_string(last.prefilled) + ", \"turns\": [";
+  for (size_t i = 0; i < turns.size(); ++i)
+    j += std::string(i ? ", " : "") + "{\"reused_ids\": " + std::to_string(turns[i].reused) +
+         ", \"prefilled_ids\": " + std::to_string(turns[i].prefilled) + "}";
+  return j + "]}";
+}
+
+}  // namespace k3
