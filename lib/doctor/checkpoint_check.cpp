@@ -7,6 +7,7 @@
 #include "model/config.h"
 #include "model/tensor_manifest.h"
 #include "runtime/preset_plan.h"
+#include "runtime/trunk_plan.h"
 
 namespace k3::doctor {
 
@@ -47,6 +48,7 @@ CheckpointFacts gather_checkpoint(const std::string& model_dir) {
       ModelConfig config = load_model_config(model_dir);
       validate_checkpoint(config, ck);
       c.plan_model = plan_model_for_checkpoint(config, ck);
+      c.expected_trunk = layout_trunk(expected_tensors(config));
       c.config_loaded = true;
       c.bytes = model_bytes_from_config(config);
       c.bytes_source = "config.json of " + model_dir;

@@ -80,6 +80,9 @@ struct CheckpointFacts {
   std::string config_error;
   std::optional<SourceFingerprint> fingerprint;  // what a trunk packed from it records
   std::string fingerprint_error;
+  // The tensor table k3-pack writes for this model (layout_trunk of its
+  // manifest), when config.json loads: a trunk's table must equal it.
+  std::optional<TrunkLayout> expected_trunk;
   ModelBytes bytes;          // from the config, or the real K3's
   std::string bytes_source;  // where `bytes` came from
   PlanModel plan_model;      // what k3-forward's memory planner needs, from the same source

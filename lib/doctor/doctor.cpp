@@ -46,7 +46,8 @@ Report run_doctor(const DoctorOptions& o) {
     const std::string why = o.model_dir.empty() ? "no --model given to compare it with"
                             : !ck.opened        ? "the checkpoint in " + o.model_dir + " did not open"
                                                 : "cannot fingerprint the checkpoint: " + ck.fingerprint_error;
-    trunk = inspect_trunk(o.trunk_dir, ck.fingerprint ? &*ck.fingerprint : nullptr, why);
+    trunk = inspect_trunk(o.trunk_dir, o.model_dir, ck.fingerprint ? &*ck.fingerprint : nullptr,
+                          ck.expected_trunk ? &*ck.expected_trunk : nullptr, why);
   }
   const ModelBytes& mb = ck.bytes;
 

@@ -2,13 +2,14 @@
 
 #include <sys/stat.h>
 
+#include "checkpoint/trunk_table_check.h"
 #include "common/error.h"
 #include "common/file.h"
 
 namespace k3::doctor {
 
-TrunkInfo inspect_trunk(const std::string& trunk_dir, const SourceFingerprint* model,
-                        const std::string& no_model_reason) {
+TrunkInfo inspect_trunk(const std::string& trunk_dir, const std::string& model_dir, const SourceFingerprint* model,
+                        const TrunkLayout* expected, const std::string& no_model_reason) {
   TrunkInfo t;
   struct stat st;
   const std::string bin = path_join(trunk_dir, "trunk.bin");
@@ -59,8 +60,24 @@ TrunkInfo inspect_trunk(const std::string& trunk_dir, const SourceFingerprint* m
     t.match_reason = no_model_reason;
     return t;
   }
+  if (!expected) {
+    t.match = TrunkMatch::kUnknown;
+    t.match_reason = "its tensor table was not checked: the model's config.json did not load";
+    return t;
+  }
+  // The check k3-forward makes when it opens the trunk (open_packed_trunk):
+  // a table that is not the one k3-pack writes would read one tensor as
+  // another, so the trunk is damaged however well its fingerprint matches.
+  try {
+    check_trunk_table(layout, *expected, json,
+                      std::string("re-run k3-pack ") + (layout.compressed() ? "--compress " : "") + model_dir + " " + trunk_dir);
+  } catch (const Error& e) {
+    t.match = TrunkMatch::kDamaged;
+    t.match_reason = e.what();
+    return t;
+  }
   t.match = TrunkMatch::kMatches;
-  t.match_reason = "its source fingerprint (config.json hash, " + std::to_string(model->shards.size()) +
+  t.match_reason = "its tensor table is the one k3-pack writes for this model, its source fingerprint (config.json hash, " + std::to_string(model->shards.size()) +
                    " shards' names, sizes, header digests, modification times and inodes) matches the checkpoint and trunk.bin has the recorded size";
   return t;
 }

@@ -14,7 +14,7 @@ enum class TrunkMatch {
   kMatches,  // k3-forward --trunk would accept it
   kDiffers,  // packed from another checkpoint (config.json or the shard list differs)
   kStale,    // same model files, but a shard changed on disk since the pack (or a version 1 trunk.json)
-  kDamaged,  // trunk.json unreadable, older than version 4, or trunk.bin not the size it records
+  kDamaged,  // trunk.json unreadable, older than version 4, its tensor table not k3-pack's, or trunk.bin not the size it records
 };
 
 struct TrunkInfo {
@@ -31,12 +31,16 @@ struct TrunkInfo {
 };
 
 // The checks k3-forward --trunk makes before it reads a byte (the same as
-// pack/trunk_packer's open_trunk_layout), told apart so the report can say
+// runtime/trunk_plan's open_packed_trunk), told apart so the report can say
 // which one failed: trunk.json parses, its recorded source fingerprint
-// (config.json hash, every shard's name and size) equals `model`'s, and
-// trunk.bin has the recorded size. `model` is nullptr when there is no
-// checkpoint to compare with; `no_model_reason` then says why.
-TrunkInfo inspect_trunk(const std::string& trunk_dir, const SourceFingerprint* model,
-                        const std::string& no_model_reason);
+// (config.json hash, every shard's name and size) equals `model`'s, it has
+// per-block hashes, trunk.bin has the recorded size, and its tensor table
+// equals `expected` (check_trunk_table: the layout k3-pack writes for the
+// model). `model` is nullptr when there is no checkpoint to compare with;
+// `no_model_reason` then says why. `expected` is nullptr when the model's
+// config did not load (the table is then not checked: kUnknown). A table
+// error ends in the k3-pack command that rewrites the trunk from `model_dir`.
+TrunkInfo inspect_trunk(const std::string& trunk_dir, const std::string& model_dir, const SourceFingerprint* model,
+                        const TrunkLayout* expected, const std::string& no_model_reason);
 
 }  // namespace k3::doctor

@@ -9,10 +9,12 @@
 #include "checkpoint/non_finite_scan.h"
 #include "checkpoint/trunk_blocks.h"
 #include "checkpoint/trunk_codec.h"
+#include "checkpoint/trunk_table_check.h"
 #include "common/atomic_file_writer.h"
 #include "common/error.h"
 #include "common/file.h"
 #include "pack/trunk_source.h"
+#include "runtime/trunk_plan.h"
 
 namespace k3 {
 
@@ -115,6 +117,7 @@ std::string old_format_problem(const TrunkLayout& t, const std::string& trunk_di
 }  // namespace
 
 TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoint,
+                       const std::vector<ExpectedTensor>& manifest,
                        const std::function<void(uint64_t, uint64_t)>& progress) {
   const std::string bin = path_join(trunk_dir, "trunk.bin");
   TrunkLayout t = read_trunk_layout(trunk_dir);
@@ -124,6 +127,17 @@ TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoin
   if (cmp.diff == FingerprintDiff::kShardsChanged) r.shards_changed = cmp.reason;
   const std::string old = old_format_problem(t, trunk_dir, checkpoint);
   if (!old.empty()) r.problems.push_back(old);
+  if (old.empty()) {  // older formats lack the blocks the table check compares
+    try {
+      check_trunk_table(t, layout_trunk(manifest), path_join(trunk_dir, "trunk.json"),
+                        std::string("re-run k3-pack ") + (t.compressed() ? "--compress " : "") + checkpoint.dir() +
+                            " " + trunk_dir);
+    } catch (const Error& e) {
+      r.problems.push_back(e.what());
+      r.shards_changed.clear();  // a re-pack, not a --refresh, is the remedy
+      return r;
+    }
+  }
   File f = File::open_read(bin);
   const uint64_t size = f.size();
   uint64_t decoded_total = 0;

@@ -56,10 +56,16 @@ struct TrunkCheck {
   int upgraded_from = 0;   // refresh_trunk: the format version it upgraded (0: none)
   uint64_t bytes_read = 0;  // refresh_trunk: trunk.bin bytes read to hash the blocks of an upgraded trunk
 };
-// Re-hashes every section of trunk.bin (a compressed one decoded block by
-// block, each block checked against its own hash) and of the same tensors
-// read from the checkpoint, and compares both with trunk.json.
+// Checks trunk.json's tensor table against the layout k3-pack writes for
+// `manifest` (check_trunk_table, what k3-forward checks when it opens the
+// trunk): a table that differs is the one problem reported, naming
+// trunk.json and the entry, and no byte is read (a table that is not
+// k3-pack's says nothing trustworthy about where bytes are). Else re-hashes
+// every section of trunk.bin (a compressed one decoded block by block, each
+// block checked against its own hash) and of the same tensors read from the
+// checkpoint, and compares both with trunk.json.
 TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoint,
+                       const std::vector<ExpectedTensor>& manifest,
                        const std::function<void(uint64_t, uint64_t)>& progress);
 
 // The fast re-check after shards changed on disk (touched, copied, restored,

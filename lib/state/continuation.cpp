@@ -8,8 +8,9 @@
 
 namespace k3 {
 
-ModelIdentity ModelIdentity::of(const ModelConfig& config, const Checkpoint& checkpoint, const ShardDigests& known) {
-  return {fingerprint_model(checkpoint, known), StateGeometry::from_config(config)};
+ModelIdentity ModelIdentity::of(const ModelConfig& config, const Checkpoint& checkpoint, const ShardDigests& known,
+                                ShardDigestCache* cache) {
+  return {fingerprint_model(checkpoint, known, cache), StateGeometry::from_config(config)};
 }
 
 SamplingParams resolve_sampling(const std::optional<SamplingParams>& saved, const SamplingOverrides& f) {

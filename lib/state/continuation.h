@@ -22,15 +22,17 @@
 namespace k3 {
 
 class Checkpoint;
+class ShardDigestCache;
 struct ModelConfig;
 
 // Which model a state file must belong to.
 struct ModelIdentity {
   ModelFingerprint fingerprint;
   StateGeometry geometry;
-  // `known`: shard digests recorded earlier (model_fingerprint.h); the
-  // other shards are read whole.
-  static ModelIdentity of(const ModelConfig& config, const Checkpoint& checkpoint, const ShardDigests& known = nullptr);
+  // `known`: shard digests recorded earlier (model_fingerprint.h), then
+  // `cache` (shard_digest_cache.h); the other shards are read whole.
+  static ModelIdentity of(const ModelConfig& config, const Checkpoint& checkpoint, const ShardDigests& known = nullptr,
+                          ShardDigestCache* cache = nullptr);
 };
 
 // Sampler flags given on the command line; unset ones keep the saved value

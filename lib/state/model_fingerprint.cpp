@@ -6,12 +6,14 @@
 #include <atomic>
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
 #include "common/error.h"
 #include "common/file.h"
+#include "state/shard_digest_cache.h"
 
 namespace k3 {
 
@@ -19,6 +21,8 @@ namespace {
 
 constexpr size_t kReadPiece = 8u << 20;  // large sequential reads; the page cache does the rest
 constexpr unsigned kMaxHashThreads = 4;  // shards hashed at once (the disk is the limit beyond)
+
+std::atomic<uint64_t> g_bytes_read{0};
 
 std::string hex(uint64_t v) {
   char buf[17];
@@ -53,6 +57,7 @@ std::string shard_content_digest(const std::string& path) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(kReadPiece, size - at));
     f.pread_exact(buf.data(), n, at);
     XXH3_128bits_update(st.s, buf.data(), n);
+    g_bytes_read += n;
     at += n;
   }
   XXH128_canonical_t canon;
@@ -66,7 +71,7 @@ std::string shard_content_digest(const std::string& path) {
   return out;
 }
 
-ModelFingerprint fingerprint_model(const Checkpoint& ckpt, const ShardDigests& known) {
+ModelFingerprint fingerprint_model(const Checkpoint& ckpt, const ShardDigests& known, ShardDigestCache* cache) {
   ModelFingerprint fp;
   fp.config_hash = hash_file_text(path_join(ckpt.dir(), "config.json"));
   std::string index = path_join(ckpt.dir(), "model.safetensors.index.json");
@@ -74,8 +79,15 @@ ModelFingerprint fingerprint_model(const Checkpoint& ckpt, const ShardDigests& k
 
   const std::vector<ShardInfo>& shards = ckpt.shards();
   std::vector<std::string> digests(shards.size());
-  for (size_t i = 0; i < shards.size(); ++i)
+  std::vector<std::optional<ShardFileKey>> keys(shards.size());
+  for (size_t i = 0; i < shards.size(); ++i) {
     if (known) digests[i] = known(shards[i].path);
+    if (digests[i].empty() && cache) {
+      keys[i] = shard_file_key(shards[i].path);
+      if (keys[i]) digests[i] = cache->find(*keys[i]);
+    }
+    if (!digests[i].empty()) keys[i].reset();  // nothing to remember
+  }
   // The shards no record vouches for are read, several at once.
   std::atomic<size_t> next{0};
   std::vector<std::exception_ptr> errors(shards.size());
@@ -96,6 +108,17 @@ ModelFingerprint fingerprint_model(const Checkpoint& ckpt, const ShardDigests& k
   for (std::thread& t : pool) t.join();
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
+  if (cache) {
+    // A digest is remembered only for the file it was read from: one that
+    // changed while it was read keeps no entry (its next use reads it again).
+    bool added = false;
+    for (size_t i = 0; i < shards.size(); ++i)
+      if (keys[i] && shard_file_key(shards[i].path) == keys[i]) {
+        cache->put(*keys[i], digests[i]);
+        added = true;
+      }
+    if (added) cache->save();
+  }
 
   std::string all;
   for (size_t i = 0; i < shards.size(); ++i)
@@ -103,5 +126,7 @@ ModelFingerprint fingerprint_model(const Checkpoint& ckpt, const ShardDigests& k
   fp.weights_hash = XXH3_64bits(all.data(), all.size());
   return fp;
 }
+
+uint64_t shard_digest_bytes_read() { return g_bytes_read; }
 
 }  // namespace k3

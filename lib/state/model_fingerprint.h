@@ -15,7 +15,10 @@
 // download manifest's XXH3-128 of a shard, which k3-fetch-verify computed
 // while the file arrived and vouches for while the file's size and
 // modification time are those it recorded (the rule `download` uses to skip
-// finished files). The caller supplies such digests (ShardDigests).
+// finished files). The caller supplies such digests (ShardDigests). A shard
+// no manifest vouches for is looked up in the shard digest cache
+// (shard_digest_cache.h), which remembers the digest of every shard read,
+// keyed by the file's identity, so an unchanged checkpoint is read once.
 #pragma once
 
 #include <cstdint>
@@ -43,8 +46,18 @@ using ShardDigests = std::function<std::string(const std::string& path)>;
 // pieces. Throws k3::Error(kIo) naming the file.
 std::string shard_content_digest(const std::string& path);
 
+class ShardDigestCache;
+
 // Reads MODEL_DIR/config.json, the index and every shard (or takes a shard's
-// digest from `known`). Throws k3::Error(kBadModel / kIo) naming the file.
-ModelFingerprint fingerprint_model(const Checkpoint& checkpoint, const ShardDigests& known = nullptr);
+// digest from `known`, else from `cache`). The digests of shards read are
+// put in `cache` (when the file's identity did not change while it was
+// read) and the cache is saved; a cache that cannot be saved only costs the
+// next run a read. Throws k3::Error(kBadModel / kIo) naming the file.
+ModelFingerprint fingerprint_model(const Checkpoint& checkpoint, const ShardDigests& known = nullptr,
+                                   ShardDigestCache* cache = nullptr);
+
+// Bytes shard_content_digest has read in this process: what a fingerprint
+// cost, for the tests that show a cached digest saves the read.
+uint64_t shard_digest_bytes_read();
 
 }  // namespace k3

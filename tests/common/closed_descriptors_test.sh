@@ -64,4 +64,18 @@ echo "Hello" | "$BIN/k3-tokenize" --tok "$TINY" >&- 2> "$work/err"
 check "k3-tokenize, stdout closed: exit 5" 5 "$?"
 echo "1 2 3" | "$BIN/k3-detok" --tok "$TINY" >&- 2> "$work/err"
 check "k3-detok, stdout closed: exit 5" 5 "$?"
+
+# 5. k3-synth with stdout and stderr closed writes the same checkpoint bytes
+# (same seed, same bytes) as with both open: no progress text in a shard.
+"$BIN/k3-synth" "$work/synth-ref" --preset tiny-like > /dev/null 2>&1
+"$BIN/k3-synth" "$work/synth" --preset tiny-like >&- 2>&-
+check "k3-synth, stdout and stderr closed: exit" 0 "$?"
+check "k3-synth, stdout and stderr closed: the same files, byte for byte" "" "$(diff -r "$work/synth-ref" "$work/synth" 2>&1)"
+# 6. k3-doctor: a report that cannot be written is exit 5, never a silent success.
+"$BIN/k3-doctor" --no-probe --model "$TINY" >&- 2> "$work/err"
+check "k3-doctor, stdout closed: exit 5" 5 "$?"
+"$BIN/k3-doctor" --no-probe --model "$TINY" > "$work/out" 2>&-
+rc=$?
+holds "k3-doctor, stderr closed: exit 0 or 10 (got $rc)" '[ $rc -eq 0 ] || [ $rc -eq 10 ]'
+contains "k3-doctor, stderr closed: the report is on stdout" "checkpoint" "$(cat "$work/out")"
 finish closed_descriptors_test

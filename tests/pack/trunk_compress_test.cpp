@@ -109,7 +109,7 @@ TEST(TrunkCompress, DecodesByteExactWithTheUncompressedLayoutAndHashes) {
     const std::vector<uint8_t> dec = decode_section(dir / "z", s, &err);
     EXPECT_EQ(std::memcmp(dec.data(), raw_bin.data() + s.offset, s.length), 0) << s.name;
   }
-  EXPECT_TRUE(check_trunk((dir / "z").string(), c, nullptr).problems.empty());
+  EXPECT_TRUE(check_trunk((dir / "z").string(), c, tiny_manifest(), nullptr).problems.empty());
   fs::remove_all(dir);
 }
 
@@ -134,7 +134,7 @@ TEST(TrunkCompress, NormalWeightsLoseMoreThanAQuarter) {
   ASSERT_GT(tensor_bytes, 4u << 20);
   EXPECT_LT(stored, tensor_bytes * 0.75) << stored << " of " << tensor_bytes;
   EXPECT_LT(z.layer_stored_bytes(), z.layer_bytes() * 0.75);
-  EXPECT_TRUE(check_trunk((dir / "z").string(), c, nullptr).problems.empty());
+  EXPECT_TRUE(check_trunk((dir / "z").string(), c, manifest_of(g), nullptr).problems.empty());
   fs::remove_all(dir);
 }
 
@@ -150,7 +150,7 @@ TEST(TrunkCompress, DamagedBlockIsRefusedAndNamed) {
   std::string err;
   decode_section(dir / "z", *s3, &err);
   EXPECT_NE(err.find("layer.3 block 2"), std::string::npos) << err;
-  TrunkCheck chk = check_trunk((dir / "z").string(), c, nullptr);
+  TrunkCheck chk = check_trunk((dir / "z").string(), c, tiny_manifest(), nullptr);
   ASSERT_EQ(chk.problems.size(), 1u);
   EXPECT_NE(chk.problems[0].find("layer.3 block 2"), std::string::npos) << chk.problems[0];
   fs::remove_all(dir);
@@ -191,7 +191,7 @@ TEST(TrunkCompress, RefusesUnknownVersionBadBlocksAnotherModelAndTruncation) {
   fs::resize_file(dir / "z" / "trunk.bin", fs::file_size(dir / "z" / "trunk.bin") - 4096);
   EXPECT_EQ(code_of([&] { open_trunk_layout((dir / "z").string(), c); }, &msg), ExitCode::kBadModel);
   EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
-  EXPECT_FALSE(check_trunk((dir / "z").string(), c, nullptr).problems.empty());
+  EXPECT_FALSE(check_trunk((dir / "z").string(), c, tiny_manifest(), nullptr).problems.empty());
   fs::remove_all(dir);
 }
 
@@ -228,7 +228,7 @@ TEST(TrunkCompress, OlderVersionsAreRefusedThenUpgradedByRefresh) {
     EXPECT_EQ(code_of([&] { open_trunk_layout((dir / "raw").string(), c); }, &msg), ExitCode::kBadModel) << msg;
     const std::string cmd = "k3-pack --refresh " + (dir / "raw").string() + " " + std::string(kTiny);
     if (v >= 2) EXPECT_NE(msg.find(cmd), std::string::npos) << msg;  // version 1 is first said to be stale
-    const TrunkCheck check = check_trunk((dir / "raw").string(), c, nullptr);
+    const TrunkCheck check = check_trunk((dir / "raw").string(), c, tiny_manifest(), nullptr);
     ASSERT_FALSE(check.problems.empty()) << v;
     EXPECT_NE(check.problems.front().find(v == 1 ? "fingerprint" : "no per-block hashes"), std::string::npos)
         << check.problems.front();
@@ -291,7 +291,7 @@ TEST(TrunkCompress, RefreshAndNonFiniteScanWorkWhenCompressing) {
     for (size_t k = 0; k < a.blocks.size(); ++k) EXPECT_EQ(a.blocks[k].xxh3, b.blocks[k].xxh3);
   }
   EXPECT_NE(read_text_file(trunk + "/trunk.json"), json_before);
-  EXPECT_TRUE(check_trunk(trunk, c, nullptr).problems.empty());
+  EXPECT_TRUE(check_trunk(trunk, c, tiny_manifest(), nullptr).problems.empty());
   // A NaN planted in the first BF16 tensor of layer 0 (0x7FC0).
   const std::vector<TrunkTensor>& layer0 = after.layer_section(0)->tensors;
   const auto bf16 = std::find_if(layer0.begin(), layer0.end(), [](const TrunkTensor& t) { return t.dtype == DType::kBF16; });

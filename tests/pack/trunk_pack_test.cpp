@@ -88,7 +88,7 @@ TEST(TrunkPack, PacksEveryTrunkTensorByteExact) {
   TrunkLayout back = parse_trunk_layout(read_text_file((out / "trunk.json").string()), "trunk.json");
   EXPECT_EQ(trunk_layout_to_json(back), trunk_layout_to_json(t));
   EXPECT_NO_THROW(open_trunk_layout(out.string(), c));
-  TrunkCheck chk = check_trunk(out.string(), c, nullptr);
+  TrunkCheck chk = check_trunk(out.string(), c, tiny_manifest(), nullptr);
   EXPECT_TRUE(chk.problems.empty()) << chk.problems.front();
   fs::remove_all(out);
 }
@@ -115,7 +115,7 @@ TEST(TrunkPack, CheckReportsTheLayerThatDiffers) {
   const TrunkSection* s5 = t.layer_section(5);
   ASSERT_NE(s5, nullptr);
   flip_byte(out / "trunk.bin", s5->tensors[0].offset + 3);
-  TrunkCheck chk = check_trunk(out.string(), c, nullptr);
+  TrunkCheck chk = check_trunk(out.string(), c, tiny_manifest(), nullptr);
   ASSERT_EQ(chk.problems.size(), 1u);
   EXPECT_NE(chk.problems[0].find("layer.5"), std::string::npos) << chk.problems[0];
   EXPECT_NE(chk.problems[0].find("trunk.bin"), std::string::npos) << chk.problems[0];
@@ -124,7 +124,7 @@ TEST(TrunkPack, CheckReportsTheLayerThatDiffers) {
   const std::string q = "language_model.model.layers.2.self_attn.q_proj.weight";
   const TensorLocation& loc = c.at(q);
   flip_byte(c.shards()[loc.shard].path, loc.info->offset + 10);
-  chk = check_trunk(out.string(), c, nullptr);
+  chk = check_trunk(out.string(), c, tiny_manifest(), nullptr);
   ASSERT_EQ(chk.problems.size(), 1u);
   EXPECT_NE(chk.problems[0].find("layer.2"), std::string::npos) << chk.problems[0];
   EXPECT_NE(chk.problems[0].find("checkpoint"), std::string::npos) << chk.problems[0];
@@ -148,7 +148,7 @@ TEST(TrunkPack, RefusesTrunkOfAnotherModelOrTruncated) {
   fs::resize_file(dir / "trunk" / "trunk.bin", fs::file_size(dir / "trunk" / "trunk.bin") - 4096);
   EXPECT_EQ(code_of([&] { open_trunk_layout((dir / "trunk").string(), tiny); }, &msg), ExitCode::kBadModel);
   EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
-  TrunkCheck chk = check_trunk((dir / "trunk").string(), tiny, nullptr);
+  TrunkCheck chk = check_trunk((dir / "trunk").string(), tiny, tiny_manifest(), nullptr);
   EXPECT_FALSE(chk.problems.empty());
 
   EXPECT_EQ(code_of([&] { open_trunk_layout((dir / "nothing").string(), tiny); }, &msg), ExitCode::kBadModel);
@@ -194,7 +194,7 @@ TEST(TrunkPack, GeneratedCheckpointWithLayersAcrossShards) {
     straddles |= shards.size() > 1;
   }
   EXPECT_TRUE(straddles);
-  EXPECT_TRUE(check_trunk((dir / "t").string(), c, nullptr).problems.empty());
+  EXPECT_TRUE(check_trunk((dir / "t").string(), c, m, nullptr).problems.empty());
   fs::remove_all(dir);
 }
 
@@ -263,7 +263,7 @@ TEST(TrunkPack, ZeroBlocksBecomeHolesAndBytesMatchDense) {
   ::close(fd);
   EXPECT_TRUE(data < 0 || static_cast<uint64_t>(data) >= q_off + q_bytes - q_bytes % kDirectAlign)
       << "data at " << data << " inside the zero tensor [" << q_off << ", " << q_off + q_bytes << ")";
-  EXPECT_TRUE(check_trunk((dir / "sparse").string(), c, nullptr).problems.empty());
+  EXPECT_TRUE(check_trunk((dir / "sparse").string(), c, m, nullptr).problems.empty());
 
   // The free-space check asks for what a sparse pack allocates, not the
   // apparent size, and never for less than it actually took.

@@ -25,7 +25,8 @@ check "plain run" 0 "$?"
 "${run[@]}" --repeat-penalty 1 --frequency-penalty 0 --presence-penalty 0 > "$work/neutral" 2> /dev/null
 check "neutral penalties: the same ids" "$(cat "$work/plain")" "$(cat "$work/neutral")"
 
-# rows.py FILE: the logits rows of a --logits file as JSON (safetensors, F32).
+# rows.py: rows(FILE), the logits rows of a --logits file (safetensors, F32);
+# case(WORK, PROMPT, IDS, LOGITS), a run's prompt ids, generated ids and rows.
 cat > "$work/rows.py" <<'PY'
 import json, struct, sys
 def rows(path):
@@ -36,6 +37,10 @@ def rows(path):
     s, e = h["data_offsets"]
     f = struct.unpack("<%df" % (r * v), b[8 + n + s:8 + n + e])
     return [list(f[i * v:(i + 1) * v]) for i in range(r)]
+def case(w, prompt_path, ids, logits):
+    prompt = [int(x) for x in open(prompt_path).read().split()]
+    gen = [int(x) for x in open(w + "/" + ids).read().split()]
+    return prompt, gen, rows(w + "/" + logits)
 PY
 
 # Penalties that favour earlier ids (negative, and a repeat penalty below 1), so the ids change.
@@ -45,11 +50,8 @@ check "penalised run" 0 "$?"
 differs "penalties change the ids" "$(cat "$work/plain")" "$(cat "$work/pen")"
 check "each penalised id is the argmax of its penalised row" ok "$(python3 - "$work" "$TINY/prompt_ids.txt" <<'PY'
 import sys; sys.path.insert(0, sys.argv[1])
-from rows import rows
-w = sys.argv[1]
-prompt = [int(x) for x in open(sys.argv[2]).read().split()]
-gen = [int(x) for x in open(w + "/pen").read().split()]
-R = rows(w + "/pen.st")
+from rows import case
+prompt, gen, R = case(sys.argv[1], sys.argv[2], "pen", "pen.st")
 seq = list(prompt)
 for k, want in enumerate(gen):
     row = list(R[len(prompt) - 1 + k])
@@ -71,11 +73,9 @@ check "logprobs run" 0 "$?"
 check "logprobs: the ids as without" "$(cat "$work/plain")" "$(cat "$work/lp")"
 check "logprobs: one line per generated id, log-softmax of its row" ok "$(python3 - "$work" "$TINY/prompt_ids.txt" <<'PY'
 import json, math, sys; sys.path.insert(0, sys.argv[1])
-from rows import rows
+from rows import case
 w = sys.argv[1]
-prompt = [int(x) for x in open(sys.argv[2]).read().split()]
-gen = [int(x) for x in open(w + "/plain").read().split()]
-R = rows(w + "/plain.st")
+prompt, gen, R = case(w, sys.argv[2], "plain", "plain.st")
 lines = [json.loads(l) for l in open(w + "/lp.jsonl")]
 if len(lines) != len(gen): print("lines", len(lines)); sys.exit()
 for k, (l, want) in enumerate(zip(lines, gen)):

@@ -17,7 +17,7 @@
 #include "checkpoint/checkpoint.h"
 #include "cli/batch_run.h"
 #include "cli/interrupt.h"
-#include "cli/manifest_digests.h"
+#include "cli/state_identity.h"
 #include "cli/model_options.h"
 #include "cli/model_run.h"
 #include "cli/prompt_and_generate.h"
@@ -117,7 +117,7 @@ int run(int argc, char** argv) {
   // A saved conversation is checked before any weight is read.
   std::optional<k3::ModelIdentity> identity;
   std::optional<k3::ConversationState> saved;
-  if (!state_in.empty() || !state_out.empty()) identity = k3::ModelIdentity::of(config, checkpoint, k3::manifest_shard_digests(mo.model_dir));
+  if (!state_in.empty() || !state_out.empty()) identity = k3::state_model_identity(config, checkpoint);
   if (!state_in.empty()) saved = k3::load_conversation(state_in, *identity);
   k3::GenerationOptions go{k3::resolve_sampling(saved ? saved->sampling : std::nullopt, sampling_flags.given()),
                            k3::StopConditions(config.eos_token_ids, stop_ids, ignore_eos), recompute, !logits_file.empty(), spec_flags.max_drafts()};

@@ -4,7 +4,6 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
-#include <iostream>
 #include <optional>
 
 #include "checkpoint/checkpoint.h"
@@ -30,12 +29,12 @@ int run(int argc, char** argv) {
       "--compress: store the layers and the head as lossless compressed blocks (BF16 exponents entropy-coded,\n"
       "sign and mantissa bytes raw; ~2/3 of the size on trained weights), each block with its own xxh3; the\n"
       "engine decodes them as they arrive, with the same bits out. k3-doctor says whether this machine gains.\n"
-      "k3-pack --check TRUNK_DIR MODEL_DIR: re-hash the trunk and the same tensors in the checkpoint and report\n"
-      "every section that differs (exit 8).\n"
+      "k3-pack --check TRUNK_DIR MODEL_DIR: check trunk.json's tensor table against the model's layout, re-hash\n"
+      "the trunk and the same tensors in the checkpoint, and report every entry or section that differs (exit 8).\n"
       "k3-pack --refresh TRUNK_DIR MODEL_DIR: after shards changed on disk (touched, copied, restored), re-hash\n"
-      "only the trunk tensors of the changed shards from the checkpoint and, when they match, record the\n"
-      "shards as they are now in trunk.json (exit 8 if they differ: re-pack). Also upgrades a trunk.json older\n"
-      "than version 4 (no per-block hashes; k3-forward refuses it) by reading trunk.bin once.\n"
+      "only the trunk tensors of the changed shards and, when they match, record the shards as they are now in\n"
+      "trunk.json (exit 8 if they differ: re-pack); also upgrades a trunk.json older than version 4 (no per-block\n"
+      "hashes; k3-forward refuses it) by reading trunk.bin once.\n"
       "Example: k3-pack ~/k3model ~/k3trunk && k3-forward ~/k3model --trunk ~/k3trunk --preset laptop",
       "k3-pack"};
   std::string first, second;
@@ -93,7 +92,7 @@ int run(int argc, char** argv) {
     uint64_t decoded = 0;
     for (const TrunkSection& s : t.sections) decoded += s.length;
     ProgressMeter meter("k3-pack: checking", 2 * decoded);
-    TrunkCheck r = check_trunk(trunk_dir, checkpoint, progress_to(meter));
+    TrunkCheck r = check_trunk(trunk_dir, checkpoint, expected_tensors(config), progress_to(meter));
     meter.finish(2 * r.bytes_checked);
     for (const std::string& p : r.problems) std::fprintf(stderr, "k3-pack: %s\n", p.c_str());
     if (!r.problems.empty()) {

@@ -17,6 +17,7 @@
 #include "cli/flag_checks.h"
 #include "cli/interrupt.h"
 #include "cli/model_options.h"
+#include "cli/state_identity.h"
 #include "common/error.h"
 #include "common/rate_format.h"
 #include "common/tool_main.h"
@@ -118,7 +119,7 @@ int run(int argc, char** argv) {
   std::unique_ptr<k3::Model> model =
       k3::load_model(config, std::move(checkpoint), mo, static_cast<uint64_t>(so.context), 256,
                      [&](const char* what, uint64_t done, uint64_t total) { http.load_status().update(what, done, total); });
-  k3::serve::ConversationCache cache(k3::ModelIdentity::of(model->config(), model->checkpoint()), cache_options);
+  k3::serve::ConversationCache cache(k3::state_model_identity(model->config(), model->checkpoint()), cache_options);
   k3::serve::SlotScheduler scheduler(*model, cache, metrics, sched);
   http.set_backend({&tok, config.eos_token_ids, k3::chat_stop_ids(tok.vocab(), config.eos_token_ids), &scheduler});
   live = &scheduler;
