@@ -4,16 +4,24 @@
 
 #include "chat/chat_state.h"
 #include "cli/manifest_digests.h"
+#include "cli/state_identity.h"
 #include "common/progress_meter.h"
 #include "common/tool_main.h"
+#include "state/shard_digest_cache.h"
 
 namespace k3 {
 
 std::optional<ModelIdentity> chat_state_identity(const ModelConfig& config, const Checkpoint& checkpoint) {
   const ShardDigests known = manifest_shard_digests(checkpoint.dir());
+  // Shards the digest cache remembers unchanged cost nothing to tell apart.
+  ShardDigestCache cache(default_shard_digest_cache_path());
   uint64_t unknown = 0;
-  for (const ShardInfo& s : checkpoint.shards())
-    if (!known || known(s.path).empty()) unknown += s.file_size;
+  for (const ShardInfo& s : checkpoint.shards()) {
+    if (known && !known(s.path).empty()) continue;
+    const std::optional<ShardFileKey> key = shard_file_key(s.path);
+    if (key && !cache.find(*key).empty()) continue;
+    unknown += s.file_size;
+  }
   if (unknown > kChatFingerprintReadLimit) {
     std::fprintf(stderr,
                  "%s: no model state is kept beside the history: telling these weights apart would read %s of "
@@ -22,7 +30,7 @@ std::optional<ModelIdentity> chat_state_identity(const ModelConfig& config, cons
                  tool_name(), format_bytes(unknown).c_str(), checkpoint.dir().c_str());
     return std::nullopt;
   }
-  return ModelIdentity::of(config, checkpoint, known);
+  return state_model_identity(config, checkpoint);
 }
 
 void resume_chat_state(ChatSession& chat, ChatLoopOptions& loop, const std::string& history_path,
