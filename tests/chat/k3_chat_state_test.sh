@@ -115,9 +115,11 @@ holds "/retry: goes back to its own turn's save point, past the first turn's" \
 
 # Penalties are saved in k3-forward's state files.
 prompt=$(cat "$TINY/prompt_ids.txt")
-pen=(--repeat-penalty 3 --frequency-penalty 2 --presence-penalty 1.5 --repeat-last-n -1)
+# Sampled (seeded): the tiny model's greedy ids never repeat in 12 steps, so
+# penalties cannot change a greedy run there.
+pen=(--temp 1 --seed 7 --repeat-penalty 3 --frequency-penalty 2 --presence-penalty 1.5 --repeat-last-n -1)
 whole=$(echo "$prompt" | "$BIN/k3-forward" "$TINY" --gen 12 --ignore-eos "${pen[@]}" 2> /dev/null)
-differs "penalties change this generation" "$(echo "$prompt" | "$BIN/k3-forward" "$TINY" --gen 12 --ignore-eos 2> /dev/null)" "$whole"
+differs "penalties change this generation" "$(echo "$prompt" | "$BIN/k3-forward" "$TINY" --gen 12 --ignore-eos --temp 1 --seed 7 2> /dev/null)" "$whole"
 part=$(echo "$prompt" | "$BIN/k3-forward" "$TINY" --gen 6 --ignore-eos "${pen[@]}" --state-out "$work/p.k3s" 2> /dev/null)
 rest=$("$BIN/k3-forward" "$TINY" --gen 6 --ignore-eos --state-in "$work/p.k3s" < /dev/null 2> /dev/null)
 check "penalties saved: a continued run samples as one run" "$whole" "$(printf '%s\n%s' "$part" "$rest")"
