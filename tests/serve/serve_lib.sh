@@ -47,13 +47,24 @@ jget() { python3 -c "import json,sys; j=json.loads(sys.argv[1]); print($2)" "$1"
 
 # install_clients: the pinned npm packages of tests/clients (npm ci) in
 # $clients (the build directory's clients/), again only when the lockfile changed.
+# The client tests run side by side under ctest -j and share that directory:
+# one installs while the others wait on a lock (an npm ci under another one's
+# feet fails with ENOTEMPTY), then they find it installed.
 install_clients() {
   clients="${K3_BUILD_DIR:?}/clients"
   mkdir -p "$clients"
+  local lock rc=0
+  exec {lock}> "$clients/.install.lock"
+  flock "$lock"
   cp "$K3_SOURCE_DIR/tests/clients/package.json" "$K3_SOURCE_DIR/tests/clients/package-lock.json" "$clients/"
   if ! cmp -s "$clients/package-lock.json" "$clients/node_modules/.k3-installed-lock" 2> /dev/null; then
-    (cd "$clients" && timeout 300 npm ci --ignore-scripts --no-audit --no-fund > npm.log 2>&1) ||
-      { echo "FAIL npm ci (tests/clients): $(tail -5 "$clients/npm.log")"; return 1; }
-    cp "$clients/package-lock.json" "$clients/node_modules/.k3-installed-lock"
+    if (cd "$clients" && timeout 300 npm ci --ignore-scripts --no-audit --no-fund > npm.log 2>&1); then
+      cp "$clients/package-lock.json" "$clients/node_modules/.k3-installed-lock"
+    else
+      echo "FAIL npm ci (tests/clients): $(tail -5 "$clients/npm.log")"
+      rc=1
+    fi
   fi
+  exec {lock}>&-
+  return $rc
 }
