@@ -4,7 +4,6 @@
 
 #include "chat/chat_state.h"
 #include "cli/manifest_digests.h"
-#include "cli/state_identity.h"
 #include "common/progress_meter.h"
 #include "common/tool_main.h"
 #include "state/shard_digest_cache.h"
@@ -30,7 +29,9 @@ std::optional<ModelIdentity> chat_state_identity(const ModelConfig& config, cons
                  tool_name(), format_bytes(unknown).c_str(), checkpoint.dir().c_str());
     return std::nullopt;
   }
-  return state_model_identity(config, checkpoint);
+  // The digests and the cache already read above, not read again
+  // (state_model_identity would): same identity as k3-forward's and k3-serve's.
+  return ModelIdentity::of(config, checkpoint, known, &cache);
 }
 
 void resume_chat_state(ChatSession& chat, ChatLoopOptions& loop, const std::string& history_path,
