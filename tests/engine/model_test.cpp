@@ -37,6 +37,13 @@ std::vector<int32_t> generate(Session& s, int64_t n) {
   return ids;
 }
 
+// The logits after evaluating `prompt` in a fresh greedy session: what a
+// reused or rolled-back session must equal bit for bit.
+std::vector<float> fresh_row(Model& model, const std::vector<int32_t>& prompt) {
+  Session f = model.session(greedy(model));
+  f.prefill(prompt);
+  return f.generation().current_row();
+}
 
 ModelParams resident() {
   ModelParams p;
@@ -66,11 +73,6 @@ TEST(Model, ResidentSessionGeneratesTheGoldenIds) {
 TEST(Model, PrefixReuseEqualsAFreshRun) {
   const test::Golden& g = test::Golden::get();
   auto model = Model::open(test::tiny_dir(), resident());
-  auto fresh_row = [&](const std::vector<int32_t>& prompt) {
-    Session f = model->session(greedy(*model));
-    f.prefill(prompt);
-    return f.generation().current_row();
-  };
   Session s = model->session(greedy(*model));
   const std::vector<int32_t> p1 = g.greedy_prompt;
   EXPECT_EQ(s.prefill_reusing(p1, p1.size()), 0u);
@@ -81,7 +83,7 @@ TEST(Model, PrefixReuseEqualsAFreshRun) {
   p2.insert(p2.end(), reply.begin(), reply.end());
   p2.insert(p2.end(), g.tf_ids.begin(), g.tf_ids.begin() + 5);
   EXPECT_EQ(s.prefill_reusing(p2, p2.size()), p1.size() + reply.size() - 1);
-  EXPECT_TRUE(test::same_bits(s.generation().current_row(), fresh_row(p2)));
+  EXPECT_TRUE(test::same_bits(s.generation().current_row(), fresh_row(*model, p2)));
 
   // Turn 3 diverges after p2's first ids: back to turn 2's save point only
   // when that point's ids are a prefix; here they are not, and p1's point
@@ -89,14 +91,14 @@ TEST(Model, PrefixReuseEqualsAFreshRun) {
   std::vector<int32_t> p3(p1.begin(), p1.end() - 1);
   p3.push_back(g.tf_ids[7]);
   EXPECT_EQ(s.prefill_reusing(p3, 3), 0u);
-  EXPECT_TRUE(test::same_bits(s.generation().current_row(), fresh_row(p3)));
+  EXPECT_TRUE(test::same_bits(s.generation().current_row(), fresh_row(*model, p3)));
   generate(s, 3);
 
   // Turn 4 shares p3's first 3 ids (the save point) but not the rest.
   std::vector<int32_t> p4(p3.begin(), p3.begin() + 3);
   p4.insert(p4.end(), g.tf_ids.begin() + 10, g.tf_ids.begin() + 16);
   EXPECT_EQ(s.prefill_reusing(p4, p4.size()), 3u);
-  EXPECT_TRUE(test::same_bits(s.generation().current_row(), fresh_row(p4)));
+  EXPECT_TRUE(test::same_bits(s.generation().current_row(), fresh_row(*model, p4)));
   EXPECT_EQ(s.ids(), p4);
 }
 
@@ -107,11 +109,6 @@ TEST(Model, PrefixReuseEqualsAFreshRun) {
 TEST(Model, AReplyCutWithinALayerGoesBackToTheTurnBefore) {
   const test::Golden& g = test::Golden::get();
   auto model = Model::open(test::tiny_dir(), resident());
-  auto fresh_row = [&](const std::vector<int32_t>& prompt) {
-    Session f = model->session(greedy(*model));
-    f.prefill(prompt);
-    return f.generation().current_row();
-  };
   Session s = model->session(greedy(*model));
   const std::vector<int32_t> p1 = g.greedy_prompt;
   s.prefill_reusing(p1, p1.size());
@@ -134,7 +131,7 @@ TEST(Model, AReplyCutWithinALayerGoesBackToTheTurnBefore) {
   std::vector<int32_t> p3(p2.begin(), p2.begin() + static_cast<ptrdiff_t>(p1.size() + reply.size()));
   p3.insert(p3.end(), g.tf_ids.begin() + 6, g.tf_ids.begin() + 11);
   EXPECT_EQ(s.prefill_reusing(p3, p3.size()), p1.size());
-  EXPECT_TRUE(test::same_bits(s.generation().current_row(), fresh_row(p3)));
+  EXPECT_TRUE(test::same_bits(s.generation().current_row(), fresh_row(*model, p3)));
 }
 
 // k3-chat's state file: what save_reusable() writes is what the next turn
