@@ -267,22 +267,47 @@ HWY_NOINLINE void tile(const Source& src, size_t r0, size_t rows, const float* X
 }
 
 // Largest tile sizes that keep accumulators and decoded weights in registers.
+// kRowT: on narrow targets an MXFP4 group decodes to 4 vectors at ~6
+// instructions each, and a 2x2 tile (what 16 registers hold) pays one decode
+// per 2 FMAs; one row by 8 tokens (4 weights + 8 accumulators + x) pays one
+// per 8, so batches take single-row tiles of 8, then 4, tokens (0: not used;
+// 4 then 2 on SSE4, whose 8 decoded vectors leave room for 4 accumulators).
 template <class Source>
 struct TileShape {
   static constexpr size_t kR = kWide ? 4 : 2;
   static constexpr size_t kT = (kWide || Source::kVecs == 1) ? 4 : 2;
+  static constexpr size_t kRowT = (kWide || Source::kVecs == 1) ? 0 : Source::kVecs <= 4 ? 8 : 4;
 };
 
-// Rows [tile_begin*R, ...) for all n tokens: tokens in blocks of kT (then 2,
-// then 1), rows in tiles of kR (then single rows).
+// Rows [tile_begin*R, ...) for all n tokens: rows in tiles of kR (then
+// single rows); tokens in single-row groups of kRowT then kRowT/2 (when the
+// source uses them), then blocks of kT, 2 and 1. Which tile computes an
+// output never changes its bits.
 template <class Source>
 void rows_range(const Source& src, size_t tile_begin, size_t tile_end, size_t rows, const float* X,
                 size_t xstride, size_t n, size_t blocks, bool tail, float* Y) {
   constexpr size_t kR = TileShape<Source>::kR, kT = TileShape<Source>::kT;
+  constexpr size_t kRowT = TileShape<Source>::kRowT;
+  // Single-row tiles of kRowT, then kRowT/2, tokens over rows [r, r + count).
+  auto single_rows = [&](size_t r, size_t count, size_t& t) {
+    if constexpr (kRowT > 0) {
+      for (; t + kRowT <= n; t += kRowT) {
+        for (size_t i = 0; i < count; ++i) {
+          tile<1, kRowT>(src, r + i, rows, X, xstride, t, blocks, tail, Y);
+        }
+      }
+      for (; t + kRowT / 2 <= n; t += kRowT / 2) {
+        for (size_t i = 0; i < count; ++i) {
+          tile<1, kRowT / 2>(src, r + i, rows, X, xstride, t, blocks, tail, Y);
+        }
+      }
+    }
+  };
   const size_t r_begin = tile_begin * kR, r_end = std::min(rows, tile_end * kR);
   size_t r = r_begin;
   for (; r + kR <= r_end; r += kR) {
     size_t t = 0;
+    single_rows(r, kR, t);
     for (; t + kT <= n; t += kT) tile<kR, kT>(src, r, rows, X, xstride, t, blocks, tail, Y);
     if constexpr (kT > 2) {
       for (; t + 2 <= n; t += 2) tile<kR, 2>(src, r, rows, X, xstride, t, blocks, tail, Y);
@@ -291,6 +316,7 @@ void rows_range(const Source& src, size_t tile_begin, size_t tile_end, size_t ro
   }
   for (; r < r_end; ++r) {
     size_t t = 0;
+    single_rows(r, 1, t);
     for (; t + kT <= n; t += kT) tile<1, kT>(src, r, rows, X, xstride, t, blocks, tail, Y);
     for (; t < n; ++t) tile<1, 1>(src, r, rows, X, xstride, t, blocks, tail, Y);
   }
