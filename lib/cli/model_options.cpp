@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <vector>
 
 #include "checkpoint/checkpoint.h"
 #include "common/cli_limits.h"
@@ -25,14 +26,29 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
       ->check(cli::in_range(0, kMaxComputeThreads));
 }
 
-void add_budget_options(CLI::App& app, ModelOptions& o) {
+void add_budget_options(CLI::App& app, ModelOptions& o, bool expert_trace) {
   StreamingRequest& r = o.stream;
   app.add_option("--trunk", r.trunk_dir,
                  "Packed trunk from k3-pack: pin --trunk-gb of it in RAM and stream the rest every token");
   app.add_option("--trunk-gb", r.trunk_gb, "GB (1e9 bytes) of trunk layers to pin in RAM (needs --trunk)")
       ->check(cli::finite_range(kMaxGigabytes));
-  app.add_option("--cache-gb", r.cache_gb, "GB of routed-expert LRU cache (experts stream from the shards)")
+  app.add_option("--cache-gb", r.cache_gb, "GB of routed-expert cache (experts stream from the shards)")
       ->check(cli::finite_range(kMaxGigabytes));
+  std::vector<std::string> policies;
+  for (ExpertCachePolicyKind k : expert_cache_policy_kinds()) policies.push_back(expert_cache_policy_name(k));
+  app.add_option_function<std::string>(
+         "--expert-cache-policy",
+         [&r](const std::string& name) { r.cache_policy = parse_expert_cache_policy(name, "--expert-cache-policy"); },
+         "Which cached expert makes room when the expert cache is full: layer-lfu (default: each MoE layer keeps an "
+         "equal share of the slots and gives up its least often used expert, counts halving every 4 tokens), layer "
+         "(the same shares, least recently used within a layer), lfu (least often used overall) or lru (least "
+         "recently used overall). Changes the bytes read, never the output (docs/expert-cache.md)")
+      ->check(CLI::IsMember(policies));
+  if (expert_trace)
+    app.add_option("--expert-trace", o.expert_trace,
+                   "Record every (layer, expert) the model asks for, in order, into FILE (little-endian int32 pairs, "
+                   "layer as the checkpoint numbers it; created exclusively, replaced whole at the end) for "
+                   "k3-bench-expert-cache (docs/expert-cache.md)");
   app.add_option("--preset", r.preset,
                  "Memory preset: min, laptop, desktop, workstation, server, max, or auto (the largest whose forecast "
                  "fits the memory available now; --trunk-gb/--cache-gb/--block-mb "
@@ -63,6 +79,7 @@ std::optional<int> answer_plan_requests(const ModelConfig& config, ModelOptions&
   o.stream.compute_threads = o.threads;
   // Checked before any weight is read; a device or FIFO is written through.
   if (!o.stats_json.empty()) check_output_path(o.stats_json, OutputPolicy::kFileOrStream);
+  if (!o.expert_trace.empty()) check_output_path(o.expert_trace, OutputPolicy::kRegularFile);
   if (!o.plan_only) return std::nullopt;
   if (!o.stream.active())
     throw Error(ExitCode::kUsage, "--plan shows a streaming plan: give --trunk, --preset or a budget");

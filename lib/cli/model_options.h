@@ -2,8 +2,9 @@
 //
 // The command-line options of tools that run the model (k3-forward, k3-chat):
 // the model directory, --threads, and the memory-budget flags (--trunk
-// --trunk-gb --cache-gb --preset --io-threads --list-presets --plan --ctx
-// --stats-json), declared once with one help text, and what they do:
+// --trunk-gb --cache-gb --expert-cache-policy --preset --io-threads
+// --list-presets --plan --ctx --stats-json, and k3-forward's --expert-trace),
+// declared once with one help text, and what they do:
 // --list-presets and --plan answer without reading a weight; otherwise the
 // model is loaded (engine/model.h) by cli/model_run.h, which reports its
 // counters at the end.
@@ -32,6 +33,7 @@ struct ModelOptions {
   bool plan_only = false;
   uint64_t ctx = 0;  // 0: what the run needs
   std::string stats_json;
+  std::string expert_trace;  // --expert-trace: record the expert requests (runtime/expert_trace.h)
   double read_gbps = 0;  // --list-presets' read bandwidth; 0: the assumed one
   bool quiet = false;    // --quiet: nothing on stderr but errors
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();  // the run's wall clock
@@ -39,8 +41,10 @@ struct ModelOptions {
 
 // MODEL_DIR (positional; required unless --list-presets) and --threads.
 void add_model_options(CLI::App& app, ModelOptions& options);
-// The memory-budget flags (README "Memory budgets and streaming").
-void add_budget_options(CLI::App& app, ModelOptions& options);
+// The memory-budget flags (README "Memory budgets and streaming"), and
+// --expert-trace when `expert_trace` (a tool that publishes it through
+// report_run).
+void add_budget_options(CLI::App& app, ModelOptions& options, bool expert_trace = false);
 
 // Right after parsing: --quiet takes effect (common/quiet.h); --list-presets
 // (for MODEL_DIR, or the real K3 without one) prints the preset table and

@@ -25,6 +25,7 @@ ModelParams params_for(const ModelOptions& o, uint64_t context, uint64_t batch) 
   params.stream = o.stream;
   params.context = std::max<uint64_t>(o.ctx, context);
   params.batch = batch;
+  params.expert_trace = o.expert_trace;
   return params;
 }
 
@@ -100,8 +101,9 @@ void write_stats_json(const Model& model, const ModelOptions& o, const Generatio
   write_file_atomic(o.stats_json, j.data(), j.size(), OutputPolicy::kFileOrStream);
 }
 
-void report_run(const Model& model, const ModelOptions& o, const GenerationCounters& c, uint64_t prompt_tokens,
+void report_run(Model& model, const ModelOptions& o, const GenerationCounters& c, uint64_t prompt_tokens,
                 const std::string& extra_json) {
+  model.finish_expert_trace();
   const ModelCounters m = model.counters();
   const RunFigures f = run_figures(m, c, prompt_tokens);
   if (m.streaming) std::fputs(figures_text(f).c_str(), stderr);

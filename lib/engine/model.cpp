@@ -42,7 +42,7 @@ Model::Model(ModelConfig config, Checkpoint checkpoint, ModelParams params)
     max_batch = prepared.plan.batch;
     max_drafts_ = prepared.plan_request.state_snapshots;
     streaming_ = std::make_unique<StreamingWeights>(config_, checkpoint_, req.trunk_dir, std::move(prepared.layout),
-                                                    prepared.plan, req.io_threads, params_.progress);
+                                                    prepared.plan, req.io_threads, params_.progress, req.cache_policy);
   } else {
     // The sequences' state and caches are planned as the budgeted path
     // plans them, before any weight or state is allocated.
@@ -55,8 +55,12 @@ Model::Model(ModelConfig config, Checkpoint checkpoint, ModelParams params)
     resident_ = std::make_unique<ResidentWeights>(config_, checkpoint_, params_.log);
     max_drafts_ = req.state_snapshots;
   }
-  WeightSource& weights = streaming_ ? static_cast<WeightSource&>(*streaming_) : *resident_;
-  engine_ = std::make_unique<Engine>(config_, weights, pool_);
+  WeightSource* weights = streaming_ ? static_cast<WeightSource*>(streaming_.get()) : resident_.get();
+  if (!params_.expert_trace.empty()) {
+    trace_ = std::make_unique<ExpertTraceRecorder>(*weights, params_.expert_trace);
+    weights = trace_.get();
+  }
+  engine_ = std::make_unique<Engine>(config_, *weights, pool_);
   if (streaming_) engine_->set_max_batch(max_batch);  // the plan's prefill batch (lowered when memory is short)
   counters_.streaming = streaming_ != nullptr;
   counters_.max_batch = static_cast<uint64_t>(engine_->max_batch());
@@ -133,6 +137,10 @@ ModelCounters Model::counters() const {
   ModelCounters c = counters_;
   if (streaming_) c.now = streaming_->stats();
   return c;
+}
+
+void Model::finish_expert_trace() {
+  if (trace_) trace_->finish();
 }
 
 }  // namespace k3

@@ -48,6 +48,7 @@
 #include "kernels/thread_pool.h"
 #include "model/config.h"
 #include "model/engine.h"
+#include "runtime/expert_trace_recorder.h"
 #include "runtime/resident_weights.h"
 #include "runtime/streaming_setup.h"
 #include "runtime/streaming_weights.h"
@@ -64,6 +65,9 @@ struct ModelParams {
   uint64_t batch = 256;     // rows per weight pass wanted (the plan may lower it)
   std::ostream* log = nullptr;  // the memory plan and loading notes; nullptr: nowhere
   ProgressCallback progress;    // long start-up steps (pinning, checking the trunk)
+  // Record every (layer, expert) the model asks for into this file
+  // (runtime/expert_trace.h's format); it appears at finish_expert_trace().
+  std::string expert_trace;
 };
 
 // What one size of weight pass read, summed over the passes of that size.
@@ -135,6 +139,9 @@ class Model {
   // experts read since the last mark to passes of that size.
   void pass_done(size_t rows);
   ModelCounters counters() const;
+  // Publishes the ModelParams::expert_trace file (nothing when none was
+  // asked for); requests after it are not recorded. Throws k3::Error(kIo).
+  void finish_expert_trace();
 
  private:
   ModelConfig config_;
@@ -142,6 +149,7 @@ class Model {
   ModelParams params_;
   std::unique_ptr<ResidentWeights> resident_;
   std::unique_ptr<StreamingWeights> streaming_;
+  std::unique_ptr<ExpertTraceRecorder> trace_;  // in front of the weights when recording
   ThreadPool pool_;
   std::unique_ptr<Engine> engine_;
   size_t max_drafts_ = 0;

@@ -3,7 +3,7 @@
 // The forward pass asks for weights in the order it uses them and releases
 // them when done, so an implementation is free to keep everything resident
 // (ResidentWeights), pin part of the trunk and stream the rest, or cache
-// routed experts in an LRU arena. Whatever it does, the bytes delivered are
+// routed experts in a cache arena. Whatever it does, the bytes delivered are
 // the checkpoint's bytes, so the output never depends on the implementation.
 #pragma once
 

@@ -17,12 +17,17 @@ using Clock = std::chrono::steady_clock;
 }  // namespace
 
 ExpertCache::ExpertCache(const ModelConfig& config, const Checkpoint& checkpoint,
-                         const std::vector<std::unique_ptr<DirectFile>>& shard_files, uint64_t slots, ReadEngine& io)
-    : config_(config), index_(config, checkpoint), shard_files_(shard_files), io_(io) {
+                         const std::vector<std::unique_ptr<DirectFile>>& shard_files, uint64_t slots, ReadEngine& io,
+                         ExpertCachePolicyKind policy)
+    : config_(config),
+      index_(config, checkpoint),
+      shard_files_(shard_files),
+      io_(io),
+      policy_(policy),
+      slots_(slots, make_expert_cache_policy(policy, ExpertCacheShape::of(config), slots)),
+      weights_(slots) {
   slot_bytes_ = index_.slot_bytes();
-  slots_.resize(slots);
   if (slots) arena_ = AlignedBuffer(slots * slot_bytes_);
-  for (size_t i = slots; i-- > 0;) free_slots_.push_back(static_cast<int>(i));
   // A cache that holds every expert is filled at start: the run is then
   // fully resident and no token waits for an expert.
   const int moe_layers = config_.num_hidden_layers - config_.first_k_dense_replace;
@@ -46,24 +51,23 @@ void ExpertCache::preload() {
   std::vector<std::pair<int, int>> order;
   for (int l = config_.first_k_dense_replace; l < config_.num_hidden_layers; ++l)
     for (int e = 0; e < config_.num_experts; ++e) {
-      const int slot = take_slot();
+      const int slot = take_slot(static_cast<int64_t>(l) * config_.num_experts + e);
       uint8_t* base = slot_base(slot);
       for (const ExpertRead& r : index_.reads(l, e)) {
         reads.push_back(ReadEngine::Read{shard_files_[r.shard].get(), r.offset, r.length, r.need, base + r.slot_offset});
         stats_.load_bytes += r.length;
       }
-      slots_[slot].key = static_cast<int64_t>(l) * config_.num_experts + e;
       order.emplace_back(l, slot);
     }
   io_.submit(std::move(reads), latch.callback(), true);
   latch.wait();
   for (const auto& [l, slot] : order) {
-    Slot& sl = slots_[slot];
-    const int e = static_cast<int>(sl.key % config_.num_experts);
+    const int e = static_cast<int>(slots_.key(slot) % config_.num_experts);
     const uint8_t* base = slot_base(slot);
     if (config_.experts_mxfp4) check_scales(l, e, base);
-    sl.w = bind(l, e, base);
-    resident_[sl.key] = slot;
+    weights_[slot] = bind(l, e, base);
+    slots_.make_resident(slot);
+    slots_.release(slot);
   }
 }
 
@@ -78,7 +82,7 @@ ExpertWeights ExpertCache::bind(int layer, int e, const uint8_t* base) const {
 }
 
 bool ExpertCache::resident(int layer, int expert) const {
-  return resident_.count(static_cast<int64_t>(layer) * config_.num_experts + expert) > 0;
+  return slots_.find(static_cast<int64_t>(layer) * config_.num_experts + expert) >= 0;
 }
 
 ExpertCacheStats ExpertCache::stats() const {
@@ -86,23 +90,7 @@ ExpertCacheStats ExpertCache::stats() const {
   return stats_;
 }
 
-int ExpertCache::take_slot(const std::vector<int64_t>* keep) {
-  if (!free_slots_.empty()) {
-    int s = free_slots_.back();
-    free_slots_.pop_back();
-    return s;
-  }
-  int best = -1;
-  for (size_t i = 0; i < slots_.size(); ++i)
-    if (slots_[i].in_use == 0 && slots_[i].key >= 0 && (best < 0 || slots_[i].tick < slots_[best].tick) &&
-        !(keep && std::find(keep->begin(), keep->end(), slots_[i].key) != keep->end()))
-      best = static_cast<int>(i);
-  if (best >= 0) {
-    resident_.erase(slots_[best].key);
-    slots_[best].key = -1;
-  }
-  return best;
-}
+int ExpertCache::take_slot(int64_t key, const std::vector<int64_t>* keep) { return slots_.take(key, keep); }
 
 void ExpertCache::check_scales(int layer, int expert, const uint8_t* base) const {
   for (size_t k = 0; k < index_.suffixes().size(); ++k) {
@@ -119,9 +107,6 @@ void ExpertCache::check_scales(int layer, int expert, const uint8_t* base) const
 
 void ExpertCache::issue_read(int layer, int expert, int slot) {
   const int64_t key = static_cast<int64_t>(layer) * config_.num_experts + expert;
-  Slot& sl = slots_[slot];
-  sl.key = key;
-  sl.in_use = 1;  // not evictable until delivered
   uint8_t* base = slot_base(slot);
   std::vector<ReadEngine::Read> reads;
   uint64_t bytes = 0;
@@ -147,8 +132,6 @@ void ExpertCache::issue_read(int layer, int expert, int slot) {
 }
 
 void ExpertCache::keep_stray(const Arrival& a) {
-  Slot& sl = slots_[a.slot];
-  sl.in_use = 0;
   const int layer = static_cast<int>(a.key / config_.num_experts), e = static_cast<int>(a.key % config_.num_experts);
   const uint8_t* base = slot_base(a.slot);
   bool ok = a.error.empty();
@@ -160,28 +143,27 @@ void ExpertCache::keep_stray(const Arrival& a) {
     }
   }
   if (!ok) {
-    sl.key = -1;
-    free_slots_.push_back(a.slot);
+    slots_.drop(a.slot);
     return;
   }
-  sl.w = bind(layer, e, base);
-  sl.tick = ++tick_;
-  resident_[a.key] = a.slot;
+  weights_[a.slot] = bind(layer, e, base);
+  slots_.make_resident(a.slot);
+  slots_.release(a.slot);
 }
 
 void ExpertCache::prefetch(int layer, const std::vector<int>& experts) {
-  if (slots_.empty()) return;
+  if (slots_.size() == 0) return;
   const int64_t E = config_.num_experts;
   std::vector<int64_t> keys;
   for (int e : experts) keys.push_back(layer * E + e);
   for (size_t k = 0; k < experts.size(); ++k) {
-    if (resident_.count(keys[k])) continue;
+    if (slots_.find(keys[k]) >= 0) continue;
     {
       std::lock_guard<std::mutex> lk(arrivals_mu_);
       if (pending_.count(keys[k])) continue;
     }
     // Never evict an expert this layer is about to use.
-    const int slot = take_slot(&keys);
+    const int slot = take_slot(keys[k], &keys);
     if (slot < 0) return;  // for_each issues the rest as slots free up
     issue_read(layer, experts[k], slot);
   }
@@ -197,9 +179,8 @@ void ExpertCache::for_each(int layer, const std::vector<int>& experts,
   for (size_t k = 0; k < experts.size(); ++k) {
     const int64_t key = layer * E + experts[k];
     index[key] = k;
-    auto it = resident_.find(key);
-    if (it != resident_.end()) {
-      slots_[it->second].in_use++;
+    if (const int slot = slots_.find(key); slot >= 0) {
+      slots_.pin(slot);
       hits.push_back(k);
       continue;
     }
@@ -222,7 +203,7 @@ void ExpertCache::for_each(int layer, const std::vector<int>& experts,
   std::exception_ptr failure;
   auto issue = [&] {
     while (!misses.empty() && !failure && io_error.empty()) {
-      const int slot = take_slot();
+      const int slot = take_slot(layer * E + experts[misses.front()]);
       if (slot < 0) return;
       const size_t k = misses.front();
       misses.pop_front();
@@ -231,21 +212,19 @@ void ExpertCache::for_each(int layer, const std::vector<int>& experts,
     }
   };
   auto deliver = [&](size_t k, int slot) {
-    Slot& sl = slots_[slot];
     if (!failure) {
       try {
-        on_ready(k, sl.w);
+        on_ready(k, weights_[slot]);
       } catch (...) {
         failure = std::current_exception();
       }
     }
-    sl.in_use = 0;
-    sl.tick = ++tick_;
+    slots_.release(slot);
   };
   // Misses go to the disk first; resident experts compute while they load.
   issue();
   for (size_t k : hits) {
-    deliver(k, resident_.at(layer * E + experts[k]));
+    deliver(k, slots_.find(layer * E + experts[k]));
     issue();
   }
   while (inflight > 0 || (!misses.empty() && !failure && io_error.empty())) {
@@ -272,12 +251,9 @@ void ExpertCache::for_each(int layer, const std::vector<int>& experts,
       continue;
     }
     --inflight;
-    Slot& sl = slots_[a.slot];
     if (!a.error.empty() || failure || !io_error.empty()) {
       if (!a.error.empty() && io_error.empty()) io_error = a.error;
-      sl.key = -1;
-      sl.in_use = 0;
-      free_slots_.push_back(a.slot);
+      slots_.drop(a.slot);
       continue;
     }
     const int e = experts[idx->second];
@@ -286,13 +262,11 @@ void ExpertCache::for_each(int layer, const std::vector<int>& experts,
       if (config_.experts_mxfp4) check_scales(layer, e, base);
     } catch (...) {
       failure = std::current_exception();
-      sl.key = -1;
-      sl.in_use = 0;
-      free_slots_.push_back(a.slot);
+      slots_.drop(a.slot);
       continue;
     }
-    sl.w = bind(layer, e, base);
-    resident_[sl.key] = a.slot;
+    weights_[a.slot] = bind(layer, e, base);
+    slots_.make_resident(a.slot);
     deliver(idx->second, a.slot);
     issue();
   }

@@ -1,7 +1,9 @@
 // The routed-expert cache of a model run in a memory budget.
 //
-// Experts are read straight from the shards with O_DIRECT into an LRU arena
-// of cache slots (one slot = one expert's tensors, ExpertIndex's reads).
+// Experts are read straight from the shards with O_DIRECT into an arena of
+// cache slots (one slot = one expert's tensors, ExpertIndex's reads); when
+// none is free, the eviction policy (runtime/expert_cache_policy.h, through
+// ExpertSlots) chooses which cached expert makes room.
 // prefetch() starts the reads of a layer's selected experts as soon as the
 // routing is known; for_each() then hands every selected expert to the model
 // as soon as its bytes have arrived (resident ones first, while the reads
@@ -25,7 +27,9 @@
 #include "io/read_engine.h"
 #include "model/config.h"
 #include "model/weights.h"
+#include "runtime/expert_cache_policy.h"
 #include "runtime/expert_index.h"
+#include "runtime/expert_slots.h"
 
 namespace k3 {
 
@@ -45,9 +49,10 @@ class ExpertCache {
   // shards) and `io` must outlive the cache. A cache with a slot for every
   // routed expert is filled here: the run is then fully resident. Throws
   // k3::Error (kBadModel for a missing expert tensor or a bad scale byte,
-  // kIo for read failures).
+  // kIo for read failures). `policy` picks the victims (not the bytes).
   ExpertCache(const ModelConfig& config, const Checkpoint& checkpoint,
-              const std::vector<std::unique_ptr<DirectFile>>& shard_files, uint64_t slots, ReadEngine& io);
+              const std::vector<std::unique_ptr<DirectFile>>& shard_files, uint64_t slots, ReadEngine& io,
+              ExpertCachePolicyKind policy = kDefaultExpertCachePolicy);
   ~ExpertCache();  // waits for reads still in flight (they write into the arena)
   ExpertCache(const ExpertCache&) = delete;
   ExpertCache& operator=(const ExpertCache&) = delete;
@@ -68,25 +73,20 @@ class ExpertCache {
   uint64_t slots() const { return slots_.size(); }
   uint64_t slot_bytes() const { return slot_bytes_; }
   uint64_t arena_bytes() const { return slot_bytes_ * slots_.size(); }
+  ExpertCachePolicyKind policy() const { return policy_; }
   // Whether (layer, expert) is in the cache now (not counting reads in flight).
   bool resident(int layer, int expert) const;
   ExpertCacheStats stats() const;
 
  private:
-  struct Slot {
-    int64_t key = -1;  // layer * num_experts + expert
-    int in_use = 0;
-    uint64_t tick = 0;
-    ExpertWeights w;
-  };
   struct Arrival {
     int64_t key;
     int slot;
     std::string error;
   };
-  // A free slot, else the least recently used one not in use and not in
-  // `keep` (keys); -1 when there is none.
-  int take_slot(const std::vector<int64_t>* keep = nullptr);
+  // A slot for `key` (ExpertSlots::take: a free one, else the policy's
+  // victim, never one in use or in `keep`); -1 when there is none.
+  int take_slot(int64_t key, const std::vector<int64_t>* keep = nullptr);
   // Starts reading (layer, expert) into `slot`; its Arrival comes later.
   void issue_read(int layer, int expert, int slot);
   // An arrival nobody is waiting for (a prefetched expert of a call that
@@ -104,10 +104,9 @@ class ExpertCache {
 
   uint64_t slot_bytes_ = 0;
   AlignedBuffer arena_;
-  std::vector<Slot> slots_;
-  std::unordered_map<uint64_t, int> resident_;  // key -> slot
-  std::vector<int> free_slots_;
-  uint64_t tick_ = 0;
+  ExpertCachePolicyKind policy_;
+  ExpertSlots slots_;                // key (layer * num_experts + expert) per slot, in use, free, victims
+  std::vector<ExpertWeights> weights_;  // per slot: its expert's tensors in the arena
   std::mutex arrivals_mu_;
   std::condition_variable arrivals_cv_;
   std::deque<Arrival> arrivals_;

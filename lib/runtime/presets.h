@@ -29,7 +29,7 @@ struct MachineClass {
 struct Preset {
   std::string name;
   double trunk_gb;  // trunk layers pinned in RAM (GB = 1e9 bytes)
-  double cache_gb;  // routed-expert LRU arena (0: the floor, one layer's top-k)
+  double cache_gb;  // routed-expert cache arena (0: the floor, one layer's top-k)
   std::string description;
   MachineClass machine;  // the machine it is sized for
   // Row blocks (MB = 1e6 bytes) the streamed trunk passes through; 0: whole

@@ -46,6 +46,8 @@ struct StreamingRequest {
   bool snapshots_optional = false;
   int io_threads = 8;
   int compute_threads = 1;
+  // Which cached expert makes room (--expert-cache-policy); never the bytes.
+  ExpertCachePolicyKind cache_policy = kDefaultExpertCachePolicy;
   // Streaming is wanted when any of these flags was given.
   bool active() const {
     return !trunk_dir.empty() || !preset.empty() || trunk_gb >= 0 || cache_gb >= 0 || block_mb >= 0;

@@ -1,7 +1,8 @@
 // A WeightSource that runs the model in a memory budget: the trunk through a
 // TrunkStream (pinned sections, streamed sections and head blocks through a
 // few buffers, embedding rows on demand) and the routed experts through an
-// ExpertCache (an LRU arena filled straight from the shards). Both share one
+// ExpertCache (an arena filled straight from the shards, its eviction
+// policy chosen by the caller). Both share one
 // ReadEngine and the open files. The bytes delivered are always the
 // checkpoint's bytes, so the output does not depend on the budget.
 #pragma once
@@ -44,7 +45,8 @@ class StreamingWeights : public WeightSource {
   // memory plan for it. Throws k3::Error (kBadModel for a trunk whose pinned
   // blocks differ from their hashes, kIo for read failures).
   StreamingWeights(const ModelConfig& config, const Checkpoint& checkpoint, const std::string& trunk_dir,
-                   TrunkLayout layout, const MemoryPlan& plan, int io_threads, const ProgressCallback& progress = {});
+                   TrunkLayout layout, const MemoryPlan& plan, int io_threads, const ProgressCallback& progress = {},
+                   ExpertCachePolicyKind cache_policy = kDefaultExpertCachePolicy);
   ~StreamingWeights() override;
 
   void embed(const int32_t* ids, size_t n, float* out) override;

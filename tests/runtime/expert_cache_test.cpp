@@ -1,12 +1,14 @@
 // The routed-expert cache on its own, over the tiny fixture: every requested
 // expert is delivered exactly once with the checkpoint's bytes at any arena
-// size (down to one slot), eviction is least recently used, a prefetch never
-// evicts an expert the same layer is about to use, a cache with a slot per
-// expert is filled at start, and a read error is reported as kIo without
-// breaking the cache.
+// size (down to one slot) and under every eviction policy, the LRU policy
+// evicts the least recently used, a prefetch never evicts an expert the same
+// layer is about to use, a cache with a slot per expert is filled at start, a
+// read error is reported as kIo without breaking the cache, and the replay
+// bench's hits (runtime/expert_cache_replay.h) are the cache's own.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +23,7 @@
 #include "model/config.h"
 #include "model/tensor_manifest.h"
 #include "runtime/expert_cache.h"
+#include "runtime/expert_cache_replay.h"
 
 namespace fs = std::filesystem;
 using namespace k3;
@@ -96,7 +99,8 @@ TEST(ExpertCache, EveryExpertOnceWithTheCheckpointsBytesAtAnyArenaSize) {
   const uint64_t top_k = c.num_experts_per_token;
   for (uint64_t slots : {uint64_t{1}, top_k - 1, top_k, 2 * top_k}) {
     for (bool prefetch : {false, true}) {
-      ExpertCache cache(c, m.checkpoint, m.files, slots, m.io);
+      const ExpertCachePolicyKind policy = expert_cache_policy_kinds()[(slots + prefetch) % 4];
+      ExpertCache cache(c, m.checkpoint, m.files, slots, m.io, policy);
       EXPECT_EQ(cache.slots(), slots);
       EXPECT_EQ(cache.arena_bytes(), slots * cache.slot_bytes());
       std::mt19937 rng(static_cast<unsigned>(slots * 2 + prefetch));
@@ -124,7 +128,7 @@ TEST(ExpertCache, EveryExpertOnceWithTheCheckpointsBytesAtAnyArenaSize) {
 TEST(ExpertCache, EvictsTheLeastRecentlyUsed) {
   Model m(kTiny);
   const int l = first_moe(m.config);
-  ExpertCache cache(m.config, m.checkpoint, m.files, 3, m.io);
+  ExpertCache cache(m.config, m.checkpoint, m.files, 3, m.io, ExpertCachePolicyKind::kLru);
   for (int e : {0, 1, 2}) deliver(m, cache, l, {e});
   for (int e : {0, 1, 2}) EXPECT_TRUE(cache.resident(l, e));
   deliver(m, cache, l, {0});  // 0 used again: 1 is now the oldest
@@ -147,7 +151,7 @@ TEST(ExpertCache, EvictsTheLeastRecentlyUsed) {
 TEST(ExpertCache, PrefetchNeverEvictsAnExpertTheLayerUses) {
   Model m(kTiny);
   const int l = first_moe(m.config);
-  ExpertCache cache(m.config, m.checkpoint, m.files, 4, m.io);
+  ExpertCache cache(m.config, m.checkpoint, m.files, 4, m.io, ExpertCachePolicyKind::kLru);
   for (int e : {0, 1, 2, 3}) deliver(m, cache, l, {e});  // 0 is the oldest
   // The layer will use 0 (the oldest), 5 and 6: the reads of 5 and 6 take
   // the slots of 1 and 2, never 0's.
@@ -238,4 +242,37 @@ TEST(ExpertCache, AReadErrorIsReportedAndTheCacheStillWorks) {
   deliver(m, cache, good_l, {good_e});
   EXPECT_TRUE(cache.resident(good_l, good_e));
   fs::remove_all(dir);
+}
+
+TEST(ExpertCache, TheReplayCountsTheCachesOwnHits) {
+  // One I/O thread: reads arrive in the order issued, as the replay assumes.
+  Model m(kTiny);
+  ReadEngine io1{1};
+  const ModelConfig& c = m.config;
+  std::mt19937 rng(11);
+  ExpertCallSequence seq;
+  seq.passes = 4;
+  for (int t = 0; t < 4; ++t)
+    for (int l = first_moe(c); l < c.num_hidden_layers; ++l) {
+      std::vector<int> all(c.num_experts);
+      for (int e = 0; e < c.num_experts; ++e) all[e] = e;
+      std::shuffle(all.begin(), all.begin() + 8, rng);  // experts 0..7 only: layers reuse some
+      seq.calls.push_back({l, std::vector<int>(all.begin(), all.begin() + c.num_experts_per_token)});
+    }
+  const ExpertCacheShape shape = ExpertCacheShape::of(c);
+  for (ExpertCachePolicyKind k : expert_cache_policy_kinds())
+    for (uint64_t slots : {uint64_t{6}, uint64_t{30}}) {
+      ExpertCache cache(c, m.checkpoint, m.files, slots, io1, k);
+      size_t delivered = 0;
+      for (const ExpertCall& call : seq.calls) {
+        cache.prefetch(call.layer, call.experts);
+        cache.for_each(call.layer, call.experts, [&](size_t, const ExpertWeights&) { ++delivered; });
+      }
+      const ReplayResult r = replay_expert_cache(seq, shape, slots, k);
+      EXPECT_EQ(delivered, r.requests);
+      EXPECT_EQ(cache.stats().experts_requested, r.requests);
+      EXPECT_EQ(cache.stats().experts_resident, r.hits) << expert_cache_policy_name(k) << " " << slots << " slots";
+      // Something to compare: LRU's 30 slots are fewer than a pass's 48 experts.
+      if (slots == 30 && k != ExpertCachePolicyKind::kLru) EXPECT_GT(r.hits, 0u) << expert_cache_policy_name(k);
+    }
 }

@@ -77,7 +77,7 @@ int run(int argc, char** argv) {
   app.add_option("--stop-id", stop_ids, "Stop generating after this id (repeatable)")->allow_extra_args(false);
   app.add_option("--state-in", state_in, "Continue the conversation saved in FILE: the ids on stdin are appended to the "
                                          "saved context (sampling flags not given keep the saved settings)");
-  k3::add_budget_options(app, mo);
+  k3::add_budget_options(app, mo, /*expert_trace=*/true);
   app.add_option("--state-out", state_out, "Save the conversation to FILE after the run (written atomically; also when interrupted)");
   app.footer(k3::exit_codes_help());
   if (auto status = k3::parse_command_line(app, argc, argv, kTool)) return *status;
