@@ -80,6 +80,7 @@ double seconds(std::chrono::steady_clock::time_point t0) {
 
 int run(int argc, char** argv) {
   if (auto status = bench::answer_help_or_version(argc, argv, "k3-bench-draft-time", kUsage)) return *status;
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each figure as soon as it is measured
   std::string dir;
   int threads = 0, passes = 3;
   double stream_mb = 0;
