@@ -20,9 +20,12 @@
 // in expectation, S_i the chance the first i drafts are all accepted: the
 // published per-position acceptance shapes (DSPARK.md section 3.2, a
 // GSM8K-like and a prose/code-like curve). The draft's own weights are
-// resident (not read from disk); it reads K3's lm_head once more per draft
-// pass where the head streams. The policy column is the k VerifyPolicy picks
-// for that curve once measured.
+// resident on the presets whose trunk is whole layers (desktop); on those
+// that stream the trunk in row blocks (min, laptop) its large matrices
+// stream too and are read again for every draft pass (the pass's matrices,
+// and context_proj and kv_a again to fuse the committed positions). It reads
+// K3's lm_head once more per draft pass where the head streams. The policy
+// column is the k VerifyPolicy picks for that curve once measured.
 //
 // Usage: k3-bench-pass-bytes [MODEL_DIR]   (default: K3's geometry from
 // k3-synth --preset k3, nothing written; MODEL_DIR: its config.json)
@@ -90,10 +93,16 @@ void print_preset(const ModelConfig& c, const Preset& preset) {
   // The draft: cumulative acceptance after 1..7 drafts (DSPARK.md 3.2).
   const DSparkConfig d = kimi_k3_dspark_geometry();
   const double head = static_cast<double>(c.vocab_size) * c.hidden_size * 2;
-  const double draft_read = plan.head_streamed ? head : 0.0;
-  std::printf("draft (DSpark, %.2f GB resident + %.1f KB/position context): %.2f GB read per draft pass (%s)\n",
-              dspark_weight_bytes(d) / 1e9, 4.0 * d.num_hidden_layers * d.kv_stride() / 1e3, draft_read / 1e9,
-              plan.head_streamed ? "K3's streamed lm_head again" : "K3's lm_head is pinned");
+  const bool draft_streams = preset.block_mb > 0;  // as the memory plan decides (PlanRequest::draft_streamed_bytes)
+  const double kv_a = 2.0 * d.num_hidden_layers * d.kv_stride() * d.hidden_size;
+  const double draft_weights = draft_streams ? dspark_streamed_weight_bytes(d) + kv_a : 0.0;
+  const double draft_read = (plan.head_streamed ? head : 0.0) + draft_weights;
+  std::printf("draft (DSpark, %.2f GB %s + %.1f KB/position context): %.2f GB read per draft pass (%s%s)\n",
+              dspark_weight_bytes(d) / 1e9, draft_streams ? "streamed in row blocks" : "resident",
+              4.0 * d.num_hidden_layers * d.kv_stride() / 1e3, draft_read / 1e9,
+              plan.head_streamed ? "K3's streamed lm_head again" : "K3's lm_head is pinned",
+              draft_streams ? (", and its own matrices: " + std::to_string(draft_weights / 1e9).substr(0, 4) + " GB").c_str()
+                            : "");
   const struct Curve {
     const char* name;
     std::vector<double> cumulative;

@@ -6,6 +6,9 @@
 #include "common/atomic_file_writer.h"
 #include "common/error.h"
 #include "common/file.h"
+#include "common/json_writer.h"
+#include "common/progress_meter.h"
+#include "draft/dspark_memory.h"
 
 namespace k3 {
 
@@ -31,32 +34,23 @@ void DraftFlags::check(const ModelConfig& config, StreamingRequest& stream) {
   if (!log_path_.empty()) check_output_path(log_path_, OutputPolicy::kFileOrStream);
   config_ = load_dspark_config(dir_);
   check_draft_fits(*config_, config, dir_);
-  // Weights, a prefill batch of taps and a draft pass's activations; the
-  // context grows by DraftContext::bytes_per_position.
-  const uint64_t taps = 256ull * static_cast<uint64_t>(config_->num_taps()) * config_->hidden_size * 4;
-  const uint64_t pass = static_cast<uint64_t>(config_->block_size) * 4 *
-                        (static_cast<uint64_t>(config_->vocab_size) + 4ull * config_->intermediate_size);
-  stream.draft_fixed_bytes = dspark_weight_bytes(*config_) + taps + pass;
-  stream.draft_bytes_per_position = DraftContext::bytes_per_position(*config_);
+  // On presets that stream the trunk in row blocks the draft's large matrices
+  // stream too (through one more block buffer, which the plan adds).
+  const DraftMemory m = dspark_memory(*config_);
+  stream.draft_fixed_bytes = m.resident;
+  stream.draft_streamed_bytes = m.streamed_held;
+  stream.draft_read_bytes = m.read_per_pass;
+  stream.draft_bytes_per_position = m.per_position;
 }
 
-void DraftFlags::start(Engine& engine, ThreadPool& pool, GenerationSession& session, DraftSource* fallback,
-                       const char* tool, bool teacher_forcing) {
+void DraftFlags::start(Model& model, GenerationSession& session, DraftSource* fallback, const char* tool,
+                       bool teacher_forcing) {
   if (!config_) return;
   if (teacher_forcing && session.state().positions > 0)
     throw Error(ExitCode::kUsage, "--teacher-forcing with --draft drafts from position 0: drop --state-in");
-  model_ = std::make_unique<DSparkModel>(*config_, load_dspark_weights(*config_, dir_));
-  source_ = std::make_unique<DSparkDrafts>(*model_, engine.source(), &pool,
-                                           VerifyPolicy(static_cast<size_t>(config_->block_size), {}, max_context_));
-  source_->set_log([this](const DraftLogEntry& e) {
-    std::string ids;
-    for (int32_t id : e.draft) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
-    log_ += "{\"anchor_pos\": " + std::to_string(e.anchor_pos) + ", \"anchor_id\": " + std::to_string(e.anchor_id) +
-            ", \"draft\": [" + ids + "], \"verified\": " + std::to_string(e.verified) +
-            ", \"accepted\": " + std::to_string(e.accepted) + "}\n";
-  });
+  load(model);
+  Engine& engine = model.engine();
   source_->set_keep_taps(teacher_forcing);
-  engine.set_layer_tap(source_.get());
   const SequenceState& state = session.state();
   if (state.positions > 0) {
     std::fprintf(stderr, "%s: --draft: rebuilding the draft's context from the %lld saved positions (one prefill)\n",
@@ -75,6 +69,29 @@ void DraftFlags::start(Engine& engine, ThreadPool& pool, GenerationSession& sess
   }
 }
 
+DSparkDrafts* DraftFlags::start_serving(Model& model) {
+  if (!config_) return nullptr;
+  load(model);
+  source_->detach();  // until the server's scheduler gives it a sequence to follow
+  return source_.get();
+}
+
+void DraftFlags::load(Model& model) {
+  block_bytes_ = model.counters().draft_block_bytes;  // the plan's choice: resident, or streamed in these blocks
+  model_ = std::make_unique<DSparkModel>(*config_, load_dspark_weights(*config_, dir_, block_bytes_));
+  Engine& engine = model.engine();
+  source_ = std::make_unique<DSparkDrafts>(*model_, engine.source(), &model.pool(),
+                                           VerifyPolicy(static_cast<size_t>(config_->block_size), {}, max_context_));
+  source_->set_log([this](const DraftLogEntry& e) {
+    std::string ids;
+    for (int32_t id : e.draft) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+    log_ += "{\"anchor_pos\": " + std::to_string(e.anchor_pos) + ", \"anchor_id\": " + std::to_string(e.anchor_id) +
+            ", \"draft\": [" + ids + "], \"verified\": " + std::to_string(e.verified) +
+            ", \"accepted\": " + std::to_string(e.accepted) + "}\n";
+  });
+  engine.set_layer_tap(source_.get());
+}
+
 void DraftFlags::teacher_force(const std::vector<int32_t>& ids) {
   if (!source_) return;
   for (size_t pos = 1; pos < ids.size(); ++pos) source_->draft_at(static_cast<int64_t>(pos), ids[pos]);
@@ -86,32 +103,50 @@ void DraftFlags::finish(const char* tool) {
   const DSparkStats& s = source_->stats();
   std::fprintf(stderr,
                "%s: draft: %lld passes, %lld ids drafted, %lld verified, %lld accepted; %lld passes skipped past "
-               "--draft-max-context %lld\n",
+               "--draft-max-context %lld%s\n",
                tool, static_cast<long long>(s.passes), static_cast<long long>(s.proposed),
                static_cast<long long>(s.verified), static_cast<long long>(s.accepted),
-               static_cast<long long>(s.skipped_long_context), static_cast<long long>(max_context_));
+               static_cast<long long>(s.skipped_long_context), static_cast<long long>(max_context_),
+               block_bytes_ ? ("; weights streamed: " + format_bytes(model_->weights().stream->bytes_read()) +
+                               " read in " + format_bytes(block_bytes_) + " row blocks")
+                                  .c_str()
+                            : "");
   if (!log_path_.empty()) write_file_atomic(log_path_, log_.data(), log_.size(), OutputPolicy::kFileOrStream);
 }
 
 std::string DraftFlags::stats_json() const {
   if (!source_) return {};
-  const DSparkStats& s = source_->stats();
-  std::string per;
-  const auto& off = source_->policy().offered();
-  const auto& acc = source_->policy().accepted();
-  for (size_t i = 0; i < off.size(); ++i)
-    per += (i ? ", " : "") + std::string("[") + std::to_string(acc[i]) + ", " + std::to_string(off[i]) + "]";
-  char buf[768];
-  std::snprintf(buf, sizeof buf,
-                "  \"draft\": {\"passes\": %lld, \"drafts_proposed\": %lld, \"drafts_verified\": %lld, "
-                "\"drafts_accepted\": %lld, \"positions_fused\": %lld, \"max_context\": %lld, "
-                "\"skipped_long_context\": %lld, \"skipped_no_taps\": %lld, \"accepted_of_offered_by_position\": [%s]}",
-                static_cast<long long>(s.passes), static_cast<long long>(s.proposed),
-                static_cast<long long>(s.verified), static_cast<long long>(s.accepted),
-                static_cast<long long>(s.positions_fused), static_cast<long long>(max_context_),
-                static_cast<long long>(s.skipped_long_context), static_cast<long long>(s.skipped_no_taps),
-                per.c_str());
-  return buf;
+  const DSparkWeights& w = model_->weights();
+  return draft_stats_member(source_->stats(), max_context_, source_->policy().accepted(), source_->policy().offered(),
+                            {block_bytes_, w.stream ? w.stream->bytes_read() : 0});
+}
+
+std::string draft_stats_member(const DSparkStats& s, int64_t max_context, const std::vector<int64_t>& accepted,
+                               const std::vector<int64_t>& offered, DraftStreamFigures streamed) {
+  // Built by the writer rather than into a fixed buffer: the per-position
+  // array grows with the draft's block size and its counts' digits.
+  JsonWriter w;
+  w.begin_object();
+  w.key("passes").value(static_cast<long long>(s.passes));
+  w.key("drafts_proposed").value(static_cast<long long>(s.proposed));
+  w.key("drafts_verified").value(static_cast<long long>(s.verified));
+  w.key("drafts_accepted").value(static_cast<long long>(s.accepted));
+  w.key("positions_fused").value(static_cast<long long>(s.positions_fused));
+  w.key("max_context").value(static_cast<long long>(max_context));
+  w.key("skipped_long_context").value(static_cast<long long>(s.skipped_long_context));
+  w.key("skipped_no_taps").value(static_cast<long long>(s.skipped_no_taps));
+  w.key("streamed_block_bytes").value(static_cast<unsigned long long>(streamed.block_bytes));
+  w.key("bytes_read").value(static_cast<unsigned long long>(streamed.bytes_read));
+  w.key("accepted_of_offered_by_position").begin_array();
+  for (size_t i = 0; i < offered.size(); ++i) {
+    w.begin_array();
+    w.value(static_cast<long long>(i < accepted.size() ? accepted[i] : 0));
+    w.value(static_cast<long long>(offered[i]));
+    w.end_array();
+  }
+  w.end_array();
+  w.end_object();
+  return "  \"draft\": " + w.take();
 }
 
 }  // namespace k3

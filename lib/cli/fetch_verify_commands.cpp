@@ -10,10 +10,21 @@
 #include "common/error.h"
 #include "fetch/hub_token.h"
 #include "fetch/transfer_progress.h"
+#include "verify/known_checkpoints.h"
 
 namespace k3 {
 
 namespace {
+
+// A draft model is not packed: it is given to the tools with --draft.
+bool is_draft_dir(const std::string& dir) { return checkpoint_model_type(dir) == kDSparkModelType; }
+
+void print_draft_next(const char* tool, const std::string& dir) {
+  std::fprintf(stderr,
+               "%s: next: add --draft %s to k3-forward, k3-chat or k3-serve (a DSpark draft model is used as it is, "
+               "not packed; docs/dspark.md)\n",
+               tool, dir.c_str());
+}
 
 std::string env_or(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
@@ -60,6 +71,8 @@ int run_download_command(DownloadCommand command, const char* tool) {
   if (!opt.include.empty() || !opt.exclude.empty())
     std::fprintf(stderr, "%s: next: %s download %s (the rest of the checkpoint; finished files are kept)\n", tool,
                  tool, opt.dir.c_str());
+  else if (is_draft_dir(opt.dir))
+    print_draft_next(tool, opt.dir);
   else
     std::fprintf(stderr,
                  "%s: next: k3-pack %s %s (no need to run verify: every file's sha256 was checked against the hub "
@@ -90,7 +103,10 @@ int run_verify_command(VerifyOptions opt, const char* tool) {
   std::printf("ok: %s: %llu shards, %llu bytes%s\n", opt.dir.c_str(), static_cast<unsigned long long>(r.shards),
               static_cast<unsigned long long>(r.shard_bytes), opt.full ? ", every hash matches" : "");
   std::fflush(stdout);
-  std::fprintf(stderr, "%s: next: k3-pack %s %s\n", tool, opt.dir.c_str(), suggested_trunk_dir(opt.dir).c_str());
+  if (is_draft_dir(opt.dir))
+    print_draft_next(tool, opt.dir);
+  else
+    std::fprintf(stderr, "%s: next: k3-pack %s %s\n", tool, opt.dir.c_str(), suggested_trunk_dir(opt.dir).c_str());
   return 0;
 }
 

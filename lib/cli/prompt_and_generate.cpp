@@ -16,7 +16,7 @@ namespace k3 {
 GenerationEnd run_prompt_and_generate(GenerationSession& session, Model& model,
                                       const std::vector<int32_t>& prompt, size_t fed, bool teacher_forcing,
                                       int64_t gen, GenerationExtras& extras, DraftFlags* draft, DraftSource* fallback) {
-  if (draft) draft->start(model.engine(), model.pool(), session, fallback, tool_name(), teacher_forcing);
+  if (draft) draft->start(model, session, fallback, tool_name(), teacher_forcing);
   PrefillProgress prefill(tool_name());
   std::vector<float> rows;
   session.feed(prompt, teacher_forcing ? &rows : nullptr, std::ref(prefill));

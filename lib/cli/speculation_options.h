@@ -74,7 +74,7 @@ class ChatSpeculationFlags {
   // Starts --draft (when given) over the loaded model, `lookup` filling in
   // where it proposes nothing (unless --no-spec).
   void start_draft(Model& model, GenerationSession& session, DraftSource* lookup) {
-    draft_.start(model.engine(), model.pool(), session, lookup_drafts() ? lookup : nullptr, tool_name());
+    draft_.start(model, session, lookup_drafts() ? lookup : nullptr, tool_name());
   }
   // After the chat: --draft's log and summary; returns `status`.
   int finish_draft(int status) {

@@ -9,6 +9,8 @@
 #include "doctor/checks.h"
 #include "common/error.h"
 #include "doctor/next_steps.h"
+#include "draft/dspark_config.h"
+#include "draft/dspark_memory.h"
 #include "kernels/matmul.h"
 #include "platform/system_root.h"
 
@@ -148,8 +150,20 @@ Report run_doctor(const DoctorOptions& o) {
                                       "or trunk is on this disk, or pass --probe-file";
   }
 
+  // --draft: counted as k3-forward --draft counts it (resident, or streamed on
+  // the presets whose trunk streams in row blocks); refused as it refuses it.
+  PresetRun run;
+  if (!o.draft_dir.empty()) {
+    const DSparkConfig draft = load_dspark_config(o.draft_dir);
+    check_draft_fits(draft, ck.plan_model.config, o.draft_dir);
+    const DraftMemory dm = dspark_memory(draft);
+    run.draft_fixed_bytes = dm.resident;
+    run.draft_streamed_bytes = dm.streamed_held;
+    run.draft_read_bytes = dm.read_per_pass;
+    run.draft_bytes_per_position = dm.per_position;
+  }
   std::optional<PresetForecast> rec;
-  if (mem.usable) rec = recommend_preset(*mem.usable, ck.plan_model, mb, o.hit_rate);
+  if (mem.usable) rec = recommend_preset(*mem.usable, ck.plan_model, mb, o.hit_rate, run);
 
   add_cpu_checks(r, cpu);
   add_gpu_check(r, root);
@@ -171,6 +185,7 @@ Report run_doctor(const DoctorOptions& o) {
   next.model_dir = o.model_dir;
   next.trunk_dir = o.trunk_dir;
   next.trunk_ready = trunk && trunk->match == TrunkMatch::kMatches;
+  next.draft_dir = o.draft_dir;
   if (rec) next.preset = rec->preset.name;
   r.next_steps = next_steps(next);
   return r;

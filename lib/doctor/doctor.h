@@ -22,6 +22,7 @@ struct DoctorOptions {
   uint64_t probe_max_bytes = 4'000'000'000;
   std::string probe_file;  // measure this file instead of the largest in the model/trunk dirs
   std::optional<double> hit_rate;  // expert cache hit rate for the forecast (default: cache share)
+  std::string draft_dir;   // --draft: the preset recommended with this DSpark draft counted (as --preset auto does)
 };
 
 // Files smaller than this are not worth measuring: the device's own cache

@@ -22,9 +22,11 @@ std::vector<std::string> next_steps(const NextStepFacts& f) {
       shell_word(!f.trunk_dir.empty() ? f.trunk_dir : f.model_dir.empty() ? "~/k3trunk" : suggested_trunk_dir(f.model_dir));
   if (f.model_dir.empty()) steps.push_back("k3-fetch-verify download " + model);
   if (!f.trunk_ready) steps.push_back("k3-pack " + model + " " + trunk);
+  const std::string draft = f.draft_dir.empty() ? "" : " --draft " + shell_word(f.draft_dir);
   steps.push_back("k3-tokenize --tok " + model + " --model " + model + " --prompt-file prompt.txt | k3-forward " +
-                  model + " --trunk " + trunk + " --preset " + *f.preset + " --gen 64 | k3-detok --tok " + model);
-  steps.push_back("k3-chat " + model + " --trunk " + trunk + " --preset " + *f.preset);
+                  model + " --trunk " + trunk + " --preset " + *f.preset + " --gen 64" + draft + " | k3-detok --tok " +
+                  model);
+  steps.push_back("k3-chat " + model + " --trunk " + trunk + " --preset " + *f.preset + draft);
   return steps;
 }
 

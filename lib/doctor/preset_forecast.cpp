@@ -33,11 +33,11 @@ PresetForecast forecast_preset(const Preset& p, const PlanModel& pm, const Model
 }
 
 std::optional<PresetForecast> recommend_preset(uint64_t usable_bytes, const PlanModel& pm, const ModelBytes& m,
-                                               std::optional<double> hit_rate) {
+                                               std::optional<double> hit_rate, const PresetRun& run) {
   // The rule `k3-forward --preset auto` follows (runtime/preset_plan.h).
-  const PresetChoice choice = choose_preset(pm, usable_bytes);
+  const PresetChoice choice = choose_preset(pm, usable_bytes, run);
   if (!choice.preset) return std::nullopt;
-  return forecast_preset(*choice.preset, pm, m, hit_rate);
+  return forecast_preset(*choice.preset, pm, m, hit_rate, run);
 }
 
 }  // namespace k3::doctor

@@ -165,9 +165,9 @@ DSparkConfig parse_dspark_config(const std::string& text, const std::string& pat
   return c;
 }
 
-DSparkConfig kimi_k3_dspark_geometry() {
+const char* kimi_k3_dspark_config_json() {
   // Inferact/Kimi-K3-DSpark's config.json (the keys the draft pass reads).
-  static const char* kConfig = R"({"model_type": "k3_dspark", "hidden_size": 7168, "intermediate_size": 14336,
+  return R"({"model_type": "k3_dspark", "hidden_size": 7168, "intermediate_size": 14336,
     "num_hidden_layers": 5, "num_attention_heads": 64, "num_key_value_heads": 64, "q_lora_rank": 1536,
     "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
     "mla_use_nope": false, "mla_use_output_gate": false, "vocab_size": 163840, "draft_vocab_size": 163840,
@@ -177,7 +177,10 @@ DSparkConfig kimi_k3_dspark_geometry() {
     "target_num_hidden_layers": 93, "target_layer_ids": [2, 23, 47, 71, 89], "mask_token_id": 163837,
     "markov_rank": 256, "markov_head_type": "vanilla", "enable_confidence_head": true,
     "confidence_head_with_markov": true})";
-  return parse_dspark_config(kConfig, "Kimi-K3-DSpark geometry");
+}
+
+DSparkConfig kimi_k3_dspark_geometry() {
+  return parse_dspark_config(kimi_k3_dspark_config_json(), "Kimi-K3-DSpark geometry");
 }
 
 void check_draft_fits(const DSparkConfig& d, const ModelConfig& t, const std::string& dir) {

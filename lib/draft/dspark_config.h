@@ -54,6 +54,8 @@ DSparkConfig load_dspark_config(const std::string& dir);
 DSparkConfig parse_dspark_config(const std::string& text, const std::string& origin);
 // Inferact/Kimi-K3-DSpark's geometry (for plans and benches at true size).
 DSparkConfig kimi_k3_dspark_geometry();
+// The config.json text that geometry is read from (k3-synth --dspark writes it).
+const char* kimi_k3_dspark_config_json();
 
 // Refuses (Error kBadModel, one line naming both values) a draft whose target
 // layers, hidden size or vocabulary do not fit `target`.

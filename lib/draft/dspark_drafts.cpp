@@ -23,7 +23,7 @@ DSparkDrafts::~DSparkDrafts() {
 bool DSparkDrafts::wants(int layer) const { return std::find(slots_.begin(), slots_.end(), layer) != slots_.end(); }
 
 void DSparkDrafts::on_layer(int layer, const SequenceState& state, int64_t pos0, const float* rows, size_t n) {
-  if (sequence_ && &state != sequence_) return;
+  if (detached_ || (sequence_ && &state != sequence_)) return;
   const size_t hidden = model_.config().hidden_size, taps = slots_.size(), row = taps * hidden;
   if (layer == first_layer_) {  // a pass begins: it rewrites positions pos0 on
     if (pos0 < context_.positions) context_.truncate(model_.config(), pos0);
@@ -45,6 +45,13 @@ void DSparkDrafts::on_layer(int layer, const SequenceState& state, int64_t pos0,
     // More rows than a verification has: a prefill, committed as it stands.
     if (!keep_taps_ && n > static_cast<size_t>(model_.config().block_size) + 1) fuse_until(taps_end_);
   }
+}
+
+void DSparkDrafts::reset() {
+  flush();
+  context_.truncate(model_.config(), 0);
+  taps_.clear();
+  taps_begin_ = taps_end_ = 0;
 }
 
 bool DSparkDrafts::fuse_until(int64_t end) {

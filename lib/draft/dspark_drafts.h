@@ -52,7 +52,17 @@ class DSparkDrafts : public DraftSource, public LayerTap {
   ~DSparkDrafts() override;
 
   // Only the taps of this sequence are used (nullptr: any).
-  void attach(const SequenceState* state) { sequence_ = state; }
+  void attach(const SequenceState* state) {
+    sequence_ = state;
+    detached_ = false;
+  }
+  // No taps are used until the next attach() (a server's draft between the
+  // sequences it follows).
+  void detach() { detached_ = true; }
+  // Forgets the context and the kept taps (and logs a pass still waiting),
+  // for a sequence that starts anew; the stats and the policy's measured
+  // acceptance stay.
+  void reset();
   // Receives every draft pass once its verdict is known.
   void set_log(std::function<void(const DraftLogEntry&)> log) { log_ = std::move(log); }
   // Teacher forcing keeps every tap until draft_at() has used it.
@@ -85,6 +95,7 @@ class DSparkDrafts : public DraftSource, public LayerTap {
   ThreadPool* pool_;
   VerifyPolicy policy_;
   const SequenceState* sequence_ = nullptr;
+  bool detached_ = false;
   std::function<void(const DraftLogEntry&)> log_;
   bool keep_taps_ = false;
   std::vector<int> slots_;   // per tapped layer (by target_layer_ids order): its layer id

@@ -7,9 +7,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "draft/draft_row_stream.h"
 #include "draft/dspark_config.h"
 #include "model/weights.h"
 
@@ -37,6 +39,11 @@ struct DSparkWeights {
   std::vector<float> confidence_w;      // [hidden + markov_rank] (empty without the head)
   float confidence_b = 0;
   uint64_t bytes = 0;                   // BF16 bytes held (the plan counts them)
+  // Streamed (load_dspark_weights with a block size): the matrices used
+  // only through lin() read per use through `stream`'s one buffer.
+  std::shared_ptr<DraftStreamFile> stream;
+  std::vector<std::unique_ptr<DraftRowStream>> row_streams;  // the matrices' `blocks` point at these
+  uint64_t streamed_bytes = 0;          // bytes of the streamed matrices (one full read)
 
   DSparkWeights() = default;
   DSparkWeights(const DSparkWeights&) = delete;
@@ -49,10 +56,18 @@ struct DSparkWeights {
 
 // Reads every tensor the draft pass uses, checking names, dtypes (BF16) and
 // shapes against the config. Throws Error(kBadModel) naming the tensor.
-DSparkWeights load_dspark_weights(const DSparkConfig& config, const std::string& dir);
+// `stream_block_bytes` > 0: the matrices used only through lin()
+// (context_proj, q_a/q_b/kv_a/o_proj and the MLP of every layer) stay on disk
+// and stream in blocks of whole rows through one buffer of that many bytes
+// (at least one row of the widest); the rest is read into memory as above.
+DSparkWeights load_dspark_weights(const DSparkConfig& config, const std::string& dir,
+                                  uint64_t stream_block_bytes = 0);
 
 // Bytes the draft's own weights take in memory (without K3's shared
 // embedding and lm_head), from the config alone.
 uint64_t dspark_weight_bytes(const DSparkConfig& config);
+// Of those, the bytes of the matrices that stream on small presets (read
+// again for every draft pass and every fusion of committed positions).
+uint64_t dspark_streamed_weight_bytes(const DSparkConfig& config);
 
 }  // namespace k3

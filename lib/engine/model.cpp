@@ -41,6 +41,7 @@ Model::Model(ModelConfig config, Checkpoint checkpoint, ModelParams params)
     counters_.cache_budget = prepared.plan_request.cache_budget;
     max_batch = prepared.plan.batch;
     max_drafts_ = prepared.plan_request.state_snapshots;
+    counters_.draft_block_bytes = prepared.plan.draft_streamed ? prepared.plan.block_bytes : 0;
     streaming_ = std::make_unique<StreamingWeights>(config_, checkpoint_, req.trunk_dir, std::move(prepared.layout),
                                                     prepared.plan, req.io_threads, params_.progress, req.cache_policy);
   } else {

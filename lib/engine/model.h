@@ -86,6 +86,9 @@ struct ModelCounters {
   uint64_t forecast_peak_rss = 0;                // the plan's forecast (streaming)
   uint64_t max_batch = 0;       // rows per weight pass the engine runs
   size_t max_drafts = 0;        // drafts per pass the plan holds rollback copies for
+  // --draft: the plan streams the draft's matrices in row blocks of this
+  // many bytes (0: the draft is resident).
+  uint64_t draft_block_bytes = 0;
   StreamStats at_start, after_prefill, now;      // streaming counters (zero when resident)
   // Index: rows per pass (the generation passes reported by pass_done()).
   // Passes are counted resident too; bytes and experts only when streaming.

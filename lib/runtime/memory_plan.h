@@ -23,9 +23,15 @@ struct PlanRequest {
   uint64_t batch = 256;        // prefill rows computed at once
   uint64_t sequences = 1;      // sequences decoded together (--batch): each holds its KDA state and MLA cache
   uint64_t state_snapshots = 0;  // KDA state copies kept to roll back verified rows (--spec: drafts per pass)
-  // A draft model (--draft) held in RAM: its weights and buffers, and its
-  // context per position (for `context` positions).
+  // A draft model (--draft): its weights and buffers held in RAM, and its
+  // context per position (for `context` positions). When the trunk streams
+  // in row blocks (block_bytes > 0) and draft_streamed_bytes is set, the
+  // draft streams too: only draft_streamed_bytes are held, and its
+  // draft_read_bytes are read again for every draft pass through one buffer
+  // of block_bytes.
   uint64_t draft_fixed_bytes = 0;
+  uint64_t draft_streamed_bytes = 0;
+  uint64_t draft_read_bytes = 0;
   uint64_t draft_bytes_per_position = 0;
   // RAM for conversation states kept between requests (k3-serve --keep-mb).
   uint64_t kept_state_bytes = 0;
@@ -99,6 +105,7 @@ struct MemoryPlan {
   uint64_t per_sequence_bytes = 0;  // one sequence's KDA state + MLA cache (included above per sequence)
   uint64_t activation_bytes = 0;
   uint64_t draft_bytes = 0;          // the draft model: weights, buffers, context (--draft)
+  bool draft_streamed = false;       // its matrices are read per draft pass in row blocks of block_bytes
   uint64_t kept_state_bytes = 0;     // kept conversation states (the request's)
   uint64_t io_bytes = 0;             // embedding row buffers, index, thread stacks
   uint64_t peak_rss = 0;             // the forecast: sum of the above

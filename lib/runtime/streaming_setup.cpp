@@ -79,6 +79,8 @@ static PreparedStream plan_for(const ModelConfig& config, const Checkpoint& chec
   pr.sequences = req.sequences;
   pr.state_snapshots = req.state_snapshots;
   pr.draft_fixed_bytes = req.draft_fixed_bytes;
+  pr.draft_streamed_bytes = req.draft_streamed_bytes;
+  pr.draft_read_bytes = req.draft_read_bytes;
   pr.draft_bytes_per_position = req.draft_bytes_per_position;
   pr.kept_state_bytes = req.kept_state_bytes;
   pr.io_threads = req.io_threads;
@@ -106,6 +108,10 @@ PresetChoice choose_auto_preset(const ModelConfig& config, const Checkpoint& che
   // Default drafts (k3-chat) are dropped before a smaller preset is chosen
   // for them; the plan lowers them later when memory is short.
   run.state_snapshots = req.snapshots_optional ? 0 : req.state_snapshots;
+  run.draft_fixed_bytes = req.draft_fixed_bytes;
+  run.draft_streamed_bytes = req.draft_streamed_bytes;
+  run.draft_read_bytes = req.draft_read_bytes;
+  run.draft_bytes_per_position = req.draft_bytes_per_position;
   return choose_preset(plan_model_for_checkpoint(config, checkpoint), available, run);
 }
 

@@ -38,7 +38,8 @@ struct StreamingRequest {
   uint64_t batch = 256;
   uint64_t sequences = 1;        // decoded together (k3-forward --batch)
   uint64_t state_snapshots = 0;  // KDA state copies for rolling back drafts (--spec)
-  uint64_t draft_fixed_bytes = 0, draft_bytes_per_position = 0;  // --draft (PlanRequest)
+  uint64_t draft_fixed_bytes = 0, draft_streamed_bytes = 0, draft_read_bytes = 0,
+           draft_bytes_per_position = 0;  // --draft (PlanRequest)
   uint64_t kept_state_bytes = 0;  // k3-serve --keep-mb (PlanRequest)
   // Speculation on by default (k3-chat): when the plan does not fit, the
   // rollback copies (so the drafts per pass) are halved first, down to none,
@@ -74,8 +75,9 @@ struct PreparedStream {
 // k3-serve) and k3-doctor recommends: choose_preset over the checkpoint's
 // plan model for the standard run (kPresetListContext positions, as
 // k3-doctor and --list-presets plan) or the run's own context when it needs
-// more (not a default ceiling: context_is_default), its sequences and
-// rollback copies (not optional ones), against `available` bytes. The
+// more (not a default ceiling: context_is_default), its sequences,
+// rollback copies (not optional ones) and draft model (--draft: resident,
+// or streamed on presets that stream in row blocks), against `available` bytes. The
 // forecast a tool prints is then its own plan's peak (prepare_streaming).
 PresetChoice choose_auto_preset(const ModelConfig& config, const Checkpoint& checkpoint, const StreamingRequest& req,
                                 uint64_t available);

@@ -3,7 +3,10 @@
 #include <arpa/inet.h>
 
 #include <cstring>
+#include <fstream>
 #include <string>
+
+#include "common/error.h"
 
 namespace k3::serve {
 
@@ -37,6 +40,14 @@ bool is_loopback_host(std::string_view host) {
   in6_addr v6{};
   if (inet_pton(AF_INET6, h.c_str(), &v6) == 1) return std::memcmp(&v6, &in6addr_loopback, sizeof v6) == 0;
   return false;
+}
+
+std::string read_api_key_file(const std::string& path) {
+  std::ifstream in(path);
+  std::string key;
+  if (!in || !std::getline(in, key)) throw Error(ExitCode::kUsage, "--api-key-file " + path + ": cannot read a key from it");
+  while (!key.empty() && (key.back() == '\r' || key.back() == ' ')) key.pop_back();
+  return key;
 }
 
 }  // namespace k3::serve

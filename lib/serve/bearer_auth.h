@@ -18,4 +18,8 @@ bool bearer_matches(std::string_view authorization, std::string_view key);
 // Whether `host` names only this machine: 127.0.0.0/8, ::1, localhost.
 bool is_loopback_host(std::string_view host);
 
+// --api-key-file: the key on the first line of `path` (trailing spaces and
+// CR dropped). Throws Error(kUsage) naming the file when it cannot be read.
+std::string read_api_key_file(const std::string& path);
+
 }  // namespace k3::serve

@@ -58,6 +58,16 @@ std::string ServeMetrics::prometheus_text() const {
          static_cast<double>(kept_states_disk.load()));
   metric(out, "k3_kept_bytes_ram", "gauge", "Bytes of conversation states kept in RAM.",
          static_cast<double>(kept_bytes_ram.load()));
+  if (draft) {
+    metric(out, "k3_draft_passes_total", "counter", "Draft model passes (--draft).",
+           static_cast<double>(draft_passes.load()));
+    metric(out, "k3_drafts_proposed_total", "counter", "Ids the draft model proposed (7 per pass).",
+           static_cast<double>(drafts_proposed.load()));
+    metric(out, "k3_drafts_verified_total", "counter", "Of the proposed ids, those verified in a weight pass.",
+           static_cast<double>(drafts_verified.load()));
+    metric(out, "k3_drafts_accepted_total", "counter", "Of the verified ids, those kept (the model's own choice).",
+           static_cast<double>(drafts_accepted.load()));
+  }
   return out;
 }
 

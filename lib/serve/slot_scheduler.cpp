@@ -111,7 +111,11 @@ void SlotScheduler::admit(const std::shared_ptr<Job>& job) {
     job->finish(EndReason::kCancelled);
     return;
   }
-  Slot slot{job, model_.generation_session(GenerationOptions{spec.sampling, spec.stop})};
+  const bool draft = options_.draft && options_.max_drafts > 0 &&
+                    std::none_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.drafted; });
+  GenerationOptions go{spec.sampling, spec.stop};
+  if (draft) go.max_drafts = options_.max_drafts;
+  Slot slot{job, model_.generation_session(go)};
   try {
     // Checked here, as one request's fault: a bad id in a shared pass would end every request in it.
     if (spec.prompt.empty()) throw Error(ExitCode::kBadInput, "the prompt is empty");
@@ -120,6 +124,13 @@ void SlotScheduler::admit(const std::shared_ptr<Job>& job) {
   } catch (const std::exception& e) {
     job->finish(EndReason::kCancelled, e.what());
     return;
+  }
+  if (draft) {
+    // From a fresh context: the taps of this sequence's passes from here on.
+    options_.draft->reset();
+    options_.draft->attach(&slot.session->state());
+    slot.session->set_draft_source(options_.draft);
+    slot.drafted = true;
   }
   if (spec.keep_prefix > slot.at && spec.keep_prefix <= spec.prompt.size()) slot.keep_at = spec.keep_prefix;
   // A prompt that is all in a kept state, nothing pending: it samples at once.
@@ -134,6 +145,7 @@ void SlotScheduler::admit(const std::shared_ptr<Job>& job) {
 void SlotScheduler::leave(Slot& slot, EndReason reason) {
   // The state (the last id pending, as a continuation wants it) is kept for
   // the conversation's next request.
+  if (slot.drafted) options_.draft->detach();
   if (slot.session->position() > 0) cache_.keep(slot.session->release());
   slot.job->finish(reason);
   slot.job.reset();
@@ -157,6 +169,61 @@ void SlotScheduler::sample_decoding(bool stopping) {
       leave(slot, EndReason::kLength);
   }
   std::erase_if(slots_, [](const Slot& s) { return !s.job; });
+}
+
+bool SlotScheduler::others_waiting() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stopping_ || !queue_.empty();
+}
+
+bool SlotScheduler::can_speculate() const {
+  return slots_.size() == 1 && slots_[0].drafted && slots_[0].decoding && !slots_[0].job->cancelled() &&
+         !others_waiting();
+}
+
+void SlotScheduler::speculate(Slot& slot) {
+  Job& job = *slot.job;
+  GenerationSession& s = *slot.session;
+  const int64_t passes0 = s.counters().weight_passes;
+  s.set_pass_observer([&](size_t rows) { model_.pass_done(rows); });
+  const auto t0 = Clock::now();
+  GenerationEnd end = GenerationEnd::kInterrupted;
+  try {
+    // The session samples, drafts and verifies as k3-forward --draft does;
+    // it returns between two ids when a request arrives or this one is cancelled.
+    end = s.generate(
+        job.spec().max_new - slot.made,
+        [&](int32_t id) {
+          ++slot.made;
+          ++metrics_.generated_tokens;
+          job.push(id);
+        },
+        [&] { return job.cancelled() || others_waiting(); });
+  } catch (const std::exception& e) {  // as a failed shared pass: this request ends, not the server
+    s.set_pass_observer(nullptr);
+    options_.draft->detach();
+    job.finish(EndReason::kCancelled, e.what());
+    slots_.clear();
+    return;
+  }
+  s.set_pass_observer(nullptr);
+  metrics_.weight_passes += static_cast<uint64_t>(s.counters().weight_passes - passes0);
+  metrics_.decode_nanoseconds += nanoseconds_since(t0);
+  publish_draft_stats();
+  if (end == GenerationEnd::kStop || end == GenerationEnd::kLength) {
+    leave(slot, end == GenerationEnd::kStop ? EndReason::kStop : EndReason::kLength);
+    std::erase_if(slots_, [](const Slot& x) { return !x.job; });
+  }
+  // kInterrupted: the next id is still to be sampled, as after any pass.
+}
+
+void SlotScheduler::publish_draft_stats() {
+  if (!options_.draft) return;
+  const DSparkStats& d = options_.draft->stats();
+  metrics_.draft_passes = static_cast<uint64_t>(d.passes);
+  metrics_.drafts_proposed = static_cast<uint64_t>(d.proposed);
+  metrics_.drafts_verified = static_cast<uint64_t>(d.verified);
+  metrics_.drafts_accepted = static_cast<uint64_t>(d.accepted);
 }
 
 void SlotScheduler::run_pass() {
@@ -243,6 +310,12 @@ void SlotScheduler::run() {
       if (stopping && slots_.empty()) break;
     }
     for (const auto& job : joining) admit(job);
+    if (!stopping && can_speculate()) {
+      metrics_.slots_busy = 1;
+      speculate(slots_[0]);
+      publish_stream_stats();
+      continue;  // back to the queue: a new arrival joins, the next id is sampled as usual
+    }
     sample_decoding(stopping);  // the ones that end leave before the pass
     metrics_.slots_busy = slots_.size();
     {

@@ -31,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "draft/dspark_drafts.h"
 #include "engine/model.h"
 #include "generate/generation_session.h"
 #include "sampling/stop_conditions.h"
@@ -92,6 +93,16 @@ class Job {
 struct SchedulerOptions {
   size_t slots = 4;
   size_t queue_limit = 64;
+  // k3-serve --draft: K3's draft model, its layer tap set on the model's
+  // engine (DSparkDrafts follows one sequence). It follows the request
+  // admitted while it follows none, from its first id (a request continued
+  // from a kept state has no taps for the kept part and is not drafted);
+  // while that request is the only one in a slot and none waits, it is
+  // generated speculatively, up to max_drafts per pass (the rollback copies
+  // the plan holds). With other requests running it shares their passes
+  // like any request, one id per pass: a batched pass verifies no drafts.
+  DSparkDrafts* draft = nullptr;
+  size_t max_drafts = 0;
 };
 
 class SlotScheduler {
@@ -117,11 +128,18 @@ class SlotScheduler {
     size_t keep_at = 0;    // where a state is kept for the conversation (0: nowhere)
     bool decoding = false; // the prompt is evaluated: each pass samples an id
     size_t chunk = 0;      // prompt ids in the pass being run
+    bool drafted = false;  // the draft model follows this sequence
   };
   void admit(const std::shared_ptr<Job>& job);
   void sample_decoding(bool stopping);
   void run_pass();
   void leave(Slot& slot, EndReason reason);
+  // The one busy slot, drafted, decoding and nobody waiting: generates it
+  // speculatively until it ends or another request arrives.
+  bool can_speculate() const;
+  void speculate(Slot& slot);
+  bool others_waiting() const;
+  void publish_draft_stats();
   void publish_stream_stats();
 
   Model& model_;

@@ -32,6 +32,7 @@ std::string VerifyProblem::line() const { return file + ": " + what + ": expecte
 namespace {
 
 constexpr const char* kIndexName = "model.safetensors.index.json";
+constexpr const char* kSingleFileName = "model.safetensors";
 
 struct Stat {
   bool exists = false;
@@ -72,7 +73,9 @@ bool parse_shard_name(const std::string& name, unsigned* k, unsigned* n) {
   return true;
 }
 
-std::string config_model_type(const std::string& dir) {
+}  // namespace
+
+std::string checkpoint_model_type(const std::string& dir) {
   std::string path = path_join(dir, "config.json");
   if (!file_exists(path)) return "";
   try {
@@ -87,6 +90,8 @@ std::string config_model_type(const std::string& dir) {
     return "";
   }
 }
+
+namespace {
 
 class Verifier {
  public:
@@ -191,8 +196,36 @@ class Verifier {
     }
   }
 
+  // A checkpoint small enough for one file (a draft model such as
+  // Kimi-K3-DSpark) has no index: the single model.safetensors is the shard,
+  // its header must parse with every tensor inside the file.
+  void check_single_file() {
+    r_.ran.push_back(std::string("the single-file checkpoint (") + kSingleFileName +
+                     ", no index): its safetensors header parses and holds every tensor inside the file");
+    const std::string path = path_join(opt_.dir, kSingleFileName);
+    const Stat st = stat_file(path);
+    if (!st.regular) {
+      problem(kSingleFileName, "not a regular file", "a regular file", "a device, FIFO, socket or directory");
+      return;
+    }
+    if (manifest_ && !manifest_->find(kSingleFileName))
+      problem(kSingleFileName, "not in the manifest", "an entry with the hub's hash", "none (fetched by other means?)");
+    ++r_.shards;
+    r_.shard_bytes += st.size;
+    try {
+      const SafetensorsHeader hdr = read_safetensors_header(path);
+      if (hdr.tensors.empty()) problem(kSingleFileName, "header", "at least one tensor", "none");
+    } catch (const Error& e) {
+      problem(kSingleFileName, "header", "a valid safetensors header with every tensor inside the file", e.what());
+    }
+  }
+
   void check_index_and_shards() {
     const std::string index_path = path_join(opt_.dir, kIndexName);
+    if (!file_exists(index_path) && file_exists(path_join(opt_.dir, kSingleFileName))) {
+      check_single_file();
+      return;
+    }
     if (!file_exists(index_path)) {
       problem(kIndexName, "missing", "the checkpoint index", "no file");
       r_.not_run.push_back("shard names, headers and tensors against the index: no index");
@@ -281,7 +314,7 @@ class Verifier {
     }
 
     // Published totals of Kimi-K3.
-    const bool k3 = config_model_type(opt_.dir) == kKimiK3ModelType &&
+    const bool k3 = checkpoint_model_type(opt_.dir) == kKimiK3ModelType &&
                     (idx.shards.size() == kKimiK3ShardCount || declared == kKimiK3ShardCount);
     if (k3) {
       r_.ran.push_back("Kimi-K3 totals (96 shards, 1560936091448 bytes)");

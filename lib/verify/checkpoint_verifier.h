@@ -3,7 +3,8 @@
 // Checks a downloaded checkpoint directory shard by shard and reports every
 // problem found (never just the first), for `k3-fetch-verify verify`.
 //
-// Quick checks: shard count and names against the index; every file's size
+// Quick checks: shard count and names against the index (or, with no index,
+// a single model.safetensors, as a draft model ships); every file's size
 // against the download manifest; every shard's safetensors header parses and
 // every tensor the index's weight_map assigns to it exists there with its
 // data inside the file; for Kimi-K3 the published totals. Full checks
@@ -52,6 +53,9 @@ struct VerifyReport {
   // True only when every check ran (or was waived with no_manifest) and none failed.
   bool ok() const { return problems.empty() && not_run.empty(); }
 };
+
+// config.json's model_type in `dir` ("" when absent or unreadable).
+std::string checkpoint_model_type(const std::string& dir);
 
 // Throws k3::Error(kInterrupted) when *interrupted becomes true during hashing.
 VerifyReport verify_checkpoint_dir(const VerifyOptions& opt, const std::atomic<bool>* interrupted);

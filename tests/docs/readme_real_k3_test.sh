@@ -14,7 +14,7 @@ source "$SRC/tests/lib/check.sh"
 
 block=$(awk '/<!-- real-k3-commands/ {on = 1; next} on && /^```sh/ {inside = 1; next}
              inside && /^```/ {exit} inside {print}' "$SRC/README.md")
-check "the README's real-K3 block has 8 commands" 8 "$(grep -c . <<< "$block")"
+check "the README's real-K3 block has 9 commands" 9 "$(grep -c . <<< "$block")"
 
 # Every k3 tool and every --flag of every pipeline stage.
 flags_ok() {  # flags_ok LINE: each k3-* stage's --flags are in that tool's --help
@@ -25,7 +25,12 @@ flags_ok() {  # flags_ok LINE: each k3-* stage's --flags are in that tool's --he
     tool=${words[0]:-}
     [[ "$tool" == k3-* ]] || continue
     holds "README uses an existing tool: $tool" "[ -x '$BIN/$tool' ]"
-    "$BIN/$tool" --help > "$work/help" 2>&1
+    # A subcommand's flags are in its own --help (k3-fetch-verify download --help).
+    if [[ "${words[1]:-}" =~ ^(download|verify)$ ]]; then
+      "$BIN/$tool" "${words[1]}" --help > "$work/help" 2>&1
+    else
+      "$BIN/$tool" --help > "$work/help" 2>&1
+    fi
     for word in "${words[@]:1}"; do
       [[ "$word" == --* ]] || continue
       holds "$tool takes ${word%%=*} (README)" "grep -qE -- '(^|[ ,])${word%%=*}( |$|,)' '$work/help'"
@@ -36,7 +41,12 @@ while IFS= read -r line; do flags_ok "$line"; done <<< "$block"
 
 "$BIN/k3-synth" "$work/k3model" --preset k3 --headers-only > "$work/synth.log" 2>&1
 check "k3-synth --headers-only" 0 "$?"
-k3lines=$(sed -e "s|~/k3model|$work/k3model|g" -e "s|~/k3trunk|$work/k3trunk|g" <<< "$block")
+# K3's draft model at its real geometry (sparse: its matrices are holes).
+"$BIN/k3-synth" "$work/k3draft" --dspark --sparse > "$work/synth-draft.log" 2>&1
+check "k3-synth --dspark --sparse" 0 "$?"
+contains "the README's draft download is K3's draft, pinned" \
+  "k3-fetch-verify download Inferact/Kimi-K3-DSpark ~/k3draft --revision" "$block"
+k3lines=$(sed -e "s|~/k3model|$work/k3model|g" -e "s|~/k3trunk|$work/k3trunk|g" -e "s|~/k3draft|$work/k3draft|g" <<< "$block")
 
 # The tokenizer stage runs for real: K3's tokenizer belongs to K3's config.
 tok_cmd=$(grep '^echo' <<< "$k3lines" | cut -d'|' -f1-2)

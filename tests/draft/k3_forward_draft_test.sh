@@ -3,7 +3,8 @@
 # through the real tool: --teacher-forcing drafts checked against the
 # fixture's golden draft ids; with drafting, ids, --logits and --state-out
 # byte-identical to plain decoding, greedy and seeded, resident and
-# streaming at two budgets, 1 and 2 threads; across a state save/resume;
+# streaming at two budgets, 1 and 2 threads, the draft's own weights
+# resident or streamed; across a state save/resume;
 # --stats-json and --draft-log agree; a draft that does not fit is refused
 # with exit 3.
 set -uo pipefail
@@ -119,8 +120,34 @@ check "--draft-max-context: ids = plain" yes "$(head -10 "$W/plain-greedy.ids" |
 # --plan counts the draft: its weights and buffers, and its context per position.
 "$B/k3-forward" "$TINY" --trunk "$W/trunk" --trunk-gb 0 --cache-gb 0 --ctx 1000 --plan --draft "$DRAFT" 2>"$W/plan.err"
 check "--plan with --draft exit" 0 $?
-contains "--plan shows the draft" "draft model       weights and buffers" "$(cat "$W/plan.err")"
+contains "--plan shows the draft (streamed: the default preset, laptop, streams in row blocks)" "draft model       streamed:" "$(cat "$W/plan.err")"
 contains "--plan: context 1000 positions x 480 B" "1000 positions x 480 B" "$(cat "$W/plan.err")"
+
+# Streamed draft (the trunk streams in row blocks, as on the min and laptop
+# presets): its matrices are read per pass through one small buffer (10 KB:
+# several blocks per matrix); ids, logits, state and every drafted id equal
+# the resident draft's.
+for sampling in "" "--temp 0.9 --top-p 0.95 --seed 7"; do
+  tag=${sampling:+seeded}; tag=${tag:-greedy}
+  run "residentdraft-$tag" --gen 30 --ignore-eos --draft "$DRAFT" --threads 2 --trunk "$W/trunk" --trunk-gb 0 \
+    --cache-gb 0 --block-mb 0 --stats-json "$W/residentdraft-$tag.json" --draft-log "$W/residentdraft-$tag.log" $sampling
+  same "$tag: resident draft, trunk streamed in whole layers = plain" "plain-$tag" "residentdraft-$tag"
+  run "streamdraft-$tag" --gen 30 --ignore-eos --draft "$DRAFT" --threads 2 --trunk "$W/trunk" --trunk-gb 0 \
+    --cache-gb 0 --block-mb 0.01 --stats-json "$W/streamdraft-$tag.json" --draft-log "$W/streamdraft-$tag.log" $sampling
+  same "$tag: streamed draft = plain" "plain-$tag" "streamdraft-$tag"
+  check "$tag: streamed draft: every draft = the resident draft's" yes \
+    "$(cmp -s "$W/streamdraft-$tag.log" "$W/residentdraft-$tag.log" && echo yes)"
+  check "$tag: streamed in 10 KB blocks" 10000 "$(stat_of "$W/streamdraft-$tag.json" "['draft']['streamed_block_bytes']")"
+  holds "$tag: streamed draft read its weights" "[ $(stat_of "$W/streamdraft-$tag.json" "['draft']['bytes_read']") -gt 0 ]"
+  check "$tag: resident draft reads nothing per pass" 0 "$(stat_of "$W/residentdraft-$tag.json" "['draft']['bytes_read']")"
+  check "$tag: whole-layer streaming keeps the draft resident" 0 \
+    "$(stat_of "$W/residentdraft-$tag.json" "['draft']['streamed_block_bytes']")"
+done
+"$B/k3-forward" "$TINY" --trunk "$W/trunk" --preset min --ctx 1000 --plan --draft "$DRAFT" 2>"$W/plan-min.err"
+check "--plan --preset min with --draft exit" 0 $?
+contains "--plan --preset min: the draft streams" "draft model       streamed:" "$(cat "$W/plan-min.err")"
+"$B/k3-forward" "$TINY" --trunk "$W/trunk" --preset desktop --ctx 1000 --plan --draft "$DRAFT" 2>"$W/plan-desk.err"
+contains "--plan --preset desktop: the draft is resident" "draft model       weights and buffers" "$(cat "$W/plan-desk.err")"
 
 # A draft made for another model: exit 3 naming what does not fit.
 mk() {  # mk NAME PYTHON-EDIT: a copy of the draft with its config edited

@@ -10,6 +10,8 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/k3-fetch-test.XXXXXX")"
 REPO="$WORK/repo"
 HUB_PID=""
 TOKEN="hf_test_token_123"
+# The repository name the hub serves REPO under (set it before the first start_hub).
+HUB_REPO_NAME="moonshotai/Kimi-K3"
 # The distribution's interpreter starts fastest (a version manager's shim can take seconds).
 PYTHON=python3
 [ -x /usr/bin/python3 ] && PYTHON=/usr/bin/python3
@@ -52,7 +54,8 @@ start_hub() {
   if [ -z "$HUB_PID" ]; then
     : > "$LOG"
     rm -f "$WORK/port"
-    "$PYTHON" "$HUB_PY" --repo-dir "$REPO" --token "$TOKEN" --log "$LOG" --port-file "$WORK/port" &
+    "$PYTHON" "$HUB_PY" --repo-dir "$REPO" --repo "$HUB_REPO_NAME" --token "$TOKEN" --log "$LOG" \
+      --port-file "$WORK/port" &
     HUB_PID=$!
     for _ in $(seq 200); do
       [ -s "$WORK/port" ] && break

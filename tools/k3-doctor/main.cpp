@@ -40,6 +40,9 @@ int main(int argc, char** argv) {
   app.add_option("--hit-rate", hit_rate,
                  "expert cache hit rate (0..1) for the forecast; default: the cache's share of all experts")
       ->check(k3::cli::in_range(0.0, 1.0));
+  app.add_option("--draft", opt.draft_dir,
+                 "a Kimi-K3-DSpark draft directory: recommend the preset that fits with the draft counted, as "
+                 "k3-forward --draft --preset auto chooses (exit 3 when it does not fit the model)");
   app.add_option("--root", opt.root,
                  std::string("read /proc and /sys under this directory (a recorded tree) instead of the live "
                              "system; also $") + k3::kRootEnv);

@@ -4,9 +4,9 @@
 // continues from its kept state. lib/serve holds the server; this file reads
 // the flags, loads the model and wires them (docs/serve.md).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <atomic>
 #include <thread>
 
@@ -14,6 +14,7 @@
 #include "checkpoint/checkpoint.h"
 #include "cli/model_run.h"
 #include "cli/cli_parse.h"
+#include "cli/draft_options.h"
 #include "cli/flag_checks.h"
 #include "cli/interrupt.h"
 #include "cli/model_options.h"
@@ -33,14 +34,6 @@ namespace {
 
 constexpr const char* kTool = "k3-serve";
 std::atomic<k3::serve::SlotScheduler*> live{nullptr};  // set once serving: what a stop signal shuts down
-
-std::string read_key_file(const std::string& path) {
-  std::ifstream in(path);
-  std::string key;
-  if (!in || !std::getline(in, key)) throw k3::Error(k3::ExitCode::kUsage, "--api-key-file " + path + ": cannot read a key from it");
-  while (!key.empty() && (key.back() == '\r' || key.back() == ' ')) key.pop_back();
-  return key;
-}
 
 int run(int argc, char** argv) {
   CLI::App app{"Serves Kimi-K3 over OpenAI's API (chat completions, completions, streaming, tool calls) on this\n"
@@ -70,12 +63,14 @@ int run(int argc, char** argv) {
   app.add_option("--cache-dir", cache_options.dir, "Directory for conversation states spilled from RAM (default: none, dropped)");
   app.add_option("--keep-mb", keep_mb, "RAM for kept conversation states in MB (default 512)")->check(k3::cli::in_range(0, 1e7));
   app.add_option("--max-body-mb", max_body_mb, "Largest request body in MB (default 8; larger: 413)")->check(k3::cli::in_range(0.001, 1024));
+  k3::DraftFlags draft;
+  draft.add_to(app);
   k3::add_budget_options(app, mo);
   app.footer(std::string("Exit status 2 for a refused flag or an address it cannot listen on; 130 after Ctrl-C or "
                          "SIGTERM.\n") + k3::exit_codes_help());
   if (auto status = k3::parse_command_line(app, argc, argv, kTool)) return *status;
   if (auto status = k3::apply_early_options(mo)) return *status;
-  if (!key_file.empty()) so.api_key = read_key_file(key_file);
+  if (!key_file.empty()) so.api_key = k3::serve::read_api_key_file(key_file);
   if ((key->count() || !key_file.empty()) && so.api_key.empty())
     throw k3::Error(k3::ExitCode::kUsage, "the API key is empty: give a non-empty --api-key or --api-key-file");
   if (!k3::serve::is_loopback_host(so.host) && so.api_key.empty() && !insecure)
@@ -93,6 +88,8 @@ int run(int argc, char** argv) {
   mo.stream.kept_state_bytes = cache_options.ram_bytes;  // and the kept conversation states
 
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
+  draft.check(config, mo.stream);  // a draft that does not fit the model: exit 3; its memory in the plan
+  mo.stream.state_snapshots = draft.max_drafts();  // rollback copies for a verification's rows
   if (auto status = k3::answer_plan_requests(config, mo, kTool)) return *status;
   const k3::Tokenizer tok = k3::Tokenizer::load(mo.model_dir);
   k3::Checkpoint checkpoint = k3::Checkpoint::open(mo.model_dir);
@@ -120,6 +117,9 @@ int run(int argc, char** argv) {
       k3::load_model(config, std::move(checkpoint), mo, static_cast<uint64_t>(so.context), 256,
                      [&](const char* what, uint64_t done, uint64_t total) { http.load_status().update(what, done, total); });
   k3::serve::ConversationCache cache(k3::state_model_identity(model->config(), model->checkpoint()), cache_options);
+  sched.draft = draft.start_serving(*model);
+  sched.max_drafts = std::min(draft.max_drafts(), model->max_drafts());
+  metrics.draft = sched.draft != nullptr;
   k3::serve::SlotScheduler scheduler(*model, cache, metrics, sched);
   http.set_backend({&tok, config.eos_token_ids, k3::chat_stop_ids(tok.vocab(), config.eos_token_ids), &scheduler});
   live = &scheduler;
@@ -128,6 +128,7 @@ int run(int argc, char** argv) {
   scheduler.run();  // this thread owns the engine until shutdown()
   live = nullptr;
   http.stop();      // handlers of ended streams finish their last chunks first
+  draft.finish(kTool);  // --draft-log and the draft's summary line
   const uint64_t generated = metrics.generated_tokens.load();
   const double decode_seconds = static_cast<double>(metrics.decode_nanoseconds.load()) * 1e-9;
   std::fprintf(stderr, "%s: stopped: %llu tokens generated (%s)\n", kTool, static_cast<unsigned long long>(generated),

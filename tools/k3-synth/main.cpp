@@ -9,6 +9,7 @@
 #include "common/tool_main.h"
 #include "common/progress_meter.h"
 #include "synth/synth_checkpoint.h"
+#include "synth/synth_dspark.h"
 
 int main(int argc, char** argv) {
   using namespace k3;
@@ -18,7 +19,7 @@ int main(int argc, char** argv) {
       "Geometry comes from --preset, then any size flag overrides it."};
   std::string out_dir, preset = "tiny-like", tokenizer_from, weights = "uniform";
   uint64_t seed = 1;
-  bool sparse = false, headers_only = false, dry_run = false;
+  bool sparse = false, headers_only = false, dry_run = false, dspark = false;
   SynthGeometry g;
   int vocab = 0, hidden = 0, inter = 0, layers = 0, experts = 0, topk = 0, shared = 0, moe_inter = 0, latent = 0,
       kda_heads = 0, kda_dim = 0, mla_heads = 0, q_lora = 0, kv_lora = 0, shards = 0, block = 0;
@@ -36,6 +37,9 @@ int main(int argc, char** argv) {
                  "standard deviation (normal: Gaussian, like trained weights, for compression measurements)")
       ->check(CLI::IsMember({"uniform", "normal"}))
       ->capture_default_str();
+  app.add_flag("--dspark", dspark,
+               "write K3's draft model instead: a Kimi-K3-DSpark checkpoint at its real geometry (config.json + "
+               "one model.safetensors, 7.1 GB; --sparse: matrices as holes), for timing a draft pass");
   app.add_option("--tokenizer-from", tokenizer_from, "copy tiktoken.model and tokenizer_config.json from this dir");
   app.add_flag("--dry-run", dry_run, "print the sizes and write nothing");
   app.add_option("--vocab", vocab, "vocab_size (ordinary tokens + 256 specials)");
@@ -57,6 +61,7 @@ int main(int argc, char** argv) {
   app.footer(exit_codes_help());
   if (auto status = k3::parse_command_line(app, argc, argv, "k3-synth")) return *status;
   return k3::run_tool("k3-synth", [&] {
+    if (dspark) return synth_dspark_main(out_dir, seed, sparse || headers_only, dry_run);
     if (!synth_preset(preset, &g)) {
       std::string names;
       for (const auto& n : synth_preset_names()) names += (names.empty() ? "" : ", ") + n;
