@@ -117,9 +117,15 @@ void ExpertCache::check_scales(int layer, int expert, const uint8_t* base) const
   }
 }
 
-void ExpertCache::issue_read(int layer, int expert, int slot) {
+void ExpertCache::issue_read(int layer, int expert, int slot, bool urgent) {
   const int64_t key = static_cast<int64_t>(layer) * config_.num_experts + expert;
   Slot& sl = slots_[slot];
+  if (sl.guessed) {  // a guessed read evicted before any layer asked for it
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    ++stats_.guess.wasted_reads;
+    stats_.guess.wasted_bytes += sl.read_bytes;
+    sl.guessed = false;
+  }
   sl.key = key;
   sl.in_use = 1;  // not evictable until delivered
   uint8_t* base = slot_base(slot);
@@ -129,6 +135,7 @@ void ExpertCache::issue_read(int layer, int expert, int slot) {
     reads.push_back(ReadEngine::Read{shard_files_[r.shard].get(), r.offset, r.length, r.need, base + r.slot_offset});
     bytes += r.length;
   }
+  sl.read_bytes = bytes;
   {
     std::lock_guard<std::mutex> lk(stats_mu_);
     stats_.expert_bytes += bytes;
@@ -143,7 +150,7 @@ void ExpertCache::issue_read(int layer, int expert, int slot) {
                arrivals_.push_back(Arrival{key, slot, err});
                arrivals_cv_.notify_all();
              },
-             true);
+             urgent);
 }
 
 void ExpertCache::keep_stray(const Arrival& a) {
@@ -172,8 +179,12 @@ void ExpertCache::keep_stray(const Arrival& a) {
 void ExpertCache::prefetch(int layer, const std::vector<int>& experts) {
   if (slots_.empty()) return;
   const int64_t E = config_.num_experts;
-  std::vector<int64_t> keys;
+  std::vector<int64_t>& keys = current_keys_;  // kept for prefetch_guess
+  keys.clear();
   for (int e : experts) keys.push_back(layer * E + e);
+  if (guessing_) score_guess(layer, keys);
+  current_layer_ = layer;
+  current_complete_ = false;
   for (size_t k = 0; k < experts.size(); ++k) {
     if (resident_.count(keys[k])) continue;
     {
@@ -185,6 +196,7 @@ void ExpertCache::prefetch(int layer, const std::vector<int>& experts) {
     if (slot < 0) return;  // for_each issues the rest as slots free up
     issue_read(layer, experts[k], slot);
   }
+  current_complete_ = true;
 }
 
 void ExpertCache::for_each(int layer, const std::vector<int>& experts,

@@ -1,0 +1,86 @@
+// ExpertCache's cross-layer reads (--expert-lookahead): the experts the next
+// layer is guessed to use are read while the current layer computes, into
+// slots the current layer does not need, and every guess is scored against
+// the routing that follows. Kept apart from the cache's own reads and
+// eviction (expert_cache.cpp): a guess only adds background reads.
+#include <algorithm>
+#include <mutex>
+
+#include "runtime/expert_cache.h"
+
+namespace k3 {
+
+int ExpertCache::slot_of(int64_t key) {
+  auto it = resident_.find(key);
+  if (it != resident_.end()) return it->second;
+  std::lock_guard<std::mutex> lk(arrivals_mu_);
+  auto p = pending_.find(key);
+  return p == pending_.end() ? -1 : p->second;
+}
+
+void ExpertCache::settle() {
+  for (;;) {
+    Arrival a;
+    {
+      std::unique_lock<std::mutex> lk(arrivals_mu_);
+      if (pending_.empty()) return;
+      arrivals_cv_.wait(lk, [&] { return !arrivals_.empty(); });
+      a = std::move(arrivals_.front());
+      arrivals_.pop_front();
+      pending_.erase(a.key);
+    }
+    keep_stray(a);
+  }
+}
+
+void ExpertCache::score_guess(int layer, const std::vector<int64_t>& keys) {
+  uint64_t right = 0, reads_used = 0;
+  for (int64_t key : keys) {
+    if (layer == guess_layer_ && std::find(guess_keys_.begin(), guess_keys_.end(), key) != guess_keys_.end()) ++right;
+    // A guessed read this layer now asks for was worth its bytes, whichever
+    // guess (this token's or an earlier one's) brought it in.
+    const int slot = slot_of(key);
+    if (slot >= 0 && slots_[slot].guessed) {
+      slots_[slot].guessed = false;
+      ++reads_used;
+    }
+  }
+  if (layer == guess_layer_) guess_layer_ = -1;
+  std::lock_guard<std::mutex> lk(stats_mu_);
+  stats_.guess.used += right;
+  stats_.guess.reads_used += reads_used;
+}
+
+void ExpertCache::prefetch_guess(int layer, const std::vector<int>& experts) {
+  if (slots_.empty() || experts.empty()) return;
+  guessing_ = true;
+  const int64_t E = config_.num_experts;
+  guess_layer_ = layer;
+  guess_keys_.clear();
+  for (int e : experts) guess_keys_.push_back(layer * E + e);
+  {
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    ++stats_.guess.layers;
+    stats_.guess.experts += experts.size();
+  }
+  // The layer computing now comes first: a guess only takes slots once all
+  // of its experts have theirs, and never one of them.
+  if (current_layer_ != layer - 1 || !current_complete_) return;
+  std::vector<int64_t> keep = current_keys_;
+  keep.insert(keep.end(), guess_keys_.begin(), guess_keys_.end());
+  uint64_t reads = 0, bytes = 0;
+  for (size_t k = 0; k < experts.size(); ++k) {
+    if (slot_of(guess_keys_[k]) >= 0) continue;  // resident or in flight already
+    const int slot = take_slot(&keep);
+    if (slot < 0) break;
+    issue_read(layer, experts[k], slot, /*urgent=*/false);
+    slots_[slot].guessed = true;
+    ++reads;
+    bytes += slots_[slot].read_bytes;
+  }
+  std::lock_guard<std::mutex> lk(stats_mu_);
+  stats_.guess.reads += reads;
+  stats_.guess.read_bytes += bytes;
+}
+
+}  // namespace k3
