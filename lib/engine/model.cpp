@@ -43,6 +43,7 @@ Model::Model(ModelConfig config, Checkpoint checkpoint, ModelParams params)
     max_drafts_ = prepared.plan_request.state_snapshots;
     streaming_ = std::make_unique<StreamingWeights>(config_, checkpoint_, req.trunk_dir, std::move(prepared.layout),
                                                     prepared.plan, req.io_threads, params_.progress);
+    streaming_->set_expert_lookahead(req.expert_lookahead);
   } else {
     // The sequences' state and caches are planned as the budgeted path
     // plans them, before any weight or state is allocated.

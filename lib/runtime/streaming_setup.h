@@ -46,6 +46,7 @@ struct StreamingRequest {
   bool snapshots_optional = false;
   int io_threads = 8;
   int compute_threads = 1;
+  bool expert_lookahead = false;  // --expert-lookahead (StreamingWeights::set_expert_lookahead)
   // Streaming is wanted when any of these flags was given.
   bool active() const {
     return !trunk_dir.empty() || !preset.empty() || trunk_gb >= 0 || cache_gb >= 0 || block_mb >= 0;
