@@ -184,7 +184,6 @@ void ExpertCache::prefetch(int layer, const std::vector<int>& experts) {
   for (int e : experts) keys.push_back(layer * E + e);
   if (guessing_) score_guess(layer, keys);
   current_layer_ = layer;
-  current_complete_ = false;
   for (size_t k = 0; k < experts.size(); ++k) {
     if (resident_.count(keys[k])) continue;
     {
@@ -196,7 +195,6 @@ void ExpertCache::prefetch(int layer, const std::vector<int>& experts) {
     if (slot < 0) return;  // for_each issues the rest as slots free up
     issue_read(layer, experts[k], slot);
   }
-  current_complete_ = true;
 }
 
 void ExpertCache::for_each(int layer, const std::vector<int>& experts,

@@ -12,7 +12,7 @@
 // prefetch_guess() (opt-in, --expert-lookahead) starts, while a layer
 // computes, the reads of the experts the next layer is guessed to use, into
 // free or evictable slots only, never one holding an expert of the current
-// layer, and only once every expert of the current layer has its slot (so a
+// layer, so only once every expert of the current layer has its slot (a
 // guess never delays the layer that is computing). A guessed read that is
 // evicted before any layer asked for it is counted as wasted.
 #pragma once
@@ -80,8 +80,8 @@ class ExpertCache {
   // The experts `layer` is guessed to use (distinct), given after prefetch(layer - 1,
   // ...) and before that layer's for_each: starts reading those neither
   // resident nor in flight (in the background) while free or evictable slots
-  // last, evicting none of layer - 1's experts nor of the guess. Does
-  // nothing unless every expert of layer - 1 is resident or in flight. A
+  // last, evicting none of layer - 1's experts nor of the guess: when
+  // layer - 1 still lacks a slot there is none for a guess either. A
   // hint: changes nothing but timing and the bytes read. A layer "asks for"
   // a guessed expert through prefetch(), as the model does before for_each.
   void prefetch_guess(int layer, const std::vector<int>& experts);
@@ -155,10 +155,9 @@ class ExpertCache {
   std::deque<Arrival> arrivals_;
   std::unordered_map<int64_t, int> pending_;  // reads issued and not yet taken from arrivals_: key -> slot
   bool guessing_ = false;  // prefetch_guess was called: prefetch scores the guesses
-  // The last prefetch: its layer, keys, and whether all of them got a slot.
+  // The last prefetch: its layer and keys.
   int current_layer_ = -1;
   std::vector<int64_t> current_keys_;
-  bool current_complete_ = false;
   int guess_layer_ = -1;              // the layer of the last guess, until its prefetch scores it
   std::vector<int64_t> guess_keys_;
 

@@ -63,9 +63,10 @@ void ExpertCache::prefetch_guess(int layer, const std::vector<int>& experts) {
     ++stats_.guess.layers;
     stats_.guess.experts += experts.size();
   }
-  // The layer computing now comes first: a guess only takes slots once all
-  // of its experts have theirs, and never one of them.
-  if (current_layer_ != layer - 1 || !current_complete_) return;
+  // The layer computing now comes first: a guess never takes one of its
+  // slots, so while one of its experts still lacks a slot (prefetch found
+  // none to evict) the guess finds none either.
+  if (current_layer_ != layer - 1) return;
   std::vector<int64_t> keep = current_keys_;
   keep.insert(keep.end(), guess_keys_.begin(), guess_keys_.end());
   uint64_t reads = 0, bytes = 0;

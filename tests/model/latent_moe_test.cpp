@@ -198,7 +198,8 @@ TEST(LatentMoe, MatchesDoubleReferenceInAnyArrivalOrder) {
 }
 
 // The guess applies the next layer's router to this layer's input: the
-// distinct experts it picks (checked against a double-precision top-k) go
+// distinct experts of each token's best half of its top-k (checked against
+// a double-precision ranking) go
 // to prefetch_guess, and the layer's output keeps every bit, whatever the
 // arrival order.
 TEST(LatentMoe, LookaheadGuessesTheNextLayersExpertsAndLeavesTheOutputAlone) {
@@ -233,7 +234,7 @@ TEST(LatentMoe, LookaheadGuessesTheNextLayersExpertsAndLeavesTheOutputAlone) {
     for (int e = 0; e < MoeCase::E; ++e) order[e] = e, s[e] = test::sigmoid_d(s[e]);
     std::stable_sort(order.begin(), order.end(),
                      [&](int a, int b) { return s[a] + bias2.f[a] > s[b] + bias2.f[b]; });
-    want.insert(want.end(), order.begin(), order.begin() + MoeCase::K);
+    want.insert(want.end(), order.begin(), order.begin() + (MoeCase::K + 1) / 2);  // the best half of the top-k
   }
   std::sort(want.begin(), want.end());
   want.erase(std::unique(want.begin(), want.end()), want.end());
