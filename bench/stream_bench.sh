@@ -16,6 +16,9 @@
 #                           repetitions, the baseline first in even ones, so drift of the shared device
 #                           evens out); each gets its own rows, side by side, and a line per budget gives
 #                           after/before of the medians (s/token, bytes read per token)
+#        K3_BENCH_FLAGS  more k3-forward flags for this build's runs only (e.g. --expert-lookahead, which a
+#                        baseline may not know); the baseline runs without them
+#        K3_BENCH_CACHE_GB  expert cache of the "pinned" row (default 0: one layer's top-k, the floor)
 #        K3_BENCH_SYNTH  k3-synth geometry flags of the checkpoint (default "--preset bench"); e.g.
 #                        "--preset bench --layers 8 --experts 64" (~1 GB) for a quick run. Use one
 #                        K3_BENCH_DIR per geometry: a cached checkpoint of other flags is refused
@@ -104,8 +107,12 @@ if [ -n "$BASE" ]; then
   [ -n "$BASE_EXE" ] || { echo "stream_bench: K3_BENCH_BASELINE=$BASE: no k3-forward there (give the binary, its bin directory or its build directory)" >&2; exit 2; }
   BASE=$BASE_EXE
 fi
+OURS_FLAGS=${K3_BENCH_FLAGS:-}
+PINNED_CACHE=${K3_BENCH_CACHE_GB:-0}
 run1() {  # run1 K3_FORWARD NAME flags...
   local exe=$1 name=$2; shift 2
+  # shellcheck disable=SC2086  # the flags are words
+  [ "$exe" = "$BIN/k3-forward" ] && set -- "$@" $OURS_FLAGS
   drop_caches
   echo "$ids" | "$exe" "$MODEL" --gen "$GEN" --ignore-eos --threads "$THREADS" \
       --stats-json "$DIR/$name.json" "$@" >"$DIR/$name.ids" 2>"$DIR/$name.err" || { cat "$DIR/$name.err"; exit 1; }
@@ -116,10 +123,10 @@ run() {  # run NAME flags...: ours and the baseline's (as base-NAME) back to bac
   run1 "$BIN/k3-forward" "$name.$rep" "$@"
   if [ -n "$BASE" ] && [ $((rep % 2)) -eq 1 ]; then run1 "$BASE_EXE" "base-$name.$rep" "$@"; fi
 }
-echo "== k3-forward: prompt of 8 ids, $GEN generated, threads=${THREADS} (0 = all), $REPEAT run(s) per budget${BASE:+; baseline $BASE}"
+echo "== k3-forward: prompt of 8 ids, $GEN generated, threads=${THREADS} (0 = all), $REPEAT run(s) per budget${BASE:+; baseline $BASE}${OURS_FLAGS:+; this build with $OURS_FLAGS}; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for rep in $(seq "$REPEAT"); do
   run streaming --trunk "$TRUNK" --trunk-gb 0 --cache-gb 0
-  run pinned --trunk "$TRUNK" --trunk-gb 3 --cache-gb 0
+  run pinned --trunk "$TRUNK" --trunk-gb 3 --cache-gb "$PINNED_CACHE"
   run resident --trunk "$TRUNK" --trunk-gb 3 --cache-gb 8
   extra=""
   if [ -n "${K3_BENCH_BLOCKS:-}" ]; then
@@ -134,7 +141,7 @@ for rep in $(seq "$REPEAT"); do
     cmp -s "$DIR/streaming.1.ids" "$DIR/$r.$rep.ids" || { echo "stream_bench: ids differ between streaming and $r" >&2; exit 1; }
   done
 done
-echo "  ids identical at all budgets${BASE:+ and between both builds}"
+echo "  ids identical at all budgets${BASE:+ and between both builds}; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 measure_device "after the runs"
 
 python3 - "$DIR" "$dev_trunk" "$dev_expert" "${mem_gbps:-0}" "$MODEL" "$TRUNK" "${BASE:+1}" "$REPEAT" "${extra:-}" <<'PY'
@@ -170,6 +177,14 @@ for name in names:
     if name.endswith("resident") and mem > 0 and x["s_per_token"] > 0:
         bound = touched / (mem * 1e9)
         print(f"  {name}: memory-bandwidth bound {bound:.3f} s/token at {mem} GB/s; measured / bound = {x['s_per_token']/bound:.2f}")
+for name in names:  # --expert-lookahead's guesses, where there were any (medians)
+    runs = [json.load(open(f"{d}/{name}.{r}.json")).get("expert_lookahead") for r in range(1, repeat + 1)]
+    if not all(runs) or all(g["guessed_layers"] == 0 for g in runs):
+        continue
+    med = lambda k: statistics.median(g[k] for g in runs)
+    print(f"  {name}: expert lookahead: guess hit rate {100*med('guess_hit_rate'):.1f}% ({med('guessed_used'):.0f} of "
+          f"{med('guessed_experts'):.0f} guessed experts used); {med('reads'):.0f} guessed reads, {med('reads_used'):.0f} used, "
+          f"{med('wasted_reads'):.0f} evicted unused ({med('wasted_bytes')/1e6:.1f} MB)")
 if with_base:
     print(f"  after/before (this build / baseline, medians of {repeat} interleaved run(s) each):")
     for b in ["streaming", "pinned", "resident"]:

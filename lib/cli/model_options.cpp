@@ -71,6 +71,11 @@ void add_budget_options(CLI::App& app, ModelOptions& o, bool expert_trace) {
       ->check(cli::in_range(0, static_cast<double>(kMaxContext)));
   app.add_option("--io-threads", r.io_threads, "Parallel reads in flight when streaming (default 8)")
       ->check(cli::in_range(1, kMaxIoThreads));
+  app.add_flag("--expert-lookahead", r.expert_lookahead,
+               "While a MoE layer computes, read the experts the next layer is guessed to use (its router applied "
+               "to this layer's input) into spare expert-cache slots. Needs a pinned trunk layer for the guess and "
+               "a cache larger than one layer's experts; wrong guesses cost reads (--stats-json counts them). "
+               "Output is identical on or off");
   app.add_option("--stats-json", o.stats_json, "Write the streaming counters to FILE (JSON, written atomically)");
 }
 
@@ -80,6 +85,10 @@ std::optional<int> answer_plan_requests(const ModelConfig& config, ModelOptions&
   // Checked before any weight is read; a device or FIFO is written through.
   if (!o.stats_json.empty()) check_output_path(o.stats_json, OutputPolicy::kFileOrStream);
   if (!o.expert_trace.empty()) check_output_path(o.expert_trace, OutputPolicy::kRegularFile);
+  if (o.stream.expert_lookahead && !o.stream.active())
+    throw Error(ExitCode::kUsage,
+                "--expert-lookahead reads experts ahead of a streaming run, and this run is resident: give --trunk, "
+                "--preset or --cache-gb, or drop the flag");
   if (!o.plan_only) return std::nullopt;
   if (!o.stream.active())
     throw Error(ExitCode::kUsage, "--plan shows a streaming plan: give --trunk, --preset or a budget");

@@ -3,8 +3,8 @@
 // The command-line options of tools that run the model (k3-forward, k3-chat):
 // the model directory, --threads, and the memory-budget flags (--trunk
 // --trunk-gb --cache-gb --expert-cache-policy --preset --io-threads
-// --list-presets --plan --ctx --stats-json, and k3-forward's --expert-trace),
-// declared once with one help text, and what they do:
+// --list-presets --plan --ctx --stats-json --expert-lookahead, and k3-forward's
+// --expert-trace), declared once with one help text, and what they do:
 // --list-presets and --plan answer without reading a weight; otherwise the
 // model is loaded (engine/model.h) by cli/model_run.h, which reports its
 // counters at the end.

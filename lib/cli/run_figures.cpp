@@ -38,6 +38,20 @@ Derived derive(const StreamStats& a, const StreamStats& b, uint64_t steps, doubl
   return d;
 }
 
+// --expert-lookahead's counters between two snapshots.
+ExpertGuessStats guess_delta(const StreamStats& a, const StreamStats& b) {
+  ExpertGuessStats d;
+  d.layers = b.guess.layers - a.guess.layers;
+  d.experts = b.guess.experts - a.guess.experts;
+  d.used = b.guess.used - a.guess.used;
+  d.reads = b.guess.reads - a.guess.reads;
+  d.read_bytes = b.guess.read_bytes - a.guess.read_bytes;
+  d.reads_used = b.guess.reads_used - a.guess.reads_used;
+  d.wasted_reads = b.guess.wasted_reads - a.guess.wasted_reads;
+  d.wasted_bytes = b.guess.wasted_bytes - a.guess.wasted_bytes;
+  return d;
+}
+
 }  // namespace
 
 std::string figures_text(const RunFigures& f) {
@@ -65,6 +79,17 @@ std::string figures_text(const RunFigures& f) {
                     tool_name(), three_digits(dec.decode_per_token).c_str());
       o += buf;
     }
+  }
+  const ExpertGuessStats g = guess_delta(f.at_start, f.at_end);
+  if (g.layers) {
+    std::snprintf(buf, sizeof buf,
+                  "%s: expert lookahead: %llu experts guessed in %llu layers, %.1f%% right; %llu read (%s), "
+                  "%llu of them used, %llu evicted unused (%s wasted)\n",
+                  tool_name(), (unsigned long long)g.experts, (unsigned long long)g.layers,
+                  g.experts ? 100.0 * g.used / g.experts : 0.0, (unsigned long long)g.reads,
+                  format_bytes(g.read_bytes).c_str(), (unsigned long long)g.reads_used,
+                  (unsigned long long)g.wasted_reads, format_bytes(g.wasted_bytes).c_str());
+    o += buf;
   }
   std::snprintf(buf, sizeof buf, "%s: peak RSS %s (forecast %s)%s\n", tool_name(), format_bytes(f.peak_rss_bytes).c_str(),
                 format_bytes(f.forecast_peak_rss).c_str(), f.direct_io ? "" : "; reads went through the page cache");
@@ -106,6 +131,17 @@ std::string stats_json(const RunFigures& f, const GenerationCounters& c, const M
   if (f.streaming) {
     w.key("forecast_peak_rss_bytes").value(f.forecast_peak_rss);
     w.key("direct_io").value(f.direct_io);
+  }
+  if (f.streaming) {
+    // The whole run's guesses (--expert-lookahead; zeros without it). A
+    // wasted read is one evicted before any layer asked for it.
+    const ExpertGuessStats g = guess_delta(f.at_start, f.at_end);
+    w.key("expert_lookahead").inline_next().begin_object();
+    w.key("guessed_layers").value(g.layers).key("guessed_experts").value(g.experts).key("guessed_used").value(g.used);
+    w.key("guess_hit_rate").fixed(g.experts ? static_cast<double>(g.used) / static_cast<double>(g.experts) : 0.0, 6);
+    w.key("reads").value(g.reads).key("read_bytes").value(g.read_bytes).key("reads_used").value(g.reads_used);
+    w.key("wasted_reads").value(g.wasted_reads).key("wasted_bytes").value(g.wasted_bytes);
+    w.end_object();
   }
   w.key("generation").inline_next().begin_object();
   w.key("weight_passes").value(c.generate_passes).key("generated_tokens").value(c.generated);

@@ -44,6 +44,7 @@ Model::Model(ModelConfig config, Checkpoint checkpoint, ModelParams params)
     counters_.draft_block_bytes = prepared.plan.draft_streamed ? prepared.plan.block_bytes : 0;
     streaming_ = std::make_unique<StreamingWeights>(config_, checkpoint_, req.trunk_dir, std::move(prepared.layout),
                                                     prepared.plan, req.io_threads, params_.progress, req.cache_policy);
+    streaming_->set_expert_lookahead(req.expert_lookahead);
   } else {
     // The sequences' state and caches are planned as the budgeted path
     // plans them, before any weight or state is allocated.

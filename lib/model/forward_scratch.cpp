@@ -54,10 +54,11 @@ void ForwardScratch::reserve(const ModelConfig& c, size_t rows, int64_t position
     ints = std::max(ints, latent_moe_scratch_ints(c, rows));
     indices = std::max(indices, latent_moe_scratch_indices(c, rows));
     const size_t experts = std::min<size_t>(c.num_experts, rows * c.num_experts_per_token);
-    if (experts_.capacity() < experts) {
-      experts_.reserve(experts);
-      ++growths_;
-    }
+    for (std::vector<int>* v : {&experts_, &guessed_experts_})
+      if (v->capacity() < experts) {
+        v->reserve(experts);
+        ++growths_;
+      }
   }
   grow(op_floats_, floats);
   grow(op_ints_, ints);
@@ -100,7 +101,7 @@ uint64_t ForwardScratch::bytes() const {
   const size_t floats = p_.size() + blocks_.size() + h_.size() + x_.size() + a_.size() + mix_.size() +
                         op_floats_.size();
   return floats * sizeof(float) + op_ints_.size() * sizeof(int32_t) + op_indices_.size() * sizeof(size_t) +
-         experts_.capacity() * sizeof(int);
+         (experts_.capacity() + guessed_experts_.capacity()) * sizeof(int);
 }
 
 }  // namespace k3

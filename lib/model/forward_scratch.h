@@ -60,6 +60,8 @@ class ForwardScratch {
   size_t* op_indices(size_t count) { return grow(op_indices_, count); }
   // LatentMoE's distinct experts of a pass (WeightSource takes a vector).
   std::vector<int>& experts() { return experts_; }
+  // The next layer's guessed experts (--expert-lookahead).
+  std::vector<int>& guessed_experts() { return guessed_experts_; }
 
   // How many times a buffer was allocated or moved: a decode step that fits
   // what was reserved adds none.
@@ -86,6 +88,7 @@ class ForwardScratch {
   std::vector<int32_t> op_ints_;
   std::vector<size_t> op_indices_;
   std::vector<int> experts_;
+  std::vector<int> guessed_experts_;
   uint64_t growths_ = 0;
 };
 

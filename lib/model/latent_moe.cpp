@@ -25,8 +25,8 @@ size_t widest_situ(const ModelConfig& c) {
 // expert_out, so every expert has its own output; expert_in holds the input
 // rows of one expert at a time (experts are delivered one after another).
 struct MoeScratch {
-  float *logits, *weights, *route, *z, *shared, *expert_in, *expert_out, *y, *situ;
-  int32_t *chosen, *order;
+  float *logits, *weights, *route, *z, *shared, *expert_in, *expert_out, *y, *situ, *guess_weights;
+  int32_t *chosen, *order, *guess;
   size_t *start, *fill, *rows;
   static size_t floats(const ModelConfig& c, size_t n) {
     using C = ScratchCarver<float>;
@@ -34,7 +34,7 @@ struct MoeScratch {
     const size_t k = c.num_experts_per_token;
     return C::padded(n * E) + C::padded(n * k) + C::padded(2 * E) + C::padded(n * latent) + C::padded(n * hidden) +
            C::padded(n * latent) + C::padded(n * k * latent) + C::padded(n * latent) +
-           C::padded(situ_scratch_floats(n, widest_situ(c)));
+           C::padded(situ_scratch_floats(n, widest_situ(c))) + C::padded(n * k);
   }
   static size_t indices(const ModelConfig& c, size_t n) {
     return 2 * static_cast<size_t>(c.num_experts) + 1 + n * c.num_experts_per_token;
@@ -52,19 +52,52 @@ struct MoeScratch {
     expert_out = carve.take(n * k * latent);
     y = carve.take(n * latent);
     situ = carve.take(situ_scratch_floats(n, widest_situ(c)));
+    guess_weights = carve.take(n * k);
     chosen = scratch.op_ints(latent_moe_scratch_ints(c, n));
     order = chosen + n * k;
+    guess = order + E;
     start = scratch.op_indices(indices(c, n));
     fill = start + E + 1;
     rows = fill + E;
   }
 };
 
+// --expert-lookahead: the next MoE layer's router applied to this layer's
+// input guesses its experts (the residual stream changes little from one
+// layer to the next), so their reads can start while this layer computes.
+// Only when the source has that router in memory; the guess goes to the
+// source only, never into this layer's output. Each token's guess is the
+// best half of that router's top-k (route_tokens lists them best first):
+// on the bench checkpoint, guessing all 16 was right for about half of the
+// experts it read and, at 1.5x the bytes, slower than no guess; the best 8
+// were right more often and made decode faster (docs/memory.md).
+size_t guessed_per_token(size_t k) { return (k + 1) / 2; }
+
+void guess_next_layer(const ModelConfig& c, int layer, WeightSource& source, const float* x, size_t n,
+                      const MoeScratch& m, ThreadPool* pool, std::vector<int>& guessed) {
+  const int next = layer + 1;
+  if (next >= c.num_hidden_layers || !c.is_moe_layer(next)) return;
+  const MoeTrunkWeights* w = source.router_ahead(next);
+  if (!w) return;
+  const size_t k = c.num_experts_per_token, E = c.num_experts;
+  lin(w->router, x, n, m.logits, pool);  // this layer's logits are no longer needed
+  route_tokens(c, m.logits, w->router_bias.data, n, m.guess, m.guess_weights, m.route, m.order);
+  // Distinct, in ascending id, as a layer's own experts are listed; m.fill
+  // (free once this layer's rows are sorted) marks the ids seen.
+  std::fill(m.fill, m.fill + E, size_t{0});
+  for (size_t t = 0; t < n; ++t)
+    for (size_t j = 0; j < guessed_per_token(k); ++j) m.fill[m.guess[t * k + j]] = 1;
+  guessed.clear();
+  for (size_t e = 0; e < E; ++e)
+    if (m.fill[e]) guessed.push_back(static_cast<int>(e));
+  source.prefetch_guess(next, guessed);
+}
+
 }  // namespace
 
 size_t latent_moe_scratch_floats(const ModelConfig& c, size_t rows) { return MoeScratch::floats(c, rows); }
 size_t latent_moe_scratch_ints(const ModelConfig& c, size_t rows) {
-  return rows * c.num_experts_per_token + c.num_experts;
+  return 2 * rows * c.num_experts_per_token + c.num_experts;
 }
 size_t latent_moe_scratch_indices(const ModelConfig& c, size_t rows) { return MoeScratch::indices(c, rows); }
 
@@ -99,6 +132,7 @@ void latent_moe_forward(const ModelConfig& c, int layer, const MoeTrunkWeights& 
   // projection and the shared experts (which do not depend on routing)
   // compute; the shared result is added at the end exactly as before.
   source.prefetch_experts(layer, experts);
+  guess_next_layer(c, layer, source, x, n, m, pool, scratch.guessed_experts());
   lin(w.latent_down, x, n, m.z, pool);
   check_width(out_dim(w.shared.gate_proj), "the shared experts' MLP");
   situ_mlp(w.shared, situ, x, n, m.shared, pool, m.situ);

@@ -42,6 +42,18 @@ class WeightSource {
   // reads now so they overlap that work. Changes nothing else.
   virtual void prefetch_experts(int /*layer*/, const std::vector<int>& /*experts*/) {}
 
+  // Cross-layer reads (opt-in, --expert-lookahead). router_ahead(layer):
+  // the trunk weights of MoE layer `layer` when its router may be used to
+  // guess that layer's experts one layer early, that is when the source
+  // looks ahead and the weights are in memory now (never read for the
+  // guess); nullptr otherwise (the default). Valid until the next
+  // release_layer. prefetch_guess(layer, experts): the distinct experts so
+  // guessed, given while layer - 1 computes (after its prefetch_experts):
+  // a streaming source may read them where it has room. Like
+  // prefetch_experts, both change nothing but timing and the bytes read.
+  virtual const MoeTrunkWeights* router_ahead(int /*layer*/) { return nullptr; }
+  virtual void prefetch_guess(int /*layer*/, const std::vector<int>& /*experts*/) {}
+
   virtual void for_each_expert(int layer, const std::vector<int>& experts,
                                const std::function<void(size_t k, const ExpertWeights& w)>& on_ready) = 0;
 

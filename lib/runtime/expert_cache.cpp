@@ -25,7 +25,9 @@ ExpertCache::ExpertCache(const ModelConfig& config, const Checkpoint& checkpoint
       io_(io),
       policy_(policy),
       slots_(slots, make_expert_cache_policy(policy, ExpertCacheShape::of(config), slots)),
-      weights_(slots) {
+      weights_(slots),
+      guessed_(slots, 0),
+      read_bytes_(slots, 0) {
   slot_bytes_ = index_.slot_bytes();
   if (slots) arena_ = AlignedBuffer(slots * slot_bytes_);
   // A cache that holds every expert is filled at start: the run is then
@@ -105,8 +107,14 @@ void ExpertCache::check_scales(int layer, int expert, const uint8_t* base) const
   }
 }
 
-void ExpertCache::issue_read(int layer, int expert, int slot) {
+void ExpertCache::issue_read(int layer, int expert, int slot, bool urgent) {
   const int64_t key = static_cast<int64_t>(layer) * config_.num_experts + expert;
+  if (guessed_[slot]) {  // a guessed read evicted before any layer asked for it
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    ++stats_.guess.wasted_reads;
+    stats_.guess.wasted_bytes += read_bytes_[slot];
+    guessed_[slot] = 0;
+  }
   uint8_t* base = slot_base(slot);
   std::vector<ReadEngine::Read> reads;
   uint64_t bytes = 0;
@@ -114,6 +122,7 @@ void ExpertCache::issue_read(int layer, int expert, int slot) {
     reads.push_back(ReadEngine::Read{shard_files_[r.shard].get(), r.offset, r.length, r.need, base + r.slot_offset});
     bytes += r.length;
   }
+  read_bytes_[slot] = bytes;
   {
     std::lock_guard<std::mutex> lk(stats_mu_);
     stats_.expert_bytes += bytes;
@@ -128,7 +137,7 @@ void ExpertCache::issue_read(int layer, int expert, int slot) {
                arrivals_.push_back(Arrival{key, slot, err});
                arrivals_cv_.notify_all();
              },
-             true);
+             urgent);
 }
 
 void ExpertCache::keep_stray(const Arrival& a) {
@@ -154,8 +163,11 @@ void ExpertCache::keep_stray(const Arrival& a) {
 void ExpertCache::prefetch(int layer, const std::vector<int>& experts) {
   if (slots_.size() == 0) return;
   const int64_t E = config_.num_experts;
-  std::vector<int64_t> keys;
+  std::vector<int64_t>& keys = current_keys_;  // kept for prefetch_guess
+  keys.clear();
   for (int e : experts) keys.push_back(layer * E + e);
+  if (guessing_) score_guess(layer, keys);
+  current_layer_ = layer;
   for (size_t k = 0; k < experts.size(); ++k) {
     if (slots_.find(keys[k]) >= 0) continue;
     {

@@ -10,6 +10,13 @@
 // run), issuing the misses prefetch() had no slot for as slots free up. An
 // expert a layer is using is never evicted. The bytes delivered are always
 // the checkpoint's bytes, so the output does not depend on the cache size.
+//
+// prefetch_guess() (opt-in, --expert-lookahead) starts, while a layer
+// computes, the reads of the experts the next layer is guessed to use, into
+// free or evictable slots only, never one holding an expert of the current
+// layer, so only once every expert of the current layer has its slot (a
+// guess never delays the layer that is computing). A guessed read that is
+// evicted before any layer asked for it is counted as wasted.
 #pragma once
 
 #include <condition_variable>
@@ -35,12 +42,25 @@ namespace k3 {
 
 class Checkpoint;
 
+// What --expert-lookahead's guesses did (ExpertCache::prefetch_guess).
+struct ExpertGuessStats {
+  uint64_t layers = 0;        // layers whose experts were guessed one layer early
+  uint64_t experts = 0;       // distinct (layer, expert) guesses
+  uint64_t used = 0;          // of those, used by that layer's own routing (the guess was right)
+  uint64_t reads = 0;         // guessed experts read because of the guess (neither resident nor in flight)
+  uint64_t read_bytes = 0;
+  uint64_t reads_used = 0;    // of those reads, asked for by a layer before their slot was reused
+  uint64_t wasted_reads = 0;  // of those reads, evicted before any layer asked for them
+  uint64_t wasted_bytes = 0;
+};
+
 struct ExpertCacheStats {
-  uint64_t expert_bytes = 0;        // read while running
+  uint64_t expert_bytes = 0;        // read while running (guessed reads included)
   uint64_t load_bytes = 0;          // read at start (a cache that holds every expert)
   uint64_t experts_requested = 0;   // (layer, expert) deliveries asked for
   uint64_t experts_resident = 0;    // of those, already resident when for_each began
   double io_wait_seconds = 0;       // compute thread blocked waiting for expert bytes
+  ExpertGuessStats guess;
 };
 
 class ExpertCache {
@@ -62,6 +82,15 @@ class ExpertCache {
   // `experts`). A hint: changes nothing but timing.
   void prefetch(int layer, const std::vector<int>& experts);
 
+  // The experts `layer` is guessed to use (distinct), given after prefetch(layer - 1,
+  // ...) and before that layer's for_each: starts reading those neither
+  // resident nor in flight (in the background) while free or evictable slots
+  // last, evicting none of layer - 1's experts nor of the guess: when
+  // layer - 1 still lacks a slot there is none for a guess either. A
+  // hint: changes nothing but timing and the bytes read. A layer "asks for"
+  // a guessed expert through prefetch(), as the model does before for_each.
+  void prefetch_guess(int layer, const std::vector<int>& experts);
+
   // Calls on_ready(k, w) exactly once for every experts[k], as its bytes
   // become available, and returns when all were delivered. Throws
   // k3::Error(kIo) with the first read error (after every read of the call
@@ -69,6 +98,12 @@ class ExpertCache {
   // on_ready threw.
   void for_each(int layer, const std::vector<int>& experts,
                 const std::function<void(size_t k, const ExpertWeights& w)>& on_ready);
+
+  // Waits for every read in flight and keeps what arrived as cached experts
+  // (a guessed read nobody asked for yet, a prefetch of a failed step).
+  // Between layers only, never during for_each; tests use it to make what is
+  // resident, so what is evicted next, independent of the disk's timing.
+  void settle();
 
   uint64_t slots() const { return slots_.size(); }
   uint64_t slot_bytes() const { return slot_bytes_; }
@@ -88,7 +123,12 @@ class ExpertCache {
   // victim, never one in use or in `keep`); -1 when there is none.
   int take_slot(int64_t key, const std::vector<int64_t>* keep = nullptr);
   // Starts reading (layer, expert) into `slot`; its Arrival comes later.
-  void issue_read(int layer, int expert, int slot);
+  // Background reads queue behind the urgent ones (experts a layer needs).
+  void issue_read(int layer, int expert, int slot, bool urgent = true);
+  // The slot of `key`, resident or in flight; -1 when neither.
+  int slot_of(int64_t key);
+  // Counts the guess for `layer` against the experts it really uses.
+  void score_guess(int layer, const std::vector<int64_t>& keys);
   // An arrival nobody is waiting for (a prefetched expert of a call that
   // failed): kept as an ordinary cached expert, or its slot freed.
   void keep_stray(const Arrival& a);
@@ -107,10 +147,18 @@ class ExpertCache {
   ExpertCachePolicyKind policy_;
   ExpertSlots slots_;                // key (layer * num_experts + expert) per slot, in use, free, victims
   std::vector<ExpertWeights> weights_;  // per slot: its expert's tensors in the arena
+  std::vector<uint8_t> guessed_;        // per slot: read by prefetch_guess, not yet asked for by a layer
+  std::vector<uint64_t> read_bytes_;    // per slot: bytes of the read that filled it
   std::mutex arrivals_mu_;
   std::condition_variable arrivals_cv_;
   std::deque<Arrival> arrivals_;
   std::unordered_map<int64_t, int> pending_;  // reads issued and not yet taken from arrivals_: key -> slot
+  bool guessing_ = false;  // prefetch_guess was called: prefetch scores the guesses
+  // The last prefetch: its layer and keys.
+  int current_layer_ = -1;
+  std::vector<int64_t> current_keys_;
+  int guess_layer_ = -1;              // the layer of the last guess, until its prefetch scores it
+  std::vector<int64_t> guess_keys_;
 
   mutable std::mutex stats_mu_;
   ExpertCacheStats stats_;

@@ -115,6 +115,28 @@ PresetChoice choose_auto_preset(const ModelConfig& config, const Checkpoint& che
   return choose_preset(plan_model_for_checkpoint(config, checkpoint), available, run);
 }
 
+// What --expert-lookahead will do under this plan: it costs no memory (the
+// guesses use the cache's own slots) but bytes for every wrong guess, and
+// does nothing without a pinned MoE layer to guess for or a spare slot.
+static std::string lookahead_plan_line(const ModelConfig& config, const PreparedStream& p) {
+  int pinned_moe = 0;
+  for (int s : p.plan.pinned) {
+    const int layer = p.layout.sections[static_cast<size_t>(s)].layer;
+    if (layer > config.first_k_dense_replace && config.is_moe_layer(layer)) ++pinned_moe;
+  }
+  const uint64_t spare = p.plan.cache_slots > p.plan.min_slots ? p.plan.cache_slots - p.plan.min_slots : 0;
+  const uint64_t all = static_cast<uint64_t>(std::max(0, config.num_hidden_layers - config.first_k_dense_replace)) *
+                       static_cast<uint64_t>(config.num_experts);
+  std::string o = std::string(tool_name()) + ": expert lookahead: ";
+  if (p.plan.cache_slots >= all) return o + "the cache holds every expert, so there is nothing to guess\n";
+  if (pinned_moe == 0) return o + "no MoE layer after the first has its trunk pinned, so no guess is made (raise --trunk-gb)\n";
+  if (spare == 0)
+    return o + "the cache holds one layer's top-k only, so no guessed expert is read (raise --cache-gb)\n";
+  return o + "guesses for " + std::to_string(pinned_moe) + " pinned MoE layers, read into up to " +
+         std::to_string(spare) + " spare cache slots; no extra memory, each wrong guess costs " +
+         format_bytes(p.plan.slot_bytes) + " read\n";
+}
+
 PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& checkpoint, StreamingRequest req,
                                  std::ostream& log) {
   const MemoryLimits lim = read_memory_limits();
@@ -166,6 +188,7 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
       << p.plan.describe(p.layout, config, p.plan_request);
   if (avail != UINT64_MAX) log << " of " << format_bytes(avail) << " available (" << available_source(lim) << ")";
   log << "\n";
+  if (req.expert_lookahead) log << lookahead_plan_line(config, p);
   if (!plan_fits(p.plan, avail))
     throw Error(ExitCode::kResource, plan_refusal(config, checkpoint, req, p, wanted_batch, lim));
   p.preset = req.preset.empty() ? "laptop" : req.preset;

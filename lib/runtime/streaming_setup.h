@@ -49,6 +49,7 @@ struct StreamingRequest {
   int compute_threads = 1;
   // Which cached expert makes room (--expert-cache-policy); never the bytes.
   ExpertCachePolicyKind cache_policy = kDefaultExpertCachePolicy;
+  bool expert_lookahead = false;  // --expert-lookahead (StreamingWeights::set_expert_lookahead)
   // Streaming is wanted when any of these flags was given.
   bool active() const {
     return !trunk_dir.empty() || !preset.empty() || trunk_gb >= 0 || cache_gb >= 0 || block_mb >= 0;

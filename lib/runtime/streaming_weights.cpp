@@ -1,5 +1,6 @@
 #include "runtime/streaming_weights.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "checkpoint/checkpoint.h"
@@ -14,6 +15,15 @@ StreamingWeights::StreamingWeights(const ModelConfig& config, const Checkpoint& 
                                    ExpertCachePolicyKind cache_policy)
     : io_(io_threads) {
   const auto t0 = std::chrono::steady_clock::now();
+  guessable_.assign(static_cast<size_t>(std::max(0, config.num_hidden_layers)), false);
+  // A cache holding every expert has nothing to read ahead: no guess then.
+  const uint64_t all_experts =
+      static_cast<uint64_t>(std::max(0, config.num_hidden_layers - config.first_k_dense_replace)) * config.num_experts;
+  if (plan.cache_slots < all_experts)
+    for (int s : plan.pinned) {
+      const int layer = layout.sections.at(static_cast<size_t>(s)).layer;
+      if (layer >= 0 && layer < config.num_hidden_layers) guessable_[static_cast<size_t>(layer)] = true;
+    }
   for (const ShardInfo& s : checkpoint.shards()) shard_files_.push_back(std::make_unique<DirectFile>(s.path));
   if (!trunk_dir.empty()) trunk_file_ = std::make_unique<DirectFile>(path_join(trunk_dir, "trunk.bin"));
   trunk_ = std::make_unique<TrunkStream>(config, checkpoint, trunk_file_.get(), shard_files_, std::move(layout), plan, io_, progress);
@@ -45,6 +55,7 @@ StreamStats StreamingWeights::stats() const {
   s.io_busy_seconds = io_.busy_seconds();
   s.load_seconds = load_seconds_;
   s.units_not_ahead = t.units_not_ahead;
+  s.guess = e.guess;
   return s;
 }
 
@@ -64,6 +75,20 @@ void StreamingWeights::prefetch_experts(int layer, const std::vector<int>& exper
 void StreamingWeights::for_each_expert(int layer, const std::vector<int>& experts,
                                        const std::function<void(size_t k, const ExpertWeights& w)>& on_ready) {
   experts_->for_each(layer, experts, on_ready);
+}
+
+// A pinned section's weights are handed out without a read or a wait
+// (TrunkStream::acquire_layer returns them as they are), so the guess costs
+// the router's matrix-vector product and nothing else.
+const MoeTrunkWeights* StreamingWeights::router_ahead(int layer) {
+  if (!lookahead_ || layer < 0 || static_cast<size_t>(layer) >= guessable_.size() ||
+      !guessable_[static_cast<size_t>(layer)])
+    return nullptr;
+  return &trunk_->acquire_layer(layer).moe;
+}
+
+void StreamingWeights::prefetch_guess(int layer, const std::vector<int>& experts) {
+  if (lookahead_) experts_->prefetch_guess(layer, experts);
 }
 
 }  // namespace k3

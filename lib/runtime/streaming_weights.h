@@ -36,6 +36,7 @@ struct StreamStats {
   double io_busy_seconds = 0;        // at least one read in progress (the device kept busy)
   double load_seconds = 0;
   uint64_t units_not_ahead = 0;      // trunk units read only when asked for (not read ahead)
+  ExpertGuessStats guess;            // --expert-lookahead (zero without it)
 };
 
 class StreamingWeights : public WeightSource {
@@ -59,6 +60,15 @@ class StreamingWeights : public WeightSource {
   void release_head() override;
   void for_each_head_block(const HeadWeights& head, const HeadBlock& on_block) override;
 
+  // --expert-lookahead: guess each MoE layer's experts with its router one
+  // layer early and read them into cache slots the current layer does not
+  // need. Layers whose trunk section is pinned only: a streamed router is
+  // never read for a guess; none when the cache holds every expert. Off by
+  // default; the output is the same either way.
+  void set_expert_lookahead(bool on) { lookahead_ = on; }
+  const MoeTrunkWeights* router_ahead(int layer) override;
+  void prefetch_guess(int layer, const std::vector<int>& experts) override;
+
   StreamStats stats() const;
   bool direct_io() const;  // every file opened with O_DIRECT
 
@@ -70,6 +80,10 @@ class StreamingWeights : public WeightSource {
   std::unique_ptr<TrunkStream> trunk_;
   std::unique_ptr<ExpertCache> experts_;
   double load_seconds_ = 0;
+  bool lookahead_ = false;
+  // Per decoder layer: its router may guess (its trunk section is pinned,
+  // and the cache does not hold every expert already).
+  std::vector<bool> guessable_;
 };
 
 }  // namespace k3

@@ -1,5 +1,6 @@
 // Router tie rule and weights; LatentMoE against a double reference, with
-// experts delivered in any order, in BF16 and in MXFP4.
+// experts delivered in any order, in BF16 and in MXFP4; the next layer's
+// guessed experts (--expert-lookahead), which leave the output alone.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -63,6 +64,17 @@ class ExpertSource : public WeightSource {
   std::vector<ExpertWeights> experts;
   bool reverse = false;
   std::vector<int> last_request;
+  const MoeTrunkWeights* ahead = nullptr;  // router_ahead's answer
+  std::vector<int> asked_ahead, guessed;   // layers router_ahead was asked for; the last guess
+  int guessed_layer = -1;
+  const MoeTrunkWeights* router_ahead(int layer) override {
+    asked_ahead.push_back(layer);
+    return ahead;
+  }
+  void prefetch_guess(int layer, const std::vector<int>& experts) override {
+    guessed_layer = layer;
+    guessed = experts;
+  }
   void embed(const int32_t*, size_t, float*) override {}
   const LayerWeights& acquire_layer(int) override { throw std::logic_error("unused"); }
   void release_layer(int) override {}
@@ -183,6 +195,54 @@ TEST(LatentMoe, MatchesDoubleReferenceInAnyArrivalOrder) {
     latent_moe_forward(mc.c, 1, mc.trunk, mc.source, x.data() + t * MoeCase::hidden, 1, one.data(), nullptr, scratch);
     EXPECT_EQ(std::memcmp(one.data(), fwd.data() + t * MoeCase::hidden, one.size() * sizeof(float)), 0) << t;
   }
+}
+
+// The guess applies the next layer's router to this layer's input: the
+// distinct experts of each token's best half of its top-k (checked against
+// a double-precision ranking) go
+// to prefetch_guess, and the layer's output keeps every bit, whatever the
+// arrival order.
+TEST(LatentMoe, LookaheadGuessesTheNextLayersExpertsAndLeavesTheOutputAlone) {
+  MoeCase mc;
+  mc.c.num_hidden_layers = 3;
+  mc.c.first_k_dense_replace = 0;
+  std::mt19937 rng(5);
+  test::RandomBf16 router2(rng, MoeCase::E, MoeCase::hidden, 1.0);
+  test::RandomF32 bias2(rng, MoeCase::E, 0.0, 0.1);
+  MoeTrunkWeights next = mc.trunk;
+  next.router = router2.view();
+  next.router_bias = bias2.view();
+  const size_t n = 2;
+  std::vector<float> x = test::random_input(rng, n * MoeCase::hidden);
+  std::vector<float> plain(n * MoeCase::hidden), guessing(n * MoeCase::hidden), reversed(n * MoeCase::hidden);
+  ForwardScratch scratch;
+  latent_moe_forward(mc.c, 1, mc.trunk, mc.source, x.data(), n, plain.data(), nullptr, scratch);
+  EXPECT_EQ(mc.source.asked_ahead, std::vector<int>{2});
+  EXPECT_EQ(mc.source.guessed_layer, -1);  // no router in memory: no guess
+  mc.source.ahead = &next;
+  latent_moe_forward(mc.c, 1, mc.trunk, mc.source, x.data(), n, guessing.data(), nullptr, scratch);
+  mc.source.reverse = true;
+  latent_moe_forward(mc.c, 1, mc.trunk, mc.source, x.data(), n, reversed.data(), nullptr, scratch);
+  EXPECT_EQ(std::memcmp(plain.data(), guessing.data(), plain.size() * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(plain.data(), reversed.data(), plain.size() * sizeof(float)), 0);
+  EXPECT_EQ(mc.source.guessed_layer, 2);
+  std::vector<int> want;
+  for (size_t t = 0; t < n; ++t) {
+    std::vector<double> xt(x.begin() + t * MoeCase::hidden, x.begin() + (t + 1) * MoeCase::hidden);
+    std::vector<double> s = test::lin_d(xt, router2);
+    std::vector<int> order(MoeCase::E);
+    for (int e = 0; e < MoeCase::E; ++e) order[e] = e, s[e] = test::sigmoid_d(s[e]);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return s[a] + bias2.f[a] > s[b] + bias2.f[b]; });
+    want.insert(want.end(), order.begin(), order.begin() + (MoeCase::K + 1) / 2);  // the best half of the top-k
+  }
+  std::sort(want.begin(), want.end());
+  want.erase(std::unique(want.begin(), want.end()), want.end());
+  EXPECT_EQ(mc.source.guessed, want);
+  // The last layer has no next layer to guess for.
+  mc.source.asked_ahead.clear();
+  latent_moe_forward(mc.c, 2, mc.trunk, mc.source, x.data(), n, guessing.data(), nullptr, scratch);
+  EXPECT_TRUE(mc.source.asked_ahead.empty());
 }
 
 // MXFP4 experts give the same result as BF16 experts holding their decoded

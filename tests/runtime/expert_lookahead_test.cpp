@@ -1,0 +1,132 @@
+// ExpertCache::prefetch_guess (--expert-lookahead) over the tiny fixture: a
+// guess reads only into slots the current layer does not hold, and only once
+// every expert of that layer has its slot; guessed experts are delivered
+// with the checkpoint's bytes; each guess is scored against the routing that
+// follows (right guesses, reads used, reads evicted unused and their bytes).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <memory>
+
+#include "checkpoint/checkpoint.h"
+#include "io/direct_file.h"
+#include "io/read_engine.h"
+#include "model/config.h"
+#include "model/tensor_manifest.h"
+#include "runtime/expert_cache.h"
+
+using namespace k3;
+
+namespace {
+
+const std::string kTiny = std::string(K3_TEST_DATA) + "/k3-tiny";
+
+struct Model {
+  explicit Model(const std::string& dir) : config(load_model_config(dir)), checkpoint(Checkpoint::open(dir)) {
+    for (const ShardInfo& s : checkpoint.shards()) files.push_back(std::make_unique<DirectFile>(s.path));
+  }
+  ModelConfig config;
+  Checkpoint checkpoint;
+  std::vector<std::unique_ptr<DirectFile>> files;
+  ReadEngine io{3};
+};
+
+// Whether a delivered matrix holds the checkpoint's bytes of `name`.
+bool same_as_file(const Checkpoint& ck, const std::string& name, const void* data) {
+  const TensorLocation& loc = ck.at(name);
+  std::vector<uint8_t> want(loc.info->nbytes);
+  std::ifstream f(ck.shards()[loc.shard].path, std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(loc.info->offset));
+  f.read(reinterpret_cast<char*>(want.data()), static_cast<std::streamsize>(want.size()));
+  return f.good() && data && std::memcmp(want.data(), data, want.size()) == 0;
+}
+
+// The model's order: prefetch, then for_each; every expert once, with its bytes.
+void run_layer(Model& m, ExpertCache& cache, int layer, const std::vector<int>& experts) {
+  cache.prefetch(layer, experts);
+  std::vector<int> count(experts.size(), 0);
+  cache.for_each(layer, experts, [&](size_t k, const ExpertWeights& w) {
+    ++count[k];
+    const std::string p = expert_tensor_prefix(m.config, layer, experts[k]);
+    const ExpertMatrix& w1 = w.w1;
+    EXPECT_TRUE(w1.is_mxfp4 ? same_as_file(m.checkpoint, p + "w1.weight_packed", w1.mx.packed)
+                            : same_as_file(m.checkpoint, p + "w1.weight", w1.bf.data))
+        << "layer " << layer << " expert " << experts[k];
+  });
+  for (size_t k = 0; k < experts.size(); ++k) EXPECT_EQ(count[k], 1) << "expert " << experts[k];
+}
+
+}  // namespace
+
+TEST(ExpertLookahead, GuessesFillSpareSlotsOnlyAndAreScored) {
+  Model m(kTiny);
+  const int l = m.config.first_k_dense_replace;
+  ASSERT_GE(m.config.num_hidden_layers, l + 3);
+  ASSERT_GE(m.config.num_experts, 12);
+  ExpertCache cache(m.config, m.checkpoint, m.files, 8, m.io);
+  const std::vector<int> now = {0, 1, 2, 3};
+  cache.prefetch(l, now);
+  // Six guesses, four spare slots: four reads, none evicting layer l's experts.
+  cache.prefetch_guess(l + 1, {4, 5, 6, 7, 8, 9});
+  ExpertGuessStats g = cache.stats().guess;
+  EXPECT_EQ(g.layers, 1u);
+  EXPECT_EQ(g.experts, 6u);
+  EXPECT_EQ(g.reads, 4u);
+  EXPECT_GT(g.read_bytes, 0u);
+  EXPECT_LE(g.read_bytes, 4 * cache.slot_bytes());
+  const ExpertCacheStats before = cache.stats();
+  std::vector<int> count(now.size(), 0);
+  cache.for_each(l, now, [&](size_t k, const ExpertWeights&) { ++count[k]; });
+  EXPECT_EQ(count, std::vector<int>(now.size(), 1));
+  for (int e : now) EXPECT_TRUE(cache.resident(l, e)) << e;
+  EXPECT_EQ(cache.stats().expert_bytes, before.expert_bytes);  // layer l's reads were all started by its prefetch
+  cache.settle();  // the guesses have landed: what is evicted next no longer depends on the disk
+  for (int e : {4, 5, 6, 7}) EXPECT_TRUE(cache.resident(l + 1, e)) << e;
+
+  // Layer l + 1 uses 4 and 5 (guessed and read), 8 (guessed, no slot) and 10.
+  run_layer(m, cache, l + 1, {4, 5, 8, 10});
+  g = cache.stats().guess;
+  EXPECT_EQ(g.used, 3u);        // 4, 5 and 8 were guessed right
+  EXPECT_EQ(g.reads_used, 2u);  // 4 and 5 were read because of the guess
+  EXPECT_EQ(g.wasted_reads, 0u);
+  // Eight other experts evict every slot: 6 and 7, never asked for, were wasted.
+  run_layer(m, cache, l + 2, {0, 1, 2, 3, 4, 5, 6, 7});
+  g = cache.stats().guess;
+  EXPECT_EQ(g.wasted_reads, 2u);
+  EXPECT_EQ(g.reads_used + g.wasted_reads, g.reads);
+  EXPECT_GT(g.wasted_bytes, 0u);
+  EXPECT_LE(g.wasted_bytes, g.read_bytes);
+  EXPECT_LE(g.wasted_bytes, g.wasted_reads * cache.slot_bytes());
+  EXPECT_FALSE(cache.resident(l + 1, 6));
+  EXPECT_FALSE(cache.resident(l + 1, 7));
+}
+
+TEST(ExpertLookahead, AGuessWaitsUntilTheCurrentLayerHasItsSlots) {
+  Model m(kTiny);
+  const int l = m.config.first_k_dense_replace;
+  // Five experts, four slots: layer l still needs a slot, so nothing is guessed into one.
+  ExpertCache cache(m.config, m.checkpoint, m.files, 4, m.io);
+  cache.prefetch(l, {0, 1, 2, 3, 4});
+  cache.prefetch_guess(l + 1, {5, 6});
+  ExpertGuessStats g = cache.stats().guess;
+  EXPECT_EQ(g.layers, 1u);
+  EXPECT_EQ(g.reads, 0u);
+  std::vector<int> count(5, 0);
+  cache.for_each(l, {0, 1, 2, 3, 4}, [&](size_t k, const ExpertWeights&) { ++count[k]; });
+  EXPECT_EQ(count, std::vector<int>(5, 1));
+  // Exactly one layer's worth of slots: every slot is kept for layer l.
+  run_layer(m, cache, l, {0, 1, 2, 3});
+  cache.prefetch(l, {0, 1, 2, 3});
+  cache.prefetch_guess(l + 1, {5, 6});
+  for (int e : {0, 1, 2, 3}) EXPECT_TRUE(cache.resident(l, e)) << e;
+  cache.for_each(l, {0, 1, 2, 3}, [](size_t, const ExpertWeights&) {});
+  g = cache.stats().guess;
+  EXPECT_EQ(g.reads, 0u);
+  // A guess for a layer that does not follow the last prefetched one reads nothing.
+  cache.prefetch(l, {0});
+  cache.prefetch_guess(l + 2, {7});
+  cache.for_each(l, {0}, [](size_t, const ExpertWeights&) {});
+  EXPECT_EQ(cache.stats().guess.reads, 0u);
+  run_layer(m, cache, l + 2, {7, 8});
+}
