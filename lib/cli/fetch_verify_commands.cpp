@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "checkpoint/trunk_location.h"
+#include "trunk/location.h"
 #include "cli/interrupt.h"
 #include "common/error.h"
 #include "fetch/hub_token.h"

@@ -11,7 +11,7 @@
 #include "model/k3_geometry.h"
 #include "platform/memory_limits.h"
 #include "runtime/preset_plan.h"
-#include "runtime/trunk_plan.h"
+#include "trunk/plan.h"
 
 namespace k3 {
 

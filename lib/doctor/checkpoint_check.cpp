@@ -1,13 +1,13 @@
 #include <string>
 
 #include "checkpoint/checkpoint.h"
-#include "checkpoint/trunk_layout.h"
+#include "trunk/layout.h"
 #include "common/error.h"
 #include "doctor/checks.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
 #include "runtime/preset_plan.h"
-#include "runtime/trunk_plan.h"
+#include "trunk/plan.h"
 
 namespace k3::doctor {
 

@@ -11,9 +11,9 @@
 #include "io/aligned_buffer.h"
 #include "model/tensor_manifest.h"
 #include "common/error.h"
-#include "runtime/row_blocks.h"
-#include "runtime/trunk_block_reader.h"
-#include "runtime/trunk_plan.h"
+#include "trunk/row_blocks.h"
+#include "trunk/block_reader.h"
+#include "trunk/plan.h"
 
 namespace k3 {
 

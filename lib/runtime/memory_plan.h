@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/trunk_layout.h"
+#include "trunk/layout.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
 

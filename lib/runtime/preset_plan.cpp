@@ -4,7 +4,7 @@
 #include "common/progress_meter.h"
 #include "model/tensor_manifest.h"
 #include "runtime/expert_index.h"
-#include "runtime/trunk_plan.h"
+#include "trunk/plan.h"
 
 namespace k3 {
 

@@ -16,7 +16,7 @@
 #include "runtime/plan_refusal.h"
 #include "runtime/preset_plan.h"
 #include "runtime/presets.h"
-#include "runtime/trunk_plan.h"
+#include "trunk/plan.h"
 
 namespace k3 {
 

@@ -9,8 +9,8 @@
 #include "common/error.h"
 #include "common/file.h"
 #include "model/weight_binding.h"
-#include "checkpoint/trunk_blocks.h"
-#include "runtime/row_blocks.h"
+#include "trunk/blocks.h"
+#include "trunk/row_blocks.h"
 #include "runtime/trunk_stream_parts.h"
 
 namespace k3 {

@@ -33,9 +33,9 @@
 #include "common/progress_callback.h"
 #include "model/config.h"
 #include "model/weight_source.h"
-#include "checkpoint/trunk_layout.h"
+#include "trunk/layout.h"
 #include "runtime/memory_plan.h"
-#include "runtime/trunk_block_reader.h"
+#include "trunk/block_reader.h"
 
 namespace k3 {
 

@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/row_blocks.h"
+#include "trunk/row_blocks.h"
 #include "runtime/trunk_stream.h"
 
 namespace k3 {

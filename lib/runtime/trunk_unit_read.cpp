@@ -1,6 +1,6 @@
 #include <algorithm>
 
-#include "checkpoint/trunk_blocks.h"
+#include "trunk/blocks.h"
 #include "common/error.h"
 #include "runtime/trunk_stream_parts.h"
 

@@ -16,7 +16,7 @@
 #include "common/progress_meter.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
-#include "pack/trunk_packer.h"
+#include "trunk/writer.h"
 
 namespace {
 int run(int argc, char** argv) {

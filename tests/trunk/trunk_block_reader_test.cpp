@@ -12,8 +12,8 @@
 #include "checkpoint/checkpoint.h"
 #include "common/error.h"
 #include "common/file.h"
-#include "pack/trunk_packer.h"
-#include "runtime/trunk_block_reader.h"
+#include "trunk/writer.h"
+#include "trunk/block_reader.h"
 #include "synth/synth_checkpoint.h"
 #include "lib/test_util.h"
 

@@ -1,10 +1,10 @@
-#include "runtime/trunk_plan.h"
+#include "trunk/plan.h"
 
 #include <string>
 
 #include "checkpoint/checkpoint.h"
-#include "checkpoint/trunk_codec.h"
-#include "checkpoint/trunk_table_check.h"
+#include "trunk/codec.h"
+#include "trunk/table_check.h"
 #include "common/error.h"
 #include "common/shape_format.h"
 #include "common/file.h"

@@ -1,7 +1,7 @@
-// Layer pack (leaf): k3-pack, writing the trunk file.
+// Layer trunk: the trunk format end to end (layout, codec, blocks, placement, writer, reader checks).
 //
 // k3-pack's work: gather every trunk tensor from the shards into trunk.bin
-// (format in checkpoint/trunk_layout.h, placement in runtime/trunk_plan.h)
+// (format in trunk/layout.h, placement in trunk/plan.h)
 // and verify a packed trunk.
 #pragma once
 
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/trunk_layout.h"
+#include "trunk/layout.h"
 #include "model/tensor_manifest.h"
-#include "runtime/trunk_plan.h"
+#include "trunk/plan.h"
 
 namespace k3 {
 

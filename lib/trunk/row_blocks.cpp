@@ -1,4 +1,4 @@
-#include "runtime/row_blocks.h"
+#include "trunk/row_blocks.h"
 
 #include <algorithm>
 #include <unordered_map>

@@ -14,7 +14,7 @@
 
 #include "model/config.h"
 #include "model/weight_binding.h"
-#include "checkpoint/trunk_layout.h"
+#include "trunk/layout.h"
 
 namespace k3 {
 

@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "checkpoint/trunk_codec.h"
+#include "trunk/codec.h"
 
 using namespace k3;
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "checkpoint/trunk_layout.h"
+#include "trunk/layout.h"
 
 namespace k3::doctor {
 
@@ -31,7 +31,7 @@ struct TrunkInfo {
 };
 
 // The checks k3-forward --trunk makes before it reads a byte (the same as
-// runtime/trunk_plan's open_packed_trunk), told apart so the report can say
+// trunk/plan's open_packed_trunk), told apart so the report can say
 // which one failed: trunk.json parses, its recorded source fingerprint
 // (config.json hash, every shard's name and size) equals `model`'s, it has
 // per-block hashes, trunk.bin has the recorded size, and its tensor table

@@ -6,11 +6,11 @@
 #include <functional>
 #include <string>
 
-#include "checkpoint/trunk_codec.h"
-#include "checkpoint/trunk_table_check.h"
+#include "trunk/codec.h"
+#include "trunk/table_check.h"
 #include "lib/test_util.h"
 #include "lib/tiny_manifest.h"
-#include "runtime/trunk_plan.h"
+#include "trunk/plan.h"
 
 using namespace k3;
 using k3::test::code_of;

@@ -1,4 +1,4 @@
-#include "pack/trunk_packer.h"
+#include "trunk/writer.h"
 
 #include <sys/stat.h>
 #include <xxhash.h>
@@ -7,14 +7,14 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/non_finite_scan.h"
-#include "checkpoint/trunk_blocks.h"
-#include "checkpoint/trunk_codec.h"
-#include "checkpoint/trunk_table_check.h"
+#include "trunk/blocks.h"
+#include "trunk/codec.h"
+#include "trunk/table_check.h"
 #include "common/atomic_file_writer.h"
 #include "common/error.h"
 #include "common/file.h"
-#include "pack/trunk_source.h"
-#include "runtime/trunk_plan.h"
+#include "trunk/source.h"
+#include "trunk/plan.h"
 
 namespace k3 {
 

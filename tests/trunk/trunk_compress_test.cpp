@@ -14,10 +14,10 @@
 #include <fstream>
 
 #include "checkpoint/checkpoint.h"
-#include "checkpoint/trunk_blocks.h"
+#include "trunk/blocks.h"
 #include "common/error.h"
 #include "common/file.h"
-#include "pack/trunk_packer.h"
+#include "trunk/writer.h"
 #include "synth/synth_checkpoint.h"
 #include "lib/test_util.h"
 #include "lib/tiny_manifest.h"

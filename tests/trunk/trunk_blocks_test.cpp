@@ -11,8 +11,8 @@
 #include <limits>
 #include <vector>
 
-#include "checkpoint/trunk_blocks.h"
-#include "checkpoint/trunk_codec.h"
+#include "trunk/blocks.h"
+#include "trunk/codec.h"
 
 using namespace k3;
 

@@ -16,7 +16,7 @@
 #include "model/engine.h"
 #include "model/k3_geometry.h"
 #include "model/tensor_manifest.h"
-#include "pack/trunk_packer.h"
+#include "trunk/writer.h"
 #include "runtime/expert_index.h"
 #include "runtime/memory_plan.h"
 #include "runtime/presets.h"

@@ -20,7 +20,7 @@
 #include "common/file.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
-#include "pack/trunk_packer.h"
+#include "trunk/writer.h"
 
 namespace fs = std::filesystem;
 using namespace k3;

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <string>
 
-#include "checkpoint/trunk_codec.h"
-#include "checkpoint/trunk_layout.h"
+#include "trunk/codec.h"
+#include "trunk/layout.h"
 
 namespace k3 {
 

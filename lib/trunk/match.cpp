@@ -1,8 +1,8 @@
-#include "doctor/trunk_match.h"
+#include "trunk/match.h"
 
 #include <sys/stat.h>
 
-#include "checkpoint/trunk_table_check.h"
+#include "trunk/table_check.h"
 #include "common/error.h"
 #include "common/file.h"
 

@@ -1,4 +1,4 @@
-#include "checkpoint/trunk_blocks.h"
+#include "trunk/blocks.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "pack/trunk_source.h"
+#include "trunk/source.h"
 
 #include <algorithm>
 

@@ -16,7 +16,7 @@
 
 #include <string>
 
-#include "checkpoint/trunk_layout.h"
+#include "trunk/layout.h"
 
 namespace k3 {
 

@@ -1,6 +1,6 @@
-#include "checkpoint/trunk_table_check.h"
+#include "trunk/table_check.h"
 
-#include "checkpoint/trunk_codec.h"
+#include "trunk/codec.h"
 #include "common/error.h"
 #include "common/shape_format.h"
 

@@ -1,4 +1,4 @@
-#include "checkpoint/trunk_layout.h"
+#include "trunk/layout.h"
 
 #include <sys/stat.h>
 
@@ -11,7 +11,7 @@
 #include <ctime>
 
 #include "checkpoint/checkpoint.h"
-#include "checkpoint/trunk_codec.h"
+#include "trunk/codec.h"
 #include "common/error.h"
 #include "common/file.h"
 #include "common/json_writer.h"

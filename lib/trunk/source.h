@@ -12,7 +12,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/non_finite_scan.h"
-#include "checkpoint/trunk_layout.h"
+#include "trunk/layout.h"
 #include "common/file.h"
 
 namespace k3 {

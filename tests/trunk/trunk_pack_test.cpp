@@ -16,7 +16,7 @@
 #include "common/error.h"
 #include "common/file.h"
 #include "io/aligned_buffer.h"
-#include "pack/trunk_packer.h"
+#include "trunk/writer.h"
 #include "synth/synth_checkpoint.h"
 #include "lib/test_util.h"
 #include "lib/tiny_manifest.h"

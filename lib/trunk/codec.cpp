@@ -1,4 +1,4 @@
-#include "checkpoint/trunk_codec.h"
+#include "trunk/codec.h"
 
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_c_... advanced parameters are stable since zstd 1.4
 #include <xxhash.h>

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/trunk_blocks.h"
+#include "trunk/blocks.h"
 #include "io/aligned_buffer.h"
 #include "io/direct_file.h"
 #include "io/read_engine.h"

@@ -1,4 +1,4 @@
-#include "pack/trunk_packer.h"
+#include "trunk/writer.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -15,14 +15,14 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/non_finite_scan.h"
-#include "checkpoint/trunk_blocks.h"
-#include "checkpoint/trunk_codec.h"
+#include "trunk/blocks.h"
+#include "trunk/codec.h"
 #include "common/atomic_file_writer.h"
 #include "common/error.h"
 #include "common/file.h"
 #include "common/progress_meter.h"
 #include "io/aligned_buffer.h"
-#include "pack/trunk_source.h"
+#include "trunk/source.h"
 
 namespace k3 {
 

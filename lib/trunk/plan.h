@@ -1,11 +1,11 @@
 // Where a model's trunk tensors go in trunk.bin: the layout k3-pack writes
 // and the streaming engine and memory plan read (format in
-// checkpoint/trunk_layout.h).
+// trunk/layout.h).
 #pragma once
 
 #include <vector>
 
-#include "checkpoint/trunk_layout.h"
+#include "trunk/layout.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
 

@@ -1,4 +1,4 @@
-#include "runtime/trunk_block_reader.h"
+#include "trunk/block_reader.h"
 
 #include <time.h>
 
