@@ -6,7 +6,7 @@
 // Without a packed trunk every trunk tensor is read from the shards once and
 // held. Embedding rows are read on demand.
 //
-// Every raw trunk block (trunk_layout.h, version 4) is checked against its
+// Every raw trunk block (trunk/layout.h, version 4) is checked against its
 // xxh3 the first time a read brings it in, on the I/O thread that read it
 // (a row or row block whose blocks are not all checked yet is read with its
 // blocks whole): a damaged byte fails the read that would hand it out, and

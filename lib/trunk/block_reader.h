@@ -5,7 +5,7 @@
 // it lands, while the next pieces are read. Several pieces (and several
 // units) decode at once on different I/O threads, so decoding spreads over
 // the cores the compute thread is not using. Each block's xxh3 is checked
-// (trunk_codec.h): a damaged block fails the read, never yields weights.
+// (trunk/codec.h): a damaged block fails the read, never yields weights.
 #pragma once
 
 #include <atomic>

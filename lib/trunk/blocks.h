@@ -1,4 +1,4 @@
-// Decoding the blocks of a compressed trunk section (trunk_codec.h) into the
+// Decoding the blocks of a compressed trunk section (trunk/codec.h) into the
 // section's decoded layout, as the engine and k3-pack --check use it.
 #pragma once
 

@@ -17,7 +17,7 @@
 // stored_length in trunk.bin (4096-aligned), and for a section packed with
 // k3-pack --compress its blocks: each tensor cut into block_bytes pieces
 // (the last one shorter), stored back to back in tensor order
-// (trunk_codec.h), with the stored size and the xxh3 of the decoded bytes of
+// (trunk/codec.h), with the stored size and the xxh3 of the decoded bytes of
 // each. Padding between tensors is not stored: it decodes as zeros.
 // Versions 1 and 2 have no stored fields (every section is raw, stored where
 // it decodes); an unknown version is refused by its number.

@@ -6,7 +6,7 @@
 #include "common/error.h"
 #include "common/file.h"
 
-namespace k3::doctor {
+namespace k3 {
 
 TrunkInfo inspect_trunk(const std::string& trunk_dir, const std::string& model_dir, const SourceFingerprint* model,
                         const TrunkLayout* expected, const std::string& no_model_reason) {
@@ -82,4 +82,4 @@ TrunkInfo inspect_trunk(const std::string& trunk_dir, const std::string& model_d
   return t;
 }
 
-}  // namespace k3::doctor
+}  // namespace k3

@@ -7,7 +7,7 @@
 
 #include "trunk/layout.h"
 
-namespace k3::doctor {
+namespace k3 {
 
 enum class TrunkMatch {
   kUnknown,  // no checkpoint to compare with (why in `match_reason`)
@@ -43,4 +43,4 @@ struct TrunkInfo {
 TrunkInfo inspect_trunk(const std::string& trunk_dir, const std::string& model_dir, const SourceFingerprint* model,
                         const TrunkLayout* expected, const std::string& no_model_reason);
 
-}  // namespace k3::doctor
+}  // namespace k3

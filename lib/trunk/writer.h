@@ -1,4 +1,4 @@
-// Layer trunk: the trunk format end to end (layout, codec, blocks, placement, writer, reader checks).
+// The trunk writer, k3-pack's core.
 //
 // k3-pack's work: gather every trunk tensor from the shards into trunk.bin
 // (format in trunk/layout.h, placement in trunk/plan.h)
@@ -25,7 +25,7 @@ struct PackOptions {
   // `cp --sparse=always`); the bytes read back are identical either way.
   bool sparse = true;
   // Store the decoder-layer and head sections as
-  // compressed blocks (trunk_codec.h); the embedding, read a row at a time,
+  // compressed blocks (trunk/codec.h); the embedding, read a row at a time,
   // stays raw.
   bool compress = false;
   // Called when stale temporaries of an earlier, killed run were removed

@@ -16,7 +16,7 @@
 #include "common/progress_meter.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
-#include "trunk/writer.h"
+#include "trunk/trunk.h"
 
 namespace {
 int run(int argc, char** argv) {
