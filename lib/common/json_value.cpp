@@ -1,4 +1,4 @@
-#include "chat/json_value.h"
+#include "common/json_value.h"
 
 #include <simdjson.h>
 
