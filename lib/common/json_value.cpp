@@ -4,8 +4,11 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <unordered_map>
+
+#include "common/json_writer.h"
 
 namespace k3 {
 
@@ -139,14 +142,67 @@ const JsonValue* JsonValue::find(std::string_view key) const {
   return nullptr;
 }
 
-void JsonValue::set(std::string key, JsonValue value) {
+JsonValue::JsonValue(bool b) : kind(Kind::kBool), boolean(b) {}
+JsonValue::JsonValue(int64_t v) : kind(Kind::kInt), text(std::to_string(v)) {}
+JsonValue::JsonValue(uint64_t v) : kind(Kind::kInt), text(std::to_string(v)) {}
+JsonValue::JsonValue(double v) {
+  if (!std::isfinite(v)) return;  // null
+  kind = Kind::kFloat;
+  number = v;
+}
+JsonValue::JsonValue(std::string s) : kind(Kind::kString), text(std::move(s)) {}
+
+JsonValue& JsonValue::set(std::string key, JsonValue value) {
+  if (kind == Kind::kNull) kind = Kind::kObject;
   for (size_t i = 0; i < keys.size(); ++i)
     if (keys[i] == key) {
       items[i] = std::move(value);
-      return;
+      return *this;
     }
   keys.push_back(std::move(key));
   items.push_back(std::move(value));
+  return *this;
+}
+
+JsonValue& JsonValue::push(JsonValue value) {
+  if (kind == Kind::kNull) kind = Kind::kArray;
+  items.push_back(std::move(value));
+  return *this;
+}
+
+namespace {
+
+void write_value(JsonWriter& w, const JsonValue& v) {
+  switch (v.kind) {
+    case JsonValue::Kind::kNull: w.null(); break;
+    case JsonValue::Kind::kBool: w.value(v.boolean); break;
+    case JsonValue::Kind::kInt: w.integer_text(v.text); break;
+    case JsonValue::Kind::kFloat: w.value(v.number); break;
+    case JsonValue::Kind::kString: w.value(v.text); break;
+    case JsonValue::Kind::kArray:
+      w.begin_array();
+      for (const JsonValue& item : v.items) write_value(w, item);
+      w.end_array();
+      break;
+    case JsonValue::Kind::kObject:
+      w.begin_object();
+      for (size_t i = 0; i < v.keys.size(); ++i) {
+        w.key(v.keys[i]);
+        write_value(w, v.items[i]);
+      }
+      w.end_object();
+      break;
+  }
+}
+
+}  // namespace
+
+std::string JsonValue::dump(int indent) const {
+  JsonWriter w(indent);
+  write_value(w, *this);
+  std::string out = w.take();
+  out.push_back('\n');
+  return out;
 }
 
 const char* json_kind_name(JsonValue::Kind kind) {

@@ -188,6 +188,12 @@ JsonWriter& JsonWriter::value(std::string_view s) {
 
 JsonWriter& JsonWriter::value(bool b) { return raw(b ? "true" : "false"); }
 JsonWriter& JsonWriter::null() { return raw("null"); }
+JsonWriter& JsonWriter::integer_text(std::string_view digits) {
+  const std::string_view d = !digits.empty() && digits[0] == '-' ? digits.substr(1) : digits;
+  if (d.empty() || d.find_first_not_of("0123456789") != std::string_view::npos)
+    misuse(("integer_text() given \"" + std::string(digits.substr(0, 40)) + "\", not an integer").c_str());
+  return raw(digits);
+}
 JsonWriter& JsonWriter::signed_value(long long v) { return raw(std::to_string(v)); }
 JsonWriter& JsonWriter::unsigned_value(unsigned long long v) { return raw(std::to_string(v)); }
 JsonWriter& JsonWriter::value(double v) { return raw(json_number(v)); }

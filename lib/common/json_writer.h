@@ -68,6 +68,9 @@ class JsonWriter {
   JsonWriter& value(unsigned long long v) { return unsigned_value(v); }
   JsonWriter& value(double v);
   JsonWriter& null();
+  // An integer given as its decimal digits (an optional '-', then digits),
+  // of any size (a parsed Python int); anything else is kInternal.
+  JsonWriter& integer_text(std::string_view digits);
   // `v` with exactly `decimals` digits after the point (null when not finite).
   JsonWriter& fixed(double v, int decimals);
 

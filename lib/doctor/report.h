@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "doctor/json_value.h"
+#include "common/json_value.h"
 
 namespace k3::doctor {
 
