@@ -4,7 +4,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "cli/model_options.h"
-#include "common/progress_meter.h"
+#include "common/byte_format.h"
 #include "doctor/doctor.h"
 #include "doctor/model_bytes.h"
 #include "doctor/preset_forecast.h"

@@ -43,22 +43,6 @@ const std::vector<std::pair<std::string, std::string>>& report_sections() {
   return k;
 }
 
-std::string human_bytes(double b) {
-  const char* units[] = {"B", "kB", "MB", "GB", "TB", "PB"};
-  int u = 0;
-  double v = b;
-  while ((v >= 1000 || v <= -1000) && u < 5) {
-    v /= 1000;
-    ++u;
-  }
-  char buf[48];
-  if (u == 0)
-    std::snprintf(buf, sizeof(buf), "%.0f %s", v, units[u]);
-  else
-    std::snprintf(buf, sizeof(buf), v >= 100 ? "%.0f %s" : v >= 10 ? "%.1f %s" : "%.2f %s", v, units[u]);
-  return buf;
-}
-
 namespace {
 const char* overall_text(Status s) {
   switch (s) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/byte_format.h"
 #include "common/json_value.h"
 
 namespace k3::doctor {
@@ -43,8 +44,5 @@ const std::vector<std::pair<std::string, std::string>>& report_sections();
 
 std::string format_human(const Report& r);
 std::string format_json(const Report& r);
-
-// "1.56 TB", "17.5 MB", "512 B" (decimal units, as disk vendors and presets use).
-std::string human_bytes(double bytes);
 
 }  // namespace k3::doctor

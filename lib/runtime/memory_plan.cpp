@@ -1,3 +1,4 @@
+#include "common/byte_format.h"
 #include "common/checked_math.h"
 #include "runtime/memory_plan.h"
 
@@ -7,7 +8,6 @@
 
 #include "checkpoint/dtype.h"
 #include "common/plural.h"
-#include "common/progress_meter.h"
 #include "io/aligned_buffer.h"
 #include "model/tensor_manifest.h"
 #include "common/error.h"

@@ -1,7 +1,7 @@
 #include "runtime/preset_plan.h"
 
 #include "checkpoint/checkpoint.h"
-#include "common/progress_meter.h"
+#include "common/byte_format.h"
 #include "model/tensor_manifest.h"
 #include "runtime/expert_index.h"
 #include "trunk/plan.h"

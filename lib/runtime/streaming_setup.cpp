@@ -7,8 +7,8 @@
 #include <ostream>
 
 #include "checkpoint/checkpoint.h"
+#include "common/byte_format.h"
 #include "common/error.h"
-#include "common/progress_meter.h"
 #include "common/tool_main.h"
 #include "model/tensor_manifest.h"
 #include "platform/memory_limits.h"

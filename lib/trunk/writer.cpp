@@ -15,12 +15,12 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/non_finite_scan.h"
+#include "common/byte_format.h"
 #include "trunk/blocks.h"
 #include "trunk/codec.h"
 #include "common/atomic_file_writer.h"
 #include "common/error.h"
 #include "common/file.h"
-#include "common/progress_meter.h"
 #include "io/aligned_buffer.h"
 #include "trunk/source.h"
 
