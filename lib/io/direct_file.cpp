@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "common/file.h"
+#include "common/read_at.h"
 #include "io/aligned_buffer.h"
 
 namespace k3 {
@@ -86,21 +87,13 @@ uint64_t DirectFile::size() const {
 }
 
 void DirectFile::read_aligned(void* dst, uint64_t offset, uint64_t length, uint64_t need) const {
-  char* p = static_cast<char*>(dst);
-  uint64_t done = 0;
-  while (done < length) {
-    ssize_t r = ::pread(fd_, p + done, length - done, static_cast<off_t>(offset + done));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      throw Error(ExitCode::kIo, path_ + ": read of " + std::to_string(length) + " bytes at offset " +
-                                     std::to_string(offset) + " failed: " + std::strerror(errno));
-    }
-    if (r == 0) break;  // end of file
-    done += static_cast<uint64_t>(r);
-    // O_DIRECT returns short only at end of file; stop there rather than
-    // issuing an unaligned follow-up read.
-    if (direct_ && done % kDirectAlign) break;
-  }
+  // O_DIRECT returns short only at end of file; read_at stops there rather
+  // than issuing an unaligned follow-up read.
+  const ReadAtResult r = read_at(fd_, dst, length, offset, direct_ ? kDirectAlign : 0);
+  if (r.error)
+    throw Error(ExitCode::kIo, path_ + ": read of " + std::to_string(length) + " bytes at offset " +
+                                   std::to_string(offset) + " failed: " + std::strerror(r.error));
+  const uint64_t done = r.bytes;
   if (done < need)
     throw Error(ExitCode::kIo, path_ + ": file ends at " + std::to_string(offset + done) + " but " +
                                    std::to_string(need) + " bytes were expected at offset " +
