@@ -2,7 +2,7 @@
 
 #include "common/error.h"
 #include "model/linear.h"
-#include "model/rms_norm.h"
+#include "kernels/rms_norm.h"
 
 namespace k3 {
 

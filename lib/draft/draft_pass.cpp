@@ -6,7 +6,7 @@
 #include "draft/draft_heads.h"
 #include "draft/draft_layer.h"
 #include "model/linear.h"
-#include "model/rms_norm.h"
+#include "kernels/rms_norm.h"
 #include "model/weight_source.h"
 
 namespace k3 {

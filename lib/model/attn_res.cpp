@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "kernels/bf16.h"
-#include "model/rms_norm.h"
+#include "kernels/rms_norm.h"
 
 namespace k3 {
 

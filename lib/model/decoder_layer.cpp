@@ -7,7 +7,7 @@
 #include "model/latent_moe.h"
 #include "model/linear.h"
 #include "model/mla.h"
-#include "model/rms_norm.h"
+#include "kernels/rms_norm.h"
 #include "model/situ_mlp.h"
 
 namespace k3 {

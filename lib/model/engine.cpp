@@ -4,14 +4,14 @@
 #include <vector>
 
 #include "common/error.h"
-#include "kernels/thread_pool.h"
+#include "common/thread_pool.h"
 #include "model/attn_res.h"
 #include "model/decoder_layer.h"
 #include "model/finite_check.h"
 #include "model/kda.h"
 #include "model/linear.h"
 #include "model/mla.h"
-#include "model/rms_norm.h"
+#include "kernels/rms_norm.h"
 
 namespace k3 {
 

@@ -8,10 +8,10 @@
 #include "kernels/activations.h"
 #include "kernels/kda_step.h"
 #include "kernels/short_conv.h"
-#include "kernels/thread_pool.h"
+#include "common/thread_pool.h"
 #include "model/forward_scratch.h"
 #include "model/linear.h"
-#include "model/rms_norm.h"
+#include "kernels/rms_norm.h"
 
 namespace k3 {
 

@@ -11,7 +11,7 @@
 #include <fstream>
 
 #include "checkpoint/checkpoint.h"
-#include "kernels/thread_pool.h"
+#include "common/thread_pool.h"
 #include "model/config.h"
 #include "model/engine.h"
 #include "model/k3_geometry.h"

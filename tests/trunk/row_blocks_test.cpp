@@ -14,7 +14,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "common/error.h"
-#include "kernels/thread_pool.h"
+#include "common/thread_pool.h"
 #include "model/config.h"
 #include "model/engine.h"
 #include "runtime/resident_weights.h"

@@ -1,4 +1,4 @@
-#include "model/rms_norm.h"
+#include "kernels/rms_norm.h"
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-#include "kernels/thread_pool.h"
+#include "common/thread_pool.h"
 
 #include <gtest/gtest.h>
 
