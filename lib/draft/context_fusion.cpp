@@ -6,6 +6,8 @@
 
 namespace k3 {
 
+using kernels::rms_norm;
+
 void DraftContext::truncate(const DSparkConfig& c, int64_t to) {
   if (to < 0 || to > positions) throw Error(ExitCode::kInternal, "draft context truncated past its positions");
   const size_t stride = static_cast<size_t>(c.kv_stride());

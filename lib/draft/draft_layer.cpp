@@ -11,6 +11,9 @@
 
 namespace k3 {
 
+using kernels::rms_norm;
+using kernels::silu;
+
 namespace {
 
 // Attention of the block rows: u[n][hidden] (normed) -> out[n][hidden].

@@ -11,6 +11,8 @@
 
 namespace k3 {
 
+using kernels::rms_norm;
+
 DSparkModel DSparkModel::load(const std::string& dir) {
   DSparkConfig c = load_dspark_config(dir);
   DSparkWeights w = load_dspark_weights(c, dir);

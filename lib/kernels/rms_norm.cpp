@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-namespace k3 {
+namespace k3::kernels {
 
 float rms_scale(const float* x, size_t dim, float eps) {
   double ss = 0;
@@ -20,4 +20,4 @@ void rms_norm(const float* x, size_t n, size_t dim, const float* weight, float e
   }
 }
 
-}  // namespace k3
+}  // namespace k3::kernels

@@ -3,7 +3,7 @@
 
 #include <cstddef>
 
-namespace k3 {
+namespace k3::kernels {
 
 // Normalises n rows of `dim` floats from x into out (out may equal x). The
 // mean of squares is summed in double in index order, so a row's result never
@@ -13,4 +13,4 @@ void rms_norm(const float* x, size_t n, size_t dim, const float* weight, float e
 // The scale factor rsqrt(mean(x^2) + eps) of one row.
 float rms_scale(const float* x, size_t dim, float eps);
 
-}  // namespace k3
+}  // namespace k3::kernels

@@ -217,7 +217,7 @@ void Engine::forward_batch(std::span<SequenceState* const> states, std::span<con
     float* x = scratch_.h();  // free once the layers are done
     attn_res_mix(blocks, p_rows, m, hidden, head.output_attn_res_proj, head.output_attn_res_norm,
                  c.rms_norm_eps, x, scratch_.mix());
-    rms_norm(x, m, hidden, head.norm.data, c.rms_norm_eps, x);
+    kernels::rms_norm(x, m, hidden, head.norm.data, c.rms_norm_eps, x);
     const size_t vocab = c.vocab_size;
     size_t covered = 0;  // blocks must tile [0, vocab) in order: no logit is left unwritten
     source_.for_each_head_block(head, [&](int64_t first_row, const Bf16Matrix& W) {

@@ -13,6 +13,8 @@
 
 namespace k3 {
 
+using kernels::rms_norm;
+
 namespace {
 
 // The widest SiTU MLP of a MoE layer: the shared experts or one routed expert.
