@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "common/file.h"
 #include "common/read_at.h"
+#include "common/tool_main.h"
 #include "io/aligned_buffer.h"
 
 namespace k3 {
@@ -20,9 +21,9 @@ namespace k3 {
 namespace {
 void default_warning(const std::string& path, const std::string& why) {
   std::fprintf(stderr,
-               "k3: warning: O_DIRECT refused for %s (%s); reading through the page cache instead, so "
+               "%s: warning: O_DIRECT refused for %s (%s); reading through the page cache instead, so "
                "streamed weights also occupy page cache\n",
-               path.c_str(), why.c_str());
+               tool_name(), path.c_str(), why.c_str());
 }
 std::atomic<void (*)(const std::string&, const std::string&)> g_warn{default_warning};
 std::atomic<bool> g_warned{false};
