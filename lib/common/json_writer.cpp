@@ -108,6 +108,10 @@ void JsonWriter::before_value() {
     key_pending_ = false;
     return;
   }
+  next_member(top);
+}
+
+void JsonWriter::next_member(Level& top) {
   if (top.count > 0) out_.push_back(',');
   if (top.one_line) {
     if (top.count > 0) out_.push_back(' ');
@@ -119,14 +123,7 @@ void JsonWriter::before_value() {
 
 JsonWriter& JsonWriter::key(std::string_view k) {
   if (stack_.empty() || !stack_.back().object || key_pending_) misuse("a key outside an object or after a key");
-  Level& top = stack_.back();
-  if (top.count > 0) out_.push_back(',');
-  if (top.one_line) {
-    if (top.count > 0) out_.push_back(' ');
-  } else {
-    newline(stack_.size());
-  }
-  ++top.count;
+  next_member(stack_.back());
   append_json_string(out_, k);
   out_ += ": ";
   key_pending_ = true;

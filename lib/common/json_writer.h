@@ -82,6 +82,10 @@ class JsonWriter {
   JsonWriter& unsigned_value(unsigned long long v);
   JsonWriter& raw(std::string_view text);  // a scalar's text where a value is due
   void before_value();
+  struct Level;
+  // The separator before the next member or element of `top`: a comma
+  // after the first, then a space (one-line) or a new indented line.
+  void next_member(Level& top);
   void open(char bracket, bool object);
   void close(char bracket, bool object);
   void newline(size_t depth);

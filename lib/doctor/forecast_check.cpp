@@ -7,15 +7,6 @@
 
 namespace k3::doctor {
 
-namespace {
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), f, v);
-  return buf;
-}
-}  // namespace
-
 void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c,
                   const std::optional<PresetForecast>& rec, const Bandwidth& bw, std::optional<double> hit_rate) {
   const ModelBytes& mb = c.bytes;
@@ -28,7 +19,7 @@ void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c,
     r.arithmetic.push_back("model sizes from " + c.bytes_source + ": trunk " + format_bytes(mb.trunk()) +
                            " (of which " + format_bytes(mb.trunk_per_token()) + " is read per token), routed experts " +
                            format_bytes(mb.all_experts()) + ", one expert " + format_bytes(mb.one_expert));
-    r.arithmetic.push_back("memory budget = " + fmt("%.0f%%", kUsableShare * 100) + " of usable " +
+    r.arithmetic.push_back("memory budget = " + format_figure("%.0f%%", kUsableShare * 100) + " of usable " +
                            (m.usable ? format_bytes(*m.usable) : std::string("unknown")) + " = " + format_bytes_of(budget));
     r.arithmetic.push_back("memory forecast = k3-forward's memory plan (as --list-presets: context " +
                            std::to_string(kPresetListContext) + ", the preset's largest batch, packed trunk):");
@@ -63,7 +54,7 @@ void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c,
     if (rec) {
       k.status = Status::kOk;
       k.summary = "--preset " + rec->preset.name + " (" + format_bytes(rec->memory()) + " forecast, within " +
-                  fmt("%.0f%%", kUsableShare * 100) + " of " + format_bytes(m.usable.value_or(0)) + " usable)";
+                  format_figure("%.0f%%", kUsableShare * 100) + " of " + format_bytes(m.usable.value_or(0)) + " usable)";
       k.advice = "the largest preset that fits (what --preset auto chooses here); a larger one only buys speed, "
                  "never different output";
     } else {
@@ -95,18 +86,18 @@ void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c,
     if (f.hit_rate_assumed)
       r.arithmetic.push_back("  cache hit rate  h = " + std::to_string(f.plan.cache_slots) + " cache slots / " +
                              std::to_string(uint64_t(mb.num_experts) * uint64_t(mb.moe_layers)) +
-                             " experts = " + fmt("%.2f%%", f.hit_rate * 100) +
+                             " experts = " + format_figure("%.2f%%", f.hit_rate * 100) +
                              " (uniform routing: pessimistic; set --hit-rate to use a measured one)");
     else
-      r.arithmetic.push_back("  cache hit rate  h = " + fmt("%.2f%%", f.hit_rate * 100) + " (given with --hit-rate)");
+      r.arithmetic.push_back("  cache hit rate  h = " + format_figure("%.2f%%", f.hit_rate * 100) + " (given with --hit-rate)");
     r.arithmetic.push_back("  experts read    = " + format_bytes(mb.experts_per_token_bytes()) + " x (1 - h) = " +
                            format_bytes(f.expert_read));
     r.arithmetic.push_back("  bytes per token = " + format_bytes(f.trunk_read) + " + " + format_bytes(f.expert_read) +
                            " = " + format_bytes_of(bytes));
     r.arithmetic.push_back("  bandwidth       = " + format_bytes_of(bw.bytes_per_s) + "/s " + bw.how);
-    r.arithmetic.push_back("  seconds/token   = " + format_bytes_of(bytes) + " / " + format_bytes_of(bw.bytes_per_s) + "/s = " + fmt("%.2f s", spt));
+    r.arithmetic.push_back("  seconds/token   = " + format_bytes_of(bytes) + " / " + format_bytes_of(bw.bytes_per_s) + "/s = " + format_figure("%.2f s", spt));
     k.status = Status::kOk;
-    k.summary = fmt("%.2f s per token", spt) + " with --preset " + pname + " (" + format_bytes_of(bytes) + " read per token at " +
+    k.summary = format_figure("%.2f s per token", spt) + " with --preset " + pname + " (" + format_bytes_of(bytes) + " read per token at " +
                 format_bytes_of(bw.bytes_per_s) + "/s, " + (bw.measured ? "measured" : "ASSUMED") + ")";
     k.advice = bw.measured ? "a lower bound set by the disk; compute adds to it on slow CPUs"
                            : bw.advice_if_assumed;

@@ -13,6 +13,12 @@ const char* status_name(Status s) {
   return "?";
 }
 
+std::string format_figure(const char* printf_format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), printf_format, v);
+  return buf;
+}
+
 Check& Report::add(const std::string& section, const std::string& name) {
   checks.emplace_back();
   checks.back().section = section;

@@ -42,6 +42,10 @@ struct Report {
 // Section titles in print order.
 const std::vector<std::pair<std::string, std::string>>& report_sections();
 
+// `v` through a printf format with one double ("%.2f s", "%.0f%%"): the
+// figures of the arithmetic lines.
+std::string format_figure(const char* printf_format, double v);
+
 std::string format_human(const Report& r);
 std::string format_json(const Report& r);
 
