@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
-#include "checkpoint/trunk_codec.h"
+#include "trunk/codec.h"
 #include "common/error.h"
 #include "common/file.h"
 #include "common/tool_main.h"

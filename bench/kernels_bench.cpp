@@ -17,7 +17,7 @@
 #include "bench_usage.h"
 #include "kernels/bf16.h"
 #include "kernels/matmul.h"
-#include "kernels/thread_pool.h"
+#include "common/thread_pool.h"
 
 namespace {
 

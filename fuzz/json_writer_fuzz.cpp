@@ -3,14 +3,17 @@
 // string that was well-formed UTF-8 reads back unchanged, and every finite
 // double reads back as the same double. The input is cut at NUL bytes into
 // strings; pairs become members of an object, and each string's first 8
-// bytes are also taken as a double.
+// bytes are also taken as a double. The same document built as a JsonValue
+// (common/json_value.h) dumps to the same bytes: one writer for both.
 #include <simdjson.h>
 
 #include <cmath>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "common/json_value.h"
 #include "common/json_writer.h"
 #include "fuzz_input.h"
 
@@ -42,6 +45,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     w.end_object();
     const std::string doc = w.take();
+    if (indent == 0) {
+      // JsonValue keeps one member per key, so compare only distinct keys.
+      k3::JsonValue v = k3::JsonValue::object();
+      std::set<std::string> keys;
+      for (size_t i = 0; i + 1 < parts.size(); i += 2) {
+        keys.insert(parts[i]);
+        v.set(parts[i], k3::JsonValue::array()
+                            .push(parts[i + 1])
+                            .push(double_of(parts[i + 1]))
+                            .push(static_cast<int64_t>(size) - 7));
+      }
+      if (keys.size() == parts.size() / 2 && v.dump(0) != doc + "\n") fail("JsonValue::dump differs from JsonWriter", doc);
+    }
     simdjson::dom::parser parser;
     simdjson::dom::object root;
     if (parser.parse(doc).get_object().get(root) != simdjson::SUCCESS) fail("the document does not parse", doc);

@@ -15,14 +15,14 @@
 #include <cstdio>
 #include <cstring>
 
-#include "checkpoint/trunk_blocks.h"
-#include "checkpoint/trunk_codec.h"
-#include "checkpoint/trunk_layout.h"
-#include "checkpoint/trunk_table_check.h"
+#include "trunk/blocks.h"
+#include "trunk/codec.h"
+#include "trunk/layout.h"
+#include "trunk/table_check.h"
 #include "fuzz_input.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
-#include "runtime/trunk_plan.h"
+#include "trunk/plan.h"
 
 namespace {
 

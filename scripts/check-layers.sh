@@ -15,10 +15,11 @@ LAYERS=(
   "common"      # errors, files, atomic writes, progress, small text helpers
   "platform"    # /proc, /sys, cgroups, meminfo, block devices, cpu features
   "io"          # O_DIRECT reads, aligned buffers, the read engine, file digests
-  "checkpoint"  # safetensors, the index, dtypes, the trunk.json format
+  "checkpoint"  # safetensors, the index, dtypes
   "tokenizer"   # vocabulary, pre-split, byte-pair merges, stream decoding
   "kernels"     # matmul, MXFP4, attention scores, short conv, KDA step, thread pool
   "model"       # the graph: config, manifest, layers, engine, K3 reference geometry
+  "trunk"       # the trunk format end to end: layout, codec, blocks, placement, writer, reader checks
   "sampling"    # sampler, stop conditions, the portable exp
   "state"       # state files and continuations
   "runtime"     # weight sources (resident, streaming, expert cache), memory plan, presets
@@ -26,7 +27,7 @@ LAYERS=(
   "draft"       # the DSpark draft model: checkpoint, context fusion, draft pass, heads, its draft source
   "engine"      # the model object front ends run on: open, plan, load, sessions, counters
   "chat"        # chat renderer/parser and session
-  "pack synth fetch verify doctor serve"  # leaves over what they use (serve: k3-serve's OpenAI-compatible HTTP server)
+  "synth fetch verify doctor serve"  # leaves over what they use (serve: k3-serve's OpenAI-compatible HTTP server)
   "cli"         # the command-line layer the tools share
 )
 # Same-rank edges that are allowed, as "from->to".

@@ -9,7 +9,7 @@ packages=(
   fio
   groff-base bsdextrautils
   python3-pyte  # the screen tests render the terminal as a person sees it
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format  # clang-format: scripts/format.sh
   chromium fonts-dejavu-core  # the chat page's test runs it in a real headless browser (k3_serve_web_test)
 )
 missing=()

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "chat/json_value.h"
+#include "common/json_value.h"
 
 namespace k3 {
 

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "chat/chat_request.h"
-#include "chat/json_value.h"
+#include "common/json_value.h"
 #include "chat/reply_parser.h"
 #include "engine/session.h"
 #include "tokenizer/tokenizer.h"

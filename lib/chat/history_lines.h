@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "chat/json_value.h"
+#include "common/json_value.h"
 
 namespace k3 {
 

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "chat/json_value.h"
+#include "common/json_value.h"
 
 namespace k3 {
 

@@ -1,4 +1,4 @@
-// Layer checkpoint: the files on disk (safetensors headers, the shard index, dtypes, the trunk.json format).
+// Layer checkpoint: the files on disk (safetensors headers, the shard index, dtypes).
 //
 // A checkpoint directory: model.safetensors.index.json plus its shards.
 //

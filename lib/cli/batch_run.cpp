@@ -10,9 +10,9 @@
 #include "cli/prefill_progress.h"
 #include "cli/token_id_reader.h"
 #include "checkpoint/checkpoint.h"
+#include "common/byte_format.h"
 #include "common/file.h"
 #include "common/error.h"
-#include "common/progress_meter.h"
 #include "common/tool_main.h"
 
 namespace k3 {

@@ -4,7 +4,7 @@
 
 #include "chat/chat_state.h"
 #include "cli/manifest_digests.h"
-#include "common/progress_meter.h"
+#include "common/byte_format.h"
 #include "common/tool_main.h"
 #include "state/shard_digest_cache.h"
 

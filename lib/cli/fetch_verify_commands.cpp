@@ -5,7 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "checkpoint/trunk_location.h"
+#include "common/byte_format.h"
+#include "trunk/location.h"
 #include "cli/interrupt.h"
 #include "common/error.h"
 #include "fetch/hub_token.h"
@@ -64,10 +65,10 @@ int run_download_command(DownloadCommand command, const char* tool) {
                "%s: done: %llu files (%s) of %s at commit %s are complete and verified in %s; %llu downloaded "
                "(%s received, %s/s), %llu already complete.\n",
                tool, static_cast<unsigned long long>(s.files_selected),
-               TransferProgress::human_bytes(static_cast<double>(s.bytes_selected)).c_str(), opt.repo.c_str(),
+               format_bytes(s.bytes_selected).c_str(), opt.repo.c_str(),
                s.commit.c_str(), opt.dir.c_str(), static_cast<unsigned long long>(s.files_downloaded),
-               TransferProgress::human_bytes(static_cast<double>(s.bytes_received)).c_str(),
-               TransferProgress::human_bytes(rate).c_str(), static_cast<unsigned long long>(s.files_already_complete));
+               format_bytes(s.bytes_received).c_str(),
+               format_bytes_of(rate).c_str(), static_cast<unsigned long long>(s.files_already_complete));
   if (!opt.include.empty() || !opt.exclude.empty())
     std::fprintf(stderr, "%s: next: %s download %s (the rest of the checkpoint; finished files are kept)\n", tool,
                  tool, opt.dir.c_str());
@@ -93,7 +94,7 @@ int run_verify_command(VerifyOptions opt, const char* tool) {
   if (opt.full && r.hash_seconds > 0)
     std::fprintf(stderr, "%s: hashed %llu files, %s in %.1f s (%.2f GB/s)\n", tool,
                  static_cast<unsigned long long>(r.files_hashed),
-                 TransferProgress::human_bytes(static_cast<double>(r.bytes_hashed)).c_str(), r.hash_seconds,
+                 format_bytes(r.bytes_hashed).c_str(), r.hash_seconds,
                  static_cast<double>(r.bytes_hashed) / r.hash_seconds / 1e9);
   if (!r.ok()) {
     std::fprintf(stderr, "%s: %s: verification FAILED: %zu problem(s), %zu check(s) could not run (listed on stdout)\n",

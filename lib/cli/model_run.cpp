@@ -7,11 +7,11 @@
 #include "cli/load_progress.h"
 #include "cli/run_figures.h"
 #include "cli/tool_version.h"
+#include "common/byte_format.h"
 #include "common/clock.h"
 #include "common/atomic_file_writer.h"
 #include "common/error.h"
 #include "common/file.h"
-#include "common/progress_meter.h"
 #include "common/rate_format.h"
 #include "common/tool_main.h"
 

@@ -4,14 +4,14 @@
 
 #include "checkpoint/checkpoint.h"
 #include "cli/model_options.h"
-#include "common/progress_meter.h"
+#include "common/byte_format.h"
 #include "doctor/doctor.h"
 #include "doctor/model_bytes.h"
 #include "doctor/preset_forecast.h"
 #include "model/k3_geometry.h"
 #include "platform/memory_limits.h"
 #include "runtime/preset_plan.h"
-#include "runtime/trunk_plan.h"
+#include "trunk/plan.h"
 
 namespace k3 {
 

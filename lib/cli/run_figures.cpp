@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/byte_format.h"
 #include "common/json_writer.h"
-#include "common/progress_meter.h"
 #include "common/rate_format.h"
 #include "common/tool_main.h"
 

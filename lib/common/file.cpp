@@ -9,6 +9,7 @@
 
 #include "common/atomic_file_writer.h"
 #include "common/error.h"
+#include "common/read_at.h"
 
 namespace k3 {
 
@@ -69,21 +70,14 @@ uint64_t File::size() const {
 }
 
 void File::pread_exact(void* dst, size_t n, uint64_t offset) const {
-  char* p = static_cast<char*>(dst);
-  size_t done = 0;
-  while (done < n) {
-    ssize_t r = ::pread(fd_, p + done, n - done, static_cast<off_t>(offset + done));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      throw Error(ExitCode::kIo, path_ + ": read of " + std::to_string(n) + " bytes at offset " +
-                                     std::to_string(offset) + " failed: " + std::strerror(errno));
-    }
-    if (r == 0)
-      throw Error(ExitCode::kIo, path_ + ": file ends at " + std::to_string(offset + done) +
-                                     " but " + std::to_string(n) + " bytes were expected at offset " +
-                                     std::to_string(offset) + " (truncated file?)");
-    done += static_cast<size_t>(r);
-  }
+  const ReadAtResult r = read_at(fd_, dst, n, offset);
+  if (r.error)
+    throw Error(ExitCode::kIo, path_ + ": read of " + std::to_string(n) + " bytes at offset " + std::to_string(offset) +
+                                   " failed: " + std::strerror(r.error));
+  if (r.bytes < n)
+    throw Error(ExitCode::kIo, path_ + ": file ends at " + std::to_string(offset + r.bytes) + " but " +
+                                   std::to_string(n) + " bytes were expected at offset " + std::to_string(offset) +
+                                   " (truncated file?)");
 }
 
 std::string read_text_file(const std::string& path, uint64_t max_bytes, ExitCode bad) {

@@ -108,6 +108,10 @@ void JsonWriter::before_value() {
     key_pending_ = false;
     return;
   }
+  next_member(top);
+}
+
+void JsonWriter::next_member(Level& top) {
   if (top.count > 0) out_.push_back(',');
   if (top.one_line) {
     if (top.count > 0) out_.push_back(' ');
@@ -119,14 +123,7 @@ void JsonWriter::before_value() {
 
 JsonWriter& JsonWriter::key(std::string_view k) {
   if (stack_.empty() || !stack_.back().object || key_pending_) misuse("a key outside an object or after a key");
-  Level& top = stack_.back();
-  if (top.count > 0) out_.push_back(',');
-  if (top.one_line) {
-    if (top.count > 0) out_.push_back(' ');
-  } else {
-    newline(stack_.size());
-  }
-  ++top.count;
+  next_member(stack_.back());
   append_json_string(out_, k);
   out_ += ": ";
   key_pending_ = true;
@@ -188,6 +185,12 @@ JsonWriter& JsonWriter::value(std::string_view s) {
 
 JsonWriter& JsonWriter::value(bool b) { return raw(b ? "true" : "false"); }
 JsonWriter& JsonWriter::null() { return raw("null"); }
+JsonWriter& JsonWriter::integer_text(std::string_view digits) {
+  const std::string_view d = !digits.empty() && digits[0] == '-' ? digits.substr(1) : digits;
+  if (d.empty() || d.find_first_not_of("0123456789") != std::string_view::npos)
+    misuse(("integer_text() given \"" + std::string(digits.substr(0, 40)) + "\", not an integer").c_str());
+  return raw(digits);
+}
 JsonWriter& JsonWriter::signed_value(long long v) { return raw(std::to_string(v)); }
 JsonWriter& JsonWriter::unsigned_value(unsigned long long v) { return raw(std::to_string(v)); }
 JsonWriter& JsonWriter::value(double v) { return raw(json_number(v)); }

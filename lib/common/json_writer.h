@@ -68,6 +68,9 @@ class JsonWriter {
   JsonWriter& value(unsigned long long v) { return unsigned_value(v); }
   JsonWriter& value(double v);
   JsonWriter& null();
+  // An integer given as its decimal digits (an optional '-', then digits),
+  // of any size (a parsed Python int); anything else is kInternal.
+  JsonWriter& integer_text(std::string_view digits);
   // `v` with exactly `decimals` digits after the point (null when not finite).
   JsonWriter& fixed(double v, int decimals);
 
@@ -79,6 +82,10 @@ class JsonWriter {
   JsonWriter& unsigned_value(unsigned long long v);
   JsonWriter& raw(std::string_view text);  // a scalar's text where a value is due
   void before_value();
+  struct Level;
+  // The separator before the next member or element of `top`: a comma
+  // after the first, then a space (one-line) or a new indented line.
+  void next_member(Level& top);
   void open(char bracket, bool object);
   void close(char bracket, bool object);
   void newline(size_t depth);

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/byte_format.h"
 #include "common/clock.h"
 
 namespace k3 {
@@ -21,19 +22,6 @@ bool progress_on_terminal() {
     if (std::strcmp(v, "plain") == 0) return false;
   }
   return ::isatty(2) == 1;
-}
-
-std::string format_bytes(uint64_t b) {
-  char buf[32];
-  if (b >= 1000000000ull)
-    std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
-  else if (b >= 1000000ull)
-    std::snprintf(buf, sizeof buf, "%.1f MB", b / 1e6);
-  else if (b >= 1000ull)
-    std::snprintf(buf, sizeof buf, "%.1f kB", b / 1e3);
-  else
-    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
-  return buf;
 }
 
 void ProgressMeter::update(uint64_t done) {

@@ -34,7 +34,4 @@ class ProgressMeter {
 // otherwise it is whether fd 2 is a terminal.
 bool progress_on_terminal();
 
-// "1.23 GB" (GB = 1e9 bytes, as the presets count).
-std::string format_bytes(uint64_t bytes);
-
 }  // namespace k3

@@ -1,13 +1,14 @@
 #include <string>
 
 #include "checkpoint/checkpoint.h"
-#include "checkpoint/trunk_layout.h"
+#include "common/byte_format.h"
+#include "trunk/layout.h"
 #include "common/error.h"
 #include "doctor/checks.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
 #include "runtime/preset_plan.h"
-#include "runtime/trunk_plan.h"
+#include "trunk/plan.h"
 
 namespace k3::doctor {
 
@@ -79,13 +80,13 @@ void add_checkpoint_checks(Report& r, const CheckpointFacts& c, const std::strin
       k.advice = "download the missing or damaged files again (k3-fetch-verify), then re-run k3-doctor";
     } else if (c.index_total > c.shard_bytes) {
       k.status = Status::kFail;
-      k.summary = "the index records " + human_bytes(double(c.index_total)) + " of tensors but the " +
-                  std::to_string(c.shards) + " shard files hold only " + human_bytes(double(c.shard_bytes));
+      k.summary = "the index records " + format_bytes(c.index_total) + " of tensors but the " +
+                  std::to_string(c.shards) + " shard files hold only " + format_bytes(c.shard_bytes);
       k.advice = "some shards are truncated: download them again, then run k3-fetch-verify verify";
     } else {
       k.status = Status::kOk;
       k.summary = std::to_string(c.shards) + " shards, " + std::to_string(c.tensors) + " tensors, " +
-                  human_bytes(double(c.shard_bytes)) + " of shard files; every header parses and every tensor lies inside its file";
+                  format_bytes(c.shard_bytes) + " of shard files; every header parses and every tensor lies inside its file";
       k.advice = "for a full check of the bytes run k3-fetch-verify verify";
     }
     k.details.set("given", c.given).set("opened", c.opened).set("error", c.error)
@@ -118,7 +119,7 @@ void add_checkpoint_checks(Report& r, const CheckpointFacts& c, const std::strin
     } else if (!trunk || (!trunk->has_bin && !trunk->has_json)) {
       k.status = Status::kWarn;
       k.summary = "no trunk.bin or trunk.json in " + trunk_dir;
-      k.advice = "pack it with k3-pack (about " + human_bytes(double(c.bytes.trunk())) + " of disk)";
+      k.advice = "pack it with k3-pack (about " + format_bytes(c.bytes.trunk()) + " of disk)";
     } else if (!trunk->has_bin || !trunk->has_json) {
       k.status = Status::kFail;
       k.summary = std::string("incomplete trunk in ") + trunk_dir + ": " + (trunk->has_bin ? "trunk.json" : "trunk.bin") + " is missing";
@@ -139,12 +140,12 @@ void add_checkpoint_checks(Report& r, const CheckpointFacts& c, const std::strin
       k.advice = "k3-forward would refuse it: pack the trunk again (k3-pack MODEL_DIR TRUNK_DIR)";
     } else if (trunk->match == TrunkMatch::kUnknown) {
       k.status = Status::kWarn;
-      k.summary = "trunk.bin (" + human_bytes(double(trunk->bin_bytes)) + ") and trunk.json present in " + trunk_dir +
+      k.summary = "trunk.bin (" + format_bytes(trunk->bin_bytes) + ") and trunk.json present in " + trunk_dir +
                   "; not compared: " + trunk->match_reason;
       k.advice = "pass the checkpoint with --model to tell whether the trunk was packed from it";
     } else {
       k.status = Status::kOk;
-      k.summary = "trunk.bin (" + human_bytes(double(trunk->bin_bytes)) + ") and trunk.json in " + trunk_dir +
+      k.summary = "trunk.bin (" + format_bytes(trunk->bin_bytes) + ") and trunk.json in " + trunk_dir +
                   " were packed from this checkpoint";
       k.advice = "ready to use with --trunk";
     }

@@ -14,7 +14,7 @@
 #include "doctor/read_bandwidth_probe.h"
 #include "doctor/report.h"
 #include "platform/system_root.h"
-#include "doctor/trunk_match.h"
+#include "trunk/match.h"
 #include "platform/block_device.h"
 #include "platform/cgroup_memory.h"
 #include "platform/cpu_features.h"

@@ -9,17 +9,10 @@
 #include <cstdio>
 #include <string>
 
+#include "common/byte_format.h"
 #include "doctor/checks.h"
 
 namespace k3::doctor {
-
-namespace {
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), f, v);
-  return buf;
-}
-}  // namespace
 
 void add_compression_check(Report& r, const PresetForecast& f, const Bandwidth& bw,
                            const std::optional<DecodeProbe>& probe, const TrunkInfo* trunk, int cores) {
@@ -57,19 +50,19 @@ void add_compression_check(Report& r, const PresetForecast& f, const Bandwidth& 
   // Decode throughput (all cores) at which reading, not decoding, sets the pace.
   const double needed = L * D / std::max(1.0, S + E);
   r.arithmetic.push_back("compressed trunk with --preset " + f.preset.name + " (" + ratio_source + "):");
-  r.arithmetic.push_back("  trunk per token = " + human_bytes(L) + " decoded, " + human_bytes(S) + " stored (" +
-                         fmt("%.1f%%", 100 * ratio) + ")");
-  r.arithmetic.push_back("  decode          = " + human_bytes(R) + "/s per core x " + std::to_string(cores) +
-                         " cores = " + human_bytes(R * cores) + "/s (stays disk-bound above " + human_bytes(needed) + "/s)");
-  r.arithmetic.push_back("  uncompressed    = " + human_bytes(L + E) + " / " + human_bytes(D) + "/s = " + fmt("%.2f s", t_raw));
-  r.arithmetic.push_back("  compressed      = max(" + human_bytes(S + E) + " / " + human_bytes(D) + "/s, " + human_bytes(L) +
-                         " / " + human_bytes(R * cores) + "/s) = " + fmt("%.2f s", t_comp) +
+  r.arithmetic.push_back("  trunk per token = " + format_bytes_of(L) + " decoded, " + format_bytes_of(S) + " stored (" +
+                         format_figure("%.1f%%", 100 * ratio) + ")");
+  r.arithmetic.push_back("  decode          = " + format_bytes_of(R) + "/s per core x " + std::to_string(cores) +
+                         " cores = " + format_bytes_of(R * cores) + "/s (stays disk-bound above " + format_bytes_of(needed) + "/s)");
+  r.arithmetic.push_back("  uncompressed    = " + format_bytes_of(L + E) + " / " + format_bytes_of(D) + "/s = " + format_figure("%.2f s", t_raw));
+  r.arithmetic.push_back("  compressed      = max(" + format_bytes_of(S + E) + " / " + format_bytes_of(D) + "/s, " + format_bytes_of(L) +
+                         " / " + format_bytes_of(R * cores) + "/s) = " + format_figure("%.2f s", t_comp) +
                          (disk_bound ? " (disk-bound)" : " (decode-bound)"));
   const bool pays = t_comp < 0.97 * t_raw;
   k.status = (trunk && trunk->compressed && !pays) ? Status::kWarn : Status::kOk;
   k.summary = std::string(disk_bound ? "disk-bound" : "decode-bound") + " with a compressed trunk: " +
-              fmt("%.2f", t_comp) + " s/token of reads vs " + fmt("%.2f", t_raw) + " s uncompressed (decode " +
-              human_bytes(R) + "/s per core, trunk " + fmt("%.0f%%", 100 * ratio) + " of its size)";
+              format_figure("%.2f", t_comp) + " s/token of reads vs " + format_figure("%.2f", t_raw) + " s uncompressed (decode " +
+              format_bytes_of(R) + "/s per core, trunk " + format_figure("%.0f%%", 100 * ratio) + " of its size)";
   k.advice = pays ? "pack with k3-pack --compress: fewer bytes per token and the same output"
                   : "pack without --compress: decoding would cost more than the bytes it saves on this machine";
   k.details.set("decode_bytes_per_s_per_core", R).set("seconds_uncompressed", t_raw).set("seconds_compressed", t_comp)

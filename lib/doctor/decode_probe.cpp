@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "checkpoint/trunk_codec.h"
+#include "trunk/codec.h"
 #include "common/error.h"
 
 namespace k3::doctor {

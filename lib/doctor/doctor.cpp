@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "common/byte_format.h"
 #include "doctor/checks.h"
 #include "common/error.h"
 #include "doctor/next_steps.h"
@@ -57,12 +58,12 @@ Report run_doctor(const DoctorOptions& o) {
   if (!o.model_dir.empty()) {
     StorageFacts s = gather_storage(root, "model", o.model_dir, "");
     if (ck.opened) {
-      s.needed_why = "the checkpoint is here (" + human_bytes(double(ck.shard_bytes)) + ")";
+      s.needed_why = "the checkpoint is here (" + format_bytes(ck.shard_bytes) + ")";
     } else {
       const uint64_t have = safetensors_bytes_in(s.dir);
       s.needed_bytes = kK3CheckpointBytes > have ? kK3CheckpointBytes - have : 0;
-      s.needed_why = "the Kimi-K3 checkpoint needs " + human_bytes(double(kK3CheckpointBytes)) + ", " +
-                     human_bytes(double(have)) + " of shards are here";
+      s.needed_why = "the Kimi-K3 checkpoint needs " + format_bytes(kK3CheckpointBytes) + ", " +
+                     format_bytes(have) + " of shards are here";
       s.need_is_fatal = true;
     }
     storage.push_back(std::move(s));
@@ -70,16 +71,16 @@ Report run_doctor(const DoctorOptions& o) {
   if (!o.trunk_dir.empty()) {
     StorageFacts s = gather_storage(root, "trunk", o.trunk_dir, "");
     if (trunk && trunk->has_bin && trunk->has_json) {
-      s.needed_why = "the trunk is here (" + human_bytes(double(trunk->bin_bytes)) + ")";
+      s.needed_why = "the trunk is here (" + format_bytes(trunk->bin_bytes) + ")";
     } else {
       const uint64_t have = trunk ? trunk->bin_bytes : 0;
       s.needed_bytes = mb.trunk() > have ? mb.trunk() - have : 0;
-      s.needed_why = "a packed trunk needs about " + human_bytes(double(mb.trunk()));
+      s.needed_why = "a packed trunk needs about " + format_bytes(mb.trunk());
       // Both on one filesystem: the checkpoint's shortfall competes for the same space.
       if (!storage.empty() && storage[0].exists && s.exists && storage[0].dev_major == s.dev_major &&
           storage[0].dev_minor == s.dev_minor && storage[0].needed_bytes > 0) {
         s.needed_bytes += storage[0].needed_bytes;
-        s.needed_why += ", plus the checkpoint's " + human_bytes(double(storage[0].needed_bytes)) + " on the same filesystem";
+        s.needed_why += ", plus the checkpoint's " + format_bytes(storage[0].needed_bytes) + " on the same filesystem";
       }
     }
     storage.push_back(std::move(s));
@@ -110,8 +111,8 @@ Report run_doctor(const DoctorOptions& o) {
     if (!o.probe) {
       s.probe_note = "disabled with --no-probe";
     } else if (s.largest_file.empty() || s.largest_bytes < kMinProbeFileBytes) {
-      s.probe_note = "no file of at least " + human_bytes(double(kMinProbeFileBytes)) + " in " + s.dir +
-                     " to read (largest: " + (s.largest_file.empty() ? std::string("none") : human_bytes(double(s.largest_bytes))) + ")";
+      s.probe_note = "no file of at least " + format_bytes(kMinProbeFileBytes) + " in " + s.dir +
+                     " to read (largest: " + (s.largest_file.empty() ? std::string("none") : format_bytes(s.largest_bytes)) + ")";
     } else {
       to_probe.push_back(&s);
     }
@@ -138,7 +139,7 @@ Report run_doctor(const DoctorOptions& o) {
             depth = p.queue_depth;
         bw.bytes_per_s = best * 1e6;
         bw.measured = true;
-        bw.how = "(measured on " + s.probe->file + ": " + human_bytes(double(expert_request)) + " " +
+        bw.how = "(measured on " + s.probe->file + ": " + format_bytes(expert_request) + " " +
                  (s.probe->direct ? "O_DIRECT" : "buffered") + " reads at queue depth " + std::to_string(depth) +
                  ", the best depth)";
       }

@@ -1,20 +1,11 @@
 #include <cstdio>
 #include <string>
 
+#include "common/byte_format.h"
 #include "doctor/checks.h"
 #include "doctor/ladder_chart.h"
 
 namespace k3::doctor {
-
-namespace {
-std::string gb(double bytes) { return human_bytes(bytes); }
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), f, v);
-  return buf;
-}
-}  // namespace
 
 void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c,
                   const std::optional<PresetForecast>& rec, const Bandwidth& bw, std::optional<double> hit_rate) {
@@ -25,11 +16,11 @@ void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c,
     JsonValue table = JsonValue::array();
     const uint64_t limit = m.usable ? plan_limit(*m.usable) : 0;
     const double budget = double(limit);
-    r.arithmetic.push_back("model sizes from " + c.bytes_source + ": trunk " + gb(double(mb.trunk())) +
-                           " (of which " + gb(double(mb.trunk_per_token())) + " is read per token), routed experts " +
-                           gb(double(mb.all_experts())) + ", one expert " + gb(double(mb.one_expert)));
-    r.arithmetic.push_back("memory budget = " + fmt("%.0f%%", kUsableShare * 100) + " of usable " +
-                           (m.usable ? gb(double(*m.usable)) : std::string("unknown")) + " = " + gb(budget));
+    r.arithmetic.push_back("model sizes from " + c.bytes_source + ": trunk " + format_bytes(mb.trunk()) +
+                           " (of which " + format_bytes(mb.trunk_per_token()) + " is read per token), routed experts " +
+                           format_bytes(mb.all_experts()) + ", one expert " + format_bytes(mb.one_expert));
+    r.arithmetic.push_back("memory budget = " + format_figure("%.0f%%", kUsableShare * 100) + " of usable " +
+                           (m.usable ? format_bytes(*m.usable) : std::string("unknown")) + " = " + format_bytes_of(budget));
     r.arithmetic.push_back("memory forecast = k3-forward's memory plan (as --list-presets: context " +
                            std::to_string(kPresetListContext) + ", the preset's largest batch, packed trunk):");
     std::vector<LadderRow> ladder;
@@ -39,8 +30,8 @@ void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c,
       const bool fits = m.usable && plan_fits(f.plan, *m.usable);
       char line[256];
       std::snprintf(line, sizeof(line), "  %-12s %s pinned trunk + %s cache + %s in flight + %s runtime = %s  %s",
-                    p.name.c_str(), gb(double(f.pinned_trunk)).c_str(), gb(double(f.cache)).c_str(),
-                    gb(double(f.stream_buffers)).c_str(), gb(double(f.runtime)).c_str(), gb(double(f.memory())).c_str(),
+                    p.name.c_str(), format_bytes(f.pinned_trunk).c_str(), format_bytes(f.cache).c_str(),
+                    format_bytes(f.stream_buffers).c_str(), format_bytes(f.runtime).c_str(), format_bytes(f.memory()).c_str(),
                     fits ? "fits" : "does not fit");
       r.arithmetic.push_back(line);
       const MemoryPlan& pl = f.plan;
@@ -58,21 +49,21 @@ void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c,
           .set("streamed_trunk_bytes", f.trunk_read);
       table.push(std::move(o));
     }
-    r.arithmetic.push_back("memory ladder (reads at " + gb(bw.bytes_per_s) + "/s):");
+    r.arithmetic.push_back("memory ladder (reads at " + format_bytes_of(bw.bytes_per_s) + "/s):");
     for (std::string& line : ladder_chart(ladder, limit)) r.arithmetic.push_back("  " + line);
     if (rec) {
       k.status = Status::kOk;
-      k.summary = "--preset " + rec->preset.name + " (" + gb(double(rec->memory())) + " forecast, within " +
-                  fmt("%.0f%%", kUsableShare * 100) + " of " + gb(double(m.usable.value_or(0))) + " usable)";
+      k.summary = "--preset " + rec->preset.name + " (" + format_bytes(rec->memory()) + " forecast, within " +
+                  format_figure("%.0f%%", kUsableShare * 100) + " of " + format_bytes(m.usable.value_or(0)) + " usable)";
       k.advice = "the largest preset that fits (what --preset auto chooses here); a larger one only buys speed, "
                  "never different output";
     } else {
       k.status = Status::kFail;
       const PresetForecast smallest = forecast_preset(presets().front(), pm, mb, hit_rate);
-      k.summary = "no preset fits: the smallest (" + smallest.preset.name + ") needs " + gb(double(smallest.memory())) +
-                  ", the budget is " + gb(budget);
+      k.summary = "no preset fits: the smallest (" + smallest.preset.name + ") needs " + format_bytes(smallest.memory()) +
+                  ", the budget is " + format_bytes_of(budget);
       k.advice = "free memory (close programs, raise the container's memory limit) until " +
-                 gb(double(smallest.memory()) / kUsableShare) + " is usable";
+                 format_bytes_of(double(smallest.memory()) / kUsableShare) + " is usable";
     }
     k.details.set("recommended", rec ? JsonValue(rec->preset.name) : JsonValue())
         .set("budget_bytes", budget).set("presets", std::move(table));
@@ -88,26 +79,26 @@ void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c,
                            (f.plan.head_streamed ? " (the head as its lm_head in " + std::to_string(f.plan.head_blocks) +
                                                        " blocks)"
                                                  : std::string()) +
-                           " of the plan (" + gb(double(f.pinned_trunk)) + " pinned) = " + gb(double(f.trunk_read)));
+                           " of the plan (" + format_bytes(f.pinned_trunk) + " pinned) = " + format_bytes(f.trunk_read));
     r.arithmetic.push_back("  experts touched = " + std::to_string(mb.moe_layers) + " MoE layers x " +
-                           std::to_string(mb.experts_per_token) + " experts x " + gb(double(mb.one_expert)) + " = " +
-                           gb(double(mb.experts_per_token_bytes())));
+                           std::to_string(mb.experts_per_token) + " experts x " + format_bytes(mb.one_expert) + " = " +
+                           format_bytes(mb.experts_per_token_bytes()));
     if (f.hit_rate_assumed)
       r.arithmetic.push_back("  cache hit rate  h = " + std::to_string(f.plan.cache_slots) + " cache slots / " +
                              std::to_string(uint64_t(mb.num_experts) * uint64_t(mb.moe_layers)) +
-                             " experts = " + fmt("%.2f%%", f.hit_rate * 100) +
+                             " experts = " + format_figure("%.2f%%", f.hit_rate * 100) +
                              " (uniform routing: pessimistic; set --hit-rate to use a measured one)");
     else
-      r.arithmetic.push_back("  cache hit rate  h = " + fmt("%.2f%%", f.hit_rate * 100) + " (given with --hit-rate)");
-    r.arithmetic.push_back("  experts read    = " + gb(double(mb.experts_per_token_bytes())) + " x (1 - h) = " +
-                           gb(double(f.expert_read)));
-    r.arithmetic.push_back("  bytes per token = " + gb(double(f.trunk_read)) + " + " + gb(double(f.expert_read)) +
-                           " = " + gb(bytes));
-    r.arithmetic.push_back("  bandwidth       = " + gb(bw.bytes_per_s) + "/s " + bw.how);
-    r.arithmetic.push_back("  seconds/token   = " + gb(bytes) + " / " + gb(bw.bytes_per_s) + "/s = " + fmt("%.2f s", spt));
+      r.arithmetic.push_back("  cache hit rate  h = " + format_figure("%.2f%%", f.hit_rate * 100) + " (given with --hit-rate)");
+    r.arithmetic.push_back("  experts read    = " + format_bytes(mb.experts_per_token_bytes()) + " x (1 - h) = " +
+                           format_bytes(f.expert_read));
+    r.arithmetic.push_back("  bytes per token = " + format_bytes(f.trunk_read) + " + " + format_bytes(f.expert_read) +
+                           " = " + format_bytes_of(bytes));
+    r.arithmetic.push_back("  bandwidth       = " + format_bytes_of(bw.bytes_per_s) + "/s " + bw.how);
+    r.arithmetic.push_back("  seconds/token   = " + format_bytes_of(bytes) + " / " + format_bytes_of(bw.bytes_per_s) + "/s = " + format_figure("%.2f s", spt));
     k.status = Status::kOk;
-    k.summary = fmt("%.2f s per token", spt) + " with --preset " + pname + " (" + gb(bytes) + " read per token at " +
-                gb(bw.bytes_per_s) + "/s, " + (bw.measured ? "measured" : "ASSUMED") + ")";
+    k.summary = format_figure("%.2f s per token", spt) + " with --preset " + pname + " (" + format_bytes_of(bytes) + " read per token at " +
+                format_bytes_of(bw.bytes_per_s) + "/s, " + (bw.measured ? "measured" : "ASSUMED") + ")";
     k.advice = bw.measured ? "a lower bound set by the disk; compute adds to it on slow CPUs"
                            : bw.advice_if_assumed;
     k.details.set("preset", pname).set("trunk_read_bytes", f.trunk_read).set("experts_touched_bytes", mb.experts_per_token_bytes())

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "common/progress_meter.h"
+#include "common/byte_format.h"
 
 namespace k3::doctor {
 

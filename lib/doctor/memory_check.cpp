@@ -1,12 +1,13 @@
 #include <string>
 
+#include "common/byte_format.h"
 #include "doctor/checks.h"
 #include "platform/system_root.h"
 
 namespace k3::doctor {
 
 namespace {
-std::string opt_bytes(const std::optional<uint64_t>& v) { return v ? human_bytes(double(*v)) : "unknown"; }
+std::string opt_bytes(const std::optional<uint64_t>& v) { return v ? format_bytes(*v) : "unknown"; }
 JsonValue opt_json(const std::optional<uint64_t>& v) { return v ? JsonValue(*v) : JsonValue(); }
 
 // k3-forward keeps one file descriptor per shard plus the trunk and a few
@@ -58,7 +59,7 @@ void add_memory_checks(Report& r, const MemoryFacts& m, const std::optional<Pres
       if (!l.hierarchy_found) return std::string("not in use");
       if (!l.limit) return std::string("no limit (") + l.dir + ")";
       if (l.limit_unreadable) return "0: " + l.limit_dir + "/" + file + " is not a byte count, taken as 0";
-      return human_bytes(double(*l.limit)) + " (" + l.limit_dir + "/" + file + ")";
+      return format_bytes(*l.limit) + " (" + l.limit_dir + "/" + file + ")";
     };
     k.summary = "cgroup v1: " + describe(m.cgroup.v1, "memory.limit_in_bytes") +
                 "; cgroup v2: " + describe(m.cgroup.v2, "memory.max");
@@ -82,11 +83,11 @@ void add_memory_checks(Report& r, const MemoryFacts& m, const std::optional<Pres
     const CgroupLimit* lim = m.cgroup.effective();
     std::string cgroup = "cgroup limit none";
     if (lim) {
-      cgroup = "cgroup limit " + human_bytes(double(*lim->limit));
-      if (lim->usage) cgroup += " - " + human_bytes(double(*lim->usage)) + " in use";
+      cgroup = "cgroup limit " + format_bytes(*lim->limit);
+      if (lim->usage) cgroup += " - " + format_bytes(*lim->usage) + " in use";
     }
     k.summary = "usable budget " + opt_bytes(m.usable) + " = min(" +
-                (m.override_bytes ? "K3_AVAILABLE_MEMORY " + human_bytes(double(m.override_bytes))
+                (m.override_bytes ? "K3_AVAILABLE_MEMORY " + format_bytes(m.override_bytes)
                                   : "MemAvailable " + opt_bytes(m.mem.available)) +
                 ", " + cgroup + ")";
     k.advice = m.usable && *m.usable == 0
@@ -116,8 +117,8 @@ void add_memory_checks(Report& r, const MemoryFacts& m, const std::optional<Pres
     k.status = !m.memlock.found || enough ? Status::kOk : Status::kWarn;
     k.summary = !m.memlock.found ? "RLIMIT_MEMLOCK not reported"
                 : unlimited      ? "RLIMIT_MEMLOCK unlimited"
-                                 : "RLIMIT_MEMLOCK " + human_bytes(double(*m.memlock.soft));
-    if (rec) k.summary += "; the " + rec->preset.name + " preset keeps " + human_bytes(double(pinned)) + " resident";
+                                 : "RLIMIT_MEMLOCK " + format_bytes(*m.memlock.soft);
+    if (rec) k.summary += "; the " + rec->preset.name + " preset keeps " + format_bytes(pinned) + " resident";
     k.advice = enough || !m.memlock.found
                    ? "the resident trunk and cache can be locked in RAM"
                    : "too low to lock the resident trunk and cache, which may then be paged out under pressure; raise it (ulimit -l unlimited, LimitMEMLOCK=infinity, docker --ulimit memlock=-1)";

@@ -1,6 +1,6 @@
 #include "doctor/next_steps.h"
 
-#include "checkpoint/trunk_location.h"
+#include "trunk/location.h"
 
 namespace k3::doctor {
 

@@ -14,6 +14,8 @@
 #include <random>
 #include <thread>
 
+#include "common/read_at.h"
+
 namespace k3::doctor {
 
 namespace {
@@ -62,18 +64,12 @@ ProbePoint run_point(int fd, uint64_t file_size, uint64_t request, int depth, do
       if (reserved.fetch_add(request) + request > byte_cap) break;
       const uint64_t offset = pick(rng) * kAlign;
       char* dst = static_cast<char*>(buffers[t]->p);
-      uint64_t got = 0;
-      while (got < request) {
-        ssize_t r = ::pread(fd, dst + got, request - got, static_cast<off_t>(offset + got));
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-          int expected = 0;
-          first_errno.compare_exchange_strong(expected, r < 0 ? errno : EIO);
-          break;
-        }
-        got += static_cast<uint64_t>(r);
+      const ReadAtResult r = read_at(fd, dst, request, offset);
+      if (r.bytes < request) {
+        int expected = 0;
+        first_errno.compare_exchange_strong(expected, r.error ? r.error : EIO);
+        break;
       }
-      if (got < request) break;
       done_bytes.fetch_add(request);
       done_requests.fetch_add(1);
     }

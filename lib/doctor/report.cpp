@@ -13,6 +13,12 @@ const char* status_name(Status s) {
   return "?";
 }
 
+std::string format_figure(const char* printf_format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), printf_format, v);
+  return buf;
+}
+
 Check& Report::add(const std::string& section, const std::string& name) {
   checks.emplace_back();
   checks.back().section = section;
@@ -41,22 +47,6 @@ const std::vector<std::pair<std::string, std::string>>& report_sections() {
       {"cpu", "CPU"}, {"memory", "Memory"}, {"storage", "Storage"},
       {"checkpoint", "Checkpoint"}, {"forecast", "Forecast"}};
   return k;
-}
-
-std::string human_bytes(double b) {
-  const char* units[] = {"B", "kB", "MB", "GB", "TB", "PB"};
-  int u = 0;
-  double v = b;
-  while ((v >= 1000 || v <= -1000) && u < 5) {
-    v /= 1000;
-    ++u;
-  }
-  char buf[48];
-  if (u == 0)
-    std::snprintf(buf, sizeof(buf), "%.0f %s", v, units[u]);
-  else
-    std::snprintf(buf, sizeof(buf), v >= 100 ? "%.0f %s" : v >= 10 ? "%.1f %s" : "%.2f %s", v, units[u]);
-  return buf;
 }
 
 namespace {

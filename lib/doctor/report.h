@@ -5,7 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "doctor/json_value.h"
+#include "common/byte_format.h"
+#include "common/json_value.h"
 
 namespace k3::doctor {
 
@@ -41,10 +42,11 @@ struct Report {
 // Section titles in print order.
 const std::vector<std::pair<std::string, std::string>>& report_sections();
 
+// `v` through a printf format with one double ("%.2f s", "%.0f%%"): the
+// figures of the arithmetic lines.
+std::string format_figure(const char* printf_format, double v);
+
 std::string format_human(const Report& r);
 std::string format_json(const Report& r);
-
-// "1.56 TB", "17.5 MB", "512 B" (decimal units, as disk vendors and presets use).
-std::string human_bytes(double bytes);
 
 }  // namespace k3::doctor

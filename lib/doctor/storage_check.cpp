@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "common/byte_format.h"
 #include "doctor/checks.h"
 #include "platform/mountinfo.h"
 #include "platform/system_root.h"
@@ -145,9 +146,9 @@ void add_storage_checks(Report& r, const StorageFacts& s, uint64_t expert_reques
     Check& k = r.add("storage", p + "free_space");
     const bool enough = s.free_bytes >= s.needed_bytes;
     k.status = enough ? Status::kOk : (s.need_is_fatal ? Status::kFail : Status::kWarn);
-    k.summary = human_bytes(double(s.free_bytes)) + " free of " + human_bytes(double(s.fs_bytes)) + " in " + s.dir +
+    k.summary = format_bytes(s.free_bytes) + " free of " + format_bytes(s.fs_bytes) + " in " + s.dir +
                 "; " + s.needed_why;
-    k.advice = enough ? "enough space" : "free " + human_bytes(double(s.needed_bytes - s.free_bytes)) +
+    k.advice = enough ? "enough space" : "free " + format_bytes(s.needed_bytes - s.free_bytes) +
                                              " more, or use a larger disk";
     k.details.set("dir", s.dir).set("free_bytes", s.free_bytes).set("filesystem_bytes", s.fs_bytes)
         .set("still_needed_bytes", s.needed_bytes);
@@ -231,11 +232,11 @@ void add_storage_checks(Report& r, const StorageFacts& s, uint64_t expert_reques
         if (pt.skipped) continue;
         char buf[96];
         std::snprintf(buf, sizeof(buf), "%s%s@QD%d %.0f MB/s", line.empty() ? "" : ", ",
-                      human_bytes(double(pt.request_bytes)).c_str(), pt.queue_depth, pt.mb_per_s());
+                      format_bytes(pt.request_bytes).c_str(), pt.queue_depth, pt.mb_per_s());
         line += buf;
       }
       char tail[160];
-      std::snprintf(tail, sizeof(tail), " (%s read in %.2f s%s)", human_bytes(double(pr.total_bytes)).c_str(),
+      std::snprintf(tail, sizeof(tail), " (%s read in %.2f s%s)", format_bytes(pr.total_bytes).c_str(),
                     pr.total_seconds, pr.direct ? ", O_DIRECT" : ", BUFFERED: O_DIRECT refused");
       k.summary = line + tail;
       // The 1 GB/s bar is for experts of megabytes, as Kimi-K3's 17.5 MB; a
@@ -246,7 +247,7 @@ void add_storage_checks(Report& r, const StorageFacts& s, uint64_t expert_reques
       k.advice = !pr.direct ? "reads went through the page cache, so these figures may be inflated"
                  : best >= 1000 ? "fast enough for streaming"
                  : small_experts
-                     ? "this model's experts are small (" + human_bytes(double(expert_request)) +
+                     ? "this model's experts are small (" + format_bytes(expert_request) +
                            " reads), so this measures I/O operations more than bandwidth; the forecast below says what it costs"
                      : "below 1 GB/s for expert-sized reads: tokens will be slow; an NVMe SSD reads 2-7 GB/s";
     }

@@ -2,9 +2,11 @@
 
 #include "common/error.h"
 #include "model/linear.h"
-#include "model/rms_norm.h"
+#include "kernels/rms_norm.h"
 
 namespace k3 {
+
+using kernels::rms_norm;
 
 void DraftContext::truncate(const DSparkConfig& c, int64_t to) {
   if (to < 0 || to > positions) throw Error(ExitCode::kInternal, "draft context truncated past its positions");

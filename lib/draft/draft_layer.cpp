@@ -5,11 +5,14 @@
 #include "kernels/activations.h"
 #include "kernels/attention_scores.h"
 #include "kernels/bf16.h"
-#include "kernels/thread_pool.h"
+#include "common/thread_pool.h"
 #include "model/linear.h"
-#include "model/rms_norm.h"
+#include "kernels/rms_norm.h"
 
 namespace k3 {
+
+using kernels::rms_norm;
+using kernels::silu;
 
 namespace {
 

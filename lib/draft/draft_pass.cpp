@@ -6,10 +6,12 @@
 #include "draft/draft_heads.h"
 #include "draft/draft_layer.h"
 #include "model/linear.h"
-#include "model/rms_norm.h"
+#include "kernels/rms_norm.h"
 #include "model/weight_source.h"
 
 namespace k3 {
+
+using kernels::rms_norm;
 
 DSparkModel DSparkModel::load(const std::string& dir) {
   DSparkConfig c = load_dspark_config(dir);

@@ -45,7 +45,7 @@
 #include "common/progress_callback.h"
 #include "generate/batch_generation.h"
 #include "generate/generation_session.h"
-#include "kernels/thread_pool.h"
+#include "common/thread_pool.h"
 #include "model/config.h"
 #include "model/engine.h"
 #include "runtime/expert_trace_recorder.h"

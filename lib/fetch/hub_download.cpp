@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "common/atomic_file_writer.h"
+#include "common/byte_format.h"
 #include "common/error.h"
 #include "common/file.h"
 #include "fetch/download_files.h"
@@ -431,9 +432,9 @@ DownloadSummary Downloader::run() {
     uint64_t avail = free_bytes(opt_.dir);
     if (avail < bytes_needed)
       throw Error(ExitCode::kResource,
-                  opt_.dir + ": needs " + TransferProgress::human_bytes(static_cast<double>(bytes_needed)) +
+                  opt_.dir + ": needs " + format_bytes(bytes_needed) +
                       " of free space for the remaining files but only " +
-                      TransferProgress::human_bytes(static_cast<double>(avail)) +
+                      format_bytes(avail) +
                       " are available; free some space, or fetch fewer files with --include/--exclude");
   }
 
@@ -442,7 +443,7 @@ DownloadSummary Downloader::run() {
                                                  sum.bytes_selected, selected.size());
   progress_->add_finished(bytes_done, files_done);
   progress_->log(opt_.repo + " at commit " + commit_ + ": " + std::to_string(selected.size()) + " files (" +
-                 TransferProgress::human_bytes(static_cast<double>(sum.bytes_selected)) + "), " +
+                 format_bytes(sum.bytes_selected) + "), " +
                  std::to_string(files_done) + " already complete, " + std::to_string(tasks_.size()) + " to fetch");
 
   std::vector<std::thread> threads;

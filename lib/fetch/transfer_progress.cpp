@@ -6,6 +6,8 @@
 #include <cmath>
 #include <memory>
 
+#include "common/byte_format.h"
+
 namespace k3 {
 
 TransferProgress::TransferProgress(std::string prefix, bool tty, double interval_s, int slots,
@@ -15,18 +17,6 @@ TransferProgress::TransferProgress(std::string prefix, bool tty, double interval
   for (int i = 0; i < slots; ++i) slots_.push_back(std::make_unique<TransferSlot>());
   start_ = last_print_ = std::chrono::steady_clock::now();
   samples_.emplace_back(start_, 0);
-}
-
-std::string TransferProgress::human_bytes(double b) {
-  const char* units[] = {"B", "kB", "MB", "GB", "TB"};  // powers of 1000, as everywhere in k3
-  int u = 0;
-  while (b >= 1000 && u < 4) {
-    b /= 1000;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
-  return buf;
 }
 
 std::string TransferProgress::human_seconds(double s) {
@@ -53,16 +43,16 @@ std::string TransferProgress::render_line(double rate, bool tty) const {
     done += d;
     if (!tty || per.size() < 120) {
       std::string shown = name.size() > 28 ? "..." + name.substr(name.size() - 25) : name;
-      per += " | " + shown + " " + human_bytes(static_cast<double>(d)) + "/" + human_bytes(static_cast<double>(z));
+      per += " | " + shown + " " + format_bytes(d) + "/" + format_bytes(z);
     }
   }
   double pct = total_bytes_ ? 100.0 * static_cast<double>(done) / static_cast<double>(total_bytes_) : 100.0;
   double eta = rate > 0 ? static_cast<double>(total_bytes_ - std::min(done, total_bytes_)) / rate : NAN;
   char head[256];
   std::snprintf(head, sizeof head, "%s / %s (%.1f%%), %llu/%llu files, %s/s, ETA %s",
-                human_bytes(static_cast<double>(done)).c_str(), human_bytes(static_cast<double>(total_bytes_)).c_str(),
+                format_bytes(done).c_str(), format_bytes(total_bytes_).c_str(),
                 pct, static_cast<unsigned long long>(finished_files_.load()),
-                static_cast<unsigned long long>(total_files_), human_bytes(rate).c_str(),
+                static_cast<unsigned long long>(total_files_), format_bytes_of(rate).c_str(),
                 human_seconds(eta).c_str());
   return prefix_ + head + per;
 }

@@ -45,7 +45,6 @@ class TransferProgress {
   // Clears the meter line (on a TTY) before the final summary.
   void finish();
 
-  static std::string human_bytes(double b);   // "1.46 TB", "812.0 MB"
   static std::string human_seconds(double s); // "2h05m", "4m10s", "12s"
 
  private:

@@ -12,6 +12,8 @@
 
 #include "common/error.h"
 #include "common/file.h"
+#include "common/read_at.h"
+#include "common/tool_main.h"
 #include "io/aligned_buffer.h"
 
 namespace k3 {
@@ -19,9 +21,9 @@ namespace k3 {
 namespace {
 void default_warning(const std::string& path, const std::string& why) {
   std::fprintf(stderr,
-               "k3: warning: O_DIRECT refused for %s (%s); reading through the page cache instead, so "
+               "%s: warning: O_DIRECT refused for %s (%s); reading through the page cache instead, so "
                "streamed weights also occupy page cache\n",
-               path.c_str(), why.c_str());
+               tool_name(), path.c_str(), why.c_str());
 }
 std::atomic<void (*)(const std::string&, const std::string&)> g_warn{default_warning};
 std::atomic<bool> g_warned{false};
@@ -86,21 +88,13 @@ uint64_t DirectFile::size() const {
 }
 
 void DirectFile::read_aligned(void* dst, uint64_t offset, uint64_t length, uint64_t need) const {
-  char* p = static_cast<char*>(dst);
-  uint64_t done = 0;
-  while (done < length) {
-    ssize_t r = ::pread(fd_, p + done, length - done, static_cast<off_t>(offset + done));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      throw Error(ExitCode::kIo, path_ + ": read of " + std::to_string(length) + " bytes at offset " +
-                                     std::to_string(offset) + " failed: " + std::strerror(errno));
-    }
-    if (r == 0) break;  // end of file
-    done += static_cast<uint64_t>(r);
-    // O_DIRECT returns short only at end of file; stop there rather than
-    // issuing an unaligned follow-up read.
-    if (direct_ && done % kDirectAlign) break;
-  }
+  // O_DIRECT returns short only at end of file; read_at stops there rather
+  // than issuing an unaligned follow-up read.
+  const ReadAtResult r = read_at(fd_, dst, length, offset, direct_ ? kDirectAlign : 0);
+  if (r.error)
+    throw Error(ExitCode::kIo, path_ + ": read of " + std::to_string(length) + " bytes at offset " +
+                                   std::to_string(offset) + " failed: " + std::strerror(r.error));
+  const uint64_t done = r.bytes;
   if (done < need)
     throw Error(ExitCode::kIo, path_ + ": file ends at " + std::to_string(offset + done) + " but " +
                                    std::to_string(need) + " bytes were expected at offset " +

@@ -28,7 +28,7 @@
 #include "common/error.h"
 #include "kernels/matmul.h"
 #include "kernels/mxfp4.h"
-#include "kernels/thread_pool.h"
+#include "common/thread_pool.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/matmul.cpp"

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "kernels/bf16.h"
-#include "model/rms_norm.h"
+#include "kernels/rms_norm.h"
 
 namespace k3 {
 
@@ -24,7 +24,7 @@ void attn_res_mix(const std::vector<const float*>& blocks, const float* p, size_
     auto value = [&](size_t j) { return (j < blocks.size() ? blocks[j] : p) + t * hidden; };
     for (size_t j = 0; j < nv; ++j) {
       const float* v = value(j);
-      const float r = rms_scale(v, hidden, eps);
+      const float r = kernels::rms_scale(v, hidden, eps);
       float s = 0;
       for (size_t c = 0; c < hidden; ++c) s += (v[c] * r) * key_weight[c];
       scores[j] = s;

@@ -7,7 +7,7 @@
 #include "model/latent_moe.h"
 #include "model/linear.h"
 #include "model/mla.h"
-#include "model/rms_norm.h"
+#include "kernels/rms_norm.h"
 #include "model/situ_mlp.h"
 
 namespace k3 {
@@ -34,7 +34,7 @@ void decoder_layer_forward(const ModelConfig& c, int i, const LayerWeights& w, W
   }
 
   // Attention on rms(h, input_layernorm).
-  rms_norm(h, n, hidden, w.input_layernorm.data, eps, x);
+  kernels::rms_norm(h, n, hidden, w.input_layernorm.data, eps, x);
   if (c.is_kda_layer(i))
     kda_forward(c, w.kda, segments, x, n, a, pool, scratch);
   else
@@ -48,7 +48,7 @@ void decoder_layer_forward(const ModelConfig& c, int i, const LayerWeights& w, W
 
   // FFN on rms(mix(p, B, mlp_res_*), post_attention_layernorm).
   attn_res_mix(s.blocks, s.p, n, hidden, w.mlp_res_proj, w.mlp_res_norm, eps, h, scratch.mix());
-  rms_norm(h, n, hidden, w.post_attention_layernorm.data, eps, x);
+  kernels::rms_norm(h, n, hidden, w.post_attention_layernorm.data, eps, x);
   if (c.is_moe_layer(i)) {
     latent_moe_forward(c, i, w.moe, source, x, n, a, pool, scratch);
   } else {

@@ -4,14 +4,14 @@
 #include <vector>
 
 #include "common/error.h"
-#include "kernels/thread_pool.h"
+#include "common/thread_pool.h"
 #include "model/attn_res.h"
 #include "model/decoder_layer.h"
 #include "model/finite_check.h"
 #include "model/kda.h"
 #include "model/linear.h"
 #include "model/mla.h"
-#include "model/rms_norm.h"
+#include "kernels/rms_norm.h"
 
 namespace k3 {
 
@@ -45,7 +45,7 @@ void Engine::forward(SequenceState& state, std::span<const int32_t> ids, LogitRo
     const bool last_batch = begin + n == ids.size();
     LogitRows batch_rows = rows;
     if (rows == LogitRows::kLast && !last_batch) batch_rows = LogitRows::kNone;
-    float* out = rows == LogitRows::kAll ? logits + begin * vocab : logits;
+    float* out = rows == LogitRows::kAll ? logits + begin * vocab : logits;  // [n, vocab] (kAll) or [vocab]
     const int64_t steps_before = static_cast<int64_t>(begin / max_batch_) * config_.num_hidden_layers;
     SequenceState* one = &state;
     forward_batch(std::span<SequenceState* const>(&one, 1), std::span<const size_t>(&n, 1), ids.data() + begin,
@@ -118,11 +118,11 @@ void Engine::forward_batch(std::span<SequenceState* const> states, std::span<con
   for (size_t k = 0; k < states.size(); ++k)
     positions = std::max(positions, states[k]->positions + static_cast<int64_t>(counts[k]));
   scratch_.reserve(c, n, positions, static_cast<size_t>(pool_.size()));
-  ResidualStream& stream = scratch_.begin_pass(c, n);
+  ResidualStream& stream = scratch_.begin_pass(c, n);  // p [n, hidden], blocks each [n, hidden]
   source_.embed(ids, n, stream.p);
   // Non-finite values are caught where they first appear (finite_check.h),
   // each sequence's rows named by their own positions.
-  std::vector<int64_t> pos0;
+  std::vector<int64_t> pos0;  // [sequences]: each one's first position in this pass
   for (SequenceState* st : states) pos0.push_back(st->positions);
   auto require_rows_finite = [&](const std::string& where) {
     size_t begin = 0;
@@ -133,7 +133,7 @@ void Engine::forward_batch(std::span<SequenceState* const> states, std::span<con
   };
   require_rows_finite("the embedding rows");
 
-  std::vector<LayerSegment> segments;
+  std::vector<LayerSegment> segments;  // [sequences]: each one's rows of the pass
   segments.reserve(states.size());
   // Stopping part-way with restore: each KDA layer's state is copied just
   // before the layer runs (into buffers kept from pass to pass), so the
@@ -198,14 +198,14 @@ void Engine::forward_batch(std::span<SequenceState* const> states, std::span<con
     }
     const size_t first = rows == LogitRows::kLast ? n - 1 : 0;
     const size_t m = picked.empty() ? n - first : picked.size();
-    std::vector<const float*> blocks;
-    const float* p_rows = stream.p + first * hidden;
-    std::vector<float> gathered;
+    std::vector<const float*> blocks;                 // B, each [m, hidden]
+    const float* p_rows = stream.p + first * hidden;  // [m, hidden]
+    std::vector<float> gathered;                      // [(blocks + 1) * m, hidden] when rows are picked
     if (picked.empty()) {
       for (const float* b : stream.blocks) blocks.push_back(b + first * hidden);
     } else {
       gathered.resize((stream.blocks.size() + 1) * m * hidden);
-      float* out = gathered.data();
+      float* out = gathered.data();  // [m, hidden], one per block state, then p
       for (const float* b : stream.blocks) {
         for (size_t t = 0; t < m; ++t) std::copy_n(b + picked[t] * hidden, hidden, out + t * hidden);
         blocks.push_back(out);
@@ -214,10 +214,10 @@ void Engine::forward_batch(std::span<SequenceState* const> states, std::span<con
       for (size_t t = 0; t < m; ++t) std::copy_n(stream.p + picked[t] * hidden, hidden, out + t * hidden);
       p_rows = out;
     }
-    float* x = scratch_.h();  // free once the layers are done
+    float* x = scratch_.h();  // [m, hidden]; h is free once the layers are done
     attn_res_mix(blocks, p_rows, m, hidden, head.output_attn_res_proj, head.output_attn_res_norm,
                  c.rms_norm_eps, x, scratch_.mix());
-    rms_norm(x, m, hidden, head.norm.data, c.rms_norm_eps, x);
+    kernels::rms_norm(x, m, hidden, head.norm.data, c.rms_norm_eps, x);
     const size_t vocab = c.vocab_size;
     size_t covered = 0;  // blocks must tile [0, vocab) in order: no logit is left unwritten
     source_.for_each_head_block(head, [&](int64_t first_row, const Bf16Matrix& W) {
@@ -229,7 +229,7 @@ void Engine::forward_batch(std::span<SequenceState* const> states, std::span<con
         lin(W, x, m, logits + r0, &pool_);
         return;
       }
-      float* part = scratch_.op_floats(m * rows);
+      float* part = scratch_.op_floats(m * rows);  // [m, rows]: this block's logits, scattered below
       lin(W, x, m, part, &pool_);
       for (size_t t = 0; t < m; ++t) std::copy_n(part + t * rows, rows, logits + t * vocab + r0);
     });

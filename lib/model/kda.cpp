@@ -7,24 +7,16 @@
 #include "common/error.h"
 #include "kernels/activations.h"
 #include "kernels/kda_step.h"
+#include "kernels/l2_normalize.h"
 #include "kernels/short_conv.h"
-#include "kernels/thread_pool.h"
+#include "common/thread_pool.h"
 #include "model/forward_scratch.h"
 #include "model/linear.h"
-#include "model/rms_norm.h"
+#include "kernels/rms_norm.h"
 
 namespace k3 {
 
 namespace {
-
-// l2normalize(x) = x / sqrt(sum(x^2) + 1e-6) (flash-linear-attention's form:
-// the epsilon sits inside the square root), times `scale`.
-void l2_normalize(float* x, size_t D, float scale) {
-  double ss = 0;
-  for (size_t d = 0; d < D; ++d) ss += static_cast<double>(x[d]) * x[d];
-  const float inv = 1.0f / std::sqrt(static_cast<float>(ss) + 1e-6f);
-  for (size_t d = 0; d < D; ++d) x[d] = x[d] * inv * scale;
-}
 
 // KDA's short conv over n rows of one sequence (kernels/short_conv.h);
 // `record`, when given, keeps [carry rows, raw rows] so the carry after any
@@ -76,8 +68,8 @@ void kda_reset(const ModelConfig& c, KdaState& s) {
 float kda_gate(const ModelConfig& c, float graw, float A_log_h, float dt_bias) {
   const float a = std::exp(A_log_h);
   const float x = graw + dt_bias;
-  if (c.kda_has_gate_lower_bound) return c.kda_gate_lower_bound * sigmoid(a * x);
-  return -a * softplus(x);
+  if (c.kda_has_gate_lower_bound) return c.kda_gate_lower_bound * kernels::sigmoid(a * x);
+  return -a * kernels::softplus(x);
 }
 
 size_t kda_scratch_floats(const ModelConfig& c, size_t rows, size_t slots) {
@@ -138,19 +130,19 @@ void kda_forward(const ModelConfig& c, const KdaWeights& w, std::span<const Laye
         float* qh = m.q + t * HD + h * D;
         float* kh = m.k + t * HD + h * D;
         const float* vh = m.v + t * HD + h * D;
-        l2_normalize(qh, D, q_scale);
-        l2_normalize(kh, D, 1.0f);
+        kernels::l2_normalize(qh, D, q_scale);
+        kernels::l2_normalize(kh, D, 1.0f);
         for (size_t d = 0; d < D; ++d)
           g[d] = kda_gate(c, m.graw[t * HD + h * D + d], A_log_h, w.dt_bias.data[h * D + d]);
-        const float beta = sigmoid(m.braw[t * H + h]);
+        const float beta = kernels::sigmoid(m.braw[t * H + h]);
         float* oh = m.o + t * HD + h * D;
         kernels::kda_recurrent_step(S, qh, kh, vh, g, beta, D, oh, u);
         const size_t row = t - seg.begin;
         if (seg.history && row + 1 < seg.count)
           std::copy(S, S + D * D, seg.history->S.data() + (row * H + h) * D * D);
         // Output: per-head rms with o_norm, then the full-rank sigmoid gate.
-        rms_norm(oh, 1, D, w.o_norm.data, c.rms_norm_eps, oh);
-        for (size_t d = 0; d < D; ++d) oh[d] *= sigmoid(m.gate[t * HD + h * D + d]);
+        kernels::rms_norm(oh, 1, D, w.o_norm.data, c.rms_norm_eps, oh);
+        for (size_t d = 0; d < D; ++d) oh[d] *= kernels::sigmoid(m.gate[t * HD + h * D + d]);
       }
     }
   });

@@ -7,11 +7,13 @@
 #include "common/error.h"
 #include "model/forward_scratch.h"
 #include "model/linear.h"
-#include "model/rms_norm.h"
+#include "kernels/rms_norm.h"
 #include "model/router.h"
 #include "model/situ_mlp.h"
 
 namespace k3 {
+
+using kernels::rms_norm;
 
 namespace {
 

@@ -8,10 +8,10 @@
 #include "kernels/activations.h"
 #include "kernels/attention_scores.h"
 #include "kernels/bf16.h"
-#include "kernels/thread_pool.h"
+#include "common/thread_pool.h"
 #include "model/forward_scratch.h"
 #include "model/linear.h"
-#include "model/rms_norm.h"
+#include "kernels/rms_norm.h"
 
 namespace k3 {
 
@@ -94,7 +94,7 @@ void mla_forward(const ModelConfig& c, const MlaWeights& w, std::span<const Laye
 
   // Queries: q = lin(rms(lin(x, q_a), q_a_layernorm, 1e-6), q_b).
   lin(w.q_a_proj, x, n, m.qa, pool);
-  rms_norm(m.qa, n, ql, w.q_a_layernorm.data, kMlaLoraNormEps, m.qa);
+  kernels::rms_norm(m.qa, n, ql, w.q_a_layernorm.data, kMlaLoraNormEps, m.qa);
   lin(w.q_b_proj, m.qa, n, m.q, pool);
 
   // Latents of the new positions go into each sequence's cache: [rms(c), k_r].
@@ -109,7 +109,7 @@ void mla_forward(const ModelConfig& c, const MlaWeights& w, std::span<const Laye
       m.row_seg[t] = si;
       m.row_pos[t] = pos0 + r;
       float* dst = cache.latent.data() + (pos0 + r) * stride;
-      rms_norm(m.ckv + t * stride, 1, kvl, w.kv_a_layernorm.data, kMlaLoraNormEps, dst);
+      kernels::rms_norm(m.ckv + t * stride, 1, kvl, w.kv_a_layernorm.data, kMlaLoraNormEps, dst);
       std::copy(m.ckv + t * stride + kvl, m.ckv + (t + 1) * stride, dst + kvl);
     }
   }
@@ -143,7 +143,7 @@ void mla_forward(const ModelConfig& c, const MlaWeights& w, std::span<const Laye
         const uint16_t* row = w_uv + d * kvl;
         float acc = 0;
         for (size_t r = 0; r < kvl; ++r) acc += kernels::bf16_to_f32(row[r]) * ctx[r];
-        oh[d] = c.mla_use_output_gate ? acc * sigmoid(m.gate[(t * heads + h) * vdim + d]) : acc;
+        oh[d] = c.mla_use_output_gate ? acc * kernels::sigmoid(m.gate[(t * heads + h) * vdim + d]) : acc;
       }
     }
   });

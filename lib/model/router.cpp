@@ -25,7 +25,7 @@ void route_tokens(const ModelConfig& c, const float* router_logits, const float*
   float* choice = scratch + E;
   for (size_t t = 0; t < n; ++t) {
     for (size_t e = 0; e < E; ++e) {
-      s[e] = sigmoid(router_logits[t * E + e]);
+      s[e] = kernels::sigmoid(router_logits[t * E + e]);
       choice[e] = s[e] + bias[e];
     }
     std::iota(order, order + E, 0);

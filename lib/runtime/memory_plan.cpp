@@ -1,3 +1,4 @@
+#include "common/byte_format.h"
 #include "common/checked_math.h"
 #include "runtime/memory_plan.h"
 
@@ -7,13 +8,12 @@
 
 #include "checkpoint/dtype.h"
 #include "common/plural.h"
-#include "common/progress_meter.h"
 #include "io/aligned_buffer.h"
 #include "model/tensor_manifest.h"
 #include "common/error.h"
-#include "runtime/row_blocks.h"
-#include "runtime/trunk_block_reader.h"
-#include "runtime/trunk_plan.h"
+#include "trunk/row_blocks.h"
+#include "trunk/block_reader.h"
+#include "trunk/plan.h"
 
 namespace k3 {
 

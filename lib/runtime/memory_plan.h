@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/trunk_layout.h"
+#include "trunk/layout.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
 
@@ -45,7 +45,7 @@ struct PlanRequest {
   // Row-block streaming: 0 streams whole layer sections through buffers the
   // size of the largest one; otherwise every streamed layer passes through
   // the buffers as its held part and blocks of whole rows of at most this
-  // many bytes (row_blocks.h), and head blocks are this size too. At least
+  // many bytes (trunk/row_blocks.h), and head blocks are this size too. At least
   // min_block_bytes(config) (one row of the widest streamed matrix).
   uint64_t block_bytes = 0;
 };

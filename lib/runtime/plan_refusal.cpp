@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "common/progress_meter.h"
+#include "common/byte_format.h"
 #include "runtime/preset_plan.h"
 
 namespace k3 {

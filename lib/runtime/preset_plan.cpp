@@ -1,10 +1,10 @@
 #include "runtime/preset_plan.h"
 
 #include "checkpoint/checkpoint.h"
-#include "common/progress_meter.h"
+#include "common/byte_format.h"
 #include "model/tensor_manifest.h"
 #include "runtime/expert_index.h"
-#include "runtime/trunk_plan.h"
+#include "trunk/plan.h"
 
 namespace k3 {
 

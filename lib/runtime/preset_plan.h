@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "checkpoint/trunk_layout.h"
+#include "trunk/layout.h"
 #include "model/config.h"
 #include "runtime/memory_plan.h"
 #include "runtime/presets.h"

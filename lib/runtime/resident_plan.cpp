@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "checkpoint/checkpoint.h"
+#include "common/byte_format.h"
 #include "common/checked_math.h"
 #include "common/error.h"
-#include "common/progress_meter.h"
 #include "model/tensor_manifest.h"
 #include "runtime/streaming_setup.h"
 

@@ -8,8 +8,11 @@
 #include <sstream>
 
 #include "checkpoint/checkpoint.h"
+#include "common/byte_format.h"
+#include "common/clock.h"
 #include "common/error.h"
 #include "common/file.h"
+#include "common/tool_main.h"
 #include "kernels/bf16.h"
 #include "kernels/mxfp4.h"
 #include "model/tensor_manifest.h"
@@ -27,15 +30,6 @@ constexpr size_t kAlign = 64;  // cache line; SIMD loads never straddle a buffer
 uint64_t available_memory_bytes() {
   const uint64_t a = read_memory_limits().available();
   return a == UINT64_MAX ? 0 : a;
-}
-
-std::string gb(uint64_t bytes) {
-  char buf[32];
-  if (bytes < 1000000000ull)
-    std::snprintf(buf, sizeof buf, "%.2f MB", static_cast<double>(bytes) / 1e6);
-  else
-    std::snprintf(buf, sizeof buf, "%.2f GB", static_cast<double>(bytes) / 1e9);
-  return buf;
 }
 
 }  // namespace
@@ -59,15 +53,15 @@ ResidentWeights::ResidentWeights(const ModelConfig& config, const Checkpoint& ch
   // Refused before saying anything about holding it: the refusal is the one line.
   const uint64_t avail = available_memory_bytes();
   if (avail != 0 && resident_bytes_ > avail)
-    throw Error(ExitCode::kResource, "the whole model needs " + gb(resident_bytes_) + " resident, more than the " +
-                                         gb(avail) + " available; pack the trunk once (k3-pack MODEL_DIR TRUNK_DIR) "
+    throw Error(ExitCode::kResource, "the whole model needs " + format_bytes(resident_bytes_) + " resident, more than the " +
+                                         format_bytes(avail) + " available; pack the trunk once (k3-pack MODEL_DIR TRUNK_DIR) "
                                          "and run with --trunk TRUNK_DIR --preset auto to stream within the memory");
   if (log)
-    *log << "k3: holding " << resident_bytes_ << " bytes (" << gb(resident_bytes_)
+    *log << tool_name() << ": holding " << resident_bytes_ << " bytes (" << format_bytes(resident_bytes_)
          << ") of weights resident in RAM\n";
 
   // Periodic progress lines: loading the real model's trunk takes minutes.
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = SteadyClock::now();
   auto last_report = start;
   uint64_t loaded = 0;
   std::vector<File> shards;
@@ -87,11 +81,12 @@ ResidentWeights::ResidentWeights(const ModelConfig& config, const Checkpoint& ch
     }
     buffers_.emplace(t.name, std::move(buf));
     loaded += loc.info->nbytes;
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = SteadyClock::now();
     if (log && now - last_report > std::chrono::seconds(5)) {
       last_report = now;
-      const double s = std::chrono::duration<double>(now - start).count();
-      *log << "k3: loaded " << gb(loaded) << " of " << gb(resident_bytes_) << " (" << static_cast<int>(s) << " s)"
+      const double s = seconds_since(start);
+      *log << tool_name() << ": loaded " << format_bytes(loaded) << " of " << format_bytes(resident_bytes_) << " ("
+           << static_cast<int>(s) << " s)"
            << std::endl;
     }
   }

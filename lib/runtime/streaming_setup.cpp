@@ -7,8 +7,8 @@
 #include <ostream>
 
 #include "checkpoint/checkpoint.h"
+#include "common/byte_format.h"
 #include "common/error.h"
-#include "common/progress_meter.h"
 #include "common/tool_main.h"
 #include "model/tensor_manifest.h"
 #include "platform/memory_limits.h"
@@ -16,7 +16,7 @@
 #include "runtime/plan_refusal.h"
 #include "runtime/preset_plan.h"
 #include "runtime/presets.h"
-#include "runtime/trunk_plan.h"
+#include "trunk/plan.h"
 
 namespace k3 {
 

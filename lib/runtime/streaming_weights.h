@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/trunk_layout.h"
+#include "trunk/layout.h"
 #include "io/direct_file.h"
 #include "io/read_engine.h"
 #include "model/config.h"

@@ -6,26 +6,16 @@
 #include <cstring>
 
 #include "checkpoint/checkpoint.h"
+#include "common/clock.h"
 #include "common/error.h"
 #include "common/file.h"
+#include "kernels/bf16.h"
 #include "model/weight_binding.h"
-#include "checkpoint/trunk_blocks.h"
-#include "runtime/row_blocks.h"
+#include "trunk/blocks.h"
+#include "trunk/row_blocks.h"
 #include "runtime/trunk_stream_parts.h"
 
 namespace k3 {
-
-using trunk_stream_detail::Clock;
-using trunk_stream_detail::since;
-
-namespace {
-inline float bf16_to_f32(uint16_t b) {
-  uint32_t u = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-}  // namespace
 
 TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint, const DirectFile* trunk_file,
                          const std::vector<std::unique_ptr<DirectFile>>& shard_files, TrunkLayout layout,
@@ -273,7 +263,7 @@ void TrunkStream::embed(const int32_t* ids, size_t n, float* out) {
       CoveringRead c = covering_read(at, length);
       if (c.length > row_buf_.size())
         throw Error(ExitCode::kInternal, "embedding row read of " + std::to_string(c.length) + " bytes exceeds its buffer");
-      const auto t0 = Clock::now();
+      const auto t0 = SteadyClock::now();
       io_.read_now({ReadEngine::Read{embed_file_, c.offset, c.length, c.skip + length, row_buf_.data()}});
       if (blocks.last > blocks.first) {
         const std::string bad = check_raw_blocks(*sec.ts, blocks, row_buf_.data() + c.skip, begin, length,
@@ -281,12 +271,12 @@ void TrunkStream::embed(const int32_t* ids, size_t n, float* out) {
         if (!bad.empty()) throw Error(ExitCode::kBadModel, bad);
       }
       std::lock_guard<std::mutex> lk(stats_mu_);
-      stats_.io_wait_seconds += since(t0);
+      stats_.io_wait_seconds += seconds_since(t0);
       stats_.trunk_bytes += c.length;
       src = row_buf_.data() + c.skip + skip;
     }
     const uint16_t* b = reinterpret_cast<const uint16_t*>(src);
-    for (uint64_t d = 0; d < hidden; ++d) out[i * hidden + d] = bf16_to_f32(b[d]);
+    for (uint64_t d = 0; d < hidden; ++d) out[i * hidden + d] = kernels::bf16_to_f32(b[d]);
   }
 }
 

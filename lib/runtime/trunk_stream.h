@@ -6,7 +6,7 @@
 // Without a packed trunk every trunk tensor is read from the shards once and
 // held. Embedding rows are read on demand.
 //
-// Every raw trunk block (trunk_layout.h, version 4) is checked against its
+// Every raw trunk block (trunk/layout.h, version 4) is checked against its
 // xxh3 the first time a read brings it in, on the I/O thread that read it
 // (a row or row block whose blocks are not all checked yet is read with its
 // blocks whole): a damaged byte fails the read that would hand it out, and
@@ -33,9 +33,9 @@
 #include "common/progress_callback.h"
 #include "model/config.h"
 #include "model/weight_source.h"
-#include "checkpoint/trunk_layout.h"
+#include "trunk/layout.h"
 #include "runtime/memory_plan.h"
-#include "runtime/trunk_block_reader.h"
+#include "trunk/block_reader.h"
 
 namespace k3 {
 

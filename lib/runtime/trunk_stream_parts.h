@@ -4,7 +4,6 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -12,15 +11,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/row_blocks.h"
+#include "trunk/row_blocks.h"
 #include "runtime/trunk_stream.h"
 
 namespace k3 {
-
-namespace trunk_stream_detail {
-using Clock = std::chrono::steady_clock;
-inline double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-}  // namespace trunk_stream_detail
 
 // A streamed matrix's view: its row blocks pass through the stream buffers.
 class TrunkStream::BlockedMatrix : public MatrixRows {

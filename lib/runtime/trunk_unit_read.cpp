@@ -1,13 +1,12 @@
 #include <algorithm>
 
-#include "checkpoint/trunk_blocks.h"
+#include "common/clock.h"
+#include "trunk/blocks.h"
 #include "common/error.h"
 #include "runtime/trunk_stream_parts.h"
 
 namespace k3 {
 
-using trunk_stream_detail::Clock;
-using trunk_stream_detail::since;
 
 uint64_t TrunkStream::unit_buffer_bytes(const Unit& un) const {
   const Section& sec = *sections_[un.section];
@@ -163,10 +162,10 @@ void TrunkStream::issue_stream_read(StreamBuffer& b, int u, bool urgent) {
 void TrunkStream::wait_buffer(StreamBuffer& b) {
   std::unique_lock<std::mutex> lk(b.mu);
   if (b.done) return;
-  const auto t0 = Clock::now();
+  const auto t0 = SteadyClock::now();
   b.cv.wait(lk, [&] { return b.done; });
   std::lock_guard<std::mutex> slk(stats_mu_);
-  stats_.io_wait_seconds += since(t0);
+  stats_.io_wait_seconds += seconds_since(t0);
 }
 
 }  // namespace k3

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "chat/json_value.h"
+#include "common/json_value.h"
 
 namespace k3::serve {
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "chat/json_value.h"
+#include "common/json_value.h"
 #include "chat/reply_parser.h"
 #include "serve/openai_request.h"
 #include "serve/stop_strings.h"

@@ -108,10 +108,5 @@ struct SynthResult {
 SynthResult write_synthetic_checkpoint(const std::string& dir, const SynthGeometry& g,
                                        const SynthOptions& opt);
 
-// The generated tokenizer: 256 single-byte tokens, then unique
-// concatenations up to vocab_size - 256 ordinary tokens, and the 256
-// specials named as in K3 (tokenizer_config.json added_tokens_decoder).
-std::string synth_tiktoken_model(int ordinary_tokens, uint64_t seed);
-std::string synth_tokenizer_config_json(int vocab_size);
 
 }  // namespace k3

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "chat/json_value.h"
+#include "common/json_value.h"
 #include "chat/python_json.h"
 #include "chat/xtml_segments.h"
 #include "common/file.h"

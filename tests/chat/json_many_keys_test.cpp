@@ -14,7 +14,7 @@
 
 #include "chat/chat_history.h"
 #include "chat/chat_request.h"
-#include "chat/json_value.h"
+#include "common/json_value.h"
 #include "lib/test_util.h"
 
 using namespace k3;

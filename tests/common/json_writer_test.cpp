@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/json_value.h"
 #include "common/json_writer.h"
 
 namespace k3 {
@@ -131,6 +132,26 @@ TEST(JsonWriter, MisuseIsAnInternalError) {
   EXPECT_EQ(code([] { JsonWriter().begin_object().take(); }), ExitCode::kInternal);    // still open
   EXPECT_EQ(code([] { JsonWriter().value(1).value(2); }), ExitCode::kInternal);        // two documents
   EXPECT_EQ(code([] { JsonWriter().begin_object().key("a").end_object(); }), ExitCode::kInternal);
+  EXPECT_EQ(code([] { JsonWriter().integer_text("1e5"); }), ExitCode::kInternal);  // not an integer
+  EXPECT_EQ(code([] { JsonWriter().integer_text("-"); }), ExitCode::kInternal);
+}
+
+// The one JSON value type writes through the one writer: a parsed document
+// comes back with its integers exact whatever their size, its floats as
+// numbers, its key order kept, and every control character escaped.
+TEST(JsonValue, DumpWritesAParsedDocumentBack) {
+  JsonValue v;
+  std::string error;
+  ASSERT_TRUE(parse_json(R"({"big": -123456789012345678901234567890, "f": 0.25, "s": "a\u0001\u001fb\n",)"
+                         R"( "b": [true, null], "a": {}})",
+                         v, error))
+      << error;
+  EXPECT_EQ(v.dump(0),
+            "{\"big\": -123456789012345678901234567890, \"f\": 0.25, \"s\": \"a\\u0001\\u001fb\\n\", "
+            "\"b\": [true, null], \"a\": {}}\n");
+  JsonValue built = JsonValue::object();
+  built.set("n", 3).set("x", 1.0 / 0.0).set("list", JsonValue::array().push("t\x02").push(uint64_t{1} << 63));
+  EXPECT_EQ(built.dump(2), "{\n  \"n\": 3,\n  \"x\": null,\n  \"list\": [\n    \"t\\u0002\",\n    9223372036854775808\n  ]\n}\n");
 }
 
 }  // namespace

@@ -13,7 +13,7 @@
 #include "runtime/memory_plan.h"
 #include "runtime/preset_plan.h"
 #include "runtime/presets.h"
-#include "runtime/trunk_plan.h"
+#include "trunk/plan.h"
 #include "synth/synth_geometry.h"
 
 using namespace k3;

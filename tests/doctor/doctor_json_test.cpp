@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "doctor/json_value.h"
+#include "common/json_value.h"
 
 namespace {
 const std::string kBin = std::string(K3_BIN_DIR) + "/k3-doctor";
@@ -126,12 +126,12 @@ TEST(DoctorJson, SixGiBServiceLimitRecommendsLaptop) {
 }
 
 TEST(JsonValue, EscapesAndKeepsOrder) {
-  using k3::doctor::JsonValue;
+  using k3::JsonValue;
   JsonValue o = JsonValue::object();
   o.set("z", "quote\" backslash\\ newline\n tab\t ctrl\x01").set("a", 1).set("n", JsonValue());
   o.set("d", 0.5).set("inf", 1.0 / 0.0).set("z", "replaced in place");
   const std::string text = o.dump(0);
-  EXPECT_EQ(text, "{\"z\":\"replaced in place\",\"a\":1,\"n\":null,\"d\":0.5,\"inf\":null}\n");
+  EXPECT_EQ(text, "{\"z\": \"replaced in place\", \"a\": 1, \"n\": null, \"d\": 0.5, \"inf\": null}\n");
   JsonValue s = JsonValue::object();
   s.set("k", "quote\" backslash\\ newline\n ctrl\x01");
   simdjson::dom::parser p;

@@ -47,7 +47,7 @@ check "--help lists the exit codes" 'grep -q "ready, with warnings" <<<"$help" &
 
 # --root reads a recorded tree (the environment variable works too).
 out=$(K3_DOCTOR_ROOT="$K3_TEST_DATA/doctor/v1-docker" "$bin" --no-probe)
-check "recorded root: docker cgroup v1 limit" 'grep -q "cgroup v1: 17.2 GB" <<<"$out"'
+check "recorded root: docker cgroup v1 limit" 'grep -q "cgroup v1: 17.18 GB" <<<"$out"'
 check "recorded root: AVX2 path" 'grep -q "take the AVX2 path" <<<"$out"'
 
 exit $fail

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <string>
 
-#include "common/progress_meter.h"
+#include "common/byte_format.h"
 #include "doctor/ladder_chart.h"
 
 using namespace k3::doctor;

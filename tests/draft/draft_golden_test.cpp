@@ -5,7 +5,7 @@
 
 #include "draft/draft_fixture.h"
 #include "draft/draft_pass.h"
-#include "kernels/thread_pool.h"
+#include "common/thread_pool.h"
 
 namespace k3 {
 namespace {

@@ -9,7 +9,7 @@
 #include "draft/draft_fixture.h"
 #include "draft/dspark_drafts.h"
 #include "generate/generation_session.h"
-#include "kernels/thread_pool.h"
+#include "common/thread_pool.h"
 
 namespace k3 {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "common/error.h"
 #include "generate/generation_session.h"
-#include "kernels/thread_pool.h"
+#include "common/thread_pool.h"
 #include "model/engine.h"
 #include "state/continuation.h"
 #include "../model/model_fixture.h"

@@ -14,7 +14,7 @@
 #include "hwy/targets.h"
 #include "kernels/bf16.h"
 #include "kernels/mxfp4.h"
-#include "kernels/thread_pool.h"
+#include "common/thread_pool.h"
 
 namespace k3::kernels {
 namespace {

@@ -14,7 +14,7 @@
 #include "common/file.h"
 #include "kernels/bf16.h"
 #include "kernels/mxfp4.h"
-#include "kernels/thread_pool.h"
+#include "common/thread_pool.h"
 #include "model/engine.h"
 #include "model/tensor_manifest.h"
 #include "runtime/resident_weights.h"

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/thread_pool.h"
+#include "common/thread_pool.h"
 #include "model/engine.h"
 #include "model/forward_scratch.h"
 #include "model_fixture.h"

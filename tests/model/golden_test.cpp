@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "kernels/thread_pool.h"
+#include "common/thread_pool.h"
 #include "model/engine.h"
 #include "model_fixture.h"
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "kernels/thread_pool.h"
+#include "common/thread_pool.h"
 #include "model/engine.h"
 #include "model_fixture.h"
 #include "lib/test_util.h"

@@ -13,9 +13,9 @@
 #include "model/tensor_manifest.h"
 #include "platform/memory_limits.h"
 #include "runtime/expert_index.h"
-#include "checkpoint/trunk_layout.h"
+#include "trunk/layout.h"
 #include "runtime/memory_plan.h"
-#include "runtime/trunk_plan.h"
+#include "trunk/plan.h"
 
 namespace fs = std::filesystem;
 using namespace k3;

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "common/progress_meter.h"
+#include "common/byte_format.h"
 #include "doctor/model_bytes.h"
 #include "doctor/preset_forecast.h"
 #include "model/k3_geometry.h"

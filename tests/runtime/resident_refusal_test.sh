@@ -13,4 +13,5 @@ check "over the memory: no ids" 0 "$(stat -c %s "$work/out")"
 "$BIN/k3-forward" "$TINY" --ids "$TINY/prompt_ids.txt" --gen 1 --threads 2 > /dev/null 2> "$work/ok.err"
 check "fits: exit 0" 0 "$?"
 contains "fits: says what it holds" "holding" "$(cat "$work/ok.err")"
+contains "fits: the line names the running tool" "k3-forward: holding" "$(cat "$work/ok.err")"
 finish resident_refusal_test

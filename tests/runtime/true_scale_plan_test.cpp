@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "checkpoint/trunk_layout.h"
+#include "trunk/layout.h"
 #include "io/aligned_buffer.h"
 #include "model/config.h"
 #include "runtime/memory_plan.h"

@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "chat/json_value.h"
+#include "common/json_value.h"
 #include "common/error.h"
 #include "serve/json_build.h"
 

@@ -9,7 +9,7 @@
 
 #include "../model/model_fixture.h"
 #include "common/error.h"
-#include "kernels/thread_pool.h"
+#include "common/thread_pool.h"
 #include "model/engine.h"
 #include "state/continuation.h"
 

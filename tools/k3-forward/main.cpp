@@ -147,6 +147,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  return k3::run_tool(kTool, [&] { return run(argc, argv); });
-}
+int main(int argc, char** argv) { return k3::run_tool(kTool, [&] { return run(argc, argv); }); }

@@ -10,13 +10,14 @@
 #include "cli/interrupt.h"
 #include "cli/cli_parse.h"
 #include "common/atomic_file_writer.h"
+#include "common/byte_format.h"
 #include "common/error.h"
 #include "common/file.h"
 #include "common/tool_main.h"
 #include "common/progress_meter.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
-#include "pack/trunk_packer.h"
+#include "trunk/trunk.h"
 
 namespace {
 int run(int argc, char** argv) {
@@ -145,6 +146,4 @@ int run(int argc, char** argv) {
 }
 }  // namespace
 
-int main(int argc, char** argv) {
-  return k3::run_tool("k3-pack", [&] { return run(argc, argv); });
-}
+int main(int argc, char** argv) { return k3::run_tool("k3-pack", [&] { return run(argc, argv); }); }

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/cli_parse.h"
+#include "common/byte_format.h"
 #include "common/error.h"
 #include "common/tool_main.h"
 #include "common/progress_meter.h"

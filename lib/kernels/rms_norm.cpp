@@ -1,0 +1,23 @@
+#include "kernels/rms_norm.h"
+
+#include <cmath>
+
+namespace k3::kernels {
+
+float rms_scale(const float* x, size_t dim, float eps) {
+  double ss = 0;
+  for (size_t c = 0; c < dim; ++c) ss += static_cast<double>(x[c]) * x[c];
+  const float mean = static_cast<float>(ss / static_cast<double>(dim));
+  return 1.0f / std::sqrt(mean + eps);
+}
+
+void rms_norm(const float* x, size_t n, size_t dim, const float* weight, float eps, float* out) {
+  for (size_t t = 0; t < n; ++t) {
+    const float* xr = x + t * dim;
+    float* o = out + t * dim;
+    const float r = rms_scale(xr, dim, eps);
+    for (size_t c = 0; c < dim; ++c) o[c] = xr[c] * r * weight[c];
+  }
+}
+
+}  // namespace k3::kernels

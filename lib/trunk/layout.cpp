@@ -1,0 +1,414 @@
+#include "trunk/layout.h"
+
+#include <sys/stat.h>
+
+#include <simdjson.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <ctime>
+
+#include "checkpoint/checkpoint.h"
+#include "trunk/codec.h"
+#include "common/error.h"
+#include "common/file.h"
+#include "common/json_writer.h"
+
+namespace k3 {
+
+const TrunkSection* TrunkLayout::layer_section(int layer) const {
+  for (const TrunkSection& s : sections)
+    if (s.layer == layer) return &s;
+  return nullptr;
+}
+
+const TrunkSection* TrunkLayout::section(const std::string& name) const {
+  for (const TrunkSection& s : sections)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+uint64_t TrunkLayout::layer_bytes() const {
+  uint64_t n = 0;
+  for (const TrunkSection& s : sections)
+    if (s.layer >= 0) n += s.length;
+  return n;
+}
+
+uint64_t TrunkLayout::layer_stored_bytes() const {
+  uint64_t n = 0;
+  for (const TrunkSection& s : sections)
+    if (s.layer >= 0) n += s.stored_length;
+  return n;
+}
+
+bool TrunkLayout::compressed() const {
+  for (const TrunkSection& s : sections)
+    if (s.compressed) return true;
+  return false;
+}
+
+bool place_trunk_blocks(TrunkSection& s, uint64_t block_bytes) {
+  if (block_bytes == 0) return false;
+  size_t b = 0;
+  uint64_t stored = s.stored_offset, decoded_end = s.offset;
+  for (const TrunkTensor& t : s.tensors) {
+    // Block lookups (blocks_covering) search the blocks as sorted by decoded
+    // offset: tensors must come in ascending order, without overlap.
+    if (t.offset < decoded_end) return false;
+    decoded_end = t.offset + t.nbytes;
+    for (uint64_t done = 0; done < t.nbytes; done += block_bytes) {
+      if (b == s.blocks.size()) return false;
+      TrunkBlock& k = s.blocks[b++];
+      // Blocks fill the section's stored bytes in order; checked before the
+      // sum so that hostile sizes cannot wrap it.
+      if (k.stored_size > s.stored_offset + s.stored_length - stored) return false;
+      k.offset = t.offset + done;
+      k.size = std::min(block_bytes, t.nbytes - done);
+      k.stored_offset = stored;
+      stored += k.stored_size;
+    }
+  }
+  return b == s.blocks.size();
+}
+
+bool place_raw_blocks(TrunkSection& s, uint64_t block_bytes) {
+  if (block_bytes == 0 || s.compressed) return false;
+  size_t b = 0;
+  uint64_t decoded_end = s.offset;
+  for (const TrunkTensor& t : s.tensors) {
+    if (t.offset < decoded_end) return false;  // sorted, as for place_trunk_blocks
+    decoded_end = t.offset + t.nbytes;
+    for (uint64_t done = 0; done < t.nbytes; done += block_bytes) {
+      if (b == s.blocks.size()) return false;
+      TrunkBlock& k = s.blocks[b++];
+      k.offset = t.offset + done;
+      k.size = k.stored_size = std::min(block_bytes, t.nbytes - done);
+      k.stored_offset = s.stored_offset + (k.offset - s.offset);  // within stored_length == length (parsed)
+    }
+  }
+  return b == s.blocks.size();
+}
+
+namespace {
+std::string hex64(uint64_t v) {
+  char b[17];
+  std::snprintf(b, sizeof b, "%016" PRIx64, v);
+  return b;
+}
+}  // namespace
+
+std::string trunk_layout_to_json(const TrunkLayout& t) {
+  std::string o = "{\n  \"format\": \"k3-trunk\",\n  \"version\": " + std::to_string(t.version) +
+                  ",\n  \"file_size\": " + std::to_string(t.file_size) +
+                  (t.version >= kTrunkStoredFieldsVersion ? ",\n  \"block_bytes\": " + std::to_string(t.block_bytes)
+                                                          : std::string()) +
+                  ",\n  \"source\": {\n    \"config_xxh3\": \"" +
+                  hex64(t.source.config_hash) + "\",\n    \"shards\": [";
+  for (size_t i = 0; i < t.source.shards.size(); ++i) {
+    const SourceShard& sh = t.source.shards[i];
+    o += std::string(i ? "," : "") + "\n      {\"file\": " + json_string(sh.file) + ", \"size\": " + std::to_string(sh.size);
+    if (t.version >= 2)
+      o += ", \"header_xxh3\": \"" + hex64(sh.header_xxh3) + "\", \"mtime_ns\": " + std::to_string(sh.mtime_ns) +
+           ", \"inode\": " + std::to_string(sh.inode);
+    o += "}";
+  }
+  o += "\n    ]\n  },\n  \"sections\": [";
+  for (size_t i = 0; i < t.sections.size(); ++i) {
+    const TrunkSection& s = t.sections[i];
+    o += std::string(i ? "," : "") + "\n    {\"name\": " + json_string(s.name) + ", \"layer\": " + std::to_string(s.layer) +
+         ", \"offset\": " + std::to_string(s.offset) + ", \"length\": " + std::to_string(s.length) +
+         ", \"xxh3\": \"" + hex64(s.xxh3) + "\",";
+    if (t.version >= kTrunkStoredFieldsVersion) {
+      o += "\n     \"stored_offset\": " + std::to_string(s.stored_offset) +
+           ", \"stored_length\": " + std::to_string(s.stored_length) + ", \"compressed\": " +
+           (s.compressed ? "true" : "false") + ",";
+      if (s.compressed) {
+        // [stored bytes, xxh3 of the decoded bytes], four to a line.
+        o += "\n     \"blocks\": [";
+        for (size_t b = 0; b < s.blocks.size(); ++b)
+          o += std::string(b ? "," : "") + (b % 4 == 0 ? "\n       " : " ") + "[" +
+               std::to_string(s.blocks[b].stored_size) + ", \"" + hex64(s.blocks[b].xxh3) + "\"]";
+        o += "],";
+      } else if (t.version >= kTrunkBlockHashesVersion) {
+        // A raw block is stored as it decodes: its xxh3 alone, eight to a line.
+        o += "\n     \"blocks\": [";
+        for (size_t b = 0; b < s.blocks.size(); ++b)
+          o += std::string(b ? "," : "") + (b % 8 == 0 ? "\n       " : " ") + "\"" + hex64(s.blocks[b].xxh3) + "\"";
+        o += "],";
+      }
+    }
+    o += "\n     \"tensors\": [";
+    for (size_t j = 0; j < s.tensors.size(); ++j) {
+      const TrunkTensor& x = s.tensors[j];
+      o += std::string(j ? "," : "") + "\n       {\"name\": " + json_string(x.name) + ", \"dtype\": \"" +
+           dtype_name(x.dtype) + "\", \"shape\": [";
+      for (size_t d = 0; d < x.shape.size(); ++d) o += (d ? ", " : "") + std::to_string(x.shape[d]);
+      o += "], \"offset\": " + std::to_string(x.offset) + ", \"nbytes\": " + std::to_string(x.nbytes) + "}";
+    }
+    o += "]}";
+  }
+  o += "\n  ]\n}\n";
+  return o;
+}
+
+TrunkLayout parse_trunk_layout(const std::string& json, const std::string& origin) {
+  auto bad = [&](const std::string& what) -> Error {
+    return Error(ExitCode::kBadModel, origin + ": " + what + " (re-run k3-pack)");
+  };
+  simdjson::dom::parser parser;
+  simdjson::padded_string padded(json);
+  simdjson::dom::element root;
+  if (parser.parse(padded).get(root)) throw bad("not valid JSON");
+  std::string_view fmt;
+  if (root["format"].get_string().get(fmt) || fmt != "k3-trunk") throw bad("not a k3 trunk description");
+  TrunkLayout t;
+  int64_t version = 0;
+  if (root["version"].get_int64().get(version)) throw bad("missing trunk format version");
+  if (version < 1 || version > kTrunkFormatVersion)
+    throw Error(ExitCode::kBadModel, origin + ": unsupported trunk format version " + std::to_string(version) +
+                                         " (this k3 reads versions 1 to " + std::to_string(kTrunkFormatVersion) +
+                                         "; re-run k3-pack with this k3)");
+  t.version = static_cast<int>(version);
+  t.source.has_identity = t.version >= 2;
+  const bool stored_fields = t.version >= kTrunkStoredFieldsVersion;
+  if (root["file_size"].get_uint64().get(t.file_size)) throw bad("missing file_size");
+  if (stored_fields && (root["block_bytes"].get_uint64().get(t.block_bytes) || t.block_bytes > (1ull << 30)))
+    throw bad("missing or bad block_bytes");
+  const bool raw_blocks = t.version >= kTrunkBlockHashesVersion;
+  if (raw_blocks && (t.block_bytes == 0 || t.block_bytes % 4096))
+    throw bad("block_bytes " + std::to_string(t.block_bytes) + " is not a positive multiple of 4096");
+  auto parse_hex = [&](simdjson::simdjson_result<simdjson::dom::element> e, const char* what) {
+    std::string_view s;
+    if (e.get_string().get(s) || s.size() != 16 ||
+        s.find_first_not_of("0123456789abcdefABCDEF") != std::string_view::npos)
+      throw bad(std::string("bad ") + what);
+    return std::stoull(std::string(s), nullptr, 16);
+  };
+  t.source.config_hash = parse_hex(root["source"]["config_xxh3"], "source.config_xxh3");
+  simdjson::dom::array shards, sections;
+  if (root["source"]["shards"].get_array().get(shards)) throw bad("missing source.shards");
+  for (auto s : shards) {
+    std::string_view f;
+    SourceShard sh;
+    if (s["file"].get_string().get(f) || s["size"].get_uint64().get(sh.size)) throw bad("bad source.shards entry");
+    sh.file = std::string(f);
+    if (t.version >= 2) {
+      sh.header_xxh3 = parse_hex(s["header_xxh3"], "source.shards header_xxh3");
+      if (s["mtime_ns"].get_int64().get(sh.mtime_ns) || s["inode"].get_uint64().get(sh.inode))
+        throw bad("source.shards entry '" + sh.file + "' lacks mtime_ns or inode");
+    }
+    t.source.shards.push_back(std::move(sh));
+  }
+  if (root["sections"].get_array().get(sections)) throw bad("missing sections");
+  for (auto se : sections) {
+    TrunkSection s;
+    std::string_view name;
+    int64_t layer;
+    if (se["name"].get_string().get(name) || se["layer"].get_int64().get(layer) ||
+        se["offset"].get_uint64().get(s.offset) || se["length"].get_uint64().get(s.length))
+      throw bad("bad section entry");
+    s.name = std::string(name);
+    s.layer = static_cast<int>(layer);
+    s.xxh3 = parse_hex(se["xxh3"], "section xxh3");
+    s.stored_offset = s.offset;
+    s.stored_length = s.length;
+    if (stored_fields) {
+      if (se["stored_offset"].get_uint64().get(s.stored_offset) ||
+          se["stored_length"].get_uint64().get(s.stored_length) || se["compressed"].get_bool().get(s.compressed))
+        throw bad("section '" + s.name + "' lacks stored_offset, stored_length or compressed");
+      if (!s.compressed && s.stored_length != s.length)
+        throw bad("raw section '" + s.name + "' has a stored length other than its length");
+    }
+    if (s.offset % 4096 || s.length % 4096 || s.stored_offset % 4096 || s.stored_length % 4096 ||
+        s.stored_offset > t.file_size || s.stored_length > t.file_size - s.stored_offset)
+      throw bad("section '" + s.name + "' is misaligned or lies outside trunk.bin");
+    if (s.offset > UINT64_MAX / 2 || s.length > UINT64_MAX / 2)
+      throw bad("section '" + s.name + "' has an impossible offset or length");
+    simdjson::dom::array tensors;
+    if (se["tensors"].get_array().get(tensors)) throw bad("section '" + s.name + "' has no tensors");
+    uint64_t tensors_end = s.offset;  // where the previous tensor ends
+    for (auto te : tensors) {
+      TrunkTensor x;
+      std::string_view tn, dt;
+      simdjson::dom::array shape;
+      if (te["name"].get_string().get(tn) || te["dtype"].get_string().get(dt) ||
+          te["shape"].get_array().get(shape) || te["offset"].get_uint64().get(x.offset) ||
+          te["nbytes"].get_uint64().get(x.nbytes))
+        throw bad("bad tensor entry in section '" + s.name + "'");
+      x.name = std::string(tn);
+      if (!parse_dtype(std::string(dt), &x.dtype)) throw bad("unknown dtype for '" + x.name + "'");
+      unsigned __int128 numel = 1;  // no wrap-around for absurd shapes
+      for (auto d : shape) {
+        uint64_t v;
+        if (d.get_uint64().get(v)) throw bad("bad shape for '" + x.name + "'");
+        x.shape.push_back(v);
+        numel *= v;
+        if (numel >> 64) throw bad("shape of '" + x.name + "' is too large");
+      }
+      if (numel * dtype_size(x.dtype) != x.nbytes || x.offset < s.offset || x.nbytes > s.length ||
+          x.offset - s.offset > s.length - x.nbytes)
+        throw bad("tensor '" + x.name + "' lies outside its section or disagrees with its shape");
+      // Readers look tensors and blocks up as sorted by offset.
+      if (x.offset < tensors_end) {
+        const TrunkTensor& prev = s.tensors.back();
+        throw bad("tensor '" + x.name + "' at offset " + std::to_string(x.offset) + " and tensor '" + prev.name +
+                  "' before it (offset " + std::to_string(prev.offset) + ", " + std::to_string(prev.nbytes) +
+                  " bytes) overlap or are out of order in section '" + s.name + "'");
+      }
+      tensors_end = x.offset + x.nbytes;
+      s.tensors.push_back(std::move(x));
+    }
+    if (s.compressed) {
+      simdjson::dom::array blocks;
+      if (se["blocks"].get_array().get(blocks)) throw bad("compressed section '" + s.name + "' has no blocks");
+      for (auto be : blocks) {
+        simdjson::dom::array pair;
+        TrunkBlock k;
+        if (be.get_array().get(pair) || pair.size() != 2 || pair.at(0).get_uint64().get(k.stored_size))
+          throw bad("bad block entry in section '" + s.name + "'");
+        k.xxh3 = parse_hex(pair.at(1), "block xxh3");
+        s.blocks.push_back(k);
+      }
+      if (!place_trunk_blocks(s, t.block_bytes))
+        throw bad("the blocks of section '" + s.name + "' do not match its tensors or its stored length");
+    } else if (raw_blocks) {
+      simdjson::dom::array blocks;
+      if (se["blocks"].get_array().get(blocks)) throw bad("section '" + s.name + "' has no blocks");
+      for (auto be : blocks) {
+        TrunkBlock k;
+        k.xxh3 = parse_hex(simdjson::simdjson_result<simdjson::dom::element>(simdjson::dom::element(be)), "block xxh3");
+        s.blocks.push_back(k);
+      }
+      if (!place_raw_blocks(s, t.block_bytes))
+        throw bad("the blocks of section '" + s.name + "' do not match its tensors");
+    }
+    t.sections.push_back(std::move(s));
+  }
+  // The block decoder's buffers hold blocks of kTrunkBlockBytes, the one
+  // size k3-pack cuts; another block_bytes describes blocks that are not
+  // there (refused here, where k3-doctor reads trunk.json too, not midway
+  // through a run).
+  if (t.compressed() && t.block_bytes != kTrunkBlockBytes)
+    throw bad("block_bytes is " + std::to_string(t.block_bytes) + ", but compressed sections are cut into blocks of " +
+              std::to_string(kTrunkBlockBytes) + " bytes (re-run k3-pack --compress)");
+  return t;
+}
+
+SourceFingerprint fingerprint_checkpoint(const Checkpoint& checkpoint) {
+  SourceFingerprint f;
+  std::string cfg = read_text_file(path_join(checkpoint.dir(), "config.json"));
+  f.config_hash = XXH3_64bits(cfg.data(), cfg.size());
+  for (const ShardInfo& s : checkpoint.shards())
+    f.shards.push_back(SourceShard{s.file, s.file_size, s.header_xxh3, s.mtime_ns, s.inode});
+  return f;
+}
+
+namespace {
+std::string time_str(int64_t ns) {
+  const time_t sec = static_cast<time_t>(ns / 1000000000);
+  struct tm tm;
+  char b[32];
+  if (!gmtime_r(&sec, &tm) || !std::strftime(b, sizeof b, "%Y-%m-%d %H:%M:%S UTC", &tm)) return std::to_string(ns);
+  return b;
+}
+}  // namespace
+
+FingerprintComparison compare_fingerprint(const SourceFingerprint& trunk, const SourceFingerprint& model) {
+  FingerprintComparison c;
+  auto other = [&](std::string why) {
+    c.diff = FingerprintDiff::kOtherModel;
+    c.reason = std::move(why);
+    c.changed_shards.clear();
+    return c;
+  };
+  if (trunk.config_hash != model.config_hash) return other("it was packed from a model with a different config.json");
+  for (const SourceShard& t : trunk.shards) {
+    bool found = false;
+    for (const SourceShard& m : model.shards) found = found || m.file == t.file;
+    if (!found) return other("it was packed from a checkpoint with shard " + t.file + ", which this model does not list");
+  }
+  if (model.shards.size() != trunk.shards.size()) return other("the model's shard list differs from the one packed");
+  auto model_shard = [&](const SourceShard& t) -> const SourceShard& {
+    for (const SourceShard& x : model.shards)
+      if (x.file == t.file) return x;
+    return t;  // not reached: every name was found above
+  };
+  // A shard of another size holds other tensors or other offsets.
+  for (const SourceShard& t : trunk.shards) {
+    const SourceShard& m = model_shard(t);
+    if (m.size != t.size)
+      return other("shard " + t.file + " is " + std::to_string(m.size) + " bytes now but was " + std::to_string(t.size) +
+                   " when the trunk was packed");
+  }
+  // Same files and sizes: now whether any shard changed since the pack. The
+  // first difference found is the one reported; every changed shard is listed.
+  for (const SourceShard& t : trunk.shards) {
+    const SourceShard* m = &model_shard(t);
+    std::string why;
+    if (!trunk.has_identity)
+      why = "the trunk.json is format version 1, which records only shard names and sizes, so a shard rewritten in "
+            "place since the pack would go unnoticed";
+    else if (m->header_xxh3 != t.header_xxh3)
+      why = "shard " + t.file + "'s safetensors header differs from the one packed (the shard was replaced)";
+    else if (m->mtime_ns != t.mtime_ns)
+      why = "shard " + t.file + " was modified after the trunk was packed (modification time " + time_str(m->mtime_ns) +
+            ", was " + time_str(t.mtime_ns) + "; same size and header, but its weights may have changed)";
+    else if (m->inode != t.inode)
+      why = "shard " + t.file + " is another file than the one packed (inode " + std::to_string(m->inode) + ", was " +
+            std::to_string(t.inode) + "; copied or restored since the pack?)";
+    if (why.empty()) continue;
+    if (c.diff == FingerprintDiff::kSame) {
+      c.diff = FingerprintDiff::kShardsChanged;
+      c.reason = why;
+    }
+    c.changed_shards.push_back(t.file);
+  }
+  return c;
+}
+
+std::string fingerprint_mismatch(const SourceFingerprint& trunk, const SourceFingerprint& model) {
+  return compare_fingerprint(trunk, model).reason;
+}
+
+TrunkLayout read_trunk_layout(const std::string& trunk_dir) {
+  const std::string json = path_join(trunk_dir, "trunk.json");
+  if (!file_exists(json))
+    throw Error(ExitCode::kBadModel, json + ": not found (is " + trunk_dir +
+                                         " a packed trunk? create one with: k3-pack MODEL_DIR " + trunk_dir + ")");
+  return parse_trunk_layout(read_text_file(json), json);
+}
+
+TrunkLayout open_trunk_layout(const std::string& trunk_dir, const Checkpoint& checkpoint) {
+  const std::string bin = path_join(trunk_dir, "trunk.bin");
+  TrunkLayout t = read_trunk_layout(trunk_dir);
+  const FingerprintComparison cmp = compare_fingerprint(t.source, fingerprint_checkpoint(checkpoint));
+  if (cmp.diff == FingerprintDiff::kOtherModel)
+    throw Error(ExitCode::kBadModel, "the trunk in " + trunk_dir + " does not belong to the model in " +
+                                         checkpoint.dir() + ": " + cmp.reason + " (re-run k3-pack " + checkpoint.dir() +
+                                         " " + trunk_dir + ")");
+  if (cmp.diff == FingerprintDiff::kShardsChanged)
+    throw Error(ExitCode::kBadModel, "the trunk in " + trunk_dir + " may be stale: " + cmp.reason +
+                                         ". Re-run k3-pack " + checkpoint.dir() + " " + trunk_dir +
+                                         ", or if the weights are unchanged, k3-pack --refresh " + trunk_dir + " " +
+                                         checkpoint.dir() + " re-checks the trunk tensors of the changed shards "
+                                         "and records them");
+  if (t.version < kTrunkBlockHashesVersion)
+    throw Error(ExitCode::kBadModel,
+                path_join(trunk_dir, "trunk.json") + ": trunk format version " + std::to_string(t.version) +
+                    " has no per-block hashes, which this k3 checks as it reads each block (instead of hashing "
+                    "the trunk before every run); upgrade it in place with: k3-pack --refresh " + trunk_dir + " " +
+                    checkpoint.dir() + " (reads trunk.bin once), or rewrite it with: k3-pack " +
+                    (t.compressed() ? "--compress " : "") + checkpoint.dir() + " " + trunk_dir);
+  struct stat st;
+  if (::stat(bin.c_str(), &st) != 0)
+    throw Error(ExitCode::kBadModel, bin + ": not found (re-run k3-pack)");
+  if (static_cast<uint64_t>(st.st_size) != t.file_size)
+    throw Error(ExitCode::kBadModel, bin + ": is " + std::to_string(st.st_size) + " bytes but trunk.json says " +
+                                         std::to_string(t.file_size) + " (truncated or replaced; re-run k3-pack)");
+  return t;
+}
+
+}  // namespace k3
