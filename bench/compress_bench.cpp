@@ -18,12 +18,12 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
-#include "trunk/codec.h"
 #include "common/error.h"
 #include "common/file.h"
 #include "common/tool_main.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
+#include "trunk/codec.h"
 
 namespace {
 double thread_cpu() {
@@ -100,7 +100,8 @@ int main(int argc, char** argv) {
           const double c0 = thread_cpu();
           for (int rep = 0; rep < 3; ++rep)
             for (size_t i = t; i < blocks.size(); i += threads)
-              if (!dec.decode(blocks[i].stored.data(), blocks[i].stored.size(), out.data(), blocks[i].raw, blocks[i].xxh3)
+              if (!dec.decode(blocks[i].stored.data(), blocks[i].stored.size(), out.data(), blocks[i].raw,
+                              blocks[i].xxh3)
                        .empty())
                 std::abort();
           cpu[t] = thread_cpu() - c0;
@@ -110,8 +111,8 @@ int main(int argc, char** argv) {
       double cpu_total = 0;
       for (double x : cpu) cpu_total += x;
       const double bytes = 3.0 * raw_all;
-      std::printf("decode, %d thread%s: %.2f GB/s per core (CPU time), %.2f GB/s wall\n", threads, threads > 1 ? "s" : "",
-                  bytes / cpu_total / 1e9, bytes / wall / 1e9);
+      std::printf("decode, %d thread%s: %.2f GB/s per core (CPU time), %.2f GB/s wall\n", threads,
+                  threads > 1 ? "s" : "", bytes / cpu_total / 1e9, bytes / wall / 1e9);
     }
     return 0;
   });

@@ -53,11 +53,13 @@ class StandIn : public WeightSource {
   void embed(const int32_t* ids, size_t n, float* out) override {
     for (size_t t = 0; t < n; ++t)
       for (int64_t j = 0; j < hidden_; ++j)
-        out[t * hidden_ + j] = 0.01f * static_cast<float>(block_[(static_cast<size_t>(ids[t]) % kBlockRows) * hidden_ + j] & 0xFF);
+        out[t * hidden_ + j] =
+            0.01f * static_cast<float>(block_[(static_cast<size_t>(ids[t]) % kBlockRows) * hidden_ + j] & 0xFF);
   }
   const LayerWeights& acquire_layer(int) override { throw Error(ExitCode::kInternal, "no trunk in the draft bench"); }
   void release_layer(int) override {}
-  void for_each_expert(int, const std::vector<int>&, const std::function<void(size_t, const ExpertWeights&)>&) override {
+  void for_each_expert(int, const std::vector<int>&,
+                       const std::function<void(size_t, const ExpertWeights&)>&) override {
     throw Error(ExitCode::kInternal, "no experts in the draft bench");
   }
   const HeadWeights& acquire_head() override { return head_; }
@@ -136,10 +138,11 @@ int run(int argc, char** argv) {
   const VerifyCosts k3;
   const double disk = (k3.pass + 5 * k3.per_row) / 3.5;
   const double draft = per_context[1] + fuse4;
-  std::printf("verify pass of 5 rows at the laptop preset: %.1f GB / 3.5 GB/s = %.1f s of disk; draft pass + fusion "
-              "at 4096 positions %.2f s = %.1f%% of it (%s)\n",
-              k3.pass + 5 * k3.per_row, disk, draft, 100 * draft / disk,
-              draft < disk ? "hidden behind the disk" : "longer than the disk");
+  std::printf(
+      "verify pass of 5 rows at the laptop preset: %.1f GB / 3.5 GB/s = %.1f s of disk; draft pass + fusion "
+      "at 4096 positions %.2f s = %.1f%% of it (%s)\n",
+      k3.pass + 5 * k3.per_row, disk, draft, 100 * draft / disk,
+      draft < disk ? "hidden behind the disk" : "longer than the disk");
   return 0;
 }
 

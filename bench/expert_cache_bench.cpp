@@ -45,16 +45,18 @@ uint64_t slots_for(double cache_gb, uint64_t expert_bytes, const ExpertCacheShap
 Row run(const std::string& policy, double cache_gb, uint64_t expert_bytes, const ExpertCacheShape& shape,
         const ExpertCallSequence& seq) {
   Row r{policy, cache_gb, slots_for(cache_gb, expert_bytes, shape), {}};
-  r.result = policy == "belady" ? replay_belady(seq, shape, r.slots)
-                                : replay_expert_cache(seq, shape, r.slots, parse_expert_cache_policy(policy, "--policy"));
+  r.result = policy == "belady"
+                 ? replay_belady(seq, shape, r.slots)
+                 : replay_expert_cache(seq, shape, r.slots, parse_expert_cache_policy(policy, "--policy"));
   return r;
 }
 
 void print_json(const Row& r, const std::string& order, uint64_t expert_bytes) {
-  std::printf("{\"policy\": \"%s\", \"cache_gb\": %g, \"order\": \"%s\", \"slots\": %llu, \"hit_rate\": %.6f, "
-              "\"bytes_per_token\": %.0f}\n",
-              r.policy.c_str(), r.cache_gb, order.c_str(), static_cast<unsigned long long>(r.slots),
-              r.result.hit_rate(), r.result.bytes_per_pass(expert_bytes));
+  std::printf(
+      "{\"policy\": \"%s\", \"cache_gb\": %g, \"order\": \"%s\", \"slots\": %llu, \"hit_rate\": %.6f, "
+      "\"bytes_per_token\": %.0f}\n",
+      r.policy.c_str(), r.cache_gb, order.c_str(), static_cast<unsigned long long>(r.slots), r.result.hit_rate(),
+      r.result.bytes_per_pass(expert_bytes));
 }
 
 // Markdown: one row per cache size, hit rate and GB per token of each policy.
@@ -83,7 +85,8 @@ int bench(int argc, char** argv) {
       "without reading a byte, and prints the hit rate and the expert bytes read per token a cache of --cache-gb\n"
       "would give. --order recorded replays the pairs as they are in the file; --order decode rebuilds k3's decode\n"
       "order (position by position, layers in order) from a recomputing engine's trace (its last step).\n"
-      "Example: k3-bench-expert-cache --trace tests/data/expert-trace/expert_trace.bin --cache-gb 16 --order decode --json",
+      "Example: k3-bench-expert-cache --trace tests/data/expert-trace/expert_trace.bin --cache-gb 16 --order decode "
+      "--json",
       kTool};
   std::string trace_file, policy = expert_cache_policy_name(kDefaultExpertCachePolicy), order = "recorded", model_dir;
   double cache_gb = -1;
@@ -92,18 +95,21 @@ int bench(int argc, char** argv) {
   app.add_option("--trace", trace_file, "The routing trace to replay")->required();
   app.add_option("--cache-gb", cache_gb, "Expert cache size in GB (1e9 bytes), as --cache-gb of k3-forward")
       ->check(CLI::Range(0.0, 1e6));
-  app.add_option("--policy", policy, "lru, layer, layer-lfu, lfu, or belady (the offline optimum); default: the "
-                                     "engine's default")
+  app.add_option("--policy", policy,
+                 "lru, layer, layer-lfu, lfu, or belady (the offline optimum); default: the "
+                 "engine's default")
       ->check(CLI::IsMember({"lru", "layer", "layer-lfu", "lfu", "belady"}));
   app.add_option("--order", order, "recorded (the file's order) or decode (k3's order, rebuilt; default recorded)")
       ->check(CLI::IsMember({"recorded", "decode"}));
   app.add_option("--expert-bytes", expert_bytes, "Bytes of one expert (default 17547264, Kimi-K3's)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
-  app.add_option("--model", model_dir, "Take the geometry (MoE layers, experts, top-k) from MODEL_DIR's config.json "
-                                       "(default: Kimi-K3's)");
+  app.add_option("--model", model_dir,
+                 "Take the geometry (MoE layers, experts, top-k) from MODEL_DIR's config.json "
+                 "(default: Kimi-K3's)");
   app.add_flag("--json", json, "Print one JSON object: policy, cache_gb, order, slots, hit_rate, bytes_per_token");
-  app.add_flag("--table", table, "Every policy and Belady at every preset's cache size and 8/16/32/64 GB, both orders "
-                                 "(markdown)");
+  app.add_flag("--table", table,
+               "Every policy and Belady at every preset's cache size and 8/16/32/64 GB, both orders "
+               "(markdown)");
   app.footer(exit_codes_help());
   if (auto status = parse_command_line(app, argc, argv, kTool)) return *status;
   if (!table && cache_gb < 0) throw Error(ExitCode::kUsage, "--cache-gb is required (or --table for every size)");
@@ -129,8 +135,10 @@ int bench(int argc, char** argv) {
   std::vector<std::string> policies;
   for (ExpertCachePolicyKind k : expert_cache_policy_kinds()) policies.push_back(expert_cache_policy_name(k));
   policies.push_back("belady");
-  std::printf("Hit rate and expert GB read per token; %llu-byte experts; cache 0 GB is the floor of one layer's "
-              "top-k.\n", static_cast<unsigned long long>(expert_bytes));
+  std::printf(
+      "Hit rate and expert GB read per token; %llu-byte experts; cache 0 GB is the floor of one layer's "
+      "top-k.\n",
+      static_cast<unsigned long long>(expert_bytes));
   const std::vector<double> size_list(sizes.begin(), sizes.end());
   try {
     print_table("decode", policies, size_list, expert_bytes, shape, calls_in_decode_order(trace, shape));

@@ -45,8 +45,7 @@ int main(int argc, char** argv) {
   for (int i = 2; i < argc; ++i) {
     if (std::strcmp(argv[i], "--sample") == 0 && i + 1 < argc)
       sample = static_cast<size_t>(std::strtoull(argv[++i], nullptr, 10));
-    else
-      return k3::bench::usage_error(kUsage);
+    else return k3::bench::usage_error(kUsage);
   }
   try {
     const k3::Checkpoint ck = k3::Checkpoint::open(argv[1]);

@@ -6,26 +6,24 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "bench_usage.h"
+#include "common/thread_pool.h"
 #include "kernels/bf16.h"
 #include "kernels/matmul.h"
-#include "common/thread_pool.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // CPU time of the whole process (all threads): on a busy machine it shows
 // the work done, where wall time also counts waiting for a core.
@@ -80,7 +78,7 @@ int main(int argc, char** argv) {
   if (auto status = k3::bench::answer_help_or_version(argc, argv, "k3-bench-kernels", usage)) return *status;
   int reps = 9;
   bool quick = false;
-  bool hot = false;   // one copy of each matrix: cache-resident when it fits
+  bool hot = false;  // one copy of each matrix: cache-resident when it fits
   std::string only;  // run only matrices whose name contains this
   std::vector<int> thread_counts = {1, 2};
   for (int i = 1; i < argc; ++i) {
@@ -110,11 +108,11 @@ int main(int argc, char** argv) {
   std::printf("kernel target: %s\n", k3::kernels::kernel_target_name());
   const size_t read_bytes = quick ? (size_t{256} << 20) : (size_t{1} << 30);
   const double mem_gbs = measure_read_bandwidth(read_bytes, quick ? 3 : 5);
-  std::printf("columns: median and min wall time per call, median process CPU time per\n"
-              "call (all threads), weight bytes / median wall time, and that over the read\n"
-              "bandwidth ('x mem'). On a busy machine wall time includes waiting for a core.\n");
-  std::printf("single-core memory read (streaming sum over %zu MB): %.2f GB/s\n\n",
-              read_bytes >> 20, mem_gbs);
+  std::printf(
+      "columns: median and min wall time per call, median process CPU time per\n"
+      "call (all threads), weight bytes / median wall time, and that over the read\n"
+      "bandwidth ('x mem'). On a busy machine wall time includes waiting for a core.\n");
+  std::printf("single-core memory read (streaming sum over %zu MB): %.2f GB/s\n\n", read_bytes >> 20, mem_gbs);
 
   const std::vector<Shape> shapes = {
       {"bf16 attn/o_proj 7168x7168", false, 7168, 7168},
@@ -125,15 +123,14 @@ int main(int argc, char** argv) {
 
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
-  std::printf("%-32s %3s %3s %10s %8s %8s %11s %6s\n", "matrix", "n", "thr", "median ms",
-              "min ms", "cpu ms", "weight GB/s", "x mem");
+  std::printf("%-32s %3s %3s %10s %8s %8s %11s %6s\n", "matrix", "n", "thr", "median ms", "min ms", "cpu ms",
+              "weight GB/s", "x mem");
   for (const Shape& s : shapes) {
     if (!only.empty() && std::string(s.name).find(only) == std::string::npos) continue;
     // Weights: random but valid (MXFP4 scale bytes in a normal range). Calls
     // rotate over enough copies (>= 384 MB) that each call reads its weights
     // from memory, not from a cache warmed by the previous call.
-    const size_t weight_bytes =
-        s.mxfp4 ? s.rows * s.cols / 2 + s.rows * s.cols / 32 : s.rows * s.cols * 2;
+    const size_t weight_bytes = s.mxfp4 ? s.rows * s.cols / 2 + s.rows * s.cols / 32 : s.rows * s.cols * 2;
     const size_t copies = hot ? 1 : std::max<size_t>(2, (size_t{384} << 20) / weight_bytes + 1);
     std::vector<std::vector<uint16_t>> wb(s.mxfp4 ? 0 : copies);
     std::vector<std::vector<uint8_t>> packed(s.mxfp4 ? copies : 0), scales(s.mxfp4 ? copies : 0);
@@ -157,8 +154,7 @@ int main(int argc, char** argv) {
         auto call = [&] {
           const size_t k = next++ % copies;
           if (s.mxfp4) {
-            k3::kernels::matmul_mxfp4(packed[k].data(), scales[k].data(), s.rows, s.cols,
-                                      x.data(), n, y.data(), &pool);
+            k3::kernels::matmul_mxfp4(packed[k].data(), scales[k].data(), s.rows, s.cols, x.data(), n, y.data(), &pool);
           } else {
             k3::kernels::matmul_bf16(wb[k].data(), s.rows, s.cols, x.data(), n, y.data(), &pool);
           }
@@ -174,9 +170,8 @@ int main(int argc, char** argv) {
         }
         const double t = median(times);
         const double gbs = static_cast<double>(weight_bytes) / t / 1e9;
-        std::printf("%-32s %3zu %3d %10.3f %8.3f %8.3f %11.2f %6.2f\n", s.name, n, threads,
-                    t * 1e3, *std::min_element(times.begin(), times.end()) * 1e3,
-                    median(cpu) * 1e3, gbs, gbs / mem_gbs);
+        std::printf("%-32s %3zu %3d %10.3f %8.3f %8.3f %11.2f %6.2f\n", s.name, n, threads, t * 1e3,
+                    *std::min_element(times.begin(), times.end()) * 1e3, median(cpu) * 1e3, gbs, gbs / mem_gbs);
         std::fflush(stdout);
       }
     }

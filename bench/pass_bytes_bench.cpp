@@ -61,7 +61,7 @@ void print_preset(const ModelConfig& c, const Preset& preset) {
   req.block_bytes = static_cast<uint64_t>(preset.block_mb * 1e6);
   req.batch = 16;
   const MemoryPlan plan = plan_memory_for_config(c, req);
-  const uint64_t streamed = plan.streamed_read_bytes;  // streamed layers and lm_head, as read per pass
+  const uint64_t streamed = plan.streamed_read_bytes;                   // streamed layers and lm_head, as read per pass
   const double embedding_row = static_cast<double>(c.hidden_size) * 2;  // BF16
   const double expert = static_cast<double>(plan.slot_bytes - kDirectAlign);  // one aligned expert read
   const double L = c.num_hidden_layers - c.first_k_dense_replace, E = c.num_experts, k = c.num_experts_per_token;
@@ -73,10 +73,11 @@ void print_preset(const ModelConfig& c, const Preset& preset) {
     return b;
   };
   const PassBytes one = pass(1);
-  std::printf("\npreset %s: trunk pinned %.2f GB, streamed %.2f GB per pass; %llu expert slots (hit rate %.2f%%), "
-              "expert %.2f MB, %g MoE layers x %g experts, top-%g\n",
-              preset.name.c_str(), plan.pinned_bytes / 1e9, streamed / 1e9,
-              static_cast<unsigned long long>(plan.cache_slots), 100 * (1 - miss), expert / 1e6, L, E, k);
+  std::printf(
+      "\npreset %s: trunk pinned %.2f GB, streamed %.2f GB per pass; %llu expert slots (hit rate %.2f%%), "
+      "expert %.2f MB, %g MoE layers x %g experts, top-%g\n",
+      preset.name.c_str(), plan.pinned_bytes / 1e9, streamed / 1e9, static_cast<unsigned long long>(plan.cache_slots),
+      100 * (1 - miss), expert / 1e6, L, E, k);
   std::printf("%5s %12s %12s %12s %11s %14s %14s %14s\n", "rows", "trunk GB", "experts GB", "pass GB", "break-even",
               "GB/tok (1 kept)", "GB/tok (2 kept)", "GB/tok (4 kept)");
   for (int r = 1; r <= 9; ++r) {
@@ -84,10 +85,8 @@ void print_preset(const ModelConfig& c, const Preset& preset) {
     std::printf("%5d %12.2f %12.2f %12.2f %11.3f", r, b.trunk / 1e9, b.experts / 1e9, b.total() / 1e9,
                 b.total() / one.total());
     for (int kept : {1, 2, 4})
-      if (kept <= r)
-        std::printf(" %14.2f", b.total() / kept / 1e9);
-      else
-        std::printf(" %14s", "-");
+      if (kept <= r) std::printf(" %14.2f", b.total() / kept / 1e9);
+      else std::printf(" %14s", "-");
     std::printf("\n");
   }
   // The draft: cumulative acceptance after 1..7 drafts (DSPARK.md 3.2).
@@ -101,8 +100,9 @@ void print_preset(const ModelConfig& c, const Preset& preset) {
               dspark_weight_bytes(d) / 1e9, draft_streams ? "streamed in row blocks" : "resident",
               4.0 * d.num_hidden_layers * d.kv_stride() / 1e3, draft_read / 1e9,
               plan.head_streamed ? "K3's streamed lm_head again" : "K3's lm_head is pinned",
-              draft_streams ? (", and its own matrices: " + std::to_string(draft_weights / 1e9).substr(0, 4) + " GB").c_str()
-                            : "");
+              draft_streams
+                  ? (", and its own matrices: " + std::to_string(draft_weights / 1e9).substr(0, 4) + " GB").c_str()
+                  : "");
   const struct Curve {
     const char* name;
     std::vector<double> cumulative;
@@ -144,9 +144,10 @@ int run(int argc, char** argv) {
     c = parse_model_config(synth_config_json(g), synth_generation_config_json(g), "k3");
     what = "K3 geometry (k3-synth --preset k3)";
   }
-  std::printf("bytes read per weight pass, %s; 'break-even': tokens per pass a pass of this many rows must yield to "
-              "read no more per token than one row per pass\n",
-              what.c_str());
+  std::printf(
+      "bytes read per weight pass, %s; 'break-even': tokens per pass a pass of this many rows must yield to "
+      "read no more per token than one row per pass\n",
+      what.c_str());
   for (const char* name : {"min", "laptop", "desktop"})
     if (const Preset* p = find_preset(name)) print_preset(c, *p);
   return 0;

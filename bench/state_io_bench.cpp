@@ -63,8 +63,7 @@ int main(int argc, char** argv) {
     if (a == "--positions" && i + 1 < argc) positions = std::atoll(argv[++i]);
     else if (a == "--dir" && i + 1 < argc) dir = argv[++i];
     else if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
-    else
-      return k3::bench::usage_error(usage);
+    else return k3::bench::usage_error(usage);
   }
   try {
     k3::ConversationState s;

@@ -24,7 +24,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   g_path = file.write(data, size);
   k3::fuzz::expect_clean([&] { expect_header_safe(k3::find_hub_token("", fake_getenv)); });
   const std::string flag(reinterpret_cast<const char*>(data), size);
-  if (!flag.empty())
-    k3::fuzz::expect_clean([&] { expect_header_safe(k3::find_hub_token(flag, fake_getenv)); });
+  if (!flag.empty()) k3::fuzz::expect_clean([&] { expect_header_safe(k3::find_hub_token(flag, fake_getenv)); });
   return 0;
 }

@@ -56,7 +56,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                             .push(double_of(parts[i + 1]))
                             .push(static_cast<int64_t>(size) - 7));
       }
-      if (keys.size() == parts.size() / 2 && v.dump(0) != doc + "\n") fail("JsonValue::dump differs from JsonWriter", doc);
+      if (keys.size() == parts.size() / 2 && v.dump(0) != doc + "\n")
+        fail("JsonValue::dump differs from JsonWriter", doc);
     }
     simdjson::dom::parser parser;
     simdjson::dom::object root;

@@ -38,8 +38,7 @@ std::vector<uint8_t> with_valid_checksum(const uint8_t* data, size_t size) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const k3::ModelConfig config = k3::load_model_config(K3_FUZZ_TINY);
-  static const k3::ModelFingerprint fingerprint =
-      k3::fingerprint_model(k3::Checkpoint::open(K3_FUZZ_TINY));
+  static const k3::ModelFingerprint fingerprint = k3::fingerprint_model(k3::Checkpoint::open(K3_FUZZ_TINY));
   static const k3::StateGeometry geometry = k3::StateGeometry::from_config(config);
   static k3::fuzz::MemoryFile file;
   const std::vector<uint8_t> repaired = with_valid_checksum(data, size);

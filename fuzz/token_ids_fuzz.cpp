@@ -1,6 +1,6 @@
 // Token ids as text on a pipe (k3-forward, k3-detok): any bytes.
-#include "fuzz_input.h"
 #include "cli/token_id_reader.h"
+#include "fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -15,14 +15,14 @@
 #include <cstdio>
 #include <cstring>
 
-#include "trunk/blocks.h"
-#include "trunk/codec.h"
-#include "trunk/layout.h"
-#include "trunk/table_check.h"
 #include "fuzz_input.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
+#include "trunk/blocks.h"
+#include "trunk/codec.h"
+#include "trunk/layout.h"
 #include "trunk/plan.h"
+#include "trunk/table_check.h"
 
 namespace {
 
@@ -58,7 +58,8 @@ k3::TrunkLayout compressed(k3::TrunkLayout t, uint64_t stored) {
       for (const k3::TrunkTensor& x : s.tensors)
         for (uint64_t d = 0; d < x.nbytes; d += t.block_bytes) {
           k3::TrunkBlock b;
-          b.stored_size = std::min(stored, std::min<uint64_t>(t.block_bytes, x.nbytes - d) + k3::kTrunkBlockHeaderBytes);
+          b.stored_size =
+              std::min(stored, std::min<uint64_t>(t.block_bytes, x.nbytes - d) + k3::kTrunkBlockHeaderBytes);
           b.xxh3 = sum;
           sum += b.stored_size;
           s.blocks.push_back(b);
@@ -89,7 +90,11 @@ void edit(k3::TrunkLayout& t, const uint8_t* e) {
     case 2: std::swap(x.name, y.name); break;
     case 3: std::swap(x, y); break;
     case 4: std::reverse(x.shape.begin(), x.shape.end()); break;
-    case 5: std::swap(x.dtype, y.dtype); std::swap(x.shape, y.shape); std::swap(x.nbytes, y.nbytes); break;
+    case 5:
+      std::swap(x.dtype, y.dtype);
+      std::swap(x.shape, y.shape);
+      std::swap(x.nbytes, y.nbytes);
+      break;
     case 6: s.offset += static_cast<int64_t>(small) * 4096; break;
     case 7: s.stored_offset += static_cast<int64_t>(small) * 4096; break;
     case 8: std::swap(s, s2); break;
@@ -101,7 +106,9 @@ void edit(k3::TrunkLayout& t, const uint8_t* e) {
       }
       break;
     case 10: s.tensors.push_back(y); break;
-    case 11: if (s.tensors.size() > 1) s.tensors.erase(s.tensors.begin() + e[2] % s.tensors.size()); break;
+    case 11:
+      if (s.tensors.size() > 1) s.tensors.erase(s.tensors.begin() + e[2] % s.tensors.size());
+      break;
     case 12: x.offset = s.offset + s.length - x.nbytes; break;  // moved to the section's end
     case 13: t.file_size += small; break;
   }
@@ -119,7 +126,8 @@ void use(const k3::TrunkLayout& t) {
       const k3::BlockRange r = k3::tensor_blocks(s, x);
       const k3::StoredSpan span = k3::stored_span(s, r);
       std::vector<uint8_t> stored(span.length, 0), dst(x.nbytes);
-      (void)k3::decode_blocks(s, r, stored.data(), span.offset, stored.size(), dst.data(), x.offset, dst.size(), decoder);
+      (void)k3::decode_blocks(s, r, stored.data(), span.offset, stored.size(), dst.data(), x.offset, dst.size(),
+                              decoder);
       const k3::DecodedRows d = k3::decoded_rows(s, x.offset + x.nbytes / 3, x.offset + x.nbytes / 2 + 1);
       std::vector<uint8_t> rows(d.bytes);
       const k3::StoredSpan rs = k3::stored_span(s, d.blocks);
@@ -159,8 +167,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       open_path(std::string(reinterpret_cast<const char*>(data), size));
       return;
     }
-    k3::TrunkLayout t = size > 0 && data[0] % 2 ? compressed(expected(), k3::kTrunkBlockHeaderBytes + (data[0] >> 1) * 97)
-                                                : raw(expected());
+    k3::TrunkLayout t = size > 0 && data[0] % 2
+                            ? compressed(expected(), k3::kTrunkBlockHeaderBytes + (data[0] >> 1) * 97)
+                            : raw(expected());
     if (size < 9) {
       // No edit: a table k3-pack writes must be accepted.
       try {

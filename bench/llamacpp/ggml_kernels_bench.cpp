@@ -85,8 +85,8 @@ std::vector<ggml_backend_buffer_type_t> ggml_weight_buffer_types(bool mxfp4) {
   std::vector<ggml_backend_buffer_type_t> out = {ggml_backend_cpu_buffer_type()};
   if (!mxfp4) return out;
   ggml_backend_dev_t dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
-  auto get_extra = reinterpret_cast<ggml_backend_dev_get_extra_bufts_t>(ggml_backend_reg_get_proc_address(
-      ggml_backend_dev_backend_reg(dev), "ggml_backend_dev_get_extra_bufts"));
+  auto get_extra = reinterpret_cast<ggml_backend_dev_get_extra_bufts_t>(
+      ggml_backend_reg_get_proc_address(ggml_backend_dev_backend_reg(dev), "ggml_backend_dev_get_extra_bufts"));
   for (auto* b = get_extra ? get_extra(dev) : nullptr; b && *b; ++b) {
     if (std::strstr(ggml_backend_buft_name(*b), "REPACK")) out.push_back(*b);
   }
@@ -118,8 +118,7 @@ void make_weights(const Shape& s, size_t copies, std::mt19937& rng, Weights& w) 
     w.tensors.emplace_back();
     for (size_t k = 0; k < copies; ++k) {
       w.tensors[v].push_back(ggml_new_tensor_2d(w.ctx[v], s.mxfp4 ? GGML_TYPE_MXFP4 : GGML_TYPE_BF16,
-                                                static_cast<int64_t>(s.cols),
-                                                static_cast<int64_t>(s.rows)));
+                                                static_cast<int64_t>(s.cols), static_cast<int64_t>(s.rows)));
     }
     w.buf.push_back(ggml_backend_alloc_ctx_tensors_from_buft(w.ctx[v], w.bufts[v]));
   }
@@ -131,8 +130,8 @@ void make_weights(const Shape& s, size_t copies, std::mt19937& rng, Weights& w) 
       for (auto& b : w.packed[k]) b = static_cast<uint8_t>(rng());
       for (auto& b : w.scales[k]) b = static_cast<uint8_t>(120 + rng() % 10);
       for (size_t r = 0; r < s.rows; ++r) {
-        to_ggml_mxfp4_row(w.packed[k].data() + r * s.cols / 2, w.scales[k].data() + r * s.cols / 32,
-                          s.cols, ggml_mx.data() + r * row_blocks.size());
+        to_ggml_mxfp4_row(w.packed[k].data() + r * s.cols / 2, w.scales[k].data() + r * s.cols / 32, s.cols,
+                          ggml_mx.data() + r * row_blocks.size());
       }
       for (auto& t : w.tensors) ggml_backend_tensor_set(t[k], ggml_mx.data(), 0, ggml_mx.size());
     } else {
@@ -224,11 +223,12 @@ int main(int argc, char** argv) {
 
   std::printf("k3 kernel target: %s; ggml: CPU backend, %s\n", k3::kernels::kernel_target_name(),
               ggml_cpu_has_avx2() ? "AVX2" : "no AVX2");
-  std::printf("columns: median wall ms per call, median process CPU ms per call (all threads),\n"
-              "weight bytes / median wall, 2*rows*cols*n / median wall, largest error over\n"
-              "largest |y| against k3's scalar reference, highest 1-min load average seen\n\n");
-  std::printf("%-30s %-11s %3s %3s %9s %8s %7s %8s %8s %5s\n", "matrix", "impl", "n", "thr", "median ms",
-              "cpu ms", "GB/s", "GFLOP/s", "rel err", "load");
+  std::printf(
+      "columns: median wall ms per call, median process CPU ms per call (all threads),\n"
+      "weight bytes / median wall, 2*rows*cols*n / median wall, largest error over\n"
+      "largest |y| against k3's scalar reference, highest 1-min load average seen\n\n");
+  std::printf("%-30s %-11s %3s %3s %9s %8s %7s %8s %8s %5s\n", "matrix", "impl", "n", "thr", "median ms", "cpu ms",
+              "GB/s", "GFLOP/s", "rel err", "load");
   // ggml logs every repacked tensor; keep its warnings and errors only.
   ggml_log_set(
       [](ggml_log_level level, const char* text, void*) {
@@ -261,12 +261,11 @@ int main(int argc, char** argv) {
       }
       // ggml: one graph y = W_k x per buffer type and copy, all sharing x.
       const size_t n_graphs = w.bufts.size() * n_copies;
-      ggml_init_params p = {ggml_tensor_overhead() * (n_graphs + 1) +
-                                ggml_graph_overhead_custom(16, false) * n_graphs + 4096,
-                            nullptr, true};
+      ggml_init_params p = {
+          ggml_tensor_overhead() * (n_graphs + 1) + ggml_graph_overhead_custom(16, false) * n_graphs + 4096, nullptr,
+          true};
       ggml_context* ctx = ggml_init(p);
-      ggml_tensor* gx = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, static_cast<int64_t>(s.cols),
-                                           static_cast<int64_t>(n));
+      ggml_tensor* gx = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, static_cast<int64_t>(s.cols), static_cast<int64_t>(n));
       std::vector<std::vector<ggml_cgraph*>> graphs(w.bufts.size());
       std::vector<std::vector<ggml_tensor*>> outs(w.bufts.size());
       for (size_t v = 0; v < w.bufts.size(); ++v) {
@@ -321,10 +320,9 @@ int main(int argc, char** argv) {
             ggml_backend_tensor_get(outs[i - 1][0], y.data(), 0, y.size() * sizeof(float));
           }
           const double t = median(times[i]);
-          const std::string impl =
-              i == 0 ? "k3" : std::string("ggml ") + (i == 1 ? "plain" : "repack");
-          std::printf("%-30s %-11s %3zu %3d %9.3f %8.3f %7.2f %8.2f %8.1e %5.2f\n", s.name, impl.c_str(), n,
-                      threads, t * 1e3, median(cpu[i]) * 1e3, static_cast<double>(weight_bytes) / t / 1e9,
+          const std::string impl = i == 0 ? "k3" : std::string("ggml ") + (i == 1 ? "plain" : "repack");
+          std::printf("%-30s %-11s %3zu %3d %9.3f %8.3f %7.2f %8.2f %8.1e %5.2f\n", s.name, impl.c_str(), n, threads,
+                      t * 1e3, median(cpu[i]) * 1e3, static_cast<double>(weight_bytes) / t / 1e9,
                       2.0 * static_cast<double>(s.rows * s.cols * n) / t / 1e9,
                       relative_error(y.data(), ref.data(), y.size()), load);
         }

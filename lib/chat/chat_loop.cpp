@@ -150,8 +150,8 @@ class Loop {
                     turns_, static_cast<long long>(r.prompt_ids), static_cast<long long>(r.reused_ids),
                     static_cast<long long>(r.prefilled_ids), r.prefill_seconds, static_cast<long long>(r.generated),
                     r.decode_seconds, seconds_per_token(r.decode_seconds, r.generated).c_str(),
-                    static_cast<long long>(r.passes),
-                    static_cast<long long>(r.drafts_accepted), static_cast<long long>(r.drafts_proposed));
+                    static_cast<long long>(r.passes), static_cast<long long>(r.drafts_accepted),
+                    static_cast<long long>(r.drafts_proposed));
       say(line);
     }
   }
@@ -209,7 +209,8 @@ class Loop {
         break;
       }
     }
-    if (user >= msgs.size()) return refuse(std::string("/") + (retry ? "retry" : "undo") + ": no message to go back to");
+    if (user >= msgs.size())
+      return refuse(std::string("/") + (retry ? "retry" : "undo") + ": no message to go back to");
     const JsonValue* content = msgs[user].find("content");
     const std::string text = content && content->is_string() ? content->text : "";
     msgs.resize(user);

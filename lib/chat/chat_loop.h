@@ -22,21 +22,21 @@ struct TurnIds {
 };
 
 struct ChatLoopOptions {
-  std::string tool = "k3-chat";             // prefix of status lines
-  ChatHistoryFile* history = nullptr;       // the transcript on disk, if any
+  std::string tool = "k3-chat";        // prefix of status lines
+  ChatHistoryFile* history = nullptr;  // the transcript on disk, if any
   // The model state beside it (chat_state.h), rewritten after each change of
   // the transcript; empty or no identity: none.
   std::string state_path;
   const ModelIdentity* identity = nullptr;
-  std::vector<TurnIds>* turns = nullptr;    // when given, one entry per turn answered (--stats-json)
-  std::vector<JsonValue> start_messages;    // a new conversation (and /reset) starts with these
+  std::vector<TurnIds>* turns = nullptr;  // when given, one entry per turn answered (--stats-json)
+  std::vector<JsonValue> start_messages;  // a new conversation (and /reset) starts with these
   ReplyStyle style;
-  bool stats = false;                       // a line per turn: prompt, reused and prefilled ids, seconds
-  bool json = false;                        // each assistant message as one JSON line on stdout, nothing streamed
-  std::string logits_path;                  // each reply's first logits row, [turns, vocab]
-  std::function<bool()> interrupted;        // Ctrl-C arrived
-  std::function<void()> clear_interrupt;    // after a stopped reply: listen again
-  Engine::Progress progress;                // for long prefills
+  bool stats = false;                     // a line per turn: prompt, reused and prefilled ids, seconds
+  bool json = false;                      // each assistant message as one JSON line on stdout, nothing streamed
+  std::string logits_path;                // each reply's first logits row, [turns, vocab]
+  std::function<bool()> interrupted;      // Ctrl-C arrived
+  std::function<void()> clear_interrupt;  // after a stopped reply: listen again
+  Engine::Progress progress;              // for long prefills
 };
 
 // Runs until /exit or the end of the input. Returns the exit status: 0, 4

@@ -41,8 +41,8 @@ std::vector<std::string> content_parts(const JsonValue& message, const std::stri
     if (!part.is_object()) refuse(pf, "must be an object {\"type\": \"text\", \"text\": ...}" + found(part));
     const JsonValue* type = part.find("type");
     if (type && !(type->is_string() && type->text == "text"))
-      refuse(pf + ".type", "only text parts are supported" +
-                               (type->is_string() ? " (found \"" + type->text + "\")" : found(*type)));
+      refuse(pf + ".type",
+             "only text parts are supported" + (type->is_string() ? " (found \"" + type->text + "\")" : found(*type)));
     const JsonValue* text = part.find("text");
     if (!text) refuse(pf + ".text", "missing");
     parts.push_back(string_field(*text, pf + ".text"));
@@ -145,7 +145,8 @@ ChatRequest parse_chat_request(const JsonValue& request) {
       out.effort.reset();
     } else if (out.thinking) {
       // With thinking off the effort is ignored, whatever it holds.
-      if (!effort->is_string()) refuse("thinking_effort", "must be \"low\", \"high\", \"max\" or null" + found(*effort));
+      if (!effort->is_string())
+        refuse("thinking_effort", "must be \"low\", \"high\", \"max\" or null" + found(*effort));
       if (!is_supported_effort(effort->text))
         refuse("thinking_effort", "\"" + effort->text + "\" is not supported (use low, high or max, or null for none)");
       out.effort = effort->text;

@@ -28,7 +28,7 @@ struct ChatMessage {
   std::optional<std::string> name;
   std::vector<std::string> content;  // text parts, in order (a string is one part)
   std::optional<std::string> reasoning_content;
-  std::vector<ToolCall> tool_calls;  // assistant
+  std::vector<ToolCall> tool_calls;         // assistant
   std::optional<std::string> tool_call_id;  // tool
   std::optional<std::string> tool;          // tool: the tool's name (`tool`, else `name`)
   std::optional<JsonValue> tools;           // system: a dynamic tool declaration (non-empty array)
@@ -38,12 +38,12 @@ enum class ResponseFormat { kText, kJsonObject, kJsonSchema };
 
 struct ChatRequest {
   std::vector<ChatMessage> messages;
-  std::optional<JsonValue> tools;      // non-empty array
+  std::optional<JsonValue> tools;  // non-empty array
   bool thinking = true;
   std::optional<std::string> effort = std::string("max");  // nullopt: no effort note
-  std::string tool_choice;             // "", "auto", "required", "none" or "function"
+  std::string tool_choice;                                 // "", "auto", "required", "none" or "function"
   ResponseFormat response_format = ResponseFormat::kText;
-  JsonValue response_schema;           // kJsonSchema
+  JsonValue response_schema;  // kJsonSchema
   bool add_generation_prompt = true;
 };
 

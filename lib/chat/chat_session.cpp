@@ -95,8 +95,8 @@ void ChatSession::set_messages(std::vector<JsonValue> messages) {
     if (options_.context) {
       const size_t n = encode_chat(tok_, rendered).ids.size();
       if (n >= options_.context)
-        throw Error(ExitCode::kResource, "the conversation is " + std::to_string(n) + " ids, and the planned context of " +
-                                             std::to_string(options_.context) +
+        throw Error(ExitCode::kResource, "the conversation is " + std::to_string(n) +
+                                             " ids, and the planned context of " + std::to_string(options_.context) +
                                              " positions (--ctx) leaves no room for a reply: raise --ctx or start a "
                                              "new conversation");
     }

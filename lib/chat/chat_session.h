@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "chat/chat_request.h"
-#include "common/json_value.h"
 #include "chat/reply_parser.h"
+#include "common/json_value.h"
 #include "engine/session.h"
 #include "tokenizer/tokenizer.h"
 
@@ -35,9 +35,9 @@ namespace k3 {
 struct ChatOptions {
   bool thinking = true;
   std::optional<std::string> effort = std::string("max");  // nullopt: no effort note
-  int64_t max_tokens = 4096;    // per reply
-  bool reuse_state = true;      // false: evaluate the whole prompt every turn (for comparison)
-  bool keep_first_rows = false; // keep the logits each reply's first id was drawn from
+  int64_t max_tokens = 4096;                               // per reply
+  bool reuse_state = true;       // false: evaluate the whole prompt every turn (for comparison)
+  bool keep_first_rows = false;  // keep the logits each reply's first id was drawn from
   // Positions the memory plan holds (k3-chat: --ctx, default 8192); 0: no
   // bound. A conversation never grows past it: a transcript that does not
   // fit with room for one reply id is refused (kResource), a message that

@@ -80,7 +80,7 @@ int LineEditor::read_char(EditLine* el, wchar_t* out) {
     }
     const size_t n = std::mbrtowc(out, &c, 1, &state);
     if (n == static_cast<size_t>(-2)) continue;  // inside a multi-byte character
-    if (n == static_cast<size_t>(-1)) {         // not valid in this locale: the byte as it is
+    if (n == static_cast<size_t>(-1)) {          // not valid in this locale: the byte as it is
       *out = static_cast<unsigned char>(c);
       state = std::mbstate_t{};
     }
@@ -120,8 +120,9 @@ void LineEditor::remember(const std::string& input) {
   if (ok) ok = std::rename(temp.c_str(), history_file_.c_str()) == 0;
   if (!ok) {
     if (fd >= 0) ::unlink(temp.c_str());
-    if (!warned_) std::fprintf(stderr, "k3-chat: warning: input history not saved to %s: %s\n", history_file_.c_str(),
-                               std::strerror(errno));
+    if (!warned_)
+      std::fprintf(stderr, "k3-chat: warning: input history not saved to %s: %s\n", history_file_.c_str(),
+                   std::strerror(errno));
     warned_ = true;
   }
 }

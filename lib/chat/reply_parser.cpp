@@ -123,10 +123,8 @@ void ReplyParser::text(std::string_view bytes, std::vector<ReplyPiece>& out) {
       if (!piece.empty()) out.push_back({channel(), std::move(piece)});
       return;
     }
-    case State::kClosed:
-      return;  // text after the message (before a stop id): not part of it
-    default:
-      fail("text \"" + utf8::replace_invalid(bytes) + "\" " + where() + ", outside any channel");
+    case State::kClosed: return;  // text after the message (before a stop id): not part of it
+    default: fail("text \"" + utf8::replace_invalid(bytes) + "\" " + where() + ", outside any channel");
   }
 }
 
@@ -140,7 +138,8 @@ void ReplyParser::open_tag(const std::string& header, std::vector<ReplyPiece>& o
     return {};
   };
   // The generation prompt's own opening tag, if the ids start with it.
-  if (header_at_start_ && ((state_ == State::kThink && name == "think") || (state_ == State::kResponse && name == "response")))
+  if (header_at_start_ &&
+      ((state_ == State::kThink && name == "think") || (state_ == State::kResponse && name == "response")))
     return;
   if (state_ == State::kAfterThink && name == "response") {
     state_ = State::kResponse;

@@ -52,7 +52,17 @@ class ReplyParser {
 
  private:
   enum class State {
-    kThink, kAfterThink, kResponse, kAfterResponse, kTools, kCall, kArgument, kJson, kAfterTools, kClosed, kBroken
+    kThink,
+    kAfterThink,
+    kResponse,
+    kAfterResponse,
+    kTools,
+    kCall,
+    kArgument,
+    kJson,
+    kAfterTools,
+    kClosed,
+    kBroken
   };
   void open_tag(const std::string& header, std::vector<ReplyPiece>& out);
   void close_tag(const std::string& header, std::vector<ReplyPiece>& out);
@@ -65,7 +75,7 @@ class ReplyParser {
   const Vocabulary& vocab_;
   TokenId open_, close_, sep_, end_;
   State state_;
-  uint64_t index_ = 0;    // ids read
+  uint64_t index_ = 0;  // ids read
   // A tag being read: between <|open|> or <|close|> and <|sep|>.
   bool in_header_ = false, header_is_open_ = false;
   bool header_at_start_ = false;  // the tag is the reply's first token

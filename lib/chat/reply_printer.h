@@ -13,7 +13,7 @@
 namespace k3 {
 
 struct ReplyStyle {
-  bool terminal = false;        // ANSI dim for the reasoning instead of "> "
+  bool terminal = false;  // ANSI dim for the reasoning instead of "> "
   bool show_reasoning = true;
 };
 

@@ -12,8 +12,9 @@ JsonValue load_tool_declarations(const std::string& path) {
   std::string why;
   if (!parse_json(text, tools, why)) throw Error(ExitCode::kBadInput, path + ": not JSON: " + why);
   if (!tools.is_array() || tools.items.empty())
-    throw Error(ExitCode::kBadInput, path + ": must be a non-empty JSON array of tool declarations "
-                                            "([{\"type\": \"function\", \"function\": {\"name\": ...}}])");
+    throw Error(ExitCode::kBadInput, path +
+                                         ": must be a non-empty JSON array of tool declarations "
+                                         "([{\"type\": \"function\", \"function\": {\"name\": ...}}])");
   // The renderer's own checks, as for a request carrying them.
   JsonValue request = JsonValue::object();
   JsonValue messages;

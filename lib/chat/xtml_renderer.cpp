@@ -32,10 +32,8 @@ void write_content(XtmlWriter& w, const ChatMessage& m) {
 }
 
 void open_message(XtmlWriter& w, std::string_view role, const std::optional<std::string>& name) {
-  if (name)
-    w.open("message", {{"role", role}, {"name", *name}});
-  else
-    w.open("message", {{"role", role}});
+  if (name) w.open("message", {{"role", role}, {"name", *name}});
+  else w.open("message", {{"role", role}});
 }
 
 void write_assistant(XtmlWriter& w, const ChatMessage& m, bool thinking) {
@@ -97,15 +95,12 @@ const char* argument_type(const JsonValue& value) {
   return "null";
 }
 
-std::string argument_text(const JsonValue& value) {
-  return value.is_string() ? value.text : python_json_dumps(value);
-}
+std::string argument_text(const JsonValue& value) { return value.is_string() ? value.text : python_json_dumps(value); }
 
 RenderedChat render_chat(const ChatRequest& request) {
   XtmlWriter w;
   if (request.tools) w.note("tool-declare", tools_body(kToolsHeader, *request.tools));
-  if (request.thinking && request.effort)
-    w.note("thinking-effort", std::string(kEffortText) + *request.effort + "`.");
+  if (request.thinking && request.effort) w.note("thinking-effort", std::string(kEffortText) + *request.effort + "`.");
 
   const std::vector<ChatMessage>& msgs = request.messages;
   const ChatMessage* last_assistant = nullptr;
@@ -149,12 +144,9 @@ RenderedChat render_chat(const ChatRequest& request) {
       const ChatMessage& t = msgs[r];
       ++tool_index;
       std::string name;
-      if (all_match)
-        name = calls[static_cast<size_t>(c)].name;
-      else if (t.tool)
-        name = *t.tool;
-      else if (tool_index <= calls.size())
-        name = calls[tool_index - 1].name;
+      if (all_match) name = calls[static_cast<size_t>(c)].name;
+      else if (t.tool) name = *t.tool;
+      else if (tool_index <= calls.size()) name = calls[tool_index - 1].name;
       else
         throw Error(ExitCode::kBadInput, "request: messages[" + std::to_string(r) +
                                              "]: a tool message needs \"tool\" or \"name\", or a tool_call_id of "
@@ -170,7 +162,8 @@ RenderedChat render_chat(const ChatRequest& request) {
   RenderedChat out;
   out.prefix_segments = w.size();
   if (request.tool_choice == "required")
-    w.note("tool-choice", "The system is invoked with `tool_choice=required`.\nYou MUST call tools in the next message.");
+    w.note("tool-choice",
+           "The system is invoked with `tool_choice=required`.\nYou MUST call tools in the next message.");
   else if (request.tool_choice == "none")
     w.note("tool-choice",
            "The system is invoked with `tool_choice=none`.\nYou MUST NOT call any tools in the next message.");

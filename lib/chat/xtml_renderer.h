@@ -28,7 +28,7 @@ RenderedChat render_chat(const ChatRequest& request);
 
 struct ChatPrompt {
   std::vector<TokenId> ids;
-  size_t prefix_ids = 0;  // ids of RenderedChat::prefix_segments
+  size_t prefix_ids = 0;        // ids of RenderedChat::prefix_segments
   bool trailing_notes = false;  // tool_choice / response_format notes follow the prefix
 };
 ChatPrompt encode_chat(const Tokenizer& tok, const RenderedChat& rendered);

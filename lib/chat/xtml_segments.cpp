@@ -9,12 +9,9 @@ std::string escape_attribute(std::string_view value) {
   std::string out;
   out.reserve(value.size());
   for (char c : value) {
-    if (c == '&')
-      out += "&amp;";
-    else if (c == '"')
-      out += "&quot;";
-    else
-      out.push_back(c);
+    if (c == '&') out += "&amp;";
+    else if (c == '"') out += "&quot;";
+    else out.push_back(c);
   }
   return out;
 }

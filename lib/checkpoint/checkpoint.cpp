@@ -80,8 +80,8 @@ Checkpoint Checkpoint::open(const std::string& model_dir) {
     size_t k = 0;
     for (auto field : wm) {
       const std::string_view name = field.key;
-      const uint32_t s = static_cast<uint32_t>(
-          std::lower_bound(shard_names.begin(), shard_names.end(), shard_of[k++]) - shard_names.begin());
+      const uint32_t s = static_cast<uint32_t>(std::lower_bound(shard_names.begin(), shard_names.end(), shard_of[k++]) -
+                                               shard_names.begin());
       const size_t slot = probe(index_slots, name, key);
       if (index_slots[slot] != 0)  // JSON readers disagree on which copy wins: refuse
         bad(index_path + ": tensor '" + std::string(name) +

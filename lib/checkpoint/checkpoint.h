@@ -72,7 +72,7 @@ class Checkpoint {
   std::vector<ShardInfo> shards_;
   std::vector<TensorInfo> infos_;  // never resized after entries_ is built
   std::vector<Entry> entries_;
-  std::vector<uint32_t> slots_;    // entry index + 1; 0 = empty; size a power of two
+  std::vector<uint32_t> slots_;  // entry index + 1; 0 = empty; size a power of two
   uint64_t index_total_size_ = 0;
 };
 

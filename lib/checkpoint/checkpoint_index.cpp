@@ -25,13 +25,13 @@ CheckpointIndex read_checkpoint_index(const std::string& index_path) {
   std::set<std::string> shards;
   for (auto field : wm) {
     std::string_view shard;
-    if (field.value.get_string().get(shard))
-      bad("weight_map entry '" + std::string(field.key) + "' is not a string");
+    if (field.value.get_string().get(shard)) bad("weight_map entry '" + std::string(field.key) + "' is not a string");
     std::string s(shard);
     if (s.empty() || s.find('/') != std::string::npos || s.find("..") != std::string::npos)
       bad("shard name '" + s + "' must be a plain file name");
     if (!idx.weight_map.emplace(std::string(field.key), s).second)
-      bad("tensor '" + std::string(field.key) + "' is listed twice in weight_map (the index is ambiguous; re-download it)");
+      bad("tensor '" + std::string(field.key) +
+          "' is listed twice in weight_map (the index is ambiguous; re-download it)");
     shards.insert(s);
   }
   idx.shards.assign(shards.begin(), shards.end());

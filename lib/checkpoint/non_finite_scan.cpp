@@ -10,30 +10,21 @@ namespace {
 unsigned float_size(DType t) {
   switch (t) {
     case DType::kBF16:
-    case DType::kF16:
-      return 2;
-    case DType::kF32:
-      return 4;
-    case DType::kF64:
-      return 8;
-    default:
-      return 0;
+    case DType::kF16: return 2;
+    case DType::kF32: return 4;
+    case DType::kF64: return 8;
+    default: return 0;
   }
 }
 
 // All exponent bits set: Inf or NaN. Little-endian element bytes.
 bool non_finite(DType t, const uint8_t* b) {
   switch (t) {
-    case DType::kBF16:
-      return (b[1] & 0x7f) == 0x7f && (b[0] & 0x80) == 0x80;
-    case DType::kF16:
-      return (b[1] & 0x7c) == 0x7c;
-    case DType::kF32:
-      return (b[3] & 0x7f) == 0x7f && (b[2] & 0x80) == 0x80;
-    case DType::kF64:
-      return (b[7] & 0x7f) == 0x7f && (b[6] & 0xf0) == 0xf0;
-    default:
-      return false;
+    case DType::kBF16: return (b[1] & 0x7f) == 0x7f && (b[0] & 0x80) == 0x80;
+    case DType::kF16: return (b[1] & 0x7c) == 0x7c;
+    case DType::kF32: return (b[3] & 0x7f) == 0x7f && (b[2] & 0x80) == 0x80;
+    case DType::kF64: return (b[7] & 0x7f) == 0x7f && (b[6] & 0xf0) == 0xf0;
+    default: return false;
   }
 }
 }  // namespace
@@ -113,7 +104,8 @@ std::string NonFiniteScan::summary() const {
   if (f.empty()) return "";
   std::string o = "tensor '" + f[0].name + "' holds " + std::to_string(f[0].count) + " NaN or infinite value" +
                   (f[0].count == 1 ? "" : "s") + " (first at element " + std::to_string(f[0].first_element) + ")";
-  if (f.size() > 1) o += " and " + std::to_string(f.size() - 1) + " more tensor" + (f.size() > 2 ? "s" : "") + " do too";
+  if (f.size() > 1)
+    o += " and " + std::to_string(f.size() - 1) + " more tensor" + (f.size() > 2 ? "s" : "") + " do too";
   return o;
 }
 

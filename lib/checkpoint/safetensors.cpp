@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "common/error.h"
-#include "common/json_writer.h"
 #include "common/file.h"
+#include "common/json_writer.h"
 #include "common/shape_format.h"
 
 namespace k3 {
@@ -39,8 +39,8 @@ namespace {
 
 // Parses `json` (with simdjson's padding readable past its end) and hands
 // every tensor to `sink` after the dtype, size and bounds checks.
-void parse_tensors(const std::string& path, const char* json, size_t json_len, uint64_t file_size,
-                   uint64_t data_start, const std::function<void(TensorInfo&&)>& sink) {
+void parse_tensors(const std::string& path, const char* json, size_t json_len, uint64_t file_size, uint64_t data_start,
+                   const std::function<void(TensorInfo&&)>& sink) {
   if (data_start > file_size) bad(path, "header is longer than the file");
   const uint64_t data_bytes = file_size - data_start;
 
@@ -102,9 +102,8 @@ void parse_tensors(const std::string& path, const char* json, size_t json_len, u
                     std::to_string(static_cast<uint64_t>(want)) + " bytes but data_offsets span " +
                     std::to_string(ti.nbytes));
     if (offs[1] > data_bytes)
-      bad(path, "tensor '" + name + "' ends at data offset " + std::to_string(offs[1]) +
-                    " past the end of the file (" + std::to_string(data_bytes) +
-                    " data bytes): the shard is truncated or the header is corrupt");
+      bad(path, "tensor '" + name + "' ends at data offset " + std::to_string(offs[1]) + " past the end of the file (" +
+                    std::to_string(data_bytes) + " data bytes): the shard is truncated or the header is corrupt");
     ti.offset = data_start + offs[0];
     if (ti.nbytes) spans.push_back({offs[0], offs[1], key});
     sink(std::move(ti));
@@ -120,8 +119,7 @@ void parse_tensors(const std::string& path, const char* json, size_t json_len, u
 
 }  // namespace
 
-SafetensorsHeader parse_safetensors_header(const std::string& path, const std::string& json,
-                                           uint64_t file_size) {
+SafetensorsHeader parse_safetensors_header(const std::string& path, const std::string& json, uint64_t file_size) {
   SafetensorsHeader h;
   h.path = path;
   h.file_size = file_size;
@@ -164,7 +162,8 @@ SafetensorsExtent read_safetensors_tensors(const std::string& path, const std::f
 SafetensorsHeader read_safetensors_header(const std::string& path) {
   SafetensorsHeader h;
   h.path = path;
-  SafetensorsExtent e = read_safetensors_tensors(path, [&](TensorInfo&& ti) { h.tensors.emplace(ti.name, std::move(ti)); });
+  SafetensorsExtent e =
+      read_safetensors_tensors(path, [&](TensorInfo&& ti) { h.tensors.emplace(ti.name, std::move(ti)); });
   h.file_size = e.file_size;
   h.data_start = e.data_start;
   return h;

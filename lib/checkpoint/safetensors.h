@@ -56,8 +56,7 @@ struct SafetensorsExtent {
 SafetensorsExtent read_safetensors_tensors(const std::string& path, const std::function<void(TensorInfo&&)>& sink);
 
 // Same checks on a header already in memory (for tests and writers).
-SafetensorsHeader parse_safetensors_header(const std::string& path, const std::string& json,
-                                           uint64_t file_size);
+SafetensorsHeader parse_safetensors_header(const std::string& path, const std::string& json, uint64_t file_size);
 
 // Serialises a header for writers (generators, --logits output). Tensors are
 // laid out in the given order; returns the bytes to put before the data

@@ -4,15 +4,15 @@
 #include <cstdio>
 #include <memory>
 
+#include "checkpoint/checkpoint.h"
 #include "cli/batch_output.h"
 #include "cli/interrupt.h"
 #include "cli/model_run.h"
 #include "cli/prefill_progress.h"
 #include "cli/token_id_reader.h"
-#include "checkpoint/checkpoint.h"
 #include "common/byte_format.h"
-#include "common/file.h"
 #include "common/error.h"
+#include "common/file.h"
 #include "common/tool_main.h"
 
 namespace k3 {
@@ -22,8 +22,9 @@ void check_batch_alone(const std::string& batch_file, std::initializer_list<cons
   if (batch_file.empty()) return;
   for (const std::string* in : inputs) other_flags = other_flags || !in->empty();
   if (other_flags)
-    throw Error(ExitCode::kUsage, "--batch runs its own prompts: it takes none of --ids, --state-in/out, "
-                                  "--logits, --teacher-forcing, --recompute, --spec, --predict");
+    throw Error(ExitCode::kUsage,
+                "--batch runs its own prompts: it takes none of --ids, --state-in/out, "
+                "--logits, --teacher-forcing, --recompute, --spec, --predict");
 }
 
 std::vector<std::vector<int32_t>> read_batch_file(const std::string& path, int64_t vocab_size) {
@@ -32,10 +33,12 @@ std::vector<std::vector<int32_t>> read_batch_file(const std::string& path, int64
   std::vector<std::vector<int32_t>> lines = parse_token_id_lines(read_input(path, "--batch file"), path, vocab_size);
   while (!lines.empty() && lines.back().empty()) lines.pop_back();
   if (lines.empty())
-    throw Error(ExitCode::kBadInput, path + ": no prompts (one line of ids per prompt, e.g. from k3-tokenize --format=line)");
+    throw Error(ExitCode::kBadInput,
+                path + ": no prompts (one line of ids per prompt, e.g. from k3-tokenize --format=line)");
   for (size_t i = 0; i < lines.size(); ++i)
     if (lines[i].empty())
-      throw Error(ExitCode::kBadInput, path + " line " + std::to_string(i + 1) + ": an empty prompt (every line needs ids)");
+      throw Error(ExitCode::kBadInput,
+                  path + " line " + std::to_string(i + 1) + ": an empty prompt (every line needs ids)");
   return lines;
 }
 
@@ -81,15 +84,17 @@ int run_batch(const ModelConfig& config, ModelOptions& mo, const GenerationOptio
   total.generate_passes = total.weight_passes = passes;
   total.decode_seconds = sessions.empty() ? 0 : sessions[0]->counters().decode_seconds;
   report_run(*model, mo, total, prompt_ids);
-  std::fprintf(stderr,
-               "%s: batch of %zu prompts (%llu prompt tokens); %lld generated in %lld weight passes (%.2f tokens/pass), "
-               "%.3f s; %d threads; peak RSS %s\n",
-               tool_name(), prompts.size(), static_cast<unsigned long long>(prompt_ids), static_cast<long long>(total.generated),
-               static_cast<long long>(total.weight_passes),
-               total.weight_passes ? static_cast<double>(total.generated) / total.weight_passes : 0.0,
-               total.decode_seconds, model->pool().size(), format_bytes(peak_rss_bytes()).c_str());
+  std::fprintf(
+      stderr,
+      "%s: batch of %zu prompts (%llu prompt tokens); %lld generated in %lld weight passes (%.2f tokens/pass), "
+      "%.3f s; %d threads; peak RSS %s\n",
+      tool_name(), prompts.size(), static_cast<unsigned long long>(prompt_ids), static_cast<long long>(total.generated),
+      static_cast<long long>(total.weight_passes),
+      total.weight_passes ? static_cast<double>(total.generated) / total.weight_passes : 0.0, total.decode_seconds,
+      model->pool().size(), format_bytes(peak_rss_bytes()).c_str());
   if (interrupted_any || interrupted()) {
-    std::fprintf(stderr, "%s: interrupted; the lines written so far are complete up to the interruption\n", tool_name());
+    std::fprintf(stderr, "%s: interrupted; the lines written so far are complete up to the interruption\n",
+                 tool_name());
     return static_cast<int>(ExitCode::kInterrupted);
   }
   return 0;

@@ -10,9 +10,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
-#include <optional>
 
 #include "cli/flag_suggestion.h"
 #include "cli/tool_version.h"
@@ -67,7 +67,8 @@ inline std::string conversion_message(const CLI::App& app, const std::string& wh
 // Parses argv into `app`. Returns the exit status when the tool should stop
 // now (help shown, or a usage error), nothing when it should go on.
 inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, const char* tool) {
-  app.add_flag_callback("--version", [] {}, "print the version and the kernel target, then exit");
+  app.add_flag_callback(
+      "--version", [] {}, "print the version and the kernel target, then exit");
   if (auto status = answer_version_flag(argc, argv, tool)) return status;
   try {
     app.parse(argc, argv);

@@ -20,8 +20,7 @@ DecodeProgress::DecodeProgress(std::string tool, int64_t total, Mode mode, std::
                                std::chrono::duration<double> interval)
     : tool_(std::move(tool)), total_(total), mode_(total > 0 ? mode : Mode::kOff), out_(out), interval_(interval) {}
 
-DecodeProgress::DecodeProgress(std::string tool, int64_t total)
-    : DecodeProgress(std::move(tool), total, mode_for(1)) {}
+DecodeProgress::DecodeProgress(std::string tool, int64_t total) : DecodeProgress(std::move(tool), total, mode_for(1)) {}
 
 DecodeProgress::Mode DecodeProgress::mode_for(int stdout_fd) {
   if (!progress_on_terminal()) return Mode::kOff;
@@ -37,8 +36,8 @@ std::string DecodeProgress::line(const std::string& tool, int64_t done, int64_t 
     std::snprintf(buf, sizeof buf, "%s: token %lld/%lld", tool.c_str(), static_cast<long long>(done),
                   static_cast<long long>(total));
   } else {
-    std::snprintf(buf, sizeof buf, "%s: token %lld/%lld, %s, ETA %.0f s", tool.c_str(),
-                  static_cast<long long>(done), static_cast<long long>(total), seconds_per_token(per, 1).c_str(),
+    std::snprintf(buf, sizeof buf, "%s: token %lld/%lld, %s, ETA %.0f s", tool.c_str(), static_cast<long long>(done),
+                  static_cast<long long>(total), seconds_per_token(per, 1).c_str(),
                   per * static_cast<double>(total - done));
   }
   return buf;
@@ -58,10 +57,8 @@ void DecodeProgress::update(int64_t done) {
   const double seconds = std::chrono::duration<double>(now - first_).count();
   const double per = done > first_done_ ? seconds / static_cast<double>(done - first_done_) : 0;
   const std::string figures = line(tool_, done, total_, per);
-  if (mode_ == Mode::kLine)
-    std::fprintf(out_, "\r%s\x1b[K", figures.c_str());
-  else
-    std::fprintf(out_, "%s%s", shown_ ? "" : kPushTitle, title_sequence(figures).c_str());
+  if (mode_ == Mode::kLine) std::fprintf(out_, "\r%s\x1b[K", figures.c_str());
+  else std::fprintf(out_, "%s%s", shown_ ? "" : kPushTitle, title_sequence(figures).c_str());
   std::fflush(out_);
   shown_ = true;
 }

@@ -5,12 +5,12 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "common/byte_format.h"
-#include "trunk/location.h"
 #include "cli/interrupt.h"
+#include "common/byte_format.h"
 #include "common/error.h"
 #include "fetch/hub_token.h"
 #include "fetch/transfer_progress.h"
+#include "trunk/location.h"
 #include "verify/known_checkpoints.h"
 
 namespace k3 {
@@ -53,7 +53,8 @@ int run_download_command(DownloadCommand command, const char* tool) {
   if (opt.jobs < 1 || opt.jobs > 64) throw Error(ExitCode::kUsage, "--jobs must be between 1 and 64");
   opt.endpoint =
       !command.endpoint_flag.empty() ? command.endpoint_flag : env_or("HF_ENDPOINT", "https://huggingface.co");
-  const HubToken token = find_hub_token(command.token_flag, [](const char* n) -> const char* { return std::getenv(n); });
+  const HubToken token =
+      find_hub_token(command.token_flag, [](const char* n) -> const char* { return std::getenv(n); });
   opt.token = token.value;
   if (!token.value.empty()) std::fprintf(stderr, "%s: using the Hub token from %s\n", tool, token.origin.c_str());
   opt.tty = ::isatty(2);
@@ -64,16 +65,14 @@ int run_download_command(DownloadCommand command, const char* tool) {
   std::fprintf(stderr,
                "%s: done: %llu files (%s) of %s at commit %s are complete and verified in %s; %llu downloaded "
                "(%s received, %s/s), %llu already complete.\n",
-               tool, static_cast<unsigned long long>(s.files_selected),
-               format_bytes(s.bytes_selected).c_str(), opt.repo.c_str(),
-               s.commit.c_str(), opt.dir.c_str(), static_cast<unsigned long long>(s.files_downloaded),
-               format_bytes(s.bytes_received).c_str(),
-               format_bytes_of(rate).c_str(), static_cast<unsigned long long>(s.files_already_complete));
+               tool, static_cast<unsigned long long>(s.files_selected), format_bytes(s.bytes_selected).c_str(),
+               opt.repo.c_str(), s.commit.c_str(), opt.dir.c_str(), static_cast<unsigned long long>(s.files_downloaded),
+               format_bytes(s.bytes_received).c_str(), format_bytes_of(rate).c_str(),
+               static_cast<unsigned long long>(s.files_already_complete));
   if (!opt.include.empty() || !opt.exclude.empty())
-    std::fprintf(stderr, "%s: next: %s download %s (the rest of the checkpoint; finished files are kept)\n", tool,
-                 tool, opt.dir.c_str());
-  else if (is_draft_dir(opt.dir))
-    print_draft_next(tool, opt.dir);
+    std::fprintf(stderr, "%s: next: %s download %s (the rest of the checkpoint; finished files are kept)\n", tool, tool,
+                 opt.dir.c_str());
+  else if (is_draft_dir(opt.dir)) print_draft_next(tool, opt.dir);
   else
     std::fprintf(stderr,
                  "%s: next: k3-pack %s %s (no need to run verify: every file's sha256 was checked against the hub "
@@ -93,8 +92,7 @@ int run_verify_command(VerifyOptions opt, const char* tool) {
   for (const auto& w : r.waived) std::fprintf(stderr, "%s: skipped (--no-manifest): %s\n", tool, w.c_str());
   if (opt.full && r.hash_seconds > 0)
     std::fprintf(stderr, "%s: hashed %llu files, %s in %.1f s (%.2f GB/s)\n", tool,
-                 static_cast<unsigned long long>(r.files_hashed),
-                 format_bytes(r.bytes_hashed).c_str(), r.hash_seconds,
+                 static_cast<unsigned long long>(r.files_hashed), format_bytes(r.bytes_hashed).c_str(), r.hash_seconds,
                  static_cast<double>(r.bytes_hashed) / r.hash_seconds / 1e9);
   if (!r.ok()) {
     std::fprintf(stderr, "%s: %s: verification FAILED: %zu problem(s), %zu check(s) could not run (listed on stdout)\n",
@@ -104,10 +102,8 @@ int run_verify_command(VerifyOptions opt, const char* tool) {
   std::printf("ok: %s: %llu shards, %llu bytes%s\n", opt.dir.c_str(), static_cast<unsigned long long>(r.shards),
               static_cast<unsigned long long>(r.shard_bytes), opt.full ? ", every hash matches" : "");
   std::fflush(stdout);
-  if (is_draft_dir(opt.dir))
-    print_draft_next(tool, opt.dir);
-  else
-    std::fprintf(stderr, "%s: next: k3-pack %s %s\n", tool, opt.dir.c_str(), suggested_trunk_dir(opt.dir).c_str());
+  if (is_draft_dir(opt.dir)) print_draft_next(tool, opt.dir);
+  else std::fprintf(stderr, "%s: next: k3-pack %s %s\n", tool, opt.dir.c_str(), suggested_trunk_dir(opt.dir).c_str());
   return 0;
 }
 

@@ -18,17 +18,15 @@ namespace k3::cli {
 // 0, 1, 0.05, 10000000: integers without a fraction, others in %g.
 inline std::string plain_number(double v) {
   char buf[64];
-  if (std::fabs(v) < 1e15 && v == std::floor(v))
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-  else
-    std::snprintf(buf, sizeof buf, "%g", v);
+  if (std::fabs(v) < 1e15 && v == std::floor(v)) std::snprintf(buf, sizeof buf, "%.0f", v);
+  else std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
 }
 
 // The value lies in [lo, hi] (hi infinite: no upper limit).
 inline CLI::Validator in_range(double lo, double hi = std::numeric_limits<double>::infinity()) {
-  const std::string valid = std::isinf(hi) ? plain_number(lo) + " or more"
-                                           : "from " + plain_number(lo) + " to " + plain_number(hi);
+  const std::string valid =
+      std::isinf(hi) ? plain_number(lo) + " or more" : "from " + plain_number(lo) + " to " + plain_number(hi);
   return CLI::Validator(
       [lo, hi, valid](std::string& input) -> std::string {
         char* end = nullptr;

@@ -11,9 +11,9 @@
 
 #include "checkpoint/checkpoint.h"
 #include "common/cli_limits.h"
+#include "common/error.h"
 #include "common/file.h"
 #include "common/quiet.h"
-#include "common/error.h"
 
 namespace k3 {
 

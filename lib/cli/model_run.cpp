@@ -7,9 +7,9 @@
 #include "cli/load_progress.h"
 #include "cli/run_figures.h"
 #include "cli/tool_version.h"
+#include "common/atomic_file_writer.h"
 #include "common/byte_format.h"
 #include "common/clock.h"
-#include "common/atomic_file_writer.h"
 #include "common/error.h"
 #include "common/file.h"
 #include "common/rate_format.h"
@@ -31,8 +31,8 @@ ModelParams params_for(const ModelOptions& o, uint64_t context, uint64_t batch) 
 
 }  // namespace
 
-void check_model_plan(const ModelConfig& config, const Checkpoint& checkpoint, const ModelOptions& o,
-                      uint64_t context, uint64_t batch) {
+void check_model_plan(const ModelConfig& config, const Checkpoint& checkpoint, const ModelOptions& o, uint64_t context,
+                      uint64_t batch) {
   Model::check_plan(config, checkpoint, params_for(o, context, batch));
 }
 
@@ -49,9 +49,7 @@ std::unique_ptr<Model> load_model(ModelConfig config, Checkpoint checkpoint, con
   return model;
 }
 
-double wall_seconds(const ModelOptions& o) {
-  return seconds_since(o.started);
-}
+double wall_seconds(const ModelOptions& o) { return seconds_since(o.started); }
 
 namespace {
 
@@ -115,8 +113,12 @@ void report_run(Model& model, const ModelOptions& o, const GenerationCounters& c
                  tool_name(), static_cast<long long>(c.generated), static_cast<long long>(c.generate_passes),
                  c.generate_passes ? gen / static_cast<double>(c.generate_passes) : 0.0,
                  static_cast<long long>(c.drafts_accepted), static_cast<long long>(c.drafts_proposed),
-                 format_bytes(static_cast<uint64_t>(static_cast<double>(f.at_end.trunk_bytes - f.after_prefill.trunk_bytes) / gen)).c_str(),
-                 format_bytes(static_cast<uint64_t>(static_cast<double>(f.at_end.expert_bytes - f.after_prefill.expert_bytes) / gen)).c_str());
+                 format_bytes(static_cast<uint64_t>(
+                                  static_cast<double>(f.at_end.trunk_bytes - f.after_prefill.trunk_bytes) / gen))
+                     .c_str(),
+                 format_bytes(static_cast<uint64_t>(
+                                  static_cast<double>(f.at_end.expert_bytes - f.after_prefill.expert_bytes) / gen))
+                     .c_str());
   }
   write_stats_json(model, o, c, prompt_tokens, extra_json);
 }

@@ -28,13 +28,12 @@ void check_model_plan(const ModelConfig& config, const Checkpoint& checkpoint, c
                       uint64_t context, uint64_t batch);
 
 // Publishes --expert-trace (Model::finish_expert_trace), prints the
-// streaming counters (when streaming) to stderr and writes --stats-json (resident runs too, marked "streaming": false), with the
-// generation figures: weight passes, generated tokens, tokens per pass,
-// drafts, bytes per generated token, and per pass size the experts read
-// (the union over its rows). See cli/run_figures.h; `extra_json`, when not
-// empty, is one more member ("name": {...}, e.g. --draft's counters).
-void report_run(Model& model, const ModelOptions& options, const GenerationCounters& counters,
-                uint64_t prompt_tokens, const std::string& extra_json = {});
+// streaming counters (when streaming) to stderr and writes --stats-json (resident runs too, marked "streaming": false),
+// with the generation figures: weight passes, generated tokens, tokens per pass, drafts, bytes per generated token, and
+// per pass size the experts read (the union over its rows). See cli/run_figures.h; `extra_json`, when not empty, is one
+// more member ("name": {...}, e.g. --draft's counters).
+void report_run(Model& model, const ModelOptions& options, const GenerationCounters& counters, uint64_t prompt_tokens,
+                const std::string& extra_json = {});
 
 // Only the --stats-json file (nothing when the flag was not given): k3-chat
 // writes it at the end of the conversation, for all its turns.

@@ -39,28 +39,26 @@ std::string preset_table(const ModelOptions& o, double read_gbps) {
 
   std::string out;
   char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "# %s; context %llu positions; reads at %.2f GB/s (%s); memory here: %s\n",
-                reference ? "the real Kimi-K3 (reference geometry; no model directory given)"
-                          : ("model " + o.model_dir).c_str(),
-                static_cast<unsigned long long>(run.context), bandwidth / 1e9,
-                read_gbps > 0 ? "--read-gbps" : "assumed: pass k3-doctor's measured figure with --read-gbps",
-                avail == UINT64_MAX ? "unknown"
-                                    : (format_bytes(avail) + " available, limit 90%: " +
-                                       format_bytes(plan_limit(avail)) + " (" + available_source(lim) + ")")
-                                          .c_str());
+  std::snprintf(
+      buf, sizeof buf, "# %s; context %llu positions; reads at %.2f GB/s (%s); memory here: %s\n",
+      reference ? "the real Kimi-K3 (reference geometry; no model directory given)" : ("model " + o.model_dir).c_str(),
+      static_cast<unsigned long long>(run.context), bandwidth / 1e9,
+      read_gbps > 0 ? "--read-gbps" : "assumed: pass k3-doctor's measured figure with --read-gbps",
+      avail == UINT64_MAX ? "unknown"
+                          : (format_bytes(avail) + " available, limit 90%: " + format_bytes(plan_limit(avail)) + " (" +
+                             available_source(lim) + ")")
+                                .c_str());
   out += buf;
   std::snprintf(buf, sizeof buf, "%-12s %8s %8s %12s %12s %13s %9s %5s  %s\n", "preset", "trunk_GB", "cache_GB",
                 "forecast_RSS", "pinned_trunk", "read/token", "s/token", "fits", "for");
   out += buf;
   for (const Preset& p : presets()) {
     const doctor::PresetForecast f = doctor::forecast_preset(p, model, bytes, std::nullopt, run);
-    std::snprintf(buf, sizeof buf, "%-12s %8.1f %8.1f %12s %12s %13s %9.2f %5s  %s machines: %s\n", p.name.c_str(),
-                  p.trunk_gb, p.cache_gb, format_bytes(f.plan.peak_rss).c_str(),
-                  format_bytes(f.plan.pinned_bytes).c_str(), format_bytes(f.bytes_per_token()).c_str(),
-                  static_cast<double>(f.bytes_per_token()) / bandwidth,
-                  avail == UINT64_MAX ? "?" : (plan_fits(f.plan, avail) ? "yes" : "no"), p.machine.label,
-                  p.description.c_str());
+    std::snprintf(
+        buf, sizeof buf, "%-12s %8.1f %8.1f %12s %12s %13s %9.2f %5s  %s machines: %s\n", p.name.c_str(), p.trunk_gb,
+        p.cache_gb, format_bytes(f.plan.peak_rss).c_str(), format_bytes(f.plan.pinned_bytes).c_str(),
+        format_bytes(f.bytes_per_token()).c_str(), static_cast<double>(f.bytes_per_token()) / bandwidth,
+        avail == UINT64_MAX ? "?" : (plan_fits(f.plan, avail) ? "yes" : "no"), p.machine.label, p.description.c_str());
     out += buf;
   }
   return out;

@@ -13,9 +13,9 @@
 
 namespace k3 {
 
-GenerationEnd run_prompt_and_generate(GenerationSession& session, Model& model,
-                                      const std::vector<int32_t>& prompt, size_t fed, bool teacher_forcing,
-                                      int64_t gen, GenerationExtras& extras, DraftFlags* draft, DraftSource* fallback) {
+GenerationEnd run_prompt_and_generate(GenerationSession& session, Model& model, const std::vector<int32_t>& prompt,
+                                      size_t fed, bool teacher_forcing, int64_t gen, GenerationExtras& extras,
+                                      DraftFlags* draft, DraftSource* fallback) {
   if (draft) draft->start(model, session, fallback, tool_name(), teacher_forcing);
   PrefillProgress prefill(tool_name());
   std::vector<float> rows;
@@ -52,7 +52,8 @@ GenerationEnd run_prompt_and_generate(GenerationSession& session, Model& model,
 void save_state_out(GenerationSession& session, const std::string& state_out, const ModelIdentity& identity,
                     const char* tool) {
   session.save_conversation_and_release(state_out, identity);
-  if (interrupted()) std::fprintf(stderr, "%s: state saved to %s (continue with --state-in)\n", tool, state_out.c_str());
+  if (interrupted())
+    std::fprintf(stderr, "%s: state saved to %s (continue with --state-in)\n", tool, state_out.c_str());
 }
 
 void prepare_interrupts(GenerationSession& session, const std::string& tool, const std::string& state_out) {

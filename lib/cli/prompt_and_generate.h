@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/generation_extras.h"
 #include "cli/draft_options.h"
+#include "cli/generation_extras.h"
 #include "engine/model.h"
 #include "generate/generation_session.h"
 #include "state/continuation.h"
@@ -31,10 +31,9 @@ void prepare_interrupts(GenerationSession& session, const std::string& tool, con
 // (--draft; may be null) is started before the prompt, with `fallback` (the
 // session's other draft source) filling in; under --teacher-forcing it drafts
 // at every position of the prompt; its log and figures are written at the end.
-GenerationEnd run_prompt_and_generate(GenerationSession& session, Model& model,
-                                      const std::vector<int32_t>& prompt, size_t fed, bool teacher_forcing,
-                                      int64_t gen, GenerationExtras& extras, DraftFlags* draft = nullptr,
-                                      DraftSource* fallback = nullptr);
+GenerationEnd run_prompt_and_generate(GenerationSession& session, Model& model, const std::vector<int32_t>& prompt,
+                                      size_t fed, bool teacher_forcing, int64_t gen, GenerationExtras& extras,
+                                      DraftFlags* draft = nullptr, DraftSource* fallback = nullptr);
 
 // Saves the conversation to `state_out` (the session's state is moved out)
 // and, after Ctrl-C, says where it went.

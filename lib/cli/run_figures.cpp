@@ -62,7 +62,8 @@ std::string figures_text(const RunFigures& f) {
   std::snprintf(buf, sizeof buf,
                 "%s: prefill of %llu tokens: %.3f s, read %s trunk + %s experts, resident expert hit rate "
                 "%.1f%%, I/O wait %.3f s, %.2f GB/s\n",
-                tool_name(), (unsigned long long)f.prompt_tokens, f.prefill_seconds, format_bytes((uint64_t)pre.trunk_per_token).c_str(),
+                tool_name(), (unsigned long long)f.prompt_tokens, f.prefill_seconds,
+                format_bytes((uint64_t)pre.trunk_per_token).c_str(),
                 format_bytes((uint64_t)pre.expert_per_token).c_str(), 100 * pre.hit_rate, pre.io_wait, pre.gbps);
   o += buf;
   if (f.decode_steps) {
@@ -70,13 +71,14 @@ std::string figures_text(const RunFigures& f) {
                   "%s: decode: %llu steps, %s, per step %s trunk + %s experts read, resident "
                   "expert hit rate %.1f%%, compute %.3f s vs I/O wait %.3f s, %.2f GB/s, disk busy %.0f%%\n",
                   tool_name(), (unsigned long long)f.decode_steps,
-                  seconds_per_token(f.decode_seconds, static_cast<int64_t>(f.generated)).c_str(), format_bytes((uint64_t)dec.trunk_per_token).c_str(),
+                  seconds_per_token(f.decode_seconds, static_cast<int64_t>(f.generated)).c_str(),
+                  format_bytes((uint64_t)dec.trunk_per_token).c_str(),
                   format_bytes((uint64_t)dec.expert_per_token).c_str(), 100 * dec.hit_rate, dec.compute, dec.io_wait,
                   dec.gbps, 100 * dec.io_busy);
     o += buf;
     if (dec.decode_per_token > 0) {
-      std::snprintf(buf, sizeof buf, "%s: compressed trunk: %s CPU s/token decoding on the I/O threads\n",
-                    tool_name(), three_digits(dec.decode_per_token).c_str());
+      std::snprintf(buf, sizeof buf, "%s: compressed trunk: %s CPU s/token decoding on the I/O threads\n", tool_name(),
+                    three_digits(dec.decode_per_token).c_str());
       o += buf;
     }
   }
@@ -91,8 +93,9 @@ std::string figures_text(const RunFigures& f) {
                   (unsigned long long)g.wasted_reads, format_bytes(g.wasted_bytes).c_str());
     o += buf;
   }
-  std::snprintf(buf, sizeof buf, "%s: peak RSS %s (forecast %s)%s\n", tool_name(), format_bytes(f.peak_rss_bytes).c_str(),
-                format_bytes(f.forecast_peak_rss).c_str(), f.direct_io ? "" : "; reads went through the page cache");
+  std::snprintf(buf, sizeof buf, "%s: peak RSS %s (forecast %s)%s\n", tool_name(),
+                format_bytes(f.peak_rss_bytes).c_str(), format_bytes(f.forecast_peak_rss).c_str(),
+                f.direct_io ? "" : "; reads went through the page cache");
   o += buf;
   return o;
 }
@@ -121,7 +124,10 @@ std::string stats_json(const RunFigures& f, const GenerationCounters& c, const M
   w.key("decode").inline_next().begin_object().key("seconds").fixed(f.decode_seconds, 6);
   w.key("s_per_token").fixed(dec.s_per_token, 6);
   if (f.streaming) {
-    w.key("trunk_bytes_per_token").fixed(dec.trunk_per_token, 0).key("expert_bytes_per_token").fixed(dec.expert_per_token, 0);
+    w.key("trunk_bytes_per_token")
+        .fixed(dec.trunk_per_token, 0)
+        .key("expert_bytes_per_token")
+        .fixed(dec.expert_per_token, 0);
     w.key("expert_hit_rate").fixed(dec.hit_rate, 6).key("io_wait_seconds").fixed(dec.io_wait, 6);
     w.key("compute_seconds").fixed(dec.compute, 6).key("achieved_gbps").fixed(dec.gbps, 4);
     w.key("io_busy_share").fixed(dec.io_busy, 4).key("decode_cpu_seconds_per_token").fixed(dec.decode_per_token, 6);
@@ -149,8 +155,10 @@ std::string stats_json(const RunFigures& f, const GenerationCounters& c, const M
   w.key("drafts_proposed").value(c.drafts_proposed).key("drafts_accepted").value(c.drafts_accepted);
   if (f.streaming) {
     const StreamStats &a = f.after_prefill, &b = f.at_end;
-    w.key("trunk_bytes_per_generated_token").fixed(gen > 0 ? static_cast<double>(b.trunk_bytes - a.trunk_bytes) / gen : 0.0, 0);
-    w.key("expert_bytes_per_generated_token").fixed(gen > 0 ? static_cast<double>(b.expert_bytes - a.expert_bytes) / gen : 0.0, 0);
+    w.key("trunk_bytes_per_generated_token")
+        .fixed(gen > 0 ? static_cast<double>(b.trunk_bytes - a.trunk_bytes) / gen : 0.0, 0);
+    w.key("expert_bytes_per_generated_token")
+        .fixed(gen > 0 ? static_cast<double>(b.expert_bytes - a.expert_bytes) / gen : 0.0, 0);
   }
   w.key("passes_by_rows").begin_array();
   for (size_t r = 0; r < m.passes_by_rows.size(); ++r) {
@@ -171,7 +179,12 @@ std::string stats_json(const RunFigures& f, const GenerationCounters& c, const M
   w.key("version").value(run.version).key("threads").value(run.threads).key("io_threads").value(run.io_threads);
   w.key("preset").value(run.preset).key("trunk_budget_bytes").value(run.trunk_budget);
   w.key("cache_budget_bytes").value(run.cache_budget).key("generated_tokens").value(c.generated);
-  w.key("wall_seconds").begin_object().key("load").fixed(run.load_seconds, 6).key("prefill").fixed(c.prefill_seconds, 6);
+  w.key("wall_seconds")
+      .begin_object()
+      .key("load")
+      .fixed(run.load_seconds, 6)
+      .key("prefill")
+      .fixed(c.prefill_seconds, 6);
   w.key("decode").fixed(c.decode_seconds, 6).key("total").fixed(run.total_seconds, 6).end_object();
   w.end_object();
   w.end_object();

@@ -3,7 +3,8 @@
 namespace k3 {
 
 void SamplingFlags::add_to(CLI::App& app) {
-  temp_ = app.add_option("--temp", values_.temperature, "Sampling temperature (default 0: greedy, ties to the lower id)");
+  temp_ =
+      app.add_option("--temp", values_.temperature, "Sampling temperature (default 0: greedy, ties to the lower id)");
   top_k_ = app.add_option("--top-k", values_.top_k, "Sample among the K most likely ids (default 0: off)");
   top_p_ = app.add_option("--top-p", values_.top_p,
                           "Sample among the most likely ids whose probabilities sum to P (default 1: off)");
@@ -11,15 +12,18 @@ void SamplingFlags::add_to(CLI::App& app) {
                           "Drop ids less likely than M times the most likely one (default 0: off)");
   seed_ = app.add_option("--seed", values_.seed,
                          "Random seed for sampling (default 0); a seed gives the same ids on every machine");
-  repetition_ = app.add_option("--repeat-penalty", penalties_.repetition,
-                 "Divide positive logits (multiply negative ones) of ids among the last --repeat-last-n by R "
-                 "(default 1: off; llama.cpp's repeat_penalty)");
-  frequency_ = app.add_option("--frequency-penalty", penalties_.frequency,
-                 "Subtract F times each id's count among the last --repeat-last-n from its logit (default 0; [-2, 2])");
-  presence_ = app.add_option("--presence-penalty", penalties_.presence,
-                 "Subtract P from the logit of each id among the last --repeat-last-n (default 0; [-2, 2])");
+  repetition_ =
+      app.add_option("--repeat-penalty", penalties_.repetition,
+                     "Divide positive logits (multiply negative ones) of ids among the last --repeat-last-n by R "
+                     "(default 1: off; llama.cpp's repeat_penalty)");
+  frequency_ = app.add_option(
+      "--frequency-penalty", penalties_.frequency,
+      "Subtract F times each id's count among the last --repeat-last-n from its logit (default 0; [-2, 2])");
+  presence_ =
+      app.add_option("--presence-penalty", penalties_.presence,
+                     "Subtract P from the logit of each id among the last --repeat-last-n (default 0; [-2, 2])");
   last_n_ = app.add_option("--repeat-last-n", penalties_.last_n,
-                 "How many of the latest ids (prompt included) the penalties look at (default 64; -1: all)");
+                           "How many of the latest ids (prompt included) the penalties look at (default 64; -1: all)");
   // Checked as soon as the flags are parsed: a bad value is reported before
   // stdin is read (not as "no token ids" once it is empty).
   app.parse_complete_callback([this] {

@@ -21,12 +21,13 @@ void SpeculationFlags::add_to(CLI::App& app) {
 }
 
 void ChatSpeculationFlags::add_to(CLI::App& app) {
-  spec_option_ = app.add_option("--spec", spec_,
-                                "Speculative decoding: verify up to N ids per weight pass, drafted from earlier text of "
-                                "the conversation that matches the latest ids; no match, no draft (default " +
-                                    std::to_string(kDefaultDrafts) +
-                                    ", fewer when memory is short; the reply is identical to one without it)")
-                     ->check(CLI::Range(0, 64));
+  spec_option_ =
+      app.add_option("--spec", spec_,
+                     "Speculative decoding: verify up to N ids per weight pass, drafted from earlier text of "
+                     "the conversation that matches the latest ids; no match, no draft (default " +
+                         std::to_string(kDefaultDrafts) +
+                         ", fewer when memory is short; the reply is identical to one without it)")
+          ->check(CLI::Range(0, 64));
   off_option_ = app.add_flag("--no-spec", off_, "No prompt-lookup drafts (one id per weight pass unless --draft)")
                     ->excludes(spec_option_);
   draft_.add_to(app);
@@ -45,8 +46,7 @@ std::unique_ptr<DraftSource> SpeculationFlags::make_source(int64_t vocab_size) {
   std::unique_ptr<DraftSource> ngram;
   if (spec_ > 0) ngram = std::make_unique<NgramDrafts>();
   if (predict_file_.empty()) return ngram;
-  if (!file_exists(predict_file_))
-    throw Error(ExitCode::kBadInput, predict_file_ + ": --predict file not found");
+  if (!file_exists(predict_file_)) throw Error(ExitCode::kBadInput, predict_file_ + ": --predict file not found");
   auto predicted = std::make_unique<PredictedDrafts>(
       parse_token_ids(read_input(predict_file_, "--predict file"), predict_file_, vocab_size));
   if (!ngram) return predicted;

@@ -12,8 +12,7 @@
 namespace k3 {
 
 void write_all_stdout(std::string_view bytes) {
-  if (std::fflush(stdout) != 0)
-    throw Error(ExitCode::kIo, std::string("cannot write stdout: ") + std::strerror(errno));
+  if (std::fflush(stdout) != 0) throw Error(ExitCode::kIo, std::string("cannot write stdout: ") + std::strerror(errno));
   size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t w = ::write(1, bytes.data() + done, bytes.size() - done);

@@ -19,10 +19,8 @@ std::string printable(const std::string& word) {
   static const char* kHex = "0123456789abcdef";
   std::string s;
   for (unsigned char c : word) {
-    if (c >= 32 && c < 127)
-      s += static_cast<char>(c);
-    else
-      s += std::string("\\x") + kHex[c >> 4] + kHex[c & 15];
+    if (c >= 32 && c < 127) s += static_cast<char>(c);
+    else s += std::string("\\x") + kHex[c >> 4] + kHex[c & 15];
   }
   return s;
 }
@@ -38,8 +36,7 @@ void TokenIdReader::complete(const std::function<void(int32_t)>& on_id) {
   int64_t v = 0;
   auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), v);
   const bool digits_only = word.find_first_not_of("0123456789") == std::string::npos;
-  if (digits_only && ec == std::errc::result_out_of_range)
-    v = INT64_MAX;
+  if (digits_only && ec == std::errc::result_out_of_range) v = INT64_MAX;
   else if (!digits_only || ec != std::errc() || end != word.data() + word.size())
     throw Error(ExitCode::kBadInput, where + " '" + shown +
                                          "' is not a token id (expected decimal ids separated by whitespace, "
@@ -69,8 +66,8 @@ void TokenIdReader::push(std::string_view bytes, const std::function<void(int32_
       // No id is this long: fail now, not after gigabytes without whitespace.
       if (word_.size() > kMaxIdChars)
         throw Error(ExitCode::kBadInput, origin_ + ": token " + std::to_string(count_ + 1) + " '" +
-                                             printable(word_.substr(0, 24)) +
-                                             "...' is not a token id (longer than " + std::to_string(kMaxIdChars) +
+                                             printable(word_.substr(0, 24)) + "...' is not a token id (longer than " +
+                                             std::to_string(kMaxIdChars) +
                                              " characters; expected decimal ids separated by whitespace)");
     }
   }

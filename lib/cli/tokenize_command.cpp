@@ -22,7 +22,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-
 // CPU time of this thread: on a busy machine wall time also counts waiting.
 double thread_cpu_seconds() {
   timespec ts;
@@ -42,14 +41,16 @@ std::string command_input(const TokenizeCommand& c) {
 int run_tokenize_command(TokenizeCommand c) {
   c.chat = c.chat || !c.chat_file.empty();
   if (c.chat && (c.bos || c.no_specials || c.lossy))
-    throw Error(ExitCode::kUsage, "--chat renders the request's own markup: --bos, --no-specials and --lossy "
-                                  "do not apply");
+    throw Error(ExitCode::kUsage,
+                "--chat renders the request's own markup: --bos, --no-specials and --lossy "
+                "do not apply");
   if (c.text_out && !c.chat) throw Error(ExitCode::kUsage, "--text-out shows a rendered chat prompt: add --chat");
 
   auto t0 = Clock::now();
   Tokenizer tok = Tokenizer::load(c.tokenizer_dir);
   double load_s = seconds_since(t0);
-  if (!c.model_dir.empty()) check_tokenizer_matches(load_model_config(c.model_dir), c.model_dir, tok.vocab(), c.tokenizer_dir);
+  if (!c.model_dir.empty())
+    check_tokenizer_matches(load_model_config(c.model_dir), c.model_dir, tok.vocab(), c.tokenizer_dir);
 
   std::string input = command_input(c);
   size_t bad = utf8::find_invalid(input);

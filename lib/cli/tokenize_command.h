@@ -12,18 +12,18 @@ namespace k3 {
 
 struct TokenizeCommand {
   std::string tokenizer_dir;
-  std::string model_dir;         // --model: refuse a tokenizer that disagrees with its config
-  std::string prompt_file;       // empty: stdin (unless have_text or chat_file)
-  std::string text;              // --text, used when have_text
-  std::string chat_file;         // implies chat
+  std::string model_dir;    // --model: refuse a tokenizer that disagrees with its config
+  std::string prompt_file;  // empty: stdin (unless have_text or chat_file)
+  std::string text;         // --text, used when have_text
+  std::string chat_file;    // implies chat
   bool have_text = false;
-  bool chat = false;             // input is an OpenAI-style chat request
-  bool text_out = false;         // chat: write the rendered prompt, not ids
-  bool bos = false;              // prepend the BOS id
-  bool no_specials = false;      // special-token names are plain text
-  bool lossy = false;            // invalid UTF-8 becomes U+FFFD
-  bool count = false;            // print only the number of ids
-  bool stats = false;            // load time and encoding speed on stderr
+  bool chat = false;         // input is an OpenAI-style chat request
+  bool text_out = false;     // chat: write the rendered prompt, not ids
+  bool bos = false;          // prepend the BOS id
+  bool no_specials = false;  // special-token names are plain text
+  bool lossy = false;        // invalid UTF-8 becomes U+FFFD
+  bool count = false;        // print only the number of ids
+  bool stats = false;        // load time and encoding speed on stderr
   TokenIdLayout layout = TokenIdLayout::kOnePerLine;
 };
 

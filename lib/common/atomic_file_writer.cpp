@@ -56,8 +56,9 @@ Existing classify(const std::string& path, OutputPolicy policy) {
     struct stat t;  // a link to a stream (/dev/stdout -> /proc/self/fd/1) is that stream
     if (::stat(path.c_str(), &t) == 0 && (S_ISCHR(t.st_mode) || S_ISFIFO(t.st_mode))) return Existing::kStream;
     if (S_ISLNK(l.st_mode))
-      throw Error(ExitCode::kIo, path + ": is a symbolic link; k3 replaces output files whole and will not "
-                                        "replace a link: give the path of the file itself");
+      throw Error(ExitCode::kIo, path +
+                                     ": is a symbolic link; k3 replaces output files whole and will not "
+                                     "replace a link: give the path of the file itself");
     throw Error(ExitCode::kIo, path + ": is " + kind_of(l.st_mode) +
                                    "; give a file name (character devices and FIFOs are written through)");
   }
@@ -98,12 +99,12 @@ StaleTemporaries remove_stale_temporaries(const std::string& path) {
       continue;
     const int fd = ::openat(dfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) continue;  // a link (ELOOP) or gone
-    struct stat st {}, again {};
+    struct stat st {
+    }, again{};
     const bool ours = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid();
     // A live writer holds the lock: its temporary is not stale.
-    if (ours && ::flock(fd, LOCK_EX | LOCK_NB) == 0 &&
-        ::fstatat(dfd, name.c_str(), &again, AT_SYMLINK_NOFOLLOW) == 0 && again.st_dev == st.st_dev &&
-        again.st_ino == st.st_ino && ::unlinkat(dfd, name.c_str(), 0) == 0) {
+    if (ours && ::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::fstatat(dfd, name.c_str(), &again, AT_SYMLINK_NOFOLLOW) == 0 &&
+        again.st_dev == st.st_dev && again.st_ino == st.st_ino && ::unlinkat(dfd, name.c_str(), 0) == 0) {
       ++removed.files;
       removed.bytes += static_cast<uint64_t>(st.st_blocks) * 512;
     }
@@ -116,9 +117,9 @@ StaleTemporaries remove_stale_temporaries(const std::string& path) {
 int create_exclusive(const std::string& path) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0)
-    throw Error(ExitCode::kIo, path + ": cannot create: " + std::strerror(errno) +
-                                   (errno == EEXIST ? " (something is already there; k3 will not write through it)"
-                                                    : ""));
+    throw Error(ExitCode::kIo,
+                path + ": cannot create: " + std::strerror(errno) +
+                    (errno == EEXIST ? " (something is already there; k3 will not write through it)" : ""));
   return fd;
 }
 

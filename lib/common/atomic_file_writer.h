@@ -24,8 +24,8 @@
 namespace k3 {
 
 enum class OutputPolicy {
-  kRegularFile,     // files a tool keeps in its own directories (trunk, shards, manifests)
-  kFileOrStream,    // a user-named output (--logits, --state-out, --stats-json): devices and FIFOs written through
+  kRegularFile,   // files a tool keeps in its own directories (trunk, shards, manifests)
+  kFileOrStream,  // a user-named output (--logits, --state-out, --stats-json): devices and FIFOs written through
 };
 
 // Checks that `path` may be written under `policy` before any work is done:

@@ -7,16 +7,11 @@ namespace k3 {
 
 std::string format_bytes(uint64_t b) {
   char buf[40];
-  if (b >= 1000000000000ull)
-    std::snprintf(buf, sizeof buf, "%.2f TB", b / 1e12);
-  else if (b >= 1000000000ull)
-    std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
-  else if (b >= 1000000ull)
-    std::snprintf(buf, sizeof buf, "%.1f MB", b / 1e6);
-  else if (b >= 1000ull)
-    std::snprintf(buf, sizeof buf, "%.1f kB", b / 1e3);
-  else
-    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
+  if (b >= 1000000000000ull) std::snprintf(buf, sizeof buf, "%.2f TB", b / 1e12);
+  else if (b >= 1000000000ull) std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
+  else if (b >= 1000000ull) std::snprintf(buf, sizeof buf, "%.1f MB", b / 1e6);
+  else if (b >= 1000ull) std::snprintf(buf, sizeof buf, "%.1f kB", b / 1e3);
+  else std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
   return buf;
 }
 

@@ -9,10 +9,10 @@
 
 namespace k3 {
 
-inline constexpr int kMaxComputeThreads = 1024;  // --threads
-inline constexpr int kMaxIoThreads = 256;        // --io-threads, parallel reads in flight
-inline constexpr int kMaxTransferJobs = 64;      // --jobs, parallel downloads
-inline constexpr double kMaxGigabytes = 1e6;     // --trunk-gb, --cache-gb
+inline constexpr int kMaxComputeThreads = 1024;             // --threads
+inline constexpr int kMaxIoThreads = 256;                   // --io-threads, parallel reads in flight
+inline constexpr int kMaxTransferJobs = 64;                 // --jobs, parallel downloads
+inline constexpr double kMaxGigabytes = 1e6;                // --trunk-gb, --cache-gb
 inline constexpr uint64_t kMaxContext = uint64_t{1} << 40;  // --ctx positions
 
 }  // namespace k3

@@ -15,21 +15,20 @@ namespace k3 {
 
 enum class ExitCode : int {
   kOk = 0,
-  kInternal = 1,     // a bug in k3: please report it
-  kUsage = 2,        // bad command-line flags or arguments
-  kBadModel = 3,     // model directory, config, index, shard or trunk is invalid
-  kBadInput = 4,     // the input on stdin or in an input file is invalid
-  kIo = 5,           // a read or write failed (disk full, file vanished, ...)
-  kResource = 6,     // refused: not enough memory / disk for the request
-  kNetwork = 7,      // download failed after retries, or authentication failed
-  kVerify = 8,       // verification found a problem (hash, size, header)
-  kInterrupted = 130 // SIGINT/SIGTERM: stopped cleanly, partial work kept
+  kInternal = 1,      // a bug in k3: please report it
+  kUsage = 2,         // bad command-line flags or arguments
+  kBadModel = 3,      // model directory, config, index, shard or trunk is invalid
+  kBadInput = 4,      // the input on stdin or in an input file is invalid
+  kIo = 5,            // a read or write failed (disk full, file vanished, ...)
+  kResource = 6,      // refused: not enough memory / disk for the request
+  kNetwork = 7,       // download failed after retries, or authentication failed
+  kVerify = 8,        // verification found a problem (hash, size, header)
+  kInterrupted = 130  // SIGINT/SIGTERM: stopped cleanly, partial work kept
 };
 
 class Error : public std::runtime_error {
  public:
-  Error(ExitCode code, const std::string& message)
-      : std::runtime_error(message), code_(code) {}
+  Error(ExitCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
   ExitCode code() const { return code_; }
   int exit_code() const { return static_cast<int>(code_); }
 

@@ -19,8 +19,9 @@ int open_regular_for_read(const std::string& path, int flags) {
   struct stat st;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw Error(ExitCode::kBadModel, path + ": is not a regular file (a FIFO, device or directory, or a link to "
-                                            "one); k3 reads these only from regular files");
+    throw Error(ExitCode::kBadModel, path +
+                                         ": is not a regular file (a FIFO, device or directory, or a link to "
+                                         "one); k3 reads these only from regular files");
   }
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   return fd;
@@ -32,8 +33,7 @@ File File::open_read(const std::string& path, bool direct) {
   int fd = open_regular_for_read(path, flags);
   if (fd < 0) {
     int e = errno;
-    if (e == ENOENT)
-      throw Error(ExitCode::kBadModel, path + ": file not found");
+    if (e == ENOENT) throw Error(ExitCode::kBadModel, path + ": file not found");
     throw Error(ExitCode::kIo, path + ": cannot open: " + std::strerror(e));
   }
   File f;
@@ -43,9 +43,7 @@ File File::open_read(const std::string& path, bool direct) {
   return f;
 }
 
-File::File(File&& o) noexcept : fd_(o.fd_), direct_(o.direct_), path_(std::move(o.path_)) {
-  o.fd_ = -1;
-}
+File::File(File&& o) noexcept : fd_(o.fd_), direct_(o.direct_), path_(std::move(o.path_)) { o.fd_ = -1; }
 
 File& File::operator=(File&& o) noexcept {
   if (this != &o) {
@@ -64,8 +62,7 @@ File::~File() {
 
 uint64_t File::size() const {
   struct stat st;
-  if (::fstat(fd_, &st) != 0)
-    throw Error(ExitCode::kIo, path_ + ": cannot stat: " + std::strerror(errno));
+  if (::fstat(fd_, &st) != 0) throw Error(ExitCode::kIo, path_ + ": cannot stat: " + std::strerror(errno));
   return static_cast<uint64_t>(st.st_size);
 }
 
@@ -165,8 +162,9 @@ InputFd InputFd::open(const std::string& path, const std::string& what) {
     throw Error(ExitCode::kBadInput, path + ": is a directory, not a " + what);
   // A device (a link to /dev/zero, a tty given as a path) never ends: refused.
   if (::fstat(fd, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)))
-    throw Error(ExitCode::kBadInput, path + ": is not a regular file or a pipe (a device, or a link to one); give a "
-                                            "file, a pipe or - for stdin");
+    throw Error(ExitCode::kBadInput, path +
+                                         ": is not a regular file or a pipe (a device, or a link to one); give a "
+                                         "file, a pipe or - for stdin");
   return in;
 }
 

@@ -109,14 +109,12 @@ JsonValue build(V&& v, int depth) {
   if (depth > 512) throw ParseError{"nested deeper than 512 levels"};
   JsonValue out;
   switch (json_type(v.type())) {
-    case json_type::object:
-      return build_object(v, depth);
+    case json_type::object: return build_object(v, depth);
     case json_type::array:
       out.kind = JsonValue::Kind::kArray;
       for (auto element : v.get_array()) out.items.push_back(build(element.value(), depth + 1));
       return out;
-    case json_type::number:
-      return number_from_literal(std::string_view(v.raw_json_token()));
+    case json_type::number: return number_from_literal(std::string_view(v.raw_json_token()));
     case json_type::string: {
       std::string_view raw = v.raw_json_token();
       return string_value(raw, std::string_view(v.get_string()));
@@ -128,8 +126,7 @@ JsonValue build(V&& v, int depth) {
     case json_type::null:
       if (!bool(v.is_null())) throw ParseError{"invalid literal"};
       return out;
-    default:
-      throw ParseError{"unexpected token"};
+    default: throw ParseError{"unexpected token"};
   }
 }
 
@@ -228,19 +225,14 @@ bool parse_json(std::string_view text, JsonValue& out, std::string& error) {
       out = build(doc.get_value(), 0);
       // Nothing may follow the value (the location is out of bounds at the end).
       const char* rest = nullptr;
-      if (doc.current_location().get(rest) != simdjson::OUT_OF_BOUNDS)
-        throw ParseError{"text follows the JSON value"};
+      if (doc.current_location().get(rest) != simdjson::OUT_OF_BOUNDS) throw ParseError{"text follows the JSON value"};
       return true;
     }
     // A scalar document: its token, then only whitespace.
     std::string_view raw = doc.raw_json_token();
     switch (root) {
-      case json_type::number:
-        out = number_from_literal(raw);
-        break;
-      case json_type::string:
-        out = string_value(raw, std::string_view(doc.get_string()));
-        break;
+      case json_type::number: out = number_from_literal(raw); break;
+      case json_type::string: out = string_value(raw, std::string_view(doc.get_string())); break;
       case json_type::boolean:
         out = JsonValue();
         out.kind = JsonValue::Kind::kBool;
@@ -250,8 +242,7 @@ bool parse_json(std::string_view text, JsonValue& out, std::string& error) {
         if (!bool(doc.is_null())) throw ParseError{"invalid literal"};
         out = JsonValue();
         break;
-      default:
-        throw ParseError{"unexpected token"};
+      default: throw ParseError{"unexpected token"};
     }
     const size_t end = static_cast<size_t>(raw.data() - padded.data()) + raw.size();
     for (size_t i = end; i < text.size(); ++i)

@@ -37,10 +37,10 @@ struct JsonValue {
 
   Kind kind = Kind::kNull;
   bool boolean = false;
-  double number = 0;               // kFloat
-  std::string text;                // kString: the value; kInt: the decimal digits, Python's int repr
-  std::vector<JsonValue> items;    // kArray: elements; kObject: values, parallel to keys
-  std::vector<std::string> keys;   // kObject
+  double number = 0;              // kFloat
+  std::string text;               // kString: the value; kInt: the decimal digits, Python's int repr
+  std::vector<JsonValue> items;   // kArray: elements; kObject: values, parallel to keys
+  std::vector<std::string> keys;  // kObject
 
   bool is_null() const { return kind == Kind::kNull; }
   bool is_string() const { return kind == Kind::kString; }
@@ -53,15 +53,13 @@ struct JsonValue {
   // key's first place). Makes a null value an object. Returns *this.
   JsonValue& set(std::string key, JsonValue value);
   template <typename T>
-    requires std::constructible_from<JsonValue, T>
-  JsonValue& set(std::string key, T&& scalar) {
+  requires std::constructible_from<JsonValue, T> JsonValue& set(std::string key, T&& scalar) {
     return set(std::move(key), JsonValue(std::forward<T>(scalar)));
   }
   // Appends an element. Makes a null value an array. Returns *this.
   JsonValue& push(JsonValue value);
   template <typename T>
-    requires std::constructible_from<JsonValue, T>
-  JsonValue& push(T&& scalar) {
+  requires std::constructible_from<JsonValue, T> JsonValue& push(T&& scalar) {
     return push(JsonValue(std::forward<T>(scalar)));
   }
 

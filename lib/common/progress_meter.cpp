@@ -42,8 +42,11 @@ void ProgressMeter::print(uint64_t done, bool final) {
   if (!final && rate > 0 && total_ > done) std::snprintf(eta, sizeof eta, ", ETA %.0fs", (total_ - done) / rate);
   const double pct = total_ ? 100.0 * done / total_ : 100.0;
   std::fprintf(stderr, "%s%s: %s / %s (%.1f%%), %s/s%s%s%s", tty_ ? "\r" : "", label_.c_str(),
-               format_bytes(done).c_str(), format_bytes(total_).c_str(), pct, format_bytes((uint64_t)rate).c_str(),
-               eta, final ? ", done" : "", !tty_ ? "\n" : final ? "\x1b[K\n" : "\x1b[K");
+               format_bytes(done).c_str(), format_bytes(total_).c_str(), pct, format_bytes((uint64_t)rate).c_str(), eta,
+               final ? ", done" : "",
+               !tty_   ? "\n"
+               : final ? "\x1b[K\n"
+                       : "\x1b[K");
   std::fflush(stderr);
 }
 

@@ -34,11 +34,11 @@ void wait_for_pipe_reader(int fd, int max_ms) {
     int unread = 0;
     // Linux answers FIONREAD on either end of a pipe with the bytes not yet read.
     if (::ioctl(fd, FIONREAD, &unread) != 0 || unread == 0) break;
-    const struct timespec five_ms {0, 5000000};
+    const struct timespec five_ms { 0, 5000000 };
     ::nanosleep(&five_ms, nullptr);
   }
   // The reader has taken the last bytes; give it a moment to write their text.
-  const struct timespec settle {0, 20000000};
+  const struct timespec settle { 0, 20000000 };
   ::nanosleep(&settle, nullptr);
 }
 

@@ -70,7 +70,7 @@ struct ThreadPool::Impl {
   std::atomic<size_t> next_chunk{0};
   std::atomic<size_t> chunks_done{0};  // written under mu
   std::atomic<int> active{0};          // workers inside run_chunks; written under mu
-  std::exception_ptr error;  // guarded by mu
+  std::exception_ptr error;            // guarded by mu
 
   void chunk_range(size_t i, size_t* begin, size_t* end) const {
     // Contiguous, near-equal chunks: the first n % chunks get one extra.
@@ -148,8 +148,7 @@ ThreadPool::~ThreadPool() {
 
 int ThreadPool::size() const { return impl_->threads; }
 
-void ThreadPool::parallel_for(size_t n, size_t grain,
-                              const std::function<void(size_t, size_t)>& fn) {
+void ThreadPool::parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn) {
   if (n == 0) return;
   grain = std::max<size_t>(grain, 1);
   const size_t max_chunks = (n + grain - 1) / grain;
@@ -200,10 +199,8 @@ void parallel_for_slots(ThreadPool* pool, size_t n, size_t slots,
       fn(s, begin, begin + base + (s < extra ? 1 : 0));
     }
   };
-  if (pool && slots > 1)
-    pool->parallel_for(slots, 1, run);
-  else
-    run(0, slots);
+  if (pool && slots > 1) pool->parallel_for(slots, 1, run);
+  else run(0, slots);
 }
 
 }  // namespace k3

@@ -2,12 +2,12 @@
 
 #include "checkpoint/checkpoint.h"
 #include "common/byte_format.h"
-#include "trunk/layout.h"
 #include "common/error.h"
 #include "doctor/checks.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
 #include "runtime/preset_plan.h"
+#include "trunk/layout.h"
 #include "trunk/plan.h"
 
 namespace k3::doctor {
@@ -66,8 +66,7 @@ CheckpointFacts gather_checkpoint(const std::string& model_dir) {
   return c;
 }
 
-void add_checkpoint_checks(Report& r, const CheckpointFacts& c, const std::string& trunk_dir,
-                           const TrunkInfo* trunk) {
+void add_checkpoint_checks(Report& r, const CheckpointFacts& c, const std::string& trunk_dir, const TrunkInfo* trunk) {
   {
     Check& k = r.add("checkpoint", "index");
     if (!c.given) {
@@ -86,12 +85,17 @@ void add_checkpoint_checks(Report& r, const CheckpointFacts& c, const std::strin
     } else {
       k.status = Status::kOk;
       k.summary = std::to_string(c.shards) + " shards, " + std::to_string(c.tensors) + " tensors, " +
-                  format_bytes(c.shard_bytes) + " of shard files; every header parses and every tensor lies inside its file";
+                  format_bytes(c.shard_bytes) +
+                  " of shard files; every header parses and every tensor lies inside its file";
       k.advice = "for a full check of the bytes run k3-fetch-verify verify";
     }
-    k.details.set("given", c.given).set("opened", c.opened).set("error", c.error)
-        .set("shards", static_cast<uint64_t>(c.shards)).set("tensors", static_cast<uint64_t>(c.tensors))
-        .set("shard_bytes", c.shard_bytes).set("index_total_size", c.index_total);
+    k.details.set("given", c.given)
+        .set("opened", c.opened)
+        .set("error", c.error)
+        .set("shards", static_cast<uint64_t>(c.shards))
+        .set("tensors", static_cast<uint64_t>(c.tensors))
+        .set("shard_bytes", c.shard_bytes)
+        .set("index_total_size", c.index_total);
   }
   {
     Check& k = r.add("checkpoint", "config");
@@ -122,7 +126,8 @@ void add_checkpoint_checks(Report& r, const CheckpointFacts& c, const std::strin
       k.advice = "pack it with k3-pack (about " + format_bytes(c.bytes.trunk()) + " of disk)";
     } else if (!trunk->has_bin || !trunk->has_json) {
       k.status = Status::kFail;
-      k.summary = std::string("incomplete trunk in ") + trunk_dir + ": " + (trunk->has_bin ? "trunk.json" : "trunk.bin") + " is missing";
+      k.summary = std::string("incomplete trunk in ") + trunk_dir + ": " +
+                  (trunk->has_bin ? "trunk.json" : "trunk.bin") + " is missing";
       k.advice = "k3-pack was interrupted or the files were moved: pack it again";
     } else if (trunk->match == TrunkMatch::kDiffers) {
       k.status = Status::kFail;
@@ -131,9 +136,10 @@ void add_checkpoint_checks(Report& r, const CheckpointFacts& c, const std::strin
     } else if (trunk->match == TrunkMatch::kStale) {
       k.status = Status::kFail;
       k.summary = "the trunk in " + trunk_dir + " may be stale: " + trunk->match_reason;
-      k.advice = "k3-forward would refuse it: if the weights are unchanged, k3-pack --refresh TRUNK_DIR MODEL_DIR "
-                 "re-checks the trunk tensors of the changed shards and records them; else pack it again "
-                 "(k3-pack MODEL_DIR TRUNK_DIR)";
+      k.advice =
+          "k3-forward would refuse it: if the weights are unchanged, k3-pack --refresh TRUNK_DIR MODEL_DIR "
+          "re-checks the trunk tensors of the changed shards and records them; else pack it again "
+          "(k3-pack MODEL_DIR TRUNK_DIR)";
     } else if (trunk->match == TrunkMatch::kDamaged) {
       k.status = Status::kFail;
       k.summary = "the trunk in " + trunk_dir + " is damaged: " + trunk->match_reason;
@@ -149,16 +155,20 @@ void add_checkpoint_checks(Report& r, const CheckpointFacts& c, const std::strin
                   " were packed from this checkpoint";
       k.advice = "ready to use with --trunk";
     }
-    const char* match = !trunk ? "none"
+    const char* match = !trunk                                 ? "none"
                         : trunk->match == TrunkMatch::kMatches ? "matches"
                         : trunk->match == TrunkMatch::kDiffers ? "differs"
                         : trunk->match == TrunkMatch::kStale   ? "stale"
                         : trunk->match == TrunkMatch::kDamaged ? "damaged"
-                                                                : "unknown";
-    k.details.set("dir", trunk_dir).set("trunk_bin", trunk && trunk->has_bin).set("trunk_json", trunk && trunk->has_json)
+                                                               : "unknown";
+    k.details.set("dir", trunk_dir)
+        .set("trunk_bin", trunk && trunk->has_bin)
+        .set("trunk_json", trunk && trunk->has_json)
         .set("trunk_bin_bytes", trunk ? trunk->bin_bytes : uint64_t{0})
         .set("trunk_bin_recorded_bytes", trunk ? trunk->recorded_bin_bytes : uint64_t{0})
-        .set("matches", !trunk || trunk->match == TrunkMatch::kUnknown ? JsonValue() : JsonValue(trunk->match == TrunkMatch::kMatches))
+        .set("matches", !trunk || trunk->match == TrunkMatch::kUnknown
+                            ? JsonValue()
+                            : JsonValue(trunk->match == TrunkMatch::kMatches))
         .set("match", trunk && (trunk->has_bin && trunk->has_json) ? match : "none")
         .set("match_note", trunk ? trunk->match_reason : std::string());
   }

@@ -13,8 +13,6 @@
 #include "doctor/preset_forecast.h"
 #include "doctor/read_bandwidth_probe.h"
 #include "doctor/report.h"
-#include "platform/system_root.h"
-#include "trunk/match.h"
 #include "platform/block_device.h"
 #include "platform/cgroup_memory.h"
 #include "platform/cpu_features.h"
@@ -22,6 +20,7 @@
 #include "platform/meminfo.h"
 #include "platform/memory_limits.h"
 #include "platform/system_root.h"
+#include "trunk/match.h"
 
 namespace k3::doctor {
 
@@ -59,9 +58,9 @@ struct StorageFacts {
   int direct_open = -1;  // 1 works, 0 refused, -1 could not be tried
   std::string direct_note;
   std::optional<ProbeResult> probe;
-  std::string probe_note;  // why it was skipped
+  std::string probe_note;        // why it was skipped
   bool probe_elsewhere = false;  // skipped because --probe-file was measured instead
-  uint64_t needed_bytes = 0;  // more space still needed here
+  uint64_t needed_bytes = 0;     // more space still needed here
   std::string needed_why;
   bool need_is_fatal = false;  // the run cannot start without it
 };
@@ -88,14 +87,13 @@ struct CheckpointFacts {
   PlanModel plan_model;      // what k3-forward's memory planner needs, from the same source
 };
 CheckpointFacts gather_checkpoint(const std::string& model_dir);
-void add_checkpoint_checks(Report& r, const CheckpointFacts& c, const std::string& trunk_dir,
-                           const TrunkInfo* trunk);
+void add_checkpoint_checks(Report& r, const CheckpointFacts& c, const std::string& trunk_dir, const TrunkInfo* trunk);
 
 // ---- Forecast
 struct Bandwidth {
   double bytes_per_s = 0;
   bool measured = false;
-  std::string how;  // "measured on FILE: 17.5 MB O_DIRECT reads, queue depth 16"
+  std::string how;                // "measured on FILE: 17.5 MB O_DIRECT reads, queue depth 16"
   std::string advice_if_assumed;  // what to do to get it measured
 };
 void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c,

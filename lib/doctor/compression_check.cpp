@@ -28,8 +28,12 @@ void add_compression_check(Report& r, const PresetForecast& f, const Bandwidth& 
     ratio_source = "the compressed trunk given with --trunk";
   }
   const double S = L * ratio;
-  k.details.set("preset", f.preset.name).set("trunk_decoded_bytes_per_token", L).set("ratio", ratio)
-      .set("ratio_source", ratio_source).set("trunk_compressed_bytes_per_token", S).set("cores", cores)
+  k.details.set("preset", f.preset.name)
+      .set("trunk_decoded_bytes_per_token", L)
+      .set("ratio", ratio)
+      .set("ratio_source", ratio_source)
+      .set("trunk_compressed_bytes_per_token", S)
+      .set("cores", cores)
       .set("trunk_is_compressed", trunk && trunk->compressed);
   if (L <= 0) {
     k.status = Status::kOk;
@@ -53,20 +57,27 @@ void add_compression_check(Report& r, const PresetForecast& f, const Bandwidth& 
   r.arithmetic.push_back("  trunk per token = " + format_bytes_of(L) + " decoded, " + format_bytes_of(S) + " stored (" +
                          format_figure("%.1f%%", 100 * ratio) + ")");
   r.arithmetic.push_back("  decode          = " + format_bytes_of(R) + "/s per core x " + std::to_string(cores) +
-                         " cores = " + format_bytes_of(R * cores) + "/s (stays disk-bound above " + format_bytes_of(needed) + "/s)");
-  r.arithmetic.push_back("  uncompressed    = " + format_bytes_of(L + E) + " / " + format_bytes_of(D) + "/s = " + format_figure("%.2f s", t_raw));
-  r.arithmetic.push_back("  compressed      = max(" + format_bytes_of(S + E) + " / " + format_bytes_of(D) + "/s, " + format_bytes_of(L) +
-                         " / " + format_bytes_of(R * cores) + "/s) = " + format_figure("%.2f s", t_comp) +
-                         (disk_bound ? " (disk-bound)" : " (decode-bound)"));
+                         " cores = " + format_bytes_of(R * cores) + "/s (stays disk-bound above " +
+                         format_bytes_of(needed) + "/s)");
+  r.arithmetic.push_back("  uncompressed    = " + format_bytes_of(L + E) + " / " + format_bytes_of(D) +
+                         "/s = " + format_figure("%.2f s", t_raw));
+  r.arithmetic.push_back("  compressed      = max(" + format_bytes_of(S + E) + " / " + format_bytes_of(D) + "/s, " +
+                         format_bytes_of(L) + " / " + format_bytes_of(R * cores) + "/s) = " +
+                         format_figure("%.2f s", t_comp) + (disk_bound ? " (disk-bound)" : " (decode-bound)"));
   const bool pays = t_comp < 0.97 * t_raw;
   k.status = (trunk && trunk->compressed && !pays) ? Status::kWarn : Status::kOk;
-  k.summary = std::string(disk_bound ? "disk-bound" : "decode-bound") + " with a compressed trunk: " +
-              format_figure("%.2f", t_comp) + " s/token of reads vs " + format_figure("%.2f", t_raw) + " s uncompressed (decode " +
-              format_bytes_of(R) + "/s per core, trunk " + format_figure("%.0f%%", 100 * ratio) + " of its size)";
+  k.summary = std::string(disk_bound ? "disk-bound" : "decode-bound") +
+              " with a compressed trunk: " + format_figure("%.2f", t_comp) + " s/token of reads vs " +
+              format_figure("%.2f", t_raw) + " s uncompressed (decode " + format_bytes_of(R) + "/s per core, trunk " +
+              format_figure("%.0f%%", 100 * ratio) + " of its size)";
   k.advice = pays ? "pack with k3-pack --compress: fewer bytes per token and the same output"
                   : "pack without --compress: decoding would cost more than the bytes it saves on this machine";
-  k.details.set("decode_bytes_per_s_per_core", R).set("seconds_uncompressed", t_raw).set("seconds_compressed", t_comp)
-      .set("disk_bound", disk_bound).set("decode_bytes_per_s_needed", needed).set("recommend_compress", pays);
+  k.details.set("decode_bytes_per_s_per_core", R)
+      .set("seconds_uncompressed", t_raw)
+      .set("seconds_compressed", t_comp)
+      .set("disk_bound", disk_bound)
+      .set("decode_bytes_per_s_needed", needed)
+      .set("recommend_compress", pays);
 }
 
 }  // namespace k3::doctor

@@ -8,8 +8,8 @@
 #include <random>
 #include <vector>
 
-#include "trunk/codec.h"
 #include "common/error.h"
+#include "trunk/codec.h"
 
 namespace k3::doctor {
 

@@ -7,8 +7,8 @@
 #include <filesystem>
 
 #include "common/byte_format.h"
-#include "doctor/checks.h"
 #include "common/error.h"
+#include "doctor/checks.h"
 #include "doctor/next_steps.h"
 #include "draft/dspark_config.h"
 #include "draft/dspark_memory.h"
@@ -62,8 +62,8 @@ Report run_doctor(const DoctorOptions& o) {
     } else {
       const uint64_t have = safetensors_bytes_in(s.dir);
       s.needed_bytes = kK3CheckpointBytes > have ? kK3CheckpointBytes - have : 0;
-      s.needed_why = "the Kimi-K3 checkpoint needs " + format_bytes(kK3CheckpointBytes) + ", " +
-                     format_bytes(have) + " of shards are here";
+      s.needed_why = "the Kimi-K3 checkpoint needs " + format_bytes(kK3CheckpointBytes) + ", " + format_bytes(have) +
+                     " of shards are here";
       s.need_is_fatal = true;
     }
     storage.push_back(std::move(s));
@@ -88,10 +88,11 @@ Report run_doctor(const DoctorOptions& o) {
   if (!o.probe_file.empty()) {
     struct stat pst;
     if (::stat(o.probe_file.c_str(), &pst) != 0 || !S_ISREG(pst.st_mode))
-      throw Error(ExitCode::kUsage, "--probe-file " + o.probe_file +
-                                        (::stat(o.probe_file.c_str(), &pst) != 0
-                                             ? ": no such file"
-                                             : ": is not a regular file (the probe reads a file of the disk to measure)"));
+      throw Error(ExitCode::kUsage,
+                  "--probe-file " + o.probe_file +
+                      (::stat(o.probe_file.c_str(), &pst) != 0
+                           ? ": no such file"
+                           : ": is not a regular file (the probe reads a file of the disk to measure)"));
     fs::path parent = fs::path(o.probe_file).parent_path();
     StorageFacts s = gather_storage(root, "probe", parent.empty() ? "." : parent.string(), o.probe_file);
     s.needed_why = "nothing needs to be stored here";
@@ -111,8 +112,9 @@ Report run_doctor(const DoctorOptions& o) {
     if (!o.probe) {
       s.probe_note = "disabled with --no-probe";
     } else if (s.largest_file.empty() || s.largest_bytes < kMinProbeFileBytes) {
-      s.probe_note = "no file of at least " + format_bytes(kMinProbeFileBytes) + " in " + s.dir +
-                     " to read (largest: " + (s.largest_file.empty() ? std::string("none") : format_bytes(s.largest_bytes)) + ")";
+      s.probe_note =
+          "no file of at least " + format_bytes(kMinProbeFileBytes) + " in " + s.dir +
+          " to read (largest: " + (s.largest_file.empty() ? std::string("none") : format_bytes(s.largest_bytes)) + ")";
     } else {
       to_probe.push_back(&s);
     }

@@ -14,15 +14,15 @@
 namespace k3::doctor {
 
 struct DoctorOptions {
-  std::string model_dir;   // empty: no checkpoint checks, forecasts use the real K3 geometry
-  std::string trunk_dir;   // empty: no trunk checks
-  std::string root;        // where /proc and /sys are read from (empty: $K3_DOCTOR_ROOT or "/")
-  bool probe = true;       // measure O_DIRECT bandwidth
+  std::string model_dir;  // empty: no checkpoint checks, forecasts use the real K3 geometry
+  std::string trunk_dir;  // empty: no trunk checks
+  std::string root;       // where /proc and /sys are read from (empty: $K3_DOCTOR_ROOT or "/")
+  bool probe = true;      // measure O_DIRECT bandwidth
   double probe_seconds = 3.0;
   uint64_t probe_max_bytes = 4'000'000'000;
-  std::string probe_file;  // measure this file instead of the largest in the model/trunk dirs
+  std::string probe_file;          // measure this file instead of the largest in the model/trunk dirs
   std::optional<double> hit_rate;  // expert cache hit rate for the forecast (default: cache share)
-  std::string draft_dir;   // --draft: the preset recommended with this DSpark draft counted (as --preset auto does)
+  std::string draft_dir;  // --draft: the preset recommended with this DSpark draft counted (as --preset auto does)
 };
 
 // Files smaller than this are not worth measuring: the device's own cache

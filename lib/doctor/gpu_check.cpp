@@ -27,16 +27,19 @@ void add_gpu_check(Report& r, const SystemRoot& root) {
     const std::string v = vendor ? vendor_name(*vendor) : "";
     if (v == "NVIDIA" || v == "AMD") found += (found.empty() ? "" : ", ") + v + " (" + name + ")";
   }
-  if (found.empty() && root.root() == "/" && std::filesystem::exists("/dev/nvidiactl", ec)) found = "NVIDIA (/dev/nvidiactl)";
+  if (found.empty() && root.root() == "/" && std::filesystem::exists("/dev/nvidiactl", ec))
+    found = "NVIDIA (/dev/nvidiactl)";
   Check& k = r.add("cpu", "gpu");
   if (found.empty()) {
     k.summary = "no NVIDIA or AMD GPU found";
-    k.advice = "k3 runs on the CPU and streams from disk; for more speed than the disk gives, see the README section "
-               "\"When you outgrow one machine\"";
+    k.advice =
+        "k3 runs on the CPU and streams from disk; for more speed than the disk gives, see the README section "
+        "\"When you outgrow one machine\"";
   } else {
     k.summary = "GPU: " + found + "; k3 does not use it";
-    k.advice = "vLLM or SGLang can serve the same checkpoint directory on GPUs, much faster when the weights fit "
-               "their memory: README \"When you outgrow one machine\"";
+    k.advice =
+        "vLLM or SGLang can serve the same checkpoint directory on GPUs, much faster when the weights fit "
+        "their memory: README \"When you outgrow one machine\"";
   }
   k.details.set("found", found);
 }

@@ -40,14 +40,12 @@ void add_memory_checks(Report& r, const MemoryFacts& m, const std::optional<Pres
   {
     Check& k = r.add("memory", "ram");
     k.status = m.mem.total ? Status::kOk : Status::kFail;
-    k.summary = "MemTotal " + opt_bytes(m.mem.total) + ", MemAvailable " + opt_bytes(m.mem.available) +
-                ", swap " + opt_bytes(m.mem.swap_total) + " (" + opt_bytes(m.mem.swap_free) + " free)";
-    if (!m.mem.total)
-      k.advice = "cannot read /proc/meminfo: is /proc mounted?";
+    k.summary = "MemTotal " + opt_bytes(m.mem.total) + ", MemAvailable " + opt_bytes(m.mem.available) + ", swap " +
+                opt_bytes(m.mem.swap_total) + " (" + opt_bytes(m.mem.swap_free) + " free)";
+    if (!m.mem.total) k.advice = "cannot read /proc/meminfo: is /proc mounted?";
     else if (m.mem.swap_total && *m.mem.swap_total > 0)
       k.advice = "swap is on: a preset larger than RAM would thrash instead of failing, so keep to the recommendation";
-    else
-      k.advice = "no swap: a preset larger than RAM is killed by the OOM killer rather than slowed down";
+    else k.advice = "no swap: a preset larger than RAM is killed by the OOM killer rather than slowed down";
     k.details.set("mem_total_bytes", opt_json(m.mem.total))
         .set("mem_available_bytes", opt_json(m.mem.available))
         .set("swap_total_bytes", opt_json(m.mem.swap_total))
@@ -70,8 +68,11 @@ void add_memory_checks(Report& r, const MemoryFacts& m, const std::optional<Pres
                    : "no cgroup limit below the machine's available memory";
     auto dump = [&](const CgroupLimit& l) {
       JsonValue o = JsonValue::object();
-      o.set("in_use", l.hierarchy_found).set("cgroup_dir", l.dir).set("limit_bytes", opt_json(l.limit))
-          .set("limit_set_in", l.limit_dir).set("usage_bytes", opt_json(l.usage));
+      o.set("in_use", l.hierarchy_found)
+          .set("cgroup_dir", l.dir)
+          .set("limit_bytes", opt_json(l.limit))
+          .set("limit_set_in", l.limit_dir)
+          .set("usage_bytes", opt_json(l.usage));
       return o;
     };
     k.details.set("v1", dump(m.cgroup.v1)).set("v2", dump(m.cgroup.v2)).set("effective_limit_bytes", opt_json(lim));
@@ -90,13 +91,14 @@ void add_memory_checks(Report& r, const MemoryFacts& m, const std::optional<Pres
                 (m.override_bytes ? "K3_AVAILABLE_MEMORY " + format_bytes(m.override_bytes)
                                   : "MemAvailable " + opt_bytes(m.mem.available)) +
                 ", " + cgroup + ")";
-    k.advice = m.usable && *m.usable == 0
-                   ? "nothing fits: " + cgroup + " leaves no memory; raise the cgroup's memory limit "
-                     "(memory.max / memory.limit_in_bytes) or run outside it"
+    k.advice = m.usable && *m.usable == 0 ? "nothing fits: " + cgroup +
+                                                " leaves no memory; raise the cgroup's memory limit "
+                                                "(memory.max / memory.limit_in_bytes) or run outside it"
                : m.usable ? "presets are sized against " + std::to_string(int(kUsableShare * 100)) +
-                              "% of this; close other programs to raise it"
-                        : "cannot tell how much memory is free";
-    k.details.set("usable_bytes", opt_json(m.usable)).set("usable_share_for_presets", kUsableShare)
+                                "% of this; close other programs to raise it"
+                          : "cannot tell how much memory is free";
+    k.details.set("usable_bytes", opt_json(m.usable))
+        .set("usable_share_for_presets", kUsableShare)
         .set("cgroup_usage_bytes", lim ? opt_json(lim->usage) : JsonValue())
         .set("override_bytes", m.override_bytes ? JsonValue(m.override_bytes) : JsonValue());
   }
@@ -104,9 +106,9 @@ void add_memory_checks(Report& r, const MemoryFacts& m, const std::optional<Pres
     Check& k = r.add("memory", "transparent_hugepages");
     k.status = m.thp == "never" ? Status::kWarn : Status::kOk;
     k.summary = m.thp.empty() ? "not reported by this kernel" : "mode " + m.thp;
-    k.advice = m.thp == "never"
-                   ? "hugepages are off: the pinned trunk and expert cache pay more TLB misses; set 'madvise' in /sys/kernel/mm/transparent_hugepage/enabled"
-                   : "fine for k3-forward's large buffers";
+    k.advice = m.thp == "never" ? "hugepages are off: the pinned trunk and expert cache pay more TLB misses; set "
+                                  "'madvise' in /sys/kernel/mm/transparent_hugepage/enabled"
+                                : "fine for k3-forward's large buffers";
     k.details.set("mode", m.thp);
   }
   {
@@ -121,9 +123,12 @@ void add_memory_checks(Report& r, const MemoryFacts& m, const std::optional<Pres
     if (rec) k.summary += "; the " + rec->preset.name + " preset keeps " + format_bytes(pinned) + " resident";
     k.advice = enough || !m.memlock.found
                    ? "the resident trunk and cache can be locked in RAM"
-                   : "too low to lock the resident trunk and cache, which may then be paged out under pressure; raise it (ulimit -l unlimited, LimitMEMLOCK=infinity, docker --ulimit memlock=-1)";
-    k.details.set("soft_bytes", opt_json(m.memlock.soft)).set("hard_bytes", opt_json(m.memlock.hard))
-        .set("unlimited", unlimited).set("resident_bytes_wanted", pinned);
+                   : "too low to lock the resident trunk and cache, which may then be paged out under pressure; raise "
+                     "it (ulimit -l unlimited, LimitMEMLOCK=infinity, docker --ulimit memlock=-1)";
+    k.details.set("soft_bytes", opt_json(m.memlock.soft))
+        .set("hard_bytes", opt_json(m.memlock.hard))
+        .set("unlimited", unlimited)
+        .set("resident_bytes_wanted", pinned);
   }
   {
     Check& k = r.add("memory", "open_files_limit");
@@ -131,9 +136,10 @@ void add_memory_checks(Report& r, const MemoryFacts& m, const std::optional<Pres
     const bool unlimited = m.nofile.found && !m.nofile.soft;
     const bool enough = unlimited || (m.nofile.found && *m.nofile.soft >= need);
     k.status = !m.nofile.found || enough ? Status::kOk : Status::kWarn;
-    k.summary = !m.nofile.found ? "RLIMIT_NOFILE not reported"
-                                : "RLIMIT_NOFILE " + (unlimited ? std::string("unlimited") : std::to_string(*m.nofile.soft)) +
-                                      ", k3-forward needs about " + std::to_string(need);
+    k.summary = !m.nofile.found
+                    ? "RLIMIT_NOFILE not reported"
+                    : "RLIMIT_NOFILE " + (unlimited ? std::string("unlimited") : std::to_string(*m.nofile.soft)) +
+                          ", k3-forward needs about " + std::to_string(need);
     k.advice = enough || !m.nofile.found ? "enough file descriptors for every shard and the trunk"
                                          : "raise it with ulimit -n " + std::to_string(need * 4);
     k.details.set("soft", opt_json(m.nofile.soft)).set("hard", opt_json(m.nofile.hard)).set("needed", need);
@@ -142,7 +148,8 @@ void add_memory_checks(Report& r, const MemoryFacts& m, const std::optional<Pres
     Check& k = r.add("memory", "max_map_count");
     const bool ok = !m.max_map_count || *m.max_map_count >= kDefaultMaxMapCount;
     k.status = ok ? Status::kOk : Status::kWarn;
-    k.summary = m.max_map_count ? "vm.max_map_count " + std::to_string(*m.max_map_count) : "vm.max_map_count not reported";
+    k.summary =
+        m.max_map_count ? "vm.max_map_count " + std::to_string(*m.max_map_count) : "vm.max_map_count not reported";
     k.advice = ok ? "enough memory mappings" : "below the kernel default: raise with sysctl vm.max_map_count=262144";
     k.details.set("max_map_count", opt_json(m.max_map_count));
   }

@@ -15,11 +15,11 @@
 namespace k3::doctor {
 
 struct ModelBytes {
-  uint64_t embedding = 0;        // embed_tokens: only one row is read per token
-  uint64_t head = 0;             // final norm, output AttnRes, lm_head
-  uint64_t layers_trunk = 0;     // every layer's non-routed-expert tensors
+  uint64_t embedding = 0;                // embed_tokens: only one row is read per token
+  uint64_t head = 0;                     // final norm, output AttnRes, lm_head
+  uint64_t layers_trunk = 0;             // every layer's non-routed-expert tensors
   uint64_t largest_moe_layer_trunk = 0;  // the streaming unit of a typical layer
-  uint64_t one_expert = 0;       // w1 + w3 + w2 of one routed expert
+  uint64_t one_expert = 0;               // w1 + w3 + w2 of one routed expert
   int moe_layers = 0;
   int num_experts = 0;
   int experts_per_token = 0;

@@ -18,8 +18,9 @@ std::vector<std::string> next_steps(const NextStepFacts& f) {
   std::vector<std::string> steps;
   if (!f.preset) return steps;
   const std::string model = shell_word(f.model_dir.empty() ? "~/k3model" : f.model_dir);
-  const std::string trunk =
-      shell_word(!f.trunk_dir.empty() ? f.trunk_dir : f.model_dir.empty() ? "~/k3trunk" : suggested_trunk_dir(f.model_dir));
+  const std::string trunk = shell_word(!f.trunk_dir.empty()  ? f.trunk_dir
+                                       : f.model_dir.empty() ? "~/k3trunk"
+                                                             : suggested_trunk_dir(f.model_dir));
   if (f.model_dir.empty()) steps.push_back("k3-fetch-verify download " + model);
   if (!f.trunk_ready) steps.push_back("k3-pack " + model + " " + trunk);
   const std::string draft = f.draft_dir.empty() ? "" : " --draft " + shell_word(f.draft_dir);

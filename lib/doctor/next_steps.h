@@ -10,11 +10,11 @@
 namespace k3::doctor {
 
 struct NextStepFacts {
-  std::string model_dir;          // as given (empty: the real K3, not on disk yet)
-  std::string trunk_dir;          // as given (empty: not packed or not passed)
-  bool trunk_ready = false;       // trunk_dir holds a trunk packed from model_dir
+  std::string model_dir;              // as given (empty: the real K3, not on disk yet)
+  std::string trunk_dir;              // as given (empty: not packed or not passed)
+  bool trunk_ready = false;           // trunk_dir holds a trunk packed from model_dir
   std::optional<std::string> preset;  // the recommended preset; none when nothing fits
-  std::string draft_dir;          // --draft, passed on to the run commands (empty: none)
+  std::string draft_dir;              // --draft, passed on to the run commands (empty: none)
 };
 
 // One command per line, in order: download/pack when missing, then a plain

@@ -25,8 +25,8 @@ PresetForecast forecast_preset(const Preset& p, const PlanModel& pm, const Model
     f.hit_rate = std::clamp(*hit_rate, 0.0, 1.0);
     f.hit_rate_assumed = false;
   } else {
-    f.hit_rate = all_experts ? std::min(1.0, static_cast<double>(plan.cache_slots) / static_cast<double>(all_experts))
-                             : 0.0;
+    f.hit_rate =
+        all_experts ? std::min(1.0, static_cast<double>(plan.cache_slots) / static_cast<double>(all_experts)) : 0.0;
   }
   f.expert_read = static_cast<uint64_t>(std::llround(m.experts_per_token_bytes() * (1.0 - f.hit_rate)));
   return f;

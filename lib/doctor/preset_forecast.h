@@ -46,9 +46,9 @@ struct PresetForecast {
   uint64_t memory() const { return pinned_trunk + cache + stream_buffers + runtime; }
 
   double hit_rate = 0;
-  bool hit_rate_assumed = true;     // true: the cache-share estimate; false: given by the user
-  uint64_t trunk_read = 0;          // per token: streamed sections (a streamed head: its lm_head)
-  uint64_t expert_read = 0;         // per token, after cache hits
+  bool hit_rate_assumed = true;  // true: the cache-share estimate; false: given by the user
+  uint64_t trunk_read = 0;       // per token: streamed sections (a streamed head: its lm_head)
+  uint64_t expert_read = 0;      // per token, after cache hits
   uint64_t bytes_per_token() const { return trunk_read + expert_read; }
 };
 

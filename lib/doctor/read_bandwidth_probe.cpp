@@ -34,8 +34,8 @@ struct AlignedBuffer {
 };
 
 // Runs one (size, depth) point within its own time and byte share.
-ProbePoint run_point(int fd, uint64_t file_size, uint64_t request, int depth, double seconds,
-                     uint64_t byte_cap, std::string* error) {
+ProbePoint run_point(int fd, uint64_t file_size, uint64_t request, int depth, double seconds, uint64_t byte_cap,
+                     std::string* error) {
   ProbePoint pt;
   pt.request_bytes = request;
   pt.queue_depth = depth;

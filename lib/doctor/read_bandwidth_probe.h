@@ -17,9 +17,9 @@
 namespace k3::doctor {
 
 struct ProbeLimits {
-  double seconds = 3.0;                      // whole probe
-  uint64_t max_bytes = uint64_t{4} << 30;    // whole probe
-  std::vector<uint64_t> request_bytes;       // rounded up to 4096
+  double seconds = 3.0;                    // whole probe
+  uint64_t max_bytes = uint64_t{4} << 30;  // whole probe
+  std::vector<uint64_t> request_bytes;     // rounded up to 4096
   std::vector<int> queue_depths = {1, 4, 16};
 };
 
@@ -36,8 +36,8 @@ struct ProbePoint {
 struct ProbeResult {
   std::string file;
   uint64_t file_size = 0;
-  bool direct = false;      // false: O_DIRECT was refused, reads went through the page cache
-  std::string error;        // non-empty: the probe could not run (open or read failed)
+  bool direct = false;  // false: O_DIRECT was refused, reads went through the page cache
+  std::string error;    // non-empty: the probe could not run (open or read failed)
   std::vector<ProbePoint> points;
   uint64_t total_bytes = 0;
   double total_seconds = 0;

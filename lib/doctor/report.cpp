@@ -43,9 +43,11 @@ int Report::exit_code() const {
 }
 
 const std::vector<std::pair<std::string, std::string>>& report_sections() {
-  static const std::vector<std::pair<std::string, std::string>> k = {
-      {"cpu", "CPU"}, {"memory", "Memory"}, {"storage", "Storage"},
-      {"checkpoint", "Checkpoint"}, {"forecast", "Forecast"}};
+  static const std::vector<std::pair<std::string, std::string>> k = {{"cpu", "CPU"},
+                                                                     {"memory", "Memory"},
+                                                                     {"storage", "Storage"},
+                                                                     {"checkpoint", "Checkpoint"},
+                                                                     {"forecast", "Forecast"}};
   return k;
 }
 

@@ -17,14 +17,14 @@ struct Check {
   std::string section;  // "cpu", "memory", "storage", "checkpoint", "forecast"
   std::string name;     // "simd", "usable", "model.free_space", ...
   Status status = Status::kOk;
-  std::string summary;  // what was found, one line
-  std::string advice;   // what to do about it, one line
+  std::string summary;                      // what was found, one line
+  std::string advice;                       // what to do about it, one line
   JsonValue details = JsonValue::object();  // the figures, for --json
 };
 
 // k3-doctor's own exit codes, apart from the shared ones (common/error.h:
 // 1 internal error, 2 usage error, ...), so each code has one meaning.
-constexpr int kDoctorWarnings = 10;  // ready, with warnings
+constexpr int kDoctorWarnings = 10;   // ready, with warnings
 constexpr int kDoctorCannotRun = 11;  // a check FAILed: the run cannot proceed
 
 struct Report {

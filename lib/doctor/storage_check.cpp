@@ -77,8 +77,8 @@ void try_direct(StorageFacts& s) {
     s.direct_open = 0;
     s.direct_note = "O_DIRECT was refused here (EINVAL)";
   } else {
-    s.direct_note = std::string("could not try O_DIRECT (no file here, and a temporary file: ") +
-                    std::strerror(errno) + ")";
+    s.direct_note =
+        std::string("could not try O_DIRECT (no file here, and a temporary file: ") + std::strerror(errno) + ")";
   }
 }
 }  // namespace
@@ -146,11 +146,13 @@ void add_storage_checks(Report& r, const StorageFacts& s, uint64_t expert_reques
     Check& k = r.add("storage", p + "free_space");
     const bool enough = s.free_bytes >= s.needed_bytes;
     k.status = enough ? Status::kOk : (s.need_is_fatal ? Status::kFail : Status::kWarn);
-    k.summary = format_bytes(s.free_bytes) + " free of " + format_bytes(s.fs_bytes) + " in " + s.dir +
-                "; " + s.needed_why;
-    k.advice = enough ? "enough space" : "free " + format_bytes(s.needed_bytes - s.free_bytes) +
-                                             " more, or use a larger disk";
-    k.details.set("dir", s.dir).set("free_bytes", s.free_bytes).set("filesystem_bytes", s.fs_bytes)
+    k.summary =
+        format_bytes(s.free_bytes) + " free of " + format_bytes(s.fs_bytes) + " in " + s.dir + "; " + s.needed_why;
+    k.advice =
+        enough ? "enough space" : "free " + format_bytes(s.needed_bytes - s.free_bytes) + " more, or use a larger disk";
+    k.details.set("dir", s.dir)
+        .set("free_bytes", s.free_bytes)
+        .set("filesystem_bytes", s.fs_bytes)
         .set("still_needed_bytes", s.needed_bytes);
   }
   {
@@ -161,14 +163,18 @@ void add_storage_checks(Report& r, const StorageFacts& s, uint64_t expert_reques
     k.status = remote || overlay || ram ? Status::kWarn : Status::kOk;
     k.summary = s.fs_type + (s.fs_source.empty() ? "" : " on " + s.fs_source);
     if (remote)
-      k.advice = "a network or FUSE filesystem: large random O_DIRECT reads are slow or unsupported there; copy the model to a local NVMe disk";
+      k.advice =
+          "a network or FUSE filesystem: large random O_DIRECT reads are slow or unsupported there; copy the model to "
+          "a local NVMe disk";
     else if (overlay)
-      k.advice = "an overlay (container) filesystem may not pass O_DIRECT through; bind-mount the model directory from the host";
-    else if (ram)
-      k.advice = "a RAM filesystem: its pages count against the memory budget and O_DIRECT is unsupported";
-    else
-      k.advice = "a local filesystem";
-    k.details.set("type", s.fs_type).set("source", s.fs_source).set("device", std::to_string(s.dev_major) + ":" + std::to_string(s.dev_minor));
+      k.advice =
+          "an overlay (container) filesystem may not pass O_DIRECT through; bind-mount the model directory from the "
+          "host";
+    else if (ram) k.advice = "a RAM filesystem: its pages count against the memory budget and O_DIRECT is unsupported";
+    else k.advice = "a local filesystem";
+    k.details.set("type", s.fs_type)
+        .set("source", s.fs_source)
+        .set("device", std::to_string(s.dev_major) + ":" + std::to_string(s.dev_minor));
   }
   {
     Check& k = r.add("storage", p + "device");
@@ -194,7 +200,9 @@ void add_storage_checks(Report& r, const StorageFacts& s, uint64_t expert_reques
       k.summary = d.name + ": rotational flag not reported";
       k.advice = "the measured bandwidth below is what counts";
     }
-    k.details.set("disk", d.name).set("sys_path", d.sys_path).set("rotational", d.rotational)
+    k.details.set("disk", d.name)
+        .set("sys_path", d.sys_path)
+        .set("rotational", d.rotational)
         .set("virtual_disk", d.virtual_disk);
   }
   {
@@ -202,11 +210,13 @@ void add_storage_checks(Report& r, const StorageFacts& s, uint64_t expert_reques
     k.status = s.direct_open == 0 ? Status::kWarn : Status::kOk;
     k.summary = s.direct_open == 1 ? "works" : s.direct_open == 0 ? "refused" : "not tried";
     k.summary += ": " + s.direct_note;
-    k.advice = s.direct_open == 0
-                   ? "reads will go through the page cache, which then competes with the trunk and expert cache for RAM; use ext4 or xfs on a local disk"
+    k.advice = s.direct_open == 0   ? "reads will go through the page cache, which then competes with the trunk and "
+                                      "expert cache for RAM; use ext4 or xfs on a local disk"
                : s.direct_open == 1 ? "k3-forward can bypass the page cache"
                                     : "nothing to read here yet; run k3-doctor again once the files are in place";
-    k.details.set("works", s.direct_open == 1 ? JsonValue(true) : s.direct_open == 0 ? JsonValue(false) : JsonValue())
+    k.details.set("works", s.direct_open == 1   ? JsonValue(true)
+                           : s.direct_open == 0 ? JsonValue(false)
+                                                : JsonValue())
         .set("note", s.direct_note);
   }
   {
@@ -244,18 +254,24 @@ void add_storage_checks(Report& r, const StorageFacts& s, uint64_t expert_reques
       // bound by I/O operations instead, and reads little per token.
       const bool small_experts = expert_request < 1'000'000;
       k.status = pr.direct && (best >= 1000 || small_experts) ? Status::kOk : Status::kWarn;
-      k.advice = !pr.direct ? "reads went through the page cache, so these figures may be inflated"
+      k.advice = !pr.direct     ? "reads went through the page cache, so these figures may be inflated"
                  : best >= 1000 ? "fast enough for streaming"
                  : small_experts
                      ? "this model's experts are small (" + format_bytes(expert_request) +
-                           " reads), so this measures I/O operations more than bandwidth; the forecast below says what it costs"
+                           " reads), so this measures I/O operations more than bandwidth; the forecast below says what "
+                           "it costs"
                      : "below 1 GB/s for expert-sized reads: tokens will be slow; an NVMe SSD reads 2-7 GB/s";
     }
     if (s.probe)
       for (const ProbePoint& pt : s.probe->points) {
         JsonValue o = JsonValue::object();
-        o.set("request_bytes", pt.request_bytes).set("queue_depth", pt.queue_depth).set("requests", pt.requests)
-            .set("bytes", pt.bytes).set("seconds", pt.seconds).set("mb_per_s", pt.mb_per_s()).set("skipped", pt.skipped);
+        o.set("request_bytes", pt.request_bytes)
+            .set("queue_depth", pt.queue_depth)
+            .set("requests", pt.requests)
+            .set("bytes", pt.bytes)
+            .set("seconds", pt.seconds)
+            .set("mb_per_s", pt.mb_per_s())
+            .set("skipped", pt.skipped);
         points.push(std::move(o));
       }
     k.details.set("file", s.probe ? JsonValue(s.probe->file) : JsonValue())

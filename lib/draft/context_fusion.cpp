@@ -1,8 +1,8 @@
 #include "draft/context_fusion.h"
 
 #include "common/error.h"
-#include "model/linear.h"
 #include "kernels/rms_norm.h"
+#include "model/linear.h"
 
 namespace k3 {
 

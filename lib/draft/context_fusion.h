@@ -22,7 +22,7 @@ namespace k3 {
 class ThreadPool;
 
 struct DraftContext {
-  int64_t positions = 0;                  // committed positions fused so far
+  int64_t positions = 0;                   // committed positions fused so far
   std::vector<std::vector<float>> layers;  // per draft layer: [positions][kv_lora + rope]
 
   // Bytes held per position (FP32).
@@ -35,7 +35,7 @@ struct DraftContext {
 // Appends positions context.positions .. +n from `taps` [n][num_taps * hidden]
 // (one row per position, the taps concatenated in target_layer_ids order).
 // `fused`, when given, receives c_t [n][hidden] (tests).
-void fuse_context(const DSparkConfig& config, const DSparkWeights& w, const YarnRope& rope, const float* taps,
-                  size_t n, DraftContext& context, ThreadPool* pool, std::vector<float>* fused = nullptr);
+void fuse_context(const DSparkConfig& config, const DSparkWeights& w, const YarnRope& rope, const float* taps, size_t n,
+                  DraftContext& context, ThreadPool* pool, std::vector<float>* fused = nullptr);
 
 }  // namespace k3

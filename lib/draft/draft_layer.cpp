@@ -2,12 +2,12 @@
 
 #include <algorithm>
 
+#include "common/thread_pool.h"
 #include "kernels/activations.h"
 #include "kernels/attention_scores.h"
 #include "kernels/bf16.h"
-#include "common/thread_pool.h"
-#include "model/linear.h"
 #include "kernels/rms_norm.h"
+#include "model/linear.h"
 
 namespace k3 {
 
@@ -17,9 +17,8 @@ using kernels::silu;
 namespace {
 
 // Attention of the block rows: u[n][hidden] (normed) -> out[n][hidden].
-void block_attention(const DSparkConfig& c, const DraftLayerWeights& w, const YarnRope& rope,
-                     std::vector<float>& cache, int64_t context_len, const float* u, size_t n, float* out,
-                     ThreadPool* pool) {
+void block_attention(const DSparkConfig& c, const DraftLayerWeights& w, const YarnRope& rope, std::vector<float>& cache,
+                     int64_t context_len, const float* u, size_t n, float* out, ThreadPool* pool) {
   const size_t heads = c.num_heads, nope = c.qk_nope_head_dim, rdim = c.qk_rope_head_dim, vdim = c.v_head_dim;
   const size_t ql = c.q_lora_rank, kvl = c.kv_lora_rank, stride = c.kv_stride(), qh = nope + rdim;
   const size_t L = static_cast<size_t>(context_len), npos = L + n, kvb_rows = nope + vdim;
@@ -50,7 +49,7 @@ void block_attention(const DSparkConfig& c, const DraftLayerWeights& w, const Ya
       const size_t t = item / heads, h = item % heads;
       const float* qn = q.data() + (t * heads + h) * qh;
       const uint16_t* w_uk = w.kv_b_proj.data + h * kvb_rows * kvl;  // [nope, kvl]
-      const uint16_t* w_uv = w_uk + nope * kvl;                       // [vdim, kvl]
+      const uint16_t* w_uv = w_uk + nope * kvl;                      // [vdim, kvl]
       std::fill(q_lat, q_lat + kvl, 0.0f);
       for (size_t d = 0; d < nope; ++d) {
         const uint16_t* row = w_uk + d * kvl;

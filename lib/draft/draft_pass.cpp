@@ -5,8 +5,8 @@
 #include "common/error.h"
 #include "draft/draft_heads.h"
 #include "draft/draft_layer.h"
-#include "model/linear.h"
 #include "kernels/rms_norm.h"
+#include "model/linear.h"
 #include "model/weight_source.h"
 
 namespace k3 {

@@ -22,11 +22,11 @@ class ThreadPool;
 class WeightSource;
 
 struct DraftPassResult {
-  std::vector<int32_t> ids;         // d_0 .. d_{n-1}: the tokens of positions L+1 .. L+n
-  std::vector<float> hidden;        // [n][hidden] final-normed rows
-  std::vector<float> base_logits;   // [n][vocab]
-  std::vector<float> layer_out;     // [layers][n][hidden] residual after each layer (when asked)
-  std::vector<float> confidence;    // [n] logits (empty without the head)
+  std::vector<int32_t> ids;        // d_0 .. d_{n-1}: the tokens of positions L+1 .. L+n
+  std::vector<float> hidden;       // [n][hidden] final-normed rows
+  std::vector<float> base_logits;  // [n][vocab]
+  std::vector<float> layer_out;    // [layers][n][hidden] residual after each layer (when asked)
+  std::vector<float> confidence;   // [n] logits (empty without the head)
 };
 
 class DSparkModel {
@@ -48,8 +48,8 @@ class DSparkModel {
   // One draft pass of `rows` query rows (block_size unless a test asks for
   // fewer) with the anchor at position context.positions. `target` supplies
   // the embedding rows and the lm_head. The context is unchanged on return.
-  DraftPassResult propose(WeightSource& target, DraftContext& context, int32_t anchor, size_t rows,
-                          ThreadPool* pool, bool keep_layer_out = false) const;
+  DraftPassResult propose(WeightSource& target, DraftContext& context, int32_t anchor, size_t rows, ThreadPool* pool,
+                          bool keep_layer_out = false) const;
 
  private:
   DSparkConfig config_;

@@ -22,7 +22,8 @@ void DraftRowStream::for_each_block(const Block& on_block) const {
   const int64_t per = static_cast<int64_t>(std::max<uint64_t>(1, file_->block_bytes() / row_bytes));
   for (int64_t r0 = 0; r0 < rows_; r0 += per) {
     const int64_t m = std::min(per, rows_ - r0);
-    const uint16_t* data = file_->read(offset_ + static_cast<uint64_t>(r0) * row_bytes, static_cast<uint64_t>(m) * row_bytes);
+    const uint16_t* data =
+        file_->read(offset_ + static_cast<uint64_t>(r0) * row_bytes, static_cast<uint64_t>(m) * row_bytes);
     on_block(r0, Bf16Matrix{data, m, cols_, nullptr});
   }
 }

@@ -90,7 +90,8 @@ class Keys {
 DSparkConfig load_dspark_config(const std::string& dir) {
   const std::string path = dir + "/config.json";
   if (!file_exists(path))
-    throw Error(ExitCode::kBadModel, path + ": no config.json; --draft takes the directory of a Kimi-K3-DSpark checkpoint");
+    throw Error(ExitCode::kBadModel,
+                path + ": no config.json; --draft takes the directory of a Kimi-K3-DSpark checkpoint");
   return parse_dspark_config(read_text_file(path, 16ull << 20), path);
 }
 
@@ -137,7 +138,8 @@ DSparkConfig parse_dspark_config(const std::string& text, const std::string& pat
   c.mscale = rope.has("mscale") ? rope.number("mscale") : 1.0;
   c.mscale_all_dim = rope.has("mscale_all_dim") ? rope.number("mscale_all_dim") : 0.0;
   if (!(c.rope_theta > 1) || !(c.rope_factor >= 1) || !(c.beta_fast > c.beta_slow) || !(c.beta_slow > 0))
-    rope.fail("rope_theta", "and factor/beta_fast/beta_slow are out of range (theta > 1, factor >= 1, beta_fast > beta_slow > 0)");
+    rope.fail("rope_theta",
+              "and factor/beta_fast/beta_slow are out of range (theta > 1, factor >= 1, beta_fast > beta_slow > 0)");
 
   element ids = k.get("target_layer_ids");
   simdjson::dom::array arr;

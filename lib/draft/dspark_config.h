@@ -1,4 +1,5 @@
-// Layer draft: K3's trained draft model (DSpark): checkpoint, context fusion, the 7-row draft pass, heads, and the draft source that feeds speculation.
+// Layer draft: K3's trained draft model (DSpark): checkpoint, context fusion, the 7-row draft pass, heads, and the
+// draft source that feeds speculation.
 //
 // The DSpark draft configuration (config.json of a Kimi-K3-DSpark checkpoint,
 // docs/dspark.md). Every size the draft uses comes from here; values the

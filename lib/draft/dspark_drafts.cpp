@@ -39,7 +39,8 @@ void DSparkDrafts::on_layer(int layer, const SequenceState& state, int64_t pos0,
   const size_t first = static_cast<size_t>(pos0 - taps_begin_);
   for (size_t s = 0; s < taps; ++s)
     if (slots_[s] == layer)
-      for (size_t t = 0; t < n; ++t) std::copy_n(rows + t * hidden, hidden, taps_.data() + (first + t) * row + s * hidden);
+      for (size_t t = 0; t < n; ++t)
+        std::copy_n(rows + t * hidden, hidden, taps_.data() + (first + t) * row + s * hidden);
   if (layer == last_layer_) {
     taps_end_ = pos0 + static_cast<int64_t>(n);
     // More rows than a verification has: a prefill, committed as it stands.

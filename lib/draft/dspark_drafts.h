@@ -37,13 +37,13 @@ struct DraftLogEntry {
 };
 
 struct DSparkStats {
-  int64_t passes = 0;                  // draft passes run
-  int64_t proposed = 0;                // draft ids computed (block_size per pass)
-  int64_t verified = 0;                // of those, handed to the target to verify
-  int64_t accepted = 0;                // of those, kept
-  int64_t positions_fused = 0;         // committed positions fused into the context
-  int64_t skipped_long_context = 0;    // passes not run: context past the policy's limit
-  int64_t skipped_no_taps = 0;         // passes not run: positions whose taps were never seen
+  int64_t passes = 0;                // draft passes run
+  int64_t proposed = 0;              // draft ids computed (block_size per pass)
+  int64_t verified = 0;              // of those, handed to the target to verify
+  int64_t accepted = 0;              // of those, kept
+  int64_t positions_fused = 0;       // committed positions fused into the context
+  int64_t skipped_long_context = 0;  // passes not run: context past the policy's limit
+  int64_t skipped_no_taps = 0;       // passes not run: positions whose taps were never seen
 };
 
 class DSparkDrafts : public DraftSource, public LayerTap {
@@ -98,7 +98,7 @@ class DSparkDrafts : public DraftSource, public LayerTap {
   bool detached_ = false;
   std::function<void(const DraftLogEntry&)> log_;
   bool keep_taps_ = false;
-  std::vector<int> slots_;   // per tapped layer (by target_layer_ids order): its layer id
+  std::vector<int> slots_;  // per tapped layer (by target_layer_ids order): its layer id
   int first_layer_ = 0, last_layer_ = 0;
   DraftContext context_;
   // Taps of positions taps_begin_ .. taps_begin_ + rows: [row][num_taps * hidden];

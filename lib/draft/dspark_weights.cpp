@@ -38,8 +38,8 @@ class Reader {
     if (!w_.stream) return matrix(name, rows, cols);
     const TensorInfo& t = find(name, {rows, cols});
     w_.streamed_bytes += t.nbytes;
-    auto& rs = w_.row_streams.emplace_back(std::make_unique<DraftRowStream>(
-        w_.stream, t.offset, static_cast<int64_t>(rows), static_cast<int64_t>(cols)));
+    auto& rs = w_.row_streams.emplace_back(
+        std::make_unique<DraftRowStream>(w_.stream, t.offset, static_cast<int64_t>(rows), static_cast<int64_t>(cols)));
     return Bf16Matrix{nullptr, static_cast<int64_t>(rows), static_cast<int64_t>(cols), rs.get()};
   }
   Bf16Matrix matrix(const std::string& name, uint64_t rows, uint64_t cols) {
@@ -71,7 +71,8 @@ class Reader {
 DSparkWeights load_dspark_weights(const DSparkConfig& c, const std::string& dir, uint64_t stream_block_bytes) {
   const std::string path = dir + "/model.safetensors";
   if (!file_exists(path))
-    throw Error(ExitCode::kBadModel, path + ": missing; a Kimi-K3-DSpark checkpoint is config.json + model.safetensors");
+    throw Error(ExitCode::kBadModel,
+                path + ": missing; a Kimi-K3-DSpark checkpoint is config.json + model.safetensors");
   DSparkWeights w;
   if (stream_block_bytes > 0) {
     // At least one row of the widest streamed matrix (context_proj's, or the MLP's down_proj).
@@ -119,8 +120,8 @@ DSparkWeights load_dspark_weights(const DSparkConfig& c, const std::string& dir,
 uint64_t dspark_streamed_weight_bytes(const DSparkConfig& c) {
   const uint64_t H = c.hidden_size, heads = c.num_heads, I = c.intermediate_size;
   const uint64_t ql = c.q_lora_rank, kvl = c.kv_lora_rank, rope = c.qk_rope_head_dim;
-  const uint64_t per_layer = ql * H + heads * c.qk_head_dim() * ql + (kvl + rope) * H + H * heads * c.v_head_dim +
-                             3 * I * H;
+  const uint64_t per_layer =
+      ql * H + heads * c.qk_head_dim() * ql + (kvl + rope) * H + H * heads * c.v_head_dim + 3 * I * H;
   return 2 * (H * H * c.num_taps() + per_layer * c.num_hidden_layers);
 }
 
@@ -128,8 +129,7 @@ uint64_t dspark_weight_bytes(const DSparkConfig& c) {
   const uint64_t H = c.hidden_size, heads = c.num_heads, I = c.intermediate_size, V = c.vocab_size;
   const uint64_t ql = c.q_lora_rank, kvl = c.kv_lora_rank, rope = c.qk_rope_head_dim;
   const uint64_t per_layer = 2 * H + ql * H + ql + heads * c.qk_head_dim() * ql + (kvl + rope) * H + kvl +
-                             heads * (c.qk_nope_head_dim + c.v_head_dim) * kvl + H * heads * c.v_head_dim +
-                             3 * I * H;
+                             heads * (c.qk_nope_head_dim + c.v_head_dim) * kvl + H * heads * c.v_head_dim + 3 * I * H;
   uint64_t params = H * H * c.num_taps() + H + per_layer * c.num_hidden_layers + H + 2 * V * c.markov_rank;
   if (c.confidence_head) params += H + c.markov_rank + 1;
   return 2 * params;

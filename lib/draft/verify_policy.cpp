@@ -25,7 +25,8 @@ size_t VerifyPolicy::choose(const std::vector<float>& confidence, int64_t contex
   for (size_t i = 0; i < n; ++i) {
     // Without a confidence head the prior is even odds.
     const double prior = i < confidence.size() ? 1.0 / (1.0 + std::exp(-static_cast<double>(confidence[i]))) : 0.5;
-    p[i] = (kPriorWeight * prior + static_cast<double>(accepted_[i])) / (kPriorWeight + static_cast<double>(offered_[i]));
+    p[i] =
+        (kPriorWeight * prior + static_cast<double>(accepted_[i])) / (kPriorWeight + static_cast<double>(offered_[i]));
   }
   return best_k(costs_, p);
 }

@@ -21,7 +21,9 @@ constexpr const char* kSpanWhat = "--ctx, or the prompt, saved state and --gen";
 }  // namespace
 
 Model::Model(ModelConfig config, Checkpoint checkpoint, ModelParams params)
-    : config_(std::move(config)), checkpoint_(std::move(checkpoint)), params_(std::move(params)),
+    : config_(std::move(config)),
+      checkpoint_(std::move(checkpoint)),
+      params_(std::move(params)),
       pool_(params_.threads) {
   const auto load_start = std::chrono::steady_clock::now();
   StreamingRequest& req = params_.stream;

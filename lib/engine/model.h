@@ -43,9 +43,9 @@
 
 #include "checkpoint/checkpoint.h"
 #include "common/progress_callback.h"
+#include "common/thread_pool.h"
 #include "generate/batch_generation.h"
 #include "generate/generation_session.h"
-#include "common/thread_pool.h"
 #include "model/config.h"
 #include "model/engine.h"
 #include "runtime/expert_trace_recorder.h"
@@ -59,10 +59,10 @@ class Session;
 
 // How to load a model (cf. a runtime config: budgets and callbacks).
 struct ModelParams {
-  int threads = 0;          // compute threads; 0: all cores (output identical for any count)
-  StreamingRequest stream;  // trunk, budgets, preset; none given (!stream.active()): all resident
-  uint64_t context = 0;     // positions the memory plan must hold per sequence
-  uint64_t batch = 256;     // rows per weight pass wanted (the plan may lower it)
+  int threads = 0;              // compute threads; 0: all cores (output identical for any count)
+  StreamingRequest stream;      // trunk, budgets, preset; none given (!stream.active()): all resident
+  uint64_t context = 0;         // positions the memory plan must hold per sequence
+  uint64_t batch = 256;         // rows per weight pass wanted (the plan may lower it)
   std::ostream* log = nullptr;  // the memory plan and loading notes; nullptr: nowhere
   ProgressCallback progress;    // long start-up steps (pinning, checking the trunk)
   // Record every (layer, expert) the model asks for into this file
@@ -77,19 +77,19 @@ struct PassAccount {
 
 // The model's counters, as plain data.
 struct ModelCounters {
-  bool streaming = false;       // weights streamed within a budget (else all resident)
-  bool direct_io = false;       // streaming files opened with O_DIRECT
-  double load_seconds = 0;      // planning and loading
-  uint64_t load_bytes = 0;      // read while loading: the pinned trunk, or every weight when resident
-  std::string preset;           // the preset the budgets came from ("auto" resolved), or empty
+  bool streaming = false;                       // weights streamed within a budget (else all resident)
+  bool direct_io = false;                       // streaming files opened with O_DIRECT
+  double load_seconds = 0;                      // planning and loading
+  uint64_t load_bytes = 0;                      // read while loading: the pinned trunk, or every weight when resident
+  std::string preset;                           // the preset the budgets came from ("auto" resolved), or empty
   uint64_t trunk_budget = 0, cache_budget = 0;  // bytes (streaming)
-  uint64_t forecast_peak_rss = 0;                // the plan's forecast (streaming)
-  uint64_t max_batch = 0;       // rows per weight pass the engine runs
-  size_t max_drafts = 0;        // drafts per pass the plan holds rollback copies for
+  uint64_t forecast_peak_rss = 0;               // the plan's forecast (streaming)
+  uint64_t max_batch = 0;                       // rows per weight pass the engine runs
+  size_t max_drafts = 0;                        // drafts per pass the plan holds rollback copies for
   // --draft: the plan streams the draft's matrices in row blocks of this
   // many bytes (0: the draft is resident).
   uint64_t draft_block_bytes = 0;
-  StreamStats at_start, after_prefill, now;      // streaming counters (zero when resident)
+  StreamStats at_start, after_prefill, now;  // streaming counters (zero when resident)
   // Index: rows per pass (the generation passes reported by pass_done()).
   // Passes are counted resident too; bytes and experts only when streaming.
   std::vector<PassAccount> passes_by_rows;

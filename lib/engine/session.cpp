@@ -72,8 +72,7 @@ void Session::prefill(std::span<const int32_t> ids, const Engine::Progress& prog
   ids_known_ = known;
 }
 
-size_t Session::prefill_reusing(std::span<const int32_t> prompt, size_t keep_prefix,
-                                const Engine::Progress& progress) {
+size_t Session::prefill_reusing(std::span<const int32_t> prompt, size_t keep_prefix, const Engine::Progress& progress) {
   size_t from = 0;
   if (ids_known_ && starts_with(prompt, ids_)) {
     from = ids_.size();  // what was generated re-renders as it was

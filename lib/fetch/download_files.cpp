@@ -90,8 +90,9 @@ int open_own_file(const std::string& path, int flags) {
   if (fd >= 0) ::close(fd);
   struct stat l;
   if (fd >= 0 || e == ELOOP || (::lstat(path.c_str(), &l) == 0 && !S_ISREG(l.st_mode)))
-    throw Error(ExitCode::kIo, path + ": is not a regular file (a symbolic link, directory or device); "
-                                      "k3-fetch-verify will not write through it: remove it and run again");
+    throw Error(ExitCode::kIo, path +
+                                   ": is not a regular file (a symbolic link, directory or device); "
+                                   "k3-fetch-verify will not write through it: remove it and run again");
   throw Error(ExitCode::kIo, path + ": cannot open: " + std::strerror(e));
 }
 

@@ -35,10 +35,8 @@ const ManifestFile* FetchManifest::find(const std::string& path) const {
 void FetchManifest::upsert(const ManifestFile& f) {
   auto it = std::lower_bound(files.begin(), files.end(), f.path,
                              [](const ManifestFile& a, const std::string& p) { return a.path < p; });
-  if (it != files.end() && it->path == f.path)
-    *it = f;
-  else
-    files.insert(it, f);
+  if (it != files.end() && it->path == f.path) *it = f;
+  else files.insert(it, f);
 }
 
 std::string fetch_manifest_path(const std::string& dir) { return path_join(dir, kFetchManifestName); }

@@ -86,8 +86,7 @@ std::once_flag g_curl_init;
 bool HttpResponse::transient() const {
   if (stopped || sink_refused) return false;
   switch (curl_code) {
-    case CURLE_OK:
-      return status == 429 || status == 408 || (status >= 500 && status <= 599);
+    case CURLE_OK: return status == 429 || status == 408 || (status >= 500 && status <= 599);
     case CURLE_COULDNT_CONNECT:
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_OPERATION_TIMEDOUT:
@@ -97,19 +96,18 @@ bool HttpResponse::transient() const {
     case CURLE_GOT_NOTHING:
     case CURLE_HTTP2:
     case CURLE_HTTP2_STREAM:
-    case CURLE_SSL_CONNECT_ERROR:
-      return true;
-    default:
-      return false;
+    case CURLE_SSL_CONNECT_ERROR: return true;
+    default: return false;
   }
 }
 
 std::string HttpResponse::describe() const {
   if (curl_code != 0) {
-    std::string what = curl_code == CURLE_OPERATION_TIMEDOUT     ? "transfer stalled or timed out"
-                       : curl_code == CURLE_PARTIAL_FILE         ? "connection dropped mid-transfer"
-                       : curl_code == CURLE_UNSUPPORTED_PROTOCOL ? "refused: a redirect or URL to a scheme other than http/https"
-                                                                 : "network error";
+    std::string what = curl_code == CURLE_OPERATION_TIMEDOUT ? "transfer stalled or timed out"
+                       : curl_code == CURLE_PARTIAL_FILE     ? "connection dropped mid-transfer"
+                       : curl_code == CURLE_UNSUPPORTED_PROTOCOL
+                           ? "refused: a redirect or URL to a scheme other than http/https"
+                           : "network error";
     return what + " (" + curl_error + ")";
   }
   return "HTTP " + std::to_string(status);
@@ -189,7 +187,8 @@ std::string url_origin(const std::string& url) {
   size_t end = url.find_first_of("/?#", start);
   std::string authority = url.substr(start, end == std::string::npos ? std::string::npos : end - start);
   if (authority.find('@') != std::string::npos) authority = authority.substr(authority.rfind('@') + 1);
-  std::transform(authority.begin(), authority.end(), authority.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(authority.begin(), authority.end(), authority.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   if (authority.empty()) return "";
   // A port follows the last ':' unless that is inside an IPv6 literal.
   const size_t port_colon = authority.rfind(':');

@@ -13,10 +13,10 @@
 namespace k3 {
 
 struct HttpOptions {
-  std::string token;              // sent as "Authorization: Bearer <token>" when not empty,
-  std::string token_origin;       // and only to URLs of this origin (the configured endpoint)
+  std::string token;         // sent as "Authorization: Bearer <token>" when not empty,
+  std::string token_origin;  // and only to URLs of this origin (the configured endpoint)
   long connect_timeout_s = 30;
-  long stall_timeout_s = 60;      // abort when no byte arrives for this long
+  long stall_timeout_s = 60;                // abort when no byte arrives for this long
   const std::atomic<bool>* stop = nullptr;  // polled during the transfer
 };
 

@@ -46,8 +46,7 @@ int64_t git_size_arg(const HubFile& f) { return f.lfs ? -1 : static_cast<int64_t
 
 class Downloader {
  public:
-  Downloader(const DownloadOptions& opt, const std::atomic<bool>* interrupted)
-      : opt_(opt), interrupted_(interrupted) {}
+  Downloader(const DownloadOptions& opt, const std::atomic<bool>* interrupted) : opt_(opt), interrupted_(interrupted) {}
 
   DownloadSummary run();
 
@@ -94,8 +93,7 @@ class Downloader {
   std::atomic<int> running_{0};
 };
 
-DigestResult Downloader::fetch_part(const HubFile& f, const std::string& part, HttpClient& client,
-                                    TransferSlot& slot) {
+DigestResult Downloader::fetch_part(const HubFile& f, const std::string& part, HttpClient& client, TransferSlot& slot) {
   const std::string url = hub_resolve_url(opt_.endpoint, opt_.repo, commit_, f.path);
   int fd = open_own_file(part, O_RDWR | O_CREAT);
   struct FdCloser {
@@ -140,8 +138,8 @@ DigestResult Downloader::fetch_part(const HubFile& f, const std::string& part, H
         if (head.status == 206) {
           // A partial response must start exactly where our .part ends.
           unsigned long long a = 0, b = 0, total = 0;
-          if (std::sscanf(head.content_range.c_str(), "bytes %llu-%llu/%llu", &a, &b, &total) != 3 ||
-              a != at_start || total != f.size) {
+          if (std::sscanf(head.content_range.c_str(), "bytes %llu-%llu/%llu", &a, &b, &total) != 3 || a != at_start ||
+              total != f.size) {
             bad_range = true;
             return false;
           }
@@ -195,8 +193,8 @@ DigestResult Downloader::fetch_part(const HubFile& f, const std::string& part, H
       have = 0;
       slot.done = 0;
       if (++failures >= opt_.retry.max_attempts)
-        throw Error(ExitCode::kNetwork, f.path + ": the server keeps answering range requests wrongly (" +
-                                            r.content_range + "); gave up");
+        throw Error(ExitCode::kNetwork,
+                    f.path + ": the server keeps answering range requests wrongly (" + r.content_range + "); gave up");
       continue;
     }
     if (r.ok()) {
@@ -206,14 +204,12 @@ DigestResult Downloader::fetch_part(const HubFile& f, const std::string& part, H
       r.curl_error = "body ended at byte " + std::to_string(have) + " of " + std::to_string(f.size);
     }
     if (r.status == 401 || r.status == 403)
-      throw Error(ExitCode::kNetwork, std::string(r.status == 401 ? "authentication failed (HTTP 401)"
-                                                                  : "access denied (HTTP 403)") +
-                                          " downloading " + f.path +
-                                          ": pass a valid read token with --token or HF_TOKEN");
+      throw Error(ExitCode::kNetwork,
+                  std::string(r.status == 401 ? "authentication failed (HTTP 401)" : "access denied (HTTP 403)") +
+                      " downloading " + f.path + ": pass a valid read token with --token or HF_TOKEN");
     if (r.status == 404)
       throw Error(ExitCode::kNetwork, f.path + ": not found on the hub at commit " + commit_ + " (HTTP 404)");
-    if (!r.transient())
-      throw Error(ExitCode::kNetwork, f.path + ": " + r.describe() + " from " + url);
+    if (!r.transient()) throw Error(ExitCode::kNetwork, f.path + ": " + r.describe() + " from " + url);
     ++failures;
     if (failures >= opt_.retry.max_attempts)
       throw Error(ExitCode::kNetwork, f.path + ": " + r.describe() + "; gave up after " + std::to_string(failures) +
@@ -282,9 +278,9 @@ void Downloader::process(const HubFile& f, HttpClient& client, TransferSlot& slo
         progress_->log(f.path + ": already present and matches the hub; kept");
         return;
       }
-      progress_->log(f.path + ": present but does not match the hub (expected " + std::to_string(f.size) +
-                     " bytes, " + expected_hash(f) + "; found " + std::to_string(d.bytes) + " bytes, " +
-                     found_hash(f, d) + "); downloading it again");
+      progress_->log(f.path + ": present but does not match the hub (expected " + std::to_string(f.size) + " bytes, " +
+                     expected_hash(f) + "; found " + std::to_string(d.bytes) + " bytes, " + found_hash(f, d) +
+                     "); downloading it again");
       slot.done = 0;
     }
   }
@@ -382,11 +378,10 @@ DownloadSummary Downloader::run() {
   if (file_exists(manifest_path_)) {
     manifest_ = read_fetch_manifest(manifest_path_);
     if (manifest_.repo != opt_.repo || manifest_.commit != commit_)
-      throw Error(ExitCode::kUsage,
-                  opt_.dir + " holds files of " + manifest_.repo + " at commit " + manifest_.commit + ", but " +
-                      opt_.repo + " revision '" + opt_.revision + "' is now commit " + commit_ +
-                      ": continue the old download with --revision " + manifest_.commit +
-                      ", or download into another directory");
+      throw Error(ExitCode::kUsage, opt_.dir + " holds files of " + manifest_.repo + " at commit " + manifest_.commit +
+                                        ", but " + opt_.repo + " revision '" + opt_.revision + "' is now commit " +
+                                        commit_ + ": continue the old download with --revision " + manifest_.commit +
+                                        ", or download into another directory");
   }
   manifest_.repo = opt_.repo;
   manifest_.revision = opt_.revision;
@@ -397,8 +392,8 @@ DownloadSummary Downloader::run() {
     sum.bytes_selected += f.size;
     const std::string final_path = path_join(opt_.dir, f.path);
     ManifestFile* m = manifest_.find(f.path);
-    const bool same = m && m->size == f.size && m->lfs == f.lfs && m->git_oid == f.git_oid &&
-                      (!f.lfs || m->sha256 == f.sha256);
+    const bool same =
+        m && m->size == f.size && m->lfs == f.lfs && m->git_oid == f.git_oid && (!f.lfs || m->sha256 == f.sha256);
     DownloadPathStat st = stat_path(final_path);
     if (same && m->complete && st.regular && st.size == f.size && st.mtime_ns == m->mtime_ns) {
       // Verified by an earlier run and untouched since: nothing to do.
@@ -424,7 +419,9 @@ DownloadSummary Downloader::run() {
   // Metadata first (config, index, tokenizer: small, and useful early), then
   // the shards in name order.
   std::stable_sort(tasks_.begin(), tasks_.end(), [](const Task& a, const Task& b) {
-    auto shard = [](const std::string& p) { return p.size() >= 12 && p.compare(p.size() - 12, 12, ".safetensors") == 0; };
+    auto shard = [](const std::string& p) {
+      return p.size() >= 12 && p.compare(p.size() - 12, 12, ".safetensors") == 0;
+    };
     return !shard(a.file.path) && shard(b.file.path);
   });
 
@@ -433,8 +430,7 @@ DownloadSummary Downloader::run() {
     if (avail < bytes_needed)
       throw Error(ExitCode::kResource,
                   opt_.dir + ": needs " + format_bytes(bytes_needed) +
-                      " of free space for the remaining files but only " +
-                      format_bytes(avail) +
+                      " of free space for the remaining files but only " + format_bytes(avail) +
                       " are available; free some space, or fetch fewer files with --include/--exclude");
   }
 
@@ -443,15 +439,16 @@ DownloadSummary Downloader::run() {
                                                  sum.bytes_selected, selected.size());
   progress_->add_finished(bytes_done, files_done);
   progress_->log(opt_.repo + " at commit " + commit_ + ": " + std::to_string(selected.size()) + " files (" +
-                 format_bytes(sum.bytes_selected) + "), " +
-                 std::to_string(files_done) + " already complete, " + std::to_string(tasks_.size()) + " to fetch");
+                 format_bytes(sum.bytes_selected) + "), " + std::to_string(files_done) + " already complete, " +
+                 std::to_string(tasks_.size()) + " to fetch");
 
   std::vector<std::thread> threads;
   running_ = tasks_.empty() ? 0 : jobs;
-  for (int i = 0; i < running_.load(); ++i) threads.emplace_back([this, i] {
-    worker(i);
-    running_.fetch_sub(1);
-  });
+  for (int i = 0; i < running_.load(); ++i)
+    threads.emplace_back([this, i] {
+      worker(i);
+      running_.fetch_sub(1);
+    });
   while (running_.load() > 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (interrupted_ && interrupted_->load()) halt_ = true;
@@ -465,8 +462,9 @@ DownloadSummary Downloader::run() {
   sum.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   if (first_error_) std::rethrow_exception(first_error_);
   if (interrupted_ && interrupted_->load())
-    throw Error(ExitCode::kInterrupted, "interrupted: finished files are kept, partial ones stay as .part; run the "
-                                        "same command again to resume");
+    throw Error(ExitCode::kInterrupted,
+                "interrupted: finished files are kept, partial ones stay as .part; run the "
+                "same command again to resume");
   return sum;
 }
 

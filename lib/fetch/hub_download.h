@@ -36,8 +36,8 @@ struct DownloadOptions {
   int jobs = 4;
   RetryPolicy retry;
   long stall_timeout_s = 60;
-  bool tty = false;                  // progress meter in place (else periodic lines)
-  double progress_interval_s = 10;   // plain-line interval when not a TTY
+  bool tty = false;                 // progress meter in place (else periodic lines)
+  double progress_interval_s = 10;  // plain-line interval when not a TTY
   std::string log_prefix = "k3-fetch-verify: ";
 };
 
@@ -47,7 +47,7 @@ struct DownloadSummary {
   uint64_t files_already_complete = 0;  // skipped without any request
   uint64_t files_downloaded = 0;
   uint64_t bytes_selected = 0;
-  uint64_t bytes_received = 0;          // over the network in this run
+  uint64_t bytes_received = 0;  // over the network in this run
   double seconds = 0;
 };
 

@@ -47,8 +47,8 @@ std::string snippet(const std::string& body) {
                     ": the token is valid but has no access; accept the model's terms on its hub page or use a "
                     "token with read access");
   if (r.status == 404)
-    throw Error(ExitCode::kNetwork, req.repo + " revision '" + req.revision + "' was not found at " +
-                                        req.endpoint + " (HTTP 404): check the repository name and --revision");
+    throw Error(ExitCode::kNetwork, req.repo + " revision '" + req.revision + "' was not found at " + req.endpoint +
+                                        " (HTTP 404): check the repository name and --revision");
   throw Error(ExitCode::kNetwork, url + ": " + r.describe() + (r.body.empty() ? "" : ": " + snippet(r.body)));
 }
 
@@ -70,8 +70,7 @@ HttpResponse get_json(HttpClient& client, const HubRequest& req, const std::stri
   }
 }
 
-simdjson::dom::element parse_or_throw(simdjson::dom::parser& parser, const std::string& text,
-                                      const std::string& url) {
+simdjson::dom::element parse_or_throw(simdjson::dom::parser& parser, const std::string& text, const std::string& url) {
   simdjson::dom::element root;
   if (parser.parse(text).get(root))
     throw Error(ExitCode::kNetwork, url + ": the hub's answer is not valid JSON (wrong HF_ENDPOINT?)");
@@ -156,8 +155,8 @@ void check_listed_once(const std::vector<HubFile>& sorted_files, const std::stri
   for (size_t i = 0; i + 1 < sorted_files.size(); ++i) {
     const std::string& a = sorted_files[i].path;
     const std::string prefix = a + "/";
-    const auto it = std::lower_bound(sorted_files.begin() + static_cast<std::ptrdiff_t>(i) + 1, sorted_files.end(), prefix,
-                                     [](const HubFile& f, const std::string& p) { return f.path < p; });
+    const auto it = std::lower_bound(sorted_files.begin() + static_cast<std::ptrdiff_t>(i) + 1, sorted_files.end(),
+                                     prefix, [](const HubFile& f, const std::string& p) { return f.path < p; });
     if (it != sorted_files.end() && it->path.compare(0, prefix.size(), prefix) == 0)
       throw Error(ExitCode::kNetwork, "the hub's file listing of " + repo + " names '" + printable_repo_path(a) +
                                           "' both as a file and as the folder of '" + printable_repo_path(it->path) +
@@ -192,7 +191,8 @@ void parse_tree_page(const std::string& json, const std::string& url, std::vecto
       std::string_view sha;
       // The tree endpoint names it "oid", the revision endpoint "sha256".
       if (lfs["oid"].get_string().get(sha) && lfs["sha256"].get_string().get(sha))
-        throw Error(ExitCode::kNetwork, url + ": the LFS entry for '" + printable_repo_path(f.path) + "' has no sha256");
+        throw Error(ExitCode::kNetwork,
+                    url + ": the LFS entry for '" + printable_repo_path(f.path) + "' has no sha256");
       std::string s(sha);
       if (s.rfind("sha256:", 0) == 0) s = s.substr(7);
       uint64_t lfs_size = 0;
@@ -203,7 +203,8 @@ void parse_tree_page(const std::string& json, const std::string& url, std::vecto
       f.sha256 = s;
     }
     if (!f.lfs && f.git_oid.empty())
-      throw Error(ExitCode::kNetwork, url + ": '" + f.path + "' has neither an LFS sha256 nor a git oid to verify it by");
+      throw Error(ExitCode::kNetwork,
+                  url + ": '" + f.path + "' has neither an LFS sha256 nor a git oid to verify it by");
     out->push_back(std::move(f));
   }
 }
@@ -236,8 +237,10 @@ HubListing list_hub_files(HttpClient& client, const HubRequest& req) {
       throw Error(ExitCode::kNetwork, "the hub's file listing of " + req.repo + " did not end after " +
                                           std::to_string(kMaxListingPages) + " pages; giving up");
     if (!seen.insert(url).second)
-      throw Error(ExitCode::kNetwork, "the hub's file listing of " + req.repo + " links back to a page it already "
-                                          "sent (" + url + "): the listing loops; giving up");
+      throw Error(ExitCode::kNetwork, "the hub's file listing of " + req.repo +
+                                          " links back to a page it already "
+                                          "sent (" +
+                                          url + "): the listing loops; giving up");
     HttpResponse r = get_json(client, req, url);
     parse_tree_page(r.body, url, &listing.files);
     url = parse_link_next(r.link);

@@ -37,8 +37,7 @@ std::string read_token_file(const std::string& path) {
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     problem = "is not a regular file (a device, FIFO or directory cannot hold a token)";
   } else if (st.st_size > static_cast<off_t>(kMaxHubTokenBytes)) {
-    problem = "is " + std::to_string(st.st_size) + " bytes, more than a token's " +
-              std::to_string(kMaxHubTokenBytes);
+    problem = "is " + std::to_string(st.st_size) + " bytes, more than a token's " + std::to_string(kMaxHubTokenBytes);
   } else {
     char buf[kMaxHubTokenBytes + 1];
     size_t got = 0;
@@ -53,8 +52,8 @@ std::string read_token_file(const std::string& path) {
   }
   ::close(fd);
   if (!problem.empty())
-    throw Error(ExitCode::kBadInput, "Hub token file " + path + " " + problem +
-                                         "; point HF_TOKEN_PATH at the file holding only the token");
+    throw Error(ExitCode::kBadInput,
+                "Hub token file " + path + " " + problem + "; point HF_TOKEN_PATH at the file holding only the token");
   return trim(t);
 }
 
@@ -66,16 +65,16 @@ void check_hub_token(const HubToken& token) {
   const ExitCode code = from_file ? ExitCode::kBadInput : ExitCode::kUsage;
   const std::string where = from_file ? "the file " + token.origin : token.origin;
   if (t.size() > kMaxHubTokenBytes)
-    throw Error(code, "the Hub token from " + where + " is " + std::to_string(t.size()) + " bytes, more than a token's " +
-                          std::to_string(kMaxHubTokenBytes));
+    throw Error(code, "the Hub token from " + where + " is " + std::to_string(t.size()) +
+                          " bytes, more than a token's " + std::to_string(kMaxHubTokenBytes));
   // The token becomes an HTTP header line: a line break would start another
   // header (one request per line of a multi-line file), and other control or
   // non-ASCII bytes are never part of a Hub token.
   for (size_t i = 0; i < t.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(t[i]);
     if (c == '\n' || c == '\r')
-      throw Error(code, "the Hub token from " + where + " has several lines (a line break at byte " + std::to_string(i) +
-                            "); it must be the token alone, on one line");
+      throw Error(code, "the Hub token from " + where + " has several lines (a line break at byte " +
+                            std::to_string(i) + "); it must be the token alone, on one line");
     if (c <= 0x20 || c >= 0x7f) {
       const char* what = c == ' ' ? "space" : c < 0x20 || c == 0x7f ? "control character" : "non-ASCII byte";
       throw Error(code, "the Hub token from " + where + " holds a " + what + " at byte " + std::to_string(i) +
@@ -97,10 +96,8 @@ HubToken find_hub_token(const std::string& token_flag, const char* (*getenv)(con
       if (home.empty()) {
         const std::string xdg = env(getenv, "XDG_CACHE_HOME");
         const std::string user_home = env(getenv, "HOME");
-        if (!xdg.empty())
-          home = xdg + "/huggingface";
-        else if (!user_home.empty())
-          home = user_home + "/.cache/huggingface";
+        if (!xdg.empty()) home = xdg + "/huggingface";
+        else if (!user_home.empty()) home = user_home + "/.cache/huggingface";
       }
       if (!home.empty()) path = home + "/token";
     }

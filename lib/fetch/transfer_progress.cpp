@@ -10,9 +10,12 @@
 
 namespace k3 {
 
-TransferProgress::TransferProgress(std::string prefix, bool tty, double interval_s, int slots,
-                                   uint64_t total_bytes, uint64_t total_files)
-    : prefix_(std::move(prefix)), tty_(tty), interval_s_(interval_s), total_bytes_(total_bytes),
+TransferProgress::TransferProgress(std::string prefix, bool tty, double interval_s, int slots, uint64_t total_bytes,
+                                   uint64_t total_files)
+    : prefix_(std::move(prefix)),
+      tty_(tty),
+      interval_s_(interval_s),
+      total_bytes_(total_bytes),
       total_files_(total_files) {
   for (int i = 0; i < slots; ++i) slots_.push_back(std::make_unique<TransferSlot>());
   start_ = last_print_ = std::chrono::steady_clock::now();
@@ -49,9 +52,8 @@ std::string TransferProgress::render_line(double rate, bool tty) const {
   double pct = total_bytes_ ? 100.0 * static_cast<double>(done) / static_cast<double>(total_bytes_) : 100.0;
   double eta = rate > 0 ? static_cast<double>(total_bytes_ - std::min(done, total_bytes_)) / rate : NAN;
   char head[256];
-  std::snprintf(head, sizeof head, "%s / %s (%.1f%%), %llu/%llu files, %s/s, ETA %s",
-                format_bytes(done).c_str(), format_bytes(total_bytes_).c_str(),
-                pct, static_cast<unsigned long long>(finished_files_.load()),
+  std::snprintf(head, sizeof head, "%s / %s (%.1f%%), %llu/%llu files, %s/s, ETA %s", format_bytes(done).c_str(),
+                format_bytes(total_bytes_).c_str(), pct, static_cast<unsigned long long>(finished_files_.load()),
                 static_cast<unsigned long long>(total_files_), format_bytes_of(rate).c_str(),
                 human_seconds(eta).c_str());
   return prefix_ + head + per;

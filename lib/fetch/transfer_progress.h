@@ -45,7 +45,7 @@ class TransferProgress {
   // Clears the meter line (on a TTY) before the final summary.
   void finish();
 
-  static std::string human_seconds(double s); // "2h05m", "4m10s", "12s"
+  static std::string human_seconds(double s);  // "2h05m", "4m10s", "12s"
 
  private:
   std::string render_line(double rate, bool tty) const;

@@ -22,10 +22,8 @@ void BatchGeneration::generate(int64_t max_new, const std::function<void(size_t,
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<size_t> active;
   for (size_t i = 0; i < sessions_.size(); ++i) {
-    if (max_new > 0)
-      active.push_back(i);
-    else
-      on_end(i, GenerationEnd::kLength);
+    if (max_new > 0) active.push_back(i);
+    else on_end(i, GenerationEnd::kLength);
   }
   std::vector<int64_t> made(sessions_.size(), 0);
   while (!active.empty()) {
@@ -40,12 +38,9 @@ void BatchGeneration::generate(int64_t max_new, const std::function<void(size_t,
       const int32_t id = s.sample();
       ++made[i];
       on_token(i, id);
-      if (s.options_.stop.stops(id))
-        on_end(i, GenerationEnd::kStop);
-      else if (made[i] == max_new)
-        on_end(i, GenerationEnd::kLength);
-      else
-        next.push_back(i);
+      if (s.options_.stop.stops(id)) on_end(i, GenerationEnd::kStop);
+      else if (made[i] == max_new) on_end(i, GenerationEnd::kLength);
+      else next.push_back(i);
     }
     active = std::move(next);
     if (active.empty()) break;
@@ -88,7 +83,8 @@ void BatchGeneration::step(Engine& engine, std::span<GenerationSession* const> s
 void BatchGeneration::step_rows(Engine& engine, std::span<GenerationSession* const> sessions,
                                 std::span<const std::span<const int32_t>> ids) {
   if (sessions.empty()) return;
-  if (ids.size() != sessions.size()) throw Error(ExitCode::kInternal, "BatchGeneration::step_rows: one id list per session");
+  if (ids.size() != sessions.size())
+    throw Error(ExitCode::kInternal, "BatchGeneration::step_rows: one id list per session");
   const size_t vocab = static_cast<size_t>(engine.config().vocab_size);
   std::vector<std::vector<int32_t>> rows(sessions.size());
   std::vector<SequenceState*> states;

@@ -69,8 +69,9 @@ void PredictedDrafts::generated(int32_t id) {
     while (len < 8 && len < end && len < output_.size() &&
            prediction_[end - 1 - len] == output_[output_.size() - 1 - len])
       ++len;
-    const bool nearer = len == best_len && best_at != 0 &&
-                        (end > next_ ? end - next_ : next_ - end) < (best_at > next_ ? best_at - next_ : next_ - best_at);
+    const bool nearer =
+        len == best_len && best_at != 0 &&
+        (end > next_ ? end - next_ : next_ - end) < (best_at > next_ ? best_at - next_ : next_ - best_at);
     if (len > best_len || nearer) {
       best_len = len;
       best_at = end;

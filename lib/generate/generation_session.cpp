@@ -168,7 +168,8 @@ GenerationEnd GenerationSession::generate_steps(int64_t max_new, const std::func
     if (drafts_ && options_.max_drafts > 0 && !options_.recompute) {
       std::vector<int32_t> context = state_.tokens;
       context.insert(context.end(), pending_.begin(), pending_.end());
-      drafts = drafts_->propose(context, std::min<size_t>(options_.max_drafts, static_cast<size_t>(max_new - made - 1)));
+      drafts =
+          drafts_->propose(context, std::min<size_t>(options_.max_drafts, static_cast<size_t>(max_new - made - 1)));
     }
     if (drafts.empty()) {
       const size_t rows = pending_.size();
@@ -195,8 +196,9 @@ GenerationSession::Verified GenerationSession::verify(const std::vector<int32_t>
   SequenceState* seq = &state_;
   const std::span<const int32_t> ids(rows);
   RowHistory* hist = &history_;
-  engine_.forward_sequences(std::span<SequenceState* const>(&seq, 1), std::span<const std::span<const int32_t>>(&ids, 1),
-                            logits.data(), std::span<RowHistory* const>(&hist, 1));
+  engine_.forward_sequences(std::span<SequenceState* const>(&seq, 1),
+                            std::span<const std::span<const int32_t>>(&ids, 1), logits.data(),
+                            std::span<RowHistory* const>(&hist, 1));
   ++counters_.weight_passes;
   if (pass_observer_) pass_observer_(rows.size());
   counters_.drafts_proposed += static_cast<int64_t>(k);

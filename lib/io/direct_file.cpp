@@ -97,8 +97,7 @@ void DirectFile::read_aligned(void* dst, uint64_t offset, uint64_t length, uint6
   const uint64_t done = r.bytes;
   if (done < need)
     throw Error(ExitCode::kIo, path_ + ": file ends at " + std::to_string(offset + done) + " but " +
-                                   std::to_string(need) + " bytes were expected at offset " +
-                                   std::to_string(offset) +
+                                   std::to_string(need) + " bytes were expected at offset " + std::to_string(offset) +
                                    " (the file shrank or was truncated after it was opened; re-download it)");
 }
 

@@ -5,8 +5,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <vector>
 
@@ -104,8 +104,7 @@ void digest_fd(int fd, const std::string& path, uint64_t limit, FileDigest& dige
     ssize_t r = ::pread(fd, buf.data(), want, static_cast<off_t>(off));
     if (r < 0) {
       if (errno == EINTR) continue;
-      throw Error(ExitCode::kIo, path + ": read failed at offset " + std::to_string(off) + ": " +
-                                     std::strerror(errno));
+      throw Error(ExitCode::kIo, path + ": read failed at offset " + std::to_string(off) + ": " + std::strerror(errno));
     }
     if (r == 0) break;
     digest.update(buf.data(), static_cast<size_t>(r));

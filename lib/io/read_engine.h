@@ -30,9 +30,9 @@ class ReadEngine {
  public:
   struct Read {
     const DirectFile* file = nullptr;
-    uint64_t offset = 0;  // aligned
-    uint64_t length = 0;  // aligned
-    uint64_t need = 0;    // bytes that must exist (the rest may lie past end of file)
+    uint64_t offset = 0;     // aligned
+    uint64_t length = 0;     // aligned
+    uint64_t need = 0;       // bytes that must exist (the rest may lie past end of file)
     uint8_t* dst = nullptr;  // aligned
   };
   // `error` is empty on success, else the first failure's message.

@@ -4,8 +4,8 @@
 
 namespace k3::kernels {
 
-void kda_recurrent_step(float* S, const float* q, const float* k, const float* v, const float* g, float beta,
-                        size_t D, float* o, float* u) {
+void kda_recurrent_step(float* S, const float* q, const float* k, const float* v, const float* g, float beta, size_t D,
+                        float* o, float* u) {
   // Decay each key row, then the delta rule: u = v - S^T k.
   for (size_t i = 0; i < D; ++i) {
     const float decay = std::exp(g[i]);

@@ -12,7 +12,7 @@
 namespace k3::kernels {
 
 // `u` is scratch of D floats (the caller's, so the step allocates nothing).
-void kda_recurrent_step(float* S, const float* q, const float* k, const float* v, const float* g, float beta,
-                        size_t D, float* o, float* u);
+void kda_recurrent_step(float* S, const float* q, const float* k, const float* v, const float* g, float beta, size_t D,
+                        float* o, float* u);
 
 }  // namespace k3::kernels

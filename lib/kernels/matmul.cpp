@@ -26,14 +26,14 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/thread_pool.h"
 #include "kernels/matmul.h"
 #include "kernels/mxfp4.h"
-#include "common/thread_pool.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/matmul.cpp"
-#include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/cache_control.h"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 
 #ifndef K3_KERNELS_MATMUL_SHARED
@@ -125,9 +125,7 @@ struct F32Source {
   size_t cols;
   using Row = DenseRow<float>;
   void init_row(size_t r, Row* row) const { row->init(W, r, cols); }
-  HWY_INLINE void decode(const Row& row, size_t b, VF* out) const {
-    out[0] = hn::LoadU(DF(), row.w + b * kLanes);
-  }
+  HWY_INLINE void decode(const Row& row, size_t b, VF* out) const { out[0] = hn::LoadU(DF(), row.w + b * kLanes); }
   HWY_INLINE void decode_tail(const Row& row, VF* out) const { out[0] = hn::Load(DF(), row.tail); }
 };
 
@@ -143,9 +141,7 @@ struct Bf16Source {
     const hn::Rebind<uint16_t, DF> du16;
     return hn::BitCast(DF(), hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, p))));
   }
-  HWY_INLINE void decode(const Row& row, size_t b, VF* out) const {
-    out[0] = widen(row.w + b * kLanes);
-  }
+  HWY_INLINE void decode(const Row& row, size_t b, VF* out) const { out[0] = widen(row.w + b * kLanes); }
   HWY_INLINE void decode_tail(const Row& row, VF* out) const { out[0] = widen(row.tail); }
 };
 
@@ -175,8 +171,7 @@ struct Mxfp4Source {
       // (exact: powers of two) and look codes up with one permute each.
       const hn::RebindToUnsigned<DF> du32;
       const hn::Rebind<uint8_t, DF> du8;
-      const VF table =
-          hn::Mul(hn::Load(d, kMxfp4CodeValues), hn::Set(d, scale_of[row.s[g]]));
+      const VF table = hn::Mul(hn::Load(d, kMxfp4CodeValues), hn::Set(d, scale_of[row.s[g]]));
       const auto bytes = hn::PromoteTo(du32, hn::LoadU(du8, row.p + g * 16));
       const auto lo = hn::And(bytes, hn::Set(du32, 15u));
       const auto hi = hn::ShiftRight<4>(bytes);
@@ -227,8 +222,8 @@ constexpr bool kHasColumnTail = !std::is_same_v<Source, Mxfp4Source>;
 // X rows are xstride floats apart; blocks is the number of full blocks
 // (kVecs vectors each); tail says whether one padded vector follows.
 template <size_t R, size_t T, class Source>
-HWY_NOINLINE void tile(const Source& src, size_t r0, size_t rows, const float* X, size_t xstride,
-                       size_t t0, size_t blocks, bool tail, float* Y) {
+HWY_NOINLINE void tile(const Source& src, size_t r0, size_t rows, const float* X, size_t xstride, size_t t0,
+                       size_t blocks, bool tail, float* Y) {
   constexpr size_t kV = Source::kVecs;
   const DF d;
   typename Source::Row row[R];
@@ -262,8 +257,7 @@ HWY_NOINLINE void tile(const Source& src, size_t r0, size_t rows, const float* X
     }
   }
   for (size_t t = 0; t < T; ++t)
-    for (size_t r = 0; r < R; ++r)
-      Y[(t0 + t) * rows + r0 + r] = hn::GetLane(hn::SumOfLanes(d, acc[r][t]));
+    for (size_t r = 0; r < R; ++r) Y[(t0 + t) * rows + r0 + r] = hn::GetLane(hn::SumOfLanes(d, acc[r][t]));
 }
 
 // Largest tile sizes that keep accumulators and decoded weights in registers.
@@ -284,8 +278,8 @@ struct TileShape {
 // source uses them), then blocks of kT, 2 and 1. Which tile computes an
 // output never changes its bits.
 template <class Source>
-void rows_range(const Source& src, size_t tile_begin, size_t tile_end, size_t rows, const float* X,
-                size_t xstride, size_t n, size_t blocks, bool tail, float* Y) {
+void rows_range(const Source& src, size_t tile_begin, size_t tile_end, size_t rows, const float* X, size_t xstride,
+                size_t n, size_t blocks, bool tail, float* Y) {
   constexpr size_t kR = TileShape<Source>::kR, kT = TileShape<Source>::kT;
   constexpr size_t kRowT = TileShape<Source>::kRowT;
   // Single-row tiles of kRowT, then kRowT/2, tokens over rows [r, r + count).
@@ -323,13 +317,11 @@ void rows_range(const Source& src, size_t tile_begin, size_t tile_end, size_t ro
 }
 
 template <class Source>
-void run(const Source& src, size_t rows, const float* X, size_t xstride, size_t n, size_t blocks,
-         bool tail, float* Y, ThreadPool* pool) {
+void run(const Source& src, size_t rows, const float* X, size_t xstride, size_t n, size_t blocks, bool tail, float* Y,
+         ThreadPool* pool) {
   constexpr size_t kR = TileShape<Source>::kR;
   const size_t tiles = (rows + kR - 1) / kR;
-  auto body = [&](size_t b, size_t e) {
-    rows_range(src, b, e, rows, X, xstride, n, blocks, tail, Y);
-  };
+  auto body = [&](size_t b, size_t e) { rows_range(src, b, e, rows, X, xstride, n, blocks, tail, Y); };
   if (pool == nullptr) {
     body(0, tiles);
   } else {
@@ -353,24 +345,22 @@ const float* padded_x(const float* X, size_t cols, size_t n, size_t* xstride) {
 
 }  // namespace
 
-void MatmulBf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y,
-                ThreadPool* pool) {
+void MatmulBf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y, ThreadPool* pool) {
   size_t xstride;
   const float* xp = padded_x(X, cols, n, &xstride);
   const Bf16Source src{W, cols};
   run(src, rows, xp, xstride, n, cols / kLanes, cols % kLanes != 0, Y, pool);
 }
 
-void MatmulF32(const float* W, size_t rows, size_t cols, const float* X, size_t n, float* Y,
-               ThreadPool* pool) {
+void MatmulF32(const float* W, size_t rows, size_t cols, const float* X, size_t n, float* Y, ThreadPool* pool) {
   size_t xstride;
   const float* xp = padded_x(X, cols, n, &xstride);
   const F32Source src{W, cols};
   run(src, rows, xp, xstride, n, cols / kLanes, cols % kLanes != 0, Y, pool);
 }
 
-void MatmulMxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols,
-                 const float* X, size_t n, float* Y, ThreadPool* pool) {
+void MatmulMxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t n,
+                 float* Y, ThreadPool* pool) {
   // Permute X: per 32-column group, even columns then odd columns.
   std::vector<float>& buf = x_scratch();
   buf.resize(n * cols);
@@ -403,33 +393,28 @@ HWY_EXPORT(MatmulF32);
 HWY_EXPORT(MatmulMxfp4);
 HWY_EXPORT(CurrentTarget);
 
-void matmul_bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y,
-                 ThreadPool* pool) {
+void matmul_bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y, ThreadPool* pool) {
   if (rows == 0 || n == 0) return;
   HWY_DYNAMIC_DISPATCH(MatmulBf16)(W, rows, cols, X, n, Y, pool);
 }
 
-void matmul_mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols,
-                  const float* X, size_t n, float* Y, ThreadPool* pool) {
+void matmul_mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t n,
+                  float* Y, ThreadPool* pool) {
   if (cols % kMxfp4Group != 0) {
     // The config reader guarantees this for real checkpoints; reaching here
     // means a caller bug, and reading on would run past the packed rows.
-    throw Error(ExitCode::kInternal, "matmul_mxfp4: cols (" + std::to_string(cols) +
-                                         ") is not a multiple of 32");
+    throw Error(ExitCode::kInternal, "matmul_mxfp4: cols (" + std::to_string(cols) + ") is not a multiple of 32");
   }
   if (rows == 0 || n == 0) return;
   HWY_DYNAMIC_DISPATCH(MatmulMxfp4)(packed, scales, rows, cols, X, n, Y, pool);
 }
 
-void matmul_f32(const float* W, size_t rows, size_t cols, const float* X, size_t n, float* Y,
-                ThreadPool* pool) {
+void matmul_f32(const float* W, size_t rows, size_t cols, const float* X, size_t n, float* Y, ThreadPool* pool) {
   if (rows == 0 || n == 0) return;
   HWY_DYNAMIC_DISPATCH(MatmulF32)(W, rows, cols, X, n, Y, pool);
 }
 
-const char* kernel_target_name() {
-  return hwy::TargetName(HWY_DYNAMIC_DISPATCH(CurrentTarget)());
-}
+const char* kernel_target_name() { return hwy::TargetName(HWY_DYNAMIC_DISPATCH(CurrentTarget)()); }
 
 }  // namespace k3::kernels
 #endif  // HWY_ONCE

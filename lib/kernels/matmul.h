@@ -25,24 +25,21 @@ class ThreadPool;
 namespace kernels {
 
 // BF16 weights (raw uint16 bit patterns).
-void matmul_bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y,
-                 ThreadPool* pool);
+void matmul_bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y, ThreadPool* pool);
 
 // MXFP4 weights (compressed-tensors mxfp4-pack-quantized): packed is
 // [rows, cols/2] (low nibble = even column), scales is [rows, cols/32] E8M0.
 // cols must be a multiple of 32. Scale bytes must have been validated (< 254).
-void matmul_mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols,
-                  const float* X, size_t n, float* Y, ThreadPool* pool);
+void matmul_mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t n,
+                  float* Y, ThreadPool* pool);
 
 // FP32 weights (small tensors, tests).
-void matmul_f32(const float* W, size_t rows, size_t cols, const float* X, size_t n, float* Y,
-                ThreadPool* pool);
+void matmul_f32(const float* W, size_t rows, size_t cols, const float* X, size_t n, float* Y, ThreadPool* pool);
 
 // Scalar references: plain loops, used by tests to check the SIMD paths.
-void matmul_bf16_scalar(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n,
-                        float* Y);
-void matmul_mxfp4_scalar(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols,
-                         const float* X, size_t n, float* Y);
+void matmul_bf16_scalar(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y);
+void matmul_mxfp4_scalar(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X,
+                         size_t n, float* Y);
 
 // The SIMD target chosen at run time ("AVX3", "AVX2", "SSE4", "EMU128", ...).
 const char* kernel_target_name();

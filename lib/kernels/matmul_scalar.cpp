@@ -6,8 +6,7 @@
 
 namespace k3::kernels {
 
-void matmul_bf16_scalar(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n,
-                        float* Y) {
+void matmul_bf16_scalar(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y) {
   for (size_t r = 0; r < rows; ++r) {
     const uint16_t* w = W + r * cols;
     for (size_t t = 0; t < n; ++t) {
@@ -19,8 +18,8 @@ void matmul_bf16_scalar(const uint16_t* W, size_t rows, size_t cols, const float
   }
 }
 
-void matmul_mxfp4_scalar(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols,
-                         const float* X, size_t n, float* Y) {
+void matmul_mxfp4_scalar(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X,
+                         size_t n, float* Y) {
   const size_t groups = cols / kMxfp4Group;
   for (size_t r = 0; r < rows; ++r) {
     const uint8_t* p = packed + r * (cols / 2);

@@ -12,9 +12,8 @@ inline constexpr size_t kMxfp4Group = 32;
 
 // The 16 code values: (c & 8 ? -1 : +1) * {0, 0.5, 1, 1.5, 2, 3, 4, 6}[c & 7].
 // Code 8 is -0.0. The one table every decoder uses (aligned for SIMD loads).
-alignas(64) inline constexpr float kMxfp4CodeValues[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,
-                                                           4.0f,  6.0f,  -0.0f, -0.5f, -1.0f, -1.5f,
-                                                           -2.0f, -3.0f, -4.0f, -6.0f};
+alignas(64) inline constexpr float kMxfp4CodeValues[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
+                                                           -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
 
 // Twice each code value, the small integers {0, 1, 2, 3, 4, 6, 8, 12} with
 // their signs (code 8 becomes 0), for byte-shuffle decoding that multiplies

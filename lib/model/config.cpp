@@ -12,8 +12,8 @@
 #include <sstream>
 
 #include "common/error.h"
-#include "tokenizer/tokenizer_eos.h"
 #include "common/file.h"
+#include "tokenizer/tokenizer_eos.h"
 
 namespace k3 {
 
@@ -105,8 +105,8 @@ class Reader {
   void require_bool(const std::string& key, bool want, const std::string& why) const {
     bool v = boolean(key);
     if (v != want)
-      fail(key, std::string("is ") + (v ? "true" : "false") + "; k3 implements only " +
-                    (want ? "true" : "false") + why);
+      fail(key,
+           std::string("is ") + (v ? "true" : "false") + "; k3 implements only " + (want ? "true" : "false") + why);
   }
 
   void require_int(const std::string& key, int64_t want, const std::string& why) const {
@@ -257,8 +257,10 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
       if (v < 1 || v > n)
         la.fail(key, "holds layer " + std::to_string(v) + "; layer numbers are 1-indexed in 1.." + std::to_string(n));
       if (seen[v - 1]++)
-        la.fail(key, "holds layer " + std::to_string(v) + " which is already listed (kda_layers and "
-                     "full_attn_layers must partition 1.." + std::to_string(n) + ")");
+        la.fail(key, "holds layer " + std::to_string(v) +
+                         " which is already listed (kda_layers and "
+                         "full_attn_layers must partition 1.." +
+                         std::to_string(n) + ")");
       c.layer_attention[v - 1] = kind;
     }
   };
@@ -301,8 +303,8 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
   // MoE.
   c.first_k_dense_replace = static_cast<int>(t.integer("first_k_dense_replace"));
   if (c.first_k_dense_replace < 0 || c.first_k_dense_replace > n)
-    t.fail("first_k_dense_replace", "must be in 0.." + std::to_string(n) + ", found " +
-                                        std::to_string(c.first_k_dense_replace));
+    t.fail("first_k_dense_replace",
+           "must be in 0.." + std::to_string(n) + ", found " + std::to_string(c.first_k_dense_replace));
   t.require_int("moe_layer_freq", 1, " (every layer after the dense ones is MoE)");
   t.require_int("num_nextn_predict_layers", 0, " (no multi-token-prediction layers)");
   t.require_string("moe_router_activation_func", "sigmoid", " (sigmoid router scores)");
@@ -320,8 +322,7 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
   if (c.moe_intermediate_size % 32)
     t.fail("moe_intermediate_size", "is " + std::to_string(c.moe_intermediate_size) + ", not a multiple of 32");
   if (c.routed_expert_hidden_size % 32)
-    t.fail("routed_expert_hidden_size",
-           "is " + std::to_string(c.routed_expert_hidden_size) + ", not a multiple of 32");
+    t.fail("routed_expert_hidden_size", "is " + std::to_string(c.routed_expert_hidden_size) + ", not a multiple of 32");
   c.latent_moe_use_norm = t.boolean("latent_moe_use_norm");
   c.moe_renormalize = t.boolean("moe_renormalize");
   const double rsf = t.number("routed_scaling_factor");
@@ -345,8 +346,8 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
   std::vector<int> unique;
   for (int id : c.eos_token_ids) {
     if (id < 0 || id >= c.vocab_size)
-      t.fail("eos_token_id", "holds " + std::to_string(id) + ", outside the vocabulary 0.." +
-                                 std::to_string(c.vocab_size - 1));
+      t.fail("eos_token_id",
+             "holds " + std::to_string(id) + ", outside the vocabulary 0.." + std::to_string(c.vocab_size - 1));
     if (std::find(unique.begin(), unique.end(), id) == unique.end()) unique.push_back(id);
   }
   c.eos_token_ids = unique;
@@ -355,8 +356,7 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
 
 ModelConfig load_model_config(const std::string& model_dir) {
   const std::string path = path_join(model_dir, "config.json");
-  if (!file_exists(model_dir))
-    throw Error(ExitCode::kBadModel, model_dir + ": model directory not found");
+  if (!file_exists(model_dir)) throw Error(ExitCode::kBadModel, model_dir + ": model directory not found");
   if (!file_exists(path))
     throw Error(ExitCode::kBadModel, path + ": file not found (is " + model_dir + " a Kimi-K3 model directory?)");
   const std::string text = read_text_file(path, kMaxConfigBytes);
@@ -378,7 +378,8 @@ void check_position_limit(const ModelConfig& config, uint64_t positions, const s
   throw Error(ExitCode::kUsage, "the run spans " + std::to_string(positions) + " positions (" + what +
                                     "), beyond the " + std::to_string(limit) +
                                     " the model was trained for (max_position_embeddings in config.json); "
-                                    "lower them to at most " + std::to_string(limit));
+                                    "lower them to at most " +
+                                    std::to_string(limit));
 }
 
 }  // namespace k3

@@ -2,12 +2,12 @@
 
 #include <algorithm>
 
+#include "kernels/rms_norm.h"
 #include "model/attn_res.h"
 #include "model/kda.h"
 #include "model/latent_moe.h"
 #include "model/linear.h"
 #include "model/mla.h"
-#include "kernels/rms_norm.h"
 #include "model/situ_mlp.h"
 
 namespace k3 {
@@ -22,11 +22,9 @@ void decoder_layer_forward(const ModelConfig& c, int i, const LayerWeights& w, W
   float* a = scratch.a();
 
   // h = (B empty) ? p : mix(p, B, self_attention_res_*)
-  if (s.blocks.empty())
-    std::copy_n(s.p, n * hidden, h);
+  if (s.blocks.empty()) std::copy_n(s.p, n * hidden, h);
   else
-    attn_res_mix(s.blocks, s.p, n, hidden, w.self_attention_res_proj, w.self_attention_res_norm, eps, h,
-                 scratch.mix());
+    attn_res_mix(s.blocks, s.p, n, hidden, w.self_attention_res_proj, w.self_attention_res_norm, eps, h, scratch.mix());
   // A block boundary: the partial sum becomes a block state.
   if (i % c.attn_res_block_size == 0) {
     scratch.push_block(c);
@@ -35,10 +33,8 @@ void decoder_layer_forward(const ModelConfig& c, int i, const LayerWeights& w, W
 
   // Attention on rms(h, input_layernorm).
   kernels::rms_norm(h, n, hidden, w.input_layernorm.data, eps, x);
-  if (c.is_kda_layer(i))
-    kda_forward(c, w.kda, segments, x, n, a, pool, scratch);
-  else
-    mla_forward(c, w.mla, segments, x, n, a, pool, scratch);
+  if (c.is_kda_layer(i)) kda_forward(c, w.kda, segments, x, n, a, pool, scratch);
+  else mla_forward(c, w.mla, segments, x, n, a, pool, scratch);
   if (s.p_none) {
     std::copy_n(a, n * hidden, s.p);
     s.p_none = false;

@@ -5,13 +5,13 @@
 
 #include "common/error.h"
 #include "common/thread_pool.h"
+#include "kernels/rms_norm.h"
 #include "model/attn_res.h"
 #include "model/decoder_layer.h"
 #include "model/finite_check.h"
 #include "model/kda.h"
 #include "model/linear.h"
 #include "model/mla.h"
-#include "kernels/rms_norm.h"
 
 namespace k3 {
 
@@ -90,18 +90,16 @@ void Engine::rollback(SequenceState& state, const RowHistory& history, size_t ke
     throw Error(ExitCode::kInternal, "rollback outside the recorded rows");
   const int64_t positions = state.positions - static_cast<int64_t>(rows - keep);
   for (int i = 0; i < config_.num_hidden_layers; ++i) {
-    if (config_.is_kda_layer(i))
-      kda_rollback(config_, history.layers[i], keep, state.layers[i].kda);
-    else
-      mla_truncate(config_, state.layers[i].mla, positions);
+    if (config_.is_kda_layer(i)) kda_rollback(config_, history.layers[i], keep, state.layers[i].kda);
+    else mla_truncate(config_, state.layers[i].mla, positions);
   }
   state.positions = positions;
   state.tokens.resize(static_cast<size_t>(positions));
 }
 
 void Engine::forward_batch(std::span<SequenceState* const> states, std::span<const size_t> counts, const int32_t* ids,
-                           LogitRows rows, float* logits, std::span<RowHistory* const> histories,
-                           int64_t steps_before, int64_t steps_total) {
+                           LogitRows rows, float* logits, std::span<RowHistory* const> histories, int64_t steps_before,
+                           int64_t steps_total) {
   const ModelConfig& c = config_;
   const size_t hidden = c.hidden_size;
   size_t n = 0;
@@ -169,14 +167,12 @@ void Engine::forward_batch(std::span<SequenceState* const> states, std::span<con
       if (restorable)
         for (size_t k = 0; k < states.size(); ++k) {
           for (int j = 0; j <= i; ++j) {
-            if (c.is_kda_layer(j))
-              std::swap(states[k]->layers[j].kda, undo_[k][j]);
-            else
-              mla_truncate(c, states[k]->layers[j].mla, pos0[k]);
+            if (c.is_kda_layer(j)) std::swap(states[k]->layers[j].kda, undo_[k][j]);
+            else mla_truncate(c, states[k]->layers[j].mla, pos0[k]);
           }
         }
-      throw Error(ExitCode::kInterrupted, "stopped after layer " + std::to_string(i + 1) + " of " +
-                                              std::to_string(c.num_hidden_layers));
+      throw Error(ExitCode::kInterrupted,
+                  "stopped after layer " + std::to_string(i + 1) + " of " + std::to_string(c.num_hidden_layers));
     }
   }
 
@@ -215,8 +211,8 @@ void Engine::forward_batch(std::span<SequenceState* const> states, std::span<con
       p_rows = out;
     }
     float* x = scratch_.h();  // [m, hidden]; h is free once the layers are done
-    attn_res_mix(blocks, p_rows, m, hidden, head.output_attn_res_proj, head.output_attn_res_norm,
-                 c.rms_norm_eps, x, scratch_.mix());
+    attn_res_mix(blocks, p_rows, m, hidden, head.output_attn_res_proj, head.output_attn_res_norm, c.rms_norm_eps, x,
+                 scratch_.mix());
     kernels::rms_norm(x, m, hidden, head.norm.data, c.rms_norm_eps, x);
     const size_t vocab = c.vocab_size;
     size_t covered = 0;  // blocks must tile [0, vocab) in order: no logit is left unwritten
@@ -239,7 +235,8 @@ void Engine::forward_batch(std::span<SequenceState* const> states, std::span<con
       require_finite(logits, vocab, vocab, pos0.back() + static_cast<int64_t>(counts.back()) - 1,
                      "the logits (the head)");
     } else if (rows == LogitRows::kLastOfEach) {
-      for (size_t t = 0; t < m; ++t) require_finite(logits + t * vocab, vocab, vocab, picked_pos[t], "the logits (the head)");
+      for (size_t t = 0; t < m; ++t)
+        require_finite(logits + t * vocab, vocab, vocab, picked_pos[t], "the logits (the head)");
     } else {
       size_t b = 0;
       for (size_t k = 0; k < states.size(); ++k) {

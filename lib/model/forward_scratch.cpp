@@ -98,8 +98,8 @@ void ForwardScratch::poison() {
 }
 
 uint64_t ForwardScratch::bytes() const {
-  const size_t floats = p_.size() + blocks_.size() + h_.size() + x_.size() + a_.size() + mix_.size() +
-                        op_floats_.size();
+  const size_t floats =
+      p_.size() + blocks_.size() + h_.size() + x_.size() + a_.size() + mix_.size() + op_floats_.size();
   return floats * sizeof(float) + op_ints_.size() * sizeof(int32_t) + op_indices_.size() * sizeof(size_t) +
          (experts_.capacity() + guessed_experts_.capacity()) * sizeof(int);
 }

@@ -83,14 +83,14 @@ class ForwardScratch {
   }
 
   ResidualStream stream_;
-  std::vector<float> p_;           // [rows, hidden]: the running sum p
-  std::vector<float> blocks_;      // [block states, rows, hidden]: B
-  std::vector<float> h_, x_, a_;   // [rows, hidden] each: mixed stream, its norm, an op's output
-  std::vector<float> mix_;         // [hidden + block states + 1]: attn_res_mix's scratch
-  std::vector<float> op_floats_;   // [largest op's need]: one op's float temporaries
-  std::vector<int32_t> op_ints_;   // [largest op's need]: one op's int temporaries
-  std::vector<size_t> op_indices_; // [largest op's need]: one op's row indices
-  std::vector<int> experts_;       // [distinct experts of the pass]
+  std::vector<float> p_;              // [rows, hidden]: the running sum p
+  std::vector<float> blocks_;         // [block states, rows, hidden]: B
+  std::vector<float> h_, x_, a_;      // [rows, hidden] each: mixed stream, its norm, an op's output
+  std::vector<float> mix_;            // [hidden + block states + 1]: attn_res_mix's scratch
+  std::vector<float> op_floats_;      // [largest op's need]: one op's float temporaries
+  std::vector<int32_t> op_ints_;      // [largest op's need]: one op's int temporaries
+  std::vector<size_t> op_indices_;    // [largest op's need]: one op's row indices
+  std::vector<int> experts_;          // [distinct experts of the pass]
   std::vector<int> guessed_experts_;  // [experts_per_token]: the next layer's guessed experts (--expert-lookahead)
   uint64_t growths_ = 0;
 };

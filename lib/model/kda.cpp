@@ -5,14 +5,14 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/thread_pool.h"
 #include "kernels/activations.h"
 #include "kernels/kda_step.h"
 #include "kernels/l2_normalize.h"
+#include "kernels/rms_norm.h"
 #include "kernels/short_conv.h"
-#include "common/thread_pool.h"
 #include "model/forward_scratch.h"
 #include "model/linear.h"
-#include "kernels/rms_norm.h"
 
 namespace k3 {
 
@@ -21,8 +21,8 @@ namespace {
 // KDA's short conv over n rows of one sequence (kernels/short_conv.h);
 // `record`, when given, keeps [carry rows, raw rows] so the carry after any
 // row can be cut from it for a rollback; otherwise `ext` is the scratch.
-void short_conv_silu(const Bf16Matrix& w, std::vector<float>& carry, float* raw, size_t n, size_t channels,
-                     size_t K, std::vector<float>* record, float* ext) {
+void short_conv_silu(const Bf16Matrix& w, std::vector<float>& carry, float* raw, size_t n, size_t channels, size_t K,
+                     std::vector<float>* record, float* ext) {
   if (record) {
     record->resize((K - 1 + n) * channels);
     ext = record->data();
@@ -79,9 +79,8 @@ size_t kda_scratch_floats(const ModelConfig& c, size_t rows, size_t slots) {
 void kda_forward(const ModelConfig& c, const KdaWeights& w, KdaState& state, const float* x, size_t n, float* out,
                  ThreadPool* pool) {
   ForwardScratch scratch;
-  run_one_sequence(&LayerState::kda, state, n, [&](std::span<const LayerSegment> one) {
-    kda_forward(c, w, one, x, n, out, pool, scratch);
-  });
+  run_one_sequence(&LayerState::kda, state, n,
+                   [&](std::span<const LayerSegment> one) { kda_forward(c, w, one, x, n, out, pool, scratch); });
 }
 
 void kda_forward(const ModelConfig& c, const KdaWeights& w, std::span<const LayerSegment> segments, const float* x,
@@ -138,8 +137,7 @@ void kda_forward(const ModelConfig& c, const KdaWeights& w, std::span<const Laye
         float* oh = m.o + t * HD + h * D;
         kernels::kda_recurrent_step(S, qh, kh, vh, g, beta, D, oh, u);
         const size_t row = t - seg.begin;
-        if (seg.history && row + 1 < seg.count)
-          std::copy(S, S + D * D, seg.history->S.data() + (row * H + h) * D * D);
+        if (seg.history && row + 1 < seg.count) std::copy(S, S + D * D, seg.history->S.data() + (row * H + h) * D * D);
         // Output: per-head rms with o_norm, then the full-rank sigmoid gate.
         kernels::rms_norm(oh, 1, D, w.o_norm.data, c.rms_norm_eps, oh);
         for (size_t d = 0; d < D; ++d) oh[d] *= kernels::sigmoid(m.gate[t * HD + h * D + d]);
@@ -151,16 +149,15 @@ void kda_forward(const ModelConfig& c, const KdaWeights& w, std::span<const Laye
 }
 
 void kda_rollback(const ModelConfig& c, const KdaRowHistory& history, size_t keep, KdaState& state) {
-  if (keep == 0 || keep > history.rows)
-    throw Error(ExitCode::kInternal, "KDA rollback outside the recorded rows");
+  if (keep == 0 || keep > history.rows) throw Error(ExitCode::kInternal, "KDA rollback outside the recorded rows");
   if (keep == history.rows) return;  // nothing to undo
   const size_t H = c.kda_num_heads, D = c.kda_head_dim, K = c.kda_conv_kernel, HD = H * D;
   const float* S = history.S.data() + (keep - 1) * H * D * D;
   std::copy(S, S + H * D * D, state.S.begin());
   // The carry after row keep-1 is ext rows keep .. keep+K-2.
   auto cut = [&](const std::vector<float>& ext, std::vector<float>& carry) {
-    std::copy(ext.begin() + static_cast<ptrdiff_t>(keep * HD), ext.begin() + static_cast<ptrdiff_t>((keep + K - 1) * HD),
-              carry.begin());
+    std::copy(ext.begin() + static_cast<ptrdiff_t>(keep * HD),
+              ext.begin() + static_cast<ptrdiff_t>((keep + K - 1) * HD), carry.begin());
   };
   cut(history.conv_q, state.conv_q);
   cut(history.conv_k, state.conv_k);

@@ -24,14 +24,14 @@ void kda_reset(const ModelConfig& config, KdaState& state);
 
 // x[n, hidden] = rms(h, input_layernorm) of n consecutive tokens -> out[n, hidden].
 // (One sequence with scratch of its own; the engine uses the form below.)
-void kda_forward(const ModelConfig& config, const KdaWeights& w, KdaState& state, const float* x, size_t n,
-                 float* out, ThreadPool* pool);
+void kda_forward(const ModelConfig& config, const KdaWeights& w, KdaState& state, const float* x, size_t n, float* out,
+                 ThreadPool* pool);
 // The same over the rows of several sequences at once: every projection reads
 // its weights once for all rows; each segment's rows run through its own conv
 // carries and recurrent state (segments[i].state->kda). Each row's output is
 // bit-identical to running its sequence alone. Temporaries live in `scratch`.
-void kda_forward(const ModelConfig& config, const KdaWeights& w, std::span<const LayerSegment> segments,
-                 const float* x, size_t n, float* out, ThreadPool* pool, ForwardScratch& scratch);
+void kda_forward(const ModelConfig& config, const KdaWeights& w, std::span<const LayerSegment> segments, const float* x,
+                 size_t n, float* out, ThreadPool* pool, ForwardScratch& scratch);
 
 // Scratch floats kda_forward takes for n rows split over `slots` threads.
 size_t kda_scratch_floats(const ModelConfig& config, size_t rows, size_t slots);

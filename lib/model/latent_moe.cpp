@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "common/error.h"
+#include "kernels/rms_norm.h"
 #include "model/forward_scratch.h"
 #include "model/linear.h"
-#include "kernels/rms_norm.h"
 #include "model/router.h"
 #include "model/situ_mlp.h"
 
@@ -103,8 +103,8 @@ size_t latent_moe_scratch_ints(const ModelConfig& c, size_t rows) {
 }
 size_t latent_moe_scratch_indices(const ModelConfig& c, size_t rows) { return MoeScratch::indices(c, rows); }
 
-void latent_moe_forward(const ModelConfig& c, int layer, const MoeTrunkWeights& w, WeightSource& source,
-                        const float* x, size_t n, float* out, ThreadPool* pool, ForwardScratch& scratch) {
+void latent_moe_forward(const ModelConfig& c, int layer, const MoeTrunkWeights& w, WeightSource& source, const float* x,
+                        size_t n, float* out, ThreadPool* pool, ForwardScratch& scratch) {
   const size_t hidden = c.hidden_size, latent = c.routed_expert_hidden_size, E = c.num_experts;
   const size_t k = c.num_experts_per_token;
   const SituParams situ = SituParams::from(c);

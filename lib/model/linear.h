@@ -21,15 +21,12 @@ inline void lin(const Bf16Matrix& W, const float* X, size_t n, float* Y, ThreadP
 }
 
 inline void lin(const Mxfp4Matrix& W, const float* X, size_t n, float* Y, ThreadPool* pool) {
-  kernels::matmul_mxfp4(W.packed, W.scales, static_cast<size_t>(W.rows), static_cast<size_t>(W.cols), X, n, Y,
-                        pool);
+  kernels::matmul_mxfp4(W.packed, W.scales, static_cast<size_t>(W.rows), static_cast<size_t>(W.cols), X, n, Y, pool);
 }
 
 inline void lin(const ExpertMatrix& W, const float* X, size_t n, float* Y, ThreadPool* pool) {
-  if (W.is_mxfp4)
-    lin(W.mx, X, n, Y, pool);
-  else
-    lin(W.bf, X, n, Y, pool);
+  if (W.is_mxfp4) lin(W.mx, X, n, Y, pool);
+  else lin(W.bf, X, n, Y, pool);
 }
 
 inline size_t out_dim(const Bf16Matrix& W) { return static_cast<size_t>(W.rows); }

@@ -5,13 +5,13 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/thread_pool.h"
 #include "kernels/activations.h"
 #include "kernels/attention_scores.h"
 #include "kernels/bf16.h"
-#include "common/thread_pool.h"
+#include "kernels/rms_norm.h"
 #include "model/forward_scratch.h"
 #include "model/linear.h"
-#include "kernels/rms_norm.h"
 
 namespace k3 {
 
@@ -71,9 +71,8 @@ size_t mla_scratch_floats(const ModelConfig& c, size_t rows, size_t positions, s
 void mla_forward(const ModelConfig& c, const MlaWeights& w, MlaCache& cache, const float* x, size_t n, float* out,
                  ThreadPool* pool) {
   ForwardScratch scratch;
-  run_one_sequence(&LayerState::mla, cache, n, [&](std::span<const LayerSegment> one) {
-    mla_forward(c, w, one, x, n, out, pool, scratch);
-  });
+  run_one_sequence(&LayerState::mla, cache, n,
+                   [&](std::span<const LayerSegment> one) { mla_forward(c, w, one, x, n, out, pool, scratch); });
 }
 
 void mla_forward(const ModelConfig& c, const MlaWeights& w, std::span<const LayerSegment> segments, const float* x,
@@ -127,7 +126,7 @@ void mla_forward(const ModelConfig& c, const MlaWeights& w, std::span<const Laye
       const float* qn = m.q + (t * heads + h) * qh_dim;
       const float* qr = qn + nope;
       const uint16_t* w_uk = w.kv_b_proj.data + h * kvb_rows * kvl;  // [nope, kvl]
-      const uint16_t* w_uv = w_uk + nope * kvl;                       // [vdim, kvl]
+      const uint16_t* w_uv = w_uk + nope * kvl;                      // [vdim, kvl]
       // Absorb W_uk into the query: q_lat = W_uk^T q_nope.
       std::fill(q_lat, q_lat + kvl, 0.0f);
       for (size_t d = 0; d < nope; ++d) {

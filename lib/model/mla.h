@@ -29,14 +29,14 @@ inline constexpr float kMlaLoraNormEps = 1e-6f;
 // Appends the n tokens' latents to the cache (positions cache_len .. +n) and
 // attends causally. x[n, hidden] = rms(h, input_layernorm) -> out[n, hidden].
 // (One sequence with scratch of its own; the engine uses the form below.)
-void mla_forward(const ModelConfig& config, const MlaWeights& w, MlaCache& cache, const float* x, size_t n,
-                 float* out, ThreadPool* pool);
+void mla_forward(const ModelConfig& config, const MlaWeights& w, MlaCache& cache, const float* x, size_t n, float* out,
+                 ThreadPool* pool);
 // The same over the rows of several sequences (segments[i].state->mla): the
 // projections read their weights once for all rows; each row attends to its
 // own sequence's cache. Bit-identical per row to running it alone.
 // Temporaries live in `scratch`.
-void mla_forward(const ModelConfig& config, const MlaWeights& w, std::span<const LayerSegment> segments,
-                 const float* x, size_t n, float* out, ThreadPool* pool, ForwardScratch& scratch);
+void mla_forward(const ModelConfig& config, const MlaWeights& w, std::span<const LayerSegment> segments, const float* x,
+                 size_t n, float* out, ThreadPool* pool, ForwardScratch& scratch);
 
 // Scratch mla_forward takes for n rows attending to at most `positions`
 // positions, split over `slots` threads: floats, and indices (size_t).

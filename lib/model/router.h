@@ -18,7 +18,7 @@ namespace k3 {
 // router_logits[n, num_experts] -> experts[n, k] (best first) and weights[n, k].
 // `scratch` holds 2 * num_experts floats and `order` num_experts ids (null:
 // allocated here).
-void route_tokens(const ModelConfig& config, const float* router_logits, const float* bias, size_t n,
-                  int32_t* experts, float* weights, float* scratch = nullptr, int32_t* order = nullptr);
+void route_tokens(const ModelConfig& config, const float* router_logits, const float* bias, size_t n, int32_t* experts,
+                  float* weights, float* scratch = nullptr, int32_t* order = nullptr);
 
 }  // namespace k3

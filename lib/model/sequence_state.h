@@ -42,7 +42,7 @@ struct LayerState {
 // MLA layers need nothing: their cache is truncated.
 struct KdaRowHistory {
   size_t rows = 0;
-  std::vector<float> S;                    // [rows - 1][H*D*D]: S after row t at t*H*D*D
+  std::vector<float> S;                       // [rows - 1][H*D*D]: S after row t at t*H*D*D
   std::vector<float> conv_q, conv_k, conv_v;  // [K-1 + rows][H*D]
 };
 struct RowHistory {
@@ -77,9 +77,9 @@ void run_one_sequence(Part LayerState::*member, Part& part, size_t n, Fn&& fn) {
 }
 
 struct SequenceState {
-  int64_t positions = 0;          // tokens already processed
-  std::vector<int32_t> tokens;    // their ids, in order
-  std::vector<LayerState> layers; // one per decoder layer
+  int64_t positions = 0;           // tokens already processed
+  std::vector<int32_t> tokens;     // their ids, in order
+  std::vector<LayerState> layers;  // one per decoder layer
 };
 
 }  // namespace k3

@@ -132,10 +132,10 @@ void validate_checkpoint(const ModelConfig& config, const Checkpoint& checkpoint
                                            "' that config.json implies is missing from the checkpoint");
     const TensorInfo& info = *loc->info;
     if (info.dtype != t.dtype || info.shape != t.shape)
-      throw Error(ExitCode::kBadModel,
-                  checkpoint.shards()[loc->shard].path + ": tensor '" + t.name + "' is " + dtype_name(info.dtype) +
-                      " " + info.shape_str() + " but config.json implies " + dtype_name(t.dtype) + " " +
-                      shape_str(t.shape));
+      throw Error(ExitCode::kBadModel, checkpoint.shards()[loc->shard].path + ": tensor '" + t.name + "' is " +
+                                           dtype_name(info.dtype) + " " + info.shape_str() +
+                                           " but config.json implies " + dtype_name(t.dtype) + " " +
+                                           shape_str(t.shape));
   }
 }
 

@@ -56,16 +56,16 @@ struct ExpertWeights {
 };
 
 struct KdaWeights {
-  Bf16Matrix q_proj, k_proj, v_proj;           // [H*D, hidden]
-  Bf16Matrix q_conv, k_conv, v_conv;           // [H*D, 1, K] viewed as [H*D, K]
-  Bf16Matrix f_a_proj;                         // [D, hidden]
-  Bf16Matrix f_b_proj;                         // [H*D, D]
-  Bf16Matrix b_proj;                           // [H, hidden]
-  Bf16Matrix g_proj;                           // [H*D, hidden]
-  Bf16Matrix o_proj;                           // [hidden, H*D]
-  F32Vector o_norm;                            // [D]
-  F32Vector A_log;                             // [D] zero-padded; first H values real
-  F32Vector dt_bias;                           // [H*D]
+  Bf16Matrix q_proj, k_proj, v_proj;  // [H*D, hidden]
+  Bf16Matrix q_conv, k_conv, v_conv;  // [H*D, 1, K] viewed as [H*D, K]
+  Bf16Matrix f_a_proj;                // [D, hidden]
+  Bf16Matrix f_b_proj;                // [H*D, D]
+  Bf16Matrix b_proj;                  // [H, hidden]
+  Bf16Matrix g_proj;                  // [H*D, hidden]
+  Bf16Matrix o_proj;                  // [hidden, H*D]
+  F32Vector o_norm;                   // [D]
+  F32Vector A_log;                    // [D] zero-padded; first H values real
+  F32Vector dt_bias;                  // [H*D]
 };
 
 struct MlaWeights {
@@ -84,30 +84,30 @@ struct DenseMlpWeights {
   Bf16Matrix down_proj;           // [hidden, inter]
 };
 
-struct MoeTrunkWeights {  // everything of a MoE layer except the routed experts
-  Bf16Matrix router;                 // gate.weight [num_experts, hidden]
-  F32Vector router_bias;             // gate.e_score_correction_bias [num_experts]
-  Bf16Matrix latent_down;            // routed_expert_down_proj [latent, hidden]
-  Bf16Matrix latent_up;              // routed_expert_up_proj [hidden, latent]
-  F32Vector latent_norm;             // routed_expert_norm [latent]
-  DenseMlpWeights shared;            // shared_experts, width moe_inter*num_shared
+struct MoeTrunkWeights {   // everything of a MoE layer except the routed experts
+  Bf16Matrix router;       // gate.weight [num_experts, hidden]
+  F32Vector router_bias;   // gate.e_score_correction_bias [num_experts]
+  Bf16Matrix latent_down;  // routed_expert_down_proj [latent, hidden]
+  Bf16Matrix latent_up;    // routed_expert_up_proj [hidden, latent]
+  F32Vector latent_norm;   // routed_expert_norm [latent]
+  DenseMlpWeights shared;  // shared_experts, width moe_inter*num_shared
 };
 
 struct LayerWeights {
   F32Vector input_layernorm, post_attention_layernorm;
   Bf16Matrix self_attention_res_proj, mlp_res_proj;  // [1, hidden]
   F32Vector self_attention_res_norm, mlp_res_norm;
-  KdaWeights kda;        // set when the layer is KDA
-  MlaWeights mla;        // set when the layer is MLA
-  DenseMlpWeights mlp;   // set when the layer is dense
-  MoeTrunkWeights moe;   // set when the layer is MoE
+  KdaWeights kda;       // set when the layer is KDA
+  MlaWeights mla;       // set when the layer is MLA
+  DenseMlpWeights mlp;  // set when the layer is dense
+  MoeTrunkWeights moe;  // set when the layer is MoE
 };
 
 struct HeadWeights {
-  F32Vector norm;                    // final norm [hidden]
-  Bf16Matrix output_attn_res_proj;   // [1, hidden]
-  F32Vector output_attn_res_norm;    // [hidden]
-  Bf16Matrix lm_head;                // [vocab, hidden]
+  F32Vector norm;                   // final norm [hidden]
+  Bf16Matrix output_attn_res_proj;  // [1, hidden]
+  F32Vector output_attn_res_norm;   // [hidden]
+  Bf16Matrix lm_head;               // [vocab, hidden]
 };
 
 }  // namespace k3

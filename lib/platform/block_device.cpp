@@ -42,8 +42,7 @@ BlockDevice describe_disk(const SystemRoot& root, const fs::path& dev_dir, int d
   if (auto text = root.read(b.sys_path + "/queue/rotational")) {
     if (auto v = parse_uint_file(*text)) b.rotational = *v ? 1 : 0;
   }
-  b.virtual_disk = b.sys_path.find("/virtio") != std::string::npos ||
-                   b.sys_path.find("/xen") != std::string::npos ||
+  b.virtual_disk = b.sys_path.find("/virtio") != std::string::npos || b.sys_path.find("/xen") != std::string::npos ||
                    b.name.rfind("vd", 0) == 0 || b.name.rfind("xvd", 0) == 0;
   return b;
 }

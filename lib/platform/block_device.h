@@ -16,11 +16,11 @@ namespace k3 {
 class SystemRoot;
 
 struct BlockDevice {
-  bool found = false;       // false: not a block device (tmpfs, overlay, NFS, ...)
-  std::string name;         // the whole disk: "nvme0n1", "sda", "vda"
-  int rotational = -1;      // 1 spinning, 0 solid state, -1 unknown
+  bool found = false;         // false: not a block device (tmpfs, overlay, NFS, ...)
+  std::string name;           // the whole disk: "nvme0n1", "sda", "vda"
+  int rotational = -1;        // 1 spinning, 0 solid state, -1 unknown
   bool virtual_disk = false;  // virtio / Xen: the rotational flag is not trustworthy
-  std::string sys_path;     // system path of the disk in /sys/devices
+  std::string sys_path;       // system path of the disk in /sys/devices
 };
 
 BlockDevice find_block_device(const SystemRoot& root, uint32_t major, uint32_t minor);

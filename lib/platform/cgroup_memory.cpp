@@ -152,15 +152,13 @@ CgroupMemory read_cgroup_memory(const std::string& root) {
     const bool v2 = m.hierarchy_id == 0 && m.controllers.empty();
     if (!v1_memory && !v2) continue;
     for (const MountEntry& e : mounts) {
-      const bool match = v1_memory ? (e.fs_type == "cgroup" && has_option(e.super_options, "memory"))
-                                   : e.fs_type == "cgroup2";
+      const bool match =
+          v1_memory ? (e.fs_type == "cgroup" && has_option(e.super_options, "memory")) : e.fs_type == "cgroup2";
       if (!match) continue;
       auto dir = cgroup_dir(e, m.path);
       if (!dir) continue;  // e.g. a second mount of another subtree
-      if (v1_memory)
-        out.v1 = walk_limits(root, *dir, e.mount_point, "memory.limit_in_bytes", "memory.usage_in_bytes");
-      else
-        out.v2 = walk_limits(root, *dir, e.mount_point, "memory.max", "memory.current");
+      if (v1_memory) out.v1 = walk_limits(root, *dir, e.mount_point, "memory.limit_in_bytes", "memory.usage_in_bytes");
+      else out.v2 = walk_limits(root, *dir, e.mount_point, "memory.max", "memory.current");
       break;
     }
   }

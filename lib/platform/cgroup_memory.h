@@ -37,12 +37,12 @@ std::optional<uint64_t> parse_cgroup_limit(const std::string& text, bool* ok);
 std::optional<std::string> cgroup_dir(const MountEntry& mount, const std::string& path);
 
 struct CgroupLimit {
-  bool hierarchy_found = false;  // this process is in such a hierarchy and it is mounted
-  std::string dir;               // its cgroup directory (system path)
-  std::optional<uint64_t> limit; // smallest limit along the ancestors; nullopt = none
-  std::string limit_dir;         // where the smallest limit was set
-  bool limit_unreadable = false; // that file held no byte count ("eight gigs"): taken as 0
-  std::optional<uint64_t> usage; // memory.current / memory.usage_in_bytes there, when readable
+  bool hierarchy_found = false;   // this process is in such a hierarchy and it is mounted
+  std::string dir;                // its cgroup directory (system path)
+  std::optional<uint64_t> limit;  // smallest limit along the ancestors; nullopt = none
+  std::string limit_dir;          // where the smallest limit was set
+  bool limit_unreadable = false;  // that file held no byte count ("eight gigs"): taken as 0
+  std::optional<uint64_t> usage;  // memory.current / memory.usage_in_bytes there, when readable
   // What is left under the limit (limit - usage, usage 0 when unreadable); nullopt without a limit.
   std::optional<uint64_t> room() const;
 };

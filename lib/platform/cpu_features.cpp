@@ -72,8 +72,7 @@ std::string predict_kernel_path(const std::set<std::string>& f) {
   auto has = [&](const char* x) { return f.count(x) > 0; };
   const bool avx2 = has("avx2") && has("fma") && has("f16c") && has("bmi1") && has("bmi2");
   const bool sse4 = has("sse4_1") && has("sse4_2") && has("ssse3") && has("pclmulqdq") && has("aes");
-  if (avx2 && sse4 && has("avx512f") && has("avx512vl") && has("avx512dq") && has("avx512bw"))
-    return "AVX3";
+  if (avx2 && sse4 && has("avx512f") && has("avx512vl") && has("avx512dq") && has("avx512bw")) return "AVX3";
   if (avx2 && sse4) return "AVX2";
   if (sse4) return "SSE4";
   if (has("ssse3")) return "SSSE3";

@@ -19,11 +19,11 @@ struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
   bool avx512_bf16 = false, avx512_vnni = false;
-  int logical_cpus = 0;  // CPUs this process may run on
-  std::string flags_source;  // "cpuid" (live) or "cpuinfo" (recorded tree)
-  std::string kernel_path;   // Highway target name: "AVX3", "AVX2", "SSE4", ...
+  int logical_cpus = 0;            // CPUs this process may run on
+  std::string flags_source;        // "cpuid" (live) or "cpuinfo" (recorded tree)
+  std::string kernel_path;         // Highway target name: "AVX3", "AVX2", "SSE4", ...
   std::string kernel_path_source;  // how kernel_path was found
-  std::string simd_best;     // Highway's best target for this CPU (what SIMD kernels could use)
+  std::string simd_best;           // Highway's best target for this CPU (what SIMD kernels could use)
 };
 
 // The `flags` set of the first processor in /proc/cpuinfo.

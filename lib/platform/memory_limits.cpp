@@ -24,8 +24,10 @@ uint64_t parse_available_memory_override(const char* value) {
     std::string shown(s.substr(0, 40));
     for (char& c : shown)
       if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-    throw Error(ExitCode::kUsage, "K3_AVAILABLE_MEMORY=\"" + shown + "\" is not a byte count: give a whole number of "
-                                  "bytes from 1 to " + std::to_string(kMaxOverride) + " (e.g. 16000000000), or unset it");
+    throw Error(ExitCode::kUsage, "K3_AVAILABLE_MEMORY=\"" + shown +
+                                      "\" is not a byte count: give a whole number of "
+                                      "bytes from 1 to " +
+                                      std::to_string(kMaxOverride) + " (e.g. 16000000000), or unset it");
   }
   return v;
 }

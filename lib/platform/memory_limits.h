@@ -29,7 +29,7 @@ struct MemoryLimits {
   // limit still applies. 0: not set. A value that is no byte count is
   // refused (exit 2) when the limits are read.
   uint64_t override_bytes = 0;
-  uint64_t available() const;   // min of the known figures; UINT64_MAX when nothing is known
+  uint64_t available() const;  // min of the known figures; UINT64_MAX when nothing is known
 };
 
 // K3_AVAILABLE_MEMORY's value as bytes: decimal digits only, 1 to 2^60.

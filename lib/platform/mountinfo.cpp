@@ -9,8 +9,8 @@ namespace {
 std::string unescape(const std::string& s) {
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] >= '0' &&
-        s[i + 1] <= '3' && s[i + 2] >= '0' && s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
+    if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' && s[i + 2] <= '7' &&
+        s[i + 3] >= '0' && s[i + 3] <= '7') {
       out.push_back(static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0')));
       i += 3;
     } else {
@@ -53,8 +53,8 @@ std::vector<MountEntry> parse_mountinfo(const std::string& text) {
     MountEntry e;
     size_t colon = w[2].find(':');
     if (colon == std::string::npos) continue;
-    if (!to_num(w[0], &e.id) || !to_num(w[1], &e.parent_id) ||
-        !to_num(w[2].substr(0, colon), &e.major) || !to_num(w[2].substr(colon + 1), &e.minor))
+    if (!to_num(w[0], &e.id) || !to_num(w[1], &e.parent_id) || !to_num(w[2].substr(0, colon), &e.major) ||
+        !to_num(w[2].substr(colon + 1), &e.minor))
       continue;
     e.root = unescape(w[3]);
     e.mount_point = unescape(w[4]);
@@ -67,8 +67,7 @@ std::vector<MountEntry> parse_mountinfo(const std::string& text) {
   return out;
 }
 
-std::optional<MountEntry> find_mount_for_path(const std::vector<MountEntry>& mounts,
-                                              const std::string& path,
+std::optional<MountEntry> find_mount_for_path(const std::vector<MountEntry>& mounts, const std::string& path,
                                               std::optional<std::pair<uint32_t, uint32_t>> dev) {
   const MountEntry* best = nullptr;
   bool best_dev = false;
@@ -87,8 +86,8 @@ std::optional<MountEntry> find_mount_for_path(const std::vector<MountEntry>& mou
 }
 
 bool is_network_or_fuse_fs(const std::string& t) {
-  static const char* kNetwork[] = {"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph", "glusterfs",
-                                   "lustre", "afs", "gpfs", "beegfs", "sshfs", "davfs", "virtiofs"};
+  static const char* kNetwork[] = {"nfs",    "nfs4", "cifs", "smb3",   "smbfs", "9p",    "ceph",    "glusterfs",
+                                   "lustre", "afs",  "gpfs", "beegfs", "sshfs", "davfs", "virtiofs"};
   if (t == "fuse" || t == "fuseblk" || t.rfind("fuse.", 0) == 0) return true;
   for (const char* n : kNetwork)
     if (t == n) return true;

@@ -20,8 +20,9 @@ namespace {
 SystemRoot existing(const std::string& dir, const std::string& given_as) {
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    throw Error(ExitCode::kUsage, given_as + " " + dir + ": no such directory (it should hold a recorded /proc "
-                                                         "and /sys tree; leave it out to read the live system)");
+    throw Error(ExitCode::kUsage, given_as + " " + dir +
+                                      ": no such directory (it should hold a recorded /proc "
+                                      "and /sys tree; leave it out to read the live system)");
   return SystemRoot(dir);
 }
 }  // namespace

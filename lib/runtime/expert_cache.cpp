@@ -56,7 +56,8 @@ void ExpertCache::preload() {
       const int slot = take_slot(static_cast<int64_t>(l) * config_.num_experts + e);
       uint8_t* base = slot_base(slot);
       for (const ExpertRead& r : index_.reads(l, e)) {
-        reads.push_back(ReadEngine::Read{shard_files_[r.shard].get(), r.offset, r.length, r.need, base + r.slot_offset});
+        reads.push_back(
+            ReadEngine::Read{shard_files_[r.shard].get(), r.offset, r.length, r.need, base + r.slot_offset});
         stats_.load_bytes += r.length;
       }
       order.emplace_back(l, slot);
@@ -131,13 +132,14 @@ void ExpertCache::issue_read(int layer, int expert, int slot, bool urgent) {
     std::lock_guard<std::mutex> lk(arrivals_mu_);
     pending_[key] = slot;
   }
-  io_.submit(std::move(reads),
-             [this, key, slot](const std::string& err) {
-               std::lock_guard<std::mutex> lk(arrivals_mu_);
-               arrivals_.push_back(Arrival{key, slot, err});
-               arrivals_cv_.notify_all();
-             },
-             urgent);
+  io_.submit(
+      std::move(reads),
+      [this, key, slot](const std::string& err) {
+        std::lock_guard<std::mutex> lk(arrivals_mu_);
+        arrivals_.push_back(Arrival{key, slot, err});
+        arrivals_cv_.notify_all();
+      },
+      urgent);
 }
 
 void ExpertCache::keep_stray(const Arrival& a) {
@@ -201,10 +203,8 @@ void ExpertCache::for_each(int layer, const std::vector<int>& experts,
       std::lock_guard<std::mutex> lk(arrivals_mu_);
       pending = pending_.count(key) > 0;
     }
-    if (pending)
-      ++inflight;  // prefetch started it
-    else
-      misses.push_back(k);
+    if (pending) ++inflight;  // prefetch started it
+    else misses.push_back(k);
   }
   {
     std::lock_guard<std::mutex> lk(stats_mu_);

@@ -44,10 +44,10 @@ class Checkpoint;
 
 // What --expert-lookahead's guesses did (ExpertCache::prefetch_guess).
 struct ExpertGuessStats {
-  uint64_t layers = 0;        // layers whose experts were guessed one layer early
-  uint64_t experts = 0;       // distinct (layer, expert) guesses
-  uint64_t used = 0;          // of those, used by that layer's own routing (the guess was right)
-  uint64_t reads = 0;         // guessed experts read because of the guess (neither resident nor in flight)
+  uint64_t layers = 0;   // layers whose experts were guessed one layer early
+  uint64_t experts = 0;  // distinct (layer, expert) guesses
+  uint64_t used = 0;     // of those, used by that layer's own routing (the guess was right)
+  uint64_t reads = 0;    // guessed experts read because of the guess (neither resident nor in flight)
   uint64_t read_bytes = 0;
   uint64_t reads_used = 0;    // of those reads, asked for by a layer before their slot was reused
   uint64_t wasted_reads = 0;  // of those reads, evicted before any layer asked for them
@@ -55,11 +55,11 @@ struct ExpertGuessStats {
 };
 
 struct ExpertCacheStats {
-  uint64_t expert_bytes = 0;        // read while running (guessed reads included)
-  uint64_t load_bytes = 0;          // read at start (a cache that holds every expert)
-  uint64_t experts_requested = 0;   // (layer, expert) deliveries asked for
-  uint64_t experts_resident = 0;    // of those, already resident when for_each began
-  double io_wait_seconds = 0;       // compute thread blocked waiting for expert bytes
+  uint64_t expert_bytes = 0;       // read while running (guessed reads included)
+  uint64_t load_bytes = 0;         // read at start (a cache that holds every expert)
+  uint64_t experts_requested = 0;  // (layer, expert) deliveries asked for
+  uint64_t experts_resident = 0;   // of those, already resident when for_each began
+  double io_wait_seconds = 0;      // compute thread blocked waiting for expert bytes
   ExpertGuessStats guess;
 };
 
@@ -145,7 +145,7 @@ class ExpertCache {
   uint64_t slot_bytes_ = 0;
   AlignedBuffer arena_;
   ExpertCachePolicyKind policy_;
-  ExpertSlots slots_;                // key (layer * num_experts + expert) per slot, in use, free, victims
+  ExpertSlots slots_;                   // key (layer * num_experts + expert) per slot, in use, free, victims
   std::vector<ExpertWeights> weights_;  // per slot: its expert's tensors in the arena
   std::vector<uint8_t> guessed_;        // per slot: read by prefetch_guess, not yet asked for by a layer
   std::vector<uint64_t> read_bytes_;    // per slot: bytes of the read that filled it
@@ -153,11 +153,11 @@ class ExpertCache {
   std::condition_variable arrivals_cv_;
   std::deque<Arrival> arrivals_;
   std::unordered_map<int64_t, int> pending_;  // reads issued and not yet taken from arrivals_: key -> slot
-  bool guessing_ = false;  // prefetch_guess was called: prefetch scores the guesses
+  bool guessing_ = false;                     // prefetch_guess was called: prefetch scores the guesses
   // The last prefetch: its layer and keys.
   int current_layer_ = -1;
   std::vector<int64_t> current_keys_;
-  int guess_layer_ = -1;              // the layer of the last guess, until its prefetch scores it
+  int guess_layer_ = -1;  // the layer of the last guess, until its prefetch scores it
   std::vector<int64_t> guess_keys_;
 
   mutable std::mutex stats_mu_;

@@ -137,8 +137,7 @@ class LayerPolicy : public ExpertCachePolicy {
   int victim(int64_t incoming, const std::function<bool(int)>& evictable) override {
     const size_t mine = layer_of(incoming);
     // Experts delivered since this visit began stay for the next call.
-    const double visit_start =
-        mine == visiting_ ? layer_[mine].visit_start : std::numeric_limits<double>::infinity();
+    const double visit_start = mine == visiting_ ? layer_[mine].visit_start : std::numeric_limits<double>::infinity();
     if (layer_[mine].count >= layer_[mine].share)
       for (const auto& [rank, slot] : layer_[mine].order)
         if (slot_[slot].last < visit_start && evictable(slot)) return slot;
@@ -147,8 +146,7 @@ class LayerPolicy : public ExpertCachePolicy {
       size_t over = layer_.size();
       for (size_t l = 0; l < layer_.size(); ++l)
         if (l != mine && layer_[l].count > layer_[l].share && !layer_[l].exhausted &&
-            (over == layer_.size() ||
-             layer_[l].count - layer_[l].share > layer_[over].count - layer_[over].share))
+            (over == layer_.size() || layer_[l].count - layer_[l].share > layer_[over].count - layer_[over].share))
           over = l;
       if (over == layer_.size()) break;
       if (int v = first_evictable(layer_[over].order, evictable); v >= 0) {
@@ -212,14 +210,10 @@ class LayerPolicy : public ExpertCachePolicy {
 std::unique_ptr<ExpertCachePolicy> make_expert_cache_policy(ExpertCachePolicyKind kind, const ExpertCacheShape& shape,
                                                             uint64_t slots) {
   switch (kind) {
-    case ExpertCachePolicyKind::kLru:
-      return std::make_unique<GlobalPolicy>(shape, slots, false);
-    case ExpertCachePolicyKind::kLfu:
-      return std::make_unique<GlobalPolicy>(shape, slots, true);
-    case ExpertCachePolicyKind::kLayer:
-      return std::make_unique<LayerPolicy>(shape, slots, false);
-    case ExpertCachePolicyKind::kLayerLfu:
-      return std::make_unique<LayerPolicy>(shape, slots, true);
+    case ExpertCachePolicyKind::kLru: return std::make_unique<GlobalPolicy>(shape, slots, false);
+    case ExpertCachePolicyKind::kLfu: return std::make_unique<GlobalPolicy>(shape, slots, true);
+    case ExpertCachePolicyKind::kLayer: return std::make_unique<LayerPolicy>(shape, slots, false);
+    case ExpertCachePolicyKind::kLayerLfu: return std::make_unique<LayerPolicy>(shape, slots, true);
   }
   throw Error(ExitCode::kInternal, "unknown expert cache policy");
 }
@@ -233,14 +227,10 @@ const std::vector<ExpertCachePolicyKind>& expert_cache_policy_kinds() {
 
 const char* expert_cache_policy_name(ExpertCachePolicyKind kind) {
   switch (kind) {
-    case ExpertCachePolicyKind::kLru:
-      return "lru";
-    case ExpertCachePolicyKind::kLayer:
-      return "layer";
-    case ExpertCachePolicyKind::kLayerLfu:
-      return "layer-lfu";
-    case ExpertCachePolicyKind::kLfu:
-      return "lfu";
+    case ExpertCachePolicyKind::kLru: return "lru";
+    case ExpertCachePolicyKind::kLayer: return "layer";
+    case ExpertCachePolicyKind::kLayerLfu: return "layer-lfu";
+    case ExpertCachePolicyKind::kLfu: return "lfu";
   }
   return "?";
 }

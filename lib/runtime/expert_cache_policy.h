@@ -37,8 +37,8 @@ enum class ExpertCachePolicyKind {
 // What a policy knows of the model: keys are layer * num_experts + expert,
 // with layer the checkpoint's layer index.
 struct ExpertCacheShape {
-  int first_layer = 0;        // the first MoE layer (config first_k_dense_replace)
-  int layers = 0;             // MoE layers
+  int first_layer = 0;  // the first MoE layer (config first_k_dense_replace)
+  int layers = 0;       // MoE layers
   int num_experts = 0;
   int experts_per_token = 0;  // routed experts per position and layer
   static ExpertCacheShape of(const ModelConfig& config);

@@ -91,13 +91,13 @@ ReplayResult replay_belady(const ExpertCallSequence& seq, const ExpertCacheShape
   }
   ReplayResult r;
   r.passes = seq.passes;
-  std::set<std::pair<uint64_t, int64_t>> cached;  // (next use, key): the last is needed furthest away
+  std::set<std::pair<uint64_t, int64_t>> cached;   // (next use, key): the last is needed furthest away
   std::unordered_map<int64_t, uint64_t> next_use;  // key -> its entry in `cached`
   size_t i = 0;
   for (const ExpertCall& call : seq.calls) {
     // The call's own experts are in use: out of the choice until it ends.
     std::vector<std::pair<int64_t, uint64_t>> in_call;  // (key, next use after this call's request)
-    uint64_t held = 0;                                   // slots the call holds
+    uint64_t held = 0;                                  // slots the call holds
     for (size_t j = 0; j < call.experts.size(); ++j, ++i) {
       const int64_t key = flat[i];
       r.requests++;

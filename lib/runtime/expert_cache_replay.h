@@ -20,8 +20,9 @@ struct ReplayResult {
   double hit_rate() const { return requests ? static_cast<double>(hits) / static_cast<double>(requests) : 0; }
   // Bytes read per pass (per token in decode order) for experts of `expert_bytes`.
   double bytes_per_pass(uint64_t expert_bytes) const {
-    return passes ? static_cast<double>(requests - hits) * static_cast<double>(expert_bytes) / static_cast<double>(passes)
-                  : 0;
+    return passes
+               ? static_cast<double>(requests - hits) * static_cast<double>(expert_bytes) / static_cast<double>(passes)
+               : 0;
   }
 };
 

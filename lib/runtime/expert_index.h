@@ -20,9 +20,9 @@ class Checkpoint;
 
 struct ExpertRead {
   uint32_t shard = 0;
-  uint64_t offset = 0;    // aligned file offset
-  uint64_t length = 0;    // aligned length
-  uint64_t need = 0;      // bytes that must exist in the file from `offset`
+  uint64_t offset = 0;  // aligned file offset
+  uint64_t length = 0;  // aligned length
+  uint64_t need = 0;    // bytes that must exist in the file from `offset`
   uint64_t slot_offset = 0;
 };
 
@@ -41,7 +41,7 @@ class ExpertIndex {
   bool is_scale(size_t k) const { return is_scale_[k]; }
   uint64_t tensor_bytes(size_t k) const { return bytes_[k]; }
 
-  uint64_t slot_bytes() const { return slot_bytes_; }  // largest expert's aligned footprint
+  uint64_t slot_bytes() const { return slot_bytes_; }      // largest expert's aligned footprint
   uint64_t expert_bytes() const { return expert_bytes_; }  // tensor bytes of one expert
 
  private:
@@ -52,7 +52,7 @@ class ExpertIndex {
   std::vector<uint64_t> bytes_;
   std::vector<uint32_t> span_begin_;  // per expert: index into spans_, plus a final sentinel
   std::vector<ExpertRead> spans_;
-  std::vector<uint64_t> offsets_;     // per expert: suffixes_.size() slot offsets
+  std::vector<uint64_t> offsets_;  // per expert: suffixes_.size() slot offsets
   uint64_t slot_bytes_ = 0, expert_bytes_ = 0;
 };
 

@@ -23,7 +23,8 @@ int ExpertSlots::take(int64_t key, const std::vector<int64_t>* keep) {
   } else {
     slot = policy_->victim(key, [&](int s) {
       const size_t i = static_cast<size_t>(s);
-      return in_use_[i] == 0 && key_[i] >= 0 && !(keep && std::find(keep->begin(), keep->end(), key_[i]) != keep->end());
+      return in_use_[i] == 0 && key_[i] >= 0 &&
+             !(keep && std::find(keep->begin(), keep->end(), key_[i]) != keep->end());
     });
     if (slot < 0) return -1;
     resident_.erase(key_[static_cast<size_t>(slot)]);

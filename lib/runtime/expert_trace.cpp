@@ -27,14 +27,14 @@ std::vector<ExpertRequest> read_expert_trace(const std::string& path, const Expe
   const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
   for (size_t i = 0; i < out.size(); ++i) {
     out[i] = {le32(p + 8 * i), le32(p + 8 * i + 4)};
-    if (out[i].layer < shape.first_layer || out[i].layer >= shape.first_layer + shape.layers ||
-        out[i].expert < 0 || out[i].expert >= shape.num_experts)
-      throw Error(ExitCode::kBadInput,
-                  path + ": pair " + std::to_string(i) + " (layer " + std::to_string(out[i].layer) + ", expert " +
-                      std::to_string(out[i].expert) + ") is outside the model: MoE layers " +
-                      std::to_string(shape.first_layer) + ".." + std::to_string(shape.first_layer + shape.layers - 1) +
-                      ", experts 0.." + std::to_string(shape.num_experts - 1) +
-                      " (give the geometry the trace was recorded with)");
+    if (out[i].layer < shape.first_layer || out[i].layer >= shape.first_layer + shape.layers || out[i].expert < 0 ||
+        out[i].expert >= shape.num_experts)
+      throw Error(ExitCode::kBadInput, path + ": pair " + std::to_string(i) + " (layer " +
+                                           std::to_string(out[i].layer) + ", expert " + std::to_string(out[i].expert) +
+                                           ") is outside the model: MoE layers " + std::to_string(shape.first_layer) +
+                                           ".." + std::to_string(shape.first_layer + shape.layers - 1) +
+                                           ", experts 0.." + std::to_string(shape.num_experts - 1) +
+                                           " (give the geometry the trace was recorded with)");
   }
   return out;
 }
@@ -77,8 +77,10 @@ ExpertCallSequence calls_in_decode_order(const std::vector<ExpertRequest>& trace
   const size_t len = blocks.front().second - blocks.front().first;
   for (const auto& [b, e] : blocks)
     if (e - b != len || len % k != 0)
-      throw Error(ExitCode::kBadInput, "expert trace: the last step's layer blocks differ in length or are not whole "
-                                       "positions of " + std::to_string(k) + " experts; replay it as recorded");
+      throw Error(ExitCode::kBadInput,
+                  "expert trace: the last step's layer blocks differ in length or are not whole "
+                  "positions of " +
+                      std::to_string(k) + " experts; replay it as recorded");
   ExpertCallSequence seq;
   seq.passes = len / k;
   for (size_t p = 0; p < seq.passes; ++p)

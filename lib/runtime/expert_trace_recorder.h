@@ -25,7 +25,9 @@ class ExpertTraceRecorder : public WeightSource {
   void embed(const int32_t* ids, size_t n, float* out) override { inner_.embed(ids, n, out); }
   const LayerWeights& acquire_layer(int layer) override { return inner_.acquire_layer(layer); }
   void release_layer(int layer) override { inner_.release_layer(layer); }
-  void prefetch_experts(int layer, const std::vector<int>& experts) override { inner_.prefetch_experts(layer, experts); }
+  void prefetch_experts(int layer, const std::vector<int>& experts) override {
+    inner_.prefetch_experts(layer, experts);
+  }
   void for_each_expert(int layer, const std::vector<int>& experts,
                        const std::function<void(size_t k, const ExpertWeights& w)>& on_ready) override;
   const HeadWeights& acquire_head() override { return inner_.acquire_head(); }

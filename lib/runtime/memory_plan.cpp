@@ -1,19 +1,19 @@
+#include "runtime/memory_plan.h"
 #include "common/byte_format.h"
 #include "common/checked_math.h"
-#include "runtime/memory_plan.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
 
 #include "checkpoint/dtype.h"
+#include "common/error.h"
 #include "common/plural.h"
 #include "io/aligned_buffer.h"
 #include "model/tensor_manifest.h"
-#include "common/error.h"
-#include "trunk/row_blocks.h"
 #include "trunk/block_reader.h"
 #include "trunk/plan.h"
+#include "trunk/row_blocks.h"
 
 namespace k3 {
 
@@ -53,10 +53,8 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
     const TrunkSection& hs = layout.sections[head];
     const TrunkTensor* lm = nullptr;
     for (const TrunkTensor& t : hs.tensors) {
-      if (t.name == c.lm_head_name)
-        lm = &t;
-      else
-        p.head_small_bytes += align_up(t.nbytes) + kDirectAlign;
+      if (t.name == c.lm_head_name) lm = &t;
+      else p.head_small_bytes += align_up(t.nbytes) + kDirectAlign;
     }
     const uint64_t vocab = static_cast<uint64_t>(c.vocab_size), row = static_cast<uint64_t>(c.hidden_size) * 2;
     uint64_t target = req.head_block_bytes ? req.head_block_bytes : req.block_bytes;
@@ -137,9 +135,8 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
       }
     }
     if (compressed)
-      p.stream_staging_bytes =
-          p.stream_buffers * TrunkBlockReader::staging_bytes(
-                                 TrunkBlockReader::piece_bytes_for(std::min(largest_stored, p.stream_buffer_size)));
+      p.stream_staging_bytes = p.stream_buffers * TrunkBlockReader::staging_bytes(TrunkBlockReader::piece_bytes_for(
+                                                      std::min(largest_stored, p.stream_buffer_size)));
   }
 
   p.slot_bytes = slot_bytes;
@@ -151,7 +148,8 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
   p.cache_bytes = checked_mul(p.cache_slots, slot_bytes, "the expert cache");
 
   const uint64_t H = c.kda_num_heads, D = c.kda_head_dim, K = c.kda_conv_kernel;
-  const uint64_t kda_one = static_cast<uint64_t>(c.num_kda_layers()) * (H * D * D + 3 * (K > 0 ? K - 1 : 0) * H * D) * 4;
+  const uint64_t kda_one =
+      static_cast<uint64_t>(c.num_kda_layers()) * (H * D * D + 3 * (K > 0 ? K - 1 : 0) * H * D) * 4;
   // The terms that grow with a request (--ctx, sequences, rollback copies)
   // rather than the config, whose sizes load_model_config bounds: checked, as
   // is the sum.
@@ -168,12 +166,13 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
   p.batch = std::max<uint64_t>(1, req.batch);
   const uint64_t n = p.batch, hidden = c.hidden_size;
   const uint64_t blocks = c.attn_res_block_size ? c.num_hidden_layers / c.attn_res_block_size + 2 : 2;
-  const uint64_t wide = std::max<uint64_t>({H * D * 8, static_cast<uint64_t>(c.mla_num_heads) *
-                                                            (c.qk_nope_head_dim + c.qk_rope_head_dim + c.v_head_dim) * 3,
-                                           static_cast<uint64_t>(c.intermediate_size) * 3,
-                                           static_cast<uint64_t>(c.moe_intermediate_size) * c.num_shared_experts * 3});
-  p.activation_bytes = n * 4 * (hidden * (blocks + 8) + wide + 2 * c.num_experts +
-                                 c.routed_expert_hidden_size * (2 + c.num_experts_per_token) + c.vocab_size);
+  const uint64_t wide = std::max<uint64_t>(
+      {H * D * 8, static_cast<uint64_t>(c.mla_num_heads) * (c.qk_nope_head_dim + c.qk_rope_head_dim + c.v_head_dim) * 3,
+       static_cast<uint64_t>(c.intermediate_size) * 3,
+       static_cast<uint64_t>(c.moe_intermediate_size) * c.num_shared_experts * 3});
+  p.activation_bytes = n * 4 *
+                       (hidden * (blocks + 8) + wide + 2 * c.num_experts +
+                        c.routed_expert_hidden_size * (2 + c.num_experts_per_token) + c.vocab_size);
   // Attention over the context for one batch row block.
   p.activation_bytes += n * 4 * static_cast<uint64_t>(c.mla_num_heads) * std::min<uint64_t>(req.context, 1u << 16);
 
@@ -182,16 +181,17 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
   const std::string draft_what = "the draft model's context for " + std::to_string(req.context) + " positions";
   p.draft_streamed = req.draft_fixed_bytes > 0 && req.block_bytes > 0 && req.draft_streamed_bytes > 0;
   // Streamed: one buffer of a block, or of all its matrices when they are smaller.
-  const uint64_t draft_held = p.draft_streamed ? checked_add(req.draft_streamed_bytes,
-                                                             std::min(req.block_bytes, req.draft_read_bytes), draft_what)
-                                               : req.draft_fixed_bytes;
-  p.draft_bytes = checked_add(draft_held, checked_mul(req.draft_bytes_per_position, req.context, draft_what),
-                              draft_what);
+  const uint64_t draft_held =
+      p.draft_streamed
+          ? checked_add(req.draft_streamed_bytes, std::min(req.block_bytes, req.draft_read_bytes), draft_what)
+          : req.draft_fixed_bytes;
+  p.draft_bytes =
+      checked_add(draft_held, checked_mul(req.draft_bytes_per_position, req.context, draft_what), draft_what);
   p.kept_state_bytes = req.kept_state_bytes;
   p.peak_rss = 0;
-  for (uint64_t part : {p.pinned_bytes, p.stream_buffer_bytes, p.stream_staging_bytes, p.head_small_bytes,
-                        p.cache_bytes, p.kda_state_bytes, p.mla_cache_bytes, p.activation_bytes, p.draft_bytes,
-                        p.kept_state_bytes, p.io_bytes})
+  for (uint64_t part :
+       {p.pinned_bytes, p.stream_buffer_bytes, p.stream_staging_bytes, p.head_small_bytes, p.cache_bytes,
+        p.kda_state_bytes, p.mla_cache_bytes, p.activation_bytes, p.draft_bytes, p.kept_state_bytes, p.io_bytes})
     p.peak_rss = checked_add(p.peak_rss, part, "the memory plan");
   return p;
 }
@@ -221,10 +221,8 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
     int n = 0;
     *head = false;
     for (int s : v) {
-      if (layout.sections[s].layer >= 0)
-        ++n;
-      else
-        *head = true;
+      if (layout.sections[s].layer >= 0) ++n;
+      else *head = true;
     }
     return n;
   };
@@ -244,7 +242,8 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
       std::snprintf(buf, sizeof buf,
                     "  row blocks        matrices in blocks of at most %s (%llu per token); largest held part "
                     "%s\n",
-                    format_bytes(block_bytes).c_str(), (unsigned long long)row_blocks, format_bytes(held_bytes).c_str());
+                    format_bytes(block_bytes).c_str(), (unsigned long long)row_blocks,
+                    format_bytes(held_bytes).c_str());
       o += buf;
     }
     if (stream_staging_bytes) {
@@ -301,8 +300,8 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
                   "positions x %s  %s\n",
                   format_bytes(req.draft_read_bytes).c_str(), format_bytes(req.block_bytes).c_str(),
                   format_bytes(req.draft_streamed_bytes + std::min(req.block_bytes, req.draft_read_bytes)).c_str(),
-                  (unsigned long long)req.context,
-                  format_bytes(req.draft_bytes_per_position).c_str(), format_bytes(draft_bytes).c_str());
+                  (unsigned long long)req.context, format_bytes(req.draft_bytes_per_position).c_str(),
+                  format_bytes(draft_bytes).c_str());
     o += buf;
   } else if (draft_bytes > 0) {
     std::snprintf(buf, sizeof buf, "  draft model       weights and buffers %s + %llu positions x %s  %s\n",

@@ -9,19 +9,19 @@
 #include <string>
 #include <vector>
 
-#include "trunk/layout.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
+#include "trunk/layout.h"
 
 namespace k3 {
 
 struct PlanRequest {
-  bool packed_trunk = true;    // false: the whole trunk is read from the shards and held resident
-  uint64_t trunk_budget = 0;   // bytes of trunk sections to pin
-  uint64_t cache_budget = 0;   // bytes of expert cache
-  uint64_t context = 4096;     // positions the MLA latent cache must hold
-  uint64_t batch = 256;        // prefill rows computed at once
-  uint64_t sequences = 1;      // sequences decoded together (--batch): each holds its KDA state and MLA cache
+  bool packed_trunk = true;      // false: the whole trunk is read from the shards and held resident
+  uint64_t trunk_budget = 0;     // bytes of trunk sections to pin
+  uint64_t cache_budget = 0;     // bytes of expert cache
+  uint64_t context = 4096;       // positions the MLA latent cache must hold
+  uint64_t batch = 256;          // prefill rows computed at once
+  uint64_t sequences = 1;        // sequences decoded together (--batch): each holds its KDA state and MLA cache
   uint64_t state_snapshots = 0;  // KDA state copies kept to roll back verified rows (--spec: drafts per pass)
   // A draft model (--draft): its weights and buffers held in RAM, and its
   // context per position (for `context` positions). When the trunk streams
@@ -37,7 +37,7 @@ struct PlanRequest {
   uint64_t kept_state_bytes = 0;
   int io_threads = 8;
   int compute_threads = 1;
-  size_t tensor_count = 0;     // checkpoint tensors (index memory)
+  size_t tensor_count = 0;  // checkpoint tensors (index memory)
   // Bytes of lm_head rows per block when the head streams; 0: automatic
   // (the stream buffer a layer needs, or at most kHeadBlockCap when every
   // layer is pinned). Any value gives the same logits.
@@ -61,7 +61,7 @@ inline constexpr int kMaxStreamBuffers = 4;
 
 struct MemoryPlan {
   // Trunk: sections in use order (layers 0..n-1, then the head).
-  std::vector<int> pinned;          // indices into TrunkLayout::sections
+  std::vector<int> pinned;  // indices into TrunkLayout::sections
   std::vector<int> streamed;
   uint64_t pinned_bytes = 0;
   // Streamed sections pass through stream_buffers buffers of
@@ -85,7 +85,7 @@ struct MemoryPlan {
   uint64_t head_blocks = 0;
   uint64_t head_block_read_bytes = 0;  // aligned read of one full block
   uint64_t head_small_bytes = 0;
-  uint64_t embedding_bytes = 0;      // on disk; rows are read on demand, never resident
+  uint64_t embedding_bytes = 0;  // on disk; rows are read on demand, never resident
   // Bytes read from trunk.bin per token: the streamed layer sections and a
   // streamed head's lm_head, as stored (compressed sizes for a compressed
   // trunk, whose streamed units are decoded into the stream buffers as they
@@ -97,18 +97,18 @@ struct MemoryPlan {
   uint64_t slot_bytes = 0;
   uint64_t cache_slots = 0;
   uint64_t cache_bytes = 0;
-  uint64_t min_slots = 0;            // floor: one layer's top-k experts, all in flight at once
+  uint64_t min_slots = 0;  // floor: one layer's top-k experts, all in flight at once
   // State and the rest.
   uint64_t kda_state_bytes = 0;
   uint64_t mla_cache_bytes = 0;
-  uint64_t batch = 0;                // prefill rows computed at once (the request's)
+  uint64_t batch = 0;               // prefill rows computed at once (the request's)
   uint64_t per_sequence_bytes = 0;  // one sequence's KDA state + MLA cache (included above per sequence)
   uint64_t activation_bytes = 0;
-  uint64_t draft_bytes = 0;          // the draft model: weights, buffers, context (--draft)
-  bool draft_streamed = false;       // its matrices are read per draft pass in row blocks of block_bytes
-  uint64_t kept_state_bytes = 0;     // kept conversation states (the request's)
-  uint64_t io_bytes = 0;             // embedding row buffers, index, thread stacks
-  uint64_t peak_rss = 0;             // the forecast: sum of the above
+  uint64_t draft_bytes = 0;       // the draft model: weights, buffers, context (--draft)
+  bool draft_streamed = false;    // its matrices are read per draft pass in row blocks of block_bytes
+  uint64_t kept_state_bytes = 0;  // kept conversation states (the request's)
+  uint64_t io_bytes = 0;          // embedding row buffers, index, thread stacks
+  uint64_t peak_rss = 0;          // the forecast: sum of the above
 
   // Multi-line description for stderr (no trailing newline).
   std::string describe(const TrunkLayout& layout, const ModelConfig& config, const PlanRequest& req) const;

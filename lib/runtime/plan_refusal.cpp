@@ -25,8 +25,7 @@ std::string gb_flag(uint64_t bytes) {
 }
 
 // The plan of `base` with other budgets and batch.
-MemoryPlan replan(const ModelConfig& config, const PreparedStream& p, uint64_t trunk, uint64_t cache,
-                  uint64_t batch) {
+MemoryPlan replan(const ModelConfig& config, const PreparedStream& p, uint64_t trunk, uint64_t cache, uint64_t batch) {
   PlanRequest r = p.plan_request;
   r.trunk_budget = trunk;
   r.cache_budget = cache;
@@ -70,8 +69,8 @@ std::string plan_refusal(const ModelConfig& config, const Checkpoint& checkpoint
   const uint64_t peak = p.plan.peak_rss;
   // k3-serve's kept conversation states are a term of their own: the first thing to lower.
   const std::string kept = p.plan.kept_state_bytes == 0 ? ""
-                               : " with " + format_bytes(p.plan.kept_state_bytes) +
-                                     " for kept conversation states (lower --keep-mb)";
+                                                        : " with " + format_bytes(p.plan.kept_state_bytes) +
+                                                              " for kept conversation states (lower --keep-mb)";
   if (req.sequences > 1) {
     const uint64_t one = p.plan.per_sequence_bytes, limit = plan_limit(avail);
     const uint64_t fixed = peak - one * req.sequences;
@@ -88,9 +87,9 @@ std::string plan_refusal(const ModelConfig& config, const Checkpoint& checkpoint
     o += "; without --trunk the whole trunk (" + format_bytes(p.plan.pinned_bytes) +
          ") is held in memory: pack it once (k3-pack MODEL_DIR TRUNK_DIR) and pass --trunk TRUNK_DIR";
     if (choice.preset)
-      o += ", with which --preset " + choice.preset->name + " fits (forecast " + format_bytes(choice.plan.peak_rss) + ")";
-    else
-      o += "; even then no preset fits (the smallest needs " + format_bytes(choice.plan.peak_rss) + "): lower --ctx";
+      o += ", with which --preset " + choice.preset->name + " fits (forecast " + format_bytes(choice.plan.peak_rss) +
+           ")";
+    else o += "; even then no preset fits (the smallest needs " + format_bytes(choice.plan.peak_rss) + "): lower --ctx";
     return o;
   }
   uint64_t trunk = 0, cache = 0, fit_peak = 0;
@@ -110,8 +109,7 @@ std::string plan_refusal(const ModelConfig& config, const Checkpoint& checkpoint
        format_bytes(floor.kda_state_bytes + floor.mla_cache_bytes) + ")";
   if (choice.preset && choice.preset->name != req.preset)
     o += "; --preset " + choice.preset->name + " fits (" + format_bytes(choice.plan.peak_rss) + ")";
-  else
-    o += ": free memory, or lower --ctx";
+  else o += ": free memory, or lower --ctx";
   return o;
 }
 

@@ -84,12 +84,13 @@ std::string PresetChoice::reason() const {
   if (available == UINT64_MAX)
     return std::string(preset->name) + ", the default: the memory available is unknown (forecast " +
            format_bytes(plan.peak_rss) + ")";
-  const std::string limit = "the " + format_bytes(plan_limit(available)) + " limit (90% of " +
-                            format_bytes(available) + " available)";
+  const std::string limit =
+      "the " + format_bytes(plan_limit(available)) + " limit (90% of " + format_bytes(available) + " available)";
   if (!preset)
     return "no preset fits: the smallest (" + presets().front().name + ") needs " + format_bytes(plan.peak_rss) +
            ", over " + limit;
-  std::string r = preset->name + ": forecast " + format_bytes(plan.peak_rss) + (plan_fits(plan, available) ? ", within " : ", over ") + limit;
+  std::string r = preset->name + ": forecast " + format_bytes(plan.peak_rss) +
+                  (plan_fits(plan, available) ? ", within " : ", over ") + limit;
   if (larger) r += "; " + larger->name + " would need " + format_bytes(larger_peak);
   return r;
 }

@@ -9,10 +9,10 @@
 #include <cstdint>
 #include <string>
 
-#include "trunk/layout.h"
 #include "model/config.h"
 #include "runtime/memory_plan.h"
 #include "runtime/presets.h"
+#include "trunk/layout.h"
 
 namespace k3 {
 

@@ -20,9 +20,9 @@ namespace k3 {
 
 // A typical machine of a memory class (GB = 1e9 bytes, as the plan prints).
 struct MachineClass {
-  const char* label;        // "32 GB"
-  double mem_total_gb;      // what /proc/meminfo reports as MemTotal (firmware and kernel take the rest)
-  double available_gb;      // MemAvailable with the OS and a session running: the low end of the usual range
+  const char* label;    // "32 GB"
+  double mem_total_gb;  // what /proc/meminfo reports as MemTotal (firmware and kernel take the rest)
+  double available_gb;  // MemAvailable with the OS and a session running: the low end of the usual range
   uint64_t available_bytes() const { return static_cast<uint64_t>(available_gb * 1e9); }
 };
 
@@ -56,9 +56,18 @@ inline constexpr const char* kAutoPreset = "auto";
 // In ascending order of memory (choose_preset relies on it).
 inline const std::vector<Preset>& presets() {
   static const std::vector<Preset> kPresets = {
-      {"min", 0.0, 0.0, "the memory floor: everything streams in 32 MB row blocks", {"4 GB", 3.8, 2.5},
-       kMinPresetBlockMb, kMinPresetBatch},
-      {"laptop", 1.3, 1.0, "one layer pinned, the rest streams in 64 MB row blocks", {"8 GB", 7.7, 5.0},
+      {"min",
+       0.0,
+       0.0,
+       "the memory floor: everything streams in 32 MB row blocks",
+       {"4 GB", 3.8, 2.5},
+       kMinPresetBlockMb,
+       kMinPresetBatch},
+      {"laptop",
+       1.3,
+       1.0,
+       "one layer pinned, the rest streams in 64 MB row blocks",
+       {"8 GB", 7.7, 5.0},
        kLaptopPresetBlockMb},
       {"desktop", 16.0, 2.0, "a seventh of the trunk pinned", {"32 GB", 31.0, 26.0}},
       {"workstation", 40.0, 4.0, "a third of the trunk pinned", {"64 GB", 62.0, 56.0}},

@@ -54,7 +54,8 @@ void check_resident_plan(const ResidentPlan& plan, const PlanRequest& req, const
   throw Error(ExitCode::kResource,
               "the whole model resident needs " + format_bytes(plan.peak_rss) + " (" + format_bytes(plan.weight_bytes) +
                   " of weights, " + format_bytes(plan.state_bytes) + " of state for " + std::to_string(req.context) +
-                  " positions), " + over + "; pack the trunk once (k3-pack MODEL_DIR TRUNK_DIR) and run with "
+                  " positions), " + over +
+                  "; pack the trunk once (k3-pack MODEL_DIR TRUNK_DIR) and run with "
                   "--trunk TRUNK_DIR --preset auto to stream within the memory, or lower the context");
 }
 

@@ -21,8 +21,8 @@ struct ResidentPlan {
   uint64_t state_bytes = 0;         // KDA state (with rollback copies) + MLA cache of all sequences
   uint64_t per_sequence_bytes = 0;  // one sequence's share of state_bytes
   uint64_t activation_bytes = 0;
-  uint64_t kept_state_bytes = 0;    // kept conversation states (k3-serve --keep-mb)
-  uint64_t peak_rss = 0;            // the sum of the above
+  uint64_t kept_state_bytes = 0;  // kept conversation states (k3-serve --keep-mb)
+  uint64_t peak_rss = 0;          // the sum of the above
 };
 
 // `req` gives context, prefill batch, sequences and state snapshots (its

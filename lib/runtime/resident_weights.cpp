@@ -53,8 +53,9 @@ ResidentWeights::ResidentWeights(const ModelConfig& config, const Checkpoint& ch
   // Refused before saying anything about holding it: the refusal is the one line.
   const uint64_t avail = available_memory_bytes();
   if (avail != 0 && resident_bytes_ > avail)
-    throw Error(ExitCode::kResource, "the whole model needs " + format_bytes(resident_bytes_) + " resident, more than the " +
-                                         format_bytes(avail) + " available; pack the trunk once (k3-pack MODEL_DIR TRUNK_DIR) "
+    throw Error(ExitCode::kResource, "the whole model needs " + format_bytes(resident_bytes_) +
+                                         " resident, more than the " + format_bytes(avail) +
+                                         " available; pack the trunk once (k3-pack MODEL_DIR TRUNK_DIR) "
                                          "and run with --trunk TRUNK_DIR --preset auto to stream within the memory");
   if (log)
     *log << tool_name() << ": holding " << resident_bytes_ << " bytes (" << format_bytes(resident_bytes_)
@@ -70,8 +71,8 @@ ResidentWeights::ResidentWeights(const ModelConfig& config, const Checkpoint& ch
     const TensorLocation& loc = checkpoint.at(t.name);
     auto buf = std::make_unique<Buffer>(loc.info->nbytes);
     shards[loc.shard].pread_exact(buf->data, loc.info->nbytes, loc.info->offset);
-    if (t.group == TensorGroup::kRoutedExpert && t.dtype == DType::kU8 &&
-        t.name.size() > 13 && t.name.compare(t.name.size() - 13, 13, ".weight_scale") == 0) {
+    if (t.group == TensorGroup::kRoutedExpert && t.dtype == DType::kU8 && t.name.size() > 13 &&
+        t.name.compare(t.name.size() - 13, 13, ".weight_scale") == 0) {
       const auto* s = static_cast<const uint8_t*>(buf->data);
       const size_t bad = kernels::find_invalid_mxfp4_scale(s, loc.info->nbytes);
       if (bad != loc.info->nbytes)
@@ -86,8 +87,7 @@ ResidentWeights::ResidentWeights(const ModelConfig& config, const Checkpoint& ch
       last_report = now;
       const double s = seconds_since(start);
       *log << tool_name() << ": loaded " << format_bytes(loaded) << " of " << format_bytes(resident_bytes_) << " ("
-           << static_cast<int>(s) << " s)"
-           << std::endl;
+           << static_cast<int>(s) << " s)" << std::endl;
     }
   }
 

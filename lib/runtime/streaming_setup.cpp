@@ -129,7 +129,8 @@ static std::string lookahead_plan_line(const ModelConfig& config, const Prepared
                        static_cast<uint64_t>(config.num_experts);
   std::string o = std::string(tool_name()) + ": expert lookahead: ";
   if (p.plan.cache_slots >= all) return o + "the cache holds every expert, so there is nothing to guess\n";
-  if (pinned_moe == 0) return o + "no MoE layer after the first has its trunk pinned, so no guess is made (raise --trunk-gb)\n";
+  if (pinned_moe == 0)
+    return o + "no MoE layer after the first has its trunk pinned, so no guess is made (raise --trunk-gb)\n";
   if (spare == 0)
     return o + "the cache holds one layer's top-k only, so no guessed expert is read (raise --cache-gb)\n";
   return o + "guesses for " + std::to_string(pinned_moe) + " pinned MoE layers, read into up to " +
@@ -159,10 +160,8 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
   StreamingRequest smaller = req;
   while (!plan_fits(p.plan, avail) &&
          (p.plan.batch > 1 || (smaller.snapshots_optional && smaller.state_snapshots > 0))) {
-    if (smaller.snapshots_optional && smaller.state_snapshots > 0)
-      smaller.state_snapshots /= 2;
-    else
-      smaller.batch = p.plan.batch / 2;
+    if (smaller.snapshots_optional && smaller.state_snapshots > 0) smaller.state_snapshots /= 2;
+    else smaller.batch = p.plan.batch / 2;
     p = plan_for(config, checkpoint, smaller, trunk_bytes, cache_bytes, std::move(p.layout), !req.trunk_dir.empty(),
                  p.plan.slot_bytes);
   }
@@ -183,8 +182,9 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
   if (req.trunk_dir.empty())
     log << tool_name() << ": no --trunk: the whole trunk (" << format_bytes(p.plan.pinned_bytes)
         << ") is read from the shards and held resident; routed experts stream through the cache\n";
-  log << tool_name() << ": memory plan (" << (req.trunk_dir.empty() ? "trunk from the shards" : "trunk " + req.trunk_dir)
-      << "; budgets: trunk " << format_bytes(trunk_bytes) << ", cache " << format_bytes(cache_bytes) << ")\n"
+  log << tool_name() << ": memory plan ("
+      << (req.trunk_dir.empty() ? "trunk from the shards" : "trunk " + req.trunk_dir) << "; budgets: trunk "
+      << format_bytes(trunk_bytes) << ", cache " << format_bytes(cache_bytes) << ")\n"
       << p.plan.describe(p.layout, config, p.plan_request);
   if (avail != UINT64_MAX) log << " of " << format_bytes(avail) << " available (" << available_source(lim) << ")";
   log << "\n";

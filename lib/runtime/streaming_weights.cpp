@@ -11,8 +11,7 @@ namespace k3 {
 
 StreamingWeights::StreamingWeights(const ModelConfig& config, const Checkpoint& checkpoint,
                                    const std::string& trunk_dir, TrunkLayout layout, const MemoryPlan& plan,
-                                   int io_threads, const ProgressCallback& progress,
-                                   ExpertCachePolicyKind cache_policy)
+                                   int io_threads, const ProgressCallback& progress, ExpertCachePolicyKind cache_policy)
     : io_(io_threads) {
   const auto t0 = std::chrono::steady_clock::now();
   guessable_.assign(static_cast<size_t>(std::max(0, config.num_hidden_layers)), false);
@@ -26,7 +25,8 @@ StreamingWeights::StreamingWeights(const ModelConfig& config, const Checkpoint& 
     }
   for (const ShardInfo& s : checkpoint.shards()) shard_files_.push_back(std::make_unique<DirectFile>(s.path));
   if (!trunk_dir.empty()) trunk_file_ = std::make_unique<DirectFile>(path_join(trunk_dir, "trunk.bin"));
-  trunk_ = std::make_unique<TrunkStream>(config, checkpoint, trunk_file_.get(), shard_files_, std::move(layout), plan, io_, progress);
+  trunk_ = std::make_unique<TrunkStream>(config, checkpoint, trunk_file_.get(), shard_files_, std::move(layout), plan,
+                                         io_, progress);
   experts_ = std::make_unique<ExpertCache>(config, checkpoint, shard_files_, plan.cache_slots, io_, cache_policy);
   load_seconds_ = seconds_since(t0);
   // The first streamed units start now, after the start-up reads.

@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "trunk/layout.h"
 #include "io/direct_file.h"
 #include "io/read_engine.h"
 #include "model/config.h"
@@ -20,23 +19,24 @@
 #include "runtime/expert_cache.h"
 #include "runtime/memory_plan.h"
 #include "runtime/trunk_stream.h"
+#include "trunk/layout.h"
 
 namespace k3 {
 
 class Checkpoint;
 
 struct StreamStats {
-  uint64_t trunk_bytes = 0;          // trunk bytes read while running (streamed sections, embedding rows)
-  uint64_t expert_bytes = 0;         // routed-expert bytes read while running
-  uint64_t load_bytes = 0;           // pinned trunk read at start
-  uint64_t experts_requested = 0;    // (layer, expert) deliveries asked for
-  uint64_t experts_resident = 0;     // of those, already resident when the step began
-  double io_wait_seconds = 0;        // compute thread blocked waiting for bytes
-  double decode_seconds = 0;         // CPU seconds the I/O threads spent decoding a compressed trunk
-  double io_busy_seconds = 0;        // at least one read in progress (the device kept busy)
+  uint64_t trunk_bytes = 0;        // trunk bytes read while running (streamed sections, embedding rows)
+  uint64_t expert_bytes = 0;       // routed-expert bytes read while running
+  uint64_t load_bytes = 0;         // pinned trunk read at start
+  uint64_t experts_requested = 0;  // (layer, expert) deliveries asked for
+  uint64_t experts_resident = 0;   // of those, already resident when the step began
+  double io_wait_seconds = 0;      // compute thread blocked waiting for bytes
+  double decode_seconds = 0;       // CPU seconds the I/O threads spent decoding a compressed trunk
+  double io_busy_seconds = 0;      // at least one read in progress (the device kept busy)
   double load_seconds = 0;
-  uint64_t units_not_ahead = 0;      // trunk units read only when asked for (not read ahead)
-  ExpertGuessStats guess;            // --expert-lookahead (zero without it)
+  uint64_t units_not_ahead = 0;  // trunk units read only when asked for (not read ahead)
+  ExpertGuessStats guess;        // --expert-lookahead (zero without it)
 };
 
 class StreamingWeights : public WeightSource {

@@ -11,9 +11,9 @@
 #include "common/file.h"
 #include "kernels/bf16.h"
 #include "model/weight_binding.h"
+#include "runtime/trunk_stream_parts.h"
 #include "trunk/blocks.h"
 #include "trunk/row_blocks.h"
-#include "runtime/trunk_stream_parts.h"
 
 namespace k3 {
 
@@ -32,14 +32,16 @@ TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint
     if (sec->ts->name == "embedding") embed_section_ = static_cast<int>(s);
     if (trunk_file_ && !sec->ts->compressed) {
       if (sec->ts->blocks.empty() && !sec->ts->tensors.empty())  // open_trunk_layout refuses such trunks
-        throw Error(ExitCode::kBadModel, trunk_file_->path() + ": section " + sec->ts->name + " has no block hashes "
-                                                               "(re-run k3-pack)");
+        throw Error(ExitCode::kBadModel, trunk_file_->path() + ": section " + sec->ts->name +
+                                             " has no block hashes "
+                                             "(re-run k3-pack)");
       sec->block_ok = std::make_unique<std::atomic<bool>[]>(sec->ts->blocks.size());
     }
     sections_.push_back(std::move(sec));
   }
   for (int l = 0; l < config_.num_hidden_layers; ++l)
-    if (layer_section_[l] < 0) throw Error(ExitCode::kBadModel, "the trunk has no section for layer " + std::to_string(l));
+    if (layer_section_[l] < 0)
+      throw Error(ExitCode::kBadModel, "the trunk has no section for layer " + std::to_string(l));
   if (head_section_ < 0 || embed_section_ < 0)
     throw Error(ExitCode::kBadModel, "the trunk lacks its embedding or head section (re-run k3-pack)");
 
@@ -88,8 +90,9 @@ TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint
   if (trunk_file_) {
     embed_file_ = trunk_file_;
     if (sections_[embed_section_]->ts->compressed)
-      throw Error(ExitCode::kBadModel, trunk_file_->path() + ": the embedding section is compressed, which k3-pack "
-                                                             "never writes (re-run k3-pack)");
+      throw Error(ExitCode::kBadModel, trunk_file_->path() +
+                                           ": the embedding section is compressed, which k3-pack "
+                                           "never writes (re-run k3-pack)");
     embed_base_ = stored_at(*sections_[embed_section_]->ts, et.offset);
   } else {
     const TensorLocation& loc = checkpoint.at(et.name);
@@ -143,10 +146,8 @@ void TrunkStream::pin_section(int s, const Checkpoint& checkpoint,
   }
   stats_.load_bytes += read;
   auto lookup = [&sec, this](const std::string& name) { return section_tensor(sec, sec.buf.data(), name); };
-  if (sec.ts->layer >= 0)
-    sec.lw = bind_layer_weights(config_, sec.ts->layer, lookup);
-  else if (s == head_section_)
-    sec.hw = bind_head_weights(config_, lookup);
+  if (sec.ts->layer >= 0) sec.lw = bind_layer_weights(config_, sec.ts->layer, lookup);
+  else if (s == head_section_) sec.hw = bind_head_weights(config_, lookup);
 }
 
 // A streamed head: lm_head as units of plan.head_block_rows rows, its small
@@ -156,12 +157,14 @@ void TrunkStream::plan_head_blocks(int s, const MemoryPlan& plan) {
   const TrunkTensor* lm = nullptr;
   for (const TrunkTensor& t : sec.ts->tensors)
     if (t.name == config_.lm_head_name) lm = &t;
-  if (!lm) throw Error(ExitCode::kBadModel, "trunk section head lacks tensor '" + config_.lm_head_name + "' (re-run k3-pack)");
+  if (!lm)
+    throw Error(ExitCode::kBadModel, "trunk section head lacks tensor '" + config_.lm_head_name + "' (re-run k3-pack)");
   if (plan.head_block_rows == 0) throw Error(ExitCode::kInternal, "the memory plan streams the head without blocks");
   lm_head_offset_ = lm->offset;
   head_unit0_ = static_cast<int>(units_.size());
   const int64_t vocab = config_.vocab_size, rows = static_cast<int64_t>(plan.head_block_rows);
-  for (int64_t r = 0; r < vocab; r += rows) units_.push_back(Unit{s, UnitKind::kHeadRows, -1, r, std::min(rows, vocab - r)});
+  for (int64_t r = 0; r < vocab; r += rows)
+    units_.push_back(Unit{s, UnitKind::kHeadRows, -1, r, std::min(rows, vocab - r)});
   std::unordered_map<std::string, const void*> small;
   AlignedBuffer staging;
   for (const TrunkTensor& t : sec.ts->tensors) {
@@ -187,7 +190,8 @@ void TrunkStream::plan_head_blocks(int s, const MemoryPlan& plan) {
   head_small_hw_ = bind_head_weights(config_, [&](const std::string& name) -> const void* {
     if (name == config_.lm_head_name) return nullptr;  // read in blocks by for_each_head_block
     auto it = small.find(name);
-    if (it == small.end()) throw Error(ExitCode::kBadModel, "trunk section head lacks tensor '" + name + "' (re-run k3-pack)");
+    if (it == small.end())
+      throw Error(ExitCode::kBadModel, "trunk section head lacks tensor '" + name + "' (re-run k3-pack)");
     return it->second;
   });
 }
@@ -207,7 +211,8 @@ void TrunkStream::plan_row_blocks(int s, const MemoryPlan& plan) {
     const int64_t rows = sm.shape.rows, block = static_cast<int64_t>(sm.block_rows);
     for (int64_t r = 0; r < rows; r += block)
       units_.push_back(Unit{s, UnitKind::kMatrixRows, static_cast<int>(m), r, std::min(block, rows - r)});
-    sec.views.push_back(std::make_unique<BlockedMatrix>(this, first, static_cast<int>(units_.size()) - first, sm.shape.cols));
+    sec.views.push_back(
+        std::make_unique<BlockedMatrix>(this, first, static_cast<int>(units_.size()) - first, sm.shape.cols));
     sec.view_of[sm.shape.name] = Bf16Matrix{nullptr, sm.shape.rows, sm.shape.cols, sec.views.back().get()};
   }
 }
@@ -262,7 +267,8 @@ void TrunkStream::embed(const int32_t* ids, size_t n, float* out) {
       const uint64_t at = embed_base_ + (begin - t.offset);
       CoveringRead c = covering_read(at, length);
       if (c.length > row_buf_.size())
-        throw Error(ExitCode::kInternal, "embedding row read of " + std::to_string(c.length) + " bytes exceeds its buffer");
+        throw Error(ExitCode::kInternal,
+                    "embedding row read of " + std::to_string(c.length) + " bytes exceeds its buffer");
       const auto t0 = SteadyClock::now();
       io_.read_now({ReadEngine::Read{embed_file_, c.offset, c.length, c.skip + length, row_buf_.data()}});
       if (blocks.last > blocks.first) {
@@ -349,7 +355,8 @@ TrunkStream::StreamBuffer& TrunkStream::acquire_unit(int u) {
     const TensorLookup lookup = [&sec, b](const std::string& name) -> const void* {
       auto it = sec.held_rel.find(name);
       if (it == sec.held_rel.end())
-        throw Error(ExitCode::kBadModel, "trunk section " + sec.ts->name + " lacks tensor '" + name + "' (re-run k3-pack)");
+        throw Error(ExitCode::kBadModel,
+                    "trunk section " + sec.ts->name + " lacks tensor '" + name + "' (re-run k3-pack)");
       return b->buf.data() + it->second;
     };
     const RowMatrixLookup rows = [&sec, &lookup](const std::string& name, int64_t r, int64_t c) {

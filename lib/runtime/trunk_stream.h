@@ -1,10 +1,8 @@
 // The trunk of a model run in a memory budget: the sections of a packed
-// trunk (k3-pack) that the plan pins are read once at start; the others stream through a few buffers in use order, the next
-// ones read in the background while the current layer computes. A streamed
-// head goes through the same buffers as lm_head row blocks (its small tensors
-// are read once and kept), so no buffer is ever the size of the head.
-// Without a packed trunk every trunk tensor is read from the shards once and
-// held. Embedding rows are read on demand.
+// trunk (k3-pack) that the plan pins are read once at start; the others stream through a few buffers in use order, the
+// next ones read in the background while the current layer computes. A streamed head goes through the same buffers as
+// lm_head row blocks (its small tensors are read once and kept), so no buffer is ever the size of the head. Without a
+// packed trunk every trunk tensor is read from the shards once and held. Embedding rows are read on demand.
 //
 // Every raw trunk block (trunk/layout.h, version 4) is checked against its
 // xxh3 the first time a read brings it in, on the I/O thread that read it
@@ -27,25 +25,25 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/progress_callback.h"
 #include "io/aligned_buffer.h"
 #include "io/direct_file.h"
 #include "io/read_engine.h"
-#include "common/progress_callback.h"
 #include "model/config.h"
 #include "model/weight_source.h"
-#include "trunk/layout.h"
 #include "runtime/memory_plan.h"
 #include "trunk/block_reader.h"
+#include "trunk/layout.h"
 
 namespace k3 {
 
 class Checkpoint;
 
 struct TrunkStreamStats {
-  uint64_t trunk_bytes = 0;  // read while running (streamed sections, embedding rows)
-  uint64_t load_bytes = 0;   // pinned sections and a streamed head's small tensors, read at start
-  double io_wait_seconds = 0;  // compute thread blocked waiting for trunk bytes
-  double decode_seconds = 0;   // CPU seconds the I/O threads spent decoding compressed blocks
+  uint64_t trunk_bytes = 0;      // read while running (streamed sections, embedding rows)
+  uint64_t load_bytes = 0;       // pinned sections and a streamed head's small tensors, read at start
+  double io_wait_seconds = 0;    // compute thread blocked waiting for trunk bytes
+  double decode_seconds = 0;     // CPU seconds the I/O threads spent decoding compressed blocks
   uint64_t units_not_ahead = 0;  // streamed units asked for before any read of them began (out of use order)
 };
 
@@ -123,14 +121,14 @@ class TrunkStream {
   std::vector<std::unique_ptr<Section>> sections_;  // parallel to layout_.sections
   std::vector<int> layer_section_;
   int head_section_ = -1, embed_section_ = -1;
-  std::vector<Unit> units_;                         // streamed units in use order
-  std::vector<int> section_unit_;                   // section -> its unit, -1 when pinned or the head
-  int head_unit0_ = -1;                             // first head block, -1 when the head is pinned
-  uint64_t lm_head_offset_ = 0;                     // decoded offset (in trunk.bin when stored raw)
-  std::vector<AlignedBuffer> head_small_;           // norms of a streamed head
+  std::vector<Unit> units_;                // streamed units in use order
+  std::vector<int> section_unit_;          // section -> its unit, -1 when pinned or the head
+  int head_unit0_ = -1;                    // first head block, -1 when the head is pinned
+  uint64_t lm_head_offset_ = 0;            // decoded offset (in trunk.bin when stored raw)
+  std::vector<AlignedBuffer> head_small_;  // norms of a streamed head
   HeadWeights head_small_hw_;
   std::vector<std::unique_ptr<StreamBuffer>> buffers_;
-  int last_acquired_ = -1;                          // read-ahead runs ahead of this unit
+  int last_acquired_ = -1;  // read-ahead runs ahead of this unit
 
   const DirectFile* embed_file_ = nullptr;
   uint64_t embed_base_ = 0;

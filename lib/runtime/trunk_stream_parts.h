@@ -11,8 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "trunk/row_blocks.h"
 #include "runtime/trunk_stream.h"
+#include "trunk/row_blocks.h"
 
 namespace k3 {
 
@@ -35,7 +35,7 @@ struct TrunkStream::Section {
   // A raw section of a packed trunk: one flag per block, set once the block
   // matched its hash in this run (every read checks the blocks not yet set).
   std::unique_ptr<std::atomic<bool>[]> block_ok;
-  AlignedBuffer buf;  // pinned bytes
+  AlignedBuffer buf;                              // pinned bytes
   std::unordered_map<std::string, uint64_t> rel;  // tensor name -> offset from section start
   LayerWeights lw;
   HeadWeights hw;
@@ -58,7 +58,7 @@ struct TrunkStream::StreamBuffer {
   std::condition_variable cv;
   bool done = true;
   std::string error;
-  bool corrupt = false;  // `error` is a section hash mismatch or a damaged block, not a failed read
+  bool corrupt = false;   // `error` is a section hash mismatch or a damaged block, not a failed read
   AlignedBuffer staging;  // compressed pieces on their way into buf
   LayerWeights lw;
 };

@@ -1,12 +1,11 @@
 #include <algorithm>
 
 #include "common/clock.h"
-#include "trunk/blocks.h"
 #include "common/error.h"
 #include "runtime/trunk_stream_parts.h"
+#include "trunk/blocks.h"
 
 namespace k3 {
-
 
 uint64_t TrunkStream::unit_buffer_bytes(const Unit& un) const {
   const Section& sec = *sections_[un.section];
@@ -23,10 +22,8 @@ uint64_t TrunkStream::unit_buffer_bytes(const Unit& un) const {
                     covering_read(stored_at(*sec.ts, r.begin), r.end - r.begin).length);
   }
   switch (un.kind) {
-    case UnitKind::kSection:
-      return sec.ts->length;
-    case UnitKind::kHeld:
-      return sec.rb.held_bytes;
+    case UnitKind::kSection: return sec.ts->length;
+    case UnitKind::kHeld: return sec.rb.held_bytes;
     case UnitKind::kMatrixRows: {
       const StreamedMatrix& m = sec.rb.matrices[un.matrix];
       return covering_read(m.tensor->offset + un.first_row * m.row_bytes, un.rows * m.row_bytes).length;
@@ -59,9 +56,9 @@ void TrunkStream::issue_stream_read(StreamBuffer& b, int u, bool urgent) {
   const Unit& un = units_[u];
   const Section& sec = *sections_[un.section];
   const TrunkSection& ts = *sec.ts;
-  std::vector<ReadEngine::Read> reads;                // a raw section's reads
-  std::vector<TrunkBlockReader::Target> decodes;      // a compressed section's blocks
-  std::vector<TrunkBlockReader::Target> checks;       // a raw section's blocks to check once read
+  std::vector<ReadEngine::Read> reads;            // a raw section's reads
+  std::vector<TrunkBlockReader::Target> decodes;  // a compressed section's blocks
+  std::vector<TrunkBlockReader::Target> checks;   // a raw section's blocks to check once read
   // Raw blocks `r`, read to `at` (holding decoded bytes from `base`), are
   // checked unless an earlier read checked them all.
   auto check = [&](BlockRange r, uint8_t* at, uint64_t base, uint64_t len) {
@@ -89,7 +86,8 @@ void TrunkStream::issue_stream_read(StreamBuffer& b, int u, bool urgent) {
         reads.push_back(ReadEngine::Read{trunk_file_, stored_at(ts, h.read_offset), h.read_length,
                                          h.skip + h.tensor->nbytes, b.buf.data() + h.buffer_offset});
         length += h.read_length;
-        check(tensor_blocks(ts, *h.tensor), b.buf.data() + h.buffer_offset + h.skip, h.tensor->offset, h.tensor->nbytes);
+        check(tensor_blocks(ts, *h.tensor), b.buf.data() + h.buffer_offset + h.skip, h.tensor->offset,
+              h.tensor->nbytes);
       }
       break;
     case UnitKind::kMatrixRows:
@@ -118,11 +116,13 @@ void TrunkStream::issue_stream_read(StreamBuffer& b, int u, bool urgent) {
   // read lands inside the buffer sized for its unit; a bug that broke that
   // must not write past it.
   for (const ReadEngine::Read& r : reads)
-    if (r.dst < b.buf.data() || r.length > b.buf.size() || static_cast<uint64_t>(r.dst - b.buf.data()) > b.buf.size() - r.length)
+    if (r.dst < b.buf.data() || r.length > b.buf.size() ||
+        static_cast<uint64_t>(r.dst - b.buf.data()) > b.buf.size() - r.length)
       throw Error(ExitCode::kInternal, "trunk section " + ts.name + ": a read of " + std::to_string(r.length) +
                                            " bytes does not fit its stream buffer");
   for (const TrunkBlockReader::Target& t : decodes)
-    if (t.dst < b.buf.data() || t.dst_len > b.buf.size() || static_cast<uint64_t>(t.dst - b.buf.data()) > b.buf.size() - t.dst_len)
+    if (t.dst < b.buf.data() || t.dst_len > b.buf.size() ||
+        static_cast<uint64_t>(t.dst - b.buf.data()) > b.buf.size() - t.dst_len)
       throw Error(ExitCode::kInternal, "trunk section " + ts.name + ": decoded blocks do not fit their stream buffer");
   {
     std::lock_guard<std::mutex> lk(b.mu);
@@ -153,8 +153,7 @@ void TrunkStream::issue_stream_read(StreamBuffer& b, int u, bool urgent) {
   };
   if (ts.compressed)
     length = reader_->submit(ts, decodes, b.staging, done, urgent);  // decoded by the I/O threads as pieces arrive
-  else
-    io_.submit(std::move(reads), done, urgent);
+  else io_.submit(std::move(reads), done, urgent);
   std::lock_guard<std::mutex> lk(stats_mu_);
   stats_.trunk_bytes += length;
 }

@@ -22,7 +22,7 @@ struct TokenLogprob {
 };
 
 struct PositionLogprobs {
-  int64_t position = 0;           // of the chosen id in the sequence
+  int64_t position = 0;  // of the chosen id in the sequence
   TokenLogprob chosen;
   std::vector<TokenLogprob> top;  // at most N, most likely first
 };

@@ -21,10 +21,9 @@ double portable_exp(double x) {
   const double r = (x - k * kLn2Hi) - k * kLn2Lo;
   // Taylor series to r^13/13!: the truncation error is below 2^-57 for |r| <= 0.35.
   double p = 1.0 / 6227020800.0;  // 1/13!
-  static const double kInvFact[] = {1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0,
-                                    1.0 / 40320.0,     1.0 / 5040.0,     1.0 / 720.0,     1.0 / 120.0,
-                                    1.0 / 24.0,        1.0 / 6.0,        1.0 / 2.0,       1.0,
-                                    1.0};  // 1/12! .. 1/0!
+  static const double kInvFact[] = {
+      1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0,
+      1.0 / 120.0,       1.0 / 24.0,       1.0 / 6.0,       1.0 / 2.0,      1.0,           1.0};  // 1/12! .. 1/0!
   for (double c : kInvFact) p = p * r + c;
   return std::ldexp(p, static_cast<int>(k));
 }

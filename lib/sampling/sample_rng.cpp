@@ -19,8 +19,6 @@ uint64_t SampleRng::raw_at(int64_t position) {
 
 double SampleRng::uniform_at(int64_t position) { return unit_double_from_bits(raw_at(position)); }
 
-double unit_double_from_bits(uint64_t x) {
-  return static_cast<double>(x >> 11) * 0x1.0p-53;
-}
+double unit_double_from_bits(uint64_t x) { return static_cast<double>(x >> 11) * 0x1.0p-53; }
 
 }  // namespace k3

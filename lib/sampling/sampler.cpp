@@ -20,8 +20,7 @@ std::string num(double v) {
 
 void validate_sampling_params(const SamplingParams& p) {
   if (!(p.temperature >= 0.0) || std::isinf(p.temperature))
-    throw Error(ExitCode::kUsage, "--temp must be a finite number >= 0 (0 means greedy), got " +
-                                      num(p.temperature));
+    throw Error(ExitCode::kUsage, "--temp must be a finite number >= 0 (0 means greedy), got " + num(p.temperature));
   if (p.top_k < 0) throw Error(ExitCode::kUsage, "--top-k must be >= 0 (0 means off), got " + std::to_string(p.top_k));
   if (!(p.top_p > 0.0 && p.top_p <= 1.0))
     throw Error(ExitCode::kUsage, "--top-p must be in (0, 1] (1 means off), got " + num(p.top_p));
@@ -58,9 +57,7 @@ std::vector<Candidate> sampling_candidates(const float* logits, int64_t vocab, c
   // order are the same as after a full sort because the order is total.
   std::vector<int32_t> ids(static_cast<size_t>(vocab));
   for (int64_t i = 0; i < vocab; ++i) ids[i] = static_cast<int32_t>(i);
-  auto before = [logits](int32_t a, int32_t b) {
-    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-  };
+  auto before = [logits](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
   size_t n = ids.size();
   if (params.top_k > 0 && static_cast<size_t>(params.top_k) < n) {
     n = static_cast<size_t>(params.top_k);  // 3. top-k

@@ -4,8 +4,7 @@
 
 namespace k3 {
 
-StopConditions::StopConditions(const std::vector<int>& eos_ids, const std::vector<int32_t>& stop_ids,
-                               bool ignore_eos) {
+StopConditions::StopConditions(const std::vector<int>& eos_ids, const std::vector<int32_t>& stop_ids, bool ignore_eos) {
   if (!ignore_eos)
     for (int id : eos_ids) ids_.push_back(static_cast<int32_t>(id));
   ids_.insert(ids_.end(), stop_ids.begin(), stop_ids.end());

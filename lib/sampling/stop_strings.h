@@ -61,7 +61,7 @@ class StopStringIds {
 
  private:
   StopStrings text_;
-  std::string pending_;                        // the text of the held ids
+  std::string pending_;                          // the text of the held ids
   std::deque<std::pair<int32_t, size_t>> held_;  // id, end of its text in pending_
   bool stopped_ = false;
 };

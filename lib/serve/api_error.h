@@ -1,4 +1,5 @@
-// Layer serve: k3-serve, K3 behind OpenAI's HTTP API (requests, responses, SSE, the slot scheduler, the conversation cache, metrics).
+// Layer serve: k3-serve, K3 behind OpenAI's HTTP API (requests, responses, SSE, the slot scheduler, the conversation
+// cache, metrics).
 //
 // A refused request as OpenAI's API reports it: an HTTP status and the body
 //   {"error": {"message": ..., "type": ..., "param": ..., "code": ...}}

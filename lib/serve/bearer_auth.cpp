@@ -45,7 +45,8 @@ bool is_loopback_host(std::string_view host) {
 std::string read_api_key_file(const std::string& path) {
   std::ifstream in(path);
   std::string key;
-  if (!in || !std::getline(in, key)) throw Error(ExitCode::kUsage, "--api-key-file " + path + ": cannot read a key from it");
+  if (!in || !std::getline(in, key))
+    throw Error(ExitCode::kUsage, "--api-key-file " + path + ": cannot read a key from it");
   while (!key.empty() && (key.back() == '\r' || key.back() == ' ')) key.pop_back();
   return key;
 }

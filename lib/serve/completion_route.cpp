@@ -56,8 +56,10 @@ std::vector<int32_t> prompt_ids(const ParsedRequest& pr, const Tokenizer& tok, C
     const int64_t vocab = tok.vocab().size();
     for (size_t i = 0; i < pr.prompt_ids.size(); ++i)
       if (pr.prompt_ids[i] >= vocab)
-        throw ApiError(400, "prompt[" + std::to_string(i) + "]: id " + std::to_string(pr.prompt_ids[i]) +
-                                " is outside the vocabulary (0.." + std::to_string(vocab - 1) + ")", "prompt");
+        throw ApiError(400,
+                       "prompt[" + std::to_string(i) + "]: id " + std::to_string(pr.prompt_ids[i]) +
+                           " is outside the vocabulary (0.." + std::to_string(vocab - 1) + ")",
+                       "prompt");
     return pr.prompt_ids;
   }
   const std::vector<TokenId> t = tok.encode(pr.prompt_text);
@@ -82,12 +84,14 @@ Prepared prepare(const ParsedRequest& pr, const ServerOptions& options, const Se
   if (n == 0) throw ApiError(400, "prompt: no ids to evaluate", "prompt");
   const int64_t room = options.context - n;
   if (room < 1)
-    throw ApiError(400, "the prompt has " + std::to_string(n) + " ids: over the context of " +
-                            std::to_string(options.context) + " positions (start k3-serve with a larger --ctx)",
+    throw ApiError(400,
+                   "the prompt has " + std::to_string(n) + " ids: over the context of " +
+                       std::to_string(options.context) + " positions (start k3-serve with a larger --ctx)",
                    pr.endpoint == Endpoint::kChat ? "messages" : "prompt", "context_length_exceeded");
   if (pr.max_tokens && *pr.max_tokens > room)
-    throw ApiError(400, "max_tokens: " + std::to_string(*pr.max_tokens) + " and the prompt's " + std::to_string(n) +
-                            " ids exceed the context of " + std::to_string(options.context) + " positions",
+    throw ApiError(400,
+                   "max_tokens: " + std::to_string(*pr.max_tokens) + " and the prompt's " + std::to_string(n) +
+                       " ids exceed the context of " + std::to_string(options.context) + " positions",
                    "max_tokens", "context_length_exceeded");
   out.spec.max_new = pr.max_tokens ? *pr.max_tokens : room;
   out.spec.sampling = pr.sampling;
@@ -145,14 +149,16 @@ void handle_completion(const httplib::Request& req, httplib::Response& res, Endp
   if (!job) {
     if (backend.scheduler->stopping()) throw ApiError(503, "the server is shutting down", "", "shutting_down");
     res.set_header("Retry-After", std::to_string(options.retry_after_seconds));
-    throw ApiError(429, "every slot is busy and the queue is full: retry after " +
-                            std::to_string(options.retry_after_seconds) + " s", "", "queue_full");
+    throw ApiError(
+        429,
+        "every slot is busy and the queue is full: retry after " + std::to_string(options.retry_after_seconds) + " s",
+        "", "queue_full");
   }
   const bool chat = endpoint == Endpoint::kChat;
   ResponseMeta meta{new_id(chat ? "chatcmpl-" : "cmpl-"), static_cast<int64_t>(std::time(nullptr)), options.model_name};
-  auto stream = std::make_shared<Stream>(Stream{job, ReplyWriter(endpoint, backend.tokenizer->vocab(), p.thinking,
-                                                                 pr.stop, meta, pr.stream && pr.include_usage),
-                                                Usage{prompt_tokens, 0, 0}});
+  auto stream = std::make_shared<Stream>(Stream{
+      job, ReplyWriter(endpoint, backend.tokenizer->vocab(), p.thinking, pr.stop, meta, pr.stream && pr.include_usage),
+      Usage{prompt_tokens, 0, 0}});
   if (!pr.stream) {
     while (!stream->finished) take(*stream, kPoll);
     if (const std::string error = job->error(); !error.empty())

@@ -45,7 +45,8 @@ uint64_t ConversationCache::bytes_of(const GenerationSession::SavePoint& p) {
 }
 
 size_t ConversationCache::states_in_ram() const {
-  return static_cast<size_t>(std::count_if(entries_.begin(), entries_.end(), [](const Entry& e) { return e.file.empty(); }));
+  return static_cast<size_t>(
+      std::count_if(entries_.begin(), entries_.end(), [](const Entry& e) { return e.file.empty(); }));
 }
 size_t ConversationCache::states_on_disk() const { return entries_.size() - states_in_ram(); }
 
@@ -105,8 +106,8 @@ void ConversationCache::make_room() {
       it = entries_.erase(it);
       continue;
     }
-    const std::string path = options_.dir + "/k3-serve-" + std::to_string(::getpid()) + "-" +
-                             std::to_string(++files_written_) + ".k3state";
+    const std::string path =
+        options_.dir + "/k3-serve-" + std::to_string(::getpid()) + "-" + std::to_string(++files_written_) + ".k3state";
     it->point.logged_rows = 0;
     it->write = spiller_.spill(path, std::move(it->point));
     it->point = {};

@@ -29,7 +29,7 @@ namespace k3::serve {
 
 struct CacheOptions {
   uint64_t ram_bytes = 512ull << 20;
-  std::string dir;        // empty: no spilling
+  std::string dir;  // empty: no spilling
   size_t max_files = 64;
   // Tests only: called on the writer thread before each state file is written.
   std::function<void(const std::string&)> before_write;
@@ -57,8 +57,8 @@ class ConversationCache {
  private:
   struct Entry {
     std::vector<int32_t> ids;
-    GenerationSession::SavePoint point;  // in RAM when file is empty
-    std::string file;                    // spilled
+    GenerationSession::SavePoint point;          // in RAM when file is empty
+    std::string file;                            // spilled
     std::shared_ptr<StateSpiller::Write> write;  // the file's write (it may still be under way)
     uint64_t bytes = 0;
   };

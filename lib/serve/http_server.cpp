@@ -77,10 +77,8 @@ void HttpServer::routes() {
     std::string message = "HTTP " + std::to_string(res.status);
     if (res.status == 413)
       message = "request body: over the limit of " + std::to_string(options_.max_body_bytes) + " bytes";
-    else if (res.status == 404)
-      message = "no such endpoint: " + req.method + " " + req.path;
-    else if (res.status == 405)
-      message = "method not allowed: " + req.method + " " + req.path;
+    else if (res.status == 404) message = "no such endpoint: " + req.method + " " + req.path;
+    else if (res.status == 405) message = "method not allowed: " + req.method + " " + req.path;
     res.set_content(error_body(res.status, message), "application/json");
     return httplib::Server::HandlerResponse::Handled;
   }));
@@ -88,9 +86,8 @@ void HttpServer::routes() {
     send_error(res, 500, "internal error", "internal_error");
   });
   s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-    const bool known = req.path == "/" || req.path == "/health" || req.path == "/metrics" ||
-                       req.path == "/v1/models" || req.path == "/v1/chat/completions" ||
-                       req.path == "/v1/completions" || req.path == "/tokenize";
+    const bool known = req.path == "/" || req.path == "/health" || req.path == "/metrics" || req.path == "/v1/models" ||
+                       req.path == "/v1/chat/completions" || req.path == "/v1/completions" || req.path == "/tokenize";
     metrics_.request_done(known ? req.path : "other", res.status);
   });
 
@@ -137,9 +134,8 @@ void HttpServer::routes() {
   post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
     handle_completion(req, res, Endpoint::kCompletion, options_, backend_);
   });
-  post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_tokenize(req, res, options_, backend_);
-  });
+  post("/tokenize",
+       [this](const httplib::Request& req, httplib::Response& res) { handle_tokenize(req, res, options_, backend_); });
 }
 
 void HttpServer::bind() {

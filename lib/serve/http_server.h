@@ -38,14 +38,14 @@ class SlotScheduler;
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;               // 0: any free port (bound_port() tells which)
-  std::string api_key;           // empty: no key needed
+  int port = 8080;      // 0: any free port (bound_port() tells which)
+  std::string api_key;  // empty: no key needed
   std::string model_name;
   size_t max_body_bytes = 8u << 20;
   int max_depth = 64;
-  int64_t context = 8192;        // positions a sequence may reach
-  size_t http_threads = 32;      // requests handled at once (streams hold one each)
-  int retry_after_seconds = 2;   // 429's Retry-After
+  int64_t context = 8192;       // positions a sequence may reach
+  size_t http_threads = 32;     // requests handled at once (streams hold one each)
+  int retry_after_seconds = 2;  // 429's Retry-After
 };
 
 // What the routes need once the model is loaded.

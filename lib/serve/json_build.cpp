@@ -11,26 +11,19 @@ namespace {
 
 void write_value(JsonWriter& w, const JsonValue& v) {
   switch (v.kind) {
-    case JsonValue::Kind::kNull:
-      w.null();
-      return;
-    case JsonValue::Kind::kBool:
-      w.value(v.boolean);
-      return;
+    case JsonValue::Kind::kNull: w.null(); return;
+    case JsonValue::Kind::kBool: w.value(v.boolean); return;
     case JsonValue::Kind::kInt: {
       long long n = 0;
       const char* end = v.text.data() + v.text.size();
       const auto [ptr, ec] = std::from_chars(v.text.data(), end, n);
-      if (ec != std::errc() || ptr != end) throw Error(ExitCode::kInternal, "write_json: integer " + v.text + " is not 64-bit");
+      if (ec != std::errc() || ptr != end)
+        throw Error(ExitCode::kInternal, "write_json: integer " + v.text + " is not 64-bit");
       w.value(n);
       return;
     }
-    case JsonValue::Kind::kFloat:
-      w.value(v.number);
-      return;
-    case JsonValue::Kind::kString:
-      w.value(v.text);
-      return;
+    case JsonValue::Kind::kFloat: w.value(v.number); return;
+    case JsonValue::Kind::kString: w.value(v.text); return;
     case JsonValue::Kind::kArray:
       w.begin_array();
       for (const JsonValue& item : v.items) write_value(w, item);

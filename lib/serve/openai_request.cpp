@@ -19,7 +19,9 @@ std::string found(const JsonValue& v) { return std::string(" (found ") + json_ki
 
 bool is_number(const JsonValue& v) { return v.kind == JsonValue::Kind::kInt || v.kind == JsonValue::Kind::kFloat; }
 
-double number_of(const JsonValue& v) { return v.kind == JsonValue::Kind::kInt ? std::strtod(v.text.c_str(), nullptr) : v.number; }
+double number_of(const JsonValue& v) {
+  return v.kind == JsonValue::Kind::kInt ? std::strtod(v.text.c_str(), nullptr) : v.number;
+}
 
 // An integer field within [lo, hi]; refuses floats with a fraction, too.
 int64_t integer_in(const JsonValue& v, const std::string& field, int64_t lo, int64_t hi) {
@@ -51,14 +53,17 @@ bool bool_field(const JsonValue& obj, const char* key, bool fallback) {
 
 void read_sampling(const JsonValue& body, ParsedRequest& out, const RequestLimits& limits) {
   if (const JsonValue* t = present(body, "temperature")) {
-    if (!is_number(*t) || !(number_of(*t) >= 0 && number_of(*t) <= 2)) refuse("temperature", "must be a number from 0 to 2" + found(*t));
+    if (!is_number(*t) || !(number_of(*t) >= 0 && number_of(*t) <= 2))
+      refuse("temperature", "must be a number from 0 to 2" + found(*t));
     out.sampling.temperature = number_of(*t);
   }
   if (const JsonValue* p = present(body, "top_p")) {
-    if (!is_number(*p) || !(number_of(*p) > 0 && number_of(*p) <= 1)) refuse("top_p", "must be a number in (0, 1]" + found(*p));
+    if (!is_number(*p) || !(number_of(*p) > 0 && number_of(*p) <= 1))
+      refuse("top_p", "must be a number in (0, 1]" + found(*p));
     out.sampling.top_p = number_of(*p);
   }
-  if (const JsonValue* s = present(body, "seed")) out.sampling.seed = static_cast<uint64_t>(integer_in(*s, "seed", 0, INT64_MAX));
+  if (const JsonValue* s = present(body, "seed"))
+    out.sampling.seed = static_cast<uint64_t>(integer_in(*s, "seed", 0, INT64_MAX));
   for (const char* key : {"max_tokens", "max_completion_tokens"})
     if (const JsonValue* m = present(body, key)) out.max_tokens = integer_in(*m, key, 1, limits.context);
   if (const JsonValue* n = present(body, "n")) integer_in(*n, "n", 1, 1);
@@ -67,7 +72,8 @@ void read_sampling(const JsonValue& body, ParsedRequest& out, const RequestLimit
       out.stop.push_back(stop->text);
     } else if (stop->is_array() && stop->items.size() <= 4) {
       for (size_t i = 0; i < stop->items.size(); ++i) {
-        if (!stop->items[i].is_string()) refuse("stop[" + std::to_string(i) + "]", "must be a string" + found(stop->items[i]));
+        if (!stop->items[i].is_string())
+          refuse("stop[" + std::to_string(i) + "]", "must be a string" + found(stop->items[i]));
         out.stop.push_back(stop->items[i].text);
       }
     } else {
@@ -80,8 +86,7 @@ void read_sampling(const JsonValue& body, ParsedRequest& out, const RequestLimit
     if (const JsonValue* p = present(body, key); p && !(is_number(*p) && number_of(*p) == 0))
       refuse(key, "is not supported (only 0)");
   for (const char* key : {"logprobs", "echo"})
-    if (const JsonValue* p = present(body, key); p && !(p->is_bool() && !p->boolean))
-      refuse(key, "is not supported");
+    if (const JsonValue* p = present(body, key); p && !(p->is_bool() && !p->boolean)) refuse(key, "is not supported");
   if (const JsonValue* p = present(body, "top_logprobs")) refuse("top_logprobs", "is not supported" + found(*p));
   if (const JsonValue* p = present(body, "logit_bias"); p && !(p->is_object() && p->keys.empty()))
     refuse("logit_bias", "is not supported");
@@ -130,12 +135,9 @@ JsonValue chat_request_json(const JsonValue& body) {
     if (!kwargs->is_object()) refuse("chat_template_kwargs", "must be an object" + found(*kwargs));
     for (size_t i = 0; i < kwargs->keys.size(); ++i) {
       const std::string& key = kwargs->keys[i];
-      if (key == "thinking" || key == "enable_thinking")
-        req.set("thinking", kwargs->items[i]);
-      else if (key == "thinking_effort")
-        req.set("thinking_effort", kwargs->items[i]);
-      else
-        refuse("chat_template_kwargs." + key, "unknown (thinking and thinking_effort are K3's)");
+      if (key == "thinking" || key == "enable_thinking") req.set("thinking", kwargs->items[i]);
+      else if (key == "thinking_effort") req.set("thinking_effort", kwargs->items[i]);
+      else refuse("chat_template_kwargs." + key, "unknown (thinking and thinking_effort are K3's)");
     }
   }
   return req;
@@ -155,11 +157,12 @@ void read_prompt(const JsonValue& body, ParsedRequest& out, const RequestLimits&
   if (one->items.empty()) refuse("prompt", "must not be empty");
   out.prompt_is_ids = true;
   for (size_t i = 0; i < one->items.size(); ++i)
-    out.prompt_ids.push_back(static_cast<int32_t>(
-        integer_in(one->items[i], "prompt[" + std::to_string(i) + "]", 0, INT32_MAX)));
+    out.prompt_ids.push_back(
+        static_cast<int32_t>(integer_in(one->items[i], "prompt[" + std::to_string(i) + "]", 0, INT32_MAX)));
   if (static_cast<int64_t>(out.prompt_ids.size()) >= limits.context)
-    throw ApiError(400, "prompt: " + std::to_string(out.prompt_ids.size()) + " ids do not fit the context of " +
-                            std::to_string(limits.context) + " positions (start k3-serve with a larger --ctx)",
+    throw ApiError(400,
+                   "prompt: " + std::to_string(out.prompt_ids.size()) + " ids do not fit the context of " +
+                       std::to_string(limits.context) + " positions (start k3-serve with a larger --ctx)",
                    "prompt", "context_length_exceeded");
 }
 
@@ -199,8 +202,9 @@ ParsedRequest parse_openai_request(std::string_view text, Endpoint endpoint, con
   if (const JsonValue* model = present(body, "model")) {
     if (!model->is_string()) refuse("model", "must be a string" + found(*model));
     if (model->text != limits.model_name)
-      throw ApiError(404, "model: \"" + model->text + "\" is not served here (GET /v1/models lists \"" +
-                              limits.model_name + "\")", "model", "model_not_found");
+      throw ApiError(
+          404, "model: \"" + model->text + "\" is not served here (GET /v1/models lists \"" + limits.model_name + "\")",
+          "model", "model_not_found");
   }
   read_sampling(body, out, limits);
   if (endpoint == Endpoint::kCompletion) {

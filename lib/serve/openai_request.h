@@ -32,20 +32,20 @@ namespace k3::serve {
 enum class Endpoint { kChat, kCompletion };
 
 struct RequestLimits {
-  int max_depth = 64;              // nesting of arrays and objects
-  int64_t context = 8192;          // positions a sequence may reach
-  std::string model_name;          // the one model served
+  int max_depth = 64;      // nesting of arrays and objects
+  int64_t context = 8192;  // positions a sequence may reach
+  std::string model_name;  // the one model served
 };
 
 struct ParsedRequest {
   Endpoint endpoint = Endpoint::kChat;
-  std::optional<ChatRequest> chat;   // kChat
-  std::string prompt_text;           // kCompletion with a text prompt
-  std::vector<int32_t> prompt_ids;   // kCompletion with an id prompt
+  std::optional<ChatRequest> chat;  // kChat
+  std::string prompt_text;          // kCompletion with a text prompt
+  std::vector<int32_t> prompt_ids;  // kCompletion with an id prompt
   bool prompt_is_ids = false;
-  SamplingParams sampling;           // greedy unless temperature > 0
-  std::optional<int64_t> max_tokens; // nullopt: up to the context
-  std::vector<std::string> stop;     // stop strings
+  SamplingParams sampling;            // greedy unless temperature > 0
+  std::optional<int64_t> max_tokens;  // nullopt: up to the context
+  std::vector<std::string> stop;      // stop strings
   bool stream = false;
   bool include_usage = false;
 };

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "common/json_value.h"
 #include "chat/reply_parser.h"
+#include "common/json_value.h"
 #include "serve/openai_request.h"
 #include "serve/stop_strings.h"
 #include "tokenizer/stream_decoder.h"
@@ -35,7 +35,7 @@ struct Usage {
 };
 
 struct ResponseMeta {
-  std::string id;     // "chatcmpl-..." or "cmpl-..."
+  std::string id;  // "chatcmpl-..." or "cmpl-..."
   int64_t created = 0;
   std::string model;
 };

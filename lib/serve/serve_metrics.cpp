@@ -31,7 +31,8 @@ std::string ServeMetrics::prometheus_text() const {
   }
   const double tokens = static_cast<double>(generated_tokens.load());
   const double decode_s = static_cast<double>(decode_nanoseconds.load()) * 1e-9;
-  metric(out, "k3_prompt_tokens_total", "counter", "Prompt ids of requests.", static_cast<double>(prompt_tokens.load()));
+  metric(out, "k3_prompt_tokens_total", "counter", "Prompt ids of requests.",
+         static_cast<double>(prompt_tokens.load()));
   metric(out, "k3_cached_tokens_total", "counter", "Prompt ids continued from kept conversation states.",
          static_cast<double>(cached_tokens.load()));
   metric(out, "k3_generated_tokens_total", "counter", "Ids generated.", tokens);
@@ -53,7 +54,8 @@ std::string ServeMetrics::prometheus_text() const {
          asked > 0 ? static_cast<double>(experts_resident.load()) / asked : 0);
   metric(out, "k3_slots_busy", "gauge", "Sequences being generated.", static_cast<double>(slots_busy.load()));
   metric(out, "k3_queue_length", "gauge", "Requests waiting for a slot.", static_cast<double>(queue_length.load()));
-  metric(out, "k3_kept_states_ram", "gauge", "Conversation states kept in RAM.", static_cast<double>(kept_states_ram.load()));
+  metric(out, "k3_kept_states_ram", "gauge", "Conversation states kept in RAM.",
+         static_cast<double>(kept_states_ram.load()));
   metric(out, "k3_kept_states_disk", "gauge", "Conversation states spilled to --cache-dir.",
          static_cast<double>(kept_states_disk.load()));
   metric(out, "k3_kept_bytes_ram", "gauge", "Bytes of conversation states kept in RAM.",

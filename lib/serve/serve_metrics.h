@@ -15,14 +15,14 @@ class ServeMetrics {
  public:
   void request_done(const std::string& endpoint, int status);
 
-  std::atomic<uint64_t> prompt_tokens{0};      // ids of rendered prompts
-  std::atomic<uint64_t> cached_tokens{0};      // of them, taken from kept states
+  std::atomic<uint64_t> prompt_tokens{0};  // ids of rendered prompts
+  std::atomic<uint64_t> cached_tokens{0};  // of them, taken from kept states
   std::atomic<uint64_t> generated_tokens{0};
-  std::atomic<uint64_t> weight_passes{0};      // weight passes (each shared by the busy slots)
-  std::atomic<uint64_t> prefill_passes{0};     // of them, the ones that evaluated prompt ids
-  std::atomic<uint64_t> decode_nanoseconds{0}; // time in passes of decode rows only
+  std::atomic<uint64_t> weight_passes{0};       // weight passes (each shared by the busy slots)
+  std::atomic<uint64_t> prefill_passes{0};      // of them, the ones that evaluated prompt ids
+  std::atomic<uint64_t> decode_nanoseconds{0};  // time in passes of decode rows only
   std::atomic<uint64_t> prefill_nanoseconds{0};
-  std::atomic<uint64_t> bytes_read{0};         // weight bytes read while serving (streamed trunk + experts)
+  std::atomic<uint64_t> bytes_read{0};  // weight bytes read while serving (streamed trunk + experts)
   std::atomic<uint64_t> experts_requested{0}, experts_resident{0};
   std::atomic<uint64_t> slots_busy{0}, queue_length{0};
   std::atomic<uint64_t> kept_states_ram{0}, kept_states_disk{0}, kept_bytes_ram{0};

@@ -112,7 +112,7 @@ void SlotScheduler::admit(const std::shared_ptr<Job>& job) {
     return;
   }
   const bool draft = options_.draft && options_.max_drafts > 0 &&
-                    std::none_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.drafted; });
+                     std::none_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.drafted; });
   GenerationOptions go{spec.sampling, spec.stop};
   if (draft) go.max_drafts = options_.max_drafts;
   Slot slot{job, model_.generation_session(go)};
@@ -163,10 +163,8 @@ void SlotScheduler::sample_decoding(bool stopping) {
     ++slot.made;
     ++metrics_.generated_tokens;
     job.push(id);
-    if (job.spec().stop.stops(id))
-      leave(slot, EndReason::kStop);
-    else if (slot.made >= job.spec().max_new)
-      leave(slot, EndReason::kLength);
+    if (job.spec().stop.stops(id)) leave(slot, EndReason::kStop);
+    else if (slot.made >= job.spec().max_new) leave(slot, EndReason::kLength);
   }
   std::erase_if(slots_, [](const Slot& s) { return !s.job; });
 }

@@ -63,7 +63,7 @@ class Job {
   bool wait(std::vector<int32_t>& out, std::chrono::milliseconds timeout);
   void cancel() { cancelled_ = true; }
   EndReason end_reason() const;
-  std::string error() const;     // why the prompt could not be evaluated ("" when it was)
+  std::string error() const;      // why the prompt could not be evaluated ("" when it was)
   int64_t cached_tokens() const;  // prompt ids taken from a kept state
   // How far the prompt's evaluation is: {ids done (those continued from a
   // kept state included), the prompt's ids}; {0, 0} until it starts, the
@@ -124,11 +124,11 @@ class SlotScheduler {
     std::shared_ptr<Job> job;
     std::unique_ptr<GenerationSession> session;
     int64_t made = 0;
-    size_t at = 0;         // prompt ids in the state (restored or evaluated)
-    size_t keep_at = 0;    // where a state is kept for the conversation (0: nowhere)
-    bool decoding = false; // the prompt is evaluated: each pass samples an id
-    size_t chunk = 0;      // prompt ids in the pass being run
-    bool drafted = false;  // the draft model follows this sequence
+    size_t at = 0;          // prompt ids in the state (restored or evaluated)
+    size_t keep_at = 0;     // where a state is kept for the conversation (0: nowhere)
+    bool decoding = false;  // the prompt is evaluated: each pass samples an id
+    size_t chunk = 0;       // prompt ids in the pass being run
+    bool drafted = false;   // the draft model follows this sequence
   };
   void admit(const std::shared_ptr<Job>& job);
   void sample_decoding(bool stopping);

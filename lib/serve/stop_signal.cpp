@@ -23,8 +23,7 @@ void StopSignal::block() {
 int StopSignal::wait() {
   const sigset_t set = stop_set();
   int sig = 0;
-  while (sigwait(&set, &sig) != 0) {
-  }
+  while (sigwait(&set, &sig) != 0) {}
   return sig;
 }
 

@@ -37,13 +37,11 @@ std::string hash_source(std::string_view text) {
 
 }  // namespace
 
-std::string_view chat_page() {
-  return {reinterpret_cast<const char*>(embedded::chat_page), embedded::chat_page_size};
-}
+std::string_view chat_page() { return {reinterpret_cast<const char*>(embedded::chat_page), embedded::chat_page_size}; }
 
 std::string chat_page_policy(std::string_view page) {
-  return "default-src 'none'; script-src " + hash_source(element_text(page, "<script>", "</script>")) +
-         "; style-src " + hash_source(element_text(page, "<style>", "</style>")) +
+  return "default-src 'none'; script-src " + hash_source(element_text(page, "<script>", "</script>")) + "; style-src " +
+         hash_source(element_text(page, "<style>", "</style>")) +
          "; connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 }
 

@@ -33,8 +33,7 @@ ConversationState load_conversation(const std::string& path, const ModelIdentity
 }
 
 void save_conversation(const std::string& path, const ModelIdentity& model, SequenceState&& sequence,
-                       std::vector<int32_t> pending, const SamplingParams& sampling,
-                       std::vector<float> last_logits) {
+                       std::vector<int32_t> pending, const SamplingParams& sampling, std::vector<float> last_logits) {
   ConversationState s;
   s.model = model.fingerprint;
   s.geometry = model.geometry;

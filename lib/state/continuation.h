@@ -54,7 +54,6 @@ ConversationState load_conversation(const std::string& path, const ModelIdentity
 // hundreds of MB and is not needed after the run. `last_logits` is kept only
 // when there is nothing pending.
 void save_conversation(const std::string& path, const ModelIdentity& model, SequenceState&& sequence,
-                       std::vector<int32_t> pending, const SamplingParams& sampling,
-                       std::vector<float> last_logits);
+                       std::vector<int32_t> pending, const SamplingParams& sampling, std::vector<float> last_logits);
 
 }  // namespace k3

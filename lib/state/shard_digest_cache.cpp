@@ -70,8 +70,8 @@ std::optional<std::vector<std::pair<ShardFileKey, std::string>>> parse(const std
   const size_t header = std::char_traits<char>::length(kHeader);
   if (text.compare(0, header, kHeader) != 0) return std::nullopt;
   const size_t end_line = text.rfind("end ");
-  if (end_line == std::string::npos || end_line < header || text.size() != end_line + 4 + 16 + 1 || text.back() != '\n' ||
-      text.compare(end_line + 4, 16, hex64(XXH3_64bits(text.data(), end_line))) != 0)
+  if (end_line == std::string::npos || end_line < header || text.size() != end_line + 4 + 16 + 1 ||
+      text.back() != '\n' || text.compare(end_line + 4, 16, hex64(XXH3_64bits(text.data(), end_line))) != 0)
     return std::nullopt;
   std::vector<std::pair<ShardFileKey, std::string>> out;
   for (size_t at = header; at < end_line;) {

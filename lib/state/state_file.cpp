@@ -164,10 +164,26 @@ class SectionReader {
     if (n) f_.pread_exact(dst, static_cast<size_t>(n), cur_);
     cur_ += n;
   }
-  uint32_t u32() { uint32_t v; read(&v, 4); return v; }
-  int32_t i32() { int32_t v; read(&v, 4); return v; }
-  uint64_t u64() { uint64_t v; read(&v, 8); return v; }
-  double f64() { double v; read(&v, 8); return v; }
+  uint32_t u32() {
+    uint32_t v;
+    read(&v, 4);
+    return v;
+  }
+  int32_t i32() {
+    int32_t v;
+    read(&v, 4);
+    return v;
+  }
+  uint64_t u64() {
+    uint64_t v;
+    read(&v, 8);
+    return v;
+  }
+  double f64() {
+    double v;
+    read(&v, 8);
+    return v;
+  }
   void floats(std::vector<float>& v, uint64_t n) {
     v.resize(static_cast<size_t>(n));
     read(v.data(), 4 * n);
@@ -181,8 +197,16 @@ class SectionReader {
   }
 
  private:
-  uint32_t u32_at(uint64_t at) const { uint32_t v; f_.pread_exact(&v, 4, at); return v; }
-  uint64_t u64_at(uint64_t at) const { uint64_t v; f_.pread_exact(&v, 8, at); return v; }
+  uint32_t u32_at(uint64_t at) const {
+    uint32_t v;
+    f_.pread_exact(&v, 4, at);
+    return v;
+  }
+  uint64_t u64_at(uint64_t at) const {
+    uint64_t v;
+    f_.pread_exact(&v, 8, at);
+    return v;
+  }
 
   const File& f_;
   uint64_t end_;
@@ -323,7 +347,8 @@ ConversationState read_state_file(const std::string& path, const ModelFingerprin
   if (std::memcmp(header, kMagic, 8) != 0)
     refuse(ExitCode::kBadInput, path, "not a k3 state file (its first bytes are not the state file magic)");
   if (size < kHeaderBytes + kChecksumBytes)
-    refuse(ExitCode::kBadInput, path, "truncated state file: " + std::to_string(size) + " bytes, too short for a header");
+    refuse(ExitCode::kBadInput, path,
+           "truncated state file: " + std::to_string(size) + " bytes, too short for a header");
   f.pread_exact(header, kHeaderBytes, 0);
   uint32_t version, flags;
   uint64_t declared;
@@ -335,8 +360,8 @@ ConversationState read_state_file(const std::string& path, const ModelFingerprin
            "state file format version " + std::to_string(version) + ", but this k3 reads version " +
                std::to_string(kFormatVersion) + "; save the state again with this k3");
   if (flags & ~kKnownFlags)
-    refuse(ExitCode::kBadInput, path, "state file uses unknown flags " + std::to_string(flags) +
-                                          " (written by a newer k3?)");
+    refuse(ExitCode::kBadInput, path,
+           "state file uses unknown flags " + std::to_string(flags) + " (written by a newer k3?)");
   if (declared != size)
     refuse(ExitCode::kBadInput, path,
            (size < declared ? "truncated state file: " : "damaged state file: ") + std::to_string(size) +
@@ -394,8 +419,8 @@ ConversationState read_state_file(const std::string& path, const ModelFingerprin
                geometry.describe() + ". Continue it with the model it was saved with");
   if (!(s.model == model))
     refuse(ExitCode::kBadModel, path,
-           "this state was saved for a different model (state: " + s.model.describe() + "; model: " +
-               model.describe() + "). Continue it with the model it was saved with");
+           "this state was saved for a different model (state: " + s.model.describe() + "; model: " + model.describe() +
+               "). Continue it with the model it was saved with");
 
   s.sequence.tokens = read_ids(r, kTagTokens, "token history", g.vocab_size);
   s.sequence.positions = static_cast<int64_t>(s.sequence.tokens.size());
@@ -455,7 +480,8 @@ ConversationState read_state_file(const std::string& path, const ModelFingerprin
     r.expect_length(mla ? mla_payload_bytes(g, positions) : kda_payload_bytes(g), mla ? "MLA cache" : "KDA state");
     uint32_t layer = r.u32();
     r.u32();
-    if (layer != i) r.malformed("layer section " + std::to_string(layer) + " where layer " + std::to_string(i) + " belongs");
+    if (layer != i)
+      r.malformed("layer section " + std::to_string(layer) + " where layer " + std::to_string(i) + " belongs");
     if (mla) {
       if (r.u64() != positions) r.malformed("MLA cache of layer " + std::to_string(i) + " has another length");
       r.floats(l.mla.latent, positions * g.mla_floats_per_position());

@@ -25,9 +25,7 @@ uint32_t StateGeometry::num_mla_layers() const {
 
 uint32_t StateGeometry::num_kda_layers() const { return num_layers() - num_mla_layers(); }
 
-uint64_t StateGeometry::kda_state_floats() const {
-  return uint64_t{kda_heads} * kda_head_dim * kda_head_dim;
-}
+uint64_t StateGeometry::kda_state_floats() const { return uint64_t{kda_heads} * kda_head_dim * kda_head_dim; }
 
 uint64_t StateGeometry::kda_conv_floats() const {
   return conv_kernel == 0 ? 0 : uint64_t{conv_kernel - 1} * kda_heads * kda_head_dim;
@@ -36,8 +34,8 @@ uint64_t StateGeometry::kda_conv_floats() const {
 uint64_t StateGeometry::mla_floats_per_position() const { return uint64_t{kv_lora_rank} + qk_rope_head_dim; }
 
 std::string StateGeometry::describe() const {
-  return std::to_string(num_layers()) + " layers (" + std::to_string(num_kda_layers()) + " KDA: " +
-         std::to_string(kda_heads) + " heads x " + std::to_string(kda_head_dim) + ", conv " +
+  return std::to_string(num_layers()) + " layers (" + std::to_string(num_kda_layers()) +
+         " KDA: " + std::to_string(kda_heads) + " heads x " + std::to_string(kda_head_dim) + ", conv " +
          std::to_string(conv_kernel) + "; " + std::to_string(num_mla_layers()) + " MLA: latent " +
          std::to_string(kv_lora_rank) + "+" + std::to_string(qk_rope_head_dim) + "), vocab " +
          std::to_string(vocab_size);

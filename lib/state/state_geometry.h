@@ -14,7 +14,7 @@ struct StateGeometry {
   uint32_t vocab_size = 0;
   uint32_t kda_heads = 0, kda_head_dim = 0, conv_kernel = 0;  // KDA layers
   uint32_t kv_lora_rank = 0, qk_rope_head_dim = 0;            // MLA layers
-  std::vector<uint8_t> layer_is_mla;                           // per decoder layer: 0 KDA, 1 MLA
+  std::vector<uint8_t> layer_is_mla;                          // per decoder layer: 0 KDA, 1 MLA
 
   static StateGeometry from_config(const ModelConfig& config);
 

@@ -26,7 +26,7 @@ inline constexpr uint32_t kFlagLogits = 1u << 1;
 inline constexpr uint32_t kFlagPenalties = 1u << 2;
 inline constexpr uint32_t kKnownFlags = kFlagSampling | kFlagLogits | kFlagPenalties;
 
-inline constexpr uint64_t kHeaderBytes = 32;    // magic, version, flags, file size, section count, reserved
+inline constexpr uint64_t kHeaderBytes = 32;  // magic, version, flags, file size, section count, reserved
 inline constexpr uint64_t kSectionHeaderBytes = 16;
 inline constexpr uint64_t kChecksumBytes = 8;
 

@@ -12,9 +12,9 @@
 #include <sstream>
 
 #include "common/atomic_file_writer.h"
-#include "common/json_writer.h"
 #include "common/error.h"
 #include "common/file.h"
+#include "common/json_writer.h"
 #include "kernels/bf16.h"
 #include "synth/synth_random.h"
 #include "synth/synth_tokenizer.h"
@@ -41,8 +41,8 @@ int mx_scale_byte(double gain, int fan_in) {
 
 struct Builder {
   std::vector<SynthTensor> out;
-  SynthTensor& add(const std::string& name, DType dt, std::vector<uint64_t> shape, TensorGroup group,
-                   int layer = -1, int expert = -1) {
+  SynthTensor& add(const std::string& name, DType dt, std::vector<uint64_t> shape, TensorGroup group, int layer = -1,
+                   int expert = -1) {
     SynthTensor s;
     s.t.name = name;
     s.t.dtype = dt;
@@ -75,8 +75,8 @@ std::vector<SynthTensor> synth_tensors(const SynthGeometry& g) {
   const std::string P = kPrefix;
   const uint64_t h = g.hidden_size;
   {
-    SynthTensor& e = b.add(P + "embed_tokens.weight", DType::kBF16, {(uint64_t)g.vocab_size, h},
-                           TensorGroup::kEmbedding);
+    SynthTensor& e =
+        b.add(P + "embed_tokens.weight", DType::kBF16, {(uint64_t)g.vocab_size, h}, TensorGroup::kEmbedding);
     e.scale = 0.5f;  // rows are normalised before use; keep them well above bf16 noise
   }
   const uint64_t H = g.kda_num_heads, D = g.kda_head_dim, HD = H * D;
@@ -141,14 +141,18 @@ std::vector<SynthTensor> synth_tensors(const SynthGeometry& g) {
     b.mat(mp + "shared_experts.down_proj.weight", h, sw, 0.1, T, i);
     for (int e = 0; e < g.num_experts; ++e) {
       const std::string ep = mp + "experts." + std::to_string(e) + ".";
-      struct M { const char* n; uint64_t rows, cols; double gain; };
+      struct M {
+        const char* n;
+        uint64_t rows, cols;
+        double gain;
+      };
       for (const M& m : {M{"w1", mi, L, 1.0}, M{"w2", L, mi, 0.1}, M{"w3", mi, L, 1.0}}) {
-        SynthTensor& pk = b.add(ep + m.n + ".weight_packed", DType::kU8, {m.rows, m.cols / 2},
-                                TensorGroup::kRoutedExpert, i, e);
+        SynthTensor& pk =
+            b.add(ep + m.n + ".weight_packed", DType::kU8, {m.rows, m.cols / 2}, TensorGroup::kRoutedExpert, i, e);
         pk.init = SynthInit::kMxPacked;
         pk.hole_when_sparse = true;
-        SynthTensor& sc = b.add(ep + m.n + ".weight_scale", DType::kU8, {m.rows, m.cols / 32},
-                                TensorGroup::kRoutedExpert, i, e);
+        SynthTensor& sc =
+            b.add(ep + m.n + ".weight_scale", DType::kU8, {m.rows, m.cols / 32}, TensorGroup::kRoutedExpert, i, e);
         sc.init = SynthInit::kMxScale;
         sc.center = static_cast<float>(mx_scale_byte(m.gain, static_cast<int>(m.cols)));
         sc.hole_when_sparse = true;
@@ -206,8 +210,7 @@ void fill_normal(const SynthTensor& s, uint64_t& st, uint8_t* dst, uint64_t n) {
     normal_pair(splitmix(st), &z[0], &z[1]);
     for (uint64_t k = 0; k < 2 && i + k < count; ++k) {
       const float v = s.center + s.scale * static_cast<float>(z[k]);
-      if (f32)
-        std::memcpy(dst + 4 * (i + k), &v, 4);
+      if (f32) std::memcpy(dst + 4 * (i + k), &v, 4);
       else {
         const uint16_t b = kernels::f32_to_bf16(v);
         std::memcpy(dst + 2 * (i + k), &b, 2);

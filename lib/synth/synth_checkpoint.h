@@ -29,19 +29,19 @@
 namespace k3 {
 
 enum class SynthInit : uint8_t {
-  kUniform,    // center + noise of standard deviation `scale` (uniform or normal: SynthWeights)
-  kALog,       // first `heads` entries in [0.5, 2.7], the rest zero
-  kMxPacked,   // random MXFP4 codes
-  kMxScale,    // E8M0 bytes `center` or `center + 1`
+  kUniform,   // center + noise of standard deviation `scale` (uniform or normal: SynthWeights)
+  kALog,      // first `heads` entries in [0.5, 2.7], the rest zero
+  kMxPacked,  // random MXFP4 codes
+  kMxScale,   // E8M0 bytes `center` or `center + 1`
 };
 
 struct SynthTensor {
-  ExpectedTensor t;   // name (with prefix), dtype, shape, group, layer, expert
+  ExpectedTensor t;  // name (with prefix), dtype, shape, group, layer, expert
   SynthInit init = SynthInit::kUniform;
   float center = 0, scale = 0;
-  int heads = 0;      // kALog
+  int heads = 0;  // kALog
   bool hole_when_sparse = false;
-  bool vision = false;  // vision_tower.* / mm_projector.*: not part of the text model
+  bool vision = false;       // vision_tower.* / mm_projector.*: not part of the text model
   bool fills_total = false;  // sized by synth_layout to meet total_shard_bytes
   uint64_t nbytes() const;
 };
@@ -105,8 +105,6 @@ struct SynthResult {
 // under a temporary name and renamed; the index is written last, so an
 // interrupted run never leaves a directory that looks like a complete model.
 // Throws k3::Error (kIo, kUsage).
-SynthResult write_synthetic_checkpoint(const std::string& dir, const SynthGeometry& g,
-                                       const SynthOptions& opt);
-
+SynthResult write_synthetic_checkpoint(const std::string& dir, const SynthGeometry& g, const SynthOptions& opt);
 
 }  // namespace k3

@@ -3,8 +3,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -49,7 +49,8 @@ std::vector<Tensor> dspark_tensors(const DSparkConfig& c) {
     t.push_back({p + "self_attn.kv_a_proj_with_mqa.weight", {kvl + rope, H}, false});
     t.push_back({p + "self_attn.kv_a_layernorm.weight", {kvl}, true});
     t.push_back({p + "self_attn.kv_b_proj.weight",
-                 {heads * static_cast<uint64_t>(c.qk_nope_head_dim + c.v_head_dim), kvl}, false});
+                 {heads * static_cast<uint64_t>(c.qk_nope_head_dim + c.v_head_dim), kvl},
+                 false});
     t.push_back({p + "self_attn.o_proj.weight", {H, heads * static_cast<uint64_t>(c.v_head_dim)}, false});
     t.push_back({p + "post_attention_layernorm.weight", {H}, true});
     t.push_back({p + "mlp.gate_proj.weight", {I, H}, false});
@@ -148,8 +149,7 @@ int synth_dspark_main(const std::string& dir, uint64_t seed, bool sparse, bool d
   const SynthDSparkResult r = write_synthetic_dspark(dir, kimi_k3_dspark_config_json(), opt);
   meter.finish(r.written_bytes);
   std::fprintf(stderr, "k3-synth: wrote %s: config.json + model.safetensors (%zu tensors, %s, data written %s)\n",
-               dir.c_str(), r.tensor_count, format_bytes(r.file_bytes).c_str(),
-               format_bytes(r.written_bytes).c_str());
+               dir.c_str(), r.tensor_count, format_bytes(r.file_bytes).c_str(), format_bytes(r.written_bytes).c_str());
   return 0;
 }
 

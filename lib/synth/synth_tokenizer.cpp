@@ -68,11 +68,21 @@ std::string synth_tiktoken_model(int ordinary_tokens, uint64_t seed) {
 
 std::string synth_tokenizer_config_json(int vocab_size) {
   const int base = vocab_size - 256;
-  const std::vector<std::pair<int, const char*>> named = {
-      {0, "[BOS]"},           {1, "[EOS]"},           {2, "<|end_of_msg|>"},    {3, "<|open|>"},
-      {4, "<|close|>"},       {5, "<|sep|>"},         {6, "[start_header_id]"}, {7, "[end_header_id]"},
-      {9, "[EOT]"},           {18, "<|media_begin|>"}, {19, "<|media_content|>"}, {20, "<|media_end|>"},
-      {21, "<|media_pad|>"},  {254, "[UNK]"},         {255, "[PAD]"}};
+  const std::vector<std::pair<int, const char*>> named = {{0, "[BOS]"},
+                                                          {1, "[EOS]"},
+                                                          {2, "<|end_of_msg|>"},
+                                                          {3, "<|open|>"},
+                                                          {4, "<|close|>"},
+                                                          {5, "<|sep|>"},
+                                                          {6, "[start_header_id]"},
+                                                          {7, "[end_header_id]"},
+                                                          {9, "[EOT]"},
+                                                          {18, "<|media_begin|>"},
+                                                          {19, "<|media_content|>"},
+                                                          {20, "<|media_end|>"},
+                                                          {21, "<|media_pad|>"},
+                                                          {254, "[UNK]"},
+                                                          {255, "[PAD]"}};
   std::ostringstream o;
   o << "{\n  \"added_tokens_decoder\": {\n";
   for (size_t i = 0; i < named.size(); ++i) {

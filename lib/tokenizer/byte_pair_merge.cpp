@@ -102,10 +102,8 @@ void byte_pair_merge(const Vocabulary& vocab, const uint8_t* p, size_t n, std::v
     out.push_back(vocab.rank(p, 1));
     return;
   }
-  if (n <= kScanLimit)
-    byte_pair_merge_scan(vocab, p, n, out);
-  else
-    byte_pair_merge_heap(vocab, p, n, out);
+  if (n <= kScanLimit) byte_pair_merge_scan(vocab, p, n, out);
+  else byte_pair_merge_heap(vocab, p, n, out);
 }
 
 }  // namespace k3

@@ -19,8 +19,8 @@ namespace {
 #define K3_CONTRACTION "(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
 constexpr const char kPattern[] =
     "\\p{sc=Han}+"
-    "|[^\\r\\n\\p{L}\\p{N}]?" K3_UPPERISH "*" K3_LOWERISH "+" K3_CONTRACTION
-    "|[^\\r\\n\\p{L}\\p{N}]?" K3_UPPERISH "+" K3_LOWERISH "*" K3_CONTRACTION
+    "|[^\\r\\n\\p{L}\\p{N}]?" K3_UPPERISH "*" K3_LOWERISH "+" K3_CONTRACTION "|[^\\r\\n\\p{L}\\p{N}]?" K3_UPPERISH
+    "+" K3_LOWERISH "*" K3_CONTRACTION
     "|\\p{N}{1,3}"
     "| ?[^\\p{White_Space}\\p{L}\\p{N}]+[\\r\\n]*"
     "|\\p{White_Space}*[\\r\\n]+"

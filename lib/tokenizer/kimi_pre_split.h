@@ -56,7 +56,7 @@ class KimiPreSplit {
     std::string_view text_;
   };
 
-  void* code_ = nullptr;      // pcre2_code_8*
+  void* code_ = nullptr;  // pcre2_code_8*
   bool jit_ = false;
 };
 

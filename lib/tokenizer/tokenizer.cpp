@@ -118,10 +118,8 @@ void Tokenizer::encode_ordinary(std::string_view stretch, std::vector<TokenId>& 
   split_.split(stretch, [&](size_t off, size_t len) {
     // Most pieces are whole tokens: one lookup instead of a merge.
     TokenId whole = vocab_.rank(p + off, len);
-    if (whole != Vocabulary::kNoToken)
-      out.push_back(whole);
-    else
-      byte_pair_merge(vocab_, p + off, len, out);
+    if (whole != Vocabulary::kNoToken) out.push_back(whole);
+    else byte_pair_merge(vocab_, p + off, len, out);
   });
 }
 

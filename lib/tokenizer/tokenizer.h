@@ -58,7 +58,7 @@ class Tokenizer {
 
   Vocabulary vocab_;
   KimiPreSplit split_;
-  bool special_first_byte_[256] = {};  // some special name starts with this byte
+  bool special_first_byte_[256] = {};    // some special name starts with this byte
   std::vector<size_t> special_lengths_;  // distinct name lengths, longest first
 };
 

@@ -16,7 +16,8 @@ std::string token_name(simdjson::ondemand::value v) {
   if (v.type() == simdjson::ondemand::json_type::string) return std::string(std::string_view(v.get_string()));
   if (v.type() == simdjson::ondemand::json_type::object)
     for (auto f : v.get_object())
-      if (std::string_view(f.unescaped_key()) == "content") return std::string(std::string_view(f.value().get_string()));
+      if (std::string_view(f.unescaped_key()) == "content")
+        return std::string(std::string_view(f.value().get_string()));
   return {};
 }
 
@@ -42,7 +43,8 @@ TokenId tokenizer_eos_id(const std::string& dir) {
           std::string_view id_text = entry.unescaped_key();
           uint64_t id = 0;
           auto [end, ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), id);
-          if (ec == std::errc() && end == id_text.data() + id_text.size()) added.emplace_back(id, token_name(entry.value()));
+          if (ec == std::errc() && end == id_text.data() + id_text.size())
+            added.emplace_back(id, token_name(entry.value()));
         }
       }
     }

@@ -25,8 +25,7 @@ Sequence classify(const uint8_t* p, size_t avail) {
   for (size_t i = 1; i < need; ++i) {
     if (i >= avail) return {Sequence::kIncomplete, static_cast<uint8_t>(i)};
     uint8_t c = p[i];
-    if (i == 1 ? (c < lo || c > hi) : (c < 0x80 || c > 0xBF))
-      return {Sequence::kInvalid, static_cast<uint8_t>(i)};
+    if (i == 1 ? (c < lo || c > hi) : (c < 0x80 || c > 0xBF)) return {Sequence::kInvalid, static_cast<uint8_t>(i)};
   }
   return {Sequence::kValid, static_cast<uint8_t>(need)};
 }

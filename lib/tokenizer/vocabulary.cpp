@@ -89,8 +89,8 @@ Vocabulary Vocabulary::load(const std::string& dir) {
   return parse(model, config, model_path, config_path);
 }
 
-Vocabulary Vocabulary::parse(std::string_view text, std::string_view config,
-                             const std::string& model_name, const std::string& config_name) {
+Vocabulary Vocabulary::parse(std::string_view text, std::string_view config, const std::string& model_name,
+                             const std::string& config_name) {
   Vocabulary v;
   // Every line is ~10 bytes of base64 + rank for ~6 token bytes.
   v.blob_.reserve(text.size() / 2);
@@ -117,7 +117,8 @@ Vocabulary Vocabulary::parse(std::string_view text, std::string_view config,
     if (ec != std::errc() || end != num.data() + num.size() || num.empty())
       bad(where() + "rank \"" + std::string(num) + "\" is not a non-negative integer");
     uint64_t expected = v.offsets_.size() - 1;
-    if (rank < expected) bad(where() + "duplicate rank " + std::to_string(rank) + " (ranks must be 0, 1, 2, ... in order)");
+    if (rank < expected)
+      bad(where() + "duplicate rank " + std::to_string(rank) + " (ranks must be 0, 1, 2, ... in order)");
     if (rank > expected)
       bad(where() + "rank " + std::to_string(rank) + " leaves a gap: expected rank " + std::to_string(expected));
     if (rank >= 0xFFFFFFFFull - kNumSpecialTokens) bad(where() + "too many ranks");
@@ -202,7 +203,8 @@ Vocabulary Vocabulary::parse(std::string_view text, std::string_view config,
       bad(config_name + ": added_tokens_decoder names id " + std::to_string(id) + ", outside the special ids " +
           std::to_string(v.num_ranks_) + ".." + std::to_string(v.size() - 1) + " that follow the " +
           std::to_string(v.num_ranks_) + " ranks of " + model_name + " (is this the matching tokenizer_config.json?)");
-    if (name.empty()) bad(config_name + ": added_tokens_decoder names id " + std::to_string(id) + " with an empty string");
+    if (name.empty())
+      bad(config_name + ": added_tokens_decoder names id " + std::to_string(id) + " with an empty string");
     v.special_names_[id - v.num_ranks_] = std::move(name);
     named[id - v.num_ranks_] = true;
   }

@@ -43,8 +43,7 @@ class Vocabulary {
 
   // The bytes of token `id` (a special's bytes are its name). id < size().
   std::string_view bytes(TokenId id) const {
-    if (id < num_ranks_)
-      return std::string_view(blob_.data() + offsets_[id], offsets_[id + 1] - offsets_[id]);
+    if (id < num_ranks_) return std::string_view(blob_.data() + offsets_[id], offsets_[id + 1] - offsets_[id]);
     return special_names_[id - num_ranks_];
   }
 
@@ -58,8 +57,7 @@ class Vocabulary {
       if (s.rank_plus_one == 0) return kNoToken;
       if (s.tag == tag) {
         uint32_t r = s.rank_plus_one - 1;
-        if (offsets_[r + 1] - offsets_[r] == n && std::memcmp(blob_.data() + offsets_[r], data, n) == 0)
-          return r;
+        if (offsets_[r + 1] - offsets_[r] == n && std::memcmp(blob_.data() + offsets_[r], data, n) == 0) return r;
       }
     }
   }
@@ -79,8 +77,8 @@ class Vocabulary {
   bool build_index(uint32_t& first, uint32_t& second);
 
   uint32_t num_ranks_ = 0;
-  std::string blob_;              // all token bytes, rank order
-  std::vector<uint32_t> offsets_; // num_ranks_ + 1 offsets into blob_
+  std::string blob_;               // all token bytes, rank order
+  std::vector<uint32_t> offsets_;  // num_ranks_ + 1 offsets into blob_
   // Open addressing with linear probing over a power-of-two table, at most
   // half full; `tag` (high hash bits) skips nearly every wasted compare.
   struct Slot {

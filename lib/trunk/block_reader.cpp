@@ -76,8 +76,8 @@ uint64_t TrunkBlockReader::submit(const TrunkSection& s, const std::vector<Targe
         return 0;
       }
       size_t last = first + 1;
-      while (last < t.blocks.last && s.blocks[last].stored_offset + s.blocks[last].stored_size -
-                                             s.blocks[first].stored_offset <= piece_bytes_)
+      while (last < t.blocks.last &&
+             s.blocks[last].stored_offset + s.blocks[last].stored_size - s.blocks[first].stored_offset <= piece_bytes_)
         ++last;
       job->pieces.push_back(Piece{BlockRange{first, last}, t.dst, t.dst_base, t.dst_len});
       const StoredSpan span = stored_span(s, BlockRange{first, last});
@@ -106,34 +106,35 @@ uint64_t TrunkBlockReader::submit(const TrunkSection& s, const std::vector<Targe
     const uint64_t length = align_up(span.offset + span.length) - offset;
     uint8_t* buf = job->staging + static_cast<uint64_t>(slot) * slot_bytes;
     auto self = weak_issue.lock();  // alive while any piece is outstanding
-    io->submit({ReadEngine::Read{file, offset, length, span.offset + span.length - offset, buf}},
-               [job, totals, self, p, slot, buf, offset, length](const std::string& read_err) {
-                 std::string err = read_err;
-                 if (err.empty()) {
-                   const double t0 = thread_cpu_seconds();
-                   const Piece& piece = job->pieces[p];
-                   err = decode_blocks(*job->s, piece.blocks, buf, offset, length, piece.dst, piece.dst_base,
-                                       piece.dst_len, thread_decoder());
-                   *totals += static_cast<uint64_t>((thread_cpu_seconds() - t0) * 1e9);
-                 }
-                 size_t next = SIZE_MAX;
-                 bool finished = false;
-                 std::string final_err;
-                 {
-                   std::lock_guard<std::mutex> lk(job->mu);
-                   if (!err.empty() && job->error.empty()) job->error = err;
-                   --job->outstanding;
-                   if (job->error.empty() && job->next < job->pieces.size()) {
-                     next = job->next++;
-                     ++job->outstanding;
-                   }
-                   finished = job->outstanding == 0;
-                   final_err = job->error;
-                 }
-                 if (next != SIZE_MAX) (*self)(next, slot);
-                 if (finished) job->done(final_err);
-               },
-               job->urgent);
+    io->submit(
+        {ReadEngine::Read{file, offset, length, span.offset + span.length - offset, buf}},
+        [job, totals, self, p, slot, buf, offset, length](const std::string& read_err) {
+          std::string err = read_err;
+          if (err.empty()) {
+            const double t0 = thread_cpu_seconds();
+            const Piece& piece = job->pieces[p];
+            err = decode_blocks(*job->s, piece.blocks, buf, offset, length, piece.dst, piece.dst_base, piece.dst_len,
+                                thread_decoder());
+            *totals += static_cast<uint64_t>((thread_cpu_seconds() - t0) * 1e9);
+          }
+          size_t next = SIZE_MAX;
+          bool finished = false;
+          std::string final_err;
+          {
+            std::lock_guard<std::mutex> lk(job->mu);
+            if (!err.empty() && job->error.empty()) job->error = err;
+            --job->outstanding;
+            if (job->error.empty() && job->next < job->pieces.size()) {
+              next = job->next++;
+              ++job->outstanding;
+            }
+            finished = job->outstanding == 0;
+            final_err = job->error;
+          }
+          if (next != SIZE_MAX) (*self)(next, slot);
+          if (finished) job->done(final_err);
+        },
+        job->urgent);
   };
   std::vector<std::pair<size_t, int>> first_pieces;
   {
@@ -153,12 +154,16 @@ uint64_t TrunkBlockReader::read_now(const TrunkSection& s, BlockRange r, uint8_t
   ReadLatch latch;
   std::string error;
   auto cb = latch.callback();
-  const uint64_t n = submit(s, r, dst, dst_base, dst_len, staging, [&error, cb](const std::string& e) {
-    error = e;
-    cb(std::string());
-  }, true);
+  const uint64_t n = submit(
+      s, r, dst, dst_base, dst_len, staging,
+      [&error, cb](const std::string& e) {
+        error = e;
+        cb(std::string());
+      },
+      true);
   latch.wait();
-  if (!error.empty()) throw Error(error.find("damaged") != std::string::npos ? ExitCode::kBadModel : ExitCode::kIo, error);
+  if (!error.empty())
+    throw Error(error.find("damaged") != std::string::npos ? ExitCode::kBadModel : ExitCode::kIo, error);
   return n;
 }
 

@@ -10,15 +10,15 @@
 
 #include <atomic>
 #include <cstdint>
-#include <memory>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "trunk/blocks.h"
 #include "io/aligned_buffer.h"
 #include "io/direct_file.h"
 #include "io/read_engine.h"
+#include "trunk/blocks.h"
 
 namespace k3 {
 
@@ -30,15 +30,17 @@ class TrunkBlockReader {
   // Staging one read needs: kPiecesInFlight pieces, each with room for its
   // aligned ends.
   static constexpr uint64_t staging_bytes(uint64_t piece_bytes = kPieceBytes) {
-    return kPiecesInFlight * ((piece_bytes < 2 * kTrunkBlockBytes ? 2 * kTrunkBlockBytes : piece_bytes) + 2 * kDirectAlign);
+    return kPiecesInFlight *
+           ((piece_bytes < 2 * kTrunkBlockBytes ? 2 * kTrunkBlockBytes : piece_bytes) + 2 * kDirectAlign);
   }
 
   // The piece size for streamed units of at most `largest_stored` bytes:
   // kPieceBytes, or less when no unit is that large (so small models do
   // not hold staging they never fill).
   static constexpr uint64_t piece_bytes_for(uint64_t largest_stored) {
-    return largest_stored < kPieceBytes ? (largest_stored < 2 * kTrunkBlockBytes ? 2 * kTrunkBlockBytes : largest_stored)
-                                        : kPieceBytes;
+    return largest_stored < kPieceBytes
+               ? (largest_stored < 2 * kTrunkBlockBytes ? 2 * kTrunkBlockBytes : largest_stored)
+               : kPieceBytes;
   }
 
   TrunkBlockReader(ReadEngine& io, const DirectFile& file, uint64_t piece_bytes = kPieceBytes)

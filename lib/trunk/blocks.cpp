@@ -15,14 +15,15 @@ BlockRange blocks_covering(const TrunkSection& s, uint64_t begin, uint64_t end) 
   auto after_begin = std::partition_point(s.blocks.begin(), s.blocks.end(),
                                           [&](const TrunkBlock& b) { return b.offset + b.size <= begin; });
   auto at_end = std::partition_point(after_begin, s.blocks.end(), [&](const TrunkBlock& b) { return b.offset < end; });
-  return BlockRange{static_cast<size_t>(after_begin - s.blocks.begin()), static_cast<size_t>(at_end - s.blocks.begin())};
+  return BlockRange{static_cast<size_t>(after_begin - s.blocks.begin()),
+                    static_cast<size_t>(at_end - s.blocks.begin())};
 }
 
 BlockRange tensor_blocks(const TrunkSection& s, const TrunkTensor& t) {
   const BlockRange r = blocks_covering(s, t.offset, t.offset + t.nbytes);
   if (r.first == r.last || s.blocks[r.first].offset != t.offset)
-    throw Error(ExitCode::kBadModel, "trunk section " + s.name + " has no blocks starting at '" + t.name +
-                                         "' (re-run k3-pack --compress)");
+    throw Error(ExitCode::kBadModel,
+                "trunk section " + s.name + " has no blocks starting at '" + t.name + "' (re-run k3-pack --compress)");
   return r;
 }
 
@@ -75,17 +76,18 @@ std::string decode_blocks(const TrunkSection& s, BlockRange r, const uint8_t* st
 std::string check_raw_blocks(const TrunkSection& s, BlockRange r, const uint8_t* data, uint64_t data_base,
                              uint64_t data_len, std::atomic<bool>* verified, const std::string& file) {
   if (r.last > s.blocks.size() || r.first > r.last)
-    return file + ": section " + s.name + " has no blocks " + std::to_string(r.first) + " to " + std::to_string(r.last) +
-           " (trunk.json damaged; re-run k3-pack)";
+    return file + ": section " + s.name + " has no blocks " + std::to_string(r.first) + " to " +
+           std::to_string(r.last) + " (trunk.json damaged; re-run k3-pack)";
   for (size_t i = r.first; i < r.last; ++i) {
     if (verified && verified[i].load(std::memory_order_acquire)) continue;
     const TrunkBlock& b = s.blocks[i];
     if (b.offset < data_base || b.size > data_len || b.offset - data_base > data_len - b.size)
-      return file + ": section " + s.name + " block " + std::to_string(i) + " lies outside the bytes read for it "
-                    "(trunk.json damaged; re-run k3-pack)";
+      return file + ": section " + s.name + " block " + std::to_string(i) +
+             " lies outside the bytes read for it "
+             "(trunk.json damaged; re-run k3-pack)";
     if (XXH3_64bits(data + (b.offset - data_base), b.size) != b.xxh3)
-      return file + ": section " + s.name + " block " + std::to_string(i) + " (bytes " + std::to_string(b.stored_offset) +
-             " to " + std::to_string(b.stored_offset + b.size) +
+      return file + ": section " + s.name + " block " + std::to_string(i) + " (bytes " +
+             std::to_string(b.stored_offset) + " to " + std::to_string(b.stored_offset + b.size) +
              ") does not match its hash in trunk.json (damaged; run k3-pack --check, then re-run k3-pack)";
     if (verified) verified[i].store(true, std::memory_order_release);
   }

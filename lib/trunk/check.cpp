@@ -7,14 +7,14 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/non_finite_scan.h"
-#include "trunk/blocks.h"
-#include "trunk/codec.h"
-#include "trunk/table_check.h"
 #include "common/atomic_file_writer.h"
 #include "common/error.h"
 #include "common/file.h"
-#include "trunk/source.h"
+#include "trunk/blocks.h"
+#include "trunk/codec.h"
 #include "trunk/plan.h"
+#include "trunk/source.h"
+#include "trunk/table_check.h"
 
 namespace k3 {
 
@@ -27,7 +27,8 @@ std::string hash_compressed_section(const File& f, const TrunkSection& s, XXH3_s
                                     const std::function<void(uint64_t)>& advanced) {
   static const std::vector<uint8_t> zeros(1 << 16, 0);
   auto feed_zeros = [&](uint64_t n) {
-    for (uint64_t k = 0; k < n; k += zeros.size()) XXH3_64bits_update(st, zeros.data(), std::min<uint64_t>(zeros.size(), n - k));
+    for (uint64_t k = 0; k < n; k += zeros.size())
+      XXH3_64bits_update(st, zeros.data(), std::min<uint64_t>(zeros.size(), n - k));
     advanced(n);
   };
   TrunkBlockDecoder decoder;
@@ -36,8 +37,8 @@ std::string hash_compressed_section(const File& f, const TrunkSection& s, XXH3_s
   for (size_t first = 0; first < s.blocks.size();) {
     // A run of blocks of at most kChunk stored bytes (at least one block).
     size_t last = first + 1;
-    while (last < s.blocks.size() && s.blocks[last].stored_offset + s.blocks[last].stored_size -
-                                             s.blocks[first].stored_offset <= kChunk)
+    while (last < s.blocks.size() &&
+           s.blocks[last].stored_offset + s.blocks[last].stored_size - s.blocks[first].stored_offset <= kChunk)
       ++last;
     const StoredSpan span = stored_span(s, BlockRange{first, last});
     stored.resize(span.length);
@@ -129,9 +130,9 @@ TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoin
   if (!old.empty()) r.problems.push_back(old);
   if (old.empty()) {  // older formats lack the blocks the table check compares
     try {
-      check_trunk_table(t, layout_trunk(manifest), path_join(trunk_dir, "trunk.json"),
-                        std::string("re-run k3-pack ") + (t.compressed() ? "--compress " : "") + checkpoint.dir() +
-                            " " + trunk_dir);
+      check_trunk_table(
+          t, layout_trunk(manifest), path_join(trunk_dir, "trunk.json"),
+          std::string("re-run k3-pack ") + (t.compressed() ? "--compress " : "") + checkpoint.dir() + " " + trunk_dir);
     } catch (const Error& e) {
       r.problems.push_back(e.what());
       r.shards_changed.clear();  // a re-pack, not a --refresh, is the remedy
@@ -196,16 +197,12 @@ TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoin
       src_err = e.what();
     }
     r.bytes_checked += s.length;
-    if (!bin_ok)
-      r.problems.push_back(s.name + ": lies beyond the end of trunk.bin (truncated)");
-    else if (!block_err.empty())
-      r.problems.push_back(block_err);
+    if (!bin_ok) r.problems.push_back(s.name + ": lies beyond the end of trunk.bin (truncated)");
+    else if (!block_err.empty()) r.problems.push_back(block_err);
     else if (h_bin != s.xxh3)
       r.problems.push_back(s.name + ": trunk.bin bytes differ from the hash recorded in trunk.json");
-    if (!src_err.empty())
-      r.problems.push_back(s.name + ": cannot read the source tensors: " + src_err);
-    else if (h_src != s.xxh3)
-      r.problems.push_back(s.name + ": the checkpoint's tensors differ from what was packed");
+    if (!src_err.empty()) r.problems.push_back(s.name + ": cannot read the source tensors: " + src_err);
+    else if (h_src != s.xxh3) r.problems.push_back(s.name + ": the checkpoint's tensors differ from what was packed");
   }
   for (const NonFiniteTensor& x : non_finite.found())
     r.problems.push_back("trunk.bin: tensor '" + x.name + "' holds " + std::to_string(x.count) +
@@ -265,7 +262,8 @@ TrunkCheck refresh_trunk(const std::string& trunk_dir, const Checkpoint& checkpo
     const uint64_t h = XXH3_64bits_digest(st);
     XXH3_freeState(st);
     r.bytes_checked += s->length;
-    if (h != s->xxh3) r.problems.push_back(s->name + ": the checkpoint's tensors differ from what was packed (re-run k3-pack)");
+    if (h != s->xxh3)
+      r.problems.push_back(s->name + ": the checkpoint's tensors differ from what was packed (re-run k3-pack)");
   }
   if (!r.problems.empty()) return r;
   if (upgrade) {
@@ -294,7 +292,8 @@ TrunkCheck refresh_trunk(const std::string& trunk_dir, const Checkpoint& checkpo
       }
       r.bytes_read += s.length;
       if (XXH3_64bits_digest(section.get()) != s.xxh3) {
-        r.problems.push_back("trunk.bin: section " + s.name + " differs from its hash in trunk.json (damaged; re-run k3-pack)");
+        r.problems.push_back("trunk.bin: section " + s.name +
+                             " differs from its hash in trunk.json (damaged; re-run k3-pack)");
         continue;
       }
       for (size_t i = 0; i < s.blocks.size(); ++i) s.blocks[i].xxh3 = blocks.digests().at(i);

@@ -41,8 +41,8 @@ void split_bf16(const uint8_t* src, size_t count, uint8_t* exponent, uint8_t* si
 
 void join_bf16(const uint8_t* exponent, const uint8_t* sign_mantissa, size_t count, uint8_t* dst) {
   for (size_t i = 0; i < count; ++i) {
-    const uint16_t v = static_cast<uint16_t>((sign_mantissa[i] & 0x80) << 8 | exponent[i] << 7 |
-                                             (sign_mantissa[i] & 0x7F));
+    const uint16_t v =
+        static_cast<uint16_t>((sign_mantissa[i] & 0x80) << 8 | exponent[i] << 7 | (sign_mantissa[i] & 0x7F));
     dst[2 * i] = static_cast<uint8_t>(v);
     dst[2 * i + 1] = static_cast<uint8_t>(v >> 8);
   }
@@ -141,14 +141,16 @@ std::string TrunkBlockDecoder::decode(const uint8_t* stored, size_t stored_size,
   // Decodes one plane of exactly `len` bytes into `to`.
   auto plane = [&](uint8_t coding, const uint8_t* from, size_t from_len, uint8_t* to, size_t len) -> std::string {
     if (coding == kPlaneRaw) {
-      if (from_len != len) return "raw plane of " + std::to_string(from_len) + " bytes where " + std::to_string(len) + " belong";
+      if (from_len != len)
+        return "raw plane of " + std::to_string(from_len) + " bytes where " + std::to_string(len) + " belong";
       std::memcpy(to, from, len);
       return std::string();
     }
     if (coding != kPlaneZstd) return "unknown plane coding " + std::to_string(coding);
     const size_t got = ZSTD_decompressDCtx(m.dctx, to, len, from, from_len);
     if (ZSTD_isError(got)) return std::string("zstd: ") + ZSTD_getErrorName(got);
-    if (got != len) return "plane decodes to " + std::to_string(got) + " bytes where " + std::to_string(len) + " belong";
+    if (got != len)
+      return "plane decodes to " + std::to_string(got) + " bytes where " + std::to_string(len) + " belong";
     return std::string();
   };
   std::string err;

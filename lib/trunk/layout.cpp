@@ -11,10 +11,10 @@
 #include <ctime>
 
 #include "checkpoint/checkpoint.h"
-#include "trunk/codec.h"
 #include "common/error.h"
 #include "common/file.h"
 #include "common/json_writer.h"
+#include "trunk/codec.h"
 
 namespace k3 {
 
@@ -105,11 +105,12 @@ std::string trunk_layout_to_json(const TrunkLayout& t) {
                   ",\n  \"file_size\": " + std::to_string(t.file_size) +
                   (t.version >= kTrunkStoredFieldsVersion ? ",\n  \"block_bytes\": " + std::to_string(t.block_bytes)
                                                           : std::string()) +
-                  ",\n  \"source\": {\n    \"config_xxh3\": \"" +
-                  hex64(t.source.config_hash) + "\",\n    \"shards\": [";
+                  ",\n  \"source\": {\n    \"config_xxh3\": \"" + hex64(t.source.config_hash) +
+                  "\",\n    \"shards\": [";
   for (size_t i = 0; i < t.source.shards.size(); ++i) {
     const SourceShard& sh = t.source.shards[i];
-    o += std::string(i ? "," : "") + "\n      {\"file\": " + json_string(sh.file) + ", \"size\": " + std::to_string(sh.size);
+    o += std::string(i ? "," : "") + "\n      {\"file\": " + json_string(sh.file) +
+         ", \"size\": " + std::to_string(sh.size);
     if (t.version >= 2)
       o += ", \"header_xxh3\": \"" + hex64(sh.header_xxh3) + "\", \"mtime_ns\": " + std::to_string(sh.mtime_ns) +
            ", \"inode\": " + std::to_string(sh.inode);
@@ -118,13 +119,13 @@ std::string trunk_layout_to_json(const TrunkLayout& t) {
   o += "\n    ]\n  },\n  \"sections\": [";
   for (size_t i = 0; i < t.sections.size(); ++i) {
     const TrunkSection& s = t.sections[i];
-    o += std::string(i ? "," : "") + "\n    {\"name\": " + json_string(s.name) + ", \"layer\": " + std::to_string(s.layer) +
-         ", \"offset\": " + std::to_string(s.offset) + ", \"length\": " + std::to_string(s.length) +
-         ", \"xxh3\": \"" + hex64(s.xxh3) + "\",";
+    o += std::string(i ? "," : "") + "\n    {\"name\": " + json_string(s.name) +
+         ", \"layer\": " + std::to_string(s.layer) + ", \"offset\": " + std::to_string(s.offset) +
+         ", \"length\": " + std::to_string(s.length) + ", \"xxh3\": \"" + hex64(s.xxh3) + "\",";
     if (t.version >= kTrunkStoredFieldsVersion) {
       o += "\n     \"stored_offset\": " + std::to_string(s.stored_offset) +
-           ", \"stored_length\": " + std::to_string(s.stored_length) + ", \"compressed\": " +
-           (s.compressed ? "true" : "false") + ",";
+           ", \"stored_length\": " + std::to_string(s.stored_length) +
+           ", \"compressed\": " + (s.compressed ? "true" : "false") + ",";
       if (s.compressed) {
         // [stored bytes, xxh3 of the decoded bytes], four to a line.
         o += "\n     \"blocks\": [";
@@ -234,9 +235,8 @@ TrunkLayout parse_trunk_layout(const std::string& json, const std::string& origi
       TrunkTensor x;
       std::string_view tn, dt;
       simdjson::dom::array shape;
-      if (te["name"].get_string().get(tn) || te["dtype"].get_string().get(dt) ||
-          te["shape"].get_array().get(shape) || te["offset"].get_uint64().get(x.offset) ||
-          te["nbytes"].get_uint64().get(x.nbytes))
+      if (te["name"].get_string().get(tn) || te["dtype"].get_string().get(dt) || te["shape"].get_array().get(shape) ||
+          te["offset"].get_uint64().get(x.offset) || te["nbytes"].get_uint64().get(x.nbytes))
         throw bad("bad tensor entry in section '" + s.name + "'");
       x.name = std::string(tn);
       if (!parse_dtype(std::string(dt), &x.dtype)) throw bad("unknown dtype for '" + x.name + "'");
@@ -328,7 +328,8 @@ FingerprintComparison compare_fingerprint(const SourceFingerprint& trunk, const 
   for (const SourceShard& t : trunk.shards) {
     bool found = false;
     for (const SourceShard& m : model.shards) found = found || m.file == t.file;
-    if (!found) return other("it was packed from a checkpoint with shard " + t.file + ", which this model does not list");
+    if (!found)
+      return other("it was packed from a checkpoint with shard " + t.file + ", which this model does not list");
   }
   if (model.shards.size() != trunk.shards.size()) return other("the model's shard list differs from the one packed");
   auto model_shard = [&](const SourceShard& t) -> const SourceShard& {
@@ -340,8 +341,8 @@ FingerprintComparison compare_fingerprint(const SourceFingerprint& trunk, const 
   for (const SourceShard& t : trunk.shards) {
     const SourceShard& m = model_shard(t);
     if (m.size != t.size)
-      return other("shard " + t.file + " is " + std::to_string(m.size) + " bytes now but was " + std::to_string(t.size) +
-                   " when the trunk was packed");
+      return other("shard " + t.file + " is " + std::to_string(m.size) + " bytes now but was " +
+                   std::to_string(t.size) + " when the trunk was packed");
   }
   // Same files and sizes: now whether any shard changed since the pack. The
   // first difference found is the one reported; every changed shard is listed.
@@ -349,8 +350,9 @@ FingerprintComparison compare_fingerprint(const SourceFingerprint& trunk, const 
     const SourceShard* m = &model_shard(t);
     std::string why;
     if (!trunk.has_identity)
-      why = "the trunk.json is format version 1, which records only shard names and sizes, so a shard rewritten in "
-            "place since the pack would go unnoticed";
+      why =
+          "the trunk.json is format version 1, which records only shard names and sizes, so a shard rewritten in "
+          "place since the pack would go unnoticed";
     else if (m->header_xxh3 != t.header_xxh3)
       why = "shard " + t.file + "'s safetensors header differs from the one packed (the shard was replaced)";
     else if (m->mtime_ns != t.mtime_ns)
@@ -393,18 +395,18 @@ TrunkLayout open_trunk_layout(const std::string& trunk_dir, const Checkpoint& ch
     throw Error(ExitCode::kBadModel, "the trunk in " + trunk_dir + " may be stale: " + cmp.reason +
                                          ". Re-run k3-pack " + checkpoint.dir() + " " + trunk_dir +
                                          ", or if the weights are unchanged, k3-pack --refresh " + trunk_dir + " " +
-                                         checkpoint.dir() + " re-checks the trunk tensors of the changed shards "
+                                         checkpoint.dir() +
+                                         " re-checks the trunk tensors of the changed shards "
                                          "and records them");
   if (t.version < kTrunkBlockHashesVersion)
     throw Error(ExitCode::kBadModel,
                 path_join(trunk_dir, "trunk.json") + ": trunk format version " + std::to_string(t.version) +
                     " has no per-block hashes, which this k3 checks as it reads each block (instead of hashing "
-                    "the trunk before every run); upgrade it in place with: k3-pack --refresh " + trunk_dir + " " +
-                    checkpoint.dir() + " (reads trunk.bin once), or rewrite it with: k3-pack " +
+                    "the trunk before every run); upgrade it in place with: k3-pack --refresh " +
+                    trunk_dir + " " + checkpoint.dir() + " (reads trunk.bin once), or rewrite it with: k3-pack " +
                     (t.compressed() ? "--compress " : "") + checkpoint.dir() + " " + trunk_dir);
   struct stat st;
-  if (::stat(bin.c_str(), &st) != 0)
-    throw Error(ExitCode::kBadModel, bin + ": not found (re-run k3-pack)");
+  if (::stat(bin.c_str(), &st) != 0) throw Error(ExitCode::kBadModel, bin + ": not found (re-run k3-pack)");
   if (static_cast<uint64_t>(st.st_size) != t.file_size)
     throw Error(ExitCode::kBadModel, bin + ": is " + std::to_string(st.st_size) + " bytes but trunk.json says " +
                                          std::to_string(t.file_size) + " (truncated or replaced; re-run k3-pack)");

@@ -59,8 +59,8 @@ struct TrunkBlock {
 };
 
 struct TrunkSection {
-  std::string name;  // "embedding", "layer.7", "head"
-  int layer = -1;    // decoder layer, -1 for embedding/head
+  std::string name;     // "embedding", "layer.7", "head"
+  int layer = -1;       // decoder layer, -1 for embedding/head
   uint64_t offset = 0;  // 4096-aligned (decoded layout)
   uint64_t length = 0;  // 4096-aligned (includes padding)
   uint64_t xxh3 = 0;    // of the decoded bytes, padding included
@@ -148,7 +148,7 @@ enum class FingerprintDiff {
 };
 struct FingerprintComparison {
   FingerprintDiff diff = FingerprintDiff::kSame;
-  std::string reason;  // one sentence naming the shard and what changed; empty when kSame
+  std::string reason;                       // one sentence naming the shard and what changed; empty when kSame
   std::vector<std::string> changed_shards;  // kShardsChanged: the shards to re-check (all for version 1)
 };
 FingerprintComparison compare_fingerprint(const SourceFingerprint& trunk, const SourceFingerprint& model);

@@ -2,9 +2,9 @@
 
 #include <sys/stat.h>
 
-#include "trunk/table_check.h"
 #include "common/error.h"
 #include "common/file.h"
+#include "trunk/table_check.h"
 
 namespace k3 {
 
@@ -69,16 +69,20 @@ TrunkInfo inspect_trunk(const std::string& trunk_dir, const std::string& model_d
   // a table that is not the one k3-pack writes would read one tensor as
   // another, so the trunk is damaged however well its fingerprint matches.
   try {
-    check_trunk_table(layout, *expected, json,
-                      std::string("re-run k3-pack ") + (layout.compressed() ? "--compress " : "") + model_dir + " " + trunk_dir);
+    check_trunk_table(
+        layout, *expected, json,
+        std::string("re-run k3-pack ") + (layout.compressed() ? "--compress " : "") + model_dir + " " + trunk_dir);
   } catch (const Error& e) {
     t.match = TrunkMatch::kDamaged;
     t.match_reason = e.what();
     return t;
   }
   t.match = TrunkMatch::kMatches;
-  t.match_reason = "its tensor table is the one k3-pack writes for this model, its source fingerprint (config.json hash, " + std::to_string(model->shards.size()) +
-                   " shards' names, sizes, header digests, modification times and inodes) matches the checkpoint and trunk.bin has the recorded size";
+  t.match_reason =
+      "its tensor table is the one k3-pack writes for this model, its source fingerprint (config.json hash, " +
+      std::to_string(model->shards.size()) +
+      " shards' names, sizes, header digests, modification times and inodes) matches the checkpoint and trunk.bin has "
+      "the recorded size";
   return t;
 }
 

@@ -14,7 +14,8 @@ enum class TrunkMatch {
   kMatches,  // k3-forward --trunk would accept it
   kDiffers,  // packed from another checkpoint (config.json or the shard list differs)
   kStale,    // same model files, but a shard changed on disk since the pack (or a version 1 trunk.json)
-  kDamaged,  // trunk.json unreadable, older than version 4, its tensor table not k3-pack's, or trunk.bin not the size it records
+  kDamaged,  // trunk.json unreadable, older than version 4, its tensor table not k3-pack's, or trunk.bin not the size
+             // it records
 };
 
 struct TrunkInfo {

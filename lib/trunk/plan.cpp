@@ -3,12 +3,12 @@
 #include <string>
 
 #include "checkpoint/checkpoint.h"
+#include "common/error.h"
+#include "common/file.h"
+#include "common/shape_format.h"
+#include "io/aligned_buffer.h"
 #include "trunk/codec.h"
 #include "trunk/table_check.h"
-#include "common/error.h"
-#include "common/shape_format.h"
-#include "common/file.h"
-#include "io/aligned_buffer.h"
 
 namespace k3 {
 
@@ -53,7 +53,8 @@ TrunkLayout layout_trunk(const std::vector<ExpectedTensor>& manifest) {
   for (size_t i = 0; i < t.sections.size(); ++i)
     for (size_t j = i + 1; j < t.sections.size(); ++j)
       if (t.sections[i].name == t.sections[j].name)
-        throw Error(ExitCode::kInternal, "trunk section '" + t.sections[i].name + "' is not contiguous in the manifest");
+        throw Error(ExitCode::kInternal,
+                    "trunk section '" + t.sections[i].name + "' is not contiguous in the manifest");
   t.file_size = pos;
   return t;
 }
@@ -68,9 +69,9 @@ TrunkLayout plan_trunk(const std::vector<ExpectedTensor>& manifest, const Checkp
       throw Error(ExitCode::kBadModel, checkpoint.dir() + ": tensor '" + e.name + "' (" + dtype_name(e.dtype) + " " +
                                            shape_str(e.shape) + ") is missing from the checkpoint");
     if (loc->info->dtype != e.dtype || loc->info->shape != e.shape)
-      throw Error(ExitCode::kBadModel, checkpoint.dir() + ": tensor '" + e.name + "' should be " +
-                                           dtype_name(e.dtype) + " " + shape_str(e.shape) + " but is " +
-                                           dtype_name(loc->info->dtype) + " " + shape_str(loc->info->shape));
+      throw Error(ExitCode::kBadModel, checkpoint.dir() + ": tensor '" + e.name + "' should be " + dtype_name(e.dtype) +
+                                           " " + shape_str(e.shape) + " but is " + dtype_name(loc->info->dtype) + " " +
+                                           shape_str(loc->info->shape));
   }
   TrunkLayout t = layout_trunk(manifest);
   for (const TrunkSection& s : t.sections)
@@ -85,8 +86,8 @@ TrunkLayout plan_trunk(const std::vector<ExpectedTensor>& manifest, const Checkp
 
 TrunkLayout open_packed_trunk(const std::string& trunk_dir, const ModelConfig& config, const Checkpoint& checkpoint) {
   TrunkLayout t = open_trunk_layout(trunk_dir, checkpoint);
-  const std::string repack = std::string("re-run k3-pack ") + (t.compressed() ? "--compress " : "") + checkpoint.dir() +
-                             " " + trunk_dir;
+  const std::string repack =
+      std::string("re-run k3-pack ") + (t.compressed() ? "--compress " : "") + checkpoint.dir() + " " + trunk_dir;
   check_trunk_table(t, layout_trunk(expected_tensors(config)), path_join(trunk_dir, "trunk.json"), repack);
   return t;
 }

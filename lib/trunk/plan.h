@@ -5,9 +5,9 @@
 
 #include <vector>
 
-#include "trunk/layout.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
+#include "trunk/layout.h"
 
 namespace k3 {
 

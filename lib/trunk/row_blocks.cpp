@@ -34,7 +34,8 @@ LayerRowBlocks layer_row_blocks(const ModelConfig& c, const TrunkSection& sectio
   for (const RowMatrix& m : row_matrices) {
     auto it = by_name.find(m.name);
     if (it == by_name.end())
-      throw Error(ExitCode::kBadModel, "trunk section " + section.name + " lacks tensor '" + m.name + "' (re-run k3-pack)");
+      throw Error(ExitCode::kBadModel,
+                  "trunk section " + section.name + " lacks tensor '" + m.name + "' (re-run k3-pack)");
     StreamedMatrix s;
     s.tensor = it->second;
     s.shape = m;
@@ -55,9 +56,8 @@ LayerRowBlocks layer_row_blocks(const ModelConfig& c, const TrunkSection& sectio
   // smallest first: one read instead of one per matrix, and no buffer grows.
   std::vector<size_t> by_size(out.matrices.size());
   for (size_t i = 0; i < by_size.size(); ++i) by_size[i] = i;
-  std::stable_sort(by_size.begin(), by_size.end(), [&](size_t a, size_t b) {
-    return out.matrices[a].tensor->nbytes < out.matrices[b].tensor->nbytes;
-  });
+  std::stable_sort(by_size.begin(), by_size.end(),
+                   [&](size_t a, size_t b) { return out.matrices[a].tensor->nbytes < out.matrices[b].tensor->nbytes; });
   for (size_t i : by_size) {
     const uint64_t bytes = held_read(*out.matrices[i].tensor);
     if (held + bytes > block_bytes) break;

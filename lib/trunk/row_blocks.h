@@ -35,9 +35,9 @@ struct StreamedMatrix {
 
 struct LayerRowBlocks {
   std::vector<HeldTensor> held;
-  uint64_t held_bytes = 0;              // buffer bytes of the held part
+  uint64_t held_bytes = 0;               // buffer bytes of the held part
   std::vector<StreamedMatrix> matrices;  // in use order
-  uint64_t largest_block_bytes = 0;     // buffer bytes of the largest block
+  uint64_t largest_block_bytes = 0;      // buffer bytes of the largest block
 };
 
 // Throws k3::Error(kBadModel) when the section lacks a tensor the layer

@@ -12,8 +12,8 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/non_finite_scan.h"
-#include "trunk/layout.h"
 #include "common/file.h"
+#include "trunk/layout.h"
 
 namespace k3 {
 

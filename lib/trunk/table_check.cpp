@@ -1,8 +1,8 @@
 #include "trunk/table_check.h"
 
-#include "trunk/codec.h"
 #include "common/error.h"
 #include "common/shape_format.h"
+#include "trunk/codec.h"
 
 namespace k3 {
 
@@ -15,7 +15,8 @@ void check_trunk_table(const TrunkLayout& packed, const TrunkLayout& expected, c
   auto bad = [&](const std::string& what) {
     throw Error(ExitCode::kBadModel, trunk_json + ": " + what +
                                          ": the tensor table is not the one k3-pack writes for this model (edited or "
-                                         "damaged); " + repack);
+                                         "damaged); " +
+                                         repack);
   };
   if (packed.sections.size() != expected.sections.size())
     bad(num(packed.sections.size()) + " sections where this model has " + num(expected.sections.size()));
@@ -30,8 +31,8 @@ void check_trunk_table(const TrunkLayout& packed, const TrunkLayout& expected, c
     if (p.name != e.name || p.layer != e.layer)
       bad(where + " where section '" + e.name + "' (layer " + std::to_string(e.layer) + ") belongs");
     if (p.offset != e.offset || p.length != e.length)
-      bad("section " + p.name + " at offset " + num(p.offset) + ", length " + num(p.length) + " where k3-pack puts it at " +
-          num(e.offset) + ", length " + num(e.length));
+      bad("section " + p.name + " at offset " + num(p.offset) + ", length " + num(p.length) +
+          " where k3-pack puts it at " + num(e.offset) + ", length " + num(e.length));
     if (p.tensors.size() != e.tensors.size())
       bad("section " + p.name + " lists " + num(p.tensors.size()) + " tensors where it holds " + num(e.tensors.size()));
     for (size_t j = 0; j < e.tensors.size(); ++j) {
@@ -43,8 +44,8 @@ void check_trunk_table(const TrunkLayout& packed, const TrunkLayout& expected, c
         bad("tensor '" + x.name + "' is " + dtype_name(x.dtype) + " " + shape_str(x.shape) + " where the model's is " +
             dtype_name(y.dtype) + " " + shape_str(y.shape));
       if (x.offset != y.offset || x.nbytes != y.nbytes)
-        bad("tensor '" + x.name + "' at offset " + num(x.offset) + " (" + num(x.nbytes) + " bytes) where k3-pack puts it at " +
-            num(y.offset) + " (" + num(y.nbytes) + " bytes)");
+        bad("tensor '" + x.name + "' at offset " + num(x.offset) + " (" + num(x.nbytes) +
+            " bytes) where k3-pack puts it at " + num(y.offset) + " (" + num(y.nbytes) + " bytes)");
     }
     // The stored side. The embedding is read a row at a time and never
     // compressed; in a compressed trunk every other section is.
@@ -52,7 +53,8 @@ void check_trunk_table(const TrunkLayout& packed, const TrunkLayout& expected, c
       bad("section " + p.name + (p.compressed ? " is compressed" : " is raw") + ", which k3-pack never writes in a " +
           (compressed ? "compressed" : "raw") + " trunk");
     if (p.stored_offset != stored_end)
-      bad("section " + p.name + " stored at byte " + num(p.stored_offset) + " where k3-pack stores it at " + num(stored_end));
+      bad("section " + p.name + " stored at byte " + num(p.stored_offset) + " where k3-pack stores it at " +
+          num(stored_end));
     // Every tensor cut into block_bytes pieces, each a block of its own.
     uint64_t blocks = 0;
     for (const TrunkTensor& x : e.tensors) blocks += (x.nbytes + kTrunkBlockBytes - 1) / kTrunkBlockBytes;
@@ -71,7 +73,8 @@ void check_trunk_table(const TrunkLayout& packed, const TrunkLayout& expected, c
         bad("section " + p.name + " has stored_length " + num(p.stored_length) + " where its blocks take " + num(sum) +
             " bytes");
     } else if (p.stored_length != p.length) {
-      bad("raw section " + p.name + " has stored_length " + num(p.stored_length) + " where it is " + num(p.length) + " bytes");
+      bad("raw section " + p.name + " has stored_length " + num(p.stored_length) + " where it is " + num(p.length) +
+          " bytes");
     } else {
       for (size_t b = 0; b < p.blocks.size(); ++b)
         if (p.blocks[b].stored_size != p.blocks[b].size ||

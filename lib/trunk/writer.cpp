@@ -15,13 +15,13 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/non_finite_scan.h"
-#include "common/byte_format.h"
-#include "trunk/blocks.h"
-#include "trunk/codec.h"
 #include "common/atomic_file_writer.h"
+#include "common/byte_format.h"
 #include "common/error.h"
 #include "common/file.h"
 #include "io/aligned_buffer.h"
+#include "trunk/blocks.h"
+#include "trunk/codec.h"
 #include "trunk/source.h"
 
 namespace k3 {
@@ -87,7 +87,8 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
       const uint64_t need = trunk_space_needed(t, checkpoint, options);
       if (avail < need + (64u << 20))
         throw Error(ExitCode::kResource, trunk_dir + ": the trunk needs " + format_bytes(need) + " but only " +
-                                             format_bytes(avail) + " is free there; free space or pick another TRUNK_DIR");
+                                             format_bytes(avail) +
+                                             " is free there; free space or pick another TRUNK_DIR");
     }
   }
   // The new trunk is written under temporary names beside any old one, which
@@ -174,9 +175,10 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
       // NaN/Inf weights make NaN logits: refuse them here, naming the tensor.
       const std::string bad = non_finite.summary();
       if (!bad.empty())
-        throw Error(ExitCode::kBadModel, checkpoint.dir() + ": " + bad + " in section " + s.name +
-                                             "; the checkpoint is damaged (check it with k3-fetch-verify verify --full, "
-                                             "re-download the shard); no trunk was written");
+        throw Error(ExitCode::kBadModel,
+                    checkpoint.dir() + ": " + bad + " in section " + s.name +
+                        "; the checkpoint is damaged (check it with k3-fetch-verify verify --full, "
+                        "re-download the shard); no trunk was written");
       if (s.compressed) {
         s.stored_length = align_up(wpos - s.stored_offset);
         if (!place_trunk_blocks(s, t.block_bytes))

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "trunk/layout.h"
 #include "model/tensor_manifest.h"
+#include "trunk/layout.h"
 #include "trunk/plan.h"
 
 namespace k3 {
@@ -52,8 +52,8 @@ struct TrunkCheck {
   // Set when the only difference from the checkpoint is shards changed on
   // disk (FingerprintDiff::kShardsChanged): the reason, for a --refresh hint.
   std::string shards_changed;
-  bool refreshed = false;  // refresh_trunk wrote a new trunk.json
-  int upgraded_from = 0;   // refresh_trunk: the format version it upgraded (0: none)
+  bool refreshed = false;   // refresh_trunk wrote a new trunk.json
+  int upgraded_from = 0;    // refresh_trunk: the format version it upgraded (0: none)
   uint64_t bytes_read = 0;  // refresh_trunk: trunk.bin bytes read to hash the blocks of an upgraded trunk
 };
 // Checks trunk.json's tensor table against the layout k3-pack writes for

@@ -124,14 +124,11 @@ class Verifier {
       }
       return;
     }
-    const std::string why = "no " + std::string(kFetchManifestName) +
-                            " in the directory (it is written by k3-fetch-verify download)";
-    if (opt_.no_manifest)
-      r_.waived.push_back("sizes against the manifest: " + why);
-    else
-      r_.not_run.push_back("sizes against the manifest: " + why + "; pass --no-manifest to accept that");
-    if (opt_.full)
-      r_.not_run.push_back("--full hashes: " + why + ", so there is no hub hash to compare with");
+    const std::string why =
+        "no " + std::string(kFetchManifestName) + " in the directory (it is written by k3-fetch-verify download)";
+    if (opt_.no_manifest) r_.waived.push_back("sizes against the manifest: " + why);
+    else r_.not_run.push_back("sizes against the manifest: " + why + "; pass --no-manifest to accept that");
+    if (opt_.full) r_.not_run.push_back("--full hashes: " + why + ", so there is no hub hash to compare with");
   }
 
   void check_manifest_files() {
@@ -178,7 +175,8 @@ class Verifier {
       }
       if (!s.regular) {
         if (!manifest_ || !manifest_->find(name))  // else check_manifest_files reported it
-          problem(name, "not a regular file", "a regular file", "a device, FIFO, socket or directory (or a link to one)");
+          problem(name, "not a regular file", "a regular file",
+                  "a device, FIFO, socket or directory (or a link to one)");
         continue;
       }
       if (!required) continue;
@@ -252,7 +250,8 @@ class Verifier {
         continue;
       }
       if (declared == 0) declared = n;
-      if (n != declared) problem(s, "shard name", "model-XXXXX-of-" + std::to_string(declared), "of-" + std::to_string(n));
+      if (n != declared)
+        problem(s, "shard name", "model-XXXXX-of-" + std::to_string(declared), "of-" + std::to_string(n));
       if (k == 0 || k > n) problem(s, "shard name", "a number from 1 to " + std::to_string(n), std::to_string(k));
       numbers.insert(k);
     }
@@ -419,8 +418,10 @@ class Verifier {
     r_.hash_seconds = seconds_since(t0);
     if (stop.load()) throw Error(ExitCode::kInterrupted, "interrupted while hashing " + opt_.dir);
 
-    r_.ran.push_back("--full: sha256 against the hub's hashes, xxh3-128 against the manifest, no NaN/Inf in the shards' floating-point tensors (" +
-                     std::to_string(jobs.size()) + " files)");
+    r_.ran.push_back(
+        "--full: sha256 against the hub's hashes, xxh3-128 against the manifest, no NaN/Inf in the shards' "
+        "floating-point tensors (" +
+        std::to_string(jobs.size()) + " files)");
     std::sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.f->path < b.f->path; });
     for (const Job& job : jobs) {
       const ManifestFile& f = *job.f;

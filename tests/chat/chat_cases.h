@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "common/json_value.h"
 #include "chat/python_json.h"
 #include "chat/xtml_segments.h"
 #include "common/file.h"
+#include "common/json_value.h"
 #include "tokenizer/vocabulary.h"
 
 namespace k3::test {

@@ -89,7 +89,8 @@ TEST(JsonManyKeys, AChatRequestWithManyKeysInToolArguments) {
   for (char c : args) quoted += c == '"' ? std::string("\\\"") : std::string(1, c);
   for (const std::string& a : {args, "\"" + quoted + "\""}) {
     const std::string request = R"({"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"",)"
-                                R"("tool_calls":[{"type":"function","function":{"name":"f","arguments":)" + a + "}}]}]}";
+                                R"("tool_calls":[{"type":"function","function":{"name":"f","arguments":)" +
+                                a + "}}]}]}";
     ChatRequest r;
     const double s = seconds([&] { r = parse_chat_request(request); });
     EXPECT_LT(s, kBoundSeconds);

@@ -22,7 +22,8 @@ const k3::Tokenizer& tiny() {
   return *t;
 }
 
-const char* kAssistant = R"({"role":"assistant","reasoning_content":"Two tools: search, then calc.\n<|close|>think is text",
+const char* kAssistant =
+    R"({"role":"assistant","reasoning_content":"Two tools: search, then calc.\n<|close|>think is text",
   "content":"Let me look that up — «ok» [EOS].","tool_calls":[
   {"id":"c1","type":"function","function":{"name":"search","arguments":{"q":"kimi \"k3\"","limit":5,"exact":true,
     "lang":null,"ratio":0.25,"big":1e+20,"tags":["a","b"],"opts":{"z":1,"a":[1.0,2]}}}},
@@ -76,12 +77,14 @@ TEST(ReplyParser, RenderedAssistantMessageParsesBackToTheSameMessage) {
   // Streamed pieces: each channel's text in order.
   std::string think, response, tools;
   for (const auto& p : pieces)
-    (p.channel == k3::ReplyChannel::kThink ? think : p.channel == k3::ReplyChannel::kResponse ? response : tools) +=
-        p.text;
+    (p.channel == k3::ReplyChannel::kThink      ? think
+     : p.channel == k3::ReplyChannel::kResponse ? response
+                                                : tools) += p.text;
   EXPECT_EQ(think, *want.reasoning_content);
   EXPECT_EQ(response, want.content[0]);
-  EXPECT_EQ(tools, "search(q=kimi \"k3\", limit=5, exact=true, lang=null, ratio=0.25, big=1e+20, tags=[\"a\", \"b\"], "
-                   "opts={\"z\": 1, \"a\": [1.0, 2]})\ncalc({not json)\n");
+  EXPECT_EQ(tools,
+            "search(q=kimi \"k3\", limit=5, exact=true, lang=null, ratio=0.25, big=1e+20, tags=[\"a\", \"b\"], "
+            "opts={\"z\": 1, \"a\": [1.0, 2]})\ncalc({not json)\n");
   // Rendering the parsed message again gives the same ids.
   k3::ChatMessage back = reply.message;
   for (size_t i = 0; i < back.tool_calls.size(); ++i) back.tool_calls[i].id = want.tool_calls[i].id;
@@ -106,7 +109,8 @@ TEST(ReplyParser, WithoutThinkingTheReplyStartsInTheResponse) {
 
 TEST(ReplyParser, TruncatedReplyKeepsWhatWasReadAndSaysSo) {
   const std::vector<TokenId> ids = generated_part(R"({"role":"assistant","reasoning_content":"think first",
-      "content":"The answer is forty-two, as everyone knows."})", true);
+      "content":"The answer is forty-two, as everyone knows."})",
+                                                  true);
   // Cut inside the response text.
   const std::vector<TokenId> cut(ids.begin(), ids.end() - 12);
   const k3::ParsedReply r = k3::parse_reply(tiny().vocab(), cut, true);
@@ -123,7 +127,8 @@ TEST(ReplyParser, TruncatedReplyKeepsWhatWasReadAndSaysSo) {
 }
 
 TEST(ReplyParser, ControlTokenInsideContentIsAProblem) {
-  std::vector<TokenId> ids = generated_part(R"({"role":"assistant","reasoning_content":"r","content":"abc def"})", true);
+  std::vector<TokenId> ids =
+      generated_part(R"({"role":"assistant","reasoning_content":"r","content":"abc def"})", true);
   // A [BOS] inside the response text.
   const TokenId bos = tiny().vocab().bos_id();
   size_t at = 0;

@@ -75,8 +75,8 @@ const k3::Tokenizer& full_size() {
     for (uint32_t i = 0; i < k3::Vocabulary::kNumSpecialTokens; ++i) {
       const std::string& name = tiny.special_names()[i];
       if (name.rfind("<|reserved_token_", 0) == 0) continue;  // unnamed: numbered by the new offset
-      config += (first ? "" : ", ") + std::string("\"") + std::to_string(kK3Ranks + i) + "\": {\"content\": " +
-                json_string(name) + ", \"special\": true}";
+      config += (first ? "" : ", ") + std::string("\"") + std::to_string(kK3Ranks + i) +
+                "\": {\"content\": " + json_string(name) + ", \"special\": true}";
       first = false;
     }
     config += "}, \"bos_token\": \"[BOS]\", \"eos_token\": \"[EOS]\"}";
@@ -112,8 +112,7 @@ TEST(XtmlFullVocabulary, SegmentsAndSpecialIdsOnlyFromMarkup) {
       } else {
         for (k3::TokenId id : ids) EXPECT_LT(id, kK3Ranks) << "special id in text segment \"" << s.text << "\"";
         EXPECT_EQ(tok.decode(ids), s.text);
-        if (s.text.find("<|") != std::string::npos || s.text.find("[EOS]") != std::string::npos)
-          ++text_with_spellings;
+        if (s.text.find("<|") != std::string::npos || s.text.find("[EOS]") != std::string::npos) ++text_with_spellings;
       }
       joined.insert(joined.end(), ids.begin(), ids.end());
     }

@@ -65,12 +65,22 @@ std::string argument_of(const std::string& arguments_json) {
 }
 
 TEST(PythonJson, FloatReprIsPythons) {
-  const std::pair<double, const char*> cases[] = {
-      {1.0, "1.0"},         {1e20, "1e+20"},      {1e-5, "1e-05"},         {-0.0, "-0.0"},
-      {0.0, "0.0"},         {0.1, "0.1"},         {1e16, "1e+16"},         {1e15, "1000000000000000.0"},
-      {0.0001, "0.0001"},   {123.456, "123.456"}, {1.5e-7, "1.5e-07"},     {5e-324, "5e-324"},
-      {2.5e100, "2.5e+100"}, {1.7976931348623157e308, "1.7976931348623157e+308"},
-      {-12345678.9, "-12345678.9"}, {0.30000000000000004, "0.30000000000000004"}};
+  const std::pair<double, const char*> cases[] = {{1.0, "1.0"},
+                                                  {1e20, "1e+20"},
+                                                  {1e-5, "1e-05"},
+                                                  {-0.0, "-0.0"},
+                                                  {0.0, "0.0"},
+                                                  {0.1, "0.1"},
+                                                  {1e16, "1e+16"},
+                                                  {1e15, "1000000000000000.0"},
+                                                  {0.0001, "0.0001"},
+                                                  {123.456, "123.456"},
+                                                  {1.5e-7, "1.5e-07"},
+                                                  {5e-324, "5e-324"},
+                                                  {2.5e100, "2.5e+100"},
+                                                  {1.7976931348623157e308, "1.7976931348623157e+308"},
+                                                  {-12345678.9, "-12345678.9"},
+                                                  {0.30000000000000004, "0.30000000000000004"}};
   for (auto [x, want] : cases) EXPECT_EQ(k3::python_float_repr(x), want) << x;
 }
 
@@ -92,17 +102,18 @@ TEST(PythonJson, ArgumentValuesAreWrittenAsJsonDumps) {
   EXPECT_EQ(argument_of(R"({"v":{"a":1,"b":2,"a":3}})"), "{\"a\": 3, \"b\": 2}");
   // Arguments as a JSON string: the same; empty is {}; not JSON is the raw fallback.
   EXPECT_EQ(argument_of(R"("{\"v\": [1.0]}")"), "[1.0]");
-  EXPECT_NE(render_text(R"({"messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":""}}]}]})")
-                .find("<|open|>call tool=\"f\" index=\"1\"<|sep|><|close|>call"),
-            std::string::npos);
-  EXPECT_NE(render_text(R"({"messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":"{\"a\":"}}]}]})")
+  EXPECT_NE(
+      render_text(R"({"messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":""}}]}]})")
+          .find("<|open|>call tool=\"f\" index=\"1\"<|sep|><|close|>call"),
+      std::string::npos);
+  EXPECT_NE(render_text(
+                R"({"messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":"{\"a\":"}}]}]})")
                 .find("<|open|>json type=\"object\"<|sep|>{\"a\":<|close|>json<|sep|>"),
             std::string::npos);
 }
 
 TEST(PythonJson, DeclarationsAreSortedCompact) {
-  const std::string text = render_text(
-      R"({"tools":[{"z":{"y":1,"b":[{"d":2.0,"c":"é"}]},"a":false}],"messages":[]})");
+  const std::string text = render_text(R"({"tools":[{"z":{"y":1,"b":[{"d":2.0,"c":"é"}]},"a":false}],"messages":[]})");
   EXPECT_NE(text.find("```json\n[{\"a\":false,\"z\":{\"b\":[{\"c\":\"é\",\"d\":2.0}],\"y\":1}}]\n```"),
             std::string::npos)
       << text;

@@ -38,8 +38,10 @@ TEST(NonFiniteScan, FindsEveryKindInEveryChunking) {
   std::memcpy(b.data() + 704 + 8 * 3, &nan64, 8);
   const uint16_t h_inf = 0x7c00;
   std::memcpy(b.data() + 800 + 2 * 9, &h_inf, 2);
-  const std::vector<NonFiniteScan::Span> spans = {{"u8", DType::kU8, 0, 100},     {"bf", DType::kBF16, 100, 200},
-                                                  {"f32", DType::kF32, 301, 400}, {"f64", DType::kF64, 704, 80},
+  const std::vector<NonFiniteScan::Span> spans = {{"u8", DType::kU8, 0, 100},
+                                                  {"bf", DType::kBF16, 100, 200},
+                                                  {"f32", DType::kF32, 301, 400},
+                                                  {"f64", DType::kF64, 704, 80},
                                                   {"f16", DType::kF16, 800, 20}};
   std::mt19937 rng(7);
   for (int trial = 0; trial < 200; ++trial) {

@@ -2,11 +2,11 @@
 // tiny checkpoint and on deliberately damaged copies of its shards.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
-#include <unistd.h>
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_index.h"
@@ -133,7 +133,7 @@ TEST(Checkpoint, TableMatchesEveryShardHeaderAndTheIndex) {
   const size_t end = text.find('"', at);
   const std::string was = text.substr(at, end - at);
   const std::string other = was == "model-00001-of-00005.safetensors" ? "model-00002-of-00005.safetensors"
-                                                                       : "model-00001-of-00005.safetensors";
+                                                                      : "model-00001-of-00005.safetensors";
   text.replace(at, end - at, other);
   {
     std::ofstream f(index, std::ios::trunc);
@@ -150,19 +150,16 @@ TEST(Checkpoint, TableMatchesEveryShardHeaderAndTheIndex) {
 }
 
 TEST(Safetensors, SizeMismatchAndUnknownDtypeAreRejected) {
-  std::string msg = error_of([] {
-    k3::parse_safetensors_header("x", R"({"a":{"dtype":"BF16","shape":[2,3],"data_offsets":[0,10]}})", 1000);
-  });
+  std::string msg = error_of(
+      [] { k3::parse_safetensors_header("x", R"({"a":{"dtype":"BF16","shape":[2,3],"data_offsets":[0,10]}})", 1000); });
   EXPECT_NE(msg.find("needs 12 bytes"), std::string::npos) << msg;
-  msg = error_of([] {
-    k3::parse_safetensors_header("x", R"({"a":{"dtype":"Q4","shape":[2],"data_offsets":[0,2]}})", 1000);
-  });
+  msg = error_of(
+      [] { k3::parse_safetensors_header("x", R"({"a":{"dtype":"Q4","shape":[2],"data_offsets":[0,2]}})", 1000); });
   EXPECT_NE(msg.find("unknown dtype 'Q4'"), std::string::npos) << msg;
 }
 
 TEST(Safetensors, WriterRoundTrips) {
-  std::string h = k3::make_safetensors_header(
-      {{"x", k3::DType::kF32, {3, 5}, 60}, {"y", k3::DType::kU8, {7}, 7}});
+  std::string h = k3::make_safetensors_header({{"x", k3::DType::kF32, {3, 5}, 60}, {"y", k3::DType::kU8, {7}, 7}});
   ASSERT_EQ(h.size() % 8, 0u);
   auto parsed = k3::parse_safetensors_header("mem", h.substr(8), h.size() + 67);
   EXPECT_EQ(parsed.tensors.at("y").offset, h.size() + 60);
@@ -202,8 +199,9 @@ TEST(Safetensors, OverlappingDataOffsetsAreRefused) {
   ExitCode code{};
   std::string msg = error_of(
       [] {
-        k3::parse_safetensors_header("x", R"({"late":{"dtype":"U8","shape":[4],"data_offsets":[6,10]},)"
-                                          R"("early":{"dtype":"U8","shape":[8],"data_offsets":[0,8]}})",
+        k3::parse_safetensors_header("x",
+                                     R"({"late":{"dtype":"U8","shape":[4],"data_offsets":[6,10]},)"
+                                     R"("early":{"dtype":"U8","shape":[8],"data_offsets":[0,8]}})",
                                      1000);
       },
       &code);
@@ -211,17 +209,19 @@ TEST(Safetensors, OverlappingDataOffsetsAreRefused) {
   EXPECT_NE(msg.find("'early' [0, 8) and 'late' [6, 10) overlap"), std::string::npos) << msg;
   // One tensor inside another.
   msg = error_of([] {
-    k3::parse_safetensors_header("x", R"({"big":{"dtype":"U8","shape":[16],"data_offsets":[0,16]},)"
-                                      R"("mid":{"dtype":"U8","shape":[2],"data_offsets":[4,6]}})",
+    k3::parse_safetensors_header("x",
+                                 R"({"big":{"dtype":"U8","shape":[16],"data_offsets":[0,16]},)"
+                                 R"("mid":{"dtype":"U8","shape":[2],"data_offsets":[4,6]}})",
                                  1000);
   });
   EXPECT_NE(msg.find("overlap"), std::string::npos) << msg;
   // Adjacent tensors, empty tensors anywhere and gaps are fine.
   EXPECT_EQ(error_of([] {
-              k3::parse_safetensors_header("x", R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},)"
-                                                R"("e":{"dtype":"U8","shape":[0],"data_offsets":[2,2]},)"
-                                                R"("b":{"dtype":"U8","shape":[4],"data_offsets":[4,8]},)"
-                                                R"("c":{"dtype":"U8","shape":[1],"data_offsets":[12,13]}})",
+              k3::parse_safetensors_header("x",
+                                           R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},)"
+                                           R"("e":{"dtype":"U8","shape":[0],"data_offsets":[2,2]},)"
+                                           R"("b":{"dtype":"U8","shape":[4],"data_offsets":[4,8]},)"
+                                           R"("c":{"dtype":"U8","shape":[1],"data_offsets":[12,13]}})",
                                            1000);
             }),
             "");

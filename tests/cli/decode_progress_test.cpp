@@ -40,7 +40,7 @@ TEST(DecodeProgress, OnATerminalRewritesOneLineAndErasesIt) {
   for (int i = 1; i <= 3; ++i) p.update(i);
   p.finish();
   const std::string s = contents(f);
-  EXPECT_EQ(s.find('\n'), std::string::npos) << s;  // never a new line
+  EXPECT_EQ(s.find('\n'), std::string::npos) << s;    // never a new line
   EXPECT_EQ(s.rfind("\r\x1b[K"), s.size() - 4) << s;  // ends erased
   EXPECT_NE(s.find("\rk3-forward: token 1/3\x1b[K"), std::string::npos) << s;
   EXPECT_NE(s.find("\rk3-forward: token 3/3, "), std::string::npos) << s;
@@ -81,10 +81,10 @@ TEST(DecodeProgress, TitleModeNeverWritesOnTheScreen) {
   EXPECT_EQ(s.find('\r'), std::string::npos) << s;
   EXPECT_EQ(s.find('\n'), std::string::npos) << s;
   EXPECT_EQ(s.find("\x1b[K"), std::string::npos) << s;
-  EXPECT_EQ(s.rfind("\x1b[22;2t", 0), 0u) << s;                           // title saved first
+  EXPECT_EQ(s.rfind("\x1b[22;2t", 0), 0u) << s;  // title saved first
   EXPECT_NE(s.find("\x1b]2;k3-forward: token 1/3\x07"), std::string::npos) << s;
-  EXPECT_EQ(s.find("\x1b[22;2t", 1), std::string::npos) << s;             // saved once
-  EXPECT_EQ(s.rfind("\x1b[23;2t"), s.size() - 7) << s;                    // given back at the end
+  EXPECT_EQ(s.find("\x1b[22;2t", 1), std::string::npos) << s;  // saved once
+  EXPECT_EQ(s.rfind("\x1b[23;2t"), s.size() - 7) << s;         // given back at the end
   std::fclose(f);
 }
 

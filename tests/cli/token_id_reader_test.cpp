@@ -1,8 +1,8 @@
 // Parsing prompt ids: whitespace of any kind, and every malformed word.
 #include <gtest/gtest.h>
 
-#include "common/error.h"
 #include "cli/token_id_reader.h"
+#include "common/error.h"
 
 namespace k3 {
 namespace {
@@ -34,7 +34,10 @@ TEST(TokenIdReader, MalformedWordsNameThePosition) {
   EXPECT_NE(error_of("99999999999999999999999", 100).find("longer than 20 characters"), std::string::npos);
   EXPECT_NE(error_of("4294967296", 0).find("outside"), std::string::npos);
   const std::string bin = error_of(std::string("1 \x01\x02", 4), 100);
-  EXPECT_NE(bin.find("'?" "?'"), std::string::npos) << bin;
+  EXPECT_NE(bin.find("'?"
+                     "?'"),
+            std::string::npos)
+      << bin;
 }
 
 TEST(TokenIdReader, IdsSplitAcrossPiecesArriveWhenComplete) {

@@ -27,8 +27,7 @@ TEST(TokenIdWriter, WidestIdsFit) {
   const uint32_t u = std::numeric_limits<uint32_t>::max();
   EXPECT_EQ(format_token_ids(std::vector<uint32_t>{u, u}, TokenIdLayout::kOneLine), "4294967295 4294967295\n");
   const int32_t lo = std::numeric_limits<int32_t>::min();
-  EXPECT_EQ(format_token_ids(std::vector<int32_t>{lo, lo}, TokenIdLayout::kOnePerLine),
-            "-2147483648\n-2147483648\n");
+  EXPECT_EQ(format_token_ids(std::vector<int32_t>{lo, lo}, TokenIdLayout::kOnePerLine), "-2147483648\n-2147483648\n");
 }
 
 TEST(TokenIdWriter, ReadsBack) {

@@ -15,7 +15,7 @@ TEST(Clock, SecondsSinceCountsElapsedTime) {
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
   const double s = seconds_since(start);
   EXPECT_GE(s, 0.030);
-  EXPECT_LT(s, 30.0);  // bounded: a loaded machine, not a wrong unit
+  EXPECT_LT(s, 30.0);                  // bounded: a loaded machine, not a wrong unit
   EXPECT_GE(seconds_since(start), s);  // monotonic
   EXPECT_NEAR(seconds_since(SteadyClock::now() - std::chrono::seconds(90)), 90.0, 5.0);
 }

@@ -44,7 +44,8 @@ TEST(JsonString, EveryControlByteIsEscapedAndParsesBack) {
 TEST(JsonString, QuotesBackslashDelAndUtf8AreKept) {
   EXPECT_EQ(json_string("a\"b\\c"), "\"a\\\"b\\\\c\"");
   EXPECT_EQ(json_string("\x7f"), "\"\x7f\"");
-  const std::string utf8 = "\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80 \xEF\xBF\xBF \xF4\x8F\xBF\xBF";  // é € 😀 U+FFFF U+10FFFF
+  const std::string utf8 =
+      "\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80 \xEF\xBF\xBF \xF4\x8F\xBF\xBF";  // é € 😀 U+FFFF U+10FFFF
   EXPECT_EQ(json_string(utf8), "\"" + utf8 + "\"");
   EXPECT_EQ(parsed_string(json_string(utf8)), utf8);
 }
@@ -63,7 +64,7 @@ TEST(JsonString, InvalidUtf8BecomesOneReplacementCharacterPerByte) {
       {"\xF4\x90\x80\x80", r + r + r + r},  // past U+10FFFF
       {"\xF5\x80", r + r},                  // never a lead byte
       {"\xFF", r},
-      {"\xE2\x82", r + r},                  // truncated 3-byte sequence
+      {"\xE2\x82", r + r},  // truncated 3-byte sequence
   };
   for (const auto& c : cases) {
     const std::string out = json_string(c.in);
@@ -111,8 +112,9 @@ TEST(JsonWriter, IndentedDocumentWithAnInlineRecord) {
   w.key("empty").begin_object().end_object();
   w.end_object();
   const std::string doc = w.take();
-  EXPECT_EQ(doc,
-            "{\n  \"k\": 1,\n  \"rec\": {\"x\": 1, \"y\": [2]},\n  \"list\": [\n    1,\n    2\n  ],\n  \"empty\": {}\n}");
+  EXPECT_EQ(
+      doc,
+      "{\n  \"k\": 1,\n  \"rec\": {\"x\": 1, \"y\": [2]},\n  \"list\": [\n    1,\n    2\n  ],\n  \"empty\": {}\n}");
   simdjson::dom::parser parser;
   EXPECT_EQ(parser.parse(doc).error(), simdjson::SUCCESS);
 }
@@ -129,8 +131,8 @@ TEST(JsonWriter, MisuseIsAnInternalError) {
   EXPECT_EQ(code([] { JsonWriter().begin_object().value(1); }), ExitCode::kInternal);  // a value without a key
   EXPECT_EQ(code([] { JsonWriter().begin_array().key("k"); }), ExitCode::kInternal);   // a key in an array
   EXPECT_EQ(code([] { JsonWriter().begin_array().end_object(); }), ExitCode::kInternal);
-  EXPECT_EQ(code([] { JsonWriter().begin_object().take(); }), ExitCode::kInternal);    // still open
-  EXPECT_EQ(code([] { JsonWriter().value(1).value(2); }), ExitCode::kInternal);        // two documents
+  EXPECT_EQ(code([] { JsonWriter().begin_object().take(); }), ExitCode::kInternal);  // still open
+  EXPECT_EQ(code([] { JsonWriter().value(1).value(2); }), ExitCode::kInternal);      // two documents
   EXPECT_EQ(code([] { JsonWriter().begin_object().key("a").end_object(); }), ExitCode::kInternal);
   EXPECT_EQ(code([] { JsonWriter().integer_text("1e5"); }), ExitCode::kInternal);  // not an integer
   EXPECT_EQ(code([] { JsonWriter().integer_text("-"); }), ExitCode::kInternal);
@@ -151,7 +153,8 @@ TEST(JsonValue, DumpWritesAParsedDocumentBack) {
             "\"b\": [true, null], \"a\": {}}\n");
   JsonValue built = JsonValue::object();
   built.set("n", 3).set("x", 1.0 / 0.0).set("list", JsonValue::array().push("t\x02").push(uint64_t{1} << 63));
-  EXPECT_EQ(built.dump(2), "{\n  \"n\": 3,\n  \"x\": null,\n  \"list\": [\n    \"t\\u0002\",\n    9223372036854775808\n  ]\n}\n");
+  EXPECT_EQ(built.dump(2),
+            "{\n  \"n\": 3,\n  \"x\": null,\n  \"list\": [\n    \"t\\u0002\",\n    9223372036854775808\n  ]\n}\n");
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The one pread loop: whole reads, the end of the file, O_DIRECT's stop at an
 // unaligned end, and failures reported as errno, never thrown.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cerrno>

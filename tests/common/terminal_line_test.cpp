@@ -36,7 +36,10 @@ TEST(TerminalLine, ALineOfSpacesThenBackAndClearOnATerminal) {
 
 TEST(TerminalLine, TitleDropsControlCharacters) {
   EXPECT_EQ(title_sequence("k3-forward: token 1/3"), "\x1b]2;k3-forward: token 1/3\x07");
-  EXPECT_EQ(title_sequence("a\x07" "b\x1b" "c\n"), "\x1b]2;abc\x07");
+  EXPECT_EQ(title_sequence("a\x07"
+                           "b\x1b"
+                           "c\n"),
+            "\x1b]2;abc\x07");
 }
 
 TEST(TerminalLine, WaitReturnsAtOnceForAFile) {

@@ -13,8 +13,8 @@
 #include "runtime/memory_plan.h"
 #include "runtime/preset_plan.h"
 #include "runtime/presets.h"
-#include "trunk/plan.h"
 #include "synth/synth_geometry.h"
+#include "trunk/plan.h"
 
 using namespace k3;
 using namespace k3::doctor;

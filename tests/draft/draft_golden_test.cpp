@@ -3,9 +3,9 @@
 // with the taps taken from the engine's own forward pass.
 #include <gtest/gtest.h>
 
+#include "common/thread_pool.h"
 #include "draft/draft_fixture.h"
 #include "draft/draft_pass.h"
-#include "common/thread_pool.h"
 
 namespace k3 {
 namespace {

@@ -6,10 +6,10 @@
 // verify-length policy's arithmetic reproduces the published table.
 #include <gtest/gtest.h>
 
+#include "common/thread_pool.h"
 #include "draft/draft_fixture.h"
 #include "draft/dspark_drafts.h"
 #include "generate/generation_session.h"
-#include "common/thread_pool.h"
 
 namespace k3 {
 namespace {
@@ -97,8 +97,8 @@ TEST(DSparkDrafts, OutputIsPlainDecodingAndContextIsTheCommittedPositions) {
       engine.set_layer_tap(&rec);
       SequenceState st;
       engine.reset(st);
-      engine.forward(st, std::span<const int32_t>(drafted.state.tokens.data(), static_cast<size_t>(P)), LogitRows::kNone,
-                     nullptr);
+      engine.forward(st, std::span<const int32_t>(drafted.state.tokens.data(), static_cast<size_t>(P)),
+                     LogitRows::kNone, nullptr);
       DraftContext fresh;
       draft_model().fuse(rec.taps.data(), static_cast<size_t>(P), fresh, &pool);
       EXPECT_EQ(drafted.context.layers, fresh.layers);

@@ -15,12 +15,12 @@
 #include <sstream>
 #include <vector>
 
+#include "../model/model_fixture.h"
 #include "common/error.h"
 #include "engine/model.h"
 #include "engine/session.h"
-#include "state/continuation.h"
-#include "../model/model_fixture.h"
 #include "lib/test_util.h"
+#include "state/continuation.h"
 
 namespace k3 {
 namespace {

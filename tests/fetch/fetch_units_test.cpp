@@ -42,7 +42,8 @@ TEST(FileDigest, ChunkingDoesNotMatter) {
   whole.update(data.data(), data.size());
   DigestResult a = whole.finish();
   FileDigest pieces(static_cast<int64_t>(data.size()));
-  for (size_t off = 0; off < data.size(); off += 7919) pieces.update(data.data() + off, std::min<size_t>(7919, data.size() - off));
+  for (size_t off = 0; off < data.size(); off += 7919)
+    pieces.update(data.data() + off, std::min<size_t>(7919, data.size() - off));
   DigestResult b = pieces.finish();
   EXPECT_EQ(a.sha256, b.sha256);
   EXPECT_EQ(a.xxh3_128, b.xxh3_128);
@@ -71,7 +72,9 @@ TEST(HubListing, RefusesUnsafePathsAndSizeDisagreement) {
   std::vector<HubFile> files;
   EXPECT_THROW(parse_tree_page(R"([{"type":"file","oid":"a","size":1,"path":"../evil"}])", "t", &files), Error);
   EXPECT_THROW(parse_tree_page(R"([{"type":"file","oid":"a","size":5,"path":"x",
-                                   "lfs":{"oid":"ab","size":6}}])", "t", &files), Error);
+                                   "lfs":{"oid":"ab","size":6}}])",
+                               "t", &files),
+               Error);
   EXPECT_THROW(parse_tree_page(R"({"error":"nope"})", "t", &files), Error);
   EXPECT_TRUE(is_safe_repo_path("a/b.safetensors"));
   EXPECT_FALSE(is_safe_repo_path("/etc/passwd"));

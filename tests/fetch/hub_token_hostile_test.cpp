@@ -63,10 +63,10 @@ TEST(HubTokenHostile, AFileOverTheCapIsRefused) {
 TEST(HubTokenHostile, SeveralLinesOrControlCharactersAreRefusedFromEverySource) {
   const auto dir = test::fresh_dir("token-hostile-lines");
   const std::string file = (dir / "token").string();
-  for (const std::string& bad : {std::string(kSecret) + "\nX-Injected: 1", std::string(kSecret) + "\r\nHost: evil",
-                                 std::string(kSecret) + "\rx", std::string(kSecret) + "\tx", std::string(kSecret) + " x",
-                                 std::string(kSecret) + std::string(1, '\0') + "x", std::string(kSecret) + "\x1b[2Jx",
-                                 std::string(kSecret) + "\x7fx", std::string(kSecret) + "\xc3\xa9x"}) {
+  for (const std::string& bad :
+       {std::string(kSecret) + "\nX-Injected: 1", std::string(kSecret) + "\r\nHost: evil", std::string(kSecret) + "\rx",
+        std::string(kSecret) + "\tx", std::string(kSecret) + " x", std::string(kSecret) + std::string(1, '\0') + "x",
+        std::string(kSecret) + "\x1b[2Jx", std::string(kSecret) + "\x7fx", std::string(kSecret) + "\xc3\xa9x"}) {
     struct Source {
       std::map<std::string, std::string> env;
       std::string flag;

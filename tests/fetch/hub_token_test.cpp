@@ -1,11 +1,11 @@
 // The Hub token is looked for as the Hub's own client looks for it.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <unistd.h>
 #include <string>
 
 #include "fetch/hub_token.h"

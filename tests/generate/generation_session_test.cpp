@@ -9,13 +9,13 @@
 #include <cstring>
 #include <vector>
 
+#include "../model/model_fixture.h"
 #include "common/error.h"
-#include "generate/generation_session.h"
 #include "common/thread_pool.h"
+#include "generate/generation_session.h"
+#include "lib/test_util.h"
 #include "model/engine.h"
 #include "state/continuation.h"
-#include "../model/model_fixture.h"
-#include "lib/test_util.h"
 
 namespace k3 {
 namespace {
@@ -30,7 +30,6 @@ Generated generate(GenerationSession& s, int64_t n) {
   r.end = s.generate(n, [&](int32_t id) { r.ids.push_back(id); });
   return r;
 }
-
 
 class SessionTest : public ::testing::Test {
  protected:
@@ -179,7 +178,9 @@ TEST_F(SessionTest, InterruptedBeforeTheFirstId) {
   s.reset();
   s.feed(g.greedy_prompt);
   std::vector<int32_t> ids;
-  EXPECT_EQ(s.generate(5, [&](int32_t id) { ids.push_back(id); }, [] { return true; }), GenerationEnd::kInterrupted);
+  EXPECT_EQ(s.generate(
+                5, [&](int32_t id) { ids.push_back(id); }, [] { return true; }),
+            GenerationEnd::kInterrupted);
   EXPECT_TRUE(ids.empty());
 }
 
@@ -247,12 +248,16 @@ TEST_F(SessionTest, InterruptedWithinAVerifiedDraftEqualsThePlainRun) {
   full.feed(g.greedy_prompt);
   const Generated truth = generate(full, 20);
   for (size_t stop_after : {1, 3, 4, 6, 9}) {
-    auto until = [stop_after](const std::vector<int32_t>& ids) { return [&ids, stop_after] { return ids.size() >= stop_after; }; };
+    auto until = [stop_after](const std::vector<int32_t>& ids) {
+      return [&ids, stop_after] { return ids.size() >= stop_after; };
+    };
     GenerationSession plain(engine, options());
     plain.reset();
     plain.feed(g.greedy_prompt);
     std::vector<int32_t> want;
-    EXPECT_EQ(plain.generate(20, [&](int32_t id) { want.push_back(id); }, until(want)), GenerationEnd::kInterrupted);
+    EXPECT_EQ(plain.generate(
+                  20, [&](int32_t id) { want.push_back(id); }, until(want)),
+              GenerationEnd::kInterrupted);
     ASSERT_EQ(want.size(), stop_after);
     for (size_t n : {1, 3, 4, 8}) {
       GenerationOptions o = options();
@@ -263,12 +268,15 @@ TEST_F(SessionTest, InterruptedWithinAVerifiedDraftEqualsThePlainRun) {
       s.reset();
       s.feed(g.greedy_prompt);
       std::vector<int32_t> got;
-      EXPECT_EQ(s.generate(20, [&](int32_t id) { got.push_back(id); }, until(got)), GenerationEnd::kInterrupted);
+      EXPECT_EQ(s.generate(
+                    20, [&](int32_t id) { got.push_back(id); }, until(got)),
+                GenerationEnd::kInterrupted);
       EXPECT_EQ(got, want) << "stop after " << stop_after << ", drafts " << n;
       EXPECT_EQ(s.state().tokens, plain.state().tokens) << "stop after " << stop_after << ", drafts " << n;
       EXPECT_EQ(s.state().positions, plain.state().positions);
       EXPECT_EQ(s.pending(), plain.pending());
-      EXPECT_TRUE(test::same_bits(s.current_row(), plain.current_row())) << "stop after " << stop_after << ", drafts " << n;
+      EXPECT_TRUE(test::same_bits(s.current_row(), plain.current_row()))
+          << "stop after " << stop_after << ", drafts " << n;
       ASSERT_EQ(s.logits_log().rows(), plain.logits_log().rows());
       if (stop_after > 1) {
         EXPECT_GT(s.counters().drafts_accepted, 0);  // ids came from verified drafts
@@ -306,7 +314,8 @@ TEST_F(SessionTest, StopWithinAPassKeepsTheStateOfBeforeThePass) {
       // stop is polled once per layer, so the poll count says where it stopped.
       int polls = 0;
       std::vector<int32_t> got;
-      const GenerationEnd end = s.generate(9, [&](int32_t id) { got.push_back(id); }, [&] { return ++polls > stop_layer; });
+      const GenerationEnd end = s.generate(
+          9, [&](int32_t id) { got.push_back(id); }, [&] { return ++polls > stop_layer; });
       EXPECT_EQ(end, GenerationEnd::kInterrupted);
       EXPECT_TRUE(got.empty()) << "no id is sampled from a stopped pass";
       EXPECT_EQ(polls, stop_layer + 1) << "stopped at the first poll that saw the flag (drafts " << drafts << ")";

@@ -1,8 +1,8 @@
 // O_DIRECT reads, the buffered fallback, and the parallel read engine:
 // bytes match plain reads for any alignment, and a file that is shorter than
 // expected is an I/O error naming it, never silent garbage.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -121,12 +121,13 @@ TEST(ReadEngine, ManyGroupsInParallel) {
   for (Want& w : wants) {
     latches.push_back(std::make_unique<ReadLatch>());
     auto inner = latches.back()->callback();
-    engine.submit({ReadEngine::Read{&f, w.c.offset, w.c.length, w.c.skip + w.len, w.buf.data()}},
-                  [&, inner](const std::string& err) {
-                    ++done;
-                    inner(err);
-                  },
-                  done.load() % 2 == 0);
+    engine.submit(
+        {ReadEngine::Read{&f, w.c.offset, w.c.length, w.c.skip + w.len, w.buf.data()}},
+        [&, inner](const std::string& err) {
+          ++done;
+          inner(err);
+        },
+        done.load() % 2 == 0);
   }
   for (auto& l : latches) l->wait();
   EXPECT_EQ(done.load(), 64);

@@ -25,8 +25,7 @@ TEST(LatentAttention, OnePositionReturnsItsLatent) {
 
 TEST(LatentAttention, EqualScoresAverageAndLargeScoresDoNotOverflow) {
   // Position 1 matches position 0's score through its rope part instead.
-  const float cache[2 * kStride] = {2, 0, 4, -6, /*rope*/ 0, 0,
-                                    0, 8, 2, 10, /*rope*/ 1, 0};
+  const float cache[2 * kStride] = {2, 0, 4, -6, /*rope*/ 0, 0, 0, 8, 2, 10, /*rope*/ 1, 0};
   // Scores: q_lat . c0 = 2 * 500 = 1000; q_lat . c1 + q_rope . r1 = 0 + 1000.
   const float q_lat[kKvl] = {500, 0, 0, 0}, q_rope[kRope] = {1000, 3};
   float scores[2], ctx[kKvl];

@@ -20,8 +20,8 @@ TEST(KdaStep, FirstStepWritesValueUnderUnitKey) {
   const float q[D] = {0, 1, 0, 0}, k[D] = {0, 1, 0, 0}, v[D] = {1, 2, -3, 0.5f}, g[D] = {0, 0, 0, 0};
   kda_recurrent_step(S.data(), q, k, v, g, 1.0f, D, o.data(), u.data());
   for (size_t j = 0; j < D; ++j) {
-    EXPECT_EQ(o[j], v[j]) << j;           // o = S^T q = row 1 = v
-    EXPECT_EQ(S[1 * D + j], v[j]) << j;   // S = outer(k, v)
+    EXPECT_EQ(o[j], v[j]) << j;          // o = S^T q = row 1 = v
+    EXPECT_EQ(S[1 * D + j], v[j]) << j;  // S = outer(k, v)
     EXPECT_EQ(S[0 * D + j], 0.0f);
     EXPECT_EQ(S[2 * D + j], 0.0f);
   }
@@ -50,9 +50,9 @@ TEST(KdaStep, MinusInfinityGateForgetsTheRow) {
   const float g[D] = {0, -INFINITY, 0, 0};
   kda_recurrent_step(S.data(), q, k, v, g, 1.0f, D, o.data(), u.data());
   for (size_t j = 0; j < D; ++j) {
-    EXPECT_EQ(S[1 * D + j], 0.0f) << j;                           // exp(-inf) = 0
-    EXPECT_EQ(S[0 * D + j], static_cast<float>(j + 1)) << j;      // k = 0: nothing written
-    EXPECT_EQ(o[j], S[j] + S[2 * D + j] + S[3 * D + j]) << j;     // exact small integers
+    EXPECT_EQ(S[1 * D + j], 0.0f) << j;                        // exp(-inf) = 0
+    EXPECT_EQ(S[0 * D + j], static_cast<float>(j + 1)) << j;   // k = 0: nothing written
+    EXPECT_EQ(o[j], S[j] + S[2 * D + j] + S[3 * D + j]) << j;  // exact small integers
   }
 }
 

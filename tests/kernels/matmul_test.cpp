@@ -11,10 +11,10 @@
 #include <random>
 #include <vector>
 
+#include "common/thread_pool.h"
 #include "hwy/targets.h"
 #include "kernels/bf16.h"
 #include "kernels/mxfp4.h"
-#include "common/thread_pool.h"
 
 namespace k3::kernels {
 namespace {
@@ -45,8 +45,8 @@ std::vector<uint8_t> random_bytes(std::mt19937& rng, size_t count, int lo, int h
 }
 
 // Independent double-precision references (decode written out here again).
-std::vector<double> ref_bf16(const std::vector<uint16_t>& w, size_t rows, size_t cols,
-                             const std::vector<float>& x, size_t n, std::vector<double>* abs_sum) {
+std::vector<double> ref_bf16(const std::vector<uint16_t>& w, size_t rows, size_t cols, const std::vector<float>& x,
+                             size_t n, std::vector<double>* abs_sum) {
   std::vector<double> y(n * rows);
   abs_sum->assign(n * rows, 0.0);
   for (size_t t = 0; t < n; ++t) {
@@ -66,9 +66,8 @@ std::vector<double> ref_bf16(const std::vector<uint16_t>& w, size_t rows, size_t
   return y;
 }
 
-std::vector<double> ref_mxfp4(const std::vector<uint8_t>& p, const std::vector<uint8_t>& s,
-                              size_t rows, size_t cols, const std::vector<float>& x, size_t n,
-                              std::vector<double>* abs_sum) {
+std::vector<double> ref_mxfp4(const std::vector<uint8_t>& p, const std::vector<uint8_t>& s, size_t rows, size_t cols,
+                              const std::vector<float>& x, size_t n, std::vector<double>* abs_sum) {
   static const double kE2M1[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
   std::vector<double> y(n * rows);
   abs_sum->assign(n * rows, 0.0);
@@ -92,8 +91,8 @@ std::vector<double> ref_mxfp4(const std::vector<uint8_t>& p, const std::vector<u
 
 // FP32 accumulation error is bounded by ~cols * eps * sum|terms|; the check
 // uses a much tighter constant since errors mostly cancel.
-void expect_close(const std::vector<float>& got, const std::vector<double>& want,
-                  const std::vector<double>& mag, size_t cols, const char* what) {
+void expect_close(const std::vector<float>& got, const std::vector<double>& want, const std::vector<double>& mag,
+                  size_t cols, const char* what) {
   const double tol_factor = 4.0 * std::sqrt(static_cast<double>(cols)) * 6e-8;
   for (size_t i = 0; i < got.size(); ++i) {
     ASSERT_NEAR(got[i], want[i], tol_factor * mag[i] + 1e-30) << what << " at " << i;
@@ -141,83 +140,83 @@ TEST(Matmul, TargetName) {
 
 TEST(Matmul, Bf16MatchesReferences) {
   for_each_target([&] {
-  std::mt19937 rng(1234);
-  for (size_t rows : kRowsList) {
-    for (size_t cols : kBf16Cols) {
-      const size_t n = 3;
-      auto w = random_bf16(rng, rows * cols);
-      auto x = random_floats(rng, n * cols, -1.0f, 1.0f);
-      std::vector<float> y(n * rows), ys(n * rows);
-      matmul_bf16(w.data(), rows, cols, x.data(), n, y.data(), nullptr);
-      matmul_bf16_scalar(w.data(), rows, cols, x.data(), n, ys.data());
-      std::vector<double> mag;
-      auto yd = ref_bf16(w, rows, cols, x, n, &mag);
-      SCOPED_TRACE("rows=" + std::to_string(rows) + " cols=" + std::to_string(cols));
-      expect_simd_and_scalar_close(y, ys, yd, mag, cols);
+    std::mt19937 rng(1234);
+    for (size_t rows : kRowsList) {
+      for (size_t cols : kBf16Cols) {
+        const size_t n = 3;
+        auto w = random_bf16(rng, rows * cols);
+        auto x = random_floats(rng, n * cols, -1.0f, 1.0f);
+        std::vector<float> y(n * rows), ys(n * rows);
+        matmul_bf16(w.data(), rows, cols, x.data(), n, y.data(), nullptr);
+        matmul_bf16_scalar(w.data(), rows, cols, x.data(), n, ys.data());
+        std::vector<double> mag;
+        auto yd = ref_bf16(w, rows, cols, x, n, &mag);
+        SCOPED_TRACE("rows=" + std::to_string(rows) + " cols=" + std::to_string(cols));
+        expect_simd_and_scalar_close(y, ys, yd, mag, cols);
+      }
     }
-  }
   });
 }
 
 TEST(Matmul, Mxfp4MatchesReferences) {
   for_each_target([&] {
-  std::mt19937 rng(99);
-  for (size_t rows : kRowsList) {
-    for (size_t cols : kMxfp4Cols) {
-      const size_t n = 3;
-      auto p = random_bytes(rng, rows * cols / 2, 0, 255);
-      auto s = random_bytes(rng, rows * cols / 32, 110, 135);
-      auto x = random_floats(rng, n * cols, -1.0f, 1.0f);
-      std::vector<float> y(n * rows), ys(n * rows);
-      matmul_mxfp4(p.data(), s.data(), rows, cols, x.data(), n, y.data(), nullptr);
-      matmul_mxfp4_scalar(p.data(), s.data(), rows, cols, x.data(), n, ys.data());
-      std::vector<double> mag;
-      auto yd = ref_mxfp4(p, s, rows, cols, x, n, &mag);
-      SCOPED_TRACE("rows=" + std::to_string(rows) + " cols=" + std::to_string(cols));
-      expect_simd_and_scalar_close(y, ys, yd, mag, cols);
+    std::mt19937 rng(99);
+    for (size_t rows : kRowsList) {
+      for (size_t cols : kMxfp4Cols) {
+        const size_t n = 3;
+        auto p = random_bytes(rng, rows * cols / 2, 0, 255);
+        auto s = random_bytes(rng, rows * cols / 32, 110, 135);
+        auto x = random_floats(rng, n * cols, -1.0f, 1.0f);
+        std::vector<float> y(n * rows), ys(n * rows);
+        matmul_mxfp4(p.data(), s.data(), rows, cols, x.data(), n, y.data(), nullptr);
+        matmul_mxfp4_scalar(p.data(), s.data(), rows, cols, x.data(), n, ys.data());
+        std::vector<double> mag;
+        auto yd = ref_mxfp4(p, s, rows, cols, x, n, &mag);
+        SCOPED_TRACE("rows=" + std::to_string(rows) + " cols=" + std::to_string(cols));
+        expect_simd_and_scalar_close(y, ys, yd, mag, cols);
+      }
     }
-  }
   });
 }
 
 TEST(Matmul, Mxfp4ExtremeScalesAreExact) {
   for_each_target([&] {
-  // Scale 0 (2^-127, subnormal) and 253 (2^126): one nonzero code per row
-  // and x = 1 make the product exact, so the result must equal the literal.
-  const size_t cols = 64;
-  std::vector<uint8_t> p(2 * cols / 2, 0);
-  p[0] = 0x01;            // row 0, column 0: 0.5
-  p[cols / 2 + 17] = 0xd0;  // row 1, column 35: code 13 = -3
-  const uint8_t s[4] = {0, 127, 127, 253};
-  std::vector<float> x(cols, 1.0f), y(2);
-  matmul_mxfp4(p.data(), s, 2, cols, x.data(), 1, y.data(), nullptr);
-  EXPECT_EQ(y[0], 2.938735877055719e-39f);   // 0.5 * 2^-127 = 2^-128
-  EXPECT_EQ(y[1], -2.5521177519070385e38f);  // -3 * 2^126
+    // Scale 0 (2^-127, subnormal) and 253 (2^126): one nonzero code per row
+    // and x = 1 make the product exact, so the result must equal the literal.
+    const size_t cols = 64;
+    std::vector<uint8_t> p(2 * cols / 2, 0);
+    p[0] = 0x01;              // row 0, column 0: 0.5
+    p[cols / 2 + 17] = 0xd0;  // row 1, column 35: code 13 = -3
+    const uint8_t s[4] = {0, 127, 127, 253};
+    std::vector<float> x(cols, 1.0f), y(2);
+    matmul_mxfp4(p.data(), s, 2, cols, x.data(), 1, y.data(), nullptr);
+    EXPECT_EQ(y[0], 2.938735877055719e-39f);   // 0.5 * 2^-127 = 2^-128
+    EXPECT_EQ(y[1], -2.5521177519070385e38f);  // -3 * 2^126
   });
 }
 
 TEST(Matmul, F32MatchesDouble) {
   for_each_target([&] {
-  std::mt19937 rng(7);
-  for (size_t rows : kRowsList) {
-    for (size_t cols : kBf16Cols) {
-      const size_t n = 2;
-      auto w = random_floats(rng, rows * cols, -1.0f, 1.0f);
-      auto x = random_floats(rng, n * cols, -1.0f, 1.0f);
-      std::vector<float> y(n * rows);
-      matmul_f32(w.data(), rows, cols, x.data(), n, y.data(), nullptr);
-      std::vector<double> yd(n * rows), mag(n * rows);
-      for (size_t t = 0; t < n; ++t)
-        for (size_t r = 0; r < rows; ++r)
-          for (size_t c = 0; c < cols; ++c) {
-            const double term = static_cast<double>(w[r * cols + c]) * x[t * cols + c];
-            yd[t * rows + r] += term;
-            mag[t * rows + r] += std::fabs(term);
-          }
-      SCOPED_TRACE("rows=" + std::to_string(rows) + " cols=" + std::to_string(cols));
-      expect_close(y, yd, mag, cols, "f32 vs double");
+    std::mt19937 rng(7);
+    for (size_t rows : kRowsList) {
+      for (size_t cols : kBf16Cols) {
+        const size_t n = 2;
+        auto w = random_floats(rng, rows * cols, -1.0f, 1.0f);
+        auto x = random_floats(rng, n * cols, -1.0f, 1.0f);
+        std::vector<float> y(n * rows);
+        matmul_f32(w.data(), rows, cols, x.data(), n, y.data(), nullptr);
+        std::vector<double> yd(n * rows), mag(n * rows);
+        for (size_t t = 0; t < n; ++t)
+          for (size_t r = 0; r < rows; ++r)
+            for (size_t c = 0; c < cols; ++c) {
+              const double term = static_cast<double>(w[r * cols + c]) * x[t * cols + c];
+              yd[t * rows + r] += term;
+              mag[t * rows + r] += std::fabs(term);
+            }
+        SCOPED_TRACE("rows=" + std::to_string(rows) + " cols=" + std::to_string(cols));
+        expect_close(y, yd, mag, cols, "f32 vs double");
+      }
     }
-  }
   });
 }
 
@@ -225,60 +224,59 @@ TEST(Matmul, F32MatchesDouble) {
 // other tokens share the call; and == for every thread count.
 TEST(Matmul, BatchedAndThreadedAreBitIdentical) {
   for_each_target([&] {
-  std::mt19937 rng(4321);
-  ThreadPool pools[] = {ThreadPool(1), ThreadPool(2), ThreadPool(3), ThreadPool(4)};
-  const size_t shapes[][2] = {{67, 100}, {33, 1056}, {300, 64}, {5, 7}, {1, 4096}};
-  for (const auto& shape : shapes) {
-    const size_t rows = shape[0], cols_bf16 = shape[1];
-    const size_t cols_mx = (cols_bf16 + 31) / 32 * 32;
-    const size_t n = 19;
-    SCOPED_TRACE("rows=" + std::to_string(rows) + " cols=" + std::to_string(cols_bf16));
-    auto w = random_bf16(rng, rows * cols_bf16);
-    auto wf = random_floats(rng, rows * cols_bf16, -1.0f, 1.0f);
-    auto p = random_bytes(rng, rows * cols_mx / 2, 0, 255);
-    auto s = random_bytes(rng, rows * cols_mx / 32, 100, 140);
-    auto x = random_floats(rng, n * cols_mx, -3.0f, 3.0f);
+    std::mt19937 rng(4321);
+    ThreadPool pools[] = {ThreadPool(1), ThreadPool(2), ThreadPool(3), ThreadPool(4)};
+    const size_t shapes[][2] = {{67, 100}, {33, 1056}, {300, 64}, {5, 7}, {1, 4096}};
+    for (const auto& shape : shapes) {
+      const size_t rows = shape[0], cols_bf16 = shape[1];
+      const size_t cols_mx = (cols_bf16 + 31) / 32 * 32;
+      const size_t n = 19;
+      SCOPED_TRACE("rows=" + std::to_string(rows) + " cols=" + std::to_string(cols_bf16));
+      auto w = random_bf16(rng, rows * cols_bf16);
+      auto wf = random_floats(rng, rows * cols_bf16, -1.0f, 1.0f);
+      auto p = random_bytes(rng, rows * cols_mx / 2, 0, 255);
+      auto s = random_bytes(rng, rows * cols_mx / 32, 100, 140);
+      auto x = random_floats(rng, n * cols_mx, -3.0f, 3.0f);
 
-    auto run = [&](int kind, const float* xs, size_t nt, ThreadPool* pool) {
-      std::vector<float> y(nt * rows);
-      if (kind == 0) matmul_bf16(w.data(), rows, cols_bf16, xs, nt, y.data(), pool);
-      if (kind == 1) matmul_mxfp4(p.data(), s.data(), rows, cols_mx, xs, nt, y.data(), pool);
-      if (kind == 2) matmul_f32(wf.data(), rows, cols_bf16, xs, nt, y.data(), pool);
-      return y;
-    };
-    for (int kind = 0; kind < 3; ++kind) {
-      SCOPED_TRACE("kind=" + std::to_string(kind));
-      const size_t cols = kind == 1 ? cols_mx : cols_bf16;
-      // X rows are spaced cols apart for this kind.
-      std::vector<float> xk(n * cols);
-      for (size_t t = 0; t < n; ++t)
-        std::memcpy(&xk[t * cols], &x[t * cols_mx], cols * sizeof(float));
-      const auto batched = run(kind, xk.data(), n, nullptr);
-      // One token at a time.
-      std::vector<float> single(n * rows);
-      for (size_t t = 0; t < n; ++t) {
-        auto yt = run(kind, &xk[t * cols], 1, nullptr);
-        std::memcpy(&single[t * rows], yt.data(), rows * sizeof(float));
-      }
-      // Reordered sub-batches: tokens 5..n-1 then 0..4 in two calls.
-      std::vector<float> split(n * rows);
-      {
-        auto tail = run(kind, &xk[5 * cols], n - 5, nullptr);
-        auto head = run(kind, xk.data(), 5, nullptr);
-        std::memcpy(&split[5 * rows], tail.data(), tail.size() * sizeof(float));
-        std::memcpy(split.data(), head.data(), head.size() * sizeof(float));
-      }
-      expect_same_bits(batched, single, "batched vs single");
-      expect_same_bits(batched, split, "batched vs split batches");
-      for (auto& pool : pools) {
-        expect_same_bits(batched, run(kind, xk.data(), n, &pool), "threads");
-        // Single token with threads too (decode).
-        auto y1 = run(kind, xk.data(), 1, &pool);
-        ASSERT_EQ(std::memcmp(y1.data(), single.data(), rows * sizeof(float)), 0)
-            << "single token, threads=" << pool.size();
+      auto run = [&](int kind, const float* xs, size_t nt, ThreadPool* pool) {
+        std::vector<float> y(nt * rows);
+        if (kind == 0) matmul_bf16(w.data(), rows, cols_bf16, xs, nt, y.data(), pool);
+        if (kind == 1) matmul_mxfp4(p.data(), s.data(), rows, cols_mx, xs, nt, y.data(), pool);
+        if (kind == 2) matmul_f32(wf.data(), rows, cols_bf16, xs, nt, y.data(), pool);
+        return y;
+      };
+      for (int kind = 0; kind < 3; ++kind) {
+        SCOPED_TRACE("kind=" + std::to_string(kind));
+        const size_t cols = kind == 1 ? cols_mx : cols_bf16;
+        // X rows are spaced cols apart for this kind.
+        std::vector<float> xk(n * cols);
+        for (size_t t = 0; t < n; ++t) std::memcpy(&xk[t * cols], &x[t * cols_mx], cols * sizeof(float));
+        const auto batched = run(kind, xk.data(), n, nullptr);
+        // One token at a time.
+        std::vector<float> single(n * rows);
+        for (size_t t = 0; t < n; ++t) {
+          auto yt = run(kind, &xk[t * cols], 1, nullptr);
+          std::memcpy(&single[t * rows], yt.data(), rows * sizeof(float));
+        }
+        // Reordered sub-batches: tokens 5..n-1 then 0..4 in two calls.
+        std::vector<float> split(n * rows);
+        {
+          auto tail = run(kind, &xk[5 * cols], n - 5, nullptr);
+          auto head = run(kind, xk.data(), 5, nullptr);
+          std::memcpy(&split[5 * rows], tail.data(), tail.size() * sizeof(float));
+          std::memcpy(split.data(), head.data(), head.size() * sizeof(float));
+        }
+        expect_same_bits(batched, single, "batched vs single");
+        expect_same_bits(batched, split, "batched vs split batches");
+        for (auto& pool : pools) {
+          expect_same_bits(batched, run(kind, xk.data(), n, &pool), "threads");
+          // Single token with threads too (decode).
+          auto y1 = run(kind, xk.data(), 1, &pool);
+          ASSERT_EQ(std::memcmp(y1.data(), single.data(), rows * sizeof(float)), 0)
+              << "single token, threads=" << pool.size();
+        }
       }
     }
-  }
   });
 }
 

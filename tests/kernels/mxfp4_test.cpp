@@ -24,8 +24,7 @@ TEST(Mxfp4, EveryCode) {
   const float expected[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
                               -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
   for (int c = 0; c < 16; ++c) {
-    EXPECT_EQ(bits_of(mxfp4_code_value(static_cast<uint8_t>(c))), bits_of(expected[c]))
-        << "code " << c;
+    EXPECT_EQ(bits_of(mxfp4_code_value(static_cast<uint8_t>(c))), bits_of(expected[c])) << "code " << c;
     // Only the low nibble counts.
     EXPECT_EQ(bits_of(mxfp4_code_value(static_cast<uint8_t>(c | 0xa0))), bits_of(expected[c]));
   }
@@ -56,7 +55,7 @@ TEST(Mxfp4, ScaleEdgeCases) {
   EXPECT_EQ(bits_of(mxfp4_scale_value(253)), 0x7e800000u);
   EXPECT_TRUE(std::isnan(mxfp4_scale_value(255)));
   // Products with the smallest scale stay exact (subnormal, not flushed).
-  EXPECT_EQ(mxfp4_code_value(1) * mxfp4_scale_value(0), 2.938735877055719e-39f);  // 2^-128
+  EXPECT_EQ(mxfp4_code_value(1) * mxfp4_scale_value(0), 2.938735877055719e-39f);    // 2^-128
   EXPECT_EQ(mxfp4_code_value(15) * mxfp4_scale_value(0), -3.526483104933726e-38f);  // -6*2^-127
 }
 
@@ -115,8 +114,7 @@ TEST(Mxfp4, MatmulRefusesColsNotMultipleOf32) {
   std::vector<uint8_t> packed(24, 0x11), scales(2, 127);
   std::vector<float> x(48, 1.0f);
   float y[1] = {0};
-  EXPECT_THROW(matmul_mxfp4(packed.data(), scales.data(), 1, 48, x.data(), 1, y, nullptr),
-               k3::Error);
+  EXPECT_THROW(matmul_mxfp4(packed.data(), scales.data(), 1, 48, x.data(), 1, y, nullptr), k3::Error);
 }
 
 }  // namespace

@@ -12,13 +12,13 @@
 #include "checkpoint/checkpoint.h"
 #include "common/error.h"
 #include "common/file.h"
+#include "common/thread_pool.h"
 #include "kernels/bf16.h"
 #include "kernels/mxfp4.h"
-#include "common/thread_pool.h"
 #include "model/engine.h"
 #include "model/tensor_manifest.h"
-#include "runtime/resident_weights.h"
 #include "model_fixture.h"
+#include "runtime/resident_weights.h"
 
 namespace k3 {
 namespace {
@@ -202,8 +202,9 @@ TEST(CheckpointValidation, Bf16ExpertCheckpointMatchesGoldens) {
     data += bytes;
   }
   const std::string header = make_safetensors_header(headers);
-  std::ofstream((dir / "model.safetensors").string(), std::ios::binary).write(header.data(), header.size()).write(
-      data.data(), data.size());
+  std::ofstream((dir / "model.safetensors").string(), std::ios::binary)
+      .write(header.data(), header.size())
+      .write(data.data(), data.size());
 
   {
     const Checkpoint ck = Checkpoint::open(dir.string());

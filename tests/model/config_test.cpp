@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <simdjson.h>
 #include <xxhash.h>
+#include <filesystem>
 
 #include <unistd.h>
 
@@ -167,16 +167,53 @@ TEST(Config, TokenizerEosTokenIsAStopIdToo) {
 
 TEST(Config, EveryRequiredKeyMissingIsNamed) {
   const std::string text = tiny_config();
-  const char* keys[] = {
-      "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "rms_norm_eps",
-      "attn_res_block_size", "hidden_act", "activation_situ_beta", "linear_attn_config", "kda_layers",
-      "full_attn_layers", "num_heads", "head_dim", "short_conv_kernel_size", "use_full_rank_gate",
-      "mla_use_nope", "num_attention_heads", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
-      "qk_rope_head_dim", "v_head_dim", "mla_use_output_gate", "first_k_dense_replace", "moe_layer_freq",
-      "num_nextn_predict_layers", "moe_router_activation_func", "num_expert_group", "topk_group", "num_experts",
-      "num_experts_per_token", "num_shared_experts", "moe_intermediate_size", "routed_expert_hidden_size",
-      "latent_moe_use_norm", "moe_renormalize", "routed_scaling_factor", "model_type", "quant_method", "format",
-      "config_groups", "num_bits", "group_size", "type", "strategy", "symmetric", "weights"};
+  const char* keys[] = {"vocab_size",
+                        "hidden_size",
+                        "intermediate_size",
+                        "num_hidden_layers",
+                        "rms_norm_eps",
+                        "attn_res_block_size",
+                        "hidden_act",
+                        "activation_situ_beta",
+                        "linear_attn_config",
+                        "kda_layers",
+                        "full_attn_layers",
+                        "num_heads",
+                        "head_dim",
+                        "short_conv_kernel_size",
+                        "use_full_rank_gate",
+                        "mla_use_nope",
+                        "num_attention_heads",
+                        "q_lora_rank",
+                        "kv_lora_rank",
+                        "qk_nope_head_dim",
+                        "qk_rope_head_dim",
+                        "v_head_dim",
+                        "mla_use_output_gate",
+                        "first_k_dense_replace",
+                        "moe_layer_freq",
+                        "num_nextn_predict_layers",
+                        "moe_router_activation_func",
+                        "num_expert_group",
+                        "topk_group",
+                        "num_experts",
+                        "num_experts_per_token",
+                        "num_shared_experts",
+                        "moe_intermediate_size",
+                        "routed_expert_hidden_size",
+                        "latent_moe_use_norm",
+                        "moe_renormalize",
+                        "routed_scaling_factor",
+                        "model_type",
+                        "quant_method",
+                        "format",
+                        "config_groups",
+                        "num_bits",
+                        "group_size",
+                        "type",
+                        "strategy",
+                        "symmetric",
+                        "weights"};
   for (const char* key : keys) {
     ExitCode code = ExitCode::kOk;
     const std::string err = error_of(without(text, key), &code);

@@ -27,16 +27,23 @@ struct KdaCase {
     c.kda_gate_lower_bound = -5.0f;
     const int H = 3, D = 4, hidden = 12, HD = 12;
     std::mt19937 rng(11);
-    q = {rng, HD, hidden, 0.5}; k = {rng, HD, hidden, 0.5}; v = {rng, HD, hidden, 0.5};
-    qc = {rng, HD, 4, 0.5}; kc = {rng, HD, 4, 0.5}; vc = {rng, HD, 4, 0.5};
-    fa = {rng, D, hidden, 0.5}; fb = {rng, HD, D, 0.5}; b = {rng, H, hidden, 0.5};
-    g = {rng, HD, hidden, 0.3}; o = {rng, hidden, HD, 0.3};
+    q = {rng, HD, hidden, 0.5};
+    k = {rng, HD, hidden, 0.5};
+    v = {rng, HD, hidden, 0.5};
+    qc = {rng, HD, 4, 0.5};
+    kc = {rng, HD, 4, 0.5};
+    vc = {rng, HD, 4, 0.5};
+    fa = {rng, D, hidden, 0.5};
+    fb = {rng, HD, D, 0.5};
+    b = {rng, H, hidden, 0.5};
+    g = {rng, HD, hidden, 0.3};
+    o = {rng, hidden, HD, 0.3};
     o_norm = {rng, D, 1.0, 0.1};
     // A_log: real values for the H heads, zero padding up to D (as stored).
     A_log.f = {std::log(2.0f), std::log(9.0f), std::log(1.5f), 0.0f};
     dt_bias = {rng, HD, -1.0, 0.5};
-    w = KdaWeights{q.view(), k.view(), v.view(), qc.view(), kc.view(), vc.view(), fa.view(), fb.view(),
-                   b.view(), g.view(), o.view(), o_norm.view(), A_log.view(), dt_bias.view()};
+    w = KdaWeights{q.view(),  k.view(), v.view(), qc.view(), kc.view(),     vc.view(),    fa.view(),
+                   fb.view(), b.view(), g.view(), o.view(),  o_norm.view(), A_log.view(), dt_bias.view()};
   }
 
   // The SPEC's per-token KDA in double, over all T tokens from a zero state.
@@ -144,7 +151,8 @@ TEST(Kda, BatchEqualsTokenByTokenAndSplits) {
   kda_reset(kc.c, s);
   std::vector<float> batch(T * hidden), steps(T * hidden), split(T * hidden);
   kda_forward(kc.c, kc.w, a, x.data(), T, batch.data(), nullptr);
-  for (size_t t = 0; t < T; ++t) kda_forward(kc.c, kc.w, b, x.data() + t * hidden, 1, steps.data() + t * hidden, nullptr);
+  for (size_t t = 0; t < T; ++t)
+    kda_forward(kc.c, kc.w, b, x.data() + t * hidden, 1, steps.data() + t * hidden, nullptr);
   kda_forward(kc.c, kc.w, s, x.data(), 2, split.data(), nullptr);
   kda_forward(kc.c, kc.w, s, x.data() + 2 * hidden, T - 2, split.data() + 2 * hidden, nullptr);
   EXPECT_EQ(std::memcmp(batch.data(), steps.data(), batch.size() * sizeof(float)), 0);

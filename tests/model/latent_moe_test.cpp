@@ -115,8 +115,12 @@ struct MoeCase {
     c.situ_linear_beta = 25.0f;
     c.experts_mxfp4 = false;
     std::mt19937 rng(31);
-    router = {rng, E, hidden, 1.0}; down = {rng, latent, hidden, 0.5}; up = {rng, hidden, latent, 0.3};
-    sg = {rng, shared_w, hidden, 1.0}; su = {rng, shared_w, hidden, 1.0}; sd = {rng, hidden, shared_w, 0.1};
+    router = {rng, E, hidden, 1.0};
+    down = {rng, latent, hidden, 0.5};
+    up = {rng, hidden, latent, 0.3};
+    sg = {rng, shared_w, hidden, 1.0};
+    su = {rng, shared_w, hidden, 1.0};
+    sd = {rng, hidden, shared_w, 0.1};
     bias = {rng, E, 0.0, 0.1};
     norm = {rng, latent, 1.0, 0.1};
     for (int e = 0; e < E; ++e) {
@@ -132,15 +136,15 @@ struct MoeCase {
       ew.w2.bf = w2[e].view();
       source.experts.push_back(ew);
     }
-    trunk = MoeTrunkWeights{router.view(), bias.view(), down.view(), up.view(), norm.view(),
-                            DenseMlpWeights{sg.view(), su.view(), sd.view()}};
+    trunk = MoeTrunkWeights{router.view(), bias.view(), down.view(),
+                            up.view(),     norm.view(), DenseMlpWeights{sg.view(), su.view(), sd.view()}};
   }
 
   static double situ_d(double g, double u) {
     return 4.0 * std::tanh(g / 4.0) * test::sigmoid_d(g) * 25.0 * std::tanh(u / 25.0);
   }
-  static std::vector<double> mlp_d(const std::vector<double>& x, const test::RandomBf16& g,
-                                   const test::RandomBf16& u, const test::RandomBf16& d) {
+  static std::vector<double> mlp_d(const std::vector<double>& x, const test::RandomBf16& g, const test::RandomBf16& u,
+                                   const test::RandomBf16& d) {
     std::vector<double> a = test::lin_d(x, g), b = test::lin_d(x, u);
     for (size_t i = 0; i < a.size(); ++i) a[i] = situ_d(a[i], b[i]);
     return test::lin_d(a, d);
@@ -153,8 +157,7 @@ struct MoeCase {
       std::vector<double> s = test::lin_d(xt, router);
       std::vector<int> order(E);
       for (int e = 0; e < E; ++e) order[e] = e, s[e] = test::sigmoid_d(s[e]);
-      std::stable_sort(order.begin(), order.end(),
-                       [&](int a, int b) { return s[a] + bias.f[a] > s[b] + bias.f[b]; });
+      std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return s[a] + bias.f[a] > s[b] + bias.f[b]; });
       double sum = 0;
       for (int j = 0; j < K; ++j) sum += s[order[j]];
       std::vector<double> z = test::lin_d(xt, down), y(latent, 0.0);
@@ -232,8 +235,7 @@ TEST(LatentMoe, LookaheadGuessesTheNextLayersExpertsAndLeavesTheOutputAlone) {
     std::vector<double> s = test::lin_d(xt, router2);
     std::vector<int> order(MoeCase::E);
     for (int e = 0; e < MoeCase::E; ++e) order[e] = e, s[e] = test::sigmoid_d(s[e]);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int a, int b) { return s[a] + bias2.f[a] > s[b] + bias2.f[b]; });
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return s[a] + bias2.f[a] > s[b] + bias2.f[b]; });
     want.insert(want.end(), order.begin(), order.begin() + (MoeCase::K + 1) / 2);  // the best half of the top-k
   }
   std::sort(want.begin(), want.end());

@@ -29,12 +29,17 @@ struct MlaCase {
     c.kv_lora_rank = kvl;
     c.mla_use_output_gate = gate;
     std::mt19937 rng(21);
-    q_a = {rng, ql, hidden, 0.5}; q_b = {rng, heads * (nope + rope), ql, 1.0};
-    kv_a = {rng, kvl + rope, hidden, 0.5}; kv_b = {rng, heads * (nope + vd), kvl, 1.0};
-    g = {rng, heads * vd, hidden, 0.3}; o = {rng, hidden, heads * vd, 0.3};
-    q_ln = {rng, ql, 1.0, 0.1}; kv_ln = {rng, kvl, 1.0, 0.1};
-    w = MlaWeights{q_a.view(), q_ln.view(), q_b.view(), kv_a.view(), kv_ln.view(), kv_b.view(),
-                   gate ? g.view() : Bf16Matrix{}, o.view()};
+    q_a = {rng, ql, hidden, 0.5};
+    q_b = {rng, heads * (nope + rope), ql, 1.0};
+    kv_a = {rng, kvl + rope, hidden, 0.5};
+    kv_b = {rng, heads * (nope + vd), kvl, 1.0};
+    g = {rng, heads * vd, hidden, 0.3};
+    o = {rng, hidden, heads * vd, 0.3};
+    q_ln = {rng, ql, 1.0, 0.1};
+    kv_ln = {rng, kvl, 1.0, 0.1};
+    w = MlaWeights{
+        q_a.view(), q_ln.view(), q_b.view(), kv_a.view(), kv_ln.view(), kv_b.view(), gate ? g.view() : Bf16Matrix{},
+        o.view()};
   }
 
   static std::vector<double> rms_d(std::vector<double> x, const std::vector<float>& w, double eps) {
@@ -112,7 +117,8 @@ TEST(Mla, BatchEqualsTokenByToken) {
   MlaCache a, b;
   std::vector<float> batch(T * hidden), steps(T * hidden);
   mla_forward(mc.c, mc.w, a, x.data(), T, batch.data(), nullptr);
-  for (size_t t = 0; t < T; ++t) mla_forward(mc.c, mc.w, b, x.data() + t * hidden, 1, steps.data() + t * hidden, nullptr);
+  for (size_t t = 0; t < T; ++t)
+    mla_forward(mc.c, mc.w, b, x.data() + t * hidden, 1, steps.data() + t * hidden, nullptr);
   EXPECT_EQ(std::memcmp(batch.data(), steps.data(), batch.size() * sizeof(float)), 0);
   EXPECT_EQ(a.latent, b.latent);
 }

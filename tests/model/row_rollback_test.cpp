@@ -12,13 +12,12 @@
 
 #include "common/error.h"
 #include "common/thread_pool.h"
+#include "lib/test_util.h"
 #include "model/engine.h"
 #include "model_fixture.h"
-#include "lib/test_util.h"
 
 namespace k3 {
 namespace {
-
 
 void expect_same_state(const ModelConfig& c, const SequenceState& a, const SequenceState& b) {
   EXPECT_EQ(a.positions, b.positions);
@@ -102,8 +101,8 @@ TEST_F(RowRollbackTest, SequencesInOnePassGetTheirOwnBits) {
   // Three sequences at different lengths, each with 1..3 new rows in one pass.
   const std::vector<std::vector<int32_t>> prompts = {
       g.greedy_prompt, {g.tf_ids.begin(), g.tf_ids.begin() + 9}, {g.tf_ids[20], g.tf_ids[21]}};
-  const std::vector<std::vector<int32_t>> news = {{g.tf_ids[3]}, {g.tf_ids[10], g.tf_ids[11]},
-                                                  {g.tf_ids[22], g.tf_ids[23], g.tf_ids[24]}};
+  const std::vector<std::vector<int32_t>> news = {
+      {g.tf_ids[3]}, {g.tf_ids[10], g.tf_ids[11]}, {g.tf_ids[22], g.tf_ids[23], g.tf_ids[24]}};
   std::vector<SequenceState> together(3), alone(3);
   std::vector<float> unused(vocab);
   std::vector<std::vector<float>> want;
@@ -133,9 +132,8 @@ TEST_F(RowRollbackTest, LastRowOfEachSequenceGetsItsOwnBits) {
   // last row goes through the head; those logits are the bits of running
   // each sequence alone, and the states are too.
   const std::vector<std::vector<int32_t>> before = {{}, {g.tf_ids.begin(), g.tf_ids.begin() + 7}, g.greedy_prompt};
-  const std::vector<std::vector<int32_t>> news = {{g.tf_ids.begin() + 2, g.tf_ids.begin() + 15},
-                                                  {g.tf_ids.begin() + 7, g.tf_ids.begin() + 11},
-                                                  {g.tf_ids[30]}};
+  const std::vector<std::vector<int32_t>> news = {
+      {g.tf_ids.begin() + 2, g.tf_ids.begin() + 15}, {g.tf_ids.begin() + 7, g.tf_ids.begin() + 11}, {g.tf_ids[30]}};
   std::vector<SequenceState> together(3), alone(3);
   std::vector<float> unused(vocab);
   std::vector<std::vector<float>> want(3, std::vector<float>(vocab));

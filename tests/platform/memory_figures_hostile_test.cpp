@@ -26,9 +26,9 @@ TEST(AvailableMemoryOverride, ByteCountsAreTaken) {
 }
 
 TEST(AvailableMemoryOverride, AnythingElseIsAUsageErrorNamingTheVariable) {
-  for (const char* bad : {"-1", "18446744073709551615", "18446744073709551616", "99999999999999999999999",
-                          "1152921504606846977", "0", "", "garbage", "8G", " 5", "5 ", "+5", "0x10", "1e9",
-                          "3.5", "5\n6"}) {
+  for (const char* bad :
+       {"-1", "18446744073709551615", "18446744073709551616", "99999999999999999999999", "1152921504606846977", "0", "",
+        "garbage", "8G", " 5", "5 ", "+5", "0x10", "1e9", "3.5", "5\n6"}) {
     std::string msg;
     EXPECT_EQ(test::code_of([&] { parse_available_memory_override(bad); }, &msg), ExitCode::kUsage) << bad;
     EXPECT_NE(msg.find("K3_AVAILABLE_MEMORY="), std::string::npos) << msg;

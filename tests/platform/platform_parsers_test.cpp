@@ -70,8 +70,8 @@ TEST(Cpuinfo, KernelPathPredictedFromFlags) {
   EXPECT_EQ(predict_kernel_path(parse_cpuinfo_flags(read_sample("v2-unlimited", "/proc/cpuinfo"))), "SSE4");
   EXPECT_EQ(predict_kernel_path({}), "EMU128");
   // AVX-512F alone (no BW/VL/DQ, e.g. Xeon Phi) is not Highway's AVX3.
-  EXPECT_EQ(predict_kernel_path({"avx2", "fma", "f16c", "bmi1", "bmi2", "sse4_1", "sse4_2", "ssse3", "pclmulqdq",
-                                 "aes", "avx512f"}),
+  EXPECT_EQ(predict_kernel_path(
+                {"avx2", "fma", "f16c", "bmi1", "bmi2", "sse4_1", "sse4_2", "ssse3", "pclmulqdq", "aes", "avx512f"}),
             "AVX2");
 }
 

@@ -57,7 +57,8 @@ TEST(ExpertCachePolicy, LayerSharesKeepAnExpertPerLayerWhereLruThrashes) {
   EXPECT_EQ(hits(seq, s, 2, ExpertCachePolicyKind::kLayerLfu), 9u);
   EXPECT_GE(replay_belady(seq, s, 2).hits, 9u);
   // With a slot per layer every policy hits all but the first token.
-  for (ExpertCachePolicyKind k : expert_cache_policy_kinds()) EXPECT_EQ(hits(seq, s, 3, k), 27u) << expert_cache_policy_name(k);
+  for (ExpertCachePolicyKind k : expert_cache_policy_kinds())
+    EXPECT_EQ(hits(seq, s, 3, k), 27u) << expert_cache_policy_name(k);
 }
 
 TEST(ExpertCachePolicy, ALayerAtItsShareReplacesItsOwnExpert) {

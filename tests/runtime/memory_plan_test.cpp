@@ -13,8 +13,8 @@
 #include "model/tensor_manifest.h"
 #include "platform/memory_limits.h"
 #include "runtime/expert_index.h"
-#include "trunk/layout.h"
 #include "runtime/memory_plan.h"
+#include "trunk/layout.h"
 #include "trunk/plan.h"
 
 namespace fs = std::filesystem;
@@ -74,7 +74,7 @@ TEST(MemoryPlan, BudgetsDecidePinningAndSlots) {
   req.context = 1000;
   MemoryPlan p0 = plan_memory(c, layout, idx.slot_bytes(), req);
   EXPECT_TRUE(p0.pinned.empty());
-  EXPECT_EQ(p0.streamed.size(), 14u);  // 13 layers + head
+  EXPECT_EQ(p0.streamed.size(), 14u);                                         // 13 layers + head
   EXPECT_EQ(p0.cache_slots, static_cast<uint64_t>(c.num_experts_per_token));  // the floor: one layer's top-k
   EXPECT_EQ(p0.min_slots, p0.cache_slots);
   EXPECT_GT(p0.stream_buffer_bytes, 0u);
@@ -91,8 +91,8 @@ TEST(MemoryPlan, BudgetsDecidePinningAndSlots) {
   EXPECT_TRUE(p1.streamed.empty());
   EXPECT_EQ(p1.stream_buffer_bytes, 0u);
   EXPECT_EQ(p1.cache_slots, uint64_t(c.num_hidden_layers - c.first_k_dense_replace) * c.num_experts);
-  EXPECT_EQ(p1.peak_rss, p1.pinned_bytes + p1.stream_buffer_bytes + p1.head_small_bytes + p1.cache_bytes + p1.kda_state_bytes +
-                             p1.mla_cache_bytes + p1.activation_bytes + p1.io_bytes);
+  EXPECT_EQ(p1.peak_rss, p1.pinned_bytes + p1.stream_buffer_bytes + p1.head_small_bytes + p1.cache_bytes +
+                             p1.kda_state_bytes + p1.mla_cache_bytes + p1.activation_bytes + p1.io_bytes);
   EXPECT_GT(p1.peak_rss, p0.peak_rss);
   // Half the layers' bytes pins a prefix of them.
   req.trunk_budget = layout.layer_bytes() / 2;

@@ -27,8 +27,8 @@ uint64_t streamed_trunk_bytes(const MemoryPlan& p, const TrunkLayout& layout) {
 
 TEST(PresetFit, EveryPresetFitsItsMachineClassAtK3Geometry) {
   const PlanModel model = plan_model_for_config(k3_reference_config());
-  std::printf("%-12s %8s %8s %10s %10s %10s %16s\n", "preset", "trunk GB", "cache GB", "forecast", "limit",
-              "class", "streamed/token");
+  std::printf("%-12s %8s %8s %10s %10s %10s %16s\n", "preset", "trunk GB", "cache GB", "forecast", "limit", "class",
+              "streamed/token");
   const Preset* previous = nullptr;
   MemoryPlan previous_plan;
   for (const Preset& p : presets()) {
@@ -41,9 +41,8 @@ TEST(PresetFit, EveryPresetFitsItsMachineClassAtK3Geometry) {
     EXPECT_GT(available, 0u) << p.name;
     EXPECT_LT(p.machine.available_gb, p.machine.mem_total_gb) << p.name;
     EXPECT_LT(p.machine.mem_total_gb, std::stod(p.machine.label)) << p.name;
-    EXPECT_TRUE(plan_fits(plan, available))
-        << p.name << " forecasts " << plan.peak_rss << " bytes, over 90% of the " << available << " bytes a "
-        << p.machine.label << " machine has available";
+    EXPECT_TRUE(plan_fits(plan, available)) << p.name << " forecasts " << plan.peak_rss << " bytes, over 90% of the "
+                                            << available << " bytes a " << p.machine.label << " machine has available";
     if (previous) {
       // Uses what its class has beyond the class below: it would not fit there.
       EXPECT_FALSE(plan_fits(plan, previous->machine.available_bytes()))

@@ -25,10 +25,8 @@ struct Planned {
 };
 
 Planned plan(uint64_t snapshots, bool optional, uint64_t available) {
-  if (available)
-    ::setenv("K3_AVAILABLE_MEMORY", std::to_string(available).c_str(), 1);
-  else
-    ::unsetenv("K3_AVAILABLE_MEMORY");
+  if (available) ::setenv("K3_AVAILABLE_MEMORY", std::to_string(available).c_str(), 1);
+  else ::unsetenv("K3_AVAILABLE_MEMORY");
   const ModelConfig config = load_model_config(kTiny);
   const Checkpoint checkpoint = Checkpoint::open(kTiny);
   StreamingRequest req;

@@ -9,11 +9,11 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "trunk/layout.h"
 #include "io/aligned_buffer.h"
 #include "model/config.h"
 #include "runtime/memory_plan.h"
 #include "synth/synth_checkpoint.h"
+#include "trunk/layout.h"
 
 using namespace k3;
 
@@ -68,11 +68,11 @@ TEST(TrueScalePlan, K3GeometryLaptopFitsAndContextIsPlannedExactly) {
   EXPECT_EQ(small.cache_slots, std::max<uint64_t>(req.cache_budget / slot, 32));
   EXPECT_EQ(small.kda_state_bytes, 69ull * (96 * 128 * 128 + 3 * 3 * 96 * 128) * 4);
   // Where the laptop forecast goes at true scale (printed for the README).
-  std::printf("K3 laptop, 5 tokens: pinned %.2f GB, stream buffers %.2f GB, cache %.2f GB, KDA %.2f GB, MLA %.4f GB, "
-              "activations %.2f GB, I/O+index %.2f GB = %.2f GB\n",
-              small.pinned_bytes / 1e9, small.stream_buffer_bytes / 1e9, small.cache_bytes / 1e9,
-              small.kda_state_bytes / 1e9, small.mla_cache_bytes / 1e9, small.activation_bytes / 1e9,
-              small.io_bytes / 1e9, small.peak_rss / 1e9);
+  std::printf(
+      "K3 laptop, 5 tokens: pinned %.2f GB, stream buffers %.2f GB, cache %.2f GB, KDA %.2f GB, MLA %.4f GB, "
+      "activations %.2f GB, I/O+index %.2f GB = %.2f GB\n",
+      small.pinned_bytes / 1e9, small.stream_buffer_bytes / 1e9, small.cache_bytes / 1e9, small.kda_state_bytes / 1e9,
+      small.mla_cache_bytes / 1e9, small.activation_bytes / 1e9, small.io_bytes / 1e9, small.peak_rss / 1e9);
 
   req.context = 100000;
   const MemoryPlan p100k = plan_memory(c, layout, slot, req);
@@ -94,11 +94,14 @@ TEST(TrueScalePlan, K3GeometryLaptopFitsAndContextIsPlannedExactly) {
 
   // The forecasts --list-presets gives for K3 (its default context of 4096
   // and batch of 256), for the README's comparison with published figures.
-  struct P { const char* name; double trunk, cache; };
+  struct P {
+    const char* name;
+    double trunk, cache;
+  };
   req.context = 4096;
   req.batch = 256;
-  for (const P& pr : {P{"laptop", 3, 1}, P{"desktop", 16, 10}, P{"workstation", 60, 30}, P{"server", 110, 13},
-                      P{"max", 110, 109}}) {
+  for (const P& pr :
+       {P{"laptop", 3, 1}, P{"desktop", 16, 10}, P{"workstation", 60, 30}, P{"server", 110, 13}, P{"max", 110, 109}}) {
     req.trunk_budget = static_cast<uint64_t>(pr.trunk * 1e9);
     req.cache_budget = static_cast<uint64_t>(pr.cache * 1e9);
     const MemoryPlan p = plan_memory(c, layout, slot, req);

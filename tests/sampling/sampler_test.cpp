@@ -154,7 +154,7 @@ TEST(Candidates, PickBoundaries) {
   std::vector<Candidate> c = {{7, 2.0, 0.5}, {3, 1.0, 0.25}, {9, 1.0, 0.25}};
   EXPECT_EQ(pick_candidate(c, 0.0), 7);
   EXPECT_EQ(pick_candidate(c, 0.4999), 7);
-  EXPECT_EQ(pick_candidate(c, 0.5), 3);   // u*W = 2 is not < 2: next candidate
+  EXPECT_EQ(pick_candidate(c, 0.5), 3);  // u*W = 2 is not < 2: next candidate
   EXPECT_EQ(pick_candidate(c, 0.74), 3);
   EXPECT_EQ(pick_candidate(c, 0.75), 9);
   EXPECT_EQ(pick_candidate(c, 1.0 - 1e-16), 9);

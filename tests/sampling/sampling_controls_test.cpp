@@ -60,7 +60,7 @@ TEST(Penalties, GreedyFollowsThePenalisedRow) {
   const std::vector<int32_t> seq = {0};
   SamplingParams p;
   EXPECT_EQ(Sampler(p).next(l.data(), 2, 1, seq), 0);  // unset: plain argmax
-  p.penalties = penalties(2.0, 0, 0, 64);                // 3.0 / 2 = 1.5 < 2.0
+  p.penalties = penalties(2.0, 0, 0, 64);              // 3.0 / 2 = 1.5 < 2.0
   EXPECT_EQ(Sampler(p).next(l.data(), 2, 1, seq), 1);
   p.penalties = penalties(1.0, 0, 1.5, 64);  // 3.0 - 1.5 = 1.5 < 2.0
   EXPECT_EQ(Sampler(p).next(l.data(), 2, 1, seq), 1);
@@ -193,5 +193,6 @@ TEST(Logprobs, JsonLine) {
   p.chosen = {5, -0.5};
   p.top = {{5, -0.5}, {2, -1.25}};
   EXPECT_EQ(logprobs_json_line(p),
-            "{\"position\":3,\"id\":5,\"logprob\":-0.5,\"top\":[{\"id\":5,\"logprob\":-0.5},{\"id\":2,\"logprob\":-1.25}]}\n");
+            "{\"position\":3,\"id\":5,\"logprob\":-0.5,\"top\":[{\"id\":5,\"logprob\":-0.5},{\"id\":2,\"logprob\":-1."
+            "25}]}\n");
 }

@@ -6,8 +6,8 @@
 
 #include <cmath>
 
-#include "common/json_value.h"
 #include "common/error.h"
+#include "common/json_value.h"
 #include "serve/json_build.h"
 
 namespace k3::serve {

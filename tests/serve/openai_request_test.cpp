@@ -52,9 +52,12 @@ TEST(OpenAiRequest, ChatFieldsAndThinkingControls) {
   EXPECT_TRUE(e.chat->thinking);
   EXPECT_EQ(e.chat->effort, "high");
   EXPECT_FALSE(parse_openai_request(R"({"messages":[{"role":"user","content":"x"}],"reasoning_effort":"none"})",
-                                    Endpoint::kChat, kLimits).chat->thinking);
+                                    Endpoint::kChat, kLimits)
+                   .chat->thinking);
   EXPECT_EQ(parse_openai_request(R"({"messages":[{"role":"user","content":"x"}],"max_completion_tokens":3})",
-                                 Endpoint::kChat, kLimits).max_tokens, 3);
+                                 Endpoint::kChat, kLimits)
+                .max_tokens,
+            3);
 }
 
 TEST(OpenAiRequest, CompletionPrompts) {
@@ -114,8 +117,9 @@ TEST(OpenAiRequest, NestingDepthIsRefusedBeforeParsing) {
 }
 
 TEST(OpenAiError, Shape) {
-  EXPECT_EQ(error_body(404, "model: \"x\" is not served", "model", "model_not_found"),
-            R"({"error": {"message": "model: \"x\" is not served", "type": "not_found_error", "param": "model", "code": "model_not_found"}})");
+  EXPECT_EQ(
+      error_body(404, "model: \"x\" is not served", "model", "model_not_found"),
+      R"({"error": {"message": "model: \"x\" is not served", "type": "not_found_error", "param": "model", "code": "model_not_found"}})");
   EXPECT_EQ(error_body(429, "busy"),
             R"({"error": {"message": "busy", "type": "rate_limit_error", "param": null, "code": null}})");
 }
@@ -195,8 +199,8 @@ class ReplyWriterTest : public ::testing::Test {
 };
 
 TEST_F(ReplyWriterTest, StreamedDeltasEqualTheBody) {
-  const std::vector<int32_t> ids = reply_ids(
-      "Hi", R"({"role":"assistant","reasoning_content":"Think é.","content":"Hello there, friend."})", true);
+  const std::vector<int32_t> ids =
+      reply_ids("Hi", R"({"role":"assistant","reasoning_content":"Think é.","content":"Hello there, friend."})", true);
   ReplyWriter w(Endpoint::kChat, tok.vocab(), true, {}, ResponseMeta{"chatcmpl-1", 5, "k3-tiny"}, true);
   std::vector<std::string> chunks = w.start();
   for (size_t i = 0; i < ids.size(); ++i)
@@ -218,9 +222,8 @@ TEST_F(ReplyWriterTest, StreamedDeltasEqualTheBody) {
   EXPECT_EQ(content, "Hello there, friend.");
   EXPECT_EQ(finish, "stop");
   EXPECT_EQ(python_json_dumps(*ev.back().find("usage")),
-            R"({"prompt_tokens": 10, "completion_tokens": )" + std::to_string(ids.size()) +
-                R"(, "total_tokens": )" + std::to_string(10 + ids.size()) +
-                R"(, "prompt_tokens_details": {"cached_tokens": 4}})");
+            R"({"prompt_tokens": 10, "completion_tokens": )" + std::to_string(ids.size()) + R"(, "total_tokens": )" +
+                std::to_string(10 + ids.size()) + R"(, "prompt_tokens_details": {"cached_tokens": 4}})");
   JsonValue body;
   std::string error;
   ASSERT_TRUE(parse_json(w.body(usage), body, error));

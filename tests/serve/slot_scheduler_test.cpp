@@ -13,13 +13,13 @@
 #include <future>
 #include <thread>
 
+#include "../model/model_fixture.h"
 #include "engine/model.h"
 #include "generate/generation_session.h"
+#include "lib/test_util.h"
 #include "serve/conversation_cache.h"
 #include "serve/slot_scheduler.h"
 #include "state/continuation.h"
-#include "lib/test_util.h"
-#include "../model/model_fixture.h"
 
 namespace k3::serve {
 namespace {
@@ -139,8 +139,7 @@ TEST_F(SchedulerTest, StaggeredArrivalsPrefillWithinDecodePasses) {
   for (size_t i = 0; i < specs.size(); ++i) {
     jobs.push_back(scheduler.submit(specs[i]));
     ASSERT_TRUE(jobs.back());
-    while (got[i].ids.size() < 2 && !jobs[i]->wait(got[i].ids, std::chrono::milliseconds(100))) {
-    }
+    while (got[i].ids.size() < 2 && !jobs[i]->wait(got[i].ids, std::chrono::milliseconds(100))) {}
   }
   for (size_t i = 0; i < specs.size(); ++i) {
     if (i == 0) continue;

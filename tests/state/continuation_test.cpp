@@ -132,4 +132,3 @@ TEST(Continuation, FlagsOverrideSavedSampling) {
   some.temperature = -1.0;
   EXPECT_THROW(resolve_sampling(saved, some), k3::Error);
 }
-

@@ -28,9 +28,7 @@ fs::path copy_tiny(const std::string& tag) {
 
 ModelFingerprint fp_of(const fs::path& dir) { return fingerprint_model(Checkpoint::open(dir.string())); }
 
-void append(const fs::path& p, const std::string& s) {
-  std::ofstream(p, std::ios::binary | std::ios::app) << s;
-}
+void append(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary | std::ios::app) << s; }
 }  // namespace
 
 TEST(ModelFingerprint, StableAndSensitive) {

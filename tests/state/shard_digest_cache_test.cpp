@@ -66,7 +66,8 @@ ModelFingerprint uncached(const fs::path& model) { return fingerprint_model(Chec
 // deliberate edit would leave it.
 std::string with_checksum(std::string body) {
   char line[32];
-  std::snprintf(line, sizeof line, "end %016llx\n", static_cast<unsigned long long>(XXH3_64bits(body.data(), body.size())));
+  std::snprintf(line, sizeof line, "end %016llx\n",
+                static_cast<unsigned long long>(XXH3_64bits(body.data(), body.size())));
   return body + line;
 }
 std::string body_of(const fs::path& cache) {
@@ -211,7 +212,7 @@ TEST(ShardDigestCache, ALinkIsNeitherReadNorWrittenThrough) {
   const Fingerprinted r = fingerprint_with_cache(s.model, s.cache);
   EXPECT_EQ(r.fp, uncached(s.model));
   EXPECT_EQ(r.bytes_read, s.shard_bytes());
-  EXPECT_TRUE(fs::is_symlink(s.cache));                 // not replaced
+  EXPECT_TRUE(fs::is_symlink(s.cache));                   // not replaced
   EXPECT_EQ(read_text_file(real.string()), target_text);  // nor written through
 }
 

@@ -12,10 +12,10 @@
 
 #include "common/atomic_file_writer.h"
 #include "common/error.h"
+#include "lib/test_util.h"
 #include "state/state_file.h"
 #include "state/state_geometry.h"
 #include "state/state_layout.h"
-#include "lib/test_util.h"
 
 namespace fs = std::filesystem;
 using namespace k3;
@@ -80,7 +80,6 @@ ConversationState make_state(int64_t positions, bool sampling = true, bool logit
   if (logits) s.last_logits = fill(g.vocab_size, -3.0f);
   return s;
 }
-
 
 class StateFileTest : public ::testing::Test {
  protected:
@@ -176,11 +175,11 @@ TEST_F(StateFileTest, LayoutMatchesTheDocumentedArithmetic) {
   // Geometry above, 9 positions, 1 pending id, sampler and logits present.
   const uint64_t header = 32, section = 16, checksum = 8;
   const uint64_t model = section + 24;
-  const uint64_t geom = section + 40;               // 32 + 5 layer bytes = 37 -> 40
-  const uint64_t tokens = section + 48;             // 8 + 9*4 = 44 -> 48
-  const uint64_t pending = section + 16;            // 8 + 4 = 12 -> 16
+  const uint64_t geom = section + 40;     // 32 + 5 layer bytes = 37 -> 40
+  const uint64_t tokens = section + 48;   // 8 + 9*4 = 44 -> 48
+  const uint64_t pending = section + 16;  // 8 + 4 = 12 -> 16
   const uint64_t sampler = section + 40;
-  const uint64_t logits = section + 200;            // 50 floats
+  const uint64_t logits = section + 200;                                 // 50 floats
   const uint64_t kda = section + 8 + 4 * (3 * 4 * 4 + 3 * (3 * 3 * 4));  // S + 3 carries of (K-1)*H*D
   const uint64_t mla = section + 16 + 4 * 9 * (6 + 2);
   const uint64_t want = header + model + geom + tokens + pending + sampler + logits + 3 * kda + 2 * mla + checksum;
@@ -207,8 +206,8 @@ TEST(StateSize, RealK3Geometry) {
   ASSERT_EQ(g.num_mla_layers(), 24u);
 
   const uint64_t kda_state = 69ull * 96 * 128 * 128 * 4;  // 434,110,464
-  const uint64_t conv = 69ull * 3 * 3 * 96 * 128 * 4;      // 30,523,392: q,k,v x 3 previous inputs
-  const uint64_t per_position = 24ull * 576 * 4 + 4;       // latent + token id = 55,300
+  const uint64_t conv = 69ull * 3 * 3 * 96 * 128 * 4;     // 30,523,392: q,k,v x 3 previous inputs
+  const uint64_t per_position = 24ull * 576 * 4 + 4;      // latent + token id = 55,300
   EXPECT_EQ(kda_state, 434110464ull);
   EXPECT_EQ(conv, 30523392ull);
 
@@ -472,8 +471,9 @@ TEST_F(StateFileTest, MorePendingIdsThanARunSavesAreRefused) {
       EXPECT_EQ(code, ExitCode::kOk) << n << ": " << msg;
     } else {
       EXPECT_EQ(code, ExitCode::kBadInput) << n;
-      EXPECT_NE(msg.find(p + ": malformed state file: " + std::to_string(n) + " pending ids; a saved state holds at most 1"),
-                std::string::npos)
+      EXPECT_NE(
+          msg.find(p + ": malformed state file: " + std::to_string(n) + " pending ids; a saved state holds at most 1"),
+          std::string::npos)
           << msg;
     }
   }

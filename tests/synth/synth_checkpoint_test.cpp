@@ -67,8 +67,8 @@ TEST(SynthCheckpoint, TinyLikeMatchesFixtureLayout) {
   // The wrapper config: same keys as the fixture's, with the quantization config at the top level.
   std::string cfg = slurp(d / "config.json");
   for (const char* key : {"\"model_type\": \"kimi_k3\"", "\"model_type\": \"kimi_linear\"", "\"text_config\"",
-                          "\"quantization_config\"", "\"mxfp4-pack-quantized\"", "\"kda_layers\": [1, 2, 3, 5, 6, 7, 9, 10, 11]",
-                          "\"full_attn_layers\": [4, 8, 12, 13]"})
+                          "\"quantization_config\"", "\"mxfp4-pack-quantized\"",
+                          "\"kda_layers\": [1, 2, 3, 5, 6, 7, 9, 10, 11]", "\"full_attn_layers\": [4, 8, 12, 13]"})
     EXPECT_NE(cfg.find(key), std::string::npos) << key;
   EXPECT_LT(cfg.find("\"quantization_config\""), cfg.size());
   EXPECT_GT(cfg.find("\"quantization_config\""), cfg.find("\"dtype\": \"bfloat16\"\n  }"));

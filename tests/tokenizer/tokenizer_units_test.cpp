@@ -3,11 +3,11 @@
 // byte-pair merge strategies, the 25,000-run whitespace set, special names.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <random>
-#include <unistd.h>
 
 #include "common/error.h"
 #include "common/file.h"
@@ -135,9 +135,9 @@ TEST(Vocabulary, BadConfig) {
   EXPECT_NE(parse("{not json").find("JSON"), std::string::npos);
   EXPECT_NE(parse(R"({"added_tokens_decoder": {"5": {"content": "[X]"}}})").find("id 5"), std::string::npos);
   EXPECT_NE(parse(R"({"added_tokens_decoder": {"8448": {"content": "[X]"}}})").find("id 8448"), std::string::npos);
-  EXPECT_NE(parse(R"({"added_tokens_decoder": {"8192": {"content": "[X]"}, "8193": {"content": "[X]"}}})")
-                .find("\"[X]\""),
-            std::string::npos);
+  EXPECT_NE(
+      parse(R"({"added_tokens_decoder": {"8192": {"content": "[X]"}, "8193": {"content": "[X]"}}})").find("\"[X]\""),
+      std::string::npos);
   EXPECT_NE(parse(R"({"added_tokens_decoder": {}, "bos_token": "[NOPE]"})").find("[NOPE]"), std::string::npos);
   // Without names every special is reserved; bos/eos may be absent or objects.
   Vocabulary v = Vocabulary::parse(kModel, R"({"bos_token": {"content": "<|reserved_token_8192|>"}, "eos_token": null,
@@ -159,13 +159,13 @@ TEST(Utf8, MaximalSubparts) {
   const std::string R = "\xEF\xBF\xBD";
   EXPECT_EQ(replace_invalid("abc"), "abc");
   EXPECT_EQ(replace_invalid("\x80"), R);
-  EXPECT_EQ(replace_invalid("\xE4\xB8"), R);             // truncated: one
+  EXPECT_EQ(replace_invalid("\xE4\xB8"), R);  // truncated: one
   EXPECT_EQ(replace_invalid("\xE4\xB8x"), R + "x");
-  EXPECT_EQ(replace_invalid("\xC0\x80"), R + R);         // overlong: lead starts nothing
-  EXPECT_EQ(replace_invalid("\xE0\x80\x80"), R + R + R); // E0 needs A0..BF next
-  EXPECT_EQ(replace_invalid("\xED\xA0\x80"), R + R + R); // surrogate
+  EXPECT_EQ(replace_invalid("\xC0\x80"), R + R);          // overlong: lead starts nothing
+  EXPECT_EQ(replace_invalid("\xE0\x80\x80"), R + R + R);  // E0 needs A0..BF next
+  EXPECT_EQ(replace_invalid("\xED\xA0\x80"), R + R + R);  // surrogate
   EXPECT_EQ(replace_invalid("\xF4\x90\x80\x80"), R + R + R + R);
-  EXPECT_EQ(replace_invalid("\xF0\x9F\x98"), R);         // 3 of 4
+  EXPECT_EQ(replace_invalid("\xF0\x9F\x98"), R);  // 3 of 4
   EXPECT_EQ(replace_invalid("\xF0\x9F\x98\x80"), "\xF0\x9F\x98\x80");
   EXPECT_EQ(replace_invalid("\xF1\x80\x41"), R + "A");
   EXPECT_EQ(replace_invalid("\xFF\xFE"), R + R);
@@ -178,8 +178,9 @@ TEST(StreamDecoder, EverySplitEqualsWholeDecode) {
   // Random byte soup (valid and invalid pieces) cut at random points: the
   // streamed text always equals the whole-buffer replacement.
   std::mt19937 rng(7);
-  const std::vector<std::string> atoms = {"a", "\xC3\xA9", "\xE4\xB8\xAD", "\xF0\x9F\x98\x80", "\x80", "\xE4\xB8",
-                                          "\xF0\x9F", "\xFF", "\xED\xA0\x80", "\xC0", " ", "\xF4\x90"};
+  const std::vector<std::string> atoms = {"a",        "\xC3\xA9", "\xE4\xB8\xAD", "\xF0\x9F\x98\x80", "\x80",
+                                          "\xE4\xB8", "\xF0\x9F", "\xFF",         "\xED\xA0\x80",     "\xC0",
+                                          " ",        "\xF4\x90"};
   for (int iter = 0; iter < 2000; ++iter) {
     std::string s;
     int n = 1 + rng() % 12;

@@ -11,9 +11,9 @@
 #include "checkpoint/checkpoint.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
-#include "trunk/writer.h"
 #include "runtime/memory_plan.h"
 #include "trunk/block_reader.h"
+#include "trunk/writer.h"
 
 namespace fs = std::filesystem;
 using namespace k3;

@@ -12,11 +12,11 @@
 
 #include "checkpoint/checkpoint.h"
 #include "common/thread_pool.h"
+#include "lib/test_util.h"
 #include "model/config.h"
 #include "model/engine.h"
 #include "model/k3_geometry.h"
 #include "model/tensor_manifest.h"
-#include "trunk/writer.h"
 #include "runtime/expert_index.h"
 #include "runtime/memory_plan.h"
 #include "runtime/presets.h"
@@ -24,7 +24,7 @@
 #include "runtime/streaming_weights.h"
 #include "synth/synth_checkpoint.h"
 #include "synth/synth_geometry.h"
-#include "lib/test_util.h"
+#include "trunk/writer.h"
 
 namespace fs = std::filesystem;
 using namespace k3;
@@ -232,12 +232,12 @@ TEST(HeadBlocks, K3WholeLayerPlanOf3And1GBFitsIn8GiB) {
   ASSERT_TRUE(laptop.head_streamed);
   EXPECT_GE(laptop.head_blocks, 2u);
   EXPECT_LE(laptop.stream_buffer_size, largest_layer);  // sized by a layer, not by the head
-  EXPECT_EQ(laptop.stream_buffers, 2);  // 1.27 GB layers: no room to read further ahead in 3 GB
+  EXPECT_EQ(laptop.stream_buffers, 2);                  // 1.27 GB layers: no room to read further ahead in 3 GB
   EXPECT_EQ(laptop.stream_buffer_bytes, laptop.stream_buffer_size * laptop.stream_buffers);
   EXPECT_EQ(laptop.peak_rss, laptop.pinned_bytes + laptop.stream_buffer_bytes + laptop.head_small_bytes +
                                  laptop.cache_bytes + laptop.kda_state_bytes + laptop.mla_cache_bytes +
                                  laptop.activation_bytes + laptop.io_bytes);
-  EXPECT_LT(laptop.peak_rss, 8ull << 30);  // 8 GiB
+  EXPECT_LT(laptop.peak_rss, 8ull << 30);        // 8 GiB
   EXPECT_LE(laptop.peak_rss, 8'200'000'000ull);  // the published engine's figure
   // A short prompt (5 ids, 3 generated) needs less still.
   const MemoryPlan short_prompt = plan_for(whole_layers, 8, 5, nullptr);
@@ -260,8 +260,7 @@ TEST(HeadBlocks, SynthK3GeometryHasTheReferenceWeights) {
   PlanRequest req;
   req.trunk_budget = 3'000'000'000;
   req.cache_budget = 1'000'000'000;
-  const MemoryPlan a = plan_memory_for_config(k3_config(), req),
-                   b = plan_memory_for_config(k3_reference_config(), req);
+  const MemoryPlan a = plan_memory_for_config(k3_config(), req), b = plan_memory_for_config(k3_reference_config(), req);
   EXPECT_EQ(a.pinned, b.pinned);
   EXPECT_EQ(a.pinned_bytes, b.pinned_bytes);
   EXPECT_EQ(a.stream_buffer_bytes, b.stream_buffer_bytes);

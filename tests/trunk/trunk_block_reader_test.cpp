@@ -12,10 +12,10 @@
 #include "checkpoint/checkpoint.h"
 #include "common/error.h"
 #include "common/file.h"
-#include "trunk/writer.h"
-#include "trunk/block_reader.h"
-#include "synth/synth_checkpoint.h"
 #include "lib/test_util.h"
+#include "synth/synth_checkpoint.h"
+#include "trunk/block_reader.h"
+#include "trunk/writer.h"
 
 namespace fs = std::filesystem;
 using namespace k3;

@@ -105,7 +105,8 @@ TEST(TrunkBlocks, AStoredRangeOutsideTheBytesReadIsRefused) {
     p.s.blocks[0].stored_offset = offset;
     p.s.blocks[0].stored_size = size;
     const std::string err = decode_guarded(p, kBase, 2000);
-    EXPECT_NE(err.find("section layer.3 block 0 lies outside"), std::string::npos) << offset << "+" << size << ": " << err;
+    EXPECT_NE(err.find("section layer.3 block 0 lies outside"), std::string::npos)
+        << offset << "+" << size << ": " << err;
   }
   const Packed p = pack_two_blocks();  // a block range past the section's blocks
   TrunkBlockDecoder dec;
@@ -121,8 +122,10 @@ TEST(TrunkBlocks, RawBlocksOutsideTheBytesReadAreRefused) {
   EXPECT_EQ(check_raw_blocks(p.s, BlockRange{0, 2}, p.original.data(), kBase, 2000, nullptr, "trunk.bin"), "");
   p.s.blocks[1].offset = kBase + 1500;
   const std::string err = check_raw_blocks(p.s, BlockRange{0, 2}, p.original.data(), kBase, 2000, nullptr, "trunk.bin");
-  EXPECT_NE(err.find("trunk.bin: section layer.3 block 1 lies outside the bytes read for it"), std::string::npos) << err;
+  EXPECT_NE(err.find("trunk.bin: section layer.3 block 1 lies outside the bytes read for it"), std::string::npos)
+      << err;
   p.s.blocks[1].offset = std::numeric_limits<uint64_t>::max() - 10;
-  EXPECT_NE(check_raw_blocks(p.s, BlockRange{0, 2}, p.original.data(), kBase, 2000, nullptr, "trunk.bin").find("block 1 lies outside"),
+  EXPECT_NE(check_raw_blocks(p.s, BlockRange{0, 2}, p.original.data(), kBase, 2000, nullptr, "trunk.bin")
+                .find("block 1 lies outside"),
             std::string::npos);
 }

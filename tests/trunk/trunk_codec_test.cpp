@@ -46,10 +46,11 @@ size_t round_trip(const std::vector<uint8_t>& src, bool bf16) {
   std::vector<uint8_t> stored;
   enc.encode(src.data(), src.size(), bf16, &stored);
   std::vector<uint8_t> out(src.size() + 1, 0xAB);
-  const std::string err = dec.decode(stored.data(), stored.size(), out.data(), src.size(),
-                                     XXH3_64bits(src.data(), src.size()));
+  const std::string err =
+      dec.decode(stored.data(), stored.size(), out.data(), src.size(), XXH3_64bits(src.data(), src.size()));
   EXPECT_EQ(err, "");
-  if (!src.empty()) EXPECT_EQ(std::memcmp(out.data(), src.data(), src.size()), 0);  // an empty vector's data() may be null
+  if (!src.empty())
+    EXPECT_EQ(std::memcmp(out.data(), src.data(), src.size()), 0);  // an empty vector's data() may be null
   EXPECT_EQ(out[src.size()], 0xAB) << "decoder wrote past the block";
   return stored.size();
 }
@@ -133,5 +134,6 @@ TEST(TrunkCodec, DamagedBlockIsRefused) {
   EXPECT_NE(dec.decode(stored.data(), stored.size(), out.data(), out.size(), h ^ 1), "");
   // The decoder is still usable after refusals.
   EXPECT_EQ(dec.decode(stored.data(), stored.size(), out.data(), out.size(), h), "");
-  if (!src.empty()) EXPECT_EQ(std::memcmp(out.data(), src.data(), src.size()), 0);  // an empty vector's data() may be null
+  if (!src.empty())
+    EXPECT_EQ(std::memcmp(out.data(), src.data(), src.size()), 0);  // an empty vector's data() may be null
 }

@@ -14,21 +14,21 @@
 #include <fstream>
 
 #include "checkpoint/checkpoint.h"
-#include "trunk/blocks.h"
 #include "common/error.h"
 #include "common/file.h"
-#include "trunk/writer.h"
-#include "synth/synth_checkpoint.h"
 #include "lib/test_util.h"
 #include "lib/tiny_manifest.h"
+#include "synth/synth_checkpoint.h"
+#include "trunk/blocks.h"
+#include "trunk/writer.h"
 
 namespace fs = std::filesystem;
 using namespace k3;
 
 using k3::test::code_of;
+using k3::test::flip_byte;
 using k3::test::manifest_of;
 using k3::test::tiny_manifest;
-using k3::test::flip_byte;
 
 using k3::test::fresh_dir;
 namespace {
@@ -294,7 +294,8 @@ TEST(TrunkCompress, RefreshAndNonFiniteScanWorkWhenCompressing) {
   EXPECT_TRUE(check_trunk(trunk, c, tiny_manifest(), nullptr).problems.empty());
   // A NaN planted in the first BF16 tensor of layer 0 (0x7FC0).
   const std::vector<TrunkTensor>& layer0 = after.layer_section(0)->tensors;
-  const auto bf16 = std::find_if(layer0.begin(), layer0.end(), [](const TrunkTensor& t) { return t.dtype == DType::kBF16; });
+  const auto bf16 =
+      std::find_if(layer0.begin(), layer0.end(), [](const TrunkTensor& t) { return t.dtype == DType::kBF16; });
   ASSERT_NE(bf16, layer0.end());
   const TrunkTensor& x = *bf16;
   const TensorLocation& loc = c.at(x.name);

@@ -16,17 +16,17 @@
 #include "common/error.h"
 #include "common/file.h"
 #include "io/aligned_buffer.h"
-#include "trunk/writer.h"
-#include "synth/synth_checkpoint.h"
 #include "lib/test_util.h"
 #include "lib/tiny_manifest.h"
+#include "synth/synth_checkpoint.h"
+#include "trunk/writer.h"
 
 namespace fs = std::filesystem;
 using namespace k3;
 
 using k3::test::code_of;
-using k3::test::tiny_manifest;
 using k3::test::flip_byte;
+using k3::test::tiny_manifest;
 
 using k3::test::fresh_dir;
 namespace {

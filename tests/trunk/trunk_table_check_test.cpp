@@ -6,11 +6,11 @@
 #include <functional>
 #include <string>
 
-#include "trunk/codec.h"
-#include "trunk/table_check.h"
 #include "lib/test_util.h"
 #include "lib/tiny_manifest.h"
+#include "trunk/codec.h"
 #include "trunk/plan.h"
+#include "trunk/table_check.h"
 
 using namespace k3;
 using k3::test::code_of;
@@ -117,13 +117,9 @@ TEST(TrunkTableCheck, RefusesEachEditNamingTheTensor) {
            for (TrunkSection& s : t.sections)
              if (s.name == "layer.2") s.tensors.pop_back();
          }},
-        {"section moved", "section layer.3 at offset",
-         [](TrunkLayout& t) { t.sections[4].offset += 4096; }},
+        {"section moved", "section layer.3 at offset", [](TrunkLayout& t) { t.sections[4].offset += 4096; }},
         {"sections swapped", "belongs", [](TrunkLayout& t) { std::swap(t.sections[1], t.sections[2]); }},
-        {"section stored elsewhere", "stored at byte",
-         [](TrunkLayout& t) {
-           t.sections[3].stored_offset += 4096;
-         }},
+        {"section stored elsewhere", "stored at byte", [](TrunkLayout& t) { t.sections[3].stored_offset += 4096; }},
         {"file size", "file_size", [](TrunkLayout& t) { t.file_size += 4096; }},
         {"block size", "block_bytes", [](TrunkLayout& t) { t.block_bytes = t.block_bytes ? 4096 : kTrunkBlockBytes; }},
     };

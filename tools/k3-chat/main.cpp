@@ -18,14 +18,14 @@
 #include "chat/line_editor.h"
 #include "chat/tool_declarations.h"
 #include "cli/chat_state_setup.h"
+#include "cli/cli_parse.h"
+#include "cli/flag_checks.h"
 #include "cli/interrupt.h"
 #include "cli/model_options.h"
 #include "cli/model_run.h"
 #include "cli/prefill_progress.h"
 #include "cli/sampling_options.h"
 #include "cli/speculation_options.h"
-#include "cli/cli_parse.h"
-#include "cli/flag_checks.h"
 #include "common/atomic_file_writer.h"
 #include "common/error.h"
 #include "common/tool_main.h"
@@ -40,7 +40,8 @@ int run(int argc, char** argv) {
   CLI::App app{
       "Chat with Kimi-K3: type a message, the reply streams (reasoning dimmed, or lines starting \"> \" when\n"
       "not on a terminal). The model is loaded once; each turn evaluates only the new part of the conversation.\n"
-      "Where the reply repeats the conversation, drafts are verified several per pass (--spec; --no-spec: same reply).\n"
+      "Where the reply repeats the conversation, drafts are verified several per pass (--spec; --no-spec: same "
+      "reply).\n"
       "Commands: /reset /retry /undo /save FILE /effort low|high|max|none /think on|off /exit /help. Ctrl-C stops a\n"
       "reply. At a terminal lines are edited (arrows, Up for earlier inputs, kept in ~/.local/state/k3/chat-inputs).\n"
       "From a script (stdin not a terminal) the lines up to the next command are one message:\n"
@@ -62,19 +63,24 @@ int run(int argc, char** argv) {
   auto* eo = app.add_option("--thinking-effort", effort, "How much to think: low, high, max (default) or none")
                  ->check(CLI::IsMember({"low", "high", "max", "none"}));
   app.add_flag("--no-think", no_think, "Answer without the thinking channel")->excludes(eo);
-  app.add_option("--history", history_path,
-                 "JSONL transcript, resumed when it exists (the model state kept beside it in FILE.k3s spares evaluating "
-                 "it again); new messages are appended, one per line");
-  app.add_option("--max-tokens", co.max_tokens, "Longest reply in tokens (default 4096)")->check(k3::cli::positive_integer());
+  app.add_option(
+      "--history", history_path,
+      "JSONL transcript, resumed when it exists (the model state kept beside it in FILE.k3s spares evaluating "
+      "it again); new messages are appended, one per line");
+  app.add_option("--max-tokens", co.max_tokens, "Longest reply in tokens (default 4096)")
+      ->check(k3::cli::positive_integer());
   app.add_flag("--no-reasoning", no_reasoning, "Do not show the reasoning (it is still kept in the conversation)");
   std::string tools_path;
-  app.add_option("--tools", tools_path, "OpenAI tool declarations (a JSON array) the model may call; a call is shown "
-                                        "(--json: in tool_calls) and the next message is the tool's result");
-  app.add_flag("--json", lo.json, "Write each reply as one JSON line on stdout (the assistant message: "
-                                  "reasoning_content, content, tool_calls) instead of streaming it");
+  app.add_option("--tools", tools_path,
+                 "OpenAI tool declarations (a JSON array) the model may call; a call is shown "
+                 "(--json: in tool_calls) and the next message is the tool's result");
+  app.add_flag("--json", lo.json,
+               "Write each reply as one JSON line on stdout (the assistant message: "
+               "reasoning_content, content, tool_calls) instead of streaming it");
   app.add_flag("--stats", lo.stats, "A line per turn on stderr: prompt, reused and prefilled ids, seconds");
-  app.add_flag("--no-reuse", [&](int64_t) { co.reuse_state = false; },
-               "Evaluate the whole conversation every turn instead of only its new part (for comparison)");
+  app.add_flag(
+      "--no-reuse", [&](int64_t) { co.reuse_state = false; },
+      "Evaluate the whole conversation every turn instead of only its new part (for comparison)");
   app.add_option("--logits", lo.logits_path,
                  "Write the logits each reply's first token was drawn from (safetensors 'logits' [turns, vocab])");
   sampling_flags.add_to(app);
@@ -83,7 +89,8 @@ int run(int argc, char** argv) {
   app.footer(std::string("Exit status 4 when a message or command was refused or the history is invalid (naming the\n"
                          "line and field), also a message that would make the conversation longer than --ctx (default\n"
                          "8192 positions; a reply is cut where the context ends); 6 when the resumed conversation\n"
-                         "itself does not fit in --ctx; 130 after Ctrl-C at the prompt.\n") + k3::exit_codes_help());
+                         "itself does not fit in --ctx; 130 after Ctrl-C at the prompt.\n") +
+             k3::exit_codes_help());
   if (auto status = k3::parse_command_line(app, argc, argv, kTool)) return *status;
   if (auto status = k3::apply_early_options(mo)) return *status;
   co.thinking = !no_think;
@@ -112,8 +119,8 @@ int run(int argc, char** argv) {
   k3::ignore_sigpipe();
   k3::install_interrupt_handler(k3::stopping_message(kTool));
   k3::GenerationOptions go{k3::resolve_sampling(std::nullopt, sampling_flags.given()),
-                           k3::StopConditions(config.eos_token_ids, k3::chat_stop_ids(tok.vocab(), {}), false),
-                           false, false, model->max_drafts()};
+                           k3::StopConditions(config.eos_token_ids, k3::chat_stop_ids(tok.vocab(), {}), false), false,
+                           false, model->max_drafts()};
   k3::Session session = model->session(go);
   session.set_stop_within_pass(k3::interrupted);  // Ctrl-C cuts a pass within a layer; the turn is dropped
   k3::NgramDrafts lookup;

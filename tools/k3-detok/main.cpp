@@ -18,9 +18,9 @@
 
 #include "chat/python_json.h"
 #include "chat/reply_printer.h"
+#include "cli/cli_parse.h"
 #include "cli/stdout_writer.h"
 #include "cli/token_id_reader.h"
-#include "cli/cli_parse.h"
 #include "common/error.h"
 #include "common/file.h"
 #include "common/tool_main.h"
@@ -38,8 +38,9 @@ int run(int argc, char** argv) {
   std::string tok_dir, ids_file = "-";
   bool raw = false, skip_special = false, chat = false, no_think = false, no_reasoning = false, json = false;
   std::string format = "stream";
-  app.add_option("--tok", tok_dir, "Tokenizer directory holding tiktoken.model and tokenizer_config.json "
-                                   "(usually the model directory)")
+  app.add_option("--tok", tok_dir,
+                 "Tokenizer directory holding tiktoken.model and tokenizer_config.json "
+                 "(usually the model directory)")
       ->required();
   app.add_option("FILE", ids_file, "Read the ids from FILE instead of stdin (- is stdin)");
   app.add_flag("--raw", raw, "Write the token bytes unchanged (no UTF-8 repair; output may be invalid UTF-8)");

@@ -45,7 +45,8 @@ int main(int argc, char** argv) {
                  "k3-forward --draft --preset auto chooses (exit 3 when it does not fit the model)");
   app.add_option("--root", opt.root,
                  std::string("read /proc and /sys under this directory (a recorded tree) instead of the live "
-                             "system; also $") + k3::kRootEnv);
+                             "system; also $") +
+                     k3::kRootEnv);
   app.footer(std::string("The exit status says whether a run can proceed:\n"
                          "  0    ready\n"
                          "  10   ready, with warnings (read them)\n"

@@ -10,10 +10,10 @@
 
 #include <string>
 
-#include "cli/fetch_verify_commands.h"
-#include "cli/interrupt.h"
 #include "cli/cli_parse.h"
+#include "cli/fetch_verify_commands.h"
 #include "cli/flag_checks.h"
+#include "cli/interrupt.h"
 #include "common/cli_limits.h"
 #include "common/error.h"
 #include "common/tool_main.h"
@@ -25,9 +25,10 @@ constexpr const char* kTool = "k3-fetch-verify";
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Download a checkpoint from the Hugging Face hub with resume and verification, and verify a local "
-               "checkpoint directory shard by shard.",
-               kTool};
+  CLI::App app{
+      "Download a checkpoint from the Hugging Face hub with resume and verification, and verify a local "
+      "checkpoint directory shard by shard.",
+      kTool};
   app.require_subcommand(1);
   app.footer(std::string("\nSteps for Kimi-K3:\n"
                          "  1. k3-fetch-verify download DIR --include '*.json' --include 'tiktoken.model' "
@@ -39,8 +40,9 @@ int main(int argc, char** argv) {
 
   k3::DownloadCommand download;
   k3::DownloadOptions& dopt = download.options;
-  auto* dl = app.add_subcommand("download", "Download REPO (default moonshotai/Kimi-K3) into DIR, resuming and "
-                                            "verifying every file");
+  auto* dl = app.add_subcommand("download",
+                                "Download REPO (default moonshotai/Kimi-K3) into DIR, resuming and "
+                                "verifying every file");
   dl->add_option("REPO_DIR", download.positional,
                  "[REPO] DIR: the hub repository (owner/name) and the target directory")
       ->required()
@@ -52,10 +54,11 @@ int main(int argc, char** argv) {
   dl->add_option("--jobs,-j", dopt.jobs, "Parallel transfers")
       ->check(k3::cli::in_range(1, k3::kMaxTransferJobs))
       ->capture_default_str();
-  dl->add_option("--token", download.token_flag, "Hub access token (default: $HF_TOKEN, then the file $HF_TOKEN_PATH, then $HF_HOME/token, "
-                  "~/.cache/huggingface/token by default, as huggingface-cli login writes it). From any source it "
-                  "must be one line of printable ASCII of at most 4096 bytes, and a token file a regular file: "
-                  "else exit 2 (--token, $HF_TOKEN) or 4 (a file), naming where it came from, never printing it");
+  dl->add_option("--token", download.token_flag,
+                 "Hub access token (default: $HF_TOKEN, then the file $HF_TOKEN_PATH, then $HF_HOME/token, "
+                 "~/.cache/huggingface/token by default, as huggingface-cli login writes it). From any source it "
+                 "must be one line of printable ASCII of at most 4096 bytes, and a token file a regular file: "
+                 "else exit 2 (--token, $HF_TOKEN) or 4 (a file), naming where it came from, never printing it");
   dl->add_option("--endpoint", download.endpoint_flag, "Hub address (default: $HF_ENDPOINT or https://huggingface.co)");
   dl->add_option("--retries", download.retries, "Attempts per file without progress before giving up")
       ->check(CLI::Range(1, 1000))
@@ -71,8 +74,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
 
   k3::VerifyOptions vopt;
-  auto* vf = app.add_subcommand("verify", "Check DIR: shards against the index, sizes against the manifest, "
-                                          "headers and tensors; --full also re-hashes every file");
+  auto* vf = app.add_subcommand("verify",
+                                "Check DIR: shards against the index, sizes against the manifest, "
+                                "headers and tensors; --full also re-hashes every file");
   vf->add_option("DIR", vopt.dir, "Checkpoint directory")->required();
   vf->add_flag("--full", vopt.full, "Re-hash every file: sha256 against the hub, xxh3 against the manifest");
   vf->add_flag("--no-manifest", vopt.no_manifest,
@@ -86,7 +90,6 @@ int main(int argc, char** argv) {
   if (auto status = k3::parse_command_line(app, argc, argv, kTool)) return *status;
 
   k3::install_interrupt_handler();
-  return k3::run_tool(kTool, [&] {
-    return *dl ? k3::run_download_command(download, kTool) : k3::run_verify_command(vopt, kTool);
-  });
+  return k3::run_tool(
+      kTool, [&] { return *dl ? k3::run_download_command(download, kTool) : k3::run_verify_command(vopt, kTool); });
 }

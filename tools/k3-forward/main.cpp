@@ -16,16 +16,16 @@
 
 #include "checkpoint/checkpoint.h"
 #include "cli/batch_run.h"
+#include "cli/cli_parse.h"
+#include "cli/flag_checks.h"
 #include "cli/interrupt.h"
-#include "cli/state_identity.h"
 #include "cli/model_options.h"
 #include "cli/model_run.h"
 #include "cli/prompt_and_generate.h"
 #include "cli/sampling_options.h"
 #include "cli/speculation_options.h"
+#include "cli/state_identity.h"
 #include "cli/token_id_reader.h"
-#include "cli/cli_parse.h"
-#include "cli/flag_checks.h"
 #include "common/atomic_file_writer.h"
 #include "common/error.h"
 #include "common/file.h"
@@ -59,15 +59,19 @@ int run(int argc, char** argv) {
   app.add_option("--tok", tok_dir,
                  "Tokenizer directory the ids come from: refuse to run when its vocabulary or special tokens "
                  "disagree with the model's config");
-  app.add_option("--ids", ids_file, "Read the prompt ids from FILE instead of stdin (- is stdin; pipes are read to the end)");
-  app.add_option("--batch", batch_file, "Decode the prompts of FILE (one line of ids each) together, one weight pass "
-                                        "per step; writes one line of ids per prompt, in order");
+  app.add_option("--ids", ids_file,
+                 "Read the prompt ids from FILE instead of stdin (- is stdin; pipes are read to the end)");
+  app.add_option("--batch", batch_file,
+                 "Decode the prompts of FILE (one line of ids each) together, one weight pass "
+                 "per step; writes one line of ids per prompt, in order");
   app.add_option("--gen", gen, "Generate up to N tokens after the prompt (default 0: only run the prompt)")
       ->check(k3::cli::non_negative());
   app.add_flag("--ignore-eos", ignore_eos, "Keep generating past an EOS id");
-  app.add_flag("--recompute", recompute, "Recompute the whole prefix for every new token (slow reference path; same ids)");
-  app.add_option("--logits", logits_file, "Write the logits of every evaluated position to FILE (safetensors, tensor "
-                                          "'logits' F32 [positions, vocab]; written atomically)");
+  app.add_flag("--recompute", recompute,
+               "Recompute the whole prefix for every new token (slow reference path; same ids)");
+  app.add_option("--logits", logits_file,
+                 "Write the logits of every evaluated position to FILE (safetensors, tensor "
+                 "'logits' F32 [positions, vocab]; written atomically)");
   app.add_flag("--teacher-forcing", teacher_forcing,
                "Evaluate the given ids without generating; writes the argmax id of every position to stdout");
   sampling_flags.add_to(app);
@@ -75,17 +79,21 @@ int run(int argc, char** argv) {
   extras.add_to(app);
   spec_flags.add_to(app);
   app.add_option("--stop-id", stop_ids, "Stop generating after this id (repeatable)")->allow_extra_args(false);
-  app.add_option("--state-in", state_in, "Continue the conversation saved in FILE: the ids on stdin are appended to the "
-                                         "saved context (sampling flags not given keep the saved settings)");
+  app.add_option("--state-in", state_in,
+                 "Continue the conversation saved in FILE: the ids on stdin are appended to the "
+                 "saved context (sampling flags not given keep the saved settings)");
   k3::add_budget_options(app, mo, /*expert_trace=*/true);
-  app.add_option("--state-out", state_out, "Save the conversation to FILE after the run (written atomically; also when interrupted)");
+  app.add_option("--state-out", state_out,
+                 "Save the conversation to FILE after the run (written atomically; also when interrupted)");
   app.footer(k3::exit_codes_help());
   if (auto status = k3::parse_command_line(app, argc, argv, kTool)) return *status;
   if (auto status = k3::apply_early_options(mo)) return *status;
   if (teacher_forcing && gen > 0)
-    throw k3::Error(k3::ExitCode::kUsage, "--teacher-forcing evaluates the given ids and cannot be combined with --gen");
+    throw k3::Error(k3::ExitCode::kUsage,
+                    "--teacher-forcing evaluates the given ids and cannot be combined with --gen");
   if (recompute && spec_flags.requested())
-    throw k3::Error(k3::ExitCode::kUsage, "--recompute is the one-id-per-pass reference path: drop --spec/--predict/--draft");
+    throw k3::Error(k3::ExitCode::kUsage,
+                    "--recompute is the one-id-per-pass reference path: drop --spec/--predict/--draft");
   k3::check_batch_alone(batch_file, {&ids_file, &state_in, &state_out, &logits_file},
                         teacher_forcing || recompute || spec_flags.requested());
 
@@ -99,12 +107,15 @@ int run(int argc, char** argv) {
   if (!state_out.empty()) ++mo.stream.state_snapshots;  // Ctrl-C's undo copy
   k3::check_stop_ids(stop_ids, config.vocab_size);
   extras.prepare(tok_dir.empty() ? mo.model_dir : tok_dir, !batch_file.empty());
-  const auto batch = batch_file.empty() ? std::vector<std::vector<int32_t>>{} : k3::read_batch_file(batch_file, config.vocab_size);
+  const auto batch =
+      batch_file.empty() ? std::vector<std::vector<int32_t>>{} : k3::read_batch_file(batch_file, config.vocab_size);
   mo.stream.sequences = std::max<size_t>(1, batch.size());
   if (auto status = k3::answer_plan_requests(config, mo, kTool, batch.empty() ? 256 : batch.size())) return *status;
   if (!batch.empty())
-    return k3::run_batch(config, mo, {k3::resolve_sampling(std::nullopt, sampling_flags.given()),
-                                      k3::StopConditions(config.eos_token_ids, stop_ids, ignore_eos)}, batch, gen);
+    return k3::run_batch(config, mo,
+                         {k3::resolve_sampling(std::nullopt, sampling_flags.given()),
+                          k3::StopConditions(config.eos_token_ids, stop_ids, ignore_eos)},
+                         batch, gen);
   if (ids_file.empty()) ids_file = "-";
   const std::string origin = ids_file == "-" ? "stdin" : ids_file;
   const std::string text = k3::read_input(ids_file, "ids file");
@@ -120,7 +131,8 @@ int run(int argc, char** argv) {
   if (!state_in.empty() || !state_out.empty()) identity = k3::state_model_identity(config, checkpoint);
   if (!state_in.empty()) saved = k3::load_conversation(state_in, *identity);
   k3::GenerationOptions go{k3::resolve_sampling(saved ? saved->sampling : std::nullopt, sampling_flags.given()),
-                           k3::StopConditions(config.eos_token_ids, stop_ids, ignore_eos), recompute, !logits_file.empty(), spec_flags.max_drafts()};
+                           k3::StopConditions(config.eos_token_ids, stop_ids, ignore_eos), recompute,
+                           !logits_file.empty(), spec_flags.max_drafts()};
   const std::unique_ptr<k3::DraftSource> drafts = spec_flags.make_source(config.vocab_size);
   const size_t fed = (saved ? saved->pending.size() : 0) + prompt.size();
   if (fed == 0 && (saved->last_logits.empty() || teacher_forcing))
@@ -147,4 +159,6 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return k3::run_tool(kTool, [&] { return run(argc, argv); }); }
+int main(int argc, char** argv) {
+  return k3::run_tool(kTool, [&] { return run(argc, argv); });
+}

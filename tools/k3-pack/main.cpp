@@ -7,14 +7,14 @@
 #include <optional>
 
 #include "checkpoint/checkpoint.h"
-#include "cli/interrupt.h"
 #include "cli/cli_parse.h"
+#include "cli/interrupt.h"
 #include "common/atomic_file_writer.h"
 #include "common/byte_format.h"
 #include "common/error.h"
 #include "common/file.h"
-#include "common/tool_main.h"
 #include "common/progress_meter.h"
+#include "common/tool_main.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
 #include "trunk/trunk.h"
@@ -41,7 +41,8 @@ int run(int argc, char** argv) {
   std::string first, second;
   bool check = false, refresh = false, no_sparse = false, compress = false;
   app.add_option("MODEL_DIR", first, "Checkpoint directory (with --check or --refresh: the TRUNK_DIR)")->required();
-  app.add_option("TRUNK_DIR", second, "Where trunk.bin and trunk.json go (with --check or --refresh: the MODEL_DIR)")->required();
+  app.add_option("TRUNK_DIR", second, "Where trunk.bin and trunk.json go (with --check or --refresh: the MODEL_DIR)")
+      ->required();
   auto* check_flag = app.add_flag("--check", check, "verify an existing trunk instead of writing one");
   auto* refresh_flag =
       app.add_flag("--refresh", refresh, "re-check the trunk tensors of changed shards and record the shards")
@@ -67,25 +68,28 @@ int run(int argc, char** argv) {
     std::optional<ProgressMeter> meter;  // its total is known once the changed sections are
     TrunkCheck r = refresh_trunk(trunk_dir, checkpoint, [&](uint64_t done, uint64_t total) {
       if (!meter) meter.emplace("k3-pack: re-checking", total);
-      progress_to(*meter)(done, total);
+      progress_to (*meter)(done, total);
     });
     if (meter) meter->finish(r.bytes_checked);
     for (const std::string& p : r.problems) std::fprintf(stderr, "k3-pack: %s\n", p.c_str());
     if (!r.problems.empty()) {
-      std::fprintf(stderr, "k3-pack: %s: %zu problem(s); re-run k3-pack %s %s\n", trunk_dir.c_str(),
-                   r.problems.size(), model_dir.c_str(), trunk_dir.c_str());
+      std::fprintf(stderr, "k3-pack: %s: %zu problem(s); re-run k3-pack %s %s\n", trunk_dir.c_str(), r.problems.size(),
+                   model_dir.c_str(), trunk_dir.c_str());
       return static_cast<int>(ExitCode::kVerify);
     }
     if (r.refreshed && !r.shards_changed.empty())
-      std::fprintf(stderr, "k3-pack: %s: %s; the trunk tensors (%s re-hashed) are unchanged: trunk.json now records "
-                           "the shards as they are\n",
+      std::fprintf(stderr,
+                   "k3-pack: %s: %s; the trunk tensors (%s re-hashed) are unchanged: trunk.json now records "
+                   "the shards as they are\n",
                    trunk_dir.c_str(), r.shards_changed.c_str(), format_bytes(r.bytes_checked).c_str());
     if (r.upgraded_from)
-      std::fprintf(stderr, "k3-pack: %s: trunk.json upgraded from format version %d to %d: the block hashes of %s of "
-                           "trunk.bin (read once, unchanged) are recorded\n",
+      std::fprintf(stderr,
+                   "k3-pack: %s: trunk.json upgraded from format version %d to %d: the block hashes of %s of "
+                   "trunk.bin (read once, unchanged) are recorded\n",
                    trunk_dir.c_str(), r.upgraded_from, kTrunkFormatVersion, format_bytes(r.bytes_read).c_str());
     if (!r.refreshed)
-      std::fprintf(stderr, "k3-pack: %s already matches %s: nothing to refresh\n", trunk_dir.c_str(), model_dir.c_str());
+      std::fprintf(stderr, "k3-pack: %s already matches %s: nothing to refresh\n", trunk_dir.c_str(),
+                   model_dir.c_str());
     return 0;
   }
   if (check) {
@@ -98,8 +102,9 @@ int run(int argc, char** argv) {
     for (const std::string& p : r.problems) std::fprintf(stderr, "k3-pack: %s\n", p.c_str());
     if (!r.problems.empty()) {
       if (r.problems.size() == 1 && !r.shards_changed.empty())
-        std::fprintf(stderr, "k3-pack: %s: every section matches the checkpoint, but the shards changed on disk since "
-                             "the pack; record them with k3-pack --refresh %s %s\n",
+        std::fprintf(stderr,
+                     "k3-pack: %s: every section matches the checkpoint, but the shards changed on disk since "
+                     "the pack; record them with k3-pack --refresh %s %s\n",
                      trunk_dir.c_str(), trunk_dir.c_str(), model_dir.c_str());
       else
         std::fprintf(stderr, "k3-pack: %s: %zu problem(s); re-run k3-pack %s %s\n", trunk_dir.c_str(),
@@ -140,10 +145,13 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "; %.1f%% of the uncompressed %s (layers %.1f%%)", 100.0 * t.file_size / plan.file_size,
                  format_bytes(plan.file_size).c_str(), 100.0 * layers / std::max<uint64_t>(1, t.layer_bytes()));
   std::fprintf(stderr, "\n");
-  std::fprintf(stderr, "k3-pack: next: k3-doctor --model %s --trunk %s (checks this machine and prints the run command)\n",
+  std::fprintf(stderr,
+               "k3-pack: next: k3-doctor --model %s --trunk %s (checks this machine and prints the run command)\n",
                model_dir.c_str(), trunk_dir.c_str());
   return 0;
 }
 }  // namespace
 
-int main(int argc, char** argv) { return k3::run_tool("k3-pack", [&] { return run(argc, argv); }); }
+int main(int argc, char** argv) {
+  return k3::run_tool("k3-pack", [&] { return run(argc, argv); });
+}

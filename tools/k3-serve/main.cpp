@@ -5,19 +5,19 @@
 // the flags, loads the model and wires them (docs/serve.md).
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
-#include <atomic>
 #include <thread>
 
 #include "chat/chat_session.h"
 #include "checkpoint/checkpoint.h"
-#include "cli/model_run.h"
 #include "cli/cli_parse.h"
 #include "cli/draft_options.h"
 #include "cli/flag_checks.h"
 #include "cli/interrupt.h"
 #include "cli/model_options.h"
+#include "cli/model_run.h"
 #include "cli/state_identity.h"
 #include "common/error.h"
 #include "common/rate_format.h"
@@ -36,12 +36,13 @@ constexpr const char* kTool = "k3-serve";
 std::atomic<k3::serve::SlotScheduler*> live{nullptr};  // set once serving: what a stop signal shuts down
 
 int run(int argc, char** argv) {
-  CLI::App app{"Serves Kimi-K3 over OpenAI's API (chat completions, completions, streaming, tool calls) on this\n"
-               "machine: point an OpenAI client, agent or editor at http://127.0.0.1:8080/v1, or a browser at\n"
-               "http://127.0.0.1:8080/ for its chat page. The model is loaded once; up to --slots requests share\n"
-               "each weight pass; a conversation's next request continues from its kept state. Stop it with\n"
-               "Ctrl-C or SIGTERM (streams in flight end cleanly). See docs/serve.md.",
-               kTool};
+  CLI::App app{
+      "Serves Kimi-K3 over OpenAI's API (chat completions, completions, streaming, tool calls) on this\n"
+      "machine: point an OpenAI client, agent or editor at http://127.0.0.1:8080/v1, or a browser at\n"
+      "http://127.0.0.1:8080/ for its chat page. The model is loaded once; up to --slots requests share\n"
+      "each weight pass; a conversation's next request continues from its kept state. Stop it with\n"
+      "Ctrl-C or SIGTERM (streams in flight end cleanly). See docs/serve.md.",
+      kTool};
   k3::ModelOptions mo;
   k3::serve::ServerOptions so;
   k3::serve::SchedulerOptions sched;
@@ -51,30 +52,39 @@ int run(int argc, char** argv) {
   double keep_mb = 512, max_body_mb = 8;
   k3::add_model_options(app, mo);
   app.add_option("--host", so.host, "Address to listen on (default 127.0.0.1; another than loopback needs --api-key)");
-  app.add_option("--port", so.port, "Port (default 8080; 0: any free port, printed at start)")->check(k3::cli::in_range(0, 65535));
-  auto* key = app.add_option("--api-key", so.api_key, "Every endpoint but /health and the chat page / needs \"Authorization: Bearer KEY\"");
+  app.add_option("--port", so.port, "Port (default 8080; 0: any free port, printed at start)")
+      ->check(k3::cli::in_range(0, 65535));
+  auto* key = app.add_option("--api-key", so.api_key,
+                             "Every endpoint but /health and the chat page / needs \"Authorization: Bearer KEY\"");
   app.add_option("--api-key-file", key_file, "The key from the first line of a file (kept out of the process list)")
       ->excludes(key);
   app.add_flag("--insecure", insecure, "Allow a non-loopback --host without an API key");
   app.add_option("--slots", sched.slots, "Requests generated together, sharing each weight pass (default 4)")
       ->check(k3::cli::in_range(1, 256));
-  app.add_option("--queue", sched.queue_limit, "Requests that may wait beyond the free slots; more get 429 (default 64)")->check(k3::cli::in_range(0, 4096));
+  app.add_option("--queue", sched.queue_limit,
+                 "Requests that may wait beyond the free slots; more get 429 (default 64)")
+      ->check(k3::cli::in_range(0, 4096));
   app.add_option("--model-name", so.model_name, "The model's id in the API (default: the model directory's name)");
-  app.add_option("--cache-dir", cache_options.dir, "Directory for conversation states spilled from RAM (default: none, dropped)");
-  app.add_option("--keep-mb", keep_mb, "RAM for kept conversation states in MB (default 512)")->check(k3::cli::in_range(0, 1e7));
-  app.add_option("--max-body-mb", max_body_mb, "Largest request body in MB (default 8; larger: 413)")->check(k3::cli::in_range(0.001, 1024));
+  app.add_option("--cache-dir", cache_options.dir,
+                 "Directory for conversation states spilled from RAM (default: none, dropped)");
+  app.add_option("--keep-mb", keep_mb, "RAM for kept conversation states in MB (default 512)")
+      ->check(k3::cli::in_range(0, 1e7));
+  app.add_option("--max-body-mb", max_body_mb, "Largest request body in MB (default 8; larger: 413)")
+      ->check(k3::cli::in_range(0.001, 1024));
   k3::DraftFlags draft;
   draft.add_to(app);
   k3::add_budget_options(app, mo);
   app.footer(std::string("Exit status 2 for a refused flag or an address it cannot listen on; 130 after Ctrl-C or "
-                         "SIGTERM.\n") + k3::exit_codes_help());
+                         "SIGTERM.\n") +
+             k3::exit_codes_help());
   if (auto status = k3::parse_command_line(app, argc, argv, kTool)) return *status;
   if (auto status = k3::apply_early_options(mo)) return *status;
   if (!key_file.empty()) so.api_key = k3::serve::read_api_key_file(key_file);
   if ((key->count() || !key_file.empty()) && so.api_key.empty())
     throw k3::Error(k3::ExitCode::kUsage, "the API key is empty: give a non-empty --api-key or --api-key-file");
   if (!k3::serve::is_loopback_host(so.host) && so.api_key.empty() && !insecure)
-    throw k3::Error(k3::ExitCode::kUsage, "--host " + so.host + " is reachable from other machines: give --api-key "
+    throw k3::Error(k3::ExitCode::kUsage, "--host " + so.host +
+                                              " is reachable from other machines: give --api-key "
                                               "(or --api-key-file), or --insecure to serve without one");
   if (!cache_options.dir.empty() && !std::filesystem::is_directory(cache_options.dir))
     throw k3::Error(k3::ExitCode::kUsage, "--cache-dir " + cache_options.dir + ": not a directory (create it first)");
@@ -84,7 +94,7 @@ int run(int argc, char** argv) {
   so.http_threads = sched.slots + sched.queue_limit + 8;
   if (so.model_name.empty()) so.model_name = std::filesystem::path(mo.model_dir).lexically_normal().filename().string();
   if (so.model_name.empty()) so.model_name = std::filesystem::absolute(mo.model_dir).parent_path().filename().string();
-  mo.stream.sequences = sched.slots;  // the plan holds a sequence state of --ctx positions per slot
+  mo.stream.sequences = sched.slots;                     // the plan holds a sequence state of --ctx positions per slot
   mo.stream.kept_state_bytes = cache_options.ram_bytes;  // and the kept conversation states
 
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
@@ -113,9 +123,9 @@ int run(int argc, char** argv) {
     std::_Exit(static_cast<int>(k3::ExitCode::kInterrupted));
   }).detach();
 
-  std::unique_ptr<k3::Model> model =
-      k3::load_model(config, std::move(checkpoint), mo, static_cast<uint64_t>(so.context), 256,
-                     [&](const char* what, uint64_t done, uint64_t total) { http.load_status().update(what, done, total); });
+  std::unique_ptr<k3::Model> model = k3::load_model(
+      config, std::move(checkpoint), mo, static_cast<uint64_t>(so.context), 256,
+      [&](const char* what, uint64_t done, uint64_t total) { http.load_status().update(what, done, total); });
   k3::serve::ConversationCache cache(k3::state_model_identity(model->config(), model->checkpoint()), cache_options);
   sched.draft = draft.start_serving(*model);
   sched.max_drafts = std::min(draft.max_drafts(), model->max_drafts());
@@ -127,7 +137,7 @@ int run(int argc, char** argv) {
                static_cast<long long>(so.context));
   scheduler.run();  // this thread owns the engine until shutdown()
   live = nullptr;
-  http.stop();      // handlers of ended streams finish their last chunks first
+  http.stop();          // handlers of ended streams finish their last chunks first
   draft.finish(kTool);  // --draft-log and the draft's summary line
   const uint64_t generated = metrics.generated_tokens.load();
   const double decode_seconds = static_cast<double>(metrics.decode_nanoseconds.load()) * 1e-9;

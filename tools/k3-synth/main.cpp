@@ -7,8 +7,8 @@
 #include "cli/cli_parse.h"
 #include "common/byte_format.h"
 #include "common/error.h"
-#include "common/tool_main.h"
 #include "common/progress_meter.h"
+#include "common/tool_main.h"
 #include "synth/synth_checkpoint.h"
 #include "synth/synth_dspark.h"
 
@@ -91,8 +91,8 @@ int main(int argc, char** argv) {
     set(kv_lora, g.kv_lora_rank);
     set(shards, g.num_shards);
     // The published total only holds for the preset's own geometry.
-    if (vocab || hidden || inter || layers || block || experts || topk || shared || moe_inter || latent ||
-        kda_heads || kda_dim || mla_heads || q_lora || kv_lora || shards)
+    if (vocab || hidden || inter || layers || block || experts || topk || shared || moe_inter || latent || kda_heads ||
+        kda_dim || mla_heads || q_lora || kv_lora || shards)
       g.total_shard_bytes = 0;
     validate_geometry(g);
 

@@ -8,8 +8,8 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "cli/tokenize_command.h"
 #include "cli/cli_parse.h"
+#include "cli/tokenize_command.h"
 #include "common/error.h"
 #include "common/tool_main.h"
 
@@ -29,8 +29,9 @@ int run(int argc, char** argv) {
   app.add_option("--model", c.model_dir,
                  "Model directory the ids are for: refuse when the tokenizer's vocabulary or special tokens "
                  "disagree with its config (a tokenizer of another model gives ids that compute garbage)");
-  auto* pf = app.add_option("--prompt-file", c.prompt_file,
-                            "Read the text from FILE instead of stdin (- is stdin; pipes and FIFOs are read to the end)");
+  auto* pf =
+      app.add_option("--prompt-file", c.prompt_file,
+                     "Read the text from FILE instead of stdin (- is stdin; pipes and FIFOs are read to the end)");
   auto* tx = app.add_option("--text", c.text, "Encode STRING instead of reading stdin");
   pf->excludes(tx);
   auto* ch = app.add_flag("--chat", c.chat,
