@@ -18,6 +18,7 @@
 #include "cli/batch_run.h"
 #include "cli/cli_parse.h"
 #include "cli/flag_checks.h"
+#include "cli/forward_flags.h"
 #include "cli/interrupt.h"
 #include "cli/model_options.h"
 #include "cli/model_run.h"
@@ -48,79 +49,44 @@ int run(int argc, char** argv) {
       "Example: k3-tokenize --tok ~/k3model < prompt.txt | k3-forward ~/k3model --gen 64 | k3-detok --tok ~/k3model",
       kTool};
   k3::ModelOptions mo;
-  std::string ids_file, logits_file, state_in, state_out, batch_file;
+  k3::ForwardFlags f;
   k3::SamplingFlags sampling_flags;
   k3::SpeculationFlags spec_flags;
-  std::vector<int32_t> stop_ids;
-  int gen = 0;
-  bool ignore_eos = false, recompute = false, teacher_forcing = false;
   k3::add_model_options(app, mo);
-  std::string tok_dir;
-  app.add_option("--tok", tok_dir,
-                 "Tokenizer directory the ids come from: refuse to run when its vocabulary or special tokens "
-                 "disagree with the model's config");
-  app.add_option("--ids", ids_file,
-                 "Read the prompt ids from FILE instead of stdin (- is stdin; pipes are read to the end)");
-  app.add_option("--batch", batch_file,
-                 "Decode the prompts of FILE (one line of ids each) together, one weight pass "
-                 "per step; writes one line of ids per prompt, in order");
-  app.add_option("--gen", gen, "Generate up to N tokens after the prompt (default 0: only run the prompt)")
-      ->check(k3::cli::non_negative());
-  app.add_flag("--ignore-eos", ignore_eos, "Keep generating past an EOS id");
-  app.add_flag("--recompute", recompute,
-               "Recompute the whole prefix for every new token (slow reference path; same ids)");
-  app.add_option("--logits", logits_file,
-                 "Write the logits of every evaluated position to FILE (safetensors, tensor "
-                 "'logits' F32 [positions, vocab]; written atomically)");
-  app.add_flag("--teacher-forcing", teacher_forcing,
-               "Evaluate the given ids without generating; writes the argmax id of every position to stdout");
+  f.add_run_flags(app);
   sampling_flags.add_to(app);
   k3::GenerationExtras extras;  // --stop, --logprobs
   extras.add_to(app);
   spec_flags.add_to(app);
-  app.add_option("--stop-id", stop_ids, "Stop generating after this id (repeatable)")->allow_extra_args(false);
-  app.add_option("--state-in", state_in,
-                 "Continue the conversation saved in FILE: the ids on stdin are appended to the "
-                 "saved context (sampling flags not given keep the saved settings)");
+  f.add_state_flags(app);
   k3::add_budget_options(app, mo, /*expert_trace=*/true);
-  app.add_option("--state-out", state_out,
-                 "Save the conversation to FILE after the run (written atomically; also when interrupted)");
   app.footer(k3::exit_codes_help());
   if (auto status = k3::parse_command_line(app, argc, argv, kTool)) return *status;
   if (auto status = k3::apply_early_options(mo)) return *status;
-  if (teacher_forcing && gen > 0)
-    throw k3::Error(k3::ExitCode::kUsage,
-                    "--teacher-forcing evaluates the given ids and cannot be combined with --gen");
-  if (recompute && spec_flags.requested())
-    throw k3::Error(k3::ExitCode::kUsage,
-                    "--recompute is the one-id-per-pass reference path: drop --spec/--predict/--draft");
-  k3::check_batch_alone(batch_file, {&ids_file, &state_in, &state_out, &logits_file},
-                        teacher_forcing || recompute || spec_flags.requested());
+  f.check(spec_flags.requested());
 
   // Cheap checks first: config and input, before any weight is read.
-  // Outputs may be files (replaced whole) or devices/FIFOs (written through).
-  for (const std::string* out : {&logits_file, &state_out, &mo.stats_json})
-    if (!out->empty()) k3::check_output_path(*out, k3::OutputPolicy::kFileOrStream);
+  if (!mo.stats_json.empty()) k3::check_output_path(mo.stats_json, k3::OutputPolicy::kFileOrStream);
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
-  if (!tok_dir.empty()) k3::check_tokenizer_matches(config, mo.model_dir, k3::Vocabulary::load(tok_dir), tok_dir);
+  if (!f.tok_dir.empty()) k3::check_tokenizer_matches(config, mo.model_dir, k3::Vocabulary::load(f.tok_dir), f.tok_dir);
   spec_flags.check(config, mo.stream);  // rollback copies, the draft's memory; a --draft that does not fit: exit 3
-  if (!state_out.empty()) ++mo.stream.state_snapshots;  // Ctrl-C's undo copy
-  k3::check_stop_ids(stop_ids, config.vocab_size);
-  extras.prepare(tok_dir.empty() ? mo.model_dir : tok_dir, !batch_file.empty());
+  if (!f.state_out.empty()) ++mo.stream.state_snapshots;  // Ctrl-C's undo copy
+  k3::check_stop_ids(f.stop_ids, config.vocab_size);
+  extras.prepare(f.tok_dir.empty() ? mo.model_dir : f.tok_dir, !f.batch_file.empty());
   const auto batch =
-      batch_file.empty() ? std::vector<std::vector<int32_t>>{} : k3::read_batch_file(batch_file, config.vocab_size);
+      f.batch_file.empty() ? std::vector<std::vector<int32_t>>{} : k3::read_batch_file(f.batch_file, config.vocab_size);
   mo.stream.sequences = std::max<size_t>(1, batch.size());
   if (auto status = k3::answer_plan_requests(config, mo, kTool, batch.empty() ? 256 : batch.size())) return *status;
   if (!batch.empty())
     return k3::run_batch(config, mo,
                          {k3::resolve_sampling(std::nullopt, sampling_flags.given()),
-                          k3::StopConditions(config.eos_token_ids, stop_ids, ignore_eos)},
-                         batch, gen);
-  if (ids_file.empty()) ids_file = "-";
-  const std::string origin = ids_file == "-" ? "stdin" : ids_file;
-  const std::string text = k3::read_input(ids_file, "ids file");
+                          k3::StopConditions(config.eos_token_ids, f.stop_ids, f.ignore_eos)},
+                         batch, f.gen);
+  if (f.ids_file.empty()) f.ids_file = "-";
+  const std::string origin = f.ids_file == "-" ? "stdin" : f.ids_file;
+  const std::string text = k3::read_input(f.ids_file, "ids file");
   const std::vector<int32_t> prompt = k3::parse_token_ids(text, origin, config.vocab_size);
-  if (prompt.empty() && state_in.empty())
+  if (prompt.empty() && f.state_in.empty())
     throw k3::Error(k3::ExitCode::kBadInput,
                     origin + ": no token ids (the prompt is empty; pipe ids from k3-tokenize or pass --ids FILE)");
 
@@ -128,32 +94,32 @@ int run(int argc, char** argv) {
   // A saved conversation is checked before any weight is read.
   std::optional<k3::ModelIdentity> identity;
   std::optional<k3::ConversationState> saved;
-  if (!state_in.empty() || !state_out.empty()) identity = k3::state_model_identity(config, checkpoint);
-  if (!state_in.empty()) saved = k3::load_conversation(state_in, *identity);
+  if (!f.state_in.empty() || !f.state_out.empty()) identity = k3::state_model_identity(config, checkpoint);
+  if (!f.state_in.empty()) saved = k3::load_conversation(f.state_in, *identity);
   k3::GenerationOptions go{k3::resolve_sampling(saved ? saved->sampling : std::nullopt, sampling_flags.given()),
-                           k3::StopConditions(config.eos_token_ids, stop_ids, ignore_eos), recompute,
-                           !logits_file.empty(), spec_flags.max_drafts()};
+                           k3::StopConditions(config.eos_token_ids, f.stop_ids, f.ignore_eos), f.recompute,
+                           !f.logits_file.empty(), spec_flags.max_drafts()};
   const std::unique_ptr<k3::DraftSource> drafts = spec_flags.make_source(config.vocab_size);
   const size_t fed = (saved ? saved->pending.size() : 0) + prompt.size();
-  if (fed == 0 && (saved->last_logits.empty() || teacher_forcing))
-    throw k3::Error(k3::ExitCode::kBadInput, origin + ": no token ids, and " + state_in +
+  if (fed == 0 && (saved->last_logits.empty() || f.teacher_forcing))
+    throw k3::Error(k3::ExitCode::kBadInput, origin + ": no token ids, and " + f.state_in +
                                                  " has nothing left to evaluate; give the ids to continue with");
   const uint64_t past = saved ? static_cast<uint64_t>(saved->sequence.positions) : 0;
   const std::unique_ptr<k3::Model> model =
-      k3::load_model(config, std::move(checkpoint), mo, past + fed + static_cast<uint64_t>(gen),
+      k3::load_model(config, std::move(checkpoint), mo, past + fed + static_cast<uint64_t>(f.gen),
                      std::clamp<uint64_t>(std::max<uint64_t>(fed, go.max_drafts + 1), 1, 256));
   k3::Session s = model->session(go);
   s.set_drafts(drafts.get());
   if (saved) s.restore(std::move(*saved));
   k3::GenerationSession& session = s.generation();
-  k3::prepare_interrupts(session, kTool, state_out);
-  const k3::GenerationEnd end = k3::run_prompt_and_generate(session, *model, prompt, fed, teacher_forcing, gen, extras,
-                                                            &spec_flags.draft(), drafts.get());
+  k3::prepare_interrupts(session, kTool, f.state_out);
+  const k3::GenerationEnd end = k3::run_prompt_and_generate(session, *model, prompt, fed, f.teacher_forcing, f.gen,
+                                                            extras, &spec_flags.draft(), drafts.get());
   const k3::GenerationCounters& c = session.counters();
   k3::report_run(*model, mo, c, fed, spec_flags.draft().stats_json());
 
-  if (!logits_file.empty()) session.logits_log().write(logits_file);
-  if (!state_out.empty()) k3::save_state_out(session, state_out, *identity, kTool);
+  if (!f.logits_file.empty()) session.logits_log().write(f.logits_file);
+  if (!f.state_out.empty()) k3::save_state_out(session, f.state_out, *identity, kTool);
   return k3::summarize_run(*model, mo, c, fed, end == k3::GenerationEnd::kInterrupted || k3::interrupted());
 }
 

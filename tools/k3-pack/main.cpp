@@ -9,6 +9,7 @@
 #include "checkpoint/checkpoint.h"
 #include "cli/cli_parse.h"
 #include "cli/interrupt.h"
+#include "cli/pack_report.h"
 #include "common/atomic_file_writer.h"
 #include "common/byte_format.h"
 #include "common/error.h"
@@ -71,26 +72,7 @@ int run(int argc, char** argv) {
       progress_to (*meter)(done, total);
     });
     if (meter) meter->finish(r.bytes_checked);
-    for (const std::string& p : r.problems) std::fprintf(stderr, "k3-pack: %s\n", p.c_str());
-    if (!r.problems.empty()) {
-      std::fprintf(stderr, "k3-pack: %s: %zu problem(s); re-run k3-pack %s %s\n", trunk_dir.c_str(), r.problems.size(),
-                   model_dir.c_str(), trunk_dir.c_str());
-      return static_cast<int>(ExitCode::kVerify);
-    }
-    if (r.refreshed && !r.shards_changed.empty())
-      std::fprintf(stderr,
-                   "k3-pack: %s: %s; the trunk tensors (%s re-hashed) are unchanged: trunk.json now records "
-                   "the shards as they are\n",
-                   trunk_dir.c_str(), r.shards_changed.c_str(), format_bytes(r.bytes_checked).c_str());
-    if (r.upgraded_from)
-      std::fprintf(stderr,
-                   "k3-pack: %s: trunk.json upgraded from format version %d to %d: the block hashes of %s of "
-                   "trunk.bin (read once, unchanged) are recorded\n",
-                   trunk_dir.c_str(), r.upgraded_from, kTrunkFormatVersion, format_bytes(r.bytes_read).c_str());
-    if (!r.refreshed)
-      std::fprintf(stderr, "k3-pack: %s already matches %s: nothing to refresh\n", trunk_dir.c_str(),
-                   model_dir.c_str());
-    return 0;
+    return report_trunk_refresh(r, trunk_dir, model_dir);
   }
   if (check) {
     TrunkLayout t = read_trunk_layout(trunk_dir);
@@ -99,18 +81,7 @@ int run(int argc, char** argv) {
     ProgressMeter meter("k3-pack: checking", 2 * decoded);
     TrunkCheck r = check_trunk(trunk_dir, checkpoint, expected_tensors(config), progress_to(meter));
     meter.finish(2 * r.bytes_checked);
-    for (const std::string& p : r.problems) std::fprintf(stderr, "k3-pack: %s\n", p.c_str());
-    if (!r.problems.empty()) {
-      if (r.problems.size() == 1 && !r.shards_changed.empty())
-        std::fprintf(stderr,
-                     "k3-pack: %s: every section matches the checkpoint, but the shards changed on disk since "
-                     "the pack; record them with k3-pack --refresh %s %s\n",
-                     trunk_dir.c_str(), trunk_dir.c_str(), model_dir.c_str());
-      else
-        std::fprintf(stderr, "k3-pack: %s: %zu problem(s); re-run k3-pack %s %s\n", trunk_dir.c_str(),
-                     r.problems.size(), model_dir.c_str(), trunk_dir.c_str());
-      return static_cast<int>(ExitCode::kVerify);
-    }
+    if (int status = report_trunk_check_problems(r, trunk_dir, model_dir)) return status;
     std::fprintf(stderr, "k3-pack: %s matches %s (%zu sections, %s%s)\n", trunk_dir.c_str(), model_dir.c_str(),
                  t.sections.size(), format_bytes(t.file_size).c_str(),
                  t.compressed() ? (", compressed from " + format_bytes(decoded)).c_str() : "");
