@@ -22,6 +22,7 @@
 
 #include "bench_usage.h"
 #include "checkpoint/checkpoint.h"
+#include "common/clock.h"
 #include "common/error.h"
 #include "common/file.h"
 #include "state/model_fingerprint.h"
@@ -33,8 +34,8 @@ constexpr const char* kUsage =
     "Times the state files' model fingerprint: with every shard's digest known (as a download manifest\n"
     "gives it) and by reading N shards (default 2), extrapolated to the whole checkpoint.\n";
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+using Clock = k3::SteadyClock;
+using k3::seconds_since;
 
 }  // namespace
 

@@ -15,15 +15,15 @@
 #include <vector>
 
 #include "bench_usage.h"
+#include "common/clock.h"
 #include "common/thread_pool.h"
 #include "kernels/bf16.h"
 #include "kernels/matmul.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+using Clock = k3::SteadyClock;
+using k3::seconds_since;
 
 // CPU time of the whole process (all threads): on a busy machine it shows
 // the work done, where wall time also counts waiting for a core.

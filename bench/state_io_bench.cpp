@@ -21,13 +21,13 @@
 #include <unistd.h>
 
 #include "bench_usage.h"
+#include "common/clock.h"
 #include "state/state_file.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+using Clock = k3::SteadyClock;
+using k3::seconds_since;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

@@ -4,6 +4,7 @@
 
 #include "cli/flag_checks.h"
 #include "common/atomic_file_writer.h"
+#include "common/byte_format.h"
 #include "common/error.h"
 #include "common/file.h"
 #include "common/json_writer.h"

@@ -10,6 +10,7 @@
 
 #include "checkpoint/safetensors.h"
 #include "common/atomic_file_writer.h"
+#include "common/byte_format.h"
 #include "common/error.h"
 #include "common/file.h"
 #include "common/progress_meter.h"
