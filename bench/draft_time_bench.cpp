@@ -20,10 +20,10 @@
 
 #include "bench_usage.h"
 #include "common/error.h"
+#include "common/thread_pool.h"
 #include "draft/draft_pass.h"
 #include "draft/dspark_weights.h"
 #include "draft/verify_policy.h"
-#include "kernels/thread_pool.h"
 #include "model/weight_source.h"
 
 using namespace k3;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bench_usage.h"
+#include "common/thread_pool.h"
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
@@ -25,7 +26,6 @@
 #include "kernels/bf16.h"
 #include "kernels/matmul.h"
 #include "kernels/mxfp4.h"
-#include "kernels/thread_pool.h"
 
 namespace {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "chat/json_value.h"
 #include "cli/draft_options.h"
+#include "common/json_value.h"
 
 namespace k3 {
 namespace {
