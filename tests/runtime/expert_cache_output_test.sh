@@ -36,8 +36,9 @@ grep -qE "decode: .*hit rate 0\.0%" "$W/layer.err" && { cat "$W/layer.err"; fail
 rc=$?
 [ "$rc" -eq 2 ] || fail "unknown policy: exit $rc, expected 2"
 grep -q -- "--expert-cache-policy" "$W/err" && grep -q "layer-lfu" "$W/err" || { cat "$W/err"; fail "unknown policy message"; }
-"$B/k3-forward" --help | grep -q -- "--expert-cache-policy" || fail "--help lacks --expert-cache-policy"
-"$B/k3-forward" --help | grep -q -- "--expert-trace" || fail "--help lacks --expert-trace"
+"$B/k3-forward" --help > "$W/help" 2>&1
+grep -q -- "--expert-cache-policy" "$W/help" || fail "--help lacks --expert-cache-policy"
+grep -q -- "--expert-trace" "$W/help" || fail "--help lacks --expert-trace"
 
 # --- --expert-trace ----------------------------------------------------------
 # One prompt id, 6 generated: 6 weight passes of one position each (the last

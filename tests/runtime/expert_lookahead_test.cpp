@@ -64,7 +64,9 @@ TEST(ExpertLookahead, GuessesFillSpareSlotsOnlyAndAreScored) {
   const int l = m.config.first_k_dense_replace;
   ASSERT_GE(m.config.num_hidden_layers, l + 3);
   ASSERT_GE(m.config.num_experts, 12);
-  ExpertCache cache(m.config, m.checkpoint, m.files, 8, m.io);
+  // LRU: the evictions below are the ones its recency order picks; the
+  // per-layer default would choose among layer l + 1's own slots instead.
+  ExpertCache cache(m.config, m.checkpoint, m.files, 8, m.io, ExpertCachePolicyKind::kLru);
   const std::vector<int> now = {0, 1, 2, 3};
   cache.prefetch(l, now);
   // Six guesses, four spare slots: four reads, none evicting layer l's experts.
@@ -106,7 +108,7 @@ TEST(ExpertLookahead, AGuessWaitsUntilTheCurrentLayerHasItsSlots) {
   Model m(kTiny);
   const int l = m.config.first_k_dense_replace;
   // Five experts, four slots: layer l still needs a slot, so nothing is guessed into one.
-  ExpertCache cache(m.config, m.checkpoint, m.files, 4, m.io);
+  ExpertCache cache(m.config, m.checkpoint, m.files, 4, m.io, ExpertCachePolicyKind::kLru);
   cache.prefetch(l, {0, 1, 2, 3, 4});
   cache.prefetch_guess(l + 1, {5, 6});
   ExpertGuessStats g = cache.stats().guess;
