@@ -15,6 +15,7 @@
 #include "model/config.h"
 #include "model/tensor_manifest.h"
 #include "runtime/expert_cache.h"
+#include "runtime/expert_cache_fixture.h"
 
 using namespace k3;
 
@@ -22,15 +23,7 @@ namespace {
 
 const std::string kTiny = std::string(K3_TEST_DATA) + "/k3-tiny";
 
-struct Model {
-  explicit Model(const std::string& dir) : config(load_model_config(dir)), checkpoint(Checkpoint::open(dir)) {
-    for (const ShardInfo& s : checkpoint.shards()) files.push_back(std::make_unique<DirectFile>(s.path));
-  }
-  ModelConfig config;
-  Checkpoint checkpoint;
-  std::vector<std::unique_ptr<DirectFile>> files;
-  ReadEngine io{3};
-};
+using Model = test::ExpertCacheModel;
 
 // Whether a delivered matrix holds the checkpoint's bytes of `name`.
 bool same_as_file(const Checkpoint& ck, const std::string& name, const void* data) {
