@@ -17,9 +17,9 @@
 #include "chat/history_lines.h"
 #include "chat/line_editor.h"
 #include "chat/tool_declarations.h"
+#include "cli/chat_flags.h"
 #include "cli/chat_state_setup.h"
 #include "cli/cli_parse.h"
-#include "cli/flag_checks.h"
 #include "cli/interrupt.h"
 #include "cli/model_options.h"
 #include "cli/model_run.h"
@@ -50,39 +50,9 @@ int run(int argc, char** argv) {
   k3::ModelOptions mo;
   k3::SamplingFlags sampling_flags;
   k3::ChatSpeculationFlags spec_flags;
-  k3::ChatOptions co;
-  k3::ChatLoopOptions lo;
-  std::string system, effort = "max", history_path;
-  bool no_think = false, no_reasoning = false;
+  k3::ChatFlags f;
   k3::add_model_options(app, mo);
-  std::string tok_dir;
-  app.add_option("--tok", tok_dir,
-                 "Tokenizer directory (default: the model directory); refused when its vocabulary or special tokens "
-                 "disagree with the model's config");
-  app.add_option("--system", system, "System message that starts a new conversation (and each /reset)");
-  auto* eo = app.add_option("--thinking-effort", effort, "How much to think: low, high, max (default) or none")
-                 ->check(CLI::IsMember({"low", "high", "max", "none"}));
-  app.add_flag("--no-think", no_think, "Answer without the thinking channel")->excludes(eo);
-  app.add_option(
-      "--history", history_path,
-      "JSONL transcript, resumed when it exists (the model state kept beside it in FILE.k3s spares evaluating "
-      "it again); new messages are appended, one per line");
-  app.add_option("--max-tokens", co.max_tokens, "Longest reply in tokens (default 4096)")
-      ->check(k3::cli::positive_integer());
-  app.add_flag("--no-reasoning", no_reasoning, "Do not show the reasoning (it is still kept in the conversation)");
-  std::string tools_path;
-  app.add_option("--tools", tools_path,
-                 "OpenAI tool declarations (a JSON array) the model may call; a call is shown "
-                 "(--json: in tool_calls) and the next message is the tool's result");
-  app.add_flag("--json", lo.json,
-               "Write each reply as one JSON line on stdout (the assistant message: "
-               "reasoning_content, content, tool_calls) instead of streaming it");
-  app.add_flag("--stats", lo.stats, "A line per turn on stderr: prompt, reused and prefilled ids, seconds");
-  app.add_flag(
-      "--no-reuse", [&](int64_t) { co.reuse_state = false; },
-      "Evaluate the whole conversation every turn instead of only its new part (for comparison)");
-  app.add_option("--logits", lo.logits_path,
-                 "Write the logits each reply's first token was drawn from (safetensors 'logits' [turns, vocab])");
+  f.add_to(app);
   sampling_flags.add_to(app);
   spec_flags.add_to(app);
   k3::add_budget_options(app, mo);
@@ -93,29 +63,25 @@ int run(int argc, char** argv) {
              k3::exit_codes_help());
   if (auto status = k3::parse_command_line(app, argc, argv, kTool)) return *status;
   if (auto status = k3::apply_early_options(mo)) return *status;
-  co.thinking = !no_think;
-  co.effort = effort == "none" ? std::nullopt : std::optional<std::string>(effort);
-  co.keep_first_rows = !lo.logits_path.empty();
-  co.context = mo.ctx ? mo.ctx : 8192;  // the positions the plan below holds
+  f.apply(mo.ctx);
   mo.stream.snapshots_optional = spec_flags.is_default();
   // Cheap checks before any weight is read: outputs, config, tokenizer, history.
-  if (!lo.logits_path.empty()) k3::check_output_path(lo.logits_path, k3::OutputPolicy::kFileOrStream);
+  if (!f.loop.logits_path.empty()) k3::check_output_path(f.loop.logits_path, k3::OutputPolicy::kFileOrStream);
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
   if (mo.ctx == 0) mo.ctx = 8192, mo.stream.context_is_default = true;  // what --plan plans is what a run holds
   spec_flags.check(config, mo.stream);  // rollback copies, the draft's memory; a --draft that does not fit: exit 3
   if (auto status = k3::answer_plan_requests(config, mo, kTool)) return *status;
-  if (!tools_path.empty()) co.tools = k3::load_tool_declarations(tools_path);
-  const k3::Tokenizer tok = k3::Tokenizer::load(tok_dir.empty() ? mo.model_dir : tok_dir);
-  if (!tok_dir.empty()) k3::check_tokenizer_matches(config, mo.model_dir, tok.vocab(), tok_dir);
+  if (!f.tools_path.empty()) f.chat.tools = k3::load_tool_declarations(f.tools_path);
+  const k3::Tokenizer tok = k3::Tokenizer::load(f.tok_dir.empty() ? mo.model_dir : f.tok_dir);
+  if (!f.tok_dir.empty()) k3::check_tokenizer_matches(config, mo.model_dir, tok.vocab(), f.tok_dir);
   std::vector<k3::JsonValue> history;
   std::optional<k3::ChatHistoryFile> history_file;
-  if (!history_path.empty())
-    history = k3::load_checked_history(history_path), lo.history = &history_file.emplace(history_path);
+  if (!f.history_path.empty())
+    history = k3::load_checked_history(f.history_path), f.loop.history = &history_file.emplace(f.history_path);
   k3::Checkpoint checkpoint = k3::Checkpoint::open(mo.model_dir);
   std::optional<k3::ModelIdentity> identity;  // a state file beside the history: resuming evaluates only what is new
-  if (!history_path.empty() && co.reuse_state) identity = k3::chat_state_identity(config, checkpoint);
-  if (!system.empty()) lo.start_messages.push_back(k3::text_message("system", system));
-  const std::unique_ptr<k3::Model> model = k3::load_model(config, std::move(checkpoint), mo, co.context, 256);
+  if (!f.history_path.empty() && f.chat.reuse_state) identity = k3::chat_state_identity(config, checkpoint);
+  const std::unique_ptr<k3::Model> model = k3::load_model(config, std::move(checkpoint), mo, f.chat.context, 256);
   k3::ignore_sigpipe();
   k3::install_interrupt_handler(k3::stopping_message(kTool));
   k3::GenerationOptions go{k3::resolve_sampling(std::nullopt, sampling_flags.given()),
@@ -126,22 +92,21 @@ int run(int argc, char** argv) {
   k3::NgramDrafts lookup;
   session.set_drafts(&lookup);
   spec_flags.start_draft(*model, session.generation(), &lookup);
-  k3::ChatSession chat(tok, session, co);
-  chat.set_messages(history.empty() ? lo.start_messages : history);
-  if (!history.empty() && !system.empty())
-    std::fprintf(stderr, "k3-chat: --system is not used: %s already starts the conversation\n", history_path.c_str());
-  if (identity) k3::resume_chat_state(chat, lo, history_path, *identity);
+  k3::ChatSession chat(tok, session, f.chat);
+  chat.set_messages(history.empty() ? f.loop.start_messages : history);
+  if (!history.empty() && !f.system.empty())
+    std::fprintf(stderr, "k3-chat: --system is not used: %s already starts the conversation\n", f.history_path.c_str());
+  if (identity) k3::resume_chat_state(chat, f.loop, f.history_path, *identity);
   k3::PrefillProgress progress(kTool);
-  lo.style = {::isatty(1) == 1, !no_reasoning};
-  lo.interrupted = k3::interrupted;
-  lo.clear_interrupt = k3::rearm_interrupt;  // Ctrl-C stops one reply; SIGTERM ends the chat
-  lo.progress = std::ref(progress);
+  f.loop.interrupted = k3::interrupted;
+  f.loop.clear_interrupt = k3::rearm_interrupt;  // Ctrl-C stops one reply; SIGTERM ends the chat
+  f.loop.progress = std::ref(progress);
   k3::UserInputReader input(0, ::isatty(0) == 1, k3::interrupted);
   std::optional<k3::LineEditor> editor;  // at a terminal only: a script's input is read as it is
   if (input.interactive()) input.use_editor(&editor.emplace(k3::default_input_history_path(), k3::interrupted));
   std::vector<k3::TurnIds> turns;  // --stats-json's "chat"
-  lo.turns = &turns;
-  const int status = spec_flags.finish_draft(k3::run_chat_loop(chat, input, lo));
+  f.loop.turns = &turns;
+  const int status = spec_flags.finish_draft(k3::run_chat_loop(chat, input, f.loop));
   const std::string draft = spec_flags.draft().stats_json();
   k3::write_stats_json(*model, mo, session.counters(), static_cast<uint64_t>(session.counters().prompt_ids),
                        k3::chat_stats_json(turns) + (draft.empty() ? "" : ",\n" + draft));

@@ -7,17 +7,16 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <filesystem>
 #include <thread>
 
 #include "chat/chat_session.h"
 #include "checkpoint/checkpoint.h"
 #include "cli/cli_parse.h"
 #include "cli/draft_options.h"
-#include "cli/flag_checks.h"
 #include "cli/interrupt.h"
 #include "cli/model_options.h"
 #include "cli/model_run.h"
+#include "cli/serve_flags.h"
 #include "cli/state_identity.h"
 #include "common/error.h"
 #include "common/rate_format.h"
@@ -44,33 +43,9 @@ int run(int argc, char** argv) {
       "Ctrl-C or SIGTERM (streams in flight end cleanly). See docs/serve.md.",
       kTool};
   k3::ModelOptions mo;
-  k3::serve::ServerOptions so;
-  k3::serve::SchedulerOptions sched;
-  k3::serve::CacheOptions cache_options;
-  std::string key_file;
-  bool insecure = false;
-  double keep_mb = 512, max_body_mb = 8;
+  k3::ServeFlags f;
   k3::add_model_options(app, mo);
-  app.add_option("--host", so.host, "Address to listen on (default 127.0.0.1; another than loopback needs --api-key)");
-  app.add_option("--port", so.port, "Port (default 8080; 0: any free port, printed at start)")
-      ->check(k3::cli::in_range(0, 65535));
-  auto* key = app.add_option("--api-key", so.api_key,
-                             "Every endpoint but /health and the chat page / needs \"Authorization: Bearer KEY\"");
-  app.add_option("--api-key-file", key_file, "The key from the first line of a file (kept out of the process list)")
-      ->excludes(key);
-  app.add_flag("--insecure", insecure, "Allow a non-loopback --host without an API key");
-  app.add_option("--slots", sched.slots, "Requests generated together, sharing each weight pass (default 4)")
-      ->check(k3::cli::in_range(1, 256));
-  app.add_option("--queue", sched.queue_limit,
-                 "Requests that may wait beyond the free slots; more get 429 (default 64)")
-      ->check(k3::cli::in_range(0, 4096));
-  app.add_option("--model-name", so.model_name, "The model's id in the API (default: the model directory's name)");
-  app.add_option("--cache-dir", cache_options.dir,
-                 "Directory for conversation states spilled from RAM (default: none, dropped)");
-  app.add_option("--keep-mb", keep_mb, "RAM for kept conversation states in MB (default 512)")
-      ->check(k3::cli::in_range(0, 1e7));
-  app.add_option("--max-body-mb", max_body_mb, "Largest request body in MB (default 8; larger: 413)")
-      ->check(k3::cli::in_range(0.001, 1024));
+  f.add_to(app);
   k3::DraftFlags draft;
   draft.add_to(app);
   k3::add_budget_options(app, mo);
@@ -79,41 +54,25 @@ int run(int argc, char** argv) {
              k3::exit_codes_help());
   if (auto status = k3::parse_command_line(app, argc, argv, kTool)) return *status;
   if (auto status = k3::apply_early_options(mo)) return *status;
-  if (!key_file.empty()) so.api_key = k3::serve::read_api_key_file(key_file);
-  if ((key->count() || !key_file.empty()) && so.api_key.empty())
-    throw k3::Error(k3::ExitCode::kUsage, "the API key is empty: give a non-empty --api-key or --api-key-file");
-  if (!k3::serve::is_loopback_host(so.host) && so.api_key.empty() && !insecure)
-    throw k3::Error(k3::ExitCode::kUsage, "--host " + so.host +
-                                              " is reachable from other machines: give --api-key "
-                                              "(or --api-key-file), or --insecure to serve without one");
-  if (!cache_options.dir.empty() && !std::filesystem::is_directory(cache_options.dir))
-    throw k3::Error(k3::ExitCode::kUsage, "--cache-dir " + cache_options.dir + ": not a directory (create it first)");
-  cache_options.ram_bytes = static_cast<uint64_t>(keep_mb * 1e6);
-  so.max_body_bytes = static_cast<size_t>(max_body_mb * 1e6);
-  so.context = static_cast<int64_t>(mo.ctx ? mo.ctx : 8192);
-  so.http_threads = sched.slots + sched.queue_limit + 8;
-  if (so.model_name.empty()) so.model_name = std::filesystem::path(mo.model_dir).lexically_normal().filename().string();
-  if (so.model_name.empty()) so.model_name = std::filesystem::absolute(mo.model_dir).parent_path().filename().string();
-  mo.stream.sequences = sched.slots;                     // the plan holds a sequence state of --ctx positions per slot
-  mo.stream.kept_state_bytes = cache_options.ram_bytes;  // and the kept conversation states
-
+  f.apply(mo);
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
   draft.check(config, mo.stream);  // a draft that does not fit the model: exit 3; its memory in the plan
   mo.stream.state_snapshots = draft.max_drafts();  // rollback copies for a verification's rows
   if (auto status = k3::answer_plan_requests(config, mo, kTool)) return *status;
   const k3::Tokenizer tok = k3::Tokenizer::load(mo.model_dir);
   k3::Checkpoint checkpoint = k3::Checkpoint::open(mo.model_dir);
-  k3::check_model_plan(config, checkpoint, mo, static_cast<uint64_t>(so.context), 256);  // refused before listening
+  k3::check_model_plan(config, checkpoint, mo, static_cast<uint64_t>(f.server.context),
+                       256);  // refused before listening
 
   // Listen first: /health says "loading" while the weights load.
   k3::serve::StopSignal::block();
   k3::ignore_sigpipe();
   k3::serve::ServeMetrics metrics;
-  k3::serve::HttpServer http(so, metrics);
+  k3::serve::HttpServer http(f.server, metrics);
   http.bind();
   http.start();
-  std::fprintf(stderr, "%s: listening on http://%s:%d/v1 (model \"%s\", loading)\n", kTool, so.host.c_str(),
-               http.bound_port(), so.model_name.c_str());
+  std::fprintf(stderr, "%s: listening on http://%s:%d/v1 (model \"%s\", loading)\n", kTool, f.server.host.c_str(),
+               http.bound_port(), f.server.model_name.c_str());
   // SIGINT/SIGTERM: while loading, the process ends (nothing is written yet);
   // once serving, new work is refused and streams in flight end cleanly.
   std::thread([] {
@@ -124,17 +83,17 @@ int run(int argc, char** argv) {
   }).detach();
 
   std::unique_ptr<k3::Model> model = k3::load_model(
-      config, std::move(checkpoint), mo, static_cast<uint64_t>(so.context), 256,
+      config, std::move(checkpoint), mo, static_cast<uint64_t>(f.server.context), 256,
       [&](const char* what, uint64_t done, uint64_t total) { http.load_status().update(what, done, total); });
-  k3::serve::ConversationCache cache(k3::state_model_identity(model->config(), model->checkpoint()), cache_options);
-  sched.draft = draft.start_serving(*model);
-  sched.max_drafts = std::min(draft.max_drafts(), model->max_drafts());
-  metrics.draft = sched.draft != nullptr;
-  k3::serve::SlotScheduler scheduler(*model, cache, metrics, sched);
+  k3::serve::ConversationCache cache(k3::state_model_identity(model->config(), model->checkpoint()), f.cache);
+  f.scheduler.draft = draft.start_serving(*model);
+  f.scheduler.max_drafts = std::min(draft.max_drafts(), model->max_drafts());
+  metrics.draft = f.scheduler.draft != nullptr;
+  k3::serve::SlotScheduler scheduler(*model, cache, metrics, f.scheduler);
   http.set_backend({&tok, config.eos_token_ids, k3::chat_stop_ids(tok.vocab(), config.eos_token_ids), &scheduler});
   live = &scheduler;
-  std::fprintf(stderr, "%s: ready: %zu slots, context %lld positions\n", kTool, sched.slots,
-               static_cast<long long>(so.context));
+  std::fprintf(stderr, "%s: ready: %zu slots, context %lld positions\n", kTool, f.scheduler.slots,
+               static_cast<long long>(f.server.context));
   scheduler.run();  // this thread owns the engine until shutdown()
   live = nullptr;
   http.stop();          // handlers of ended streams finish their last chunks first

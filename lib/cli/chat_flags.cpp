@@ -1,0 +1,49 @@
+#include "cli/chat_flags.h"
+
+#include <unistd.h>
+
+#include <optional>
+
+#include "cli/flag_checks.h"
+
+namespace k3 {
+
+void ChatFlags::add_to(CLI::App& app) {
+  app.add_option("--tok", tok_dir,
+                 "Tokenizer directory (default: the model directory); refused when its vocabulary or special tokens "
+                 "disagree with the model's config");
+  app.add_option("--system", system, "System message that starts a new conversation (and each /reset)");
+  auto* eo = app.add_option("--thinking-effort", effort, "How much to think: low, high, max (default) or none")
+                 ->check(CLI::IsMember({"low", "high", "max", "none"}));
+  app.add_flag("--no-think", no_think, "Answer without the thinking channel")->excludes(eo);
+  app.add_option(
+      "--history", history_path,
+      "JSONL transcript, resumed when it exists (the model state kept beside it in FILE.k3s spares evaluating "
+      "it again); new messages are appended, one per line");
+  app.add_option("--max-tokens", chat.max_tokens, "Longest reply in tokens (default 4096)")
+      ->check(cli::positive_integer());
+  app.add_flag("--no-reasoning", no_reasoning, "Do not show the reasoning (it is still kept in the conversation)");
+  app.add_option("--tools", tools_path,
+                 "OpenAI tool declarations (a JSON array) the model may call; a call is shown "
+                 "(--json: in tool_calls) and the next message is the tool's result");
+  app.add_flag("--json", loop.json,
+               "Write each reply as one JSON line on stdout (the assistant message: "
+               "reasoning_content, content, tool_calls) instead of streaming it");
+  app.add_flag("--stats", loop.stats, "A line per turn on stderr: prompt, reused and prefilled ids, seconds");
+  app.add_flag(
+      "--no-reuse", [this](int64_t) { chat.reuse_state = false; },
+      "Evaluate the whole conversation every turn instead of only its new part (for comparison)");
+  app.add_option("--logits", loop.logits_path,
+                 "Write the logits each reply's first token was drawn from (safetensors 'logits' [turns, vocab])");
+}
+
+void ChatFlags::apply(uint64_t ctx) {
+  chat.thinking = !no_think;
+  loop.style = {::isatty(1) == 1, !no_reasoning};  // dimmed reasoning at a terminal, "> " lines elsewhere
+  chat.effort = effort == "none" ? std::nullopt : std::optional<std::string>(effort);
+  chat.keep_first_rows = !loop.logits_path.empty();
+  chat.context = ctx ? ctx : 8192;  // the positions the model's plan holds
+  if (!system.empty()) loop.start_messages.push_back(text_message("system", system));
+}
+
+}  // namespace k3

@@ -1,0 +1,56 @@
+#include "cli/serve_flags.h"
+
+#include <filesystem>
+
+#include "cli/flag_checks.h"
+#include "common/error.h"
+#include "serve/bearer_auth.h"
+
+namespace k3 {
+
+void ServeFlags::add_to(CLI::App& app) {
+  app.add_option("--host", server.host,
+                 "Address to listen on (default 127.0.0.1; another than loopback needs --api-key)");
+  app.add_option("--port", server.port, "Port (default 8080; 0: any free port, printed at start)")
+      ->check(cli::in_range(0, 65535));
+  key_ = app.add_option("--api-key", server.api_key,
+                        "Every endpoint but /health and the chat page / needs \"Authorization: Bearer KEY\"");
+  app.add_option("--api-key-file", key_file_, "The key from the first line of a file (kept out of the process list)")
+      ->excludes(key_);
+  app.add_flag("--insecure", insecure_, "Allow a non-loopback --host without an API key");
+  app.add_option("--slots", scheduler.slots, "Requests generated together, sharing each weight pass (default 4)")
+      ->check(cli::in_range(1, 256));
+  app.add_option("--queue", scheduler.queue_limit,
+                 "Requests that may wait beyond the free slots; more get 429 (default 64)")
+      ->check(cli::in_range(0, 4096));
+  app.add_option("--model-name", server.model_name, "The model's id in the API (default: the model directory's name)");
+  app.add_option("--cache-dir", cache.dir,
+                 "Directory for conversation states spilled from RAM (default: none, dropped)");
+  app.add_option("--keep-mb", keep_mb_, "RAM for kept conversation states in MB (default 512)")
+      ->check(cli::in_range(0, 1e7));
+  app.add_option("--max-body-mb", max_body_mb_, "Largest request body in MB (default 8; larger: 413)")
+      ->check(cli::in_range(0.001, 1024));
+}
+
+void ServeFlags::apply(ModelOptions& mo) {
+  if (!key_file_.empty()) server.api_key = serve::read_api_key_file(key_file_);
+  if ((key_->count() || !key_file_.empty()) && server.api_key.empty())
+    throw Error(ExitCode::kUsage, "the API key is empty: give a non-empty --api-key or --api-key-file");
+  if (!serve::is_loopback_host(server.host) && server.api_key.empty() && !insecure_)
+    throw Error(ExitCode::kUsage, "--host " + server.host +
+                                      " is reachable from other machines: give --api-key "
+                                      "(or --api-key-file), or --insecure to serve without one");
+  if (!cache.dir.empty() && !std::filesystem::is_directory(cache.dir))
+    throw Error(ExitCode::kUsage, "--cache-dir " + cache.dir + ": not a directory (create it first)");
+  cache.ram_bytes = static_cast<uint64_t>(keep_mb_ * 1e6);
+  server.max_body_bytes = static_cast<size_t>(max_body_mb_ * 1e6);
+  server.context = static_cast<int64_t>(mo.ctx ? mo.ctx : 8192);
+  server.http_threads = scheduler.slots + scheduler.queue_limit + 8;
+  const std::filesystem::path dir(mo.model_dir);
+  if (server.model_name.empty()) server.model_name = dir.lexically_normal().filename().string();
+  if (server.model_name.empty()) server.model_name = std::filesystem::absolute(dir).parent_path().filename().string();
+  mo.stream.sequences = scheduler.slots;         // the plan holds a sequence state of --ctx positions per slot
+  mo.stream.kept_state_bytes = cache.ram_bytes;  // and the kept conversation states
+}
+
+}  // namespace k3

@@ -1,0 +1,39 @@
+// k3-serve's own flags: where it listens and who may ask (--host, --port,
+// --api-key, --api-key-file, --insecure), how many requests share a weight
+// pass (--slots, --queue), the model's name in the API, where kept
+// conversation states go (--cache-dir, --keep-mb) and the largest body.
+// Declared here, as k3-forward's and k3-chat's are, so the tool's main stays
+// a list of steps.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "cli/model_options.h"
+#include "serve/conversation_cache.h"
+#include "serve/http_server.h"
+#include "serve/slot_scheduler.h"
+
+namespace k3 {
+
+struct ServeFlags {
+  serve::ServerOptions server;
+  serve::SchedulerOptions scheduler;
+  serve::CacheOptions cache;
+
+  void add_to(CLI::App& app);
+  // Once parsed: reads --api-key-file, refuses an empty key and a host other
+  // machines reach without one (unless --insecure), and a --cache-dir that is
+  // not a directory (all kUsage); sets the sizes, the context (--ctx, default
+  // 8192), the model's name (default: the model directory's) and what the
+  // memory plan holds per slot and for the kept states.
+  void apply(ModelOptions& mo);
+
+ private:
+  CLI::Option* key_ = nullptr;
+  std::string key_file_;
+  bool insecure_ = false;
+  double keep_mb_ = 512, max_body_mb_ = 8;
+};
+
+}  // namespace k3
