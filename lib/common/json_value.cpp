@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <unordered_map>
 
+#include "common/error.h"
 #include "common/json_writer.h"
 
 namespace k3 {
@@ -167,36 +168,45 @@ JsonValue& JsonValue::push(JsonValue value) {
   return *this;
 }
 
-namespace {
-
-void write_value(JsonWriter& w, const JsonValue& v) {
+void write_json_value(JsonWriter& w, const JsonValue& v, bool refuse_wide_integers) {
   switch (v.kind) {
     case JsonValue::Kind::kNull: w.null(); break;
     case JsonValue::Kind::kBool: w.value(v.boolean); break;
-    case JsonValue::Kind::kInt: w.integer_text(v.text); break;
+    case JsonValue::Kind::kInt:
+      if (!refuse_wide_integers) {
+        w.integer_text(v.text);
+        break;
+      }
+      {
+        long long n = 0;
+        const char* end = v.text.data() + v.text.size();
+        const auto [ptr, ec] = std::from_chars(v.text.data(), end, n);
+        if (ec != std::errc() || ptr != end)
+          throw Error(ExitCode::kInternal, "write_json: integer " + v.text + " is not 64-bit");
+        w.value(n);
+      }
+      break;
     case JsonValue::Kind::kFloat: w.value(v.number); break;
     case JsonValue::Kind::kString: w.value(v.text); break;
     case JsonValue::Kind::kArray:
       w.begin_array();
-      for (const JsonValue& item : v.items) write_value(w, item);
+      for (const JsonValue& item : v.items) write_json_value(w, item, refuse_wide_integers);
       w.end_array();
       break;
     case JsonValue::Kind::kObject:
       w.begin_object();
       for (size_t i = 0; i < v.keys.size(); ++i) {
         w.key(v.keys[i]);
-        write_value(w, v.items[i]);
+        write_json_value(w, v.items[i], refuse_wide_integers);
       }
       w.end_object();
       break;
   }
 }
 
-}  // namespace
-
 std::string JsonValue::dump(int indent) const {
   JsonWriter w(indent);
-  write_value(w, *this);
+  write_json_value(w, *this, false);
   std::string out = w.take();
   out.push_back('\n');
   return out;

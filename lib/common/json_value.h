@@ -89,6 +89,14 @@ struct JsonValue {
 // Name of a kind for error messages: "a string", "an object", ...
 const char* json_kind_name(JsonValue::Kind kind);
 
+class JsonWriter;
+// Writes `v` through `w`: the one walk behind dump() and k3-serve's
+// write_json(). A document read from outside keeps its integers exact at any
+// size (Python ints); with `refuse_wide_integers` an integer outside 64 bits
+// is a bug of the code that built the tree (kInternal), for a writer that
+// only writes integers it made.
+void write_json_value(JsonWriter& w, const JsonValue& v, bool refuse_wide_integers);
+
 // Parses one JSON value (surrounding whitespace allowed). Returns false and
 // sets `error` (with the byte offset where known) if `text` is not JSON.
 // Objects are built in time linear in their number of keys.
