@@ -4,6 +4,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "cli/model_options.h"
+#include "common/append_printf.h"
 #include "common/byte_format.h"
 #include "doctor/doctor.h"
 #include "doctor/model_bytes.h"
@@ -38,9 +39,8 @@ std::string preset_table(const ModelOptions& o, double read_gbps) {
   const uint64_t avail = lim.available();
 
   std::string out;
-  char buf[512];
-  std::snprintf(
-      buf, sizeof buf, "# %s; context %llu positions; reads at %.2f GB/s (%s); memory here: %s\n",
+  append_printf(
+      out, "# %s; context %llu positions; reads at %.2f GB/s (%s); memory here: %s\n",
       reference ? "the real Kimi-K3 (reference geometry; no model directory given)" : ("model " + o.model_dir).c_str(),
       static_cast<unsigned long long>(run.context), bandwidth / 1e9,
       read_gbps > 0 ? "--read-gbps" : "assumed: pass k3-doctor's measured figure with --read-gbps",
@@ -48,18 +48,15 @@ std::string preset_table(const ModelOptions& o, double read_gbps) {
                           : (format_bytes(avail) + " available, limit 90%: " + format_bytes(plan_limit(avail)) + " (" +
                              available_source(lim) + ")")
                                 .c_str());
-  out += buf;
-  std::snprintf(buf, sizeof buf, "%-12s %8s %8s %12s %12s %13s %9s %5s  %s\n", "preset", "trunk_GB", "cache_GB",
-                "forecast_RSS", "pinned_trunk", "read/token", "s/token", "fits", "for");
-  out += buf;
+  append_printf(out, "%-12s %8s %8s %12s %12s %13s %9s %5s  %s\n", "preset", "trunk_GB", "cache_GB", "forecast_RSS",
+                "pinned_trunk", "read/token", "s/token", "fits", "for");
   for (const Preset& p : presets()) {
     const doctor::PresetForecast f = doctor::forecast_preset(p, model, bytes, std::nullopt, run);
-    std::snprintf(
-        buf, sizeof buf, "%-12s %8.1f %8.1f %12s %12s %13s %9.2f %5s  %s machines: %s\n", p.name.c_str(), p.trunk_gb,
-        p.cache_gb, format_bytes(f.plan.peak_rss).c_str(), format_bytes(f.plan.pinned_bytes).c_str(),
-        format_bytes(f.bytes_per_token()).c_str(), static_cast<double>(f.bytes_per_token()) / bandwidth,
-        avail == UINT64_MAX ? "?" : (plan_fits(f.plan, avail) ? "yes" : "no"), p.machine.label, p.description.c_str());
-    out += buf;
+    append_printf(out, "%-12s %8.1f %8.1f %12s %12s %13s %9.2f %5s  %s machines: %s\n", p.name.c_str(), p.trunk_gb,
+                  p.cache_gb, format_bytes(f.plan.peak_rss).c_str(), format_bytes(f.plan.pinned_bytes).c_str(),
+                  format_bytes(f.bytes_per_token()).c_str(), static_cast<double>(f.bytes_per_token()) / bandwidth,
+                  avail == UINT64_MAX ? "?" : (plan_fits(f.plan, avail) ? "yes" : "no"), p.machine.label,
+                  p.description.c_str());
   }
   return out;
 }

@@ -1,4 +1,5 @@
 #include "runtime/memory_plan.h"
+#include "common/append_printf.h"
 #include "common/byte_format.h"
 #include "common/checked_math.h"
 
@@ -228,96 +229,77 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
   };
   bool pinned_head, streamed_head;
   const int pl = count_layers(pinned, &pinned_head), sl = count_layers(streamed, &streamed_head);
-  char buf[2048];
   std::string o;
-  std::snprintf(buf, sizeof buf, "  pinned trunk      %d of %d layers%s  %s\n", pl, c.num_hidden_layers,
-                pinned_head ? " + head" : "", format_bytes(pinned_bytes).c_str());
-  o += buf;
+  append_printf(o, "  pinned trunk      %d of %d layers%s  %s\n", pl, c.num_hidden_layers, pinned_head ? " + head" : "",
+                format_bytes(pinned_bytes).c_str());
   if (stream_buffers) {
-    std::snprintf(buf, sizeof buf, "  streamed trunk    %d layers%s, %d buffers x %s  %s\n", sl,
-                  streamed_head ? " + head" : "", stream_buffers, format_bytes(stream_buffer_size).c_str(),
-                  format_bytes(stream_buffer_bytes).c_str());
-    o += buf;
+    append_printf(o, "  streamed trunk    %d layers%s, %d buffers x %s  %s\n", sl, streamed_head ? " + head" : "",
+                  stream_buffers, format_bytes(stream_buffer_size).c_str(), format_bytes(stream_buffer_bytes).c_str());
     if (block_bytes) {
-      std::snprintf(buf, sizeof buf,
+      append_printf(o,
                     "  row blocks        matrices in blocks of at most %s (%llu per token); largest held part "
                     "%s\n",
                     format_bytes(block_bytes).c_str(), (unsigned long long)row_blocks,
                     format_bytes(held_bytes).c_str());
-      o += buf;
     }
     if (stream_staging_bytes) {
-      std::snprintf(buf, sizeof buf,
+      append_printf(o,
                     "  decode staging    compressed pieces read and decoded as they arrive  %s\n"
                     "  read per token    %s compressed (%s decoded, %.1f%%)\n",
                     format_bytes(stream_staging_bytes).c_str(), format_bytes(streamed_read_bytes).c_str(),
                     format_bytes(streamed_decoded_bytes).c_str(),
                     100.0 * streamed_read_bytes / std::max<uint64_t>(1, streamed_decoded_bytes));
-      o += buf;
     }
   } else {
     o += "  streamed trunk    none  0 B\n";
   }
   if (head_streamed) {
-    std::snprintf(buf, sizeof buf,
+    append_printf(o,
                   "  head              lm_head in %llu blocks of %llu rows through the stream buffers; "
                   "norms kept  %s\n",
                   (unsigned long long)head_blocks, (unsigned long long)head_block_rows,
                   format_bytes(head_small_bytes).c_str());
-    o += buf;
   }
-  std::snprintf(buf, sizeof buf, "  embedding         rows read on demand (%s on disk)\n",
-                format_bytes(embedding_bytes).c_str());
-  o += buf;
-  std::snprintf(buf, sizeof buf, "  expert cache      %llu slots x %s%s  %s\n", (unsigned long long)cache_slots,
+  append_printf(o, "  embedding         rows read on demand (%s on disk)\n", format_bytes(embedding_bytes).c_str());
+  append_printf(o, "  expert cache      %llu slots x %s%s  %s\n", (unsigned long long)cache_slots,
                 format_bytes(slot_bytes).c_str(),
                 cache_slots && cache_slots == min_slots ? " (the floor: one layer's top-k, all in flight)" : "",
                 format_bytes(cache_bytes).c_str());
-  o += buf;
   if (req.sequences > 1 || req.state_snapshots > 0)
-    std::snprintf(buf, sizeof buf, "  KDA state         %d layers x (%s + %s)  %s\n", c.num_kda_layers(),
+    append_printf(o, "  KDA state         %d layers x (%s + %s)  %s\n", c.num_kda_layers(),
                   plural(std::max<uint64_t>(1, req.sequences), "sequence").c_str(),
                   plural(req.state_snapshots, "rollback copy", "rollback copies").c_str(),
                   format_bytes(kda_state_bytes).c_str());
   else
-    std::snprintf(buf, sizeof buf, "  KDA state         %d layers  %s\n", c.num_kda_layers(),
-                  format_bytes(kda_state_bytes).c_str());
-  o += buf;
+    append_printf(o, "  KDA state         %d layers  %s\n", c.num_kda_layers(), format_bytes(kda_state_bytes).c_str());
   if (req.sequences > 1)
-    std::snprintf(buf, sizeof buf, "  MLA latent cache  %d layers x %llu positions x %llu sequences  %s\n",
-                  c.num_mla_layers(), (unsigned long long)req.context, (unsigned long long)req.sequences,
+    append_printf(o, "  MLA latent cache  %d layers x %llu positions x %llu sequences  %s\n", c.num_mla_layers(),
+                  (unsigned long long)req.context, (unsigned long long)req.sequences,
                   format_bytes(mla_cache_bytes).c_str());
   else
-    std::snprintf(buf, sizeof buf, "  MLA latent cache  %d layers x %llu positions  %s\n", c.num_mla_layers(),
+    append_printf(o, "  MLA latent cache  %d layers x %llu positions  %s\n", c.num_mla_layers(),
                   (unsigned long long)req.context, format_bytes(mla_cache_bytes).c_str());
-  o += buf;
-  std::snprintf(buf, sizeof buf, "  activations       batch of %llu  %s\n", (unsigned long long)batch,
+  append_printf(o, "  activations       batch of %llu  %s\n", (unsigned long long)batch,
                 format_bytes(activation_bytes).c_str());
-  o += buf;
   if (draft_bytes > 0 && draft_streamed) {
-    std::snprintf(buf, sizeof buf,
+    append_printf(o,
                   "  draft model       streamed: %s read per draft pass in %s row blocks; held %s + %llu "
                   "positions x %s  %s\n",
                   format_bytes(req.draft_read_bytes).c_str(), format_bytes(req.block_bytes).c_str(),
                   format_bytes(req.draft_streamed_bytes + std::min(req.block_bytes, req.draft_read_bytes)).c_str(),
                   (unsigned long long)req.context, format_bytes(req.draft_bytes_per_position).c_str(),
                   format_bytes(draft_bytes).c_str());
-    o += buf;
   } else if (draft_bytes > 0) {
-    std::snprintf(buf, sizeof buf, "  draft model       weights and buffers %s + %llu positions x %s  %s\n",
+    append_printf(o, "  draft model       weights and buffers %s + %llu positions x %s  %s\n",
                   format_bytes(req.draft_fixed_bytes).c_str(), (unsigned long long)req.context,
                   format_bytes(req.draft_bytes_per_position).c_str(), format_bytes(draft_bytes).c_str());
-    o += buf;
   }
   if (kept_state_bytes > 0) {
-    std::snprintf(buf, sizeof buf, "  kept states       conversations between requests (--keep-mb)  %s\n",
+    append_printf(o, "  kept states       conversations between requests (--keep-mb)  %s\n",
                   format_bytes(kept_state_bytes).c_str());
-    o += buf;
   }
-  std::snprintf(buf, sizeof buf, "  I/O, index, misc  %s\n", format_bytes(io_bytes).c_str());
-  o += buf;
-  std::snprintf(buf, sizeof buf, "  forecast peak RSS %s", format_bytes(peak_rss).c_str());
-  o += buf;
+  append_printf(o, "  I/O, index, misc  %s\n", format_bytes(io_bytes).c_str());
+  append_printf(o, "  forecast peak RSS %s", format_bytes(peak_rss).c_str());
   return o;
 }
 
