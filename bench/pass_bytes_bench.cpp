@@ -92,7 +92,7 @@ void print_preset(const ModelConfig& c, const Preset& preset) {
   // The draft: cumulative acceptance after 1..7 drafts (DSPARK.md 3.2).
   const DSparkConfig d = kimi_k3_dspark_geometry();
   const double head = static_cast<double>(c.vocab_size) * c.hidden_size * 2;
-  const bool draft_streams = preset.block_mb > 0;  // as the memory plan decides (PlanRequest::draft_streamed_bytes)
+  const bool draft_streams = preset.block_mb > 0;  // as the memory plan decides (PlanRequest::draft.streamed_held)
   const double kv_a = 2.0 * d.num_hidden_layers * d.kv_stride() * d.hidden_size;
   const double draft_weights = draft_streams ? dspark_streamed_weight_bytes(d) + kv_a : 0.0;
   const double draft_read = (plan.head_streamed ? head : 0.0) + draft_weights;

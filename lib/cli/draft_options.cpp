@@ -37,11 +37,7 @@ void DraftFlags::check(const ModelConfig& config, StreamingRequest& stream) {
   check_draft_fits(*config_, config, dir_);
   // On presets that stream the trunk in row blocks the draft's large matrices
   // stream too (through one more block buffer, which the plan adds).
-  const DraftMemory m = dspark_memory(*config_);
-  stream.draft_fixed_bytes = m.resident;
-  stream.draft_streamed_bytes = m.streamed_held;
-  stream.draft_read_bytes = m.read_per_pass;
-  stream.draft_bytes_per_position = m.per_position;
+  stream.draft = dspark_memory(*config_);
 }
 
 void DraftFlags::start(Model& model, GenerationSession& session, DraftSource* fallback, const char* tool,

@@ -159,11 +159,7 @@ Report run_doctor(const DoctorOptions& o) {
   if (!o.draft_dir.empty()) {
     const DSparkConfig draft = load_dspark_config(o.draft_dir);
     check_draft_fits(draft, ck.plan_model.config, o.draft_dir);
-    const DraftMemory dm = dspark_memory(draft);
-    run.draft_fixed_bytes = dm.resident;
-    run.draft_streamed_bytes = dm.streamed_held;
-    run.draft_read_bytes = dm.read_per_pass;
-    run.draft_bytes_per_position = dm.per_position;
+    run.draft = dspark_memory(draft);
   }
   std::optional<PresetForecast> rec;
   if (mem.usable) rec = recommend_preset(*mem.usable, ck.plan_model, mb, o.hit_rate, run);

@@ -180,14 +180,13 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
   p.io_bytes = 2 * (4u << 20) + req.tensor_count * 160 + (req.io_threads + req.compute_threads) * (8u << 20) / 8 +
                (48u << 20);  // program, libraries, allocator slack
   const std::string draft_what = "the draft model's context for " + std::to_string(req.context) + " positions";
-  p.draft_streamed = req.draft_fixed_bytes > 0 && req.block_bytes > 0 && req.draft_streamed_bytes > 0;
+  p.draft_streamed = req.draft.resident > 0 && req.block_bytes > 0 && req.draft.streamed_held > 0;
   // Streamed: one buffer of a block, or of all its matrices when they are smaller.
   const uint64_t draft_held =
       p.draft_streamed
-          ? checked_add(req.draft_streamed_bytes, std::min(req.block_bytes, req.draft_read_bytes), draft_what)
-          : req.draft_fixed_bytes;
-  p.draft_bytes =
-      checked_add(draft_held, checked_mul(req.draft_bytes_per_position, req.context, draft_what), draft_what);
+          ? checked_add(req.draft.streamed_held, std::min(req.block_bytes, req.draft.read_per_pass), draft_what)
+          : req.draft.resident;
+  p.draft_bytes = checked_add(draft_held, checked_mul(req.draft.per_position, req.context, draft_what), draft_what);
   p.kept_state_bytes = req.kept_state_bytes;
   p.peak_rss = 0;
   for (uint64_t part :
@@ -285,14 +284,14 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
     append_printf(o,
                   "  draft model       streamed: %s read per draft pass in %s row blocks; held %s + %llu "
                   "positions x %s  %s\n",
-                  format_bytes(req.draft_read_bytes).c_str(), format_bytes(req.block_bytes).c_str(),
-                  format_bytes(req.draft_streamed_bytes + std::min(req.block_bytes, req.draft_read_bytes)).c_str(),
-                  (unsigned long long)req.context, format_bytes(req.draft_bytes_per_position).c_str(),
+                  format_bytes(req.draft.read_per_pass).c_str(), format_bytes(req.block_bytes).c_str(),
+                  format_bytes(req.draft.streamed_held + std::min(req.block_bytes, req.draft.read_per_pass)).c_str(),
+                  (unsigned long long)req.context, format_bytes(req.draft.per_position).c_str(),
                   format_bytes(draft_bytes).c_str());
   } else if (draft_bytes > 0) {
     append_printf(o, "  draft model       weights and buffers %s + %llu positions x %s  %s\n",
-                  format_bytes(req.draft_fixed_bytes).c_str(), (unsigned long long)req.context,
-                  format_bytes(req.draft_bytes_per_position).c_str(), format_bytes(draft_bytes).c_str());
+                  format_bytes(req.draft.resident).c_str(), (unsigned long long)req.context,
+                  format_bytes(req.draft.per_position).c_str(), format_bytes(draft_bytes).c_str());
   }
   if (kept_state_bytes > 0) {
     append_printf(o, "  kept states       conversations between requests (--keep-mb)  %s\n",

@@ -15,6 +15,16 @@
 
 namespace k3 {
 
+// What a draft model (--draft) adds to the memory plan: one struct from the
+// draft's config (draft/dspark_memory.h) through the tools' requests and the
+// presets to the plan, so every step copies all four figures at once.
+struct DraftMemory {
+  uint64_t resident = 0;       // weights held, a prefill batch of taps, a draft pass's activations
+  uint64_t streamed_held = 0;  // the same when its large matrices stream (their block buffer not counted)
+  uint64_t read_per_pass = 0;  // bytes those matrices take, read again per draft pass when they stream
+  uint64_t per_position = 0;   // its context per committed position
+};
+
 struct PlanRequest {
   bool packed_trunk = true;      // false: the whole trunk is read from the shards and held resident
   uint64_t trunk_budget = 0;     // bytes of trunk sections to pin
@@ -25,14 +35,11 @@ struct PlanRequest {
   uint64_t state_snapshots = 0;  // KDA state copies kept to roll back verified rows (--spec: drafts per pass)
   // A draft model (--draft): its weights and buffers held in RAM, and its
   // context per position (for `context` positions). When the trunk streams
-  // in row blocks (block_bytes > 0) and draft_streamed_bytes is set, the
-  // draft streams too: only draft_streamed_bytes are held, and its
-  // draft_read_bytes are read again for every draft pass through one buffer
-  // of block_bytes.
-  uint64_t draft_fixed_bytes = 0;
-  uint64_t draft_streamed_bytes = 0;
-  uint64_t draft_read_bytes = 0;
-  uint64_t draft_bytes_per_position = 0;
+  // in row blocks (block_bytes > 0) and draft.streamed_held is set, the
+  // draft streams too: only draft.streamed_held bytes are held, and its
+  // draft.read_per_pass bytes are read again for every draft pass through
+  // one buffer of block_bytes.
+  DraftMemory draft;
   // RAM for conversation states kept between requests (k3-serve --keep-mb).
   uint64_t kept_state_bytes = 0;
   int io_threads = 8;

@@ -38,10 +38,7 @@ PlanRequest preset_plan_request(const Preset& preset, const PlanModel& model, co
   r.context = run.context;
   r.sequences = run.sequences;
   r.state_snapshots = run.state_snapshots;
-  r.draft_fixed_bytes = run.draft_fixed_bytes;
-  r.draft_streamed_bytes = run.draft_streamed_bytes;
-  r.draft_read_bytes = run.draft_read_bytes;
-  r.draft_bytes_per_position = run.draft_bytes_per_position;
+  r.draft = run.draft;
   r.batch = preset.max_batch;
   r.block_bytes = static_cast<uint64_t>(preset.block_mb * 1e6);
   r.io_threads = 8;

@@ -43,7 +43,7 @@ struct PresetRun {
   uint64_t state_snapshots = 0;
   // --draft: its memory as PlanRequest counts it (resident, or streamed on
   // the presets whose trunk streams in row blocks).
-  uint64_t draft_fixed_bytes = 0, draft_streamed_bytes = 0, draft_read_bytes = 0, draft_bytes_per_position = 0;
+  DraftMemory draft;
 };
 
 // The request --list-presets makes for `preset` with its default flags.

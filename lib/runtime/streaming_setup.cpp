@@ -78,10 +78,7 @@ static PreparedStream plan_for(const ModelConfig& config, const Checkpoint& chec
   pr.block_bytes = packed ? resolve_block_bytes(req) : 0;
   pr.sequences = req.sequences;
   pr.state_snapshots = req.state_snapshots;
-  pr.draft_fixed_bytes = req.draft_fixed_bytes;
-  pr.draft_streamed_bytes = req.draft_streamed_bytes;
-  pr.draft_read_bytes = req.draft_read_bytes;
-  pr.draft_bytes_per_position = req.draft_bytes_per_position;
+  pr.draft = req.draft;
   pr.kept_state_bytes = req.kept_state_bytes;
   pr.io_threads = req.io_threads;
   pr.compute_threads = req.compute_threads;
@@ -108,10 +105,7 @@ PresetChoice choose_auto_preset(const ModelConfig& config, const Checkpoint& che
   // Default drafts (k3-chat) are dropped before a smaller preset is chosen
   // for them; the plan lowers them later when memory is short.
   run.state_snapshots = req.snapshots_optional ? 0 : req.state_snapshots;
-  run.draft_fixed_bytes = req.draft_fixed_bytes;
-  run.draft_streamed_bytes = req.draft_streamed_bytes;
-  run.draft_read_bytes = req.draft_read_bytes;
-  run.draft_bytes_per_position = req.draft_bytes_per_position;
+  run.draft = req.draft;
   return choose_preset(plan_model_for_checkpoint(config, checkpoint), available, run);
 }
 

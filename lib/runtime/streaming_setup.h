@@ -36,11 +36,10 @@ struct StreamingRequest {
   // recommends (choose_auto_preset).
   bool context_is_default = false;
   uint64_t batch = 256;
-  uint64_t sequences = 1;        // decoded together (k3-forward --batch)
-  uint64_t state_snapshots = 0;  // KDA state copies for rolling back drafts (--spec)
-  uint64_t draft_fixed_bytes = 0, draft_streamed_bytes = 0, draft_read_bytes = 0,
-           draft_bytes_per_position = 0;  // --draft (PlanRequest)
-  uint64_t kept_state_bytes = 0;          // k3-serve --keep-mb (PlanRequest)
+  uint64_t sequences = 1;         // decoded together (k3-forward --batch)
+  uint64_t state_snapshots = 0;   // KDA state copies for rolling back drafts (--spec)
+  DraftMemory draft;              // --draft (PlanRequest)
+  uint64_t kept_state_bytes = 0;  // k3-serve --keep-mb (PlanRequest)
   // Speculation on by default (k3-chat): when the plan does not fit, the
   // rollback copies (so the drafts per pass) are halved first, down to none,
   // before the prefill batch is lowered; an explicit --spec is refused instead.
