@@ -22,17 +22,8 @@ void add_cpu_checks(Report& r, const CpuFeatures& c) {
           "without AVX2+FMA+F16C the BF16 matrix products run several times slower; prefer an x86-64-v3 or newer CPU";
     else if (!avx512) k.advice = "AVX2 is enough; AVX-512 would roughly double matrix-product throughput in prefill";
     else k.advice = "all the SIMD features the kernels can use are present";
-    k.details.set("model_name", c.model_name)
-        .set("source", c.flags_source)
-        .set("avx2", c.avx2)
-        .set("fma", c.fma)
-        .set("f16c", c.f16c)
-        .set("avx512f", c.avx512f)
-        .set("avx512bw", c.avx512bw)
-        .set("avx512vl", c.avx512vl)
-        .set("avx512dq", c.avx512dq)
-        .set("avx512_bf16", c.avx512_bf16)
-        .set("avx512_vnni", c.avx512_vnni);
+    k.details.set("model_name", c.model_name).set("source", c.flags_source);
+    for (const CpuFlag& f : kCpuFlags) k.details.set(f.name, c.*f.member);
   }
   {
     Check& k = r.add("cpu", "kernel_path");

@@ -113,16 +113,7 @@ CpuFeatures detect_cpu(const SystemRoot& root, const char* live_kernel_path) {
       c.kernel_path_source = "Highway's best target for this CPU";
     }
   } else {
-    auto has = [&](const char* x) { return flags.count(x) > 0; };
-    c.avx2 = has("avx2");
-    c.fma = has("fma");
-    c.f16c = has("f16c");
-    c.avx512f = has("avx512f");
-    c.avx512bw = has("avx512bw");
-    c.avx512vl = has("avx512vl");
-    c.avx512dq = has("avx512dq");
-    c.avx512_bf16 = has("avx512_bf16");
-    c.avx512_vnni = has("avx512_vnni");
+    for (const CpuFlag& f : kCpuFlags) c.*f.member = flags.count(f.name) > 0;
     c.flags_source = "cpuinfo";
     c.logical_cpus = count_cpuinfo_processors(cpuinfo);
     c.kernel_path = predict_kernel_path(flags);

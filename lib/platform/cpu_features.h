@@ -7,6 +7,7 @@
 // asks); for a recorded /proc tree we predict it from the cpuinfo flags.
 #pragma once
 
+#include <array>
 #include <set>
 #include <string>
 
@@ -25,6 +26,22 @@ struct CpuFeatures {
   std::string kernel_path_source;  // how kernel_path was found
   std::string simd_best;           // Highway's best target for this CPU (what SIMD kernels could use)
 };
+
+// The SIMD flags CpuFeatures holds, by their /proc/cpuinfo name (also their
+// name in k3-doctor's JSON), in the order reports list them.
+struct CpuFlag {
+  const char* name;
+  bool CpuFeatures::*member;
+};
+inline constexpr std::array<CpuFlag, 9> kCpuFlags{{{"avx2", &CpuFeatures::avx2},
+                                                   {"fma", &CpuFeatures::fma},
+                                                   {"f16c", &CpuFeatures::f16c},
+                                                   {"avx512f", &CpuFeatures::avx512f},
+                                                   {"avx512bw", &CpuFeatures::avx512bw},
+                                                   {"avx512vl", &CpuFeatures::avx512vl},
+                                                   {"avx512dq", &CpuFeatures::avx512dq},
+                                                   {"avx512_bf16", &CpuFeatures::avx512_bf16},
+                                                   {"avx512_vnni", &CpuFeatures::avx512_vnni}}};
 
 // The `flags` set of the first processor in /proc/cpuinfo.
 std::set<std::string> parse_cpuinfo_flags(const std::string& cpuinfo);
