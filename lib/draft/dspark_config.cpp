@@ -6,11 +6,10 @@
 #include <simdjson.h>
 #include <xxhash.h>
 
-#include <cmath>
-
 #include "common/error.h"
 #include "common/file.h"
 #include "model/config.h"
+#include "model/config_keys.h"
 
 namespace k3 {
 
@@ -19,71 +18,8 @@ namespace {
 using simdjson::dom::element;
 using simdjson::dom::object;
 
-class Keys {
- public:
-  Keys(std::string origin, object obj, std::string prefix = "")
-      : origin_(std::move(origin)), obj_(obj), prefix_(std::move(prefix)) {}
-
-  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
-    throw Error(ExitCode::kBadModel, origin_ + ": key '" + prefix_ + key + "' " + what);
-  }
-  bool has(const std::string& key) const {
-    element e;
-    return !obj_[key].get(e) && !e.is_null();
-  }
-  element get(const std::string& key) const {
-    element e;
-    if (obj_[key].get(e)) fail(key, "is missing (required for a DSpark draft)");
-    return e;
-  }
-  int64_t integer(const std::string& key) const {
-    int64_t v;
-    if (get(key).get_int64().get(v)) fail(key, "must be an integer");
-    return v;
-  }
-  // Sizes beyond any real draft are refused before anything is allocated.
-  int positive(const std::string& key, int64_t max = int64_t{1} << 24) const {
-    const int64_t v = integer(key);
-    if (v <= 0 || v > max) fail(key, "is " + std::to_string(v) + "; must be in 1.." + std::to_string(max));
-    return static_cast<int>(v);
-  }
-  double number(const std::string& key) const {
-    element e = get(key);
-    double v;
-    if (e.get_double().get(v)) {
-      int64_t i;
-      if (e.get_int64().get(i)) fail(key, "must be a number");
-      v = static_cast<double>(i);
-    }
-    if (!std::isfinite(v)) fail(key, "must be a finite number");
-    return v;
-  }
-  bool boolean(const std::string& key) const {
-    bool v;
-    if (get(key).get_bool().get(v)) fail(key, "must be true or false");
-    return v;
-  }
-  std::string string(const std::string& key) const {
-    std::string_view v;
-    if (get(key).get_string().get(v)) fail(key, "must be a string");
-    return std::string(v);
-  }
-  void require(const std::string& key, bool want, const std::string& why) const {
-    if (boolean(key) != want)
-      fail(key, std::string("is ") + (want ? "false" : "true") + "; the DSpark draft pass implements only " +
-                    (want ? "true" : "false") + why);
-  }
-  Keys child(const std::string& key) const {
-    object o;
-    if (get(key).get_object().get(o)) fail(key, "must be an object");
-    return Keys(origin_, o, prefix_ + key + ".");
-  }
-
- private:
-  std::string origin_;
-  object obj_;
-  std::string prefix_;
-};
+// Sizes beyond any real draft are refused before anything is allocated.
+constexpr int64_t kMaxSize = int64_t{1} << 24;
 
 }  // namespace
 
@@ -101,18 +37,18 @@ DSparkConfig parse_dspark_config(const std::string& text, const std::string& pat
   object obj;
   if (parser.parse(text).get(root) || root.get_object().get(obj))
     throw Error(ExitCode::kBadModel, path + ": not a JSON object");
-  const Keys k(path, obj);
+  const ConfigKeys k(path, obj);
   DSparkConfig c;
   if (k.string("model_type") != "k3_dspark")
     k.fail("model_type", "is \"" + k.string("model_type") + "\"; a DSpark draft has \"k3_dspark\"");
-  c.hidden_size = k.positive("hidden_size");
-  c.intermediate_size = k.positive("intermediate_size");
+  c.hidden_size = k.positive("hidden_size", kMaxSize);
+  c.intermediate_size = k.positive("intermediate_size", kMaxSize);
   c.num_hidden_layers = k.positive("num_hidden_layers", 1024);
   c.num_heads = k.positive("num_attention_heads", 4096);
   if (k.has("num_key_value_heads") && k.integer("num_key_value_heads") != c.num_heads)
     k.fail("num_key_value_heads", "differs from num_attention_heads; MLA has one key/value per head");
-  c.q_lora_rank = k.positive("q_lora_rank");
-  c.kv_lora_rank = k.positive("kv_lora_rank");
+  c.q_lora_rank = k.positive("q_lora_rank", kMaxSize);
+  c.kv_lora_rank = k.positive("kv_lora_rank", kMaxSize);
   c.qk_nope_head_dim = k.positive("qk_nope_head_dim", 4096);
   c.qk_rope_head_dim = k.positive("qk_rope_head_dim", 4096);
   if (c.qk_rope_head_dim % 2) k.fail("qk_rope_head_dim", "must be even (rope rotates pairs)");
@@ -122,12 +58,12 @@ DSparkConfig parse_dspark_config(const std::string& text, const std::string& pat
     k.fail("draft_vocab_size", "differs from vocab_size; a vocabulary map (d2t) is not implemented");
   c.rms_norm_eps = static_cast<float>(k.number("rms_norm_eps"));
   if (!(c.rms_norm_eps > 0)) k.fail("rms_norm_eps", "must be positive");
-  k.require("mla_use_nope", false, " (the draft rotates its rope dimensions)");
-  k.require("mla_use_output_gate", false, " (the draft's attention has no output gate)");
+  k.require_bool("mla_use_nope", false, " (the draft rotates its rope dimensions)");
+  k.require_bool("mla_use_output_gate", false, " (the draft's attention has no output gate)");
   if (k.has("hidden_act") && k.string("hidden_act") != "silu")
     k.fail("hidden_act", "is \"" + k.string("hidden_act") + "\"; the draft MLP implements only \"silu\"");
 
-  const Keys rope = k.child("rope_parameters");
+  const ConfigKeys rope = k.child("rope_parameters");
   if (rope.string("rope_type") != "yarn")
     rope.fail("rope_type", "is \"" + rope.string("rope_type") + "\"; the draft pass implements only \"yarn\"");
   c.rope_theta = rope.number("rope_theta");
@@ -141,18 +77,14 @@ DSparkConfig parse_dspark_config(const std::string& text, const std::string& pat
     rope.fail("rope_theta",
               "and factor/beta_fast/beta_slow are out of range (theta > 1, factor >= 1, beta_fast > beta_slow > 0)");
 
-  element ids = k.get("target_layer_ids");
-  simdjson::dom::array arr;
-  if (ids.get_array().get(arr)) k.fail("target_layer_ids", "must be a list of layer indices");
-  for (element e : arr) {
-    int64_t v;
-    if (e.get_int64().get(v) || v < 0 || v > 4096) k.fail("target_layer_ids", "must hold layer indices 0..4096");
+  for (int64_t v : k.int_list("target_layer_ids")) {
+    if (v < 0 || v > 4096) k.fail("target_layer_ids", "must hold layer indices 0..4096");
     c.target_layer_ids.push_back(static_cast<int>(v));
   }
   if (c.target_layer_ids.empty()) k.fail("target_layer_ids", "is empty");
   if (k.has("num_target_layers") && k.integer("num_target_layers") != c.num_taps())
     k.fail("num_target_layers", "differs from the length of target_layer_ids");
-  c.target_hidden_size = k.positive("target_hidden_size");
+  c.target_hidden_size = k.positive("target_hidden_size", kMaxSize);
   c.target_num_hidden_layers = k.positive("target_num_hidden_layers", 4096);
   c.mask_token_id = static_cast<int>(k.integer("mask_token_id"));
   if (c.mask_token_id < 0 || c.mask_token_id >= c.vocab_size) k.fail("mask_token_id", "is outside the vocabulary");

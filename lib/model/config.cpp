@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "common/file.h"
+#include "model/config_keys.h"
 #include "tokenizer/tokenizer_eos.h"
 
 namespace k3 {
@@ -26,125 +27,8 @@ constexpr uint64_t kMaxConfigBytes = 16ull << 20;
 using simdjson::dom::element;
 using simdjson::dom::object;
 
-std::string render(const element& e) {
-  std::string s = simdjson::minify(e);
-  if (s.size() > 80) s = s.substr(0, 77) + "...";
-  return s;
-}
-
-// Reads keys of one JSON object, naming them `<prefix><key>` in errors.
-class Reader {
- public:
-  Reader(std::string origin, object obj, std::string prefix)
-      : origin_(std::move(origin)), obj_(obj), prefix_(std::move(prefix)) {}
-
-  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
-    throw Error(ExitCode::kBadModel, origin_ + ": key '" + prefix_ + key + "' " + what);
-  }
-
-  bool has(const std::string& key) const {
-    element e;
-    return !obj_[key].get(e) && !e.is_null();
-  }
-
-  element get(const std::string& key) const {
-    element e;
-    if (obj_[key].get(e)) fail(key, "is missing (required; k3 does not assume a default)");
-    return e;
-  }
-
-  int64_t integer(const std::string& key) const {
-    element e = get(key);
-    int64_t v;
-    if (e.get_int64().get(v)) fail(key, "must be an integer, found " + render(e));
-    return v;
-  }
-
-  // A positive integer up to `max`: sizes beyond any real model are refused
-  // here, before a manifest or plan of that size is built.
-  int positive(const std::string& key, int64_t max = int64_t{1} << 30) const {
-    int64_t v = integer(key);
-    if (v <= 0) fail(key, "must be a positive integer, found " + std::to_string(v));
-    if (v > max)
-      fail(key, "is " + std::to_string(v) + ", more than the " + std::to_string(max) +
-                    " k3 accepts (no real model is that large; is the config damaged?)");
-    return static_cast<int>(v);
-  }
-
-  double number(const std::string& key) const {
-    element e = get(key);
-    double v;
-    if (e.get_double().get(v)) {
-      int64_t i;
-      if (e.get_int64().get(i)) fail(key, "must be a number, found " + render(e));
-      v = static_cast<double>(i);
-    }
-    if (!std::isfinite(v)) fail(key, "must be a finite number, found " + render(e));
-    return v;
-  }
-
-  bool boolean(const std::string& key) const {
-    element e = get(key);
-    bool v;
-    if (e.get_bool().get(v)) fail(key, "must be true or false, found " + render(e));
-    return v;
-  }
-
-  std::string string(const std::string& key) const {
-    element e = get(key);
-    std::string_view v;
-    if (e.get_string().get(v)) fail(key, "must be a string, found " + render(e));
-    return std::string(v);
-  }
-
-  void require_string(const std::string& key, const std::string& want, const std::string& why) const {
-    std::string v = string(key);
-    if (v != want) fail(key, "is \"" + v + "\"; k3 implements only \"" + want + "\"" + why);
-  }
-
-  void require_bool(const std::string& key, bool want, const std::string& why) const {
-    bool v = boolean(key);
-    if (v != want)
-      fail(key,
-           std::string("is ") + (v ? "true" : "false") + "; k3 implements only " + (want ? "true" : "false") + why);
-  }
-
-  void require_int(const std::string& key, int64_t want, const std::string& why) const {
-    int64_t v = integer(key);
-    if (v != want) fail(key, "is " + std::to_string(v) + "; k3 implements only " + std::to_string(want) + why);
-  }
-
-  Reader child(const std::string& key) const {
-    element e = get(key);
-    object o;
-    if (e.get_object().get(o)) fail(key, "must be an object, found " + render(e));
-    return Reader(origin_, o, prefix_ + key + ".");
-  }
-
-  std::vector<int64_t> int_list(const std::string& key) const {
-    element e = get(key);
-    simdjson::dom::array a;
-    if (e.get_array().get(a)) fail(key, "must be a list of integers, found " + render(e));
-    std::vector<int64_t> out;
-    for (element x : a) {
-      int64_t v;
-      if (x.get_int64().get(v)) fail(key, "must be a list of integers, found element " + render(x));
-      out.push_back(v);
-    }
-    return out;
-  }
-
-  object obj() const { return obj_; }
-  const std::string& origin() const { return origin_; }
-
- private:
-  std::string origin_;
-  object obj_;
-  std::string prefix_;
-};
-
 // eos_token_id may be a number or a list of numbers.
-void collect_eos(const Reader& r, const std::string& key, std::vector<int>* out) {
+void collect_eos(const ConfigKeys& r, const std::string& key, std::vector<int>* out) {
   if (!r.has(key)) return;
   element e = r.get(key);
   int64_t v;
@@ -153,23 +37,23 @@ void collect_eos(const Reader& r, const std::string& key, std::vector<int>* out)
     return;
   }
   simdjson::dom::array a;
-  if (e.get_array().get(a)) r.fail(key, "must be a token id or a list of token ids, found " + render(e));
+  if (e.get_array().get(a)) r.fail(key, "must be a token id or a list of token ids, found " + json_excerpt(e));
   for (element x : a) {
-    if (x.get_int64().get(v)) r.fail(key, "must be a list of token ids, found element " + render(x));
+    if (x.get_int64().get(v)) r.fail(key, "must be a list of token ids, found element " + json_excerpt(x));
     out->push_back(static_cast<int>(v));
   }
 }
 
-void check_quantization(const Reader& q, ModelConfig* c) {
+void check_quantization(const ConfigKeys& q, ModelConfig* c) {
   q.require_string("quant_method", "compressed-tensors", " (routed experts must be MXFP4 compressed-tensors)");
   q.require_string("format", "mxfp4-pack-quantized", "");
-  Reader groups = q.child("config_groups");
+  ConfigKeys groups = q.child("config_groups");
   size_t n = 0;
   for (auto field : groups.obj()) {
     ++n;
-    Reader g = groups.child(std::string(field.key));
+    ConfigKeys g = groups.child(std::string(field.key));
     if (g.has("format")) g.require_string("format", "mxfp4-pack-quantized", "");
-    Reader w = g.child("weights");
+    ConfigKeys w = g.child("weights");
     w.require_int("num_bits", 4, " (MXFP4)");
     w.require_int("group_size", 32, " (MXFP4)");
     w.require_string("type", "float", " (MXFP4 E2M1 codes)");
@@ -202,17 +86,17 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
     throw Error(ExitCode::kBadModel, origin + ": not valid JSON (" + simdjson::error_message(err) + ")");
   object root_obj;
   if (root.get_object().get(root_obj)) throw Error(ExitCode::kBadModel, origin + ": not a JSON object");
-  Reader top(origin, root_obj, "");
+  ConfigKeys top(origin, root_obj, "");
 
   // Wrapper (model_type kimi_k3 with text_config) or the bare text config.
   const bool wrapped = top.has("text_config");
   if (wrapped) top.require_string("model_type", "kimi_k3", " as the wrapper of a text_config");
-  Reader t = wrapped ? top.child("text_config") : top;
+  ConfigKeys t = wrapped ? top.child("text_config") : top;
   t.require_string("model_type", "kimi_linear", " (the Kimi-K3 text model)");
 
   // Quantization: beside text_config in a wrapper, inside the config otherwise.
   // Absent means BF16 experts.
-  const Reader* qparent = wrapped ? &top : &t;
+  const ConfigKeys* qparent = wrapped ? &top : &t;
   c.experts_mxfp4 = false;
   if (qparent->has("quantization_config")) {
     check_quantization(qparent->child("quantization_config"), &c);
@@ -246,7 +130,7 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
   }
 
   // Layer kinds: 1-indexed lists that partition 1..num_hidden_layers.
-  Reader la = t.child("linear_attn_config");
+  ConfigKeys la = t.child("linear_attn_config");
   const std::vector<int64_t> kda = la.int_list("kda_layers");
   const std::vector<int64_t> full = la.int_list("full_attn_layers");
   const int n = c.num_hidden_layers;
@@ -340,7 +224,7 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
     const std::string gorigin = origin + " (generation_config.json)";
     if (gparser.parse(gpadded).get(groot) || groot.get_object().get(gobj))
       throw Error(ExitCode::kBadModel, gorigin + ": not a valid JSON object");
-    Reader g(gorigin, gobj, "");
+    ConfigKeys g(gorigin, gobj, "");
     collect_eos(g, "eos_token_id", &c.eos_token_ids);
   }
   std::vector<int> unique;
