@@ -5,29 +5,19 @@
 #include <cstdio>
 #include <string>
 
-#include "common/error.h"
+#include "sampling/flag_refusal.h"
 
 namespace k3 {
 
-namespace {
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-}  // namespace
-
 void validate_penalty_params(const PenaltyParams& p) {
   if (!(p.repetition > 0.0) || std::isinf(p.repetition))
-    throw Error(ExitCode::kUsage,
-                "--repeat-penalty must be a finite number > 0 (1 means off), got " + num(p.repetition));
+    refuse_flag_value("--repeat-penalty must be a finite number > 0 (1 means off)", p.repetition);
   if (!(p.frequency >= -2.0 && p.frequency <= 2.0))
-    throw Error(ExitCode::kUsage, "--frequency-penalty must be in [-2, 2] (0 means off), got " + num(p.frequency));
+    refuse_flag_value("--frequency-penalty must be in [-2, 2] (0 means off)", p.frequency);
   if (!(p.presence >= -2.0 && p.presence <= 2.0))
-    throw Error(ExitCode::kUsage, "--presence-penalty must be in [-2, 2] (0 means off), got " + num(p.presence));
+    refuse_flag_value("--presence-penalty must be in [-2, 2] (0 means off)", p.presence);
   if (p.last_n < -1)
-    throw Error(ExitCode::kUsage,
-                "--repeat-last-n must be >= -1 (-1: the whole sequence; 0: off), got " + std::to_string(p.last_n));
+    refuse_flag_value("--repeat-last-n must be >= -1 (-1: the whole sequence; 0: off)", int64_t{p.last_n});
 }
 
 void apply_penalties(float* logits, int64_t vocab, std::span<const int32_t> sequence, const PenaltyParams& p) {

@@ -6,26 +6,17 @@
 #include <string>
 
 #include "common/error.h"
+#include "sampling/flag_refusal.h"
 #include "sampling/portable_exp.h"
 
 namespace k3 {
 
-namespace {
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-}  // namespace
-
 void validate_sampling_params(const SamplingParams& p) {
   if (!(p.temperature >= 0.0) || std::isinf(p.temperature))
-    throw Error(ExitCode::kUsage, "--temp must be a finite number >= 0 (0 means greedy), got " + num(p.temperature));
-  if (p.top_k < 0) throw Error(ExitCode::kUsage, "--top-k must be >= 0 (0 means off), got " + std::to_string(p.top_k));
-  if (!(p.top_p > 0.0 && p.top_p <= 1.0))
-    throw Error(ExitCode::kUsage, "--top-p must be in (0, 1] (1 means off), got " + num(p.top_p));
-  if (!(p.min_p >= 0.0 && p.min_p <= 1.0))
-    throw Error(ExitCode::kUsage, "--min-p must be in [0, 1] (0 means off), got " + num(p.min_p));
+    refuse_flag_value("--temp must be a finite number >= 0 (0 means greedy)", p.temperature);
+  if (p.top_k < 0) refuse_flag_value("--top-k must be >= 0 (0 means off)", int64_t{p.top_k});
+  if (!(p.top_p > 0.0 && p.top_p <= 1.0)) refuse_flag_value("--top-p must be in (0, 1] (1 means off)", p.top_p);
+  if (!(p.min_p >= 0.0 && p.min_p <= 1.0)) refuse_flag_value("--min-p must be in [0, 1] (0 means off)", p.min_p);
   validate_penalty_params(p.penalties);
 }
 
