@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/cli_parse.h"
+#include "cli/synth_flags.h"
 #include "common/byte_format.h"
 #include "common/error.h"
 #include "common/progress_meter.h"
@@ -22,8 +23,7 @@ int main(int argc, char** argv) {
   uint64_t seed = 1;
   bool sparse = false, headers_only = false, dry_run = false, dspark = false;
   SynthGeometry g;
-  int vocab = 0, hidden = 0, inter = 0, layers = 0, experts = 0, topk = 0, shared = 0, moe_inter = 0, latent = 0,
-      kda_heads = 0, kda_dim = 0, mla_heads = 0, q_lora = 0, kv_lora = 0, shards = 0, block = 0;
+  SynthSizeFlags sizes;
   app.add_option("OUT_DIR", out_dir, "directory to write (created if needed)")->required();
   app.add_option("--preset", preset, "tiny-like | bench | k3")->capture_default_str();
   app.add_option("--seed", seed, "PRNG seed: same seed, same bytes")->capture_default_str();
@@ -43,22 +43,7 @@ int main(int argc, char** argv) {
                "one model.safetensors, 7.1 GB; --sparse: matrices as holes), for timing a draft pass");
   app.add_option("--tokenizer-from", tokenizer_from, "copy tiktoken.model and tokenizer_config.json from this dir");
   app.add_flag("--dry-run", dry_run, "print the sizes and write nothing");
-  app.add_option("--vocab", vocab, "vocab_size (ordinary tokens + 256 specials)");
-  app.add_option("--hidden", hidden, "hidden_size");
-  app.add_option("--intermediate", inter, "intermediate_size of the dense layers");
-  app.add_option("--layers", layers, "num_hidden_layers (MLA at every 4th and the last, 1-indexed)");
-  app.add_option("--attn-res-block", block, "attn_res_block_size");
-  app.add_option("--experts", experts, "num_experts");
-  app.add_option("--top-k", topk, "num_experts_per_token");
-  app.add_option("--shared", shared, "num_shared_experts");
-  app.add_option("--moe-inter", moe_inter, "moe_intermediate_size (multiple of 32)");
-  app.add_option("--latent", latent, "routed_expert_hidden_size (multiple of 32)");
-  app.add_option("--kda-heads", kda_heads, "linear_attn_config.num_heads");
-  app.add_option("--kda-head-dim", kda_dim, "linear_attn_config.head_dim");
-  app.add_option("--mla-heads", mla_heads, "num_attention_heads");
-  app.add_option("--q-lora", q_lora, "q_lora_rank");
-  app.add_option("--kv-lora", kv_lora, "kv_lora_rank");
-  app.add_option("--shards", shards, "number of weight shards (a vision shard is added)");
+  sizes.add_to(app);
   app.footer(exit_codes_help());
   if (auto status = k3::parse_command_line(app, argc, argv, "k3-synth")) return *status;
   return k3::run_tool("k3-synth", [&] {
@@ -68,32 +53,7 @@ int main(int argc, char** argv) {
       for (const auto& n : synth_preset_names()) names += (names.empty() ? "" : ", ") + n;
       throw Error(ExitCode::kUsage, "unknown --preset '" + preset + "' (known: " + names + ")");
     }
-    auto set = [](int v, int& field) {
-      if (v) field = v;
-    };
-    set(vocab, g.vocab_size);
-    set(hidden, g.hidden_size);
-    set(inter, g.intermediate_size);
-    if (layers) {
-      g.num_hidden_layers = layers;
-      g.full_attn_layers = SynthGeometry::k3_full_attn_layers(layers);
-    }
-    set(block, g.attn_res_block_size);
-    set(experts, g.num_experts);
-    set(topk, g.num_experts_per_token);
-    set(shared, g.num_shared_experts);
-    set(moe_inter, g.moe_intermediate_size);
-    set(latent, g.routed_expert_hidden_size);
-    set(kda_heads, g.kda_num_heads);
-    set(kda_dim, g.kda_head_dim);
-    set(mla_heads, g.mla_num_heads);
-    set(q_lora, g.q_lora_rank);
-    set(kv_lora, g.kv_lora_rank);
-    set(shards, g.num_shards);
-    // The published total only holds for the preset's own geometry.
-    if (vocab || hidden || inter || layers || block || experts || topk || shared || moe_inter || latent || kda_heads ||
-        kda_dim || mla_heads || q_lora || kv_lora || shards)
-      g.total_shard_bytes = 0;
+    sizes.apply(g);
     validate_geometry(g);
 
     const SynthLayout layout = synth_layout(g);
