@@ -22,18 +22,24 @@ std::string history_text(const std::vector<JsonValue>& messages) {
 
 }  // namespace
 
-std::vector<JsonValue> load_chat_history(const std::string& path) {
-  std::vector<JsonValue> out;
-  if (!file_exists(path)) return out;
-  const std::string text = read_text_file(path, kMaxWholeReadBytes, ExitCode::kBadInput);
+void for_each_message_line(std::string_view text, const std::function<bool(size_t, std::string_view)>& visit) {
   size_t pos = 0, line_no = 0;
   while (pos < text.size()) {
     ++line_no;
     size_t eol = text.find('\n', pos);
-    if (eol == std::string::npos) eol = text.size();
-    const std::string_view line(text.data() + pos, eol - pos);
+    if (eol == std::string_view::npos) eol = text.size();
+    const std::string_view line = text.substr(pos, eol - pos);
     pos = eol + 1;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    if (!visit(line_no, line)) return;
+  }
+}
+
+std::vector<JsonValue> load_chat_history(const std::string& path) {
+  std::vector<JsonValue> out;
+  if (!file_exists(path)) return out;
+  const std::string text = read_text_file(path, kMaxWholeReadBytes, ExitCode::kBadInput);
+  for_each_message_line(text, [&](size_t line_no, std::string_view line) {
     JsonValue v;
     std::string error;
     if (!parse_json(line, v, error))
@@ -42,7 +48,8 @@ std::vector<JsonValue> load_chat_history(const std::string& path) {
     if (!v.is_object())
       throw Error(ExitCode::kBadInput, path + " line " + std::to_string(line_no) + ": a message must be a JSON object");
     out.push_back(std::move(v));
-  }
+    return true;
+  });
   return out;
 }
 

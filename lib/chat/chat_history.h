@@ -4,7 +4,9 @@
 // reset rewrites the file atomically.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/json_value.h"
@@ -14,6 +16,12 @@ namespace k3 {
 // The messages of `path` (none if it does not exist). Error(kBadInput)
 // naming the file and line for a line that is not a JSON object.
 std::vector<JsonValue> load_chat_history(const std::string& path);
+
+// The walk over a history's text that load_chat_history reads messages by:
+// `visit(line_no, line)` for every line that is not blank (1-based numbers),
+// in order, until it returns false. Blank lines hold no message, so a
+// message's index and its line number differ by the blank lines before it.
+void for_each_message_line(std::string_view text, const std::function<bool(size_t, std::string_view)>& visit);
 
 // Writes the messages to `path` atomically (a temporary file, then rename).
 void write_chat_history(const std::string& path, const std::vector<JsonValue>& messages);

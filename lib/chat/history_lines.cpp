@@ -30,22 +30,17 @@ std::string name_history_line(const std::string& path, const std::string& messag
   } catch (const Error&) {
     return message;
   }
-  // The same walk as load_chat_history: blank lines hold no message.
-  size_t pos = 0, line_no = 0, index = 0;
-  while (pos < text.size()) {
-    ++line_no;
-    size_t eol = text.find('\n', pos);
-    if (eol == std::string::npos) eol = text.size();
-    const std::string_view line(text.data() + pos, eol - pos);
-    pos = eol + 1;
-    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    if (index++ == wanted) {
-      // "messages[1].role: x" -> "line 2: role: x"; "messages[1]: x" -> "line 2: x".
-      const std::string field = m.str().back() == '.' ? ": " : "";
-      return m.prefix().str() + "line " + std::to_string(line_no) + field + m.suffix().str();
-    }
-  }
-  return message;
+  // The walk load_chat_history reads by, so the index names the same message.
+  size_t index = 0;
+  std::string out = message;
+  for_each_message_line(text, [&](size_t line_no, std::string_view) {
+    if (index++ != wanted) return true;
+    // "messages[1].role: x" -> "line 2: role: x"; "messages[1]: x" -> "line 2: x".
+    const std::string field = m.str().back() == '.' ? ": " : "";
+    out = m.prefix().str() + "line " + std::to_string(line_no) + field + m.suffix().str();
+    return false;
+  });
+  return out;
 }
 
 }  // namespace k3
