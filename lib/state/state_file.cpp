@@ -109,26 +109,17 @@ class SectionReader {
     if (n) f_.pread_exact(dst, static_cast<size_t>(n), cur_);
     cur_ += n;
   }
-  uint32_t u32() {
-    uint32_t v;
-    read(&v, 4);
+  // The next fixed-size field of the open section (little-endian, as written).
+  template <typename T>
+  T next() {
+    T v;
+    read(&v, sizeof v);
     return v;
   }
-  int32_t i32() {
-    int32_t v;
-    read(&v, 4);
-    return v;
-  }
-  uint64_t u64() {
-    uint64_t v;
-    read(&v, 8);
-    return v;
-  }
-  double f64() {
-    double v;
-    read(&v, 8);
-    return v;
-  }
+  uint32_t u32() { return next<uint32_t>(); }
+  int32_t i32() { return next<int32_t>(); }
+  uint64_t u64() { return next<uint64_t>(); }
+  double f64() { return next<double>(); }
   void floats(std::vector<float>& v, uint64_t n) {
     v.resize(static_cast<size_t>(n));
     read(v.data(), 4 * n);
@@ -142,22 +133,39 @@ class SectionReader {
   }
 
  private:
-  uint32_t u32_at(uint64_t at) const {
-    uint32_t v;
-    f_.pread_exact(&v, 4, at);
+  template <typename T>
+  T field_at(uint64_t at) const {
+    T v;
+    f_.pread_exact(&v, sizeof v, at);
     return v;
   }
-  uint64_t u64_at(uint64_t at) const {
-    uint64_t v;
-    f_.pread_exact(&v, 8, at);
-    return v;
-  }
+  uint32_t u32_at(uint64_t at) const { return field_at<uint32_t>(at); }
+  uint64_t u64_at(uint64_t at) const { return field_at<uint64_t>(at); }
 
   const File& f_;
   uint64_t end_;
   uint64_t pos_ = kHeaderBytes, payload_ = 0, cur_ = 0, len_ = 0;
   uint32_t sections_ = 0;
 };
+
+// A settings section (sampler, penalties): opened, checked for its size,
+// read by `fill`, and refused as malformed when the flags' own check
+// (`validate`) refuses the values, so a forged file cannot carry settings no
+// flag could set.
+template <typename Params, typename Fill>
+Params read_settings(SectionReader& r, uint32_t tag, const char* what, uint64_t bytes, void (*validate)(const Params&),
+                     Fill fill) {
+  r.open(tag, what);
+  r.expect_length(bytes, what);
+  Params p;
+  fill(p);
+  try {
+    validate(p);
+  } catch (const Error& e) {
+    r.malformed(std::string(what) + " section: " + e.what());
+  }
+  return p;
+}
 
 std::vector<int32_t> read_ids(SectionReader& r, uint32_t t, const char* what, uint32_t vocab) {
   uint64_t len = r.open(t, what);
@@ -376,37 +384,25 @@ ConversationState read_state_file(const std::string& path, const ModelFingerprin
     r.malformed(std::to_string(s.pending.size()) + " pending ids; a saved state holds at most " +
                 std::to_string(kMaxPendingIds) + " (the last generated id, not yet evaluated)");
 
-  if (flags & kFlagSampling) {
-    r.open(kTagSampling, "sampler");
-    r.expect_length(kSamplingPayloadBytes, "sampler");
-    SamplingParams p;
-    p.temperature = r.f64();
-    p.top_k = r.i32();
-    r.u32();
-    p.top_p = r.f64();
-    p.min_p = r.f64();
-    p.seed = r.u64();
-    try {
-      validate_sampling_params(p);
-    } catch (const Error& e) {
-      r.malformed(std::string("sampler section: ") + e.what());
-    }
-    s.sampling = p;
-  }
+  if (flags & kFlagSampling)
+    s.sampling = read_settings<SamplingParams>(r, kTagSampling, "sampler", kSamplingPayloadBytes,
+                                               validate_sampling_params, [&](SamplingParams& p) {
+                                                 p.temperature = r.f64();
+                                                 p.top_k = r.i32();
+                                                 r.u32();
+                                                 p.top_p = r.f64();
+                                                 p.min_p = r.f64();
+                                                 p.seed = r.u64();
+                                               });
   if (flags & kFlagPenalties) {
-    r.open(kTagPenalties, "penalties");
-    r.expect_length(kPenaltiesPayloadBytes, "penalties");
-    PenaltyParams p;
-    p.repetition = r.f64();
-    p.frequency = r.f64();
-    p.presence = r.f64();
-    p.last_n = r.i32();
-    r.u32();
-    try {
-      validate_penalty_params(p);
-    } catch (const Error& e) {
-      r.malformed(std::string("penalties section: ") + e.what());
-    }
+    const PenaltyParams p = read_settings<PenaltyParams>(r, kTagPenalties, "penalties", kPenaltiesPayloadBytes,
+                                                         validate_penalty_params, [&](PenaltyParams& q) {
+                                                           q.repetition = r.f64();
+                                                           q.frequency = r.f64();
+                                                           q.presence = r.f64();
+                                                           q.last_n = r.i32();
+                                                           r.u32();
+                                                         });
     if (!s.sampling) s.sampling = SamplingParams{};
     s.sampling->penalties = p;
   }
