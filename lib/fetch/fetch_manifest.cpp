@@ -15,6 +15,25 @@ namespace {
 
 constexpr const char* kFormat = "k3-fetch-manifest/1";
 
+// The string members, in the order the manifest lists them: one table for
+// the reader and the writer, so a member cannot be written and not read.
+struct StringMember {
+  const char* key;
+  std::string FetchManifest::*member;
+  bool required;
+};
+constexpr StringMember kManifestStrings[] = {{"repo", &FetchManifest::repo, true},
+                                             {"revision", &FetchManifest::revision, true},
+                                             {"commit", &FetchManifest::commit, true},
+                                             {"endpoint", &FetchManifest::endpoint, false}};
+// A file's digests (each optional: a file may have some and not others).
+struct FileDigest {
+  const char* key;
+  std::string ManifestFile::*member;
+};
+constexpr FileDigest kFileDigests[] = {
+    {"sha256", &ManifestFile::sha256}, {"git_oid", &ManifestFile::git_oid}, {"xxh3_128", &ManifestFile::xxh3_128}};
+
 [[noreturn]] void bad(const std::string& path, const std::string& what) {
   throw Error(ExitCode::kBadModel,
               path + ": " + what + " (delete it and run k3-fetch-verify download again to rebuild it)");
@@ -60,18 +79,13 @@ FetchManifest read_fetch_manifest(const std::string& path) {
     }
     *out = std::string(v);
   };
-  str(root, "repo", &m.repo, true);
-  str(root, "revision", &m.revision, true);
-  str(root, "commit", &m.commit, true);
-  str(root, "endpoint", &m.endpoint, false);
+  for (const StringMember& s : kManifestStrings) str(root, s.key, &(m.*s.member), s.required);
   simdjson::dom::array files;
   if (root["files"].get_array().get(files)) bad(path, "missing array 'files'");
   for (simdjson::dom::element e : files) {
     ManifestFile f;
     str(e, "path", &f.path, true);
-    str(e, "sha256", &f.sha256, false);
-    str(e, "git_oid", &f.git_oid, false);
-    str(e, "xxh3_128", &f.xxh3_128, false);
+    for (const FileDigest& d : kFileDigests) str(e, d.key, &(f.*d.member), false);
     uint64_t size = 0;
     if (e["size"].get_uint64().get(size)) bad(path, "file '" + f.path + "' has no integer 'size'");
     f.size = size;
@@ -88,14 +102,10 @@ FetchManifest read_fetch_manifest(const std::string& path) {
 void write_fetch_manifest(const std::string& path, const FetchManifest& m) {
   std::string out = "{\n  \"format\": ";
   append_json_string(out, kFormat);
-  out += ",\n  \"repo\": ";
-  append_json_string(out, m.repo);
-  out += ",\n  \"revision\": ";
-  append_json_string(out, m.revision);
-  out += ",\n  \"commit\": ";
-  append_json_string(out, m.commit);
-  out += ",\n  \"endpoint\": ";
-  append_json_string(out, m.endpoint);
+  for (const StringMember& s : kManifestStrings) {
+    out += std::string(",\n  \"") + s.key + "\": ";
+    append_json_string(out, m.*s.member);
+  }
   out += ",\n  \"files\": [";
   for (size_t i = 0; i < m.files.size(); ++i) {
     const ManifestFile& f = m.files[i];
@@ -104,12 +114,10 @@ void write_fetch_manifest(const std::string& path, const FetchManifest& m) {
     append_json_string(out, f.path);
     out += ", \"size\": " + std::to_string(f.size);
     out += std::string(", \"lfs\": ") + (f.lfs ? "true" : "false");
-    out += ", \"sha256\": ";
-    append_json_string(out, f.sha256);
-    out += ", \"git_oid\": ";
-    append_json_string(out, f.git_oid);
-    out += ", \"xxh3_128\": ";
-    append_json_string(out, f.xxh3_128);
+    for (const FileDigest& d : kFileDigests) {
+      out += std::string(", \"") + d.key + "\": ";
+      append_json_string(out, f.*d.member);
+    }
     out += std::string(", \"complete\": ") + (f.complete ? "true" : "false");
     out += ", \"mtime_ns\": " + std::to_string(f.mtime_ns) + "}";
   }
