@@ -203,4 +203,8 @@ void parallel_for_slots(ThreadPool* pool, size_t n, size_t slots,
   else run(0, slots);
 }
 
+size_t slots_for(ThreadPool* pool, size_t items) {
+  return std::max<size_t>(1, std::min<size_t>(pool ? static_cast<size_t>(pool->size()) : 1, items));
+}
+
 }  // namespace k3

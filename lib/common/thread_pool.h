@@ -36,4 +36,9 @@ class ThreadPool {
 void parallel_for_slots(ThreadPool* pool, size_t n, size_t slots,
                         const std::function<void(size_t slot, size_t begin, size_t end)>& fn);
 
+// Slots for `items` independent items on `pool`: one per thread, no more
+// than there are items, at least one (the attention layers size their
+// per-slot scratch by it).
+size_t slots_for(ThreadPool* pool, size_t items);
+
 }  // namespace k3

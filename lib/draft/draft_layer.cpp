@@ -38,7 +38,7 @@ void block_attention(const DSparkConfig& c, const DraftLayerWeights& w, const Ya
     rope.rotate(dst + kvl, context_len + t);
   }
   const size_t items = n * heads;
-  const size_t slots = std::max<size_t>(1, std::min<size_t>(pool ? pool->size() : 1, items));
+  const size_t slots = slots_for(pool, items);
   std::vector<float> slot_buf(slots * (2 * kvl + npos));
   const float scale = rope.softmax_scale();
   parallel_for_slots(pool, items, slots, [&](size_t slot, size_t i0, size_t i1) {
@@ -50,20 +50,10 @@ void block_attention(const DSparkConfig& c, const DraftLayerWeights& w, const Ya
       const float* qn = q.data() + (t * heads + h) * qh;
       const uint16_t* w_uk = w.kv_b_proj.data + h * kvb_rows * kvl;  // [nope, kvl]
       const uint16_t* w_uv = w_uk + nope * kvl;                      // [vdim, kvl]
-      std::fill(q_lat, q_lat + kvl, 0.0f);
-      for (size_t d = 0; d < nope; ++d) {
-        const uint16_t* row = w_uk + d * kvl;
-        for (size_t r = 0; r < kvl; ++r) q_lat[r] += kernels::bf16_to_f32(row[r]) * qn[d];
-      }
+      kernels::absorb_key_projection(w_uk, qn, nope, kvl, q_lat);
       // Non-causal: every block row sees the whole context and all n rows.
       kernels::latent_attention(q_lat, qn + nope, cache.data(), npos, stride, kvl, rdim, scale, scores, ctx);
-      float* oh = o.data() + (t * heads + h) * vdim;
-      for (size_t d = 0; d < vdim; ++d) {
-        const uint16_t* row = w_uv + d * kvl;
-        float acc = 0;
-        for (size_t r = 0; r < kvl; ++r) acc += kernels::bf16_to_f32(row[r]) * ctx[r];
-        oh[d] = acc;
-      }
+      kernels::expand_value_projection(w_uv, ctx, vdim, kvl, o.data() + (t * heads + h) * vdim);
     }
   });
   cache.resize(L * stride);  // the block's latents are never committed

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/bf16.h"
+
 namespace k3::kernels {
 
 void latent_attention(const float* q_lat, const float* q_rope, const float* cache, size_t npos, size_t stride,
@@ -27,6 +29,23 @@ void latent_attention(const float* q_lat, const float* q_rope, const float* cach
     const float p = scores[j] / sum;
     const float* lat = cache + j * stride;
     for (size_t r = 0; r < kvl; ++r) ctx[r] += p * lat[r];
+  }
+}
+
+void absorb_key_projection(const uint16_t* w_uk, const float* q_nope, size_t nope, size_t kvl, float* q_lat) {
+  std::fill(q_lat, q_lat + kvl, 0.0f);
+  for (size_t d = 0; d < nope; ++d) {
+    const uint16_t* row = w_uk + d * kvl;
+    for (size_t r = 0; r < kvl; ++r) q_lat[r] += bf16_to_f32(row[r]) * q_nope[d];
+  }
+}
+
+void expand_value_projection(const uint16_t* w_uv, const float* ctx, size_t vdim, size_t kvl, float* out) {
+  for (size_t d = 0; d < vdim; ++d) {
+    const uint16_t* row = w_uv + d * kvl;
+    float acc = 0;
+    for (size_t r = 0; r < kvl; ++r) acc += bf16_to_f32(row[r]) * ctx[r];
+    out[d] = acc;
   }
 }
 

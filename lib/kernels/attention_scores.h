@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace k3::kernels {
 
@@ -18,5 +19,13 @@ namespace k3::kernels {
 // return); `ctx` receives kvl floats.
 void latent_attention(const float* q_lat, const float* q_rope, const float* cache, size_t npos, size_t stride,
                       size_t kvl, size_t rope, float scale, float* scores, float* ctx);
+
+// The two halves of a head's kv_b_proj slice (BF16 rows of kvl) around
+// latent_attention, for the model's MLA and the draft's block attention:
+// the key half absorbed into the query, q_lat = W_uk^T q_nope (W_uk
+// [nope, kvl]), and the value half expanding the context, out = W_uv ctx
+// (W_uv [vdim, kvl]). Same fixed loop order as above.
+void absorb_key_projection(const uint16_t* w_uk, const float* q_nope, size_t nope, size_t kvl, float* q_lat);
+void expand_value_projection(const uint16_t* w_uv, const float* ctx, size_t vdim, size_t kvl, float* out);
 
 }  // namespace k3::kernels

@@ -89,7 +89,7 @@ void kda_forward(const ModelConfig& c, const KdaWeights& w, std::span<const Laye
   // Heads (of every sequence) are independent items; each slot of threads
   // gets its own g and u.
   const size_t items = segments.size() * H;
-  const size_t slots = std::max<size_t>(1, std::min<size_t>(pool ? pool->size() : 1, items));
+  const size_t slots = slots_for(pool, items);
   const KdaScratch m(c, n, slots, scratch);
 
   // Batched projections: every weight matrix is read once for the n tokens.

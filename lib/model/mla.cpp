@@ -85,7 +85,7 @@ void mla_forward(const ModelConfig& c, const MlaWeights& w, std::span<const Laye
   // threads. A row attends to at most its sequence's positions so far plus
   // the rows of this pass.
   const size_t items = n * heads;
-  const size_t slots = std::max<size_t>(1, std::min<size_t>(pool ? pool->size() : 1, items));
+  const size_t slots = slots_for(pool, items);
   size_t positions = 0;
   for (const LayerSegment& seg : segments)
     positions = std::max(positions, static_cast<size_t>(mla_cache_positions(c, seg.state->mla)) + seg.count);
@@ -127,23 +127,15 @@ void mla_forward(const ModelConfig& c, const MlaWeights& w, std::span<const Laye
       const float* qr = qn + nope;
       const uint16_t* w_uk = w.kv_b_proj.data + h * kvb_rows * kvl;  // [nope, kvl]
       const uint16_t* w_uv = w_uk + nope * kvl;                      // [vdim, kvl]
-      // Absorb W_uk into the query: q_lat = W_uk^T q_nope.
-      std::fill(q_lat, q_lat + kvl, 0.0f);
-      for (size_t d = 0; d < nope; ++d) {
-        const uint16_t* row = w_uk + d * kvl;
-        for (size_t r = 0; r < kvl; ++r) q_lat[r] += kernels::bf16_to_f32(row[r]) * qn[d];
-      }
+      kernels::absorb_key_projection(w_uk, qn, nope, kvl, q_lat);
       // Causal: the row at position p sees its sequence's positions 0 .. p.
       const size_t npos = m.row_pos[t] + 1;
       kernels::latent_attention(q_lat, qr, cache.latent.data(), npos, stride, kvl, rope, scale, scores, ctx);
       // Expand through W_uv: o_h = W_uv ctx, then the sigmoid output gate.
       float* oh = m.o + (t * heads + h) * vdim;
-      for (size_t d = 0; d < vdim; ++d) {
-        const uint16_t* row = w_uv + d * kvl;
-        float acc = 0;
-        for (size_t r = 0; r < kvl; ++r) acc += kernels::bf16_to_f32(row[r]) * ctx[r];
-        oh[d] = c.mla_use_output_gate ? acc * kernels::sigmoid(m.gate[(t * heads + h) * vdim + d]) : acc;
-      }
+      kernels::expand_value_projection(w_uv, ctx, vdim, kvl, oh);
+      if (c.mla_use_output_gate)
+        for (size_t d = 0; d < vdim; ++d) oh[d] *= kernels::sigmoid(m.gate[(t * heads + h) * vdim + d]);
     }
   });
 
