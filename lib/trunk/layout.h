@@ -36,16 +36,13 @@
 #include <vector>
 
 #include "checkpoint/dtype.h"
+#include "checkpoint/safetensors.h"
 
 namespace k3 {
 
-struct TrunkTensor {
-  std::string name;
-  DType dtype = DType::kBF16;
-  std::vector<uint64_t> shape;
-  uint64_t offset = 0;  // absolute offset in trunk.bin
-  uint64_t nbytes = 0;
-};
+// A tensor of a section: the record a safetensors header holds (name, dtype,
+// shape, nbytes), its offset absolute in trunk.bin.
+using TrunkTensor = TensorInfo;
 
 // One block of a compressed section.
 // One block of a section: of a compressed section, as stored by the codec;
