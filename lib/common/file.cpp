@@ -60,11 +60,13 @@ File::~File() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-uint64_t File::size() const {
+struct stat stat_open_file(int fd, const std::string& path) {
   struct stat st;
-  if (::fstat(fd_, &st) != 0) throw Error(ExitCode::kIo, path_ + ": cannot stat: " + std::strerror(errno));
-  return static_cast<uint64_t>(st.st_size);
+  if (::fstat(fd, &st) != 0) throw Error(ExitCode::kIo, path + ": cannot stat: " + std::strerror(errno));
+  return st;
 }
+
+uint64_t File::size() const { return static_cast<uint64_t>(stat_open_file(fd_, path_).st_size); }
 
 void File::pread_exact(void* dst, size_t n, uint64_t offset) const {
   const ReadAtResult r = read_at(fd_, dst, n, offset);
@@ -88,8 +90,7 @@ std::string read_text_file(const std::string& path, uint64_t max_bytes, ExitCode
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
-  struct stat st;
-  if (::fstat(fd, &st) != 0) throw Error(ExitCode::kIo, path + ": cannot stat: " + std::strerror(errno));
+  const struct stat st = stat_open_file(fd, path);
   if (!S_ISREG(st.st_mode))
     throw Error(bad, path + ": is not a regular file (a device, FIFO or directory, or a link to one); give a file");
   // Not trusting st_size (/proc files report 0): read up to one byte past the cap.

@@ -1,6 +1,8 @@
 // Plain POSIX file access with errors that name the file.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -45,6 +47,10 @@ class File {
 // refused with k3::Error(kBadModel) naming it, without blocking (a FIFO would
 // wait for a writer forever).
 int open_regular_for_read(const std::string& path, int flags);
+
+// fstat of an open descriptor, or k3::Error(kIo) "<path>: cannot stat: ..."
+// (File, DirectFile and read_text_file share it).
+struct stat stat_open_file(int fd, const std::string& path);
 
 // Writes exactly n bytes at offset, retrying short and interrupted writes,
 // or throws k3::Error(kIo) naming `path` and the errno text (ENOSPC reads

@@ -81,11 +81,7 @@ DirectFile::~DirectFile() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-uint64_t DirectFile::size() const {
-  struct stat st;
-  if (::fstat(fd_, &st) != 0) throw Error(ExitCode::kIo, path_ + ": cannot stat: " + std::strerror(errno));
-  return static_cast<uint64_t>(st.st_size);
-}
+uint64_t DirectFile::size() const { return static_cast<uint64_t>(stat_open_file(fd_, path_).st_size); }
 
 void DirectFile::read_aligned(void* dst, uint64_t offset, uint64_t length, uint64_t need) const {
   // O_DIRECT returns short only at end of file; read_at stops there rather
