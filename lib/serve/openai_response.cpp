@@ -29,6 +29,19 @@ ReplyWriter::ReplyWriter(Endpoint endpoint, const Vocabulary& vocab, bool thinki
   if (endpoint_ == Endpoint::kChat) parser_.emplace(vocab_, thinking_);
 }
 
+JsonValue ReplyWriter::envelope(bool streamed, JsonValue choices) const {
+  const bool chat = endpoint_ == Endpoint::kChat;
+  JsonValue out = JsonValue::object();
+  out.set("id", JsonValue::string(meta_.id));
+  out.set("object", JsonValue::string(!chat      ? "text_completion"
+                                      : streamed ? "chat.completion.chunk"
+                                                 : "chat.completion"));
+  out.set("created", json_int(meta_.created));
+  out.set("model", JsonValue::string(meta_.model));
+  out.set("choices", std::move(choices));
+  return out;
+}
+
 std::string ReplyWriter::chunk(JsonValue delta_or_text, const char* finish_reason) const {
   const bool chat = endpoint_ == Endpoint::kChat;
   JsonValue choice = JsonValue::object();
@@ -38,12 +51,7 @@ std::string ReplyWriter::chunk(JsonValue delta_or_text, const char* finish_reaso
   choice.set("finish_reason", finish_reason ? JsonValue::string(finish_reason) : JsonValue());
   JsonValue choices = json_array();
   choices.items.push_back(std::move(choice));
-  JsonValue out = JsonValue::object();
-  out.set("id", JsonValue::string(meta_.id));
-  out.set("object", JsonValue::string(chat ? "chat.completion.chunk" : "text_completion"));
-  out.set("created", json_int(meta_.created));
-  out.set("model", JsonValue::string(meta_.model));
-  out.set("choices", std::move(choices));
+  JsonValue out = envelope(true, std::move(choices));
   if (include_usage_) out.set("usage", JsonValue());  // OpenAI: null on every chunk but the usage one
   return sse_event(write_json(out));
 }
@@ -142,12 +150,7 @@ std::vector<std::string> ReplyWriter::finish(EndReason reason, const Usage& usag
     out.push_back(chunk(JsonValue::string(text), finish_reason()));
   }
   if (include_usage_) {
-    JsonValue u = JsonValue::object();
-    u.set("id", JsonValue::string(meta_.id));
-    u.set("object", JsonValue::string(endpoint_ == Endpoint::kChat ? "chat.completion.chunk" : "text_completion"));
-    u.set("created", json_int(meta_.created));
-    u.set("model", JsonValue::string(meta_.model));
-    u.set("choices", json_array());
+    JsonValue u = envelope(true, json_array());
     u.set("usage", usage_json(usage));
     out.push_back(sse_event(write_json(u)));
   }
@@ -174,12 +177,7 @@ std::string ReplyWriter::body(const Usage& usage) const {
   choice.set("finish_reason", JsonValue::string(finish_reason()));
   JsonValue choices = json_array();
   choices.items.push_back(std::move(choice));
-  JsonValue out = JsonValue::object();
-  out.set("id", JsonValue::string(meta_.id));
-  out.set("object", JsonValue::string(chat ? "chat.completion" : "text_completion"));
-  out.set("created", json_int(meta_.created));
-  out.set("model", JsonValue::string(meta_.model));
-  out.set("choices", std::move(choices));
+  JsonValue out = envelope(false, std::move(choices));
   out.set("usage", usage_json(usage));
   return write_json(out);
 }

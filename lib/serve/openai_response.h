@@ -68,6 +68,9 @@ class ReplyWriter {
  private:
   std::vector<std::string> deltas(const std::vector<ReplyPiece>& pieces);
   std::string chunk(JsonValue delta_or_text, const char* finish_reason) const;
+  // The members every response and chunk opens with (id, object, created,
+  // model, choices): `streamed` names a chunk's object, else the body's.
+  JsonValue envelope(bool streamed, JsonValue choices) const;
   JsonValue tool_calls_json(bool with_index) const;
   const char* finish_reason() const;
 
