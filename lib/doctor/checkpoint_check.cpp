@@ -13,6 +13,30 @@
 namespace k3::doctor {
 
 namespace {
+
+// How a trunk compares with the checkpoint: its name in --json, and for the
+// trunks k3-forward would refuse what the check says and what to do.
+struct MatchWords {
+  TrunkMatch match;
+  const char* name;
+  const char* refusal;  // nullptr: not refused
+  const char* advice;
+};
+constexpr MatchWords kMatchWords[] = {
+    {TrunkMatch::kUnknown, "unknown", nullptr, nullptr},
+    {TrunkMatch::kMatches, "matches", nullptr, nullptr},
+    {TrunkMatch::kDiffers, "differs", "was packed from another checkpoint",
+     "pack the trunk again from this checkpoint (k3-pack MODEL_DIR TRUNK_DIR)"},
+    {TrunkMatch::kStale, "stale", "may be stale",
+     "if the weights are unchanged, k3-pack --refresh TRUNK_DIR MODEL_DIR re-checks the trunk tensors of the changed "
+     "shards and records them; else pack it again (k3-pack MODEL_DIR TRUNK_DIR)"},
+    {TrunkMatch::kDamaged, "damaged", "is damaged", "pack the trunk again (k3-pack MODEL_DIR TRUNK_DIR)"},
+};
+const MatchWords& match_words(TrunkMatch m) {
+  for (const MatchWords& w : kMatchWords)
+    if (w.match == m) return w;
+  return kMatchWords[0];
+}
 // Sizes for the model k3 exists for, when the one given cannot be read.
 void use_k3_reference(CheckpointFacts& c, const std::string& source) {
   const ModelConfig k3 = k3_reference_config();
@@ -129,21 +153,10 @@ void add_checkpoint_checks(Report& r, const CheckpointFacts& c, const std::strin
       k.summary = std::string("incomplete trunk in ") + trunk_dir + ": " +
                   (trunk->has_bin ? "trunk.json" : "trunk.bin") + " is missing";
       k.advice = "k3-pack was interrupted or the files were moved: pack it again";
-    } else if (trunk->match == TrunkMatch::kDiffers) {
+    } else if (const MatchWords& w = match_words(trunk->match); w.refusal) {
       k.status = Status::kFail;
-      k.summary = "the trunk in " + trunk_dir + " was packed from another checkpoint: " + trunk->match_reason;
-      k.advice = "k3-forward would refuse it: pack the trunk again from this checkpoint (k3-pack MODEL_DIR TRUNK_DIR)";
-    } else if (trunk->match == TrunkMatch::kStale) {
-      k.status = Status::kFail;
-      k.summary = "the trunk in " + trunk_dir + " may be stale: " + trunk->match_reason;
-      k.advice =
-          "k3-forward would refuse it: if the weights are unchanged, k3-pack --refresh TRUNK_DIR MODEL_DIR "
-          "re-checks the trunk tensors of the changed shards and records them; else pack it again "
-          "(k3-pack MODEL_DIR TRUNK_DIR)";
-    } else if (trunk->match == TrunkMatch::kDamaged) {
-      k.status = Status::kFail;
-      k.summary = "the trunk in " + trunk_dir + " is damaged: " + trunk->match_reason;
-      k.advice = "k3-forward would refuse it: pack the trunk again (k3-pack MODEL_DIR TRUNK_DIR)";
+      k.summary = "the trunk in " + trunk_dir + " " + w.refusal + ": " + trunk->match_reason;
+      k.advice = std::string("k3-forward would refuse it: ") + w.advice;
     } else if (trunk->match == TrunkMatch::kUnknown) {
       k.status = Status::kWarn;
       k.summary = "trunk.bin (" + format_bytes(trunk->bin_bytes) + ") and trunk.json present in " + trunk_dir +
@@ -155,12 +168,7 @@ void add_checkpoint_checks(Report& r, const CheckpointFacts& c, const std::strin
                   " were packed from this checkpoint";
       k.advice = "ready to use with --trunk";
     }
-    const char* match = !trunk                                 ? "none"
-                        : trunk->match == TrunkMatch::kMatches ? "matches"
-                        : trunk->match == TrunkMatch::kDiffers ? "differs"
-                        : trunk->match == TrunkMatch::kStale   ? "stale"
-                        : trunk->match == TrunkMatch::kDamaged ? "damaged"
-                                                               : "unknown";
+    const char* match = trunk ? match_words(trunk->match).name : "none";
     k.details.set("dir", trunk_dir)
         .set("trunk_bin", trunk && trunk->has_bin)
         .set("trunk_json", trunk && trunk->has_json)

@@ -4,14 +4,25 @@
 
 namespace k3::doctor {
 
-const char* status_name(Status s) {
+namespace {
+// What a status reads as on a check's line, as the overall verdict, and the
+// exit code it gives: one row per status.
+struct StatusWords {
+  const char* name;
+  const char* overall;
+  int exit_code;
+};
+StatusWords words(Status s) {
   switch (s) {
-    case Status::kOk: return "OK";
-    case Status::kWarn: return "WARN";
-    case Status::kFail: return "FAIL";
+    case Status::kOk: return {"OK", "ready", 0};
+    case Status::kWarn: return {"WARN", "ready, with warnings", kDoctorWarnings};
+    case Status::kFail: return {"FAIL", "cannot run", kDoctorCannotRun};
   }
-  return "?";
+  return {"?", "?", kDoctorCannotRun};
 }
+}  // namespace
+
+const char* status_name(Status s) { return words(s).name; }
 
 std::string format_figure(const char* printf_format, double v) {
   char buf[64];
@@ -33,14 +44,7 @@ Status Report::overall() const {
   return s;
 }
 
-int Report::exit_code() const {
-  switch (overall()) {
-    case Status::kOk: return 0;
-    case Status::kWarn: return kDoctorWarnings;
-    case Status::kFail: return kDoctorCannotRun;
-  }
-  return kDoctorCannotRun;
-}
+int Report::exit_code() const { return words(overall()).exit_code; }
 
 const std::vector<std::pair<std::string, std::string>>& report_sections() {
   static const std::vector<std::pair<std::string, std::string>> k = {{"cpu", "CPU"},
@@ -50,17 +54,6 @@ const std::vector<std::pair<std::string, std::string>>& report_sections() {
                                                                      {"forecast", "Forecast"}};
   return k;
 }
-
-namespace {
-const char* overall_text(Status s) {
-  switch (s) {
-    case Status::kOk: return "ready";
-    case Status::kWarn: return "ready, with warnings";
-    case Status::kFail: return "cannot run";
-  }
-  return "?";
-}
-}  // namespace
 
 std::string format_human(const Report& r) {
   std::string out = "k3-doctor: is this machine ready to run Kimi-K3? (/proc and /sys read from " + r.root + ")\n";
@@ -81,7 +74,7 @@ std::string format_human(const Report& r) {
     warns += c.status == Status::kWarn;
     fails += c.status == Status::kFail;
   }
-  out += "\nResult: " + std::string(overall_text(r.overall())) + " (exit " + std::to_string(r.exit_code()) +
+  out += "\nResult: " + std::string(words(r.overall()).overall) + " (exit " + std::to_string(r.exit_code()) +
          "): " + std::to_string(fails) + " FAIL, " + std::to_string(warns) + " WARN, " +
          std::to_string(r.checks.size() - warns - fails) + " OK\n";
   if (!r.next_steps.empty()) {
