@@ -70,14 +70,18 @@ void BatchGeneration::step(Engine& engine, std::span<GenerationSession* const> s
   engine.forward_sequences(states, ids, logits.data());
   for (size_t k = 0; k < sessions.size(); ++k) {
     GenerationSession& s = *sessions[k];
-    s.row_.assign(logits.begin() + static_cast<ptrdiff_t>(k * vocab),
-                  logits.begin() + static_cast<ptrdiff_t>((k + 1) * vocab));
+    take_row(s, logits, k, vocab);
     s.log_.add(s.row_.data(), 1);
     s.pending_.clear();
     ++s.counters_.decode_steps;
-    ++s.counters_.weight_passes;
     ++s.counters_.generate_passes;
   }
+}
+
+void BatchGeneration::take_row(GenerationSession& s, const std::vector<float>& logits, size_t k, size_t vocab) {
+  s.row_.assign(logits.begin() + static_cast<ptrdiff_t>(k * vocab),
+                logits.begin() + static_cast<ptrdiff_t>((k + 1) * vocab));
+  ++s.counters_.weight_passes;
 }
 
 void BatchGeneration::step_rows(Engine& engine, std::span<GenerationSession* const> sessions,
@@ -103,10 +107,8 @@ void BatchGeneration::step_rows(Engine& engine, std::span<GenerationSession* con
   engine.forward_sequences_last(states, spans, logits.data());
   for (size_t k = 0; k < sessions.size(); ++k) {
     GenerationSession& s = *sessions[k];
-    s.row_.assign(logits.begin() + static_cast<ptrdiff_t>(k * vocab),
-                  logits.begin() + static_cast<ptrdiff_t>((k + 1) * vocab));
+    take_row(s, logits, k, vocab);
     s.has_row_ = true;
-    ++s.counters_.weight_passes;
     if (ids[k].empty()) {  // a decode row
       ++s.counters_.decode_steps;
       ++s.counters_.generate_passes;

@@ -51,6 +51,10 @@ class BatchGeneration {
                         std::span<const std::span<const int32_t>> ids);
 
  private:
+  // After a shared pass: row k of `logits` (vocab floats per session) becomes
+  // session k's current row, and the pass is counted for it.
+  static void take_row(GenerationSession& s, const std::vector<float>& logits, size_t k, size_t vocab);
+
   Engine& engine_;
   std::vector<GenerationSession*> sessions_;
   int64_t passes_ = 0;
