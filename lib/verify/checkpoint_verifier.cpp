@@ -112,16 +112,32 @@ class Verifier {
   void problem(std::string file, std::string what, std::string expected, std::string found) {
     r_.problems.push_back({std::move(file), std::move(what), std::move(expected), std::move(found)});
   }
+  // A problem that also stops the checks that need the file: they are listed
+  // as not run, with why.
+  void blocking_problem(std::string file, std::string what, std::string expected, std::string found,
+                        std::string checks_not_run) {
+    problem(std::move(file), std::move(what), std::move(expected), std::move(found));
+    r_.not_run.push_back(std::move(checks_not_run));
+  }
+  // Reads a file the later checks need; what does not parse is a blocking
+  // problem (its error as what was found) and nullopt.
+  template <typename Read>
+  auto read_needed(Read read, std::string file, std::string what, std::string expected, std::string checks_not_run)
+      -> std::optional<decltype(read())> {
+    try {
+      return read();
+    } catch (const Error& e) {
+      blocking_problem(std::move(file), std::move(what), std::move(expected), e.what(), std::move(checks_not_run));
+      return std::nullopt;
+    }
+  }
 
   void load_manifest() {
     const std::string mpath = fetch_manifest_path(opt_.dir);
     if (file_exists(mpath)) {
-      try {
-        manifest_ = read_fetch_manifest(mpath);
-      } catch (const Error& e) {
-        problem(kFetchManifestName, "manifest", "a readable download manifest", e.what());
-        r_.not_run.push_back("sizes and hashes against the manifest: the manifest does not parse");
-      }
+      manifest_ = read_needed([&] { return read_fetch_manifest(mpath); }, kFetchManifestName, "manifest",
+                              "a readable download manifest",
+                              "sizes and hashes against the manifest: the manifest does not parse");
       return;
     }
     const std::string why =
@@ -225,18 +241,15 @@ class Verifier {
       return;
     }
     if (!file_exists(index_path)) {
-      problem(kIndexName, "missing", "the checkpoint index", "no file");
-      r_.not_run.push_back("shard names, headers and tensors against the index: no index");
+      blocking_problem(kIndexName, "missing", "the checkpoint index", "no file",
+                       "shard names, headers and tensors against the index: no index");
       return;
     }
-    CheckpointIndex idx;
-    try {
-      idx = read_checkpoint_index(index_path);
-    } catch (const Error& e) {
-      problem(kIndexName, "does not parse", "a valid checkpoint index", e.what());
-      r_.not_run.push_back("shard names, headers and tensors against the index: the index does not parse");
-      return;
-    }
+    const std::optional<CheckpointIndex> parsed = read_needed(
+        [&] { return read_checkpoint_index(index_path); }, kIndexName, "does not parse", "a valid checkpoint index",
+        "shard names, headers and tensors against the index: the index does not parse");
+    if (!parsed) return;
+    const CheckpointIndex& idx = *parsed;
 
     // Names: model-0000k-of-N for k = 1..N, each exactly once.
     r_.ran.push_back("shard count and names against the index (" + std::to_string(idx.shards.size()) + " shards)");
