@@ -47,13 +47,16 @@ std::string parse_thp_mode(const std::string& text) {
   return text.substr(a + 1, b - a - 1);
 }
 
-std::optional<uint64_t> parse_uint_file(const std::string& text) {
-  size_t i = text.find_first_not_of(" \t\n");
-  if (i == std::string::npos) return std::nullopt;
+std::optional<uint64_t> parse_leading_uint(std::string_view text, std::string_view* rest) {
+  const size_t i = text.find_first_not_of(" \t\n");
+  if (i == std::string_view::npos) return std::nullopt;
   uint64_t v = 0;
-  auto [p, ec] = std::from_chars(text.data() + i, text.data() + text.size(), v);
+  const auto [p, ec] = std::from_chars(text.data() + i, text.data() + text.size(), v);
   if (ec != std::errc()) return std::nullopt;
+  if (rest) *rest = text.substr(static_cast<size_t>(p - text.data()));
   return v;
 }
+
+std::optional<uint64_t> parse_uint_file(const std::string& text) { return parse_leading_uint(text); }
 
 }  // namespace k3

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace k3 {
 
@@ -23,5 +24,10 @@ std::string parse_thp_mode(const std::string& text);
 
 // A single integer file such as /proc/sys/vm/max_map_count.
 std::optional<uint64_t> parse_uint_file(const std::string& text);
+
+// The unsigned number that `text` starts with after blanks (the one parse of
+// numbers in /proc and /sys text); `rest`, when given, gets what follows it
+// ("24683620 kB" -> 24683620, rest " kB").
+std::optional<uint64_t> parse_leading_uint(std::string_view text, std::string_view* rest = nullptr);
 
 }  // namespace k3

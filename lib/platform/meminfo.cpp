@@ -1,23 +1,23 @@
 #include "platform/meminfo.h"
 
-#include <charconv>
 #include <sstream>
+#include <string_view>
+
+#include "platform/kernel_limits.h"
 
 namespace k3 {
 
 namespace {
 // "MemTotal:       24683620 kB" -> bytes.
 std::optional<uint64_t> parse_kb_value(const std::string& rest) {
-  size_t i = rest.find_first_not_of(" \t");
-  if (i == std::string::npos) return std::nullopt;
-  uint64_t v = 0;
-  auto [p, ec] = std::from_chars(rest.data() + i, rest.data() + rest.size(), v);
-  if (ec != std::errc()) return std::nullopt;
-  std::string unit(p, rest.data() + rest.size());
+  std::string_view after;
+  const std::optional<uint64_t> v = parse_leading_uint(rest, &after);
+  if (!v) return std::nullopt;
+  std::string unit(after);
   size_t u = unit.find_first_not_of(" \t");
   unit = u == std::string::npos ? "" : unit.substr(u);
   while (!unit.empty() && (unit.back() == ' ' || unit.back() == '\r')) unit.pop_back();
-  if (unit == "kB") return v * 1024;
+  if (unit == "kB") return *v * 1024;
   if (unit.empty()) return v;
   return std::nullopt;
 }
