@@ -9,7 +9,7 @@
 namespace k3 {
 
 void attn_res_mix(const std::vector<const float*>& blocks, const float* p, size_t n, size_t hidden,
-                  const Bf16Matrix& proj, const F32Vector& norm, float eps, float* out, float* scratch) {
+                  const uint16_t* proj, const float* norm, float eps, float* out, float* scratch) {
   const size_t nv = blocks.size() + 1;
   std::vector<float> own;
   if (!scratch) {
@@ -18,7 +18,7 @@ void attn_res_mix(const std::vector<const float*>& blocks, const float* p, size_
   }
   // The key weight norm * proj is the same for every value and token.
   float* key_weight = scratch;
-  for (size_t c = 0; c < hidden; ++c) key_weight[c] = norm.data[c] * kernels::bf16_to_f32(proj.data[c]);
+  for (size_t c = 0; c < hidden; ++c) key_weight[c] = norm[c] * kernels::bf16_to_f32(proj[c]);
   float* scores = scratch + hidden;
   for (size_t t = 0; t < n; ++t) {
     auto value = [&](size_t j) { return (j < blocks.size() ? blocks[j] : p) + t * hidden; };

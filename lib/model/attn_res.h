@@ -7,16 +7,16 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
-
-#include "model/weights.h"
 
 namespace k3 {
 
-// blocks: the stack B, each [n, hidden]; p: the partial sum [n, hidden].
+// blocks: the stack B, each [n, hidden]; p: the partial sum [n, hidden];
+// proj: the BF16 projection row [hidden]; norm: the norm weight [hidden].
 // out[n, hidden] (may not alias the inputs). Per token, in a fixed order.
 // `scratch` holds hidden + blocks.size() + 1 floats (null: allocated here).
 void attn_res_mix(const std::vector<const float*>& blocks, const float* p, size_t n, size_t hidden,
-                  const Bf16Matrix& proj, const F32Vector& norm, float eps, float* out, float* scratch = nullptr);
+                  const uint16_t* proj, const float* norm, float eps, float* out, float* scratch = nullptr);
 
 }  // namespace k3

@@ -60,8 +60,7 @@ TEST(AttnRes, SoftmaxOverBlocksAndPartialSum) {
   for (float v : proj_f) proj.push_back(kernels::f32_to_bf16(v));  // exact in BF16
   std::vector<float> out(hidden);
   const float eps = 1e-5f;
-  attn_res_mix({b0.data(), b1.data()}, p.data(), 1, hidden, Bf16Matrix{proj.data(), 1, 4}, F32Vector{norm.data(), 4},
-               eps, out.data());
+  attn_res_mix({b0.data(), b1.data()}, p.data(), 1, hidden, proj.data(), norm.data(), eps, out.data());
   // By hand: k_v = v / sqrt(mean(v^2) + eps); score = sum(k_v * norm * proj).
   auto score = [&](const std::vector<float>& v) {
     double ms = 0;
@@ -84,7 +83,7 @@ TEST(AttnRes, SoftmaxOverBlocksAndPartialSum) {
     EXPECT_NEAR(out[c], want, 1e-6) << c;
   }
   // With no blocks the mix returns p itself (softmax over one value).
-  attn_res_mix({}, p.data(), 1, hidden, Bf16Matrix{proj.data(), 1, 4}, F32Vector{norm.data(), 4}, eps, out.data());
+  attn_res_mix({}, p.data(), 1, hidden, proj.data(), norm.data(), eps, out.data());
   for (size_t c = 0; c < hidden; ++c) EXPECT_EQ(out[c], p[c]);
 }
 
@@ -95,9 +94,9 @@ TEST(AttnRes, RowsAreIndependent) {
   test::RandomBf16 proj(rng, 1, hidden, 1.0);
   test::RandomF32 norm(rng, hidden, 1.0, 0.1);
   std::vector<float> all(n * hidden), one(hidden);
-  attn_res_mix({b0.data()}, p.data(), n, hidden, proj.view(), norm.view(), 1e-5f, all.data());
+  attn_res_mix({b0.data()}, p.data(), n, hidden, proj.bits.data(), norm.f.data(), 1e-5f, all.data());
   for (size_t t = 0; t < n; ++t) {
-    attn_res_mix({b0.data() + t * hidden}, p.data() + t * hidden, 1, hidden, proj.view(), norm.view(), 1e-5f,
+    attn_res_mix({b0.data() + t * hidden}, p.data() + t * hidden, 1, hidden, proj.bits.data(), norm.f.data(), 1e-5f,
                  one.data());
     EXPECT_EQ(std::memcmp(one.data(), all.data() + t * hidden, hidden * sizeof(float)), 0) << t;
   }
