@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
+#include "kernels/attn_res.h"
 #include "kernels/rms_norm.h"
-#include "model/attn_res.h"
 #include "model/kda.h"
 #include "model/latent_moe.h"
 #include "model/linear.h"

@@ -5,8 +5,8 @@
 
 #include "common/error.h"
 #include "common/thread_pool.h"
+#include "kernels/attn_res.h"
 #include "kernels/rms_norm.h"
-#include "model/attn_res.h"
 #include "model/decoder_layer.h"
 #include "model/finite_check.h"
 #include "model/kda.h"

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/attn_res.h"
 #include "kernels/bf16.h"
-#include "model/attn_res.h"
 #include "model/situ_mlp.h"
 #include "random_weights.h"
 

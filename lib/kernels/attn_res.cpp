@@ -1,4 +1,4 @@
-#include "model/attn_res.h"
+#include "kernels/attn_res.h"
 
 #include <algorithm>
 #include <cmath>
