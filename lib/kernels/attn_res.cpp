@@ -6,7 +6,7 @@
 #include "kernels/bf16.h"
 #include "kernels/rms_norm.h"
 
-namespace k3 {
+namespace k3::kernels {
 
 void attn_res_mix(const std::vector<const float*>& blocks, const float* p, size_t n, size_t hidden,
                   const uint16_t* proj, const float* norm, float eps, float* out, float* scratch) {
@@ -18,13 +18,13 @@ void attn_res_mix(const std::vector<const float*>& blocks, const float* p, size_
   }
   // The key weight norm * proj is the same for every value and token.
   float* key_weight = scratch;
-  for (size_t c = 0; c < hidden; ++c) key_weight[c] = norm[c] * kernels::bf16_to_f32(proj[c]);
+  for (size_t c = 0; c < hidden; ++c) key_weight[c] = norm[c] * bf16_to_f32(proj[c]);
   float* scores = scratch + hidden;
   for (size_t t = 0; t < n; ++t) {
     auto value = [&](size_t j) { return (j < blocks.size() ? blocks[j] : p) + t * hidden; };
     for (size_t j = 0; j < nv; ++j) {
       const float* v = value(j);
-      const float r = kernels::rms_scale(v, hidden, eps);
+      const float r = rms_scale(v, hidden, eps);
       float s = 0;
       for (size_t c = 0; c < hidden; ++c) s += (v[c] * r) * key_weight[c];
       scores[j] = s;
@@ -45,4 +45,4 @@ void attn_res_mix(const std::vector<const float*>& blocks, const float* p, size_
   }
 }
 
-}  // namespace k3
+}  // namespace k3::kernels

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace k3 {
+namespace k3::kernels {
 
 // blocks: the stack B, each [n, hidden]; p: the partial sum [n, hidden];
 // proj: the BF16 projection row [hidden]; norm: the norm weight [hidden].
@@ -19,4 +19,4 @@ namespace k3 {
 void attn_res_mix(const std::vector<const float*>& blocks, const float* p, size_t n, size_t hidden,
                   const uint16_t* proj, const float* norm, float eps, float* out, float* scratch = nullptr);
 
-}  // namespace k3
+}  // namespace k3::kernels

@@ -24,8 +24,8 @@ void decoder_layer_forward(const ModelConfig& c, int i, const LayerWeights& w, W
   // h = (B empty) ? p : mix(p, B, self_attention_res_*)
   if (s.blocks.empty()) std::copy_n(s.p, n * hidden, h);
   else
-    attn_res_mix(s.blocks, s.p, n, hidden, w.self_attention_res_proj.data, w.self_attention_res_norm.data, eps, h,
-                 scratch.mix());
+    kernels::attn_res_mix(s.blocks, s.p, n, hidden, w.self_attention_res_proj.data, w.self_attention_res_norm.data, eps,
+                          h, scratch.mix());
   // A block boundary: the partial sum becomes a block state.
   if (i % c.attn_res_block_size == 0) {
     scratch.push_block(c);
@@ -44,7 +44,7 @@ void decoder_layer_forward(const ModelConfig& c, int i, const LayerWeights& w, W
   }
 
   // FFN on rms(mix(p, B, mlp_res_*), post_attention_layernorm).
-  attn_res_mix(s.blocks, s.p, n, hidden, w.mlp_res_proj.data, w.mlp_res_norm.data, eps, h, scratch.mix());
+  kernels::attn_res_mix(s.blocks, s.p, n, hidden, w.mlp_res_proj.data, w.mlp_res_norm.data, eps, h, scratch.mix());
   kernels::rms_norm(h, n, hidden, w.post_attention_layernorm.data, eps, x);
   if (c.is_moe_layer(i)) {
     latent_moe_forward(c, i, w.moe, source, x, n, a, pool, scratch);

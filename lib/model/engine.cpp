@@ -211,8 +211,8 @@ void Engine::forward_batch(std::span<SequenceState* const> states, std::span<con
       p_rows = out;
     }
     float* x = scratch_.h();  // [m, hidden]; h is free once the layers are done
-    attn_res_mix(blocks, p_rows, m, hidden, head.output_attn_res_proj.data, head.output_attn_res_norm.data,
-                 c.rms_norm_eps, x, scratch_.mix());
+    kernels::attn_res_mix(blocks, p_rows, m, hidden, head.output_attn_res_proj.data, head.output_attn_res_norm.data,
+                          c.rms_norm_eps, x, scratch_.mix());
     kernels::rms_norm(x, m, hidden, head.norm.data, c.rms_norm_eps, x);
     const size_t vocab = c.vocab_size;
     size_t covered = 0;  // blocks must tile [0, vocab) in order: no logit is left unwritten

@@ -1,18 +1,10 @@
 #include "model/situ_mlp.h"
 
-#include <cmath>
 #include <vector>
 
-#include "kernels/activations.h"
 #include "model/linear.h"
 
 namespace k3 {
-
-float situ(float g, float u, const SituParams& p) {
-  const float a = p.beta * std::tanh(g / p.beta) * kernels::sigmoid(g);
-  const float up = p.has_linear_beta ? p.linear_beta * std::tanh(u / p.linear_beta) : u;
-  return a * up;
-}
 
 namespace {
 
@@ -29,7 +21,7 @@ void run(const M& gate, const M& up, const M& down, const SituParams& p, const f
   float* u = scratch + n * inter;
   lin(gate, x, n, g, pool);
   lin(up, x, n, u, pool);
-  for (size_t i = 0; i < n * inter; ++i) g[i] = situ(g[i], u[i], p);
+  for (size_t i = 0; i < n * inter; ++i) g[i] = kernels::situ(g[i], u[i], p);
   lin(down, g, n, out, pool);
 }
 

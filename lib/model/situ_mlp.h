@@ -1,13 +1,12 @@
 // SiTU MLP (dense layer 0, shared experts, routed experts):
 //   g = lin(x, W_gate), u = lin(x, W_up)
-//   a = beta * tanh(g / beta) * sigmoid(g)
-//   u' = lbeta * tanh(u / lbeta)          (u' = u when the config has no lbeta)
-//   out = lin(a * u', W_down)
-// It is not SwiGLU.
+//   out = lin(situ(g, u), W_down)
+// with the elementwise SiTU step of kernels/situ.h. It is not SwiGLU.
 #pragma once
 
 #include <cstddef>
 
+#include "kernels/situ.h"
 #include "model/config.h"
 #include "model/weights.h"
 
@@ -15,15 +14,10 @@ namespace k3 {
 
 class ThreadPool;
 
-struct SituParams {
-  float beta = 4.0f;
-  bool has_linear_beta = true;
-  float linear_beta = 25.0f;
-  static SituParams from(const ModelConfig& c) { return {c.situ_beta, c.has_situ_linear_beta, c.situ_linear_beta}; }
+// The SiTU step's parameters, read from a config.
+struct SituParams : kernels::SituParams {
+  static SituParams from(const ModelConfig& c) { return {{c.situ_beta, c.has_situ_linear_beta, c.situ_linear_beta}}; }
 };
-
-// The elementwise part: a(g) * u'(u).
-float situ(float g, float u, const SituParams& p);
 
 // x[n, in] -> out[n, out]; weights: gate/up [inter, in], down [out, inter].
 // `scratch` holds situ_scratch_floats(n, inter) floats (null: allocated here).

@@ -6,6 +6,7 @@
 
 #include "kernels/attn_res.h"
 #include "kernels/bf16.h"
+#include "kernels/situ.h"
 #include "model/situ_mlp.h"
 #include "random_weights.h"
 
@@ -17,20 +18,21 @@ double situ_d(double g, double u, double beta, double lbeta) {
 }
 
 TEST(Situ, ElementwiseMatchesFormula) {
-  const SituParams p{4.0f, true, 25.0f};
+  const kernels::SituParams p{4.0f, true, 25.0f};
   for (double g = -30; g <= 30; g += 0.37)
     for (double u : {-80.0, -3.0, -0.1, 0.0, 0.5, 7.0, 40.0}) {
       const double want = situ_d(g, u, 4.0, 25.0);
-      EXPECT_NEAR(situ(static_cast<float>(g), static_cast<float>(u), p), want, 1e-5 * std::max(1.0, std::abs(want)))
+      EXPECT_NEAR(kernels::situ(static_cast<float>(g), static_cast<float>(u), p), want,
+                  1e-5 * std::max(1.0, std::abs(want)))
           << g << " " << u;
     }
   // Saturation: for large g, a -> beta; large u, u' -> lbeta.
-  EXPECT_NEAR(situ(60.0f, 1000.0f, p), 4.0 * 25.0, 1e-3);
+  EXPECT_NEAR(kernels::situ(60.0f, 1000.0f, p), 4.0 * 25.0, 1e-3);
   // Without linear beta the up branch passes through.
-  const SituParams q{4.0f, false, 0.0f};
-  EXPECT_NEAR(situ(1.5f, 100.0f, q), 4.0 * std::tanh(1.5 / 4.0) * test::sigmoid_d(1.5) * 100.0, 1e-3);
+  const kernels::SituParams q{4.0f, false, 0.0f};
+  EXPECT_NEAR(kernels::situ(1.5f, 100.0f, q), 4.0 * std::tanh(1.5 / 4.0) * test::sigmoid_d(1.5) * 100.0, 1e-3);
   // Not SwiGLU: silu(g) * u differs.
-  EXPECT_GT(std::abs(situ(3.0f, 2.0f, p) - 3.0 * test::sigmoid_d(3.0) * 2.0), 0.1);
+  EXPECT_GT(std::abs(kernels::situ(3.0f, 2.0f, p) - 3.0 * test::sigmoid_d(3.0) * 2.0), 0.1);
 }
 
 TEST(Situ, MlpMatchesDoubleReference) {
@@ -38,7 +40,7 @@ TEST(Situ, MlpMatchesDoubleReference) {
   const int hidden = 16, inter = 24, n = 3;
   test::RandomBf16 gate(rng, inter, hidden, 1.0), up(rng, inter, hidden, 2.0), down(rng, hidden, inter, 0.3);
   DenseMlpWeights w{gate.view(), up.view(), down.view()};
-  const SituParams p{4.0f, true, 25.0f};
+  const SituParams p{{4.0f, true, 25.0f}};
   std::vector<float> x = test::random_input(rng, n * hidden), out(n * hidden);
   situ_mlp(w, p, x.data(), n, out.data(), nullptr);
   for (int t = 0; t < n; ++t) {
@@ -60,7 +62,7 @@ TEST(AttnRes, SoftmaxOverBlocksAndPartialSum) {
   for (float v : proj_f) proj.push_back(kernels::f32_to_bf16(v));  // exact in BF16
   std::vector<float> out(hidden);
   const float eps = 1e-5f;
-  attn_res_mix({b0.data(), b1.data()}, p.data(), 1, hidden, proj.data(), norm.data(), eps, out.data());
+  kernels::attn_res_mix({b0.data(), b1.data()}, p.data(), 1, hidden, proj.data(), norm.data(), eps, out.data());
   // By hand: k_v = v / sqrt(mean(v^2) + eps); score = sum(k_v * norm * proj).
   auto score = [&](const std::vector<float>& v) {
     double ms = 0;
@@ -83,7 +85,7 @@ TEST(AttnRes, SoftmaxOverBlocksAndPartialSum) {
     EXPECT_NEAR(out[c], want, 1e-6) << c;
   }
   // With no blocks the mix returns p itself (softmax over one value).
-  attn_res_mix({}, p.data(), 1, hidden, proj.data(), norm.data(), eps, out.data());
+  kernels::attn_res_mix({}, p.data(), 1, hidden, proj.data(), norm.data(), eps, out.data());
   for (size_t c = 0; c < hidden; ++c) EXPECT_EQ(out[c], p[c]);
 }
 
@@ -94,10 +96,10 @@ TEST(AttnRes, RowsAreIndependent) {
   test::RandomBf16 proj(rng, 1, hidden, 1.0);
   test::RandomF32 norm(rng, hidden, 1.0, 0.1);
   std::vector<float> all(n * hidden), one(hidden);
-  attn_res_mix({b0.data()}, p.data(), n, hidden, proj.bits.data(), norm.f.data(), 1e-5f, all.data());
+  kernels::attn_res_mix({b0.data()}, p.data(), n, hidden, proj.bits.data(), norm.f.data(), 1e-5f, all.data());
   for (size_t t = 0; t < n; ++t) {
-    attn_res_mix({b0.data() + t * hidden}, p.data() + t * hidden, 1, hidden, proj.bits.data(), norm.f.data(), 1e-5f,
-                 one.data());
+    kernels::attn_res_mix({b0.data() + t * hidden}, p.data() + t * hidden, 1, hidden, proj.bits.data(), norm.f.data(),
+                          1e-5f, one.data());
     EXPECT_EQ(std::memcmp(one.data(), all.data() + t * hidden, hidden * sizeof(float)), 0) << t;
   }
 }
