@@ -82,5 +82,13 @@ TEST(ThreadPool, ExceptionReachesCaller) {
   EXPECT_EQ(n.load(), 30);
 }
 
+TEST(ThreadPool, SlotsForItems) {
+  ThreadPool pool(4);
+  EXPECT_EQ(slots_for(&pool, 100), 4u);  // one per thread
+  EXPECT_EQ(slots_for(&pool, 3), 3u);    // no more than items
+  EXPECT_EQ(slots_for(&pool, 0), 1u);    // at least one
+  EXPECT_EQ(slots_for(nullptr, 100), 1u);
+}
+
 }  // namespace
 }  // namespace k3

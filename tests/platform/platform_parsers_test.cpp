@@ -272,6 +272,11 @@ TEST(KernelLimits, ProcLimitsThpAndMapCount) {
   EXPECT_EQ(parse_thp_mode("always madvise never"), "");
   EXPECT_EQ(parse_uint_file(read_sample("v2-container", "/proc/sys/vm/max_map_count")).value_or(0), 1048576u);
   EXPECT_FALSE(parse_uint_file("n/a"));
+  std::string_view rest;
+  EXPECT_EQ(parse_leading_uint(" \t24683620 kB", &rest).value_or(0), 24683620u);
+  EXPECT_EQ(rest, " kB");
+  EXPECT_FALSE(parse_leading_uint("   ", &rest));
+  EXPECT_FALSE(parse_leading_uint("-5"));
 }
 
 TEST(SystemRoot, FlagThenEnvironmentThenLive) {
