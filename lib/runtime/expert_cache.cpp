@@ -36,8 +36,10 @@ ExpertCache::ExpertCache(const ModelConfig& config, const Checkpoint& checkpoint
 
 ExpertCache::~ExpertCache() {
   // Reads still in flight (a prefetch whose layer failed) write into the
-  // arena: wait for them before it goes.
+  // arena: wait for them before it goes. Guessed reads never started have
+  // no arrival to wait for.
   std::unique_lock<std::mutex> lk(arrivals_mu_);
+  for (const HeldRead& h : held_) pending_.erase(static_cast<int64_t>(h.layer) * config_.num_experts + h.expert);
   while (!pending_.empty()) {
     arrivals_cv_.wait(lk, [&] { return !arrivals_.empty(); });
     pending_.erase(arrivals_.front().key);
@@ -195,6 +197,7 @@ void ExpertCache::phase_end(int layer) {
 
 void ExpertCache::prefetch(int layer, const std::vector<int>& experts) {
   phase_begin(layer);
+  flush_guesses();  // held for a layer that never ran its for_each (a failed step)
   if (slots_.size() == 0) return;
   const int64_t E = config_.num_experts;
   std::vector<int64_t>& keys = current_keys_;  // kept for prefetch_guess
@@ -218,6 +221,9 @@ void ExpertCache::prefetch(int layer, const std::vector<int>& experts) {
 void ExpertCache::for_each(int layer, const std::vector<int>& experts,
                            const std::function<void(size_t k, const ExpertWeights& w)>& on_ready) {
   if (phase_layer_ != layer) phase_begin(layer);
+  // Held guesses belong to the layer whose prefetch came last; any other
+  // layer's for_each might wait on one of them.
+  if (layer != current_layer_) flush_guesses();
   const int64_t E = config_.num_experts;
   std::vector<size_t> hits;
   std::deque<size_t> misses;
@@ -267,7 +273,10 @@ void ExpertCache::for_each(int layer, const std::vector<int>& experts,
     slots_.release(slot);
   };
   // Misses go to the disk first; resident experts compute while they load.
+  // The guesses made for later layers wait for this layer's reads to land,
+  // so they never share the disk with a read this layer waits for.
   issue();
+  if (inflight == 0 && misses.empty()) flush_guesses();
   for (size_t k : hits) {
     deliver(k, slots_.find(layer * E + experts[k]));
     issue();
@@ -312,9 +321,11 @@ void ExpertCache::for_each(int layer, const std::vector<int>& experts,
     }
     weights_[a.slot] = bind(layer, e, base);
     slots_.make_resident(a.slot);
+    if (inflight == 0 && misses.empty()) flush_guesses();  // the last read landed: the disk is the guesses'
     deliver(idx->second, a.slot);
     issue();
   }
+  flush_guesses();
   phase_end(layer);
   if (failure) std::rethrow_exception(failure);
   if (!io_error.empty()) throw Error(ExitCode::kIo, io_error);

@@ -11,12 +11,14 @@
 // expert a layer is using is never evicted. The bytes delivered are always
 // the checkpoint's bytes, so the output does not depend on the cache size.
 //
-// prefetch_guess() (opt-in, --expert-lookahead) starts, while a layer
-// computes, the reads of the experts the next layer is guessed to use, into
-// free or evictable slots only, never one holding an expert of the current
-// layer, so only once every expert of the current layer has its slot (a
-// guess never delays the layer that is computing). A guessed read that is
-// evicted before any layer asked for it is counted as wasted.
+// prefetch_guess() (opt-in, --expert-lookahead) reads, while a layer
+// computes, the experts the next layers are guessed to use, into free or
+// evictable slots only, never one holding an expert of the current layer,
+// so only once every expert of the current layer has its slot; and those
+// reads start only once every read of the current layer has landed (a
+// guess never delays the layer that is computing, not even by sharing the
+// disk with its last reads). A guessed read that is evicted before any
+// layer asked for it is counted as wasted.
 #pragma once
 
 #include <chrono>
@@ -98,8 +100,9 @@ class ExpertCache {
 
   // The experts a later `layer` is guessed to use (distinct), given after
   // the current layer's prefetch() (one or more layers ahead; the nearer
-  // layer's guess first): starts reading those neither resident nor in
-  // flight (in the background, behind every urgent read) while free or
+  // layer's guess first): reads those neither resident nor in flight (in
+  // the background, once the current layer's for_each has all its bytes,
+  // and behind every urgent read) while free or
   // evictable slots last, evicting none of the current layer's experts nor
   // of any guess not yet scored: when the current layer still lacks a slot
   // there is none for a guess either. Guesses for one layer from two layers
@@ -141,6 +144,9 @@ class ExpertCache {
   int take_slot(int64_t key, const std::vector<int64_t>* keep = nullptr);
   // Starts reading (layer, expert) into `slot`; its Arrival comes later.
   // Background reads queue behind the urgent ones (experts a layer needs).
+  // Starts the guessed reads prefetch_guess held back (flush_guesses: once
+  // the current layer's reads have all landed, or before anything waits).
+  void flush_guesses();
   // A guessed read (`urgent` false) is marked in the slot table until a layer asks for it.
   void issue_read(int layer, int expert, int slot, bool urgent = true);
   // The slot of `key`, resident or in flight; -1 when neither.
@@ -184,6 +190,12 @@ class ExpertCache {
     std::vector<int64_t> keys;
   };
   std::vector<Guess> guesses_;
+  // Guessed reads with their slot taken (and their key in pending_), not
+  // started yet: (layer, expert, slot).
+  struct HeldRead {
+    int layer, expert, slot;
+  };
+  std::vector<HeldRead> held_;
 
   int phase_layer_ = -1;     // the layer whose expert phase is open
   int last_end_layer_ = -1;  // the layer whose expert phase closed last

@@ -17,7 +17,13 @@ int ExpertCache::slot_of(int64_t key) {
   return p == pending_.end() ? -1 : p->second;
 }
 
+void ExpertCache::flush_guesses() {
+  for (const HeldRead& h : held_) issue_read(h.layer, h.expert, h.slot, /*urgent=*/false);
+  held_.clear();
+}
+
 void ExpertCache::settle() {
+  flush_guesses();
   for (;;) {
     Arrival a;
     {
@@ -83,15 +89,21 @@ void ExpertCache::prefetch_guess(int layer, const std::vector<int>& experts) {
   if (layer <= current_layer_) return;
   std::vector<int64_t> keep = current_keys_;
   for (const Guess& x : guesses_) keep.insert(keep.end(), x.keys.begin(), x.keys.end());
+  // Held back until the current layer's reads have landed (flush_guesses);
+  // pending_ already lists them, so nothing reads them twice meanwhile.
   uint64_t reads = 0, bytes = 0;
   for (int e : experts) {
     const int64_t key = layer * E + e;
     if (slot_of(key) >= 0) continue;  // resident or in flight already
     const int slot = take_slot(key, &keep);
     if (slot < 0) break;
-    issue_read(layer, e, slot, /*urgent=*/false);
+    held_.push_back(HeldRead{layer, e, slot});
+    {
+      std::lock_guard<std::mutex> lk(arrivals_mu_);
+      pending_[key] = slot;
+    }
     ++reads;
-    bytes += slots_.read_bytes(slot);
+    for (const ExpertRead& r : index_.reads(layer, e)) bytes += r.length;
   }
   std::lock_guard<std::mutex> lk(stats_mu_);
   stats_.guess.reads += reads;

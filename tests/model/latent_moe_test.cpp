@@ -247,13 +247,17 @@ TEST(LatentMoe, LookaheadGuessesTheNextLayersExpertsAndLeavesTheOutputAlone) {
   mc.source.asked_ahead.clear();
   latent_moe_forward(mc.c, 2, mc.trunk, mc.source, x.data(), n, guessing.data(), nullptr, scratch);
   EXPECT_TRUE(mc.source.asked_ahead.empty());
-  // Two layers ahead: layer 1 of 4 guesses layer 2, then layer 3 (whose
-  // router here is the same), and its output still keeps every bit.
-  mc.c.num_hidden_layers = 4;
+  // latent_moe_lookahead_layers() ahead: layer 1 of 5 guesses layers 2 up
+  // to 1 + that (whose routers here are the same), the nearer first, and
+  // its output still keeps every bit.
+  mc.c.num_hidden_layers = 5;
+  mc.source.asked_ahead.clear();
   mc.source.guessed_layers.clear();
   latent_moe_forward(mc.c, 1, mc.trunk, mc.source, x.data(), n, guessing.data(), nullptr, scratch);
-  EXPECT_EQ(mc.source.asked_ahead, (std::vector<int>{2, 3}));
-  EXPECT_EQ(mc.source.guessed_layers, (std::vector<int>{2, 3}));
+  std::vector<int> ahead;
+  for (int a = 1; a <= latent_moe_lookahead_layers(); ++a) ahead.push_back(1 + a);
+  EXPECT_EQ(mc.source.asked_ahead, ahead);
+  EXPECT_EQ(mc.source.guessed_layers, ahead);
   EXPECT_EQ(mc.source.guessed, want);
   EXPECT_EQ(std::memcmp(plain.data(), guessing.data(), plain.size() * sizeof(float)), 0);
 }

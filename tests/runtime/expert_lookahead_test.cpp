@@ -72,11 +72,19 @@ TEST(ExpertLookahead, GuessesFillSpareSlotsOnlyAndAreScored) {
   EXPECT_GT(g.read_bytes, 0u);
   EXPECT_LE(g.read_bytes, 4 * cache.slot_bytes());
   const ExpertCacheStats before = cache.stats();
+  // The guessed reads wait for layer l's reads to land: none has started
+  // yet, and for_each starts them (it reads nothing else: layer l's reads
+  // were all started by its prefetch).
+  for (int e : {4, 5, 6, 7}) EXPECT_FALSE(cache.resident(l + 1, e)) << e;
   std::vector<int> count(now.size(), 0);
-  cache.for_each(l, now, [&](size_t k, const ExpertWeights&) { ++count[k]; });
+  int delivered = 0;
+  cache.for_each(l, now, [&](size_t k, const ExpertWeights&) {
+    ++count[k];
+    if (++delivered == 1) EXPECT_EQ(cache.stats().expert_bytes, before.expert_bytes) << "a guess read early";
+  });
   EXPECT_EQ(count, std::vector<int>(now.size(), 1));
   for (int e : now) EXPECT_TRUE(cache.resident(l, e)) << e;
-  EXPECT_EQ(cache.stats().expert_bytes, before.expert_bytes);  // layer l's reads were all started by its prefetch
+  EXPECT_EQ(cache.stats().expert_bytes, before.expert_bytes + g.read_bytes);
   cache.settle();  // the guesses have landed: what is evicted next no longer depends on the disk
   for (int e : {4, 5, 6, 7}) EXPECT_TRUE(cache.resident(l + 1, e)) << e;
 

@@ -55,12 +55,12 @@ PY
 contains "stderr summary" "expert lookahead: " "$(cat "$work/on-8-1.err")"
 contains "plan line with spare slots" "spare cache slots" "$(cat "$work/on-8-1.err")"
 contains "plan line at the floor" "holds one layer's top-k only" "$(cat "$work/on-0-1.err")"
-# The plan's bound on the guesses' reads per decoded token: 21 guesses
-# (layer 2 from layer 1; layers 3-12 from the two layers before each) x
-# min(spare slots, the best 2 of each token's 4).
-check "plan: guessed reads per token, 4 spare slots" "at most 42 guessed reads" \
+# The plan's bound on the guesses' reads per decoded token: 11 guesses
+# (layers 2-12, each from the layer before it) x min(spare slots, the best
+# 2 of each token's 4).
+check "plan: guessed reads per token, 4 spare slots" "at most 22 guessed reads" \
   "$(grep -o 'at most [0-9]* guessed reads' "$work/on-8-1.err")"
-check "plan: guessed reads per token, 20 spare slots" "at most 42 guessed reads" \
+check "plan: guessed reads per token, 20 spare slots" "at most 22 guessed reads" \
   "$(grep -o 'at most [0-9]* guessed reads' "$work/on-24-1.err")"
 # Where the disk idled in the decode: the three phases around the MoE
 # layers fit in the decode's seconds (the first boundary gap begins in the
