@@ -4,7 +4,9 @@
 # everything streaming, trunk pinned (experts streaming), everything
 # resident. Prints s/token, bytes read per token, achieved read GB/s, and the
 # ratio to the device's own O_DIRECT bandwidth measured with fio at the same
-# request sizes; for the resident case, the ratio to the memory-bandwidth
+# request sizes; per row, where the disk idled (seconds per token of the MoE
+# layers' expert phases, the gaps between MoE layers and the token boundary,
+# each with its busy share: --stats-json's io_busy_by_phase); for the resident case, the ratio to the memory-bandwidth
 # bound (weight bytes touched per token / measured memory read bandwidth).
 #
 # Usage: bench/stream_bench.sh [BUILD_DIR]     (default: build)
