@@ -4,7 +4,9 @@
 # everything streaming, trunk pinned (experts streaming), everything
 # resident. Prints s/token, bytes read per token, achieved read GB/s, and the
 # ratio to the device's own O_DIRECT bandwidth measured with fio at the same
-# request sizes; for the resident case, the ratio to the memory-bandwidth
+# request sizes; per row, where the disk idled (seconds per token of the MoE
+# layers' expert phases, the gaps between MoE layers and the token boundary,
+# each with its busy share: --stats-json's io_busy_by_phase); for the resident case, the ratio to the memory-bandwidth
 # bound (weight bytes touched per token / measured memory read bandwidth).
 #
 # Usage: bench/stream_bench.sh [BUILD_DIR]     (default: build)
@@ -151,7 +153,9 @@ model, trunk, with_base, repeat = sys.argv[5], sys.argv[6], sys.argv[7] == "1", 
 extra = sys.argv[9].split()
 def median_run(name):  # the median of every figure over the repeated runs
     runs = [json.load(open(f"{d}/{name}.{r}.json")) for r in range(1, repeat + 1)]
-    x = {k: statistics.median(r["decode"][k] for r in runs) for k in runs[0]["decode"]}
+    x = {k: statistics.median(r["decode"][k] for r in runs) for k, v in runs[0]["decode"].items() if not isinstance(v, dict)}
+    for k in runs[0]["decode"].get("io_busy_by_phase", {}):  # a baseline may not have them
+        x[k] = statistics.median(r["decode"].get("io_busy_by_phase", {}).get(k, 0) for r in runs)
     return x, statistics.median(r["peak_rss_bytes"] for r in runs)
 t = json.load(open(f"{trunk}/trunk.json"))
 layers = sum(s["length"] for s in t["sections"] if s["layer"] >= 0)
@@ -177,6 +181,15 @@ for name in names:
     if name.endswith("resident") and mem > 0 and x["s_per_token"] > 0:
         bound = touched / (mem * 1e9)
         print(f"  {name}: memory-bandwidth bound {bound:.3f} s/token at {mem} GB/s; measured / bound = {x['s_per_token']/bound:.2f}")
+for name in names:  # where the disk idled, per decoded token (medians)
+    x, _ = median_run(name)
+    if "experts_seconds" not in x or x["experts_seconds"] == 0:
+        continue
+    steps = statistics.median(json.load(open(f"{d}/{name}.{r}.json"))["decode_steps"] for r in range(1, repeat + 1)) or 1
+    print(f"  {name}: disk busy by phase, s per token: MoE expert reads {x['experts_seconds']/steps:.3f} s "
+          f"({100*x['experts_busy_share']:.0f}% busy), between MoE layers {x['between_layers_seconds']/steps:.3f} s "
+          f"({100*x['between_layers_busy_share']:.0f}%), token boundary {x['token_boundary_seconds']/steps:.3f} s "
+          f"({100*x['token_boundary_busy_share']:.0f}%)")
 for name in names:  # --expert-lookahead's guesses, where there were any (medians)
     runs = [json.load(open(f"{d}/{name}.{r}.json")).get("expert_lookahead") for r in range(1, repeat + 1)]
     if not all(runs) or all(g["guessed_layers"] == 0 for g in runs):

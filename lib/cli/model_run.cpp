@@ -14,6 +14,7 @@
 #include "common/file.h"
 #include "common/rate_format.h"
 #include "common/tool_main.h"
+#include "runtime/expert_cache_policy.h"
 
 namespace k3 {
 
@@ -85,6 +86,8 @@ void write_stats_json(const Model& model, const ModelOptions& o, const Generatio
   run.preset = m.preset;
   run.trunk_budget = m.trunk_budget;
   run.cache_budget = m.cache_budget;
+  run.expert_cache_policy = expert_cache_policy_name(o.stream.cache_policy);
+  run.expert_lookahead = o.stream.expert_lookahead;
   run.load_seconds = m.load_seconds;
   run.total_seconds = wall_seconds(o);
   std::string j = stats_json(run_figures(m, c, prompt_tokens), c, m, run);

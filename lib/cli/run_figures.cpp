@@ -52,6 +52,20 @@ ExpertGuessStats guess_delta(const StreamStats& a, const StreamStats& b) {
   return d;
 }
 
+// Where the disk was busy around the MoE layers, between two snapshots.
+ExpertPhaseStats phase_delta(const StreamStats& a, const StreamStats& b) {
+  ExpertPhaseStats d;
+  d.experts_seconds = b.phases.experts_seconds - a.phases.experts_seconds;
+  d.experts_busy_seconds = b.phases.experts_busy_seconds - a.phases.experts_busy_seconds;
+  d.between_seconds = b.phases.between_seconds - a.phases.between_seconds;
+  d.between_busy_seconds = b.phases.between_busy_seconds - a.phases.between_busy_seconds;
+  d.boundary_seconds = b.phases.boundary_seconds - a.phases.boundary_seconds;
+  d.boundary_busy_seconds = b.phases.boundary_busy_seconds - a.phases.boundary_busy_seconds;
+  return d;
+}
+
+double share(double part, double whole) { return whole > 0 ? std::min(1.0, std::max(0.0, part / whole)) : 0.0; }
+
 }  // namespace
 
 std::string figures_text(const RunFigures& f) {
@@ -76,6 +90,16 @@ std::string figures_text(const RunFigures& f) {
                   format_bytes((uint64_t)dec.expert_per_token).c_str(), 100 * dec.hit_rate, dec.compute, dec.io_wait,
                   dec.gbps, 100 * dec.io_busy);
     o += buf;
+    const ExpertPhaseStats ph = phase_delta(f.after_prefill, f.at_end);
+    if (ph.experts_seconds > 0) {
+      std::snprintf(buf, sizeof buf,
+                    "%s: decode disk busy by phase: MoE expert reads %.0f%% of %.3f s, between MoE layers %.0f%% of "
+                    "%.3f s, across the token boundary %.0f%% of %.3f s\n",
+                    tool_name(), 100 * share(ph.experts_busy_seconds, ph.experts_seconds), ph.experts_seconds,
+                    100 * share(ph.between_busy_seconds, ph.between_seconds), ph.between_seconds,
+                    100 * share(ph.boundary_busy_seconds, ph.boundary_seconds), ph.boundary_seconds);
+      o += buf;
+    }
     if (dec.decode_per_token > 0) {
       std::snprintf(buf, sizeof buf, "%s: compressed trunk: %s CPU s/token decoding on the I/O threads\n", tool_name(),
                     three_digits(dec.decode_per_token).c_str());
@@ -131,6 +155,17 @@ std::string stats_json(const RunFigures& f, const GenerationCounters& c, const M
     w.key("expert_hit_rate").fixed(dec.hit_rate, 6).key("io_wait_seconds").fixed(dec.io_wait, 6);
     w.key("compute_seconds").fixed(dec.compute, 6).key("achieved_gbps").fixed(dec.gbps, 4);
     w.key("io_busy_share").fixed(dec.io_busy, 4).key("decode_cpu_seconds_per_token").fixed(dec.decode_per_token, 6);
+    // Where the disk idled: seconds of each phase around the MoE layers and
+    // the share of them with a read in progress (ExpertPhaseStats).
+    const ExpertPhaseStats ph = phase_delta(f.after_prefill, f.at_end);
+    w.key("io_busy_by_phase").inline_next().begin_object();
+    w.key("experts_seconds").fixed(ph.experts_seconds, 6);
+    w.key("experts_busy_share").fixed(share(ph.experts_busy_seconds, ph.experts_seconds), 4);
+    w.key("between_layers_seconds").fixed(ph.between_seconds, 6);
+    w.key("between_layers_busy_share").fixed(share(ph.between_busy_seconds, ph.between_seconds), 4);
+    w.key("token_boundary_seconds").fixed(ph.boundary_seconds, 6);
+    w.key("token_boundary_busy_share").fixed(share(ph.boundary_busy_seconds, ph.boundary_seconds), 4);
+    w.end_object();
   }
   w.end_object();
   w.key("peak_rss_bytes").value(f.peak_rss_bytes);
@@ -179,6 +214,10 @@ std::string stats_json(const RunFigures& f, const GenerationCounters& c, const M
   w.key("version").value(run.version).key("threads").value(run.threads).key("io_threads").value(run.io_threads);
   w.key("preset").value(run.preset).key("trunk_budget_bytes").value(run.trunk_budget);
   w.key("cache_budget_bytes").value(run.cache_budget).key("generated_tokens").value(c.generated);
+  if (f.streaming) {
+    w.key("expert_cache_policy").value(run.expert_cache_policy);
+    w.key("expert_lookahead").value(run.expert_lookahead);
+  }
   w.key("wall_seconds")
       .begin_object()
       .key("load")

@@ -36,6 +36,10 @@ struct RunInfo {
   int threads = 0, io_threads = 0;
   uint64_t trunk_budget = 0, cache_budget = 0;
   double load_seconds = 0, total_seconds = 0;
+  // A streaming run's expert cache: the eviction policy that ran, and
+  // whether --expert-lookahead guessed experts ahead.
+  std::string expert_cache_policy;
+  bool expert_lookahead = false;
 };
 
 // The --stats-json document: the figures, "generation" (weight passes,

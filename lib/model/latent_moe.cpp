@@ -64,7 +64,7 @@ struct MoeScratch {
   }
 };
 
-// --expert-lookahead: the next MoE layer's router applied to this layer's
+// --expert-lookahead: a later MoE layer's router applied to this layer's
 // input guesses its experts (the residual stream changes little from one
 // layer to the next), so their reads can start while this layer computes.
 // Only when the source has that router in memory; the guess goes to the
@@ -73,11 +73,8 @@ struct MoeScratch {
 // on the bench checkpoint, guessing all 16 was right for about half of the
 // experts it read and, at 1.5x the bytes, slower than no guess; the best 8
 // were right more often and made decode faster (docs/memory.md).
-size_t guessed_per_token(size_t k) { return (k + 1) / 2; }
-
-void guess_next_layer(const ModelConfig& c, int layer, WeightSource& source, const float* x, size_t n,
-                      const MoeScratch& m, ThreadPool* pool, std::vector<int>& guessed) {
-  const int next = layer + 1;
+void guess_layer(const ModelConfig& c, int next, WeightSource& source, const float* x, size_t n, const MoeScratch& m,
+                 ThreadPool* pool, std::vector<int>& guessed) {
   if (next >= c.num_hidden_layers || !c.is_moe_layer(next)) return;
   const MoeTrunkWeights* w = source.router_ahead(next);
   if (!w) return;
@@ -88,14 +85,32 @@ void guess_next_layer(const ModelConfig& c, int layer, WeightSource& source, con
   // (free once this layer's rows are sorted) marks the ids seen.
   std::fill(m.fill, m.fill + E, size_t{0});
   for (size_t t = 0; t < n; ++t)
-    for (size_t j = 0; j < guessed_per_token(k); ++j) m.fill[m.guess[t * k + j]] = 1;
+    for (size_t j = 0; j < latent_moe_guessed_per_token(c); ++j) m.fill[m.guess[t * k + j]] = 1;
   guessed.clear();
   for (size_t e = 0; e < E; ++e)
     if (m.fill[e]) guessed.push_back(static_cast<int>(e));
   source.prefetch_guess(next, guessed);
 }
 
+// The nearer layer first: its reads queue first.
+void guess_next_layers(const ModelConfig& c, int layer, WeightSource& source, const float* x, size_t n,
+                       const MoeScratch& m, ThreadPool* pool, std::vector<int>& guessed) {
+  for (int ahead = 1; ahead <= latent_moe_lookahead_layers(); ++ahead)
+    guess_layer(c, layer + ahead, source, x, n, m, pool, guessed);
+}
+
 }  // namespace
+
+size_t latent_moe_guessed_per_token(const ModelConfig& c) {
+  return (static_cast<size_t>(c.num_experts_per_token) + 1) / 2;
+}
+
+// One layer ahead: on the bench checkpoint, also guessing two layers ahead
+// (each layer guessed from both layers before it) read 14% more bytes per
+// token (607 MB against 533 MB; 68% of the guessed experts right against
+// 74%) and decoded no faster (docs/memory.md). The cache takes guesses for
+// any later layer; this is the one place to change.
+int latent_moe_lookahead_layers() { return 1; }
 
 size_t latent_moe_scratch_floats(const ModelConfig& c, size_t rows) { return MoeScratch::floats(c, rows); }
 size_t latent_moe_scratch_ints(const ModelConfig& c, size_t rows) {
@@ -134,7 +149,7 @@ void latent_moe_forward(const ModelConfig& c, int layer, const MoeTrunkWeights& 
   // projection and the shared experts (which do not depend on routing)
   // compute; the shared result is added at the end exactly as before.
   source.prefetch_experts(layer, experts);
-  guess_next_layer(c, layer, source, x, n, m, pool, scratch.guessed_experts());
+  guess_next_layers(c, layer, source, x, n, m, pool, scratch.guessed_experts());
   lin(w.latent_down, x, n, m.z, pool);
   check_width(out_dim(w.shared.gate_proj), "the shared experts' MLP");
   situ_mlp(w.shared, situ, x, n, m.shared, pool, m.situ);

@@ -27,6 +27,12 @@ class ThreadPool;
 void latent_moe_forward(const ModelConfig& config, int layer, const MoeTrunkWeights& w, WeightSource& source,
                         const float* x, size_t n, float* out, ThreadPool* pool, ForwardScratch& scratch);
 
+// --expert-lookahead: how many of each token's experts at a later MoE layer
+// are guessed (the best of that layer's router on this layer's input), and
+// how many MoE layers ahead are guessed (each layer guesses the next ones).
+size_t latent_moe_guessed_per_token(const ModelConfig& config);
+int latent_moe_lookahead_layers();
+
 // Scratch latent_moe_forward takes for n rows: floats, ints, indices (size_t).
 size_t latent_moe_scratch_floats(const ModelConfig& config, size_t rows);
 size_t latent_moe_scratch_ints(const ModelConfig& config, size_t rows);

@@ -25,9 +25,7 @@ ExpertCache::ExpertCache(const ModelConfig& config, const Checkpoint& checkpoint
       io_(io),
       policy_(policy),
       slots_(slots, make_expert_cache_policy(policy, ExpertCacheShape::of(config), slots)),
-      weights_(slots),
-      guessed_(slots, 0),
-      read_bytes_(slots, 0) {
+      weights_(slots) {
   slot_bytes_ = index_.slot_bytes();
   if (slots) arena_ = AlignedBuffer(slots * slot_bytes_);
   // A cache that holds every expert is filled at start: the run is then
@@ -38,8 +36,10 @@ ExpertCache::ExpertCache(const ModelConfig& config, const Checkpoint& checkpoint
 
 ExpertCache::~ExpertCache() {
   // Reads still in flight (a prefetch whose layer failed) write into the
-  // arena: wait for them before it goes.
+  // arena: wait for them before it goes. Guessed reads never started have
+  // no arrival to wait for.
   std::unique_lock<std::mutex> lk(arrivals_mu_);
+  for (const HeldRead& h : held_) pending_.erase(static_cast<int64_t>(h.layer) * config_.num_experts + h.expert);
   while (!pending_.empty()) {
     arrivals_cv_.wait(lk, [&] { return !arrivals_.empty(); });
     pending_.erase(arrivals_.front().key);
@@ -110,11 +110,10 @@ void ExpertCache::check_scales(int layer, int expert, const uint8_t* base) const
 
 void ExpertCache::issue_read(int layer, int expert, int slot, bool urgent) {
   const int64_t key = static_cast<int64_t>(layer) * config_.num_experts + expert;
-  if (guessed_[slot]) {  // a guessed read evicted before any layer asked for it
+  if (slots_.guessed(slot)) {  // a guessed read evicted before any layer asked for it
     std::lock_guard<std::mutex> lk(stats_mu_);
     ++stats_.guess.wasted_reads;
-    stats_.guess.wasted_bytes += read_bytes_[slot];
-    guessed_[slot] = 0;
+    stats_.guess.wasted_bytes += slots_.read_bytes(slot);
   }
   uint8_t* base = slot_base(slot);
   std::vector<ReadEngine::Read> reads;
@@ -123,7 +122,7 @@ void ExpertCache::issue_read(int layer, int expert, int slot, bool urgent) {
     reads.push_back(ReadEngine::Read{shard_files_[r.shard].get(), r.offset, r.length, r.need, base + r.slot_offset});
     bytes += r.length;
   }
-  read_bytes_[slot] = bytes;
+  slots_.note_read(slot, bytes, !urgent);
   {
     std::lock_guard<std::mutex> lk(stats_mu_);
     stats_.expert_bytes += bytes;
@@ -162,7 +161,43 @@ void ExpertCache::keep_stray(const Arrival& a) {
   slots_.release(a.slot);
 }
 
+void ExpertCache::phase_begin(int layer) {
+  const Clock::time_point now = Clock::now();
+  const double busy = io_.busy_seconds();
+  if (last_end_layer_ >= 0) {
+    const double gap = std::chrono::duration<double>(now - last_end_).count(), gap_busy = busy - last_end_busy_;
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    // A layer at or before the last one: a new pass began in between.
+    if (layer > last_end_layer_) {
+      stats_.phases.between_seconds += gap;
+      stats_.phases.between_busy_seconds += gap_busy;
+    } else {
+      stats_.phases.boundary_seconds += gap;
+      stats_.phases.boundary_busy_seconds += gap_busy;
+    }
+  }
+  phase_layer_ = layer;
+  phase_start_ = now;
+  phase_start_busy_ = busy;
+}
+
+void ExpertCache::phase_end(int layer) {
+  const Clock::time_point now = Clock::now();
+  const double busy = io_.busy_seconds();
+  {
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    stats_.phases.experts_seconds += std::chrono::duration<double>(now - phase_start_).count();
+    stats_.phases.experts_busy_seconds += busy - phase_start_busy_;
+  }
+  phase_layer_ = -1;
+  last_end_layer_ = layer;
+  last_end_ = now;
+  last_end_busy_ = busy;
+}
+
 void ExpertCache::prefetch(int layer, const std::vector<int>& experts) {
+  phase_begin(layer);
+  flush_guesses();  // held for a layer that never ran its for_each (a failed step)
   if (slots_.size() == 0) return;
   const int64_t E = config_.num_experts;
   std::vector<int64_t>& keys = current_keys_;  // kept for prefetch_guess
@@ -185,6 +220,10 @@ void ExpertCache::prefetch(int layer, const std::vector<int>& experts) {
 
 void ExpertCache::for_each(int layer, const std::vector<int>& experts,
                            const std::function<void(size_t k, const ExpertWeights& w)>& on_ready) {
+  if (phase_layer_ != layer) phase_begin(layer);
+  // Held guesses belong to the layer whose prefetch came last; any other
+  // layer's for_each might wait on one of them.
+  if (layer != current_layer_) flush_guesses();
   const int64_t E = config_.num_experts;
   std::vector<size_t> hits;
   std::deque<size_t> misses;
@@ -234,7 +273,10 @@ void ExpertCache::for_each(int layer, const std::vector<int>& experts,
     slots_.release(slot);
   };
   // Misses go to the disk first; resident experts compute while they load.
+  // The guesses made for later layers wait for this layer's reads to land,
+  // so they never share the disk with a read this layer waits for.
   issue();
+  if (inflight == 0 && misses.empty()) flush_guesses();
   for (size_t k : hits) {
     deliver(k, slots_.find(layer * E + experts[k]));
     issue();
@@ -279,9 +321,12 @@ void ExpertCache::for_each(int layer, const std::vector<int>& experts,
     }
     weights_[a.slot] = bind(layer, e, base);
     slots_.make_resident(a.slot);
+    if (inflight == 0 && misses.empty()) flush_guesses();  // the last read landed: the disk is the guesses'
     deliver(idx->second, a.slot);
     issue();
   }
+  flush_guesses();
+  phase_end(layer);
   if (failure) std::rethrow_exception(failure);
   if (!io_error.empty()) throw Error(ExitCode::kIo, io_error);
 }

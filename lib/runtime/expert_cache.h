@@ -11,14 +11,17 @@
 // expert a layer is using is never evicted. The bytes delivered are always
 // the checkpoint's bytes, so the output does not depend on the cache size.
 //
-// prefetch_guess() (opt-in, --expert-lookahead) starts, while a layer
-// computes, the reads of the experts the next layer is guessed to use, into
-// free or evictable slots only, never one holding an expert of the current
-// layer, so only once every expert of the current layer has its slot (a
-// guess never delays the layer that is computing). A guessed read that is
-// evicted before any layer asked for it is counted as wasted.
+// prefetch_guess() (opt-in, --expert-lookahead) reads, while a layer
+// computes, the experts the next layers are guessed to use, into free or
+// evictable slots only, never one holding an expert of the current layer,
+// so only once every expert of the current layer has its slot; and those
+// reads start only once every read of the current layer has landed (a
+// guess never delays the layer that is computing, not even by sharing the
+// disk with its last reads). A guessed read that is evicted before any
+// layer asked for it is counted as wasted.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -54,6 +57,18 @@ struct ExpertGuessStats {
   uint64_t wasted_bytes = 0;
 };
 
+// Where the disk idles (ReadEngine::busy_seconds: at least one read in
+// progress) around the MoE layers: each layer's expert phase, from its
+// routing (prefetch) to its last expert delivered; the gap from one MoE
+// layer's end to the next one's routing (attention, norms, router); the
+// same gap across a pass boundary (the head, the next token's embedding and
+// the layers before the first MoE layer).
+struct ExpertPhaseStats {
+  double experts_seconds = 0, experts_busy_seconds = 0;
+  double between_seconds = 0, between_busy_seconds = 0;
+  double boundary_seconds = 0, boundary_busy_seconds = 0;
+};
+
 struct ExpertCacheStats {
   uint64_t expert_bytes = 0;       // read while running (guessed reads included)
   uint64_t load_bytes = 0;         // read at start (a cache that holds every expert)
@@ -61,6 +76,7 @@ struct ExpertCacheStats {
   uint64_t experts_resident = 0;   // of those, already resident when for_each began
   double io_wait_seconds = 0;      // compute thread blocked waiting for expert bytes
   ExpertGuessStats guess;
+  ExpertPhaseStats phases;
 };
 
 class ExpertCache {
@@ -82,13 +98,17 @@ class ExpertCache {
   // `experts`). A hint: changes nothing but timing.
   void prefetch(int layer, const std::vector<int>& experts);
 
-  // The experts `layer` is guessed to use (distinct), given after prefetch(layer - 1,
-  // ...) and before that layer's for_each: starts reading those neither
-  // resident nor in flight (in the background) while free or evictable slots
-  // last, evicting none of layer - 1's experts nor of the guess: when
-  // layer - 1 still lacks a slot there is none for a guess either. A
-  // hint: changes nothing but timing and the bytes read. A layer "asks for"
-  // a guessed expert through prefetch(), as the model does before for_each.
+  // The experts a later `layer` is guessed to use (distinct), given after
+  // the current layer's prefetch() (one or more layers ahead; the nearer
+  // layer's guess first): reads those neither resident nor in flight (in
+  // the background, once the current layer's for_each has all its bytes,
+  // and behind every urgent read) while free or
+  // evictable slots last, evicting none of the current layer's experts nor
+  // of any guess not yet scored: when the current layer still lacks a slot
+  // there is none for a guess either. Guesses for one layer from two layers
+  // add up (their union is scored). A hint: changes nothing but timing and
+  // the bytes read. A layer "asks for" a guessed expert through prefetch(),
+  // as the model does before for_each.
   void prefetch_guess(int layer, const std::vector<int>& experts);
 
   // Calls on_ready(k, w) exactly once for every experts[k], as its bytes
@@ -124,6 +144,10 @@ class ExpertCache {
   int take_slot(int64_t key, const std::vector<int64_t>* keep = nullptr);
   // Starts reading (layer, expert) into `slot`; its Arrival comes later.
   // Background reads queue behind the urgent ones (experts a layer needs).
+  // Starts the guessed reads prefetch_guess held back (flush_guesses: once
+  // the current layer's reads have all landed, or before anything waits).
+  void flush_guesses();
+  // A guessed read (`urgent` false) is marked in the slot table until a layer asks for it.
   void issue_read(int layer, int expert, int slot, bool urgent = true);
   // The slot of `key`, resident or in flight; -1 when neither.
   int slot_of(int64_t key);
@@ -132,6 +156,10 @@ class ExpertCache {
   // An arrival nobody is waiting for (a prefetched expert of a call that
   // failed): kept as an ordinary cached expert, or its slot freed.
   void keep_stray(const Arrival& a);
+  // ExpertPhaseStats: a layer's expert phase opens at its routing (or at
+  // for_each when no prefetch came first) and closes when for_each returns.
+  void phase_begin(int layer);
+  void phase_end(int layer);
   void preload();
   uint8_t* slot_base(int slot) { return arena_.data() + static_cast<uint64_t>(slot) * slot_bytes_; }
   ExpertWeights bind(int layer, int expert, const uint8_t* base) const;
@@ -147,8 +175,6 @@ class ExpertCache {
   ExpertCachePolicyKind policy_;
   ExpertSlots slots_;                   // key (layer * num_experts + expert) per slot, in use, free, victims
   std::vector<ExpertWeights> weights_;  // per slot: its expert's tensors in the arena
-  std::vector<uint8_t> guessed_;        // per slot: read by prefetch_guess, not yet asked for by a layer
-  std::vector<uint64_t> read_bytes_;    // per slot: bytes of the read that filled it
   std::mutex arrivals_mu_;
   std::condition_variable arrivals_cv_;
   std::deque<Arrival> arrivals_;
@@ -157,8 +183,24 @@ class ExpertCache {
   // The last prefetch: its layer and keys.
   int current_layer_ = -1;
   std::vector<int64_t> current_keys_;
-  int guess_layer_ = -1;  // the layer of the last guess, until its prefetch scores it
-  std::vector<int64_t> guess_keys_;
+  // The guesses not scored yet: per guessed layer, its distinct guessed keys
+  // (one layer or two ahead), until that layer's prefetch scores them.
+  struct Guess {
+    int layer;
+    std::vector<int64_t> keys;
+  };
+  std::vector<Guess> guesses_;
+  // Guessed reads with their slot taken (and their key in pending_), not
+  // started yet: (layer, expert, slot).
+  struct HeldRead {
+    int layer, expert, slot;
+  };
+  std::vector<HeldRead> held_;
+
+  int phase_layer_ = -1;     // the layer whose expert phase is open
+  int last_end_layer_ = -1;  // the layer whose expert phase closed last
+  std::chrono::steady_clock::time_point phase_start_, last_end_;
+  double phase_start_busy_ = 0, last_end_busy_ = 0;  // ReadEngine::busy_seconds then
 
   mutable std::mutex stats_mu_;
   ExpertCacheStats stats_;

@@ -1,5 +1,5 @@
 // ExpertCache's cross-layer reads (--expert-lookahead): the experts the next
-// layer is guessed to use are read while the current layer computes, into
+// layers are guessed to use are read while the current layer computes, into
 // slots the current layer does not need, and every guess is scored against
 // the routing that follows. Kept apart from the cache's own reads and
 // eviction (expert_cache.cpp): a guess only adds background reads.
@@ -17,7 +17,13 @@ int ExpertCache::slot_of(int64_t key) {
   return p == pending_.end() ? -1 : p->second;
 }
 
+void ExpertCache::flush_guesses() {
+  for (const HeldRead& h : held_) issue_read(h.layer, h.expert, h.slot, /*urgent=*/false);
+  held_.clear();
+}
+
 void ExpertCache::settle() {
+  flush_guesses();
   for (;;) {
     Arrival a;
     {
@@ -33,18 +39,21 @@ void ExpertCache::settle() {
 }
 
 void ExpertCache::score_guess(int layer, const std::vector<int64_t>& keys) {
+  const std::vector<int64_t>* guessed = nullptr;
+  for (const Guess& g : guesses_)
+    if (g.layer == layer) guessed = &g.keys;
   uint64_t right = 0, reads_used = 0;
   for (int64_t key : keys) {
-    if (layer == guess_layer_ && std::find(guess_keys_.begin(), guess_keys_.end(), key) != guess_keys_.end()) ++right;
+    if (guessed && std::find(guessed->begin(), guessed->end(), key) != guessed->end()) ++right;
     // A guessed read this layer now asks for was worth its bytes, whichever
     // guess (this token's or an earlier one's) brought it in.
     const int slot = slot_of(key);
-    if (slot >= 0 && guessed_[slot]) {
-      guessed_[slot] = 0;
-      ++reads_used;
-    }
+    if (slot >= 0 && slots_.claim_guess(slot)) ++reads_used;
   }
-  if (layer == guess_layer_) guess_layer_ = -1;
+  // Scored, or stale: a guess for a layer at or before this one (a pass
+  // that ended early) is never scored later.
+  guesses_.erase(std::remove_if(guesses_.begin(), guesses_.end(), [&](const Guess& g) { return g.layer <= layer; }),
+                 guesses_.end());
   std::lock_guard<std::mutex> lk(stats_mu_);
   stats_.guess.used += right;
   stats_.guess.reads_used += reads_used;
@@ -54,29 +63,47 @@ void ExpertCache::prefetch_guess(int layer, const std::vector<int>& experts) {
   if (slots_.size() == 0 || experts.empty()) return;
   guessing_ = true;
   const int64_t E = config_.num_experts;
-  guess_layer_ = layer;
-  guess_keys_.clear();
-  for (int e : experts) guess_keys_.push_back(layer * E + e);
+  Guess* g = nullptr;
+  for (Guess& x : guesses_)
+    if (x.layer == layer) g = &x;
+  const bool new_layer = g == nullptr;
+  if (new_layer) {
+    guesses_.push_back(Guess{layer, {}});
+    g = &guesses_.back();
+  }
+  std::vector<int64_t> added;
+  for (int e : experts) {
+    const int64_t key = layer * E + e;
+    if (std::find(g->keys.begin(), g->keys.end(), key) == g->keys.end()) added.push_back(key);
+  }
+  g->keys.insert(g->keys.end(), added.begin(), added.end());
   {
     std::lock_guard<std::mutex> lk(stats_mu_);
-    ++stats_.guess.layers;
-    stats_.guess.experts += experts.size();
+    if (new_layer) ++stats_.guess.layers;
+    stats_.guess.experts += added.size();
   }
   // The layer computing now comes first: a guess never takes one of its
   // slots, so while one of its experts still lacks a slot (prefetch found
-  // none to evict) the guess finds none either.
-  if (current_layer_ != layer - 1) return;
+  // none to evict) the guess finds none either. Nor does a guess evict
+  // another guess not yet scored (the nearer layer's was made first).
+  if (layer <= current_layer_) return;
   std::vector<int64_t> keep = current_keys_;
-  keep.insert(keep.end(), guess_keys_.begin(), guess_keys_.end());
+  for (const Guess& x : guesses_) keep.insert(keep.end(), x.keys.begin(), x.keys.end());
+  // Held back until the current layer's reads have landed (flush_guesses);
+  // pending_ already lists them, so nothing reads them twice meanwhile.
   uint64_t reads = 0, bytes = 0;
-  for (size_t k = 0; k < experts.size(); ++k) {
-    if (slot_of(guess_keys_[k]) >= 0) continue;  // resident or in flight already
-    const int slot = take_slot(guess_keys_[k], &keep);
+  for (int e : experts) {
+    const int64_t key = layer * E + e;
+    if (slot_of(key) >= 0) continue;  // resident or in flight already
+    const int slot = take_slot(key, &keep);
     if (slot < 0) break;
-    issue_read(layer, experts[k], slot, /*urgent=*/false);
-    guessed_[slot] = 1;
+    held_.push_back(HeldRead{layer, e, slot});
+    {
+      std::lock_guard<std::mutex> lk(arrivals_mu_);
+      pending_[key] = slot;
+    }
     ++reads;
-    bytes += read_bytes_[slot];
+    for (const ExpertRead& r : index_.reads(layer, e)) bytes += r.length;
   }
   std::lock_guard<std::mutex> lk(stats_mu_);
   stats_.guess.reads += reads;

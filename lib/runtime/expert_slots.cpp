@@ -5,7 +5,7 @@
 namespace k3 {
 
 ExpertSlots::ExpertSlots(uint64_t slots, std::unique_ptr<ExpertCachePolicy> policy)
-    : key_(slots, -1), in_use_(slots, 0), policy_(std::move(policy)) {
+    : key_(slots, -1), in_use_(slots, 0), policy_(std::move(policy)), read_bytes_(slots, 0), guessed_(slots, 0) {
   // Handed out from the back: slot 0 first.
   for (uint64_t i = slots; i-- > 0;) free_.push_back(static_cast<int>(i));
 }
@@ -52,6 +52,17 @@ void ExpertSlots::drop(int slot) {
   key_[i] = -1;
   in_use_[i] = 0;
   free_.push_back(slot);
+}
+
+void ExpertSlots::note_read(int slot, uint64_t bytes, bool guessed) {
+  read_bytes_[static_cast<size_t>(slot)] = bytes;
+  guessed_[static_cast<size_t>(slot)] = guessed ? 1 : 0;
+}
+
+bool ExpertSlots::claim_guess(int slot) {
+  const bool was = guessed_[static_cast<size_t>(slot)] != 0;
+  guessed_[static_cast<size_t>(slot)] = 0;
+  return was;
 }
 
 }  // namespace k3

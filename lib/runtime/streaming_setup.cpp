@@ -10,6 +10,7 @@
 #include "common/byte_format.h"
 #include "common/error.h"
 #include "common/tool_main.h"
+#include "model/latent_moe.h"
 #include "model/tensor_manifest.h"
 #include "platform/memory_limits.h"
 #include "runtime/expert_index.h"
@@ -113,10 +114,15 @@ PresetChoice choose_auto_preset(const ModelConfig& config, const Checkpoint& che
 // guesses use the cache's own slots) but bytes for every wrong guess, and
 // does nothing without a pinned MoE layer to guess for or a spare slot.
 static std::string lookahead_plan_line(const ModelConfig& config, const PreparedStream& p) {
-  int pinned_moe = 0;
+  // Each pinned MoE layer after the first is guessed by each of the MoE
+  // layers up to latent_moe_lookahead_layers() before it: one guess each.
+  int pinned_moe = 0, guesses = 0;
   for (int s : p.plan.pinned) {
     const int layer = p.layout.sections[static_cast<size_t>(s)].layer;
-    if (layer > config.first_k_dense_replace && config.is_moe_layer(layer)) ++pinned_moe;
+    if (layer <= config.first_k_dense_replace || !config.is_moe_layer(layer)) continue;
+    ++pinned_moe;
+    for (int a = 1; a <= latent_moe_lookahead_layers(); ++a)
+      if (layer - a >= config.first_k_dense_replace && config.is_moe_layer(layer - a)) ++guesses;
   }
   const uint64_t spare = p.plan.cache_slots > p.plan.min_slots ? p.plan.cache_slots - p.plan.min_slots : 0;
   const uint64_t all = static_cast<uint64_t>(std::max(0, config.num_hidden_layers - config.first_k_dense_replace)) *
@@ -127,8 +133,15 @@ static std::string lookahead_plan_line(const ModelConfig& config, const Prepared
     return o + "no MoE layer after the first has its trunk pinned, so no guess is made (raise --trunk-gb)\n";
   if (spare == 0)
     return o + "the cache holds one layer's top-k only, so no guessed expert is read (raise --cache-gb)\n";
+  // A decoded token's guess reads its best experts at the guessed layer, as
+  // many as the spare slots take: the most a token can read for its
+  // guesses, which is what they add to the bytes read per token if none is
+  // right (each right one saves its read later).
+  const uint64_t reads =
+      std::min<uint64_t>(spare, latent_moe_guessed_per_token(config)) * static_cast<uint64_t>(guesses);
   return o + "guesses for " + std::to_string(pinned_moe) + " pinned MoE layers, read into up to " +
-         std::to_string(spare) + " spare cache slots; no extra memory, each wrong guess costs " +
+         std::to_string(spare) + " spare cache slots; no extra memory; at most " + std::to_string(reads) +
+         " guessed reads per decoded token (" + format_bytes(reads * p.plan.slot_bytes) + "), each wrong guess costs " +
          format_bytes(p.plan.slot_bytes) + " read\n";
 }
 

@@ -56,6 +56,7 @@ StreamStats StreamingWeights::stats() const {
   s.load_seconds = load_seconds_;
   s.units_not_ahead = t.units_not_ahead;
   s.guess = e.guess;
+  s.phases = e.phases;
   return s;
 }
 

@@ -37,6 +37,7 @@ struct StreamStats {
   double load_seconds = 0;
   uint64_t units_not_ahead = 0;  // trunk units read only when asked for (not read ahead)
   ExpertGuessStats guess;        // --expert-lookahead (zero without it)
+  ExpertPhaseStats phases;       // where the disk idles around the MoE layers
 };
 
 class StreamingWeights : public WeightSource {

@@ -67,6 +67,7 @@ class ExpertSource : public WeightSource {
   const MoeTrunkWeights* ahead = nullptr;  // router_ahead's answer
   std::vector<int> asked_ahead, guessed;   // layers router_ahead was asked for; the last guess
   int guessed_layer = -1;
+  std::vector<int> guessed_layers;  // every guess's layer, in order
   const MoeTrunkWeights* router_ahead(int layer) override {
     asked_ahead.push_back(layer);
     return ahead;
@@ -74,6 +75,7 @@ class ExpertSource : public WeightSource {
   void prefetch_guess(int layer, const std::vector<int>& experts) override {
     guessed_layer = layer;
     guessed = experts;
+    guessed_layers.push_back(layer);
   }
   void embed(const int32_t*, size_t, float*) override {}
   const LayerWeights& acquire_layer(int) override { throw std::logic_error("unused"); }
@@ -200,7 +202,7 @@ TEST(LatentMoe, MatchesDoubleReferenceInAnyArrivalOrder) {
   }
 }
 
-// The guess applies the next layer's router to this layer's input: the
+// The guess applies the next layers' routers to this layer's input: the
 // distinct experts of each token's best half of its top-k (checked against
 // a double-precision ranking) go
 // to prefetch_guess, and the layer's output keeps every bit, whatever the
@@ -245,6 +247,19 @@ TEST(LatentMoe, LookaheadGuessesTheNextLayersExpertsAndLeavesTheOutputAlone) {
   mc.source.asked_ahead.clear();
   latent_moe_forward(mc.c, 2, mc.trunk, mc.source, x.data(), n, guessing.data(), nullptr, scratch);
   EXPECT_TRUE(mc.source.asked_ahead.empty());
+  // latent_moe_lookahead_layers() ahead: layer 1 of 5 guesses layers 2 up
+  // to 1 + that (whose routers here are the same), the nearer first, and
+  // its output still keeps every bit.
+  mc.c.num_hidden_layers = 5;
+  mc.source.asked_ahead.clear();
+  mc.source.guessed_layers.clear();
+  latent_moe_forward(mc.c, 1, mc.trunk, mc.source, x.data(), n, guessing.data(), nullptr, scratch);
+  std::vector<int> ahead;
+  for (int a = 1; a <= latent_moe_lookahead_layers(); ++a) ahead.push_back(1 + a);
+  EXPECT_EQ(mc.source.asked_ahead, ahead);
+  EXPECT_EQ(mc.source.guessed_layers, ahead);
+  EXPECT_EQ(mc.source.guessed, want);
+  EXPECT_EQ(std::memcmp(plain.data(), guessing.data(), plain.size() * sizeof(float)), 0);
 }
 
 // MXFP4 experts give the same result as BF16 experts holding their decoded

@@ -124,6 +124,31 @@ TEST(ExpertCachePolicy, NoPolicyEvictsASlotInUseOrKept) {
   }
 }
 
+// --expert-lookahead's per-slot marks live in the slot table: the bytes of
+// the read that filled a slot, and whether a guess asked for it, until a
+// layer claims it (once) or another read refills the slot.
+TEST(ExpertSlots, RemembersEachSlotsReadAndWhetherAGuessAskedForIt) {
+  const ExpertCacheShape s{0, 2, 8, 2};
+  ExpertSlots t(2, make_expert_cache_policy(ExpertCachePolicyKind::kLru, s, 2));
+  const int a = t.take(0), b = t.take(1);
+  EXPECT_FALSE(t.guessed(a));
+  EXPECT_EQ(t.read_bytes(a), 0u);
+  t.note_read(a, 4096, /*guessed=*/true);
+  t.note_read(b, 8192, /*guessed=*/false);
+  EXPECT_TRUE(t.guessed(a));
+  EXPECT_FALSE(t.guessed(b));
+  EXPECT_EQ(t.read_bytes(a), 4096u);
+  EXPECT_EQ(t.read_bytes(b), 8192u);
+  EXPECT_TRUE(t.claim_guess(a));
+  EXPECT_FALSE(t.claim_guess(a)) << "a guess is claimed once";
+  EXPECT_FALSE(t.guessed(a));
+  EXPECT_FALSE(t.claim_guess(b));
+  t.note_read(b, 100, /*guessed=*/true);
+  t.note_read(b, 200, /*guessed=*/false);  // refilled by a layer's own read
+  EXPECT_FALSE(t.guessed(b));
+  EXPECT_EQ(t.read_bytes(b), 200u);
+}
+
 TEST(ExpertCachePolicy, BeladyIsNeverBelowAnOnlinePolicy) {
   const ExpertCacheShape s{1, 6, 12, 3};
   std::mt19937 rng(7);

@@ -141,6 +141,45 @@ TEST(ExpertCache, EvictsTheLeastRecentlyUsed) {
   EXPECT_EQ(after.experts_resident - before.experts_resident, 1u);
 }
 
+// Where the disk idles: each layer's expert phase runs from its prefetch to
+// the end of its for_each; the gap to the next layer's prefetch counts as
+// between layers, and the gap to a layer at or before the last one as the
+// token boundary. Each phase's busy seconds are within its seconds.
+TEST(ExpertCache, PhasesSplitTheTimeAroundTheMoeLayers) {
+  Model m(kTiny);
+  const int l = first_moe(m.config);
+  ExpertCache cache(m.config, m.checkpoint, m.files, 8, m.io, ExpertCachePolicyKind::kLru);
+  auto layer = [&](int layer, const std::vector<int>& experts) {
+    cache.prefetch(layer, experts);
+    usleep(20000);  // the expert phase lasts at least this
+    deliver(m, cache, layer, experts);
+  };
+  layer(l, {0, 1});
+  ExpertPhaseStats p = cache.stats().phases;
+  EXPECT_GE(p.experts_seconds, 0.02);
+  EXPECT_GT(p.experts_busy_seconds, 0) << "two experts were read in the phase";
+  EXPECT_LE(p.experts_busy_seconds, p.experts_seconds + 1e-3);
+  EXPECT_EQ(p.between_seconds, 0);
+  EXPECT_EQ(p.boundary_seconds, 0);
+  usleep(30000);
+  layer(l + 1, {2});
+  p = cache.stats().phases;
+  EXPECT_GE(p.experts_seconds, 0.04);
+  EXPECT_GE(p.between_seconds, 0.03);
+  EXPECT_LT(p.between_seconds, 0.03 + p.experts_seconds);
+  EXPECT_LE(p.between_busy_seconds, p.between_seconds + 1e-3);
+  EXPECT_EQ(p.boundary_seconds, 0);
+  usleep(40000);
+  layer(l, {0, 1});  // a new pass
+  p = cache.stats().phases;
+  EXPECT_GE(p.boundary_seconds, 0.04);
+  EXPECT_LT(p.between_seconds, p.boundary_seconds) << "the boundary is not counted as between layers";
+  EXPECT_LE(p.boundary_busy_seconds, p.boundary_seconds + 1e-3);
+  // Nothing was read across the boundary (an I/O thread may still be
+  // finishing the last read's bookkeeping when for_each returns).
+  EXPECT_LT(p.boundary_busy_seconds, 0.01);
+}
+
 TEST(ExpertCache, PrefetchNeverEvictsAnExpertTheLayerUses) {
   Model m(kTiny);
   const int l = first_moe(m.config);

@@ -1,6 +1,7 @@
 // ExpertCache::prefetch_guess (--expert-lookahead) over the tiny fixture: a
 // guess reads only into slots the current layer does not hold, and only once
-// every expert of that layer has its slot; guessed experts are delivered
+// every expert of that layer has its slot; a guess two layers ahead spares
+// the nearer layer's guesses, and guesses for one layer add up; guessed experts are delivered
 // with the checkpoint's bytes; each guess is scored against the routing that
 // follows (right guesses, reads used, reads evicted unused and their bytes).
 #include <gtest/gtest.h>
@@ -71,11 +72,19 @@ TEST(ExpertLookahead, GuessesFillSpareSlotsOnlyAndAreScored) {
   EXPECT_GT(g.read_bytes, 0u);
   EXPECT_LE(g.read_bytes, 4 * cache.slot_bytes());
   const ExpertCacheStats before = cache.stats();
+  // The guessed reads wait for layer l's reads to land: none has started
+  // yet, and for_each starts them (it reads nothing else: layer l's reads
+  // were all started by its prefetch).
+  for (int e : {4, 5, 6, 7}) EXPECT_FALSE(cache.resident(l + 1, e)) << e;
   std::vector<int> count(now.size(), 0);
-  cache.for_each(l, now, [&](size_t k, const ExpertWeights&) { ++count[k]; });
+  int delivered = 0;
+  cache.for_each(l, now, [&](size_t k, const ExpertWeights&) {
+    ++count[k];
+    if (++delivered == 1) EXPECT_EQ(cache.stats().expert_bytes, before.expert_bytes) << "a guess read early";
+  });
   EXPECT_EQ(count, std::vector<int>(now.size(), 1));
   for (int e : now) EXPECT_TRUE(cache.resident(l, e)) << e;
-  EXPECT_EQ(cache.stats().expert_bytes, before.expert_bytes);  // layer l's reads were all started by its prefetch
+  EXPECT_EQ(cache.stats().expert_bytes, before.expert_bytes + g.read_bytes);
   cache.settle();  // the guesses have landed: what is evicted next no longer depends on the disk
   for (int e : {4, 5, 6, 7}) EXPECT_TRUE(cache.resident(l + 1, e)) << e;
 
@@ -118,10 +127,57 @@ TEST(ExpertLookahead, AGuessWaitsUntilTheCurrentLayerHasItsSlots) {
   cache.for_each(l, {0, 1, 2, 3}, [](size_t, const ExpertWeights&) {});
   g = cache.stats().guess;
   EXPECT_EQ(g.reads, 0u);
-  // A guess for a layer that does not follow the last prefetched one reads nothing.
+  // A guess for the layer computing now (or an earlier one) reads nothing;
+  // one two layers ahead reads into a slot layer l does not use.
   cache.prefetch(l, {0});
-  cache.prefetch_guess(l + 2, {7});
-  cache.for_each(l, {0}, [](size_t, const ExpertWeights&) {});
+  cache.prefetch_guess(l, {7});
   EXPECT_EQ(cache.stats().guess.reads, 0u);
+  cache.prefetch_guess(l + 2, {7});
+  EXPECT_EQ(cache.stats().guess.reads, 1u);
+  cache.for_each(l, {0}, [](size_t, const ExpertWeights&) {});
   run_layer(m, cache, l + 2, {7, 8});
+  g = cache.stats().guess;
+  EXPECT_EQ(g.used, 1u);  // 7 at l + 2 (the stale guess for layer l is never scored)
+  EXPECT_EQ(g.reads_used, 1u);
+}
+
+TEST(ExpertLookahead, GuessesTwoLayersAheadSpareTheNearerOnesAndAddUp) {
+  Model m(kTiny);
+  const int l = m.config.first_k_dense_replace;
+  ASSERT_GE(m.config.num_hidden_layers, l + 3);
+  ExpertCache cache(m.config, m.checkpoint, m.files, 8, m.io, ExpertCachePolicyKind::kLru);
+  cache.prefetch(l, {0, 1, 2, 3});
+  cache.prefetch_guess(l + 1, {4, 5});
+  cache.settle();  // every slot evictable but for what layer l and the guesses keep
+  // Two slots left: 6 and 7 are read; 8 would have to evict layer l's
+  // experts or layer l + 1's guesses.
+  cache.prefetch_guess(l + 2, {6, 7, 8});
+  ExpertGuessStats g = cache.stats().guess;
+  EXPECT_EQ(g.layers, 2u);
+  EXPECT_EQ(g.experts, 5u);
+  EXPECT_EQ(g.reads, 4u);
+  cache.for_each(l, {0, 1, 2, 3}, [](size_t, const ExpertWeights&) {});
+  cache.settle();
+  for (int e : {4, 5}) EXPECT_TRUE(cache.resident(l + 1, e)) << e;
+  for (int e : {6, 7}) EXPECT_TRUE(cache.resident(l + 2, e)) << e;
+  EXPECT_FALSE(cache.resident(l + 2, 8));
+  // Layer l + 1 guesses l + 2 again: 8, already guessed, is read now (layer
+  // l's slots are free to evict), and counted once.
+  cache.prefetch(l + 1, {4, 5});
+  cache.prefetch_guess(l + 2, {6, 8});
+  g = cache.stats().guess;
+  EXPECT_EQ(g.used, 2u);
+  EXPECT_EQ(g.reads_used, 2u);
+  EXPECT_EQ(g.layers, 2u);
+  EXPECT_EQ(g.experts, 5u);
+  EXPECT_EQ(g.reads, 5u);
+  cache.for_each(l + 1, {4, 5}, [](size_t, const ExpertWeights&) {});
+  cache.settle();
+  EXPECT_TRUE(cache.resident(l + 2, 8));
+  // Layer l + 2 uses 6 and 8 of the union {6, 7, 8}, and 9.
+  run_layer(m, cache, l + 2, {6, 8, 9});
+  g = cache.stats().guess;
+  EXPECT_EQ(g.used, 4u);
+  EXPECT_EQ(g.reads_used, 4u);
+  EXPECT_EQ(g.wasted_reads, 0u);
 }

@@ -5,7 +5,8 @@
 # layer's top-k to a few layers' worth, with 1 and 2 threads; --stats-json
 # counts the guesses consistently (one per MoE layer after the first per
 # pass, right <= made, reads used + wasted <= reads, wasted bytes within the
-# wasted reads' slots); the plan says what the flag will do; without a
+# wasted reads' slots) and names the cache policy and the flag; the plan
+# says what the flag will do and bounds its reads per token; without a
 # pinned router no guess is made; a resident run refuses the flag.
 set -uo pipefail
 source "$(dirname "$0")/../lib/check.sh"
@@ -54,6 +55,42 @@ PY
 contains "stderr summary" "expert lookahead: " "$(cat "$work/on-8-1.err")"
 contains "plan line with spare slots" "spare cache slots" "$(cat "$work/on-8-1.err")"
 contains "plan line at the floor" "holds one layer's top-k only" "$(cat "$work/on-0-1.err")"
+# The plan's bound on the guesses' reads per decoded token: 11 guesses
+# (layers 2-12, each from the layer before it) x min(spare slots, the best
+# 2 of each token's 4).
+check "plan: guessed reads per token, 4 spare slots" "at most 22 guessed reads" \
+  "$(grep -o 'at most [0-9]* guessed reads' "$work/on-8-1.err")"
+check "plan: guessed reads per token, 20 spare slots" "at most 22 guessed reads" \
+  "$(grep -o 'at most [0-9]* guessed reads' "$work/on-24-1.err")"
+# Where the disk idled in the decode: the three phases around the MoE
+# layers fit in the decode's seconds (the first boundary gap begins in the
+# prefill's head, hence the slack), each busy share within [0, 1]; a
+# 12-id prompt and 9 decode steps cross 9 token boundaries.
+for name in base on-8-1; do
+  check "busy by phase $name" ok "$(python3 - "$work/$name.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))["decode"]
+p = d["io_busy_by_phase"]
+bad = []
+s = p["experts_seconds"] + p["between_layers_seconds"] + p["token_boundary_seconds"]
+if not 0 < s <= 1.05 * d["seconds"] + 5e-3: bad.append("phases %.6f s of a %.6f s decode" % (s, d["seconds"]))
+if min(p["experts_seconds"], p["between_layers_seconds"], p["token_boundary_seconds"]) <= 0: bad.append("a phase of 0 s")
+for k in ("experts", "between_layers", "token_boundary"):
+    if not 0 <= p[k + "_busy_share"] <= 1: bad.append(k)
+if p["experts_busy_share"] <= 0: bad.append("no read in the expert phases")
+print("ok" if not bad else " ".join(bad) + " " + json.dumps(p))
+PY
+)"
+done
+contains "busy by phase on stderr" "decode disk busy by phase: MoE expert reads" "$(cat "$work/base.err")"
+# --stats-json says which cache policy ran and whether the flag was on.
+run lru --cache-gb "$(python3 -c "print(8 * $slot * 1000 / 1e9 + 1e-9)")" --expert-cache-policy lru --expert-lookahead
+check "stats: policy and lookahead" "layer-lfu False layer-lfu True lru True" "$(python3 - "$work" <<'PY'
+import json, sys
+r = [json.load(open(sys.argv[1] + "/%s.json" % n))["run"] for n in ("base", "on-8-1", "lru")]
+print(" ".join("%s %s" % (x["expert_cache_policy"], x["expert_lookahead"]) for x in r))
+PY
+)"
 # A packed trunk with nothing pinned: no router in memory, so no guess.
 "$BIN/k3-pack" "$TINY" "$work/trunk" 2>/dev/null || { echo "FAIL k3-pack"; exit 1; }
 run unpinned --trunk "$work/trunk" --trunk-gb 0 --cache-gb 0.001 --expert-lookahead
