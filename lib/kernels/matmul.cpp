@@ -316,12 +316,22 @@ void rows_range(const Source& src, size_t tile_begin, size_t tile_end, size_t ro
   }
 }
 
+#include "kernels/matmul_blocked-inl.h"
+
 template <class Source>
 void run(const Source& src, size_t rows, const float* X, size_t xstride, size_t n, size_t blocks, bool tail, float* Y,
          ThreadPool* pool) {
   constexpr size_t kR = TileShape<Source>::kR;
   const size_t tiles = (rows + kR - 1) / kR;
-  auto body = [&](size_t b, size_t e) { rows_range(src, b, e, rows, X, xstride, n, blocks, tail, Y); };
+  auto body = [&](size_t b, size_t e) {
+    if constexpr (kHasColumnTail<Source>) {  // the dense sources
+      if (n >= kBlockMinTokens) {
+        rows_range_blocked(src, b * kR, std::min(rows, e * kR), rows, X, xstride, n, blocks, tail, Y);
+        return;
+      }
+    }
+    rows_range(src, b, e, rows, X, xstride, n, blocks, tail, Y);
+  };
   if (pool == nullptr) {
     body(0, tiles);
   } else {

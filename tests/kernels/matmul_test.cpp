@@ -280,5 +280,52 @@ TEST(Matmul, BatchedAndThreadedAreBitIdentical) {
   });
 }
 
+// Dense batches of kBlockMinTokens (4) tokens or more take the blocked path
+// (matmul_blocked-inl.h), fewer take the plain tiles; a single token always
+// takes the plain tiles. Every output of a batch must have the bits of the
+// same token computed alone, for batch sizes around the tile (4), token
+// block (64) and prefill (256) sizes, rows around the tile (3) and row-block
+// (30) sizes, columns around the vector width and across column blocks
+// (2048), odd ones included, and for 1 and 2 threads.
+TEST(Matmul, BlockedBatchesMatchSingleTokensBitForBit) {
+  for_each_target([&] {
+    std::mt19937 rng(2468);
+    ThreadPool two(2);
+    const size_t shapes[][2] = {{1, 7}, {3, 257}, {33, 9}, {67, 129}, {70, 24}, {31, 4103}};
+    const size_t ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 65, 255, 256, 257};
+    for (const auto& shape : shapes) {
+      const size_t rows = shape[0], cols = shape[1];
+      // Wide rows span column blocks; 65 tokens span two token blocks (kept
+      // short so the test stays quick).
+      const size_t n_max = cols > 2048 ? 65 : 257;
+      SCOPED_TRACE("rows=" + std::to_string(rows) + " cols=" + std::to_string(cols));
+      auto w = random_bf16(rng, rows * cols);
+      auto wf = random_floats(rng, rows * cols, -1.0f, 1.0f);
+      auto x = random_floats(rng, n_max * cols, -3.0f, 3.0f);
+      for (int kind = 0; kind < 2; ++kind) {
+        SCOPED_TRACE(kind == 0 ? "bf16" : "f32");
+        auto run = [&](const float* xs, size_t nt, ThreadPool* pool) {
+          std::vector<float> y(nt * rows);
+          if (kind == 0) matmul_bf16(w.data(), rows, cols, xs, nt, y.data(), pool);
+          if (kind == 1) matmul_f32(wf.data(), rows, cols, xs, nt, y.data(), pool);
+          return y;
+        };
+        std::vector<float> single(n_max * rows);
+        for (size_t t = 0; t < n_max; ++t) {
+          auto yt = run(&x[t * cols], 1, nullptr);
+          std::memcpy(&single[t * rows], yt.data(), rows * sizeof(float));
+        }
+        for (size_t n : ns) {
+          if (n > n_max) continue;
+          SCOPED_TRACE("n=" + std::to_string(n));
+          const std::vector<float> want(single.begin(), single.begin() + static_cast<std::ptrdiff_t>(n * rows));
+          expect_same_bits(run(x.data(), n, nullptr), want, "batch vs single tokens");
+          expect_same_bits(run(x.data(), n, &two), want, "batch on 2 threads vs single tokens");
+        }
+      }
+    }
+  });
+}
+
 }  // namespace
 }  // namespace k3::kernels
