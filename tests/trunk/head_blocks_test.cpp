@@ -12,6 +12,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "common/thread_pool.h"
+#include "lib/synth_models.h"
 #include "lib/test_util.h"
 #include "model/config.h"
 #include "model/engine.h"
@@ -166,22 +167,7 @@ TEST(HeadBlocks, TinyLogitsIdenticalForEveryBlockSize) {
 }
 
 TEST(HeadBlocks, GeneratedCheckpointLogitsIdentical) {
-  SynthGeometry g;
-  g.vocab_size = 2304;
-  g.hidden_size = 256;
-  g.intermediate_size = 512;
-  g.num_hidden_layers = 6;
-  g.full_attn_layers = SynthGeometry::k3_full_attn_layers(6);
-  g.kda_num_heads = 4;
-  g.kda_head_dim = 64;
-  g.mla_num_heads = 4;
-  g.q_lora_rank = 64;
-  g.kv_lora_rank = 32;
-  g.num_experts = 32;
-  g.num_experts_per_token = 4;
-  g.moe_intermediate_size = 128;
-  g.routed_expert_hidden_size = 128;
-  g.num_shards = 3;
+  const SynthGeometry g = k3::test::small_streaming_geometry(6, 32);
   const fs::path dir = fresh_dir("head-gen");
   SynthOptions opt;
   opt.seed = 11;
@@ -193,21 +179,9 @@ TEST(HeadBlocks, GeneratedCheckpointLogitsIdentical) {
   fs::remove_all(dir);
 }
 
-// K3's real geometry: the config k3-synth writes for its k3 preset (SPEC
-// section 1, the wrapper config.json).
-ModelConfig k3_config() {
-  SynthGeometry g;
-  EXPECT_TRUE(synth_preset("k3", &g));
-  const fs::path dir = fresh_dir("head-k3cfg");
-  std::ofstream(dir / "config.json") << synth_config_json(g);
-  const ModelConfig c = load_model_config(dir.string());
-  fs::remove_all(dir);
-  return c;
-}
-
 // K3's real geometry, planned from the config alone.
 TEST(HeadBlocks, K3WholeLayerPlanOf3And1GBFitsIn8GiB) {
-  const ModelConfig c = k3_config();
+  const ModelConfig c = k3::test::k3_synth_config("head-k3cfg");
   auto plan_for = [&](const Preset& p, uint64_t context, uint64_t batch, TrunkLayout* layout) {
     PlanRequest req;
     req.trunk_budget = static_cast<uint64_t>(p.trunk_gb * 1e9);
@@ -260,7 +234,8 @@ TEST(HeadBlocks, SynthK3GeometryHasTheReferenceWeights) {
   PlanRequest req;
   req.trunk_budget = 3'000'000'000;
   req.cache_budget = 1'000'000'000;
-  const MemoryPlan a = plan_memory_for_config(k3_config(), req), b = plan_memory_for_config(k3_reference_config(), req);
+  const MemoryPlan a = plan_memory_for_config(k3::test::k3_synth_config("head-k3cfg"), req),
+                   b = plan_memory_for_config(k3_reference_config(), req);
   EXPECT_EQ(a.pinned, b.pinned);
   EXPECT_EQ(a.pinned_bytes, b.pinned_bytes);
   EXPECT_EQ(a.stream_buffer_bytes, b.stream_buffer_bytes);

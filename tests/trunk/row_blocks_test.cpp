@@ -15,6 +15,7 @@
 #include "checkpoint/checkpoint.h"
 #include "common/error.h"
 #include "common/thread_pool.h"
+#include "lib/synth_models.h"
 #include "lib/test_util.h"
 #include "model/config.h"
 #include "model/engine.h"
@@ -127,16 +128,6 @@ uint64_t check_identity(const std::string& model, const std::vector<int32_t>& pr
   return floor;
 }
 
-ModelConfig k3_config() {
-  SynthGeometry g;
-  EXPECT_TRUE(synth_preset("k3", &g));
-  const fs::path dir = fresh_dir("rows-k3cfg");
-  std::ofstream(dir / "config.json") << synth_config_json(g);
-  const ModelConfig c = load_model_config(dir.string());
-  fs::remove_all(dir);
-  return c;
-}
-
 }  // namespace
 
 TEST(RowBlocks, TinyLogitsIdenticalAtEveryBlockSize) {
@@ -147,22 +138,7 @@ TEST(RowBlocks, TinyLogitsIdenticalAtEveryBlockSize) {
 }
 
 TEST(RowBlocks, GeneratedCheckpointLogitsIdentical) {
-  SynthGeometry g;
-  g.vocab_size = 2304;
-  g.hidden_size = 256;
-  g.intermediate_size = 512;
-  g.num_hidden_layers = 5;
-  g.full_attn_layers = SynthGeometry::k3_full_attn_layers(5);
-  g.kda_num_heads = 4;
-  g.kda_head_dim = 64;
-  g.mla_num_heads = 4;
-  g.q_lora_rank = 64;
-  g.kv_lora_rank = 32;
-  g.num_experts = 16;
-  g.num_experts_per_token = 4;
-  g.moe_intermediate_size = 128;
-  g.routed_expert_hidden_size = 128;
-  g.num_shards = 3;
+  const SynthGeometry g = k3::test::small_streaming_geometry(5, 16);
   const fs::path dir = fresh_dir("rows-gen");
   SynthOptions opt;
   opt.seed = 5;
@@ -192,7 +168,7 @@ TEST(RowBlocks, ABlockBelowOneRowIsRefused) {
 // K3's real geometry, planned from the config alone as k3-doctor and
 // --list-presets do.
 TEST(RowBlocks, K3MinPresetPlansUnder4GB) {
-  const ModelConfig c = k3_config();
+  const ModelConfig c = k3::test::k3_synth_config("rows-k3cfg");
   std::string widest;
   EXPECT_EQ(min_block_bytes(c, &widest), 33792u * 2);  // dense layer's down_proj row
   EXPECT_NE(widest.find("layers.0.mlp.down_proj"), std::string::npos) << widest;
