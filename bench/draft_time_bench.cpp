@@ -21,6 +21,7 @@
 #include "bench_usage.h"
 #include "common/error.h"
 #include "common/thread_pool.h"
+#include "common/tool_main.h"
 #include "draft/draft_pass.h"
 #include "draft/dspark_weights.h"
 #include "draft/verify_policy.h"
@@ -149,10 +150,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "k3-bench-draft-time: %s\n", e.what());
-    return static_cast<int>(e.code());
-  }
+  return k3::run_tool("k3-bench-draft-time", [&] { return run(argc, argv); });
 }

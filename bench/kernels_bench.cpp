@@ -86,14 +86,7 @@ int main(int argc, char** argv) {
     if (a == "--reps" && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--threads" && i + 1 < argc) {
-      thread_counts.clear();
-      for (char* s = argv[++i]; *s;) {
-        char* end;
-        const long v = std::strtol(s, &end, 10);
-        if (end == s) break;
-        thread_counts.push_back(static_cast<int>(v));
-        s = end;
-      }
+      thread_counts = k3::bench::parse_thread_counts(argv[++i]);
     } else if (a == "--only" && i + 1 < argc) {
       only = argv[++i];
     } else if (a == "--hot") {

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/tool_main.h"
 #include "draft/dspark_config.h"
 #include "draft/dspark_weights.h"
 #include "draft/verify_policy.h"
@@ -156,10 +157,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "k3-bench-pass-bytes: %s\n", e.what());
-    return static_cast<int>(e.code());
-  }
+  return k3::run_tool("k3-bench-pass-bytes", [&] { return run(argc, argv); });
 }
