@@ -327,5 +327,41 @@ TEST(Matmul, BlockedBatchesMatchSingleTokensBitForBit) {
   });
 }
 
+// Threads claim chunks of rows from a shared counter (up to 8 per thread,
+// each at least ~256k units of work). With rows enough for many chunks,
+// every output must still have its one-thread bits (one thread computes it
+// whole) and none may be left out (outputs start as NaN).
+TEST(Matmul, RowChunksOnThreadsMatchOneThreadBitForBit) {
+  for_each_target([&] {
+    std::mt19937 rng(97531);
+    ThreadPool pools[] = {ThreadPool(2), ThreadPool(3)};
+    const size_t shapes[][2] = {{4099, 96}, {1001, 352}};
+    for (const auto& shape : shapes) {
+      const size_t rows = shape[0], cols_mx = shape[1], cols = cols_mx - 5;  // dense: a column tail
+      SCOPED_TRACE("rows=" + std::to_string(rows) + " cols=" + std::to_string(cols));
+      auto w = random_bf16(rng, rows * cols);
+      auto wf = random_floats(rng, rows * cols, -1.0f, 1.0f);
+      auto p = random_bytes(rng, rows * cols_mx / 2, 0, 255);
+      auto s = random_bytes(rng, rows * cols_mx / 32, 110, 135);
+      for (size_t n : {1, 3, 4, 17}) {
+        SCOPED_TRACE("n=" + std::to_string(n));
+        auto x = random_floats(rng, n * cols_mx, -1.0f, 1.0f);
+        for (int kind = 0; kind < 3; ++kind) {
+          auto run = [&](ThreadPool* pool) {
+            std::vector<float> y(n * rows, std::nanf(""));
+            if (kind == 0) matmul_bf16(w.data(), rows, cols, x.data(), n, y.data(), pool);
+            if (kind == 1) matmul_mxfp4(p.data(), s.data(), rows, cols_mx, x.data(), n, y.data(), pool);
+            if (kind == 2) matmul_f32(wf.data(), rows, cols, x.data(), n, y.data(), pool);
+            return y;
+          };
+          SCOPED_TRACE("kind=" + std::to_string(kind));
+          const auto want = run(nullptr);
+          for (auto& pool : pools) expect_same_bits(run(&pool), want, "threads vs one thread");
+        }
+      }
+    }
+  });
+}
+
 }  // namespace
 }  // namespace k3::kernels
