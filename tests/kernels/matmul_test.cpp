@@ -195,6 +195,52 @@ TEST(Matmul, Mxfp4ExtremeScalesAreExact) {
   });
 }
 
+// Per 32-column group, the MXFP4 path visits the even columns, then the odd
+// ones (it permutes X that way). So it must do exactly the FMAs of the FP32
+// kernel run on the dequantized weights with the columns in that order: lane
+// j of every vector sees the same products in the same sequence, and the
+// outputs must match bit for bit, on every target, for one token and for
+// batches, on 1 and 2 threads. This pins each decoder's values (every code,
+// sign and scale, subnormal scales included) and its lane order, where the
+// reference tests above allow rounding slack.
+TEST(Matmul, Mxfp4EqualsF32OnDequantizedWeightsBitForBit) {
+  auto evens_then_odds = [](const float* in, size_t cols, float* out) {
+    for (size_t g = 0; g < cols; g += 32) {
+      for (size_t i = 0; i < 16; ++i) {
+        out[g + i] = in[g + 2 * i];
+        out[g + 16 + i] = in[g + 2 * i + 1];
+      }
+    }
+  };
+  for_each_target([&] {
+    std::mt19937 rng(1357);
+    ThreadPool two(2);
+    const size_t shapes[][2] = {{1, 32}, {3, 96}, {7, 160}, {33, 64}, {70, 1056}};
+    for (const auto& shape : shapes) {
+      const size_t rows = shape[0], cols = shape[1];
+      SCOPED_TRACE("rows=" + std::to_string(rows) + " cols=" + std::to_string(cols));
+      auto p = random_bytes(rng, rows * cols / 2, 0, 255);
+      auto s = random_bytes(rng, rows * cols / 32, 0, 180);  // 2^-127 (subnormal) .. 2^53
+      std::vector<float> w(rows * cols), row(cols);
+      for (size_t r = 0; r < rows; ++r) {
+        dequantize_mxfp4_row(&p[r * cols / 2], &s[r * cols / 32], cols, row.data());
+        evens_then_odds(row.data(), cols, &w[r * cols]);
+      }
+      for (size_t n : {1, 2, 3, 4, 5, 8, 9, 16, 17}) {
+        SCOPED_TRACE("n=" + std::to_string(n));
+        auto x = random_floats(rng, n * cols, -1.0f, 1.0f);
+        std::vector<float> xp(n * cols), want(n * rows), got(n * rows), got2(n * rows);
+        for (size_t t = 0; t < n; ++t) evens_then_odds(&x[t * cols], cols, &xp[t * cols]);
+        matmul_f32(w.data(), rows, cols, xp.data(), n, want.data(), nullptr);
+        matmul_mxfp4(p.data(), s.data(), rows, cols, x.data(), n, got.data(), nullptr);
+        matmul_mxfp4(p.data(), s.data(), rows, cols, x.data(), n, got2.data(), &two);
+        expect_same_bits(got, want, "mxfp4 vs f32 on the dequantized weights");
+        expect_same_bits(got2, want, "mxfp4 on 2 threads vs f32 on the dequantized weights");
+      }
+    }
+  });
+}
+
 TEST(Matmul, F32MatchesDouble) {
   for_each_target([&] {
     std::mt19937 rng(7);
