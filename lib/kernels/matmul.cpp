@@ -20,7 +20,6 @@
 //    Decoded weights are exactly code * 2^(s-127), as in the scalar path.
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -50,11 +49,6 @@ size_t row_grain(size_t cols, size_t n, size_t tile_rows) {
   const size_t rows = std::max<size_t>(1, target / std::max<size_t>(1, work_per_row));
   return (rows + tile_rows - 1) / tile_rows;  // in tiles
 }
-
-// Chunks of rows per thread of the pool (each at least row_grain tiles):
-// enough for the threads to even out when one of them is slowed, few enough
-// that each chunk still streams long runs of rows.
-constexpr size_t kChunksPerThread = 8;
 
 // Per-thread scratch for the padded/permuted copy of X (reused across calls).
 std::vector<float>& x_scratch() {
@@ -372,24 +366,11 @@ void run(const Source& src, size_t rows, const float* X, size_t xstride, size_t 
     }
     rows_range(src, b, e, rows, X, xstride, n, blocks, tail, Y);
   };
-  const size_t threads = pool == nullptr ? 1 : static_cast<size_t>(pool->size());
-  const size_t grain = row_grain(src.cols, n, kR);
-  const size_t chunks = std::min(threads * kChunksPerThread, (tiles + grain - 1) / grain);
-  if (threads <= 1 || chunks <= 1) {
+  if (pool == nullptr) {
     body(0, tiles);
-    return;
+  } else {
+    pool->parallel_for(tiles, row_grain(src.cols, n, kR), body);
   }
-  // Each thread claims the next chunk of rows from a shared counter until
-  // none are left: a thread that loses its core for a while (the machine is
-  // shared, or a worker wakes late) then takes fewer chunks, where one even
-  // share per thread left the others idle until it finished.
-  std::atomic<size_t> next{0};
-  pool->parallel_for(threads, 1, [&](size_t, size_t) {
-    for (size_t c = next.fetch_add(1, std::memory_order_relaxed); c < chunks;
-         c = next.fetch_add(1, std::memory_order_relaxed)) {
-      body(c * tiles / chunks, (c + 1) * tiles / chunks);
-    }
-  });
 }
 
 // X with each row zero-padded to a whole number of vectors (only when needed).

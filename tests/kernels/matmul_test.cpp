@@ -373,11 +373,11 @@ TEST(Matmul, BlockedBatchesMatchSingleTokensBitForBit) {
   });
 }
 
-// Threads claim chunks of rows from a shared counter (up to 8 per thread,
-// each at least ~256k units of work). With rows enough for many chunks,
+// The shapes above are mostly too small to be split between threads (a
+// chunk of rows carries ~256k units of work). On rows enough for a split,
 // every output must still have its one-thread bits (one thread computes it
 // whole) and none may be left out (outputs start as NaN).
-TEST(Matmul, RowChunksOnThreadsMatchOneThreadBitForBit) {
+TEST(Matmul, RowsSplitBetweenThreadsMatchOneThreadBitForBit) {
   for_each_target([&] {
     std::mt19937 rng(97531);
     ThreadPool pools[] = {ThreadPool(2), ThreadPool(3)};
