@@ -326,7 +326,7 @@ TEST(Matmul, BatchedAndThreadedAreBitIdentical) {
   });
 }
 
-// Dense batches of kBlockMinTokens (4) tokens or more take the blocked path
+// Dense batches of kBlockMinTokens (3) tokens or more take the blocked path
 // (matmul_blocked-inl.h), fewer take the plain tiles; a single token always
 // takes the plain tiles. Every output of a batch must have the bits of the
 // same token computed alone, for batch sizes around the tile (4), token
