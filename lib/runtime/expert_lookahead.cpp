@@ -18,8 +18,65 @@ int ExpertCache::slot_of(int64_t key) {
 }
 
 void ExpertCache::flush_guesses() {
-  for (const HeldRead& h : held_) issue_read(h.layer, h.expert, h.slot, /*urgent=*/false);
+  for (const HeldRead& h : held_)
+    guess_reads_[static_cast<int64_t>(h.layer) * config_.num_experts + h.expert] =
+        issue_read(h.layer, h.expert, h.slot, /*urgent=*/false);
   held_.clear();
+}
+
+void ExpertCache::resolve_guesses(int layer, const std::vector<int64_t>& keys) {
+  const int64_t E = config_.num_experts;
+  auto wanted = [&](int64_t key) { return std::find(keys.begin(), keys.end(), key) != keys.end(); };
+  uint64_t cancelled = 0, cancelled_bytes = 0;
+  // A read of a wrong guess is dropped from the queue if none of it has
+  // started (one started runs on: its bytes may still serve a later
+  // token); its slot goes back to the free list, unread.
+  auto free_slot = [&](int64_t key) {
+    int slot;
+    {
+      std::lock_guard<std::mutex> lk(arrivals_mu_);
+      auto p = pending_.find(key);
+      slot = p->second;
+      pending_.erase(p);
+    }
+    slots_.drop(slot);
+    ++cancelled;
+  };
+  // Held back (a layer that never ran its for_each): never handed to the engine.
+  held_.erase(std::remove_if(held_.begin(), held_.end(),
+                             [&](const HeldRead& h) {
+                               const int64_t key = h.layer * E + h.expert;
+                               if (h.layer > layer || wanted(key)) return false;
+                               uint64_t bytes = 0;
+                               for (const ExpertRead& r : index_.reads(h.layer, h.expert)) bytes += r.length;
+                               free_slot(key);
+                               cancelled_bytes += bytes;
+                               return true;
+                             }),
+              held_.end());
+  for (auto it = guess_reads_.begin(); it != guess_reads_.end();) {
+    const int64_t key = it->first;
+    const uint64_t id = it->second;
+    if (key / E > layer) {  // a later layer's guess: not decided yet
+      ++it;
+      continue;
+    }
+    it = guess_reads_.erase(it);
+    if (wanted(key)) {
+      io_.promote(id);  // this layer waits for it now
+    } else if (io_.cancel(id)) {
+      const uint64_t bytes = slots_.read_bytes(slot_of(key));
+      cancelled_bytes += bytes;
+      {
+        std::lock_guard<std::mutex> lk(stats_mu_);
+        stats_.expert_bytes -= bytes;  // counted as read when it was issued
+      }
+      free_slot(key);
+    }
+  }
+  std::lock_guard<std::mutex> lk(stats_mu_);
+  stats_.guess.cancelled_reads += cancelled;
+  stats_.guess.cancelled_bytes += cancelled_bytes;
 }
 
 void ExpertCache::settle() {
