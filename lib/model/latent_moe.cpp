@@ -81,14 +81,21 @@ void guess_layer(const ModelConfig& c, int next, WeightSource& source, const flo
   const size_t k = c.num_experts_per_token, E = c.num_experts;
   lin(w->router, x, n, m.logits, pool);  // this layer's logits are no longer needed
   route_tokens(c, m.logits, w->router_bias.data, n, m.guess, m.guess_weights, m.route, m.order);
-  // Distinct, in ascending id, as a layer's own experts are listed; m.fill
-  // (free once this layer's rows are sorted) marks the ids seen.
+  // Distinct, best first: by routing weight summed over the batch's tokens
+  // (ties to the lower id), so the reads that land before layer `next`
+  // routes are the likeliest to be used; m.fill (free once this layer's
+  // rows are sorted) marks the ids seen, m.route (free after routing) sums.
   std::fill(m.fill, m.fill + E, size_t{0});
+  std::fill(m.route, m.route + E, 0.0f);
   for (size_t t = 0; t < n; ++t)
-    for (size_t j = 0; j < latent_moe_guessed_per_token(c); ++j) m.fill[m.guess[t * k + j]] = 1;
+    for (size_t j = 0; j < latent_moe_guessed_per_token(c); ++j) {
+      m.fill[m.guess[t * k + j]] = 1;
+      m.route[m.guess[t * k + j]] += m.guess_weights[t * k + j];
+    }
   guessed.clear();
   for (size_t e = 0; e < E; ++e)
     if (m.fill[e]) guessed.push_back(static_cast<int>(e));
+  std::stable_sort(guessed.begin(), guessed.end(), [&](int a, int b) { return m.route[a] > m.route[b]; });
   source.prefetch_guess(next, guessed);
 }
 
