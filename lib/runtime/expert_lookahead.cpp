@@ -143,8 +143,15 @@ void ExpertCache::prefetch_guess(int layer, const std::vector<int>& experts) {
   // slots, so while one of its experts still lacks a slot (prefetch found
   // none to evict) the guess finds none either. Nor does a guess evict
   // another guess not yet scored (the nearer layer's was made first).
-  if (layer <= current_layer_) return;
-  std::vector<int64_t> keep = current_keys_;
+  // Between two layers' expert phases (a dense layer guessing the first MoE
+  // layer of a pass) no layer holds slots: any layer may be guessed, and the
+  // reads start at once; but a cache of one layer's top-k (the floor) keeps
+  // every slot for the layers' own experts.
+  const bool between = phase_layer_ < 0;
+  if (between && slots_.size() <= static_cast<uint64_t>(config_.num_experts_per_token)) return;
+  if (!between && layer <= current_layer_) return;
+  std::vector<int64_t> keep;
+  if (!between) keep = current_keys_;
   for (const Guess& x : guesses_) keep.insert(keep.end(), x.keys.begin(), x.keys.end());
   // Held back until the current layer's reads have landed (flush_guesses);
   // pending_ already lists them, so nothing reads them twice meanwhile.
@@ -162,9 +169,12 @@ void ExpertCache::prefetch_guess(int layer, const std::vector<int>& experts) {
     ++reads;
     for (const ExpertRead& r : index_.reads(layer, e)) bytes += r.length;
   }
-  std::lock_guard<std::mutex> lk(stats_mu_);
-  stats_.guess.reads += reads;
-  stats_.guess.read_bytes += bytes;
+  {
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    stats_.guess.reads += reads;
+    stats_.guess.read_bytes += bytes;
+  }
+  if (between) flush_guesses();
 }
 
 }  // namespace k3

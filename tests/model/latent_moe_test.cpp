@@ -271,6 +271,17 @@ TEST(LatentMoe, LookaheadGuessesTheNextLayersExpertsAndLeavesTheOutputAlone) {
   EXPECT_EQ(mc.source.guessed_layers, ahead);
   EXPECT_EQ(mc.source.guessed, want);
   EXPECT_EQ(std::memcmp(plain.data(), guessing.data(), plain.size() * sizeof(float)), 0);
+  // A dense layer guesses the MoE layer after it (the first of a pass) the
+  // same way, from its own input; a dense layer before another dense one
+  // guesses nothing.
+  mc.c.first_k_dense_replace = 2;
+  mc.source.guessed_layers.clear();
+  mc.source.guessed.clear();
+  latent_moe_guess_from_dense(mc.c, 0, mc.source, x.data(), n, nullptr, scratch);
+  EXPECT_TRUE(mc.source.guessed_layers.empty());
+  latent_moe_guess_from_dense(mc.c, 1, mc.source, x.data(), n, nullptr, scratch);
+  EXPECT_EQ(mc.source.guessed_layers, std::vector<int>{2});
+  EXPECT_EQ(mc.source.guessed, want);
 }
 
 // MXFP4 experts give the same result as BF16 experts holding their decoded

@@ -6,9 +6,11 @@
 // follows (right guesses, reads used, reads evicted unused and their bytes).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <thread>
 
 #include "checkpoint/checkpoint.h"
 #include "io/direct_file.h"
@@ -241,4 +243,31 @@ TEST(ExpertLookahead, WrongGuessesStillQueuedAreCancelledAndFreeTheirSlots) {
   s = cache.stats();
   EXPECT_EQ(s.guess.wasted_reads, 0u) << "a cancelled read is not also wasted";
   EXPECT_EQ(s.expert_bytes, expert_bytes0 - bytes(6) - bytes(7) + bytes(8) + bytes(9)) << "two cancelled, two misses";
+}
+
+// Between two layers' expert phases (a dense layer at the start of a pass)
+// a guess for any layer, even one before the last routed, reads at once:
+// nothing else will start its reads.
+TEST(ExpertLookahead, AGuessBetweenLayersReadsAtOnce) {
+  Model m(kTiny);
+  const int l = m.config.first_k_dense_replace;
+  ASSERT_GE(m.config.num_hidden_layers, l + 3);
+  ExpertCache cache(m.config, m.checkpoint, m.files, 8, m.io, ExpertCachePolicyKind::kLru);
+  run_layer(m, cache, l + 2, {0, 1, 2, 3});
+  const uint64_t before = m.io.bytes_read();
+  cache.prefetch_guess(l, {4, 5});
+  const ExpertGuessStats guessed = cache.stats().guess;
+  EXPECT_EQ(guessed.reads, 2u);
+  // Nothing flushes held reads here: they land only if they were started.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (m.io.bytes_read() - before < guessed.read_bytes && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(m.io.bytes_read() - before, guessed.read_bytes) << "the guessed reads did not start";
+  cache.settle();
+  EXPECT_TRUE(cache.resident(l, 4));
+  EXPECT_TRUE(cache.resident(l, 5));
+  run_layer(m, cache, l, {4, 6});
+  const ExpertGuessStats g = cache.stats().guess;
+  EXPECT_EQ(g.used, 1u);
+  EXPECT_EQ(g.reads_used, 1u);
 }
