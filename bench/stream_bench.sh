@@ -195,9 +195,11 @@ for name in names:  # --expert-lookahead's guesses, where there were any (median
     if not all(runs) or all(g["guessed_layers"] == 0 for g in runs):
         continue
     med = lambda k: statistics.median(g[k] for g in runs)
+    med2 = lambda k: statistics.median(g.get(k, 0) for g in runs)  # a baseline may not count it
     print(f"  {name}: expert lookahead: guess hit rate {100*med('guess_hit_rate'):.1f}% ({med('guessed_used'):.0f} of "
           f"{med('guessed_experts'):.0f} guessed experts used); {med('reads'):.0f} guessed reads, {med('reads_used'):.0f} used, "
-          f"{med('wasted_reads'):.0f} evicted unused ({med('wasted_bytes')/1e6:.1f} MB)")
+          f"{med('wasted_reads'):.0f} evicted unused ({med('wasted_bytes')/1e6:.1f} MB), "
+          f"{med2('cancelled_reads'):.0f} cancelled unread ({med2('cancelled_bytes')/1e6:.1f} MB)")
 if with_base:
     print(f"  after/before (this build / baseline, medians of {repeat} interleaved run(s) each):")
     for b in ["streaming", "pinned", "resident"]:

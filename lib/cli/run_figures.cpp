@@ -49,6 +49,8 @@ ExpertGuessStats guess_delta(const StreamStats& a, const StreamStats& b) {
   d.reads_used = b.guess.reads_used - a.guess.reads_used;
   d.wasted_reads = b.guess.wasted_reads - a.guess.wasted_reads;
   d.wasted_bytes = b.guess.wasted_bytes - a.guess.wasted_bytes;
+  d.cancelled_reads = b.guess.cancelled_reads - a.guess.cancelled_reads;
+  d.cancelled_bytes = b.guess.cancelled_bytes - a.guess.cancelled_bytes;
   return d;
 }
 
@@ -110,11 +112,12 @@ std::string figures_text(const RunFigures& f) {
   if (g.layers) {
     std::snprintf(buf, sizeof buf,
                   "%s: expert lookahead: %llu experts guessed in %llu layers, %.1f%% right; %llu read (%s), "
-                  "%llu of them used, %llu evicted unused (%s wasted)\n",
+                  "%llu of them used, %llu evicted unused (%s wasted), %llu cancelled unread (%s)\n",
                   tool_name(), (unsigned long long)g.experts, (unsigned long long)g.layers,
                   g.experts ? 100.0 * g.used / g.experts : 0.0, (unsigned long long)g.reads,
                   format_bytes(g.read_bytes).c_str(), (unsigned long long)g.reads_used,
-                  (unsigned long long)g.wasted_reads, format_bytes(g.wasted_bytes).c_str());
+                  (unsigned long long)g.wasted_reads, format_bytes(g.wasted_bytes).c_str(),
+                  (unsigned long long)g.cancelled_reads, format_bytes(g.cancelled_bytes).c_str());
     o += buf;
   }
   std::snprintf(buf, sizeof buf, "%s: peak RSS %s (forecast %s)%s\n", tool_name(),
@@ -175,13 +178,15 @@ std::string stats_json(const RunFigures& f, const GenerationCounters& c, const M
   }
   if (f.streaming) {
     // The whole run's guesses (--expert-lookahead; zeros without it). A
-    // wasted read is one evicted before any layer asked for it.
+    // wasted read is one evicted before any layer asked for it; a cancelled
+    // one was dropped unread when its layer routed without it.
     const ExpertGuessStats g = guess_delta(f.at_start, f.at_end);
     w.key("expert_lookahead").inline_next().begin_object();
     w.key("guessed_layers").value(g.layers).key("guessed_experts").value(g.experts).key("guessed_used").value(g.used);
     w.key("guess_hit_rate").fixed(g.experts ? static_cast<double>(g.used) / static_cast<double>(g.experts) : 0.0, 6);
     w.key("reads").value(g.reads).key("read_bytes").value(g.read_bytes).key("reads_used").value(g.reads_used);
     w.key("wasted_reads").value(g.wasted_reads).key("wasted_bytes").value(g.wasted_bytes);
+    w.key("cancelled_reads").value(g.cancelled_reads).key("cancelled_bytes").value(g.cancelled_bytes);
     w.end_object();
   }
   w.key("generation").inline_next().begin_object();

@@ -1,6 +1,8 @@
 #include "io/read_engine.h"
 
+#include <algorithm>
 #include <atomic>
+#include <iterator>
 
 #include "common/error.h"
 #include "io/aligned_buffer.h"
@@ -8,13 +10,16 @@
 namespace k3 {
 
 struct ReadEngine::Group {
+  uint64_t id = 0;
+  bool started = false;  // a piece left the queue (under ReadEngine::mu_)
   std::atomic<size_t> remaining{0};
   std::mutex mu;
   std::string error;
   Done done;
 };
 
-ReadEngine::ReadEngine(int threads, uint64_t piece_bytes) : piece_bytes_(align_up(piece_bytes)) {
+ReadEngine::ReadEngine(int threads, uint64_t piece_bytes, int speculative_limit)
+    : piece_bytes_(align_up(piece_bytes)), speculative_limit_(std::max(1, speculative_limit)) {
   if (threads < 1) threads = 1;
   for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { worker(); });
 }
@@ -40,7 +45,7 @@ double ReadEngine::busy_seconds() const {
   return t;
 }
 
-void ReadEngine::submit(std::vector<Read> reads, Done done, bool urgent) {
+uint64_t ReadEngine::submit(std::vector<Read> reads, Done done, Priority priority) {
   auto g = std::make_shared<Group>();
   g->done = std::move(done);
   std::vector<Piece> pieces;
@@ -56,15 +61,53 @@ void ReadEngine::submit(std::vector<Read> reads, Done done, bool urgent) {
   }
   if (pieces.empty()) {
     g->done(std::string());
-    return;
+    return 0;
   }
   g->remaining = pieces.size();
+  uint64_t id;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    auto& q = urgent ? urgent_ : background_;
+    id = g->id = next_id_++;
+    auto& q = queue_[static_cast<int>(priority)];
     for (Piece& p : pieces) q.push_back(std::move(p));
   }
   cv_.notify_all();
+  return id;
+}
+
+void ReadEngine::take_pieces(std::deque<Piece>& q, uint64_t id, std::vector<Piece>& out) {
+  auto keep = std::stable_partition(q.begin(), q.end(), [&](const Piece& p) { return p.group->id != id; });
+  std::move(keep, q.end(), std::back_inserter(out));
+  q.erase(keep, q.end());
+}
+
+bool ReadEngine::cancel(uint64_t id) {
+  std::vector<Piece> dropped;  // destroyed after the lock: the last one frees the group and its callback
+  std::lock_guard<std::mutex> lk(mu_);
+  // A started group's first piece is the one in flight; a finished one has
+  // none queued. Either way its reads run to the end.
+  for (const auto& q : queue_)
+    for (const Piece& p : q)
+      if (p.group->id == id && p.group->started) return false;
+  for (auto& q : queue_) take_pieces(q, id, dropped);
+  return !dropped.empty();
+}
+
+void ReadEngine::promote(uint64_t id) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    std::vector<Piece> moved;
+    for (int c = 1; c < kClasses; ++c) take_pieces(queue_[c], id, moved);
+    for (Piece& p : moved) queue_[0].push_back(std::move(p));
+  }
+  cv_.notify_all();  // a speculative piece held back by the limit may go now
+}
+
+int ReadEngine::next_class() const {
+  if (!queue_[0].empty()) return 0;
+  if (!queue_[1].empty()) return 1;
+  if (!queue_[2].empty() && speculative_active_ < speculative_limit_) return 2;
+  return -1;
 }
 
 void ReadEngine::read_now(std::vector<Read> reads) {
@@ -76,13 +119,17 @@ void ReadEngine::read_now(std::vector<Read> reads) {
 void ReadEngine::worker() {
   for (;;) {
     Piece p;
+    int cls;
     {
       std::unique_lock<std::mutex> lk(mu_);
-      cv_.wait(lk, [&] { return stop_ || !urgent_.empty() || !background_.empty(); });
-      if (stop_ && urgent_.empty() && background_.empty()) return;
-      auto& q = !urgent_.empty() ? urgent_ : background_;
+      cv_.wait(lk, [&] { return stop_ || next_class() >= 0; });
+      cls = next_class();
+      if (cls < 0) return;  // stopping, and nothing left to read
+      auto& q = queue_[cls];
       p = std::move(q.front());
       q.pop_front();
+      p.group->started = true;
+      if (cls == 2) ++speculative_active_;
       if (active_++ == 0) busy_since_ = std::chrono::steady_clock::now();
     }
     std::string err;
@@ -113,6 +160,12 @@ void ReadEngine::worker() {
         final_err = p.group->error;
       }
       p.group->done(final_err);
+    }
+    // A speculative piece holds its place until its callback returned, so
+    // the limit also bounds the threads busy with speculation.
+    if (cls == 2) {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (speculative_active_-- == speculative_limit_ && !queue_[2].empty()) cv_.notify_one();
     }
   }
 }

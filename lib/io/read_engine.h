@@ -7,8 +7,13 @@
 // io_uring. A submitted group of reads is split into pieces of at most
 // `piece_bytes` so one large read (a trunk layer) also runs in parallel, and
 // its completion callback runs once, on an I/O thread, when the last piece
-// has landed. Urgent groups (experts the compute thread is waiting for) jump
-// ahead of background ones (prefetch of the next trunk layer).
+// has landed. Three classes, each served only while the ones before it have
+// nothing queued: urgent (experts the compute thread is waiting for),
+// background (the next trunk sections, surely needed soon) and speculative
+// (experts a later layer is guessed to use). Speculative reads are few in
+// flight at once (speculative_limit), so most of them are still queued when
+// the guess is decided: a wrong one is cancelled unread, a right one
+// promoted to urgent.
 #pragma once
 
 #include <chrono>
@@ -38,12 +43,31 @@ class ReadEngine {
   // `error` is empty on success, else the first failure's message.
   using Done = std::function<void(const std::string& error)>;
 
-  explicit ReadEngine(int threads = 8, uint64_t piece_bytes = 4u << 20);
+  enum class Priority { kUrgent, kBackground, kSpeculative };
+
+  // At most `speculative_limit` pieces of speculative groups are read at
+  // once (>= 1), so the other threads are free for the urgent reads that
+  // come next.
+  explicit ReadEngine(int threads = 8, uint64_t piece_bytes = 4u << 20, int speculative_limit = 2);
   ~ReadEngine();
   ReadEngine(const ReadEngine&) = delete;
   ReadEngine& operator=(const ReadEngine&) = delete;
 
-  void submit(std::vector<Read> reads, Done done, bool urgent);
+  // Returns the group's id for cancel() and promote() (0: the group was
+  // empty and `done` already ran).
+  uint64_t submit(std::vector<Read> reads, Done done, Priority priority);
+  uint64_t submit(std::vector<Read> reads, Done done, bool urgent) {
+    return submit(std::move(reads), std::move(done), urgent ? Priority::kUrgent : Priority::kBackground);
+  }
+
+  // Drops group `id` if none of its pieces has started: they leave the
+  // queue, nothing is read and its callback never runs; returns true. Else
+  // (a piece started, or the group finished) returns false and the group
+  // completes as submitted.
+  bool cancel(uint64_t id);
+  // Moves group `id`'s queued pieces to the back of the urgent queue (a
+  // read someone now waits for); a no-op once none is queued.
+  void promote(uint64_t id);
 
   // Submits and waits; throws k3::Error(kIo) with the failure message.
   void read_now(std::vector<Read> reads);
@@ -60,12 +84,21 @@ class ReadEngine {
     std::shared_ptr<Group> group;
     Read read;
   };
+  static constexpr int kClasses = 3;  // Priority's values, in order
   void worker();
+
+  // Takes group `id`'s queued pieces out of `q`, in order, into `out`.
+  static void take_pieces(std::deque<Piece>& q, uint64_t id, std::vector<Piece>& out);
 
   uint64_t piece_bytes_;
   mutable std::mutex mu_;
+  uint64_t next_id_ = 1;
   std::condition_variable cv_;
-  std::deque<Piece> urgent_, background_;
+  std::deque<Piece> queue_[kClasses];  // by Priority
+  int speculative_limit_;
+  int speculative_active_ = 0;  // speculative pieces being read
+  // The class a worker takes its next piece from (under mu_); -1: none.
+  int next_class() const;
   bool stop_ = false;
   uint64_t bytes_read_ = 0;
   int active_ = 0;

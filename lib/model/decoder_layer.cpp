@@ -34,6 +34,7 @@ void decoder_layer_forward(const ModelConfig& c, int i, const LayerWeights& w, W
 
   // Attention on rms(h, input_layernorm).
   kernels::rms_norm(h, n, hidden, w.input_layernorm.data, eps, x);
+  if (!c.is_moe_layer(i)) latent_moe_guess_from_dense(c, i, source, x, n, pool, scratch);
   if (c.is_kda_layer(i)) kda_forward(c, w.kda, segments, x, n, a, pool, scratch);
   else mla_forward(c, w.mla, segments, x, n, a, pool, scratch);
   if (s.p_none) {

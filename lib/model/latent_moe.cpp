@@ -73,22 +73,33 @@ struct MoeScratch {
 // on the bench checkpoint, guessing all 16 was right for about half of the
 // experts it read and, at 1.5x the bytes, slower than no guess; the best 8
 // were right more often and made decode faster (docs/memory.md).
-void guess_layer(const ModelConfig& c, int next, WeightSource& source, const float* x, size_t n, const MoeScratch& m,
-                 ThreadPool* pool, std::vector<int>& guessed) {
-  if (next >= c.num_hidden_layers || !c.is_moe_layer(next)) return;
-  const MoeTrunkWeights* w = source.router_ahead(next);
-  if (!w) return;
+// Layer `next`'s router weights when it can be guessed (a MoE layer whose
+// router the source has in memory), else null.
+const MoeTrunkWeights* guessable(const ModelConfig& c, int next, WeightSource& source) {
+  if (next >= c.num_hidden_layers || !c.is_moe_layer(next)) return nullptr;
+  return source.router_ahead(next);
+}
+
+void guess_with(const ModelConfig& c, int next, const MoeTrunkWeights* w, WeightSource& source, const float* x,
+                size_t n, const MoeScratch& m, ThreadPool* pool, std::vector<int>& guessed) {
   const size_t k = c.num_experts_per_token, E = c.num_experts;
   lin(w->router, x, n, m.logits, pool);  // this layer's logits are no longer needed
   route_tokens(c, m.logits, w->router_bias.data, n, m.guess, m.guess_weights, m.route, m.order);
-  // Distinct, in ascending id, as a layer's own experts are listed; m.fill
-  // (free once this layer's rows are sorted) marks the ids seen.
+  // Distinct, best first: by routing weight summed over the batch's tokens
+  // (ties to the lower id), so the reads that land before layer `next`
+  // routes are the likeliest to be used; m.fill (free once this layer's
+  // rows are sorted) marks the ids seen, m.route (free after routing) sums.
   std::fill(m.fill, m.fill + E, size_t{0});
+  std::fill(m.route, m.route + E, 0.0f);
   for (size_t t = 0; t < n; ++t)
-    for (size_t j = 0; j < latent_moe_guessed_per_token(c); ++j) m.fill[m.guess[t * k + j]] = 1;
+    for (size_t j = 0; j < latent_moe_guessed_per_token(c); ++j) {
+      m.fill[m.guess[t * k + j]] = 1;
+      m.route[m.guess[t * k + j]] += m.guess_weights[t * k + j];
+    }
   guessed.clear();
   for (size_t e = 0; e < E; ++e)
     if (m.fill[e]) guessed.push_back(static_cast<int>(e));
+  std::stable_sort(guessed.begin(), guessed.end(), [&](int a, int b) { return m.route[a] > m.route[b]; });
   source.prefetch_guess(next, guessed);
 }
 
@@ -96,7 +107,8 @@ void guess_layer(const ModelConfig& c, int next, WeightSource& source, const flo
 void guess_next_layers(const ModelConfig& c, int layer, WeightSource& source, const float* x, size_t n,
                        const MoeScratch& m, ThreadPool* pool, std::vector<int>& guessed) {
   for (int ahead = 1; ahead <= latent_moe_lookahead_layers(); ++ahead)
-    guess_layer(c, layer + ahead, source, x, n, m, pool, guessed);
+    if (const MoeTrunkWeights* w = guessable(c, layer + ahead, source))
+      guess_with(c, layer + ahead, w, source, x, n, m, pool, guessed);
 }
 
 }  // namespace
@@ -111,6 +123,16 @@ size_t latent_moe_guessed_per_token(const ModelConfig& c) {
 // 74%) and decoded no faster (docs/memory.md). The cache takes guesses for
 // any later layer; this is the one place to change.
 int latent_moe_lookahead_layers() { return 1; }
+
+void latent_moe_guess_from_dense(const ModelConfig& c, int layer, WeightSource& source, const float* x, size_t n,
+                                 ThreadPool* pool, ForwardScratch& scratch) {
+  // Checked before the scratch is carved: without --expert-lookahead this
+  // costs a dense layer nothing.
+  const MoeTrunkWeights* w = guessable(c, layer + 1, source);
+  if (!w) return;
+  const MoeScratch m(c, n, scratch);
+  guess_with(c, layer + 1, w, source, x, n, m, pool, scratch.guessed_experts());
+}
 
 size_t latent_moe_scratch_floats(const ModelConfig& c, size_t rows) { return MoeScratch::floats(c, rows); }
 size_t latent_moe_scratch_ints(const ModelConfig& c, size_t rows) {

@@ -33,6 +33,14 @@ void latent_moe_forward(const ModelConfig& config, int layer, const MoeTrunkWeig
 size_t latent_moe_guessed_per_token(const ModelConfig& config);
 int latent_moe_lookahead_layers();
 
+// --expert-lookahead at a layer without routed experts (the dense layers
+// before the first MoE layer): the next layer's router applied to x, this
+// layer's attention input, guesses its experts, so their reads overlap this
+// layer's attention and MLP (the start of every pass, where no MoE layer
+// came before to guess them). Only the source sees the guess.
+void latent_moe_guess_from_dense(const ModelConfig& config, int layer, WeightSource& source, const float* x, size_t n,
+                                 ThreadPool* pool, ForwardScratch& scratch);
+
 // Scratch latent_moe_forward takes for n rows: floats, ints, indices (size_t).
 size_t latent_moe_scratch_floats(const ModelConfig& config, size_t rows);
 size_t latent_moe_scratch_ints(const ModelConfig& config, size_t rows);

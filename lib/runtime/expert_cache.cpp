@@ -108,7 +108,7 @@ void ExpertCache::check_scales(int layer, int expert, const uint8_t* base) const
   }
 }
 
-void ExpertCache::issue_read(int layer, int expert, int slot, bool urgent) {
+uint64_t ExpertCache::issue_read(int layer, int expert, int slot, bool urgent) {
   const int64_t key = static_cast<int64_t>(layer) * config_.num_experts + expert;
   if (slots_.guessed(slot)) {  // a guessed read evicted before any layer asked for it
     std::lock_guard<std::mutex> lk(stats_mu_);
@@ -131,14 +131,14 @@ void ExpertCache::issue_read(int layer, int expert, int slot, bool urgent) {
     std::lock_guard<std::mutex> lk(arrivals_mu_);
     pending_[key] = slot;
   }
-  io_.submit(
+  return io_.submit(
       std::move(reads),
       [this, key, slot](const std::string& err) {
         std::lock_guard<std::mutex> lk(arrivals_mu_);
         arrivals_.push_back(Arrival{key, slot, err});
         arrivals_cv_.notify_all();
       },
-      urgent);
+      urgent ? ReadEngine::Priority::kUrgent : ReadEngine::Priority::kSpeculative);
 }
 
 void ExpertCache::keep_stray(const Arrival& a) {
@@ -197,13 +197,18 @@ void ExpertCache::phase_end(int layer) {
 
 void ExpertCache::prefetch(int layer, const std::vector<int>& experts) {
   phase_begin(layer);
-  flush_guesses();  // held for a layer that never ran its for_each (a failed step)
   if (slots_.size() == 0) return;
   const int64_t E = config_.num_experts;
   std::vector<int64_t>& keys = current_keys_;  // kept for prefetch_guess
   keys.clear();
   for (int e : experts) keys.push_back(layer * E + e);
-  if (guessing_) score_guess(layer, keys);
+  if (guessing_) {
+    score_guess(layer, keys);
+    // Before this layer's misses are issued: a wrong guess not yet started
+    // gives its slot and its place in the queue to them.
+    resolve_guesses(layer, keys);
+  }
+  flush_guesses();  // held for a layer that never ran its for_each (a failed step)
   current_layer_ = layer;
   for (size_t k = 0; k < experts.size(); ++k) {
     if (slots_.find(keys[k]) >= 0) continue;

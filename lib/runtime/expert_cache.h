@@ -17,8 +17,11 @@
 // so only once every expert of the current layer has its slot; and those
 // reads start only once every read of the current layer has landed (a
 // guess never delays the layer that is computing, not even by sharing the
-// disk with its last reads). A guessed read that is evicted before any
-// layer asked for it is counted as wasted.
+// disk with its last reads). When the guessed layer routes, its guessed
+// reads it does not use that have not started yet are cancelled (their
+// slots freed, nothing read) and those it uses move ahead of every other
+// background read. A guessed read that is evicted before any layer asked
+// for it is counted as wasted.
 #pragma once
 
 #include <chrono>
@@ -55,6 +58,10 @@ struct ExpertGuessStats {
   uint64_t reads_used = 0;    // of those reads, asked for by a layer before their slot was reused
   uint64_t wasted_reads = 0;  // of those reads, evicted before any layer asked for them
   uint64_t wasted_bytes = 0;
+  // Of those reads, dropped unread when their layer routed without them
+  // (still queued behind other reads): their slots were freed, no byte read.
+  uint64_t cancelled_reads = 0;
+  uint64_t cancelled_bytes = 0;
 };
 
 // Where the disk idles (ReadEngine::busy_seconds: at least one read in
@@ -100,15 +107,16 @@ class ExpertCache {
 
   // The experts a later `layer` is guessed to use (distinct), given after
   // the current layer's prefetch() (one or more layers ahead; the nearer
-  // layer's guess first): reads those neither resident nor in flight (in
-  // the background, once the current layer's for_each has all its bytes,
-  // and behind every urgent read) while free or
+  // layer's guess first, each in the order given: best first): reads those
+  // neither resident nor in flight (speculative reads of the ReadEngine,
+  // once the current layer's for_each has all its bytes) while free or
   // evictable slots last, evicting none of the current layer's experts nor
   // of any guess not yet scored: when the current layer still lacks a slot
   // there is none for a guess either. Guesses for one layer from two layers
   // add up (their union is scored). A hint: changes nothing but timing and
   // the bytes read. A layer "asks for" a guessed expert through prefetch(),
-  // as the model does before for_each.
+  // as the model does before for_each; its prefetch() cancels the guessed
+  // reads it does not ask for that have not started.
   void prefetch_guess(int layer, const std::vector<int>& experts);
 
   // Calls on_ready(k, w) exactly once for every experts[k], as its bytes
@@ -147,8 +155,12 @@ class ExpertCache {
   // Starts the guessed reads prefetch_guess held back (flush_guesses: once
   // the current layer's reads have all landed, or before anything waits).
   void flush_guesses();
-  // A guessed read (`urgent` false) is marked in the slot table until a layer asks for it.
-  void issue_read(int layer, int expert, int slot, bool urgent = true);
+  // A guessed read (`urgent` false) is marked in the slot table until a
+  // layer asks for it. Returns the ReadEngine group id.
+  uint64_t issue_read(int layer, int expert, int slot, bool urgent = true);
+  // `layer` routed to `keys`: its guessed reads not started and not in
+  // `keys` are cancelled (slots freed), those in `keys` promoted to urgent.
+  void resolve_guesses(int layer, const std::vector<int64_t>& keys);
   // The slot of `key`, resident or in flight; -1 when neither.
   int slot_of(int64_t key);
   // Counts the guess for `layer` against the experts it really uses.
@@ -196,6 +208,9 @@ class ExpertCache {
     int layer, expert, slot;
   };
   std::vector<HeldRead> held_;
+  // Guessed reads handed to the ReadEngine and not resolved yet: key ->
+  // group id (resolve_guesses cancels or promotes them).
+  std::unordered_map<int64_t, uint64_t> guess_reads_;
 
   int phase_layer_ = -1;     // the layer whose expert phase is open
   int last_end_layer_ = -1;  // the layer whose expert phase closed last

@@ -18,8 +18,65 @@ int ExpertCache::slot_of(int64_t key) {
 }
 
 void ExpertCache::flush_guesses() {
-  for (const HeldRead& h : held_) issue_read(h.layer, h.expert, h.slot, /*urgent=*/false);
+  for (const HeldRead& h : held_)
+    guess_reads_[static_cast<int64_t>(h.layer) * config_.num_experts + h.expert] =
+        issue_read(h.layer, h.expert, h.slot, /*urgent=*/false);
   held_.clear();
+}
+
+void ExpertCache::resolve_guesses(int layer, const std::vector<int64_t>& keys) {
+  const int64_t E = config_.num_experts;
+  auto wanted = [&](int64_t key) { return std::find(keys.begin(), keys.end(), key) != keys.end(); };
+  uint64_t cancelled = 0, cancelled_bytes = 0;
+  // A read of a wrong guess is dropped from the queue if none of it has
+  // started (one started runs on: its bytes may still serve a later
+  // token); its slot goes back to the free list, unread.
+  auto free_slot = [&](int64_t key) {
+    int slot;
+    {
+      std::lock_guard<std::mutex> lk(arrivals_mu_);
+      auto p = pending_.find(key);
+      slot = p->second;
+      pending_.erase(p);
+    }
+    slots_.drop(slot);
+    ++cancelled;
+  };
+  // Held back (a layer that never ran its for_each): never handed to the engine.
+  held_.erase(std::remove_if(held_.begin(), held_.end(),
+                             [&](const HeldRead& h) {
+                               const int64_t key = h.layer * E + h.expert;
+                               if (h.layer > layer || wanted(key)) return false;
+                               uint64_t bytes = 0;
+                               for (const ExpertRead& r : index_.reads(h.layer, h.expert)) bytes += r.length;
+                               free_slot(key);
+                               cancelled_bytes += bytes;
+                               return true;
+                             }),
+              held_.end());
+  for (auto it = guess_reads_.begin(); it != guess_reads_.end();) {
+    const int64_t key = it->first;
+    const uint64_t id = it->second;
+    if (key / E > layer) {  // a later layer's guess: not decided yet
+      ++it;
+      continue;
+    }
+    it = guess_reads_.erase(it);
+    if (wanted(key)) {
+      io_.promote(id);  // this layer waits for it now
+    } else if (io_.cancel(id)) {
+      const uint64_t bytes = slots_.read_bytes(slot_of(key));
+      cancelled_bytes += bytes;
+      {
+        std::lock_guard<std::mutex> lk(stats_mu_);
+        stats_.expert_bytes -= bytes;  // counted as read when it was issued
+      }
+      free_slot(key);
+    }
+  }
+  std::lock_guard<std::mutex> lk(stats_mu_);
+  stats_.guess.cancelled_reads += cancelled;
+  stats_.guess.cancelled_bytes += cancelled_bytes;
 }
 
 void ExpertCache::settle() {
@@ -86,8 +143,15 @@ void ExpertCache::prefetch_guess(int layer, const std::vector<int>& experts) {
   // slots, so while one of its experts still lacks a slot (prefetch found
   // none to evict) the guess finds none either. Nor does a guess evict
   // another guess not yet scored (the nearer layer's was made first).
-  if (layer <= current_layer_) return;
-  std::vector<int64_t> keep = current_keys_;
+  // Between two layers' expert phases (a dense layer guessing the first MoE
+  // layer of a pass) no layer holds slots: any layer may be guessed, and the
+  // reads start at once; but a cache of one layer's top-k (the floor) keeps
+  // every slot for the layers' own experts.
+  const bool between = phase_layer_ < 0;
+  if (between && slots_.size() <= static_cast<uint64_t>(config_.num_experts_per_token)) return;
+  if (!between && layer <= current_layer_) return;
+  std::vector<int64_t> keep;
+  if (!between) keep = current_keys_;
   for (const Guess& x : guesses_) keep.insert(keep.end(), x.keys.begin(), x.keys.end());
   // Held back until the current layer's reads have landed (flush_guesses);
   // pending_ already lists them, so nothing reads them twice meanwhile.
@@ -105,9 +169,12 @@ void ExpertCache::prefetch_guess(int layer, const std::vector<int>& experts) {
     ++reads;
     for (const ExpertRead& r : index_.reads(layer, e)) bytes += r.length;
   }
-  std::lock_guard<std::mutex> lk(stats_mu_);
-  stats_.guess.reads += reads;
-  stats_.guess.read_bytes += bytes;
+  {
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    stats_.guess.reads += reads;
+    stats_.guess.read_bytes += bytes;
+  }
+  if (between) flush_guesses();
 }
 
 }  // namespace k3

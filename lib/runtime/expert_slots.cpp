@@ -51,6 +51,7 @@ void ExpertSlots::drop(int slot) {
   }
   key_[i] = -1;
   in_use_[i] = 0;
+  guessed_[i] = 0;  // nothing left to waste: the next read into it is not an eviction
   free_.push_back(slot);
 }
 

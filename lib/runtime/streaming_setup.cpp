@@ -114,23 +114,26 @@ PresetChoice choose_auto_preset(const ModelConfig& config, const Checkpoint& che
 // guesses use the cache's own slots) but bytes for every wrong guess, and
 // does nothing without a pinned MoE layer to guess for or a spare slot.
 static std::string lookahead_plan_line(const ModelConfig& config, const PreparedStream& p) {
-  // Each pinned MoE layer after the first is guessed by each of the MoE
-  // layers up to latent_moe_lookahead_layers() before it: one guess each.
+  // Each pinned MoE layer is guessed by each of the MoE layers up to
+  // latent_moe_lookahead_layers() before it, and one right after a dense
+  // layer (the first MoE layer) by that dense layer: one guess each.
   int pinned_moe = 0, guesses = 0;
   for (int s : p.plan.pinned) {
     const int layer = p.layout.sections[static_cast<size_t>(s)].layer;
-    if (layer <= config.first_k_dense_replace || !config.is_moe_layer(layer)) continue;
-    ++pinned_moe;
+    if (layer < 1 || !config.is_moe_layer(layer)) continue;
+    int g = config.is_moe_layer(layer - 1) ? 0 : 1;
     for (int a = 1; a <= latent_moe_lookahead_layers(); ++a)
-      if (layer - a >= config.first_k_dense_replace && config.is_moe_layer(layer - a)) ++guesses;
+      if (layer - a >= 0 && config.is_moe_layer(layer - a)) ++g;
+    if (g == 0) continue;
+    ++pinned_moe;
+    guesses += g;
   }
   const uint64_t spare = p.plan.cache_slots > p.plan.min_slots ? p.plan.cache_slots - p.plan.min_slots : 0;
   const uint64_t all = static_cast<uint64_t>(std::max(0, config.num_hidden_layers - config.first_k_dense_replace)) *
                        static_cast<uint64_t>(config.num_experts);
   std::string o = std::string(tool_name()) + ": expert lookahead: ";
   if (p.plan.cache_slots >= all) return o + "the cache holds every expert, so there is nothing to guess\n";
-  if (pinned_moe == 0)
-    return o + "no MoE layer after the first has its trunk pinned, so no guess is made (raise --trunk-gb)\n";
+  if (pinned_moe == 0) return o + "no MoE layer has its trunk pinned, so no guess is made (raise --trunk-gb)\n";
   if (spare == 0)
     return o + "the cache holds one layer's top-k only, so no guessed expert is read (raise --cache-gb)\n";
   // A decoded token's guess reads its best experts at the guessed layer, as

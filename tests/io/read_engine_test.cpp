@@ -6,15 +6,18 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <random>
 
 #include "common/error.h"
 #include "io/aligned_buffer.h"
 #include "io/direct_file.h"
 #include "io/read_engine.h"
+#include "lib/engine_gate.h"
 
 namespace fs = std::filesystem;
 using namespace k3;
@@ -151,5 +154,101 @@ TEST(ReadEngine, FileThatShrinksGivesIoError) {
     EXPECT_EQ(e.code(), ExitCode::kIo);
     EXPECT_NE(std::string(e.what()).find("shrink.bin"), std::string::npos) << e.what();
   }
+  fs::remove_all(tmp());
+}
+
+// A background group can be cancelled while none of it has started (its
+// bytes are never read, its callback never runs) and promoted behind the
+// urgent groups; the engine's one thread is held so the queue is known.
+TEST(ReadEngine, CancelDropsAQueuedGroupAndPromoteMovesOneAhead) {
+  std::vector<uint8_t> data;
+  fs::path p = make_file(tmp(), "q.bin", 1 << 20, &data);
+  DirectFile f(p.string());
+  ReadEngine engine(1, 64 * 1024);
+  const uint64_t len = 128 * 1024;  // two pieces per group
+  std::vector<AlignedBuffer> bufs;
+  for (int i = 0; i < 4; ++i) {
+    bufs.emplace_back(len);
+    std::memset(bufs.back().data(), 0xAB, len);
+  }
+  std::mutex mu;
+  std::vector<std::string> order;
+  auto rec = [&](const std::string& name) {
+    return [&, name](const std::string& err) {
+      std::lock_guard<std::mutex> lk(mu);
+      order.push_back(name + err);
+    };
+  };
+  auto read = [&](int i) { return std::vector<ReadEngine::Read>{{&f, len * i, len, len, bufs[i].data()}}; };
+  test::EngineGate gate(engine, f);
+  const uint64_t before = engine.bytes_read();
+  const uint64_t a = engine.submit(read(0), rec("a"), false);
+  const uint64_t b = engine.submit(read(1), rec("b"), false);
+  const uint64_t c = engine.submit(read(2), rec("c"), true);
+  engine.submit(read(3), rec("d"), false);
+  EXPECT_NE(a, b);
+  engine.promote(b);
+  EXPECT_TRUE(engine.cancel(a));
+  EXPECT_FALSE(engine.cancel(a)) << "cancelled twice";
+  ReadLatch last;
+  engine.submit(read(3), last.callback(), false);
+  gate.open();
+  last.wait();
+  EXPECT_EQ(order, (std::vector<std::string>{"c", "b", "d"}));
+  EXPECT_EQ(engine.bytes_read() - before, 4 * len) << "b, c, d and the last";
+  for (size_t i = 0; i < len; ++i) ASSERT_EQ(bufs[0].data()[i], 0xAB) << "the cancelled group wrote byte " << i;
+  for (int i = 1; i < 4; ++i) EXPECT_EQ(std::memcmp(bufs[i].data(), data.data() + len * i, len), 0) << i;
+  EXPECT_FALSE(engine.cancel(c)) << "a finished group";
+  EXPECT_EQ(engine.submit({}, rec("empty"), false), 0u);
+  fs::remove_all(tmp());
+}
+
+// Speculative groups are read at most `speculative_limit` pieces at once
+// (a piece counts until its callback returned) and only when no urgent or
+// background piece is queued: one held in its callback keeps the next one
+// queued, and cancellable, while urgent reads pass it.
+TEST(ReadEngine, SpeculativeReadsAreFewInFlightAndStayCancellable) {
+  std::vector<uint8_t> data;
+  fs::path p = make_file(tmp(), "s.bin", 1 << 20, &data);
+  DirectFile f(p.string());
+  ReadEngine engine(2, 64 * 1024, /*speculative_limit=*/1);
+  const uint64_t len = 64 * 1024;
+  std::vector<AlignedBuffer> bufs;
+  for (int i = 0; i < 4; ++i) bufs.emplace_back(len);
+  auto read = [&](int i) { return std::vector<ReadEngine::Read>{{&f, len * i, len, len, bufs[i].data()}}; };
+  std::mutex mu;
+  std::condition_variable cv;
+  bool entered = false, release = false;
+  engine.submit(
+      read(0),
+      [&](const std::string&) {
+        std::unique_lock<std::mutex> lk(mu);
+        entered = true;
+        cv.notify_all();
+        cv.wait(lk, [&] { return release; });
+      },
+      ReadEngine::Priority::kSpeculative);
+  {
+    std::unique_lock<std::mutex> lk(mu);
+    cv.wait(lk, [&] { return entered; });
+  }
+  const uint64_t before = engine.bytes_read();
+  ReadLatch second, third;
+  const uint64_t s2 = engine.submit(read(1), second.callback(), ReadEngine::Priority::kSpeculative);
+  const uint64_t s3 = engine.submit(read(2), third.callback(), ReadEngine::Priority::kSpeculative);
+  engine.read_now(read(3));  // the idle thread serves it, not the queued guesses
+  EXPECT_EQ(engine.bytes_read() - before, len);
+  EXPECT_FALSE(second.done());
+  EXPECT_TRUE(engine.cancel(s2));
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    release = true;
+    cv.notify_all();
+  }
+  third.wait();
+  EXPECT_FALSE(second.done()) << "a cancelled group's callback ran";
+  EXPECT_EQ(engine.bytes_read() - before, 2 * len);
+  EXPECT_EQ(std::memcmp(bufs[2].data(), data.data() + 2 * len, len), 0);
+  EXPECT_FALSE(engine.cancel(s3));
   fs::remove_all(tmp());
 }

@@ -204,8 +204,8 @@ TEST(LatentMoe, MatchesDoubleReferenceInAnyArrivalOrder) {
 
 // The guess applies the next layers' routers to this layer's input: the
 // distinct experts of each token's best half of its top-k (checked against
-// a double-precision ranking) go
-// to prefetch_guess, and the layer's output keeps every bit, whatever the
+// a double-precision ranking) go to prefetch_guess best first (by routing
+// weight summed over the tokens), and the layer's output keeps every bit, whatever the
 // arrival order.
 TEST(LatentMoe, LookaheadGuessesTheNextLayersExpertsAndLeavesTheOutputAlone) {
   MoeCase mc;
@@ -231,6 +231,9 @@ TEST(LatentMoe, LookaheadGuessesTheNextLayersExpertsAndLeavesTheOutputAlone) {
   EXPECT_EQ(std::memcmp(plain.data(), guessing.data(), plain.size() * sizeof(float)), 0);
   EXPECT_EQ(std::memcmp(plain.data(), reversed.data(), plain.size() * sizeof(float)), 0);
   EXPECT_EQ(mc.source.guessed_layer, 2);
+  // Each guessed expert's routing weight (renormalised over the top-k,
+  // times routed_scaling_factor), summed over the tokens that guessed it.
+  std::vector<double> weight(MoeCase::E, 0.0);
   std::vector<int> want;
   for (size_t t = 0; t < n; ++t) {
     std::vector<double> xt(x.begin() + t * MoeCase::hidden, x.begin() + (t + 1) * MoeCase::hidden);
@@ -238,10 +241,18 @@ TEST(LatentMoe, LookaheadGuessesTheNextLayersExpertsAndLeavesTheOutputAlone) {
     std::vector<int> order(MoeCase::E);
     for (int e = 0; e < MoeCase::E; ++e) order[e] = e, s[e] = test::sigmoid_d(s[e]);
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return s[a] + bias2.f[a] > s[b] + bias2.f[b]; });
-    want.insert(want.end(), order.begin(), order.begin() + (MoeCase::K + 1) / 2);  // the best half of the top-k
+    double top = 0;
+    for (int j = 0; j < MoeCase::K; ++j) top += s[order[j]];
+    for (int j = 0; j < (MoeCase::K + 1) / 2; ++j) {  // the best half of the top-k
+      if (weight[order[j]] == 0) want.push_back(order[j]);
+      weight[order[j]] += s[order[j]] / top * mc.c.routed_scaling_factor;
+    }
   }
+  // Best first: the highest summed weight is read first.
   std::sort(want.begin(), want.end());
-  want.erase(std::unique(want.begin(), want.end()), want.end());
+  std::stable_sort(want.begin(), want.end(), [&](int a, int b) { return weight[a] > weight[b]; });
+  // This case's guesses are not in ascending id (best first is seen).
+  ASSERT_FALSE(std::is_sorted(want.begin(), want.end())) << want.size();
   EXPECT_EQ(mc.source.guessed, want);
   // The last layer has no next layer to guess for.
   mc.source.asked_ahead.clear();
@@ -260,6 +271,17 @@ TEST(LatentMoe, LookaheadGuessesTheNextLayersExpertsAndLeavesTheOutputAlone) {
   EXPECT_EQ(mc.source.guessed_layers, ahead);
   EXPECT_EQ(mc.source.guessed, want);
   EXPECT_EQ(std::memcmp(plain.data(), guessing.data(), plain.size() * sizeof(float)), 0);
+  // A dense layer guesses the MoE layer after it (the first of a pass) the
+  // same way, from its own input; a dense layer before another dense one
+  // guesses nothing.
+  mc.c.first_k_dense_replace = 2;
+  mc.source.guessed_layers.clear();
+  mc.source.guessed.clear();
+  latent_moe_guess_from_dense(mc.c, 0, mc.source, x.data(), n, nullptr, scratch);
+  EXPECT_TRUE(mc.source.guessed_layers.empty());
+  latent_moe_guess_from_dense(mc.c, 1, mc.source, x.data(), n, nullptr, scratch);
+  EXPECT_EQ(mc.source.guessed_layers, std::vector<int>{2});
+  EXPECT_EQ(mc.source.guessed, want);
 }
 
 // MXFP4 experts give the same result as BF16 experts holding their decoded

@@ -6,17 +6,21 @@
 // follows (right guesses, reads used, reads evicted unused and their bytes).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <thread>
 
 #include "checkpoint/checkpoint.h"
 #include "io/direct_file.h"
 #include "io/read_engine.h"
+#include "lib/engine_gate.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
 #include "runtime/expert_cache.h"
 #include "runtime/expert_cache_fixture.h"
+#include "runtime/expert_index.h"
 
 using namespace k3;
 
@@ -80,7 +84,9 @@ TEST(ExpertLookahead, GuessesFillSpareSlotsOnlyAndAreScored) {
   int delivered = 0;
   cache.for_each(l, now, [&](size_t k, const ExpertWeights&) {
     ++count[k];
-    if (++delivered == 1) EXPECT_EQ(cache.stats().expert_bytes, before.expert_bytes) << "a guess read early";
+    if (++delivered == 1) {
+      EXPECT_EQ(cache.stats().expert_bytes, before.expert_bytes) << "a guess read early";
+    }
   });
   EXPECT_EQ(count, std::vector<int>(now.size(), 1));
   for (int e : now) EXPECT_TRUE(cache.resident(l, e)) << e;
@@ -180,4 +186,88 @@ TEST(ExpertLookahead, GuessesTwoLayersAheadSpareTheNearerOnesAndAddUp) {
   EXPECT_EQ(g.used, 4u);
   EXPECT_EQ(g.reads_used, 4u);
   EXPECT_EQ(g.wasted_reads, 0u);
+}
+
+// When the guessed layer routes, its wrong guesses still queued are
+// cancelled: never read (bytes_read), their slots free again (the layer's
+// misses take them instead of evicting), counted in the stats; the right
+// ones are delivered with the checkpoint's bytes. The engine's threads are
+// held so the guesses are still queued when the layer routes.
+TEST(ExpertLookahead, WrongGuessesStillQueuedAreCancelledAndFreeTheirSlots) {
+  Model m(kTiny);
+  const int l = m.config.first_k_dense_replace;
+  ASSERT_GE(m.config.num_hidden_layers, l + 2);
+  ExpertCache cache(m.config, m.checkpoint, m.files, 8, m.io, ExpertCachePolicyKind::kLru);
+  run_layer(m, cache, l, {0, 1, 2, 3});
+  cache.settle();
+  auto gate = std::make_unique<test::EngineGate>(m.io, *m.files[0]);
+  // Layer l is resident: its for_each hands the four guesses to the engine at once.
+  cache.prefetch(l, {0, 1, 2, 3});
+  cache.prefetch_guess(l + 1, {4, 5, 6, 7});
+  cache.for_each(l, {0, 1, 2, 3}, [](size_t, const ExpertWeights&) {});
+  ExpertCacheStats s = cache.stats();
+  ASSERT_EQ(s.guess.reads, 4u);
+  // An expert's read bytes (aligned covering reads: they differ by expert).
+  const ExpertIndex index(m.config, m.checkpoint);
+  auto bytes = [&](int e) {
+    uint64_t b = 0;
+    for (const ExpertRead& r : index.reads(l + 1, e)) b += r.length;
+    return b;
+  };
+  ASSERT_EQ(s.guess.read_bytes, bytes(4) + bytes(5) + bytes(6) + bytes(7));
+  const uint64_t bytes0 = m.io.bytes_read(), expert_bytes0 = s.expert_bytes;
+  // Layer l + 1 uses 4 and 5 (guessed) and 8 and 9: 6 and 7 are dropped
+  // unread, and 8 and 9 take their slots rather than evicting layer l's.
+  cache.prefetch(l + 1, {4, 5, 8, 9});
+  s = cache.stats();
+  EXPECT_EQ(s.guess.cancelled_reads, 2u);
+  EXPECT_EQ(s.guess.cancelled_bytes, bytes(6) + bytes(7));
+  EXPECT_EQ(s.guess.reads_used, 2u);
+  for (int e : {0, 1, 2, 3}) EXPECT_TRUE(cache.resident(l, e)) << "evicted " << e;
+  gate.reset();
+  std::vector<int> count(4, 0);
+  const std::vector<int> next = {4, 5, 8, 9};
+  cache.for_each(l + 1, next, [&](size_t k, const ExpertWeights& w) {
+    ++count[k];
+    const std::string p = expert_tensor_prefix(m.config, l + 1, next[k]);
+    EXPECT_TRUE(w.w1.is_mxfp4 ? same_as_file(m.checkpoint, p + "w1.weight_packed", w.w1.mx.packed)
+                              : same_as_file(m.checkpoint, p + "w1.weight", w.w1.bf.data))
+        << next[k];
+  });
+  EXPECT_EQ(count, std::vector<int>(4, 1));
+  cache.settle();
+  EXPECT_EQ(m.io.bytes_read() - bytes0, bytes(4) + bytes(5) + bytes(8) + bytes(9)) << "6 or 7 was read";
+  EXPECT_FALSE(cache.resident(l + 1, 6));
+  EXPECT_FALSE(cache.resident(l + 1, 7));
+  for (int e : {0, 1, 2, 3}) EXPECT_TRUE(cache.resident(l, e)) << e;
+  s = cache.stats();
+  EXPECT_EQ(s.guess.wasted_reads, 0u) << "a cancelled read is not also wasted";
+  EXPECT_EQ(s.expert_bytes, expert_bytes0 - bytes(6) - bytes(7) + bytes(8) + bytes(9)) << "two cancelled, two misses";
+}
+
+// Between two layers' expert phases (a dense layer at the start of a pass)
+// a guess for any layer, even one before the last routed, reads at once:
+// nothing else will start its reads.
+TEST(ExpertLookahead, AGuessBetweenLayersReadsAtOnce) {
+  Model m(kTiny);
+  const int l = m.config.first_k_dense_replace;
+  ASSERT_GE(m.config.num_hidden_layers, l + 3);
+  ExpertCache cache(m.config, m.checkpoint, m.files, 8, m.io, ExpertCachePolicyKind::kLru);
+  run_layer(m, cache, l + 2, {0, 1, 2, 3});
+  const uint64_t before = m.io.bytes_read();
+  cache.prefetch_guess(l, {4, 5});
+  const ExpertGuessStats guessed = cache.stats().guess;
+  EXPECT_EQ(guessed.reads, 2u);
+  // Nothing flushes held reads here: they land only if they were started.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (m.io.bytes_read() - before < guessed.read_bytes && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(m.io.bytes_read() - before, guessed.read_bytes) << "the guessed reads did not start";
+  cache.settle();
+  EXPECT_TRUE(cache.resident(l, 4));
+  EXPECT_TRUE(cache.resident(l, 5));
+  run_layer(m, cache, l, {4, 6});
+  const ExpertGuessStats g = cache.stats().guess;
+  EXPECT_EQ(g.used, 1u);
+  EXPECT_EQ(g.reads_used, 1u);
 }
