@@ -37,8 +37,7 @@ int main(int argc, char** argv) {
   if (ids.empty()) return fail("IDS_FILE: no ids");
 
   llama_backend_init();
-  llama_model_params mp = llama_model_default_params();
-  mp.use_mmap = false;  // the same resident weights llama-bench times
+  const llama_model_params mp = llama_model_default_params();  // as llama-bench loads it
   llama_model* model = llama_model_load_from_file(argv[1], mp);
   if (model == nullptr) return fail("could not load the model");
   const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
