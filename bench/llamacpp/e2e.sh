@@ -15,14 +15,14 @@
 #   convert WORK_DIR MODEL OUT.gguf
 #                             llama.cpp's converter on a k3-synth checkpoint (through
 #                             bench/llamacpp/convert_k3.py; BF16 trunk, MXFP4 experts)
-#   bench   WORK_DIR MODEL OUT.gguf [--reps N] [--threads "1 2"] [--prompt N] [--gen N]
+#   bench   WORK_DIR MODEL OUT.gguf [--reps N] [--threads "1 2"] [--prompt N] [--gen N] [--trunk DIR]
 #                             k3-forward (resident) and llama-bench interleaved, medians
 #   check   WORK_DIR MODEL OUT.gguf [--prompt N]
 #                             the next-token logits of one prompt from both, compared
 #
 # k3's tools come from $K3_BIN (default: build/ of this repository). With
-# K3_BENCH_LOCK=FILE each timed run holds flock FILE (a machine shared by
-# several benchmarks). Needs npm, git, cmake, ninja, g++ and, to convert,
+# K3_BENCH_LOCK=FILE the bench stage holds flock FILE for its whole
+# interleaved sequence (a machine shared by several benchmarks). Needs npm, git, cmake, ninja, g++ and, to convert,
 # python3-torch python3-numpy python3-yaml python3-tqdm (scripts/install-deps.sh --llamacpp).
 set -euo pipefail
 
@@ -96,11 +96,6 @@ stage_convert() {
   nice -n 19 /usr/bin/python3 "$here/convert_k3.py" "$work/src" "$model" --outfile "$out" --outtype bf16
 }
 
-# Benchmarks run at normal priority; with K3_BENCH_LOCK set, each run holds
-# that lock (flock), so benchmarks sharing the machine never overlap.
-locked() {
-  if [ -n "${K3_BENCH_LOCK:-}" ]; then flock "$K3_BENCH_LOCK" "$@"; else "$@"; fi
-}
 
 k3_bin() {
   local bin=${K3_BIN:-$root/build}
@@ -115,7 +110,7 @@ prompt_ids() { /usr/bin/python3 -c "import sys; n=int(sys.argv[1]); print(' '.jo
 
 stage_bench() {
   [ $# -ge 2 ] || die "bench needs MODEL_DIR OUT.gguf (--help)"
-  local model=$1 gguf=$2 reps=3 threads="1 2" prompt=64 gen=8
+  local model=$1 gguf=$2 reps=3 threads="1 2" prompt=64 gen=8 trunk=$1.trunk
   shift 2
   while [ $# -gt 0 ]; do
     case "$1" in
@@ -123,33 +118,43 @@ stage_bench() {
       --threads) threads=$2; shift 2 ;;
       --prompt) prompt=$2; shift 2 ;;
       --gen) gen=$2; shift 2 ;;
-      *) die "bench: unknown flag '$1' (--reps N --threads \"1 2\" --prompt N --gen N)" ;;
+      --trunk) trunk=$2; shift 2 ;;
+      *) die "bench: unknown flag '$1' (--reps N --threads \"1 2\" --prompt N --gen N --trunk DIR)" ;;
     esac
   done
   local bin res llama=$work/build/bin/llama-bench
   bin=$(k3_bin)
   [ -x "$llama" ] || die "$llama missing (run: $0 build $work)"
   [ -f "$gguf" ] || die "$gguf: no such file (run: $0 convert $work MODEL OUT.gguf)"
-  if [ ! -f "$model.trunk/trunk.json" ]; then "$bin/k3-pack" "$model" "$model.trunk" > /dev/null; fi
-  res=$work/results/p$prompt-g$gen
+  # k3's packed trunk of MODEL (k3-pack; made once if missing).
+  if [ ! -f "$trunk/trunk.json" ]; then "$bin/k3-pack" "$model" "$trunk" > /dev/null; fi
+  res=$work/results/$(basename "$gguf" .gguf)-p$prompt-g$gen
   mkdir -p "$res"
   prompt_ids "$prompt" > "$res/prompt.ids"
   echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores" | tee "$res/machine.txt"
+  # Benchmarks run at normal priority; with K3_BENCH_LOCK set the whole
+  # sequence holds that lock, so benchmarks sharing the machine never overlap
+  # and the two sides see the same machine.
+  if [ -n "${K3_BENCH_LOCK:-}" ]; then
+    exec 9> "$K3_BENCH_LOCK"
+    echo "waiting for $K3_BENCH_LOCK ..."
+    flock 9
+  fi
   for rep in $(seq "$reps"); do
     for t in $threads; do
       # k3 resident: whole trunk pinned, every expert cached (the load reads them all).
       # --gen is one more than llama-bench's -n: k3's first token comes from the prompt pass.
       echo "rep $rep threads $t k3    load $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$res/load.txt"
-      locked "$bin/k3-forward" "$model" --trunk "$model.trunk" --trunk-gb 1000 --cache-gb 1000 \
+      "$bin/k3-forward" "$model" --trunk "$trunk" --trunk-gb 1000 --cache-gb 1000 \
         --threads "$t" --gen $((gen + 1)) --ignore-eos --ids "$res/prompt.ids" \
         --stats-json "$res/k3-t$t.$rep.json" > /dev/null 2> "$res/k3-t$t.$rep.err" ||
         { cat "$res/k3-t$t.$rep.err" >&2; die "k3-forward failed"; }
       echo "rep $rep threads $t llama load $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$res/load.txt"
       # prefill: a prompt of N tokens from an empty context; decode: G tokens after
       # N tokens of context (-d), as k3 decodes after its prompt.
-      locked "$llama" -m "$gguf" -t "$t" -p "$prompt" -n 0 -r 1 -o jsonl > "$res/llama-t$t.$rep.jsonl" 2> "$res/llama-t$t.$rep.err" ||
+      "$llama" -m "$gguf" -t "$t" -p "$prompt" -n 0 -r 1 -o jsonl > "$res/llama-t$t.$rep.jsonl" 2> "$res/llama-t$t.$rep.err" ||
         { cat "$res/llama-t$t.$rep.err" >&2; die "llama-bench failed"; }
-      locked "$llama" -m "$gguf" -t "$t" -p 0 -n "$gen" -d "$prompt" -r 1 -o jsonl >> "$res/llama-t$t.$rep.jsonl" 2>> "$res/llama-t$t.$rep.err" ||
+      "$llama" -m "$gguf" -t "$t" -p 0 -n "$gen" -d "$prompt" -r 1 -o jsonl >> "$res/llama-t$t.$rep.jsonl" 2>> "$res/llama-t$t.$rep.err" ||
         { cat "$res/llama-t$t.$rep.err" >&2; die "llama-bench failed"; }
     done
   done
