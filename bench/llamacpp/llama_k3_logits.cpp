@@ -5,8 +5,9 @@
 //   llama-k3-logits MODEL.gguf IDS_FILE OUT.f32 [THREADS]
 //
 // IDS_FILE holds whitespace-separated decimal ids; the prompt runs as one batch
-// and the last position's logits go to OUT.f32 (raw little-endian float32, one
-// per vocabulary id); the five most likely ids are printed.
+// and every position's logits go to OUT.f32 (raw little-endian float32,
+// positions x vocabulary, as k3-forward --logits writes them); the last
+// position's five most likely ids are printed.
 #include "llama.h"
 
 #include <algorithm>
@@ -52,15 +53,30 @@ int main(int argc, char** argv) {
   cp.n_threads_batch = threads;
   llama_context* ctx = llama_init_from_model(model, cp);
   if (ctx == nullptr) return fail("could not create a context");
-  if (llama_decode(ctx, llama_batch_get_one(ids.data(), static_cast<int32_t>(ids.size()))) != 0)
-    return fail("llama_decode failed");
-  const float* logits = llama_get_logits_ith(ctx, -1);
-  if (logits == nullptr) return fail("no logits for the last position");
+  // One batch asking for every position's logits (llama_batch_get_one asks for the last only).
+  const int n = static_cast<int>(ids.size());
+  llama_batch batch = llama_batch_init(n, 0, 1);
+  for (int i = 0; i < n; ++i) {
+    batch.token[i] = ids[i];
+    batch.pos[i] = i;
+    batch.n_seq_id[i] = 1;
+    batch.seq_id[i][0] = 0;
+    batch.logits[i] = 1;
+  }
+  batch.n_tokens = n;
+  if (llama_decode(ctx, batch) != 0) return fail("llama_decode failed");
 
   std::FILE* out = std::fopen(argv[3], "wb");
-  if (out == nullptr || std::fwrite(logits, sizeof(float), n_vocab, out) != static_cast<size_t>(n_vocab) ||
-      std::fclose(out) != 0)
-    return fail("could not write OUT.f32");
+  if (out == nullptr) return fail("could not create OUT.f32");
+  const float* logits = nullptr;
+  for (int i = 0; i < n; ++i) {
+    logits = llama_get_logits_ith(ctx, i);
+    if (logits == nullptr) return fail("no logits for a position");
+    if (std::fwrite(logits, sizeof(float), n_vocab, out) != static_cast<size_t>(n_vocab))
+      return fail("could not write OUT.f32");
+  }
+  if (std::fclose(out) != 0) return fail("could not write OUT.f32");
+  llama_batch_free(batch);
 
   std::vector<int> order(n_vocab);
   std::iota(order.begin(), order.end(), 0);
