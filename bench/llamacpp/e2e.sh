@@ -24,6 +24,8 @@
 # K3_BENCH_LOCK=FILE the bench stage holds flock FILE for its whole
 # interleaved sequence (a machine shared by several benchmarks). Needs npm, git, cmake, ninja, g++ and, to convert,
 # python3-torch python3-numpy python3-yaml python3-tqdm (scripts/install-deps.sh --llamacpp).
+# Exits 2 on bad usage or a missing piece, 8 when the download's sha256 or
+# the clone's commit is not the pinned one.
 set -euo pipefail
 
 # The pinned source: node-llama-cpp 3.22.1 ships llama.cpp's tree as one git
@@ -34,7 +36,7 @@ LLAMA_COMMIT=de3ff815ea7d559ee917f063901b8986f038abc6
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; }
 case "${1:-}" in -h | --help) usage; exit 0 ;; esac
 if [ $# -lt 2 ]; then
   usage >&2
