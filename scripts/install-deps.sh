@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything k3 needs to build and test, from Debian's packages.
-# Usage: scripts/install-deps.sh   (as root, or with sudo available)
+# Usage: scripts/install-deps.sh [--llamacpp]   (as root, or with sudo available)
+#   --llamacpp  also what bench/llamacpp/e2e.sh needs to build llama.cpp and
+#               run its converter (not needed to build or test k3)
 set -euo pipefail
 packages=(
   cmake g++ make pkg-config python3
@@ -12,6 +14,11 @@ packages=(
   clang libclang-rt-14-dev clang-format  # clang-format: scripts/format.sh
   chromium fonts-dejavu-core  # the chat page's test runs it in a real headless browser (k3_serve_web_test)
 )
+case "${1:-}" in
+  --llamacpp) packages+=(git ninja-build python3-torch python3-numpy python3-yaml python3-tqdm) ;;
+  "") ;;
+  *) echo "install-deps: unknown option '$1' (--llamacpp)" >&2; exit 2 ;;
+esac
 missing=()
 # k3-serve's client tests drive it with the `openai` npm package: Debian's
 # node and npm only where no node/npm is on the PATH already (Debian's npm
