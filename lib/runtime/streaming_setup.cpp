@@ -107,6 +107,7 @@ PresetChoice choose_auto_preset(const ModelConfig& config, const Checkpoint& che
   // for them; the plan lowers them later when memory is short.
   run.state_snapshots = req.snapshots_optional ? 0 : req.state_snapshots;
   run.draft = req.draft;
+  run.kept_state_bytes = req.kept_state_bytes;
   return choose_preset(plan_model_for_checkpoint(config, checkpoint), available, run);
 }
 
