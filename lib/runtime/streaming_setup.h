@@ -80,6 +80,11 @@ struct PreparedStream {
 // or streamed on presets that stream in row blocks) and kept conversation
 // states (k3-serve --keep-mb), against `available` bytes. The
 // forecast a tool prints is then its own plan's peak (prepare_streaming).
+// What a run adds to the standard one, for --preset auto and --list-presets
+// alike: its sequences, rollback copies (not optional ones, which the plan
+// lowers when memory is short), draft model and kept conversation states;
+// the context is the standard kPresetListContext (callers set their own).
+PresetRun preset_run_for(const StreamingRequest& req);
 PresetChoice choose_auto_preset(const ModelConfig& config, const Checkpoint& checkpoint, const StreamingRequest& req,
                                 uint64_t available);
 // Where MemoryLimits::available() came from, for messages: "MemAvailable",

@@ -53,11 +53,17 @@ int run(int argc, char** argv) {
                          "SIGTERM.\n") +
              k3::exit_codes_help());
   if (auto status = k3::parse_command_line(app, argc, argv, kTool)) return *status;
-  if (auto status = k3::apply_early_options(mo)) return *status;
+  // What the server adds to every plan: the draft model and its rollback
+  // copies (a draft that does not fit the model: exit 3), the slots and --keep-mb.
+  const auto run_flags = [&](const k3::ModelConfig& c, k3::StreamingRequest& s) {
+    draft.check(c, s);
+    s.state_snapshots = draft.max_drafts();
+    f.add_to_plan(s);
+  };
+  if (auto status = k3::apply_early_options(mo, run_flags)) return *status;
   f.apply(mo);
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
-  draft.check(config, mo.stream);  // a draft that does not fit the model: exit 3; its memory in the plan
-  mo.stream.state_snapshots = draft.max_drafts();  // rollback copies for a verification's rows
+  run_flags(config, mo.stream);
   if (auto status = k3::answer_plan_requests(config, mo, kTool)) return *status;
   const k3::Tokenizer tok = k3::Tokenizer::load(mo.model_dir);
   k3::Checkpoint checkpoint = k3::Checkpoint::open(mo.model_dir);
