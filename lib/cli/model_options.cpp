@@ -100,10 +100,10 @@ std::optional<int> answer_plan_requests(const ModelConfig& config, ModelOptions&
   return 0;
 }
 
-std::optional<int> apply_early_options(const ModelOptions& o) {
+std::optional<int> apply_early_options(const ModelOptions& o, const RunFlags& run_flags) {
   if (o.quiet) enter_quiet_mode();
   if (o.list_presets) {
-    std::fputs(preset_table(o, o.read_gbps).c_str(), stdout);
+    std::fputs(preset_table(o, o.read_gbps, run_flags).c_str(), stdout);
     return 0;
   }
   if (o.model_dir.empty())

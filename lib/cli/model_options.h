@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,10 +47,16 @@ void add_model_options(CLI::App& app, ModelOptions& options);
 // report_run).
 void add_budget_options(CLI::App& app, ModelOptions& options, bool expert_trace = false);
 
+// What a tool's own flags add to every preset's plan (--draft, --spec,
+// k3-serve's slots and --keep-mb), set into the request for the model's
+// config; --list-presets counts it as --preset auto does.
+using RunFlags = std::function<void(const ModelConfig& config, StreamingRequest& request)>;
+
 // Right after parsing: --quiet takes effect (common/quiet.h); --list-presets
-// (for MODEL_DIR, or the real K3 without one) prints the preset table and
-// returns 0; otherwise MODEL_DIR must be given (kUsage).
-std::optional<int> apply_early_options(const ModelOptions& options);
+// (for MODEL_DIR, or the real K3 without one) prints the preset table, with
+// what `run_flags` adds, and returns 0; otherwise MODEL_DIR must be given
+// (kUsage).
+std::optional<int> apply_early_options(const ModelOptions& options, const RunFlags& run_flags = nullptr);
 
 // Handles --plan (printing the plan to stderr); returns the
 // exit status when one of them was given, nothing otherwise. --plan plans

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <sstream>
 
 #include "cli/load_progress.h"
 #include "cli/run_figures.h"
@@ -32,13 +33,18 @@ ModelParams params_for(const ModelOptions& o, uint64_t context, uint64_t batch) 
 
 }  // namespace
 
-void check_model_plan(const ModelConfig& config, const Checkpoint& checkpoint, const ModelOptions& o, uint64_t context,
-                      uint64_t batch) {
-  Model::check_plan(config, checkpoint, params_for(o, context, batch));
+ModelPlan plan_model(const ModelConfig& config, const Checkpoint& checkpoint, const ModelOptions& o, uint64_t context,
+                     uint64_t batch, std::string& text) {
+  ModelParams params = params_for(o, context, batch);
+  std::ostringstream log;  // kept for the caller: a refusal stays one line
+  params.log = &log;
+  ModelPlan plan = Model::plan(config, checkpoint, params);
+  text = log.str();
+  return plan;
 }
 
 std::unique_ptr<Model> load_model(ModelConfig config, Checkpoint checkpoint, const ModelOptions& o, uint64_t context,
-                                  uint64_t batch, const ProgressCallback& observe) {
+                                  uint64_t batch, const ProgressCallback& observe, std::optional<ModelPlan> plan) {
   ModelParams params = params_for(o, context, batch);
   params.log = &std::cerr;
   LoadProgress progress(tool_name());  // lives until the model is loaded: the only time it is called
@@ -46,8 +52,9 @@ std::unique_ptr<Model> load_model(ModelConfig config, Checkpoint checkpoint, con
     progress(what, done, total);
     if (observe) observe(what, done, total);
   };
-  auto model = std::make_unique<Model>(std::move(config), std::move(checkpoint), std::move(params));
-  return model;
+  if (plan)
+    return std::make_unique<Model>(std::move(config), std::move(checkpoint), std::move(params), std::move(*plan));
+  return std::make_unique<Model>(std::move(config), std::move(checkpoint), std::move(params));
 }
 
 double wall_seconds(const ModelOptions& o) { return seconds_since(o.started); }

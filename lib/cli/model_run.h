@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "checkpoint/checkpoint.h"
@@ -20,12 +21,17 @@ namespace k3 {
 // everything is resident; with one the plan is printed and checked (refusal:
 // Error(kResource), exit 6) before allocating.
 // `observe`, when given, also receives the load progress (k3-serve's /health).
+// `plan`, when given, is plan_model's for the same flags: the model loads
+// from it without planning again.
 std::unique_ptr<Model> load_model(ModelConfig config, Checkpoint checkpoint, const ModelOptions& options,
-                                  uint64_t context, uint64_t batch, const ProgressCallback& observe = nullptr);
-// The plan checks of load_model alone (Model::check_plan): the same
-// refusals, before anything loads.
-void check_model_plan(const ModelConfig& config, const Checkpoint& checkpoint, const ModelOptions& options,
-                      uint64_t context, uint64_t batch);
+                                  uint64_t context, uint64_t batch, const ProgressCallback& observe = nullptr,
+                                  std::optional<ModelPlan> plan = std::nullopt);
+// The checks and memory plan of load_model alone (Model::plan): the same
+// refusals, before anything loads, a refusal one line. The plan text goes
+// to `text`, for the caller to print when it is ready to (k3-serve: once it
+// holds its port). Hand the plan to load_model.
+ModelPlan plan_model(const ModelConfig& config, const Checkpoint& checkpoint, const ModelOptions& options,
+                     uint64_t context, uint64_t batch, std::string& text);
 
 // Publishes --expert-trace (Model::finish_expert_trace), prints the
 // streaming counters (when streaming) to stderr and writes --stats-json (resident runs too, marked "streaming": false),

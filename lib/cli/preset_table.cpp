@@ -16,7 +16,23 @@
 
 namespace k3 {
 
-std::string preset_table(const ModelOptions& o, double read_gbps) {
+namespace {
+
+// "; counting the draft model (--draft), 4 sequences, ..." for the header:
+// what the plans hold besides the standard run.
+std::string counted(const PresetRun& run) {
+  std::string s;
+  auto add = [&](const std::string& what) { s += (s.empty() ? "; counting " : ", ") + what; };
+  if (run.draft.resident > 0) add("the draft model (--draft)");
+  if (run.sequences > 1) add(std::to_string(run.sequences) + " sequences");
+  if (run.state_snapshots > 0) add(std::to_string(run.state_snapshots) + " rollback copies (drafts per pass)");
+  if (run.kept_state_bytes > 0) add(format_bytes(run.kept_state_bytes) + " of kept conversation states (--keep-mb)");
+  return s;
+}
+
+}  // namespace
+
+std::string preset_table(const ModelOptions& o, double read_gbps, const RunFlags& run_flags) {
   const bool reference = o.model_dir.empty();
   const ModelConfig config = reference ? k3_reference_config() : load_model_config(o.model_dir);
   PlanModel model;
@@ -30,19 +46,21 @@ std::string preset_table(const ModelOptions& o, double read_gbps) {
     if (!o.stream.trunk_dir.empty()) model.layout = open_packed_trunk(o.stream.trunk_dir, config, checkpoint);
   }
   const doctor::ModelBytes bytes = doctor::model_bytes_from_config(config);
-  PresetRun run;
+  // The tool's flags add to every preset's plan as they add to --preset
+  // auto's (a --draft is read and checked against the config here).
+  StreamingRequest request = o.stream;
+  if (run_flags) run_flags(config, request);
+  PresetRun run = preset_run_for(request);
   run.context = o.ctx ? o.ctx : kPresetListContext;
-  run.sequences = o.stream.sequences;
-  run.state_snapshots = o.stream.state_snapshots;
   const double bandwidth = read_gbps > 0 ? read_gbps * 1e9 : doctor::kAssumedBandwidth;
   const MemoryLimits lim = read_memory_limits();
   const uint64_t avail = lim.available();
 
   std::string out;
   append_printf(
-      out, "# %s; context %llu positions; reads at %.2f GB/s (%s); memory here: %s\n",
+      out, "# %s; context %llu positions%s; reads at %.2f GB/s (%s); memory here: %s\n",
       reference ? "the real Kimi-K3 (reference geometry; no model directory given)" : ("model " + o.model_dir).c_str(),
-      static_cast<unsigned long long>(run.context), bandwidth / 1e9,
+      static_cast<unsigned long long>(run.context), counted(run).c_str(), bandwidth / 1e9,
       read_gbps > 0 ? "--read-gbps" : "assumed: pass k3-doctor's measured figure with --read-gbps",
       avail == UINT64_MAX ? "unknown"
                           : (format_bytes(avail) + " available, limit 90%: " + format_bytes(plan_limit(avail)) + " (" +

@@ -9,12 +9,14 @@
 
 #include <string>
 
+#include "cli/model_options.h"
+
 namespace k3 {
 
-struct ModelOptions;
-
 // The table (stdout text). `model_dir` empty: K3's reference geometry.
-// `read_gbps` <= 0: the assumed bandwidth.
-std::string preset_table(const ModelOptions& options, double read_gbps);
+// `read_gbps` <= 0: the assumed bandwidth. Every plan counts what
+// `run_flags` (may be empty) adds for the model's config: a draft model,
+// rollback copies, sequences, kept states, as --preset auto counts them.
+std::string preset_table(const ModelOptions& options, double read_gbps, const RunFlags& run_flags = nullptr);
 
 }  // namespace k3

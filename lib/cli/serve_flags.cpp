@@ -49,8 +49,12 @@ void ServeFlags::apply(ModelOptions& mo) {
   const std::filesystem::path dir(mo.model_dir);
   if (server.model_name.empty()) server.model_name = dir.lexically_normal().filename().string();
   if (server.model_name.empty()) server.model_name = std::filesystem::absolute(dir).parent_path().filename().string();
-  mo.stream.sequences = scheduler.slots;         // the plan holds a sequence state of --ctx positions per slot
-  mo.stream.kept_state_bytes = cache.ram_bytes;  // and the kept conversation states
+  add_to_plan(mo.stream);
+}
+
+void ServeFlags::add_to_plan(StreamingRequest& request) const {
+  request.sequences = scheduler.slots;  // the plan holds a sequence state of --ctx positions per slot
+  request.kept_state_bytes = static_cast<uint64_t>(keep_mb_ * 1e6);  // and the kept conversation states
 }
 
 }  // namespace k3

@@ -28,6 +28,9 @@ struct ServeFlags {
   // 8192), the model's name (default: the model directory's) and what the
   // memory plan holds per slot and for the kept states.
   void apply(ModelOptions& mo);
+  // What the memory plan holds for the server: a sequence state per slot and
+  // the kept conversation states (--keep-mb).
+  void add_to_plan(StreamingRequest& request) const;
 
  private:
   CLI::Option* key_ = nullptr;

@@ -96,9 +96,11 @@ struct Bandwidth {
   std::string how;                // "measured on FILE: 17.5 MB O_DIRECT reads, queue depth 16"
   std::string advice_if_assumed;  // what to do to get it measured
 };
+// `run`: what every preset's plan holds besides the standard run (--draft),
+// in the table as in the recommendation.
 void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c,
-                  const std::optional<PresetForecast>& recommended, const Bandwidth& bw,
-                  std::optional<double> hit_rate);
+                  const std::optional<PresetForecast>& recommended, const Bandwidth& bw, std::optional<double> hit_rate,
+                  const PresetRun& run);
 
 // forecast/compression: disk-bound or decode-bound with a compressed trunk,
 // and whether to pack with --compress (compression_check.cpp). `probe` is

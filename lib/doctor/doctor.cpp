@@ -160,6 +160,7 @@ Report run_doctor(const DoctorOptions& o) {
     const DSparkConfig draft = load_dspark_config(o.draft_dir);
     check_draft_fits(draft, ck.plan_model.config, o.draft_dir);
     run.draft = dspark_memory(draft);
+    run.state_snapshots = static_cast<uint64_t>(draft.block_size);  // its rollback copies, as --draft's run holds
   }
   std::optional<PresetForecast> rec;
   if (mem.usable) rec = recommend_preset(*mem.usable, ck.plan_model, mb, o.hit_rate, run);
@@ -175,11 +176,11 @@ Report run_doctor(const DoctorOptions& o) {
   }
   for (const StorageFacts& s : storage) add_storage_checks(r, s, expert_request);
   add_checkpoint_checks(r, ck, o.trunk_dir, trunk ? &*trunk : nullptr);
-  add_forecast(r, mem, ck, rec, bw, o.hit_rate);
+  add_forecast(r, mem, ck, rec, bw, o.hit_rate, run);
   std::optional<DecodeProbe> decode;
   if (o.probe) decode = probe_decode(0.3);
-  add_compression_check(r, rec ? *rec : forecast_preset(presets().front(), ck.plan_model, mb, o.hit_rate), bw, decode,
-                        trunk ? &*trunk : nullptr, cpu.logical_cpus);
+  add_compression_check(r, rec ? *rec : forecast_preset(presets().front(), ck.plan_model, mb, o.hit_rate, run), bw,
+                        decode, trunk ? &*trunk : nullptr, cpu.logical_cpus);
   NextStepFacts next;
   next.model_dir = o.model_dir;
   next.trunk_dir = o.trunk_dir;

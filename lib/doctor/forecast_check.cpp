@@ -8,7 +8,7 @@
 namespace k3::doctor {
 
 void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c, const std::optional<PresetForecast>& rec,
-                  const Bandwidth& bw, std::optional<double> hit_rate) {
+                  const Bandwidth& bw, std::optional<double> hit_rate, const PresetRun& run) {
   const ModelBytes& mb = c.bytes;
   const PlanModel& pm = c.plan_model;
   {
@@ -26,13 +26,14 @@ void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c, con
                            std::to_string(kPresetListContext) + ", the preset's largest batch, packed trunk):");
     std::vector<LadderRow> ladder;
     for (const Preset& p : presets()) {
-      PresetForecast f = forecast_preset(p, pm, mb, hit_rate);
+      PresetForecast f = forecast_preset(p, pm, mb, hit_rate, run);
       ladder.push_back({p.name, f.memory(), bw.bytes_per_s > 0 ? double(f.bytes_per_token()) / bw.bytes_per_s : 0});
       const bool fits = m.usable && plan_fits(f.plan, *m.usable);
-      char line[256];
-      std::snprintf(line, sizeof(line), "  %-12s %s pinned trunk + %s cache + %s in flight + %s runtime = %s  %s",
+      char line[320];
+      std::snprintf(line, sizeof(line), "  %-12s %s pinned trunk + %s cache + %s in flight + %s runtime%s = %s  %s",
                     p.name.c_str(), format_bytes(f.pinned_trunk).c_str(), format_bytes(f.cache).c_str(),
                     format_bytes(f.stream_buffers).c_str(), format_bytes(f.runtime).c_str(),
+                    f.draft ? (" + " + format_bytes(f.draft) + " draft model").c_str() : "",
                     format_bytes(f.memory()).c_str(), fits ? "fits" : "does not fit");
       r.arithmetic.push_back(line);
       const MemoryPlan& pl = f.plan;
@@ -42,6 +43,7 @@ void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c, con
           .set("cache_bytes", f.cache)
           .set("in_flight_bytes", f.stream_buffers)
           .set("runtime_bytes", f.runtime)
+          .set("draft_bytes", f.draft)
           .set("memory_bytes", f.memory())
           .set("fits", fits)
           .set("peak_rss_bytes", pl.peak_rss)
@@ -72,7 +74,7 @@ void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c, con
           "never different output";
     } else {
       k.status = Status::kFail;
-      const PresetForecast smallest = forecast_preset(presets().front(), pm, mb, hit_rate);
+      const PresetForecast smallest = forecast_preset(presets().front(), pm, mb, hit_rate, run);
       k.summary = "no preset fits: the smallest (" + smallest.preset.name + ") needs " +
                   format_bytes(smallest.memory()) + ", the budget is " + format_bytes_of(budget);
       k.advice = "free memory (close programs, raise the container's memory limit) until " +
@@ -84,7 +86,7 @@ void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c, con
   }
   {
     Check& k = r.add("forecast", "seconds_per_token");
-    const PresetForecast f = rec ? *rec : forecast_preset(presets().front(), pm, mb, hit_rate);
+    const PresetForecast f = rec ? *rec : forecast_preset(presets().front(), pm, mb, hit_rate, run);
     const double bytes = double(f.bytes_per_token());
     const double spt = bw.bytes_per_s > 0 ? bytes / bw.bytes_per_s : 0;
     const std::string pname = f.preset.name;

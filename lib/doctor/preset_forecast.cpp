@@ -15,6 +15,7 @@ PresetForecast forecast_preset(const Preset& p, const PlanModel& pm, const Model
   f.cache = plan.cache_bytes;
   f.stream_buffers = plan.stream_buffer_bytes + plan.stream_staging_bytes + plan.head_small_bytes;
   f.runtime = plan.kda_state_bytes + plan.mla_cache_bytes + plan.activation_bytes + plan.io_bytes;
+  f.draft = plan.draft_bytes;
 
   // Streamed layer sections and a streamed head's lm_head, as trunk.bin
   // stores them (compressed sizes for a compressed trunk).

@@ -42,8 +42,9 @@ struct PresetForecast {
   uint64_t cache = 0;           // plan.cache_bytes
   uint64_t stream_buffers = 0;  // plan.stream_buffer_bytes + stream_staging_bytes + head_small_bytes
   uint64_t runtime = 0;         // KDA state + MLA cache + activations + I/O, index, misc
+  uint64_t draft = 0;           // plan.draft_bytes: the draft model (--draft), 0 without one
   // The plan's peak_rss (the parts above add up to it).
-  uint64_t memory() const { return pinned_trunk + cache + stream_buffers + runtime; }
+  uint64_t memory() const { return pinned_trunk + cache + stream_buffers + runtime + draft; }
 
   double hit_rate = 0;
   bool hit_rate_assumed = true;  // true: the cache-share estimate; false: given by the user

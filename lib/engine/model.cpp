@@ -25,18 +25,57 @@ Model::Model(ModelConfig config, Checkpoint checkpoint, ModelParams params)
       checkpoint_(std::move(checkpoint)),
       params_(std::move(params)),
       pool_(params_.threads) {
-  const auto load_start = std::chrono::steady_clock::now();
-  StreamingRequest& req = params_.stream;
-  req.compute_threads = params_.threads;
-  uint64_t max_batch = params_.batch;
+  load(plan(config_, checkpoint_, params_));
+}
+
+Model::Model(ModelConfig config, Checkpoint checkpoint, ModelParams params, ModelPlan plan)
+    : config_(std::move(config)),
+      checkpoint_(std::move(checkpoint)),
+      params_(std::move(params)),
+      pool_(params_.threads) {
+  load(std::move(plan));
+}
+
+std::unique_ptr<Model> Model::open(const std::string& model_dir, ModelParams params) {
+  ModelConfig config = load_model_config(model_dir);
+  Checkpoint checkpoint = Checkpoint::open(model_dir);
+  return std::make_unique<Model>(std::move(config), std::move(checkpoint), std::move(params));
+}
+
+ModelPlan Model::plan(const ModelConfig& config, const Checkpoint& checkpoint, const ModelParams& params) {
+  const auto start = std::chrono::steady_clock::now();
+  ModelPlan out;
+  StreamingRequest& req = out.request = params.stream;
+  req.compute_threads = params.threads;
   if (req.active()) {
-    req.context = params_.context;
-    req.batch = params_.batch;
-    validate_checkpoint(config_, checkpoint_);
+    req.context = params.context;
+    req.batch = params.batch;
+    validate_checkpoint(config, checkpoint);
     // The plan text goes to `log` (or nowhere) before a refusal is thrown.
     std::ostream null_log(nullptr);
-    PreparedStream prepared = prepare_streaming(config_, checkpoint_, req, params_.log ? *params_.log : null_log);
-    check_position_limit(config_, req.context, kSpanWhat);
+    out.stream = prepare_streaming(config, checkpoint, req, params.log ? *params.log : null_log);
+    check_position_limit(config, req.context, kSpanWhat);
+  } else {
+    // The sequences' state and caches are planned as the budgeted path
+    // plans them, before any weight or state is allocated.
+    check_resident_run(config, checkpoint, req, params.context, params.batch);
+    check_position_limit(config, params.context, kSpanWhat);
+    // Said only once the checks have passed, so a refusal stays one line.
+    if (params.log)
+      *params.log << tool_name() << ": no --trunk or budget: the whole model (trunk and every routed expert) is "
+                  << "loaded resident; use k3-pack and --trunk/--preset to run in a memory budget\n";
+  }
+  out.seconds = seconds_since(start);
+  return out;
+}
+
+void Model::load(ModelPlan plan) {
+  const auto load_start = std::chrono::steady_clock::now();
+  params_.stream = std::move(plan.request);
+  const StreamingRequest& req = params_.stream;
+  uint64_t max_batch = params_.batch;
+  if (plan.stream) {
+    PreparedStream& prepared = *plan.stream;
     counters_.forecast_peak_rss = prepared.plan.peak_rss;
     counters_.preset = prepared.preset;
     counters_.trunk_budget = prepared.plan_request.trunk_budget;
@@ -48,14 +87,6 @@ Model::Model(ModelConfig config, Checkpoint checkpoint, ModelParams params)
                                                     prepared.plan, req.io_threads, params_.progress, req.cache_policy);
     streaming_->set_expert_lookahead(req.expert_lookahead);
   } else {
-    // The sequences' state and caches are planned as the budgeted path
-    // plans them, before any weight or state is allocated.
-    check_resident_run(config_, checkpoint_, req, params_.context, params_.batch);
-    check_position_limit(config_, params_.context, kSpanWhat);
-    // Said only once the checks have passed, so a refusal stays one line.
-    if (params_.log)
-      *params_.log << tool_name() << ": no --trunk or budget: the whole model (trunk and every routed expert) is "
-                   << "loaded resident; use k3-pack and --trunk/--preset to run in a memory budget\n";
     resident_ = std::make_unique<ResidentWeights>(config_, checkpoint_, params_.log);
     max_drafts_ = req.state_snapshots;
   }
@@ -76,29 +107,7 @@ Model::Model(ModelConfig config, Checkpoint checkpoint, ModelParams params)
   } else {
     counters_.load_bytes = resident_->resident_bytes();
   }
-  counters_.load_seconds = seconds_since(load_start);
-}
-
-std::unique_ptr<Model> Model::open(const std::string& model_dir, ModelParams params) {
-  ModelConfig config = load_model_config(model_dir);
-  Checkpoint checkpoint = Checkpoint::open(model_dir);
-  return std::make_unique<Model>(std::move(config), std::move(checkpoint), std::move(params));
-}
-
-void Model::check_plan(const ModelConfig& config, const Checkpoint& checkpoint, ModelParams params) {
-  StreamingRequest& req = params.stream;
-  req.compute_threads = params.threads;
-  if (req.active()) {
-    req.context = params.context;
-    req.batch = params.batch;
-    validate_checkpoint(config, checkpoint);
-    std::ostream null_log(nullptr);
-    prepare_streaming(config, checkpoint, req, null_log);
-    check_position_limit(config, req.context, kSpanWhat);
-  } else {
-    check_resident_run(config, checkpoint, req, params.context, params.batch);
-    check_position_limit(config, params.context, kSpanWhat);
-  }
+  counters_.load_seconds = plan.seconds + seconds_since(load_start);
 }
 
 Model::~Model() = default;

@@ -38,6 +38,7 @@
 #include <functional>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,15 @@ struct ModelParams {
   std::string expert_trace;
 };
 
+// A model's checks and memory plan, made before anything loads
+// (Model::plan): a server plans, listens, then loads from this plan without
+// planning again.
+struct ModelPlan {
+  StreamingRequest request;              // as planned: context, batch and threads set
+  std::optional<PreparedStream> stream;  // the streaming plan; empty: everything resident
+  double seconds = 0;                    // planning time (counted in ModelCounters::load_seconds)
+};
+
 // What one size of weight pass read, summed over the passes of that size.
 struct PassAccount {
   uint64_t passes = 0, trunk_bytes = 0, expert_bytes = 0, experts = 0;
@@ -99,13 +109,16 @@ class Model {
  public:
   // Plans (refusal: kResource) and loads `checkpoint`; keeps both.
   Model(ModelConfig config, Checkpoint checkpoint, ModelParams params);
+  // Loads from `plan`, made by Model::plan for the same config, checkpoint
+  // and params; plans nothing again.
+  Model(ModelConfig config, Checkpoint checkpoint, ModelParams params, ModelPlan plan);
   // Reads config.json and the index of `model_dir`, then as above.
   static std::unique_ptr<Model> open(const std::string& model_dir, ModelParams params);
-  // The constructor's plan and position checks alone (the same refusals,
-  // kResource/kUsage/kBadModel), nothing loaded and nothing written to
-  // params.log: a server refuses a budget that does not fit before it
-  // listens, then loads while /health reports the progress.
-  static void check_plan(const ModelConfig& config, const Checkpoint& checkpoint, ModelParams params);
+  // The constructor's checks and memory plan alone (the same refusals,
+  // kResource/kUsage/kBadModel; the plan text on params.log first), nothing
+  // loaded: a server refuses a budget that does not fit before it listens,
+  // then loads from the plan while /health reports the progress.
+  static ModelPlan plan(const ModelConfig& config, const Checkpoint& checkpoint, const ModelParams& params);
   ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
@@ -147,6 +160,8 @@ class Model {
   void finish_expert_trace();
 
  private:
+  void load(ModelPlan plan);
+
   ModelConfig config_;
   Checkpoint checkpoint_;
   ModelParams params_;

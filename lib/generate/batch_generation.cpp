@@ -56,26 +56,12 @@ void BatchGeneration::generate(int64_t max_new, const std::function<void(size_t,
 }
 
 void BatchGeneration::step(Engine& engine, std::span<GenerationSession* const> sessions) {
-  if (sessions.empty()) return;
-  const size_t vocab = static_cast<size_t>(engine.config().vocab_size);
-  std::vector<SequenceState*> states;
-  std::vector<std::span<const int32_t>> ids;
-  for (GenerationSession* s : sessions) {
+  // A decode pass is step_rows with no new ids: each session's one pending
+  // id is its only row, so its last row is every row it has.
+  for (GenerationSession* s : sessions)
     if (s->pending_.size() != 1 || &s->engine_ != &engine)
       throw Error(ExitCode::kInternal, "BatchGeneration::step: each session must hold one pending id on this engine");
-    states.push_back(&s->state_);
-    ids.emplace_back(s->pending_);
-  }
-  std::vector<float> logits(sessions.size() * vocab);
-  engine.forward_sequences(states, ids, logits.data());
-  for (size_t k = 0; k < sessions.size(); ++k) {
-    GenerationSession& s = *sessions[k];
-    take_row(s, logits, k, vocab);
-    s.log_.add(s.row_.data(), 1);
-    s.pending_.clear();
-    ++s.counters_.decode_steps;
-    ++s.counters_.generate_passes;
-  }
+  step_rows(engine, sessions, std::vector<std::span<const int32_t>>(sessions.size()));
 }
 
 void BatchGeneration::take_row(GenerationSession& s, const std::vector<float>& logits, size_t k, size_t vocab) {
@@ -95,11 +81,14 @@ void BatchGeneration::step_rows(Engine& engine, std::span<GenerationSession* con
   std::vector<std::span<const int32_t>> spans;
   for (size_t k = 0; k < sessions.size(); ++k) {
     GenerationSession& s = *sessions[k];
-    if (&s.engine_ != &engine || s.log_.enabled())
-      throw Error(ExitCode::kInternal, "BatchGeneration::step_rows: sessions of this engine, without a logits log");
     rows[k] = s.pending_;
     rows[k].insert(rows[k].end(), ids[k].begin(), ids[k].end());
     if (rows[k].empty()) throw Error(ExitCode::kInternal, "BatchGeneration::step_rows: a session without rows");
+    // Only last rows are computed: a session that logs every row's logits
+    // (k3-forward --logits) takes part with a single row only.
+    if (&s.engine_ != &engine || (s.log_.enabled() && rows[k].size() != 1))
+      throw Error(ExitCode::kInternal,
+                  "BatchGeneration::step_rows: sessions of this engine, one with a logits log with a single row");
     states.push_back(&s.state_);
     spans.emplace_back(rows[k]);
   }
@@ -108,6 +97,7 @@ void BatchGeneration::step_rows(Engine& engine, std::span<GenerationSession* con
   for (size_t k = 0; k < sessions.size(); ++k) {
     GenerationSession& s = *sessions[k];
     take_row(s, logits, k, vocab);
+    s.log_.add(s.row_.data(), 1);  // nothing when the session keeps no log
     s.has_row_ = true;
     if (ids[k].empty()) {  // a decode row
       ++s.counters_.decode_steps;

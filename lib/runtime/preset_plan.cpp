@@ -39,6 +39,7 @@ PlanRequest preset_plan_request(const Preset& preset, const PlanModel& model, co
   r.sequences = run.sequences;
   r.state_snapshots = run.state_snapshots;
   r.draft = run.draft;
+  r.kept_state_bytes = run.kept_state_bytes;
   r.batch = preset.max_batch;
   r.block_bytes = static_cast<uint64_t>(preset.block_mb * 1e6);
   r.io_threads = 8;

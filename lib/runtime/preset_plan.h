@@ -44,6 +44,9 @@ struct PresetRun {
   // --draft: its memory as PlanRequest counts it (resident, or streamed on
   // the presets whose trunk streams in row blocks).
   DraftMemory draft;
+  // k3-serve --keep-mb: RAM held for kept conversation states, on top of
+  // every preset's plan as an explicit preset's plan counts it.
+  uint64_t kept_state_bytes = 0;
 };
 
 // The request --list-presets makes for `preset` with its default flags.

@@ -98,15 +98,21 @@ std::string available_source(const MemoryLimits& lim) {
   return lim.cgroup_source.empty() ? "MemAvailable" : "MemAvailable and " + lim.cgroup_source;
 }
 
-PresetChoice choose_auto_preset(const ModelConfig& config, const Checkpoint& checkpoint, const StreamingRequest& req,
-                                uint64_t available) {
+PresetRun preset_run_for(const StreamingRequest& req) {
   PresetRun run;
-  run.context = req.context_is_default ? kPresetListContext : std::max(req.context, kPresetListContext);
   run.sequences = req.sequences;
   // Default drafts (k3-chat) are dropped before a smaller preset is chosen
   // for them; the plan lowers them later when memory is short.
   run.state_snapshots = req.snapshots_optional ? 0 : req.state_snapshots;
   run.draft = req.draft;
+  run.kept_state_bytes = req.kept_state_bytes;
+  return run;
+}
+
+PresetChoice choose_auto_preset(const ModelConfig& config, const Checkpoint& checkpoint, const StreamingRequest& req,
+                                uint64_t available) {
+  PresetRun run = preset_run_for(req);
+  run.context = req.context_is_default ? kPresetListContext : std::max(req.context, kPresetListContext);
   return choose_preset(plan_model_for_checkpoint(config, checkpoint), available, run);
 }
 

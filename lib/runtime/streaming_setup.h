@@ -76,9 +76,15 @@ struct PreparedStream {
 // plan model for the standard run (kPresetListContext positions, as
 // k3-doctor and --list-presets plan) or the run's own context when it needs
 // more (not a default ceiling: context_is_default), its sequences,
-// rollback copies (not optional ones) and draft model (--draft: resident,
-// or streamed on presets that stream in row blocks), against `available` bytes. The
+// rollback copies (not optional ones), draft model (--draft: resident,
+// or streamed on presets that stream in row blocks) and kept conversation
+// states (k3-serve --keep-mb), against `available` bytes. The
 // forecast a tool prints is then its own plan's peak (prepare_streaming).
+// What a run adds to the standard one, for --preset auto and --list-presets
+// alike: its sequences, rollback copies (not optional ones, which the plan
+// lowers when memory is short), draft model and kept conversation states;
+// the context is the standard kPresetListContext (callers set their own).
+PresetRun preset_run_for(const StreamingRequest& req);
 PresetChoice choose_auto_preset(const ModelConfig& config, const Checkpoint& checkpoint, const StreamingRequest& req,
                                 uint64_t available);
 // Where MemoryLimits::available() came from, for messages: "MemAvailable",

@@ -67,7 +67,8 @@ TEST(PresetForecast, MemoryIsTheSumOfItsParts) {
   const PlanModel pm = plan_model_for_config(c);
   for (const Preset& p : presets()) {
     PresetForecast f = forecast_preset(p, pm, b, std::nullopt);
-    EXPECT_EQ(f.memory(), f.pinned_trunk + f.cache + f.stream_buffers + f.runtime) << p.name;
+    EXPECT_EQ(f.memory(), f.pinned_trunk + f.cache + f.stream_buffers + f.runtime + f.draft) << p.name;
+    EXPECT_EQ(f.memory(), f.plan.peak_rss) << p.name;
     EXPECT_LE(f.pinned_trunk, uint64_t(p.trunk_gb * 1e9 + 0.5)) << p.name;
     // Pinned and streamed sections cover every layer and the head: what is
     // not pinned is read each token (a streamed head: its lm_head only).
@@ -159,5 +160,25 @@ TEST(PresetForecast, EqualsTheMemoryPlanOfEachPreset) {
     if (p.name == "laptop")
       std::printf("laptop forecast: tiny %llu bytes, K3 %llu bytes\n", (unsigned long long)tf.memory(),
                   (unsigned long long)kf.memory());
+  }
+}
+
+// With a draft model (k3-doctor --draft) each preset's memory is still its
+// plan's peak: the draft's bytes are a part of their own, in the table as in
+// the recommendation.
+TEST(PresetForecast, CountsTheDraftModel) {
+  const ModelConfig c = k3_reference_config();
+  const ModelBytes b = model_bytes_from_config(c);
+  const PlanModel pm = plan_model_for_config(c);
+  PresetRun run;
+  run.draft.resident = 3'000'000'000;  // a draft of about K3-DSpark's size
+  run.draft.per_position = 1000;
+  for (const Preset& p : presets()) {
+    const PresetForecast plain = forecast_preset(p, pm, b, std::nullopt);
+    const PresetForecast f = forecast_preset(p, pm, b, std::nullopt, run);
+    EXPECT_EQ(f.draft, f.plan.draft_bytes) << p.name;
+    EXPECT_EQ(f.draft, run.draft.resident + 1000 * kPresetListContext) << p.name;
+    EXPECT_EQ(f.memory(), f.plan.peak_rss) << p.name;
+    EXPECT_EQ(f.memory(), plain.memory() + f.draft) << p.name;
   }
 }

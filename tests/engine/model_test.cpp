@@ -244,5 +244,40 @@ TEST(Model, APlanThatDoesNotFitIsRefusedWithKResource) {
   EXPECT_NE(log.str().find("memory plan"), std::string::npos);  // the plan is on the log before the refusal
 }
 
+// A server plans before it listens, then loads: the model made from that
+// plan plans nothing again. Proof: it loads where a fresh plan would now be
+// refused (1000 bytes of memory), says no plan on its own log, and runs
+// the plan's preset to the golden ids.
+TEST(Model, AModelLoadedFromItsPlanDoesNotPlanAgain) {
+  const test::Golden& g = test::Golden::get();
+  ModelParams p = resident();
+  p.stream.preset = "min";
+  p.context = 64;
+  std::ostringstream plan_log;
+  p.log = &plan_log;
+  const ModelConfig config = load_model_config(test::tiny_dir());
+  ModelPlan plan = Model::plan(config, Checkpoint::open(test::tiny_dir()), p);
+  EXPECT_NE(plan_log.str().find("memory plan"), std::string::npos) << plan_log.str();
+  ASSERT_TRUE(plan.stream);
+  std::ostringstream load_log;
+  p.log = &load_log;
+  ::setenv("K3_AVAILABLE_MEMORY", "1000", 1);
+  std::unique_ptr<Model> model;
+  try {
+    model = std::make_unique<Model>(config, Checkpoint::open(test::tiny_dir()), p, std::move(plan));
+  } catch (const Error& e) {
+    ADD_FAILURE() << "loading from the plan planned again: " << e.what();
+  }
+  EXPECT_EQ(load_log.str().find("memory plan"), std::string::npos) << load_log.str();
+  p.log = nullptr;
+  EXPECT_THROW(Model::plan(config, Checkpoint::open(test::tiny_dir()), p), Error);  // a fresh plan is refused now
+  ::unsetenv("K3_AVAILABLE_MEMORY");
+  ASSERT_TRUE(model);
+  EXPECT_EQ(model->counters().preset, "min");
+  Session s = model->session(greedy(*model));
+  s.prefill(g.greedy_prompt);
+  EXPECT_EQ(generate(s, static_cast<int64_t>(g.greedy_ids.size())), g.greedy_ids);
+}
+
 }  // namespace
 }  // namespace k3

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # k3-serve before it serves: the memory plan counts the slots and --keep-mb
 # (a budget that does not fit is refused before the server listens, exit 6,
-# naming --keep-mb), and the server listens before the weights load, GET
+# naming --keep-mb), it is made once and said before the server listens,
+# and the server listens before the weights load, GET
 # /health answering 503 with the load's step and bytes until it is ready
 # (a slow load forced with K3_SERVE_LOAD_DELAY_MS on the tiny model's
 # packed trunk), then 200.
@@ -36,6 +37,10 @@ for _ in $(seq 1 1200); do  # 60 s at most
 done
 [ -n "$port" ] || { echo "FAIL k3-serve did not start listening: $(cat "$work/load.log")"; exit 1; }
 holds "listening before loading" "! grep -q 'ready' '$work/load.log'"
+# Planned once: the plan is said before listening (and not again by the load).
+check "the memory plan is said once" 1 "$(grep -c ': memory plan' "$work/load.log")"
+holds "the memory plan comes before listening" \
+  "[ \$(grep -n ': memory plan' '$work/load.log' | cut -d: -f1) -lt \$(grep -n 'listening on' '$work/load.log' | cut -d: -f1) ]"
 loading="" ready=""
 for _ in $(seq 1 600); do
   b=$(curl -s --max-time 5 -w '\n%{http_code}' "http://127.0.0.1:$port/health")

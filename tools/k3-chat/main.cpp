@@ -62,9 +62,11 @@ int run(int argc, char** argv) {
                          "itself does not fit in --ctx; 130 after Ctrl-C at the prompt.\n") +
              k3::exit_codes_help());
   if (auto status = k3::parse_command_line(app, argc, argv, kTool)) return *status;
-  if (auto status = k3::apply_early_options(mo)) return *status;
-  f.apply(mo.ctx);
   mo.stream.snapshots_optional = spec_flags.is_default();
+  // --list-presets counts --spec's rollback copies and the --draft model.
+  const auto run_flags = [&](const k3::ModelConfig& c, k3::StreamingRequest& s) { spec_flags.check(c, s); };
+  if (auto status = k3::apply_early_options(mo, run_flags)) return *status;
+  f.apply(mo.ctx);
   // Cheap checks before any weight is read: outputs, config, tokenizer, history.
   if (!f.loop.logits_path.empty()) k3::check_output_path(f.loop.logits_path, k3::OutputPolicy::kFileOrStream);
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);

@@ -62,7 +62,9 @@ int run(int argc, char** argv) {
   k3::add_budget_options(app, mo, /*expert_trace=*/true);
   app.footer(k3::exit_codes_help());
   if (auto status = k3::parse_command_line(app, argc, argv, kTool)) return *status;
-  if (auto status = k3::apply_early_options(mo)) return *status;
+  // --list-presets counts --spec's rollback copies and the --draft model.
+  const auto run_flags = [&](const k3::ModelConfig& c, k3::StreamingRequest& s) { spec_flags.check(c, s); };
+  if (auto status = k3::apply_early_options(mo, run_flags)) return *status;
   f.check(spec_flags.requested());
 
   // Cheap checks first: config and input, before any weight is read.

@@ -53,16 +53,23 @@ int run(int argc, char** argv) {
                          "SIGTERM.\n") +
              k3::exit_codes_help());
   if (auto status = k3::parse_command_line(app, argc, argv, kTool)) return *status;
-  if (auto status = k3::apply_early_options(mo)) return *status;
+  // What the server adds to every plan: the draft model and its rollback
+  // copies (a draft that does not fit the model: exit 3), the slots and --keep-mb.
+  const auto run_flags = [&](const k3::ModelConfig& c, k3::StreamingRequest& s) {
+    draft.check(c, s);
+    s.state_snapshots = draft.max_drafts();
+    f.add_to_plan(s);
+  };
+  if (auto status = k3::apply_early_options(mo, run_flags)) return *status;
   f.apply(mo);
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
-  draft.check(config, mo.stream);  // a draft that does not fit the model: exit 3; its memory in the plan
-  mo.stream.state_snapshots = draft.max_drafts();  // rollback copies for a verification's rows
+  run_flags(config, mo.stream);
   if (auto status = k3::answer_plan_requests(config, mo, kTool)) return *status;
   const k3::Tokenizer tok = k3::Tokenizer::load(mo.model_dir);
   k3::Checkpoint checkpoint = k3::Checkpoint::open(mo.model_dir);
-  k3::check_model_plan(config, checkpoint, mo, static_cast<uint64_t>(f.server.context),
-                       256);  // refused before listening
+  // Planned once, refused before listening; the model loads from this plan.
+  std::string plan_text;
+  k3::ModelPlan plan = k3::plan_model(config, checkpoint, mo, static_cast<uint64_t>(f.server.context), 256, plan_text);
 
   // Listen first: /health says "loading" while the weights load.
   k3::serve::StopSignal::block();
@@ -70,6 +77,7 @@ int run(int argc, char** argv) {
   k3::serve::ServeMetrics metrics;
   k3::serve::HttpServer http(f.server, metrics);
   http.bind();
+  std::fputs(plan_text.c_str(), stderr);  // the port is ours: the plan, then the address
   http.start();
   std::fprintf(stderr, "%s: listening on http://%s:%d/v1 (model \"%s\", loading)\n", kTool, f.server.host.c_str(),
                http.bound_port(), f.server.model_name.c_str());
@@ -84,7 +92,8 @@ int run(int argc, char** argv) {
 
   std::unique_ptr<k3::Model> model = k3::load_model(
       config, std::move(checkpoint), mo, static_cast<uint64_t>(f.server.context), 256,
-      [&](const char* what, uint64_t done, uint64_t total) { http.load_status().update(what, done, total); });
+      [&](const char* what, uint64_t done, uint64_t total) { http.load_status().update(what, done, total); },
+      std::move(plan));
   k3::serve::ConversationCache cache(k3::state_model_identity(model->config(), model->checkpoint()), f.cache);
   f.scheduler.draft = draft.start_serving(*model);
   f.scheduler.max_drafts = std::min(draft.max_drafts(), model->max_drafts());
