@@ -90,7 +90,16 @@ bool ExpertCache::resident(int layer, int expert) const {
 
 ExpertCacheStats ExpertCache::stats() const {
   std::lock_guard<std::mutex> lk(stats_mu_);
-  return stats_;
+  ExpertCacheStats s = stats_;
+  // Between passes the gap since the last MoE layer is still open: counted
+  // as boundary time so far, so that the difference of two snapshots (a
+  // run's decode figures, taken after the prompt's pass) holds only the time
+  // between them, not the prompt pass's tail.
+  if (phase_layer_ < 0 && last_end_layer_ >= 0) {
+    s.phases.boundary_seconds += std::chrono::duration<double>(Clock::now() - last_end_).count();
+    s.phases.boundary_busy_seconds += io_.busy_seconds() - last_end_busy_;
+  }
+  return s;
 }
 
 int ExpertCache::take_slot(int64_t key, const std::vector<int64_t>* keep) { return slots_.take(key, keep); }
@@ -164,9 +173,9 @@ void ExpertCache::keep_stray(const Arrival& a) {
 void ExpertCache::phase_begin(int layer) {
   const Clock::time_point now = Clock::now();
   const double busy = io_.busy_seconds();
+  std::lock_guard<std::mutex> lk(stats_mu_);
   if (last_end_layer_ >= 0) {
     const double gap = std::chrono::duration<double>(now - last_end_).count(), gap_busy = busy - last_end_busy_;
-    std::lock_guard<std::mutex> lk(stats_mu_);
     // A layer at or before the last one: a new pass began in between.
     if (layer > last_end_layer_) {
       stats_.phases.between_seconds += gap;
@@ -184,11 +193,9 @@ void ExpertCache::phase_begin(int layer) {
 void ExpertCache::phase_end(int layer) {
   const Clock::time_point now = Clock::now();
   const double busy = io_.busy_seconds();
-  {
-    std::lock_guard<std::mutex> lk(stats_mu_);
-    stats_.phases.experts_seconds += std::chrono::duration<double>(now - phase_start_).count();
-    stats_.phases.experts_busy_seconds += busy - phase_start_busy_;
-  }
+  std::lock_guard<std::mutex> lk(stats_mu_);
+  stats_.phases.experts_seconds += std::chrono::duration<double>(now - phase_start_).count();
+  stats_.phases.experts_busy_seconds += busy - phase_start_busy_;
   phase_layer_ = -1;
   last_end_layer_ = layer;
   last_end_ = now;

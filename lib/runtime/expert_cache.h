@@ -212,6 +212,7 @@ class ExpertCache {
   // group id (resolve_guesses cancels or promotes them).
   std::unordered_map<int64_t, uint64_t> guess_reads_;
 
+  // Phase bookkeeping: written by the compute thread under stats_mu_ (stats() reads it).
   int phase_layer_ = -1;     // the layer whose expert phase is open
   int last_end_layer_ = -1;  // the layer whose expert phase closed last
   std::chrono::steady_clock::time_point phase_start_, last_end_;
