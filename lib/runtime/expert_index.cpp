@@ -92,6 +92,13 @@ std::vector<ExpertRead> ExpertIndex::reads(int layer, int expert) const {
   return std::vector<ExpertRead>(spans_.begin() + span_begin_[i], spans_.begin() + span_begin_[i + 1]);
 }
 
+uint64_t ExpertIndex::read_bytes(int layer, int expert) const {
+  const size_t i = id(layer, expert);
+  uint64_t bytes = 0;
+  for (uint32_t k = span_begin_[i]; k < span_begin_[i + 1]; ++k) bytes += spans_[k].length;
+  return bytes;
+}
+
 uint64_t ExpertIndex::tensor_offset(int layer, int expert, size_t k) const {
   return offsets_[id(layer, expert) * suffixes_.size() + k];
 }

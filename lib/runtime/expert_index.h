@@ -35,6 +35,8 @@ class ExpertIndex {
   const std::vector<std::string>& suffixes() const { return suffixes_; }
   // Reads that fill the slot for (layer, expert).
   std::vector<ExpertRead> reads(int layer, int expert) const;
+  // Bytes those reads take from the disk (aligned lengths).
+  uint64_t read_bytes(int layer, int expert) const;
   // Byte offset of suffix `k` of (layer, expert) within its slot.
   uint64_t tensor_offset(int layer, int expert, size_t k) const;
   // Which suffixes are MXFP4 scale tensors, and their byte sizes.

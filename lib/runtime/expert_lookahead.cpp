@@ -47,10 +47,8 @@ void ExpertCache::resolve_guesses(int layer, const std::vector<int64_t>& keys) {
                              [&](const HeldRead& h) {
                                const int64_t key = h.layer * E + h.expert;
                                if (h.layer > layer || wanted(key)) return false;
-                               uint64_t bytes = 0;
-                               for (const ExpertRead& r : index_.reads(h.layer, h.expert)) bytes += r.length;
                                free_slot(key);
-                               cancelled_bytes += bytes;
+                               cancelled_bytes += index_.read_bytes(h.layer, h.expert);
                                return true;
                              }),
               held_.end());
@@ -167,7 +165,7 @@ void ExpertCache::prefetch_guess(int layer, const std::vector<int>& experts) {
       pending_[key] = slot;
     }
     ++reads;
-    for (const ExpertRead& r : index_.reads(layer, e)) bytes += r.length;
+    bytes += index_.read_bytes(layer, e);
   }
   {
     std::lock_guard<std::mutex> lk(stats_mu_);
