@@ -71,6 +71,11 @@ struct PreparedStream {
   std::string preset;  // the preset the budgets started from ("auto" resolved; "laptop" by default)
 };
 
+// What a run adds to the standard one, for --preset auto and --list-presets
+// alike: its sequences, rollback copies (not optional ones, which the plan
+// lowers when memory is short), draft model and kept conversation states;
+// the context is the standard kPresetListContext (callers set their own).
+PresetRun preset_run_for(const StreamingRequest& req);
 // `--preset auto`, the one decision every tool makes (k3-forward, k3-chat,
 // k3-serve) and k3-doctor recommends: choose_preset over the checkpoint's
 // plan model for the standard run (kPresetListContext positions, as
@@ -80,11 +85,6 @@ struct PreparedStream {
 // or streamed on presets that stream in row blocks) and kept conversation
 // states (k3-serve --keep-mb), against `available` bytes. The
 // forecast a tool prints is then its own plan's peak (prepare_streaming).
-// What a run adds to the standard one, for --preset auto and --list-presets
-// alike: its sequences, rollback copies (not optional ones, which the plan
-// lowers when memory is short), draft model and kept conversation states;
-// the context is the standard kPresetListContext (callers set their own).
-PresetRun preset_run_for(const StreamingRequest& req);
 PresetChoice choose_auto_preset(const ModelConfig& config, const Checkpoint& checkpoint, const StreamingRequest& req,
                                 uint64_t available);
 // Where MemoryLimits::available() came from, for messages: "MemAvailable",
