@@ -171,10 +171,11 @@ struct Mxfp4Source {
     row->p = packed + r * (cols / 2);
     row->s = scales + r * (cols / 32);
   }
-  HWY_INLINE void prefetch(const Row&, size_t) const {}  // decode() prefetches
-  HWY_INLINE void decode(const Row& row, size_t g, VF* out) const {
+  HWY_INLINE void prefetch(const Row& row, size_t g) const {
     // One prefetch per 64-byte line (4 groups of 16 packed bytes).
     if ((g & 3) == 0) hwy::Prefetch(row.p + g * 16 + kPrefetchBytes);
+  }
+  HWY_INLINE void decode(const Row& row, size_t g, VF* out) const {
 #if HWY_TARGET != HWY_SCALAR
     if constexpr (kLanes == 16) {
       const DF d;
