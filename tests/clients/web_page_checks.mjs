@@ -18,6 +18,12 @@ function check(name, expected, actual) {
   else { fails++; console.log(`FAIL ${name}: expected ${e} got ${a}`); }
 }
 const holds = (name, cond) => check(name, true, Boolean(cond));
+// A condition that a transition or a reply brings about: holds once it is
+// true in the page, fails if it is still false after `ms` (a loaded machine
+// runs a .15 s transition late, so a single look can come too early).
+async function becomes(page, name, fn, ms = 5000) {
+  holds(name, await page.waitForFunction(fn, null, { timeout: ms }).then(() => true, () => false));
+}
 const squash = (s) => s.replace(/\s+/g, "");
 const auth = { Authorization: `Bearer ${key}`, "Content-Type": "application/json" };
 
@@ -304,12 +310,11 @@ try {
       await page.screenshot({ path: `${shots}/k3-web-${name}-${scheme}.png` });
     }
   }
-  holds("phone width: the side panel is folded away", await page.evaluate(() =>
-    document.getElementById("side").getBoundingClientRect().right <= 0));
+  await becomes(page, "phone width: the side panel is folded away", () =>
+    document.getElementById("side").getBoundingClientRect().right <= 0);
   await page.click("#menu");
-  await page.waitForTimeout(250);
-  holds("phone width: the menu shows the side panel", await page.evaluate(() =>
-    document.getElementById("side").getBoundingClientRect().left >= 0));
+  await becomes(page, "phone width: the menu shows the side panel", () =>
+    document.getElementById("side").getBoundingClientRect().left >= 0);
   await ctx.close();
 } finally {
   await browser.close();
