@@ -32,6 +32,10 @@ void ServeFlags::add_to(CLI::App& app) {
       ->check(cli::in_range(0.001, 1024));
 }
 
+void ServeFlags::default_context(ModelOptions& mo) {
+  if (mo.ctx == 0) mo.ctx = kDefaultContext;
+}
+
 void ServeFlags::apply(ModelOptions& mo) {
   if (!key_file_.empty()) server.api_key = serve::read_api_key_file(key_file_);
   if ((key_->count() || !key_file_.empty()) && server.api_key.empty())
@@ -44,7 +48,8 @@ void ServeFlags::apply(ModelOptions& mo) {
     throw Error(ExitCode::kUsage, "--cache-dir " + cache.dir + ": not a directory (create it first)");
   cache.ram_bytes = static_cast<uint64_t>(keep_mb_ * 1e6);
   server.max_body_bytes = static_cast<size_t>(max_body_mb_ * 1e6);
-  server.context = static_cast<int64_t>(mo.ctx ? mo.ctx : 8192);
+  default_context(mo);
+  server.context = static_cast<int64_t>(mo.ctx);
   server.http_threads = scheduler.slots + scheduler.queue_limit + 8;
   const std::filesystem::path dir(mo.model_dir);
   if (server.model_name.empty()) server.model_name = dir.lexically_normal().filename().string();

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <string>
 
 #include "cli/model_options.h"
@@ -17,11 +18,16 @@
 namespace k3 {
 
 struct ServeFlags {
+  // The context each request may use when --ctx is not given.
+  static constexpr uint64_t kDefaultContext = 8192;
   serve::ServerOptions server;
   serve::SchedulerOptions scheduler;
   serve::CacheOptions cache;
 
   void add_to(CLI::App& app);
+  // Before --list-presets and --plan: the context the server will hold
+  // (--ctx, default kDefaultContext), so their figures are the server's.
+  static void default_context(ModelOptions& mo);
   // Once parsed: reads --api-key-file, refuses an empty key and a host other
   // machines reach without one (unless --insecure), and a --cache-dir that is
   // not a directory (all kUsage); sets the sizes, the context (--ctx, default

@@ -6,7 +6,8 @@
 # by the plan's draft-model bytes; the header says the draft is counted;
 # k3-chat and k3-serve list with it too. k3-doctor --draft's preset table
 # counts it and its rollback copies in every row, as the list does (memory =
-# the plan's peak, the draft a part).
+# the plan's peak, the draft a part). k3-serve lists and plans at the context
+# it holds (--ctx, default 8192), not the list's standard 4096 positions.
 set -uo pipefail
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 DRAFT=${K3_TEST_DATA:?}/k3-tiny-dspark
@@ -48,6 +49,15 @@ contains "k3-serve's header counts its slots and --keep-mb" "4 sequences" "$(hea
 contains "k3-serve's header counts its draft" "counting the draft model (--draft)" "$(head -1 "$work/list.out")"
 holds "k3-serve --draft: every row grows" "paste -d' ' <(echo \"$serve_plain\") <(echo \"$serve_with\") |
   awk '{ if (\$2 \$3 == \$5 \$6) bad = 1 } END { exit bad }'"
+serve_4096=$(list k3-serve --ctx 4096)
+check "k3-serve --list-presets: the rows of its default context, 8192" "$(list k3-serve --ctx 8192)" "$serve_plain"
+differs "k3-serve --list-presets: not the rows of 4096 positions" "$serve_4096" "$serve_plain"
+serve_peak() {  # serve_peak ARGS...: the forecast of k3-serve --preset min --plan ARGS
+  "$BIN/k3-serve" "$TINY" --trunk "$work/trunk" --preset min --plan "$@" 2>&1 > /dev/null |
+    sed -n 's/^  forecast peak RSS \([0-9.]* [kMG]*B\).*/\1/p'
+}
+check "k3-serve --plan: at its default context, 8192" "$(serve_peak --ctx 8192)" "$(serve_peak)"
+differs "k3-serve --plan: not at 4096 positions" "$(serve_peak --ctx 4096)" "$(serve_peak)"
 
 for d in "" "--draft $DRAFT"; do
   # shellcheck disable=SC2086

@@ -60,6 +60,7 @@ int run(int argc, char** argv) {
     s.state_snapshots = draft.max_drafts();
     f.add_to_plan(s);
   };
+  k3::ServeFlags::default_context(mo);  // what --list-presets and --plan count is what the server holds
   if (auto status = k3::apply_early_options(mo, run_flags)) return *status;
   f.apply(mo);
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
