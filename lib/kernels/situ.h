@@ -3,8 +3,14 @@
 //   a = beta * tanh(g / beta) * sigmoid(g)
 //   u' = lbeta * tanh(u / lbeta)          (u' = u when the config has no lbeta)
 //   situ(g, u) = a * u'
-// It is not SwiGLU. Scalar code only (no Highway version to check against).
+// It is not SwiGLU.
 #pragma once
+
+#include <cstddef>
+
+namespace k3 {
+class ThreadPool;
+}
 
 namespace k3::kernels {
 
@@ -15,5 +21,10 @@ struct SituParams {
 };
 
 float situ(float g, float u, const SituParams& p);
+
+// g[i] = situ(g[i], u[i]) for i < count, split over `pool` (inline when
+// null). Each element is computed once by the same code whatever the split,
+// so the result does not depend on the thread count.
+void situ_inplace(float* g, const float* u, size_t count, const SituParams& p, ThreadPool* pool);
 
 }  // namespace k3::kernels

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/thread_pool.h"
 #include "kernels/attn_res.h"
 #include "kernels/bf16.h"
 #include "kernels/situ.h"
@@ -33,6 +34,32 @@ TEST(Situ, ElementwiseMatchesFormula) {
   EXPECT_NEAR(kernels::situ(1.5f, 100.0f, q), 4.0 * std::tanh(1.5 / 4.0) * test::sigmoid_d(1.5) * 100.0, 1e-3);
   // Not SwiGLU: silu(g) * u differs.
   EXPECT_GT(std::abs(kernels::situ(3.0f, 2.0f, p) - 3.0 * test::sigmoid_d(3.0) * 2.0), 0.1);
+}
+
+// The in-place step over a span gives each element exactly what the scalar
+// step gives it, inline and split over threads (the split must neither skip,
+// repeat nor shift an element, whatever the chunk boundaries).
+TEST(Situ, InplaceSplitOverThreadsMatchesScalarStep) {
+  std::mt19937 rng(11);
+  const size_t count = 3 * 4096 + 17;  // several chunks and a ragged end
+  std::vector<float> g0 = test::random_input(rng, count), u = test::random_input(rng, count);
+  for (size_t i = 0; i < count; ++i) {
+    g0[i] *= 8.0f;  // both saturating and linear ranges of tanh
+    u[i] *= 40.0f;
+  }
+  for (const kernels::SituParams p : {kernels::SituParams{4.0f, true, 25.0f}, kernels::SituParams{3.0f, false, 0.0f}}) {
+    std::vector<float> want(count);
+    for (size_t i = 0; i < count; ++i) want[i] = kernels::situ(g0[i], u[i], p);
+    std::vector<float> inline_g = g0;
+    kernels::situ_inplace(inline_g.data(), u.data(), count, p, nullptr);
+    EXPECT_EQ(std::memcmp(inline_g.data(), want.data(), count * sizeof(float)), 0);
+    for (int threads : {2, 3}) {
+      ThreadPool pool(threads);
+      std::vector<float> g = g0;
+      kernels::situ_inplace(g.data(), u.data(), count, p, &pool);
+      EXPECT_EQ(std::memcmp(g.data(), want.data(), count * sizeof(float)), 0) << threads << " threads";
+    }
+  }
 }
 
 TEST(Situ, MlpMatchesDoubleReference) {
