@@ -57,8 +57,8 @@ void SituSpan(float* g, const float* u, size_t count, const SituParams& p) {
   if (i == count) return;
   // The ragged end goes through the same vector code on a padded copy, so
   // an element's value never depends on where its span starts or ends.
-  HWY_ALIGN float gb[hn::MaxLanes(d)] = {};
-  HWY_ALIGN float ub[hn::MaxLanes(d)] = {};
+  HWY_ALIGN float gb[HWY_MAX_BYTES / sizeof(float)] = {};
+  HWY_ALIGN float ub[HWY_MAX_BYTES / sizeof(float)] = {};
   std::memcpy(gb, g + i, (count - i) * sizeof(float));
   std::memcpy(ub, u + i, (count - i) * sizeof(float));
   hn::Store(SituVec(d, hn::Load(d, gb), hn::Load(d, ub), p), d, gb);
