@@ -1,6 +1,9 @@
 #include "kernels/rms_norm.h"
 
+#include <algorithm>
 #include <cmath>
+
+#include "common/thread_pool.h"
 
 namespace k3::kernels {
 
@@ -18,6 +21,14 @@ void rms_norm(const float* x, size_t n, size_t dim, const float* weight, float e
     const float r = rms_scale(xr, dim, eps);
     for (size_t c = 0; c < dim; ++c) o[c] = xr[c] * r * weight[c];
   }
+}
+
+void rms_norm(const float* x, size_t n, size_t dim, const float* weight, float eps, float* out, ThreadPool* pool) {
+  // Rows per chunk: a row is ~2 * dim flops, so chunks of ~64k floats.
+  const size_t grain = std::max<size_t>(1, (size_t{1} << 16) / std::max<size_t>(dim, 1));
+  auto body = [&](size_t r0, size_t r1) { rms_norm(x + r0 * dim, r1 - r0, dim, weight, eps, out + r0 * dim); };
+  if (pool) pool->parallel_for(n, grain, body);
+  else body(0, n);
 }
 
 }  // namespace k3::kernels

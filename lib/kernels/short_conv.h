@@ -9,10 +9,17 @@
 #include <cstddef>
 #include <cstdint>
 
+namespace k3 {
+class ThreadPool;
+}
+
 namespace k3::kernels {
 
 // `w` is [channels, K] BF16 bits; `ext` is scratch of (K - 1 + n) * channels
-// floats (the caller's, so the conv allocates nothing).
-void short_conv_silu(const uint16_t* w, float* carry, float* raw, size_t n, size_t channels, size_t K, float* ext);
+// floats (the caller's, so the conv allocates nothing). Channels are split
+// over `pool` (inline when null); each output is computed once by the same
+// code whatever the split, so the bits do not depend on the thread count.
+void short_conv_silu(const uint16_t* w, float* carry, float* raw, size_t n, size_t channels, size_t K, float* ext,
+                     ThreadPool* pool = nullptr);
 
 }  // namespace k3::kernels

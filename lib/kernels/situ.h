@@ -3,8 +3,18 @@
 //   a = beta * tanh(g / beta) * sigmoid(g)
 //   u' = lbeta * tanh(u / lbeta)          (u' = u when the config has no lbeta)
 //   situ(g, u) = a * u'
-// It is not SwiGLU. Scalar code only (no Highway version to check against).
+// It is not SwiGLU. situ() is the scalar form (libm's tanh and exp), the
+// reference; the model runs situ_span()/situ_inplace(), the same formula in
+// Highway vectors (its Tanh and Exp, within a few ulp of libm's), which give
+// each element the same bits wherever it sits in a span, so outputs stay
+// bit-identical across thread counts, budgets and batches.
 #pragma once
+
+#include <cstddef>
+
+namespace k3 {
+class ThreadPool;
+}
 
 namespace k3::kernels {
 
@@ -15,5 +25,14 @@ struct SituParams {
 };
 
 float situ(float g, float u, const SituParams& p);
+
+// g[i] = situ(g[i], u[i]) for i < count, vectorised (the ragged end goes
+// through the same vector code, padded).
+void situ_span(float* g, const float* u, size_t count, const SituParams& p);
+
+// situ_span over count elements, split over `pool` (inline when null). Each
+// element is computed once by the same code whatever the split, so the
+// result does not depend on the thread count.
+void situ_inplace(float* g, const float* u, size_t count, const SituParams& p, ThreadPool* pool);
 
 }  // namespace k3::kernels

@@ -22,12 +22,12 @@ namespace {
 // `record`, when given, keeps [carry rows, raw rows] so the carry after any
 // row can be cut from it for a rollback; otherwise `ext` is the scratch.
 void short_conv_silu(const Bf16Matrix& w, std::vector<float>& carry, float* raw, size_t n, size_t channels, size_t K,
-                     std::vector<float>* record, float* ext) {
+                     std::vector<float>* record, float* ext, ThreadPool* pool) {
   if (record) {
     record->resize((K - 1 + n) * channels);
     ext = record->data();
   }
-  kernels::short_conv_silu(w.data, carry.data(), raw, n, channels, K, ext);
+  kernels::short_conv_silu(w.data, carry.data(), raw, n, channels, K, ext, pool);
 }
 
 // The pieces of KDA's scratch, in carving order.
@@ -110,9 +110,9 @@ void kda_forward(const ModelConfig& c, const KdaWeights& w, std::span<const Laye
       hist->S.resize(seg.count > 1 ? (seg.count - 1) * H * D * D : 0);
     }
     const size_t off = seg.begin * HD;
-    short_conv_silu(w.q_conv, st.conv_q, m.q + off, seg.count, HD, K, hist ? &hist->conv_q : nullptr, m.ext);
-    short_conv_silu(w.k_conv, st.conv_k, m.k + off, seg.count, HD, K, hist ? &hist->conv_k : nullptr, m.ext);
-    short_conv_silu(w.v_conv, st.conv_v, m.v + off, seg.count, HD, K, hist ? &hist->conv_v : nullptr, m.ext);
+    short_conv_silu(w.q_conv, st.conv_q, m.q + off, seg.count, HD, K, hist ? &hist->conv_q : nullptr, m.ext, pool);
+    short_conv_silu(w.k_conv, st.conv_k, m.k + off, seg.count, HD, K, hist ? &hist->conv_k : nullptr, m.ext, pool);
+    short_conv_silu(w.v_conv, st.conv_v, m.v + off, seg.count, HD, K, hist ? &hist->conv_v : nullptr, m.ext, pool);
   }
 
   // Each head carries its own S through its sequence's rows.

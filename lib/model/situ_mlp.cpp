@@ -21,7 +21,7 @@ void run(const M& gate, const M& up, const M& down, const SituParams& p, const f
   float* u = scratch + n * inter;
   lin(gate, x, n, g, pool);
   lin(up, x, n, u, pool);
-  for (size_t i = 0; i < n * inter; ++i) g[i] = kernels::situ(g[i], u[i], p);
+  kernels::situ_inplace(g, u, n * inter, p, pool);
   lin(down, g, n, out, pool);
 }
 

@@ -1,6 +1,7 @@
 // The KDA recurrence step (kernels/kda_step.h) on cases whose result is
-// exact (unit keys, no decay, full forgetting), and against a
-// double-precision transcription of SPEC section 2 on random data.
+// exact (unit keys, no decay, full forgetting), against a double-precision
+// transcription of SPEC section 2 on random data, and bit for bit against
+// the plain float loops.
 #include "kernels/kda_step.h"
 
 #include <gtest/gtest.h>
@@ -89,6 +90,62 @@ TEST(KdaStep, MatchesDoublePrecisionReference) {
       double orf = 0;
       for (size_t i = 0; i < Dn; ++i) orf += R[i * Dn + j] * q[i];
       EXPECT_NEAR(o[j], orf, 1e-5 * (1 + std::fabs(orf))) << "step " << step << " j " << j;
+    }
+  }
+}
+
+// The plain loops of SPEC section 2, one float operation at a time (no fused
+// multiply-add): the vectorised step must give exactly these bits.
+void plain_step(float* S, const float* q, const float* k, const float* v, const float* g, float beta, size_t Dn,
+                float* o, float* u) {
+  for (size_t i = 0; i < Dn; ++i) {
+    const float decay = std::exp(g[i]);
+    for (size_t j = 0; j < Dn; ++j) S[i * Dn + j] = S[i * Dn + j] * decay;
+  }
+  for (size_t j = 0; j < Dn; ++j) u[j] = v[j];
+  for (size_t i = 0; i < Dn; ++i)
+    for (size_t j = 0; j < Dn; ++j) {
+      const volatile float prod = S[i * Dn + j] * k[i];  // rounded on its own
+      u[j] = u[j] - prod;
+    }
+  for (size_t i = 0; i < Dn; ++i) {
+    const float bk = beta * k[i];
+    for (size_t j = 0; j < Dn; ++j) {
+      const volatile float prod = bk * u[j];
+      S[i * Dn + j] = S[i * Dn + j] + prod;
+    }
+  }
+  for (size_t j = 0; j < Dn; ++j) o[j] = 0;
+  for (size_t i = 0; i < Dn; ++i)
+    for (size_t j = 0; j < Dn; ++j) {
+      const volatile float prod = S[i * Dn + j] * q[i];
+      o[j] = o[j] + prod;
+    }
+}
+
+// Bit for bit against the plain loops, over many steps (so S carries any
+// difference forward), at the bench head size and at sizes with a ragged
+// end for every vector width.
+TEST(KdaStep, VectorisedStepEqualsPlainLoopsBitForBit) {
+  std::mt19937 rng(17);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (size_t Dn : {128u, 37u, 5u}) {
+    std::vector<float> S(Dn * Dn), o(Dn), u(Dn), q(Dn), k(Dn), v(Dn), g(Dn);
+    for (float& x : S) x = nd(rng) * 0.1f;
+    std::vector<float> Sp = S, op(Dn), up(Dn);
+    for (int step = 0; step < 40; ++step) {
+      for (size_t i = 0; i < Dn; ++i) {
+        q[i] = nd(rng);
+        k[i] = nd(rng) * 0.2f;
+        v[i] = nd(rng);
+        g[i] = -std::fabs(nd(rng)) * 0.2f;
+      }
+      const float beta = 0.3f + 0.01f * static_cast<float>(step);
+      kda_recurrent_step(S.data(), q.data(), k.data(), v.data(), g.data(), beta, Dn, o.data(), u.data());
+      plain_step(Sp.data(), q.data(), k.data(), v.data(), g.data(), beta, Dn, op.data(), up.data());
+      ASSERT_EQ(std::memcmp(S.data(), Sp.data(), S.size() * sizeof(float)), 0) << "D " << Dn << " step " << step;
+      ASSERT_EQ(std::memcmp(o.data(), op.data(), o.size() * sizeof(float)), 0) << "D " << Dn << " step " << step;
+      ASSERT_EQ(std::memcmp(u.data(), up.data(), u.size() * sizeof(float)), 0) << "D " << Dn << " step " << step;
     }
   }
 }

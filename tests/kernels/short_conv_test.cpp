@@ -1,7 +1,7 @@
 // KDA's short conv (kernels/short_conv.h): the causal window on exact
 // small values (taps and inputs chosen so every sum is exact in FP32), the
 // carry across calls, and n tokens at once equal to the same tokens in
-// pieces, byte for byte.
+// pieces, and to the same call split over threads, byte for byte.
 #include "kernels/short_conv.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/thread_pool.h"
 #include "kernels/activations.h"
 #include "kernels/bf16.h"
 
@@ -70,6 +71,26 @@ TEST(ShortConv, PiecesEqualOneCallByteForByte) {
   ASSERT_EQ(t0, n);
   EXPECT_EQ(std::memcmp(all.data(), pieces.data(), all.size() * sizeof(float)), 0);
   EXPECT_EQ(std::memcmp(carry_all.data(), carry_p.data(), carry_all.size() * sizeof(float)), 0);
+}
+
+// Channels split over threads (several chunks, uneven sizes) give every
+// output and the carry exactly what the inline call gives.
+TEST(ShortConv, ThreadsSplitChannelsByteForByte) {
+  const size_t n = 40, channels = 1001;
+  std::vector<uint16_t> w(channels * K);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = f32_to_bf16(static_cast<float>(int(i * 7 % 13) - 6) * 0.125f);
+  std::vector<float> raw(n * channels), carry((K - 1) * channels), ext((K - 1 + n) * channels);
+  for (size_t i = 0; i < raw.size(); ++i) raw[i] = static_cast<float>(int(i * 5 % 17) - 8) * 0.3f;
+  for (size_t i = 0; i < carry.size(); ++i) carry[i] = static_cast<float>(int(i % 5) - 2) * 0.7f;
+  std::vector<float> want = raw, want_carry = carry;
+  short_conv_silu(w.data(), want_carry.data(), want.data(), n, channels, K, ext.data());
+  for (int threads : {2, 3}) {
+    ThreadPool pool(threads);
+    std::vector<float> got = raw, got_carry = carry;
+    short_conv_silu(w.data(), got_carry.data(), got.data(), n, channels, K, ext.data(), &pool);
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0) << threads;
+    EXPECT_EQ(std::memcmp(got_carry.data(), want_carry.data(), want_carry.size() * sizeof(float)), 0) << threads;
+  }
 }
 
 }  // namespace

@@ -1,9 +1,12 @@
-// SiTU against its formula in double, AttnRes against a hand computation.
+// SiTU against its formula in double (the scalar step) and against the
+// scalar step (the vector step), AttnRes against a hand computation.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
+#include "common/thread_pool.h"
 #include "kernels/attn_res.h"
 #include "kernels/bf16.h"
 #include "kernels/situ.h"
@@ -33,6 +36,88 @@ TEST(Situ, ElementwiseMatchesFormula) {
   EXPECT_NEAR(kernels::situ(1.5f, 100.0f, q), 4.0 * std::tanh(1.5 / 4.0) * test::sigmoid_d(1.5) * 100.0, 1e-3);
   // Not SwiGLU: silu(g) * u differs.
   EXPECT_GT(std::abs(kernels::situ(3.0f, 2.0f, p) - 3.0 * test::sigmoid_d(3.0) * 2.0), 0.1);
+}
+
+// The vector step (Highway's Tanh and Exp in place of libm's) against the
+// scalar step: within a few float ulp everywhere, saturating ranges included,
+// and exactly zero where the scalar sigmoid underflows to zero.
+TEST(Situ, SpanWithinUlpsOfScalarStep) {
+  for (const kernels::SituParams p : {kernels::SituParams{4.0f, true, 25.0f}, kernels::SituParams{3.0f, false, 0.0f}}) {
+    std::vector<float> g, u;
+    for (float gv = -120.0f; gv <= 120.0f; gv += 0.0731f)
+      for (float uv : {-900.0f, -40.0f, -3.0f, -0.01f, 0.0f, 0.7f, 12.0f, 60.0f}) {
+        g.push_back(gv);
+        u.push_back(uv);
+      }
+    std::vector<float> got = g;
+    kernels::situ_span(got.data(), u.data(), got.size(), p);
+    for (size_t i = 0; i < g.size(); ++i) {
+      const float want = kernels::situ(g[i], u[i], p);
+      EXPECT_NEAR(got[i], want, 2e-6f * std::abs(want)) << "g " << g[i] << " u " << u[i];
+    }
+  }
+}
+
+TEST(Situ, SpanKeepsNonFiniteInputs) {
+  const kernels::SituParams p{4.0f, true, 25.0f};
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  std::vector<float> g = {nan, 1.0f, inf, -inf, 2.0f, -1e30f, 1e30f};
+  const std::vector<float> u = {1.0f, nan, 2.0f, 2.0f, inf, 3.0f, -3.0f};
+  std::vector<float> got = g;
+  kernels::situ_span(got.data(), u.data(), got.size(), p);
+  for (size_t i = 0; i < g.size(); ++i) {
+    const float want = kernels::situ(g[i], u[i], p);
+    if (std::isnan(want)) EXPECT_TRUE(std::isnan(got[i])) << i;
+    else EXPECT_NEAR(got[i], want, 2e-6f * std::abs(want)) << i;
+  }
+}
+
+// A lane's result depends on its own inputs only: the same element gives the
+// same bits alone, in a long span, and at every offset and ragged end (so
+// the split over threads and the batch composition cannot change them).
+TEST(Situ, SpanElementBitsIndependentOfPosition) {
+  const kernels::SituParams p{4.0f, true, 25.0f};
+  std::mt19937 rng(5);
+  const size_t count = 131;
+  std::vector<float> g0 = test::random_input(rng, count, 6.0), u = test::random_input(rng, count, 30.0);
+  std::vector<float> alone(count);
+  for (size_t i = 0; i < count; ++i) {
+    alone[i] = g0[i];
+    kernels::situ_span(&alone[i], &u[i], 1, p);
+  }
+  for (size_t begin = 0; begin < 20; ++begin)
+    for (size_t end : {count, count - 1, count - 7}) {
+      std::vector<float> g = g0;
+      kernels::situ_span(g.data() + begin, u.data() + begin, end - begin, p);
+      EXPECT_EQ(std::memcmp(g.data() + begin, alone.data() + begin, (end - begin) * sizeof(float)), 0)
+          << begin << " " << end;
+    }
+}
+
+// The in-place step gives each element exactly what the vector step gives it
+// alone, inline and split over threads (the split must neither skip, repeat
+// nor shift an element, whatever the chunk boundaries).
+TEST(Situ, InplaceSplitOverThreadsMatchesElementAlone) {
+  std::mt19937 rng(11);
+  const size_t count = 3 * 16384 + 17;  // several chunks and a ragged end
+  std::vector<float> g0 = test::random_input(rng, count), u = test::random_input(rng, count);
+  for (size_t i = 0; i < count; ++i) {
+    g0[i] *= 8.0f;  // both saturating and linear ranges of tanh
+    u[i] *= 40.0f;
+  }
+  for (const kernels::SituParams p : {kernels::SituParams{4.0f, true, 25.0f}, kernels::SituParams{3.0f, false, 0.0f}}) {
+    std::vector<float> want = g0;
+    for (size_t i = 0; i < count; ++i) kernels::situ_span(&want[i], &u[i], 1, p);
+    std::vector<float> inline_g = g0;
+    kernels::situ_inplace(inline_g.data(), u.data(), count, p, nullptr);
+    EXPECT_EQ(std::memcmp(inline_g.data(), want.data(), count * sizeof(float)), 0);
+    for (int threads : {2, 3}) {
+      ThreadPool pool(threads);
+      std::vector<float> g = g0;
+      kernels::situ_inplace(g.data(), u.data(), count, p, &pool);
+      EXPECT_EQ(std::memcmp(g.data(), want.data(), count * sizeof(float)), 0) << threads << " threads";
+    }
+  }
 }
 
 TEST(Situ, MlpMatchesDoubleReference) {
