@@ -382,13 +382,13 @@ struct TileShape {
   static constexpr size_t kRowT = (kWide || Source::kVecs == 1) ? 0 : Source::kVecs <= 4 ? 8 : 4;
 };
 
-// Rows [tile_begin*R, ...) for all n tokens: rows in tiles of kR (then
+// Rows [r_begin, r_end) for all n tokens: rows in tiles of kR (then
 // single rows); tokens in single-row groups of kRowT, kRowT/2 (and 3 when
 // that is 4) when the source uses them, then blocks of kT, 2 and 1. Which tile computes an
 // output never changes its bits.
 template <class Source>
-void rows_range(const Source& src, size_t tile_begin, size_t tile_end, size_t rows, const float* X, size_t xstride,
-                size_t n, size_t blocks, bool tail, float* Y) {
+void rows_range(const Source& src, size_t r_begin, size_t r_end, size_t rows, const float* X, size_t xstride, size_t n,
+                size_t blocks, bool tail, float* Y) {
   constexpr size_t kR = TileShape<Source>::kR, kT = TileShape<Source>::kT;
   constexpr size_t kRowT = TileShape<Source>::kRowT;
   // Single-row tiles of kRowT, then kRowT/2, tokens over rows [r, r + count).
@@ -415,7 +415,6 @@ void rows_range(const Source& src, size_t tile_begin, size_t tile_end, size_t ro
       }
     }
   };
-  const size_t r_begin = tile_begin * kR, r_end = std::min(rows, tile_end * kR);
   size_t r = r_begin;
 #if HWY_TARGET == HWY_AVX2
   if constexpr (std::is_same_v<Source, Mxfp4Source>) {
@@ -443,19 +442,26 @@ void rows_range(const Source& src, size_t tile_begin, size_t tile_end, size_t ro
 
 #include "kernels/matmul_blocked-inl.h"
 
+// Rows [r_begin, r_end) of the product, on the calling thread.
+template <class Source>
+void run_rows(const Source& src, size_t r_begin, size_t r_end, size_t rows, const float* X, size_t xstride, size_t n,
+              size_t blocks, bool tail, float* Y) {
+  if constexpr (kHasColumnTail<Source>) {  // the dense sources
+    if (n >= kBlockMinTokens) {
+      rows_range_blocked(src, r_begin, r_end, rows, X, xstride, n, blocks, tail, Y);
+      return;
+    }
+  }
+  rows_range(src, r_begin, r_end, rows, X, xstride, n, blocks, tail, Y);
+}
+
 template <class Source>
 void run(const Source& src, size_t rows, const float* X, size_t xstride, size_t n, size_t blocks, bool tail, float* Y,
          ThreadPool* pool) {
   constexpr size_t kR = TileShape<Source>::kR;
   const size_t tiles = (rows + kR - 1) / kR;
   auto body = [&](size_t b, size_t e) {
-    if constexpr (kHasColumnTail<Source>) {  // the dense sources
-      if (n >= kBlockMinTokens) {
-        rows_range_blocked(src, b * kR, std::min(rows, e * kR), rows, X, xstride, n, blocks, tail, Y);
-        return;
-      }
-    }
-    rows_range(src, b, e, rows, X, xstride, n, blocks, tail, Y);
+    run_rows(src, b * kR, std::min(rows, e * kR), rows, X, xstride, n, blocks, tail, Y);
   };
   if (pool == nullptr) {
     body(0, tiles);
@@ -494,9 +500,16 @@ void MatmulF32(const float* W, size_t rows, size_t cols, const float* X, size_t 
   run(src, rows, xp, xstride, n, cols / kLanes, cols % kLanes != 0, Y, pool);
 }
 
-void MatmulMxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t n,
-                 float* Y, ThreadPool* pool) {
-  // Permute X: per 32-column group, even columns then odd columns.
+void MatmulBf16Rows(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y, size_t r_begin,
+                    size_t r_end) {
+  size_t xstride;
+  const float* xp = padded_x(X, cols, n, &xstride);
+  const Bf16Source src{W, cols};
+  run_rows(src, r_begin, r_end, rows, xp, xstride, n, cols / kLanes, cols % kLanes != 0, Y);
+}
+
+// Per 32-column group, the even columns of X, then the odd ones (see the top).
+const float* permuted_x(const float* X, size_t cols, size_t n) {
   std::vector<float>& buf = x_scratch();
   buf.resize(n * cols);
   for (size_t t = 0; t < n; ++t) {
@@ -509,8 +522,19 @@ void MatmulMxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size
       }
     }
   }
+  return buf.data();
+}
+
+void MatmulMxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t n,
+                 float* Y, ThreadPool* pool) {
   const Mxfp4Source src{packed, scales, cols, scales_table().v, half_scales().v};
-  run(src, rows, buf.data(), cols, n, cols / 32, false, Y, pool);
+  run(src, rows, permuted_x(X, cols, n), cols, n, cols / 32, false, Y, pool);
+}
+
+void MatmulMxfp4Rows(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t n,
+                     float* Y, size_t r_begin, size_t r_end) {
+  const Mxfp4Source src{packed, scales, cols, scales_table().v, half_scales().v};
+  run_rows(src, r_begin, r_end, rows, permuted_x(X, cols, n), cols, n, cols / 32, false, Y);
 }
 
 int64_t CurrentTarget() { return HWY_TARGET; }
@@ -526,6 +550,8 @@ namespace k3::kernels {
 HWY_EXPORT(MatmulBf16);
 HWY_EXPORT(MatmulF32);
 HWY_EXPORT(MatmulMxfp4);
+HWY_EXPORT(MatmulBf16Rows);
+HWY_EXPORT(MatmulMxfp4Rows);
 HWY_EXPORT(CurrentTarget);
 
 void matmul_bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y, ThreadPool* pool) {
@@ -548,6 +574,33 @@ void matmul_f32(const float* W, size_t rows, size_t cols, const float* X, size_t
   if (rows == 0 || n == 0) return;
   HWY_DYNAMIC_DISPATCH(MatmulF32)(W, rows, cols, X, n, Y, pool);
 }
+
+namespace {
+void check_row_range(size_t rows, size_t r_begin, size_t r_end, const char* what) {
+  if (r_begin > r_end || r_end > rows)
+    throw Error(ExitCode::kInternal, std::string(what) + ": rows [" + std::to_string(r_begin) + ", " +
+                                         std::to_string(r_end) + ") are not within the matrix's " +
+                                         std::to_string(rows));
+}
+}  // namespace
+
+void matmul_bf16_rows(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y, size_t row_begin,
+                      size_t row_end) {
+  check_row_range(rows, row_begin, row_end, "matmul_bf16_rows");
+  if (row_begin == row_end || n == 0) return;
+  HWY_DYNAMIC_DISPATCH(MatmulBf16Rows)(W, rows, cols, X, n, Y, row_begin, row_end);
+}
+
+void matmul_mxfp4_rows(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t n,
+                       float* Y, size_t row_begin, size_t row_end) {
+  if (cols % kMxfp4Group != 0)
+    throw Error(ExitCode::kInternal, "matmul_mxfp4_rows: cols (" + std::to_string(cols) + ") is not a multiple of 32");
+  check_row_range(rows, row_begin, row_end, "matmul_mxfp4_rows");
+  if (row_begin == row_end || n == 0) return;
+  HWY_DYNAMIC_DISPATCH(MatmulMxfp4Rows)(packed, scales, rows, cols, X, n, Y, row_begin, row_end);
+}
+
+size_t matmul_row_grain(size_t cols, size_t n) { return row_grain(cols, n, 1); }
 
 const char* kernel_target_name() { return hwy::TargetName(HWY_DYNAMIC_DISPATCH(CurrentTarget)()); }
 
