@@ -263,6 +263,65 @@ struct Mxfp4Source {
 template <class Source>
 constexpr bool kHasColumnTail = !std::is_same_v<Source, Mxfp4Source>;
 
+#if HWY_TARGET == HWY_AVX2
+// One token of MXFP4 on AVX2, kMxOneTokenRows rows side by side. Each output
+// has one accumulator and one FMA per 8 weights, so the 2-row tile<2, 1>
+// keeps only 2 FMA chains in flight and waits on the FMA latency (4 group
+// vectors in a row into the same accumulator). Decoding each vector just
+// before its FMA (table per row and group, indices read again from the
+// packed bytes) needs ~3 registers per row instead of 5, so 4 rows fit in
+// AVX2's 16 registers: 4 chains. Every output sees the products and the
+// decoded values of decode_avx2 in the same order (group by group, vectors
+// 0..3: low nibbles of bytes 0-7, 8-15, then the high ones), so the bits are
+// tile<2, 1>'s. One core, expert shapes 640x768 to 3584x3072, weights from
+// memory, Release (-O3): 4.9-5.1 -> 5.1-5.3 GB/s in a tight loop, 1.14-1.17
+// -> 1.10-1.12 ms per 3584x3072 matrix in k3-bench-kernels (3 runs each);
+// at -O2, where GCC schedules tile<2, 1> worse, 3.6-3.9 -> 5.0-5.3. Six
+// rows ran slower (4.2-4.6 GB/s), eight spill.
+constexpr size_t kMxOneTokenRows = 4;
+
+HWY_NOINLINE void tile_mxfp4_one_token(const Mxfp4Source& src, size_t r0, const float* x, size_t groups, float* Y) {
+  constexpr size_t R = kMxOneTokenRows;
+  const __m256 mags = _mm256_load_ps(kMxfp4CodeValues);
+  const __m256 bias =
+      _mm256_castsi256_ps(_mm256_setr_epi32(0, 1 << 28, 2 << 28, 3 << 28, 4 << 28, 5 << 28, 6 << 28, 7 << 28));
+  Mxfp4Source::Row row[R];
+  __m256 acc[R];
+#pragma GCC unroll 8
+  for (size_t r = 0; r < R; ++r) {
+    src.init_row(r0 + r, &row[r]);
+    acc[r] = _mm256_setzero_ps();
+  }
+  for (size_t g = 0; g < groups; ++g) {
+    __m256 table[R];
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; ++r) {
+      src.prefetch(row[r], g);
+      table[r] = _mm256_xor_ps(_mm256_mul_ps(mags, _mm256_set1_ps(src.scale_of[row[r].s[g]])), bias);
+    }
+#pragma GCC unroll 4
+    for (size_t v = 0; v < 4; ++v) {
+      const __m256 xv = _mm256_loadu_ps(x + g * 32 + v * 8);
+#pragma GCC unroll 8
+      for (size_t r = 0; r < R; ++r) {
+        __m256i idx =
+            _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row[r].p + g * 16 + (v & 1) * 8)));
+        if (v >= 2) idx = _mm256_srli_epi32(idx, 4);
+        const __m256 w =
+            _mm256_xor_ps(_mm256_permutevar8x32_ps(table[r], idx), _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
+        acc[r] = _mm256_fmadd_ps(w, xv, acc[r]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (size_t r = 0; r < R; ++r) {
+    VF a;
+    a.raw = acc[r];
+    Y[r0 + r] = hn::GetLane(hn::SumOfLanes(DF(), a));
+  }
+}
+#endif
+
 // ---- The tile: R rows x T tokens. ----
 //
 // X rows are xstride floats apart; blocks is the number of full blocks
@@ -323,13 +382,13 @@ struct TileShape {
   static constexpr size_t kRowT = (kWide || Source::kVecs == 1) ? 0 : Source::kVecs <= 4 ? 8 : 4;
 };
 
-// Rows [tile_begin*R, ...) for all n tokens: rows in tiles of kR (then
+// Rows [r_begin, r_end) for all n tokens: rows in tiles of kR (then
 // single rows); tokens in single-row groups of kRowT, kRowT/2 (and 3 when
 // that is 4) when the source uses them, then blocks of kT, 2 and 1. Which tile computes an
 // output never changes its bits.
 template <class Source>
-void rows_range(const Source& src, size_t tile_begin, size_t tile_end, size_t rows, const float* X, size_t xstride,
-                size_t n, size_t blocks, bool tail, float* Y) {
+void rows_range(const Source& src, size_t r_begin, size_t r_end, size_t rows, const float* X, size_t xstride, size_t n,
+                size_t blocks, bool tail, float* Y) {
   constexpr size_t kR = TileShape<Source>::kR, kT = TileShape<Source>::kT;
   constexpr size_t kRowT = TileShape<Source>::kRowT;
   // Single-row tiles of kRowT, then kRowT/2, tokens over rows [r, r + count).
@@ -356,8 +415,14 @@ void rows_range(const Source& src, size_t tile_begin, size_t tile_end, size_t ro
       }
     }
   };
-  const size_t r_begin = tile_begin * kR, r_end = std::min(rows, tile_end * kR);
   size_t r = r_begin;
+#if HWY_TARGET == HWY_AVX2
+  if constexpr (std::is_same_v<Source, Mxfp4Source>) {
+    if (n == 1) {  // the rest of the rows go through the tiles below
+      for (; r + kMxOneTokenRows <= r_end; r += kMxOneTokenRows) tile_mxfp4_one_token(src, r, X, blocks, Y);
+    }
+  }
+#endif
   for (; r + kR <= r_end; r += kR) {
     size_t t = 0;
     single_rows(r, kR, t);
@@ -377,19 +442,26 @@ void rows_range(const Source& src, size_t tile_begin, size_t tile_end, size_t ro
 
 #include "kernels/matmul_blocked-inl.h"
 
+// Rows [r_begin, r_end) of the product, on the calling thread.
+template <class Source>
+void run_rows(const Source& src, size_t r_begin, size_t r_end, size_t rows, const float* X, size_t xstride, size_t n,
+              size_t blocks, bool tail, float* Y) {
+  if constexpr (kHasColumnTail<Source>) {  // the dense sources
+    if (n >= kBlockMinTokens) {
+      rows_range_blocked(src, r_begin, r_end, rows, X, xstride, n, blocks, tail, Y);
+      return;
+    }
+  }
+  rows_range(src, r_begin, r_end, rows, X, xstride, n, blocks, tail, Y);
+}
+
 template <class Source>
 void run(const Source& src, size_t rows, const float* X, size_t xstride, size_t n, size_t blocks, bool tail, float* Y,
          ThreadPool* pool) {
   constexpr size_t kR = TileShape<Source>::kR;
   const size_t tiles = (rows + kR - 1) / kR;
   auto body = [&](size_t b, size_t e) {
-    if constexpr (kHasColumnTail<Source>) {  // the dense sources
-      if (n >= kBlockMinTokens) {
-        rows_range_blocked(src, b * kR, std::min(rows, e * kR), rows, X, xstride, n, blocks, tail, Y);
-        return;
-      }
-    }
-    rows_range(src, b, e, rows, X, xstride, n, blocks, tail, Y);
+    run_rows(src, b * kR, std::min(rows, e * kR), rows, X, xstride, n, blocks, tail, Y);
   };
   if (pool == nullptr) {
     body(0, tiles);
@@ -428,9 +500,16 @@ void MatmulF32(const float* W, size_t rows, size_t cols, const float* X, size_t 
   run(src, rows, xp, xstride, n, cols / kLanes, cols % kLanes != 0, Y, pool);
 }
 
-void MatmulMxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t n,
-                 float* Y, ThreadPool* pool) {
-  // Permute X: per 32-column group, even columns then odd columns.
+void MatmulBf16Rows(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y, size_t r_begin,
+                    size_t r_end) {
+  size_t xstride;
+  const float* xp = padded_x(X, cols, n, &xstride);
+  const Bf16Source src{W, cols};
+  run_rows(src, r_begin, r_end, rows, xp, xstride, n, cols / kLanes, cols % kLanes != 0, Y);
+}
+
+// Per 32-column group, the even columns of X, then the odd ones (see the top).
+const float* permuted_x(const float* X, size_t cols, size_t n) {
   std::vector<float>& buf = x_scratch();
   buf.resize(n * cols);
   for (size_t t = 0; t < n; ++t) {
@@ -443,8 +522,19 @@ void MatmulMxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size
       }
     }
   }
+  return buf.data();
+}
+
+void MatmulMxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t n,
+                 float* Y, ThreadPool* pool) {
   const Mxfp4Source src{packed, scales, cols, scales_table().v, half_scales().v};
-  run(src, rows, buf.data(), cols, n, cols / 32, false, Y, pool);
+  run(src, rows, permuted_x(X, cols, n), cols, n, cols / 32, false, Y, pool);
+}
+
+void MatmulMxfp4Rows(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t n,
+                     float* Y, size_t r_begin, size_t r_end) {
+  const Mxfp4Source src{packed, scales, cols, scales_table().v, half_scales().v};
+  run_rows(src, r_begin, r_end, rows, permuted_x(X, cols, n), cols, n, cols / 32, false, Y);
 }
 
 int64_t CurrentTarget() { return HWY_TARGET; }
@@ -460,6 +550,8 @@ namespace k3::kernels {
 HWY_EXPORT(MatmulBf16);
 HWY_EXPORT(MatmulF32);
 HWY_EXPORT(MatmulMxfp4);
+HWY_EXPORT(MatmulBf16Rows);
+HWY_EXPORT(MatmulMxfp4Rows);
 HWY_EXPORT(CurrentTarget);
 
 void matmul_bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y, ThreadPool* pool) {
@@ -482,6 +574,33 @@ void matmul_f32(const float* W, size_t rows, size_t cols, const float* X, size_t
   if (rows == 0 || n == 0) return;
   HWY_DYNAMIC_DISPATCH(MatmulF32)(W, rows, cols, X, n, Y, pool);
 }
+
+namespace {
+void check_row_range(size_t rows, size_t r_begin, size_t r_end, const char* what) {
+  if (r_begin > r_end || r_end > rows)
+    throw Error(ExitCode::kInternal, std::string(what) + ": rows [" + std::to_string(r_begin) + ", " +
+                                         std::to_string(r_end) + ") are not within the matrix's " +
+                                         std::to_string(rows));
+}
+}  // namespace
+
+void matmul_bf16_rows(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y, size_t row_begin,
+                      size_t row_end) {
+  check_row_range(rows, row_begin, row_end, "matmul_bf16_rows");
+  if (row_begin == row_end || n == 0) return;
+  HWY_DYNAMIC_DISPATCH(MatmulBf16Rows)(W, rows, cols, X, n, Y, row_begin, row_end);
+}
+
+void matmul_mxfp4_rows(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t n,
+                       float* Y, size_t row_begin, size_t row_end) {
+  if (cols % kMxfp4Group != 0)
+    throw Error(ExitCode::kInternal, "matmul_mxfp4_rows: cols (" + std::to_string(cols) + ") is not a multiple of 32");
+  check_row_range(rows, row_begin, row_end, "matmul_mxfp4_rows");
+  if (row_begin == row_end || n == 0) return;
+  HWY_DYNAMIC_DISPATCH(MatmulMxfp4Rows)(packed, scales, rows, cols, X, n, Y, row_begin, row_end);
+}
+
+size_t matmul_row_grain(size_t cols, size_t n) { return row_grain(cols, n, 1); }
 
 const char* kernel_target_name() { return hwy::TargetName(HWY_DYNAMIC_DISPATCH(CurrentTarget)()); }
 

@@ -33,6 +33,20 @@ void matmul_bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, si
 void matmul_mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t n,
                   float* Y, ThreadPool* pool);
 
+// Rows [row_begin, row_end) of the products above, on the calling thread:
+// Y keeps the whole product's layout ([n, rows]) and only those rows'
+// outputs are written, with the whole product's bits (the contract above).
+// For callers that split the rows of several products (and the work on
+// their outputs) between threads in one parallel region of their own.
+void matmul_bf16_rows(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y, size_t row_begin,
+                      size_t row_end);
+void matmul_mxfp4_rows(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t n,
+                       float* Y, size_t row_begin, size_t row_end);
+
+// Rows of an n-token product over `cols` columns that carry enough work to
+// be worth a thread of their own (the split the products above use).
+size_t matmul_row_grain(size_t cols, size_t n);
+
 // FP32 weights (small tensors, tests).
 void matmul_f32(const float* W, size_t rows, size_t cols, const float* X, size_t n, float* Y, ThreadPool* pool);
 

@@ -29,6 +29,22 @@ inline void lin(const ExpertMatrix& W, const float* X, size_t n, float* Y, Threa
   else lin(W.bf, X, n, Y, pool);
 }
 
+// Rows [b, e) of lin(W, X) into Y's [n, W.rows] layout, on the calling
+// thread (kernels/matmul.h: the whole product's bits). Not for a matrix that
+// streams in row blocks (W.blocks): its rows are only reachable block by block.
+inline void lin_rows(const Bf16Matrix& W, const float* X, size_t n, float* Y, size_t b, size_t e) {
+  kernels::matmul_bf16_rows(W.data, static_cast<size_t>(W.rows), static_cast<size_t>(W.cols), X, n, Y, b, e);
+}
+inline void lin_rows(const ExpertMatrix& W, const float* X, size_t n, float* Y, size_t b, size_t e) {
+  if (!W.is_mxfp4) return lin_rows(W.bf, X, n, Y, b, e);
+  kernels::matmul_mxfp4_rows(W.mx.packed, W.mx.scales, static_cast<size_t>(W.mx.rows), static_cast<size_t>(W.mx.cols),
+                             X, n, Y, b, e);
+}
+inline bool has_row_access(const Bf16Matrix& W) { return W.blocks == nullptr; }
+inline bool has_row_access(const ExpertMatrix& W) { return W.is_mxfp4 || W.bf.blocks == nullptr; }
+inline size_t in_dim(const Bf16Matrix& W) { return static_cast<size_t>(W.cols); }
+inline size_t in_dim(const ExpertMatrix& W) { return static_cast<size_t>(W.is_mxfp4 ? W.mx.cols : W.bf.cols); }
+
 inline size_t out_dim(const Bf16Matrix& W) { return static_cast<size_t>(W.rows); }
 inline size_t out_dim(const ExpertMatrix& W) { return static_cast<size_t>(W.is_mxfp4 ? W.mx.rows : W.bf.rows); }
 

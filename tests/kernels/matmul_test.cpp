@@ -5,12 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <random>
 #include <vector>
 
+#include "common/error.h"
 #include "common/thread_pool.h"
 #include "hwy/targets.h"
 #include "kernels/bf16.h"
@@ -405,6 +407,49 @@ TEST(Matmul, RowsSplitBetweenThreadsMatchOneThreadBitForBit) {
           for (auto& pool : pools) expect_same_bits(run(&pool), want, "threads vs one thread");
         }
       }
+    }
+  });
+}
+
+// matmul_*_rows: any split of the rows into ranges, each computed on its own,
+// gives the whole product bit for bit (odd range starts and lengths, so the
+// ranges cut through every tile shape), writes those rows only, and refuses
+// a range past the matrix.
+TEST(Matmul, RowRangesEqualTheWholeProductBitForBit) {
+  for_each_target([&] {
+    std::mt19937 rng(2468);
+    const size_t shapes[][2] = {{67, 100}, {33, 1056}, {13, 64}};
+    for (const auto& shape : shapes) {
+      const size_t rows = shape[0], cols_bf16 = shape[1], cols_mx = (cols_bf16 + 31) / 32 * 32;
+      SCOPED_TRACE("rows=" + std::to_string(rows) + " cols=" + std::to_string(cols_bf16));
+      auto w = random_bf16(rng, rows * cols_bf16);
+      auto p = random_bytes(rng, rows * cols_mx / 2, 0, 255);
+      auto s = random_bytes(rng, rows * cols_mx / 32, 100, 140);
+      for (size_t n : {1, 2, 3, 5, 19}) {
+        SCOPED_TRACE("n=" + std::to_string(n));
+        auto x = random_floats(rng, n * cols_mx, -3.0f, 3.0f);
+        for (int kind = 0; kind < 2; ++kind) {
+          SCOPED_TRACE("kind=" + std::to_string(kind));
+          std::vector<float> want(n * rows), got(n * rows, std::nanf(""));
+          if (kind == 0) matmul_bf16(w.data(), rows, cols_bf16, x.data(), n, want.data(), nullptr);
+          else matmul_mxfp4(p.data(), s.data(), rows, cols_mx, x.data(), n, want.data(), nullptr);
+          for (size_t b = 0; b < rows;) {
+            const size_t e = std::min(rows, b + 1 + rng() % 11);
+            if (kind == 0) matmul_bf16_rows(w.data(), rows, cols_bf16, x.data(), n, got.data(), b, e);
+            else matmul_mxfp4_rows(p.data(), s.data(), rows, cols_mx, x.data(), n, got.data(), b, e);
+            // Rows past e are not written yet.
+            if (e < rows) {
+              for (size_t t = 0; t < n; ++t) EXPECT_TRUE(std::isnan(got[t * rows + e]));
+            }
+            b = e;
+          }
+          expect_same_bits(got, want, "row ranges vs the whole product");
+        }
+      }
+      std::vector<float> y(rows);
+      std::vector<float> x(cols_mx);
+      EXPECT_THROW(matmul_bf16_rows(w.data(), rows, cols_bf16, x.data(), 1, y.data(), 0, rows + 1), Error);
+      EXPECT_THROW(matmul_mxfp4_rows(p.data(), s.data(), rows, cols_mx, x.data(), 1, y.data(), 2, 1), Error);
     }
   });
 }

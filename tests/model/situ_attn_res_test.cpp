@@ -10,6 +10,7 @@
 #include "kernels/attn_res.h"
 #include "kernels/bf16.h"
 #include "kernels/situ.h"
+#include "model/linear.h"
 #include "model/situ_mlp.h"
 #include "random_weights.h"
 
@@ -134,6 +135,58 @@ TEST(Situ, MlpMatchesDoubleReference) {
     for (int i = 0; i < inter; ++i) h[i] = situ_d(g[i], u[i], 4.0, 25.0);
     std::vector<double> y = test::lin_d(h, down);
     for (int c = 0; c < hidden; ++c) EXPECT_NEAR(out[t * hidden + c], y[c], 1e-4 * (1 + std::abs(y[c])));
+  }
+}
+
+// situ_mlp runs gate, up and the SiTU step in one parallel region, each
+// thread on its own rows; on 1-3 threads its output must be bit for bit that
+// of the three products computed whole, one after the other, with the step
+// applied in between (BF16 dense weights and MXFP4 expert weights; 1504
+// intermediate rows so that 2 and 3 threads really split them).
+TEST(Situ, MlpOnThreadsIsTheComposedProductsBitForBit) {
+  std::mt19937 rng(11);
+  const size_t hidden = 64, inter = 1504;
+  test::RandomBf16 gate(rng, inter, hidden, 1.0), up(rng, inter, hidden, 2.0), down(rng, hidden, inter, 0.3);
+  std::uniform_int_distribution<int> byte(0, 255), scale(118, 130);
+  std::vector<uint8_t> packed[3], scales[3];
+  const size_t mx_rows[3] = {inter, inter, hidden}, mx_cols[3] = {hidden, hidden, inter};
+  ExpertMatrix mx[3];
+  for (int m = 0; m < 3; ++m) {
+    packed[m].resize(mx_rows[m] * mx_cols[m] / 2);
+    scales[m].resize(mx_rows[m] * mx_cols[m] / 32);
+    for (auto& b : packed[m]) b = static_cast<uint8_t>(byte(rng));
+    for (auto& b : scales[m]) b = static_cast<uint8_t>(scale(rng));
+    mx[m].mx = Mxfp4Matrix{packed[m].data(), scales[m].data(), static_cast<int64_t>(mx_rows[m]),
+                           static_cast<int64_t>(mx_cols[m])};
+  }
+  const DenseMlpWeights dense{gate.view(), up.view(), down.view()};
+  const ExpertWeights expert{mx[0], mx[1], mx[2]};
+  const SituParams p{{4.0f, true, 25.0f}};
+  ThreadPool pools[] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
+  for (size_t n : {1, 2, 5}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    const std::vector<float> x = test::random_input(rng, n * hidden);
+    for (int kind = 0; kind < 2; ++kind) {
+      SCOPED_TRACE(kind == 0 ? "bf16" : "mxfp4");
+      std::vector<float> g(n * inter), u(n * inter), want(n * hidden);
+      if (kind == 0) {
+        lin(dense.gate_proj, x.data(), n, g.data(), nullptr);
+        lin(dense.up_proj, x.data(), n, u.data(), nullptr);
+      } else {
+        lin(expert.w1, x.data(), n, g.data(), nullptr);
+        lin(expert.w3, x.data(), n, u.data(), nullptr);
+      }
+      kernels::situ_span(g.data(), u.data(), n * inter, p);  // the step the model runs, whole
+      if (kind == 0) lin(dense.down_proj, g.data(), n, want.data(), nullptr);
+      else lin(expert.w2, g.data(), n, want.data(), nullptr);
+      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pools[0], &pools[1], &pools[2]}) {
+        std::vector<float> got(n * hidden);
+        if (kind == 0) situ_mlp(dense, p, x.data(), n, got.data(), pool);
+        else situ_mlp(expert, p, x.data(), n, got.data(), pool);
+        EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
+            << "threads " << (pool ? pool->size() : 0);
+      }
+    }
   }
 }
 
