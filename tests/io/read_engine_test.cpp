@@ -18,6 +18,7 @@
 #include "io/direct_file.h"
 #include "io/read_engine.h"
 #include "lib/engine_gate.h"
+#include "lib/huge_pages.h"
 
 namespace fs = std::filesystem;
 using namespace k3;
@@ -99,6 +100,24 @@ TEST(DirectFile, ShortFileIsAnIoError) {
   }
   EXPECT_THROW(DirectFile((tmp() / "missing.bin").string()), Error);
   fs::remove_all(tmp());
+}
+
+// A buffer that asks for huge pages is 2 MiB-aligned, a whole number of
+// them, zero-filled, and its whole range is flagged for transparent huge
+// pages (madvise before the first touch) wherever the kernel has them.
+TEST(AlignedBuffer, HugePagesAreAskedForTheWholeBuffer) {
+  AlignedBuffer b(5 * 1000 * 1000, AlignedBuffer::HugePages{});
+  ASSERT_EQ(b.size(), 3 * kHugePageBytes);
+  const auto at = reinterpret_cast<uintptr_t>(b.data());
+  EXPECT_EQ(at % kHugePageBytes, 0u);
+  for (size_t i = 0; i < b.size(); i += 4096) ASSERT_EQ(b.data()[i], 0) << i;
+  if (test::kernel_has_thp()) {
+    EXPECT_EQ(test::madvised_huge_bytes(at, at + b.size()), b.size());
+  }
+  AlignedBuffer plain(5 * 1000 * 1000);
+  const auto p = reinterpret_cast<uintptr_t>(plain.data());
+  EXPECT_EQ(test::madvised_huge_bytes(p, p + plain.size()), 0u) << "an ordinary buffer asked for huge pages";
+  EXPECT_EQ(AlignedBuffer(0, AlignedBuffer::HugePages{}).data(), nullptr);
 }
 
 TEST(ReadEngine, ManyGroupsInParallel) {
