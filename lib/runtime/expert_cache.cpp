@@ -29,7 +29,7 @@ ExpertCache::ExpertCache(const ModelConfig& config, const Checkpoint& checkpoint
   slot_bytes_ = index_.slot_bytes();
   // Every expert read lands in the arena and is computed from it: on huge
   // pages an O_DIRECT read pins one page instead of ~200 (bench checkpoint:
-  // the decode's read-side CPU halved, s/token 28% lower; docs/memory.md).
+  // the read threads' CPU time halved; docs/memory.md has the figures).
   if (slots) arena_ = AlignedBuffer(slots * slot_bytes_, AlignedBuffer::HugePages{});
   // A cache that holds every expert is filled at start: the run is then
   // fully resident and no token waits for an expert.
