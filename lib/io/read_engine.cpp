@@ -81,16 +81,36 @@ void ReadEngine::take_pieces(std::deque<Piece>& q, uint64_t id, std::vector<Piec
   q.erase(keep, q.end());
 }
 
-bool ReadEngine::cancel(uint64_t id) {
+ReadEngine::Cancelled ReadEngine::cancel(uint64_t id) {
   std::vector<Piece> dropped;  // destroyed after the lock: the last one frees the group and its callback
-  std::lock_guard<std::mutex> lk(mu_);
-  // A started group's first piece is the one in flight; a finished one has
-  // none queued. Either way its reads run to the end.
-  for (const auto& q : queue_)
-    for (const Piece& p : q)
-      if (p.group->id == id && p.group->started) return false;
-  for (auto& q : queue_) take_pieces(q, id, dropped);
-  return !dropped.empty();
+  Cancelled c;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (auto& q : queue_) take_pieces(q, id, dropped);
+    if (dropped.empty()) return c;
+    for (const Piece& p : dropped) c.bytes += p.read.length;
+    c.started = dropped.front().group->started;
+  }
+  if (!c.started) return c;
+  // Cut: the pieces in flight see the error and land; whoever drops the
+  // group's count to zero (their worker, or this call when they all have
+  // landed already) runs the callback, once.
+  Group& g = *dropped.front().group;
+  {
+    std::lock_guard<std::mutex> glk(g.mu);
+    if (g.error.empty()) g.error = kCancelled;
+  }
+  if (g.remaining.fetch_sub(dropped.size()) == dropped.size()) finish(g);
+  return c;
+}
+
+void ReadEngine::finish(Group& g) {
+  std::string err;
+  {
+    std::lock_guard<std::mutex> glk(g.mu);
+    err = g.error;
+  }
+  g.done(err);
 }
 
 void ReadEngine::promote(uint64_t id) {
@@ -153,14 +173,7 @@ void ReadEngine::worker() {
       if (--active_ == 0)
         busy_total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - busy_since_).count();
     }
-    if (p.group->remaining.fetch_sub(1) == 1) {
-      std::string final_err;
-      {
-        std::lock_guard<std::mutex> glk(p.group->mu);
-        final_err = p.group->error;
-      }
-      p.group->done(final_err);
-    }
+    if (p.group->remaining.fetch_sub(1) == 1) finish(*p.group);
     // A speculative piece holds its place until its callback returned, so
     // the limit also bounds the threads busy with speculation.
     if (cls == 2) {

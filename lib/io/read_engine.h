@@ -60,11 +60,21 @@ class ReadEngine {
     return submit(std::move(reads), std::move(done), urgent ? Priority::kUrgent : Priority::kBackground);
   }
 
-  // Drops group `id` if none of its pieces has started: they leave the
-  // queue, nothing is read and its callback never runs; returns true. Else
-  // (a piece started, or the group finished) returns false and the group
-  // completes as submitted.
-  bool cancel(uint64_t id);
+  // What cancel() took off the queue.
+  struct Cancelled {
+    uint64_t bytes = 0;    // of group `id`'s pieces still queued: never read
+    bool started = false;  // a piece of it had started (the group was cut)
+  };
+  // The error a cut group's callback gets (cancel()).
+  static constexpr const char* kCancelled = "read cancelled";
+  // Takes group `id`'s queued pieces off the queue, unread. None of them
+  // started: the group is gone and its callback never runs. Some had (a
+  // large group read piece by piece, such as a real K3 expert's 4 MB pieces):
+  // those run to the end, then the callback runs once with kCancelled (the
+  // destination holds part of the bytes). Nothing queued (the group
+  // finished, or every piece started): bytes 0, the group completes as
+  // submitted.
+  Cancelled cancel(uint64_t id);
   // Moves group `id`'s queued pieces to the back of the urgent queue (a
   // read someone now waits for); a no-op once none is queued.
   void promote(uint64_t id);
@@ -87,6 +97,8 @@ class ReadEngine {
   static constexpr int kClasses = 3;  // Priority's values, in order
   void worker();
 
+  // Runs the group's callback with its first error (none: success).
+  static void finish(Group& g);
   // Takes group `id`'s queued pieces out of `q`, in order, into `out`.
   static void take_pieces(std::deque<Piece>& q, uint64_t id, std::vector<Piece>& out);
 

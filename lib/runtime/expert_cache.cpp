@@ -27,7 +27,10 @@ ExpertCache::ExpertCache(const ModelConfig& config, const Checkpoint& checkpoint
       slots_(slots, make_expert_cache_policy(policy, ExpertCacheShape::of(config), slots)),
       weights_(slots) {
   slot_bytes_ = index_.slot_bytes();
-  if (slots) arena_ = AlignedBuffer(slots * slot_bytes_);
+  // Every expert read lands in the arena and is computed from it: on huge
+  // pages an O_DIRECT read pins one page instead of ~200 (bench checkpoint:
+  // the read threads' CPU time halved; docs/memory.md has the figures).
+  if (slots) arena_ = AlignedBuffer(slots * slot_bytes_, AlignedBuffer::HugePages{});
   // A cache that holds every expert is filled at start: the run is then
   // fully resident and no token waits for an expert.
   const int moe_layers = config_.num_hidden_layers - config_.first_k_dense_replace;
@@ -39,7 +42,7 @@ ExpertCache::~ExpertCache() {
   // arena: wait for them before it goes. Guessed reads never started have
   // no arrival to wait for.
   std::unique_lock<std::mutex> lk(arrivals_mu_);
-  for (const HeldRead& h : held_) pending_.erase(static_cast<int64_t>(h.layer) * config_.num_experts + h.expert);
+  for (const HeldRead& h : held_) pending_.erase(key(h.layer, h.expert));
   while (!pending_.empty()) {
     arrivals_cv_.wait(lk, [&] { return !arrivals_.empty(); });
     pending_.erase(arrivals_.front().key);
@@ -53,7 +56,7 @@ void ExpertCache::preload() {
   std::vector<std::pair<int, int>> order;
   for (int l = config_.first_k_dense_replace; l < config_.num_hidden_layers; ++l)
     for (int e = 0; e < config_.num_experts; ++e) {
-      const int slot = take_slot(static_cast<int64_t>(l) * config_.num_experts + e);
+      const int slot = take_slot(key(l, e));
       uint8_t* base = slot_base(slot);
       for (const ExpertRead& r : index_.reads(l, e)) {
         reads.push_back(
@@ -65,7 +68,7 @@ void ExpertCache::preload() {
   io_.submit(std::move(reads), latch.callback(), true);
   latch.wait();
   for (const auto& [l, slot] : order) {
-    const int e = static_cast<int>(slots_.key(slot) % config_.num_experts);
+    const int e = expert_of(slots_.key(slot));
     const uint8_t* base = slot_base(slot);
     if (config_.experts_mxfp4) check_scales(l, e, base);
     weights_[slot] = bind(l, e, base);
@@ -84,9 +87,7 @@ ExpertWeights ExpertCache::bind(int layer, int e, const uint8_t* base) const {
   });
 }
 
-bool ExpertCache::resident(int layer, int expert) const {
-  return slots_.find(static_cast<int64_t>(layer) * config_.num_experts + expert) >= 0;
-}
+bool ExpertCache::resident(int layer, int expert) const { return slots_.find(key(layer, expert)) >= 0; }
 
 ExpertCacheStats ExpertCache::stats() const {
   std::lock_guard<std::mutex> lk(stats_mu_);
@@ -118,7 +119,7 @@ void ExpertCache::check_scales(int layer, int expert, const uint8_t* base) const
 }
 
 uint64_t ExpertCache::issue_read(int layer, int expert, int slot, bool urgent) {
-  const int64_t key = static_cast<int64_t>(layer) * config_.num_experts + expert;
+  const int64_t k = key(layer, expert);
   if (slots_.guessed(slot)) {  // a guessed read evicted before any layer asked for it
     std::lock_guard<std::mutex> lk(stats_mu_);
     ++stats_.guess.wasted_reads;
@@ -138,20 +139,20 @@ uint64_t ExpertCache::issue_read(int layer, int expert, int slot, bool urgent) {
   }
   {
     std::lock_guard<std::mutex> lk(arrivals_mu_);
-    pending_[key] = slot;
+    pending_[k] = slot;
   }
   return io_.submit(
       std::move(reads),
-      [this, key, slot](const std::string& err) {
+      [this, k, slot](const std::string& err) {
         std::lock_guard<std::mutex> lk(arrivals_mu_);
-        arrivals_.push_back(Arrival{key, slot, err});
+        arrivals_.push_back(Arrival{k, slot, err});
         arrivals_cv_.notify_all();
       },
       urgent ? ReadEngine::Priority::kUrgent : ReadEngine::Priority::kSpeculative);
 }
 
 void ExpertCache::keep_stray(const Arrival& a) {
-  const int layer = static_cast<int>(a.key / config_.num_experts), e = static_cast<int>(a.key % config_.num_experts);
+  const int layer = layer_of(a.key), e = expert_of(a.key);
   const uint8_t* base = slot_base(a.slot);
   bool ok = a.error.empty();
   if (ok && config_.experts_mxfp4) {
@@ -205,10 +206,9 @@ void ExpertCache::phase_end(int layer) {
 void ExpertCache::prefetch(int layer, const std::vector<int>& experts) {
   phase_begin(layer);
   if (slots_.size() == 0) return;
-  const int64_t E = config_.num_experts;
   std::vector<int64_t>& keys = current_keys_;  // kept for prefetch_guess
   keys.clear();
-  for (int e : experts) keys.push_back(layer * E + e);
+  for (int e : experts) keys.push_back(key(layer, e));
   if (guessing_) {
     score_guess(layer, keys);
     // Before this layer's misses are issued: a wrong guess not yet started
@@ -236,15 +236,14 @@ void ExpertCache::for_each(int layer, const std::vector<int>& experts,
   // Held guesses belong to the layer whose prefetch came last; any other
   // layer's for_each might wait on one of them.
   if (layer != current_layer_) flush_guesses();
-  const int64_t E = config_.num_experts;
   std::vector<size_t> hits;
   std::deque<size_t> misses;
   std::unordered_map<int64_t, size_t> index;  // key -> k of this call
   size_t inflight = 0;                        // reads of this call not yet arrived
   for (size_t k = 0; k < experts.size(); ++k) {
-    const int64_t key = layer * E + experts[k];
-    index[key] = k;
-    if (const int slot = slots_.find(key); slot >= 0) {
+    const int64_t kk = key(layer, experts[k]);
+    index[kk] = k;
+    if (const int slot = slots_.find(kk); slot >= 0) {
       slots_.pin(slot);
       hits.push_back(k);
       continue;
@@ -252,7 +251,7 @@ void ExpertCache::for_each(int layer, const std::vector<int>& experts,
     bool pending;
     {
       std::lock_guard<std::mutex> lk(arrivals_mu_);
-      pending = pending_.count(key) > 0;
+      pending = pending_.count(kk) > 0;
     }
     if (pending) ++inflight;  // prefetch started it
     else misses.push_back(k);
@@ -266,7 +265,7 @@ void ExpertCache::for_each(int layer, const std::vector<int>& experts,
   std::exception_ptr failure;
   auto issue = [&] {
     while (!misses.empty() && !failure && io_error.empty()) {
-      const int slot = take_slot(layer * E + experts[misses.front()]);
+      const int slot = take_slot(key(layer, experts[misses.front()]));
       if (slot < 0) return;
       const size_t k = misses.front();
       misses.pop_front();
@@ -290,7 +289,7 @@ void ExpertCache::for_each(int layer, const std::vector<int>& experts,
   issue();
   if (inflight == 0 && misses.empty()) flush_guesses();
   for (size_t k : hits) {
-    deliver(k, slots_.find(layer * E + experts[k]));
+    deliver(k, slots_.find(key(layer, experts[k])));
     issue();
   }
   while (inflight > 0 || (!misses.empty() && !failure && io_error.empty())) {
@@ -317,6 +316,14 @@ void ExpertCache::for_each(int layer, const std::vector<int>& experts,
       continue;
     }
     --inflight;
+    if (a.error == ReadEngine::kCancelled && !failure && io_error.empty()) {
+      // A guessed read cut when an earlier visit of this layer did not use
+      // it (a pass that ended early): this call wants it, so read it again.
+      slots_.drop(a.slot);
+      misses.push_back(idx->second);
+      issue();
+      continue;
+    }
     if (!a.error.empty() || failure || !io_error.empty()) {
       if (!a.error.empty() && io_error.empty()) io_error = a.error;
       slots_.drop(a.slot);

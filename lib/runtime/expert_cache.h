@@ -17,11 +17,12 @@
 // so only once every expert of the current layer has its slot; and those
 // reads start only once every read of the current layer has landed (a
 // guess never delays the layer that is computing, not even by sharing the
-// disk with its last reads). When the guessed layer routes, its guessed
-// reads it does not use that have not started yet are cancelled (their
-// slots freed, nothing read) and those it uses move ahead of every other
-// background read. A guessed read that is evicted before any layer asked
-// for it is counted as wasted.
+// disk with its last reads). When the guessed layer routes, the pieces not
+// started yet of its guessed reads it does not use are cancelled (a read
+// none of whose pieces started frees its slot at once, nothing read; a cut
+// one when its started pieces land) and those it uses move ahead of every
+// other background read. A guessed read that is evicted before any layer
+// asked for it is counted as wasted.
 #pragma once
 
 #include <chrono>
@@ -58,8 +59,9 @@ struct ExpertGuessStats {
   uint64_t reads_used = 0;    // of those reads, asked for by a layer before their slot was reused
   uint64_t wasted_reads = 0;  // of those reads, evicted before any layer asked for them
   uint64_t wasted_bytes = 0;
-  // Of those reads, dropped unread when their layer routed without them
-  // (still queued behind other reads): their slots were freed, no byte read.
+  // Of those reads, cancelled when their layer routed without them: the
+  // bytes of their pieces still queued then, never read (a read none of
+  // whose pieces had started frees its slot at once, no byte read).
   uint64_t cancelled_reads = 0;
   uint64_t cancelled_bytes = 0;
 };
@@ -158,7 +160,7 @@ class ExpertCache {
   // A guessed read (`urgent` false) is marked in the slot table until a
   // layer asks for it. Returns the ReadEngine group id.
   uint64_t issue_read(int layer, int expert, int slot, bool urgent = true);
-  // `layer` routed to `keys`: its guessed reads not started and not in
+  // `layer` routed to `keys`: the queued pieces of its guessed reads not in
   // `keys` are cancelled (slots freed), those in `keys` promoted to urgent.
   void resolve_guesses(int layer, const std::vector<int64_t>& keys);
   // The slot of `key`, resident or in flight; -1 when neither.
@@ -176,6 +178,10 @@ class ExpertCache {
   uint8_t* slot_base(int slot) { return arena_.data() + static_cast<uint64_t>(slot) * slot_bytes_; }
   ExpertWeights bind(int layer, int expert, const uint8_t* base) const;
   void check_scales(int layer, int expert, const uint8_t* base) const;
+  // (layer, expert)'s key in the slot table, the policy and the maps below.
+  int64_t key(int layer, int expert) const { return static_cast<int64_t>(layer) * config_.num_experts + expert; }
+  int layer_of(int64_t key) const { return static_cast<int>(key / config_.num_experts); }
+  int expert_of(int64_t key) const { return static_cast<int>(key % config_.num_experts); }
 
   ModelConfig config_;
   ExpertIndex index_;

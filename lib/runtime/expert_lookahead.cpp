@@ -19,23 +19,21 @@ int ExpertCache::slot_of(int64_t key) {
 
 void ExpertCache::flush_guesses() {
   for (const HeldRead& h : held_)
-    guess_reads_[static_cast<int64_t>(h.layer) * config_.num_experts + h.expert] =
-        issue_read(h.layer, h.expert, h.slot, /*urgent=*/false);
+    guess_reads_[key(h.layer, h.expert)] = issue_read(h.layer, h.expert, h.slot, /*urgent=*/false);
   held_.clear();
 }
 
 void ExpertCache::resolve_guesses(int layer, const std::vector<int64_t>& keys) {
-  const int64_t E = config_.num_experts;
-  auto wanted = [&](int64_t key) { return std::find(keys.begin(), keys.end(), key) != keys.end(); };
+  auto wanted = [&](int64_t k) { return std::find(keys.begin(), keys.end(), k) != keys.end(); };
   uint64_t cancelled = 0, cancelled_bytes = 0;
-  // A read of a wrong guess is dropped from the queue if none of it has
-  // started (one started runs on: its bytes may still serve a later
-  // token); its slot goes back to the free list, unread.
-  auto free_slot = [&](int64_t key) {
+  // A read of a wrong guess leaves the queue unread: all of it when none of
+  // it had started (its slot goes back to the free list now), else the
+  // pieces not started yet (a real K3 expert is 4-5 pieces).
+  auto free_slot = [&](int64_t k) {
     int slot;
     {
       std::lock_guard<std::mutex> lk(arrivals_mu_);
-      auto p = pending_.find(key);
+      auto p = pending_.find(k);
       slot = p->second;
       pending_.erase(p);
     }
@@ -45,31 +43,33 @@ void ExpertCache::resolve_guesses(int layer, const std::vector<int64_t>& keys) {
   // Held back (a layer that never ran its for_each): never handed to the engine.
   held_.erase(std::remove_if(held_.begin(), held_.end(),
                              [&](const HeldRead& h) {
-                               const int64_t key = h.layer * E + h.expert;
-                               if (h.layer > layer || wanted(key)) return false;
-                               free_slot(key);
+                               const int64_t k = key(h.layer, h.expert);
+                               if (h.layer > layer || wanted(k)) return false;
+                               free_slot(k);
                                cancelled_bytes += index_.read_bytes(h.layer, h.expert);
                                return true;
                              }),
               held_.end());
   for (auto it = guess_reads_.begin(); it != guess_reads_.end();) {
-    const int64_t key = it->first;
+    const int64_t k = it->first;
     const uint64_t id = it->second;
-    if (key / E > layer) {  // a later layer's guess: not decided yet
+    if (layer_of(k) > layer) {  // a later layer's guess: not decided yet
       ++it;
       continue;
     }
     it = guess_reads_.erase(it);
-    if (wanted(key)) {
+    if (wanted(k)) {
       io_.promote(id);  // this layer waits for it now
-    } else if (io_.cancel(id)) {
-      const uint64_t bytes = slots_.read_bytes(slot_of(key));
-      cancelled_bytes += bytes;
+    } else if (const ReadEngine::Cancelled c = io_.cancel(id); c.bytes > 0) {
+      cancelled_bytes += c.bytes;
       {
         std::lock_guard<std::mutex> lk(stats_mu_);
-        stats_.expert_bytes -= bytes;  // counted as read when it was issued
+        stats_.expert_bytes -= c.bytes;  // counted as read when it was issued
       }
-      free_slot(key);
+      // A cut read (some of its pieces had started) keeps its slot until
+      // they land: its arrival then carries kCancelled and frees the slot.
+      if (c.started) ++cancelled;
+      else free_slot(k);
     }
   }
   std::lock_guard<std::mutex> lk(stats_mu_);
@@ -98,11 +98,11 @@ void ExpertCache::score_guess(int layer, const std::vector<int64_t>& keys) {
   for (const Guess& g : guesses_)
     if (g.layer == layer) guessed = &g.keys;
   uint64_t right = 0, reads_used = 0;
-  for (int64_t key : keys) {
-    if (guessed && std::find(guessed->begin(), guessed->end(), key) != guessed->end()) ++right;
+  for (int64_t k : keys) {
+    if (guessed && std::find(guessed->begin(), guessed->end(), k) != guessed->end()) ++right;
     // A guessed read this layer now asks for was worth its bytes, whichever
     // guess (this token's or an earlier one's) brought it in.
-    const int slot = slot_of(key);
+    const int slot = slot_of(k);
     if (slot >= 0 && slots_.claim_guess(slot)) ++reads_used;
   }
   // Scored, or stale: a guess for a layer at or before this one (a pass
@@ -117,7 +117,6 @@ void ExpertCache::score_guess(int layer, const std::vector<int64_t>& keys) {
 void ExpertCache::prefetch_guess(int layer, const std::vector<int>& experts) {
   if (slots_.size() == 0 || experts.empty()) return;
   guessing_ = true;
-  const int64_t E = config_.num_experts;
   Guess* g = nullptr;
   for (Guess& x : guesses_)
     if (x.layer == layer) g = &x;
@@ -128,8 +127,8 @@ void ExpertCache::prefetch_guess(int layer, const std::vector<int>& experts) {
   }
   std::vector<int64_t> added;
   for (int e : experts) {
-    const int64_t key = layer * E + e;
-    if (std::find(g->keys.begin(), g->keys.end(), key) == g->keys.end()) added.push_back(key);
+    const int64_t k = key(layer, e);
+    if (std::find(g->keys.begin(), g->keys.end(), k) == g->keys.end()) added.push_back(k);
   }
   g->keys.insert(g->keys.end(), added.begin(), added.end());
   {
@@ -155,14 +154,14 @@ void ExpertCache::prefetch_guess(int layer, const std::vector<int>& experts) {
   // pending_ already lists them, so nothing reads them twice meanwhile.
   uint64_t reads = 0, bytes = 0;
   for (int e : experts) {
-    const int64_t key = layer * E + e;
-    if (slot_of(key) >= 0) continue;  // resident or in flight already
-    const int slot = take_slot(key, &keep);
+    const int64_t k = key(layer, e);
+    if (slot_of(k) >= 0) continue;  // resident or in flight already
+    const int slot = take_slot(k, &keep);
     if (slot < 0) break;
     held_.push_back(HeldRead{layer, e, slot});
     {
       std::lock_guard<std::mutex> lk(arrivals_mu_);
-      pending_[key] = slot;
+      pending_[k] = slot;
     }
     ++reads;
     bytes += index_.read_bytes(layer, e);

@@ -6,18 +6,21 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <random>
+#include <thread>
 
 #include "common/error.h"
 #include "io/aligned_buffer.h"
 #include "io/direct_file.h"
 #include "io/read_engine.h"
 #include "lib/engine_gate.h"
+#include "lib/huge_pages.h"
 
 namespace fs = std::filesystem;
 using namespace k3;
@@ -99,6 +102,24 @@ TEST(DirectFile, ShortFileIsAnIoError) {
   }
   EXPECT_THROW(DirectFile((tmp() / "missing.bin").string()), Error);
   fs::remove_all(tmp());
+}
+
+// A buffer that asks for huge pages is 2 MiB-aligned, a whole number of
+// them, zero-filled, and its whole range is flagged for transparent huge
+// pages (madvise before the first touch) wherever the kernel has them.
+TEST(AlignedBuffer, HugePagesAreAskedForTheWholeBuffer) {
+  AlignedBuffer b(5 * 1000 * 1000, AlignedBuffer::HugePages{});
+  ASSERT_EQ(b.size(), 3 * kHugePageBytes);
+  const auto at = reinterpret_cast<uintptr_t>(b.data());
+  EXPECT_EQ(at % kHugePageBytes, 0u);
+  for (size_t i = 0; i < b.size(); i += 4096) ASSERT_EQ(b.data()[i], 0) << i;
+  if (test::kernel_has_thp()) {
+    EXPECT_EQ(test::madvised_huge_bytes(at, at + b.size()), b.size());
+  }
+  AlignedBuffer plain(5 * 1000 * 1000);
+  const auto p = reinterpret_cast<uintptr_t>(plain.data());
+  EXPECT_EQ(test::madvised_huge_bytes(p, p + plain.size()), 0u) << "an ordinary buffer asked for huge pages";
+  EXPECT_EQ(AlignedBuffer(0, AlignedBuffer::HugePages{}).data(), nullptr);
 }
 
 TEST(ReadEngine, ManyGroupsInParallel) {
@@ -188,8 +209,10 @@ TEST(ReadEngine, CancelDropsAQueuedGroupAndPromoteMovesOneAhead) {
   engine.submit(read(3), rec("d"), false);
   EXPECT_NE(a, b);
   engine.promote(b);
-  EXPECT_TRUE(engine.cancel(a));
-  EXPECT_FALSE(engine.cancel(a)) << "cancelled twice";
+  const ReadEngine::Cancelled ca = engine.cancel(a);
+  EXPECT_EQ(ca.bytes, len);
+  EXPECT_FALSE(ca.started);
+  EXPECT_EQ(engine.cancel(a).bytes, 0u) << "cancelled twice";
   ReadLatch last;
   engine.submit(read(3), last.callback(), false);
   gate.open();
@@ -198,7 +221,7 @@ TEST(ReadEngine, CancelDropsAQueuedGroupAndPromoteMovesOneAhead) {
   EXPECT_EQ(engine.bytes_read() - before, 4 * len) << "b, c, d and the last";
   for (size_t i = 0; i < len; ++i) ASSERT_EQ(bufs[0].data()[i], 0xAB) << "the cancelled group wrote byte " << i;
   for (int i = 1; i < 4; ++i) EXPECT_EQ(std::memcmp(bufs[i].data(), data.data() + len * i, len), 0) << i;
-  EXPECT_FALSE(engine.cancel(c)) << "a finished group";
+  EXPECT_EQ(engine.cancel(c).bytes, 0u) << "a finished group";
   EXPECT_EQ(engine.submit({}, rec("empty"), false), 0u);
   fs::remove_all(tmp());
 }
@@ -239,7 +262,7 @@ TEST(ReadEngine, SpeculativeReadsAreFewInFlightAndStayCancellable) {
   engine.read_now(read(3));  // the idle thread serves it, not the queued guesses
   EXPECT_EQ(engine.bytes_read() - before, len);
   EXPECT_FALSE(second.done());
-  EXPECT_TRUE(engine.cancel(s2));
+  EXPECT_EQ(engine.cancel(s2).bytes, len);
   {
     std::lock_guard<std::mutex> lk(mu);
     release = true;
@@ -249,6 +272,61 @@ TEST(ReadEngine, SpeculativeReadsAreFewInFlightAndStayCancellable) {
   EXPECT_FALSE(second.done()) << "a cancelled group's callback ran";
   EXPECT_EQ(engine.bytes_read() - before, 2 * len);
   EXPECT_EQ(std::memcmp(bufs[2].data(), data.data() + 2 * len, len), 0);
-  EXPECT_FALSE(engine.cancel(s3));
+  EXPECT_EQ(engine.cancel(s3).bytes, 0u);
+  fs::remove_all(tmp());
+}
+
+// A group cancelled while a piece of it is being read (a large guessed
+// read, such as a real K3 expert's 4-5 pieces) is cut: its queued pieces are
+// never read, the started ones land, and its callback runs once, with
+// kCancelled. One thread reads a group of 256 small pieces; the cancel comes
+// once the first has landed (a retry if the disk was faster than this
+// thread and the whole group landed first).
+TEST(ReadEngine, CancelCutsAGroupBetweenItsPieces) {
+  std::vector<uint8_t> data;
+  const uint64_t piece = 4096, pieces = 256, len = piece * pieces;
+  fs::path p = make_file(tmp(), "cut.bin", len, &data);
+  DirectFile f(p.string());
+  int cuts = 0;
+  for (int attempt = 0; attempt < 20 && cuts == 0; ++attempt) {
+    AlignedBuffer buf(len);
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<std::string> calls;
+    ReadEngine engine(1, piece);  // destroyed first: its threads end before what the callback touches
+    const uint64_t id = engine.submit(
+        {ReadEngine::Read{&f, 0, len, len, buf.data()}},
+        [&](const std::string& err) {
+          std::lock_guard<std::mutex> lk(mu);
+          calls.push_back(err);
+          cv.notify_all();
+        },
+        ReadEngine::Priority::kSpeculative);
+    while (engine.bytes_read() == 0) std::this_thread::yield();
+    const ReadEngine::Cancelled c = engine.cancel(id);
+    {
+      std::unique_lock<std::mutex> lk(mu);
+      ASSERT_TRUE(cv.wait_for(lk, std::chrono::seconds(10), [&] { return !calls.empty(); }))
+          << "a cut group's callback never ran";
+    }
+    engine.read_now({ReadEngine::Read{&f, 0, piece, piece, buf.data()}});  // the engine is idle after it
+    std::lock_guard<std::mutex> lk(mu);
+    ASSERT_EQ(calls.size(), 1u) << "the callback runs once";
+    if (c.bytes == 0) {  // the whole group had landed: it completed as submitted
+      EXPECT_EQ(calls[0], "");
+      continue;
+    }
+    ++cuts;
+    EXPECT_TRUE(c.started);
+    EXPECT_EQ(calls[0], ReadEngine::kCancelled);
+    EXPECT_EQ(c.bytes % piece, 0u);
+    EXPECT_LT(c.bytes, len);
+    // The cut pieces were never read; the one in flight then may have
+    // seen the cut before its read and skipped it.
+    const uint64_t landed = engine.bytes_read() - piece;
+    EXPECT_LE(landed, len - c.bytes);
+    EXPECT_GE(landed + piece, len - c.bytes);
+  }
+  EXPECT_EQ(cuts, 1) << "no attempt caught the group between its pieces";
   fs::remove_all(tmp());
 }

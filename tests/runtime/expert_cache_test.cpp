@@ -20,6 +20,7 @@
 #include "common/error.h"
 #include "io/direct_file.h"
 #include "io/read_engine.h"
+#include "lib/huge_pages.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
 #include "runtime/expert_cache.h"
@@ -116,6 +117,16 @@ TEST(ExpertCache, EveryExpertOnceWithTheCheckpointsBytesAtAnyArenaSize) {
       EXPECT_EQ(s.load_bytes, 0u);
     }
   }
+}
+
+// The arena every expert read lands in asks for transparent huge pages (an
+// O_DIRECT read then pins a few pages, not hundreds).
+TEST(ExpertCache, TheArenaAsksForHugePages) {
+  if (!test::kernel_has_thp()) GTEST_SKIP() << "this kernel has no transparent huge pages";
+  Model m(kTiny);
+  const uint64_t before = test::madvised_huge_bytes();
+  ExpertCache cache(m.config, m.checkpoint, m.files, 8, m.io);
+  EXPECT_GE(test::madvised_huge_bytes() - before, cache.arena_bytes());
 }
 
 TEST(ExpertCache, EvictsTheLeastRecentlyUsed) {
