@@ -284,7 +284,7 @@ TEST(ReadEngine, SpeculativeReadsAreFewInFlightAndStayCancellable) {
 // thread and the whole group landed first).
 TEST(ReadEngine, CancelCutsAGroupBetweenItsPieces) {
   std::vector<uint8_t> data;
-  const uint64_t piece = 4096, pieces = 256, len = piece * pieces;
+  const uint64_t piece = 4096, pieces = 1024, len = piece * pieces;  // a wide window for the cut
   fs::path p = make_file(tmp(), "cut.bin", len, &data);
   DirectFile f(p.string());
   int cuts = 0;
