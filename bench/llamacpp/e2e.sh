@@ -131,6 +131,9 @@ stage_bench() {
   # k3's packed trunk of MODEL (k3-pack; made once if missing).
   if [ ! -f "$trunk/trunk.json" ]; then "$bin/k3-pack" "$model" "$trunk" > /dev/null; fi
   res=$work/results/$(basename "$gguf" .gguf)-p$prompt-g$gen
+  # A run's table is its own reps only: an earlier run of the same prompt and
+  # length with more reps would otherwise leave its files in the medians.
+  rm -rf "$res"
   mkdir -p "$res"
   prompt_ids "$prompt" > "$res/prompt.ids"
   echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores" | tee "$res/machine.txt"
@@ -171,6 +174,9 @@ stage_check() {
   bin=$(k3_bin)
   [ -x "$work/build/bin/llama-k3-logits" ] || die "$work/build/bin/llama-k3-logits missing (run: $0 build $work)"
   res=$work/results/check-p$prompt
+  # A run's table is its own reps only: an earlier run of the same prompt and
+  # length with more reps would otherwise leave its files in the medians.
+  rm -rf "$res"
   mkdir -p "$res"
   prompt_ids "$prompt" > "$res/prompt.ids"
   rm -f "$res/k3.safetensors"
