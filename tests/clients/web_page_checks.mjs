@@ -172,6 +172,15 @@ try {
     holds("tool call arguments as text", (await page.textContent(".tool pre")).includes('"city": "Paris <img src=z'));
     holds("figures from the usage", r.figures.includes("30 tokens") && r.figures.includes("3/10 prompt tokens cached") &&
       r.figures.includes("finish: tool_calls"));
+    // s/token: as the page saw the tokens arrive, or, when they all came in
+    // one read (no time between the first and the last), the server's decode
+    // seconds per token from /metrics.
+    check("s/token from the arrivals", "5 tokens · 0.100 s/token · TTFT 0.10 s", await page.evaluate(() =>
+      figures({ start: 0, first: 100, last: 500, tokens: 5, serverSecondsPerToken: 0.25 })));
+    check("s/token from the server when the tokens came at once", "5 tokens · 0.250 s/token · TTFT 0.10 s", await page.evaluate(() =>
+      figures({ start: 0, first: 100, last: 100, tokens: 5, serverSecondsPerToken: 0.25 })));
+    check("no s/token without either", "5 tokens", await page.evaluate(() =>
+      figures({ start: 0, first: 0, last: 0, tokens: 5 })));
     check("no image was requested", [], log.urls.filter((u) => ["/x", "/y", "/z"].includes(u)));
     check("stub: no console errors", [], log.errors);
     await page.screenshot({ path: `${shots}/k3-web-rendering.png`, fullPage: true });
@@ -211,9 +220,9 @@ try {
   holds("the API answered", answer.length > 0);
   check("streamed reply as stored equals the API's answer", answer, (await stored(page)).messages[1]?.content);
   check("streamed reply as shown equals the API's answer", squash(answer), squash(r.text));
-  holds("figures: tokens, s/token, TTFT, cached, bytes", r.figures.includes(`${api.usage.completion_tokens} tokens`) &&
-    /s\/token/.test(r.figures) && r.figures.includes("TTFT") && r.figures.includes("prompt tokens cached") &&
-    r.figures.includes("read/token"));
+  holds(`figures: tokens, s/token, TTFT, cached, bytes (shown: "${r.figures}")`,
+    r.figures.includes(`${api.usage.completion_tokens} tokens`) && /s\/token/.test(r.figures) &&
+    r.figures.includes("TTFT") && r.figures.includes("prompt tokens cached") && r.figures.includes("read/token"));
 
   // Regenerate: the same greedy reply, its prompt now continued from the kept state.
   await page.click(".msg.assistant .regenerate");
