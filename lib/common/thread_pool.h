@@ -28,6 +28,14 @@ class ThreadPool {
   Impl* impl_;
 };
 
+// Calls fn(begin, end) over [0, n): on `pool` in chunks of at least `grain`,
+// or once, inline, on the calling thread when there is no pool (one thread).
+template <typename Fn>
+void parallel_for(ThreadPool* pool, size_t n, size_t grain, const Fn& fn) {
+  if (pool) pool->parallel_for(n, grain, fn);
+  else fn(0, n);
+}
+
 // Splits [0, n) into `slots` contiguous near-equal ranges (slots >= 1) and
 // calls fn(slot, begin, end) for each, in parallel on `pool` (inline when
 // null). Every slot index is handed to exactly one call, so scratch memory

@@ -463,11 +463,7 @@ void run(const Source& src, size_t rows, const float* X, size_t xstride, size_t 
   auto body = [&](size_t b, size_t e) {
     run_rows(src, b * kR, std::min(rows, e * kR), rows, X, xstride, n, blocks, tail, Y);
   };
-  if (pool == nullptr) {
-    body(0, tiles);
-  } else {
-    pool->parallel_for(tiles, row_grain(src.cols, n, kR), body);
-  }
+  parallel_for(pool, tiles, row_grain(src.cols, n, kR), body);
 }
 
 // X with each row zero-padded to a whole number of vectors (only when needed).

@@ -27,8 +27,7 @@ void rms_norm(const float* x, size_t n, size_t dim, const float* weight, float e
   // Rows per chunk: a row is ~2 * dim flops, so chunks of ~64k floats.
   const size_t grain = std::max<size_t>(1, (size_t{1} << 16) / std::max<size_t>(dim, 1));
   auto body = [&](size_t r0, size_t r1) { rms_norm(x + r0 * dim, r1 - r0, dim, weight, eps, out + r0 * dim); };
-  if (pool) pool->parallel_for(n, grain, body);
-  else body(0, n);
+  parallel_for(pool, n, grain, body);
 }
 
 }  // namespace k3::kernels

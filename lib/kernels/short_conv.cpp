@@ -32,8 +32,7 @@ void short_conv_silu(const uint16_t* w, float* carry, float* raw, size_t n, size
       }
     }
   };
-  if (pool) pool->parallel_for(channels, std::max<size_t>(1, kConvGrain / std::max<size_t>(n, 1)), body);
-  else body(0, channels);
+  parallel_for(pool, channels, std::max<size_t>(1, kConvGrain / std::max<size_t>(n, 1)), body);
   std::copy(ext + n * channels, ext + n * channels + history, carry);
 }
 

@@ -95,8 +95,7 @@ void situ_span(float* g, const float* u, size_t count, const SituParams& p) {
 
 void situ_inplace(float* g, const float* u, size_t count, const SituParams& p, ThreadPool* pool) {
   auto body = [&](size_t begin, size_t end) { situ_span(g + begin, u + begin, end - begin, p); };
-  if (pool) pool->parallel_for(count, kSituGrain, body);
-  else body(0, count);
+  parallel_for(pool, count, kSituGrain, body);
 }
 
 }  // namespace k3::kernels

@@ -37,8 +37,7 @@ void run(const M& gate, const M& up, const M& down, const SituParams& p, const f
     };
     // Two products per row: half the rows of one make a chunk worth a thread.
     const size_t grain = std::max<size_t>(1, kernels::matmul_row_grain(in_dim(gate), n) / 2);
-    if (pool) pool->parallel_for(inter, grain, rows);
-    else rows(0, inter);
+    parallel_for(pool, inter, grain, rows);
   } else {  // a streamed matrix is read block by block, whole
     lin(gate, x, n, g, pool);
     lin(up, x, n, u, pool);

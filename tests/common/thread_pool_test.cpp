@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 namespace k3 {
@@ -88,6 +89,22 @@ TEST(ThreadPool, SlotsForItems) {
   EXPECT_EQ(slots_for(&pool, 3), 3u);    // no more than items
   EXPECT_EQ(slots_for(&pool, 0), 1u);    // at least one
   EXPECT_EQ(slots_for(nullptr, 100), 1u);
+}
+
+// The free parallel_for: without a pool the whole range in one inline call;
+// with one, every index exactly once.
+TEST(ThreadPool, FreeParallelForRunsInlineWithoutAPool) {
+  std::vector<std::pair<size_t, size_t>> calls;
+  parallel_for(nullptr, 10, 1, [&](size_t b, size_t e) { calls.emplace_back(b, e); });
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0], std::make_pair(size_t{0}, size_t{10}));
+
+  ThreadPool pool(3);
+  std::vector<std::atomic<int>> hits(1000);
+  parallel_for(&pool, hits.size(), 1, [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i) hits[i].fetch_add(1);
+  });
+  for (size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i].load(), 1) << "index " << i;
 }
 
 }  // namespace
