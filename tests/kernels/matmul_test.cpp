@@ -332,14 +332,14 @@ TEST(Matmul, BatchedAndThreadedAreBitIdentical) {
 // (matmul_blocked-inl.h), fewer take the plain tiles; a single token always
 // takes the plain tiles. Every output of a batch must have the bits of the
 // same token computed alone, for batch sizes around the tile (4), token
-// block (64) and prefill (256) sizes, rows around the tile (3) and row-block
-// (30) sizes, columns around the vector width and across column blocks
+// block (64) and prefill (256) sizes, rows around the tile (3; 6 on AVX-512)
+// and row-block (30) sizes, columns around the vector width and across column blocks
 // (2048), odd ones included, and for 1 and 2 threads.
 TEST(Matmul, BlockedBatchesMatchSingleTokensBitForBit) {
   for_each_target([&] {
     std::mt19937 rng(2468);
     ThreadPool two(2);
-    const size_t shapes[][2] = {{1, 7}, {3, 257}, {33, 9}, {67, 129}, {70, 24}, {31, 4103}};
+    const size_t shapes[][2] = {{1, 7}, {3, 257}, {33, 9}, {67, 129}, {70, 24}, {31, 4103}, {64, 40}, {38, 33}};
     const size_t ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 65, 255, 256, 257};
     for (const auto& shape : shapes) {
       const size_t rows = shape[0], cols = shape[1];
