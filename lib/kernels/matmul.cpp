@@ -105,6 +105,8 @@ constexpr size_t kPrefetchBytes = 8192;
 // BF16 rows, one token: 16 KB ahead. One Zen 5 core (AVX-512), k3-bench-kernels,
 // three interleaved rounds of 15 calls (GB/s of weights at 7168 and 1536
 // columns): 8 KB 13.8-21.8, 16 KB 18.0-24.7; 8-row tiles did not add to it.
+// The AVX2 code on the same core: 11.4-16.3 -> 15.5-16.3 (no AVX2-only
+// machine was at hand to measure).
 constexpr size_t kBf16PrefetchBytes = 16384;
 
 // ---- Weight sources: decode block b of a row into kVecs float vectors. ----
