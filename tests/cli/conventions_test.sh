@@ -74,6 +74,23 @@ for b in k3-bench-kernels k3-bench-state k3-bench-index; do
   contains "$b bad flag: usage on stderr" "usage: $b" "$(cat "$work/err")"
 done
 
+# k3-bench-kernels --target: the target this CPU picks by itself (named by
+# --version) is taken and named in the output; a name that is no target is
+# refused with the list of those it could run (exit 2).
+native=$("$BIN/k3-bench-kernels" --version | sed -n 's/^kernel target: //p')
+out=$("$BIN/k3-bench-kernels" --target "$native" --quick --reps 1 --threads 1 --only no-such-matrix 2>&1)
+check "k3-bench-kernels --target $native exit" 0 "$?"
+contains "k3-bench-kernels --target $native runs it" "kernel target: $native" "$out"
+"$BIN/k3-bench-kernels" --target NOPE > "$work/out" 2> "$work/err"
+check "k3-bench-kernels --target NOPE exit" 2 "$?"
+contains "k3-bench-kernels --target NOPE: named, with the choices" "--target NOPE: not a target this build has and this CPU runs ($native" "$(sed 's/, .*//' "$work/err")"
+# The next best of those (every x86-64 CPU runs at least two, SCALAR among
+# them): its code runs instead of the native one.
+other=$(sed -n 's/.*(\([^)]*\)).*/\1/p' "$work/err" | cut -d, -f2 | tr -d ' ')
+holds "k3-bench-kernels names a second target" "[ -n '$other' ] && [ '$other' != '$native' ]"
+out=$("$BIN/k3-bench-kernels" --target "$other" --quick --reps 1 --threads 1 --only no-such-matrix 2>&1)
+contains "k3-bench-kernels --target $other runs it" "kernel target: $other" "$out"
+
 # A tokenizer that is not the model's: refused by k3-forward --tok and
 # k3-tokenize --model; the model's own is accepted.
 check "k3-forward --tok (own tokenizer)" "$gen" "$("$BIN/k3-forward" "$TINY" --tok "$TINY" --gen 4 < "$work/ids.txt" 2> /dev/null)"
