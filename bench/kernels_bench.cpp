@@ -2,7 +2,7 @@
 // as a fraction of the single-core memory read bandwidth measured in the same
 // run. Prints figures only; asserts nothing.
 //
-//   k3-bench-kernels [--reps N] [--threads "1 2"] [--only TEXT] [--hot] [--quick]
+//   k3-bench-kernels [--reps N] [--threads "1 2"] [--only TEXT] [--hot] [--quick] [--target NAME]
 
 #include <strings.h>
 #include <algorithm>

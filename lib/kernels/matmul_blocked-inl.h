@@ -100,10 +100,13 @@ void token_tile(const Source& src, const typename Source::Row* row, size_t nr, c
   float* a = acc + t * kLanes;
   size_t r = 0;
   for (; r + kR <= nr; r += kR) tile_part<kR, T>(src, row + r, xt, xstride, b0, b1, tail, a + r * stride, stride);
-  if constexpr (kR == 6) {  // the last row block's rest: a 3-row tile first
-    if (r + 3 <= nr) {
-      tile_part<3, T>(src, row + r, xt, xstride, b0, b1, tail, a + r * stride, stride);
-      r += 3;
+  // The last row block's rest: one half tile first where a half tile is more
+  // than a row (3 of AVX-512's 6), then single rows.
+  constexpr size_t kHalf = kR / 2;
+  if constexpr (kHalf > 1) {
+    if (r + kHalf <= nr) {
+      tile_part<kHalf, T>(src, row + r, xt, xstride, b0, b1, tail, a + r * stride, stride);
+      r += kHalf;
     }
   }
   for (; r < nr; ++r) tile_part<1, T>(src, row + r, xt, xstride, b0, b1, tail, a + r * stride, stride);
