@@ -111,19 +111,20 @@ if [ -n "$BASE" ]; then
 fi
 OURS_FLAGS=${K3_BENCH_FLAGS:-}
 PINNED_CACHE=${K3_BENCH_CACHE_GB:-0}
-run1() {  # run1 K3_FORWARD NAME flags...
-  local exe=$1 name=$2; shift 2
+run1() {  # run1 ours|base NAME flags...: K3_BENCH_FLAGS go to our side's runs only, whatever the baseline's path
+  local side=$1 name=$2 exe=$BIN/k3-forward; shift 2
+  [ "$side" = base ] && exe=$BASE_EXE
   # shellcheck disable=SC2086  # the flags are words
-  [ "$exe" = "$BIN/k3-forward" ] && set -- "$@" $OURS_FLAGS
+  [ "$side" = ours ] && set -- "$@" $OURS_FLAGS
   drop_caches
   echo "$ids" | "$exe" "$MODEL" --gen "$GEN" --ignore-eos --threads "$THREADS" \
       --stats-json "$DIR/$name.json" "$@" >"$DIR/$name.ids" 2>"$DIR/$name.err" || { cat "$DIR/$name.err"; exit 1; }
 }
 run() {  # run NAME flags...: ours and the baseline's (as base-NAME) back to back, in turns (run $rep)
   local name=$1; shift
-  if [ -n "$BASE" ] && [ $((rep % 2)) -eq 0 ]; then run1 "$BASE_EXE" "base-$name.$rep" "$@"; fi
-  run1 "$BIN/k3-forward" "$name.$rep" "$@"
-  if [ -n "$BASE" ] && [ $((rep % 2)) -eq 1 ]; then run1 "$BASE_EXE" "base-$name.$rep" "$@"; fi
+  if [ -n "$BASE" ] && [ $((rep % 2)) -eq 0 ]; then run1 base "base-$name.$rep" "$@"; fi
+  run1 ours "$name.$rep" "$@"
+  if [ -n "$BASE" ] && [ $((rep % 2)) -eq 1 ]; then run1 base "base-$name.$rep" "$@"; fi
 }
 echo "== k3-forward: prompt of 8 ids, $GEN generated, threads=${THREADS} (0 = all), $REPEAT run(s) per budget${BASE:+; baseline $BASE}${OURS_FLAGS:+; this build with $OURS_FLAGS}; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for rep in $(seq "$REPEAT"); do

@@ -231,6 +231,22 @@ for id in "${ids[@]}"; do
   fi
 done
 
+# The last mutant's binaries are still in $build (the sources are restored,
+# the objects are not): rebuild what the mutants touched, so a tool or test
+# run from $build afterwards (K3_MUTATE_BUILD_DIR=build, say) is the real one.
+built=""
+for r in "${results[@]}"; do
+  IFS='|' read -r id _ res _ _ <<< "$r"
+  [ "$res" = skipped ] || built="$built ${targets[$id]}"
+done
+if [ -n "$built" ]; then
+  echo "mutate: rebuilding the restored sources in $build" >&2
+  restore_targets=()
+  [ $full -eq 1 ] || read -r -a restore_targets <<< "--target $(tr ' ' '\n' <<< "$built" | sort -u | paste -sd ' ' -)"
+  cmake --build "$build" -j "$jobs" "${restore_targets[@]}" > "$build/logs/restore.build" 2>&1 ||
+    { echo "mutate: rebuilding $build failed: see $build/logs/restore.build" >&2; bad=1; }
+fi
+
 printf '\n%-30s %-38s %-9s %6s  %s\n' "mutant" "file" "result" "time" "caught by"
 for r in "${results[@]}"; do
   IFS='|' read -r id f res by secs <<< "$r"

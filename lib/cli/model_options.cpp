@@ -30,7 +30,9 @@ void add_budget_options(CLI::App& app, ModelOptions& o, bool expert_trace) {
   StreamingRequest& r = o.stream;
   app.add_option("--trunk", r.trunk_dir,
                  "Packed trunk from k3-pack: pin --trunk-gb of it in RAM and stream the rest every token");
-  app.add_option("--trunk-gb", r.trunk_gb, "GB (1e9 bytes) of trunk layers to pin in RAM (needs --trunk)")
+  app.add_option("--trunk-gb", r.trunk_gb,
+                 "GB (1e9 bytes) of trunk layers to pin in RAM (needs --trunk); with room left after every "
+                 "layer and the head, the embedding too")
       ->check(cli::finite_range(kMaxGigabytes));
   app.add_option("--cache-gb", r.cache_gb, "GB of routed-expert cache (experts stream from the shards)")
       ->check(cli::finite_range(kMaxGigabytes));

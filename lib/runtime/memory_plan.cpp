@@ -22,12 +22,16 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
   MemoryPlan p;
   // Use order: layers, then the head. The embedding is read row by row.
   std::vector<int> order;
+  int embedding = -1;
   for (int l = 0; l < c.num_hidden_layers; ++l)
     for (size_t s = 0; s < layout.sections.size(); ++s)
       if (layout.sections[s].layer == l) order.push_back(static_cast<int>(s));
   for (size_t s = 0; s < layout.sections.size(); ++s) {
     if (layout.sections[s].name == "head") order.push_back(static_cast<int>(s));
-    if (layout.sections[s].name == "embedding") p.embedding_bytes = layout.sections[s].length;
+    if (layout.sections[s].name == "embedding") {
+      embedding = static_cast<int>(s);
+      p.embedding_bytes = layout.sections[s].length;
+    }
   }
   // Pin in use order while the budget lasts (every section costs the same
   // I/O per token, so which ones are pinned does not matter, only how many).
@@ -46,6 +50,15 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
       if (ts.layer >= 0) largest_streamed_layer = std::max(largest_streamed_layer, len);
       else p.head_streamed = true;
     }
+  }
+  // The embedding comes last, and only whole: a token reads one row of it
+  // (a streamed layer costs its whole section), so it is pinned only when
+  // every layer and the head are and the budget has room left for it all.
+  // Then a new token's row is a memory read, not a disk read and a wait.
+  if (embedding >= 0 && p.streamed.empty() && p.pinned_bytes + p.embedding_bytes <= req.trunk_budget) {
+    p.pinned.push_back(embedding);
+    p.pinned_bytes += p.embedding_bytes;
+    p.embedding_pinned = true;
   }
   // A streamed head never needs a buffer of its own size: lm_head is read in
   // row blocks through the layers' buffers (the logits of a row depend on that
@@ -222,14 +235,15 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
     *head = false;
     for (int s : v) {
       if (layout.sections[s].layer >= 0) ++n;
-      else *head = true;
+      else if (layout.sections[s].name == "head") *head = true;
     }
     return n;
   };
   bool pinned_head, streamed_head;
   const int pl = count_layers(pinned, &pinned_head), sl = count_layers(streamed, &streamed_head);
   std::string o;
-  append_printf(o, "  pinned trunk      %d of %d layers%s  %s\n", pl, c.num_hidden_layers, pinned_head ? " + head" : "",
+  append_printf(o, "  pinned trunk      %d of %d layers%s%s  %s\n", pl, c.num_hidden_layers,
+                pinned_head ? " + head" : "", embedding_pinned ? " + embedding" : "",
                 format_bytes(pinned_bytes).c_str());
   if (stream_buffers) {
     append_printf(o, "  streamed trunk    %d layers%s, %d buffers x %s  %s\n", sl, streamed_head ? " + head" : "",
@@ -259,7 +273,11 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
                   (unsigned long long)head_blocks, (unsigned long long)head_block_rows,
                   format_bytes(head_small_bytes).c_str());
   }
-  append_printf(o, "  embedding         rows read on demand (%s on disk)\n", format_bytes(embedding_bytes).c_str());
+  if (embedding_pinned)
+    append_printf(o, "  embedding         pinned with the trunk (counted above)  %s\n",
+                  format_bytes(embedding_bytes).c_str());
+  else
+    append_printf(o, "  embedding         rows read on demand (%s on disk)\n", format_bytes(embedding_bytes).c_str());
   append_printf(o, "  expert cache      %llu slots x %s%s  %s\n", (unsigned long long)cache_slots,
                 format_bytes(slot_bytes).c_str(),
                 cache_slots && cache_slots == min_slots ? " (the floor: one layer's top-k, all in flight)" : "",

@@ -67,7 +67,8 @@ inline constexpr uint64_t kPrefetchAllowance = 512ull << 20;
 inline constexpr int kMaxStreamBuffers = 4;
 
 struct MemoryPlan {
-  // Trunk: sections in use order (layers 0..n-1, then the head).
+  // Trunk: sections in use order (layers 0..n-1, then the head; then the
+  // embedding, pinned only when all of those are and it fits the budget too).
   std::vector<int> pinned;  // indices into TrunkLayout::sections
   std::vector<int> streamed;
   uint64_t pinned_bytes = 0;
@@ -92,7 +93,8 @@ struct MemoryPlan {
   uint64_t head_blocks = 0;
   uint64_t head_block_read_bytes = 0;  // aligned read of one full block
   uint64_t head_small_bytes = 0;
-  uint64_t embedding_bytes = 0;  // on disk; rows are read on demand, never resident
+  uint64_t embedding_bytes = 0;   // its section's bytes
+  bool embedding_pinned = false;  // in `pinned` (and pinned_bytes); else its rows are read on demand
   // Bytes read from trunk.bin per token: the streamed layer sections and a
   // streamed head's lm_head, as stored (compressed sizes for a compressed
   // trunk, whose streamed units are decoded into the stream buffers as they

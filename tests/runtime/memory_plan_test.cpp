@@ -94,6 +94,38 @@ TEST(MemoryPlan, BudgetsDecidePinningAndSlots) {
   EXPECT_EQ(p1.peak_rss, p1.pinned_bytes + p1.stream_buffer_bytes + p1.head_small_bytes + p1.cache_bytes +
                              p1.kda_state_bytes + p1.mla_cache_bytes + p1.activation_bytes + p1.io_bytes);
   EXPECT_GT(p1.peak_rss, p0.peak_rss);
+  // A budget for all of it pins the embedding too, last; its rows are then
+  // never read per token.
+  uint64_t all = 0, embedding = 0, head = 0;
+  for (const TrunkSection& s : layout.sections) {
+    all += s.length;
+    if (s.name == "embedding") embedding = s.length;
+    if (s.name == "head") head = s.length;
+  }
+  ASSERT_GT(embedding, 0u);
+  EXPECT_TRUE(p1.embedding_pinned);
+  ASSERT_EQ(p1.pinned.size(), 15u);
+  EXPECT_EQ(layout.sections[p1.pinned.back()].name, "embedding");
+  EXPECT_EQ(p1.pinned_bytes, all);
+  EXPECT_FALSE(p0.embedding_pinned);
+  // One byte short of it all: every layer and the head pinned, the embedding
+  // read row by row.
+  req.trunk_budget = all - 1;
+  MemoryPlan pe = plan_memory(c, layout, idx.slot_bytes(), req);
+  EXPECT_TRUE(pe.streamed.empty());
+  EXPECT_FALSE(pe.embedding_pinned);
+  EXPECT_EQ(pe.pinned.size(), 14u);
+  EXPECT_EQ(pe.pinned_bytes, all - embedding);
+  EXPECT_EQ(p1.peak_rss - pe.peak_rss, embedding);
+  // Room for the layers and the embedding but not the head: the head
+  // streams (it costs a token its bytes), so the embedding stays on disk
+  // though it would fit.
+  ASSERT_GT(head, embedding);
+  req.trunk_budget = all - head;
+  MemoryPlan ph2 = plan_memory(c, layout, idx.slot_bytes(), req);
+  EXPECT_TRUE(ph2.head_streamed);
+  EXPECT_FALSE(ph2.embedding_pinned);
+  EXPECT_EQ(ph2.pinned.size(), 13u);
   // Half the layers' bytes pins a prefix of them.
   req.trunk_budget = layout.layer_bytes() / 2;
   MemoryPlan ph = plan_memory(c, layout, idx.slot_bytes(), req);
