@@ -24,6 +24,9 @@
 #        K3_BENCH_SYNTH  k3-synth geometry flags of the checkpoint (default "--preset bench"); e.g.
 #                        "--preset bench --layers 8 --experts 64" (~1 GB) for a quick run. Use one
 #                        K3_BENCH_DIR per geometry: a cached checkpoint of other flags is refused
+#        K3_BENCH_ORACLE  1: also row "pinned-oracle", the pinned budget with every lookahead guess right
+#                         (--expert-lookahead-from a trace the first pinned run records): the most
+#                         --expert-lookahead can give on this disk
 #        K3_BENCH_BLOCKS  row-block sizes in MB (e.g. "32 4 0.5 0.07"): everything streaming at each block
 #                         size (rows blocks-X), beside --preset min (row "min") and whole layers ("streaming")
 # The page cache is dropped before each run (needs root) and all streaming
@@ -127,14 +130,24 @@ run() {  # run NAME flags...: ours and the baseline's (as base-NAME) back to bac
   if [ -n "$BASE" ] && [ $((rep % 2)) -eq 1 ]; then run1 base "base-$name.$rep" "$@"; fi
 }
 echo "== k3-forward: prompt of 8 ids, $GEN generated, threads=${THREADS} (0 = all), $REPEAT run(s) per budget${BASE:+; baseline $BASE}${OURS_FLAGS:+; this build with $OURS_FLAGS}; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+ORACLE_TRACE=$DIR/pinned.trace
+if [ -n "${K3_BENCH_ORACLE:-}" ]; then  # the pinned run's requests, for its perfect guesses
+  rm -f "$ORACLE_TRACE"
+  run1 ours pinned-trace --trunk "$TRUNK" --trunk-gb 3 --cache-gb "$PINNED_CACHE" --expert-trace "$ORACLE_TRACE"
+fi
 for rep in $(seq "$REPEAT"); do
   run streaming --trunk "$TRUNK" --trunk-gb 0 --cache-gb 0
   run pinned --trunk "$TRUNK" --trunk-gb 3 --cache-gb "$PINNED_CACHE"
-  run resident --trunk "$TRUNK" --trunk-gb 3 --cache-gb 8
   extra=""
+  if [ -n "${K3_BENCH_ORACLE:-}" ]; then
+    run1 ours "pinned-oracle.$rep" --trunk "$TRUNK" --trunk-gb 3 --cache-gb "$PINNED_CACHE" \
+      --expert-lookahead-from "$ORACLE_TRACE"
+    extra="pinned-oracle"
+  fi
+  run resident --trunk "$TRUNK" --trunk-gb 3 --cache-gb 8
   if [ -n "${K3_BENCH_BLOCKS:-}" ]; then
     run min --trunk "$TRUNK" --preset min
-    extra="min"
+    extra="$extra min"
     for mb in $K3_BENCH_BLOCKS; do
       run "blocks-$mb" --trunk "$TRUNK" --trunk-gb 0 --cache-gb 0 --block-mb "$mb"
       extra="$extra blocks-$mb"
@@ -211,4 +224,10 @@ if with_base:
         print(f"  {b:<15} s/token {z['s_per_token']:.3f} -> {a['s_per_token']:.3f} (x{ratio('s_per_token')}); "
               f"MB read/token {bytes_z/1e6:.1f} -> {bytes_a/1e6:.1f}; compute s {z['compute_seconds']:.2f} -> "
               f"{a['compute_seconds']:.2f}; peak RSS {rz/1e9:.2f}G -> {ra/1e9:.2f}G")
+if "pinned-oracle" in extra:  # every guess right: the lookahead's ceiling on this disk
+    o, _ = median_run("pinned-oracle")
+    for ref in (["base-pinned"] if with_base else []) + ["pinned"]:
+        z, _ = median_run(ref)
+        print(f"  pinned-oracle / {ref}: s/token {z['s_per_token']:.3f} -> {o['s_per_token']:.3f} "
+              f"(x{o['s_per_token']/z['s_per_token']:.3f})")
 PY

@@ -14,6 +14,8 @@
 #include "common/error.h"
 #include "common/file.h"
 #include "common/quiet.h"
+#include "runtime/expert_cache_policy.h"
+#include "runtime/expert_trace.h"
 
 namespace k3 {
 
@@ -51,6 +53,11 @@ void add_budget_options(CLI::App& app, ModelOptions& o, bool expert_trace) {
                    "Record every (layer, expert) the model asks for, in order, into FILE (little-endian int32 pairs, "
                    "layer as the checkpoint numbers it; created exclusively, replaced whole at the end) for "
                    "k3-bench-expert-cache (docs/expert-cache.md)");
+  if (expert_trace)
+    app.add_option("--expert-lookahead-from", o.lookahead_trace,
+                   "A measurement: --expert-lookahead with every guess right, taken from TRACE, an --expert-trace "
+                   "of this same run (same model, prompt and flags) recorded earlier. Shows the most the lookahead "
+                   "can give on this disk (docs/memory.md); output is identical");
   app.add_option("--preset", r.preset,
                  "Memory preset: min, laptop, desktop, workstation, server, max, or auto (the largest whose forecast "
                  "fits the memory available now; --trunk-gb/--cache-gb/--block-mb "
@@ -87,6 +94,14 @@ std::optional<int> answer_plan_requests(const ModelConfig& config, ModelOptions&
   // Checked before any weight is read; a device or FIFO is written through.
   if (!o.stats_json.empty()) check_output_path(o.stats_json, OutputPolicy::kFileOrStream);
   if (!o.expert_trace.empty()) check_output_path(o.expert_trace, OutputPolicy::kRegularFile);
+  if (!o.lookahead_trace.empty()) {
+    if (!o.stream.active())
+      throw Error(ExitCode::kUsage,
+                  "--expert-lookahead-from guesses the experts of a streaming run, and this run is resident: give "
+                  "--trunk, --preset or --cache-gb, or drop the flag");
+    read_expert_trace(o.lookahead_trace, ExpertCacheShape::of(config));  // refused now, before any weight is read
+    o.stream.expert_lookahead = true;
+  }
   if (o.stream.expert_lookahead && !o.stream.active())
     throw Error(ExitCode::kUsage,
                 "--expert-lookahead reads experts ahead of a streaming run, and this run is resident: give --trunk, "

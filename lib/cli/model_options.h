@@ -34,9 +34,10 @@ struct ModelOptions {
   bool plan_only = false;
   uint64_t ctx = 0;  // 0: what the run needs
   std::string stats_json;
-  std::string expert_trace;  // --expert-trace: record the expert requests (runtime/expert_trace.h)
-  double read_gbps = 0;      // --list-presets' read bandwidth; 0: the assumed one
-  bool quiet = false;        // --quiet: nothing on stderr but errors
+  std::string expert_trace;     // --expert-trace: record the expert requests (runtime/expert_trace.h)
+  std::string lookahead_trace;  // --expert-lookahead-from: perfect guesses from a trace (runtime/expert_trace_oracle.h)
+  double read_gbps = 0;         // --list-presets' read bandwidth; 0: the assumed one
+  bool quiet = false;           // --quiet: nothing on stderr but errors
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();  // the run's wall clock
 };
 

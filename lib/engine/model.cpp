@@ -91,6 +91,11 @@ void Model::load(ModelPlan plan) {
     max_drafts_ = req.state_snapshots;
   }
   WeightSource* weights = streaming_ ? static_cast<WeightSource*>(streaming_.get()) : resident_.get();
+  if (!params_.lookahead_trace.empty() && streaming_) {
+    oracle_ = std::make_unique<ExpertTraceOracle>(
+        *weights, read_expert_trace(params_.lookahead_trace, ExpertCacheShape::of(config_)), config_.num_experts);
+    weights = oracle_.get();
+  }
   if (!params_.expert_trace.empty()) {
     trace_ = std::make_unique<ExpertTraceRecorder>(*weights, params_.expert_trace);
     weights = trace_.get();

@@ -49,6 +49,7 @@
 #include "generate/generation_session.h"
 #include "model/config.h"
 #include "model/engine.h"
+#include "runtime/expert_trace_oracle.h"
 #include "runtime/expert_trace_recorder.h"
 #include "runtime/resident_weights.h"
 #include "runtime/streaming_setup.h"
@@ -69,6 +70,9 @@ struct ModelParams {
   // Record every (layer, expert) the model asks for into this file
   // (runtime/expert_trace.h's format); it appears at finish_expert_trace().
   std::string expert_trace;
+  // --expert-lookahead-from: guess each layer's experts from this trace of
+  // the same run (runtime/expert_trace_oracle.h) instead of with the router.
+  std::string lookahead_trace;
 };
 
 // A model's checks and memory plan, made before anything loads
@@ -167,6 +171,7 @@ class Model {
   ModelParams params_;
   std::unique_ptr<ResidentWeights> resident_;
   std::unique_ptr<StreamingWeights> streaming_;
+  std::unique_ptr<ExpertTraceOracle> oracle_;   // in front of the weights with --expert-lookahead-from
   std::unique_ptr<ExpertTraceRecorder> trace_;  // in front of the weights when recording
   ThreadPool pool_;
   std::unique_ptr<Engine> engine_;

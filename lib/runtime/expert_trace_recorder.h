@@ -28,6 +28,9 @@ class ExpertTraceRecorder : public WeightSource {
   void prefetch_experts(int layer, const std::vector<int>& experts) override {
     inner_.prefetch_experts(layer, experts);
   }
+  // Recording leaves --expert-lookahead's guesses on.
+  const MoeTrunkWeights* router_ahead(int layer) override { return inner_.router_ahead(layer); }
+  void prefetch_guess(int layer, const std::vector<int>& experts) override { inner_.prefetch_guess(layer, experts); }
   void for_each_expert(int layer, const std::vector<int>& experts,
                        const std::function<void(size_t k, const ExpertWeights& w)>& on_ready) override;
   const HeadWeights& acquire_head() override { return inner_.acquire_head(); }

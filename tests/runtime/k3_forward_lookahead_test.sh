@@ -9,6 +9,8 @@
 # the cache policy and the flag; the plan
 # says what the flag will do and bounds its reads per token; without a
 # pinned router no guess is made; a resident run refuses the flag.
+# --expert-trace keeps the guesses; --expert-lookahead-from (perfect guesses
+# from such a trace) changes nothing in the output and is right every time.
 # Each k3-forward run and each python3 start costs about a second on a
 # loaded machine: the runs are few and the JSON is checked in one go.
 set -uo pipefail
@@ -60,6 +62,26 @@ check "full cache ids" "" "$(cmp "$work/base.ids" "$work/full.ids" 2>&1)"
 contains "full cache plan line" "nothing to guess" "$(cat "$work/full.err")"
 bad "resident run" 2 "--expert-lookahead reads experts ahead of a streaming run" -- \
   "$BIN/k3-forward" "$TINY" --ids "$work/ids" --gen 1 --expert-lookahead
+# --expert-trace keeps the guesses on; --expert-lookahead-from answers every
+# guess from that trace (right each time, output unchanged); a trace of
+# another prompt only makes the guesses wrong.
+run traced --cache-gb "$(gb 8)" --expert-lookahead --expert-trace "$work/trace"
+run oracle --cache-gb "$(gb 8)" --expert-lookahead-from "$work/trace"
+echo "12 11 10 9 8 7 6 5 4 3 2 1" >"$work/ids2"
+"$BIN/k3-forward" "$TINY" --ids "$work/ids2" --gen 5 --ignore-eos --cache-gb "$(gb 8)" --expert-trace "$work/trace2" \
+  >/dev/null 2>"$work/err" || { cat "$work/err"; echo "FAIL k3-forward trace2"; exit 1; }
+run other --cache-gb "$(gb 8)" --expert-lookahead-from "$work/trace2"
+for r in traced oracle other; do
+  check "$r ids" "" "$(cmp "$work/base.ids" "$work/$r.ids" 2>&1)"
+  check "$r logits" "" "$(cmp "$work/base.st" "$work/$r.st" 2>&1)"
+done
+bad "oracle in a resident run" 2 "--expert-lookahead-from guesses the experts of a streaming run" -- \
+  "$BIN/k3-forward" "$TINY" --ids "$work/ids" --gen 1 --expert-lookahead-from "$work/trace"
+printf 'abc' >"$work/short-trace"
+bad "oracle trace of a broken size" 4 "short-trace" -- \
+  "$BIN/k3-forward" "$TINY" --ids "$work/ids" --gen 1 --cache-gb 0.001 --expert-lookahead-from "$work/short-trace"
+bad "oracle trace missing" 4 "missing-trace" -- \
+  "$BIN/k3-forward" "$TINY" --ids "$work/ids" --gen 1 --cache-gb 0.001 --expert-lookahead-from "$work/missing-trace"
 
 # Every --stats-json check, one line each: "NAME|ok" or "NAME|what is wrong".
 while IFS='|' read -r name got; do check "$name" ok "$got"; done < <(python3 - "$work" "$slot" "$cases" <<'PY'
@@ -98,10 +120,17 @@ for name in ("base", "on-8-1"):
 # --stats-json says which cache policy ran and whether the flag was on.
 r = " ".join("%s %s" % (x["expert_cache_policy"], x["expert_lookahead"]) for x in (j(n)["run"] for n in ("base", "on-8-1", "on-24-2")))
 print("stats: policy and lookahead|" + ("ok" if r == "layer-lfu False layer-lfu True lru True" else r))
+t, o, w = (j(n)["expert_lookahead"] for n in ("traced", "oracle", "other"))
+print("recording keeps the guesses|" + ("ok" if t["guessed_layers"] == 60 else str(t)))
+ok = o["guessed_layers"] == 60 and o["guessed_used"] == o["guessed_experts"] > t["guessed_used"] and \
+     o["reads_used"] == o["reads"] > 0 and o["wasted_reads"] == o["cancelled_reads"] == 0
+print("oracle: every guess right|" + ("ok" if ok else str(o)))
+print("oracle of another run: guesses wrong|" + ("ok" if w["guessed_used"] < w["guessed_experts"] else str(w)))
+print("oracle: the flag shows|" + ("ok" if j("oracle")["run"]["expert_lookahead"] is True else "off"))
 for name in ("unpinned", "full"):  # no router in memory; nothing to guess
     n = j(name)["expert_lookahead"]["guessed_layers"]
     print(f"{name}: no guess|" + ("ok" if n == 0 else "%d guessed layers" % n))
 PY
 )
-[ "$passes" -ge 31 ] || { echo "FAIL: only $passes checks ran"; fails=$((fails + 1)); }
+[ "$passes" -ge 59 ] || { echo "FAIL: only $passes checks ran"; fails=$((fails + 1)); }
 finish k3_forward_lookahead_test
