@@ -6,7 +6,7 @@
 namespace k3 {
 
 ExpertTraceOracle::ExpertTraceOracle(WeightSource& inner, std::vector<ExpertRequest> trace, int num_experts)
-    : inner_(inner), trace_(std::move(trace)), num_experts_(num_experts) {}
+    : ForwardingWeightSource(inner), trace_(std::move(trace)), num_experts_(num_experts) {}
 
 void ExpertTraceOracle::prefetch_guess(int layer, const std::vector<int>& /*experts*/) {
   // A guess is made while an earlier layer computes, so that layer's call may
@@ -18,6 +18,7 @@ void ExpertTraceOracle::prefetch_guess(int layer, const std::vector<int>& /*expe
   while (i < skip_end && trace_[i].layer != layer) ++i;
   std::vector<int> truth;
   std::vector<bool> seen(static_cast<size_t>(num_experts_), false);
+  if (i == skip_end) i = trace_.size();  // not within reach: another run's trace, no guess
   for (; i < trace_.size() && trace_[i].layer == layer; ++i) {
     const auto e = static_cast<size_t>(trace_[i].expert);
     if (seen[e]) break;

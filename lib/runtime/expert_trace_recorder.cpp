@@ -15,7 +15,7 @@ void put_le32(uint8_t* p, int32_t v) {
 }  // namespace
 
 ExpertTraceRecorder::ExpertTraceRecorder(WeightSource& inner, const std::string& path)
-    : inner_(inner), out_(std::make_unique<AtomicFileWriter>(path, OutputPolicy::kRegularFile)) {}
+    : ForwardingWeightSource(inner), out_(std::make_unique<AtomicFileWriter>(path, OutputPolicy::kRegularFile)) {}
 
 void ExpertTraceRecorder::for_each_expert(int layer, const std::vector<int>& experts,
                                           const std::function<void(size_t k, const ExpertWeights& w)>& on_ready) {
