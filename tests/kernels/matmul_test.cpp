@@ -17,6 +17,7 @@
 #include "hwy/targets.h"
 #include "kernels/bf16.h"
 #include "kernels/mxfp4.h"
+#include "lib/simd_targets.h"
 
 namespace k3::kernels {
 namespace {
@@ -115,18 +116,7 @@ void expect_same_bits(const std::vector<float>& a, const std::vector<float>& b, 
   ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << what;
 }
 
-// Runs body once per SIMD target compiled in and supported by this CPU, so
-// the AVX2/SSE4 paths are checked on an AVX-512 machine too.
-template <class Body>
-void for_each_target(const Body& body) {
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    ASSERT_STREQ(kernel_target_name(), hwy::TargetName(target));
-    SCOPED_TRACE(std::string("target ") + hwy::TargetName(target));
-    body();
-  }
-  hwy::SetSupportedTargetsForTest(0);
-}
+using test::for_each_target;
 
 const size_t kRowsList[] = {1, 2, 3, 7, 16, 31, 67};
 const size_t kBf16Cols[] = {1, 3, 8, 15, 16, 17, 33, 64, 100, 255, 513};
