@@ -99,7 +99,8 @@ std::optional<int> answer_plan_requests(const ModelConfig& config, ModelOptions&
       throw Error(ExitCode::kUsage,
                   "--expert-lookahead-from guesses the experts of a streaming run, and this run is resident: give "
                   "--trunk, --preset or --cache-gb, or drop the flag");
-    read_expert_trace(o.lookahead_trace, ExpertCacheShape::of(config));  // refused now, before any weight is read
+    // Read once, and refused now, before any weight is read.
+    o.lookahead_pairs = read_expert_trace(o.lookahead_trace, ExpertCacheShape::of(config));
     o.stream.expert_lookahead = true;
   }
   if (o.stream.expert_lookahead && !o.stream.active())

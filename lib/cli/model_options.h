@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "runtime/expert_trace.h"
 #include "runtime/streaming_setup.h"
 
 namespace k3 {
@@ -36,8 +37,9 @@ struct ModelOptions {
   std::string stats_json;
   std::string expert_trace;     // --expert-trace: record the expert requests (runtime/expert_trace.h)
   std::string lookahead_trace;  // --expert-lookahead-from: perfect guesses from a trace (runtime/expert_trace_oracle.h)
-  double read_gbps = 0;         // --list-presets' read bandwidth; 0: the assumed one
-  bool quiet = false;           // --quiet: nothing on stderr but errors
+  std::vector<ExpertRequest> lookahead_pairs;  // its pairs, read and checked by answer_plan_requests
+  double read_gbps = 0;                        // --list-presets' read bandwidth; 0: the assumed one
+  bool quiet = false;                          // --quiet: nothing on stderr but errors
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();  // the run's wall clock
 };
 

@@ -28,7 +28,7 @@ ModelParams params_for(const ModelOptions& o, uint64_t context, uint64_t batch) 
   params.context = std::max<uint64_t>(o.ctx, context);
   params.batch = batch;
   params.expert_trace = o.expert_trace;
-  params.lookahead_trace = o.lookahead_trace;
+  params.lookahead_trace = o.lookahead_pairs;
   return params;
 }
 

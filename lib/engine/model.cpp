@@ -92,8 +92,7 @@ void Model::load(ModelPlan plan) {
   }
   WeightSource* weights = streaming_ ? static_cast<WeightSource*>(streaming_.get()) : resident_.get();
   if (!params_.lookahead_trace.empty() && streaming_) {
-    oracle_ = std::make_unique<ExpertTraceOracle>(
-        *weights, read_expert_trace(params_.lookahead_trace, ExpertCacheShape::of(config_)), config_.num_experts);
+    oracle_ = std::make_unique<ExpertTraceOracle>(*weights, params_.lookahead_trace, config_.num_experts);
     weights = oracle_.get();
   }
   if (!params_.expert_trace.empty()) {

@@ -71,8 +71,9 @@ struct ModelParams {
   // (runtime/expert_trace.h's format); it appears at finish_expert_trace().
   std::string expert_trace;
   // --expert-lookahead-from: guess each layer's experts from this trace of
-  // the same run (runtime/expert_trace_oracle.h) instead of with the router.
-  std::string lookahead_trace;
+  // the same run (runtime/expert_trace_oracle.h: its pairs, as
+  // read_expert_trace returns them) instead of with the router.
+  std::vector<ExpertRequest> lookahead_trace;
 };
 
 // A model's checks and memory plan, made before anything loads

@@ -20,7 +20,8 @@ namespace k3 {
 
 MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t slot_bytes, const PlanRequest& req) {
   MemoryPlan p;
-  // Use order: layers, then the head. The embedding is read row by row.
+  // Use order: layers, then the head. The embedding is read row by row, or
+  // pinned last (below).
   std::vector<int> order;
   int embedding = -1;
   for (int l = 0; l < c.num_hidden_layers; ++l)
