@@ -6,12 +6,10 @@
 #include "common/error.h"
 #include "kernels/matmul.h"
 
-#ifndef K3_VERSION
-#error "K3_VERSION is defined by lib/CMakeLists.txt"
+#ifndef K3_VERSION_INFO
+#error "K3_VERSION_INFO (the generated version header) is defined by lib/CMakeLists.txt"
 #endif
-#ifndef K3_GIT_DESCRIBE
-#define K3_GIT_DESCRIBE ""
-#endif
+#include K3_VERSION_INFO
 
 namespace k3 {
 
