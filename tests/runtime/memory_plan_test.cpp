@@ -32,6 +32,29 @@ fs::path fake_root(const std::string& tag) {
   put(r / "proc/meminfo", "MemTotal:       24000000 kB\nMemFree:  100 kB\nMemAvailable:   20000000 kB\n");
   return r;
 }
+// The tiny model's trunk as hand-made sections: the embedding, 13 layers
+// (layer 5 twice as large), and the head with its norm and lm_head.
+TrunkLayout hand_layout(const ModelConfig& c) {
+  TrunkLayout layout;
+  uint64_t at = 0;
+  auto add = [&](const std::string& name, int layer, uint64_t length) {
+    TrunkSection s;
+    s.name = name;
+    s.layer = layer;
+    s.offset = s.stored_offset = at;
+    s.length = s.stored_length = length;
+    at += length;
+    layout.sections.push_back(s);
+    return &layout.sections.back();
+  };
+  add("embedding", -1, 8448 * 128);
+  for (int l = 0; l < 13; ++l) add("layer." + std::to_string(l), l, l == 5 ? 81920 : 40960);
+  TrunkSection* head = add("head", -1, 4096 + 8448 * 128);
+  head->tensors = {{"language_model.model.norm.weight", DType::kBF16, {64}, head->offset, 128},
+                   {c.lm_head_name, DType::kBF16, {8448, 64}, head->offset + 4096, 8448 * 128}};
+  layout.file_size = at;
+  return layout;
+}
 }  // namespace
 
 TEST(MemoryLimits, CgroupV2TightestAncestorWins) {
@@ -142,24 +165,7 @@ TEST(MemoryPlan, StreamedPlanTermsMatchHandComputedValues) {
   const ModelConfig c = load_model_config(kTiny);
   ASSERT_EQ(c.num_kda_layers(), 9);
   ASSERT_EQ(c.num_mla_layers(), 4);
-  TrunkLayout layout;
-  uint64_t at = 0;
-  auto add = [&](const std::string& name, int layer, uint64_t length) {
-    TrunkSection s;
-    s.name = name;
-    s.layer = layer;
-    s.offset = s.stored_offset = at;
-    s.length = s.stored_length = length;
-    at += length;
-    layout.sections.push_back(s);
-    return &layout.sections.back();
-  };
-  add("embedding", -1, 8448 * 128);
-  for (int l = 0; l < 13; ++l) add("layer." + std::to_string(l), l, l == 5 ? 81920 : 40960);
-  TrunkSection* head = add("head", -1, 4096 + 8448 * 128);
-  head->tensors = {{"language_model.model.norm.weight", DType::kBF16, {64}, head->offset, 128},
-                   {c.lm_head_name, DType::kBF16, {8448, 64}, head->offset + 4096, 8448 * 128}};
-  layout.file_size = at;
+  const TrunkLayout layout = hand_layout(c);
 
   PlanRequest req;
   req.trunk_budget = 3 * 40960 + 1000;  // layers 0..2 fit; nothing later does
@@ -217,6 +223,47 @@ TEST(MemoryPlan, StreamedPlanTermsMatchHandComputedValues) {
   // of stack per thread (8 I/O + 1 compute), 48 MiB for the program.
   EXPECT_EQ(p.io_bytes, 2u * (4u << 20) + 100u * 160 + 9u * (1u << 20) + (48u << 20));
   EXPECT_EQ(p.peak_rss, 122880u + 327680u + 0u + 8192u + 98304u + 432000u + 1280000u + 1041408u + 68173440u);
+}
+
+TEST(MemoryPlan, LongContextTermsFollowTheirFormulas) {
+  // Every term of the plan at 32K, 64K, 128K and 256K positions, against its
+  // formula written out here (the same hand layout and request as above,
+  // with a resident draft model): the MLA cache and the draft's context grow
+  // with every position, the attention scores of a row block are held for
+  // at most 65,536 positions, the rest does not depend on the context.
+  const ModelConfig c = load_model_config(kTiny);
+  const TrunkLayout layout = hand_layout(c);
+  PlanRequest req;
+  req.trunk_budget = 3 * 40960 + 1000;
+  req.cache_budget = 100000;
+  req.batch = 16;
+  req.sequences = 2;
+  req.state_snapshots = 3;
+  req.io_threads = 8;
+  req.compute_threads = 1;
+  req.tensor_count = 100;
+  req.draft.resident = 5000;
+  req.draft.per_position = 24;
+  const uint64_t kda_one = 86400, io = 2u * (4u << 20) + 100u * 160 + 9u * (1u << 20) + (48u << 20);
+  for (uint64_t ctx : {uint64_t{32768}, uint64_t{65536}, uint64_t{131072}, uint64_t{262144}}) {
+    SCOPED_TRACE("context " + std::to_string(ctx));
+    req.context = ctx;
+    const MemoryPlan p = plan_memory(c, layout, 12288, req);
+    // MLA: 4 layers x ctx positions x (32 + 8) floats per sequence.
+    const uint64_t mla_one = 4 * ctx * 40 * 4;
+    EXPECT_EQ(p.per_sequence_bytes, kda_one + mla_one);
+    EXPECT_EQ(p.kda_state_bytes, kda_one * 5);
+    EXPECT_EQ(p.mla_cache_bytes, mla_one * 2);
+    // 10272 floats a row (see above), then 6 heads x min(ctx, 65536) scores.
+    EXPECT_EQ(p.activation_bytes, 16u * 4 * 10272 + 16u * 4 * 6 * std::min<uint64_t>(ctx, 65536));
+    EXPECT_EQ(p.draft_bytes, 5000 + 24 * ctx);
+    EXPECT_EQ(p.kept_state_bytes, 0u);
+    EXPECT_EQ(p.io_bytes, io);
+    EXPECT_EQ(p.pinned_bytes + p.stream_buffer_bytes + p.stream_staging_bytes + p.head_small_bytes + p.cache_bytes,
+              122880u + 327680u + 0u + 8192u + 98304u);
+    EXPECT_EQ(p.peak_rss, 122880u + 327680u + 8192u + 98304u + kda_one * 5 + mla_one * 2 + p.activation_bytes +
+                              (5000 + 24 * ctx) + io);
+  }
 }
 
 TEST(MemoryLimits, CgroupLimitOfZeroLeavesNothing) {

@@ -132,6 +132,15 @@ BOUNDARY_CASES = [
     ("six-eighths", LEVEL, 31, 0, 16, 1.3, 0, 0.75, 0.0),
 ]
 
+# Min-p boundaries: candidates whose probability equals min_p times the most
+# likely one's exactly (tied logits give equal weights exp(0) = 1), so
+# `p >= min_p * p0` and `p > min_p * p0` keep different sets.
+MIN_P_BOUNDARY_CASES = [
+    # name, row, seed, first position, count, temp, top_k, top_p, min_p
+    ("tied-top", LOGITS, 17, 0, 16, 0.7, 0, 1.0, 1.0),
+    ("level-under-top-k", LEVEL, 8, 2, 16, 1.0, 5, 1.0, 1.0),
+]
+
 
 def run(row, seed, first, count, temp, k, tp, mp):
     order, w = candidates(row, temp, k, tp, mp)
@@ -162,6 +171,9 @@ if __name__ == "__main__":
     for name, row, seed, first, count, temp, k, tp, mp in BOUNDARY_CASES:
         order, ids, worst = run(row, seed, first, count, temp, k, tp, mp)
         print("top-p boundary", name, "kept", order, "ids", ids, "closest boundary %.3g" % worst)
+    for name, row, seed, first, count, temp, k, tp, mp in MIN_P_BOUNDARY_CASES:
+        order, ids, worst = run(row, seed, first, count, temp, k, tp, mp)
+        print("min-p boundary", name, "kept", order, "ids", ids, "closest boundary %.3g" % worst)
     for name, seed, first, count, temp, rep, freq, pres, last_n in PENALTY_CASES:
         row = penalise(LOGITS, PENALTY_SEQUENCE, rep, freq, pres, last_n)
         order, w = candidates(row, temp)

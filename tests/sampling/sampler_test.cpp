@@ -247,6 +247,39 @@ TEST(Sampler, TopPKeepsTheCandidateWhoseRunningSumEqualsP) {
   }
 }
 
+TEST(Sampler, MinPKeepsTheCandidateAtExactlyItsFloor) {
+  // Tied logits have equal weights (exp(0) = 1 exactly), so with min-p 1 each
+  // tied candidate's probability equals min_p times the most likely one's:
+  // it is kept. A `p > floor` cut-off keeps the first one alone, and these
+  // ids (and kept sets) change.
+  const std::vector<float> level(8, 0.625f);
+  EXPECT_EQ(ids_of(sampling_candidates(kLogits.data(), kLogits.size(), params(0.7, 0, 1.0, 1.0))),
+            (std::vector<int32_t>{5, 10}));
+  EXPECT_EQ(ids_of(sampling_candidates(level.data(), level.size(), params(1.0, 5, 1.0, 1.0))),
+            (std::vector<int32_t>{0, 1, 2, 3, 4}));
+
+  struct Case {
+    const std::vector<float>* row;
+    uint64_t seed;
+    int64_t first;
+    SamplingParams p;
+    std::vector<int32_t> ids;
+  };
+  // python3 tests/sampling/sampler_reference.py ("min-p boundary" lines)
+  const std::vector<Case> cases = {
+      {&kLogits, 17, 0, params(0.7, 0, 1.0, 1.0), {10, 5, 10, 10, 5, 10, 5, 5, 5, 10, 10, 5, 5, 5, 5, 10}},
+      {&level, 8, 2, params(1.0, 5, 1.0, 1.0), {4, 4, 1, 3, 1, 2, 4, 2, 2, 4, 4, 2, 2, 0, 1, 2}},
+  };
+  for (const Case& c : cases) {
+    SamplingParams p = c.p;
+    p.seed = c.seed;
+    Sampler s(p);
+    std::vector<int32_t> got;
+    for (size_t i = 0; i < c.ids.size(); ++i) got.push_back(s.next(c.row->data(), c.row->size(), c.first + i));
+    EXPECT_EQ(got, c.ids) << "seed " << c.seed;
+  }
+}
+
 TEST(Sampler, PositionIndexedDrawsMakeSplitsEqual) {
   // Sampling positions 0..19 in one go equals sampling 0..9, then a fresh
   // sampler (as after loading a state) for 10..19, and equals sampling only
