@@ -5,20 +5,18 @@
 #include <cstdio>
 #include <string>
 
-#include "sampling/flag_refusal.h"
+#include "sampling/sampling_settings.h"
 
 namespace k3 {
 
-void validate_penalty_params(const PenaltyParams& p) {
-  if (!(p.repetition > 0.0) || std::isinf(p.repetition))
-    refuse_flag_value("--repeat-penalty must be a finite number > 0 (1 means off)", p.repetition);
-  if (!(p.frequency >= -2.0 && p.frequency <= 2.0))
-    refuse_flag_value("--frequency-penalty must be in [-2, 2] (0 means off)", p.frequency);
-  if (!(p.presence >= -2.0 && p.presence <= 2.0))
-    refuse_flag_value("--presence-penalty must be in [-2, 2] (0 means off)", p.presence);
-  if (p.last_n < -1)
-    refuse_flag_value("--repeat-last-n must be >= -1 (-1: the whole sequence; 0: off)", int64_t{p.last_n});
+void check_penalty_params(const PenaltyParams& p, SettingNames names) {
+  check_setting(SamplingSetting::kRepetitionPenalty, p.repetition, names);
+  check_setting(SamplingSetting::kFrequencyPenalty, p.frequency, names);
+  check_setting(SamplingSetting::kPresencePenalty, p.presence, names);
+  check_setting(SamplingSetting::kRepeatLastN, p.last_n, names);
 }
+
+void validate_penalty_params(const PenaltyParams& p) { check_penalty_params(p, SettingNames::kFlag); }
 
 void apply_penalties(float* logits, int64_t vocab, std::span<const int32_t> sequence, const PenaltyParams& p) {
   if (!p.active()) return;

@@ -6,19 +6,20 @@
 #include <string>
 
 #include "common/error.h"
-#include "sampling/flag_refusal.h"
 #include "sampling/portable_exp.h"
+#include "sampling/sampling_settings.h"
 
 namespace k3 {
 
-void validate_sampling_params(const SamplingParams& p) {
-  if (!(p.temperature >= 0.0) || std::isinf(p.temperature))
-    refuse_flag_value("--temp must be a finite number >= 0 (0 means greedy)", p.temperature);
-  if (p.top_k < 0) refuse_flag_value("--top-k must be >= 0 (0 means off)", int64_t{p.top_k});
-  if (!(p.top_p > 0.0 && p.top_p <= 1.0)) refuse_flag_value("--top-p must be in (0, 1] (1 means off)", p.top_p);
-  if (!(p.min_p >= 0.0 && p.min_p <= 1.0)) refuse_flag_value("--min-p must be in [0, 1] (0 means off)", p.min_p);
-  validate_penalty_params(p.penalties);
+void check_sampling_params(const SamplingParams& p, SettingNames names) {
+  check_setting(SamplingSetting::kTemperature, p.temperature, names);
+  check_setting(SamplingSetting::kTopK, p.top_k, names);
+  check_setting(SamplingSetting::kTopP, p.top_p, names);
+  check_setting(SamplingSetting::kMinP, p.min_p, names);
+  check_penalty_params(p.penalties, names);
 }
+
+void validate_sampling_params(const SamplingParams& p) { check_sampling_params(p, SettingNames::kFlag); }
 
 namespace {
 void check_finite(const float* logits, int64_t vocab) {

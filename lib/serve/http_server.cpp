@@ -10,6 +10,7 @@
 #include "serve/bearer_auth.h"
 #include "serve/completion_route.h"
 #include "serve/json_build.h"
+#include "serve/responses_route.h"
 #include "serve/web_page.h"
 
 namespace k3::serve {
@@ -133,6 +134,9 @@ void HttpServer::routes() {
   });
   post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
     handle_completion(req, res, Endpoint::kCompletion, options_, backend_);
+  });
+  post("/v1/responses", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_responses(req, res, options_, backend_, responses_);
   });
   post("/tokenize",
        [this](const httplib::Request& req, httplib::Response& res) { handle_tokenize(req, res, options_, backend_); });

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "serve/load_status.h"
+#include "serve/response_store.h"
 #include "serve/serve_metrics.h"
 
 namespace httplib {
@@ -83,6 +84,7 @@ class HttpServer {
   std::atomic<bool> ready_{false};
   ServeBackend backend_;
   LoadStatus load_status_;
+  ResponseStore responses_;  // kept /v1/responses replies, for previous_response_id
 };
 
 }  // namespace k3::serve

@@ -2,8 +2,13 @@
 
 #include <charconv>
 #include <cmath>
+#include <optional>
+#include <set>
+#include <utility>
 
 #include "common/error.h"
+#include "common/json_writer.h"
+#include "sampling/sampling_settings.h"
 #include "serve/api_error.h"
 #include "serve/json_build.h"
 
@@ -51,17 +56,40 @@ bool bool_field(const JsonValue& obj, const char* key, bool fallback) {
   return v->boolean;
 }
 
+// The sampler's settings under their API names, each checked by the one
+// rule sampling_settings.h gives it (the same the k3-forward flags obey).
+void read_sampling_settings(const JsonValue& body, SamplingParams& out) {
+  const std::pair<SamplingSetting, double*> reals[] = {
+      {SamplingSetting::kTemperature, &out.temperature},
+      {SamplingSetting::kTopP, &out.top_p},
+      {SamplingSetting::kMinP, &out.min_p},
+      {SamplingSetting::kRepetitionPenalty, &out.penalties.repetition},
+      {SamplingSetting::kFrequencyPenalty, &out.penalties.frequency},
+      {SamplingSetting::kPresencePenalty, &out.penalties.presence},
+  };
+  const std::pair<SamplingSetting, int32_t*> integers[] = {
+      {SamplingSetting::kTopK, &out.top_k},
+      {SamplingSetting::kRepeatLastN, &out.penalties.last_n},
+  };
+  auto value_of = [&](SamplingSetting setting) -> std::optional<double> {
+    const std::string field = setting_name(setting, SettingNames::kApiField);
+    const JsonValue* v = present(body, field.c_str());
+    if (!v) return std::nullopt;
+    const std::string rule = setting_rule(setting).rule;
+    if (!is_number(*v)) refuse(field, rule + found(*v));
+    const double x = number_of(*v);
+    if (!setting_accepts(setting, x))
+      refuse(field, rule + " (found " + (v->kind == JsonValue::Kind::kInt ? v->text : json_number(x)) + ")");
+    return x;
+  };
+  for (const auto& [setting, target] : reals)
+    if (const std::optional<double> x = value_of(setting)) *target = *x;
+  for (const auto& [setting, target] : integers)
+    if (const std::optional<double> x = value_of(setting)) *target = static_cast<int32_t>(*x);
+}
+
 void read_sampling(const JsonValue& body, ParsedRequest& out, const RequestLimits& limits) {
-  if (const JsonValue* t = present(body, "temperature")) {
-    if (!is_number(*t) || !(number_of(*t) >= 0 && number_of(*t) <= 2))
-      refuse("temperature", "must be a number from 0 to 2" + found(*t));
-    out.sampling.temperature = number_of(*t);
-  }
-  if (const JsonValue* p = present(body, "top_p")) {
-    if (!is_number(*p) || !(number_of(*p) > 0 && number_of(*p) <= 1))
-      refuse("top_p", "must be a number in (0, 1]" + found(*p));
-    out.sampling.top_p = number_of(*p);
-  }
+  read_sampling_settings(body, out.sampling);
   if (const JsonValue* s = present(body, "seed"))
     out.sampling.seed = static_cast<uint64_t>(integer_in(*s, "seed", 0, INT64_MAX));
   for (const char* key : {"max_tokens", "max_completion_tokens"})
@@ -82,9 +110,6 @@ void read_sampling(const JsonValue& body, ParsedRequest& out, const RequestLimit
     for (const std::string& s : out.stop)
       if (s.empty()) refuse("stop", "a stop string must not be empty");
   }
-  for (const char* key : {"presence_penalty", "frequency_penalty"})
-    if (const JsonValue* p = present(body, key); p && !(is_number(*p) && number_of(*p) == 0))
-      refuse(key, "is not supported (only 0)");
   for (const char* key : {"logprobs", "echo"})
     if (const JsonValue* p = present(body, key); p && !(p->is_bool() && !p->boolean)) refuse(key, "is not supported");
   if (const JsonValue* p = present(body, "top_logprobs")) refuse("top_logprobs", "is not supported" + found(*p));
@@ -141,6 +166,32 @@ JsonValue chat_request_json(const JsonValue& body) {
     }
   }
   return req;
+}
+
+// Every field k3-serve reads for the endpoint, and those that change nothing
+// here (user, metadata, store). Any other is refused with its name rather
+// than ignored: a client that asks for best_of or suffix would otherwise get
+// a reply that silently is not what it asked for.
+void refuse_unknown_fields(const JsonValue& body, Endpoint endpoint) {
+  static const std::set<std::string, std::less<>> kBoth = {
+      "model",          "max_tokens",       "temperature",       "top_p", "top_k",    "min_p", "repetition_penalty",
+      "repeat_last_n",  "presence_penalty", "frequency_penalty", "seed",  "stop",     "n",     "stream",
+      "stream_options", "logprobs",         "logit_bias",        "user",  "metadata", "store"};
+  static const std::set<std::string, std::less<>> kChat = {"messages",
+                                                           "tools",
+                                                           "tool_choice",
+                                                           "response_format",
+                                                           "chat_template_kwargs",
+                                                           "reasoning_effort",
+                                                           "max_completion_tokens",
+                                                           "top_logprobs"};
+  static const std::set<std::string, std::less<>> kCompletion = {"prompt", "echo"};
+  const auto& own = endpoint == Endpoint::kChat ? kChat : kCompletion;
+  for (const std::string& key : body.keys)
+    if (!kBoth.contains(key) && !own.contains(key))
+      refuse(key, std::string("is not supported by k3-serve's ") +
+                      (endpoint == Endpoint::kChat ? "/v1/chat/completions" : "/v1/completions") +
+                      " (docs/serve.md lists the fields served)");
 }
 
 void read_prompt(const JsonValue& body, ParsedRequest& out, const RequestLimits& limits) {
@@ -206,6 +257,7 @@ ParsedRequest parse_openai_request(std::string_view text, Endpoint endpoint, con
           404, "model: \"" + model->text + "\" is not served here (GET /v1/models lists \"" + limits.model_name + "\")",
           "model", "model_not_found");
   }
+  refuse_unknown_fields(body, endpoint);
   read_sampling(body, out, limits);
   if (endpoint == Endpoint::kCompletion) {
     read_prompt(body, out, limits);

@@ -10,12 +10,16 @@
 //     chat_template_kwargs {thinking, thinking_effort}, reasoning_effort
 //   completions: prompt (a string, an array of token ids, or a one-element
 //     array holding either)
-//   both: model, max_tokens / max_completion_tokens, temperature, top_p,
-//     seed, stop (a string or up to 4), n (1), stream,
-//     stream_options.include_usage
-// Fields that change nothing here (user, metadata, store, penalties at 0,
-// logit_bias {}) are accepted and ignored; the ones K3 cannot honour
-// (n > 1, logprobs, non-zero penalties, non-text content parts) are refused.
+//   both: model, max_tokens / max_completion_tokens, the sampler's settings
+//     under their API names (temperature, top_p, top_k, min_p,
+//     repetition_penalty, frequency_penalty, presence_penalty, repeat_last_n:
+//     each checked by its one rule in sampling/sampling_settings.h, the rule
+//     the k3-forward flags obey), seed, stop (a string or up to 4), n (1),
+//     stream, stream_options.include_usage
+// Fields that change nothing here (user, metadata, store, logprobs false,
+// logit_bias {}) are accepted; any other field, and the values K3 cannot
+// honour (n > 1, logprobs, non-text content parts), are refused with the
+// field's name (docs/serve.md's table of request fields).
 #pragma once
 
 #include <cstdint>

@@ -6,10 +6,14 @@
 // with that call, SPEC section 5).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "chat/python_json.h"
 #include "chat/xtml_renderer.h"
+#include "common/error.h"
+#include "sampling/sampling_settings.h"
 #include "serve/api_error.h"
 #include "serve/bearer_auth.h"
 #include "serve/openai_request.h"
@@ -87,13 +91,24 @@ TEST(OpenAiRequest, RefusalsNameTheField) {
   EXPECT_EQ(status_of("{" + msg + R"(,"max_tokens":101})"), 400);
   EXPECT_EQ(status_of("{" + msg + R"(,"max_tokens":"5"})"), 400);
   EXPECT_EQ(status_of("{" + msg + R"(,"max_tokens":99999999999999999999999})"), 400);
-  EXPECT_EQ(status_of("{" + msg + R"(,"temperature":3})"), 400);
+  EXPECT_EQ(status_of("{" + msg + R"(,"temperature":-1})"), 400);
   EXPECT_EQ(status_of("{" + msg + R"(,"top_p":0})"), 400);
   EXPECT_EQ(status_of("{" + msg + R"(,"n":2})"), 400);
   EXPECT_EQ(status_of("{" + msg + R"(,"stop":["a","b","c","d","e"]})"), 400);
   EXPECT_EQ(status_of("{" + msg + R"(,"stream":"yes"})"), 400);
   EXPECT_EQ(status_of("{" + msg + R"(,"logprobs":true})"), 400);
-  EXPECT_EQ(status_of("{" + msg + R"(,"frequency_penalty":0.5})"), 400);
+  EXPECT_EQ(status_of("{" + msg + R"(,"frequency_penalty":2.5})"), 400);
+  EXPECT_EQ(status_of("{" + msg + R"(,"best_of":2})", Endpoint::kChat, &m), 400);
+  EXPECT_EQ(m.rfind("best_of: is not supported", 0), 0u) << m;
+  EXPECT_EQ(status_of(R"({"prompt":"a","suffix":"b"})", Endpoint::kCompletion, &m), 400);
+  EXPECT_EQ(m.rfind("suffix: is not supported", 0), 0u) << m;
+  // Each endpoint's own fields only: a completion has no messages, a chat no prompt.
+  EXPECT_EQ(status_of(R"({"prompt":"a","tools":[]})", Endpoint::kCompletion, &m), 400);
+  EXPECT_EQ(m.rfind("tools: ", 0), 0u) << m;
+  EXPECT_EQ(status_of("{" + msg + R"(,"echo":false})", Endpoint::kChat, &m), 400);
+  EXPECT_EQ(m.rfind("echo: ", 0), 0u) << m;
+  EXPECT_EQ(status_of(R"({"prompt":"a","user":"u","metadata":{},"store":false,"echo":false})", Endpoint::kCompletion),
+            200);
   EXPECT_EQ(status_of("{" + msg + R"(,"reasoning_effort":"extreme"})"), 400);
   EXPECT_EQ(status_of("{" + msg + R"(,"chat_template_kwargs":{"other":1}})"), 400);
   EXPECT_EQ(status_of(R"({"prompt":[-1]})", Endpoint::kCompletion), 400);
@@ -104,6 +119,79 @@ TEST(OpenAiRequest, RefusalsNameTheField) {
   for (int i = 0; i < 100; ++i) long_ids += (i ? ",1" : "1");
   EXPECT_EQ(status_of(R"({"prompt":)" + long_ids + "]}", Endpoint::kCompletion, &m), 400);
   EXPECT_NE(m.find("context"), std::string::npos);
+}
+
+TEST(OpenAiRequest, SamplingFieldsAreTheSamplersSettings) {
+  ParsedRequest r = parse_openai_request(
+      R"({"prompt":"a","temperature":0.7,"top_k":40,"min_p":0.05,"repetition_penalty":1.1,"frequency_penalty":-0.5,
+          "presence_penalty":1.5,"repeat_last_n":-1})",
+      Endpoint::kCompletion, kLimits);
+  EXPECT_EQ(r.sampling.temperature, 0.7);
+  EXPECT_EQ(r.sampling.top_k, 40);
+  EXPECT_EQ(r.sampling.min_p, 0.05);
+  EXPECT_EQ(r.sampling.penalties.repetition, 1.1);
+  EXPECT_EQ(r.sampling.penalties.frequency, -0.5);
+  EXPECT_EQ(r.sampling.penalties.presence, 1.5);
+  EXPECT_EQ(r.sampling.penalties.last_n, -1);
+  // Defaults: what k3-forward uses without the flags.
+  const SamplingParams d = parse_openai_request(R"({"prompt":"a"})", Endpoint::kCompletion, kLimits).sampling;
+  const SamplingParams none;
+  EXPECT_EQ(d.top_k, none.top_k);
+  EXPECT_EQ(d.min_p, none.min_p);
+  EXPECT_EQ(d.penalties.last_n, none.penalties.last_n);
+  EXPECT_FALSE(d.penalties.active());
+}
+
+// The server and the flags cannot disagree: for every setting and a sweep of
+// values, the field is accepted exactly when the flag's check accepts it,
+// and a refusal names the field with the flag's rule.
+TEST(OpenAiRequest, FieldsAndFlagsShareEachSettingsRange) {
+  const SamplingSetting all[] = {SamplingSetting::kTemperature,
+                                 SamplingSetting::kTopK,
+                                 SamplingSetting::kTopP,
+                                 SamplingSetting::kMinP,
+                                 SamplingSetting::kRepetitionPenalty,
+                                 SamplingSetting::kFrequencyPenalty,
+                                 SamplingSetting::kPresencePenalty,
+                                 SamplingSetting::kRepeatLastN};
+  const char* values[] = {"-3", "-2", "-1.5", "-1", "-0.5", "0", "0.5", "1", "1.5", "2", "2.5", "3", "1e300"};
+  for (SamplingSetting setting : all) {
+    const std::string field = setting_name(setting, SettingNames::kApiField);
+    for (const char* v : values) {
+      SamplingParams p;
+      const double x = std::strtod(v, nullptr);
+      // An integer setting given a fraction or a huge value: a value its check refuses too.
+      auto as_int = [x](int32_t refused) {
+        return std::fabs(x) < 1e9 && x == std::floor(x) ? static_cast<int32_t>(x) : refused;
+      };
+      switch (setting) {
+        case SamplingSetting::kTemperature: p.temperature = x; break;
+        case SamplingSetting::kTopK: p.top_k = as_int(-1); break;
+        case SamplingSetting::kTopP: p.top_p = x; break;
+        case SamplingSetting::kMinP: p.min_p = x; break;
+        case SamplingSetting::kRepetitionPenalty: p.penalties.repetition = x; break;
+        case SamplingSetting::kFrequencyPenalty: p.penalties.frequency = x; break;
+        case SamplingSetting::kPresencePenalty: p.penalties.presence = x; break;
+        case SamplingSetting::kRepeatLastN: p.penalties.last_n = as_int(-2); break;
+      }
+      bool flag_ok = true;
+      std::string flag_message;
+      try {
+        validate_sampling_params(p);
+      } catch (const Error& e) {
+        flag_ok = false;
+        flag_message = e.what();
+      }
+      std::string m;
+      const int status = status_of(R"({"prompt":"a",")" + field + "\":" + v + "}", Endpoint::kCompletion, &m);
+      EXPECT_EQ(status == 200, flag_ok) << field << " " << v << ": " << m << " / " << flag_message;
+      if (!flag_ok) {
+        EXPECT_EQ(m.rfind(field + ": " + setting_rule(setting).rule, 0), 0u) << m;
+        EXPECT_EQ(flag_message.rfind(std::string(setting_rule(setting).flag) + " " + setting_rule(setting).rule, 0), 0u)
+            << flag_message;
+      }
+    }
+  }
 }
 
 TEST(OpenAiRequest, NestingDepthIsRefusedBeforeParsing) {

@@ -36,8 +36,8 @@ std::atomic<k3::serve::SlotScheduler*> live{nullptr};  // set once serving: what
 
 int run(int argc, char** argv) {
   CLI::App app{
-      "Serves Kimi-K3 over OpenAI's API (chat completions, completions, streaming, tool calls) on this\n"
-      "machine: point an OpenAI client, agent or editor at http://127.0.0.1:8080/v1, or a browser at\n"
+      "Serves Kimi-K3 over OpenAI's API (chat completions, completions, responses, streaming, tool calls)\n"
+      "on this machine: point an OpenAI client, agent or editor at http://127.0.0.1:8080/v1, or a browser at\n"
       "http://127.0.0.1:8080/ for its chat page. The model is loaded once; up to --slots requests share\n"
       "each weight pass; a conversation's next request continues from its kept state. Stop it with\n"
       "Ctrl-C or SIGTERM (streams in flight end cleanly). See docs/serve.md.",

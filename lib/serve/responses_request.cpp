@@ -1,0 +1,227 @@
+#include "serve/responses_request.h"
+
+#include <set>
+
+#include "serve/api_error.h"
+#include "serve/response_store.h"
+
+namespace k3::serve {
+
+namespace {
+
+[[noreturn]] void refuse(const std::string& field, const std::string& what) {
+  throw ApiError(400, field + ": " + what, field);
+}
+
+std::string found(const JsonValue& v) { return std::string(" (found ") + json_kind_name(v.kind) + ")"; }
+
+const JsonValue* present(const JsonValue& obj, const char* key) {
+  const JsonValue* v = obj.find(key);
+  return v && !v->is_null() ? v : nullptr;
+}
+
+const std::string& string_field(const JsonValue& obj, const char* key, const std::string& where) {
+  const JsonValue* v = present(obj, key);
+  if (!v || !v->is_string())
+    refuse(where + "." + key, "must be a string" + (v ? found(*v) : std::string(" (missing)")));
+  return v->text;
+}
+
+// A message's content: a string, or parts of type input_text / output_text /
+// text, as chat's text parts.
+JsonValue content_of(const JsonValue& content, const std::string& where) {
+  if (content.is_string()) return content;
+  if (!content.is_array()) refuse(where, "must be a string or a list of text parts" + found(content));
+  JsonValue parts = JsonValue::array();
+  for (size_t i = 0; i < content.items.size(); ++i) {
+    const JsonValue& part = content.items[i];
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    const std::string& type = string_field(part, "type", at);
+    if (type != "input_text" && type != "output_text" && type != "text")
+      refuse(at + ".type", "\"" + type + "\" is not supported (K3 reads text: input_text or output_text)");
+    parts.push(JsonValue::object().set("type", "text").set("text", JsonValue::string(string_field(part, "text", at))));
+  }
+  return parts;
+}
+
+// The last message when it is the assistant's (a function_call joins it).
+JsonValue* open_assistant(JsonValue& messages) {
+  if (messages.items.empty()) return nullptr;
+  JsonValue& last = messages.items.back();
+  const JsonValue* role = last.find("role");
+  return role && role->text == "assistant" ? &last : nullptr;
+}
+
+void add_items(const JsonValue& input, JsonValue& messages) {
+  std::string reasoning;  // a reasoning item's summary, for the assistant message after it
+  auto assistant = [&](JsonValue m) {
+    if (!reasoning.empty()) m.set("reasoning_content", JsonValue::string(reasoning));
+    reasoning.clear();
+    messages.push(std::move(m));
+  };
+  for (size_t i = 0; i < input.items.size(); ++i) {
+    const JsonValue& item = input.items[i];
+    const std::string at = "input[" + std::to_string(i) + "]";
+    if (!item.is_object()) refuse(at, "must be an object" + found(item));
+    const JsonValue* t = present(item, "type");
+    const std::string type = t && t->is_string() ? t->text : (t ? "" : "message");
+    if (type == "message") {
+      const std::string& role = string_field(item, "role", at);
+      const JsonValue* content = present(item, "content");
+      if (!content) refuse(at + ".content", "missing");
+      JsonValue m = JsonValue::object().set("role", JsonValue::string(role == "developer" ? "system" : role));
+      m.set("content", content_of(*content, at + ".content"));
+      if (role == "assistant") assistant(std::move(m));
+      else messages.push(std::move(m));
+    } else if (type == "function_call") {
+      JsonValue call = JsonValue::object();
+      call.set("id", JsonValue::string(string_field(item, "call_id", at)));
+      call.set("type", "function");
+      call.set("function", JsonValue::object()
+                               .set("name", JsonValue::string(string_field(item, "name", at)))
+                               .set("arguments", JsonValue::string(string_field(item, "arguments", at))));
+      JsonValue* open = reasoning.empty() ? open_assistant(messages) : nullptr;
+      if (!open) {
+        assistant(JsonValue::object().set("role", "assistant").set("content", ""));
+        open = &messages.items.back();
+      }
+      JsonValue calls = open->find("tool_calls") ? *open->find("tool_calls") : JsonValue::array();
+      calls.push(std::move(call));
+      open->set("tool_calls", std::move(calls));
+    } else if (type == "function_call_output") {
+      const JsonValue* output = present(item, "output");
+      if (!output) refuse(at + ".output", "missing");
+      messages.push(JsonValue::object()
+                        .set("role", "tool")
+                        .set("tool_call_id", JsonValue::string(string_field(item, "call_id", at)))
+                        .set("content", content_of(*output, at + ".output")));
+    } else if (type == "reasoning") {
+      if (const JsonValue* summary = present(item, "summary"); summary && summary->is_array())
+        for (const JsonValue& s : summary->items)
+          if (const JsonValue* text = s.find("text"); text && text->is_string()) reasoning += text->text;
+    } else {
+      refuse(at + ".type",
+             "\"" + type + "\" is not supported (message, function_call, function_call_output or reasoning)");
+    }
+  }
+}
+
+JsonValue chat_tools(const JsonValue& tools) {
+  if (!tools.is_array()) refuse("tools", "must be a list" + found(tools));
+  JsonValue out = JsonValue::array();
+  for (size_t i = 0; i < tools.items.size(); ++i) {
+    const JsonValue& tool = tools.items[i];
+    const std::string at = "tools[" + std::to_string(i) + "]";
+    if (string_field(tool, "type", at) != "function")
+      refuse(at + ".type", "only function tools are served (found \"" + tool.find("type")->text + "\")");
+    JsonValue fn = JsonValue::object().set("name", JsonValue::string(string_field(tool, "name", at)));
+    for (const char* key : {"description", "parameters", "strict"})
+      if (const JsonValue* v = present(tool, key)) fn.set(key, *v);
+    out.push(JsonValue::object().set("type", "function").set("function", std::move(fn)));
+  }
+  return out;
+}
+
+JsonValue chat_tool_choice(const JsonValue& choice) {
+  if (choice.is_string()) return choice;
+  if (choice.is_object() && present(choice, "type") && choice.find("type")->text == "function")
+    return JsonValue::object()
+        .set("type", "function")
+        .set("function",
+             JsonValue::object().set("name", JsonValue::string(string_field(choice, "name", "tool_choice"))));
+  refuse("tool_choice", "must be auto, none, required or {\"type\": \"function\", \"name\": ...}" + found(choice));
+}
+
+}  // namespace
+
+ResponsesRequest parse_responses_request(std::string_view text, const RequestLimits& limits,
+                                         const ResponseStore& store) {
+  if (json_depth(text, limits.max_depth) > limits.max_depth)
+    throw ApiError(400, "request body: nested deeper than " + std::to_string(limits.max_depth) + " levels", "",
+                   "too_deep");
+  JsonValue body;
+  std::string error;
+  if (!parse_json(text, body, error)) throw ApiError(400, "request body: not valid JSON (" + error + ")");
+  if (!body.is_object()) throw ApiError(400, "request body: must be a JSON object" + found(body));
+  // Fields passed to the chat request as they are (checked there, same names).
+  static const std::set<std::string, std::less<>> kSame = {"model",
+                                                           "temperature",
+                                                           "top_p",
+                                                           "top_k",
+                                                           "min_p",
+                                                           "repetition_penalty",
+                                                           "repeat_last_n",
+                                                           "presence_penalty",
+                                                           "frequency_penalty",
+                                                           "seed",
+                                                           "user",
+                                                           "metadata"};
+  static const std::set<std::string, std::less<>> kOwn = {
+      "input",     "instructions",      "previous_response_id", "store", "stream", "tools", "tool_choice",
+      "reasoning", "max_output_tokens", "parallel_tool_calls",  "text"};
+  ResponsesRequest out;
+  out.chat = JsonValue::object();
+  for (size_t i = 0; i < body.keys.size(); ++i) {
+    const std::string& key = body.keys[i];
+    if (kSame.contains(key)) out.chat.set(key, body.items[i]);
+    else if (!kOwn.contains(key))
+      refuse(key, "is not supported by k3-serve's /v1/responses (docs/serve.md lists the fields served)");
+  }
+  JsonValue& messages = out.messages = JsonValue::array();
+  if (const JsonValue* v = present(body, "previous_response_id")) {
+    if (!v->is_string()) refuse("previous_response_id", "must be a string" + found(*v));
+    std::optional<JsonValue> before = store.find(v->text);
+    if (!before)
+      throw ApiError(404,
+                     "previous_response_id: \"" + v->text + "\" is not kept here (sent with store: false, " +
+                         "or made before this server started)",
+                     "previous_response_id", "previous_response_not_found");
+    out.previous_response_id = v->text;
+    messages = std::move(*before);
+  }
+  if (const JsonValue* v = present(body, "instructions")) {
+    if (!v->is_string()) refuse("instructions", "must be a string" + found(*v));
+    // Instructions are not carried over from the previous response (as OpenAI's): they come first in this one.
+    if (!messages.items.empty() && messages.items[0].find("role")->text == "system")
+      messages.items.erase(messages.items.begin());
+    messages.items.insert(messages.items.begin(), JsonValue::object().set("role", "system").set("content", *v));
+  }
+  const JsonValue* input = present(body, "input");
+  if (!input) refuse("input", "missing (a string or a list of items)");
+  if (input->is_string()) messages.push(JsonValue::object().set("role", "user").set("content", *input));
+  else if (input->is_array()) add_items(*input, messages);
+  else refuse("input", "must be a string or a list of items" + found(*input));
+  if (messages.items.empty()) refuse("input", "must hold at least one item");
+  out.chat.set("messages", messages);
+
+  if (const JsonValue* v = present(body, "tools")) out.chat.set("tools", chat_tools(*v));
+  if (const JsonValue* v = present(body, "tool_choice")) out.chat.set("tool_choice", chat_tool_choice(*v));
+  if (const JsonValue* v = present(body, "reasoning")) {
+    if (!v->is_object()) refuse("reasoning", "must be an object" + found(*v));
+    for (size_t i = 0; i < v->keys.size(); ++i)
+      if (v->keys[i] == "effort") {
+        if (!v->items[i].is_null()) out.chat.set("reasoning_effort", v->items[i]);
+      } else if (v->keys[i] != "summary") {
+        refuse("reasoning." + v->keys[i], "is not supported (effort and summary are)");
+      }
+  }
+  if (const JsonValue* v = present(body, "max_output_tokens")) out.chat.set("max_tokens", *v);
+  if (const JsonValue* v = present(body, "parallel_tool_calls"); v && !(v->is_bool() && v->boolean))
+    refuse("parallel_tool_calls", "only true is served (K3 may call several tools in one reply)");
+  if (const JsonValue* v = present(body, "text")) {
+    const JsonValue* format = v->is_object() ? present(*v, "format") : nullptr;
+    if (!v->is_object() || (format && !(format->find("type") && format->find("type")->text == "text")))
+      refuse("text", "only {\"format\": {\"type\": \"text\"}} is served");
+  }
+  auto flag = [&](const char* key, bool& target) {
+    if (const JsonValue* v = present(body, key)) {
+      if (!v->is_bool()) refuse(key, "must be true or false" + found(*v));
+      target = v->boolean;
+    }
+  };
+  flag("store", out.store);
+  flag("stream", out.stream);
+  return out;
+}
+
+}  // namespace k3::serve

@@ -1,0 +1,187 @@
+// /v1/responses read as the chat request it amounts to: input strings and
+// items (messages, function_call, function_call_output, reasoning),
+// instructions, function tools, tool_choice, reasoning.effort,
+// max_output_tokens; previous_response_id continues a kept conversation;
+// refusals name the Responses field. And the chat reply rewritten as a
+// Response object and as the documented stream of events.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "serve/api_error.h"
+#include "serve/json_build.h"
+#include "serve/response_store.h"
+#include "serve/responses_request.h"
+#include "serve/responses_route.h"
+
+namespace k3::serve {
+namespace {
+
+const RequestLimits kLimits{16, 100, "k3-tiny"};
+
+JsonValue parsed(const std::string& text) {
+  JsonValue v;
+  std::string error;
+  EXPECT_TRUE(parse_json(text, v, error)) << error;
+  return v;
+}
+
+int status_of(const std::string& body, const ResponseStore& store, std::string* message = nullptr,
+              std::string* param = nullptr) {
+  try {
+    parse_responses_request(body, kLimits, store);
+  } catch (const ApiError& e) {
+    if (message) *message = e.what();
+    if (param) *param = e.param();
+    return e.status();
+  }
+  return 200;
+}
+
+TEST(ResponsesRequest, StringInputAndInstructions) {
+  ResponseStore store;
+  ResponsesRequest r = parse_responses_request(
+      R"({"model":"k3-tiny","input":"Hi","instructions":"Be brief.","max_output_tokens":9,"temperature":0.5,
+          "reasoning":{"effort":"low","summary":"auto"},"store":false,"stream":true})",
+      kLimits, store);
+  EXPECT_EQ(write_json(r.chat.find("messages") ? *r.chat.find("messages") : JsonValue()),
+            write_json(parsed(R"([{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"}])")));
+  EXPECT_EQ(r.chat.find("max_tokens")->text, "9");
+  EXPECT_EQ(r.chat.find("reasoning_effort")->text, "low");
+  EXPECT_EQ(r.chat.find("temperature")->number, 0.5);
+  EXPECT_EQ(r.chat.find("model")->text, "k3-tiny");
+  EXPECT_FALSE(r.store);
+  EXPECT_TRUE(r.stream);
+  EXPECT_EQ(r.chat.find("stream"), nullptr);  // generated whole, streamed as events after
+}
+
+TEST(ResponsesRequest, ItemsBecomeChatMessages) {
+  ResponseStore store;
+  ResponsesRequest r = parse_responses_request(R"({"input":[
+      {"role":"developer","content":"Use tools."},
+      {"type":"message","role":"user","content":[{"type":"input_text","text":"Weather in "},{"type":"input_text","text":"Paris?"}]},
+      {"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"Call it."}]},
+      {"type":"function_call","call_id":"c1","name":"weather","arguments":"{\"city\": \"Paris\"}"},
+      {"type":"function_call","call_id":"c2","name":"time","arguments":"{}"},
+      {"type":"function_call_output","call_id":"c1","output":"sunny"}],
+    "tools":[{"type":"function","name":"weather","description":"d","parameters":{"type":"object"}}],
+    "tool_choice":{"type":"function","name":"weather"}})",
+                                               kLimits, store);
+  EXPECT_EQ(write_json(*r.chat.find("messages")), write_json(parsed(R"([
+      {"role":"system","content":"Use tools."},
+      {"role":"user","content":[{"type":"text","text":"Weather in "},{"type":"text","text":"Paris?"}]},
+      {"role":"assistant","content":"","reasoning_content":"Call it.","tool_calls":[
+        {"id":"c1","type":"function","function":{"name":"weather","arguments":"{\"city\": \"Paris\"}"}},
+        {"id":"c2","type":"function","function":{"name":"time","arguments":"{}"}}]},
+      {"role":"tool","tool_call_id":"c1","content":"sunny"}])")));
+  EXPECT_EQ(
+      write_json(*r.chat.find("tools")),
+      write_json(parsed(
+          R"([{"type":"function","function":{"name":"weather","description":"d","parameters":{"type":"object"}}}])")));
+  EXPECT_EQ(write_json(*r.chat.find("tool_choice")),
+            write_json(parsed(R"({"type":"function","function":{"name":"weather"}})")));
+}
+
+TEST(ResponsesRequest, PreviousResponseContinuesTheKeptConversation) {
+  ResponseStore store(2);
+  store.keep("resp_a", parsed(R"([{"role":"system","content":"old"},{"role":"user","content":"Hi"},
+                                  {"role":"assistant","content":"Hello"}])"));
+  ResponsesRequest r =
+      parse_responses_request(R"({"previous_response_id":"resp_a","input":"And now?"})", kLimits, store);
+  EXPECT_EQ(r.previous_response_id, "resp_a");
+  EXPECT_EQ(write_json(*r.chat.find("messages")),
+            write_json(parsed(R"([{"role":"system","content":"old"},{"role":"user","content":"Hi"},
+                                  {"role":"assistant","content":"Hello"},{"role":"user","content":"And now?"}])")));
+  // New instructions replace the kept ones.
+  r = parse_responses_request(R"({"previous_response_id":"resp_a","instructions":"new","input":"x"})", kLimits, store);
+  EXPECT_EQ(r.chat.find("messages")->items[0].find("content")->text, "new");
+  EXPECT_EQ(r.chat.find("messages")->items.size(), 4u);
+  std::string m, p;
+  EXPECT_EQ(status_of(R"({"previous_response_id":"resp_zz","input":"x"})", store, &m, &p), 404);
+  EXPECT_EQ(p, "previous_response_id");
+  // Bounded: the oldest goes.
+  store.keep("resp_b", JsonValue::array());
+  store.keep("resp_c", JsonValue::array());
+  EXPECT_EQ(store.size(), 2u);
+  EXPECT_FALSE(store.find("resp_a"));
+  EXPECT_TRUE(store.find("resp_c"));
+}
+
+TEST(ResponsesRequest, RefusalsNameTheResponsesField) {
+  ResponseStore store;
+  std::string m, p;
+  EXPECT_EQ(status_of(R"({})", store, &m, &p), 400);
+  EXPECT_EQ(p, "input");
+  EXPECT_EQ(status_of(R"({"input":"x","truncation":"auto"})", store, &m, &p), 400);
+  EXPECT_EQ(p, "truncation");
+  EXPECT_EQ(m.rfind("truncation: is not supported", 0), 0u) << m;
+  EXPECT_EQ(status_of(R"({"input":[{"type":"input_image","image_url":"x"}]})", store, &m, &p), 400);
+  EXPECT_EQ(p, "input[0].type");
+  EXPECT_EQ(status_of(R"({"input":[{"role":"user","content":[{"type":"input_image"}]}]})", store, &m, &p), 400);
+  EXPECT_EQ(p, "input[0].content[0].type");
+  EXPECT_EQ(status_of(R"({"input":"x","tools":[{"type":"web_search"}]})", store, &m, &p), 400);
+  EXPECT_EQ(p, "tools[0].type");
+  EXPECT_EQ(status_of(R"({"input":"x","reasoning":{"effort":"low","generate_summary":true}})", store, &m, &p), 400);
+  EXPECT_EQ(p, "reasoning.generate_summary");
+  EXPECT_EQ(status_of(R"({"input":"x","text":{"format":{"type":"json_object"}}})", store, &m, &p), 400);
+  EXPECT_EQ(p, "text");
+  EXPECT_EQ(status_of(R"({"input":"x","store":"yes"})", store, &m, &p), 400);
+  EXPECT_EQ(p, "store");
+  EXPECT_EQ(status_of(R"({"input":"x","parallel_tool_calls":false})", store, &m, &p), 400);
+  EXPECT_EQ(status_of(R"({"input":[]})", store, &m, &p), 400);
+  EXPECT_EQ(status_of(R"({"input":"x","text":{"format":{"type":"text"}},"parallel_tool_calls":true})", store), 200);
+}
+
+const char* kChatReply = R"({"id":"chatcmpl-abc","object":"chat.completion","created":7,"model":"k3-tiny",
+  "choices":[{"index":0,"message":{"role":"assistant","content":"It is sunny.","reasoning_content":"Look.",
+    "tool_calls":[{"id":"call_1","type":"function","function":{"name":"weather","arguments":"{\"city\": \"Paris\"}"}}]},
+    "logprobs":null,"finish_reason":"tool_calls"}],
+  "usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17,"prompt_tokens_details":{"cached_tokens":4}}})";
+
+TEST(ResponsesReply, ChatReplyAsAResponse) {
+  const JsonValue r = response_from_chat(parsed(kChatReply), "resp_prev", true);
+  EXPECT_EQ(write_json(r), write_json(parsed(R"({"id":"resp_abc","object":"response","created_at":7,
+    "status":"completed","error":null,"incomplete_details":null,"model":"k3-tiny","output":[
+      {"type":"reasoning","id":"rs_abc","summary":[{"type":"summary_text","text":"Look."}]},
+      {"type":"message","id":"msg_abc","status":"completed","role":"assistant",
+       "content":[{"type":"output_text","text":"It is sunny.","annotations":[]}]},
+      {"type":"function_call","id":"fc_abc_0","call_id":"call_1","name":"weather",
+       "arguments":"{\"city\": \"Paris\"}","status":"completed"}],
+    "parallel_tool_calls":true,"previous_response_id":"resp_prev","store":true,
+    "usage":{"input_tokens":12,"input_tokens_details":{"cached_tokens":4},"output_tokens":5,
+             "output_tokens_details":{"reasoning_tokens":0},"total_tokens":17}})")));
+  JsonValue cut = parsed(kChatReply);
+  const_cast<JsonValue&>(*cut.find("choices")->items[0].find("finish_reason")) = JsonValue::string("length");
+  const JsonValue c = response_from_chat(cut, "", false);
+  EXPECT_EQ(c.find("status")->text, "incomplete");
+  EXPECT_EQ(c.find("incomplete_details")->find("reason")->text, "max_output_tokens");
+  EXPECT_TRUE(c.find("previous_response_id")->is_null());
+}
+
+TEST(ResponsesReply, EventsInTheDocumentedOrder) {
+  const std::string events = response_events(response_from_chat(parsed(kChatReply), "", true));
+  std::vector<std::string> types;
+  int64_t expected_sequence = 0;
+  size_t at = 0;
+  std::string text;
+  while ((at = events.find("data: ", at)) != std::string::npos) {
+    const size_t end = events.find("\n\n", at);
+    const JsonValue e = parsed(events.substr(at + 6, end - at - 6));
+    types.push_back(e.find("type")->text);
+    EXPECT_EQ(e.find("sequence_number")->text, std::to_string(expected_sequence++));
+    EXPECT_NE(events.rfind("event: " + types.back() + "\n", at), std::string::npos);
+    if (types.back() == "response.output_text.delta") text += e.find("delta")->text;
+    at = end;
+  }
+  EXPECT_EQ(types,
+            (std::vector<std::string>{
+                "response.created", "response.in_progress", "response.output_item.added", "response.output_item.done",
+                "response.output_item.added", "response.content_part.added", "response.output_text.delta",
+                "response.output_text.done", "response.content_part.done", "response.output_item.done",
+                "response.output_item.added", "response.function_call_arguments.delta",
+                "response.function_call_arguments.done", "response.output_item.done", "response.completed"}));
+  EXPECT_EQ(text, "It is sunny.");
+}
+
+}  // namespace
+}  // namespace k3::serve
