@@ -52,8 +52,7 @@ void ChatFlags::apply(uint64_t ctx) {
   chat.context = ctx ? ctx : 8192;  // the positions the model's plan holds
   if (!system.empty()) loop.start_messages.push_back(text_message("system", system));
   if (!json_schema_path.empty()) {
-    const std::string text =
-        read_text_file(json_schema_path, JsonSchemaLimits::kMaxSchemaBytes + 1, ExitCode::kBadInput);
+    const std::string text = read_input(json_schema_path, "JSON schema");  // the compiler refuses over 1 MiB
     try {
       compile_json_schema_text(text);  // refused now, before any weight is read
     } catch (const Error& e) {

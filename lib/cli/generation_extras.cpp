@@ -30,10 +30,8 @@ void GenerationExtras::prepare(const std::string& tok_dir, bool batch) {
   if (batch && (!stops_.empty() || logprobs_n_ > 0 || !logprobs_file_.empty() || !json_schema_file_.empty()))
     throw Error(ExitCode::kUsage, "--stop, --logprobs and --json-schema apply to one prompt: drop them or --batch");
   if (!json_schema_file_.empty()) {
-    const std::string text =
-        json_schema_file_ == "-"
-            ? read_input("-", "the JSON schema")
-            : read_text_file(json_schema_file_, JsonSchemaLimits::kMaxSchemaBytes + 1, ExitCode::kBadInput);
+    // '-', a pipe or <(...) are read to the end as every file argument; the compiler refuses over 1 MiB.
+    const std::string text = read_input(json_schema_file_, "JSON schema");
     try {
       grammar_ = std::make_shared<JsonGrammar>(compile_json_schema_text(text));
     } catch (const Error& e) {
