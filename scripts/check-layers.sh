@@ -21,6 +21,7 @@ LAYERS=(
   "model"       # the graph: config, manifest, layers, engine, K3 reference geometry
   "trunk"       # the trunk format end to end: layout, codec, blocks, placement, writer, reader checks
   "sampling"    # sampler, stop conditions, the portable exp
+  "constrain"   # structured output: JSON schema -> byte recognizer -> masks over the vocabulary
   "state"       # state files and continuations
   "runtime"     # weight sources (resident, streaming, expert cache), memory plan, presets
   "generate"    # the generation session

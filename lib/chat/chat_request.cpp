@@ -155,6 +155,11 @@ ChatRequest parse_chat_request(const JsonValue& request) {
   if (const JsonValue* choice = request.find("tool_choice"); choice && !choice->is_null()) {
     if (choice->is_object()) {
       out.tool_choice = "function";  // a named function: no note
+      const JsonValue* fn = choice->find("function");
+      const JsonValue* name = fn ? fn->find("name") : choice->find("name");
+      if (!name || !name->is_string() || name->text.empty())
+        refuse("tool_choice.function.name", "missing (the name of the function to call)");
+      out.tool_choice_name = name->text;
     } else if (choice->is_string() &&
                (choice->text == "auto" || choice->text == "required" || choice->text == "none")) {
       out.tool_choice = choice->text;

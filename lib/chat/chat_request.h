@@ -42,6 +42,7 @@ struct ChatRequest {
   bool thinking = true;
   std::optional<std::string> effort = std::string("max");  // nullopt: no effort note
   std::string tool_choice;                                 // "", "auto", "required", "none" or "function"
+  std::string tool_choice_name;                            // "function": the function's name
   ResponseFormat response_format = ResponseFormat::kText;
   JsonValue response_schema;  // kJsonSchema
   bool add_generation_prompt = true;

@@ -58,6 +58,16 @@ ChatRequest ChatSession::request_with(const std::optional<std::string>& user_tex
   request.set("thinking", thinking);
   request.set("thinking_effort", options_.effort ? JsonValue::string(*options_.effort) : JsonValue());
   if (options_.tools) request.set("tools", *options_.tools);
+  if (options_.response_schema) {
+    JsonValue format = JsonValue::object();
+    format.set("type", "json_schema");
+    JsonValue js = JsonValue::object();
+    js.set("name", "answer");
+    js.set("strict", JsonValue(true));
+    js.set("schema", *options_.response_schema);
+    format.set("json_schema", std::move(js));
+    request.set("response_format", std::move(format));
+  }
   return parse_chat_request(request);
 }
 
@@ -161,6 +171,16 @@ TurnReport ChatSession::reply(const std::string& user_text,
   if (options_.keep_first_rows) report.first_row = gen.current_row();
 
   ReplyParser parser(tok_.vocab(), request.thinking);
+  std::unique_ptr<OutputConstraint> constraint;
+  if (options_.response_schema) {
+    if (!constraints_) constraints_ = std::make_unique<ReplyConstraints>(tok_);
+    constraint = constraints_->for_request(request, gen.stop_conditions().ids());
+  }
+  gen.set_constraint(constraint.get());
+  struct Unset {
+    GenerationSession& g;
+    ~Unset() { g.set_constraint(nullptr); }
+  } unset{gen};
   std::vector<TokenId> generated;
   std::vector<ReplyPiece> pieces;
   const GenerationEnd end = session_.generate(

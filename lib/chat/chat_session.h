@@ -27,6 +27,7 @@
 #include "chat/chat_request.h"
 #include "chat/reply_parser.h"
 #include "common/json_value.h"
+#include "chat/reply_constraint.h"
 #include "engine/session.h"
 #include "tokenizer/tokenizer.h"
 
@@ -45,6 +46,9 @@ struct ChatOptions {
   // and a reply is cut where the context ends.
   uint64_t context = 0;
   std::optional<JsonValue> tools;  // OpenAI tool declarations (k3-chat --tools FILE): a non-empty array
+  // k3-chat --json-schema FILE: every answer is one JSON value of this schema
+  // (response_format json_schema: the note is rendered, the reply constrained).
+  std::optional<JsonValue> response_schema;
 };
 
 struct TurnReport {
@@ -118,6 +122,7 @@ class ChatSession {
   const Tokenizer& tok_;
   Session& session_;
   ChatOptions options_;
+  std::unique_ptr<ReplyConstraints> constraints_;  // made at the first constrained reply
   std::vector<JsonValue> messages_;
 };
 

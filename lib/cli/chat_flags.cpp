@@ -5,6 +5,9 @@
 #include <optional>
 
 #include "cli/flag_checks.h"
+#include "common/error.h"
+#include "common/file.h"
+#include "constrain/json_schema_compiler.h"
 
 namespace k3 {
 
@@ -26,6 +29,10 @@ void ChatFlags::add_to(CLI::App& app) {
   app.add_option("--tools", tools_path,
                  "OpenAI tool declarations (a JSON array) the model may call; a call is shown "
                  "(--json: in tool_calls) and the next message is the tool's result");
+  app.add_option("--json-schema", json_schema_path,
+                 "Structured output: every answer is one JSON value this JSON schema accepts (the sampler masks "
+                 "every id that could not continue one; the thinking section stays free). A keyword it does not "
+                 "enforce is refused (exit 4), see docs/structured-output.md");
   app.add_flag("--json", loop.json,
                "Write each reply as one JSON line on stdout (the assistant message: "
                "reasoning_content, content, tool_calls) instead of streaming it");
@@ -44,6 +51,18 @@ void ChatFlags::apply(uint64_t ctx) {
   chat.keep_first_rows = !loop.logits_path.empty();
   chat.context = ctx ? ctx : 8192;  // the positions the model's plan holds
   if (!system.empty()) loop.start_messages.push_back(text_message("system", system));
+  if (!json_schema_path.empty()) {
+    const std::string text = read_input(json_schema_path, "JSON schema");  // the compiler refuses over 1 MiB
+    try {
+      compile_json_schema_text(text);  // refused now, before any weight is read
+    } catch (const Error& e) {
+      throw Error(e.code(), "--json-schema " + json_schema_path + ": " + e.what());
+    }
+    JsonValue schema;
+    std::string error;
+    parse_json(text, schema, error);
+    chat.response_schema = std::move(schema);
+  }
 }
 
 }  // namespace k3

@@ -16,14 +16,15 @@ namespace k3 {
 struct ChatFlags {
   ChatOptions chat;
   ChatLoopOptions loop;
-  std::string system, effort = "max", history_path, tok_dir, tools_path;
+  std::string system, effort = "max", history_path, tok_dir, tools_path, json_schema_path;
   bool no_think = false, no_reasoning = false;
 
   void add_to(CLI::App& app);
   // Fills `chat` and `loop` from the flags once parsed: thinking and effort,
   // the logits rows --logits keeps, the reply style, the positions the plan holds (`ctx`, 0:
   // the default 8192) and --system's opening message. --tools is read by the
-  // caller, after --plan has been answered.
+  // caller, after --plan has been answered. --json-schema is read and
+  // compiled here (kBadInput naming the file and the keyword it refuses).
   void apply(uint64_t ctx);
 };
 

@@ -1,7 +1,9 @@
 // k3-forward's controls over what --gen writes, beyond the sampler: stop
 // strings (--stop TEXT, sampling/stop_strings.h: matched on the ids' text,
 // the stop text not written) and per-token logprobs (--logprobs N
-// --logprobs-file FILE, sampling/logprobs.h: one JSON line per generated id).
+// --logprobs-file FILE, sampling/logprobs.h: one JSON line per generated id)
+// and structured output (--json-schema FILE, constrain/: the generated text
+// is one JSON value the schema accepts, then a stop id).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -11,6 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "constrain/json_grammar.h"
+#include "constrain/output_constraint.h"
+#include "constrain/vocabulary_trie.h"
 #include "generate/generation_session.h"
 #include "sampling/stop_strings.h"
 #include "tokenizer/vocabulary.h"
@@ -26,7 +31,8 @@ class GenerationExtras {
   // for either flag with --batch (`batch`), which does not apply them.
   void prepare(const std::string& tok_dir, bool batch);
 
-  // Hooks the session for logprobs (`vocab`: the row length). Call before
+  // Hooks the session for logprobs (`vocab`: the row length) and the
+  // --json-schema constraint (ending at the session's stop ids). Call before
   // generating.
   void attach(GenerationSession& session, int64_t vocab);
   // The id generated: returns the ids that can be written now.
@@ -45,6 +51,10 @@ class GenerationExtras {
   std::optional<Vocabulary> vocab_;
   std::optional<StopStringIds> ids_;
   std::string logprobs_;
+  std::string json_schema_file_;
+  std::shared_ptr<const JsonGrammar> grammar_;
+  std::unique_ptr<VocabularyTrie> trie_;  // over *vocab_
+  std::unique_ptr<OutputConstraint> constraint_;
 };
 
 }  // namespace k3

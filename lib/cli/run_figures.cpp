@@ -193,6 +193,11 @@ std::string stats_json(const RunFigures& f, const GenerationCounters& c, const M
   w.key("weight_passes").value(c.generate_passes).key("generated_tokens").value(c.generated);
   w.key("tokens_per_pass").fixed(c.generate_passes > 0 ? gen / static_cast<double>(c.generate_passes) : 0.0, 6);
   w.key("drafts_proposed").value(c.drafts_proposed).key("drafts_accepted").value(c.drafts_accepted);
+  if (c.constraint_masks > 0) {  // --json-schema: the masks over the vocabulary
+    w.key("constraint_masks").value(c.constraint_masks);
+    w.key("constraint_mask_ms_mean").fixed(c.constraint_seconds * 1e3 / static_cast<double>(c.constraint_masks), 4);
+    w.key("constraint_mask_ms_max").fixed(c.constraint_max_seconds * 1e3, 4);
+  }
   if (f.streaming) {
     const StreamStats &a = f.after_prefill, &b = f.at_end;
     w.key("trunk_bytes_per_generated_token")

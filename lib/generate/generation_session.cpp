@@ -81,6 +81,7 @@ int32_t GenerationSession::sample() {
   // The draw is tied to the position the id will occupy (sample_rng.h), so
   // split and continued runs choose what one run would.
   const int32_t id = choose(row_.data(), position(), state_.tokens);
+  if (constraint_) constraint_->accept(id);
   pending_.push_back(id);
   ++counters_.generated;
   return id;
@@ -88,7 +89,19 @@ int32_t GenerationSession::sample() {
 
 int32_t GenerationSession::choose(const float* row, int64_t position, std::span<const int32_t> before) {
   const int64_t vocab = engine_.config().vocab_size;
-  const int32_t id = sampler_.next(row, vocab, position, before);
+  const TokenMask* mask = nullptr;
+  if (constraint_) {
+    const int64_t masks = constraint_->stats().masks;
+    const auto t0 = Clock::now();
+    mask = &constraint_->allowed();
+    if (constraint_->stats().masks != masks) {  // computed now, not the one kept for this state
+      const double t = seconds_since(t0);
+      ++counters_.constraint_masks;
+      counters_.constraint_seconds += t;
+      counters_.constraint_max_seconds = std::max(counters_.constraint_max_seconds, t);
+    }
+  }
+  const int32_t id = sampler_.next(row, vocab, position, before, mask);
   if (sample_observer_) sample_observer_(id, row, position);
   return id;
 }
@@ -156,9 +169,13 @@ GenerationEnd GenerationSession::generate_steps(int64_t max_new, const std::func
       end = GenerationEnd::kInterrupted;
       break;
     }
+    if (made == 0 && constraint_ && constraint_->finished()) {  // nothing may follow what is there
+      end = GenerationEnd::kStop;
+      break;
+    }
     const int32_t id = sample();
     emit(id);
-    if (options_.stop.stops(id)) {
+    if (ends_at(id)) {
       end = GenerationEnd::kStop;
       break;
     }
@@ -233,16 +250,18 @@ GenerationSession::Verified GenerationSession::verify(const std::vector<int32_t>
       if (drafts_) drafts_->verified(k, i);
       return Verified::kContinue;  // the caller samples `next` again from row_
     }
+    if (constraint_) constraint_->accept(next);
     ++counters_.generated;
     emit(next);
-    if (options_.stop.stops(next) || made == max_new) {
+    const bool ends = ends_at(next);
+    if (ends || made == max_new) {
       // As without drafts: the last id is emitted, not evaluated.
       engine_.rollback(state_, history_, base + i + 1);
       row_.assign(r, r + vocab);
       pending_.push_back(next);
       counters_.drafts_accepted += static_cast<int64_t>(i) + 1;
       if (drafts_) drafts_->verified(k, i + 1);
-      return options_.stop.stops(next) ? Verified::kStop : Verified::kLength;
+      return ends ? Verified::kStop : Verified::kLength;
     }
   }
 }

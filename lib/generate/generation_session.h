@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "constrain/output_constraint.h"
 #include "generate/draft_source.h"
 #include "generate/logits_log.h"
 #include "model/engine.h"
@@ -76,6 +77,10 @@ struct GenerationCounters {
   int64_t drafts_accepted = 0;  // of those, the ones the model chose too
   double prefill_seconds = 0;
   double decode_seconds = 0;
+  // Structured output (set_constraint): masks computed and their time.
+  int64_t constraint_masks = 0;
+  double constraint_seconds = 0;
+  double constraint_max_seconds = 0;
 };
 
 class GenerationSession {
@@ -133,6 +138,15 @@ class GenerationSession {
   // the sequence is then between two layers and must be reset or restored).
   bool pass_cut() const { return pass_cut_; }
 
+  // Structured output: every id chosen (sampled, greedy, or checked against
+  // a draft) is chosen among the ids `constraint` allows, and every id kept
+  // is accepted by it; a drafted id it does not allow is rejected like any
+  // draft the model would not choose, so ids stay those of a run without
+  // drafts. When it is finished generate() ends as at a stop id. It must
+  // outlive the generate() calls; nullptr: unconstrained.
+  void set_constraint(OutputConstraint* constraint) { constraint_ = constraint; }
+  OutputConstraint* constraint() const { return constraint_; }
+
   // Called with every id chosen, the logits row it was chosen from (as the
   // engine computed it) and its position, e.g. for --logprobs.
   using SampleObserver = std::function<void(int32_t id, const float* row, int64_t position)>;
@@ -163,6 +177,7 @@ class GenerationSession {
   const GenerationCounters& counters() const { return counters_; }
   const LogitsLog& logits_log() const { return log_; }
   const SamplingParams& sampling() const { return sampler_.params(); }
+  const StopConditions& stop_conditions() const { return options_.stop; }
 
   // Save points: everything but the counters.
   struct SavePoint {
@@ -210,6 +225,9 @@ class GenerationSession {
   bool stop_within_pass_ = false, keep_state_on_stop_ = false, pass_cut_ = false;
   std::function<bool()> pass_stop_;
   SampleObserver sample_observer_;
+  OutputConstraint* constraint_ = nullptr;
+  // Whether generation ends after `id`: a stop id, or the constraint is finished.
+  bool ends_at(int32_t id) { return options_.stop.stops(id) || (constraint_ && constraint_->finished()); }
 };
 
 }  // namespace k3

@@ -30,16 +30,24 @@ void check_finite(const float* logits, int64_t vocab) {
 }
 }  // namespace
 
-int32_t greedy_token(const float* logits, int64_t vocab) {
+int32_t greedy_token(const float* logits, int64_t vocab, const TokenMask* mask) {
   if (vocab <= 0) throw Error(ExitCode::kInternal, "sampler: empty logits row");
   check_finite(logits, vocab);
+  if (mask) {
+    int64_t best = -1;
+    for (int64_t i = 0; i < vocab; ++i)
+      if (mask->allowed(i) && (best < 0 || logits[i] > logits[best])) best = i;  // strict: ties keep the lower id
+    if (best < 0) throw Error(ExitCode::kInternal, "sampler: the output constraint allows no id");
+    return static_cast<int32_t>(best);
+  }
   int64_t best = 0;
   for (int64_t i = 1; i < vocab; ++i)
     if (logits[i] > logits[best]) best = i;  // strict: an equal logit keeps the lower id
   return static_cast<int32_t>(best);
 }
 
-std::vector<Candidate> sampling_candidates(const float* logits, int64_t vocab, const SamplingParams& params) {
+std::vector<Candidate> sampling_candidates(const float* logits, int64_t vocab, const SamplingParams& params,
+                                           const TokenMask* mask) {
   validate_sampling_params(params);
   if (params.greedy()) throw Error(ExitCode::kInternal, "sampler: sampling_candidates called with temperature 0");
   if (vocab <= 0) throw Error(ExitCode::kInternal, "sampler: empty logits row");
@@ -47,8 +55,11 @@ std::vector<Candidate> sampling_candidates(const float* logits, int64_t vocab, c
 
   // 1. Order. With top-k only the first k need ordering; the kept set and its
   // order are the same as after a full sort because the order is total.
-  std::vector<int32_t> ids(static_cast<size_t>(vocab));
-  for (int64_t i = 0; i < vocab; ++i) ids[i] = static_cast<int32_t>(i);
+  std::vector<int32_t> ids;
+  ids.reserve(static_cast<size_t>(vocab));
+  for (int64_t i = 0; i < vocab; ++i)
+    if (!mask || mask->allowed(i)) ids.push_back(static_cast<int32_t>(i));
+  if (ids.empty()) throw Error(ExitCode::kInternal, "sampler: the output constraint allows no id");
   auto before = [logits](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
   size_t n = ids.size();
   if (params.top_k > 0 && static_cast<size_t>(params.top_k) < n) {
@@ -114,14 +125,15 @@ Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.se
   validate_sampling_params(params_);
 }
 
-int32_t Sampler::next(const float* logits, int64_t vocab, int64_t position, std::span<const int32_t> sequence) {
+int32_t Sampler::next(const float* logits, int64_t vocab, int64_t position, std::span<const int32_t> sequence,
+                      const TokenMask* mask) {
   if (params_.penalties.active() && vocab > 0) {
     penalised_.assign(logits, logits + vocab);
     apply_penalties(penalised_.data(), vocab, sequence, params_.penalties);
     logits = penalised_.data();
   }
-  if (params_.greedy()) return greedy_token(logits, vocab);
-  std::vector<Candidate> kept = sampling_candidates(logits, vocab, params_);
+  if (params_.greedy()) return greedy_token(logits, vocab, mask);
+  std::vector<Candidate> kept = sampling_candidates(logits, vocab, params_, mask);
   return pick_candidate(kept, rng_.uniform_at(position));
 }
 

@@ -8,8 +8,12 @@
 // Penalties first (penalties.h), when any is given: greedy and sampling
 // then see the penalised copy of the row.
 //
+// A mask (token_mask.h: structured output) limits both to its allowed ids:
+// greedy takes the allowed id with the largest logit, sampling starts from
+// the allowed ids only; the steps are otherwise unchanged.
+//
 // Sampled (temperature > 0), in this fixed order:
-//   1. candidates = every id, sorted by (logit descending, id ascending);
+//   1. candidates = every id (every allowed id under a mask), sorted by (logit descending, id ascending);
 //      this order is total, so it does not depend on the sort algorithm.
 //   2. temperature: z_i = double(logit_i) / temperature.
 //   3. top-k (k > 0): keep the first k candidates.
@@ -32,6 +36,7 @@
 
 #include "sampling/penalties.h"
 #include "sampling/sample_rng.h"
+#include "sampling/token_mask.h"
 
 namespace k3 {
 
@@ -58,10 +63,12 @@ struct Candidate {
 
 // Argmax with ties to the lower id. Throws k3::Error(kInternal) on a NaN or
 // infinite logit (the engine never produces one; sampling it would be garbage).
-int32_t greedy_token(const float* logits, int64_t vocab);
+// Under a mask, the allowed id with the largest logit (kInternal when none is allowed).
+int32_t greedy_token(const float* logits, int64_t vocab, const TokenMask* mask = nullptr);
 
 // Steps 1-6: the kept candidates in order, probabilities renormalised over them.
-std::vector<Candidate> sampling_candidates(const float* logits, int64_t vocab, const SamplingParams& params);
+std::vector<Candidate> sampling_candidates(const float* logits, int64_t vocab, const SamplingParams& params,
+                                           const TokenMask* mask = nullptr);
 
 // Step 7 for a given u in [0, 1).
 int32_t pick_candidate(const std::vector<Candidate>& kept, double u);
@@ -73,7 +80,9 @@ class Sampler {
 
   // The token for sequence position `position` (the count of tokens before
   // it); `sequence` holds those tokens (used by the penalties only).
-  int32_t next(const float* logits, int64_t vocab, int64_t position, std::span<const int32_t> sequence = {});
+  // `mask`, when given, limits the choice to its allowed ids.
+  int32_t next(const float* logits, int64_t vocab, int64_t position, std::span<const int32_t> sequence = {},
+               const TokenMask* mask = nullptr);
 
  private:
   SamplingParams params_;

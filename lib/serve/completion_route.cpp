@@ -11,6 +11,7 @@
 #include "serve/json_build.h"
 #include "serve/openai_response.h"
 #include "serve/slot_scheduler.h"
+#include "serve/structured_output.h"
 #include "tokenizer/tokenizer.h"
 
 namespace k3::serve {
@@ -77,6 +78,7 @@ Prepared prepare(const ParsedRequest& pr, const ServerOptions& options, const Se
     out.spec.keep_prefix = chat.trailing_notes ? chat.prefix_ids : chat.ids.size();
     out.spec.stop = StopConditions(backend.eos_ids, backend.chat_stop_ids, false);
     out.thinking = pr.chat->thinking;
+    out.spec.constraint = request_constraint(*pr.chat, *backend.tokenizer, out.spec.stop.ids());
   } else {
     out.spec.stop = StopConditions(backend.eos_ids, {}, false);
   }

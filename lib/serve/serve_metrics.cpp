@@ -60,6 +60,10 @@ std::string ServeMetrics::prometheus_text() const {
   metric(out, "k3_kept_states_ram", "gauge", "Conversation states kept in RAM.", kept_states_ram);
   metric(out, "k3_kept_states_disk", "gauge", "Conversation states spilled to --cache-dir.", kept_states_disk);
   metric(out, "k3_kept_bytes_ram", "gauge", "Bytes of conversation states kept in RAM.", kept_bytes_ram);
+  const double masks = static_cast<double>(constraint_masks.load());
+  metric(out, "k3_constraint_masks_total", "counter", "Token masks computed for structured output.", masks);
+  metric(out, "k3_constraint_mask_seconds_per_token", "gauge", "Mean seconds per structured-output token mask.",
+         masks > 0 ? static_cast<double>(constraint_mask_nanoseconds.load()) * 1e-9 / masks : 0);
   if (draft) {
     metric(out, "k3_draft_passes_total", "counter", "Draft model passes (--draft).", draft_passes);
     metric(out, "k3_drafts_proposed_total", "counter", "Ids the draft model proposed (7 per pass).", drafts_proposed);

@@ -26,6 +26,8 @@ class ServeMetrics {
   std::atomic<uint64_t> experts_requested{0}, experts_resident{0};
   std::atomic<uint64_t> slots_busy{0}, queue_length{0};
   std::atomic<uint64_t> kept_states_ram{0}, kept_states_disk{0}, kept_bytes_ram{0};
+  // Structured output: token masks computed and their time.
+  std::atomic<uint64_t> constraint_masks{0}, constraint_mask_nanoseconds{0};
   // --draft: draft passes run, ids they proposed, of those verified and accepted.
   bool draft = false;
   std::atomic<uint64_t> draft_passes{0}, drafts_proposed{0}, drafts_verified{0}, drafts_accepted{0};

@@ -116,6 +116,7 @@ void SlotScheduler::admit(const std::shared_ptr<Job>& job) {
   GenerationOptions go{spec.sampling, spec.stop};
   if (draft) go.max_drafts = options_.max_drafts;
   Slot slot{job, model_.generation_session(go)};
+  slot.session->set_constraint(spec.constraint.get());
   try {
     // Checked here, as one request's fault: a bad id in a shared pass would end every request in it.
     if (spec.prompt.empty()) throw Error(ExitCode::kBadInput, "the prompt is empty");
@@ -143,6 +144,10 @@ void SlotScheduler::admit(const std::shared_ptr<Job>& job) {
 }
 
 void SlotScheduler::leave(Slot& slot, EndReason reason) {
+  if (const OutputConstraint* c = slot.job->spec().constraint.get()) {
+    metrics_.constraint_masks += static_cast<uint64_t>(c->stats().masks);
+    metrics_.constraint_mask_nanoseconds += static_cast<uint64_t>(c->stats().mask_seconds * 1e9);
+  }
   // The state (the last id pending, as a continuation wants it) is kept for
   // the conversation's next request.
   if (slot.drafted) options_.draft->detach();

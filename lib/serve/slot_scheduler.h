@@ -49,6 +49,8 @@ struct JobSpec {
   SamplingParams sampling;
   StopConditions stop;
   int64_t max_new = 1;
+  // Structured output (serve/structured_output.h): the ids the reply may hold; nullptr: any.
+  std::shared_ptr<OutputConstraint> constraint;
 };
 
 // One request's generation, shared by the HTTP thread that reads it and the
