@@ -187,9 +187,11 @@ JsonValue messages_json(const JsonValue& body) {
         refuse_field(path,
                      "the last message must be the user's (continuing a partial assistant reply is not supported)");
       assistant_message(m, path, call_ids, out);
+    } else if (role == "system") {  // a system message in the conversation (the current API's; Claude Code sends them)
+      out.push(
+          JsonValue::object().set("role", "system").set("content", text_parts(*m.find("content"), path + ".content")));
     } else {
-      refuse_field(path + ".role",
-                   "\"" + role + "\" is not a role here (user or assistant; the system prompt is \"system\")");
+      refuse_field(path + ".role", "\"" + role + "\" is not a role here (user, assistant or system)");
     }
   }
   return out;

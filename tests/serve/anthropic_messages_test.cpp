@@ -56,7 +56,8 @@ TEST_F(AnthropicTest, SameConversationSameIdsAsChatCompletions) {
         {"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris","days":2}},
         {"type":"tool_use","id":"toolu_2","name":"now","input":{}}]},
       {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_2","content":[{"type":"text","text":"12:00"}],"is_error":true},
-        {"type":"tool_result","tool_use_id":"toolu_1","content":"{\"temp_c\": 21}"},{"type":"text","text":"Thanks."}]}]})");
+        {"type":"tool_result","tool_use_id":"toolu_1","content":"{\"temp_c\": 21}"},{"type":"text","text":"Thanks."}]},
+      {"role":"system","content":"Answer in French."},{"role":"user","content":"Go on."}]})");
   const ParsedRequest o = parse_openai_request(R"({"model":"k3-tiny","max_tokens":50,
     "tools":[{"type":"function","function":{"name":"get_weather","description":"Weather for a city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}},
              {"type":"function","function":{"name":"now","parameters":{"type":"object","properties":{}}}}],
@@ -69,11 +70,12 @@ TEST_F(AnthropicTest, SameConversationSameIdsAsChatCompletions) {
         {"id":"toolu_2","type":"function","function":{"name":"now","arguments":"{}"}}]},
       {"role":"tool","tool_call_id":"toolu_2","content":[{"type":"text","text":"Error: "},{"type":"text","text":"12:00"}]},
       {"role":"tool","tool_call_id":"toolu_1","content":"{\"temp_c\": 21}"},
-      {"role":"user","content":[{"type":"text","text":"Thanks."}]}]})",
+      {"role":"user","content":[{"type":"text","text":"Thanks."}]},
+      {"role":"system","content":"Answer in French."},{"role":"user","content":"Go on."}]})",
                                                Endpoint::kChat, kLimits);
   EXPECT_EQ(ids(a), ids(o));
   EXPECT_EQ(a.chat->tool_choice, "required");
-  EXPECT_EQ(a.chat->messages.size(), 6u);
+  EXPECT_EQ(a.chat->messages.size(), 8u);
   EXPECT_EQ(a.chat->messages[3].content, (std::vector<std::string>{"Error: ", "12:00"}));
   // A named tool is OpenAI's named function; none and auto are themselves.
   const std::string conv =
@@ -158,7 +160,9 @@ TEST_F(AnthropicTest, RefusalsNameTheField) {
        "tool_choice.disable_parallel_tool_use: "},
       {ok + R"(,"tool_choice":"auto"})", 400, "tool_choice: "},
       {R"({"model":"k3-tiny","max_tokens":9,"messages":[]})", 400, "messages: "},
-      {R"({"model":"k3-tiny","max_tokens":9,"messages":[{"role":"system","content":"x"}]})", 400, "messages[0].role: "},
+      {R"({"model":"k3-tiny","max_tokens":9,"messages":[{"role":"tool","content":"x"}]})", 400, "messages[0].role: "},
+      {R"({"model":"k3-tiny","max_tokens":9,"messages":[{"role":"system","content":[{"type":"image"}]},{"role":"user","content":"x"}]})",
+       400, "messages[0].content[0].type: "},
       {R"({"model":"k3-tiny","max_tokens":9,"messages":[{"role":"user","content":"x","name":"n"}]})", 400,
        "messages[0].name: "},
       {R"({"model":"k3-tiny","max_tokens":9,"messages":[{"role":"user","content":[{"type":"image","source":{}}]}]})",
