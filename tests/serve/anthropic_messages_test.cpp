@@ -103,6 +103,9 @@ TEST_F(AnthropicTest, ThinkingEffortAndSampling) {
     EXPECT_TRUE(r.chat->thinking);
     EXPECT_EQ(r.chat->effort, effort) << budget;
   }
+  EXPECT_EQ(
+      messages("{" + conv + R"(,"max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":1999}})").chat->effort,
+      "low");  // the budget must be under max_tokens: one under is
   const ParsedRequest adaptive =
       messages("{" + conv + R"(,"max_tokens":9,"thinking":{"type":"adaptive"},"output_config":{"effort":"medium"}})");
   EXPECT_TRUE(adaptive.chat->thinking);
@@ -145,6 +148,8 @@ TEST_F(AnthropicTest, RefusalsNameTheField) {
       {ok + R"(,"metadata":{"tier":"x"}})", 400, "metadata.tier: "},
       {ok + R"(,"thinking":{"type":"enabled","budget_tokens":1000}})", 400, "thinking.budget_tokens: "},
       {ok + R"(,"thinking":{"type":"enabled","budget_tokens":2000}})", 400, "thinking.budget_tokens: "},
+      {"{" + conv + R"(,"max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":2000}})", 400,
+       "thinking.budget_tokens: "},
       {ok + R"(,"thinking":{"type":"enabled"}})", 400, "thinking.budget_tokens: "},
       {ok + R"(,"thinking":{"type":"adaptive","display":"omitted"}})", 400, "thinking.display: "},
       {ok + R"(,"thinking":{"type":"between_tools"}})", 400, "thinking.type: "},
