@@ -13,8 +13,9 @@ void ServeFlags::add_to(CLI::App& app) {
                  "Address to listen on (default 127.0.0.1; another than loopback needs --api-key)");
   app.add_option("--port", server.port, "Port (default 8080; 0: any free port, printed at start)")
       ->check(cli::in_range(0, 65535));
-  key_ = app.add_option("--api-key", server.api_key,
-                        "Every endpoint but /health and the chat page / needs \"Authorization: Bearer KEY\"");
+  key_ = app.add_option(
+      "--api-key", server.api_key,
+      "Every endpoint but /health and the chat page / needs \"Authorization: Bearer KEY\" (or \"x-api-key: KEY\")");
   app.add_option("--api-key-file", key_file_, "The key from the first line of a file (kept out of the process list)")
       ->excludes(key_);
   app.add_flag("--insecure", insecure_, "Allow a non-loopback --host without an API key");

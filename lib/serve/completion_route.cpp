@@ -16,11 +16,7 @@
 
 namespace k3::serve {
 
-namespace {
-
-constexpr std::chrono::milliseconds kPoll{100};
-
-std::string new_id(const char* prefix) {
+std::string new_response_id(const char* prefix) {
   static std::atomic<uint64_t> counter{0};
   const auto now = std::chrono::system_clock::now().time_since_epoch().count();
   char buf[64];
@@ -29,10 +25,9 @@ std::string new_id(const char* prefix) {
   return buf;
 }
 
-struct Prepared {
-  JobSpec spec;
-  bool thinking = false;
-};
+namespace {
+
+constexpr std::chrono::milliseconds kPoll{100};
 
 // "request: messages[1].role: ..." (lib/chat's refusals) -> ApiError(400) with the field as param.
 [[noreturn]] void refuse_chat(const Error& e) {
@@ -67,8 +62,10 @@ std::vector<int32_t> prompt_ids(const ParsedRequest& pr, const Tokenizer& tok, C
   return {t.begin(), t.end()};
 }
 
-Prepared prepare(const ParsedRequest& pr, const ServerOptions& options, const ServeBackend& backend) {
-  Prepared out;
+}  // namespace
+
+PreparedJob prepare_job(const ParsedRequest& pr, const ServerOptions& options, const ServeBackend& backend) {
+  PreparedJob out;
   ChatPrompt chat;
   out.spec.prompt = prompt_ids(pr, *backend.tokenizer, &chat);
   if (pr.endpoint == Endpoint::kChat) {
@@ -99,6 +96,20 @@ Prepared prepare(const ParsedRequest& pr, const ServerOptions& options, const Se
   out.spec.sampling = pr.sampling;
   return out;
 }
+
+std::shared_ptr<Job> submit_job(JobSpec spec, const ServerOptions& options, const ServeBackend& backend,
+                                httplib::Response& res) {
+  std::shared_ptr<Job> job = backend.scheduler->submit(std::move(spec));
+  if (job) return job;
+  if (backend.scheduler->stopping()) throw ApiError(503, "the server is shutting down", "", "shutting_down");
+  res.set_header("Retry-After", std::to_string(options.retry_after_seconds));
+  throw ApiError(
+      429,
+      "every slot is busy and the queue is full: retry after " + std::to_string(options.retry_after_seconds) + " s", "",
+      "queue_full");
+}
+
+namespace {
 
 // What a streamed reply carries from one provider call to the next.
 struct Stream {
@@ -145,19 +156,12 @@ void handle_completion(const httplib::Request& req, httplib::Response& res, Endp
                        const ServerOptions& options, const ServeBackend& backend) {
   RequestLimits limits{options.max_depth, options.context, options.model_name};
   const ParsedRequest pr = parse_openai_request(req.body, endpoint, limits);
-  Prepared p = prepare(pr, options, backend);
+  PreparedJob p = prepare_job(pr, options, backend);
   const int64_t prompt_tokens = static_cast<int64_t>(p.spec.prompt.size());
-  std::shared_ptr<Job> job = backend.scheduler->submit(std::move(p.spec));
-  if (!job) {
-    if (backend.scheduler->stopping()) throw ApiError(503, "the server is shutting down", "", "shutting_down");
-    res.set_header("Retry-After", std::to_string(options.retry_after_seconds));
-    throw ApiError(
-        429,
-        "every slot is busy and the queue is full: retry after " + std::to_string(options.retry_after_seconds) + " s",
-        "", "queue_full");
-  }
+  std::shared_ptr<Job> job = submit_job(std::move(p.spec), options, backend, res);
   const bool chat = endpoint == Endpoint::kChat;
-  ResponseMeta meta{new_id(chat ? "chatcmpl-" : "cmpl-"), static_cast<int64_t>(std::time(nullptr)), options.model_name};
+  ResponseMeta meta{new_response_id(chat ? "chatcmpl-" : "cmpl-"), static_cast<int64_t>(std::time(nullptr)),
+                    options.model_name};
   auto stream = std::make_shared<Stream>(Stream{
       job, ReplyWriter(endpoint, backend.tokenizer->vocab(), p.thinking, pr.stop, meta, pr.stream && pr.include_usage),
       Usage{prompt_tokens, 0, 0}});

@@ -7,8 +7,29 @@
 
 #include "serve/http_server.h"
 #include "serve/openai_request.h"
+#include "serve/slot_scheduler.h"
 
 namespace k3::serve {
+
+class Job;
+
+// A chat or completion request made ready for the scheduler: its prompt ids
+// (a chat rendered as SPEC section 5 says), the kept prefix, stop ids, the
+// token limit checked against the context. Shared by every route that
+// generates (Chat Completions, Anthropic's Messages).
+struct PreparedJob {
+  JobSpec spec;
+  bool thinking = false;  // the chat prompt opened the think channel
+};
+PreparedJob prepare_job(const ParsedRequest& request, const ServerOptions& options, const ServeBackend& backend);
+
+// Queues the job; when the queue is full, ApiError 429 with Retry-After set
+// on `res` (503 when the server is stopping).
+std::shared_ptr<Job> submit_job(JobSpec spec, const ServerOptions& options, const ServeBackend& backend,
+                                httplib::Response& res);
+
+// "PREFIX" followed by the time and a counter: unique within the server's run.
+std::string new_response_id(const char* prefix);
 
 void handle_completion(const httplib::Request& req, httplib::Response& res, Endpoint endpoint,
                        const ServerOptions& options, const ServeBackend& backend);

@@ -6,11 +6,13 @@
 #include <cstdio>
 
 #include "common/error.h"
+#include "serve/anthropic_response.h"
 #include "serve/api_error.h"
 #include "serve/bearer_auth.h"
 #include "serve/completion_route.h"
 #include "serve/json_build.h"
 #include "serve/responses_route.h"
+#include "serve/messages_route.h"
 #include "serve/web_page.h"
 
 namespace k3::serve {
@@ -65,10 +67,14 @@ void HttpServer::routes() {
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (options_.api_key.empty() || req.path == "/health" || req.path == "/")
       return httplib::Server::HandlerResponse::Unhandled;
-    if (bearer_matches(req.get_header_value("Authorization"), options_.api_key))
+    if (bearer_matches(req.get_header_value("Authorization"), options_.api_key) ||
+        (req.has_header("x-api-key") && constant_time_equal(req.get_header_value("x-api-key"), options_.api_key)))
       return httplib::Server::HandlerResponse::Unhandled;
     res.set_header("WWW-Authenticate", "Bearer");
     send_error(res, 401, "a valid API key is needed: send the header \"Authorization: Bearer KEY\"", "invalid_api_key");
+    if (is_messages_path(req.path))  // Anthropic's clients send x-api-key and read Anthropic's error shape
+      res.set_content(anthropic_error_body(401, "a valid API key is needed: send the header \"x-api-key: KEY\""),
+                      "application/json");
     return httplib::Server::HandlerResponse::Handled;
   });
   // Errors httplib answers itself (413 for a body over the limit, 404 for an
@@ -80,7 +86,9 @@ void HttpServer::routes() {
       message = "request body: over the limit of " + std::to_string(options_.max_body_bytes) + " bytes";
     else if (res.status == 404) message = "no such endpoint: " + req.method + " " + req.path;
     else if (res.status == 405) message = "method not allowed: " + req.method + " " + req.path;
-    res.set_content(error_body(res.status, message), "application/json");
+    res.set_content(
+        is_messages_path(req.path) ? anthropic_error_body(res.status, message) : error_body(res.status, message),
+        "application/json");
     return httplib::Server::HandlerResponse::Handled;
   }));
   s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
@@ -88,7 +96,8 @@ void HttpServer::routes() {
   });
   s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     const bool known = req.path == "/" || req.path == "/health" || req.path == "/metrics" || req.path == "/v1/models" ||
-                       req.path == "/v1/chat/completions" || req.path == "/v1/completions" || req.path == "/tokenize";
+                       req.path == "/v1/chat/completions" || req.path == "/v1/completions" || req.path == "/tokenize" ||
+                       req.path == "/v1/messages" || req.path == "/v1/messages/count_tokens";
     metrics_.request_done(known ? req.path : "other", res.status);
   });
 
@@ -140,6 +149,7 @@ void HttpServer::routes() {
   });
   post("/tokenize",
        [this](const httplib::Request& req, httplib::Response& res) { handle_tokenize(req, res, options_, backend_); });
+  add_messages_routes(s, ready_, options_, backend_);  // Anthropic's Messages API, with its own error shape
 }
 
 void HttpServer::bind() {

@@ -9,6 +9,8 @@
 //   POST /v1/chat/completions  chat (completion_route.h)
 //   POST /v1/completions       text or token-id prompt
 //   POST /tokenize             a chat request's prompt ids (as vLLM's /tokenize)
+//   POST /v1/messages          Anthropic's Messages API (messages_route.h; its errors in Anthropic's shape)
+//   POST /v1/messages/count_tokens
 //   GET  /metrics              Prometheus text
 // Every other path is 404, every error body OpenAI's {"error": {...}}.
 #pragma once

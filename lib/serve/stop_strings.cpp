@@ -10,7 +10,11 @@ std::string StopStrings::push(const std::string& piece) {
   held_ += piece;
   if (stops_.empty()) return std::exchange(held_, {});
   size_t first = std::string::npos;
-  for (const std::string& s : stops_) first = std::min(first, held_.find(s));
+  for (const std::string& s : stops_)
+    if (const size_t at = held_.find(s); at < first) {
+      first = at;
+      matched_ = s;
+    }
   if (first != std::string::npos) {
     stopped_ = true;
     std::string out = held_.substr(0, first);

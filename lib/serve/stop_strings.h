@@ -19,11 +19,14 @@ class StopStrings {
   // End of the text: the held-back rest (nothing once stopped).
   std::string finish();
   bool stopped() const { return stopped_; }
+  // The stop string that was read ("" until stopped): the earliest in the text.
+  const std::string& matched() const { return matched_; }
 
  private:
   std::vector<std::string> stops_;
   std::string held_;  // text that may be the start of a stop string
   bool stopped_ = false;
+  std::string matched_;
 };
 
 }  // namespace k3::serve

@@ -1,4 +1,4 @@
-// k3-serve: Kimi-K3 behind OpenAI's HTTP API, for the agents, editors and
+// k3-serve: Kimi-K3 behind OpenAI's and Anthropic's HTTP APIs, for the agents, editors and
 // chat pages people already use. The model is loaded once; requests share
 // weight passes (up to --slots at once) and a conversation's next request
 // continues from its kept state. lib/serve holds the server; this file reads
@@ -36,9 +36,11 @@ std::atomic<k3::serve::SlotScheduler*> live{nullptr};  // set once serving: what
 
 int run(int argc, char** argv) {
   CLI::App app{
-      "Serves Kimi-K3 over OpenAI's API (chat completions, completions, responses, streaming, tool calls)\n"
-      "on this machine: point an OpenAI client, agent or editor at http://127.0.0.1:8080/v1, or a browser at\n"
-      "http://127.0.0.1:8080/ for its chat page. The model is loaded once; up to --slots requests share\n"
+      "Serves Kimi-K3 over OpenAI's API (chat completions, completions, responses, streaming, tool calls) and\n"
+      "Anthropic's Messages API (/v1/messages) on this machine: point an OpenAI client, agent or editor\n"
+      "at http://127.0.0.1:8080/v1, Claude Code or an Anthropic client at http://127.0.0.1:8080\n"
+      "(ANTHROPIC_BASE_URL), or a browser at http://127.0.0.1:8080/ for its chat page. The model is loaded once; up to "
+      "--slots requests share\n"
       "each weight pass; a conversation's next request continues from its kept state. Stop it with\n"
       "Ctrl-C or SIGTERM (streams in flight end cleanly). See docs/serve.md.",
       kTool};

@@ -1,0 +1,159 @@
+#include "serve/messages_route.h"
+
+#include <chrono>
+#include <memory>
+
+#include "common/error.h"
+#include "serve/anthropic_request.h"
+#include "serve/anthropic_response.h"
+#include "serve/api_error.h"
+#include "serve/completion_route.h"
+#include "serve/json_build.h"
+#include "serve/slot_scheduler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace k3::serve {
+
+namespace {
+
+constexpr std::chrono::milliseconds kPoll{100};
+
+void send_error(httplib::Response& res, int status, const std::string& message) {
+  res.status = status;
+  res.set_content(anthropic_error_body(status, message), "application/json");
+}
+
+// Runs a route, turning refusals into Anthropic-shaped errors: the server keeps serving.
+template <typename Fn>
+void guarded(httplib::Response& res, Fn&& fn) {
+  try {
+    fn();
+  } catch (const ApiError& e) {
+    send_error(res, e.status(), e.what());
+  } catch (const Error& e) {
+    send_error(res, e.code() == ExitCode::kBadInput ? 400 : 500, e.what());
+  } catch (const std::exception& e) {
+    send_error(res, 500, std::string("internal error: ") + e.what());
+  }
+}
+
+// What a streamed reply carries from one provider call to the next.
+struct MessageStream {
+  std::shared_ptr<Job> job;
+  MessageWriter writer;
+  Usage usage;
+  bool began = false, finished = false;
+  int64_t prefill_sent = -1;
+};
+
+// While the prompt is evaluated: an SSE comment ": prefill DONE/TOTAL" when
+// it changed, as /v1/chat/completions sends (clients skip comment lines).
+std::string prefill_note(MessageStream& s) {
+  const auto [done, total] = s.job->prefill();
+  if (total == 0 || done == s.prefill_sent) return "";
+  s.prefill_sent = done;
+  return ": prefill " + std::to_string(done) + "/" + std::to_string(total) + "\n\n";
+}
+
+std::vector<std::string> take(MessageStream& s, std::chrono::milliseconds timeout) {
+  std::vector<std::string> out;
+  std::vector<int32_t> ids;
+  const bool done = s.job->wait(ids, timeout);
+  for (int32_t id : ids) {
+    if (s.writer.stop_sequence_matched()) break;
+    ++s.usage.completion_tokens;
+    for (std::string& e : s.writer.push(id)) out.push_back(std::move(e));
+    if (s.writer.stop_sequence_matched()) s.job->cancel();
+  }
+  if (done) {
+    s.usage.cached_tokens = s.job->cached_tokens();
+    const EndReason why = s.writer.stop_sequence_matched() ? EndReason::kStop : s.job->end_reason();
+    for (std::string& e : s.writer.finish(why, s.usage)) out.push_back(std::move(e));
+    s.finished = true;
+  }
+  return out;
+}
+
+ParsedRequest parse(const httplib::Request& req, MessagesEndpoint endpoint, const ServerOptions& options) {
+  check_anthropic_version(req.get_header_value("anthropic-version"));
+  return parse_anthropic_request(req.body, endpoint,
+                                 RequestLimits{options.max_depth, options.context, options.model_name});
+}
+
+void handle_messages(const httplib::Request& req, httplib::Response& res, const ServerOptions& options,
+                     const ServeBackend& backend) {
+  const ParsedRequest pr = parse(req, MessagesEndpoint::kCreate, options);
+  PreparedJob p = prepare_job(pr, options, backend);
+  const int64_t prompt_tokens = static_cast<int64_t>(p.spec.prompt.size());
+  std::shared_ptr<Job> job = submit_job(std::move(p.spec), options, backend, res);
+  auto stream = std::make_shared<MessageStream>(MessageStream{
+      job, MessageWriter(backend.tokenizer->vocab(), p.thinking, pr.stop, new_response_id("msg_"), options.model_name),
+      Usage{prompt_tokens, 0, 0}});
+  if (!pr.stream) {
+    while (!stream->finished) take(*stream, kPoll);
+    if (const std::string error = job->error(); !error.empty())
+      throw ApiError(500, "the prompt could not be evaluated: " + error);
+    res.set_content(stream->writer.body(stream->usage), "application/json");
+    return;
+  }
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [stream](size_t, httplib::DataSink& sink) {
+        std::vector<std::string> out;
+        if (!stream->began) {  // the usage known now: every prompt id to evaluate; message_delta has the final one
+          out = stream->writer.start(stream->usage);
+          stream->began = true;
+        }
+        std::vector<std::string> fresh = take(*stream, kPoll);
+        if (stream->finished && !stream->job->error().empty())  // the headers are sent: the error is an event
+          fresh = {sse_named_event("error", anthropic_error_json(500, "generation failed: " + stream->job->error()))};
+        if (std::string note = prefill_note(*stream); !note.empty()) out.push_back(std::move(note));
+        for (std::string& e : fresh) out.push_back(std::move(e));
+        for (const std::string& e : out)
+          if (!sink.write(e.data(), e.size())) {  // the client is gone: its slot frees at the next pass
+            stream->job->cancel();
+            return false;
+          }
+        if (stream->finished) sink.done();
+        return true;
+      },
+      [stream](bool success) {
+        if (!success) stream->job->cancel();
+      });
+}
+
+void handle_count_tokens(const httplib::Request& req, httplib::Response& res, const ServerOptions& options,
+                         const ServeBackend& backend) {
+  const ParsedRequest pr = parse(req, MessagesEndpoint::kCountTokens, options);
+  const PreparedJob p = prepare_job(pr, options, backend);
+  JsonValue out = JsonValue::object();
+  out.set("input_tokens", json_int(static_cast<int64_t>(p.spec.prompt.size())));
+  res.set_content(write_json(out), "application/json");
+}
+
+}  // namespace
+
+bool is_messages_path(std::string_view path) { return path == "/v1/messages" || path.rfind("/v1/messages/", 0) == 0; }
+
+void add_messages_routes(httplib::Server& server, const std::atomic<bool>& ready, const ServerOptions& options,
+                         const ServeBackend& backend) {
+  // The server outlives its routes: they hold its readiness, options and backend by address.
+  const std::atomic<bool>* is_ready = &ready;
+  const ServerOptions* opts = &options;
+  const ServeBackend* back = &backend;
+  auto route = [is_ready, opts, back](auto handler) {
+    return [is_ready, opts, back, handler](const httplib::Request& req, httplib::Response& res) {
+      if (!*is_ready) {
+        res.set_header("Retry-After", "5");
+        send_error(res, 503, "the model is still loading (GET /health says when it is ready)");
+        return;
+      }
+      guarded(res, [&] { handler(req, res, *opts, *back); });
+    };
+  };
+  server.Post("/v1/messages", route(handle_messages));
+  server.Post("/v1/messages/count_tokens", route(handle_count_tokens));
+}
+
+}  // namespace k3::serve
