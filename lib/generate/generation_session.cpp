@@ -81,6 +81,7 @@ int32_t GenerationSession::sample() {
   // The draw is tied to the position the id will occupy (sample_rng.h), so
   // split and continued runs choose what one run would.
   const int32_t id = choose(row_.data(), position(), state_.tokens);
+  if (sample_observer_) sample_observer_(id, row_.data(), position());
   pending_.push_back(id);
   ++counters_.generated;
   return id;
@@ -88,9 +89,7 @@ int32_t GenerationSession::sample() {
 
 int32_t GenerationSession::choose(const float* row, int64_t position, std::span<const int32_t> before) {
   const int64_t vocab = engine_.config().vocab_size;
-  const int32_t id = sampler_.next(row, vocab, position, before);
-  if (sample_observer_) sample_observer_(id, row, position);
-  return id;
+  return sampler_.next(row, vocab, position, before);
 }
 
 void GenerationSession::evaluate_pending() {
@@ -233,6 +232,9 @@ GenerationSession::Verified GenerationSession::verify(const std::vector<int32_t>
       if (drafts_) drafts_->verified(k, i);
       return Verified::kContinue;  // the caller samples `next` again from row_
     }
+    // Observed only once kept: a rejected position is chosen again from the
+    // same row by sample(), and observed there, as without drafts.
+    if (sample_observer_) sample_observer_(next, r, at);
     ++counters_.generated;
     emit(next);
     if (options_.stop.stops(next) || made == max_new) {
