@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "common/cli_limits.h"
 #include "common/error.h"
 #include "serve/api_error.h"
 #include "serve/json_build.h"
@@ -63,7 +64,7 @@ void read_sampling(const JsonValue& body, ParsedRequest& out, const RequestLimit
     out.sampling.top_p = number_of(*p);
   }
   if (const JsonValue* s = present(body, "seed"))
-    out.sampling.seed = static_cast<uint64_t>(integer_in(*s, "seed", 0, INT64_MAX));
+    out.sampling.seed = static_cast<uint64_t>(integer_in(*s, "seed", 0, static_cast<int64_t>(kMaxSeed)));
   for (const char* key : {"max_tokens", "max_completion_tokens"})
     if (const JsonValue* m = present(body, key)) out.max_tokens = integer_in(*m, key, 1, limits.context);
   if (const JsonValue* n = present(body, "n")) integer_in(*n, "n", 1, 1);
