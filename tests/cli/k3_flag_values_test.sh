@@ -20,7 +20,7 @@ TOOL=k3-doctor bad "k3-doctor --draft ''" 2 "--draft: needs a file or directory 
 for ctx in 1 1.5; do
   bad "k3-forward --ctx $ctx" 2 "--ctx: $ctx is too small" -- "${fwd[@]}" --ctx "$ctx"
   TOOL=k3-chat bad "k3-chat --ctx $ctx" 2 "--ctx: $ctx is too small" -- "$BIN/k3-chat" "$TINY" --ctx "$ctx" < /dev/null
-  TOOL=k3-serve bad "k3-serve --ctx $ctx" 2 "--ctx: $ctx is too small" -- "$BIN/k3-serve" "$TINY" --ctx "$ctx"
+  TOOL=k3-serve bad "k3-serve --ctx $ctx" 2 "--ctx: $ctx is too small" -- timeout 20 "$BIN/k3-serve" "$TINY" --ctx "$ctx"
 done
 "${fwd[@]}" --ctx 2 > /dev/null 2>&1
 check "--ctx 2 runs" 0 "$?"

@@ -12,12 +12,12 @@ source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 source "${K3_SOURCE_DIR:?}/tests/serve/serve_lib.sh"
 TOOL=k3-serve
 
-bad "--api-key ' k '" 2 "--api-key: the API key has spaces around it" -- "$BIN/k3-serve" "$TINY" --api-key ' k '
-bad "--api-key 'k '" 2 "spaces around it" -- "$BIN/k3-serve" "$TINY" --api-key 'k '
-bad "--api-key tab" 2 "spaces around it" -- "$BIN/k3-serve" "$TINY" --api-key $'\tk'
-bad "--api-key control" 2 "control character at byte 1" -- "$BIN/k3-serve" "$TINY" --api-key $'k\x01k'
-bad "--api-key empty" 2 "the API key is empty" -- "$BIN/k3-serve" "$TINY" --api-key ''
-bad "--api-key 5000 bytes" 2 "more than 4096" -- "$BIN/k3-serve" "$TINY" --api-key "$(head -c 5000 /dev/zero | tr '\0' k)"
+bad "--api-key ' k '" 2 "--api-key: the API key has spaces around it" -- timeout 20 "$BIN/k3-serve" "$TINY" --api-key ' k '
+bad "--api-key 'k '" 2 "spaces around it" -- timeout 20 "$BIN/k3-serve" "$TINY" --api-key 'k '
+bad "--api-key tab" 2 "spaces around it" -- timeout 20 "$BIN/k3-serve" "$TINY" --api-key $'\tk'
+bad "--api-key control" 2 "control character at byte 1" -- timeout 20 "$BIN/k3-serve" "$TINY" --api-key $'k\x01k'
+bad "--api-key empty" 2 "the API key is empty" -- timeout 20 "$BIN/k3-serve" "$TINY" --api-key ''
+bad "--api-key 5000 bytes" 2 "more than 4096" -- timeout 20 "$BIN/k3-serve" "$TINY" --api-key "$(head -c 5000 /dev/zero | tr '\0' k)"
 bad "--api-key-file /dev/zero" 2 "--api-key-file /dev/zero is not a regular file" -- \
   timeout 20 "$BIN/k3-serve" "$TINY" --api-key-file /dev/zero
 mkfifo "$work/fifo"
@@ -26,9 +26,9 @@ head -c 100000 /dev/zero | tr '\0' k > "$work/big"
 bad "--api-key-file large, no newline" 2 "is 100000 bytes, more than a key's 4096" -- \
   timeout 20 "$BIN/k3-serve" "$TINY" --api-key-file "$work/big"
 printf ' k\n' > "$work/spaced"
-bad "--api-key-file ' k'" 2 "spaces around it" -- "$BIN/k3-serve" "$TINY" --api-key-file "$work/spaced"
+bad "--api-key-file ' k'" 2 "spaces around it" -- timeout 20 "$BIN/k3-serve" "$TINY" --api-key-file "$work/spaced"
 printf '\n' > "$work/blank"
-bad "--api-key-file blank line" 2 "the API key is empty" -- "$BIN/k3-serve" "$TINY" --api-key-file "$work/blank"
+bad "--api-key-file blank line" 2 "the API key is empty" -- timeout 20 "$BIN/k3-serve" "$TINY" --api-key-file "$work/blank"
 
 # Seeds outside 0..2^63-1 are refused by every tool, before anything loads.
 for seed in -1 18446744073709551615 18446744073709551616 99999999999999999999999 9223372036854775808 1e3 0x10 ''; do
