@@ -1,6 +1,7 @@
 #include "chat/chat_history.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -65,7 +66,8 @@ ChatHistoryFile::~ChatHistoryFile() {
 }
 
 void ChatHistoryFile::open() {
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  // Read too: append() looks at the last byte.
+  fd_ = ::open(path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     const int e = errno;
     throw Error(ExitCode::kIo, "cannot open the history " + path_ + ": " +
@@ -75,7 +77,22 @@ void ChatHistoryFile::open() {
 }
 
 void ChatHistoryFile::append(const JsonValue& message) {
-  write_all(fd_, python_json_dumps(message) + "\n", "the history " + path_);
+  const std::string what = "the history " + path_;
+  std::string line = python_json_dumps(message) + "\n";
+  // A last line without its line end would join this message's line.
+  const struct stat st = stat_open_file(fd_, path_);
+  char last = '\n';
+  if (st.st_size > 0 && ::pread(fd_, &last, 1, st.st_size - 1) != 1)
+    throw Error(ExitCode::kIo, "cannot read " + what + ": " + std::strerror(errno));
+  if (last != '\n') line.insert(line.begin(), '\n');
+  write_all(fd_, line, what);
+}
+
+bool ChatHistoryFile::is(const std::string& path) const {
+  struct stat other {};
+  if (::stat(path.c_str(), &other) != 0) return false;
+  const struct stat mine = stat_open_file(fd_, path_);
+  return other.st_dev == mine.st_dev && other.st_ino == mine.st_ino;
 }
 
 void ChatHistoryFile::rewrite(const std::vector<JsonValue>& messages) {

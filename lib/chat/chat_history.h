@@ -1,7 +1,9 @@
 // A chat transcript on disk: JSONL, one OpenAI-style message object per line
 // (what a request's "messages" holds), so a later run resumes it and other
-// tools can read it. Lines are appended as the conversation goes on; a
-// reset rewrites the file atomically.
+// tools can read it. Lines are appended whole as the conversation goes on
+// (after a line end of their own when the file's last line has none: an
+// edited file, or a write cut by a full disk), so two messages never share a
+// line; /reset and /undo rewrite the file atomically and reopen it.
 #pragma once
 
 #include <functional>
@@ -36,6 +38,9 @@ class ChatHistoryFile {
   ChatHistoryFile& operator=(const ChatHistoryFile&) = delete;
 
   void append(const JsonValue& message);
+  // Whether `path` names the file this history writes (the same file, by
+  // any name: a link, another spelling), e.g. a /save target.
+  bool is(const std::string& path) const;
   // Replaces the whole file (after /reset).
   void rewrite(const std::vector<JsonValue>& messages);
   const std::string& path() const { return path_; }

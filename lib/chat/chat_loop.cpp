@@ -174,7 +174,11 @@ class Loop {
       undo_or_retry(in.text == "retry");
     } else if (in.text == "save") {
       if (in.argument.empty()) return refuse("/save needs a file name: /save FILE");
-      write_chat_history(in.argument, chat_.messages());
+      // Onto the chat's own history: through it, so the chat keeps appending
+      // to the file at that name (a plain write would swap in a new file
+      // and later turns would go to the unlinked one).
+      if (history_ && history_->is(in.argument)) history_->rewrite(chat_.messages());
+      else write_chat_history(in.argument, chat_.messages());
       say("conversation saved to " + in.argument + " (" + std::to_string(chat_.messages().size()) + " messages)");
     } else if (in.text == "effort") {
       if (in.argument == "none" || in.argument == "null") {

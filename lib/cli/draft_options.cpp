@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cli/flag_checks.h"
+#include "cli/path_flag.h"
 #include "common/atomic_file_writer.h"
 #include "common/byte_format.h"
 #include "common/error.h"
@@ -17,10 +18,12 @@ void DraftFlags::add_to(CLI::App& app) {
   app.add_option("--draft", dir_,
                  "Speculate with K3's trained draft model (a Kimi-K3-DSpark checkpoint directory: config.json + "
                  "model.safetensors): it proposes up to 7 ids per pass, the model verifies them in one weight pass; "
-                 "output is bit-identical without it (docs/dspark.md)");
+                 "output is bit-identical without it (docs/dspark.md)")
+      ->check(cli::non_empty_path());
   app.add_option("--draft-log", log_path_,
                  "With --draft: write one JSON line per draft pass to FILE: {\"anchor_pos\", \"anchor_id\", \"draft\": "
-                 "[ids], \"verified\", \"accepted\"} (written atomically at the end)");
+                 "[ids], \"verified\", \"accepted\"} (written atomically at the end)")
+      ->check(cli::non_empty_path());
   app.add_option("--draft-max-context", max_context_,
                  "With --draft: no draft passes past this many positions, where its acceptance collapses "
                  "(default 65536)")

@@ -1,11 +1,13 @@
 #include "cli/model_options.h"
 
 #include "cli/flag_checks.h"
+#include "cli/path_flag.h"
 #include "cli/preset_table.h"
 
 #include <sys/resource.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <vector>
 
@@ -31,7 +33,8 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
 void add_budget_options(CLI::App& app, ModelOptions& o, bool expert_trace) {
   StreamingRequest& r = o.stream;
   app.add_option("--trunk", r.trunk_dir,
-                 "Packed trunk from k3-pack: pin --trunk-gb of it in RAM and stream the rest every token");
+                 "Packed trunk from k3-pack: pin --trunk-gb of it in RAM and stream the rest every token")
+      ->check(cli::non_empty_path());
   app.add_option("--trunk-gb", r.trunk_gb,
                  "GB (1e9 bytes) of trunk layers to pin in RAM (needs --trunk); with room left after every "
                  "layer and the head, the embedding too")
@@ -52,12 +55,14 @@ void add_budget_options(CLI::App& app, ModelOptions& o, bool expert_trace) {
     app.add_option("--expert-trace", o.expert_trace,
                    "Record every (layer, expert) the model asks for, in order, into FILE (little-endian int32 pairs, "
                    "layer as the checkpoint numbers it; created exclusively, replaced whole at the end) for "
-                   "k3-bench-expert-cache (docs/expert-cache.md)");
+                   "k3-bench-expert-cache (docs/expert-cache.md)")
+        ->check(cli::non_empty_path());
   if (expert_trace)
     app.add_option("--expert-lookahead-from", o.lookahead_trace,
                    "A measurement: --expert-lookahead with every guess right, taken from TRACE, an --expert-trace "
                    "of this same run (same model, prompt and flags) recorded earlier. Shows the most the lookahead "
-                   "can give on this disk (docs/memory.md); output is identical");
+                   "can give on this disk (docs/memory.md); output is identical")
+        ->check(cli::non_empty_path());
   app.add_option("--preset", r.preset,
                  "Memory preset: min, laptop, desktop, workstation, server, max, or auto (the largest whose forecast "
                  "fits the memory available now; --trunk-gb/--cache-gb/--block-mb "
@@ -76,7 +81,19 @@ void add_budget_options(CLI::App& app, ModelOptions& o, bool expert_trace) {
   app.add_flag("--plan", o.plan_only,
                "Print the memory plan for these budget flags and --ctx (default 4096), then exit: 0 when it fits, "
                "6 when it would be refused. Reads no prompt and no weights");
-  app.add_option("--ctx", o.ctx, "Context positions to plan the MLA latent cache for (default: context + --gen)")
+  // 1 position holds a prompt id but not the id generated after it.
+  app.add_option("--ctx", o.ctx,
+                 "Context positions to plan the MLA latent cache for (default: context + --gen; at least 2: a "
+                 "prompt id and the id generated after it)")
+      ->check(CLI::Validator(
+          [](std::string& input) -> std::string {
+            const double v = std::strtod(input.c_str(), nullptr);
+            return v > 0 && v < 2 ? input + " is too small (valid: 0 for the default, or from 2 to " +
+                                        std::to_string(kMaxContext) +
+                                        "; a context holds a prompt id and the id generated after it)"
+                                  : std::string();
+          },
+          ""))
       ->check(cli::in_range(0, static_cast<double>(kMaxContext)));
   app.add_option("--io-threads", r.io_threads, "Parallel reads in flight when streaming (default 8)")
       ->check(cli::in_range(1, kMaxIoThreads));
@@ -85,7 +102,8 @@ void add_budget_options(CLI::App& app, ModelOptions& o, bool expert_trace) {
                "to this layer's input) into spare expert-cache slots. Needs a pinned trunk layer for the guess and "
                "a cache larger than one layer's experts; wrong guesses cost reads (--stats-json counts them). "
                "Output is identical on or off");
-  app.add_option("--stats-json", o.stats_json, "Write the streaming counters to FILE (JSON, written atomically)");
+  app.add_option("--stats-json", o.stats_json, "Write the streaming counters to FILE (JSON, written atomically)")
+      ->check(cli::non_empty_path());
 }
 
 std::optional<int> answer_plan_requests(const ModelConfig& config, ModelOptions& o, const char* tool,

@@ -1,5 +1,7 @@
 #include "cli/sampling_options.h"
 
+#include "cli/seed_flag.h"
+
 namespace k3 {
 
 void SamplingFlags::add_to(CLI::App& app) {
@@ -11,7 +13,9 @@ void SamplingFlags::add_to(CLI::App& app) {
   min_p_ = app.add_option("--min-p", values_.min_p,
                           "Drop ids less likely than M times the most likely one (default 0: off)");
   seed_ = app.add_option("--seed", values_.seed,
-                         "Random seed for sampling (default 0); a seed gives the same ids on every machine");
+                         "Random seed for sampling (default 0; 0 to 2^63-1, as k3-serve's \"seed\"); a seed gives "
+                         "the same ids on every machine")
+              ->check(cli::seed_range());
   repetition_ =
       app.add_option("--repeat-penalty", penalties_.repetition,
                      "Divide positive logits (multiply negative ones) of ids among the last --repeat-last-n by R "

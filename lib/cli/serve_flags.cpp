@@ -38,9 +38,8 @@ void ServeFlags::default_context(ModelOptions& mo) {
 }
 
 void ServeFlags::apply(ModelOptions& mo) {
-  if (!key_file_.empty()) server.api_key = serve::read_api_key_file(key_file_);
-  if ((key_->count() || !key_file_.empty()) && server.api_key.empty())
-    throw Error(ExitCode::kUsage, "the API key is empty: give a non-empty --api-key or --api-key-file");
+  if (!key_file_.empty()) server.api_key = serve::read_api_key_file(key_file_);  // checked as it is read
+  if (key_->count()) serve::check_api_key(server.api_key, "--api-key");
   if (!serve::is_loopback_host(server.host) && server.api_key.empty() && !insecure_)
     throw Error(ExitCode::kUsage, "--host " + server.host +
                                       " is reachable from other machines: give --api-key "

@@ -145,7 +145,7 @@ std::string read_all(int fd, const std::string& what, uint64_t max_bytes) {
     data.append(buf, r);
     if (data.size() > max_bytes)
       throw Error(ExitCode::kBadInput, what + " holds more than " + std::to_string(max_bytes >> 20) +
-                                           " MiB; that is not a prompt (is the right file connected?)");
+                                           " MiB, more than k3 reads whole (is the right file connected?)");
   }
   return data;
 }
@@ -175,6 +175,13 @@ InputFd::~InputFd() {
 
 std::string read_input(const std::string& path, const std::string& what) {
   const InputFd in = InputFd::open(path, what);
+  // A regular file says its size: one too large is refused before a byte of
+  // it is read (a 300 MB file would otherwise be read, and held, first).
+  struct stat st {};
+  if (::fstat(in.fd(), &st) == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > kMaxWholeReadBytes)
+    throw Error(ExitCode::kBadInput, in.name() + ": a file of " + std::to_string(st.st_size) + " bytes given as the " +
+                                         what + ", which is read whole and at most " +
+                                         std::to_string(kMaxWholeReadBytes >> 20) + " MiB (is it the right file?)");
   return read_all(in.fd(), in.name());
 }
 

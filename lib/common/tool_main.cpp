@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <exception>
+#include <new>
 
 #include "common/error.h"
 #include "common/quiet.h"
@@ -50,6 +51,15 @@ int run_tool(const char* tool, const std::function<int()>& body) {
     std::fflush(stderr);
     dprintf(error_fd(), "%s: %s\n", tool, e.what());
     return e.exit_code();
+  } catch (const std::bad_alloc&) {
+    // Not a bug but a limit: the plans count what they can, and an allocation
+    // past a limit they could not see (ulimit -v, overcommit off) lands here.
+    std::fflush(stderr);
+    dprintf(error_fd(),
+            "%s: out of memory: an allocation was refused (a memory limit: ulimit -v, a cgroup, or the machine's "
+            "memory); run with less (a smaller batch, context or preset)\n",
+            tool);
+    return static_cast<int>(ExitCode::kResource);
   } catch (const std::exception& e) {
     std::fflush(stderr);
     dprintf(error_fd(), "%s: internal error: %s (please report it)\n", tool, e.what());

@@ -33,8 +33,11 @@ void add_gpu_check(Report& r, const SystemRoot& root);
 struct MemoryFacts {
   MemInfo mem;
   CgroupMemory cgroup;
-  uint64_t override_bytes = 0;     // K3_AVAILABLE_MEMORY, 0 when not set
-  std::optional<uint64_t> usable;  // platform/memory_limits' available(): min(MemAvailable, cgroup room)
+  uint64_t override_bytes = 0;  // K3_AVAILABLE_MEMORY, 0 when not set
+  std::optional<uint64_t>
+      usable;  // platform/memory_limits' available(): min(MemAvailable, cgroup room, RLIMIT_AS room)
+  bool address_space_limited = false;             // RLIMIT_AS (ulimit -v) is set
+  uint64_t address_space_limit = 0, vm_size = 0;  // its soft limit, and the address space held already
   ResourceLimit memlock, nofile;
   std::string thp;  // "always", "madvise", "never", "" (absent)
   std::optional<uint64_t> max_map_count;

@@ -26,6 +26,9 @@ MemoryFacts gather_memory(const SystemRoot& root) {
   m.cgroup = lim.cgroup;
   m.override_bytes = lim.override_bytes;
   if (lim.available() != UINT64_MAX) m.usable = lim.available();
+  m.address_space_limited = lim.address_space_limited;
+  m.address_space_limit = lim.address_space_limit;
+  m.vm_size = lim.address_space_used;
   if (auto t = root.read("/proc/self/limits")) {
     m.memlock = parse_proc_limit(*t, "Max locked memory");
     m.nofile = parse_proc_limit(*t, "Max open files");
@@ -87,10 +90,14 @@ void add_memory_checks(Report& r, const MemoryFacts& m, const std::optional<Pres
       cgroup = "cgroup limit " + format_bytes(*lim->limit);
       if (lim->usage) cgroup += " - " + format_bytes(*lim->usage) + " in use";
     }
+    const std::string address_space = m.address_space_limited
+                                          ? ", address-space limit (ulimit -v) " + format_bytes(m.address_space_limit) +
+                                                " - " + format_bytes(m.vm_size) + " in use"
+                                          : "";
     k.summary = "usable budget " + opt_bytes(m.usable) + " = min(" +
                 (m.override_bytes ? "K3_AVAILABLE_MEMORY " + format_bytes(m.override_bytes)
                                   : "MemAvailable " + opt_bytes(m.mem.available)) +
-                ", " + cgroup + ")";
+                ", " + cgroup + address_space + ")";
     k.advice = m.usable && *m.usable == 0 ? "nothing fits: " + cgroup +
                                                 " leaves no memory; raise the cgroup's memory limit "
                                                 "(memory.max / memory.limit_in_bytes) or run outside it"
@@ -98,6 +105,8 @@ void add_memory_checks(Report& r, const MemoryFacts& m, const std::optional<Pres
                                 "% of this; close other programs to raise it"
                           : "cannot tell how much memory is free";
     k.details.set("usable_bytes", opt_json(m.usable))
+        .set("address_space_limit_bytes", m.address_space_limited ? JsonValue(m.address_space_limit) : JsonValue())
+        .set("vm_size_bytes", m.address_space_limited ? JsonValue(m.vm_size) : JsonValue())
         .set("usable_share_for_presets", kUsableShare)
         .set("cgroup_usage_bytes", lim ? opt_json(lim->usage) : JsonValue())
         .set("override_bytes", m.override_bytes ? JsonValue(m.override_bytes) : JsonValue());

@@ -35,8 +35,26 @@ DSparkConfig parse_dspark_config(const std::string& text, const std::string& pat
   simdjson::dom::parser parser;
   element root;
   object obj;
-  if (parser.parse(text).get(root) || root.get_object().get(obj))
-    throw Error(ExitCode::kBadModel, path + ": not a JSON object");
+  // Each refusal says what is wrong, so that the file can be fixed.
+  if (text.compare(0, 3, "\xEF\xBB\xBF") == 0)
+    throw Error(ExitCode::kBadModel, path +
+                                         ": begins with a byte-order mark (bytes EF BB BF), which JSON does not "
+                                         "allow: save the file without it");
+  if (const auto err = parser.parse(text).get(root))
+    throw Error(ExitCode::kBadModel,
+                path + ": not valid JSON (" + simdjson::error_message(err) +
+                    (err == simdjson::NUMBER_ERROR
+                         ? "; a number beyond a double's range, such as 1e999, is one no reader takes as written"
+                         : "") +
+                    ")");
+  if (root.get_object().get(obj))
+    throw Error(ExitCode::kBadModel, path + ": holds " +
+                                         (root.is_array()    ? "an array"
+                                          : root.is_string() ? "a string"
+                                          : root.is_null()   ? "null"
+                                          : root.is_bool()   ? "true or false"
+                                                             : "a number") +
+                                         ", not the JSON object of a config");
   const ConfigKeys k(path, obj);
   DSparkConfig c;
   if (k.string("model_type") != "k3_dspark")

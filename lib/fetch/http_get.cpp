@@ -81,10 +81,22 @@ int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
 
 std::once_flag g_curl_init;
 
+// libcurl reports a reply without an HTTP status line (a proxy's or another
+// service's bytes, or the excess of a previous reply whose Content-Length was
+// shorter than its body, read on the reused connection as the next reply) as
+// "HTTP/0.9", which it refuses with the same code as a forbidden scheme.
+bool reply_not_http(int curl_code, const std::string& curl_error) {
+  return curl_code == CURLE_WEIRD_SERVER_REPLY ||
+         (curl_code == CURLE_UNSUPPORTED_PROTOCOL && curl_error.find("HTTP/0.9") != std::string::npos);
+}
+
 }  // namespace
 
 bool HttpResponse::transient() const {
   if (stopped || sink_refused) return false;
+  // A garbled reply is the connection's or the server's moment, not the
+  // file's: a new connection can fix it.
+  if (reply_not_http(curl_code, curl_error)) return true;
   switch (curl_code) {
     case CURLE_OK: return status == 429 || status == 408 || (status >= 500 && status <= 599);
     case CURLE_COULDNT_CONNECT:
@@ -103,6 +115,10 @@ bool HttpResponse::transient() const {
 
 std::string HttpResponse::describe() const {
   if (curl_code != 0) {
+    if (reply_not_http(curl_code, curl_error))
+      return "the server's reply is not HTTP (no valid status line; after a reply whose Content-Length was shorter "
+             "than its body, the rest is read as the next reply) (" +
+             curl_error + ")";
     std::string what = curl_code == CURLE_OPERATION_TIMEDOUT ? "transfer stalled or timed out"
                        : curl_code == CURLE_PARTIAL_FILE     ? "connection dropped mid-transfer"
                        : curl_code == CURLE_UNSUPPORTED_PROTOCOL

@@ -82,6 +82,7 @@ int32_t GenerationSession::sample() {
   // split and continued runs choose what one run would.
   const int32_t id = choose(row_.data(), position(), state_.tokens);
   if (constraint_) constraint_->accept(id);
+  if (sample_observer_) sample_observer_(id, row_.data(), position());
   pending_.push_back(id);
   ++counters_.generated;
   return id;
@@ -101,9 +102,7 @@ int32_t GenerationSession::choose(const float* row, int64_t position, std::span<
       counters_.constraint_max_seconds = std::max(counters_.constraint_max_seconds, t);
     }
   }
-  const int32_t id = sampler_.next(row, vocab, position, before, mask);
-  if (sample_observer_) sample_observer_(id, row, position);
-  return id;
+  return sampler_.next(row, vocab, position, before, mask);
 }
 
 void GenerationSession::evaluate_pending() {
@@ -251,6 +250,9 @@ GenerationSession::Verified GenerationSession::verify(const std::vector<int32_t>
       return Verified::kContinue;  // the caller samples `next` again from row_
     }
     if (constraint_) constraint_->accept(next);
+    // Observed only once kept: a rejected position is chosen again from the
+    // same row by sample(), and observed there, as without drafts.
+    if (sample_observer_) sample_observer_(next, r, at);
     ++counters_.generated;
     emit(next);
     const bool ends = ends_at(next);

@@ -147,8 +147,10 @@ class GenerationSession {
   void set_constraint(OutputConstraint* constraint) { constraint_ = constraint; }
   OutputConstraint* constraint() const { return constraint_; }
 
-  // Called with every id chosen, the logits row it was chosen from (as the
-  // engine computed it) and its position, e.g. for --logprobs.
+  // Called with every id generated, the logits row it was chosen from (as the
+  // engine computed it) and its position, e.g. for --logprobs: once per
+  // position, in order, with or without drafts (a rejected draft's position
+  // is reported for the id generated there, never for the draft).
   using SampleObserver = std::function<void(int32_t id, const float* row, int64_t position)>;
   void set_sample_observer(SampleObserver observer) { sample_observer_ = std::move(observer); }
 

@@ -2,9 +2,11 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 
 #include "common/error.h"
+#include "platform/kernel_limits.h"
 #include "platform/system_file.h"
 
 namespace k3 {
@@ -13,6 +15,14 @@ namespace {
 // The largest K3_AVAILABLE_MEMORY accepted: 1 EiB, far above any machine,
 // well below where byte arithmetic could wrap.
 constexpr uint64_t kMaxOverride = uint64_t{1} << 60;
+
+// VmSize of /proc/self/status in bytes ("VmSize:  123456 kB"); 0 when absent.
+uint64_t vm_size(std::string_view status) {
+  const size_t at = status.find("\nVmSize:");
+  if (at == std::string_view::npos) return 0;
+  const std::optional<uint64_t> kb = parse_leading_uint(status.substr(at + 8));
+  return kb && *kb < (uint64_t{1} << 50) ? *kb * 1024 : 0;
+}
 }  // namespace
 
 uint64_t parse_available_memory_override(const char* value) {
@@ -39,6 +49,10 @@ uint64_t MemoryLimits::available() const {
     const uint64_t room = cgroup_limit > cgroup_usage ? cgroup_limit - cgroup_usage : 0;
     if (room < a) a = room;
   }
+  if (address_space_limited) {
+    const uint64_t room = address_space_limit > address_space_used ? address_space_limit - address_space_used : 0;
+    if (room < a) a = room;
+  }
   return a;
 }
 
@@ -56,6 +70,14 @@ MemoryLimits read_memory_limits(const std::string& root) {
     m.cgroup_source = std::string(v1 ? "cgroup v1 " : "cgroup v2 ") + lim->limit_dir +
                       (v1 ? "/memory.limit_in_bytes" : "/memory.max") +
                       (lim->limit_unreadable ? " (not a byte count, taken as 0)" : "");
+  }
+  // RLIMIT_AS as the process sees it (a recorded tree's files under `root`).
+  const ResourceLimit as =
+      parse_proc_limit(read_system_file(root, "/proc/self/limits").value_or(""), "Max address space");
+  if (as.soft) {
+    m.address_space_limited = true;
+    m.address_space_limit = *as.soft;
+    m.address_space_used = vm_size(read_system_file(root, "/proc/self/status").value_or(""));
   }
   return m;
 }

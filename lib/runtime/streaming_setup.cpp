@@ -94,8 +94,12 @@ static TrunkLayout layout_for(const ModelConfig& config, const Checkpoint& check
 }
 
 std::string available_source(const MemoryLimits& lim) {
-  if (lim.override_bytes) return "K3_AVAILABLE_MEMORY" + (lim.cgroup_source.empty() ? "" : " and " + lim.cgroup_source);
-  return lim.cgroup_source.empty() ? "MemAvailable" : "MemAvailable and " + lim.cgroup_source;
+  std::string s = lim.override_bytes ? "K3_AVAILABLE_MEMORY" : "MemAvailable";
+  if (!lim.cgroup_source.empty()) s += " and " + lim.cgroup_source;
+  if (lim.address_space_limited)
+    s += " and the address-space limit (ulimit -v) of " + format_bytes(lim.address_space_limit) + ", " +
+         format_bytes(lim.address_space_used) + " of it in use";
+  return s;
 }
 
 PresetRun preset_run_for(const StreamingRequest& req) {

@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include "common/error.h"
+#include "serve/kept_state.h"
 
 namespace k3::serve {
 
@@ -63,15 +64,21 @@ size_t ConversationCache::restore_longest(const std::vector<int32_t>& prompt, Ge
   if (e.file.empty()) {
     session.rollback(e.point);  // a copy: the kept state stays for other requests
   } else {
+    // A file that was not written, cannot be read, or is not the state kept
+    // under these ids (kept_state.h: replaced by another conversation's):
+    // forget it and evaluate from scratch.
+    std::optional<ConversationState> kept;
     try {
-      if (e.write && !e.write->wait()) throw Error(ExitCode::kIo, "not written");
-      session.restore(load_conversation(e.file, model_));
-    } catch (const std::exception&) {  // a spilled file that cannot be read: forget it, start fresh
+      if (!e.write || e.write->wait()) kept = read_kept_state(e.file, model_, e.ids);
+    } catch (const std::exception&) {  // no memory for it: the same
+    }
+    if (!kept) {
       ::unlink(e.file.c_str());
       entries_.pop_front();
       session.reset();
       return 0;
     }
+    session.restore(std::move(*kept));
   }
   return e.ids.size();
 }

@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "common/cli_limits.h"
 #include "common/error.h"
 #include "common/json_writer.h"
 #include "sampling/sampling_settings.h"
@@ -91,7 +92,7 @@ void read_sampling_settings(const JsonValue& body, SamplingParams& out) {
 void read_sampling(const JsonValue& body, ParsedRequest& out, const RequestLimits& limits) {
   read_sampling_settings(body, out.sampling);
   if (const JsonValue* s = present(body, "seed"))
-    out.sampling.seed = static_cast<uint64_t>(integer_in(*s, "seed", 0, INT64_MAX));
+    out.sampling.seed = static_cast<uint64_t>(integer_in(*s, "seed", 0, static_cast<int64_t>(kMaxSeed)));
   for (const char* key : {"max_tokens", "max_completion_tokens"})
     if (const JsonValue* m = present(body, key)) out.max_tokens = integer_in(*m, key, 1, limits.context);
   if (const JsonValue* n = present(body, "n")) integer_in(*n, "n", 1, 1);

@@ -20,6 +20,9 @@ Faults (--faults FILE, a JSON list) are consumed in order of arrival, each
   {"path": P, "kind": "corrupt", "at": OFFSET}       flip one byte of the content
   {"path": P, "kind": "throttle", "rate": BYTES_PER_S}
   {"path": P, "kind": "ignore-range"}                answer 200 with the whole file
+  {"path": P, "kind": "not-http"}                    answer bytes that are no HTTP reply, then close
+  {"path": P, "kind": "short-length", "short": N}    a Content-Length N bytes short of the body sent
+                                                     (the rest is read as the next reply on the connection)
   {"path": "tree", "kind": "link", "where": "link", "url": U}
                                                      a tree page's Link rel="next" is U
                                                      ("{self}" in U: the page's own URL)
@@ -289,10 +292,20 @@ class Handler(BaseHTTPRequestHandler):
                 return
             status = 206
         body = data[start:end + 1]
+        if kind == "not-http":
+            self.log_req(0)
+            self.close_connection = True
+            try:
+                self.wfile.write(b"SSH-2.0-OpenSSH_9.2 not a web server\r\n")
+                self.wfile.flush()
+            except OSError:
+                pass
+            return
         self.log_req(status)
         self.send_response(status)
         self.send_header("Content-Type", "application/octet-stream")
-        self.send_header("Content-Length", str(len(body)))
+        declared = len(body) - min(fault.get("short", 100), len(body)) if kind == "short-length" else len(body)
+        self.send_header("Content-Length", str(declared))
         self.send_header("Accept-Ranges", "bytes")
         self.send_header("ETag", '"%s"' % self.st.repo.files[fpath]["sha256"])
         if status == 206:

@@ -258,6 +258,38 @@ TEST_F(SchedulerTest, SpillingDoesNotWaitForTheDisk) {
   EXPECT_EQ(state_files(), 0) << "spilled state files are removed with the cache";
 }
 
+TEST_F(SchedulerTest, SpilledStateOfAnotherConversationIsNotContinued) {
+  const std::string dir = test::fresh_dir("serve_swap");
+  std::vector<std::string> files;  // in the order written
+  CacheOptions options{0, dir, 8, [&](const std::string& path) { files.push_back(path); }};
+  ConversationCache cache(identity(), options);
+  GenerationSession g(engine, GenerationOptions{});
+  const std::vector<int32_t> a = prompt(11, 8), b = prompt(500, 8);
+  g.reset();
+  g.feed(a);
+  cache.keep(g.mark());
+  g.reset();
+  g.feed(b);
+  cache.keep(g.mark());
+  GenerationSession h(engine, GenerationOptions{});
+  std::vector<int32_t> longer = a, b_longer = b;
+  longer.push_back(7);
+  b_longer.push_back(9);
+  ASSERT_EQ(cache.restore_longest(b_longer, h), b.size());  // each waits for its file's write
+  ASSERT_EQ(cache.restore_longest(longer, h), a.size());
+  ASSERT_EQ(files.size(), 2u);
+  // a's file now holds b's state (same model, same length, other ids): it
+  // is not a's conversation, so nothing is restored and a is evaluated anew.
+  std::filesystem::copy_file(files[1], files[0], std::filesystem::copy_options::overwrite_existing);
+  GenerationSession k(engine, GenerationOptions{});
+  EXPECT_EQ(cache.restore_longest(longer, k), 0u);
+  EXPECT_TRUE(k.state().tokens.empty());
+  // b's own state still comes back.
+  GenerationSession j(engine, GenerationOptions{});
+  EXPECT_EQ(cache.restore_longest(b_longer, j), b.size());
+  EXPECT_EQ(j.state().tokens, b);
+}
+
 TEST_F(SchedulerTest, KeptPrefixServesADifferentContinuation) {
   ConversationCache cache(identity(), CacheOptions{});
   SlotScheduler scheduler(m, cache, metrics, SchedulerOptions{1, 4});

@@ -9,6 +9,7 @@
 
 #include "cli/cli_parse.h"
 #include "cli/flag_checks.h"
+#include "cli/path_flag.h"
 #include "common/error.h"
 #include "common/tool_main.h"
 #include "doctor/doctor.h"
@@ -42,7 +43,8 @@ int main(int argc, char** argv) {
       ->check(k3::cli::in_range(0.0, 1.0));
   app.add_option("--draft", opt.draft_dir,
                  "a Kimi-K3-DSpark draft directory: recommend the preset that fits with the draft counted, as "
-                 "k3-forward --draft --preset auto chooses (exit 3 when it does not fit the model)");
+                 "k3-forward --draft --preset auto chooses (exit 3 when it does not fit the model)")
+      ->check(k3::cli::non_empty_path());
   app.add_option("--root", opt.root,
                  std::string("read /proc and /sys under this directory (a recorded tree) instead of the live "
                              "system; also $") +

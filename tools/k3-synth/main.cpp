@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/cli_parse.h"
+#include "cli/seed_flag.h"
 #include "cli/synth_flags.h"
 #include "common/byte_format.h"
 #include "common/error.h"
@@ -26,7 +27,9 @@ int main(int argc, char** argv) {
   SynthSizeFlags sizes;
   app.add_option("OUT_DIR", out_dir, "directory to write (created if needed)")->required();
   app.add_option("--preset", preset, "tiny-like | bench | k3")->capture_default_str();
-  app.add_option("--seed", seed, "PRNG seed: same seed, same bytes")->capture_default_str();
+  app.add_option("--seed", seed, "PRNG seed: same seed, same bytes (0 to 2^63-1)")
+      ->capture_default_str()
+      ->check(k3::cli::seed_range());
   app.add_flag("--sparse", sparse,
                "leave large matrices and routed experts as holes (norms, routers, biases, A_log, embedding "
                "stay real)");
