@@ -8,6 +8,12 @@
 # "// Layer FOLDER: ..." (its main header saying what the layer is for).
 #
 #   scripts/check-layers.sh [REPO_DIR]    (default: this script's repository)
+#   scripts/check-layers.sh --order       prints the order as the docs write it:
+#                                         "common -> platform -> ... -> cli"
+#
+# LAYERS below is the one place the order is written; scripts/check-house.sh
+# fails when a document's copy of it (CONTRIBUTING.md, docs/architecture.md,
+# lib/CMakeLists.txt) differs from what --order prints.
 set -euo pipefail
 
 # Bottom first. Folders on one line share a rank.
@@ -17,7 +23,7 @@ LAYERS=(
   "io"          # O_DIRECT reads, aligned buffers, the read engine, file digests
   "checkpoint"  # safetensors, the index, dtypes
   "tokenizer"   # vocabulary, pre-split, byte-pair merges, stream decoding
-  "kernels"     # matmul, MXFP4, attention scores, short conv, KDA step, thread pool
+  "kernels"     # matmul, MXFP4, attention scores, short conv, KDA step, SiTU, norms
   "model"       # the graph: config, manifest, layers, engine, K3 reference geometry
   "trunk"       # the trunk format end to end: layout, codec, blocks, placement, writer, reader checks
   "sampling"    # sampler, stop conditions, the portable exp
@@ -35,6 +41,22 @@ LAYERS=(
 ALLOWED=(
   "verify->fetch"  # the verifier reads the download manifest and reports progress as fetch does
 )
+
+if [ "${1:-}" = "--order" ]; then
+  chain=""
+  for line in "${LAYERS[@]}"; do
+    read -ra folders <<<"$line"
+    if [ "${#folders[@]}" -gt 1 ]; then
+      list=$(printf '%s, ' "${folders[@]}")
+      step="leaves (${list%, })"
+    else
+      step=${folders[0]}
+    fi
+    chain+="${chain:+ -> }$step"
+  done
+  echo "$chain"
+  exit 0
+fi
 
 root=${1:-"$(cd "$(dirname "$0")/.." && pwd)"}
 lib="$root/lib"

@@ -3,7 +3,8 @@
 // kernel target and exits 0 before anything else is checked; a bad flag or argument prints one line
 // naming it and exits 2 (kUsage), never CLI11's own exit codes.
 //
-// Header-only so that only the tools, not the library, depend on CLI11.
+// Header-only. CLI11 is used by lib/cli (the flags of each tool's options)
+// and the tools; no layer below cli includes it.
 #pragma once
 
 #include <CLI/CLI.hpp>

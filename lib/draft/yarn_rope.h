@@ -20,7 +20,6 @@ class YarnRope {
   // Softmax scale of the attention scores: qk_head_dim^-1/2 times the YaRN
   // mscale(mscale_all_dim) squared.
   float softmax_scale() const { return softmax_scale_; }
-  const std::vector<double>& inv_freq() const { return inv_freq_; }
 
  private:
   std::vector<double> inv_freq_;  // one per pair

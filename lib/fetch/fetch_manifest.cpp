@@ -100,28 +100,25 @@ FetchManifest read_fetch_manifest(const std::string& path) {
 }
 
 void write_fetch_manifest(const std::string& path, const FetchManifest& m) {
-  std::string out = "{\n  \"format\": ";
-  append_json_string(out, kFormat);
-  for (const StringMember& s : kManifestStrings) {
-    out += std::string(",\n  \"") + s.key + "\": ";
-    append_json_string(out, m.*s.member);
+  // One file per line: a resumed download rewrites this after every file.
+  JsonWriter w(2);
+  w.begin_object();
+  w.key("format").value(kFormat);
+  for (const StringMember& s : kManifestStrings) w.key(s.key).value(m.*s.member);
+  w.key("files").begin_array();
+  for (const ManifestFile& f : m.files) {
+    w.inline_next().begin_object();
+    w.key("path").value(f.path);
+    w.key("size").value(f.size);
+    w.key("lfs").value(f.lfs);
+    for (const FileDigest& d : kFileDigests) w.key(d.key).value(f.*d.member);
+    w.key("complete").value(f.complete);
+    w.key("mtime_ns").value(f.mtime_ns);
+    w.end_object();
   }
-  out += ",\n  \"files\": [";
-  for (size_t i = 0; i < m.files.size(); ++i) {
-    const ManifestFile& f = m.files[i];
-    out += i ? ",\n    {" : "\n    {";
-    out += "\"path\": ";
-    append_json_string(out, f.path);
-    out += ", \"size\": " + std::to_string(f.size);
-    out += std::string(", \"lfs\": ") + (f.lfs ? "true" : "false");
-    for (const FileDigest& d : kFileDigests) {
-      out += std::string(", \"") + d.key + "\": ";
-      append_json_string(out, f.*d.member);
-    }
-    out += std::string(", \"complete\": ") + (f.complete ? "true" : "false");
-    out += ", \"mtime_ns\": " + std::to_string(f.mtime_ns) + "}";
-  }
-  out += "\n  ]\n}\n";
+  w.end_array();
+  w.end_object();
+  const std::string out = w.take() + "\n";
   write_file_atomic(path, out.data(), out.size());
 }
 

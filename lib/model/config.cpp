@@ -64,6 +64,126 @@ void check_quantization(const ConfigKeys& q, ModelConfig* c) {
   c->experts_mxfp4 = true;
 }
 
+// kda_layers and full_attn_layers: 1-indexed lists that partition
+// 1..num_hidden_layers into KDA and MLA layers.
+void read_layer_kinds(const ConfigKeys& la, ModelConfig* c) {
+  const std::vector<int64_t> kda = la.int_list("kda_layers");
+  const std::vector<int64_t> full = la.int_list("full_attn_layers");
+  const int n = c->num_hidden_layers;
+  std::vector<int> seen(n, 0);
+  c->layer_attention.assign(n, LayerAttention::kKDA);
+  auto mark = [&](const std::vector<int64_t>& list, const std::string& key, LayerAttention kind) {
+    for (int64_t v : list) {
+      if (v < 1 || v > n)
+        la.fail(key, "holds layer " + std::to_string(v) + "; layer numbers are 1-indexed in 1.." + std::to_string(n));
+      if (seen[v - 1]++)
+        la.fail(key, "holds layer " + std::to_string(v) +
+                         " which is already listed (kda_layers and "
+                         "full_attn_layers must partition 1.." +
+                         std::to_string(n) + ")");
+      c->layer_attention[v - 1] = kind;
+    }
+  };
+  mark(kda, "kda_layers", LayerAttention::kKDA);
+  mark(full, "full_attn_layers", LayerAttention::kMLA);
+  for (int i = 0; i < n; ++i)
+    if (!seen[i])
+      la.fail("kda_layers", "and full_attn_layers do not list layer " + std::to_string(i + 1) +
+                                " (they must partition 1.." + std::to_string(n) + ")");
+}
+
+// The KDA layers' keys (linear_attn_config).
+void read_kda(const ConfigKeys& la, ModelConfig* c) {
+  c->kda_num_heads = la.positive("num_heads", int64_t{1} << 12);
+  c->kda_head_dim = la.positive("head_dim", int64_t{1} << 12);
+  c->kda_conv_kernel = la.positive("short_conv_kernel_size", 64);
+  la.require_bool("use_full_rank_gate", true, " (the full-rank sigmoid output gate g_proj)");
+  c->kda_has_gate_lower_bound = la.has("gate_lower_bound");
+  if (c->kda_has_gate_lower_bound) {
+    c->kda_gate_lower_bound = static_cast<float>(la.number("gate_lower_bound"));
+    if (!(c->kda_gate_lower_bound < 0))
+      la.fail("gate_lower_bound", "must be negative (a decay), found " + std::to_string(c->kda_gate_lower_bound));
+  }
+  if (c->kda_num_heads > c->kda_head_dim)
+    la.fail("num_heads", "is " + std::to_string(c->kda_num_heads) + " but A_log is stored padded to head_dim " +
+                             std::to_string(c->kda_head_dim) + "; k3 needs num_heads <= head_dim");
+}
+
+// The MLA layers' keys.
+void read_mla(const ConfigKeys& t, ModelConfig* c) {
+  t.require_bool("mla_use_nope", true, " (gated NoPE MLA: no rotary embedding)");
+  c->mla_num_heads = t.positive("num_attention_heads", int64_t{1} << 12);
+  if (t.get("q_lora_rank").is_null())
+    t.fail("q_lora_rank", "is null; k3 implements only the low-rank query (q_a_proj/q_b_proj)");
+  c->q_lora_rank = t.positive("q_lora_rank", int64_t{1} << 17);
+  c->kv_lora_rank = t.positive("kv_lora_rank", int64_t{1} << 17);
+  c->qk_nope_head_dim = t.positive("qk_nope_head_dim", int64_t{1} << 12);
+  c->qk_rope_head_dim = t.positive("qk_rope_head_dim", int64_t{1} << 12);
+  c->v_head_dim = t.positive("v_head_dim", int64_t{1} << 12);
+  c->mla_use_output_gate = t.boolean("mla_use_output_gate");
+}
+
+// The MoE keys: the dense layers, the router and the experts' shapes.
+void read_moe(const ConfigKeys& t, ModelConfig* c) {
+  c->first_k_dense_replace = static_cast<int>(t.integer("first_k_dense_replace"));
+  const int n = c->num_hidden_layers;
+  if (c->first_k_dense_replace < 0 || c->first_k_dense_replace > n)
+    t.fail("first_k_dense_replace",
+           "must be in 0.." + std::to_string(n) + ", found " + std::to_string(c->first_k_dense_replace));
+  t.require_int("moe_layer_freq", 1, " (every layer after the dense ones is MoE)");
+  t.require_int("num_nextn_predict_layers", 0, " (no multi-token-prediction layers)");
+  t.require_string("moe_router_activation_func", "sigmoid", " (sigmoid router scores)");
+  if (t.has("topk_method")) t.require_string("topk_method", "noaux_tc", " (top-k by score + correction bias)");
+  t.require_int("num_expert_group", 1, " (group-limited routing is not implemented)");
+  t.require_int("topk_group", 1, " (group-limited routing is not implemented)");
+  c->num_experts = t.positive("num_experts", int64_t{1} << 16);
+  c->num_experts_per_token = t.positive("num_experts_per_token", int64_t{1} << 12);
+  if (c->num_experts_per_token > c->num_experts)
+    t.fail("num_experts_per_token", "is " + std::to_string(c->num_experts_per_token) + ", more than num_experts " +
+                                        std::to_string(c->num_experts));
+  c->num_shared_experts = t.positive("num_shared_experts", int64_t{1} << 8);
+  c->moe_intermediate_size = t.positive("moe_intermediate_size", int64_t{1} << 20);
+  c->routed_expert_hidden_size = t.positive("routed_expert_hidden_size", int64_t{1} << 17);
+  if (c->moe_intermediate_size % 32)
+    t.fail("moe_intermediate_size", "is " + std::to_string(c->moe_intermediate_size) + ", not a multiple of 32");
+  if (c->routed_expert_hidden_size % 32)
+    t.fail("routed_expert_hidden_size",
+           "is " + std::to_string(c->routed_expert_hidden_size) + ", not a multiple of 32");
+  c->latent_moe_use_norm = t.boolean("latent_moe_use_norm");
+  c->moe_renormalize = t.boolean("moe_renormalize");
+  const double rsf = t.number("routed_scaling_factor");
+  if (!(rsf > 0)) t.fail("routed_scaling_factor", "must be positive, found " + std::to_string(rsf));
+  c->routed_scaling_factor = static_cast<float>(rsf);
+}
+
+// The stop ids, each once: the text config's, the wrapper's (when there is
+// one) and generation_config.json's, each inside the vocabulary.
+std::vector<int> read_stop_ids(const ConfigKeys& t, const ConfigKeys* wrapper,
+                               const std::string& generation_config_json, const std::string& origin, int vocab_size) {
+  std::vector<int> ids;
+  collect_eos(t, "eos_token_id", &ids);
+  if (wrapper) collect_eos(*wrapper, "eos_token_id", &ids);
+  if (!generation_config_json.empty()) {
+    simdjson::dom::parser gparser;
+    simdjson::padded_string gpadded(generation_config_json);
+    element groot;
+    object gobj;
+    const std::string gorigin = origin + " (generation_config.json)";
+    if (gparser.parse(gpadded).get(groot) || groot.get_object().get(gobj))
+      throw Error(ExitCode::kBadModel, gorigin + ": not a valid JSON object");
+    ConfigKeys g(gorigin, gobj, "");
+    collect_eos(g, "eos_token_id", &ids);
+  }
+  std::vector<int> unique;
+  for (int id : ids) {
+    if (id < 0 || id >= vocab_size)
+      t.fail("eos_token_id",
+             "holds " + std::to_string(id) + ", outside the vocabulary 0.." + std::to_string(vocab_size - 1));
+    if (std::find(unique.begin(), unique.end(), id) == unique.end()) unique.push_back(id);
+  }
+  return unique;
+}
+
 }  // namespace
 
 int ModelConfig::num_kda_layers() const {
@@ -129,112 +249,14 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
       t.fail("activation_situ_linear_beta", "must be positive, found " + std::to_string(c.situ_linear_beta));
   }
 
-  // Layer kinds: 1-indexed lists that partition 1..num_hidden_layers.
-  ConfigKeys la = t.child("linear_attn_config");
-  const std::vector<int64_t> kda = la.int_list("kda_layers");
-  const std::vector<int64_t> full = la.int_list("full_attn_layers");
-  const int n = c.num_hidden_layers;
-  std::vector<int> seen(n, 0);
-  c.layer_attention.assign(n, LayerAttention::kKDA);
-  auto mark = [&](const std::vector<int64_t>& list, const std::string& key, LayerAttention kind) {
-    for (int64_t v : list) {
-      if (v < 1 || v > n)
-        la.fail(key, "holds layer " + std::to_string(v) + "; layer numbers are 1-indexed in 1.." + std::to_string(n));
-      if (seen[v - 1]++)
-        la.fail(key, "holds layer " + std::to_string(v) +
-                         " which is already listed (kda_layers and "
-                         "full_attn_layers must partition 1.." +
-                         std::to_string(n) + ")");
-      c.layer_attention[v - 1] = kind;
-    }
-  };
-  mark(kda, "kda_layers", LayerAttention::kKDA);
-  mark(full, "full_attn_layers", LayerAttention::kMLA);
-  for (int i = 0; i < n; ++i)
-    if (!seen[i])
-      la.fail("kda_layers", "and full_attn_layers do not list layer " + std::to_string(i + 1) +
-                                " (they must partition 1.." + std::to_string(n) + ")");
+  // Layer kinds, then each kind's and the experts' keys.
+  const ConfigKeys la = t.child("linear_attn_config");
+  read_layer_kinds(la, &c);
+  read_kda(la, &c);
+  read_mla(t, &c);
+  read_moe(t, &c);
 
-  // KDA.
-  {
-    c.kda_num_heads = la.positive("num_heads", int64_t{1} << 12);
-    c.kda_head_dim = la.positive("head_dim", int64_t{1} << 12);
-    c.kda_conv_kernel = la.positive("short_conv_kernel_size", 64);
-    la.require_bool("use_full_rank_gate", true, " (the full-rank sigmoid output gate g_proj)");
-    c.kda_has_gate_lower_bound = la.has("gate_lower_bound");
-    if (c.kda_has_gate_lower_bound) {
-      c.kda_gate_lower_bound = static_cast<float>(la.number("gate_lower_bound"));
-      if (!(c.kda_gate_lower_bound < 0))
-        la.fail("gate_lower_bound", "must be negative (a decay), found " + std::to_string(c.kda_gate_lower_bound));
-    }
-    if (c.kda_num_heads > c.kda_head_dim)
-      la.fail("num_heads", "is " + std::to_string(c.kda_num_heads) + " but A_log is stored padded to head_dim " +
-                               std::to_string(c.kda_head_dim) + "; k3 needs num_heads <= head_dim");
-  }
-
-  // MLA.
-  t.require_bool("mla_use_nope", true, " (gated NoPE MLA: no rotary embedding)");
-  c.mla_num_heads = t.positive("num_attention_heads", int64_t{1} << 12);
-  if (t.get("q_lora_rank").is_null())
-    t.fail("q_lora_rank", "is null; k3 implements only the low-rank query (q_a_proj/q_b_proj)");
-  c.q_lora_rank = t.positive("q_lora_rank", int64_t{1} << 17);
-  c.kv_lora_rank = t.positive("kv_lora_rank", int64_t{1} << 17);
-  c.qk_nope_head_dim = t.positive("qk_nope_head_dim", int64_t{1} << 12);
-  c.qk_rope_head_dim = t.positive("qk_rope_head_dim", int64_t{1} << 12);
-  c.v_head_dim = t.positive("v_head_dim", int64_t{1} << 12);
-  c.mla_use_output_gate = t.boolean("mla_use_output_gate");
-
-  // MoE.
-  c.first_k_dense_replace = static_cast<int>(t.integer("first_k_dense_replace"));
-  if (c.first_k_dense_replace < 0 || c.first_k_dense_replace > n)
-    t.fail("first_k_dense_replace",
-           "must be in 0.." + std::to_string(n) + ", found " + std::to_string(c.first_k_dense_replace));
-  t.require_int("moe_layer_freq", 1, " (every layer after the dense ones is MoE)");
-  t.require_int("num_nextn_predict_layers", 0, " (no multi-token-prediction layers)");
-  t.require_string("moe_router_activation_func", "sigmoid", " (sigmoid router scores)");
-  if (t.has("topk_method")) t.require_string("topk_method", "noaux_tc", " (top-k by score + correction bias)");
-  t.require_int("num_expert_group", 1, " (group-limited routing is not implemented)");
-  t.require_int("topk_group", 1, " (group-limited routing is not implemented)");
-  c.num_experts = t.positive("num_experts", int64_t{1} << 16);
-  c.num_experts_per_token = t.positive("num_experts_per_token", int64_t{1} << 12);
-  if (c.num_experts_per_token > c.num_experts)
-    t.fail("num_experts_per_token", "is " + std::to_string(c.num_experts_per_token) + ", more than num_experts " +
-                                        std::to_string(c.num_experts));
-  c.num_shared_experts = t.positive("num_shared_experts", int64_t{1} << 8);
-  c.moe_intermediate_size = t.positive("moe_intermediate_size", int64_t{1} << 20);
-  c.routed_expert_hidden_size = t.positive("routed_expert_hidden_size", int64_t{1} << 17);
-  if (c.moe_intermediate_size % 32)
-    t.fail("moe_intermediate_size", "is " + std::to_string(c.moe_intermediate_size) + ", not a multiple of 32");
-  if (c.routed_expert_hidden_size % 32)
-    t.fail("routed_expert_hidden_size", "is " + std::to_string(c.routed_expert_hidden_size) + ", not a multiple of 32");
-  c.latent_moe_use_norm = t.boolean("latent_moe_use_norm");
-  c.moe_renormalize = t.boolean("moe_renormalize");
-  const double rsf = t.number("routed_scaling_factor");
-  if (!(rsf > 0)) t.fail("routed_scaling_factor", "must be positive, found " + std::to_string(rsf));
-  c.routed_scaling_factor = static_cast<float>(rsf);
-
-  // Stop ids: the text config, the wrapper and generation_config.json.
-  collect_eos(t, "eos_token_id", &c.eos_token_ids);
-  if (wrapped) collect_eos(top, "eos_token_id", &c.eos_token_ids);
-  if (!generation_config_json.empty()) {
-    simdjson::dom::parser gparser;
-    simdjson::padded_string gpadded(generation_config_json);
-    element groot;
-    object gobj;
-    const std::string gorigin = origin + " (generation_config.json)";
-    if (gparser.parse(gpadded).get(groot) || groot.get_object().get(gobj))
-      throw Error(ExitCode::kBadModel, gorigin + ": not a valid JSON object");
-    ConfigKeys g(gorigin, gobj, "");
-    collect_eos(g, "eos_token_id", &c.eos_token_ids);
-  }
-  std::vector<int> unique;
-  for (int id : c.eos_token_ids) {
-    if (id < 0 || id >= c.vocab_size)
-      t.fail("eos_token_id",
-             "holds " + std::to_string(id) + ", outside the vocabulary 0.." + std::to_string(c.vocab_size - 1));
-    if (std::find(unique.begin(), unique.end(), id) == unique.end()) unique.push_back(id);
-  }
-  c.eos_token_ids = unique;
+  c.eos_token_ids = read_stop_ids(t, wrapped ? &top : nullptr, generation_config_json, origin, c.vocab_size);
   return c;
 }
 

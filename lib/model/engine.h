@@ -111,7 +111,6 @@ class Engine {
   // The layer tap, or nullptr (the default: a pass then only tests a null
   // pointer per layer). It must outlive the passes it is set for.
   void set_layer_tap(LayerTap* tap) { tap_ = tap; }
-  LayerTap* layer_tap() const { return tap_; }
 
   // The scratch memory every pass reuses (grown only for a pass with more
   // rows or a longer context than any before).

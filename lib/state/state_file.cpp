@@ -124,7 +124,6 @@ class SectionReader {
     v.resize(static_cast<size_t>(n));
     read(v.data(), 4 * n);
   }
-  uint32_t peek_tag() const { return pos_ + 4 <= end_ ? u32_at(pos_) : 0; }
   uint64_t pos() const { return pos_; }
   uint32_t sections() const { return sections_; }
 
@@ -288,13 +287,23 @@ void write_state_file(const std::string& path, const ConversationState& s) {
   w.finish();
 }
 
-ConversationState read_state_file(const std::string& path, const ModelFingerprint& model,
-                                  const StateGeometry& geometry) {
-  File f = open_state(path);
-  const uint64_t size = f.size();
+namespace {
 
-  // Header.
-  char header[kHeaderBytes] = {};
+// The fixed header, checked before anything else is read: the magic, the
+// format version, flags this k3 knows and the size the file should have.
+struct StateHeader {
+  char bytes[kHeaderBytes] = {};
+  uint32_t flags = 0;
+  uint32_t sections() const {
+    uint32_t n;
+    std::memcpy(&n, bytes + 24, 4);
+    return n;
+  }
+};
+
+StateHeader read_header(const File& f, uint64_t size, const std::string& path) {
+  StateHeader h;
+  char* header = h.bytes;
   if (size < 8) refuse(ExitCode::kBadInput, path, "not a k3 state file (only " + std::to_string(size) + " bytes)");
   f.pread_exact(header, 8, 0);
   if (std::memcmp(header, kMagic, 8) != 0)
@@ -319,40 +328,36 @@ ConversationState read_state_file(const std::string& path, const ModelFingerprin
     refuse(ExitCode::kBadInput, path,
            (size < declared ? "truncated state file: " : "damaged state file: ") + std::to_string(size) +
                " bytes on disk, its header says " + std::to_string(declared));
+  h.flags = flags;
+  return h;
+}
 
-  // Checksum over everything before the last 8 bytes, before trusting any of it.
-  {
-    std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> h(XXH3_createState(), &XXH3_freeState);
-    XXH3_64bits_reset(h.get());
-    std::vector<char> buf(4 << 20);
-    for (uint64_t at = 0; at < size - kChecksumBytes;) {
-      size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - kChecksumBytes - at));
-      f.pread_exact(buf.data(), n, at);
-      XXH3_64bits_update(h.get(), buf.data(), n);
-      at += n;
-    }
-    uint64_t stored, computed = XXH3_64bits_digest(h.get());
-    f.pread_exact(&stored, 8, size - kChecksumBytes);
-    if (stored != computed) {
-      char msg[160];
-      std::snprintf(msg, sizeof msg, "checksum mismatch (stored %016llx, computed %016llx): the file is corrupted",
-                    static_cast<unsigned long long>(stored), static_cast<unsigned long long>(computed));
-      refuse(ExitCode::kBadInput, path, msg);
-    }
+// The checksum over everything before the last 8 bytes, before trusting any of it.
+void check_checksum(const File& f, uint64_t size, const std::string& path) {
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> h(XXH3_createState(), &XXH3_freeState);
+  XXH3_64bits_reset(h.get());
+  std::vector<char> buf(4 << 20);
+  for (uint64_t at = 0; at < size - kChecksumBytes;) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - kChecksumBytes - at));
+    f.pread_exact(buf.data(), n, at);
+    XXH3_64bits_update(h.get(), buf.data(), n);
+    at += n;
   }
+  uint64_t stored, computed = XXH3_64bits_digest(h.get());
+  f.pread_exact(&stored, 8, size - kChecksumBytes);
+  if (stored != computed) {
+    char msg[160];
+    std::snprintf(msg, sizeof msg, "checksum mismatch (stored %016llx, computed %016llx): the file is corrupted",
+                  static_cast<unsigned long long>(stored), static_cast<unsigned long long>(computed));
+    refuse(ExitCode::kBadInput, path, msg);
+  }
+}
 
-  SectionReader r(f, size - kChecksumBytes);
-  ConversationState s;
-
-  r.open(kTagModel, "model fingerprint");
-  r.expect_length(kModelPayloadBytes, "model fingerprint");
-  s.model.config_hash = r.u64();
-  s.model.index_hash = r.u64();
-  s.model.weights_hash = r.u64();
-
+// The geometry section: the model's shape the state was saved for.
+StateGeometry read_geometry(SectionReader& r) {
   uint64_t glen = r.open(kTagGeometry, "geometry");
   if (glen < 32) r.malformed("geometry section too short");
-  StateGeometry& g = s.geometry;
+  StateGeometry g;
   uint32_t layers = r.u32();
   g.vocab_size = r.u32();
   g.kda_heads = r.u32();
@@ -364,6 +369,57 @@ ConversationState read_state_file(const std::string& path, const ModelFingerprin
   r.expect_length(32 + uint64_t{layers}, "geometry");
   g.layer_is_mla.resize(layers);
   r.read(g.layer_is_mla.data(), layers);
+  return g;
+}
+
+// One section per layer, in order: an MLA layer's latent cache of
+// `positions` rows, or a KDA layer's recurrent state and conv windows.
+std::vector<LayerState> read_layer_sections(SectionReader& r, const StateGeometry& g, uint64_t positions) {
+  const uint32_t layers = static_cast<uint32_t>(g.layer_is_mla.size());
+  std::vector<LayerState> out(layers);
+  for (uint32_t i = 0; i < layers; ++i) {
+    LayerState& l = out[i];
+    const bool mla = g.layer_is_mla[i];
+    r.open(mla ? kTagMla : kTagKda, mla ? "MLA cache" : "KDA state");
+    r.expect_length(mla ? mla_payload_bytes(g, positions) : kda_payload_bytes(g), mla ? "MLA cache" : "KDA state");
+    uint32_t layer = r.u32();
+    r.u32();
+    if (layer != i)
+      r.malformed("layer section " + std::to_string(layer) + " where layer " + std::to_string(i) + " belongs");
+    if (mla) {
+      if (r.u64() != positions) r.malformed("MLA cache of layer " + std::to_string(i) + " has another length");
+      r.floats(l.mla.latent, positions * g.mla_floats_per_position());
+    } else {
+      r.floats(l.kda.S, g.kda_state_floats());
+      r.floats(l.kda.conv_q, g.kda_conv_floats());
+      r.floats(l.kda.conv_k, g.kda_conv_floats());
+      r.floats(l.kda.conv_v, g.kda_conv_floats());
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+ConversationState read_state_file(const std::string& path, const ModelFingerprint& model,
+                                  const StateGeometry& geometry) {
+  File f = open_state(path);
+  const uint64_t size = f.size();
+  const StateHeader header = read_header(f, size, path);
+  const uint32_t flags = header.flags;
+  check_checksum(f, size, path);
+
+  SectionReader r(f, size - kChecksumBytes);
+  ConversationState s;
+
+  r.open(kTagModel, "model fingerprint");
+  r.expect_length(kModelPayloadBytes, "model fingerprint");
+  s.model.config_hash = r.u64();
+  s.model.index_hash = r.u64();
+  s.model.weights_hash = r.u64();
+
+  s.geometry = read_geometry(r);
+  const StateGeometry& g = s.geometry;
 
   // Model checks before reading the large sections.
   if (!(g == geometry))
@@ -413,29 +469,9 @@ ConversationState read_state_file(const std::string& path, const ModelFingerprin
   }
 
   const uint64_t positions = static_cast<uint64_t>(s.sequence.positions);
-  s.sequence.layers.resize(layers);
-  for (uint32_t i = 0; i < layers; ++i) {
-    LayerState& l = s.sequence.layers[i];
-    const bool mla = g.layer_is_mla[i];
-    r.open(mla ? kTagMla : kTagKda, mla ? "MLA cache" : "KDA state");
-    r.expect_length(mla ? mla_payload_bytes(g, positions) : kda_payload_bytes(g), mla ? "MLA cache" : "KDA state");
-    uint32_t layer = r.u32();
-    r.u32();
-    if (layer != i)
-      r.malformed("layer section " + std::to_string(layer) + " where layer " + std::to_string(i) + " belongs");
-    if (mla) {
-      if (r.u64() != positions) r.malformed("MLA cache of layer " + std::to_string(i) + " has another length");
-      r.floats(l.mla.latent, positions * g.mla_floats_per_position());
-    } else {
-      r.floats(l.kda.S, g.kda_state_floats());
-      r.floats(l.kda.conv_q, g.kda_conv_floats());
-      r.floats(l.kda.conv_k, g.kda_conv_floats());
-      r.floats(l.kda.conv_v, g.kda_conv_floats());
-    }
-  }
+  s.sequence.layers = read_layer_sections(r, g, positions);
   if (r.pos() != size - kChecksumBytes) r.malformed("unexpected bytes after the last section");
-  uint32_t declared_sections;
-  std::memcpy(&declared_sections, header + 24, 4);
+  const uint32_t declared_sections = header.sections();
   if (declared_sections != r.sections())
     r.malformed("header counts " + std::to_string(declared_sections) + " sections, the file has " +
                 std::to_string(r.sections()));

@@ -1,7 +1,6 @@
 #include "synth/synth_tokenizer.h"
 
 #include <algorithm>
-#include <sstream>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -83,24 +82,31 @@ std::string synth_tokenizer_config_json(int vocab_size) {
                                                           {21, "<|media_pad|>"},
                                                           {254, "[UNK]"},
                                                           {255, "[PAD]"}};
-  std::ostringstream o;
-  o << "{\n  \"added_tokens_decoder\": {\n";
-  for (size_t i = 0; i < named.size(); ++i) {
-    const bool special = !(named[i].first >= 3 && named[i].first <= 5);
-    o << "    \"" << base + named[i].first << "\": {\"content\": " << json_string(named[i].second)
-      << ", \"lstrip\": false, \"normalized\": false, \"rstrip\": false, \"single_word\": false, "
-         "\"special\": "
-      << (special ? "true" : "false") << "}" << (i + 1 < named.size() ? "," : "") << "\n";
+  JsonWriter w(2);
+  w.begin_object();
+  w.key("added_tokens_decoder").begin_object();
+  for (const auto& [offset, content] : named) {
+    w.key(std::to_string(base + offset)).inline_next().begin_object();
+    w.key("content").value(content);
+    for (const char* flag : {"lstrip", "normalized", "rstrip", "single_word"}) w.key(flag).value(false);
+    w.key("special").value(!(offset >= 3 && offset <= 5));
+    w.end_object();
   }
-  o << "  },\n"
-    << "  \"additional_special_tokens\": [\"<|end_of_msg|>\"],\n"
-    << "  \"bos_token\": \"[BOS]\",\n  \"clean_up_tokenization_spaces\": false,\n"
-    << "  \"eos_token\": \"[EOS]\",\n  \"extra_special_tokens\": {},\n"
-    << "  \"model_max_length\": 1000000000000000019884624838656,\n"
-    << "  \"pad_token\": \"[PAD]\",\n  \"tokenizer_class\": \"TikTokenTokenizer\",\n"
-    << "  \"unk_token\": \"[UNK]\",\n"
-    << "  \"auto_map\": {\"AutoTokenizer\": [\"tokenization_kimi.TikTokenTokenizer\", null]}\n}\n";
-  return o.str();
+  w.end_object();
+  w.key("additional_special_tokens").inline_next().begin_array().value("<|end_of_msg|>").end_array();
+  w.key("bos_token").value("[BOS]");
+  w.key("clean_up_tokenization_spaces").value(false);
+  w.key("eos_token").value("[EOS]");
+  w.key("extra_special_tokens").begin_object().end_object();
+  w.key("model_max_length").integer_text("1000000000000000019884624838656");  // Python's int(1e30)
+  w.key("pad_token").value("[PAD]");
+  w.key("tokenizer_class").value("TikTokenTokenizer");
+  w.key("unk_token").value("[UNK]");
+  w.key("auto_map").inline_next().begin_object();
+  w.key("AutoTokenizer").begin_array().value("tokenization_kimi.TikTokenTokenizer").null().end_array();
+  w.end_object();
+  w.end_object();
+  return w.take() + "\n";
 }
 
 }  // namespace k3

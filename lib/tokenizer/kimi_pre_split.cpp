@@ -58,8 +58,6 @@ ThreadMatchState& thread_state() {
 
 }  // namespace
 
-const char* KimiPreSplit::pattern() { return kPattern; }
-
 KimiPreSplit::KimiPreSplit() {
   int err = 0;
   PCRE2_SIZE err_off = 0;

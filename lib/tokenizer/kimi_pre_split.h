@@ -24,9 +24,6 @@ class KimiPreSplit {
   KimiPreSplit(const KimiPreSplit&) = delete;
   KimiPreSplit& operator=(const KimiPreSplit&) = delete;
 
-  // The pattern as given to PCRE2 (for messages and tests).
-  static const char* pattern();
-
   // Calls piece(offset, length) for each regex piece of `text`, which must be
   // well-formed UTF-8; `text` is one stretch between special tokens, so
   // \s+(?!\S) sees its end. Safe to call from several threads at once.

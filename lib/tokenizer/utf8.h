@@ -60,7 +60,4 @@ inline char32_t decode_valid(const uint8_t* p, size_t& len) {
   return (char32_t(b & 0x07) << 18) | (char32_t(p[1] & 0x3F) << 12) | (char32_t(p[2] & 0x3F) << 6) | (p[3] & 0x3F);
 }
 
-// Size of the well-formed sequence whose lead byte is b.
-inline size_t sequence_length(uint8_t b) { return b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4; }
-
 }  // namespace k3::utf8

@@ -371,10 +371,6 @@ FingerprintComparison compare_fingerprint(const SourceFingerprint& trunk, const 
   return c;
 }
 
-std::string fingerprint_mismatch(const SourceFingerprint& trunk, const SourceFingerprint& model) {
-  return compare_fingerprint(trunk, model).reason;
-}
-
 TrunkLayout read_trunk_layout(const std::string& trunk_dir) {
   const std::string json = path_join(trunk_dir, "trunk.json");
   if (!file_exists(json))

@@ -150,10 +150,6 @@ struct FingerprintComparison {
 };
 FingerprintComparison compare_fingerprint(const SourceFingerprint& trunk, const SourceFingerprint& model);
 
-// compare_fingerprint's reason: empty when `trunk` was packed from a model
-// with this fingerprint, else one sentence saying what differs.
-std::string fingerprint_mismatch(const SourceFingerprint& trunk, const SourceFingerprint& model);
-
 // Parses TRUNK_DIR/trunk.json alone (kBadModel when missing or malformed).
 TrunkLayout read_trunk_layout(const std::string& trunk_dir);
 
