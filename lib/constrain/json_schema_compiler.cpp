@@ -80,7 +80,6 @@ class Compiler {
     g_.nodes[static_cast<size_t>(any_)].alternatives = alts;
     return any_;
   }
-  int32_t string_node() const { return string_; }
   JsonGrammar& grammar() { return g_; }
 
  private:
