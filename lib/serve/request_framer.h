@@ -54,7 +54,7 @@ class RequestFramer {
 
   // Whether any byte of the current request has arrived (an idle
   // keep-alive connection closes quietly; a started request gets a 408).
-  bool started() const { return !in_.empty() || state_ != State::kHead; }
+  bool started() const { return !in_.empty() || state_ != State::kHead || head_bytes_ > 0; }
   bool head_done() const { return state_ != State::kHead; }
   // Once the head is parsed, before the body: the client sent
   // "Expect: 100-continue" and waits for "100 Continue" (sent once).

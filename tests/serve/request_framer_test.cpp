@@ -122,6 +122,19 @@ TEST(RequestFramer, PipelinedRequestsComeApartInOrder) {
   }
 }
 
+TEST(RequestFramer, StartedOnceAHeadLineIsRead) {
+  RequestFramer f(small_limits());
+  EXPECT_FALSE(f.started());
+  const std::string line = "GET / HTTP/1.1\r\nX-Slow: y\r\n";
+  f.append(line.data(), line.size());
+  EXPECT_EQ(f.parse(), FrameStatus::kIncomplete);
+  EXPECT_TRUE(f.started());  // the lines read are consumed, the request is still under way (408 at its deadline)
+  f.append("\r\n", 2);
+  ASSERT_EQ(f.parse(), FrameStatus::kComplete);
+  f.take();
+  EXPECT_FALSE(f.started());
+}
+
 TEST(RequestFramer, ExpectContinueAskedOnceBeforeTheBody) {
   RequestFramer f(small_limits());
   const std::string head = "POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n";
