@@ -7,6 +7,7 @@
 
 #include "chat/xtml_renderer.h"
 #include "common/error.h"
+#include "common/json_writer.h"
 #include "serve/api_error.h"
 #include "serve/client_connection.h"
 #include "serve/json_build.h"
@@ -222,13 +223,16 @@ void handle_tokenize(const httplib::Request& req, httplib::Response& res, const 
   const ParsedRequest pr = parse_openai_request(req.body, tokenize_endpoint(req.body, options.max_depth), limits);
   ChatPrompt rendered;
   const std::vector<int32_t> ids = prompt_ids(pr, *backend.tokenizer, &rendered);
-  JsonValue tokens = json_array();
-  for (int32_t id : ids) tokens.items.push_back(json_int(id));
-  JsonValue out = JsonValue::object();
-  out.set("count", json_int(static_cast<int64_t>(ids.size())));
-  out.set("max_model_len", json_int(options.context));
-  out.set("tokens", std::move(tokens));
-  res.set_content(write_json(out), "application/json");
+  // Written as they come: a JsonValue per id (a 7 MB prompt has millions)
+  // cost more time and memory than tokenizing.
+  JsonWriter w;
+  w.begin_object();
+  w.key("count").value(static_cast<int64_t>(ids.size()));
+  w.key("max_model_len").value(options.context);
+  w.key("tokens").begin_array();
+  for (int32_t id : ids) w.value(static_cast<int64_t>(id));
+  w.end_array().end_object();
+  res.set_content(w.take(), "application/json");
 }
 
 }  // namespace k3::serve
