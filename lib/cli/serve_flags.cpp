@@ -24,13 +24,27 @@ void ServeFlags::add_to(CLI::App& app) {
   app.add_option("--queue", scheduler.queue_limit,
                  "Requests that may wait beyond the free slots; more get 429 (default 64)")
       ->check(cli::in_range(0, 4096));
-  app.add_option("--model-name", server.model_name, "The model's id in the API (default: the model directory's name)");
+  model_name_ = app.add_option("--model-name", server.model_name,
+                               "The model's id in the API (default: the model directory's name)");
   app.add_option("--cache-dir", cache.dir,
                  "Directory for conversation states spilled from RAM (default: none, dropped)");
   app.add_option("--keep-mb", keep_mb_, "RAM for kept conversation states in MB (default 512)")
       ->check(cli::in_range(0, 1e7));
-  app.add_option("--max-body-mb", max_body_mb_, "Largest request body in MB (default 8; larger: 413)")
+  app.add_option("--max-body-mb", max_body_mb_,
+                 "Largest request body in MB, Content-Length or chunked (default 8; larger: 413)")
       ->check(cli::in_range(0.001, 1024));
+  app.add_option("--allowed-hosts", server.guard.allowed_hosts,
+                 "Host names besides the loopback ones and --host that requests may name in their Host header "
+                 "(comma-separated; * for any). Others get 403: a DNS-rebinding page cannot reach the server")
+      ->delimiter(',');
+  app.add_option("--cors-origin", server.guard.cors_origins,
+                 "Origins (https://app.example) whose pages may call the API, answered with CORS headers "
+                 "(comma-separated; * for any). Other pages' requests get 403")
+      ->delimiter(',');
+  app.add_option("--read-timeout", server.read_timeout_seconds,
+                 "Seconds a request may take to arrive, from its first byte to its last (default 30; its headers: "
+                 "10 at most); a slower one gets 408")
+      ->check(cli::in_range(1, 3600));
 }
 
 void ServeFlags::default_context(ModelOptions& mo) {
@@ -46,6 +60,14 @@ void ServeFlags::apply(ModelOptions& mo) {
                                       "(or --api-key-file), or --insecure to serve without one");
   if (!cache.dir.empty() && !std::filesystem::is_directory(cache.dir))
     throw Error(ExitCode::kUsage, "--cache-dir " + cache.dir + ": not a directory (create it first)");
+  if (model_name_->count() && server.model_name.find_first_not_of(" \t") == std::string::npos)
+    throw Error(ExitCode::kUsage,
+                "--model-name is empty: give the name clients send as \"model\", or leave the flag out");
+  for (const std::string& origin : server.guard.cors_origins)
+    if (origin != "*" && (origin.find("://") == std::string::npos || origin.back() == '/'))
+      throw Error(ExitCode::kUsage,
+                  "--cors-origin " + origin + ": not an origin (scheme://host[:port], no path; or * for any)");
+  server.guard.host = server.host;
   cache.ram_bytes = static_cast<uint64_t>(keep_mb_ * 1e6);
   server.max_body_bytes = static_cast<size_t>(max_body_mb_ * 1e6);
   default_context(mo);

@@ -1,7 +1,9 @@
 // k3-serve's own flags: where it listens and who may ask (--host, --port,
 // --api-key, --api-key-file, --insecure), how many requests share a weight
 // pass (--slots, --queue), the model's name in the API, where kept
-// conversation states go (--cache-dir, --keep-mb) and the largest body.
+// conversation states go (--cache-dir, --keep-mb), the largest body, who
+// may call it from a browser (--allowed-hosts, --cors-origin) and how long a
+// request may take to arrive (--read-timeout).
 // Declared here, as k3-forward's and k3-chat's are, so the tool's main stays
 // a list of steps.
 #pragma once
@@ -40,6 +42,7 @@ struct ServeFlags {
 
  private:
   CLI::Option* key_ = nullptr;
+  CLI::Option* model_name_ = nullptr;
   std::string key_file_;
   bool insecure_ = false;
   double keep_mb_ = 512, max_body_mb_ = 8;

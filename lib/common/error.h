@@ -28,12 +28,15 @@ enum class ExitCode : int {
 
 class Error : public std::runtime_error {
  public:
-  Error(ExitCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  Error(ExitCode code, const std::string& message) : std::runtime_error(message), code_(code), message_(message) {}
   ExitCode code() const { return code_; }
+  // The whole message: what() is a C string, cut at a NUL that quoted input may hold.
+  const std::string& message() const { return message_; }
   int exit_code() const { return static_cast<int>(code_); }
 
  private:
   ExitCode code_;
+  std::string message_;
 };
 
 // Text for --help epilogues and the README: one line per exit code.

@@ -16,14 +16,20 @@ class ApiError : public std::runtime_error {
   // `param`: the request field at fault ("" when none); `code`: a short
   // machine-readable reason ("" for null).
   ApiError(int status, std::string message, std::string param = "", std::string code = "")
-      : std::runtime_error(std::move(message)), status_(status), param_(std::move(param)), code_(std::move(code)) {}
+      : std::runtime_error(message),
+        status_(status),
+        message_(std::move(message)),
+        param_(std::move(param)),
+        code_(std::move(code)) {}
   int status() const { return status_; }
+  // The whole message (what() is cut at a NUL, which a quoted request field may hold).
+  const std::string& message() const { return message_; }
   const std::string& param() const { return param_; }
   const std::string& code() const { return code_; }
 
  private:
   int status_;
-  std::string param_, code_;
+  std::string message_, param_, code_;
 };
 
 // OpenAI's error type for an HTTP status: invalid_request_error (4xx but the
@@ -34,6 +40,6 @@ const char* error_type(int status);
 // The JSON body of an error.
 std::string error_body(int status, const std::string& message, const std::string& param = "",
                        const std::string& code = "");
-inline std::string error_body(const ApiError& e) { return error_body(e.status(), e.what(), e.param(), e.code()); }
+inline std::string error_body(const ApiError& e) { return error_body(e.status(), e.message(), e.param(), e.code()); }
 
 }  // namespace k3::serve

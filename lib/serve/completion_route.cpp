@@ -7,7 +7,9 @@
 
 #include "chat/xtml_renderer.h"
 #include "common/error.h"
+#include "common/json_writer.h"
 #include "serve/api_error.h"
+#include "serve/client_connection.h"
 #include "serve/json_build.h"
 #include "serve/openai_response.h"
 #include "serve/slot_scheduler.h"
@@ -31,7 +33,7 @@ constexpr std::chrono::milliseconds kPoll{100};
 
 // "request: messages[1].role: ..." (lib/chat's refusals) -> ApiError(400) with the field as param.
 [[noreturn]] void refuse_chat(const Error& e) {
-  std::string message = e.what();
+  std::string message = e.message();
   if (message.rfind("request: ", 0) == 0) message.erase(0, 9);
   const size_t colon = message.find(": ");
   throw ApiError(400, message, colon == std::string::npos ? "" : message.substr(0, colon));
@@ -141,6 +143,10 @@ std::vector<std::string> take(Stream& s, std::chrono::milliseconds timeout) {
     for (std::string& c : s.writer.push(id, s.job->spec().stop.stops(id))) out.push_back(std::move(c));
     if (s.writer.stop_string_matched()) s.job->cancel();
   }
+  if (done && !s.job->error().empty()) {  // failed: no finish_reason, the route sends the error
+    s.finished = true;
+    return out;
+  }
   if (done) {
     s.usage.cached_tokens = s.job->cached_tokens();
     const EndReason why = s.writer.stop_string_matched() ? EndReason::kStop : s.job->end_reason();
@@ -148,6 +154,16 @@ std::vector<std::string> take(Stream& s, std::chrono::milliseconds timeout) {
     s.finished = true;
   }
   return out;
+}
+
+// /tokenize takes either body: a top-level "messages" member makes it a chat
+// request (a "messages" anywhere else, a prompt's text included, does not).
+Endpoint tokenize_endpoint(std::string_view body, int max_depth) {
+  JsonValue v;
+  std::string error;
+  const bool chat = json_depth(body, max_depth) <= max_depth && parse_json(body, v, error) && v.is_object() &&
+                    v.find("messages") != nullptr;
+  return chat ? Endpoint::kChat : Endpoint::kCompletion;  // a refusal is parse_openai_request's to name
 }
 
 }  // namespace
@@ -166,7 +182,11 @@ void handle_completion(const httplib::Request& req, httplib::Response& res, Endp
       job, ReplyWriter(endpoint, backend.tokenizer->vocab(), p.thinking, pr.stop, meta, pr.stream && pr.include_usage),
       Usage{prompt_tokens, 0, 0}});
   if (!pr.stream) {
-    while (!stream->finished) take(*stream, kPoll);
+    while (!stream->finished) {
+      take(*stream, kPoll);
+      if (client_gone()) job->cancel();  // its slot frees at the next pass, as a stream's does
+    }
+    if (job->shut_out()) throw ApiError(503, "the server is shutting down", "", "shutting_down");
     if (const std::string error = job->error(); !error.empty())
       throw ApiError(500, "the prompt could not be evaluated: " + error, "", "engine_error");
     res.set_content(stream->writer.body(stream->usage), "application/json");
@@ -185,8 +205,10 @@ void handle_completion(const httplib::Request& req, httplib::Response& res, Endp
         if (std::string note = prefill_note(*stream); !note.empty()) out.push_back(std::move(note));
         for (std::string& c : fresh) out.push_back(std::move(c));
         if (stream->finished && !stream->job->error().empty()) {  // the headers are sent: the error is an event
-          const std::string e = sse_event(error_body(500, "generation failed: " + stream->job->error()));
-          out.insert(out.end() - 1, e);
+          out.push_back(sse_event(stream->job->shut_out()
+                                      ? error_body(503, "the server is shutting down", "", "shutting_down")
+                                      : error_body(500, "generation failed: " + stream->job->error())));
+          out.push_back(sse_done());
         }
         for (const std::string& c : out)
           if (!sink.write(c.data(), c.size())) {  // the client is gone: its slot frees at the next pass
@@ -204,17 +226,19 @@ void handle_completion(const httplib::Request& req, httplib::Response& res, Endp
 void handle_tokenize(const httplib::Request& req, httplib::Response& res, const ServerOptions& options,
                      const ServeBackend& backend) {
   RequestLimits limits{options.max_depth, options.context, options.model_name};
-  const bool chat = req.body.find("\"messages\"") != std::string::npos;
-  const ParsedRequest pr = parse_openai_request(req.body, chat ? Endpoint::kChat : Endpoint::kCompletion, limits);
+  const ParsedRequest pr = parse_openai_request(req.body, tokenize_endpoint(req.body, options.max_depth), limits);
   ChatPrompt rendered;
   const std::vector<int32_t> ids = prompt_ids(pr, *backend.tokenizer, &rendered);
-  JsonValue tokens = json_array();
-  for (int32_t id : ids) tokens.items.push_back(json_int(id));
-  JsonValue out = JsonValue::object();
-  out.set("count", json_int(static_cast<int64_t>(ids.size())));
-  out.set("max_model_len", json_int(options.context));
-  out.set("tokens", std::move(tokens));
-  res.set_content(write_json(out), "application/json");
+  // Written as they come: a JsonValue per id (a 7 MB prompt has millions)
+  // cost more time and memory than tokenizing.
+  JsonWriter w;
+  w.begin_object();
+  w.key("count").value(static_cast<int64_t>(ids.size()));
+  w.key("max_model_len").value(options.context);
+  w.key("tokens").begin_array();
+  for (int32_t id : ids) w.value(static_cast<int64_t>(id));
+  w.end_array().end_object();
+  res.set_content(w.take(), "application/json");
 }
 
 }  // namespace k3::serve

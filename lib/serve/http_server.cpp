@@ -3,6 +3,7 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "common/error.h"
@@ -10,6 +11,8 @@
 #include "serve/api_error.h"
 #include "serve/bearer_auth.h"
 #include "serve/completion_route.h"
+#include "serve/connection_pool.h"
+#include "serve/guarded_server.h"
 #include "serve/json_build.h"
 #include "serve/responses_route.h"
 #include "serve/messages_route.h"
@@ -33,18 +36,32 @@ void guarded(httplib::Response& res, Fn&& fn) {
     res.status = e.status();
     res.set_content(error_body(e), "application/json");
   } catch (const Error& e) {
-    send_error(res, e.code() == ExitCode::kBadInput ? 400 : 500, e.what());
+    send_error(res, e.code() == ExitCode::kBadInput ? 400 : 500, e.message());
   } catch (const std::exception& e) {
     send_error(res, 500, std::string("internal error: ") + e.what(), "internal_error");
   }
 }
 
+ConnectionOptions connection_options(const ServerOptions& o) {
+  ConnectionOptions c;
+  c.framing.max_body_bytes = o.max_body_bytes;
+  c.peers.max_per_peer = o.http_threads;
+  c.peers.max_connections = std::max<size_t>(256, 4 * o.http_threads);
+  c.read_timeout = std::chrono::seconds(o.read_timeout_seconds);
+  c.head_timeout = std::min(c.head_timeout, c.read_timeout);
+  return c;
+}
+
 }  // namespace
 
 HttpServer::HttpServer(ServerOptions options, ServeMetrics& metrics)
-    : options_(std::move(options)), metrics_(metrics), http_(std::make_unique<httplib::Server>()) {
-  const size_t threads = options_.http_threads;
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    : options_(std::move(options)),
+      metrics_(metrics),
+      http_(std::make_unique<GuardedServer>(connection_options(options_))) {
+  // A thread per open connection, up to the connection bound: connections
+  // still sending hold theirs until their deadline or eviction, not a shared one.
+  const size_t threads = std::max<size_t>(256, 4 * options_.http_threads) + 16;
+  http_->new_task_queue = [threads] { return new ConnectionPool(threads); };
   http_->set_payload_max_length(options_.max_body_bytes);
   // SO_REUSEADDR only (a restart may bind while old connections linger in
   // TIME_WAIT). httplib's default adds SO_REUSEPORT, with which a second
@@ -63,8 +80,10 @@ HttpServer::~HttpServer() { stop(); }
 
 void HttpServer::routes() {
   httplib::Server& s = *http_;
-  // Every endpoint but /health and the chat page needs the key when one is set.
+  // Every path: Host, Origin, Content-Type, then the key (every endpoint but
+  // /health and the chat page needs it when one is set).
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (refused_by_guard(req, res)) return httplib::Server::HandlerResponse::Handled;
     if (options_.api_key.empty() || req.path == "/health" || req.path == "/")
       return httplib::Server::HandlerResponse::Unhandled;
     if (bearer_matches(req.get_header_value("Authorization"), options_.api_key) ||
@@ -150,6 +169,59 @@ void HttpServer::routes() {
   post("/tokenize",
        [this](const httplib::Request& req, httplib::Response& res) { handle_tokenize(req, res, options_, backend_); });
   add_messages_routes(s, ready_, options_, backend_);  // Anthropic's Messages API, with its own error shape
+}
+
+bool HttpServer::refused_by_guard(const httplib::Request& req, httplib::Response& res) const {
+  const std::string host = req.get_header_value("Host");
+  if (host.empty() && req.version != "HTTP/1.0") {
+    send_error(res, 400, "the Host header is missing (HTTP/1.1 requires it)", "host_missing");
+    return true;
+  }
+  if (!host.empty() && !host_allowed(host, options_.guard)) {
+    send_error(res, 403,
+               "Host " + host.substr(0, 200) +
+                   ": not a name this server answers to (a loopback name, --host, or --allowed-hosts)",
+               "host_not_allowed");
+    return true;
+  }
+  const std::string origin = req.get_header_value("Origin");
+  const OriginVerdict verdict = check_origin(origin, host, options_.guard);
+  if (verdict == OriginVerdict::kRefused) {
+    send_error(res, 403,
+               "Origin " + origin.substr(0, 200) +
+                   ": a page from another origin may not use this server (start it with --cors-origin to allow one)",
+               "origin_not_allowed");
+    return true;
+  }
+  if (verdict == OriginVerdict::kAllowed) {
+    res.set_header("Access-Control-Allow-Origin", origin);
+    res.set_header("Vary", "Origin");
+  }
+  if (req.method == "OPTIONS") {  // a CORS preflight, or a plain OPTIONS: what may be sent
+    const std::string method = req.get_header_value("Access-Control-Request-Method");
+    if (verdict == OriginVerdict::kAllowed && !method.empty()) {
+      if (method != "GET" && method != "POST") {
+        send_error(res, 403, "Access-Control-Request-Method " + method.substr(0, 40) + ": only GET and POST are served",
+                   "method_not_allowed");
+        return true;
+      }
+      res.set_header("Access-Control-Allow-Methods", "GET, POST");
+      res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+      res.set_header("Access-Control-Max-Age", "600");
+    }
+    res.set_header("Allow", "GET, POST, OPTIONS");
+    res.status = 204;
+    return true;
+  }
+  if (req.method == "POST" && !is_json_content_type(req.get_header_value("Content-Type"))) {
+    const std::string type = req.get_header_value("Content-Type");
+    send_error(res, 415,
+               "Content-Type " + (type.empty() ? std::string("(none)") : type.substr(0, 100)) +
+                   ": the API takes application/json",
+               "unsupported_media_type");
+    return true;
+  }
+  return false;
 }
 
 void HttpServer::bind() {

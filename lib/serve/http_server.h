@@ -13,6 +13,12 @@
 //   POST /v1/messages/count_tokens
 //   GET  /metrics              Prometheus text
 // Every other path is 404, every error body OpenAI's {"error": {...}}.
+// Before any route: the connection's framing and limits (guarded_server.h),
+// then the pre-routing checks of every path: Host, Origin and CORS
+// preflights, a POST's Content-Type (request_guard.h), then the API key. A
+// route added with Get/Post below gets them all; it only needs listing in
+// the logger's known paths (for /metrics) and, when it answers without
+// writing until the end, polling client_gone() (client_connection.h).
 #pragma once
 
 #include <atomic>
@@ -25,11 +31,14 @@
 
 #include "serve/load_status.h"
 #include "serve/response_store.h"
+#include "serve/request_guard.h"
 #include "serve/serve_metrics.h"
 
 namespace httplib {
 class Server;
-}
+struct Request;
+struct Response;
+}  // namespace httplib
 
 namespace k3 {
 class Tokenizer;
@@ -37,6 +46,7 @@ class Tokenizer;
 
 namespace k3::serve {
 
+class GuardedServer;
 class SlotScheduler;
 
 struct ServerOptions {
@@ -46,9 +56,11 @@ struct ServerOptions {
   std::string model_name;
   size_t max_body_bytes = 8u << 20;
   int max_depth = 64;
-  int64_t context = 8192;       // positions a sequence may reach
-  size_t http_threads = 32;     // requests handled at once (streams hold one each)
-  int retry_after_seconds = 2;  // 429's Retry-After
+  int64_t context = 8192;         // positions a sequence may reach
+  size_t http_threads = 32;       // connections one peer address may hold (streams hold one each)
+  int retry_after_seconds = 2;    // 429's Retry-After
+  GuardOptions guard;             // Host, Origin (request_guard.h)
+  int read_timeout_seconds = 30;  // a request, from its first byte to its last (408 after)
 };
 
 // What the routes need once the model is loaded.
@@ -80,7 +92,9 @@ class HttpServer {
   void routes();
   ServerOptions options_;
   ServeMetrics& metrics_;
-  std::unique_ptr<httplib::Server> http_;
+  // Answers the checks of request_guard.h; true when the request was refused (or was a preflight).
+  bool refused_by_guard(const httplib::Request& req, httplib::Response& res) const;
+  std::unique_ptr<GuardedServer> http_;
   std::thread listener_;
   int port_ = 0;
   std::atomic<bool> ready_{false};

@@ -268,7 +268,7 @@ ParsedRequest parse_openai_request(std::string_view text, Endpoint endpoint, con
     out.chat = parse_chat_request(chat_request_json(body));
   } catch (const Error& e) {
     // "request: messages[2].role: ..." -> param "messages[2].role"
-    std::string message = e.what();
+    std::string message = e.message();
     if (message.rfind("request: ", 0) == 0) message.erase(0, 9);
     const size_t colon = message.find(": ");
     throw ApiError(400, message, colon == std::string::npos ? "" : message.substr(0, colon));

@@ -63,6 +63,11 @@ void Job::finish(EndReason reason, std::string error) {
   cv_.notify_all();
 }
 
+void Job::shut_out_at_stop() {
+  shut_out_ = true;
+  finish(EndReason::kCancelled, "the server is shutting down");
+}
+
 SlotScheduler::SlotScheduler(Model& model, ConversationCache& cache, ServeMetrics& metrics, SchedulerOptions options)
     : model_(model), cache_(cache), metrics_(metrics), options_(options) {
   if (options_.slots == 0) options_.slots = 1;
@@ -301,7 +306,7 @@ void SlotScheduler::run() {
       cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || !slots_.empty(); });
       stopping = stopping_;
       if (stopping) {
-        for (auto& job : queue_) job->finish(EndReason::kCancelled, "the server is shutting down");
+        for (auto& job : queue_) job->shut_out_at_stop();
         queue_.clear();
       }
       while (!queue_.empty() && slots_.size() + joining.size() < options_.slots) {

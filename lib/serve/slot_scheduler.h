@@ -65,7 +65,9 @@ class Job {
   bool wait(std::vector<int32_t>& out, std::chrono::milliseconds timeout);
   void cancel() { cancelled_ = true; }
   EndReason end_reason() const;
-  std::string error() const;      // why the prompt could not be evaluated ("" when it was)
+  std::string error() const;  // why the prompt could not be evaluated ("" when it was)
+  // Still queued when the server began to stop: never started (503, not an engine error).
+  bool shut_out() const { return shut_out_; }
   int64_t cached_tokens() const;  // prompt ids taken from a kept state
   // How far the prompt's evaluation is: {ids done (those continued from a
   // kept state included), the prompt's ids}; {0, 0} until it starts, the
@@ -78,6 +80,7 @@ class Job {
   void started(int64_t cached);  // admitted to a slot (`cached` of the prompt's ids continue from a kept state)
   void push(int32_t id);
   void finish(EndReason reason, std::string error = "");
+  void shut_out_at_stop();  // finish() for a job still queued at shutdown()
 
  private:
   JobSpec spec_;
@@ -89,6 +92,7 @@ class Job {
   std::string error_;
   int64_t cached_ = 0;
   std::atomic<bool> cancelled_{false};
+  std::atomic<bool> shut_out_{false};
   std::atomic<int64_t> prefill_done_{0}, prefill_total_{0};
 };
 

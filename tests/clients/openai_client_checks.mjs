@@ -76,7 +76,7 @@ const answered = await client.chat.completions.create(round);
 const request = { messages: round.messages, tools, tool_choice: "auto", thinking: false };
 const expected = execFileSync(tokenizeTool, ["--tok", modelDir, "--chat"], { input: JSON.stringify(request) })
   .toString().trim().split(/\s+/).map(Number);
-const served = await (await fetch(`${baseURL}/tokenize`, { method: "POST", body: JSON.stringify(round) })).json();
+const served = await (await fetch(`${baseURL}/tokenize`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(round) })).json();
 check("tool round trip: prompt ids as SPEC 5 renders them", expected, served.tokens);
 check("tool round trip: prompt_tokens", expected.length, answered.usage.prompt_tokens);
 holds("tool round trip: answered", ["stop", "length", "tool_calls"].includes(answered.choices[0].finish_reason));

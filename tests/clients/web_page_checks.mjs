@@ -181,6 +181,26 @@ try {
       figures({ start: 0, first: 100, last: 100, tokens: 5, serverSecondsPerToken: 0.25 })));
     check("no s/token without either", "5 tokens", await page.evaluate(() =>
       figures({ start: 0, first: 0, last: 0, tokens: 5 })));
+    // Inline Markdown in time linear in the line: texts that made the old
+    // pattern backtrack over the rest of the line at every "[" or "](".
+    const slowest = await page.evaluate(() => {
+      const texts = ["[".repeat(50000), "[a](".repeat(12500), "[".repeat(25000) + "](" + "(".repeat(25000),
+        "`".repeat(50000), "*a".repeat(25000), "**a".repeat(16000), "[a]".repeat(16000) + "(" + "x".repeat(1000)];
+      let worst = 0;
+      for (const t of texts) {
+        const t0 = performance.now();
+        markdown(document.createElement("div"), t);
+        worst = Math.max(worst, performance.now() - t0);
+      }
+      return worst;
+    });
+    holds(`inline Markdown of 50k-character lines under 250 ms each (slowest ${slowest.toFixed(0)} ms)`, slowest < 250);
+    check("links still found", ["https://k3.example/a", "b"], await page.evaluate(() => {
+      const d = document.createElement("div");
+      markdown(d, "[x [b](https://k3.example/a) and [not](javascript:alert(1))");
+      const a = d.querySelectorAll("a");
+      return a.length === 1 ? [a[0].href, a[0].textContent] : [a.length];
+    }));
     check("no image was requested", [], log.urls.filter((u) => ["/x", "/y", "/z"].includes(u)));
     check("stub: no console errors", [], log.errors);
     await page.screenshot({ path: `${shots}/k3-web-rendering.png`, fullPage: true });
