@@ -116,7 +116,8 @@ void HttpServer::routes() {
   s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     const bool known = req.path == "/" || req.path == "/health" || req.path == "/metrics" || req.path == "/v1/models" ||
                        req.path == "/v1/chat/completions" || req.path == "/v1/completions" || req.path == "/tokenize" ||
-                       req.path == "/v1/messages" || req.path == "/v1/messages/count_tokens";
+                       req.path == "/v1/responses" || req.path == "/v1/messages" ||
+                       req.path == "/v1/messages/count_tokens";
     metrics_.request_done(known ? req.path : "other", res.status);
   });
 

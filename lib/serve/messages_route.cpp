@@ -7,6 +7,7 @@
 #include "serve/anthropic_request.h"
 #include "serve/anthropic_response.h"
 #include "serve/api_error.h"
+#include "serve/client_connection.h"
 #include "serve/completion_route.h"
 #include "serve/json_build.h"
 #include "serve/slot_scheduler.h"
@@ -90,7 +91,11 @@ void handle_messages(const httplib::Request& req, httplib::Response& res, const 
       job, MessageWriter(backend.tokenizer->vocab(), p.thinking, pr.stop, new_response_id("msg_"), options.model_name),
       Usage{prompt_tokens, 0, 0}});
   if (!pr.stream) {
-    while (!stream->finished) take(*stream, kPoll);
+    while (!stream->finished) {
+      take(*stream, kPoll);
+      if (client_gone()) job->cancel();  // its slot frees at the next pass, as a stream's does
+    }
+    if (job->shut_out()) throw ApiError(503, "the server is shutting down", "", "shutting_down");
     if (const std::string error = job->error(); !error.empty())
       throw ApiError(500, "the prompt could not be evaluated: " + error);
     res.set_content(stream->writer.body(stream->usage), "application/json");
