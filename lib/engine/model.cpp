@@ -64,6 +64,7 @@ uint64_t chunk_override() {
 }  // namespace
 
 ModelPlan Model::plan(const ModelConfig& config, const Checkpoint& checkpoint, const ModelParams& params) {
+  const uint64_t chunk = chunk_override();  // a bad value is refused before anything is said or read
   const auto start = std::chrono::steady_clock::now();
   ModelPlan out;
   StreamingRequest& req = out.request = params.stream;
@@ -71,7 +72,7 @@ ModelPlan Model::plan(const ModelConfig& config, const Checkpoint& checkpoint, c
   if (req.active()) {
     req.context = params.context;
     req.batch = params.batch;
-    req.chunk = chunk_override();
+    req.chunk = chunk;
     validate_checkpoint(config, checkpoint);
     // The plan text goes to `log` (or nowhere) before a refusal is thrown.
     std::ostream null_log(nullptr);

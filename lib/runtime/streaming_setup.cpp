@@ -186,7 +186,7 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
   // tokens per weight read (the chunk, down to one batch), then smaller
   // prefill batches (the output depends on none of them), down to one
   // token at a time.
-  const uint64_t wanted_batch = p.plan.batch, wanted_snapshots = req.state_snapshots;
+  const uint64_t wanted_batch = p.plan.batch, wanted_chunk = p.plan.chunk, wanted_snapshots = req.state_snapshots;
   StreamingRequest smaller = req;
   while (!plan_fits(p.plan, avail) &&
          (p.plan.batch > 1 || (smaller.snapshots_optional && smaller.state_snapshots > 0))) {
@@ -207,7 +207,7 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
   if (smaller.state_snapshots < wanted_snapshots)
     log << tool_name() << ": speculation lowered from " << wanted_snapshots << " to " << smaller.state_snapshots
         << " drafts per pass to fit the memory available (each needs a rollback copy of the KDA state)\n";
-  if (p.plan.chunk > p.plan.batch && p.plan.chunk < std::max(p.plan.batch, p.plan_request.context))
+  if (p.plan.chunk > p.plan.batch && p.plan.chunk < wanted_chunk)
     log << tool_name() << ": prefill reads the weights once per " << p.plan.chunk
         << " prompt tokens (not the whole context) to fit the memory available\n";
   if (p.plan.batch < wanted_batch)

@@ -51,11 +51,11 @@ check "chunk 600: reads" 1 "$(json chunk600 prefill.weight_reads)"
 check "the plan's chunk covers the prompt: reads" 1 "$(json plan prefill.weight_reads)"
 check "the plan's chunk: tokens per read (the context)" 700 "$(json plan prefill.tokens_per_read)"
 contains "the plan shows the chunk" "prefill chunk     700 tokens" "$(cat "$work/plan.err")"
-# Trunk bytes: one streamed pass per read plus the prompt's embedding rows.
+# Trunk bytes: about one streamed pass per read (how far the stream buffers
+# read ahead past a read's last layer varies from run to run, so the exact
+# count per read is prefill_chunk_test's, which counts the acquisitions).
 t256=$(json batches prefill.trunk_bytes) t300=$(json chunk300 prefill.trunk_bytes) t600=$(json chunk600 prefill.trunk_bytes)
-pass=$((t300 - t600))
-holds "a read streams the trunk ($pass bytes)" "[ $pass -gt 0 ]"
-check "3 reads = 2 reads + one pass" "$t300" "$((t256 - pass))"
+holds "trunk bytes fall with the reads ($t256 > $t300 > $t600)" "[ $t256 -gt $t300 ] && [ $t300 -gt $t600 ]"
 e256=$(json batches prefill.expert_bytes) e300=$(json chunk300 prefill.expert_bytes) e600=$(json chunk600 prefill.expert_bytes)
 holds "experts: fewer bytes with fewer reads ($e256 > $e300 > $e600)" "[ $e256 -gt $e300 ] && [ $e300 -gt $e600 ]"
 
