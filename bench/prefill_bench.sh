@@ -13,6 +13,7 @@
 # Env:   K3_BENCH_DIR  where the checkpoint and trunk are cached (default /var/tmp/k3-prefill-bench)
 #        K3_BENCH_SYNTH  k3-synth flags (default "--preset bench --layers 8 --experts 64", 0.92 GB)
 #        K3_BENCH_PROMPTS  prompt lengths (default "128 256 512 1024")
+#        K3_BENCH_BUDGETS  which budgets (default "streaming pinned")
 #        K3_BENCH_REPEAT  runs per cell (default 1); K3_BENCH_THREADS (default: all cores)
 #        K3_BENCH_BASELINE  another k3-forward (the binary, its bin directory or its build directory): each
 #                           cell runs both, interleaved (ours first in odd repetitions, the baseline first
@@ -65,11 +66,11 @@ median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] 
 
 printf '%-9s %6s %-5s %9s %10s %10s %10s %6s %6s %7s\n' budget tokens side "TTFT s" "trunk MB" "expert MB" \
   "touched MB" reads tok/rd "x touch"
-for budget in streaming pinned; do
+for budget in ${K3_BENCH_BUDGETS:-streaming pinned}; do
   flags=(--trunk-gb 0 --cache-gb 0)
   [ "$budget" = pinned ] && flags=(--trunk-gb 64 --cache-gb 0)
   for n in $PROMPTS; do
-    touched=$(K3_PREFILL_CHUNK=$n run "$BIN/k3-forward" "$n" "${flags[@]}" | awk '{ print $2 + $3 }')
+    touched=$(K3_PREFILL_CHUNK=$n run "$BIN/k3-forward" "$n" "${flags[@]}" | awk '{ printf "%d\n", $2 + $3 }')
     : >"$work/ours" ; : >"$work/base"
     for r in $(seq "$REPEAT"); do
       order="ours base"
@@ -83,15 +84,15 @@ for budget in streaming pinned; do
       [ -s "$work/$side" ] || continue
       t=$(cut -d' ' -f1 "$work/$side" | median)
       read -r _ tb eb reads tpr < <(tail -1 "$work/$side")
-      printf '%-9s %6d %-5s %9.3f %10.1f %10.1f %10.1f %6s %6s %7.2f\n' "$budget" "$n" "$side" "$t" \
-        "$(echo "$tb / 1e6" | bc -l)" "$(echo "$eb / 1e6" | bc -l)" "$(echo "$touched / 1e6" | bc -l)" "$reads" \
-        "$tpr" "$(echo "($tb + $eb) / $touched" | bc -l)"
+      awk -v b="$budget" -v n="$n" -v s="$side" -v t="$t" -v tb="$tb" -v eb="$eb" -v to="$touched" -v r="$reads" \
+        -v p="$tpr" 'BEGIN { printf "%-9s %6d %-5s %9.3f %10.1f %10.1f %10.1f %6s %6s %7.2f\n", b, n, s, t, tb / 1e6,
+                             eb / 1e6, to / 1e6, r, p, (tb + eb) / to }'
       echo "$t $tb $eb" >"$work/$side.median"
     done
     if [ -s "$work/base.median" ]; then
       read -r t1 tb1 eb1 <"$work/ours.median"; read -r t0 tb0 eb0 <"$work/base.median"
-      printf '  after/before: time %.2fx, bytes %.2fx\n' "$(echo "$t1 / $t0" | bc -l)" \
-        "$(echo "($tb1 + $eb1) / ($tb0 + $eb0)" | bc -l)"
+      awk -v t1="$t1" -v t0="$t0" -v b1="$((tb1 + eb1))" -v b0="$((tb0 + eb0))" \
+        'BEGIN { printf "  after/before: time %.2fx, bytes %.2fx\n", t1 / t0, b1 / b0 }'
       rm -f "$work/base.median"
     fi
   done
