@@ -27,6 +27,10 @@
 // K3's lm_head once more per draft pass where the head streams. The policy
 // column is the k VerifyPolicy picks for that curve once measured.
 //
+// Last, what a prompt of 8,192 tokens reads at each preset with one weight
+// read per prefill batch (before the layer-major prefill) and with one per
+// chunk of the largest size the preset's machine class fits.
+//
 // Usage: k3-bench-pass-bytes [MODEL_DIR]   (default: K3's geometry from
 // k3-synth --preset k3, nothing written; MODEL_DIR: its config.json)
 #include <cmath>
@@ -43,6 +47,7 @@
 #include "model/config.h"
 #include "model/tensor_manifest.h"
 #include "runtime/memory_plan.h"
+#include "runtime/prefill_forecast.h"
 #include "runtime/presets.h"
 #include "synth/synth_geometry.h"
 
@@ -133,6 +138,41 @@ void print_preset(const ModelConfig& c, const Preset& preset) {
   }
 }
 
+// A long prompt at each preset: today's prefill (one weight read per batch)
+// against the layer-major prefill whose chunk is the largest (halving from
+// the prompt) whose plan fits the preset's machine class; the forecast
+// seconds of reading at kDiskGBps (runtime/prefill_forecast.h; the experts
+// under flat routing, an upper bound).
+constexpr double kDiskGBps = 3.0;
+void print_prefill(const ModelConfig& c, uint64_t tokens) {
+  std::printf("\nprefill of a %llu-token prompt (forecast; reading at %.0f GB/s)\n", (unsigned long long)tokens,
+              kDiskGBps);
+  std::printf("%-12s %-13s %8s %6s %10s %11s %10s %10s %10s\n", "preset", "prefill", "tok/read", "reads", "trunk TB",
+              "experts TB", "total TB", "hours", "peak GB");
+  for (const Preset& preset : presets()) {
+    PlanRequest req;
+    req.trunk_budget = static_cast<uint64_t>(preset.trunk_gb * 1e9);
+    req.cache_budget = static_cast<uint64_t>(preset.cache_gb * 1e9);
+    req.block_bytes = static_cast<uint64_t>(preset.block_mb * 1e6);
+    req.batch = preset.max_batch;
+    req.context = tokens;
+    auto row = [&](const char* what, const MemoryPlan& plan) {
+      const PrefillReads r = forecast_prefill_reads(c, plan, tokens);
+      std::printf("%-12s %-13s %8llu %6llu %10.2f %11.2f %10.2f %10.2f %10.2f\n", preset.name.c_str(), what,
+                  (unsigned long long)plan.chunk, (unsigned long long)r.reads, r.trunk_bytes / 1e12,
+                  r.expert_bytes / 1e12, r.total() / 1e12, r.total() / (kDiskGBps * 1e9) / 3600, plan.peak_rss / 1e9);
+    };
+    row("batches", plan_memory_for_config(c, req));
+    const uint64_t available = preset.machine.available_bytes();
+    MemoryPlan fit;
+    for (req.chunk = tokens; req.chunk >= req.batch; req.chunk /= 2) {
+      fit = plan_memory_for_config(c, req);
+      if (plan_fits(fit, available)) break;
+    }
+    row("layer-major", fit);
+  }
+}
+
 int run(int argc, char** argv) {
   ModelConfig c;
   std::string what;
@@ -151,6 +191,7 @@ int run(int argc, char** argv) {
       what.c_str());
   for (const char* name : {"min", "laptop", "desktop"})
     if (const Preset* p = find_preset(name)) print_preset(c, *p);
+  print_prefill(c, 8192);
   return 0;
 }
 

@@ -141,6 +141,8 @@ std::string stats_json(const RunFigures& f, const GenerationCounters& c, const M
   // Without streaming nothing is read while running: the byte, hit-rate and
   // I/O figures are left out rather than written as zeros.
   w.key("prefill").inline_next().begin_object().key("seconds").fixed(f.prefill_seconds, 6);
+  // Layer-major prefill: one read of the weights per chunk of this many tokens.
+  w.key("tokens_per_read").value(m.tokens_per_read).key("weight_reads").value(c.weight_passes - c.generate_passes);
   if (f.streaming) {
     w.key("trunk_bytes").fixed(pre.trunk_per_token, 0).key("expert_bytes").fixed(pre.expert_per_token, 0);
     w.key("expert_hit_rate").fixed(pre.hit_rate, 6).key("io_wait_seconds").fixed(pre.io_wait, 6);

@@ -1,10 +1,13 @@
 #include "engine/model.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <ostream>
 
 #include "common/clock.h"
+#include "common/error.h"
 #include "common/tool_main.h"
 #include "engine/session.h"
 #include "model/tensor_manifest.h"
@@ -42,7 +45,26 @@ std::unique_ptr<Model> Model::open(const std::string& model_dir, ModelParams par
   return std::make_unique<Model>(std::move(config), std::move(checkpoint), std::move(params));
 }
 
+namespace {
+
+// K3_PREFILL_CHUNK=<tokens> (test-only, CONTRIBUTING.md): the prompt tokens
+// one weight read covers, instead of the plan's choice; the output does not
+// depend on it, so tests compare runs at several chunks bit for bit. 0: unset.
+uint64_t chunk_override() {
+  const char* v = std::getenv("K3_PREFILL_CHUNK");
+  if (!v || !*v) return 0;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  if (*end || errno || n == 0 || v[0] == '-' || n > (1ull << 24))
+    throw Error(ExitCode::kUsage, std::string("K3_PREFILL_CHUNK: '") + v + "' is not a token count from 1 to 16777216");
+  return n;
+}
+
+}  // namespace
+
 ModelPlan Model::plan(const ModelConfig& config, const Checkpoint& checkpoint, const ModelParams& params) {
+  const uint64_t chunk = chunk_override();  // a bad value is refused before anything is said or read
   const auto start = std::chrono::steady_clock::now();
   ModelPlan out;
   StreamingRequest& req = out.request = params.stream;
@@ -50,6 +72,7 @@ ModelPlan Model::plan(const ModelConfig& config, const Checkpoint& checkpoint, c
   if (req.active()) {
     req.context = params.context;
     req.batch = params.batch;
+    req.chunk = chunk;
     validate_checkpoint(config, checkpoint);
     // The plan text goes to `log` (or nowhere) before a refusal is thrown.
     std::ostream null_log(nullptr);
@@ -74,6 +97,7 @@ void Model::load(ModelPlan plan) {
   params_.stream = std::move(plan.request);
   const StreamingRequest& req = params_.stream;
   uint64_t max_batch = params_.batch;
+  uint64_t chunk = chunk_override();  // resident: nothing is read, chunks only when asked
   if (plan.stream) {
     PreparedStream& prepared = *plan.stream;
     counters_.forecast_peak_rss = prepared.plan.peak_rss;
@@ -81,6 +105,7 @@ void Model::load(ModelPlan plan) {
     counters_.trunk_budget = prepared.plan_request.trunk_budget;
     counters_.cache_budget = prepared.plan_request.cache_budget;
     max_batch = prepared.plan.batch;
+    chunk = prepared.plan.chunk;
     max_drafts_ = prepared.plan_request.state_snapshots;
     counters_.draft_block_bytes = prepared.plan.draft_streamed ? prepared.plan.block_bytes : 0;
     streaming_ = std::make_unique<StreamingWeights>(config_, checkpoint_, req.trunk_dir, std::move(prepared.layout),
@@ -101,8 +126,10 @@ void Model::load(ModelPlan plan) {
   }
   engine_ = std::make_unique<Engine>(config_, *weights, pool_);
   if (streaming_) engine_->set_max_batch(max_batch);  // the plan's prefill batch (lowered when memory is short)
+  engine_->set_chunk(chunk);
   counters_.streaming = streaming_ != nullptr;
   counters_.max_batch = static_cast<uint64_t>(engine_->max_batch());
+  counters_.tokens_per_read = static_cast<uint64_t>(engine_->tokens_per_read());
   counters_.max_drafts = max_drafts_;
   if (streaming_) {
     counters_.direct_io = streaming_->direct_io();

@@ -100,6 +100,7 @@ struct ModelCounters {
   uint64_t trunk_budget = 0, cache_budget = 0;  // bytes (streaming)
   uint64_t forecast_peak_rss = 0;               // the plan's forecast (streaming)
   uint64_t max_batch = 0;                       // rows per weight pass the engine runs
+  uint64_t tokens_per_read = 0;                 // prompt tokens one read of the weights covers (prefill chunk)
   size_t max_drafts = 0;                        // drafts per pass the plan holds rollback copies for
   // --draft: the plan streams the draft's matrices in row blocks of this
   // many bytes (0: the draft is resident).

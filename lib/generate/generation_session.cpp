@@ -14,9 +14,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Weight passes of one forward() call over n ids: one per engine batch.
+// Weight reads of one forward() call over n ids: one per prefill chunk.
 int64_t passes_for(const Engine& engine, size_t n) {
-  return static_cast<int64_t>((n + engine.max_batch() - 1) / engine.max_batch());
+  return static_cast<int64_t>((n + engine.tokens_per_read() - 1) / engine.tokens_per_read());
 }
 
 }  // namespace

@@ -12,9 +12,9 @@
 
 namespace k3 {
 
-void decoder_layer_forward(const ModelConfig& c, int i, const LayerWeights& w, WeightSource& source,
-                           std::span<const LayerSegment> segments, ForwardScratch& scratch, ThreadPool* pool) {
-  ResidualStream& s = scratch.stream();
+void decoder_layer_attention(const ModelConfig& c, int i, const LayerWeights& w, WeightSource& source,
+                             std::span<const LayerSegment> segments, ResidualStream& s,
+                             const std::function<void()>& push_block, ForwardScratch& scratch, ThreadPool* pool) {
   const size_t n = s.n, hidden = c.hidden_size;
   const float eps = c.rms_norm_eps;
   float* h = scratch.h();
@@ -28,7 +28,7 @@ void decoder_layer_forward(const ModelConfig& c, int i, const LayerWeights& w, W
                           h, scratch.mix());
   // A block boundary: the partial sum becomes a block state.
   if (i % c.attn_res_block_size == 0) {
-    scratch.push_block(c);
+    push_block();
     s.p_none = true;
   }
 
@@ -44,16 +44,31 @@ void decoder_layer_forward(const ModelConfig& c, int i, const LayerWeights& w, W
     for (size_t j = 0; j < n * hidden; ++j) s.p[j] += a[j];
   }
 
-  // FFN on rms(mix(p, B, mlp_res_*), post_attention_layernorm).
+  // The FFN's input: rms(mix(p, B, mlp_res_*), post_attention_layernorm).
   kernels::attn_res_mix(s.blocks, s.p, n, hidden, w.mlp_res_proj.data, w.mlp_res_norm.data, eps, h, scratch.mix());
   kernels::rms_norm(h, n, hidden, w.post_attention_layernorm.data, eps, x, pool);
+}
+
+void decoder_layer_add(const ModelConfig& c, ResidualStream& s, const float* out) {
+  const size_t count = s.n * static_cast<size_t>(c.hidden_size);
+  for (size_t j = 0; j < count; ++j) s.p[j] += out[j];
+}
+
+void decoder_layer_forward(const ModelConfig& c, int i, const LayerWeights& w, WeightSource& source,
+                           std::span<const LayerSegment> segments, ForwardScratch& scratch, ThreadPool* pool) {
+  ResidualStream& s = scratch.stream();
+  decoder_layer_attention(
+      c, i, w, source, segments, s, [&] { scratch.push_block(c); }, scratch, pool);
+  const size_t n = s.n;
+  const float* x = scratch.x();
+  float* a = scratch.a();
   if (c.is_moe_layer(i)) {
     latent_moe_forward(c, i, w.moe, source, x, n, a, pool, scratch);
   } else {
     const size_t inter = out_dim(w.mlp.gate_proj);
     situ_mlp(w.mlp, SituParams::from(c), x, n, a, pool, scratch.op_floats(situ_scratch_floats(n, inter)));
   }
-  for (size_t j = 0; j < n * hidden; ++j) s.p[j] += a[j];
+  decoder_layer_add(c, s, a);
 }
 
 }  // namespace k3

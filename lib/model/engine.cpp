@@ -38,18 +38,29 @@ void Engine::forward(SequenceState& state, std::span<const int32_t> ids, LogitRo
   if (state.layers.size() != static_cast<size_t>(config_.num_hidden_layers))
     throw Error(ExitCode::kInternal, "sequence state was not reset for this model");
   const size_t vocab = config_.vocab_size;
-  const int64_t batches = static_cast<int64_t>((ids.size() + max_batch_ - 1) / max_batch_);
-  const int64_t steps_total = batches * config_.num_hidden_layers;
-  for (size_t begin = 0; begin < ids.size(); begin += max_batch_) {
-    const size_t n = std::min(max_batch_, ids.size() - begin);
-    const bool last_batch = begin + n == ids.size();
-    LogitRows batch_rows = rows;
-    if (rows == LogitRows::kLast && !last_batch) batch_rows = LogitRows::kNone;
+  const size_t per_read = tokens_per_read();
+  // Progress steps: a layer of a batch, or a sub-batch of a layer of a chunk.
+  auto steps_of = [&](size_t n) {
+    const size_t subs = n > max_batch_ ? (n + max_batch_ - 1) / max_batch_ : 1;
+    return static_cast<int64_t>(subs) * config_.num_hidden_layers;
+  };
+  int64_t steps_total = 0;
+  for (size_t begin = 0; begin < ids.size(); begin += per_read)
+    steps_total += steps_of(std::min(per_read, ids.size() - begin));
+  int64_t steps_before = 0;
+  for (size_t begin = 0; begin < ids.size(); begin += per_read, steps_before += steps_of(per_read)) {
+    const size_t n = std::min(per_read, ids.size() - begin);
+    const bool last_read = begin + n == ids.size();
+    LogitRows read_rows = rows;
+    if (rows == LogitRows::kLast && !last_read) read_rows = LogitRows::kNone;
     float* out = rows == LogitRows::kAll ? logits + begin * vocab : logits;  // [n, vocab] (kAll) or [vocab]
-    const int64_t steps_before = static_cast<int64_t>(begin / max_batch_) * config_.num_hidden_layers;
+    if (n > max_batch_) {
+      forward_chunk(state, ids.data() + begin, n, read_rows, out, steps_before, steps_total);
+      continue;
+    }
     SequenceState* one = &state;
     forward_batch(std::span<SequenceState* const>(&one, 1), std::span<const size_t>(&n, 1), ids.data() + begin,
-                  batch_rows, out, {}, steps_before, steps_total);
+                  read_rows, out, {}, steps_before, steps_total);
   }
 }
 
@@ -163,21 +174,10 @@ void Engine::forward_batch(std::span<SequenceState* const> states, std::span<con
       }
     }
     if (progress_) progress_(steps_before + i + 1, steps_total);
-    if (stop_ && i + 1 < c.num_hidden_layers && stop_()) {
-      if (restorable)
-        for (size_t k = 0; k < states.size(); ++k) {
-          for (int j = 0; j <= i; ++j) {
-            if (c.is_kda_layer(j)) std::swap(states[k]->layers[j].kda, undo_[k][j]);
-            else mla_truncate(c, states[k]->layers[j].mla, pos0[k]);
-          }
-        }
-      throw Error(ExitCode::kInterrupted,
-                  "stopped after layer " + std::to_string(i + 1) + " of " + std::to_string(c.num_hidden_layers));
-    }
+    if (stop_ && i + 1 < c.num_hidden_layers && stop_()) stop_pass(states, pos0, i, false);
   }
 
   if (rows != LogitRows::kNone) {
-    const HeadWeights& head = source_.acquire_head();
     // Only the rows whose logits are wanted go through the head: a
     // contiguous tail (kAll, kLast), or the last row of each sequence
     // (kLastOfEach), gathered into contiguous rows first (a row's mix and
@@ -210,27 +210,8 @@ void Engine::forward_batch(std::span<SequenceState* const> states, std::span<con
       for (size_t t = 0; t < m; ++t) std::copy_n(stream.p + picked[t] * hidden, hidden, out + t * hidden);
       p_rows = out;
     }
-    float* x = scratch_.h();  // [m, hidden]; h is free once the layers are done
-    kernels::attn_res_mix(blocks, p_rows, m, hidden, head.output_attn_res_proj.data, head.output_attn_res_norm.data,
-                          c.rms_norm_eps, x, scratch_.mix());
-    kernels::rms_norm(x, m, hidden, head.norm.data, c.rms_norm_eps, x);
+    head_logits(blocks, p_rows, m, logits);
     const size_t vocab = c.vocab_size;
-    size_t covered = 0;  // blocks must tile [0, vocab) in order: no logit is left unwritten
-    source_.for_each_head_block(head, [&](int64_t first_row, const Bf16Matrix& W) {
-      const size_t r0 = static_cast<size_t>(first_row), rows = static_cast<size_t>(W.rows);
-      if (r0 != covered || rows == 0 || r0 + rows > vocab || W.cols != static_cast<int64_t>(hidden))
-        throw Error(ExitCode::kInternal, "lm_head blocks do not tile the vocabulary");
-      covered = r0 + rows;
-      if (m == 1 || rows == vocab) {  // the block's logits are contiguous in the output
-        lin(W, x, m, logits + r0, &pool_);
-        return;
-      }
-      float* part = scratch_.op_floats(m * rows);  // [m, rows]: this block's logits, scattered below
-      lin(W, x, m, part, &pool_);
-      for (size_t t = 0; t < m; ++t) std::copy_n(part + t * rows, rows, logits + t * vocab + r0);
-    });
-    if (covered != vocab) throw Error(ExitCode::kInternal, "lm_head blocks do not cover the vocabulary");
-    source_.release_head();
     if (rows == LogitRows::kLast) {
       require_finite(logits, vocab, vocab, pos0.back() + static_cast<int64_t>(counts.back()) - 1,
                      "the logits (the head)");
@@ -252,6 +233,46 @@ void Engine::forward_batch(std::span<SequenceState* const> states, std::span<con
     states[k]->tokens.insert(states[k]->tokens.end(), ids + begin, ids + begin + counts[k]);
     begin += counts[k];
   }
+}
+
+void Engine::stop_pass(std::span<SequenceState* const> states, std::span<const int64_t> pos0, int i, bool within) {
+  const ModelConfig& c = config_;
+  if (stop_ && restore_on_stop_)
+    for (size_t k = 0; k < states.size(); ++k) {
+      for (int j = 0; j <= i; ++j) {
+        if (c.is_kda_layer(j)) std::swap(states[k]->layers[j].kda, undo_[k][j]);
+        else mla_truncate(c, states[k]->layers[j].mla, pos0[k]);
+      }
+    }
+  throw Error(ExitCode::kInterrupted, (within ? "stopped in layer " : "stopped after layer ") + std::to_string(i + 1) +
+                                          " of " + std::to_string(c.num_hidden_layers));
+}
+
+void Engine::head_logits(const std::vector<const float*>& blocks, const float* p_rows, size_t m, float* logits) {
+  const ModelConfig& c = config_;
+  const size_t hidden = c.hidden_size;
+  const HeadWeights& head = source_.acquire_head();
+  float* x = scratch_.h();  // [m, hidden]; h is free once the layers are done
+  kernels::attn_res_mix(blocks, p_rows, m, hidden, head.output_attn_res_proj.data, head.output_attn_res_norm.data,
+                        c.rms_norm_eps, x, scratch_.mix());
+  kernels::rms_norm(x, m, hidden, head.norm.data, c.rms_norm_eps, x);
+  const size_t vocab = c.vocab_size;
+  size_t covered = 0;  // blocks must tile [0, vocab) in order: no logit is left unwritten
+  source_.for_each_head_block(head, [&](int64_t first_row, const Bf16Matrix& W) {
+    const size_t r0 = static_cast<size_t>(first_row), rows = static_cast<size_t>(W.rows);
+    if (r0 != covered || rows == 0 || r0 + rows > vocab || W.cols != static_cast<int64_t>(hidden))
+      throw Error(ExitCode::kInternal, "lm_head blocks do not tile the vocabulary");
+    covered = r0 + rows;
+    if (m == 1 || rows == vocab) {  // the block's logits are contiguous in the output
+      lin(W, x, m, logits + r0, &pool_);
+      return;
+    }
+    float* part = scratch_.op_floats(m * rows);  // [m, rows]: this block's logits, scattered below
+    lin(W, x, m, part, &pool_);
+    for (size_t t = 0; t < m; ++t) std::copy_n(part + t * rows, rows, logits + t * vocab + r0);
+  });
+  if (covered != vocab) throw Error(ExitCode::kInternal, "lm_head blocks do not cover the vocabulary");
+  source_.release_head();
 }
 
 }  // namespace k3

@@ -10,6 +10,7 @@
 // be saved and restored between calls (state files).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -18,6 +19,7 @@
 
 #include "model/config.h"
 #include "model/forward_scratch.h"
+#include "model/prefill_chunk.h"
 #include "model/sequence_state.h"
 #include "model/weight_source.h"
 
@@ -84,13 +86,29 @@ class Engine {
   // states and conv carries, MLA latent caches, positions and tokens.
   void rollback(SequenceState& state, const RowHistory& history, size_t keep) const;
 
-  // Prompts longer than this run as consecutive batches (bounds the
-  // activation memory of a prefill; results do not depend on it).
+  // Rows computed at once (bounds the scratch of a pass: attention over the
+  // context, the MLPs' temporaries); results do not depend on it.
   void set_max_batch(size_t tokens) { max_batch_ = tokens == 0 ? 1 : tokens; }
   size_t max_batch() const { return max_batch_; }
 
-  // Called after every layer of every batch of a forward() call with the
-  // layer steps done and the total, for progress reports on long prompts.
+  // Layer-major prefill: forward() runs a prompt as consecutive chunks of
+  // up to this many tokens, each chunk layer by layer, so a layer's trunk
+  // weights are acquired once per chunk and each routed expert any of the
+  // chunk's rows chose is requested once and computed for all of them
+  // (model/prefill_chunk.h). Within a layer the rows go through in
+  // sub-batches of max_batch() that reuse the pass's scratch; what a chunk
+  // adds is its per-token state carried from layer to layer
+  // (prefill_chunk_bytes_per_token). 0 or at most max_batch(): chunks of
+  // max_batch() (one pass per batch). Results do not depend on it. A trunk
+  // streamed in row blocks through the products (runtime/trunk_stream.h)
+  // passes its blocks once per sub-batch, the rest once per chunk.
+  void set_chunk(size_t tokens) { chunk_ = tokens; }
+  // Tokens one read of the weights covers in forward().
+  size_t tokens_per_read() const { return std::max(chunk_, max_batch_); }
+
+  // Called after every layer of every batch of a forward() call (after
+  // every sub-batch of a layer of a chunk) with the steps done and the
+  // total, for progress reports on long prompts.
   using Progress = std::function<void(int64_t done, int64_t total)>;
   void set_progress(Progress progress) { progress_ = std::move(progress); }
 
@@ -127,10 +145,24 @@ class Engine {
                      LogitRows rows, float* logits, std::span<RowHistory* const> histories, int64_t steps_before,
                      int64_t steps_total);
 
+  // A chunk of n > max_batch_ rows of one sequence, layer-major
+  // (engine_chunk.cpp); same effect on the state as forward_batch.
+  void forward_chunk(SequenceState& state, const int32_t* ids, size_t n, LogitRows rows, float* logits,
+                     int64_t steps_before, int64_t steps_total);
+  // Restores the sequences after a stop in layer `layer` (see set_stop) and
+  // throws Error(kInterrupted).
+  [[noreturn]] void stop_pass(std::span<SequenceState* const> states, std::span<const int64_t> pos0, int layer,
+                              bool within);
+  // The output AttnRes mix, final norm and lm_head over m rows: blocks (B,
+  // each [m, hidden]) and p_rows [m, hidden] -> logits [m, vocab].
+  void head_logits(const std::vector<const float*>& blocks, const float* p_rows, size_t m, float* logits);
+
   ModelConfig config_;
   WeightSource& source_;
   ThreadPool& pool_;
   size_t max_batch_ = 256;
+  size_t chunk_ = 0;
+  PrefillChunk chunk_state_;
   Progress progress_;
   std::function<bool()> stop_;
   bool restore_on_stop_ = false;

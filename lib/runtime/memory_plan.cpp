@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/plural.h"
 #include "io/aligned_buffer.h"
+#include "model/prefill_chunk.h"
 #include "model/tensor_manifest.h"
 #include "trunk/block_reader.h"
 #include "trunk/plan.h"
@@ -191,6 +192,10 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
   // Attention over the context for one batch row block.
   p.activation_bytes += n * 4 * static_cast<uint64_t>(c.mla_num_heads) * std::min<uint64_t>(req.context, 1u << 16);
 
+  // The layer-major prefill's chunk and what it carries per token.
+  p.chunk = std::max(p.batch, req.chunk);
+  p.chunk_bytes = p.chunk > p.batch ? checked_mul(p.chunk, prefill_chunk_bytes_per_token(c), "the prefill chunk") : 0;
+
   p.io_bytes = 2 * (4u << 20) + req.tensor_count * 160 + (req.io_threads + req.compute_threads) * (8u << 20) / 8 +
                (48u << 20);  // program, libraries, allocator slack
   const std::string draft_what = "the draft model's context for " + std::to_string(req.context) + " positions";
@@ -203,9 +208,9 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
   p.draft_bytes = checked_add(draft_held, checked_mul(req.draft.per_position, req.context, draft_what), draft_what);
   p.kept_state_bytes = req.kept_state_bytes;
   p.peak_rss = 0;
-  for (uint64_t part :
-       {p.pinned_bytes, p.stream_buffer_bytes, p.stream_staging_bytes, p.head_small_bytes, p.cache_bytes,
-        p.kda_state_bytes, p.mla_cache_bytes, p.activation_bytes, p.draft_bytes, p.kept_state_bytes, p.io_bytes})
+  for (uint64_t part : {p.pinned_bytes, p.stream_buffer_bytes, p.stream_staging_bytes, p.head_small_bytes,
+                        p.cache_bytes, p.kda_state_bytes, p.mla_cache_bytes, p.activation_bytes, p.chunk_bytes,
+                        p.draft_bytes, p.kept_state_bytes, p.io_bytes})
     p.peak_rss = checked_add(p.peak_rss, part, "the memory plan");
   return p;
 }
@@ -299,6 +304,10 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
                   (unsigned long long)req.context, format_bytes(mla_cache_bytes).c_str());
   append_printf(o, "  activations       batch of %llu  %s\n", (unsigned long long)batch,
                 format_bytes(activation_bytes).c_str());
+  if (chunk_bytes > 0)
+    append_printf(o, "  prefill chunk     %llu tokens x %s carried from layer to layer  %s\n",
+                  (unsigned long long)chunk, format_bytes(prefill_chunk_bytes_per_token(c)).c_str(),
+                  format_bytes(chunk_bytes).c_str());
   if (draft_bytes > 0 && draft_streamed) {
     append_printf(o,
                   "  draft model       streamed: %s read per draft pass in %s row blocks; held %s + %llu "

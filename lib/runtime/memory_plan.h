@@ -26,11 +26,15 @@ struct DraftMemory {
 };
 
 struct PlanRequest {
-  bool packed_trunk = true;      // false: the whole trunk is read from the shards and held resident
-  uint64_t trunk_budget = 0;     // bytes of trunk sections to pin
-  uint64_t cache_budget = 0;     // bytes of expert cache
-  uint64_t context = 4096;       // positions the MLA latent cache must hold
-  uint64_t batch = 256;          // prefill rows computed at once
+  bool packed_trunk = true;   // false: the whole trunk is read from the shards and held resident
+  uint64_t trunk_budget = 0;  // bytes of trunk sections to pin
+  uint64_t cache_budget = 0;  // bytes of expert cache
+  uint64_t context = 4096;    // positions the MLA latent cache must hold
+  uint64_t batch = 256;       // prefill rows computed at once
+  // Layer-major prefill (Engine::set_chunk): tokens of a prompt one read of
+  // the weights covers, their per-token state carried from layer to layer
+  // (model/prefill_chunk.h) counted here. 0 or at most `batch`: `batch`.
+  uint64_t chunk = 0;
   uint64_t sequences = 1;        // sequences decoded together (--batch): each holds its KDA state and MLA cache
   uint64_t state_snapshots = 0;  // KDA state copies kept to roll back verified rows (--spec: drafts per pass)
   // A draft model (--draft): its weights and buffers held in RAM, and its
@@ -111,6 +115,8 @@ struct MemoryPlan {
   uint64_t kda_state_bytes = 0;
   uint64_t mla_cache_bytes = 0;
   uint64_t batch = 0;               // prefill rows computed at once (the request's)
+  uint64_t chunk = 0;               // prompt tokens one weight read covers (>= batch)
+  uint64_t chunk_bytes = 0;         // the chunk's carried state (0 when chunk == batch)
   uint64_t per_sequence_bytes = 0;  // one sequence's KDA state + MLA cache (included above per sequence)
   uint64_t activation_bytes = 0;
   uint64_t draft_bytes = 0;       // the draft model: weights, buffers, context (--draft)

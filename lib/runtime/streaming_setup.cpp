@@ -15,6 +15,7 @@
 #include "platform/memory_limits.h"
 #include "runtime/expert_index.h"
 #include "runtime/plan_refusal.h"
+#include "runtime/prefill_forecast.h"
 #include "runtime/preset_plan.h"
 #include "runtime/presets.h"
 #include "trunk/plan.h"
@@ -60,6 +61,16 @@ uint64_t resolve_block_bytes(const StreamingRequest& req) {
   return static_cast<uint64_t>(mb * 1e6);
 }
 
+// What the layer-major prefill reads for a prompt as long as the context.
+static std::string prefill_plan_line(const ModelConfig& config, const MemoryPlan& plan, uint64_t tokens) {
+  const PrefillReads r = forecast_prefill_reads(config, plan, tokens);
+  return std::string(tool_name()) + ": prefill: one read of the weights per " + std::to_string(plan.chunk) +
+         " prompt tokens; a prompt of " + std::to_string(tokens) + " tokens reads " +
+         format_bytes(static_cast<uint64_t>(r.total())) + " in " + std::to_string(r.reads) +
+         (r.reads == 1 ? " read" : " reads") + " (trunk " + format_bytes(static_cast<uint64_t>(r.trunk_bytes)) +
+         ", experts at most " + format_bytes(static_cast<uint64_t>(r.expert_bytes)) + ": a forecast)\n";
+}
+
 uint64_t resolve_max_batch(const StreamingRequest& req) {
   const Preset* p = find_preset(req.preset.empty() ? "laptop" : req.preset);
   return std::max<uint64_t>(1, std::min<uint64_t>(req.batch, p ? p->max_batch : req.batch));
@@ -76,6 +87,7 @@ static PreparedStream plan_for(const ModelConfig& config, const Checkpoint& chec
   pr.cache_budget = cache_bytes;
   pr.context = req.context;
   pr.batch = resolve_max_batch(req);
+  pr.chunk = req.chunk ? req.chunk : req.context;
   pr.block_bytes = packed ? resolve_block_bytes(req) : 0;
   pr.sequences = req.sequences;
   pr.state_snapshots = req.state_snapshots;
@@ -174,14 +186,17 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
   resolve_budgets(req, &trunk_bytes, &cache_bytes);
   PreparedStream p = plan_for(config, checkpoint, req, trunk_bytes, cache_bytes, layout_for(config, checkpoint, req),
                               !req.trunk_dir.empty(), ExpertIndex(config, checkpoint).slot_bytes());
-  // Short of memory: fewer default drafts per pass, then smaller prefill
-  // batches (the output depends on neither), down to one token at a time.
-  const uint64_t wanted_batch = p.plan.batch, wanted_snapshots = req.state_snapshots;
+  // Short of memory: fewer default drafts per pass, then fewer prompt
+  // tokens per weight read (the chunk, down to one batch), then smaller
+  // prefill batches (the output depends on none of them), down to one
+  // token at a time.
+  const uint64_t wanted_batch = p.plan.batch, wanted_chunk = p.plan.chunk, wanted_snapshots = req.state_snapshots;
   StreamingRequest smaller = req;
   while (!plan_fits(p.plan, avail) &&
          (p.plan.batch > 1 || (smaller.snapshots_optional && smaller.state_snapshots > 0))) {
     if (smaller.snapshots_optional && smaller.state_snapshots > 0) smaller.state_snapshots /= 2;
-    else smaller.batch = p.plan.batch / 2;
+    else if (p.plan.chunk > p.plan.batch) smaller.chunk = std::max(p.plan.batch, p.plan.chunk / 2);
+    else smaller.chunk = smaller.batch = p.plan.batch / 2;
     p = plan_for(config, checkpoint, smaller, trunk_bytes, cache_bytes, std::move(p.layout), !req.trunk_dir.empty(),
                  p.plan.slot_bytes);
   }
@@ -196,6 +211,9 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
   if (smaller.state_snapshots < wanted_snapshots)
     log << tool_name() << ": speculation lowered from " << wanted_snapshots << " to " << smaller.state_snapshots
         << " drafts per pass to fit the memory available (each needs a rollback copy of the KDA state)\n";
+  if (p.plan.chunk > p.plan.batch && p.plan.chunk < wanted_chunk)
+    log << tool_name() << ": prefill reads the weights once per " << p.plan.chunk
+        << " prompt tokens (not the whole context) to fit the memory available\n";
   if (p.plan.batch < wanted_batch)
     log << tool_name() << ": prefill batch lowered from " << wanted_batch << " to " << p.plan.batch
         << " tokens to fit the memory available\n";
@@ -208,6 +226,7 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
       << p.plan.describe(p.layout, config, p.plan_request);
   if (avail != UINT64_MAX) log << " of " << format_bytes(avail) << " available (" << available_source(lim) << ")";
   log << "\n";
+  log << prefill_plan_line(config, p.plan, req.context);
   if (req.expert_lookahead) log << lookahead_plan_line(config, p);
   if (!plan_fits(p.plan, avail))
     throw Error(ExitCode::kResource, plan_refusal(config, checkpoint, req, p, wanted_batch, lim));

@@ -36,6 +36,10 @@ struct StreamingRequest {
   // recommends (choose_auto_preset).
   bool context_is_default = false;
   uint64_t batch = 256;
+  // Prompt tokens one read of the weights should cover (the layer-major
+  // prefill's chunk, PlanRequest::chunk); 0: the context. Halved, before
+  // the batch, while the plan does not fit the memory available.
+  uint64_t chunk = 0;
   uint64_t sequences = 1;         // decoded together (k3-forward --batch)
   uint64_t state_snapshots = 0;   // KDA state copies for rolling back drafts (--spec)
   DraftMemory draft;              // --draft (PlanRequest)

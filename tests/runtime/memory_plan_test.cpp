@@ -316,3 +316,44 @@ TEST(MemoryPlan, HugeContextsAreRefusedNotWrapped) {
   EXPECT_EQ(big.mla_cache_bytes, c.num_mla_layers() * (uint64_t{1} << 32) * (c.kv_lora_rank + c.qk_rope_head_dim) * 4);
   EXPECT_GT(big.peak_rss, big.mla_cache_bytes);
 }
+
+// The layer-major prefill's chunk: its carried state counted per token, by
+// hand from the tiny config.
+TEST(MemoryPlan, PrefillChunkCarriedStateCounted) {
+  const ModelConfig c = load_model_config(kTiny);
+  TrunkLayout layout;
+  uint64_t at = 0;
+  auto add = [&](const std::string& name, int layer, uint64_t length) {
+    TrunkSection s;
+    s.name = name;
+    s.layer = layer;
+    s.offset = s.stored_offset = at;
+    s.length = s.stored_length = length;
+    at += length;
+    layout.sections.push_back(s);
+    return &layout.sections.back();
+  };
+  add("embedding", -1, 8448 * 128);
+  for (int l = 0; l < 13; ++l) add("layer." + std::to_string(l), l, 40960);
+  TrunkSection* head = add("head", -1, 4096 + 8448 * 128);
+  head->tensors = {{"language_model.model.norm.weight", DType::kBF16, {64}, head->offset, 128},
+                   {c.lm_head_name, DType::kBF16, {8448, 64}, head->offset + 4096, 8448 * 128}};
+  layout.file_size = at;
+  PlanRequest req;
+  req.context = 1000;
+  req.batch = 16;
+  const MemoryPlan batches = plan_memory(c, layout, 12288, req);
+  EXPECT_EQ(batches.chunk, 16u);
+  EXPECT_EQ(batches.chunk_bytes, 0u);
+  req.chunk = 8;  // below the batch: one batch per read
+  EXPECT_EQ(plan_memory(c, layout, 12288, req).chunk, 16u);
+  req.chunk = 1000;
+  const MemoryPlan chunked = plan_memory(c, layout, 12288, req);
+  EXPECT_EQ(chunked.chunk, 1000u);
+  // Per token: p and the 4 block states, 5 x 64 floats = 1280 bytes; the
+  // MoE rows: 4 experts x (id, weight, row index: 16 bytes) = 64, and
+  // floats: z 32 + shared output 64 + 4 expert outputs x 32 = 224 -> 896.
+  EXPECT_EQ(chunked.chunk_bytes, 1000u * (1280 + 64 + 896));
+  EXPECT_EQ(chunked.peak_rss, batches.peak_rss + chunked.chunk_bytes);
+  EXPECT_NE(chunked.describe(layout, c, req).find("prefill chunk     1000 tokens"), std::string::npos);
+}

@@ -1,0 +1,135 @@
+#include "model/latent_moe_chunk.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "kernels/rms_norm.h"
+#include "model/forward_scratch.h"
+#include "model/latent_moe.h"
+#include "model/linear.h"
+#include "model/router.h"
+#include "model/situ_mlp.h"
+
+namespace k3 {
+
+namespace {
+
+// The widest SiTU MLP of a MoE layer: the shared experts or one routed expert.
+size_t widest_situ(const ModelConfig& c) {
+  return static_cast<size_t>(c.moe_intermediate_size) * static_cast<size_t>(std::max(1, c.num_shared_experts));
+}
+
+void check_width(const ModelConfig& c, size_t inter, const char* what) {
+  if (inter > widest_situ(c))
+    throw Error(ExitCode::kInternal, std::string(what) + " is wider than the config's MoE intermediate size");
+}
+
+template <typename T>
+void grow(std::vector<T>& v, size_t count) {
+  if (v.size() < count) v.resize(count);
+}
+
+}  // namespace
+
+void MoeChunkRows::reserve(const ModelConfig& c, size_t rows) {
+  const size_t k = c.num_experts_per_token, latent = c.routed_expert_hidden_size;
+  grow(chosen, rows * k);
+  grow(weights, rows * k);
+  grow(z, rows * latent);
+  grow(shared, rows * static_cast<size_t>(c.hidden_size));
+  grow(expert_out, rows * k * latent);
+  grow(start, static_cast<size_t>(c.num_experts) + 1);
+  grow(expert_rows, rows * k);
+  if (experts.capacity() < static_cast<size_t>(c.num_experts)) experts.reserve(c.num_experts);
+}
+
+uint64_t MoeChunkRows::bytes_per_row(const ModelConfig& c) {
+  const uint64_t k = c.num_experts_per_token, latent = c.routed_expert_hidden_size;
+  return k * (sizeof(int32_t) + sizeof(float) + sizeof(size_t)) + 4 * (latent + c.hidden_size + k * latent);
+}
+
+size_t moe_chunk_scratch_floats(const ModelConfig& c, size_t n) {
+  using C = ScratchCarver<float>;
+  const size_t E = c.num_experts, latent = c.routed_expert_hidden_size;
+  // Router logits and routing scratch (prepare), or an expert's input rows
+  // (experts), or y (combine); and the widest SiTU MLP's g and u.
+  return C::padded(std::max(n * E + 2 * E, n * latent)) + C::padded(situ_scratch_floats(n, widest_situ(c)));
+}
+
+void moe_chunk_prepare(const ModelConfig& c, const MoeTrunkWeights& w, const float* x, size_t n, size_t r0,
+                       MoeChunkRows& m, ThreadPool* pool, ForwardScratch& scratch) {
+  const size_t E = c.num_experts, k = c.num_experts_per_token, latent = c.routed_expert_hidden_size;
+  ScratchCarver<float> carve(scratch.op_floats(moe_chunk_scratch_floats(c, n)));
+  float* logits = carve.take(std::max(n * E + 2 * E, n * latent));
+  float* route = logits + n * E;
+  float* situ = carve.take(situ_scratch_floats(n, widest_situ(c)));
+  int32_t* order = scratch.op_ints(E);
+  lin(w.router, x, n, logits, pool);
+  route_tokens(c, logits, w.router_bias.data, n, m.chosen.data() + r0 * k, m.weights.data() + r0 * k, route, order);
+  lin(w.latent_down, x, n, m.z.data() + r0 * latent, pool);
+  check_width(c, out_dim(w.shared.gate_proj), "the shared experts' MLP");
+  situ_mlp(w.shared, SituParams::from(c), x, n, m.shared.data() + r0 * static_cast<size_t>(c.hidden_size), pool, situ);
+}
+
+void moe_chunk_experts(const ModelConfig& c, int layer, WeightSource& source, size_t rows, size_t sub_batch,
+                       MoeChunkRows& m, ThreadPool* pool, ForwardScratch& scratch) {
+  const size_t E = c.num_experts, k = c.num_experts_per_token, latent = c.routed_expert_hidden_size;
+  sub_batch = std::max<size_t>(1, std::min(sub_batch, rows * k));
+  // The distinct experts of the chunk (ascending id) and, per expert, the
+  // rows that chose it (ascending), as consecutive runs of expert_rows.
+  size_t* start = m.start.data();
+  std::fill(start, start + E + 1, size_t{0});
+  for (size_t i = 0; i < rows * k; ++i) ++start[m.chosen[i] + 1];
+  for (size_t e = 0; e < E; ++e) start[e + 1] += start[e];
+  size_t* fill = scratch.op_indices(E);
+  std::copy(start, start + E, fill);
+  for (size_t i = 0; i < rows * k; ++i) m.expert_rows[fill[m.chosen[i]]++] = i / k;
+  m.experts.clear();
+  for (size_t e = 0; e < E; ++e)
+    if (start[e + 1] > start[e]) m.experts.push_back(static_cast<int>(e));
+
+  ScratchCarver<float> carve(scratch.op_floats(moe_chunk_scratch_floats(c, sub_batch)));
+  float* in = carve.take(std::max(sub_batch * E + 2 * E, sub_batch * latent));
+  float* situ = carve.take(situ_scratch_floats(sub_batch, widest_situ(c)));
+  const SituParams params = SituParams::from(c);
+  source.prefetch_experts(layer, m.experts);
+  // Each expert is delivered once and runs on all its rows, a sub-batch at a time.
+  source.for_each_expert(layer, m.experts, [&](size_t s, const ExpertWeights& ew) {
+    const size_t e = static_cast<size_t>(m.experts[s]), first = start[e], count = start[e + 1] - first;
+    check_width(c, out_dim(ew.w1), "a routed expert's MLP");
+    for (size_t b = 0; b < count; b += sub_batch) {
+      const size_t piece = std::min(sub_batch, count - b);
+      for (size_t r = 0; r < piece; ++r) {
+        const float* zr = m.z.data() + m.expert_rows[first + b + r] * latent;
+        std::copy(zr, zr + latent, in + r * latent);
+      }
+      situ_mlp(ew, params, in, piece, m.expert_out.data() + (first + b) * latent, pool, situ);
+    }
+  });
+}
+
+void moe_chunk_combine(const ModelConfig& c, const MoeTrunkWeights& w, size_t n, size_t r0, const MoeChunkRows& m,
+                       float* out, ThreadPool* pool, ForwardScratch& scratch) {
+  const size_t hidden = c.hidden_size, k = c.num_experts_per_token, latent = c.routed_expert_hidden_size;
+  float* y = scratch.op_floats(moe_chunk_scratch_floats(c, n));  // [n, latent]
+  // Per token in the router's order, as latent_moe_forward sums.
+  std::fill(y, y + n * latent, 0.0f);
+  for (size_t t = 0; t < n; ++t) {
+    float* yt = y + t * latent;
+    const size_t row = r0 + t;
+    for (size_t j = 0; j < k; ++j) {
+      const size_t e = static_cast<size_t>(m.chosen[row * k + j]);
+      const size_t* rows = m.expert_rows.data() + m.start[e];
+      const size_t r = static_cast<size_t>(std::lower_bound(rows, rows + (m.start[e + 1] - m.start[e]), row) - rows);
+      const float* ye = m.expert_out.data() + (m.start[e] + r) * latent;
+      const float we = m.weights[row * k + j];
+      for (size_t d = 0; d < latent; ++d) yt[d] += we * ye[d];
+    }
+  }
+  if (c.latent_moe_use_norm) kernels::rms_norm(y, n, latent, w.latent_norm.data, c.rms_norm_eps, y);
+  lin(w.latent_up, y, n, out, pool);
+  const float* shared = m.shared.data() + r0 * hidden;
+  for (size_t i = 0; i < n * hidden; ++i) out[i] += shared[i];
+}
+
+}  // namespace k3

@@ -1,0 +1,30 @@
+#include "runtime/prefill_forecast.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "io/aligned_buffer.h"
+
+namespace k3 {
+
+PrefillReads forecast_prefill_reads(const ModelConfig& c, const MemoryPlan& plan, uint64_t tokens) {
+  PrefillReads r;
+  r.tokens = tokens;
+  const uint64_t batch = std::max<uint64_t>(1, plan.batch), chunk = std::max(batch, plan.chunk);
+  const double L = std::max(0, c.num_hidden_layers - c.first_k_dense_replace), E = c.num_experts,
+               k = c.num_experts_per_token;
+  const double expert = plan.slot_bytes > kDirectAlign ? static_cast<double>(plan.slot_bytes - kDirectAlign) : 0.0;
+  const double miss = L * E > 0 ? 1.0 - std::min(1.0, static_cast<double>(plan.cache_slots) / (L * E)) : 0.0;
+  const bool blocks_per_sub_batch = plan.row_blocks > 0;  // layers stream in row blocks through the products
+  for (uint64_t done = 0; done < tokens; done += chunk) {
+    const uint64_t rows = std::min(chunk, tokens - done);
+    ++r.reads;
+    const uint64_t passes = blocks_per_sub_batch ? (rows + batch - 1) / batch : 1;
+    r.trunk_bytes += static_cast<double>(passes) * static_cast<double>(plan.streamed_read_bytes);
+    if (E > 0) r.expert_bytes += L * E * (1.0 - std::pow(1.0 - k / E, static_cast<double>(rows))) * miss * expert;
+  }
+  if (!plan.embedding_pinned) r.trunk_bytes += static_cast<double>(tokens) * c.hidden_size * 2;  // BF16 rows
+  return r;
+}
+
+}  // namespace k3

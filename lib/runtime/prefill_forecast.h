@@ -1,0 +1,30 @@
+// What a prompt of N tokens reads under a memory plan (the layer-major
+// prefill, Engine::set_chunk): one read of the weights per chunk of
+// MemoryPlan::chunk tokens. Per read, the streamed trunk once (a trunk
+// streamed in row blocks through the products: once per sub-batch of
+// MemoryPlan::batch rows instead) and each routed expert some row of the
+// chunk chose, once, less what the expert cache holds. The routing part
+// assumes flat routing (each row's top-k independent and uniform over the
+// experts, the worst case for sharing: bench/pass_bytes_bench.cpp), so the
+// expert bytes are an upper bound. A forecast for --plan and the bench, not
+// a measurement: --stats-json counts what a run read.
+#pragma once
+
+#include <cstdint>
+
+#include "model/config.h"
+#include "runtime/memory_plan.h"
+
+namespace k3 {
+
+struct PrefillReads {
+  uint64_t tokens = 0;
+  uint64_t reads = 0;       // reads of the weights (chunks)
+  double trunk_bytes = 0;   // streamed trunk, the prompt's embedding rows
+  double expert_bytes = 0;  // routed experts not in the cache
+  double total() const { return trunk_bytes + expert_bytes; }
+};
+
+PrefillReads forecast_prefill_reads(const ModelConfig& config, const MemoryPlan& plan, uint64_t tokens);
+
+}  // namespace k3
