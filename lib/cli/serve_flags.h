@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "checkpoint/checkpoint.h"
 #include "cli/model_options.h"
 #include "serve/conversation_cache.h"
 #include "serve/http_server.h"
@@ -37,9 +38,16 @@ struct ServeFlags {
   // What the memory plan holds for the server: a sequence state per slot and
   // the kept conversation states (--keep-mb).
   void add_to_plan(StreamingRequest& request) const;
+  // After apply, with a preset and a packed trunk: --slots, --keep-mb and
+  // --ctx sized for the memory available where not given (cli/serve_fit.h),
+  // saying on stderr what was chosen; refuses (kResource) with the flags
+  // that fit. `ctx_given`: --ctx was on the command line.
+  void fit(const ModelConfig& config, const Checkpoint& checkpoint, ModelOptions& mo, bool ctx_given);
 
  private:
   CLI::Option* key_ = nullptr;
+  CLI::Option* slots_ = nullptr;
+  CLI::Option* keep_ = nullptr;
   std::string key_file_;
   bool insecure_ = false;
   double keep_mb_ = 512, max_body_mb_ = 8;

@@ -90,8 +90,10 @@ Prepared prepare(const ParsedRequest& pr, const ServerOptions& options, const Se
                    pr.endpoint == Endpoint::kChat ? "messages" : "prompt", "context_length_exceeded");
   if (pr.max_tokens && *pr.max_tokens > room)
     throw ApiError(400,
-                   "max_tokens: " + std::to_string(*pr.max_tokens) + " and the prompt's " + std::to_string(n) +
-                       " ids exceed the context of " + std::to_string(options.context) + " positions",
+                   "max_tokens: " + std::to_string(*pr.max_tokens) + " is more than the " + std::to_string(room) +
+                       " positions left after the prompt's " + std::to_string(n) + " ids in the context of " +
+                       std::to_string(options.context) + ": ask for at most " + std::to_string(room) +
+                       ", or start k3-serve with a larger --ctx",
                    "max_tokens", "context_length_exceeded");
   out.spec.max_new = pr.max_tokens ? *pr.max_tokens : room;
   out.spec.sampling = pr.sampling;
