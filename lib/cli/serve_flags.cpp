@@ -28,6 +28,13 @@ void ServeFlags::add_to(CLI::App& app) {
   app.add_option("--queue", scheduler.queue_limit,
                  "Requests that may wait beyond the free slots; more get 429 (default 64)")
       ->check(cli::in_range(0, 4096));
+  app.add_option("--thinking", thinking_,
+                 "Whether a chat request that does not say (no reasoning_effort or chat_template_kwargs) thinks "
+                 "first: on or off (default off: the reply's content starts at once)")
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--effort", server.effort,
+                 "The thinking effort of a request that thinks without naming one: low, high (default) or max")
+      ->check(CLI::IsMember({"low", "high", "max"}));
   app.add_option("--model-name", server.model_name, "The model's id in the API (default: the model directory's name)");
   app.add_option("--cache-dir", cache.dir,
                  "Directory for conversation states spilled from RAM (default: none, dropped)");
@@ -53,6 +60,7 @@ void ServeFlags::apply(ModelOptions& mo) {
                                       "(or --api-key-file), or --insecure to serve without one");
   if (!cache.dir.empty() && !std::filesystem::is_directory(cache.dir))
     throw Error(ExitCode::kUsage, "--cache-dir " + cache.dir + ": not a directory (create it first)");
+  server.thinking = thinking_ == "on";
   cache.ram_bytes = static_cast<uint64_t>(keep_mb_ * 1e6);
   server.max_body_bytes = static_cast<size_t>(max_body_mb_ * 1e6);
   default_context(mo);

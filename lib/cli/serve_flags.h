@@ -1,6 +1,7 @@
 // k3-serve's own flags: where it listens and who may ask (--host, --port,
 // --api-key, --api-key-file, --insecure), how many requests share a weight
-// pass (--slots, --queue), the model's name in the API, where kept
+// pass (--slots, --queue), what a chat request that does not say gets
+// (--thinking, --effort), the model's name in the API, where kept
 // conversation states go (--cache-dir, --keep-mb) and the largest body.
 // Declared here, as k3-forward's and k3-chat's are, so the tool's main stays
 // a list of steps.
@@ -21,7 +22,7 @@ namespace k3 {
 struct ServeFlags {
   // The context each request may use when --ctx is not given.
   static constexpr uint64_t kDefaultContext = 8192;
-  serve::ServerOptions server;
+  serve::ServerOptions server{.effort = "high"};
   serve::SchedulerOptions scheduler;
   serve::CacheOptions cache;
 
@@ -49,6 +50,7 @@ struct ServeFlags {
   CLI::Option* slots_ = nullptr;
   CLI::Option* keep_ = nullptr;
   std::string key_file_;
+  std::string thinking_ = "off";
   bool insecure_ = false;
   double keep_mb_ = 512, max_body_mb_ = 8;
 };

@@ -143,7 +143,7 @@ std::vector<std::string> take(Stream& s, std::chrono::milliseconds timeout) {
 
 void handle_completion(const httplib::Request& req, httplib::Response& res, Endpoint endpoint,
                        const ServerOptions& options, const ServeBackend& backend) {
-  RequestLimits limits{options.max_depth, options.context, options.model_name};
+  RequestLimits limits{options.max_depth, options.context, options.model_name, options.thinking, options.effort};
   const ParsedRequest pr = parse_openai_request(req.body, endpoint, limits);
   Prepared p = prepare(pr, options, backend);
   const int64_t prompt_tokens = static_cast<int64_t>(p.spec.prompt.size());
@@ -199,7 +199,7 @@ void handle_completion(const httplib::Request& req, httplib::Response& res, Endp
 
 void handle_tokenize(const httplib::Request& req, httplib::Response& res, const ServerOptions& options,
                      const ServeBackend& backend) {
-  RequestLimits limits{options.max_depth, options.context, options.model_name};
+  RequestLimits limits{options.max_depth, options.context, options.model_name, options.thinking, options.effort};
   const bool chat = req.body.find("\"messages\"") != std::string::npos;
   const ParsedRequest pr = parse_openai_request(req.body, chat ? Endpoint::kChat : Endpoint::kCompletion, limits);
   ChatPrompt rendered;

@@ -46,6 +46,8 @@ struct ServerOptions {
   int64_t context = 8192;       // positions a sequence may reach
   size_t http_threads = 32;     // requests handled at once (streams hold one each)
   int retry_after_seconds = 2;  // 429's Retry-After
+  bool thinking = true;         // a chat request's default (RequestLimits)
+  std::string effort = "max";
 };
 
 // What the routes need once the model is loaded.
