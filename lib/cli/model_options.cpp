@@ -28,7 +28,7 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
       ->check(cli::in_range(0, kMaxComputeThreads));
 }
 
-void add_budget_options(CLI::App& app, ModelOptions& o, bool expert_trace) {
+void add_budget_options(CLI::App& app, ModelOptions& o, bool expert_trace, const ContextHelp& help) {
   StreamingRequest& r = o.stream;
   app.add_option("--trunk", r.trunk_dir,
                  "Packed trunk from k3-pack: pin --trunk-gb of it in RAM and stream the rest every token");
@@ -73,11 +73,8 @@ void add_budget_options(CLI::App& app, ModelOptions& o, bool expert_trace) {
                  "Read bandwidth in GB/s for --list-presets' seconds per token, e.g. the one k3-doctor measured "
                  "(default: 2 GB/s assumed)")
       ->check(cli::in_range(0.001, 1e4));
-  app.add_flag("--plan", o.plan_only,
-               "Print the memory plan for these budget flags and --ctx (default 4096), then exit: 0 when it fits, "
-               "6 when it would be refused. Reads no prompt and no weights");
-  app.add_option("--ctx", o.ctx, "Context positions to plan the MLA latent cache for (default: context + --gen)")
-      ->check(cli::in_range(0, static_cast<double>(kMaxContext)));
+  app.add_flag("--plan", o.plan_only, help.plan);
+  app.add_option("--ctx", o.ctx, help.ctx)->check(cli::in_range(0, static_cast<double>(kMaxContext)));
   app.add_option("--io-threads", r.io_threads, "Parallel reads in flight when streaming (default 8)")
       ->check(cli::in_range(1, kMaxIoThreads));
   app.add_flag("--expert-lookahead", r.expert_lookahead,

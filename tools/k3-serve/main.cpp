@@ -49,7 +49,12 @@ int run(int argc, char** argv) {
   f.add_to(app);
   k3::DraftFlags draft;
   draft.add_to(app);
-  k3::add_budget_options(app, mo);
+  k3::add_budget_options(
+      app, mo, false,
+      {"Context positions each request may reach (default: with a preset and a packed trunk, the largest power of two "
+       "that fits, at most 131072; otherwise 8192)",
+       "Print the server's memory plan (--slots sequences of --ctx positions and --keep-mb of kept states, sized to "
+       "fit by a preset), then exit: 0 when it fits, 6 when it would be refused. Reads no weights"});
   app.footer(std::string("Exit status 2 for a refused flag or an address it cannot listen on; 130 after Ctrl-C or "
                          "SIGTERM.\n") +
              k3::exit_codes_help());
