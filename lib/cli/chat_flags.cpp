@@ -13,7 +13,7 @@ void ChatFlags::add_to(CLI::App& app) {
                  "Tokenizer directory (default: the model directory); refused when its vocabulary or special tokens "
                  "disagree with the model's config");
   app.add_option("--system", system, "System message that starts a new conversation (and each /reset)");
-  auto* eo = app.add_option("--effort,--thinking-effort", effort,
+  auto* eo = app.add_option("--thinking-effort,--effort", effort,
                             "How much to think: low, high, max (default) or none (as /effort)")
                  ->check(CLI::IsMember({"low", "high", "max", "none"}));
   auto* nt =
