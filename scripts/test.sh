@@ -12,14 +12,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build
-flags=(-DCMAKE_BUILD_TYPE=Release)
+flags=(-DCMAKE_BUILD_TYPE=Release -DK3_BUILD_TESTS=ON)
 select=()
 if [ "${1:-}" = "--sanitize" ]; then
   build=build-asan
-  flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DK3_SANITIZE=ON -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang)
+  flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DK3_BUILD_TESTS=ON -DK3_SANITIZE=ON -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang)
   select=(-LE scale)
 fi
-scripts/install-deps.sh
+scripts/install-deps.sh --tests
 jobs=$(nproc)
 cmake -S . -B "$build" "${flags[@]}" >/dev/null
 cmake --build "$build" -j "$jobs"

@@ -88,7 +88,9 @@ class Loop {
     }
     if (!o_.logits_path.empty()) logits_.write(o_.logits_path);
     if (o_.interrupted && o_.interrupted()) return static_cast<int>(ExitCode::kInterrupted);
-    return refused_ ? static_cast<int>(ExitCode::kBadInput) : 0;
+    // At a terminal a refused command was answered there and the session
+    // went on: ending it is a success. Piped input has no one to answer.
+    return refused_ && !input_.interactive() ? static_cast<int>(ExitCode::kBadInput) : 0;
   }
 
  private:

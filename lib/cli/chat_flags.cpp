@@ -16,9 +16,14 @@ void ChatFlags::add_to(CLI::App& app) {
                  "Tokenizer directory (default: the model directory); refused when its vocabulary or special tokens "
                  "disagree with the model's config");
   app.add_option("--system", system, "System message that starts a new conversation (and each /reset)");
-  auto* eo = app.add_option("--thinking-effort", effort, "How much to think: low, high, max (default) or none")
+  auto* eo = app.add_option("--thinking-effort,--effort", effort,
+                            "How much to think: low, high, max (default) or none (as /effort)")
                  ->check(CLI::IsMember({"low", "high", "max", "none"}));
-  app.add_flag("--no-think", no_think, "Answer without the thinking channel")->excludes(eo);
+  auto* nt =
+      app.add_flag("--no-think", no_think, "Answer without the thinking channel (as --thinking off)")->excludes(eo);
+  app.add_option("--thinking", thinking, "Think before answering: on (default) or off (as /think)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->excludes(nt);
   app.add_option(
       "--history", history_path,
       "JSONL transcript, resumed when it exists (the model state kept beside it in FILE.k3s spares evaluating "
@@ -45,7 +50,7 @@ void ChatFlags::add_to(CLI::App& app) {
 }
 
 void ChatFlags::apply(uint64_t ctx) {
-  chat.thinking = !no_think;
+  chat.thinking = !no_think && thinking == "on";
   loop.style = {::isatty(1) == 1, !no_reasoning};  // dimmed reasoning at a terminal, "> " lines elsewhere
   chat.effort = effort == "none" ? std::nullopt : std::optional<std::string>(effort);
   chat.keep_first_rows = !loop.logits_path.empty();

@@ -1,5 +1,5 @@
-// k3-chat's own flags: the conversation (--system, --thinking-effort,
-// --no-think, --history, --tools, --tok), the reply (--max-tokens,
+// k3-chat's own flags: the conversation (--system, --thinking on|off,
+// --effort (also --thinking-effort), --no-think, --history, --tools, --tok), the reply (--max-tokens,
 // --no-reasoning, --json, --logits) and what is reported (--stats,
 // --no-reuse). Declared here, as k3-forward's are, so the tool's main stays a
 // list of steps.
@@ -16,7 +16,7 @@ namespace k3 {
 struct ChatFlags {
   ChatOptions chat;
   ChatLoopOptions loop;
-  std::string system, effort = "max", history_path, tok_dir, tools_path, json_schema_path;
+  std::string system, effort = "max", thinking = "on", history_path, tok_dir, tools_path, json_schema_path;
   bool no_think = false, no_reasoning = false;
 
   void add_to(CLI::App& app);

@@ -31,6 +31,9 @@ std::string closest_flag(const std::string& typed, const std::vector<std::string
       best = c;
     }
   }
+  if (!best.empty()) return best;
+  for (const std::string& c : candidates)
+    if (c.size() >= 6 && c.size() > best.size() && typed.compare(0, c.size(), c) == 0) best = c;
   return best;
 }
 

@@ -30,7 +30,7 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
       ->check(cli::in_range(0, kMaxComputeThreads));
 }
 
-void add_budget_options(CLI::App& app, ModelOptions& o, bool expert_trace) {
+void add_budget_options(CLI::App& app, ModelOptions& o, bool expert_trace, const ContextHelp& help) {
   StreamingRequest& r = o.stream;
   app.add_option("--trunk", r.trunk_dir,
                  "Packed trunk from k3-pack: pin --trunk-gb of it in RAM and stream the rest every token")
@@ -78,13 +78,9 @@ void add_budget_options(CLI::App& app, ModelOptions& o, bool expert_trace) {
                  "Read bandwidth in GB/s for --list-presets' seconds per token, e.g. the one k3-doctor measured "
                  "(default: 2 GB/s assumed)")
       ->check(cli::in_range(0.001, 1e4));
-  app.add_flag("--plan", o.plan_only,
-               "Print the memory plan for these budget flags and --ctx (default 4096), then exit: 0 when it fits, "
-               "6 when it would be refused. Reads no prompt and no weights");
+  app.add_flag("--plan", o.plan_only, help.plan);
   // 1 position holds a prompt id but not the id generated after it.
-  app.add_option("--ctx", o.ctx,
-                 "Context positions to plan the MLA latent cache for (default: context + --gen; at least 2: a "
-                 "prompt id and the id generated after it)")
+  app.add_option("--ctx", o.ctx, help.ctx)
       ->check(CLI::Validator(
           [](std::string& input) -> std::string {
             const double v = std::strtod(input.c_str(), nullptr);

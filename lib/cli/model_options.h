@@ -45,10 +45,19 @@ struct ModelOptions {
 
 // MODEL_DIR (positional; required unless --list-presets) and --threads.
 void add_model_options(CLI::App& app, ModelOptions& options);
+// What --ctx and --plan default to differs by tool: their help text
+// (k3-forward's by default; k3-chat and k3-serve give their own).
+struct ContextHelp {
+  const char* ctx = "Context positions to plan the MLA latent cache for (default: context + --gen)";
+  const char* plan =
+      "Print the memory plan for these budget flags and --ctx (default 4096), then exit: 0 when it fits, "
+      "6 when it would be refused. Reads no prompt and no weights";
+};
+
 // The memory-budget flags (README "Memory budgets and streaming"), and
 // --expert-trace when `expert_trace` (a tool that publishes it through
 // report_run).
-void add_budget_options(CLI::App& app, ModelOptions& options, bool expert_trace = false);
+void add_budget_options(CLI::App& app, ModelOptions& options, bool expert_trace = false, const ContextHelp& help = {});
 
 // What a tool's own flags add to every preset's plan (--draft, --spec,
 // k3-serve's slots and --keep-mb), set into the request for the model's

@@ -2,7 +2,10 @@
 
 #include <filesystem>
 
+#include <cstdio>
+
 #include "cli/flag_checks.h"
+#include "cli/serve_fit.h"
 #include "common/error.h"
 #include "serve/bearer_auth.h"
 
@@ -19,17 +22,28 @@ void ServeFlags::add_to(CLI::App& app) {
   app.add_option("--api-key-file", key_file_, "The key from the first line of a file (kept out of the process list)")
       ->excludes(key_);
   app.add_flag("--insecure", insecure_, "Allow a non-loopback --host without an API key");
-  app.add_option("--slots", scheduler.slots, "Requests generated together, sharing each weight pass (default 4)")
-      ->check(cli::in_range(1, 256));
+  slots_ = app.add_option("--slots", scheduler.slots,
+                          "Requests generated together, sharing each weight pass (default 4; with a preset, fewer "
+                          "when 4 do not fit)")
+               ->check(cli::in_range(1, 256));
   app.add_option("--queue", scheduler.queue_limit,
                  "Requests that may wait beyond the free slots; more get 429 (default 64)")
       ->check(cli::in_range(0, 4096));
+  app.add_option("--thinking", thinking_,
+                 "Whether a chat request that does not say (no reasoning_effort or chat_template_kwargs) thinks "
+                 "first: on or off (default off: the reply's content starts at once)")
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--effort", server.effort,
+                 "The thinking effort of a request that thinks without naming one: low, high (default) or max")
+      ->check(CLI::IsMember({"low", "high", "max"}));
   model_name_ = app.add_option("--model-name", server.model_name,
                                "The model's id in the API (default: the model directory's name)");
   app.add_option("--cache-dir", cache.dir,
                  "Directory for conversation states spilled from RAM (default: none, dropped)");
-  app.add_option("--keep-mb", keep_mb_, "RAM for kept conversation states in MB (default 512)")
-      ->check(cli::in_range(0, 1e7));
+  keep_ = app.add_option("--keep-mb", keep_mb_,
+                         "RAM for kept conversation states in MB (default 512; with a preset, less when that does "
+                         "not fit)")
+              ->check(cli::in_range(0, 1e7));
   app.add_option("--max-body-mb", max_body_mb_,
                  "Largest request body in MB, Content-Length or chunked (default 8; larger: 413)")
       ->check(cli::in_range(0.001, 1024));
@@ -68,6 +82,7 @@ void ServeFlags::apply(ModelOptions& mo) {
       throw Error(ExitCode::kUsage,
                   "--cors-origin " + origin + ": not an origin (scheme://host[:port], no path; or * for any)");
   server.guard.host = server.host;
+  server.thinking = thinking_ == "on";
   cache.ram_bytes = static_cast<uint64_t>(keep_mb_ * 1e6);
   server.max_body_bytes = static_cast<size_t>(max_body_mb_ * 1e6);
   default_context(mo);
@@ -82,6 +97,26 @@ void ServeFlags::apply(ModelOptions& mo) {
 void ServeFlags::add_to_plan(StreamingRequest& request) const {
   request.sequences = scheduler.slots;  // the plan holds a sequence state of --ctx positions per slot
   request.kept_state_bytes = static_cast<uint64_t>(keep_mb_ * 1e6);  // and the kept conversation states
+}
+
+void ServeFlags::fit(const ModelConfig& config, const Checkpoint& checkpoint, ModelOptions& mo, bool ctx_given) {
+  ServeShape shape;
+  shape.slots = scheduler.slots;
+  shape.keep_bytes = cache.ram_bytes;
+  shape.context = mo.ctx;
+  shape.slots_given = slots_->count() > 0;
+  shape.keep_given = keep_->count() > 0;
+  shape.context_given = ctx_given;
+  const std::string said = fit_serve_shape(config, checkpoint, mo, read_memory_limits(), shape);
+  if (said.empty()) return;
+  std::fprintf(stderr, "k3-serve: %s\n", said.c_str());
+  scheduler.slots = shape.slots;
+  keep_mb_ = static_cast<double>(shape.keep_bytes) / 1e6;
+  cache.ram_bytes = shape.keep_bytes;
+  mo.ctx = shape.context;
+  server.context = static_cast<int64_t>(mo.ctx);
+  server.http_threads = scheduler.slots + scheduler.queue_limit + 8;
+  add_to_plan(mo.stream);
 }
 
 }  // namespace k3

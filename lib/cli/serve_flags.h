@@ -1,6 +1,7 @@
 // k3-serve's own flags: where it listens and who may ask (--host, --port,
 // --api-key, --api-key-file, --insecure), how many requests share a weight
-// pass (--slots, --queue), the model's name in the API, where kept
+// pass (--slots, --queue), what a chat request that does not say gets
+// (--thinking, --effort), the model's name in the API, where kept
 // conversation states go (--cache-dir, --keep-mb), the largest body, who
 // may call it from a browser (--allowed-hosts, --cors-origin) and how long a
 // request may take to arrive (--read-timeout).
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <string>
 
+#include "checkpoint/checkpoint.h"
 #include "cli/model_options.h"
 #include "serve/conversation_cache.h"
 #include "serve/http_server.h"
@@ -22,7 +24,7 @@ namespace k3 {
 struct ServeFlags {
   // The context each request may use when --ctx is not given.
   static constexpr uint64_t kDefaultContext = 8192;
-  serve::ServerOptions server;
+  serve::ServerOptions server{.effort = "high"};
   serve::SchedulerOptions scheduler;
   serve::CacheOptions cache;
 
@@ -39,11 +41,19 @@ struct ServeFlags {
   // What the memory plan holds for the server: a sequence state per slot and
   // the kept conversation states (--keep-mb).
   void add_to_plan(StreamingRequest& request) const;
+  // After apply, with a preset and a packed trunk: --slots, --keep-mb and
+  // --ctx sized for the memory available where not given (cli/serve_fit.h),
+  // saying on stderr what was chosen; refuses (kResource) with the flags
+  // that fit. `ctx_given`: --ctx was on the command line.
+  void fit(const ModelConfig& config, const Checkpoint& checkpoint, ModelOptions& mo, bool ctx_given);
 
  private:
   CLI::Option* key_ = nullptr;
   CLI::Option* model_name_ = nullptr;
+  CLI::Option* slots_ = nullptr;
+  CLI::Option* keep_ = nullptr;
   std::string key_file_;
+  std::string thinking_ = "off";
   bool insecure_ = false;
   double keep_mb_ = 512, max_body_mb_ = 8;
 };

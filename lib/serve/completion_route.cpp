@@ -91,8 +91,10 @@ PreparedJob prepare_job(const ParsedRequest& pr, const ServerOptions& options, c
                    pr.endpoint == Endpoint::kChat ? "messages" : "prompt", "context_length_exceeded");
   if (pr.max_tokens && *pr.max_tokens > room)
     throw ApiError(400,
-                   "max_tokens: " + std::to_string(*pr.max_tokens) + " and the prompt's " + std::to_string(n) +
-                       " ids exceed the context of " + std::to_string(options.context) + " positions",
+                   "max_tokens: " + std::to_string(*pr.max_tokens) + " is more than the " + std::to_string(room) +
+                       " positions left after the prompt's " + std::to_string(n) + " ids in the context of " +
+                       std::to_string(options.context) + ": ask for at most " + std::to_string(room) +
+                       ", or start k3-serve with a larger --ctx",
                    "max_tokens", "context_length_exceeded");
   out.spec.max_new = pr.max_tokens ? *pr.max_tokens : room;
   out.spec.sampling = pr.sampling;
@@ -170,7 +172,7 @@ Endpoint tokenize_endpoint(std::string_view body, int max_depth) {
 
 void handle_completion(const httplib::Request& req, httplib::Response& res, Endpoint endpoint,
                        const ServerOptions& options, const ServeBackend& backend) {
-  RequestLimits limits{options.max_depth, options.context, options.model_name};
+  RequestLimits limits{options.max_depth, options.context, options.model_name, options.thinking, options.effort};
   const ParsedRequest pr = parse_openai_request(req.body, endpoint, limits);
   PreparedJob p = prepare_job(pr, options, backend);
   const int64_t prompt_tokens = static_cast<int64_t>(p.spec.prompt.size());
@@ -225,7 +227,7 @@ void handle_completion(const httplib::Request& req, httplib::Response& res, Endp
 
 void handle_tokenize(const httplib::Request& req, httplib::Response& res, const ServerOptions& options,
                      const ServeBackend& backend) {
-  RequestLimits limits{options.max_depth, options.context, options.model_name};
+  RequestLimits limits{options.max_depth, options.context, options.model_name, options.thinking, options.effort};
   const ParsedRequest pr = parse_openai_request(req.body, tokenize_endpoint(req.body, options.max_depth), limits);
   ChatPrompt rendered;
   const std::vector<int32_t> ids = prompt_ids(pr, *backend.tokenizer, &rendered);

@@ -61,6 +61,8 @@ struct ServerOptions {
   int retry_after_seconds = 2;    // 429's Retry-After
   GuardOptions guard;             // Host, Origin (request_guard.h)
   int read_timeout_seconds = 30;  // a request, from its first byte to its last (408 after)
+  bool thinking = true;           // a chat request's default (RequestLimits)
+  std::string effort = "max";
 };
 
 // What the routes need once the model is loaded.

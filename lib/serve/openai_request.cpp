@@ -128,8 +128,10 @@ void read_sampling(const JsonValue& body, ParsedRequest& out, const RequestLimit
 
 // The request in the shape parse_chat_request reads: OpenAI's names for K3's
 // thinking controls become "thinking" and "thinking_effort".
-JsonValue chat_request_json(const JsonValue& body) {
+JsonValue chat_request_json(const JsonValue& body, const RequestLimits& limits) {
   JsonValue req = JsonValue::object();
+  req.set("thinking", json_bool(limits.thinking));
+  req.set("thinking_effort", limits.effort.empty() ? JsonValue() : JsonValue::string(limits.effort));
   const JsonValue* messages = body.find("messages");
   if (!messages) refuse("messages", "missing (a chat request needs a list of messages)");
   if (!messages->is_array()) refuse("messages", "must be a list of messages" + found(*messages));
@@ -147,12 +149,10 @@ JsonValue chat_request_json(const JsonValue& body) {
     const std::string& e = effort->text;
     if (e == "none") {
       req.set("thinking", json_bool(false));
-    } else if (e == "minimal" || e == "low") {
-      req.set("thinking_effort", JsonValue::string("low"));
-    } else if (e == "medium" || e == "high") {
-      req.set("thinking_effort", JsonValue::string("high"));
-    } else if (e == "max") {
-      req.set("thinking_effort", JsonValue::string("max"));
+    } else if (e == "minimal" || e == "low" || e == "medium" || e == "high" || e == "max") {
+      // An effort asks for thinking, whatever the server's default.
+      req.set("thinking", json_bool(true));
+      req.set("thinking_effort", JsonValue::string(e == "minimal" ? "low" : e == "medium" ? "high" : e));
     } else {
       refuse("reasoning_effort", "\"" + e + "\" is not supported (none, minimal, low, medium, high or max)");
     }
@@ -265,7 +265,7 @@ ParsedRequest parse_openai_request(std::string_view text, Endpoint endpoint, con
     return out;
   }
   try {
-    out.chat = parse_chat_request(chat_request_json(body));
+    out.chat = parse_chat_request(chat_request_json(body, limits));
   } catch (const Error& e) {
     // "request: messages[2].role: ..." -> param "messages[2].role"
     std::string message = e.message();

@@ -39,6 +39,10 @@ struct RequestLimits {
   int max_depth = 64;      // nesting of arrays and objects
   int64_t context = 8192;  // positions a sequence may reach
   std::string model_name;  // the one model served
+  // What a chat request that names neither reasoning_effort nor
+  // chat_template_kwargs gets (k3-serve --thinking, --effort).
+  bool thinking = true;
+  std::string effort = "max";  // "": no effort note
 };
 
 struct ParsedRequest {

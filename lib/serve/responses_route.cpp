@@ -137,7 +137,7 @@ std::string response_events(const JsonValue& response) {
 
 void handle_responses(const httplib::Request& req, httplib::Response& res, const ServerOptions& options,
                       const ServeBackend& backend, ResponseStore& store) {
-  const RequestLimits limits{options.max_depth, options.context, options.model_name};
+  const RequestLimits limits{options.max_depth, options.context, options.model_name, options.thinking, options.effort};
   ResponsesRequest r = parse_responses_request(req.body, limits, store);
   httplib::Request chat_req;
   chat_req.body = write_json(r.chat);

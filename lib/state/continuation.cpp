@@ -9,8 +9,8 @@
 namespace k3 {
 
 ModelIdentity ModelIdentity::of(const ModelConfig& config, const Checkpoint& checkpoint, const ShardDigests& known,
-                                ShardDigestCache* cache) {
-  return {fingerprint_model(checkpoint, known, cache), StateGeometry::from_config(config)};
+                                ShardDigestCache* cache, const ProgressCallback& progress) {
+  return {fingerprint_model(checkpoint, known, cache, progress), StateGeometry::from_config(config)};
 }
 
 SamplingParams resolve_sampling(const std::optional<SamplingParams>& saved, const SamplingOverrides& f) {

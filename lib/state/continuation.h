@@ -31,8 +31,9 @@ struct ModelIdentity {
   StateGeometry geometry;
   // `known`: shard digests recorded earlier (model_fingerprint.h), then
   // `cache` (shard_digest_cache.h); the other shards are read whole.
+  // `progress`: fingerprint_model's, while shards are read.
   static ModelIdentity of(const ModelConfig& config, const Checkpoint& checkpoint, const ShardDigests& known = nullptr,
-                          ShardDigestCache* cache = nullptr);
+                          ShardDigestCache* cache = nullptr, const ProgressCallback& progress = nullptr);
 };
 
 // Sampler flags given on the command line; unset ones keep the saved value

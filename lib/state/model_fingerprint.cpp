@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <optional>
@@ -71,7 +72,8 @@ std::string shard_content_digest(const std::string& path) {
   return out;
 }
 
-ModelFingerprint fingerprint_model(const Checkpoint& ckpt, const ShardDigests& known, ShardDigestCache* cache) {
+ModelFingerprint fingerprint_model(const Checkpoint& ckpt, const ShardDigests& known, ShardDigestCache* cache,
+                                   const ProgressCallback& progress) {
   ModelFingerprint fp;
   fp.config_hash = hash_file_text(path_join(ckpt.dir(), "config.json"));
   std::string index = path_join(ckpt.dir(), "model.safetensors.index.json");
@@ -88,7 +90,12 @@ ModelFingerprint fingerprint_model(const Checkpoint& ckpt, const ShardDigests& k
     }
     if (!digests[i].empty()) keys[i].reset();  // nothing to remember
   }
-  // The shards no record vouches for are read, several at once.
+  // The shards no record vouches for are read, several at once, while this
+  // thread reports how far the read is (it can take minutes at K3 size).
+  uint64_t to_read = 0;
+  for (size_t i = 0; i < shards.size(); ++i)
+    if (digests[i].empty()) to_read += shards[i].file_size;
+  const uint64_t read_before = g_bytes_read;
   std::atomic<size_t> next{0};
   std::vector<std::exception_ptr> errors(shards.size());
   auto work = [&] {
@@ -103,8 +110,21 @@ ModelFingerprint fingerprint_model(const Checkpoint& ckpt, const ShardDigests& k
   };
   const unsigned threads = std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, kMaxHashThreads);
   std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads && t < shards.size(); ++t) pool.emplace_back(work);
-  work();
+  std::atomic<unsigned> running{0};
+  for (unsigned t = 0; t < threads && t < shards.size(); ++t) {
+    ++running;
+    pool.emplace_back([&] {
+      work();
+      --running;
+    });
+  }
+  if (progress && to_read > 0) {
+    while (running > 0) {
+      progress(kFingerprintStep, std::min(to_read, g_bytes_read - read_before), to_read);
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    progress(kFingerprintStep, to_read, to_read);
+  }
   for (std::thread& t : pool) t.join();
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);

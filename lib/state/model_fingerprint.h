@@ -25,6 +25,8 @@
 #include <functional>
 #include <string>
 
+#include "common/progress_callback.h"
+
 namespace k3 {
 
 class Checkpoint;
@@ -52,9 +54,12 @@ class ShardDigestCache;
 // digest from `known`, else from `cache`). The digests of shards read are
 // put in `cache` (when the file's identity did not change while it was
 // read) and the cache is saved; a cache that cannot be saved only costs the
-// next run a read. Throws k3::Error(kBadModel / kIo) naming the file.
+// next run a read. `progress`, when given, hears kFingerprintStep with the
+// bytes read of those to read, a few times a second, while shards are read.
+// Throws k3::Error(kBadModel / kIo) naming the file.
+inline constexpr const char* kFingerprintStep = "fingerprinting the checkpoint";
 ModelFingerprint fingerprint_model(const Checkpoint& checkpoint, const ShardDigests& known = nullptr,
-                                   ShardDigestCache* cache = nullptr);
+                                   ShardDigestCache* cache = nullptr, const ProgressCallback& progress = nullptr);
 
 // Bytes shard_content_digest has read in this process: what a fingerprint
 // cost, for the tests that show a cached digest saves the read.

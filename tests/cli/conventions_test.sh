@@ -53,6 +53,8 @@ holds "no 300-digit limits anywhere" "! grep -q 1797693 '$work/err'"
 TOOL=k3-forward bad "--gem" 2 "unknown flag --gem; did you mean --gen?" -- "$BIN/k3-forward" "$TINY" --gem 3
 TOOL=k3-forward bad "--trunk-gib" 2 "did you mean --trunk-gb?" -- "$BIN/k3-forward" "$TINY" --trunk-gib 3
 TOOL=k3-tokenize bad "--prompt-fil=x" 2 "did you mean --prompt-file?" -- "$BIN/k3-tokenize" --tok "$TINY" --prompt-fil=x
+TOOL=k3-forward bad "--temprature" 2 "unknown flag --temprature; did you mean --temp?" -- "$BIN/k3-forward" "$TINY" --temprature 0.5
+TOOL=k3-chat bad "--temperature" 2 "unknown flag --temperature; did you mean --temp?" -- "$BIN/k3-chat" "$TINY" --temperature 0.5
 TOOL=k3-fetch-verify bad "subcommand flag typo" 2 "did you mean --include?" \
   -- "$BIN/k3-fetch-verify" download a/b "$work/dl" --inclde x
 TOOL=k3-forward bad "unrelated flag" 2 "unknown flag --colour (see" -- "$BIN/k3-forward" "$TINY" --colour

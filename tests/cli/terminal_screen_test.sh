@@ -18,7 +18,7 @@ PY=
 for py in python3 /usr/bin/python3; do
   if "$py" -c 'import pyte' 2> /dev/null; then PY=$py; break; fi
 done
-[ -n "$PY" ] || { echo "FAIL python3-pyte is missing (scripts/install-deps.sh)"; exit 1; }
+[ -n "$PY" ] || { echo "FAIL python3-pyte is missing (scripts/install-deps.sh --tests)"; exit 1; }
 SCREEN="$PY ${K3_SOURCE_DIR}/tests/lib/screen.py"
 export HOME="$work/home" K3_CHAT_INPUTS="$work/inputs"
 mkdir -p "$HOME"

@@ -13,7 +13,7 @@ keep=20  # MB: less than the gap between the tiny model's smallest presets, so s
 
 peak() {  # peak PRESET KEEP_MB: the plan's forecast in bytes (to its printed 0.1 MB)
   K3_AVAILABLE_MEMORY=1000000000000 "$BIN/k3-serve" "$TINY" --trunk "$work/trunk" --preset "$1" --keep-mb "$2" \
-    --plan > /dev/null 2> "$work/peak.err"
+    --ctx 8192 --plan > /dev/null 2> "$work/peak.err"
   sed -n 's/^  forecast peak RSS \([0-9.]*\) \([kMG]*B\).*/\1 \2/p' "$work/peak.err" |
     awk '{m = $2 == "GB" ? 1e9 : $2 == "MB" ? 1e6 : $2 == "kB" ? 1e3 : 1; printf "%.0f\n", $1 * m}'
 }
@@ -38,7 +38,7 @@ differs "some preset fits with the kept states" "" "$want_kept"
 avail=$(((limit * 10 + 8) / 9 + 200000))  # plan_fits: peak <= 90% of what is available (printed peaks are rounded)
 
 auto() {  # auto KEEP_MB: the preset k3-serve --preset auto --plan chose
-  K3_AVAILABLE_MEMORY=$avail "$BIN/k3-serve" "$TINY" --trunk "$work/trunk" --preset auto --keep-mb "$1" --plan \
+  K3_AVAILABLE_MEMORY=$avail "$BIN/k3-serve" "$TINY" --trunk "$work/trunk" --preset auto --keep-mb "$1" --ctx 8192 --plan \
     > /dev/null 2> "$work/auto.err"
   sed -n 's/^k3-serve: --preset auto chose \([a-z]*\): .*/\1/p' "$work/auto.err"
 }

@@ -17,8 +17,10 @@ bad "resident: --keep-mb over the memory" 6 "for kept conversation states (lower
   timeout 30 "$BIN/k3-serve" "$TINY" --port 0 --keep-mb 100000
 holds "resident: refused before listening" "! grep -q 'listening' '$work/err'"
 "$BIN/k3-pack" "$TINY" "$work/trunk" 2> /dev/null || { echo "FAIL k3-pack"; exit 1; }
-bad "streaming: --keep-mb over the memory" 6 "for kept conversation states (lower --keep-mb)" -- \
+bad "streaming: --keep-mb over the memory" 6 "and 100000 MB of kept states needs 100.16 GB" -- \
   timeout 30 "$BIN/k3-serve" "$TINY" --trunk "$work/trunk" --preset laptop --port 0 --keep-mb 100000
+contains "streaming: the refusal names the --keep-mb that fits" "; it fits with --keep-mb 6250 (forecast" \
+  "$(cat "$work/err")"
 out=$(timeout 30 "$BIN/k3-serve" "$TINY" --trunk "$work/trunk" --preset laptop --keep-mb 300 --plan 2>&1)
 contains "--plan shows the kept states" "kept states       conversations between requests (--keep-mb)  300.0 MB" "$out"
 unset K3_AVAILABLE_MEMORY

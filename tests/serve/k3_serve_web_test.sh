@@ -12,7 +12,7 @@ source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 source "${K3_SOURCE_DIR:?}/tests/serve/serve_lib.sh"
 chromium=${K3_CHROMIUM:-/usr/bin/chromium}
 if [ ! -x "$chromium" ]; then
-  echo "FAIL no $chromium: scripts/install-deps.sh installs Debian's chromium"
+  echo "FAIL no $chromium: scripts/install-deps.sh --tests installs Debian's chromium"
   exit 1
 fi
 browser_group=""

@@ -55,7 +55,10 @@ int run(int argc, char** argv) {
   f.add_to(app);
   sampling_flags.add_to(app);
   spec_flags.add_to(app);
-  k3::add_budget_options(app, mo);
+  k3::add_budget_options(app, mo, false,
+                         {"Context positions the conversation may reach (default 8192)",
+                          "Print the memory plan for these budget flags and --ctx (default 8192), then exit: 0 when "
+                          "it fits, 6 when it would be refused. Reads no weights"});
   app.footer(std::string("Exit status 4 when a message or command was refused or the history is invalid (naming the\n"
                          "line and field), also a message that would make the conversation longer than --ctx (default\n"
                          "8192 positions; a reply is cut where the context ends); 6 when the resumed conversation\n"

@@ -14,6 +14,7 @@
 #include "cli/cli_parse.h"
 #include "cli/draft_options.h"
 #include "cli/interrupt.h"
+#include "cli/load_progress.h"
 #include "cli/model_options.h"
 #include "cli/model_run.h"
 #include "cli/serve_flags.h"
@@ -50,7 +51,12 @@ int run(int argc, char** argv) {
   f.add_to(app);
   k3::DraftFlags draft;
   draft.add_to(app);
-  k3::add_budget_options(app, mo);
+  k3::add_budget_options(
+      app, mo, false,
+      {"Context positions each request may reach (default: with a preset and a packed trunk, the largest power of two "
+       "that fits, at most 131072; otherwise 8192)",
+       "Print the server's memory plan (--slots sequences of --ctx positions and --keep-mb of kept states, sized to "
+       "fit by a preset), then exit: 0 when it fits, 6 when it would be refused. Reads no weights"});
   app.footer(std::string("Exit status 2 for a refused flag or an address it cannot listen on; 130 after Ctrl-C or "
                          "SIGTERM.\n") +
              k3::exit_codes_help());
@@ -62,14 +68,16 @@ int run(int argc, char** argv) {
     s.state_snapshots = draft.max_drafts();
     f.add_to_plan(s);
   };
+  const bool ctx_given = mo.ctx != 0;
   k3::ServeFlags::default_context(mo);  // what --list-presets and --plan count is what the server holds
   if (auto status = k3::apply_early_options(mo, run_flags)) return *status;
   f.apply(mo);
   const k3::ModelConfig config = k3::load_model_config(mo.model_dir);
   run_flags(config, mo.stream);
+  k3::Checkpoint checkpoint = k3::Checkpoint::open(mo.model_dir);
+  f.fit(config, checkpoint, mo, ctx_given);  // a preset's slots, kept states and context, sized to fit
   if (auto status = k3::answer_plan_requests(config, mo, kTool)) return *status;
   const k3::Tokenizer tok = k3::Tokenizer::load(mo.model_dir);
-  k3::Checkpoint checkpoint = k3::Checkpoint::open(mo.model_dir);
   // Planned once, refused before listening; the model loads from this plan.
   std::string plan_text;
   k3::ModelPlan plan = k3::plan_model(config, checkpoint, mo, static_cast<uint64_t>(f.server.context), 256, plan_text);
@@ -97,7 +105,17 @@ int run(int argc, char** argv) {
       config, std::move(checkpoint), mo, static_cast<uint64_t>(f.server.context), 256,
       [&](const char* what, uint64_t done, uint64_t total) { http.load_status().update(what, done, total); },
       std::move(plan));
-  k3::serve::ConversationCache cache(k3::state_model_identity(model->config(), model->checkpoint()), f.cache);
+  // Only spilled states (--cache-dir) need the weights' fingerprint; reading
+  // it for a checkpoint no manifest vouches for is a pass over every shard.
+  k3::LoadProgress fingerprinting(kTool);
+  const auto report = [&](const char* what, uint64_t done, uint64_t total) {
+    fingerprinting(what, done, total);
+    http.load_status().update(what, done, total);
+  };
+  k3::serve::ConversationCache cache(f.cache.dir.empty()
+                                         ? k3::in_memory_model_identity(model->config())
+                                         : k3::state_model_identity(model->config(), model->checkpoint(), report),
+                                     f.cache);
   f.scheduler.draft = draft.start_serving(*model);
   f.scheduler.max_drafts = std::min(draft.max_drafts(), model->max_drafts());
   metrics.draft = f.scheduler.draft != nullptr;
