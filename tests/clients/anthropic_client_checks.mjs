@@ -87,7 +87,7 @@ check("stream ends with message_delta, message_stop", ["message_delta", "message
 holds("content_block_start before its deltas", raw.names.indexOf("content_block_start") < raw.names.indexOf("content_block_delta"));
 check("raw stream's text", textOf(plain), raw.blocks.filter((b) => b.type === "text").map((b) => b.text).join(""));
 
-// Thinking on (adaptive: K3's default effort; enabled: effort from the budget): thinking blocks,
+// Thinking on (adaptive: the server's default effort; enabled: effort from the budget): thinking blocks,
 // streamed equal to non-streamed, and equal to chat completions' reasoning_content.
 const think = { ...base, thinking: { type: "adaptive" } };
 const thought = await client.messages.create(think);
@@ -95,7 +95,7 @@ holds("thinking on: a thinking block", thought.content[0]?.type === "thinking" &
 check("thinking block signature", "k3:unsigned", thought.content[0]?.signature);
 const thoughtStream = await client.messages.stream(think).finalMessage();
 check("thinking streamed equals non-streamed", thought.content, thoughtStream.content);
-const ccThink = await chatCompletion({ ...base });
+const ccThink = await chatCompletion({ ...base, chat_template_kwargs: { thinking: true } });
 check("thinking equals chat completions' reasoning_content", ccThink.choices[0].message.reasoning_content, thinkingOf(thought));
 const budget = await client.messages.create({ ...base, max_tokens: 1100, thinking: { type: "enabled", budget_tokens: 1024 } });
 const ccLow = await chatCompletion({ ...base, max_tokens: 1100, reasoning_effort: "low" });
