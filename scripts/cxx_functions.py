@@ -14,8 +14,10 @@ them.
 `dead` prints "FILE:LINE NAME" for every function declared or defined in
 lib/ whose name appears nowhere else in lib/, tools/, tests/, bench/ or
 fuzz/ (comments and string literals do not count): only at the places that
-declare or define it. Operators, constructors, destructors and main are
-never reported (they are used without being named).
+declare or define it. Operators, constructors, destructors, main and
+overrides of a virtual function (called through the base class, which may
+live in a library outside lib/, as httplib's do) are never reported (they
+are used without being named).
 
 Exits 2 when a file's braces do not balance (a construct this reader does
 not know), naming the file, so a count never silently drops a file.
@@ -26,6 +28,9 @@ import sys
 
 CODE_EXT = ('.h', '.cpp', '.cc')
 IDENT = re.compile(r'[A-Za-z_]\w*')
+# A member function marked override: its name, then its parameter list (one
+# level of nested parentheses), then qualifiers up to `override`.
+OVERRIDE = re.compile(r'([A-Za-z_]\w*)\s*\((?:[^()]|\([^()]*\))*\)[\w\s&]*?\boverride\b')
 # What may follow a function's parameter list before its body or ';'.
 QUALIFIERS = re.compile(r'^(\s|const\b|noexcept\b|override\b|final\b|mutable\b|&|HWY_ATTR\b|'
                         r'=\s*(0|default|delete)\b)*$')
@@ -192,6 +197,9 @@ def main(argv):
                 print('%d %s:%d %s' % (n, path, first, name))
             return 0
         sites = {}  # name -> {(path, line)}
+        overrides = set()
+        for path in files(root, ('lib',)):
+            overrides.update(m.group(1) for m in OVERRIDE.finditer(strip(read(path), False)))
         for path in files(root, ('lib',)):
             rel = os.path.relpath(path, root)
             for name, first, last, _ in scan(path, read(path)):
@@ -199,6 +207,8 @@ def main(argv):
                 if short == 'main' or short.startswith('~') or (len(name.split('::')) > 1 and
                                                                  name.split('::')[-2] == short):
                     continue  # main, a constructor or a destructor: used without being named
+                if short in overrides:
+                    continue  # called through its base class
                 sites.setdefault(short, set()).add((rel, first))
         uses = {}
         for path in files(root, ('lib', 'tools', 'tests', 'bench', 'fuzz')):
