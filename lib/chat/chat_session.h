@@ -25,9 +25,9 @@
 #include <vector>
 
 #include "chat/chat_request.h"
+#include "chat/reply_constraint.h"
 #include "chat/reply_parser.h"
 #include "common/json_value.h"
-#include "chat/reply_constraint.h"
 #include "engine/session.h"
 #include "tokenizer/tokenizer.h"
 

@@ -14,8 +14,8 @@
 #include "serve/connection_pool.h"
 #include "serve/guarded_server.h"
 #include "serve/json_build.h"
-#include "serve/responses_route.h"
 #include "serve/messages_route.h"
+#include "serve/responses_route.h"
 #include "serve/web_page.h"
 
 namespace k3::serve {

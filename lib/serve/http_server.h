@@ -30,8 +30,8 @@
 #include <vector>
 
 #include "serve/load_status.h"
-#include "serve/response_store.h"
 #include "serve/request_guard.h"
+#include "serve/response_store.h"
 #include "serve/serve_metrics.h"
 
 namespace httplib {

@@ -77,8 +77,9 @@ std::vector<std::string> take(MessageStream& s, std::chrono::milliseconds timeou
 
 ParsedRequest parse(const httplib::Request& req, MessagesEndpoint endpoint, const ServerOptions& options) {
   check_anthropic_version(req.get_header_value("anthropic-version"));
-  return parse_anthropic_request(req.body, endpoint,
-                                 RequestLimits{options.max_depth, options.context, options.model_name, options.thinking, options.effort});
+  return parse_anthropic_request(
+      req.body, endpoint,
+      RequestLimits{options.max_depth, options.context, options.model_name, options.thinking, options.effort});
 }
 
 void handle_messages(const httplib::Request& req, httplib::Response& res, const ServerOptions& options,
