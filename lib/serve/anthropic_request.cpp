@@ -165,7 +165,7 @@ ParsedRequest parse_anthropic_request(std::string_view text, MessagesEndpoint en
   JsonValue chat = anthropic_chat_json(body);
   // Without a "thinking" field the server's default (k3-serve --thinking,
   // --effort), as for a chat request that names no thinking control.
-  chat.set("thinking", json_bool(limits.thinking));
+  chat.set("thinking", JsonValue(limits.thinking));
   chat.set("thinking_effort", limits.effort.empty() ? JsonValue() : JsonValue::string(limits.effort));
   int64_t budget = 0;
   read_thinking(body, chat, budget);

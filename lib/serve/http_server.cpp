@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <new>
 
 #include "common/error.h"
 #include "serve/anthropic_response.h"
@@ -37,6 +38,9 @@ void guarded(httplib::Response& res, Fn&& fn) {
     res.set_content(error_body(e), "application/json");
   } catch (const Error& e) {
     send_error(res, e.code() == ExitCode::kBadInput ? 400 : 500, e.message());
+  } catch (const std::bad_alloc&) {  // this request's share did not fit; the server keeps serving
+    send_error(res, 503, "out of memory for this request: send a shorter one, or start k3-serve with fewer --slots",
+               "out_of_memory");
   } catch (const std::exception& e) {
     send_error(res, 500, std::string("internal error: ") + e.what(), "internal_error");
   }

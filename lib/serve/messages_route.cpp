@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <memory>
+#include <new>
 
 #include "common/error.h"
 #include "serve/anthropic_request.h"
@@ -30,9 +31,11 @@ void guarded(httplib::Response& res, Fn&& fn) {
   try {
     fn();
   } catch (const ApiError& e) {
-    send_error(res, e.status(), e.what());
+    send_error(res, e.status(), e.message());
   } catch (const Error& e) {
-    send_error(res, e.code() == ExitCode::kBadInput ? 400 : 500, e.what());
+    send_error(res, e.code() == ExitCode::kBadInput ? 400 : 500, e.message());
+  } catch (const std::bad_alloc&) {  // this request's share did not fit; the server keeps serving
+    send_error(res, 503, "out of memory for this request: send a shorter one, or start k3-serve with fewer --slots");
   } catch (const std::exception& e) {
     send_error(res, 500, std::string("internal error: ") + e.what());
   }
