@@ -45,26 +45,8 @@ std::unique_ptr<Model> Model::open(const std::string& model_dir, ModelParams par
   return std::make_unique<Model>(std::move(config), std::move(checkpoint), std::move(params));
 }
 
-namespace {
-
-// K3_PREFILL_CHUNK=<tokens> (test-only, CONTRIBUTING.md): the prompt tokens
-// one weight read covers, instead of the plan's choice; the output does not
-// depend on it, so tests compare runs at several chunks bit for bit. 0: unset.
-uint64_t chunk_override() {
-  const char* v = std::getenv("K3_PREFILL_CHUNK");
-  if (!v || !*v) return 0;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long n = std::strtoull(v, &end, 10);
-  if (*end || errno || n == 0 || v[0] == '-' || n > (1ull << 24))
-    throw Error(ExitCode::kUsage, std::string("K3_PREFILL_CHUNK: '") + v + "' is not a token count from 1 to 16777216");
-  return n;
-}
-
-}  // namespace
-
 ModelPlan Model::plan(const ModelConfig& config, const Checkpoint& checkpoint, const ModelParams& params) {
-  const uint64_t chunk = chunk_override();  // a bad value is refused before anything is said or read
+  const uint64_t chunk = prefill_chunk_override();  // a bad value is refused before anything is said or read
   const auto start = std::chrono::steady_clock::now();
   ModelPlan out;
   StreamingRequest& req = out.request = params.stream;
@@ -97,7 +79,7 @@ void Model::load(ModelPlan plan) {
   params_.stream = std::move(plan.request);
   const StreamingRequest& req = params_.stream;
   uint64_t max_batch = params_.batch;
-  uint64_t chunk = chunk_override();  // resident: nothing is read, chunks only when asked
+  uint64_t chunk = prefill_chunk_override();  // resident: nothing is read, chunks only when asked
   if (plan.stream) {
     PreparedStream& prepared = *plan.stream;
     counters_.forecast_peak_rss = prepared.plan.peak_rss;

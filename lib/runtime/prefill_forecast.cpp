@@ -16,13 +16,20 @@ PrefillReads forecast_prefill_reads(const ModelConfig& c, const MemoryPlan& plan
   const double expert = plan.slot_bytes > kDirectAlign ? static_cast<double>(plan.slot_bytes - kDirectAlign) : 0.0;
   const double miss = L * E > 0 ? 1.0 - std::min(1.0, static_cast<double>(plan.cache_slots) / (L * E)) : 0.0;
   const bool blocks_per_sub_batch = plan.row_blocks > 0;  // layers stream in row blocks through the products
-  for (uint64_t done = 0; done < tokens; done += chunk) {
-    const uint64_t rows = std::min(chunk, tokens - done);
-    ++r.reads;
+  // Every chunk but the last holds `chunk` rows: count those once, then the
+  // rest (a loop over chunks took minutes for a context of 10^11 positions).
+  auto add_reads = [&](uint64_t rows, uint64_t times) {
+    if (times == 0 || rows == 0) return;
+    r.reads += times;
     const uint64_t passes = blocks_per_sub_batch ? (rows + batch - 1) / batch : 1;
-    r.trunk_bytes += static_cast<double>(passes) * static_cast<double>(plan.streamed_read_bytes);
-    if (E > 0) r.expert_bytes += L * E * (1.0 - std::pow(1.0 - k / E, static_cast<double>(rows))) * miss * expert;
-  }
+    r.trunk_bytes +=
+        static_cast<double>(times) * static_cast<double>(passes) * static_cast<double>(plan.streamed_read_bytes);
+    if (E > 0)
+      r.expert_bytes +=
+          static_cast<double>(times) * L * E * (1.0 - std::pow(1.0 - k / E, static_cast<double>(rows))) * miss * expert;
+  };
+  add_reads(chunk, tokens / chunk);
+  add_reads(tokens % chunk, 1);
   if (!plan.embedding_pinned) r.trunk_bytes += static_cast<double>(tokens) * c.hidden_size * 2;  // BF16 rows
   return r;
 }

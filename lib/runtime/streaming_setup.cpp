@@ -1,8 +1,10 @@
 #include "runtime/streaming_setup.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <ostream>
 
@@ -87,7 +89,8 @@ static PreparedStream plan_for(const ModelConfig& config, const Checkpoint& chec
   pr.cache_budget = cache_bytes;
   pr.context = req.context;
   pr.batch = resolve_max_batch(req);
-  pr.chunk = req.chunk ? req.chunk : req.context;
+  const uint64_t forced = req.chunk ? req.chunk : prefill_chunk_override();
+  pr.chunk = forced ? forced : req.context;
   pr.block_bytes = packed ? resolve_block_bytes(req) : 0;
   pr.sequences = req.sequences;
   pr.state_snapshots = req.state_snapshots;
@@ -232,6 +235,17 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
     throw Error(ExitCode::kResource, plan_refusal(config, checkpoint, req, p, wanted_batch, lim));
   p.preset = req.preset.empty() ? "laptop" : req.preset;
   return p;
+}
+
+uint64_t prefill_chunk_override() {
+  const char* v = std::getenv("K3_PREFILL_CHUNK");
+  if (!v || !*v) return 0;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  if (*end || errno || n == 0 || v[0] == '-' || n > (1ull << 24))
+    throw Error(ExitCode::kUsage, std::string("K3_PREFILL_CHUNK: '") + v + "' is not a token count from 1 to 16777216");
+  return n;
 }
 
 }  // namespace k3

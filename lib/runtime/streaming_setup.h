@@ -100,4 +100,10 @@ std::string available_source(const MemoryLimits& lim);
 // its forecast exceeds 90% of the memory available. Allocates nothing large.
 PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& checkpoint, StreamingRequest req,
                                  std::ostream& log);
+// K3_PREFILL_CHUNK=<tokens> (test-only, CONTRIBUTING.md): the prompt tokens
+// one weight read covers, instead of the plan's choice, for a run and for
+// --plan alike; the output does not depend on it, so tests compare runs at
+// several chunks bit for bit. 0: unset; a bad value is refused (kUsage).
+uint64_t prefill_chunk_override();
+
 }  // namespace k3

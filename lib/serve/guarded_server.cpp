@@ -9,8 +9,10 @@
 #include <cstring>
 #include <optional>
 
+#include "serve/anthropic_response.h"
 #include "serve/api_error.h"
 #include "serve/client_connection.h"
+#include "serve/messages_route.h"
 
 namespace k3::serve {
 
@@ -78,8 +80,12 @@ void drain_and_close(int sock) {
   }
 }
 
-void refuse(int sock, int status, const std::string& message, const std::string& code = "") {
-  const std::string body = error_body(status, message, "", code);
+// `target`: the refused request's, when its request line was read; the
+// Messages API's paths answer in Anthropic's error shape, as their routes do.
+void refuse(int sock, int status, const std::string& message, const std::string& code = "",
+            std::string_view target = {}) {
+  const std::string body = is_messages_path(target.substr(0, target.find('?'))) ? anthropic_error_body(status, message)
+                                                                                : error_body(status, message, "", code);
   std::string head = "HTTP/1.1 " + std::to_string(status) + " " + reason(status) +
                      "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
                      "\r\nConnection: close\r\n";
@@ -195,7 +201,7 @@ void GuardedServer::serve_connection(socket_t sock, PeerTable::Connection& conn)
       status = framer.parse();
     }
     if (status == FrameStatus::kRefused) {
-      refuse(sock, framer.refusal_status(), framer.refusal());
+      refuse(sock, framer.refusal_status(), framer.refusal(), "", framer.target());
       return;
     }
     const FramedRequest request = framer.take();

@@ -265,4 +265,12 @@ FramedRequest RequestFramer::take() {
   return r;
 }
 
+std::string_view RequestFramer::target() const {
+  const std::string_view line = std::string_view(out_.head).substr(0, out_.head.find("\r\n"));
+  const size_t sp1 = line.find(' ');
+  if (sp1 == std::string_view::npos) return {};
+  const size_t sp2 = line.find(' ', sp1 + 1);
+  return sp2 == std::string_view::npos ? std::string_view() : line.substr(sp1 + 1, sp2 - sp1 - 1);
+}
+
 }  // namespace k3::serve

@@ -62,6 +62,9 @@ class RequestFramer {
   void continue_sent() { expect_continue_ = false; }
   int refusal_status() const { return refusal_status_; }
   const std::string& refusal() const { return refusal_; }
+  // The current request's target ("/v1/messages?beta=true") once its request
+  // line is parsed, else empty: a refusal answers in that route's error shape.
+  std::string_view target() const;
 
  private:
   enum class State { kHead, kBody, kChunkSize, kChunkData, kChunkEnd, kTrailers, kDone };

@@ -31,8 +31,11 @@ with=$(list k3-forward --draft "$DRAFT")
 check "k3-forward --list-presets --draft exit" 0 "$(wc -c < "$work/list.err")"
 contains "the header says the draft is counted" "counting the draft model (--draft)" "$(head -1 "$work/list.out")"
 for p in $presets; do
-  K3_AVAILABLE_MEMORY=1000000000000 "$BIN/k3-forward" "$TINY" --trunk "$work/trunk" --preset "$p" --plan \
-    --draft "$DRAFT" < /dev/null > /dev/null 2> "$work/plan.err"
+  # A preset's row counts the prefill at its smallest chunk (one batch, nothing
+  # carried between layers); a run's own plan takes a larger chunk where the
+  # memory allows it, so the plan compared here is at that chunk.
+  K3_PREFILL_CHUNK=1 K3_AVAILABLE_MEMORY=1000000000000 "$BIN/k3-forward" "$TINY" --trunk "$work/trunk" --preset "$p" \
+    --plan --draft "$DRAFT" < /dev/null > /dev/null 2> "$work/plan.err"
   plan=$(sed -n 's/^  forecast peak RSS \([0-9.]* [kMG]*B\).*/\1/p' "$work/plan.err")
   draft=$(bytes "$(sed -n 's/^  draft model .*  \([0-9.]* [kMG]*B\)$/\1/p' "$work/plan.err")")
   row=$(awk -v p="$p" '$1 == p {print $2, $3}' <<< "$with")
@@ -56,7 +59,12 @@ serve_peak() {  # serve_peak ARGS...: the forecast of k3-serve --preset min --pl
   "$BIN/k3-serve" "$TINY" --trunk "$work/trunk" --preset min --plan "$@" 2>&1 > /dev/null |
     sed -n 's/^  forecast peak RSS \([0-9.]* [kMG]*B\).*/\1/p'
 }
-check "k3-serve --plan: at its default context, 8192" "$(serve_peak --ctx 8192)" "$(serve_peak)"
+# Without --ctx a server preset takes the largest context that fits, and says which.
+serve_ctx=$("$BIN/k3-serve" "$TINY" --trunk "$work/trunk" --preset min --plan 2>&1 > /dev/null |
+  sed -n 's/.*--preset min: context \([0-9]*\) positions, the largest that fits.*/\1/p')
+differs "k3-serve --plan says the context it chose" "" "$serve_ctx"
+check "k3-serve --plan: the plan of the context it chose (${serve_ctx:-?})" "$(serve_peak --ctx "${serve_ctx:-0}")" \
+  "$(serve_peak)"
 differs "k3-serve --plan: not at 4096 positions" "$(serve_peak --ctx 4096)" "$(serve_peak)"
 
 for d in "" "--draft $DRAFT"; do

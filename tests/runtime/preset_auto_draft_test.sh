@@ -12,8 +12,10 @@ DRAFT=${K3_TEST_DATA:?}/k3-tiny-dspark
 presets="min laptop desktop workstation server max"
 
 # Each preset's planned peak (4096 positions, as auto plans), without and with the draft.
+# At the prefill's smallest chunk (one batch), as auto weighs a preset: a run
+# takes a larger chunk only where memory is left over.
 peak() {  # peak PRESET [--draft DIR]: the plan's forecast in bytes (to its printed 0.1 MB)
-  K3_AVAILABLE_MEMORY=1000000000000 "$BIN/k3-forward" "$TINY" --trunk "$work/trunk" --preset "$@" --plan \
+  K3_PREFILL_CHUNK=1 K3_AVAILABLE_MEMORY=1000000000000 "$BIN/k3-forward" "$TINY" --trunk "$work/trunk" --preset "$@" --plan \
     < /dev/null > /dev/null 2> "$work/peak.err"
   sed -n 's/^  forecast peak RSS \([0-9.]*\) \([kMG]*B\).*/\1 \2/p' "$work/peak.err" |
     awk '{m = $2 == "GB" ? 1e9 : $2 == "MB" ? 1e6 : $2 == "kB" ? 1e3 : 1; printf "%.0f\n", $1 * m}'

@@ -45,7 +45,12 @@ K3_AVAILABLE_MEMORY=$avail "${serve[@]}" --slots 4 --keep-mb 512 --ctx 8192 --pl
 check "given flags that do not fit: exit 6" 6 "$?"
 line=$(tail -1 "$work/refuse.err")
 contains "the refusal names the flags given" "with 4 slots of 8192 positions and 512 MB of kept states needs" "$line"
-contains "it names the flag that fits, with its value" "; it fits with --keep-mb 128 (forecast" "$line"
+contains "it names the flag that fits, with its value" "; it fits with --keep-mb " "$line"
+# The value is the largest halving of 512 that fits: twice it does not.
+kmb=$(sed -n 's/.*; it fits with --keep-mb \([0-9]*\) (forecast.*/\1/p' <<< "$line")
+holds "--keep-mb ${kmb:-?} is below the 512 given" "[ '${kmb:-512}' -lt 512 ]"
+K3_AVAILABLE_MEMORY=$avail "${serve[@]}" --slots 4 --keep-mb "$((${kmb:-256} * 2))" --ctx 8192 --plan > /dev/null 2>&1
+check "--keep-mb $((${kmb:-256} * 2)) does not fit there" 6 "$?"
 fix=$(sed -n 's/.*; it fits with \(--[^(]*\) (forecast.*/\1/p' <<< "$line")
 declare -A given=([--slots]=4 [--keep-mb]=512 [--ctx]=8192)
 read -ra fix_flags <<< "$fix"
