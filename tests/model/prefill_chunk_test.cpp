@@ -91,7 +91,8 @@ PrefillRun run(size_t max_batch, size_t chunk, const std::vector<int32_t>& ids, 
 }
 
 bool same_floats(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  // memcmp of two empty vectors would pass it null pointers.
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 // Every float of the sequence state, bit for bit.
