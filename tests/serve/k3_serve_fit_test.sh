@@ -84,6 +84,7 @@ start_server "$work/serve.log" --ctx 64 || exit 1
 post body /v1/completions '{"prompt": [1, 2, 3, 4], "max_tokens": 61}'
 check "max_tokens over what is left: 400" 400 "$status"
 contains "says how many are left" "more than the 60 positions left" "$body"
+contains "says what to ask for, and --ctx" "ask for at most 60, or start k3-serve with a larger --ctx" "$body"
 contains "names --ctx" "a larger --ctx" "$body"
 post body /v1/completions '{"prompt": [1, 2, 3, 4], "max_tokens": 60}'
 check "max_tokens = what is left: 200" 200 "$status"
