@@ -37,6 +37,25 @@ SamplingParams params(double temp, int k = 0, double p = 1.0, double m = 0.0, ui
   s.seed = seed;
   return s;
 }
+// A row sampled from a seed and a first position: the ids expected
+// (pinned from sampler_reference.py).
+struct SeededCase {
+  const std::vector<float>* row;
+  uint64_t seed;
+  int64_t first;
+  SamplingParams p;
+  std::vector<int32_t> ids;
+};
+void expect_seeded_ids(const std::vector<SeededCase>& cases) {
+  for (const SeededCase& c : cases) {
+    SamplingParams p = c.p;
+    p.seed = c.seed;
+    Sampler s(p);
+    std::vector<int32_t> got;
+    for (size_t i = 0; i < c.ids.size(); ++i) got.push_back(s.next(c.row->data(), c.row->size(), c.first + i));
+    EXPECT_EQ(got, c.ids) << "seed " << c.seed;
+  }
+}
 }  // namespace
 
 TEST(PortableExp, MatchesLibmClosely) {
@@ -186,27 +205,13 @@ TEST(Sampler, FrequenciesMatchProbabilities) {
 }
 
 TEST(Sampler, PinnedIdsFromIndependentReference) {
-  struct Case {
-    uint64_t seed;
-    int64_t first;
-    SamplingParams p;
-    std::vector<int32_t> ids;
-  };
   // python3 tests/sampling/sampler_reference.py
-  const std::vector<Case> cases = {
-      {42, 0, params(1.0), {3, 1, 3, 5, 0, 5, 8, 10, 10, 10, 5, 8, 1, 1, 3, 6}},
-      {12345, 100, params(0.7, 5, 0.85), {1, 1, 5, 10, 8, 5, 10, 5, 10, 10, 5, 5, 10, 5, 1, 10}},
-      {7, 3, params(0.7, 0, 1.0, 0.4), {8, 5, 5, 8, 8, 5, 10, 10, 10, 5, 5, 8, 5, 8, 8, 8}},
-      {~0ull, 7, params(2.5), {8, 5, 8, 4, 6, 5, 9, 8, 5, 8, 4, 10}},
-  };
-  for (const Case& c : cases) {
-    SamplingParams p = c.p;
-    p.seed = c.seed;
-    Sampler s(p);
-    std::vector<int32_t> got;
-    for (size_t i = 0; i < c.ids.size(); ++i) got.push_back(s.next(kLogits.data(), kLogits.size(), c.first + i));
-    EXPECT_EQ(got, c.ids) << "seed " << c.seed;
-  }
+  expect_seeded_ids({
+      {&kLogits, 42, 0, params(1.0), {3, 1, 3, 5, 0, 5, 8, 10, 10, 10, 5, 8, 1, 1, 3, 6}},
+      {&kLogits, 12345, 100, params(0.7, 5, 0.85), {1, 1, 5, 10, 8, 5, 10, 5, 10, 10, 5, 5, 10, 5, 1, 10}},
+      {&kLogits, 7, 3, params(0.7, 0, 1.0, 0.4), {8, 5, 5, 8, 8, 5, 10, 10, 10, 5, 5, 8, 5, 8, 8, 8}},
+      {&kLogits, ~0ull, 7, params(2.5), {8, 5, 8, 4, 6, 5, 9, 8, 5, 8, 4, 10}},
+  });
 }
 
 TEST(Sampler, TopPKeepsTheCandidateWhoseRunningSumEqualsP) {
@@ -224,27 +229,13 @@ TEST(Sampler, TopPKeepsTheCandidateWhoseRunningSumEqualsP) {
   EXPECT_EQ(ids_of(sampling_candidates(level.data(), level.size(), params(1.0, 0, 0.375 + 1e-9))),
             (std::vector<int32_t>{0, 1, 2, 3}));
 
-  struct Case {
-    const std::vector<float>* row;
-    uint64_t seed;
-    int64_t first;
-    SamplingParams p;
-    std::vector<int32_t> ids;
-  };
   // python3 tests/sampling/sampler_reference.py ("top-p boundary" lines)
-  const std::vector<Case> cases = {
+  const std::vector<SeededCase> cases = {
       {&kLogits, 99, 0, params(0.7, 2, 0.5), std::vector<int32_t>(16, 5)},
       {&level, 2026, 5, params(1.0, 0, 0.375), {2, 0, 2, 2, 0, 1, 1, 0, 0, 0, 2, 1, 2, 1, 1, 1}},
       {&level, 31, 0, params(1.3, 0, 0.75), {2, 1, 2, 1, 4, 5, 0, 2, 3, 4, 3, 2, 4, 3, 2, 2}},
   };
-  for (const Case& c : cases) {
-    SamplingParams p = c.p;
-    p.seed = c.seed;
-    Sampler s(p);
-    std::vector<int32_t> got;
-    for (size_t i = 0; i < c.ids.size(); ++i) got.push_back(s.next(c.row->data(), c.row->size(), c.first + i));
-    EXPECT_EQ(got, c.ids) << "seed " << c.seed;
-  }
+  expect_seeded_ids(cases);
 }
 
 TEST(Sampler, MinPKeepsTheCandidateAtExactlyItsFloor) {
@@ -258,26 +249,12 @@ TEST(Sampler, MinPKeepsTheCandidateAtExactlyItsFloor) {
   EXPECT_EQ(ids_of(sampling_candidates(level.data(), level.size(), params(1.0, 5, 1.0, 1.0))),
             (std::vector<int32_t>{0, 1, 2, 3, 4}));
 
-  struct Case {
-    const std::vector<float>* row;
-    uint64_t seed;
-    int64_t first;
-    SamplingParams p;
-    std::vector<int32_t> ids;
-  };
   // python3 tests/sampling/sampler_reference.py ("min-p boundary" lines)
-  const std::vector<Case> cases = {
+  const std::vector<SeededCase> cases = {
       {&kLogits, 17, 0, params(0.7, 0, 1.0, 1.0), {10, 5, 10, 10, 5, 10, 5, 5, 5, 10, 10, 5, 5, 5, 5, 10}},
       {&level, 8, 2, params(1.0, 5, 1.0, 1.0), {4, 4, 1, 3, 1, 2, 4, 2, 2, 4, 4, 2, 2, 0, 1, 2}},
   };
-  for (const Case& c : cases) {
-    SamplingParams p = c.p;
-    p.seed = c.seed;
-    Sampler s(p);
-    std::vector<int32_t> got;
-    for (size_t i = 0; i < c.ids.size(); ++i) got.push_back(s.next(c.row->data(), c.row->size(), c.first + i));
-    EXPECT_EQ(got, c.ids) << "seed " << c.seed;
-  }
+  expect_seeded_ids(cases);
 }
 
 TEST(Sampler, PositionIndexedDrawsMakeSplitsEqual) {
