@@ -20,6 +20,7 @@ test_packages=(
   fio                                    # bench/stream_bench.sh's reference reads
   groff-base bsdextrautils               # install_test renders the man pages (groff, col)
   python3-pyte                           # the screen tests render the terminal as a person sees it
+  tmux                                   # k3_chat_exit_test types into k3-chat in a real terminal
   clang libclang-rt-14-dev clang-format  # the sanitizer build; scripts/format.sh
   chromium fonts-dejavu-core             # the chat page's test runs it in a real headless browser (k3_serve_web_test)
 )
