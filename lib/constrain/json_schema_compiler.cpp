@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/json_depth.h"
 
 namespace k3 {
 
@@ -332,27 +333,6 @@ class Compiler {
   int32_t string_ = -1, any_ = -1;
 };
 
-// Nesting of arrays and objects in a JSON text (strings skipped), stopping past `limit`.
-int text_depth(std::string_view text, int limit) {
-  int depth = 0, most = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      most = std::max(most, ++depth);
-      if (most > limit) return most;
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return most;
-}
-
 }  // namespace
 
 JsonGrammar compile_json_schema(const JsonValue& schema) { return Compiler(schema).run(); }
@@ -362,7 +342,7 @@ JsonGrammar compile_json_schema_text(std::string_view text) {
     throw Error(ExitCode::kBadInput, "json schema: the schema is " + std::to_string(text.size()) + " bytes; at most " +
                                          std::to_string(JsonSchemaLimits::kMaxSchemaBytes) + " are accepted");
   // Each schema level is at least two JSON levels (the schema and its "properties").
-  if (text_depth(text, 2 * JsonSchemaLimits::kMaxDepth + 2) > 2 * JsonSchemaLimits::kMaxDepth + 2)
+  if (json_depth(text, 2 * JsonSchemaLimits::kMaxDepth + 2) > 2 * JsonSchemaLimits::kMaxDepth + 2)
     throw Error(ExitCode::kBadInput, "json schema: nested more than " +
                                          std::to_string(2 * JsonSchemaLimits::kMaxDepth + 2) + " JSON levels deep");
   JsonValue v;

@@ -220,27 +220,6 @@ void read_prompt(const JsonValue& body, ParsedRequest& out, const RequestLimits&
 
 }  // namespace
 
-int json_depth(std::string_view text, int limit) {
-  int depth = 0, deepest = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-      continue;
-    }
-    if (c == '"') in_string = true;
-    else if (c == '[' || c == '{') {
-      if (++depth > deepest) deepest = depth;
-      if (deepest > limit) return deepest;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
 ParsedRequest parse_openai_request(std::string_view text, Endpoint endpoint, const RequestLimits& limits) {
   if (json_depth(text, limits.max_depth) > limits.max_depth)
     throw ApiError(400, "request body: nested deeper than " + std::to_string(limits.max_depth) + " levels", "",

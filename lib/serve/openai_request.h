@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "chat/chat_request.h"
+#include "common/json_depth.h"  // json_depth: checked before a body is parsed
 #include "sampling/sampler.h"
 
 namespace k3::serve {
@@ -57,11 +58,6 @@ struct ParsedRequest {
   bool stream = false;
   bool include_usage = false;
 };
-
-// Nesting depth of a JSON text (arrays and objects, strings skipped); stops
-// counting once past `limit`. Checked before parsing so a hostile body cannot
-// make the parser recurse deep.
-int json_depth(std::string_view text, int limit);
 
 ParsedRequest parse_openai_request(std::string_view body, Endpoint endpoint, const RequestLimits& limits);
 
