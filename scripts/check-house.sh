@@ -16,8 +16,8 @@ set -euo pipefail
 # The ceilings, lowered as the counts fall; the goal of each is in its
 # description (DESCRIPTION below).
 declare -A CEILING=(
-  [front_end_internals]=12
-  [generation_session_named]=17
+  [front_end_internals]=0
+  [generation_session_named]=0
   [flag_literal_lines]=78
   [flag_literal_files]=24
   [run_request_structs]=3

@@ -8,7 +8,7 @@
 #include "common/error.h"
 #include "common/file.h"
 #include "common/rate_format.h"
-#include "generate/logits_log.h"
+#include "engine/session.h"  // LogitsLog
 
 namespace k3 {
 

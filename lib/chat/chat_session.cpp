@@ -155,8 +155,7 @@ TurnReport ChatSession::reply(const std::string& user_text,
   // trails the conversation (a reply re-renders starting with the generation
   // prompt's tags; the next turn checks the ids), else at the end of the
   // unchanged prefix (SPEC section 5).
-  GenerationSession& gen = session_.generation();
-  const GenerationCounters before = gen.counters();
+  const GenerationCounters before = session_.counters();
   const size_t point = prompt.trailing_notes ? prompt.prefix_ids : ids.size();
   const std::span<const int32_t> all = as_ids(ids, 0, ids.size());
   size_t reused = 0;
@@ -168,19 +167,19 @@ TurnReport ChatSession::reply(const std::string& user_text,
   }
   report.reused_ids = static_cast<int64_t>(reused);
   report.prefilled_ids = static_cast<int64_t>(ids.size() - reused);
-  if (options_.keep_first_rows) report.first_row = gen.current_row();
+  if (options_.keep_first_rows) report.first_row = session_.current_row();
 
   ReplyParser parser(tok_.vocab(), request.thinking);
   std::unique_ptr<OutputConstraint> constraint;
   if (options_.response_schema) {
     if (!constraints_) constraints_ = std::make_unique<ReplyConstraints>(tok_);
-    constraint = constraints_->for_request(request, gen.stop_conditions().ids());
+    constraint = constraints_->for_request(request, session_.stop_conditions().ids());
   }
-  gen.set_constraint(constraint.get());
+  session_.set_constraint(constraint.get());
   struct Unset {
-    GenerationSession& g;
-    ~Unset() { g.set_constraint(nullptr); }
-  } unset{gen};
+    Session& s;
+    ~Unset() { s.set_constraint(nullptr); }
+  } unset{session_};
   std::vector<TokenId> generated;
   std::vector<ReplyPiece> pieces;
   const GenerationEnd end = session_.generate(
@@ -207,7 +206,7 @@ TurnReport ChatSession::reply(const std::string& user_text,
     messages_.push_back(input_message(user_text));
     messages_.push_back(chat_message_json(report.reply.message));
   }
-  const GenerationCounters& after = gen.counters();
+  const GenerationCounters& after = session_.counters();
   report.generated = after.generated - before.generated;
   report.passes = after.generate_passes - before.generate_passes;
   report.drafts_proposed = after.drafts_proposed - before.drafts_proposed;

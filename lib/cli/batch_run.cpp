@@ -52,16 +52,15 @@ int run_batch(const ModelConfig& config, ModelOptions& mo, const GenerationOptio
                  std::clamp<uint64_t>(std::max(longest, prompts.size()), 1, 256));
   ignore_sigpipe();  // a closed pipe becomes a write error, reported as such
   install_interrupt_handler();
-  std::vector<std::unique_ptr<GenerationSession>> sessions;
-  std::vector<GenerationSession*> ptrs;
+  std::vector<Session> sessions;
+  sessions.reserve(prompts.size());  // ptrs point into it
+  std::vector<Session*> ptrs;
   GenerationCounters total;
   uint64_t prompt_ids = 0;
   for (const std::vector<int32_t>& p : prompts) {
-    sessions.push_back(model->generation_session(options));
-    GenerationSession& s = *sessions.back();
-    s.reset();
+    Session& s = sessions.emplace_back(model->session(options));
     PrefillProgress progress(tool_name());
-    s.feed(p, nullptr, std::ref(progress));
+    s.prefill(p, std::ref(progress));
     progress.finish();
     ptrs.push_back(&s);
     prompt_ids += p.size();
@@ -77,12 +76,12 @@ int run_batch(const ModelConfig& config, ModelOptions& mo, const GenerationOptio
         out.finish(i);
       },
       interrupted);
-  for (const auto& s : sessions) {
-    total.generated += s->counters().generated;
-    total.decode_steps += s->counters().decode_steps;
+  for (const Session& s : sessions) {
+    total.generated += s.counters().generated;
+    total.decode_steps += s.counters().decode_steps;
   }
   total.generate_passes = total.weight_passes = passes;
-  total.decode_seconds = sessions.empty() ? 0 : sessions[0]->counters().decode_seconds;
+  total.decode_seconds = sessions.empty() ? 0 : sessions[0].counters().decode_seconds;
   report_run(*model, mo, total, prompt_ids);
   std::fprintf(
       stderr,

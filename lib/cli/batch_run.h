@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "cli/model_options.h"
-#include "generate/generation_session.h"
+#include "engine/session.h"
 
 namespace k3 {
 

@@ -43,29 +43,24 @@ void DraftFlags::check(const ModelConfig& config, StreamingRequest& stream) {
   stream.draft = dspark_memory(*config_);
 }
 
-void DraftFlags::start(Model& model, GenerationSession& session, DraftSource* fallback, const char* tool,
-                       bool teacher_forcing) {
+void DraftFlags::start(Model& model, Session& session, DraftSource* fallback, const char* tool, bool teacher_forcing) {
   if (!config_) return;
   if (teacher_forcing && session.state().positions > 0)
     throw Error(ExitCode::kUsage, "--teacher-forcing with --draft drafts from position 0: drop --state-in");
   load(model);
-  Engine& engine = model.engine();
   source_->set_keep_taps(teacher_forcing);
   const SequenceState& state = session.state();
   if (state.positions > 0) {
     std::fprintf(stderr, "%s: --draft: rebuilding the draft's context from the %lld saved positions (one prefill)\n",
                  tool, static_cast<long long>(state.positions));
-    SequenceState replay;
-    engine.reset(replay);
-    source_->attach(&replay);
-    engine.forward(replay, state.tokens, LogitRows::kNone, nullptr);
+    model.replay_for_tap(state.tokens, [&](const SequenceState& replay) { source_->attach(&replay); });
   }
   source_->attach(&state);
   if (fallback) {
     chain_ = std::make_unique<ChainedDrafts>(source_.get(), fallback);
-    session.set_draft_source(chain_.get());
+    session.set_drafts(chain_.get());
   } else {
-    session.set_draft_source(source_.get());
+    session.set_drafts(source_.get());
   }
 }
 
@@ -79,8 +74,7 @@ DSparkDrafts* DraftFlags::start_serving(Model& model) {
 void DraftFlags::load(Model& model) {
   block_bytes_ = model.counters().draft_block_bytes;  // the plan's choice: resident, or streamed in these blocks
   model_ = std::make_unique<DSparkModel>(*config_, load_dspark_weights(*config_, dir_, block_bytes_));
-  Engine& engine = model.engine();
-  source_ = std::make_unique<DSparkDrafts>(*model_, engine.source(), &model.pool(),
+  source_ = std::make_unique<DSparkDrafts>(*model_, model.weights(), &model.pool(),
                                            VerifyPolicy(static_cast<size_t>(config_->block_size), {}, max_context_));
   source_->set_log([this](const DraftLogEntry& e) {
     std::string ids;
@@ -89,7 +83,7 @@ void DraftFlags::load(Model& model) {
             ", \"draft\": [" + ids + "], \"verified\": " + std::to_string(e.verified) +
             ", \"accepted\": " + std::to_string(e.accepted) + "}\n";
   });
-  engine.set_layer_tap(source_.get());
+  model.set_layer_tap(source_.get());
 }
 
 void DraftFlags::teacher_force(const std::vector<int32_t>& ids) {

@@ -14,8 +14,7 @@
 #include "draft/dspark_config.h"
 #include "draft/dspark_drafts.h"
 #include "engine/model.h"
-#include "generate/generation_session.h"
-#include "model/engine.h"
+#include "engine/session.h"
 #include "runtime/streaming_setup.h"
 
 namespace k3 {
@@ -41,8 +40,7 @@ class DraftFlags {
   // session must start from position 0).
   // The draft's matrices stream through a bounded buffer when the model's
   // plan says so (ModelCounters::draft_block_bytes), else they are resident.
-  void start(Model& model, GenerationSession& session, DraftSource* fallback, const char* tool,
-             bool teacher_forcing = false);
+  void start(Model& model, Session& session, DraftSource* fallback, const char* tool, bool teacher_forcing = false);
   // k3-serve: loads the draft and sets its tap on `engine`, following no
   // sequence yet (the server's scheduler attaches it to one). nullptr when off.
   DSparkDrafts* start_serving(Model& model);

@@ -48,7 +48,7 @@ void GenerationExtras::prepare(const std::string& tok_dir, bool batch) {
   if (!vocab_) vocab_.emplace(Vocabulary::load(tok_dir));
 }
 
-void GenerationExtras::attach(GenerationSession& session, int64_t vocab) {
+void GenerationExtras::attach(Session& session, int64_t vocab) {
   if (grammar_) {
     constraint_ = std::make_unique<OutputConstraint>(
         std::vector<ConstraintStep>{ConstraintStep::json(grammar_),

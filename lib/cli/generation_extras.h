@@ -16,7 +16,7 @@
 #include "constrain/json_grammar.h"
 #include "constrain/output_constraint.h"
 #include "constrain/vocabulary_trie.h"
-#include "generate/generation_session.h"
+#include "engine/session.h"
 #include "sampling/stop_strings.h"
 #include "tokenizer/vocabulary.h"
 
@@ -34,7 +34,7 @@ class GenerationExtras {
   // Hooks the session for logprobs (`vocab`: the row length) and the
   // --json-schema constraint (ending at the session's stop ids). Call before
   // generating.
-  void attach(GenerationSession& session, int64_t vocab);
+  void attach(Session& session, int64_t vocab);
   // The id generated: returns the ids that can be written now.
   std::vector<int32_t> filter(int32_t id);
   // The ids held back when generation ended without a stop string.

@@ -12,7 +12,7 @@
 #include "checkpoint/checkpoint.h"
 #include "cli/model_options.h"
 #include "engine/model.h"
-#include "generate/generation_session.h"
+#include "engine/session.h"
 
 namespace k3 {
 

@@ -1,7 +1,7 @@
 // Progress lines on stderr while a long prompt runs (every 2 s: layer steps
 // done, elapsed, ETA; one updating line on a terminal, erased when the
 // prompt is done), and Ctrl-C abandons the prompt (exit 130). Passed to
-// GenerationSession::feed(); one object serves every prompt of a chat: the
+// Session::prefill(); one object serves every prompt of a chat: the
 // clock starts at each prompt's first layer step, not at construction (the
 // time a user spends typing is not prompt time).
 #pragma once

@@ -13,16 +13,16 @@
 
 namespace k3 {
 
-GenerationEnd run_prompt_and_generate(GenerationSession& session, Model& model, const std::vector<int32_t>& prompt,
-                                      size_t fed, bool teacher_forcing, int64_t gen, GenerationExtras& extras,
-                                      DraftFlags* draft, DraftSource* fallback) {
+GenerationEnd run_prompt_and_generate(Session& session, Model& model, const std::vector<int32_t>& prompt, size_t fed,
+                                      bool teacher_forcing, int64_t gen, GenerationExtras& extras, DraftFlags* draft,
+                                      DraftSource* fallback) {
   if (draft) draft->start(model, session, fallback, tool_name(), teacher_forcing);
   PrefillProgress prefill(tool_name());
   std::vector<float> rows;
-  session.feed(prompt, teacher_forcing ? &rows : nullptr, std::ref(prefill));
+  session.prefill(prompt, std::ref(prefill), teacher_forcing ? &rows : nullptr);
   model.prefill_done();
   prefill.finish();
-  const int64_t vocab = model.engine().config().vocab_size;
+  const int64_t vocab = model.config().vocab_size;
   if (teacher_forcing)
     for (size_t t = 0; t < fed; ++t) write_token_id_line(greedy_token(rows.data() + t * vocab, vocab));
   extras.attach(session, vocab);
@@ -49,19 +49,18 @@ GenerationEnd run_prompt_and_generate(GenerationSession& session, Model& model, 
   return end;
 }
 
-void save_state_out(GenerationSession& session, const std::string& state_out, const ModelIdentity& identity,
-                    const char* tool) {
-  session.save_conversation_and_release(state_out, identity);
+void save_state_out(Session& session, const std::string& state_out, const ModelIdentity& identity, const char* tool) {
+  session.save_and_release(state_out, identity);
   if (interrupted())
     std::fprintf(stderr, "%s: state saved to %s (continue with --state-in)\n", tool, state_out.c_str());
 }
 
-void prepare_interrupts(GenerationSession& session, const std::string& tool, const std::string& state_out) {
+void prepare_interrupts(Session& session, const std::string& tool, const std::string& state_out) {
   ignore_sigpipe();
   // Where the state went is said once it is written (save_state_out): a
   // prompt stopped before any id is generated saves nothing.
   install_interrupt_handler(stopping_message(tool));
-  session.set_stop_within_pass(true, !state_out.empty());
+  session.stop_passes_when_interrupted(!state_out.empty());
 }
 
 }  // namespace k3

@@ -13,31 +13,30 @@
 #include "cli/draft_options.h"
 #include "cli/generation_extras.h"
 #include "engine/model.h"
-#include "generate/generation_session.h"
+#include "engine/session.h"
 #include "state/continuation.h"
 
 namespace k3 {
 
 // Ctrl-C while k3-forward generates: the first signal says "stopping" at
 // once, the weight pass stops within about a
-// layer (GenerationSession::set_stop_within_pass; with --state-out the
+// layer (Session::stop_passes_when_interrupted; with --state-out the
 // sequence is put back as it was before that pass, so the saved state
 // continues exactly), and a second signal ends the process. Also makes a
 // closed stdout a write error instead of SIGPIPE.
-void prepare_interrupts(GenerationSession& session, const std::string& tool, const std::string& state_out);
+void prepare_interrupts(Session& session, const std::string& tool, const std::string& state_out);
 
 // `fed`: the ids the session evaluates (saved pending ids + `prompt`).
 // `extras`: --stop and --logprobs (a stop string ends as kStop). `draft`
 // (--draft; may be null) is started before the prompt, with `fallback` (the
 // session's other draft source) filling in; under --teacher-forcing it drafts
 // at every position of the prompt; its log and figures are written at the end.
-GenerationEnd run_prompt_and_generate(GenerationSession& session, Model& model, const std::vector<int32_t>& prompt,
-                                      size_t fed, bool teacher_forcing, int64_t gen, GenerationExtras& extras,
+GenerationEnd run_prompt_and_generate(Session& session, Model& model, const std::vector<int32_t>& prompt, size_t fed,
+                                      bool teacher_forcing, int64_t gen, GenerationExtras& extras,
                                       DraftFlags* draft = nullptr, DraftSource* fallback = nullptr);
 
 // Saves the conversation to `state_out` (the session's state is moved out)
 // and, after Ctrl-C, says where it went.
-void save_state_out(GenerationSession& session, const std::string& state_out, const ModelIdentity& identity,
-                    const char* tool);
+void save_state_out(Session& session, const std::string& state_out, const ModelIdentity& identity, const char* tool);
 
 }  // namespace k3

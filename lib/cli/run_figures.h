@@ -7,7 +7,7 @@
 #include <string>
 
 #include "engine/model.h"
-#include "generate/generation_session.h"
+#include "engine/session.h"
 #include "runtime/streaming_weights.h"
 
 namespace k3 {

@@ -14,7 +14,7 @@
 #include "cli/draft_options.h"
 #include "common/tool_main.h"
 #include "engine/model.h"
-#include "generate/draft_source.h"
+#include "engine/session.h"
 
 namespace k3 {
 
@@ -73,7 +73,7 @@ class ChatSpeculationFlags {
   DraftFlags& draft() { return draft_; }
   // Starts --draft (when given) over the loaded model, `lookup` filling in
   // where it proposes nothing (unless --no-spec).
-  void start_draft(Model& model, GenerationSession& session, DraftSource* lookup) {
+  void start_draft(Model& model, Session& session, DraftSource* lookup) {
     draft_.start(model, session, lookup_drafts() ? lookup : nullptr, tool_name());
   }
   // After the chat: --draft's log and summary; returns `status`.

@@ -133,13 +133,41 @@ std::unique_ptr<GenerationSession> Model::generation_session(GenerationOptions o
   return s;
 }
 
-int64_t Model::decode_together(const std::vector<GenerationSession*>& sessions, int64_t max_new,
+int64_t Model::decode_together(const std::vector<Session*>& sessions, int64_t max_new,
                                const std::function<void(size_t, int32_t)>& on_token,
                                const std::function<void(size_t, GenerationEnd)>& on_end,
                                const std::function<bool()>& interrupted) {
-  BatchGeneration batch(*engine_, sessions);
-  batch.generate(max_new, on_token, on_end, interrupted, [this](size_t rows) { pass_done(rows); });
+  std::vector<GenerationSession*> gens;
+  for (Session* s : sessions) gens.push_back(s->gen_.get());
+  BatchGeneration batch(*engine_, gens);
+  batch.generate(
+      max_new,
+      [&](size_t i, int32_t id) {
+        sessions[i]->ids_.push_back(id);
+        if (on_token) on_token(i, id);
+      },
+      on_end, interrupted, [this](size_t rows) { pass_done(rows); });
   return batch.weight_passes();
+}
+
+void Model::step_rows(std::span<Session* const> sessions, std::span<const std::span<const int32_t>> ids) {
+  std::vector<GenerationSession*> gens;
+  size_t rows = 0;
+  for (size_t k = 0; k < sessions.size(); ++k) {
+    gens.push_back(sessions[k]->gen_.get());
+    rows += sessions[k]->pending().size() + ids[k].size();
+  }
+  BatchGeneration::step_rows(*engine_, gens, ids);
+  for (size_t k = 0; k < sessions.size(); ++k)
+    sessions[k]->ids_.insert(sessions[k]->ids_.end(), ids[k].begin(), ids[k].end());
+  pass_done(rows);
+}
+
+void Model::replay_for_tap(std::span<const int32_t> ids, const std::function<void(const SequenceState&)>& on_start) {
+  SequenceState replay;
+  engine_->reset(replay);
+  on_start(replay);
+  engine_->forward(replay, ids, LogitRows::kNone, nullptr);
 }
 
 void Model::prefill_done() {

@@ -4,7 +4,9 @@
 // or streamed within a memory budget), the thread pool and the Engine over
 // them, and the accounting of what each weight pass read. Sessions (one
 // sequence each, engine/session.h) are created from it; several of them can
-// be decoded together in one weight pass (Model::decode_together).
+// be stepped together in one weight pass (Model::step_rows,
+// Model::decode_together). Front ends reach the forward pass and lib/generate
+// only through this object and its sessions.
 //
 //   k3::ModelParams params;
 //   params.stream.preset = "laptop";            // or budgets; nothing: all resident
@@ -39,6 +41,7 @@
 #include <iosfwd>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -133,6 +136,18 @@ class Model {
   const Checkpoint& checkpoint() const { return checkpoint_; }
   const ModelParams& params() const { return params_; }
   Engine& engine() { return *engine_; }
+  // Rows one weight pass runs at most (the plan's batch).
+  size_t max_batch() const { return engine_->max_batch(); }
+  // Where the weights come from (a draft model shares its streams).
+  WeightSource& weights() { return engine_->source(); }
+  // A layer tap sees every layer's input as passes run (a draft model's
+  // context); nullptr: none.
+  void set_layer_tap(LayerTap* tap) { engine_->set_layer_tap(tap); }
+  // Runs `ids` through the forward pass from an empty sequence, computing no
+  // logits: the layer tap sees them as it would have (a draft model
+  // rebuilding its context for a restored sequence). `on_start` is given
+  // that sequence's state before the pass (for the tap to follow it).
+  void replay_for_tap(std::span<const int32_t> ids, const std::function<void(const SequenceState&)>& on_start);
   ThreadPool& pool() { return pool_; }
   const ThreadPool& pool() const { return pool_; }
   StreamingWeights* streaming() { return streaming_.get(); }
@@ -144,16 +159,23 @@ class Model {
   // A new sequence on this model (engine/session.h); its weight passes are
   // accounted in counters().
   Session session(GenerationOptions options);
-  // The raw generation session with the same accounting, for callers that
-  // drive lib/generate themselves (ChatSession).
-  std::unique_ptr<GenerationSession> generation_session(GenerationOptions options);
 
   // Several fed sessions decoded together, one weight pass per step for all
-  // of them (BatchGeneration). Returns the weight passes run.
-  int64_t decode_together(const std::vector<GenerationSession*>& sessions, int64_t max_new,
+  // of them (BatchGeneration: each sequence's ids and logits as when
+  // generated alone). Returns the weight passes run.
+  int64_t decode_together(const std::vector<Session*>& sessions, int64_t max_new,
                           const std::function<void(size_t, int32_t)>& on_token,
                           const std::function<void(size_t, GenerationEnd)>& on_end,
                           const std::function<bool()>& interrupted = nullptr);
+
+  // One weight pass over the pending ids followed by `ids[k]` of each
+  // session k (a prompt chunk, or nothing for a decode row holding one
+  // pending id; each session must have some row): a server's new prompts
+  // share the pass with its running sequences, which may change between
+  // passes. Each session's current row becomes the logits of its last id,
+  // bit-identical to evaluating it alone; the pass is accounted
+  // (pass_done) with all its rows. Not for sessions that log every row.
+  void step_rows(std::span<Session* const> sessions, std::span<const std::span<const int32_t>> ids);
 
   // Marks the end of the prefill: the streaming counters split there.
   void prefill_done();
@@ -167,6 +189,8 @@ class Model {
 
  private:
   void load(ModelPlan plan);
+  // A lib/generate session with this model's pass accounting.
+  std::unique_ptr<GenerationSession> generation_session(GenerationOptions options);
 
   ModelConfig config_;
   Checkpoint checkpoint_;

@@ -3,17 +3,10 @@
 #include <algorithm>
 
 #include "engine/model.h"
+#include "engine/prefix_reuse.h"
 #include "state/continuation.h"
 
 namespace k3 {
-
-namespace {
-
-bool starts_with(std::span<const int32_t> ids, const std::vector<int32_t>& prefix) {
-  return prefix.size() <= ids.size() && std::equal(prefix.begin(), prefix.end(), ids.begin());
-}
-
-}  // namespace
 
 Session::Session(Model& model, std::unique_ptr<GenerationSession> generation)
     : model_(&model), gen_(std::move(generation)) {
@@ -51,12 +44,12 @@ void Session::save(const std::string& path, const ModelIdentity& identity) const
 
 size_t Session::save_reusable(const std::string& path, const ModelIdentity& identity,
                               std::span<const int32_t> next) const {
-  if (ids_known_ && !ids_.empty() && starts_with(next, ids_)) {
+  if (ids_known_ && !ids_.empty() && is_id_prefix(ids_, next)) {
     gen_->save_conversation(path, identity);
     return ids_.size();
   }
   for (auto p = points_.rbegin(); p != points_.rend(); ++p) {
-    if (p->ids.empty() || !starts_with(next, p->ids)) continue;
+    if (p->ids.empty() || !is_id_prefix(p->ids, next)) continue;
     SequenceState copy = p->point.state;  // the point stays usable
     save_conversation(path, identity, std::move(copy), p->point.pending, gen_->sampling(), p->point.row);
     return p->ids.size();
@@ -64,17 +57,17 @@ size_t Session::save_reusable(const std::string& path, const ModelIdentity& iden
   return 0;
 }
 
-void Session::prefill(std::span<const int32_t> ids, const Engine::Progress& progress) {
+void Session::prefill(std::span<const int32_t> ids, const Engine::Progress& progress, std::vector<float>* all_rows) {
   const bool known = ids_known_;
   ids_known_ = false;  // until the prefill is complete (a throwing progress abandons it)
-  gen_->feed(ids, nullptr, progress);
+  gen_->feed(ids, all_rows, progress);
   ids_.insert(ids_.end(), ids.begin(), ids.end());
   ids_known_ = known;
 }
 
 size_t Session::prefill_reusing(std::span<const int32_t> prompt, size_t keep_prefix, const Engine::Progress& progress) {
   size_t from = 0;
-  if (ids_known_ && starts_with(prompt, ids_)) {
+  if (ids_known_ && is_id_prefix(ids_, prompt)) {
     from = ids_.size();  // what was generated re-renders as it was
   } else if (const Point* p = longest_point(prompt)) {
     gen_->rollback(p->point);  // a copy: the point stays usable
@@ -100,6 +93,31 @@ int32_t Session::step() {
   return id;
 }
 
+int32_t Session::sample() {
+  const int32_t id = gen_->sample();
+  ids_.push_back(id);
+  return id;
+}
+
+void Session::rollback(const SavePoint& point) {
+  gen_->rollback(point);  // a copy: the point stays usable
+  ids_ = point.state.tokens;
+  ids_.insert(ids_.end(), point.pending.begin(), point.pending.end());
+  ids_known_ = true;
+}
+
+Session::SavePoint Session::release() {
+  ids_.clear();
+  ids_known_ = true;
+  return gen_->release();
+}
+
+void Session::save_and_release(const std::string& path, const ModelIdentity& identity) {
+  gen_->save_conversation_and_release(path, identity);
+  ids_.clear();
+  ids_known_ = true;
+}
+
 GenerationEnd Session::generate(int64_t max_new, const std::function<void(int32_t)>& on_token,
                                 const std::function<bool()>& interrupted) {
   const GenerationEnd end = gen_->generate(
@@ -115,10 +133,9 @@ GenerationEnd Session::generate(int64_t max_new, const std::function<void(int32_
 }
 
 const Session::Point* Session::longest_point(std::span<const int32_t> prompt) const {
-  const Point* best = nullptr;
-  for (const Point& p : points_)
-    if (starts_with(prompt, p.ids) && (!best || p.ids.size() > best->ids.size())) best = &p;
-  return best;
+  const auto best = longest_prefix_state(points_.begin(), points_.end(), prompt,
+                                         [](const Point& p) { return std::span<const int32_t>(p.ids); });
+  return best == points_.end() ? nullptr : &*best;
 }
 
 void Session::take_point(std::span<const int32_t> ids) {

@@ -1,7 +1,10 @@
-// One sequence on a k3::Model (engine/model.h), the concise way: prefill,
-// step or generate with a token callback, save and restore, prefix reuse and
-// speculation. A thin layer over lib/generate's GenerationSession, which
-// generation() exposes for everything else (counters, logits, save points).
+// One sequence on a k3::Model (engine/model.h): prefill, step or generate
+// with a token callback, save and restore, save points, prefix reuse,
+// speculation, structured output and what a front end observes (logits,
+// sampled rows, counters). Front ends (k3-forward, k3-chat, k3-serve) drive
+// sequences only through it; several are stepped together in one weight
+// pass by Model::step_rows and Model::decode_together. It is a layer over
+// lib/generate's GenerationSession, which stays inside lib/engine.
 //
 //   k3::Session s = model->session(options);       // options.max_drafts > 0: speculation
 //   s.set_drafts(&ngram);                          // where drafts come from (generate/draft_source.h)
@@ -62,7 +65,10 @@ class Session {
   // prefill. `progress` is called per layer step and may throw to abandon
   // the prefill (the sequence then goes on from the last save point or
   // starts over at the next prefill_reusing(), or is reset()).
-  void prefill(std::span<const int32_t> ids, const Engine::Progress& progress = nullptr);
+  // `all_rows`, when given, receives the logits of every id evaluated
+  // ([pending + ids, vocab]: teacher forcing).
+  void prefill(std::span<const int32_t> ids, const Engine::Progress& progress = nullptr,
+               std::vector<float>* all_rows = nullptr);
 
   // Prefix reuse (k3-chat's rule): makes the sequence hold exactly `prompt`,
   // evaluating only what it lacks. It goes on from what it holds when that
@@ -88,6 +94,11 @@ class Session {
   GenerationEnd generate(int64_t max_new, const std::function<void(int32_t)>& on_token,
                          const std::function<bool()>& interrupted = nullptr);
 
+  // The step generate() begins each id with, for a front end that drives the
+  // loop (k3-serve's scheduler, whose passes are Model::step_rows): the
+  // next id from the current row (nothing may be pending); it stays pending.
+  int32_t sample();
+
   // Speculation: drafts come from `source` (nullptr: none), up to the
   // options' max_drafts per pass; output does not depend on them.
   void set_drafts(DraftSource* source) { gen_->set_draft_source(source); }
@@ -99,15 +110,51 @@ class Session {
     const bool on = static_cast<bool>(stop);
     gen_->set_stop_within_pass(on, false, std::move(stop));
   }
+  // Same, the passes polling generate()'s own `interrupted` (k3-forward).
+  // With `keep_state` the sequence is put back as it was before the pass
+  // cut, so it can still be saved (--state-out).
+  void stop_passes_when_interrupted(bool keep_state) { gen_->set_stop_within_pass(true, keep_state); }
+  // Whether the last generate() stopped a pass part-way.
+  bool pass_cut() const { return gen_->pass_cut(); }
+
+  // Structured output (constrain/output_constraint.h): ids are chosen among
+  // those `constraint` allows; it must outlive the generate() calls; nullptr: none.
+  void set_constraint(OutputConstraint* constraint) { gen_->set_constraint(constraint); }
+  // Called with every id generated, the logits row it was chosen from and
+  // its position (--logprobs), once per position, with or without drafts.
+  void set_sample_observer(GenerationSession::SampleObserver observer) {
+    gen_->set_sample_observer(std::move(observer));
+  }
+
+  // Save points: the whole sequence (state, pending ids, current row), to
+  // go back to with rollback() (a copy: the point stays usable). release()
+  // moves the state out instead of copying it (the sequence is empty then).
+  using SavePoint = GenerationSession::SavePoint;
+  SavePoint mark() const { return gen_->mark(); }
+  void rollback(const SavePoint& point);
+  SavePoint release();
+  // save(), moving the state into the writer (the sequence is empty then):
+  // no copy of a K3-size state.
+  void save_and_release(const std::string& path, const ModelIdentity& identity);
 
   // Every id the sequence holds (evaluated and pending), when known.
   const std::vector<int32_t>& ids() const { return ids_; }
+  // Ids evaluated and pending: the position of the next id.
+  int64_t position() const { return gen_->position(); }
+  // Ids known but not evaluated yet (the last generated id, a restored state's).
+  const std::vector<int32_t>& pending() const { return gen_->pending(); }
+  // The evaluated state (a draft model follows it: DraftSource::attach).
+  const SequenceState& state() const { return gen_->state(); }
+  // Logits of the last evaluated position ([vocab]; empty before any).
+  const std::vector<float>& current_row() const { return gen_->current_row(); }
+  // Every evaluated row, with options.log_logits (k3-forward --logits).
+  const LogitsLog& logits_log() const { return gen_->logits_log(); }
+  const StopConditions& stop_conditions() const { return gen_->stop_conditions(); }
   const GenerationCounters& counters() const { return gen_->counters(); }
   Model& model() { return *model_; }
-  GenerationSession& generation() { return *gen_; }
-  const GenerationSession& generation() const { return *gen_; }
 
  private:
+  friend class Model;  // steps several sessions in one weight pass
   Model* model_;
   std::unique_ptr<GenerationSession> gen_;
   std::vector<int32_t> ids_;

@@ -7,20 +7,17 @@
 #include <iterator>
 
 #include "common/error.h"
+#include "engine/prefix_reuse.h"
 #include "serve/kept_state.h"
 
 namespace k3::serve {
 
 namespace {
 
-std::vector<int32_t> ids_of(const GenerationSession::SavePoint& p) {
+std::vector<int32_t> ids_of(const Session::SavePoint& p) {
   std::vector<int32_t> ids = p.state.tokens;
   ids.insert(ids.end(), p.pending.begin(), p.pending.end());
   return ids;
-}
-
-bool is_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
-  return a.size() <= b.size() && std::equal(a.begin(), a.end(), b.begin());
 }
 
 }  // namespace
@@ -38,7 +35,7 @@ void ConversationCache::remove_file(Entry& e) {
   ::unlink(e.file.c_str());
 }
 
-uint64_t ConversationCache::bytes_of(const GenerationSession::SavePoint& p) {
+uint64_t ConversationCache::bytes_of(const Session::SavePoint& p) {
   uint64_t floats = p.row.size();
   for (const LayerState& l : p.state.layers)
     floats += l.kda.S.size() + l.kda.conv_q.size() + l.kda.conv_k.size() + l.kda.conv_v.size() + l.mla.latent.size();
@@ -51,10 +48,9 @@ size_t ConversationCache::states_in_ram() const {
 }
 size_t ConversationCache::states_on_disk() const { return entries_.size() - states_in_ram(); }
 
-size_t ConversationCache::restore_longest(const std::vector<int32_t>& prompt, GenerationSession& session) {
-  auto best = entries_.end();
-  for (auto it = entries_.begin(); it != entries_.end(); ++it)
-    if (is_prefix(it->ids, prompt) && (best == entries_.end() || it->ids.size() > best->ids.size())) best = it;
+size_t ConversationCache::restore_longest(const std::vector<int32_t>& prompt, Session& session) {
+  const auto best = longest_prefix_state(entries_.begin(), entries_.end(), prompt,
+                                         [](const Entry& e) { return std::span<const int32_t>(e.ids); });
   if (best == entries_.end()) {
     session.reset();
     return 0;
@@ -83,7 +79,7 @@ size_t ConversationCache::restore_longest(const std::vector<int32_t>& prompt, Ge
   return e.ids.size();
 }
 
-void ConversationCache::keep(GenerationSession::SavePoint point) {
+void ConversationCache::keep(Session::SavePoint point) {
   std::vector<int32_t> ids = ids_of(point);
   if (ids.empty()) return;
   for (auto it = entries_.begin(); it != entries_.end(); ++it)

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "generate/generation_session.h"
+#include "engine/session.h"
 #include "serve/state_spiller.h"
 #include "state/continuation.h"
 
@@ -44,20 +44,20 @@ class ConversationCache {
 
   // Puts the longest kept state whose ids are a prefix of `prompt` into
   // `session` and returns how many ids it holds; 0 (session reset) when none.
-  size_t restore_longest(const std::vector<int32_t>& prompt, GenerationSession& session);
+  size_t restore_longest(const std::vector<int32_t>& prompt, Session& session);
   // Keeps a state (a session's mark() or release()); replaces one with the same ids.
-  void keep(GenerationSession::SavePoint point);
+  void keep(Session::SavePoint point);
 
   size_t states_in_ram() const;
   size_t states_on_disk() const;
   uint64_t ram_bytes() const { return ram_used_; }
 
-  static uint64_t bytes_of(const GenerationSession::SavePoint& point);
+  static uint64_t bytes_of(const Session::SavePoint& point);
 
  private:
   struct Entry {
     std::vector<int32_t> ids;
-    GenerationSession::SavePoint point;          // in RAM when file is empty
+    Session::SavePoint point;                    // in RAM when file is empty
     std::string file;                            // spilled
     std::shared_ptr<StateSpiller::Write> write;  // the file's write (it may still be under way)
     uint64_t bytes = 0;

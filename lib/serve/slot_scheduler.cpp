@@ -5,8 +5,6 @@
 
 #include "common/error.h"
 
-#include "generate/batch_generation.h"
-
 namespace k3::serve {
 
 namespace {
@@ -120,7 +118,7 @@ void SlotScheduler::admit(const std::shared_ptr<Job>& job) {
                      std::none_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.drafted; });
   GenerationOptions go{spec.sampling, spec.stop};
   if (draft) go.max_drafts = options_.max_drafts;
-  Slot slot{job, model_.generation_session(go)};
+  Slot slot{job, std::make_unique<Session>(model_.session(go))};
   slot.session->set_constraint(spec.constraint.get());
   try {
     // Checked here, as one request's fault: a bad id in a shared pass would end every request in it.
@@ -135,7 +133,7 @@ void SlotScheduler::admit(const std::shared_ptr<Job>& job) {
     // From a fresh context: the taps of this sequence's passes from here on.
     options_.draft->reset();
     options_.draft->attach(&slot.session->state());
-    slot.session->set_draft_source(options_.draft);
+    slot.session->set_drafts(options_.draft);
     slot.drafted = true;
   }
   if (spec.keep_prefix > slot.at && spec.keep_prefix <= spec.prompt.size()) slot.keep_at = spec.keep_prefix;
@@ -191,9 +189,8 @@ bool SlotScheduler::can_speculate() const {
 
 void SlotScheduler::speculate(Slot& slot) {
   Job& job = *slot.job;
-  GenerationSession& s = *slot.session;
+  Session& s = *slot.session;  // its passes are accounted by the model (pass_done) as they run
   const int64_t passes0 = s.counters().weight_passes;
-  s.set_pass_observer([&](size_t rows) { model_.pass_done(rows); });
   const auto t0 = Clock::now();
   GenerationEnd end = GenerationEnd::kInterrupted;
   try {
@@ -208,13 +205,11 @@ void SlotScheduler::speculate(Slot& slot) {
         },
         [&] { return job.cancelled() || others_waiting(); });
   } catch (const std::exception& e) {  // as a failed shared pass: this request ends, not the server
-    s.set_pass_observer(nullptr);
     options_.draft->detach();
     job.finish(EndReason::kCancelled, e.what());
     slots_.clear();
     return;
   }
-  s.set_pass_observer(nullptr);
   metrics_.weight_passes += static_cast<uint64_t>(s.counters().weight_passes - passes0);
   metrics_.decode_nanoseconds += nanoseconds_since(t0);
   publish_draft_stats();
@@ -238,7 +233,7 @@ void SlotScheduler::run_pass() {
   // Decode rows first (one pending id each), then prompt chunks in order of
   // arrival within the engine's rows per pass (at least one chunk row, so a
   // prefill advances even when the decode rows fill the pass).
-  std::vector<GenerationSession*> sessions;
+  std::vector<Session*> sessions;
   std::vector<std::span<const int32_t>> chunks;
   std::vector<Slot*> in_pass;
   size_t rows = 0;
@@ -250,7 +245,7 @@ void SlotScheduler::run_pass() {
     in_pass.push_back(&slot);
     ++rows;
   }
-  const size_t max_rows = model_.engine().max_batch();
+  const size_t max_rows = model_.max_batch();
   size_t budget = max_rows > rows ? max_rows - rows : 1;
   bool prefill = false;
   for (Slot& slot : slots_) {
@@ -270,9 +265,8 @@ void SlotScheduler::run_pass() {
   if (sessions.empty()) return;
   const auto t0 = Clock::now();
   try {
-    BatchGeneration::step_rows(model_.engine(), sessions, chunks);
-    model_.pass_done(rows);
-  } catch (const std::exception& e) {  // an I/O error ends the requests of this pass, not the server
+    model_.step_rows(sessions, chunks);  // the model accounts the pass (pass_done)
+  } catch (const std::exception& e) {    // an I/O error ends the requests of this pass, not the server
     for (Slot* slot : in_pass) {
       slot->job->finish(EndReason::kCancelled, e.what());
       slot->job.reset();

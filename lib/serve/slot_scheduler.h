@@ -1,14 +1,14 @@
 // The model's one driver (engine/model.h: a Model and its sessions are used
 // from one thread): the thread that runs every weight pass for up to `slots`
 // sequences at once (continuous batching over the engine's several-sequences
-// pass, BatchGeneration::step_rows), with the model's per-pass accounting.
+// pass, Model::step_rows), with the model's per-pass accounting.
 //
 // A request becomes a Job. It waits in a bounded queue (full: submit()
 // returns nullptr and the server answers 429) and joins at the next pass
 // when a slot is free, from the longest kept conversation state its prompt
 // extends (ConversationCache). Each pass then evaluates, in one weight pass,
 // the last sampled id of every decoding slot and a chunk of the prompt of
-// every slot still prefilling (BatchGeneration::step_rows): requests that
+// every slot still prefilling (Model::step_rows): requests that
 // arrive together share their prefill passes, and a new arrival's prefill
 // shares passes with the running decodes. The rows of a pass are bounded by
 // the engine's max batch (the plan's activation memory); decode rows come
@@ -33,7 +33,7 @@
 
 #include "draft/dspark_drafts.h"
 #include "engine/model.h"
-#include "generate/generation_session.h"
+#include "engine/session.h"
 #include "sampling/stop_conditions.h"
 #include "serve/conversation_cache.h"
 #include "serve/openai_response.h"
@@ -128,7 +128,7 @@ class SlotScheduler {
  private:
   struct Slot {
     std::shared_ptr<Job> job;
-    std::unique_ptr<GenerationSession> session;
+    std::unique_ptr<Session> session;
     int64_t made = 0;
     size_t at = 0;          // prompt ids in the state (restored or evaluated)
     size_t keep_at = 0;     // where a state is kept for the conversation (0: nowhere)

@@ -27,7 +27,7 @@ StateSpiller::~StateSpiller() {
   thread_.join();
 }
 
-std::shared_ptr<StateSpiller::Write> StateSpiller::spill(std::string path, GenerationSession::SavePoint point) {
+std::shared_ptr<StateSpiller::Write> StateSpiller::spill(std::string path, Session::SavePoint point) {
   auto w = std::make_shared<Write>();
   w->path_ = std::move(path);
   w->point_ = std::move(point);
@@ -50,7 +50,7 @@ void StateSpiller::loop() {
     bool ok = false;
     try {
       if (before_write_) before_write_(w->path_);
-      GenerationSession::SavePoint& p = w->point_;
+      Session::SavePoint& p = w->point_;
       save_conversation(w->path_, model_, std::move(p.state), p.pending, SamplingParams{},
                         p.pending.empty() ? std::move(p.row) : std::vector<float>{});
       ok = true;

@@ -18,7 +18,7 @@
 #include <string>
 #include <thread>
 
-#include "generate/generation_session.h"
+#include "engine/session.h"
 #include "state/continuation.h"
 
 namespace k3::serve {
@@ -39,7 +39,7 @@ class StateSpiller {
    private:
     friend class StateSpiller;
     std::string path_;
-    GenerationSession::SavePoint point_;  // released once written
+    Session::SavePoint point_;  // released once written
     std::mutex mutex_;
     std::condition_variable cv_;
     bool done_ = false, ok_ = false;
@@ -52,7 +52,7 @@ class StateSpiller {
   StateSpiller(const StateSpiller&) = delete;
   StateSpiller& operator=(const StateSpiller&) = delete;
 
-  std::shared_ptr<Write> spill(std::string path, GenerationSession::SavePoint point);
+  std::shared_ptr<Write> spill(std::string path, Session::SavePoint point);
 
  private:
   void loop();

@@ -12,6 +12,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <span>
 #include <sstream>
 #include <vector>
 
@@ -42,7 +43,7 @@ std::vector<int32_t> generate(Session& s, int64_t n) {
 std::vector<float> fresh_row(Model& model, const std::vector<int32_t>& prompt) {
   Session f = model.session(greedy(model));
   f.prefill(prompt);
-  return f.generation().current_row();
+  return f.current_row();
 }
 
 ModelParams resident() {
@@ -67,7 +68,7 @@ TEST(Model, ResidentSessionGeneratesTheGoldenIds) {
   std::vector<int32_t> ids;
   for (size_t i = 0; i < g.greedy_ids.size(); ++i) ids.push_back(stepped.step());
   EXPECT_EQ(ids, g.greedy_ids);
-  EXPECT_TRUE(test::same_bits(stepped.generation().current_row(), s.generation().current_row()));
+  EXPECT_TRUE(test::same_bits(stepped.current_row(), s.current_row()));
 }
 
 TEST(Model, PrefixReuseEqualsAFreshRun) {
@@ -83,7 +84,7 @@ TEST(Model, PrefixReuseEqualsAFreshRun) {
   p2.insert(p2.end(), reply.begin(), reply.end());
   p2.insert(p2.end(), g.tf_ids.begin(), g.tf_ids.begin() + 5);
   EXPECT_EQ(s.prefill_reusing(p2, p2.size()), p1.size() + reply.size() - 1);
-  EXPECT_TRUE(test::same_bits(s.generation().current_row(), fresh_row(*model, p2)));
+  EXPECT_TRUE(test::same_bits(s.current_row(), fresh_row(*model, p2)));
 
   // Turn 3 diverges after p2's first ids: back to turn 2's save point only
   // when that point's ids are a prefix; here they are not, and p1's point
@@ -91,14 +92,14 @@ TEST(Model, PrefixReuseEqualsAFreshRun) {
   std::vector<int32_t> p3(p1.begin(), p1.end() - 1);
   p3.push_back(g.tf_ids[7]);
   EXPECT_EQ(s.prefill_reusing(p3, 3), 0u);
-  EXPECT_TRUE(test::same_bits(s.generation().current_row(), fresh_row(*model, p3)));
+  EXPECT_TRUE(test::same_bits(s.current_row(), fresh_row(*model, p3)));
   generate(s, 3);
 
   // Turn 4 shares p3's first 3 ids (the save point) but not the rest.
   std::vector<int32_t> p4(p3.begin(), p3.begin() + 3);
   p4.insert(p4.end(), g.tf_ids.begin() + 10, g.tf_ids.begin() + 16);
   EXPECT_EQ(s.prefill_reusing(p4, p4.size()), 3u);
-  EXPECT_TRUE(test::same_bits(s.generation().current_row(), fresh_row(*model, p4)));
+  EXPECT_TRUE(test::same_bits(s.current_row(), fresh_row(*model, p4)));
   EXPECT_EQ(s.ids(), p4);
 }
 
@@ -122,7 +123,7 @@ TEST(Model, AReplyCutWithinALayerGoesBackToTheTurnBefore) {
   s.set_stop_within_pass([&] { return ++polls > 3; });  // the first decode pass stops after its 4th layer
   std::vector<int32_t> got;
   EXPECT_EQ(s.generate(5, [&](int32_t id) { got.push_back(id); }), GenerationEnd::kInterrupted);
-  EXPECT_TRUE(s.generation().pass_cut());
+  EXPECT_TRUE(s.pass_cut());
   EXPECT_EQ(got.size(), 1u);  // sampled from the prompt's row; its pass was cut
   EXPECT_EQ(polls, 4);
   s.set_stop_within_pass(nullptr);
@@ -131,7 +132,7 @@ TEST(Model, AReplyCutWithinALayerGoesBackToTheTurnBefore) {
   std::vector<int32_t> p3(p2.begin(), p2.begin() + static_cast<ptrdiff_t>(p1.size() + reply.size()));
   p3.insert(p3.end(), g.tf_ids.begin() + 6, g.tf_ids.begin() + 11);
   EXPECT_EQ(s.prefill_reusing(p3, p3.size()), p1.size());
-  EXPECT_TRUE(test::same_bits(s.generation().current_row(), fresh_row(*model, p3)));
+  EXPECT_TRUE(test::same_bits(s.current_row(), fresh_row(*model, p3)));
 }
 
 // k3-chat's state file: what save_reusable() writes is what the next turn
@@ -163,13 +164,13 @@ TEST(Model, ASavedReusableStateContinuesInAnotherSession) {
   Session resumed = model->session(greedy(*model));
   resumed.restore_reusable(load_conversation(path, identity));
   EXPECT_EQ(resumed.prefill_reusing(next, next.size()), p1.size() + reply.size() - 1);  // the last reply id was pending
-  EXPECT_TRUE(test::same_bits(resumed.generation().current_row(), fresh.generation().current_row()));
+  EXPECT_TRUE(test::same_bits(resumed.current_row(), fresh.current_row()));
   Session from_point = model->session(greedy(*model));
   from_point.restore_reusable(load_conversation(path + ".point", identity));
   EXPECT_EQ(from_point.prefill_reusing(other, other.size()), p1.size() - 2);
   Session other_fresh = model->session(greedy(*model));
   other_fresh.prefill(other);
-  EXPECT_TRUE(test::same_bits(from_point.generation().current_row(), other_fresh.generation().current_row()));
+  EXPECT_TRUE(test::same_bits(from_point.current_row(), other_fresh.current_row()));
   std::filesystem::remove(path);
   std::filesystem::remove(path + ".point");
 }
@@ -184,13 +185,13 @@ TEST(Model, SessionsDecodedTogetherEqualEachAlone) {
     s.prefill(p);
     alone.push_back(generate(s, 6));
   }
-  std::vector<std::unique_ptr<GenerationSession>> sessions;
-  std::vector<GenerationSession*> ptrs;
+  std::vector<Session> sessions;
+  sessions.reserve(prompts.size());
+  std::vector<Session*> ptrs;
   for (const auto& p : prompts) {
-    sessions.push_back(model->generation_session(greedy(*model)));
-    sessions.back()->reset();
-    sessions.back()->feed(p);
-    ptrs.push_back(sessions.back().get());
+    sessions.push_back(model->session(greedy(*model)));
+    sessions.back().prefill(p);
+    ptrs.push_back(&sessions.back());
   }
   std::vector<std::vector<int32_t>> together(prompts.size());
   size_t ends = 0;
@@ -199,6 +200,48 @@ TEST(Model, SessionsDecodedTogetherEqualEachAlone) {
   EXPECT_EQ(together, alone);
   EXPECT_EQ(ends, prompts.size());
   EXPECT_EQ(passes, 5);  // 6 ids each, the last ones not evaluated
+}
+
+// A server's pass (Model::step_rows): one sequence's prompt chunks share
+// weight passes with another's decode rows; each generates the golden ids,
+// holds its ids, and the passes are accounted with all their rows.
+TEST(Model, StepRowsSharesPassesAndGeneratesTheGoldenIds) {
+  const test::Golden& g = test::Golden::get();
+  auto model = Model::open(test::tiny_dir(), resident());
+  Session a = model->session(greedy(*model));
+  Session b = model->session(greedy(*model));
+  a.prefill(g.greedy_prompt);
+  const std::vector<int32_t>& p = g.greedy_prompt;
+  const size_t half = p.size() / 2;
+  ASSERT_GT(half, 0u);
+  std::vector<int32_t> a_ids, b_ids;
+  a_ids.push_back(a.sample());
+  // b's prompt in two chunks, each in a pass with a's decode row.
+  std::vector<Session*> both = {&a, &b};
+  std::vector<std::span<const int32_t>> chunks = {{}, std::span<const int32_t>(p).first(half)};
+  const std::vector<PassAccount> before = model->counters().passes_by_rows;
+  model->step_rows(both, chunks);
+  const std::vector<PassAccount> after = model->counters().passes_by_rows;
+  ASSERT_GT(after.size(), 1 + half);
+  EXPECT_EQ(after[1 + half].passes, (before.size() > 1 + half ? before[1 + half].passes : 0) + 1)
+      << "a pass of a decode row and a chunk of " << half << " ids is accounted with " << 1 + half << " rows";
+  a_ids.push_back(a.sample());
+  chunks = {{}, std::span<const int32_t>(p).subspan(half)};
+  model->step_rows(both, chunks);
+  EXPECT_EQ(b.ids(), p);
+  EXPECT_TRUE(test::same_bits(b.current_row(), fresh_row(*model, p)));
+  while (b_ids.size() < g.greedy_ids.size()) {
+    a_ids.push_back(a.sample());
+    b_ids.push_back(b.sample());
+    if (b_ids.size() == g.greedy_ids.size()) break;
+    model->step_rows(both, std::vector<std::span<const int32_t>>(2));
+  }
+  a_ids.resize(g.greedy_ids.size());
+  EXPECT_EQ(a_ids, g.greedy_ids);
+  EXPECT_EQ(b_ids, g.greedy_ids);
+  std::vector<int32_t> all = p;
+  all.insert(all.end(), b_ids.begin(), b_ids.end());
+  EXPECT_EQ(b.ids(), all);
 }
 
 TEST(Model, StreamedModelGeneratesTheGoldenIdsAndCountsItsPasses) {

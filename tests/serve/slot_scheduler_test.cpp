@@ -53,7 +53,7 @@ class SchedulerTest : public ::testing::Test {
     return *m;
   }
   Model& m = model();
-  Engine& engine = m.engine();
+  Engine& engine = m.engine();  // the reference below runs lib/generate directly
   ServeMetrics metrics;
   ModelIdentity identity() { return ModelIdentity::of(m.config(), m.checkpoint()); }
 
@@ -233,10 +233,9 @@ TEST_F(SchedulerTest, SpillingDoesNotWaitForTheDisk) {
                            open_gate.wait();
                          }};
     ConversationCache cache(identity(), options);
-    GenerationSession g(engine, GenerationOptions{});
-    g.reset();
+    Session g = m.session(GenerationOptions{});
     const std::vector<int32_t> p = prompt(41, 6);
-    g.feed(p);
+    g.prefill(p);
     auto kept = std::async(std::launch::async, [&] { cache.keep(g.mark()); });
     if (kept.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
       gate.set_value();
@@ -249,7 +248,7 @@ TEST_F(SchedulerTest, SpillingDoesNotWaitForTheDisk) {
     EXPECT_EQ(state_files(), 0) << "no state file before its write";
     gate.set_value();
     // A restore waits for that write, then reads the file: the same state.
-    GenerationSession h(engine, GenerationOptions{});
+    Session h = m.session(GenerationOptions{});
     EXPECT_EQ(cache.restore_longest(p, h), p.size());
     EXPECT_TRUE(test::same_bits(h.current_row(), g.current_row()));
     EXPECT_EQ(h.state().tokens, g.state().tokens);
@@ -263,15 +262,14 @@ TEST_F(SchedulerTest, SpilledStateOfAnotherConversationIsNotContinued) {
   std::vector<std::string> files;  // in the order written
   CacheOptions options{0, dir, 8, [&](const std::string& path) { files.push_back(path); }};
   ConversationCache cache(identity(), options);
-  GenerationSession g(engine, GenerationOptions{});
+  Session g = m.session(GenerationOptions{});
   const std::vector<int32_t> a = prompt(11, 8), b = prompt(500, 8);
-  g.reset();
-  g.feed(a);
+  g.prefill(a);
   cache.keep(g.mark());
   g.reset();
-  g.feed(b);
+  g.prefill(b);
   cache.keep(g.mark());
-  GenerationSession h(engine, GenerationOptions{});
+  Session h = m.session(GenerationOptions{});
   std::vector<int32_t> longer = a, b_longer = b;
   longer.push_back(7);
   b_longer.push_back(9);
@@ -281,11 +279,11 @@ TEST_F(SchedulerTest, SpilledStateOfAnotherConversationIsNotContinued) {
   // a's file now holds b's state (same model, same length, other ids): it
   // is not a's conversation, so nothing is restored and a is evaluated anew.
   std::filesystem::copy_file(files[1], files[0], std::filesystem::copy_options::overwrite_existing);
-  GenerationSession k(engine, GenerationOptions{});
+  Session k = m.session(GenerationOptions{});
   EXPECT_EQ(cache.restore_longest(longer, k), 0u);
   EXPECT_TRUE(k.state().tokens.empty());
   // b's own state still comes back.
-  GenerationSession j(engine, GenerationOptions{});
+  Session j = m.session(GenerationOptions{});
   EXPECT_EQ(cache.restore_longest(b_longer, j), b.size());
   EXPECT_EQ(j.state().tokens, b);
 }

@@ -96,7 +96,7 @@ int run(int argc, char** argv) {
   session.set_stop_within_pass(k3::interrupted);  // Ctrl-C cuts a pass within a layer; the turn is dropped
   k3::NgramDrafts lookup;
   session.set_drafts(&lookup);
-  spec_flags.start_draft(*model, session.generation(), &lookup);
+  spec_flags.start_draft(*model, session, &lookup);
   k3::ChatSession chat(tok, session, f.chat);
   chat.set_messages(history.empty() ? f.loop.start_messages : history);
   if (!history.empty() && !f.system.empty())

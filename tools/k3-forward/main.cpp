@@ -113,15 +113,14 @@ int run(int argc, char** argv) {
   k3::Session s = model->session(go);
   s.set_drafts(drafts.get());
   if (saved) s.restore(std::move(*saved));
-  k3::GenerationSession& session = s.generation();
-  k3::prepare_interrupts(session, kTool, f.state_out);
-  const k3::GenerationEnd end = k3::run_prompt_and_generate(session, *model, prompt, fed, f.teacher_forcing, f.gen,
-                                                            extras, &spec_flags.draft(), drafts.get());
-  const k3::GenerationCounters& c = session.counters();
+  k3::prepare_interrupts(s, kTool, f.state_out);
+  const k3::GenerationEnd end = k3::run_prompt_and_generate(s, *model, prompt, fed, f.teacher_forcing, f.gen, extras,
+                                                            &spec_flags.draft(), drafts.get());
+  const k3::GenerationCounters& c = s.counters();
   k3::report_run(*model, mo, c, fed, spec_flags.draft().stats_json());
 
-  if (!f.logits_file.empty()) session.logits_log().write(f.logits_file);
-  if (!f.state_out.empty()) k3::save_state_out(session, f.state_out, *identity, kTool);
+  if (!f.logits_file.empty()) s.logits_log().write(f.logits_file);
+  if (!f.state_out.empty()) k3::save_state_out(s, f.state_out, *identity, kTool);
   return k3::summarize_run(*model, mo, c, fed, end == k3::GenerationEnd::kInterrupted || k3::interrupted());
 }
 
