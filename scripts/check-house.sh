@@ -28,7 +28,7 @@ declare -A CEILING=(
   [layer_order_copies_out_of_step]=0
 )
 declare -A DESCRIPTION=(
-  [front_end_internals]="files in lib/serve, lib/chat, lib/cli, lib/doctor and tools/ that include generate/* or the forward pass (model/engine.h) (goal 0)"
+  [front_end_internals]="files in lib/serve, lib/chat, lib/cli, lib/doctor and tools/ that include generate/* or the forward pass (model/forward_pass.h) (goal 0)"
   [generation_session_named]="files in lib/ and tools/ outside lib/generate and lib/engine that name GenerationSession (goal 0)"
   [flag_literal_lines]="code lines of the engine's shared layers (lib/ but cli, doctor, serve, chat, synth, fetch) holding a flag literal (\"--) or a tool's name (goal 0)"
   [flag_literal_files]="files holding those lines (goal 0)"
@@ -66,7 +66,7 @@ tools=${tools:-k3-none}
 
 declare -A LIST=()
 LIST[front_end_internals]=$(code_files lib/serve lib/chat lib/cli lib/doctor tools |
-  xargs -r grep -lE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(generate/[^"]*|model/engine\.h)"' || true)
+  xargs -r grep -lE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(generate/[^"]*|model/forward_pass\.h)"' || true)
 LIST[generation_session_named]=$(code_files lib tools | grep -vE '^lib/(generate|engine)/' |
   xargs -r grep -lw GenerationSession || true)
 flag_lines=$(code_match "\"--|\\b($tools)\\b" $(code_files lib | grep -vE "$front_ends"))

@@ -36,7 +36,7 @@ struct ChatLoopOptions {
   std::string logits_path;                // each reply's first logits row, [turns, vocab]
   std::function<bool()> interrupted;      // Ctrl-C arrived
   std::function<void()> clear_interrupt;  // after a stopped reply: listen again
-  Engine::Progress progress;              // for long prefills
+  Session::Progress progress;             // for long prefills
 };
 
 // Runs until /exit or the end of the input. Returns the exit status: 0, 4

@@ -135,7 +135,7 @@ std::vector<TokenId> ChatSession::prompt_ids(const std::string& user_text) const
 
 TurnReport ChatSession::reply(const std::string& user_text,
                               const std::function<void(const std::vector<ReplyPiece>&)>& on_pieces,
-                              const std::function<bool()>& interrupted, const Engine::Progress& progress) {
+                              const std::function<bool()>& interrupted, const Session::Progress& progress) {
   const ChatRequest request = request_with(user_text);
   const ChatPrompt prompt = encode_chat(tok_, render_chat(request));
   const std::vector<TokenId>& ids = prompt.ids;

@@ -114,7 +114,7 @@ class ChatSession {
   // `progress` leaves the transcript as it was before it, and the next turn
   // goes on from the model state of the turn before (a save point).
   TurnReport reply(const std::string& user_text, const std::function<void(const std::vector<ReplyPiece>&)>& on_pieces,
-                   const std::function<bool()>& interrupted, const Engine::Progress& progress = nullptr);
+                   const std::function<bool()>& interrupted, const Session::Progress& progress = nullptr);
 
  private:
   ChatRequest request_with(const std::optional<std::string>& user_text) const;

@@ -106,7 +106,7 @@ void Model::load(ModelPlan plan) {
     trace_ = std::make_unique<ExpertTraceRecorder>(*weights, params_.expert_trace);
     weights = trace_.get();
   }
-  engine_ = std::make_unique<Engine>(config_, *weights, pool_);
+  engine_ = std::make_unique<ForwardPass>(config_, *weights, pool_);
   if (streaming_) engine_->set_max_batch(max_batch);  // the plan's prefill batch (lowered when memory is short)
   engine_->set_chunk(chunk);
   counters_.streaming = streaming_ != nullptr;

@@ -1,7 +1,7 @@
 // Layer engine: the model object every front end runs on (open, plan, load, sessions, counters); prints nothing.
 //
 // A k3::Model is a checkpoint loaded to compute with: the weights (resident,
-// or streamed within a memory budget), the thread pool and the Engine over
+// or streamed within a memory budget), the thread pool and the ForwardPass over
 // them, and the accounting of what each weight pass read. Sessions (one
 // sequence each, engine/session.h) are created from it; several of them can
 // be stepped together in one weight pass (Model::step_rows,
@@ -51,7 +51,7 @@
 #include "generate/batch_generation.h"
 #include "generate/generation_session.h"
 #include "model/config.h"
-#include "model/engine.h"
+#include "model/forward_pass.h"
 #include "runtime/expert_trace_oracle.h"
 #include "runtime/expert_trace_recorder.h"
 #include "runtime/resident_weights.h"
@@ -135,7 +135,7 @@ class Model {
   const ModelConfig& config() const { return config_; }
   const Checkpoint& checkpoint() const { return checkpoint_; }
   const ModelParams& params() const { return params_; }
-  Engine& engine() { return *engine_; }
+  ForwardPass& forward_pass() { return *engine_; }
   // Rows one weight pass runs at most (the plan's batch).
   size_t max_batch() const { return engine_->max_batch(); }
   // Where the weights come from (a draft model shares its streams).
@@ -200,7 +200,7 @@ class Model {
   std::unique_ptr<ExpertTraceOracle> oracle_;   // in front of the weights with --expert-lookahead-from
   std::unique_ptr<ExpertTraceRecorder> trace_;  // in front of the weights when recording
   ThreadPool pool_;
-  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<ForwardPass> engine_;
   size_t max_drafts_ = 0;
   ModelCounters counters_;
   StreamStats last_;

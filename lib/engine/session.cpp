@@ -57,7 +57,7 @@ size_t Session::save_reusable(const std::string& path, const ModelIdentity& iden
   return 0;
 }
 
-void Session::prefill(std::span<const int32_t> ids, const Engine::Progress& progress, std::vector<float>* all_rows) {
+void Session::prefill(std::span<const int32_t> ids, const Progress& progress, std::vector<float>* all_rows) {
   const bool known = ids_known_;
   ids_known_ = false;  // until the prefill is complete (a throwing progress abandons it)
   gen_->feed(ids, all_rows, progress);
@@ -65,7 +65,7 @@ void Session::prefill(std::span<const int32_t> ids, const Engine::Progress& prog
   ids_known_ = known;
 }
 
-size_t Session::prefill_reusing(std::span<const int32_t> prompt, size_t keep_prefix, const Engine::Progress& progress) {
+size_t Session::prefill_reusing(std::span<const int32_t> prompt, size_t keep_prefix, const Progress& progress) {
   size_t from = 0;
   if (ids_known_ && is_id_prefix(ids_, prompt)) {
     from = ids_.size();  // what was generated re-renders as it was

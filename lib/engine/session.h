@@ -38,6 +38,9 @@ class Model;
 
 class Session {
  public:
+  // Called per layer step of a prefill (a progress line; may throw to abandon it).
+  using Progress = ForwardPass::Progress;
+
   Session(Model& model, std::unique_ptr<GenerationSession> generation);
   Session(Session&&) noexcept;
   Session& operator=(Session&&) noexcept;
@@ -67,7 +70,7 @@ class Session {
   // starts over at the next prefill_reusing(), or is reset()).
   // `all_rows`, when given, receives the logits of every id evaluated
   // ([pending + ids, vocab]: teacher forcing).
-  void prefill(std::span<const int32_t> ids, const Engine::Progress& progress = nullptr,
+  void prefill(std::span<const int32_t> ids, const Progress& progress = nullptr,
                std::vector<float>* all_rows = nullptr);
 
   // Prefix reuse (k3-chat's rule): makes the sequence hold exactly `prompt`,
@@ -80,8 +83,7 @@ class Session {
   // (each a copy of the state), the longest that is a prefix is used: a chat
   // going back one exchange (/undo, a turn stopped by Ctrl-C) finds the
   // previous turn's point. Returns the ids reused (not evaluated).
-  size_t prefill_reusing(std::span<const int32_t> prompt, size_t keep_prefix,
-                         const Engine::Progress& progress = nullptr);
+  size_t prefill_reusing(std::span<const int32_t> prompt, size_t keep_prefix, const Progress& progress = nullptr);
 
   // The next id: evaluates what is pending, samples one id from the current
   // row and returns it (it is pending until the next call).

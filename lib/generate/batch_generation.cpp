@@ -8,7 +8,7 @@
 
 namespace k3 {
 
-BatchGeneration::BatchGeneration(Engine& engine, std::vector<GenerationSession*> sessions)
+BatchGeneration::BatchGeneration(ForwardPass& engine, std::vector<GenerationSession*> sessions)
     : engine_(engine), sessions_(std::move(sessions)) {
   for (GenerationSession* s : sessions_)
     if (!s->pending_.empty() || !s->has_row_ || &s->engine_ != &engine_)
@@ -55,7 +55,7 @@ void BatchGeneration::generate(int64_t max_new, const std::function<void(size_t,
   for (GenerationSession* s : sessions_) s->counters_.decode_seconds += seconds;
 }
 
-void BatchGeneration::step(Engine& engine, std::span<GenerationSession* const> sessions) {
+void BatchGeneration::step(ForwardPass& engine, std::span<GenerationSession* const> sessions) {
   // A decode pass is step_rows with no new ids: each session's one pending
   // id is its only row, so its last row is every row it has.
   for (GenerationSession* s : sessions)
@@ -70,7 +70,7 @@ void BatchGeneration::take_row(GenerationSession& s, const std::vector<float>& l
   ++s.counters_.weight_passes;
 }
 
-void BatchGeneration::step_rows(Engine& engine, std::span<GenerationSession* const> sessions,
+void BatchGeneration::step_rows(ForwardPass& engine, std::span<GenerationSession* const> sessions,
                                 std::span<const std::span<const int32_t>> ids) {
   if (sessions.empty()) return;
   if (ids.size() != sessions.size())

@@ -1,6 +1,6 @@
 // Several sequences generated together (k3-forward --batch): every step
 // samples one id per sequence and evaluates all of them in one weight pass
-// (Engine::forward_sequences), so the trunk is read once per step for the
+// (ForwardPass::forward_sequences), so the trunk is read once per step for the
 // whole batch and each routed expert once for all the rows that chose it.
 // Each sequence's ids and logits are bit-identical to generating it alone
 // (its own sampler, draws keyed to its positions). A sequence that stops
@@ -20,7 +20,7 @@ namespace k3 {
 class BatchGeneration {
  public:
   // The sessions are fed (prompt evaluated, nothing pending) and share `engine`.
-  BatchGeneration(Engine& engine, std::vector<GenerationSession*> sessions);
+  BatchGeneration(ForwardPass& engine, std::vector<GenerationSession*> sessions);
 
   // Generates up to `max_new` ids per sequence. on_token(i, id) for each id of
   // sequence i; on_end(i, why) when sequence i leaves the batch (every
@@ -38,7 +38,7 @@ class BatchGeneration {
   // per step. For a front end that changes the set of sequences between
   // passes (k3-serve: requests join and leave at any pass). Each session's
   // logits are bit-identical to evaluating it alone.
-  static void step(Engine& engine, std::span<GenerationSession* const> sessions);
+  static void step(ForwardPass& engine, std::span<GenerationSession* const> sessions);
 
   // One weight pass over the pending ids followed by `ids[k]` of each
   // session k (a prompt chunk, or nothing for a decode row; each session
@@ -47,7 +47,7 @@ class BatchGeneration {
   // logits of its last id, bit-identical to feed()/evaluating it alone, so a
   // session whose prompt is done can sample next. Not for sessions that
   // log every row (k3-forward --logits): only last rows are computed.
-  static void step_rows(Engine& engine, std::span<GenerationSession* const> sessions,
+  static void step_rows(ForwardPass& engine, std::span<GenerationSession* const> sessions,
                         std::span<const std::span<const int32_t>> ids);
 
  private:
@@ -55,7 +55,7 @@ class BatchGeneration {
   // session k's current row, and the pass is counted for it.
   static void take_row(GenerationSession& s, const std::vector<float>& logits, size_t k, size_t vocab);
 
-  Engine& engine_;
+  ForwardPass& engine_;
   std::vector<GenerationSession*> sessions_;
   int64_t passes_ = 0;
 };

@@ -15,13 +15,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Weight reads of one forward() call over n ids: one per prefill chunk.
-int64_t passes_for(const Engine& engine, size_t n) {
+int64_t passes_for(const ForwardPass& engine, size_t n) {
   return static_cast<int64_t>((n + engine.tokens_per_read() - 1) / engine.tokens_per_read());
 }
 
 }  // namespace
 
-GenerationSession::GenerationSession(Engine& engine, GenerationOptions options)
+GenerationSession::GenerationSession(ForwardPass& engine, GenerationOptions options)
     : engine_(engine),
       options_(std::move(options)),
       sampler_(options_.sampling),
@@ -47,7 +47,7 @@ void GenerationSession::evaluate(std::span<const int32_t> ids, LogitRows rows, f
 }
 
 void GenerationSession::feed(std::span<const int32_t> ids, std::vector<float>* all_rows,
-                             const Engine::Progress& progress) {
+                             const ForwardPass::Progress& progress) {
   std::vector<int32_t> input = pending_;
   input.insert(input.end(), ids.begin(), ids.end());
   if (input.empty()) return;  // nothing new: the current row stays

@@ -40,7 +40,7 @@
 #include "constrain/output_constraint.h"
 #include "generate/draft_source.h"
 #include "generate/logits_log.h"
-#include "model/engine.h"
+#include "model/forward_pass.h"
 #include "model/sequence_state.h"
 #include "sampling/sampler.h"
 #include "sampling/stop_conditions.h"
@@ -85,7 +85,7 @@ struct GenerationCounters {
 
 class GenerationSession {
  public:
-  GenerationSession(Engine& engine, GenerationOptions options);
+  GenerationSession(ForwardPass& engine, GenerationOptions options);
 
   // A new, empty sequence.
   void reset();
@@ -101,7 +101,7 @@ class GenerationSession {
   // until reset()/restore()). Throws kBadInput for an id outside the
   // vocabulary, before touching the state.
   void feed(std::span<const int32_t> ids, std::vector<float>* all_rows = nullptr,
-            const Engine::Progress& progress = nullptr);
+            const ForwardPass::Progress& progress = nullptr);
 
   // Generates up to `max_new` ids: each is sampled from the current row,
   // passed to `on_token` (which may throw to abort), and, unless it stops
@@ -115,7 +115,7 @@ class GenerationSession {
   // one batch and the longest prefix the model itself would have chosen is
   // kept (the sampler's draw is keyed to the position, so a draft is kept
   // when it equals the sampled id). Rejected rows are rolled back in every
-  // layer (Engine::rollback) and never logged: ids, logits and saved state
+  // layer (ForwardPass::rollback) and never logged: ids, logits and saved state
   // are bit-identical to generating without drafts. The source must outlive
   // the session's generate() calls; nullptr turns drafting off.
   void set_draft_source(DraftSource* source) { drafts_ = source; }
@@ -123,7 +123,7 @@ class GenerationSession {
   // Lets generate() stop a weight pass part-way, within about a layer of
   // `interrupted` turning true, instead of at the next id (a K3 pass read
   // from disk takes seconds). With `keep_state` the sequence is put back as
-  // it was before that pass (Engine::set_stop: one more KDA state in
+  // it was before that pass (ForwardPass::set_stop: one more KDA state in
   // memory), so it can still be saved or continued; without, the session
   // must be reset or restored before further use. Not under --recompute
   // with `keep_state` (its pass starts from an empty state).
@@ -212,7 +212,7 @@ class GenerationSession {
   Verified verify(const std::vector<int32_t>& drafts, int64_t& made, int64_t max_new,
                   const std::function<void(int32_t)>& emit, const std::function<bool()>& interrupted);
 
-  Engine& engine_;
+  ForwardPass& engine_;
   GenerationOptions options_;
   Sampler sampler_;
   LogitsLog log_;

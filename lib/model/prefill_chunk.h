@@ -1,5 +1,5 @@
 // What a layer-major prefill carries for its chunk of tokens from one layer
-// to the next (Engine::set_chunk): the residual stream's running sum p and
+// to the next (ForwardPass::set_chunk): the residual stream's running sum p and
 // block states B for every token of the chunk, and the routed-expert rows of
 // the MoE layer being run (model/latent_moe_chunk.h). The KDA state and the
 // MLA latent cache are the sequence's own (SequenceState) and are counted

@@ -31,7 +31,7 @@ struct PlanRequest {
   uint64_t cache_budget = 0;  // bytes of expert cache
   uint64_t context = 4096;    // positions the MLA latent cache must hold
   uint64_t batch = 256;       // prefill rows computed at once
-  // Layer-major prefill (Engine::set_chunk): tokens of a prompt one read of
+  // Layer-major prefill (ForwardPass::set_chunk): tokens of a prompt one read of
   // the weights covers, their per-token state carried from layer to layer
   // (model/prefill_chunk.h) counted here. 0 or at most `batch`: `batch`.
   uint64_t chunk = 0;

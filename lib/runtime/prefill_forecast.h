@@ -1,5 +1,5 @@
 // What a prompt of N tokens reads under a memory plan (the layer-major
-// prefill, Engine::set_chunk): one read of the weights per chunk of
+// prefill, ForwardPass::set_chunk): one read of the weights per chunk of
 // MemoryPlan::chunk tokens. Per read, the streamed trunk once (a trunk
 // streamed in row blocks through the products: once per sub-batch of
 // MemoryPlan::batch rows instead) and each routed expert some row of the

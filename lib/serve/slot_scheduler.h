@@ -74,7 +74,7 @@ class Job {
   // total twice once it is done.
   std::pair<int64_t, int64_t> prefill() const { return {prefill_done_.load(), prefill_total_.load()}; }
 
-  // Engine side.
+  // Engine thread side.
   bool cancelled() const { return cancelled_; }
   void prefill_progress(int64_t done, int64_t total);
   void started(int64_t cached);  // admitted to a slot (`cached` of the prompt's ids continue from a kept state)

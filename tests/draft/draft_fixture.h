@@ -11,7 +11,7 @@
 
 #include "checkpoint/safetensors.h"
 #include "common/file.h"
-#include "model/engine.h"
+#include "model/forward_pass.h"
 #include "model/model_fixture.h"
 
 namespace k3::test {

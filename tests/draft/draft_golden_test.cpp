@@ -23,7 +23,7 @@ struct DraftRun {
       TinyModel& m = TinyModel::get();
       check_draft_fits(out->draft.config(), m.config, test::draft_dir());
       ThreadPool pool(2);
-      Engine engine(m.config, *m.weights, pool);
+      ForwardPass engine(m.config, *m.weights, pool);
       test::TapRecorder rec;
       rec.layers = out->draft.config().target_layer_ids;
       rec.hidden = m.config.hidden_size;

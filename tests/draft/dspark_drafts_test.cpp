@@ -46,7 +46,7 @@ struct Outcome {
 Outcome run(int threads, bool sampled, bool draft, int64_t gen) {
   TinyModel& m = TinyModel::get();
   ThreadPool pool(threads);
-  Engine engine(m.config, *m.weights, pool);
+  ForwardPass engine(m.config, *m.weights, pool);
   GenerationSession s(engine, options(sampled, draft ? 7 : 0));
   DSparkDrafts source(draft_model(), *m.weights, &pool, verify_all());
   s.reset();
@@ -90,7 +90,7 @@ TEST(DSparkDrafts, OutputIsPlainDecodingAndContextIsTheCommittedPositions) {
       EXPECT_EQ(drafted.stats.positions_fused, P) << "a committed position was fused twice";
       TinyModel& m = TinyModel::get();
       ThreadPool pool(threads);
-      Engine engine(m.config, *m.weights, pool);
+      ForwardPass engine(m.config, *m.weights, pool);
       test::TapRecorder rec;
       rec.layers = draft_model().config().target_layer_ids;
       rec.hidden = m.config.hidden_size;
@@ -110,7 +110,7 @@ TEST(DSparkDrafts, OutputIsPlainDecodingAndContextIsTheCommittedPositions) {
 TEST(DSparkDrafts, FollowsSessionRollback) {
   TinyModel& m = TinyModel::get();
   ThreadPool pool(2);
-  Engine engine(m.config, *m.weights, pool);
+  ForwardPass engine(m.config, *m.weights, pool);
   GenerationSession s(engine, options(false, 7));
   DSparkDrafts source(draft_model(), *m.weights, &pool, verify_all());
   engine.set_layer_tap(&source);

@@ -14,7 +14,7 @@
 #include "common/thread_pool.h"
 #include "generate/generation_session.h"
 #include "lib/test_util.h"
-#include "model/engine.h"
+#include "model/forward_pass.h"
 #include "state/continuation.h"
 
 namespace k3 {
@@ -36,7 +36,7 @@ class SessionTest : public ::testing::Test {
   test::TinyModel& m = test::TinyModel::get();
   const test::Golden& g = test::Golden::get();
   ThreadPool pool{2};
-  Engine engine{m.config, *m.weights, pool};
+  ForwardPass engine{m.config, *m.weights, pool};
 
   GenerationOptions options(bool log = true) {
     GenerationOptions o;

@@ -15,7 +15,7 @@
 #include "common/thread_pool.h"
 #include "kernels/bf16.h"
 #include "kernels/mxfp4.h"
-#include "model/engine.h"
+#include "model/forward_pass.h"
 #include "model/tensor_manifest.h"
 #include "model_fixture.h"
 #include "runtime/resident_weights.h"
@@ -210,7 +210,7 @@ TEST(CheckpointValidation, Bf16ExpertCheckpointMatchesGoldens) {
     const Checkpoint ck = Checkpoint::open(dir.string());
     ResidentWeights weights(bf, ck, nullptr);
     ThreadPool pool(2);
-    Engine engine(bf, weights, pool);
+    ForwardPass engine(bf, weights, pool);
     SequenceState state;
     engine.reset(state);
     const test::Golden& g = test::Golden::get();

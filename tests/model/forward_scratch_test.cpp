@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "common/thread_pool.h"
-#include "model/engine.h"
+#include "model/forward_pass.h"
 #include "model/forward_scratch.h"
 #include "model_fixture.h"
 
@@ -19,7 +19,7 @@ using test::TinyModel;
 
 // A prefill of the first `prefill` ids (logits of every row), then the rest
 // one decode step at a time: [ids.size(), vocab].
-std::vector<float> prefill_then_decode(Engine& engine, const std::vector<int32_t>& ids, size_t prefill,
+std::vector<float> prefill_then_decode(ForwardPass& engine, const std::vector<int32_t>& ids, size_t prefill,
                                        bool poison_between_passes) {
   const size_t vocab = engine.config().vocab_size;
   std::vector<float> logits(ids.size() * vocab);
@@ -41,7 +41,7 @@ TEST(ForwardScratch, ReusedScratchGivesTheBitsOfAFreshOne) {
   ASSERT_GE(ids.size(), 8u);
   ThreadPool pool(2);
 
-  Engine fresh(m.config, *m.weights, pool);
+  ForwardPass fresh(m.config, *m.weights, pool);
   const std::vector<float> want = prefill_then_decode(fresh, ids, ids.size() / 2, false);
   for (float v : want) ASSERT_TRUE(std::isfinite(v));
 
@@ -52,7 +52,7 @@ TEST(ForwardScratch, ReusedScratchGivesTheBitsOfAFreshOne) {
   // A scratch first sized by another, larger pass, then filled with NaN
   // before every pass: an op that read scratch before writing it would
   // show here.
-  Engine reused(m.config, *m.weights, pool);
+  ForwardPass reused(m.config, *m.weights, pool);
   {
     SequenceState other;
     reused.reset(other);
@@ -79,7 +79,7 @@ TEST(ForwardScratch, DecodeStepsDoNotReallocate) {
   const std::vector<int32_t>& ids = g.tf_ids;
   const size_t vocab = m.config.vocab_size, prefill = 4;
   ThreadPool pool(3);
-  Engine engine(m.config, *m.weights, pool);
+  ForwardPass engine(m.config, *m.weights, pool);
   SequenceState state;
   engine.reset(state);
   std::vector<float> logits(vocab);

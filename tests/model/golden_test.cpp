@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "common/thread_pool.h"
-#include "model/engine.h"
+#include "model/forward_pass.h"
 #include "model_fixture.h"
 
 namespace k3 {
@@ -17,7 +17,7 @@ using test::TinyModel;
 std::vector<float> run(int threads, const std::vector<int32_t>& ids, LogitRows rows) {
   TinyModel& m = TinyModel::get();
   ThreadPool pool(threads);
-  Engine engine(m.config, *m.weights, pool);
+  ForwardPass engine(m.config, *m.weights, pool);
   SequenceState state;
   engine.reset(state);
   const size_t vocab = m.config.vocab_size;
@@ -68,7 +68,7 @@ TEST(Golden, IncrementalDecodeMatchesRecompute) {
   TinyModel& m = TinyModel::get();
   const size_t vocab = m.config.vocab_size;
   ThreadPool pool(2);
-  Engine engine(m.config, *m.weights, pool);
+  ForwardPass engine(m.config, *m.weights, pool);
   SequenceState state;
   engine.reset(state);
   std::vector<float> logits(vocab);
@@ -113,7 +113,7 @@ TEST(Golden, BatchedPrefillBitIdenticalToTokenByToken) {
   std::vector<float> batched = run(2, g.tf_ids, LogitRows::kAll);
 
   ThreadPool pool(3);
-  Engine engine(m.config, *m.weights, pool);
+  ForwardPass engine(m.config, *m.weights, pool);
   SequenceState state;
   engine.reset(state);
   std::vector<float> stepwise(n * vocab);

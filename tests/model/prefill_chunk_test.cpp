@@ -1,4 +1,4 @@
-// The layer-major prefill (Engine::set_chunk) against today's batches: the
+// The layer-major prefill (ForwardPass::set_chunk) against today's batches: the
 // same logits, sequence state and layer taps, bit for bit, for every chunk
 // and sub-batch size; each layer's weights acquired once per chunk and each
 // routed expert requested at most once per chunk and layer; a stop inside a
@@ -12,7 +12,7 @@
 
 #include "common/error.h"
 #include "common/thread_pool.h"
-#include "model/engine.h"
+#include "model/forward_pass.h"
 #include "model/forwarding_weight_source.h"
 #include "model/prefill_chunk.h"
 #include "model_fixture.h"
@@ -75,7 +75,7 @@ PrefillRun run(size_t max_batch, size_t chunk, const std::vector<int32_t>& ids, 
   TinyModel& m = TinyModel::get();
   ThreadPool pool(threads);
   WeightSource& source = counting ? static_cast<WeightSource&>(*counting) : *m.weights;
-  Engine engine(m.config, source, pool);
+  ForwardPass engine(m.config, source, pool);
   engine.set_max_batch(max_batch);
   engine.set_chunk(chunk);
   RecordingTap tap;
@@ -136,7 +136,7 @@ TEST(PrefillChunk, ContinuesAfterEarlierTokens) {
   std::vector<std::vector<float>> outs;
   for (size_t chunk : {0, 47}) {
     ThreadPool pool(2);
-    Engine engine(m.config, *m.weights, pool);
+    ForwardPass engine(m.config, *m.weights, pool);
     engine.set_max_batch(6);
     engine.set_chunk(chunk);
     SequenceState s;
@@ -185,7 +185,7 @@ TEST(PrefillChunk, StopInsideALayerRestoresTheSequence) {
   const std::vector<int32_t> ids = prompt(40);
   const PrefillRun want = run(256, 0, ids, LogitRows::kLast);
   ThreadPool pool(2);
-  Engine engine(m.config, *m.weights, pool);
+  ForwardPass engine(m.config, *m.weights, pool);
   engine.set_max_batch(8);
   engine.set_chunk(40);
   SequenceState s, fresh;

@@ -13,7 +13,7 @@
 #include "common/error.h"
 #include "common/thread_pool.h"
 #include "lib/test_util.h"
-#include "model/engine.h"
+#include "model/forward_pass.h"
 #include "model_fixture.h"
 
 namespace k3 {
@@ -44,7 +44,7 @@ class RowRollbackTest : public ::testing::Test {
   test::TinyModel& m = test::TinyModel::get();
   const test::Golden& g = test::Golden::get();
   ThreadPool pool{2};
-  Engine engine{m.config, *m.weights, pool};
+  ForwardPass engine{m.config, *m.weights, pool};
   size_t vocab = static_cast<size_t>(m.config.vocab_size);
 
   std::vector<float> forward_rows(SequenceState& s, const std::vector<int32_t>& ids, RowHistory* h) {

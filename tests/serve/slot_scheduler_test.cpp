@@ -53,7 +53,7 @@ class SchedulerTest : public ::testing::Test {
     return *m;
   }
   Model& m = model();
-  Engine& engine = m.engine();  // the reference below runs lib/generate directly
+  ForwardPass& engine = m.forward_pass();  // the reference below runs lib/generate directly
   ServeMetrics metrics;
   ModelIdentity identity() { return ModelIdentity::of(m.config(), m.checkpoint()); }
 

@@ -10,7 +10,7 @@
 #include "../model/model_fixture.h"
 #include "common/error.h"
 #include "common/thread_pool.h"
-#include "model/engine.h"
+#include "model/forward_pass.h"
 #include "state/continuation.h"
 
 namespace fs = std::filesystem;
@@ -20,7 +20,7 @@ using test::TinyModel;
 
 namespace {
 
-std::vector<float> logits_of(Engine& engine, SequenceState& state, std::span<const int32_t> ids) {
+std::vector<float> logits_of(ForwardPass& engine, SequenceState& state, std::span<const int32_t> ids) {
   std::vector<float> out(ids.size() * static_cast<size_t>(engine.config().vocab_size));
   engine.forward(state, ids, LogitRows::kAll, out.data());
   return out;
@@ -41,7 +41,7 @@ TEST(Continuation, SplitRunsThroughStateFilesEqualOneRun) {
   std::vector<float> whole;
   {
     ThreadPool pool(1);
-    Engine engine(m.config, *m.weights, pool);
+    ForwardPass engine(m.config, *m.weights, pool);
     SequenceState state;
     engine.reset(state);
     whole = logits_of(engine, state, ids);
@@ -55,7 +55,7 @@ TEST(Continuation, SplitRunsThroughStateFilesEqualOneRun) {
   const std::string path = temp_path("split.k3state");
   for (size_t piece = 0; piece + 1 < cuts.size(); ++piece) {
     ThreadPool pool(threads[piece]);
-    Engine engine(m.config, *m.weights, pool);
+    ForwardPass engine(m.config, *m.weights, pool);
     SequenceState state;
     if (piece == 0) {
       engine.reset(state);
@@ -81,7 +81,7 @@ TEST(Continuation, SavedLogitsAndPendingIdsRoundTrip) {
   TinyModel& m = TinyModel::get();
   const ModelIdentity identity = ModelIdentity::of(m.config, *m.checkpoint);
   ThreadPool pool(2);
-  Engine engine(m.config, *m.weights, pool);
+  ForwardPass engine(m.config, *m.weights, pool);
   SequenceState state;
   engine.reset(state);
   const std::vector<int32_t> prompt = Golden::get().greedy_prompt;

@@ -15,7 +15,7 @@
 #include "lib/synth_models.h"
 #include "lib/test_util.h"
 #include "model/config.h"
-#include "model/engine.h"
+#include "model/forward_pass.h"
 #include "model/k3_geometry.h"
 #include "model/tensor_manifest.h"
 #include "runtime/expert_index.h"
@@ -40,7 +40,7 @@ const std::string kTiny = std::string(K3_TEST_DATA) + "/k3-tiny";
 std::vector<float> run(const ModelConfig& c, WeightSource& w, const std::vector<int32_t>& prompt, int decode,
                        int threads) {
   ThreadPool pool(threads);
-  Engine engine(c, w, pool);
+  ForwardPass engine(c, w, pool);
   SequenceState state;
   engine.reset(state);
   const size_t vocab = c.vocab_size;

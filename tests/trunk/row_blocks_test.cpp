@@ -18,7 +18,7 @@
 #include "lib/synth_models.h"
 #include "lib/test_util.h"
 #include "model/config.h"
-#include "model/engine.h"
+#include "model/forward_pass.h"
 #include "model/tensor_manifest.h"
 #include "runtime/expert_index.h"
 #include "runtime/memory_plan.h"
@@ -45,7 +45,7 @@ std::vector<float> run(const ModelConfig& c, WeightSource& w, const std::vector<
                        int threads, size_t batch, StreamingWeights* streaming = nullptr,
                        uint64_t* decode_not_ahead = nullptr) {
   ThreadPool pool(threads);
-  Engine engine(c, w, pool);
+  ForwardPass engine(c, w, pool);
   engine.set_max_batch(batch);
   SequenceState state;
   engine.reset(state);

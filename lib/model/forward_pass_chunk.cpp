@@ -1,5 +1,5 @@
-// Engine::forward_chunk: the layer-major prefill of one chunk of a prompt
-// (Engine::set_chunk). Layer by layer, the chunk's rows go through the
+// ForwardPass::forward_chunk: the layer-major prefill of one chunk of a prompt
+// (ForwardPass::set_chunk). Layer by layer, the chunk's rows go through the
 // attention half in sub-batches of max_batch() rows that reuse the pass's
 // scratch; a dense layer's MLP follows each sub-batch, while a MoE layer
 // routes every sub-batch first, then requests each expert any row chose
@@ -13,16 +13,16 @@
 
 #include "common/thread_pool.h"
 #include "model/decoder_layer.h"
-#include "model/engine.h"
 #include "model/finite_check.h"
+#include "model/forward_pass.h"
 #include "model/latent_moe_chunk.h"
 #include "model/linear.h"
 #include "model/situ_mlp.h"
 
 namespace k3 {
 
-void Engine::forward_chunk(SequenceState& state, const int32_t* ids, size_t n, LogitRows rows, float* logits,
-                           int64_t steps_before, int64_t steps_total) {
+void ForwardPass::forward_chunk(SequenceState& state, const int32_t* ids, size_t n, LogitRows rows, float* logits,
+                                int64_t steps_before, int64_t steps_total) {
   const ModelConfig& c = config_;
   const size_t hidden = c.hidden_size, sub = max_batch_;
   const int64_t pos0 = state.positions;

@@ -1,4 +1,4 @@
-#include "model/engine.h"
+#include "model/forward_pass.h"
 
 #include <algorithm>
 #include <vector>
@@ -22,10 +22,10 @@ void check_token_ids(const ModelConfig& c, std::span<const int32_t> ids) {
                                            " is outside the vocabulary 0.." + std::to_string(c.vocab_size - 1));
 }
 
-Engine::Engine(const ModelConfig& config, WeightSource& source, ThreadPool& pool)
+ForwardPass::ForwardPass(const ModelConfig& config, WeightSource& source, ThreadPool& pool)
     : config_(config), source_(source), pool_(pool) {}
 
-void Engine::reset(SequenceState& state) const {
+void ForwardPass::reset(SequenceState& state) const {
   state.positions = 0;
   state.tokens.clear();
   state.layers.assign(config_.num_hidden_layers, LayerState{});
@@ -33,7 +33,7 @@ void Engine::reset(SequenceState& state) const {
     if (config_.is_kda_layer(i)) kda_reset(config_, state.layers[i].kda);
 }
 
-void Engine::forward(SequenceState& state, std::span<const int32_t> ids, LogitRows rows, float* logits) {
+void ForwardPass::forward(SequenceState& state, std::span<const int32_t> ids, LogitRows rows, float* logits) {
   check_token_ids(config_, ids);
   if (state.layers.size() != static_cast<size_t>(config_.num_hidden_layers))
     throw Error(ExitCode::kInternal, "sequence state was not reset for this model");
@@ -64,20 +64,21 @@ void Engine::forward(SequenceState& state, std::span<const int32_t> ids, LogitRo
   }
 }
 
-void Engine::forward_sequences(std::span<SequenceState* const> states, std::span<const std::span<const int32_t>> ids,
-                               float* logits, std::span<RowHistory* const> histories) {
+void ForwardPass::forward_sequences(std::span<SequenceState* const> states,
+                                    std::span<const std::span<const int32_t>> ids, float* logits,
+                                    std::span<RowHistory* const> histories) {
   if (!histories.empty() && histories.size() != states.size())
     throw Error(ExitCode::kInternal, "forward_sequences: one history per sequence");
   run_sequences(states, ids, LogitRows::kAll, logits, histories);
 }
 
-void Engine::forward_sequences_last(std::span<SequenceState* const> states,
-                                    std::span<const std::span<const int32_t>> ids, float* logits) {
+void ForwardPass::forward_sequences_last(std::span<SequenceState* const> states,
+                                         std::span<const std::span<const int32_t>> ids, float* logits) {
   run_sequences(states, ids, LogitRows::kLastOfEach, logits, {});
 }
 
-void Engine::run_sequences(std::span<SequenceState* const> states, std::span<const std::span<const int32_t>> ids,
-                           LogitRows rows, float* logits, std::span<RowHistory* const> histories) {
+void ForwardPass::run_sequences(std::span<SequenceState* const> states, std::span<const std::span<const int32_t>> ids,
+                                LogitRows rows, float* logits, std::span<RowHistory* const> histories) {
   if (ids.size() != states.size())
     throw Error(ExitCode::kInternal, "forward_sequences: one id list (and history) per sequence");
   std::vector<int32_t> all;
@@ -93,7 +94,7 @@ void Engine::run_sequences(std::span<SequenceState* const> states, std::span<con
   forward_batch(states, counts, all.data(), rows, logits, histories, 0, config_.num_hidden_layers);
 }
 
-void Engine::rollback(SequenceState& state, const RowHistory& history, size_t keep) const {
+void ForwardPass::rollback(SequenceState& state, const RowHistory& history, size_t keep) const {
   if (history.layers.size() != state.layers.size())
     throw Error(ExitCode::kInternal, "rollback: the history is not of this sequence");
   const size_t rows = history.rows;
@@ -108,9 +109,9 @@ void Engine::rollback(SequenceState& state, const RowHistory& history, size_t ke
   state.tokens.resize(static_cast<size_t>(positions));
 }
 
-void Engine::forward_batch(std::span<SequenceState* const> states, std::span<const size_t> counts, const int32_t* ids,
-                           LogitRows rows, float* logits, std::span<RowHistory* const> histories, int64_t steps_before,
-                           int64_t steps_total) {
+void ForwardPass::forward_batch(std::span<SequenceState* const> states, std::span<const size_t> counts,
+                                const int32_t* ids, LogitRows rows, float* logits,
+                                std::span<RowHistory* const> histories, int64_t steps_before, int64_t steps_total) {
   const ModelConfig& c = config_;
   const size_t hidden = c.hidden_size;
   size_t n = 0;
@@ -235,7 +236,7 @@ void Engine::forward_batch(std::span<SequenceState* const> states, std::span<con
   }
 }
 
-void Engine::stop_pass(std::span<SequenceState* const> states, std::span<const int64_t> pos0, int i, bool within) {
+void ForwardPass::stop_pass(std::span<SequenceState* const> states, std::span<const int64_t> pos0, int i, bool within) {
   const ModelConfig& c = config_;
   if (stop_ && restore_on_stop_)
     for (size_t k = 0; k < states.size(); ++k) {
@@ -248,7 +249,7 @@ void Engine::stop_pass(std::span<SequenceState* const> states, std::span<const i
                                           " of " + std::to_string(c.num_hidden_layers));
 }
 
-void Engine::head_logits(const std::vector<const float*>& blocks, const float* p_rows, size_t m, float* logits) {
+void ForwardPass::head_logits(const std::vector<const float*>& blocks, const float* p_rows, size_t m, float* logits) {
   const ModelConfig& c = config_;
   const size_t hidden = c.hidden_size;
   const HeadWeights& head = source_.acquire_head();

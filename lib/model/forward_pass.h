@@ -47,9 +47,9 @@ class LayerTap {
 // chunks with decode rows wants one row per sequence, not one per id).
 enum class LogitRows { kNone, kLast, kAll, kLastOfEach };
 
-class Engine {
+class ForwardPass {
  public:
-  Engine(const ModelConfig& config, WeightSource& source, ThreadPool& pool);
+  ForwardPass(const ModelConfig& config, WeightSource& source, ThreadPool& pool);
 
   const ModelConfig& config() const { return config_; }
   // The weights the passes read (a draft model shares the embedding and lm_head).
