@@ -39,7 +39,7 @@ bool gpu_built() { return true; }
 const char* gpu_not_built_reason() { return ""; }
 
 std::vector<GpuDeviceInfo> list_gpu_devices() {
-  const std::shared_ptr<VulkanInstance> instance = VulkanInstance::create();
+  const std::shared_ptr<VulkanInstance> instance = VulkanInstance::shared();
   std::vector<GpuDeviceInfo> out;
   const std::vector<VkPhysicalDevice> physical = instance->physical_devices();
   for (size_t i = 0; i < physical.size(); ++i) {
@@ -66,7 +66,7 @@ std::vector<GpuDeviceInfo> list_gpu_devices() {
 }
 
 std::unique_ptr<kernels::MatmulBackend> open_gpu_matmul(int index) {
-  const std::shared_ptr<VulkanInstance> instance = VulkanInstance::create();
+  const std::shared_ptr<VulkanInstance> instance = VulkanInstance::shared();
   const std::vector<VkPhysicalDevice> physical = instance->physical_devices();
   if (index < 0 || static_cast<size_t>(index) >= physical.size())
     throw Error(ExitCode::kUsage, "there is no such Vulkan device (" + std::to_string(physical.size()) +

@@ -56,6 +56,11 @@ bool VulkanInstance::validation_enabled() {
 
 size_t VulkanInstance::validation_errors() { return g_validation_errors.load(); }
 
+std::shared_ptr<VulkanInstance> VulkanInstance::shared() {
+  static const auto* const instance = new std::shared_ptr<VulkanInstance>(create());
+  return *instance;
+}
+
 std::shared_ptr<VulkanInstance> VulkanInstance::create() {
   std::shared_ptr<VulkanInstance> self(new VulkanInstance());
   const bool validate = validation_enabled();

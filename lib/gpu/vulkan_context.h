@@ -16,9 +16,12 @@ namespace k3 {
 
 class VulkanInstance {
  public:
-  // Throws Error(kResource) when the loader cannot make an instance, and
-  // when validation is asked for but the layer is not installed.
-  static std::shared_ptr<VulkanInstance> create();
+  // The process's one instance, made on first use and never destroyed:
+  // Mesa's lavapipe keeps memory past vkDestroyInstance in a driver the
+  // loader then unloads, which LeakSanitizer reports as k3's leak. Throws
+  // Error(kResource) when the loader cannot make one, and when validation
+  // is asked for but the layer is not installed (a later call tries again).
+  static std::shared_ptr<VulkanInstance> shared();
   ~VulkanInstance();
   VulkanInstance(const VulkanInstance&) = delete;
   VulkanInstance& operator=(const VulkanInstance&) = delete;
@@ -32,6 +35,7 @@ class VulkanInstance {
 
  private:
   VulkanInstance() = default;
+  static std::shared_ptr<VulkanInstance> create();
   VkInstance instance_ = VK_NULL_HANDLE;
   VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
 };

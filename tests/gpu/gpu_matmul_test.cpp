@@ -105,7 +105,7 @@ std::vector<uint8_t> bytes(std::mt19937& rng, size_t count, int lo, int hi) {
 // lavapipe, opened with validation; the test fails (never skips) without it.
 std::unique_ptr<VulkanDevice> open_lavapipe() {
   setenv("K3_GPU_VALIDATION", "1", 1);
-  auto instance = VulkanInstance::create();
+  auto instance = VulkanInstance::shared();
   const std::vector<VkPhysicalDevice> devices = instance->physical_devices();
   for (size_t i = 0; i < devices.size(); ++i) {
     VkPhysicalDeviceProperties p;
@@ -227,7 +227,38 @@ TEST(GpuMatmul, Mxfp4EqualsTheCpuOrderBitForBit) {
   EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
 }
 
+// Sums whose double rounding (to double, then to FP32) differs from the one
+// rounding of an FMA, which random data almost never meets (~2^-29 of
+// sums). Row 0, lane 0: -2^-60, then + 3 * (1 + 2^-23) = 3 + 1.5 ulp, a
+// midpoint: rounded once, 3 + 1 ulp; rounded to double first the small
+// term vanishes and the tie goes to even, 3 + 2 ulp. Row 1, lane 1:
+// +2^-60, then + 3 * (1 + 3 * 2^-23) = 3 + 4.5 ulp: once, 3 + 5 ulp;
+// twice, or truncated to double without the sticky bit of round-to-odd,
+// the tie goes to even, 3 + 4 ulp. (ulp = 2^-22 between 2 and 4.)
+TEST(GpuMatmul, Bf16RoundsOnceWhereDoubleRoundingWouldNot) {
+  auto device = open_lavapipe();
+  ASSERT_TRUE(device);
+  const size_t lanes = kernels::kernel_target_lanes() >= 16 ? 16 : 8, cols = 32, rows = 2;
+  GpuMatmul gpu(std::move(device), lanes, false);
+  std::vector<uint16_t> w(rows * cols, 0);
+  std::vector<float> x(cols, 0.0f);
+  x[0] = x[1] = std::ldexp(1.0f, -60);
+  x[lanes] = 1.0f + std::ldexp(1.0f, -23);
+  x[lanes + 1] = 1.0f + 3 * std::ldexp(1.0f, -23);
+  w[0] = kernels::f32_to_bf16(-1.0f);
+  w[lanes] = kernels::f32_to_bf16(3.0f);
+  w[cols + 1] = kernels::f32_to_bf16(1.0f);
+  w[cols + lanes + 1] = kernels::f32_to_bf16(3.0f);
+  std::vector<float> y(rows);
+  ASSERT_TRUE(gpu.bf16(w.data(), rows, cols, x.data(), 1, y.data()));
+  const float ulp = std::ldexp(1.0f, -22);
+  expect_bits_equal({3.0f + ulp, 3.0f + 5 * ulp}, y, "one rounding");
+  expect_bits_equal(bf16_in_order(w, rows, cols, x, 1, lanes), y, "the CPU order");
+  EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
+}
+
 TEST(GpuMatmul, OpenRefusesADeviceThatIsNotThere) {
+  setenv("K3_GPU_VALIDATION", "1", 1);
   try {
     open_gpu_matmul(99);
     FAIL() << "device 99 opened";
