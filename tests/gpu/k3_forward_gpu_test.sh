@@ -5,7 +5,8 @@
 # the CPU run's, at chunks of 300, 450 and 600 tokens (K3_PREFILL_CHUNK: more
 # than the 256-row batch, so the layer-major prefill runs), streaming and
 # resident; the products did run on the device (its summary
-# line counts them); a device that is not there is refused with one line.
+# line counts them, and --quiet silences it); a device that is not there is
+# refused with one line.
 set -uo pipefail
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 FWD="$BIN/k3-forward"
@@ -43,6 +44,9 @@ for chunk in 300 450 600; do
 done
 run resident-gpu 450 --gpu "$lvp" --threads 2
 same resident-gpu cpu
+run quiet-gpu 300 "${STREAM[@]}" --gpu "$lvp" --quiet
+same quiet-gpu cpu
+check "--quiet: nothing on stderr, the device's line neither" 0 "$(stat -c %s "$work/quiet-gpu.err")"
 
 bad "a device that is not there" 2 "--gpu 99: there is no such Vulkan device" -- \
   "$FWD" "$TINY" --ids "$work/ids.txt" --gpu 99

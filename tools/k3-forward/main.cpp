@@ -126,7 +126,7 @@ int run(int argc, char** argv) {
 
   if (!f.logits_file.empty()) session.logits_log().write(f.logits_file);
   if (!f.state_out.empty()) k3::save_state_out(session, f.state_out, *identity, kTool);
-  if (gpu) std::fprintf(stderr, "%s: %s\n", kTool, gpu->describe().c_str());
+  if (gpu && !mo.quiet) std::fprintf(stderr, "%s: %s\n", kTool, gpu->describe().c_str());
   return k3::summarize_run(*model, mo, c, fed, end == k3::GenerationEnd::kInterrupted || k3::interrupted());
 }
 
