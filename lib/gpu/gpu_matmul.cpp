@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -36,6 +37,7 @@ GpuMatmul::GpuMatmul(std::unique_ptr<VulkanDevice> device, size_t lanes, bool fm
     throw Error(ExitCode::kResource, device_->name() +
                                          "): its fma() is not fused and it lacks shaderFloat64/shaderInt64 to "
                                          "emulate one, so its products cannot equal the CPU's");
+  if (const char* fail = std::getenv("K3_GPU_FAIL_AFTER")) fail_after_ = std::strtoull(fail, nullptr, 10);
   const uint32_t native = fma_fused_ ? 1 : 0;
   bf16_ = std::make_unique<ComputePipeline>(*device_, "matmul_bf16", 3, sizeof(Shape), native);
   mxfp4_ = std::make_unique<ComputePipeline>(*device_, "matmul_mxfp4", 4, sizeof(Shape), native);
@@ -58,6 +60,7 @@ void GpuMatmul::run(ComputePipeline& pipeline, bool mx, size_t rows, size_t cols
   if (row_bytes > limit || token_bytes > limit)
     throw Error(ExitCode::kResource, "gpu: a matrix row of " + std::to_string(cols) +
                                          " columns does not fit the device's largest buffer binding");
+  if (products_ >= fail_after_) vk_check(VK_ERROR_DEVICE_LOST, "running a matrix product (K3_GPU_FAIL_AFTER)");
   for (size_t r0 = 0; r0 < rows; r0 += slice_rows) {
     const size_t r1 = std::min(rows, r0 + slice_rows);
     upload_rows(r0, r1);

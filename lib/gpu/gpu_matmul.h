@@ -52,6 +52,8 @@ class GpuMatmul : public kernels::MatmulBackend {
   std::unique_ptr<ComputePipeline> bf16_, mxfp4_;
   std::unique_ptr<VulkanBuffer> weights_, scales_, x_, y_;
   uint64_t products_ = 0, upload_bytes_ = 0;
+  // K3_GPU_FAIL_AFTER (tests): the device is reported lost at this product.
+  uint64_t fail_after_ = UINT64_MAX;
 };
 
 }  // namespace k3

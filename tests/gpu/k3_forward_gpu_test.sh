@@ -6,7 +6,7 @@
 # than the 256-row batch, so the layer-major prefill runs), streaming and
 # resident; the products did run on the device (its summary
 # line counts them, and --quiet silences it); a device that is not there is
-# refused with one line.
+# refused with one line, and one lost mid-prompt ends the run with one.
 set -uo pipefail
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 FWD="$BIN/k3-forward"
@@ -48,6 +48,13 @@ run quiet-gpu 300 "${STREAM[@]}" --gpu "$lvp" --quiet
 same quiet-gpu cpu
 check "--quiet: nothing on stderr, the device's line neither" 0 "$(stat -c %s "$work/quiet-gpu.err")"
 
+# The device lost mid-prompt (K3_GPU_FAIL_AFTER): one line naming it, exit
+# 6, and no --logits or --state-out file left behind.
+bad "a device lost mid-prompt" 6 "the device was lost" -- env K3_PREFILL_CHUNK=600 K3_GPU_FAIL_AFTER=5 \
+  "$FWD" "$TINY" --ids "$work/ids.txt" --ctx 700 --gen 4 --gpu "$lvp" --logits "$work/lost.logits" \
+  --state-out "$work/lost.state" "${STREAM[@]}" --quiet
+holds "a device lost: no logits file" "[ ! -e '$work/lost.logits' ]"
+holds "a device lost: no state file" "[ ! -e '$work/lost.state' ]"
 bad "a device that is not there" 2 "--gpu 99: there is no such Vulkan device" -- \
   "$FWD" "$TINY" --ids "$work/ids.txt" --gpu 99
 bad "--gpu with --batch" 2 "--gpu" -- "$FWD" "$TINY" --batch "$work/ids.txt" --gpu
