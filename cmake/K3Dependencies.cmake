@@ -47,6 +47,19 @@ k3_require(HTTPLIB_FOUND "cpp-httplib (k3-serve's HTTP server)" libcpp-httplib-d
 find_package(OpenSSL QUIET)
 k3_require(OPENSSL_FOUND "OpenSSL (sha256)" libssl-dev)
 
+# Optional: the Vulkan compute path (lib/gpu, --gpu) needs the loader and
+# glslc to compile its shaders. Without them k3 builds, and --gpu is
+# refused with one line saying so. -DK3_VULKAN=OFF leaves it out on purpose.
+set(K3_HAVE_VULKAN OFF)
+if(K3_VULKAN)
+  find_package(Vulkan QUIET COMPONENTS glslc)
+  if(Vulkan_FOUND AND Vulkan_glslc_FOUND)
+    set(K3_HAVE_VULKAN ON)
+  else()
+    message(STATUS "k3: Vulkan or glslc not found (Debian: libvulkan-dev glslc): building without --gpu")
+  endif()
+endif()
+
 if(K3_BUILD_TESTS)
   find_package(GTest CONFIG QUIET)
   if(NOT GTest_FOUND)

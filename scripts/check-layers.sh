@@ -24,6 +24,7 @@ LAYERS=(
   "checkpoint"  # safetensors, the index, dtypes
   "tokenizer"   # vocabulary, pre-split, byte-pair merges, stream decoding
   "kernels"     # matmul, MXFP4, attention scores, short conv, KDA step, SiTU, norms
+  "gpu"         # Vulkan devices running the batch's matrix products with the CPU kernels' bits
   "model"       # the graph: config, manifest, layers, engine, K3 reference geometry
   "trunk"       # the trunk format end to end: layout, codec, blocks, placement, writer, reader checks
   "sampling"    # sampler, stop conditions, the portable exp

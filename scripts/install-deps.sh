@@ -14,6 +14,7 @@ packages=(
   cmake g++ make pkg-config python3
   libcli11-dev libsimdjson-dev libxxhash-dev libzstd-dev libhwy-dev
   libpcre2-dev libicu-dev libcurl4-openssl-dev libssl-dev libcpp-httplib-dev libedit-dev
+  libvulkan-dev glslc  # the Vulkan compute path (--gpu); k3 builds without them, refusing --gpu
 )
 test_packages=(
   libgtest-dev                           # the GoogleTest programs
@@ -23,6 +24,7 @@ test_packages=(
   tmux                                   # k3_chat_exit_test types into k3-chat in a real terminal
   clang libclang-rt-14-dev clang-format  # the sanitizer build; scripts/format.sh
   chromium fonts-dejavu-core             # the chat page's test runs it in a real headless browser (k3_serve_web_test)
+  mesa-vulkan-drivers vulkan-validationlayers  # tests/gpu: lavapipe (Vulkan on the CPU), validation on
 )
 what="building and running k3"
 list=0

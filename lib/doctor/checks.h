@@ -28,6 +28,8 @@ namespace k3::doctor {
 void add_cpu_checks(Report& r, const CpuFeatures& cpu);
 // NVIDIA/AMD GPUs from /sys/class/drm (and /dev/nvidiactl on the live system).
 void add_gpu_check(Report& r, const SystemRoot& root);
+// The Vulkan devices --gpu can use (live system only): memory, fma fused or emulated.
+void add_vulkan_check(Report& r, const SystemRoot& root);
 
 // ---- Memory
 struct MemoryFacts {

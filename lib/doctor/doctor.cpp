@@ -167,6 +167,7 @@ Report run_doctor(const DoctorOptions& o) {
 
   add_cpu_checks(r, cpu);
   add_gpu_check(r, root);
+  add_vulkan_check(r, root);
   add_memory_checks(r, mem, rec, (ck.opened ? ck.shards : kK3ShardCount) + 1);
   if (storage.empty()) {
     Check& k = r.add("storage", "directories");

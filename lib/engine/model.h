@@ -143,6 +143,9 @@ class Model {
   // A layer tap sees every layer's input as passes run (a draft model's
   // context); nullptr: none.
   void set_layer_tap(LayerTap* tap) { engine_->set_layer_tap(tap); }
+  // Where a prompt chunk's matrix products run (--gpu: a Vulkan device, same
+  // bits); nullptr: the CPU kernels. The caller keeps it alive.
+  void set_matmul_backend(kernels::MatmulBackend* backend) { engine_->set_matmul_backend(backend); }
   // Runs `ids` through the forward pass from an empty sequence, computing no
   // logits: the layer tap sees them as it would have (a draft model
   // rebuilding its context for a restored sequence). `on_start` is given

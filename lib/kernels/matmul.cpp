@@ -386,6 +386,7 @@ void MatmulMxfp4Rows(const uint8_t* packed, const uint8_t* scales, size_t rows, 
 }
 
 int64_t CurrentTarget() { return HWY_TARGET; }
+size_t CurrentLanes() { return kLanes; }
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)
 }  // namespace HWY_NAMESPACE
@@ -401,6 +402,7 @@ HWY_EXPORT(MatmulMxfp4);
 HWY_EXPORT(MatmulBf16Rows);
 HWY_EXPORT(MatmulMxfp4Rows);
 HWY_EXPORT(CurrentTarget);
+HWY_EXPORT(CurrentLanes);
 
 void matmul_bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y, ThreadPool* pool) {
   if (rows == 0 || n == 0) return;
@@ -451,6 +453,8 @@ void matmul_mxfp4_rows(const uint8_t* packed, const uint8_t* scales, size_t rows
 size_t matmul_row_grain(size_t cols, size_t n) { return row_grain(cols, n, 1); }
 
 const char* kernel_target_name() { return hwy::TargetName(HWY_DYNAMIC_DISPATCH(CurrentTarget)()); }
+
+size_t kernel_target_lanes() { return HWY_DYNAMIC_DISPATCH(CurrentLanes)(); }
 
 }  // namespace k3::kernels
 #endif  // HWY_ONCE

@@ -58,5 +58,10 @@ void matmul_mxfp4_scalar(const uint8_t* packed, const uint8_t* scales, size_t ro
 // The SIMD target chosen at run time ("AVX3", "AVX2", "SSE4", "EMU128", ...).
 const char* kernel_target_name();
 
+// Float lanes of that target's vectors (16 on AVX-512, 8 on AVX2, 4 on
+// SSE4, 1 on SCALAR): the lane count of the summation order above, which a
+// device computing the same products (lib/gpu) has to follow.
+size_t kernel_target_lanes();
+
 }  // namespace kernels
 }  // namespace k3

@@ -26,6 +26,9 @@
 namespace k3 {
 
 class ThreadPool;
+namespace kernels {
+class MatmulBackend;
+}
 
 // Receives the output of chosen decoder layers for every row of every pass
 // (prefill batches, decode steps, verification passes), e.g. the taps a
@@ -130,6 +133,12 @@ class ForwardPass {
   // pointer per layer). It must outlive the passes it is set for.
   void set_layer_tap(LayerTap* tap) { tap_ = tap; }
 
+  // Where a chunk's batched matrix products run (forward_chunk): a device
+  // (lib/gpu) with the CPU kernels' bits, or nullptr (the default: the
+  // CPU). Batches of max_batch() or fewer rows, decode included, stay on
+  // the CPU. It must outlive the passes it is set for.
+  void set_matmul_backend(kernels::MatmulBackend* backend) { matmul_backend_ = backend; }
+
   // The scratch memory every pass reuses (grown only for a pass with more
   // rows or a longer context than any before).
   const ForwardScratch& scratch() const { return scratch_; }
@@ -162,6 +171,7 @@ class ForwardPass {
   ThreadPool& pool_;
   size_t max_batch_ = 256;
   size_t chunk_ = 0;
+  kernels::MatmulBackend* matmul_backend_ = nullptr;
   PrefillChunk chunk_state_;
   Progress progress_;
   std::function<bool()> stop_;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/thread_pool.h"
+#include "kernels/matmul_backend.h"
 #include "model/decoder_layer.h"
 #include "model/finite_check.h"
 #include "model/forward_pass.h"
@@ -23,6 +24,7 @@ namespace k3 {
 
 void ForwardPass::forward_chunk(SequenceState& state, const int32_t* ids, size_t n, LogitRows rows, float* logits,
                                 int64_t steps_before, int64_t steps_total) {
+  const kernels::ScopedMatmulBackend products_on(matmul_backend_);  // the chunk's products: set_matmul_backend
   const ModelConfig& c = config_;
   const size_t hidden = c.hidden_size, sub = max_batch_;
   const int64_t pos0 = state.positions;

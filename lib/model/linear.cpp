@@ -17,11 +17,11 @@ void lin_row_blocks(const Bf16Matrix& W, const float* X, size_t n, float* Y, Thr
       throw Error(ExitCode::kInternal, "row blocks do not tile the matrix");
     covered = r0 + m;
     if (n == 1) {  // the block's outputs are contiguous
-      kernels::matmul_bf16(B.data, m, static_cast<size_t>(B.cols), X, 1, Y + r0, pool);
+      kernels::matmul_bf16_on_backend(B.data, m, static_cast<size_t>(B.cols), X, 1, Y + r0, pool);
       return;
     }
     part.resize(n * m);
-    kernels::matmul_bf16(B.data, m, static_cast<size_t>(B.cols), X, n, part.data(), pool);
+    kernels::matmul_bf16_on_backend(B.data, m, static_cast<size_t>(B.cols), X, n, part.data(), pool);
     for (size_t t = 0; t < n; ++t) std::copy_n(part.data() + t * m, m, Y + t * rows + r0);
   });
   if (covered != rows) throw Error(ExitCode::kInternal, "row blocks do not cover the matrix");

@@ -1,10 +1,14 @@
 // lin(x, W) = x @ W^T over n token rows, for the weight formats the model
 // uses. Thin wrappers over the kernels so the model code reads like the SPEC.
+// Whole products go through the calling thread's matmul backend
+// (kernels/matmul_backend.h: a device during a chunked prefill, with the
+// CPU's bits); lin_rows, for one thread's share of rows, stays on the CPU.
 #pragma once
 
 #include <cstddef>
 
 #include "kernels/matmul.h"
+#include "kernels/matmul_backend.h"
 #include "model/weights.h"
 
 namespace k3 {
@@ -17,11 +21,12 @@ void lin_row_blocks(const Bf16Matrix& W, const float* X, size_t n, float* Y, Thr
 
 inline void lin(const Bf16Matrix& W, const float* X, size_t n, float* Y, ThreadPool* pool) {
   if (W.blocks) return lin_row_blocks(W, X, n, Y, pool);
-  kernels::matmul_bf16(W.data, static_cast<size_t>(W.rows), static_cast<size_t>(W.cols), X, n, Y, pool);
+  kernels::matmul_bf16_on_backend(W.data, static_cast<size_t>(W.rows), static_cast<size_t>(W.cols), X, n, Y, pool);
 }
 
 inline void lin(const Mxfp4Matrix& W, const float* X, size_t n, float* Y, ThreadPool* pool) {
-  kernels::matmul_mxfp4(W.packed, W.scales, static_cast<size_t>(W.rows), static_cast<size_t>(W.cols), X, n, Y, pool);
+  kernels::matmul_mxfp4_on_backend(W.packed, W.scales, static_cast<size_t>(W.rows), static_cast<size_t>(W.cols), X, n,
+                                   Y, pool);
 }
 
 inline void lin(const ExpertMatrix& W, const float* X, size_t n, float* Y, ThreadPool* pool) {

@@ -35,7 +35,7 @@ printf '// planted\n#include "runtime/memory_plan.h"\n' >"$work/repo/lib/model/p
 run "upward" "$work/repo"
 check "upward include fails" 1 "$rc"
 contains "names file:line" "lib/model/planted.h:2:" "$out"
-contains "names both layers" "layer 'model' (rank 6) includes \"runtime/memory_plan.h\" from layer 'runtime' (rank 11)" "$out"
+contains "names both layers" "layer 'model' (rank 7) includes \"runtime/memory_plan.h\" from layer 'runtime' (rank 12)" "$out"
 
 # An include into a layer declared but not yet present fails just the same.
 fresh

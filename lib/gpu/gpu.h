@@ -1,0 +1,47 @@
+// Layer gpu: Vulkan compute devices running the batch's matrix products with the CPU kernels' bits.
+//
+// What the rest of k3 asks of a compute device: which ones there are, and
+// one opened for a run. Built without Vulkan (no libvulkan-dev or glslc at
+// configure time), there are none and opening one is refused with a line
+// saying so. docs/gpu.md describes the exactness rules.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace k3 {
+
+namespace kernels {
+class MatmulBackend;
+}
+
+// One Vulkan device as k3-doctor lists it.
+struct GpuDeviceInfo {
+  int index = 0;
+  std::string name;
+  std::string type;             // "integrated", "discrete", "cpu", "virtual", "other"
+  uint64_t memory_bytes = 0;    // the largest device-local heap
+  bool float64 = false;         // shaderFloat64 and shaderInt64: the exact emulation can run
+  bool fma_fused = false;       // the start-up probe: fma() rounds once
+  std::string unusable_reason;  // empty: k3 can run its products there
+};
+
+// Whether this k3 was built with the Vulkan path, and if not, why not (one line).
+bool gpu_built();
+const char* gpu_not_built_reason();
+
+// Every Vulkan device, probed (fma fused or not). Empty without Vulkan or
+// when the loader finds no device; throws Error(kResource) when the loader
+// is there but the instance cannot be made.
+std::vector<GpuDeviceInfo> list_gpu_devices();
+
+// The matrix products of one run on device `index` (list_gpu_devices's
+// numbering), in the order of this machine's CPU target. Refused with one
+// line naming why (the caller prefixes the flag): built without Vulkan
+// (kUsage), no such device (kUsage), a device that can neither fuse fma nor
+// emulate it, or a CPU target without a shader (kResource).
+std::unique_ptr<kernels::MatmulBackend> open_gpu_matmul(int index);
+
+}  // namespace k3

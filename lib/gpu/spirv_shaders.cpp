@@ -1,0 +1,41 @@
+#include "gpu/spirv_shaders.h"
+
+#include <cstring>
+#include <string>
+
+#include "common/error.h"
+
+// Defined by the sources cmake/K3EmbedFile.cmake generates from the .spv files.
+namespace k3::embedded {
+extern const unsigned char spirv_matmul_bf16[];
+extern const unsigned long spirv_matmul_bf16_size;
+extern const unsigned char spirv_matmul_mxfp4[];
+extern const unsigned long spirv_matmul_mxfp4_size;
+extern const unsigned char spirv_fma_probe[];
+extern const unsigned long spirv_fma_probe_size;
+}  // namespace k3::embedded
+
+namespace k3 {
+
+std::vector<uint32_t> spirv_shader(const char* name) {
+  struct Entry {
+    const char* name;
+    const unsigned char* bytes;
+    unsigned long size;
+  };
+  const Entry table[] = {
+      {"matmul_bf16", embedded::spirv_matmul_bf16, embedded::spirv_matmul_bf16_size},
+      {"matmul_mxfp4", embedded::spirv_matmul_mxfp4, embedded::spirv_matmul_mxfp4_size},
+      {"fma_probe", embedded::spirv_fma_probe, embedded::spirv_fma_probe_size},
+  };
+  for (const Entry& e : table) {
+    if (std::strcmp(e.name, name) != 0) continue;
+    // Copied into words: the embedded bytes carry no alignment.
+    std::vector<uint32_t> words(e.size / sizeof(uint32_t));
+    std::memcpy(words.data(), e.bytes, words.size() * sizeof(uint32_t));
+    return words;
+  }
+  throw Error(ExitCode::kInternal, std::string("gpu: no shader named ") + name + " is built in");
+}
+
+}  // namespace k3

@@ -1,0 +1,14 @@
+// The compute shaders (lib/gpu/shaders/*.comp), compiled to SPIR-V by glslc
+// at build time and embedded in the library (lib/CMakeLists.txt).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace k3 {
+
+// The SPIR-V words of shader `name` ("matmul_bf16", "matmul_mxfp4",
+// "fma_probe"). Throws Error(kInternal) for a name not built in.
+std::vector<uint32_t> spirv_shader(const char* name);
+
+}  // namespace k3

@@ -1,0 +1,81 @@
+// A Vulkan instance and one device opened for compute: the loader, the
+// validation layer when K3_GPU_VALIDATION=1 (the tests), the compute queue,
+// and submitting one command buffer and waiting for it.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace k3 {
+
+class VulkanInstance {
+ public:
+  // The process's one instance, made on first use and never destroyed:
+  // Mesa's lavapipe keeps memory past vkDestroyInstance in a driver the
+  // loader then unloads, which LeakSanitizer reports as k3's leak. Throws
+  // Error(kResource) when the loader cannot make one, and when validation
+  // is asked for but the layer is not installed (a later call tries again).
+  static std::shared_ptr<VulkanInstance> shared();
+  ~VulkanInstance();
+  VulkanInstance(const VulkanInstance&) = delete;
+  VulkanInstance& operator=(const VulkanInstance&) = delete;
+
+  VkInstance handle() const { return instance_; }
+  std::vector<VkPhysicalDevice> physical_devices() const;
+
+  // Errors the validation layer reported in this process (0 without it).
+  static size_t validation_errors();
+  static bool validation_enabled();
+
+ private:
+  VulkanInstance() = default;
+  static std::shared_ptr<VulkanInstance> create();
+  VkInstance instance_ = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+};
+
+class VulkanDevice {
+ public:
+  VulkanDevice(std::shared_ptr<VulkanInstance> instance, VkPhysicalDevice physical, int index);
+  ~VulkanDevice();
+  VulkanDevice(const VulkanDevice&) = delete;
+  VulkanDevice& operator=(const VulkanDevice&) = delete;
+
+  VkDevice handle() const { return device_; }
+  VkPhysicalDevice physical() const { return physical_; }
+  const VkPhysicalDeviceProperties& properties() const { return properties_; }
+  int index() const { return index_; }
+  std::string name() const { return properties_.deviceName; }
+  bool has_float64() const { return float64_; }
+  // Largest storage buffer binding (bytes).
+  uint64_t max_binding_bytes() const { return properties_.limits.maxStorageBufferRange; }
+  // A host-visible, host-coherent memory type among `bits`; throws if none.
+  uint32_t host_memory_type(uint32_t bits) const;
+
+  // Records commands with `record`, submits them and waits.
+  void submit_and_wait(const std::function<void(VkCommandBuffer)>& record);
+
+ private:
+  std::shared_ptr<VulkanInstance> instance_;
+  VkPhysicalDevice physical_;
+  int index_;
+  VkPhysicalDeviceProperties properties_{};
+  VkPhysicalDeviceMemoryProperties memory_{};
+  bool float64_ = false;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer commands_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+};
+
+// Throws Error(kResource) naming `what` when result is not VK_SUCCESS.
+void vk_check(VkResult result, const std::string& what);
+
+}  // namespace k3

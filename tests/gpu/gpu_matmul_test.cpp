@@ -1,0 +1,287 @@
+// The Vulkan matrix products (lib/gpu) against the CPU kernels, bit for bit,
+// on Mesa's lavapipe with the validation layer on. lavapipe's fma() is not
+// fused, so this checks the exact emulation (shaders/exact_fma.glsl).
+//
+// Two steps: (1) a scalar loop in a target's order (lanes, column
+// assignment, fma or not, the halving lane sum) equals the real kernel on
+// every SIMD target this CPU runs (so the order is the kernel's, not a
+// guess); (2) the device following that order equals the loop, for 16 and
+// 8 lanes (the AVX-512 and AVX2 orders) wherever the test runs, and the
+// real kernel of this machine's target directly.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "gpu/fma_probe.h"
+#include "gpu/gpu.h"
+#include "gpu/gpu_matmul.h"
+#include "gpu/vulkan_context.h"
+#include "kernels/bf16.h"
+#include "kernels/matmul.h"
+#include "kernels/mxfp4.h"
+#include "lib/simd_targets.h"
+
+namespace k3 {
+namespace {
+
+// Columns of a 32-column MXFP4 group in the CPU's order: evens, then odds.
+size_t mx_column(size_t g, size_t p) { return g * 32 + (p < 16 ? 2 * p : 2 * (p - 16) + 1); }
+
+// AVX2 and AVX-512 (8 and 16 lanes) multiply-add with FMA; the narrower
+// targets multiply, then add (two roundings; this file is compiled without
+// contraction, -std=c++20).
+float mul_add(float w, float x, float acc, size_t lanes) { return lanes >= 8 ? std::fma(w, x, acc) : acc + w * x; }
+
+float lane_sum(std::vector<float> acc) {
+  for (size_t h = acc.size() / 2; h >= 1; h /= 2)
+    for (size_t i = 0; i < h; ++i) acc[i] = acc[i] + acc[i + h];
+  return acc[0];
+}
+
+// Y in the order of a target with `lanes` float lanes (kernels/matmul.cpp).
+std::vector<float> bf16_in_order(const std::vector<uint16_t>& w, size_t rows, size_t cols, const std::vector<float>& x,
+                                 size_t n, size_t lanes) {
+  std::vector<float> y(n * rows);
+  for (size_t t = 0; t < n; ++t)
+    for (size_t r = 0; r < rows; ++r) {
+      std::vector<float> acc(lanes, 0.0f);
+      for (size_t c = 0; c < cols; ++c)
+        acc[c % lanes] = mul_add(kernels::bf16_to_f32(w[r * cols + c]), x[t * cols + c], acc[c % lanes], lanes);
+      y[t * rows + r] = lane_sum(acc);
+    }
+  return y;
+}
+
+std::vector<float> mxfp4_in_order(const std::vector<uint8_t>& packed, const std::vector<uint8_t>& scales, size_t rows,
+                                  size_t cols, const std::vector<float>& x, size_t n, size_t lanes) {
+  std::vector<float> y(n * rows);
+  for (size_t t = 0; t < n; ++t)
+    for (size_t r = 0; r < rows; ++r) {
+      std::vector<float> acc(lanes, 0.0f);
+      for (size_t g = 0; g < cols / 32; ++g) {
+        const float scale = kernels::mxfp4_scale_value(scales[r * (cols / 32) + g]);
+        for (size_t p = 0; p < 32; ++p) {
+          const uint8_t b = packed[r * (cols / 2) + g * 16 + (p & 15)];
+          const float wv = kernels::kMxfp4CodeValues[p < 16 ? b & 15 : b >> 4] * scale;
+          acc[p % lanes] = mul_add(wv, x[t * cols + mx_column(g, p)], acc[p % lanes], lanes);
+        }
+      }
+      y[t * rows + r] = lane_sum(acc);
+    }
+  return y;
+}
+
+// Activations over a wide range of exponents, a few subnormal, so the
+// emulated roundings meet carries, ties near them and gradual underflow.
+std::vector<float> activations(std::mt19937& rng, size_t count, bool tiny) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> e(-20, 20);
+  std::vector<float> v(count);
+  for (float& f : v) f = std::ldexp(u(rng), tiny ? e(rng) - 128 : e(rng));
+  return v;
+}
+
+std::vector<uint16_t> bf16_weights(std::mt19937& rng, size_t count) {
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  std::vector<uint16_t> w(count);
+  for (uint16_t& b : w) b = kernels::f32_to_bf16(u(rng));
+  return w;
+}
+
+std::vector<uint8_t> bytes(std::mt19937& rng, size_t count, int lo, int hi) {
+  std::uniform_int_distribution<int> d(lo, hi);
+  std::vector<uint8_t> v(count);
+  for (uint8_t& b : v) b = static_cast<uint8_t>(d(rng));
+  return v;
+}
+
+// lavapipe, opened with validation; the test fails (never skips) without it.
+std::unique_ptr<VulkanDevice> open_lavapipe() {
+  setenv("K3_GPU_VALIDATION", "1", 1);
+  auto instance = VulkanInstance::shared();
+  const std::vector<VkPhysicalDevice> devices = instance->physical_devices();
+  for (size_t i = 0; i < devices.size(); ++i) {
+    VkPhysicalDeviceProperties p;
+    vkGetPhysicalDeviceProperties(devices[i], &p);
+    if (std::string(p.deviceName).find("llvmpipe") != std::string::npos)
+      return std::make_unique<VulkanDevice>(instance, devices[i], static_cast<int>(i));
+  }
+  ADD_FAILURE() << "no lavapipe device: install mesa-vulkan-drivers (scripts/install-deps.sh --tests)";
+  return nullptr;
+}
+
+void expect_bits_equal(const std::vector<float>& want, const std::vector<float>& got, const std::string& what) {
+  ASSERT_EQ(want.size(), got.size());
+  size_t differ = 0, first = want.size();
+  for (size_t i = 0; i < want.size(); ++i)
+    if (std::memcmp(&want[i], &got[i], sizeof(float)) != 0 && differ++ == 0) first = i;
+  EXPECT_EQ(differ, 0u) << what << ": " << differ << " of " << want.size() << " outputs differ, first at " << first
+                        << " (" << (first < want.size() ? want[first] : 0) << " vs "
+                        << (first < got.size() ? got[first] : 0) << ")";
+}
+
+struct Shape {
+  size_t rows, cols, n;
+  bool tiny;
+};
+// K3's widths (hidden 7168, expert 3072) and odd ones: a column tail
+// (cols % lanes != 0), fewer columns than lanes, a row count off the
+// workgroup size.
+const Shape kBf16Shapes[] = {
+    {67, 7168, 3, false}, {40, 3072, 5, false}, {33, 100, 4, false}, {9, 5, 2, false}, {20, 1536, 3, true}};
+const Shape kMxShapes[] = {{67, 3072, 3, false}, {40, 7168, 2, false}, {17, 64, 5, true}};
+
+TEST(GpuMatmulOrder, ScalarOrderIsTheKernelsOnEveryTarget) {
+  std::mt19937 rng(7);
+  const size_t rows = 13, cols = 7168 + 5, n = 3;
+  const auto w = bf16_weights(rng, rows * cols);
+  const auto x = activations(rng, n * cols, false);
+  const size_t mx_cols = 3072;
+  const auto packed = bytes(rng, rows * mx_cols / 2, 0, 255);
+  const auto scales = bytes(rng, rows * mx_cols / 32, 112, 130);
+  const auto xm = activations(rng, n * mx_cols, true);
+  test::for_each_target([&] {
+    const size_t lanes = kernels::kernel_target_lanes();
+    std::vector<float> y(n * rows), ym(n * rows);
+    kernels::matmul_bf16(w.data(), rows, cols, x.data(), n, y.data(), nullptr);
+    expect_bits_equal(bf16_in_order(w, rows, cols, x, n, lanes), y, "bf16");
+    kernels::matmul_mxfp4(packed.data(), scales.data(), rows, mx_cols, xm.data(), n, ym.data(), nullptr);
+    expect_bits_equal(mxfp4_in_order(packed, scales, rows, mx_cols, xm, n, lanes), ym, "mxfp4");
+  });
+}
+
+TEST(GpuMatmul, LavapipeFmaIsNotFused) {
+  auto device = open_lavapipe();
+  ASSERT_TRUE(device);
+  EXPECT_FALSE(probe_fma_fused(*device));
+  EXPECT_TRUE(device->has_float64());
+  EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
+}
+
+TEST(GpuMatmul, Bf16EqualsTheCpuOrderBitForBit) {
+  auto device = open_lavapipe();
+  ASSERT_TRUE(device);
+  ASSERT_TRUE(VulkanInstance::validation_enabled());
+  const size_t native = kernels::kernel_target_lanes();
+  for (size_t lanes : {size_t{16}, size_t{8}}) {
+    SCOPED_TRACE("lanes " + std::to_string(lanes));
+    GpuMatmul gpu(std::move(device), lanes, false);
+    std::mt19937 rng(static_cast<unsigned>(lanes));
+    for (const Shape& s : kBf16Shapes) {
+      const std::string what = std::to_string(s.rows) + "x" + std::to_string(s.cols) + " n=" + std::to_string(s.n);
+      const auto w = bf16_weights(rng, s.rows * s.cols);
+      const auto x = activations(rng, s.n * s.cols, s.tiny);
+      std::vector<float> y(s.n * s.rows, -1.0f);
+      const uint64_t products = gpu.products(), uploaded = gpu.upload_bytes();
+      ASSERT_TRUE(gpu.bf16(w.data(), s.rows, s.cols, x.data(), s.n, y.data()));
+      EXPECT_EQ(gpu.products(), products + 1);
+      EXPECT_EQ(gpu.upload_bytes() - uploaded, (s.rows * s.cols * 2 + s.n * s.cols * 4));
+      expect_bits_equal(bf16_in_order(w, s.rows, s.cols, x, s.n, lanes), y, what);
+      if (lanes == native) {
+        std::vector<float> cpu(s.n * s.rows);
+        kernels::matmul_bf16(w.data(), s.rows, s.cols, x.data(), s.n, cpu.data(), nullptr);
+        expect_bits_equal(cpu, y, what + " (the CPU kernel)");
+      }
+    }
+    device = open_lavapipe();
+  }
+  EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
+}
+
+TEST(GpuMatmul, Mxfp4EqualsTheCpuOrderBitForBit) {
+  auto device = open_lavapipe();
+  ASSERT_TRUE(device);
+  const size_t native = kernels::kernel_target_lanes();
+  for (size_t lanes : {size_t{16}, size_t{8}}) {
+    SCOPED_TRACE("lanes " + std::to_string(lanes));
+    GpuMatmul gpu(std::move(device), lanes, false);
+    std::mt19937 rng(static_cast<unsigned>(100 + lanes));
+    for (const Shape& s : kMxShapes) {
+      const std::string what = std::to_string(s.rows) + "x" + std::to_string(s.cols) + " n=" + std::to_string(s.n);
+      const auto packed = bytes(rng, s.rows * s.cols / 2, 0, 255);
+      // Scale bytes 0 (subnormal weights) up to 253, the largest valid.
+      auto scales = bytes(rng, s.rows * s.cols / 32, 110, 135);
+      scales[0] = 0;
+      scales[1] = s.tiny ? 253 : 1;  // 253: codes 4 and 6 give an FP32 weight of inf, as on the CPU
+      const auto x = activations(rng, s.n * s.cols, s.tiny);
+      std::vector<float> y(s.n * s.rows, -1.0f);
+      const uint64_t uploaded = gpu.upload_bytes();
+      ASSERT_TRUE(gpu.mxfp4(packed.data(), scales.data(), s.rows, s.cols, x.data(), s.n, y.data()));
+      EXPECT_EQ(gpu.upload_bytes() - uploaded, (s.rows * s.cols / 2 + s.rows * s.cols / 32 + s.n * s.cols * 4));
+      expect_bits_equal(mxfp4_in_order(packed, scales, s.rows, s.cols, x, s.n, lanes), y, what);
+      if (lanes == native) {
+        std::vector<float> cpu(s.n * s.rows);
+        kernels::matmul_mxfp4(packed.data(), scales.data(), s.rows, s.cols, x.data(), s.n, cpu.data(), nullptr);
+        expect_bits_equal(cpu, y, what + " (the CPU kernel)");
+      }
+    }
+    device = open_lavapipe();
+  }
+  EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
+}
+
+// Sums whose double rounding (to double, then to FP32) differs from the one
+// rounding of an FMA, which random data almost never meets (~2^-29 of
+// sums). Row 0, lane 0: -2^-60, then + 3 * (1 + 2^-23) = 3 + 1.5 ulp, a
+// midpoint: rounded once, 3 + 1 ulp; rounded to double first the small
+// term vanishes and the tie goes to even, 3 + 2 ulp. Row 1, lane 1:
+// +2^-60, then + 3 * (1 + 3 * 2^-23) = 3 + 4.5 ulp: once, 3 + 5 ulp;
+// twice, or truncated to double without the sticky bit of round-to-odd,
+// the tie goes to even, 3 + 4 ulp. (ulp = 2^-22 between 2 and 4.)
+TEST(GpuMatmul, Bf16RoundsOnceWhereDoubleRoundingWouldNot) {
+  auto device = open_lavapipe();
+  ASSERT_TRUE(device);
+  const size_t lanes = kernels::kernel_target_lanes() >= 16 ? 16 : 8, cols = 32, rows = 2;
+  GpuMatmul gpu(std::move(device), lanes, false);
+  std::vector<uint16_t> w(rows * cols, 0);
+  std::vector<float> x(cols, 0.0f);
+  x[0] = x[1] = std::ldexp(1.0f, -60);
+  x[lanes] = 1.0f + std::ldexp(1.0f, -23);
+  x[lanes + 1] = 1.0f + 3 * std::ldexp(1.0f, -23);
+  w[0] = kernels::f32_to_bf16(-1.0f);
+  w[lanes] = kernels::f32_to_bf16(3.0f);
+  w[cols + 1] = kernels::f32_to_bf16(1.0f);
+  w[cols + lanes + 1] = kernels::f32_to_bf16(3.0f);
+  std::vector<float> y(rows);
+  ASSERT_TRUE(gpu.bf16(w.data(), rows, cols, x.data(), 1, y.data()));
+  const float ulp = std::ldexp(1.0f, -22);
+  expect_bits_equal({3.0f + ulp, 3.0f + 5 * ulp}, y, "one rounding");
+  expect_bits_equal(bf16_in_order(w, rows, cols, x, 1, lanes), y, "the CPU order");
+  EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
+}
+
+TEST(GpuMatmul, OpenRefusesADeviceThatIsNotThere) {
+  setenv("K3_GPU_VALIDATION", "1", 1);
+  try {
+    open_gpu_matmul(99);
+    FAIL() << "device 99 opened";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
+    EXPECT_NE(e.message().find("no such Vulkan device"), std::string::npos) << e.message();
+  }
+}
+
+TEST(GpuMatmul, ListsLavapipeWithItsFma) {
+  setenv("K3_GPU_VALIDATION", "1", 1);
+  bool found = false;
+  for (const GpuDeviceInfo& d : list_gpu_devices()) {
+    if (d.name.find("llvmpipe") == std::string::npos) continue;
+    found = true;
+    EXPECT_EQ(d.type, "cpu");
+    EXPECT_FALSE(d.fma_fused);
+    EXPECT_TRUE(d.float64);
+    EXPECT_TRUE(d.unusable_reason.empty()) << d.unusable_reason;
+  }
+  EXPECT_TRUE(found);
+  EXPECT_TRUE(gpu_built());
+}
+
+}  // namespace
+}  // namespace k3

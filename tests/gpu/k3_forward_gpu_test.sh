@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# k3-forward --gpu on Mesa's lavapipe (its fma() is not fused: the exact
+# emulation runs), validation layer on: the ids, the --logits file and the
+# --state-out file of a 600-id prompt over the tiny model are cmp-equal to
+# the CPU run's, at chunks of 300, 450 and 600 tokens (K3_PREFILL_CHUNK: more
+# than the 256-row batch, so the layer-major prefill runs), streaming and
+# resident; the products did run on the device (its summary
+# line counts them, and --quiet silences it); a device that is not there is
+# refused with one line, and one lost mid-prompt ends the run with one.
+set -uo pipefail
+source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
+FWD="$BIN/k3-forward"
+export K3_GPU_VALIDATION=1
+awk 'BEGIN { for (i = 0; i < 600; ++i) printf "%d ", (i * 7919 + 13) % 8192; print "" }' > "$work/ids.txt"
+"$BIN/k3-pack" "$TINY" "$work/trunk" 2> "$work/pack.err" || { cat "$work/pack.err"; exit 1; }
+STREAM=(--trunk "$work/trunk" --trunk-gb 0 --cache-gb 0)
+
+# lavapipe's index among the Vulkan devices (the test fails without it).
+lvp=$(vulkaninfo --summary 2> /dev/null | awk '/^GPU[0-9]+:/ { i = substr($1, 4) + 0 } /deviceName.*llvmpipe/ { print i; exit }')
+holds "lavapipe is installed (mesa-vulkan-drivers)" "[ -n '$lvp' ]"
+lvp=${lvp:-0}
+
+run() {  # run NAME CHUNK FLAGS...
+  local name=$1 chunk=$2; shift 2
+  K3_PREFILL_CHUNK=$chunk "$FWD" "$TINY" --ids "$work/ids.txt" --ctx 700 --gen 4 --logits "$work/$name.logits" \
+    --state-out "$work/$name.state" "$@" > "$work/$name.out" 2> "$work/$name.err"
+  check "$name: exit" 0 "$?"
+}
+same() {  # same NAME REFERENCE
+  for f in out logits state; do
+    holds "$1: $f identical to $2" "cmp -s '$work/$1.$f' '$work/$2.$f'"
+  done
+}
+
+run cpu 600 "${STREAM[@]}"
+for chunk in 300 450 600; do
+  run "gpu$chunk" "$chunk" "${STREAM[@]}" --gpu "$lvp"
+  same "gpu$chunk" cpu
+  contains "gpu$chunk: products ran on lavapipe" "llvmpipe" "$(cat "$work/gpu$chunk.err")"
+  holds "gpu$chunk: more than 0 products on the device" \
+    "grep -Eq 'gpu $lvp \\(.*\\): [1-9][0-9]* matrix products' '$work/gpu$chunk.err'"
+  contains "gpu$chunk: fma emulated" "fma emulated" "$(cat "$work/gpu$chunk.err")"
+  holds "gpu$chunk: no validation errors" "! grep -q 'vulkan validation' '$work/gpu$chunk.err'"
+done
+run resident-gpu 450 --gpu "$lvp" --threads 2
+same resident-gpu cpu
+run quiet-gpu 300 "${STREAM[@]}" --gpu "$lvp" --quiet
+same quiet-gpu cpu
+check "--quiet: nothing on stderr, the device's line neither" 0 "$(stat -c %s "$work/quiet-gpu.err")"
+
+# The device lost mid-prompt (K3_GPU_FAIL_AFTER): one line naming it, exit
+# 6, and no --logits or --state-out file left behind.
+bad "a device lost mid-prompt" 6 "the device was lost" -- env K3_PREFILL_CHUNK=600 K3_GPU_FAIL_AFTER=5 \
+  "$FWD" "$TINY" --ids "$work/ids.txt" --ctx 700 --gen 4 --gpu "$lvp" --logits "$work/lost.logits" \
+  --state-out "$work/lost.state" "${STREAM[@]}" --quiet
+holds "a device lost: no logits file" "[ ! -e '$work/lost.logits' ]"
+holds "a device lost: no state file" "[ ! -e '$work/lost.state' ]"
+bad "a device that is not there" 2 "--gpu 99: there is no such Vulkan device" -- \
+  "$FWD" "$TINY" --ids "$work/ids.txt" --gpu 99
+bad "--gpu with --batch" 2 "--gpu" -- "$FWD" "$TINY" --batch "$work/ids.txt" --gpu
+finish k3_forward_gpu_test
