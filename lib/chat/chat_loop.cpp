@@ -192,10 +192,12 @@ class Loop {
       }
       say("thinking effort " + (opt.effort ? *opt.effort : std::string("none")) +
           (opt.thinking ? "" : " (used once thinking is on: /think on)"));
+      if (history_) history_->keep_settings({opt.thinking, opt.effort});  // a resumed chat keeps it
     } else if (in.text == "think") {
       if (in.argument != "on" && in.argument != "off") return refuse("/think takes on or off");
       opt.thinking = in.argument == "on";
       say(std::string("thinking ") + (opt.thinking ? "on" : "off"));
+      if (history_) history_->keep_settings({opt.thinking, opt.effort});
     } else {
       const std::string meant = suggestion(in.text);
       refuse("unknown command /" + in.text + (meant.empty() ? "" : "; did you mean /" + meant + "?") +
