@@ -70,6 +70,14 @@ check "histograms: one observation each, in its bucket, sums as logged" \
   "k3_time_to_first_token_seconds ok; k3_request_duration_seconds ok" "$histograms"
 holds "first token before the end ($first <= $total)" "python3 -c 'import sys; sys.exit(not ($first <= $total))'"
 
+# The same request again: its prompt continues from the state the first one
+# kept, and the line says how many of its ids were continued.
+chat "Hello there" 6
+cached=$(jget "$body" 'j["usage"].get("prompt_tokens_details", {}).get("cached_tokens", 0)')
+holds "the repeated request continues from a kept state ($cached ids)" "[ '$cached' -gt 0 ]"
+holds "its log line names the continued ids" \
+  "grep -Eq '^k3-serve: POST /v1/chat/completions 200 prompt=$prompt cached=$cached generated=[0-9]+ ' '$log'"
+
 # 2. Requests that did not generate: a line each, no ids, no observation.
 post body /v1/chat/completions '{"messages": 3}'
 check "bad body refused" 400 "$status"
@@ -78,7 +86,7 @@ holds "refused request: a line without ids" \
 curl -s --max-time 10 -o /dev/null "$url/%0Ak3-serve:%20forged"
 holds "a path's control bytes cannot forge a line" "! grep -q '^k3-serve: forged' '$log'"
 contains "the unknown path is logged on one line" 'k3-serve: GET /?k3-serve: forged 404' "$(log_line '^k3-serve: GET /.k3-serve')"
-check "refused requests are not timed" 1 "$(metric k3_request_duration_seconds_count "$(metrics)")"
+check "refused requests are not timed" 2 "$(metric k3_request_duration_seconds_count "$(metrics)")"
 
 # 3. Bytes per generated id, decode passes only: a prompt 40 times longer
 # reads more in all, the same per id generated after it (within 1%: the
