@@ -8,17 +8,20 @@
 #include "common/error.h"
 #include "common/file.h"
 #include "common/rate_format.h"
+#include "common/terminal_line.h"
+#include "common/text_wrap.h"
 #include "engine/session.h"  // LogitsLog
 
 namespace k3 {
 
 namespace {
 
+// /help's text, wrapped to the terminal's width when shown.
 constexpr const char* kHelp =
-    "commands: /reset (new conversation; the old history is kept as a copy), /retry (a new reply to the last\n"
-    "  message), /undo (drop the last exchange), /save FILE (write the conversation as JSONL),\n"
-    "  /effort low|high|max|none, /think on|off, /exit; a line ending in \\ goes on, \"\"\" starts and ends a block\n"
-    "  of lines; //x sends \"/x\"\n";
+    "commands: /reset (new conversation; the old history is kept as a copy), /retry (a new reply to the last "
+    "message), /undo (drop the last exchange), /save FILE (write the conversation as JSONL), "
+    "/effort low|high|max|none, /think on|off (both kept in --history), /exit; a line ending in \\ goes on, "
+    "\"\"\" starts and ends a block of lines; //x sends \"/x\"";
 
 constexpr const char* kCommands[] = {"reset", "retry", "undo", "save", "effort", "think", "exit", "quit", "help"};
 
@@ -161,7 +164,8 @@ class Loop {
   void command(const UserInput& in) {
     ChatOptions& opt = chat_.options();
     if (in.text == "help") {
-      write_all(2, kHelp, "stderr");
+      const int columns = terminal_columns(2);  // 0: not a terminal, where 100 columns read well
+      write_all(2, wrap_words(kHelp, columns > 0 ? static_cast<size_t>(columns) : 100, 2), "stderr");
     } else if (in.text == "reset") {
       std::string kept;
       if (history_ && chat_.messages().size() > o_.start_messages.size()) {
@@ -192,10 +196,12 @@ class Loop {
       }
       say("thinking effort " + (opt.effort ? *opt.effort : std::string("none")) +
           (opt.thinking ? "" : " (used once thinking is on: /think on)"));
+      if (history_) history_->keep_settings({opt.thinking, opt.effort});  // a resumed chat keeps it
     } else if (in.text == "think") {
       if (in.argument != "on" && in.argument != "off") return refuse("/think takes on or off");
       opt.thinking = in.argument == "on";
       say(std::string("thinking ") + (opt.thinking ? "on" : "off"));
+      if (history_) history_->keep_settings({opt.thinking, opt.effort});
     } else {
       const std::string meant = suggestion(in.text);
       refuse("unknown command /" + in.text + (meant.empty() ? "" : "; did you mean /" + meant + "?") +

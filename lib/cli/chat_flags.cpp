@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <optional>
 
 #include "cli/flag_checks.h"
@@ -16,18 +17,19 @@ void ChatFlags::add_to(CLI::App& app) {
                  "Tokenizer directory (default: the model directory); refused when its vocabulary or special tokens "
                  "disagree with the model's config");
   app.add_option("--system", system, "System message that starts a new conversation (and each /reset)");
-  auto* eo = app.add_option("--thinking-effort,--effort", effort,
-                            "How much to think: low, high, max (default) or none (as /effort)")
-                 ->check(CLI::IsMember({"low", "high", "max", "none"}));
-  auto* nt =
-      app.add_flag("--no-think", no_think, "Answer without the thinking channel (as --thinking off)")->excludes(eo);
-  app.add_option("--thinking", thinking, "Think before answering: on (default) or off (as /think)")
-      ->check(CLI::IsMember({"on", "off"}))
-      ->excludes(nt);
+  effort_flag_ = app.add_option("--thinking-effort,--effort", effort,
+                                "How much to think: low, high, max (default) or none (as /effort)")
+                     ->check(CLI::IsMember({"low", "high", "max", "none"}));
+  no_think_flag_ = app.add_flag("--no-think", no_think, "Answer without the thinking channel (as --thinking off)")
+                       ->excludes(effort_flag_);
+  thinking_flag_ = app.add_option("--thinking", thinking, "Think before answering: on (default) or off (as /think)")
+                       ->check(CLI::IsMember({"on", "off"}))
+                       ->excludes(no_think_flag_);
   app.add_option(
       "--history", history_path,
       "JSONL transcript, resumed when it exists (the model state kept beside it in FILE.k3s spares evaluating "
-      "it again); new messages are appended, one per line");
+      "it again); new messages are appended, one per line, and /think and /effort too (a resumed chat keeps them "
+      "unless --thinking or --effort is given)");
   app.add_option("--max-tokens", chat.max_tokens, "Longest reply in tokens (default 4096)")
       ->check(cli::positive_integer());
   app.add_flag("--no-reasoning", no_reasoning, "Do not show the reasoning (it is still kept in the conversation)");
@@ -68,6 +70,20 @@ void ChatFlags::apply(uint64_t ctx) {
     parse_json(text, schema, error);
     chat.response_schema = std::move(schema);
   }
+}
+
+void ChatFlags::resume(const ChatThinkingSetting& kept) {
+  std::string took;
+  if (thinking_flag_->count() == 0 && no_think_flag_->count() == 0) {
+    chat.thinking = kept.thinking;
+    took = std::string("thinking ") + (kept.thinking ? "on" : "off");
+  }
+  if (effort_flag_->count() == 0) {
+    chat.effort = kept.effort;
+    took += (took.empty() ? "" : ", ") + std::string("effort ") + (kept.effort ? *kept.effort : "none");
+  }
+  if (!took.empty())
+    std::fprintf(stderr, "k3-chat: %s, as the history's last /think or /effort left it\n", took.c_str());
 }
 
 }  // namespace k3

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "chat/chat_history.h"
 #include "chat/chat_loop.h"
 #include "chat/chat_session.h"
 
@@ -26,6 +27,12 @@ struct ChatFlags {
   // caller, after --plan has been answered. --json-schema is read and
   // compiled here (kBadInput naming the file and the keyword it refuses).
   void apply(uint64_t ctx);
+  // A resumed --history's /think and /effort (chat_history.h), for those of
+  // --thinking, --no-think and --effort not given; says on stderr what it took.
+  void resume(const ChatThinkingSetting& kept);
+
+ private:
+  CLI::Option *thinking_flag_ = nullptr, *no_think_flag_ = nullptr, *effort_flag_ = nullptr;
 };
 
 }  // namespace k3

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +23,20 @@
 namespace k3 {
 
 namespace cli_detail {
+
+// K3_FLAG_DEFAULTS=1 (tests only: tests/cli/help_defaults_test.sh): each
+// flag's value as the code holds it before parsing, "[SUBCOMMAND ]--flag<TAB>value"
+// per line on stdout ("" for a flag with no value of its own to show), so
+// the test compares every default a --help states with the code's.
+inline void print_flag_defaults(CLI::App& app, const std::string& prefix) {
+  for (CLI::Option* o : app.get_options()) {
+    if (o->get_lnames().empty()) continue;
+    o->capture_default_str();
+    std::printf("%s--%s\t%s\n", prefix.c_str(), o->get_lnames().front().c_str(), o->get_default_str().c_str());
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+    print_flag_defaults(*sub, prefix + sub->get_name() + " ");
+}
 
 inline void collect_flags(const CLI::App& app, std::vector<std::string>& out) {
   for (const CLI::Option* o : app.get_options())
@@ -71,6 +86,10 @@ inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** arg
   app.add_flag_callback(
       "--version", [] {}, "print the version and the kernel target, then exit");
   if (auto status = answer_version_flag(argc, argv, tool)) return status;
+  if (const char* v = std::getenv("K3_FLAG_DEFAULTS"); v && std::string(v) == "1") {
+    cli_detail::print_flag_defaults(app, "");
+    return 0;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

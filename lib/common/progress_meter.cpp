@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 
 #include "common/byte_format.h"
 #include "common/clock.h"
@@ -12,8 +13,17 @@
 namespace k3 {
 
 ProgressMeter::ProgressMeter(std::string label, uint64_t total_bytes)
-    : label_(std::move(label)), total_(total_bytes), tty_(progress_on_terminal()) {
+    : label_(std::move(label)),
+      total_(total_bytes),
+      tty_(progress_on_terminal()),
+      exceptions_at_start_(std::uncaught_exceptions()) {
   start_ = last_ = std::chrono::steady_clock::now();
+}
+
+ProgressMeter::~ProgressMeter() {
+  if (!line_open_ || std::uncaught_exceptions() <= exceptions_at_start_) return;
+  std::fputs("\n", stderr);
+  std::fflush(stderr);
 }
 
 bool progress_on_terminal() {
@@ -48,6 +58,7 @@ void ProgressMeter::print(uint64_t done, bool final) {
                : final ? "\x1b[K\n"
                        : "\x1b[K");
   std::fflush(stderr);
+  line_open_ = tty_ && !final;
 }
 
 }  // namespace k3

@@ -8,6 +8,12 @@
 // byte cap is never exceeded (each request reserves its bytes before it is
 // issued); the time bound is exceeded by at most one request per thread,
 // because a pread in flight cannot be abandoned.
+//
+// Only the file's data is read: a hole of a sparse file (a headers-only or
+// unfinished download) reads as zeros without touching the disk, at memory
+// speed. Requests land inside the data extents SEEK_DATA/SEEK_HOLE report;
+// a request size no extent holds is skipped, and a file with too little
+// data for any is reported as not measurable.
 #pragma once
 
 #include <cstdint>
@@ -33,11 +39,21 @@ struct ProbePoint {
   double mb_per_s() const { return seconds > 0 ? bytes / seconds / 1e6 : 0; }
 };
 
+// A run of the file that holds data: [offset, offset + length).
+struct DataExtent {
+  uint64_t offset = 0, length = 0;
+};
+// The data extents of the open file `fd` of `file_size` bytes, in order, at
+// most `max_extents` (the rest of the file is left out); the whole file as
+// one extent where the file system does not tell holes.
+std::vector<DataExtent> data_extents(int fd, uint64_t file_size, size_t max_extents = 1 << 16);
+
 struct ProbeResult {
   std::string file;
   uint64_t file_size = 0;
-  bool direct = false;  // false: O_DIRECT was refused, reads went through the page cache
-  std::string error;    // non-empty: the probe could not run (open or read failed)
+  uint64_t data_bytes = 0;  // of file_size, in data extents (less: a sparse file, its holes not read)
+  bool direct = false;      // false: O_DIRECT was refused, reads went through the page cache
+  std::string error;        // non-empty: the probe could not run (open or read failed)
   std::vector<ProbePoint> points;
   uint64_t total_bytes = 0;
   double total_seconds = 0;

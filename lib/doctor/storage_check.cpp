@@ -230,6 +230,10 @@ void add_storage_checks(Report& r, const StorageFacts& s, uint64_t expert_reques
       k.status = Status::kWarn;
       k.summary = "not measured: " + s.probe_note;
       k.advice = "the forecast below uses an assumed bandwidth";
+    } else if (!s.probe->error.empty() && s.probe->data_bytes < s.probe->file_size) {
+      k.status = Status::kWarn;
+      k.summary = "not measured on " + s.probe->file + ": " + s.probe->error;
+      k.advice = "give --probe-file a file whose data is on the disk (a downloaded shard)";
     } else if (!s.probe->error.empty()) {
       k.status = Status::kWarn;
       k.summary = "measurement failed on " + s.probe->file + ": " + s.probe->error;
@@ -248,6 +252,9 @@ void add_storage_checks(Report& r, const StorageFacts& s, uint64_t expert_reques
       char tail[160];
       std::snprintf(tail, sizeof(tail), " (%s read in %.2f s%s)", format_bytes(pr.total_bytes).c_str(),
                     pr.total_seconds, pr.direct ? ", O_DIRECT" : ", BUFFERED: O_DIRECT refused");
+      // Holes read as zeros without the disk: only the data was read, and said so.
+      if (pr.data_bytes < pr.file_size)
+        line += ", data only: " + format_bytes(pr.data_bytes) + " of a sparse " + format_bytes(pr.file_size);
       k.summary = line + tail;
       // The 1 GB/s bar is for experts of megabytes, as Kimi-K3's 17.5 MB; a
       // model with kilobyte experts (a small or synthetic checkpoint) is
@@ -278,6 +285,8 @@ void add_storage_checks(Report& r, const StorageFacts& s, uint64_t expert_reques
         .set("direct", s.probe ? JsonValue(s.probe->direct) : JsonValue())
         .set("total_bytes", s.probe ? JsonValue(s.probe->total_bytes) : JsonValue())
         .set("total_seconds", s.probe ? JsonValue(s.probe->total_seconds) : JsonValue())
+        .set("file_bytes", s.probe ? JsonValue(s.probe->file_size) : JsonValue())
+        .set("data_bytes", s.probe ? JsonValue(s.probe->data_bytes) : JsonValue())
         .set("note", s.probe ? (s.probe->error.empty() ? std::string() : s.probe->error) : s.probe_note)
         .set("points", std::move(points));
   }

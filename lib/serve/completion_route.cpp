@@ -12,6 +12,7 @@
 #include "serve/client_connection.h"
 #include "serve/json_build.h"
 #include "serve/openai_response.h"
+#include "serve/request_log.h"
 #include "serve/slot_scheduler.h"
 #include "serve/structured_output.h"
 #include "tokenizer/tokenizer.h"
@@ -104,7 +105,10 @@ PreparedJob prepare_job(const ParsedRequest& pr, const ServerOptions& options, c
 std::shared_ptr<Job> submit_job(JobSpec spec, const ServerOptions& options, const ServeBackend& backend,
                                 httplib::Response& res) {
   std::shared_ptr<Job> job = backend.scheduler->submit(std::move(spec));
-  if (job) return job;
+  if (job) {
+    request_log::attach(job);  // its ids and times go into the request's log line and /metrics
+    return job;
+  }
   if (backend.scheduler->stopping()) throw ApiError(503, "the server is shutting down", "", "shutting_down");
   res.set_header("Retry-After", std::to_string(options.retry_after_seconds));
   throw ApiError(

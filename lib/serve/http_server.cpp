@@ -16,6 +16,7 @@
 #include "serve/guarded_server.h"
 #include "serve/json_build.h"
 #include "serve/messages_route.h"
+#include "serve/request_log.h"
 #include "serve/responses_route.h"
 #include "serve/web_page.h"
 
@@ -87,6 +88,7 @@ void HttpServer::routes() {
   // Every path: Host, Origin, Content-Type, then the key (every endpoint but
   // /health and the chat page needs it when one is set).
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    request_log::begin();  // the request's time starts here (its line is written by the logger below)
     if (refused_by_guard(req, res)) return httplib::Server::HandlerResponse::Handled;
     if (options_.api_key.empty() || req.path == "/health" || req.path == "/")
       return httplib::Server::HandlerResponse::Unhandled;
@@ -123,6 +125,7 @@ void HttpServer::routes() {
                        req.path == "/v1/responses" || req.path == "/v1/messages" ||
                        req.path == "/v1/messages/count_tokens";
     metrics_.request_done(known ? req.path : "other", res.status);
+    request_log::end(req.method, req.path, res.status, metrics_);
   });
 
   add_chat_page(s);

@@ -7,13 +7,24 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
+
+#include "serve/latency_histogram.h"
 
 namespace k3::serve {
 
 class ServeMetrics {
  public:
   void request_done(const std::string& endpoint, int status);
+  // A request that generated: from its arrival to its first id (none when
+  // it ended before one) and to its end.
+  void request_timed(std::optional<double> first_token_seconds, double total_seconds);
+  // Engine thread, after each pass (or run of speculative passes): the
+  // weight bytes read since serving started, and the ids those passes gave
+  // when they evaluated no prompt ids (0 otherwise: a prompt's bytes are not
+  // a generated id's).
+  void weights_read(uint64_t total_bytes, uint64_t decode_ids);
 
   std::atomic<uint64_t> prompt_tokens{0};  // ids of rendered prompts
   std::atomic<uint64_t> cached_tokens{0};  // of them, taken from kept states
@@ -23,6 +34,8 @@ class ServeMetrics {
   std::atomic<uint64_t> decode_nanoseconds{0};  // time in passes of decode rows only
   std::atomic<uint64_t> prefill_nanoseconds{0};
   std::atomic<uint64_t> bytes_read{0};  // weight bytes read while serving (streamed trunk + experts)
+  // Of them, those of passes that evaluated no prompt ids, and the ids those passes gave.
+  std::atomic<uint64_t> decode_bytes_read{0}, decode_ids{0};
   std::atomic<uint64_t> experts_requested{0}, experts_resident{0};
   std::atomic<uint64_t> slots_busy{0}, queue_length{0};
   std::atomic<uint64_t> kept_states_ram{0}, kept_states_disk{0}, kept_bytes_ram{0};
@@ -38,6 +51,8 @@ class ServeMetrics {
  private:
   mutable std::mutex mutex_;
   std::map<std::pair<std::string, int>, uint64_t> requests_;
+  LatencyHistogram first_token_{LatencyHistogram::request_seconds()};
+  LatencyHistogram request_{LatencyHistogram::request_seconds()};
 };
 
 }  // namespace k3::serve

@@ -5,6 +5,8 @@
 
 #include "common/error.h"
 
+#include "serve/prompt_progress.h"
+
 namespace k3::serve {
 
 namespace {
@@ -43,10 +45,24 @@ void Job::prefill_progress(int64_t done, int64_t total) {
 void Job::started(int64_t cached) {
   std::lock_guard<std::mutex> lock(mutex_);
   cached_ = cached;
+  admitted_at_ = Clock::now();
+}
+Job::Clock::time_point Job::admitted_at() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return admitted_at_;
+}
+Job::Clock::time_point Job::first_id_at() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return first_id_at_;
+}
+int64_t Job::ids_made() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return made_;
 }
 void Job::push(int32_t id) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (made_++ == 0) first_id_at_ = Clock::now();
     ids_.push_back(id);
   }
   cv_.notify_all();
@@ -99,11 +115,12 @@ bool SlotScheduler::stopping() const {
   return stopping_;
 }
 
-void SlotScheduler::publish_stream_stats() {
+void SlotScheduler::publish_stream_stats(size_t decode_ids) {
   StreamingWeights* streaming = model_.streaming();
-  if (!streaming) return;
+  if (!streaming) return metrics_.weights_read(0, decode_ids);  // resident weights: no bytes, the ids still count
   const StreamStats s = streaming->stats();
-  metrics_.bytes_read = (s.trunk_bytes - baseline_.trunk_bytes) + (s.expert_bytes - baseline_.expert_bytes);
+  metrics_.weights_read((s.trunk_bytes - baseline_.trunk_bytes) + (s.expert_bytes - baseline_.expert_bytes),
+                        decode_ids);
   metrics_.experts_requested = s.experts_requested - baseline_.experts_requested;
   metrics_.experts_resident = s.experts_resident - baseline_.experts_resident;
 }
@@ -187,8 +204,9 @@ bool SlotScheduler::can_speculate() const {
          !others_waiting();
 }
 
-void SlotScheduler::speculate(Slot& slot) {
+size_t SlotScheduler::speculate(Slot& slot) {
   Job& job = *slot.job;
+  const int64_t made0 = slot.made;
   Session& s = *slot.session;  // its passes are accounted by the model (pass_done) as they run
   const int64_t passes0 = s.counters().weight_passes;
   const auto t0 = Clock::now();
@@ -208,8 +226,9 @@ void SlotScheduler::speculate(Slot& slot) {
     options_.draft->detach();
     job.finish(EndReason::kCancelled, e.what());
     slots_.clear();
-    return;
+    return 0;  // its bytes are counted with no ids: not as decode
   }
+  const auto made = static_cast<size_t>(slot.made - made0);
   metrics_.weight_passes += static_cast<uint64_t>(s.counters().weight_passes - passes0);
   metrics_.decode_nanoseconds += nanoseconds_since(t0);
   publish_draft_stats();
@@ -218,6 +237,7 @@ void SlotScheduler::speculate(Slot& slot) {
     std::erase_if(slots_, [](const Slot& x) { return !x.job; });
   }
   // kInterrupted: the next id is still to be sampled, as after any pass.
+  return made;
 }
 
 void SlotScheduler::publish_draft_stats() {
@@ -229,7 +249,7 @@ void SlotScheduler::publish_draft_stats() {
   metrics_.drafts_accepted = static_cast<uint64_t>(d.accepted);
 }
 
-void SlotScheduler::run_pass() {
+size_t SlotScheduler::run_pass() {
   // Decode rows first (one pending id each), then prompt chunks in order of
   // arrival within the engine's rows per pass (at least one chunk row, so a
   // prefill advances even when the decode rows fill the pass).
@@ -262,7 +282,7 @@ void SlotScheduler::run_pass() {
     rows += pending + slot.chunk;
     prefill = true;
   }
-  if (sessions.empty()) return;
+  if (sessions.empty()) return 0;
   const auto t0 = Clock::now();
   try {
     model_.step_rows(sessions, chunks);  // the model accounts the pass (pass_done)
@@ -272,7 +292,7 @@ void SlotScheduler::run_pass() {
       slot->job.reset();
     }
     std::erase_if(slots_, [](const Slot& s) { return !s.job; });
-    return;
+    return 0;
   }
   ++metrics_.weight_passes;
   if (prefill) ++metrics_.prefill_passes;
@@ -283,12 +303,14 @@ void SlotScheduler::run_pass() {
     // The stream's ": prefill DONE/TOTAL" comments; TOTAL/TOTAL comes before
     // the first id is sampled (at the next sample_decoding).
     slot->job->prefill_progress(static_cast<int64_t>(slot->at), static_cast<int64_t>(slot->job->spec().prompt.size()));
+    log_prompt_progress(*slot->job);  // every 10 s of a long prompt: how far, how long left
     if (slot->keep_at != 0 && slot->at == slot->keep_at) {
       cache_.keep(slot->session->mark());
       slot->keep_at = 0;
     }
     slot->decoding = slot->at == slot->job->spec().prompt.size();
   }
+  return prefill ? 0 : rows;
 }
 
 void SlotScheduler::run() {
@@ -314,8 +336,7 @@ void SlotScheduler::run() {
     for (const auto& job : joining) admit(job);
     if (!stopping && can_speculate()) {
       metrics_.slots_busy = 1;
-      speculate(slots_[0]);
-      publish_stream_stats();
+      publish_stream_stats(speculate(slots_[0]));
       continue;  // back to the queue: a new arrival joins, the next id is sampled as usual
     }
     sample_decoding(stopping);  // the ones that end leave before the pass
@@ -324,8 +345,7 @@ void SlotScheduler::run() {
       std::lock_guard<std::mutex> lock(mutex_);
       busy_ = slots_.size();
     }
-    run_pass();
-    publish_stream_stats();
+    publish_stream_stats(run_pass());
     metrics_.kept_states_ram = cache_.states_in_ram();
     metrics_.kept_states_disk = cache_.states_on_disk();
     metrics_.kept_bytes_ram = cache_.ram_bytes();

@@ -73,6 +73,16 @@ class Job {
   // kept state included), the prompt's ids}; {0, 0} until it starts, the
   // total twice once it is done.
   std::pair<int64_t, int64_t> prefill() const { return {prefill_done_.load(), prefill_total_.load()}; }
+  // For the request's log line, /metrics and the prompt's time left: when
+  // it took a slot and when its first id came (the clock's epoch until
+  // then), and the ids made so far.
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point admitted_at() const;
+  Clock::time_point first_id_at() const;
+  int64_t ids_made() const;
+  // Engine thread: the prompt progress lines written to the log (serve/prompt_progress.h).
+  int progress_lines() const { return progress_lines_; }
+  void count_progress_line() { ++progress_lines_; }
 
   // Engine thread side.
   bool cancelled() const { return cancelled_; }
@@ -91,6 +101,9 @@ class Job {
   EndReason reason_ = EndReason::kStop;
   std::string error_;
   int64_t cached_ = 0;
+  int64_t made_ = 0;
+  int progress_lines_ = 0;
+  Clock::time_point admitted_at_{}, first_id_at_{};
   std::atomic<bool> cancelled_{false};
   std::atomic<bool> shut_out_{false};
   std::atomic<int64_t> prefill_done_{0}, prefill_total_{0};
@@ -138,15 +151,15 @@ class SlotScheduler {
   };
   void admit(const std::shared_ptr<Job>& job);
   void sample_decoding(bool stopping);
-  void run_pass();
+  size_t run_pass();  // the ids a pass of decode rows only will give (0 when it evaluated prompt ids)
   void leave(Slot& slot, EndReason reason);
   // The one busy slot, drafted, decoding and nobody waiting: generates it
   // speculatively until it ends or another request arrives.
   bool can_speculate() const;
-  void speculate(Slot& slot);
+  size_t speculate(Slot& slot);  // the ids it made
   bool others_waiting() const;
   void publish_draft_stats();
-  void publish_stream_stats();
+  void publish_stream_stats(size_t decode_ids);  // the ids the passes since the last call gave, if decode only
 
   Model& model_;
   ConversationCache& cache_;

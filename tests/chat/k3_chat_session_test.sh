@@ -44,12 +44,14 @@ contains "/effort medium refused" "/effort medium: not supported" "$(cat "$work/
 contains "/effort low" "thinking effort low" "$(cat "$work/err")"
 contains "/reset" "new conversation" "$(cat "$work/err")"
 contains "/save into a missing directory refused" "/save: " "$(cat "$work/err")"
-check "after /reset: system + 2 turns" "system user assistant user assistant" \
-  "$(python3 -c "import json; print(' '.join(json.loads(l)['role'] for l in open('$work/r.jsonl')))")"
-check "system message kept" "Be brief." "$(field "$work/r.jsonl" 1 'm["content"]')"
-check "turn after /reset" "Second" "$(field "$work/r.jsonl" 2 'm["content"]')"
-check "thinking on: reasoning kept" True "$(field "$work/r.jsonl" 3 '"reasoning_content" in m')"
-check "/think off: no reasoning" False "$(field "$work/r.jsonl" 5 '"reasoning_content" in m')"
+# /effort and /think are kept as settings lines (the first one rewritten by /reset).
+check "after /reset: settings, system + 2 turns, /think off between" \
+  "settings:low/on system user assistant settings:low/off user assistant" \
+  "$(python3 -c "import json; s = lambda m: 'settings:' + m['k3_chat_settings']['effort'] + '/' + m['k3_chat_settings']['thinking']; print(' '.join(m['role'] if 'role' in m else s(m) for m in map(json.loads, open('$work/r.jsonl'))))")"
+check "system message kept" "Be brief." "$(field "$work/r.jsonl" 2 'm["content"]')"
+check "turn after /reset" "Second" "$(field "$work/r.jsonl" 3 'm["content"]')"
+check "thinking on: reasoning kept" True "$(field "$work/r.jsonl" 4 '"reasoning_content" in m')"
+check "/think off: no reasoning" False "$(field "$work/r.jsonl" 7 '"reasoning_content" in m')"
 check "/exit stops reading" 0 "$(grep -c 'not read' "$work/r.jsonl")"
 
 # Ctrl-C during a reply stops it ("stopping within a layer" at once); the

@@ -3,7 +3,10 @@
 # of the flags a memory plan shows (--ctx, --plan's context, k3-serve's
 # --slots and --keep-mb) is read from the rendered --help and compared with
 # what --plan plans when the flag is not given; every flag a tool's help
-# names (--gen, --batch, ...) is one that tool takes.
+# names (--gen, --batch, ...) is one that tool takes. Then every tool (and
+# subcommand): each default its --help states for any flag ("(default X)",
+# "X (default)") is the value the code binds the flag to before parsing
+# (K3_FLAG_DEFAULTS=1 prints those; tests/cli/flag_defaults_check.py compares).
 set -uo pipefail
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 
@@ -40,4 +43,23 @@ check "k3-serve --help states --keep-mb's default" 512 "$keep"
 plan=$(planned k3-serve)
 contains "k3-serve --plan plans them" "x $serve_ctx positions x $slots sequences" "$plan"
 contains "k3-serve --plan keeps --keep-mb's default" "(--keep-mb)  $keep.0 MB" "$plan"
+# Every tool, every flag: the stated defaults are the code's.
+checked=0
+for dir in "$K3_SOURCE_DIR"/tools/*/; do
+  tool=$(basename "$dir")
+  K3_FLAG_DEFAULTS=1 "$BIN/$tool" > "$work/$tool.defaults"
+  check "$tool: K3_FLAG_DEFAULTS=1 lists its flags" 0 "$(grep -cv $'^[a-z-]* *--[a-z0-9-]*\t' "$work/$tool.defaults")"
+  subs=$(sed -nE 's/^([a-z-]+) --.*/\1/p' "$work/$tool.defaults" | sort -u)
+  for sub in "" $subs; do
+    # shellcheck disable=SC2086
+    "$BIN/$tool" $sub --help > "$work/$tool.$sub.help"
+    if [ -n "$sub" ]; then grep "^$sub --" "$work/$tool.defaults"; else grep -v '^[a-z]' "$work/$tool.defaults"; fi \
+      > "$work/$tool.$sub.defaults"
+    out=$(python3 "$K3_SOURCE_DIR/tests/cli/flag_defaults_check.py" "$work/$tool.$sub.help" "$work/$tool.$sub.defaults" \
+      "$tool${sub:+ $sub}")
+    check "$tool${sub:+ $sub}: every stated default is the code's" "" "$(grep FAIL <<< "$out")"
+    checked=$((checked + $(sed -nE 's/^checked ([0-9]+)$/\1/p' <<< "$out")))
+  done
+done
+holds "stated defaults compared with the code's: $checked (at least 40)" "[ $checked -ge 40 ]"
 finish help_defaults_test

@@ -111,9 +111,11 @@ const stub = http.createServer(async (req, res) => {
   for await (const _ of req);  // the body
   res.writeHead(200, { "Content-Type": "text/event-stream" });
   res.write(chunk({ role: "assistant", content: "" }));
-  res.write(": prefill 4/10\n\n");
+  res.write(": prefill 0/4430\n\n");
+  await new Promise((r) => setTimeout(r, 300));
+  res.write(": prefill 1234/4430\n\n");
   await held();
-  res.write(": prefill 10/10\n\n");
+  res.write(": prefill 4430/4430\n\n");
   res.write(chunk({ reasoning_content: "Thinking about <b>markup</b> <script>window.__k3pwned=4</script>" }));
   await held();
   for (const piece of HOSTILE.match(/[\s\S]{1,7}/g)) res.write(chunk({ content: piece }));
@@ -140,8 +142,11 @@ try {
     await page.goto(stubUrl);
     await sendKeys(page, '<img src=y onerror="window.__k3pwned=5">hello');
     await page.waitForSelector(".msg.assistant .prefill progress");
-    check("prefill progress shown", "Evaluating the prompt: 4/10 tokens", await page.textContent(".msg.assistant .prefill span"));
-    check("prefill progress bar", [4, 10], await page.evaluate(() => {
+    await page.waitForFunction(() => document.querySelector(".msg.assistant .prefill span")?.textContent.includes("1,234"));
+    const progress = await page.textContent(".msg.assistant .prefill span");
+    // 1,234 ids in about 0.3 s: the other 3,196 in about 0.8 s more (1 s as shown, rounded up; 2 on a loaded machine).
+    holds(`prefill progress shown with the time left ("${progress}")`, /^prompt 1,234 \/ 4,430, [1-9] s left$/.test(progress));
+    check("prefill progress bar", [1234, 4430], await page.evaluate(() => {
       const p = document.querySelector(".msg.assistant .prefill progress"); return [p.value, p.max]; }));
     holds("stop button shown while streaming", await page.isVisible("#stop"));
     await release();

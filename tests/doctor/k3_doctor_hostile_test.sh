@@ -2,7 +2,9 @@
 # k3-doctor against bad surroundings: a cgroup memory.max of 0 is no usable
 # budget (FAIL), a report that cannot be written (stdout on a full device)
 # exits 5, a missing --probe-file or --root (or $K3_DOCTOR_ROOT) is named,
-# and a recorded meminfo that is a link to /dev/zero is refused at once.
+# and a recorded meminfo that is a link to /dev/zero is refused at once; a
+# sparse --probe-file (a headers-only checkpoint's shard) is not measured as
+# if its holes, read as zeros at memory speed, were the disk.
 set -uo pipefail
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 DATA=${K3_TEST_DATA:?}
@@ -46,4 +48,17 @@ for f in proc/meminfo sys/fs/cgroup/memory.max; do
   ln -sf /dev/zero "$work/zeroed/$f"
   bad "$f -> /dev/zero" 4 "$work/zeroed/$f: is not a regular file" -- timeout 20 "$DOC" --root "$work/zeroed" --no-probe
 done
+
+# 5. Sparse probe files: all holes is "not measured", never "fast enough";
+#    with some data, only the data is read and the summary says so.
+truncate -s 1G "$work/holes.bin"
+"$DOC" --probe-file "$work/holes.bin" --probe-seconds 1 > "$work/holes.out" 2>&1
+line=$(grep 'probe.read_bandwidth' "$work/holes.out")
+contains "all holes: not measured" "not measured on $work/holes.bin: cannot measure: a sparse file with 0 B of data" "$line"
+check "all holes: no speed reported" "" "$(grep -E 'MB/s|fast enough' <<< "$line")"
+truncate -s 1G "$work/part.bin"
+head -c 33554432 /dev/urandom | dd of="$work/part.bin" bs=1M seek=100 conv=notrunc iflag=fullblock status=none
+"$DOC" --probe-file "$work/part.bin" --probe-seconds 1 > "$work/part.out" 2>&1
+contains "32 MiB of data: measured on the data only" "data only: 33.6 MB of a sparse 1.07 GB" \
+  "$(grep 'probe.read_bandwidth' "$work/part.out")"
 finish k3_doctor_hostile_test

@@ -83,6 +83,7 @@ int run(int argc, char** argv) {
   std::optional<k3::ChatHistoryFile> history_file;
   if (!f.history_path.empty())
     history = k3::load_checked_history(f.history_path), f.loop.history = &history_file.emplace(f.history_path);
+  if (history_file && history_file->settings()) f.resume(*history_file->settings());  // /think, /effort kept
   k3::Checkpoint checkpoint = k3::Checkpoint::open(mo.model_dir);
   std::optional<k3::ModelIdentity> identity;  // a state file beside the history: resuming evaluates only what is new
   if (!f.history_path.empty() && f.chat.reuse_state) identity = k3::chat_state_identity(config, checkpoint);

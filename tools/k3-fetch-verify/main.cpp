@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
   vf->add_flag("--full", vopt.full, "Re-hash every file: sha256 against the hub, xxh3 against the manifest");
   vf->add_flag("--no-manifest", vopt.no_manifest,
                "Accept a directory without the download manifest (size and hash checks are then skipped)");
-  vf->add_option("--threads", vopt.threads, "Hashing threads (default: all cores)")
+  vf->add_option("--threads", vopt.threads, "Hashing threads (default 0: all cores)")
       ->check(k3::cli::in_range(0, k3::kMaxComputeThreads));
   vf->add_option("--progress-interval", vopt.progress_interval_s,
                  "Seconds between progress lines when stderr is not a terminal")
