@@ -16,6 +16,7 @@
 #include "serve/guarded_server.h"
 #include "serve/json_build.h"
 #include "serve/messages_route.h"
+#include "serve/models_list.h"
 #include "serve/responses_route.h"
 #include "serve/web_page.h"
 
@@ -135,19 +136,9 @@ void HttpServer::routes() {
     res.set_header("Retry-After", "5");
     res.set_content(load_status_.json(), "application/json");
   });
-  s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    JsonValue model = JsonValue::object();
-    model.set("id", JsonValue::string(options_.model_name));
-    model.set("object", JsonValue::string("model"));
-    model.set("created", json_int(0));
-    model.set("owned_by", JsonValue::string("k3"));
-    model.set("max_model_len", json_int(options_.context));
-    JsonValue data = json_array();
-    data.items.push_back(std::move(model));
-    JsonValue body = JsonValue::object();
-    body.set("object", JsonValue::string("list"));
-    body.set("data", std::move(data));
-    res.set_content(write_json(body), "application/json");
+  s.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
+    const ModelsShape shape = req.has_header("anthropic-version") ? ModelsShape::kAnthropic : ModelsShape::kOpenAi;
+    res.set_content(models_list_json(options_.model_name, options_.context, shape), "application/json");
   });
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_.prometheus_text(), "text/plain; version=0.0.4");

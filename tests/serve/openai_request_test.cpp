@@ -93,10 +93,17 @@ TEST(OpenAiRequest, RefusalsNameTheField) {
   EXPECT_EQ(status_of("{" + msg + R"(,"max_tokens":99999999999999999999999})"), 400);
   EXPECT_EQ(status_of("{" + msg + R"(,"temperature":-1})"), 400);
   EXPECT_EQ(status_of("{" + msg + R"(,"top_p":0})"), 400);
-  EXPECT_EQ(status_of("{" + msg + R"(,"n":2})"), 400);
+  EXPECT_EQ(status_of("{" + msg + R"(,"n":17})", Endpoint::kChat, &m), 400);
+  EXPECT_EQ(m.rfind("n: must be an integer from 1 to 16", 0), 0u) << m;
   EXPECT_EQ(status_of("{" + msg + R"(,"stop":["a","b","c","d","e"]})"), 400);
   EXPECT_EQ(status_of("{" + msg + R"(,"stream":"yes"})"), 400);
-  EXPECT_EQ(status_of("{" + msg + R"(,"logprobs":true})"), 400);
+  EXPECT_EQ(status_of("{" + msg + R"(,"logprobs":3})"), 400);
+  EXPECT_EQ(status_of("{" + msg + R"(,"top_logprobs":3})", Endpoint::kChat, &m), 400);
+  EXPECT_EQ(m.rfind("top_logprobs: needs \"logprobs\": true", 0), 0u) << m;
+  EXPECT_EQ(status_of(R"({"prompt":"a","logprobs":true})", Endpoint::kCompletion), 400);
+  EXPECT_EQ(status_of(R"({"prompt":"a","logit_bias":{"-1":5}})", Endpoint::kCompletion, &m), 400);
+  EXPECT_EQ(m.rfind("logit_bias.-1: the key must be a token id", 0), 0u) << m;
+  EXPECT_EQ(status_of(R"({"prompt":"a","logit_bias":{"7":-100.5}})", Endpoint::kCompletion), 400);
   EXPECT_EQ(status_of("{" + msg + R"(,"frequency_penalty":2.5})"), 400);
   EXPECT_EQ(status_of("{" + msg + R"(,"best_of":2})", Endpoint::kChat, &m), 400);
   EXPECT_EQ(m.rfind("best_of: is not supported", 0), 0u) << m;
@@ -145,6 +152,32 @@ TEST(OpenAiRequest, SamplingFieldsAreTheSamplersSettings) {
 // The server and the flags cannot disagree: for every setting and a sweep of
 // values, the field is accepted exactly when the flag's check accepts it,
 // and a refusal names the field with the flag's rule.
+TEST(OpenAiRequest, ChoicesLogprobsAndLogitBias) {
+  const ParsedRequest c = parse_openai_request(
+      R"({"messages":[{"role":"user","content":"x"}],"n":3,"logprobs":true,"top_logprobs":4,"logit_bias":{"7":-100,"12":2.5}})",
+      Endpoint::kChat, kLimits);
+  EXPECT_EQ(c.n, 3);
+  EXPECT_EQ(c.logprobs, 4);
+  ASSERT_EQ(c.sampling.logit_bias.size(), 2u);
+  EXPECT_EQ(c.sampling.logit_bias[0].id, 7);
+  EXPECT_EQ(c.sampling.logit_bias[0].bias, -100.0f);
+  EXPECT_EQ(c.sampling.logit_bias[1].id, 12);
+  EXPECT_EQ(c.sampling.logit_bias[1].bias, 2.5f);
+  EXPECT_EQ(
+      parse_openai_request(R"({"messages":[{"role":"user","content":"x"}],"logprobs":true})", Endpoint::kChat, kLimits)
+          .logprobs,
+      0);
+  EXPECT_EQ(
+      parse_openai_request(R"({"messages":[{"role":"user","content":"x"}],"logprobs":false})", Endpoint::kChat, kLimits)
+          .logprobs,
+      -1);
+  EXPECT_EQ(parse_openai_request(R"({"prompt":"a","logprobs":2})", Endpoint::kCompletion, kLimits).logprobs, 2);
+  const ParsedRequest d = parse_openai_request(R"({"prompt":"a"})", Endpoint::kCompletion, kLimits);
+  EXPECT_EQ(d.n, 1);
+  EXPECT_EQ(d.logprobs, -1);
+  EXPECT_TRUE(d.sampling.logit_bias.empty());
+}
+
 TEST(OpenAiRequest, FieldsAndFlagsShareEachSettingsRange) {
   const SamplingSetting all[] = {SamplingSetting::kTemperature,
                                  SamplingSetting::kTopK,
