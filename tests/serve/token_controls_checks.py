@@ -140,6 +140,27 @@ check("chat n=2 streamed: one usage chunk", [whole["usage"]["completion_tokens"]
       [ev["usage"]["completion_tokens"] for ev in events if ev.get("usage")])
 check("chat n=2 streamed: one [DONE]", 1, done)
 
+# n shares the weight passes: with a slot per choice, three choices take the passes one does (the
+# end-of-sequence id banned, so every choice runs to max_tokens; fresh prompts, so no kept state helps).
+def weight_passes():
+    with urllib.request.urlopen(url + "/metrics", timeout=60) as r:
+        for line in r.read().decode().split("\n"):
+            if line.startswith("k3_weight_passes_total "):
+                return float(line.split()[1])
+
+
+eos = json.load(open(f"{tiny}/config.json"))["eos_token_id"]
+passes_of = {}
+for n, first in [(1, 11), (3, 12)]:
+    before = weight_passes()
+    status, r = post("/v1/completions", {"prompt": [first] + prompt, "max_tokens": 8, "temperature": 1.0, "n": n,
+                                         "logit_bias": {str(eos): -100}})
+    check(f"n={n} without eos: every choice runs to max_tokens", 8 * n, r["usage"]["completion_tokens"])
+    passes_of[n] = weight_passes() - before
+print(f"weight passes: n=1 {passes_of[1]:.0f}, n=3 {passes_of[3]:.0f}")
+check(f"n=3 shares the passes of n=1 ({passes_of[1]:.0f}; at most one more while the choices join)", True,
+      passes_of[3] <= passes_of[1] + 1)
+
 # ---- logit_bias: added to the logit; the reported logprobs stay the model's.
 _, fwd = forward(prompt, 1, 5)
 best, second = fwd[0]["top"][0], fwd[0]["top"][1]
