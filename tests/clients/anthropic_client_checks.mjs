@@ -5,16 +5,10 @@
 import { execFileSync } from "node:child_process";
 import Anthropic from "@anthropic-ai/sdk";
 import Ajv from "ajv";
+import { check, done, holds } from "./checks.mjs";
 
 const [baseURL, apiKey, tokenizeTool, modelDir] = process.argv.slice(2);
 const client = new Anthropic({ baseURL, apiKey, timeout: 120000, maxRetries: 0 });
-let passes = 0, fails = 0;
-function check(name, expected, actual) {
-  const e = JSON.stringify(expected), a = JSON.stringify(actual);
-  if (e === a) passes++;
-  else { fails++; console.log(`FAIL ${name}: expected ${e} got ${a}`); }
-}
-function holds(name, cond) { check(name, true, Boolean(cond)); }
 
 const user = (content) => ({ role: "user", content });
 const off = { thinking: { type: "disabled" } };
@@ -224,5 +218,4 @@ for (const [label, choice] of [["any", { type: "any" }], ["tool", { type: "tool"
   }
 }
 
-console.log(`anthropic_client_checks: ${passes} passed, ${fails} failed`);
-process.exit(fails === 0 ? 0 : 1);
+done("anthropic_client_checks");

@@ -3,16 +3,10 @@
 // Usage: node openai_client_checks.mjs BASE_URL K3_TOKENIZE MODEL_DIR
 import { execFileSync } from "node:child_process";
 import OpenAI from "openai";
+import { check, done, holds } from "./checks.mjs";
 
 const [baseURL, tokenizeTool, modelDir] = process.argv.slice(2);
 const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: "unused", timeout: 120000, maxRetries: 0 });
-let passes = 0, fails = 0;
-function check(name, expected, actual) {
-  const e = JSON.stringify(expected), a = JSON.stringify(actual);
-  if (e === a) passes++;
-  else { fails++; console.log(`FAIL ${name}: expected ${e} got ${a}`); }
-}
-function holds(name, cond) { check(name, true, Boolean(cond)); }
 
 const user = (content) => ({ role: "user", content });
 const noThink = { chat_template_kwargs: { thinking: false } };
@@ -162,5 +156,4 @@ try {
   holds("unknown model message", String(e.message).includes("is not served here"));
 }
 
-console.log(`openai_client_checks: ${passes} passed, ${fails} failed`);
-process.exit(fails === 0 ? 0 : 1);
+done("openai_client_checks");

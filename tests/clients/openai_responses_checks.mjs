@@ -8,16 +8,10 @@
 // cached tokens); store: false keeps nothing; refusals name the field.
 // Usage: node openai_responses_checks.mjs BASE_URL
 import OpenAI from "openai";
+import { check, done, holds } from "./checks.mjs";
 
 const [baseURL] = process.argv.slice(2);
 const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: "unused", timeout: 120000, maxRetries: 0 });
-let passes = 0, fails = 0;
-function check(name, expected, actual) {
-  const e = JSON.stringify(expected), a = JSON.stringify(actual);
-  if (e === a) passes++;
-  else { fails++; console.log(`FAIL ${name}: expected ${e} got ${a}`); }
-}
-function holds(name, cond) { check(name, true, Boolean(cond)); }
 const user = (content) => ({ role: "user", content });
 const model = "k3-tiny";
 const outputText = (r) => r.output.filter((i) => i.type === "message").flatMap((i) => i.content).map((c) => c.text).join("");
@@ -124,5 +118,4 @@ check("max_output_tokens over the context", 400, (await status({ model, input: "
 check("hosted tools refused", [400, "tools[0].type"], await status({ model, input: "x", tools: [{ type: "web_search" }] }));
 check("another model: 404", 404, (await status({ model: "gpt-4o", input: "x" }))[0]);
 
-console.log(`openai_responses_checks: ${passes} passed, ${fails} failed`);
-process.exit(fails === 0 ? 0 : 1);
+done("openai_responses_checks");
