@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <new>
 
 #include "common/error.h"
 #include "serve/anthropic_response.h"
@@ -27,24 +26,6 @@ namespace {
 void send_error(httplib::Response& res, int status, const std::string& message, const std::string& code = "") {
   res.status = status;
   res.set_content(error_body(status, message, "", code), "application/json");
-}
-
-// Runs a route, turning refusals into OpenAI-shaped errors: the server keeps serving.
-template <typename Fn>
-void guarded(httplib::Response& res, Fn&& fn) {
-  try {
-    fn();
-  } catch (const ApiError& e) {
-    res.status = e.status();
-    res.set_content(error_body(e), "application/json");
-  } catch (const Error& e) {
-    send_error(res, e.code() == ExitCode::kBadInput ? 400 : 500, e.message());
-  } catch (const std::bad_alloc&) {  // this request's share did not fit; the server keeps serving
-    send_error(res, 503, "out of memory for this request: send a shorter one, or start k3-serve with fewer --slots",
-               "out_of_memory");
-  } catch (const std::exception& e) {
-    send_error(res, 500, std::string("internal error: ") + e.what(), "internal_error");
-  }
 }
 
 ConnectionOptions connection_options(const ServerOptions& o) {
@@ -150,7 +131,11 @@ void HttpServer::routes() {
         send_error(res, 503, "the model is still loading (GET /health says when it is ready)", "loading");
         return;
       }
-      guarded(res, [&] { handler(req, res); });
+      run_guarded([&] { handler(req, res); },
+                  [&](const ApiError& e) {  // OpenAI's error shape
+                    res.status = e.status();
+                    res.set_content(error_body(e), "application/json");
+                  });
     });
   };
   post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {

@@ -237,6 +237,34 @@ TEST(OpenAiRequest, NestingDepthIsRefusedBeforeParsing) {
   EXPECT_EQ(json_depth(std::string(1000000, '['), 64), 65);  // stops counting past the limit
 }
 
+// run_guarded: whatever a route throws reaches the reply as one ApiError.
+TEST(RunGuarded, EachFailureBecomesOneApiError) {
+  auto reply_to = [](auto handler) {
+    std::vector<ApiError> replies;
+    run_guarded(handler, [&](const ApiError& e) { replies.push_back(e); });
+    return replies;
+  };
+  EXPECT_TRUE(reply_to([] {}).empty());
+  auto one = [&](auto handler) {
+    const std::vector<ApiError> r = reply_to(handler);
+    EXPECT_EQ(r.size(), 1u);
+    return r.empty() ? ApiError(0, "") : r[0];
+  };
+  const ApiError refused = one([] { throw ApiError(429, "busy", "", "queue_full"); });
+  EXPECT_EQ(refused.status(), 429);
+  EXPECT_EQ(refused.code(), "queue_full");
+  EXPECT_EQ(one([] { throw Error(ExitCode::kBadInput, "bad id"); }).status(), 400);
+  EXPECT_EQ(one([] { throw Error(ExitCode::kBadInput, "bad id"); }).message(), "bad id");
+  EXPECT_EQ(one([] { throw Error(ExitCode::kInternal, "x"); }).status(), 500);
+  const ApiError oom = one([] { throw std::bad_alloc(); });
+  EXPECT_EQ(oom.status(), 503);
+  EXPECT_EQ(oom.code(), "out_of_memory");
+  const ApiError other = one([] { throw std::runtime_error("boom"); });
+  EXPECT_EQ(other.status(), 500);
+  EXPECT_EQ(other.message(), "internal error: boom");
+  EXPECT_EQ(other.code(), "internal_error");
+}
+
 TEST(OpenAiError, Shape) {
   EXPECT_EQ(
       error_body(404, "model: \"x\" is not served", "model", "model_not_found"),
