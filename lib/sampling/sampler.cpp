@@ -127,9 +127,11 @@ Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.se
 
 int32_t Sampler::next(const float* logits, int64_t vocab, int64_t position, std::span<const int32_t> sequence,
                       const TokenMask* mask) {
-  if (params_.penalties.active() && vocab > 0) {
+  const bool penalise = params_.penalties.active();
+  if ((penalise || !params_.logit_bias.empty()) && vocab > 0) {
     penalised_.assign(logits, logits + vocab);
-    apply_penalties(penalised_.data(), vocab, sequence, params_.penalties);
+    if (penalise) apply_penalties(penalised_.data(), vocab, sequence, params_.penalties);
+    apply_logit_bias(penalised_.data(), vocab, params_.logit_bias);
     logits = penalised_.data();
   }
   if (params_.greedy()) return greedy_token(logits, vocab, mask);

@@ -5,8 +5,8 @@
 // Greedy (temperature 0, the default): the id with the largest logit; ties go
 // to the lower id. No random number is drawn.
 //
-// Penalties first (penalties.h), when any is given: greedy and sampling
-// then see the penalised copy of the row.
+// Penalties first (penalties.h), when any is given, then the logit biases
+// (logit_bias.h): greedy and sampling then see the adjusted copy of the row.
 //
 // A mask (token_mask.h: structured output) limits both to its allowed ids:
 // greedy takes the allowed id with the largest logit, sampling starts from
@@ -34,6 +34,7 @@
 #include <span>
 #include <vector>
 
+#include "sampling/logit_bias.h"
 #include "sampling/penalties.h"
 #include "sampling/sample_rng.h"
 #include "sampling/token_mask.h"
@@ -48,6 +49,8 @@ struct SamplingParams {
   uint64_t seed = 0;
   // Kept in state files too (a PENA section): a continuation samples as one run would.
   PenaltyParams penalties;
+  // Added to the row after the penalties (logit_bias.h); not kept in state files.
+  std::vector<LogitBias> logit_bias;
 
   bool greedy() const { return temperature == 0.0; }
 };

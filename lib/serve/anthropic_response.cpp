@@ -10,6 +10,16 @@ constexpr const char* kSignature = "k3:unsigned";
 
 const char* block_type(ReplyChannel channel) { return channel == ReplyChannel::kThink ? "thinking" : "text"; }
 
+// Arguments K3 wrote as one JSON text (a forced call's, under the
+// constraint): that object is the input; text that is not a JSON object is
+// kept as a string, for the tool to refuse.
+JsonValue raw_input(const std::string& text) {
+  JsonValue parsed;
+  std::string error;
+  if (parse_json(text, parsed, error) && parsed.is_object()) return parsed;
+  return JsonValue::object().set("raw_arguments", JsonValue::string(text));
+}
+
 }  // namespace
 
 std::string sse_named_event(const std::string& name, const JsonValue& data) {
@@ -168,9 +178,7 @@ std::vector<std::string> MessageWriter::finish(EndReason reason, const Usage& us
     for (size_t i = 0; i < calls.size(); ++i) {
       Block b{"tool_use", "", calls[i].id.empty() ? "toolu_" + id_ + "_" + std::to_string(i) : calls[i].id,
               calls[i].name, JsonValue::object()};
-      // Arguments K3 wrote as text that is not JSON: kept as a string, for the tool to refuse.
-      if (calls[i].raw) b.input.set("raw_arguments", JsonValue::string(calls[i].raw_arguments));
-      else b.input = calls[i].arguments;
+      b.input = calls[i].raw ? raw_input(calls[i].raw_arguments) : calls[i].arguments;
       blocks_.push_back(std::move(b));
       const int64_t index = static_cast<int64_t>(blocks_.size()) - 1;
       JsonValue start = JsonValue::object();

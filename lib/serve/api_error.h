@@ -6,8 +6,11 @@
 // so clients written for OpenAI show the message instead of failing to parse.
 #pragma once
 
+#include <new>
 #include <stdexcept>
 #include <string>
+
+#include "common/error.h"
 
 namespace k3::serve {
 
@@ -41,5 +44,27 @@ const char* error_type(int status);
 std::string error_body(int status, const std::string& message, const std::string& param = "",
                        const std::string& code = "");
 inline std::string error_body(const ApiError& e) { return error_body(e.status(), e.message(), e.param(), e.code()); }
+
+// Runs a route's handler so that the server keeps serving whatever it
+// throws: each failure becomes one ApiError handed to `reply` (which writes
+// it in the route's error shape, OpenAI's or Anthropic's): a refusal as it
+// is, a k3::Error as 400 (bad input) or 500, an allocation failure as 503
+// out_of_memory (this request's share did not fit), anything else as 500
+// internal_error.
+template <typename Handler, typename Reply>
+void run_guarded(Handler&& handler, Reply&& reply) {
+  try {
+    handler();
+  } catch (const ApiError& e) {
+    reply(e);
+  } catch (const Error& e) {
+    reply(ApiError(e.code() == ExitCode::kBadInput ? 400 : 500, e.message()));
+  } catch (const std::bad_alloc&) {
+    reply(ApiError(503, "out of memory for this request: send a shorter one, or start k3-serve with fewer --slots", "",
+                   "out_of_memory"));
+  } catch (const std::exception& e) {
+    reply(ApiError(500, std::string("internal error: ") + e.what(), "", "internal_error"));
+  }
+}
 
 }  // namespace k3::serve

@@ -1,5 +1,6 @@
 #include "serve/completion_route.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <ctime>
@@ -65,6 +66,17 @@ std::vector<int32_t> prompt_ids(const ParsedRequest& pr, const Tokenizer& tok, C
   return {t.begin(), t.end()};
 }
 
+// logit_bias's ids against the vocabulary: a 400 naming every id outside it.
+void check_logit_bias_ids(const std::vector<LogitBias>& biases, int64_t vocab) {
+  std::string outside;
+  for (const LogitBias& b : biases)
+    if (b.id >= vocab) outside += (outside.empty() ? "" : ", ") + std::to_string(b.id);
+  if (!outside.empty())
+    throw ApiError(400,
+                   "logit_bias: ids " + outside + " are outside the vocabulary (0.." + std::to_string(vocab - 1) + ")",
+                   "logit_bias");
+}
+
 }  // namespace
 
 PreparedJob prepare_job(const ParsedRequest& pr, const ServerOptions& options, const ServeBackend& backend) {
@@ -99,6 +111,8 @@ PreparedJob prepare_job(const ParsedRequest& pr, const ServerOptions& options, c
                    "max_tokens", "context_length_exceeded");
   out.spec.max_new = pr.max_tokens ? *pr.max_tokens : room;
   out.spec.sampling = pr.sampling;
+  out.spec.logprobs = pr.logprobs;
+  check_logit_bias_ids(pr.sampling.logit_bias, static_cast<int64_t>(backend.tokenizer->vocab().size()));
   return out;
 }
 
@@ -119,13 +133,39 @@ std::shared_ptr<Job> submit_job(JobSpec spec, const ServerOptions& options, cons
 
 namespace {
 
-// What a streamed reply carries from one provider call to the next.
-struct Stream {
+// One choice of a reply (n > 1: several, each its own job on the scheduler).
+struct Choice {
   std::shared_ptr<Job> job;
   ReplyWriter writer;
-  Usage usage;
-  bool began = false, finished = false;
+  int64_t made = 0;  // ids taken
+  bool finished = false;
+};
+
+// What a reply carries from one provider call to the next.
+struct Stream {
+  std::vector<Choice> choices;
+  int64_t prompt_tokens = 0;
+  bool began = false;
   int64_t prefill_sent = -1;  // the prompt ids done the last progress comment said
+
+  bool finished() const {
+    return std::all_of(choices.begin(), choices.end(), [](const Choice& c) { return c.finished; });
+  }
+  // The first failed choice's job (nullptr when none failed).
+  const Job* failed() const {
+    for (const Choice& c : choices)
+      if (c.finished && !c.job->error().empty()) return c.job.get();
+    return nullptr;
+  }
+  void cancel() {
+    for (Choice& c : choices) c.job->cancel();
+  }
+  // The prompt counted once, the ids of every choice (OpenAI's usage for n > 1).
+  Usage usage() const {
+    Usage u{prompt_tokens, 0, choices.front().job->cached_tokens()};
+    for (const Choice& c : choices) u.completion_tokens += c.made;
+    return u;
+  }
 };
 
 // While the prompt is evaluated: an SSE comment ": prefill DONE/TOTAL" (prompt
@@ -133,33 +173,66 @@ struct Stream {
 // that changed, and always "TOTAL/TOTAL" before the first token. Clients
 // ignore comment lines; a chat page shows them as progress.
 std::string prefill_note(Stream& s) {
-  const auto [done, total] = s.job->prefill();
+  const auto [done, total] = s.choices.front().job->prefill();
   if (total == 0 || done == s.prefill_sent) return "";
   s.prefill_sent = done;
   return ": prefill " + std::to_string(done) + "/" + std::to_string(total) + "\n\n";
 }
 
-std::vector<std::string> take(Stream& s, std::chrono::milliseconds timeout) {
+std::vector<std::string> take(Choice& c, std::chrono::milliseconds timeout) {
   std::vector<std::string> out;
   std::vector<int32_t> ids;
-  const bool done = s.job->wait(ids, timeout);
-  for (int32_t id : ids) {
-    if (s.writer.stop_string_matched()) break;
-    ++s.usage.completion_tokens;
-    for (std::string& c : s.writer.push(id, s.job->spec().stop.stops(id))) out.push_back(std::move(c));
-    if (s.writer.stop_string_matched()) s.job->cancel();
+  const bool done = c.job->wait(ids, timeout);
+  const std::vector<PositionLogprobs> logprobs =
+      c.job->spec().logprobs >= 0 ? c.job->take_logprobs() : std::vector<PositionLogprobs>{};
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (c.writer.stop_string_matched()) break;
+    ++c.made;
+    if (i < logprobs.size()) c.writer.add_logprobs(logprobs[i]);
+    for (std::string& chunk : c.writer.push(ids[i], c.job->spec().stop.stops(ids[i]))) out.push_back(std::move(chunk));
+    if (c.writer.stop_string_matched()) c.job->cancel();
   }
-  if (done && !s.job->error().empty()) {  // failed: no finish_reason, the route sends the error
-    s.finished = true;
+  if (done && !c.job->error().empty()) {  // failed: no finish_reason, the route sends the error
+    c.finished = true;
     return out;
   }
   if (done) {
-    s.usage.cached_tokens = s.job->cached_tokens();
-    const EndReason why = s.writer.stop_string_matched() ? EndReason::kStop : s.job->end_reason();
-    for (std::string& c : s.writer.finish(why, s.usage)) out.push_back(std::move(c));
-    s.finished = true;
+    const EndReason why = c.writer.stop_string_matched() ? EndReason::kStop : c.job->end_reason();
+    for (std::string& chunk : c.writer.finish_choice(why)) out.push_back(std::move(chunk));
+    c.finished = true;
   }
   return out;
+}
+
+// Every unfinished choice's new chunks: the first waits up to kPoll, the
+// others give what they have.
+std::vector<std::string> take_all(Stream& s) {
+  std::vector<std::string> out;
+  bool waited = false;
+  for (Choice& c : s.choices) {
+    if (c.finished) continue;
+    for (std::string& chunk : take(c, waited ? std::chrono::milliseconds(0) : kPoll)) out.push_back(std::move(chunk));
+    waited = true;
+  }
+  return out;
+}
+
+// The request's n jobs: choice i samples with seed + i (docs/serve.md), so
+// it is the n = 1 request with that seed. All or none are queued.
+std::vector<std::shared_ptr<Job>> submit_choices(const PreparedJob& p, int n, const ServerOptions& options,
+                                                 const ServeBackend& backend, httplib::Response& res) {
+  std::vector<std::shared_ptr<Job>> jobs;
+  try {
+    for (int i = 0; i < n; ++i) {
+      JobSpec spec = p.spec;
+      spec.sampling.seed += static_cast<uint64_t>(i);
+      jobs.push_back(submit_job(std::move(spec), options, backend, res));
+    }
+  } catch (...) {
+    for (const auto& job : jobs) job->cancel();
+    throw;
+  }
+  return jobs;
 }
 
 // /tokenize takes either body: a top-level "messages" member makes it a chat
@@ -178,24 +251,30 @@ void handle_completion(const httplib::Request& req, httplib::Response& res, Endp
                        const ServerOptions& options, const ServeBackend& backend) {
   RequestLimits limits{options.max_depth, options.context, options.model_name, options.thinking, options.effort};
   const ParsedRequest pr = parse_openai_request(req.body, endpoint, limits);
-  PreparedJob p = prepare_job(pr, options, backend);
-  const int64_t prompt_tokens = static_cast<int64_t>(p.spec.prompt.size());
-  std::shared_ptr<Job> job = submit_job(std::move(p.spec), options, backend, res);
+  const PreparedJob p = prepare_job(pr, options, backend);
   const bool chat = endpoint == Endpoint::kChat;
   ResponseMeta meta{new_response_id(chat ? "chatcmpl-" : "cmpl-"), static_cast<int64_t>(std::time(nullptr)),
                     options.model_name};
-  auto stream = std::make_shared<Stream>(Stream{
-      job, ReplyWriter(endpoint, backend.tokenizer->vocab(), p.thinking, pr.stop, meta, pr.stream && pr.include_usage),
-      Usage{prompt_tokens, 0, 0}});
+  meta.logprobs = pr.logprobs >= 0;
+  auto stream = std::make_shared<Stream>();
+  stream->prompt_tokens = static_cast<int64_t>(p.spec.prompt.size());
+  for (std::shared_ptr<Job>& job : submit_choices(p, pr.n, options, backend, res)) {
+    meta.choice = static_cast<int64_t>(stream->choices.size());
+    stream->choices.push_back(Choice{std::move(job), ReplyWriter(endpoint, backend.tokenizer->vocab(), p.thinking,
+                                                                 pr.stop, meta, pr.stream && pr.include_usage)});
+  }
   if (!pr.stream) {
-    while (!stream->finished) {
-      take(*stream, kPoll);
-      if (client_gone()) job->cancel();  // its slot frees at the next pass, as a stream's does
+    while (!stream->finished()) {
+      take_all(*stream);
+      if (client_gone() || stream->failed()) stream->cancel();  // the slots free at the next pass, as a stream's do
     }
-    if (job->shut_out()) throw ApiError(503, "the server is shutting down", "", "shutting_down");
-    if (const std::string error = job->error(); !error.empty())
-      throw ApiError(500, "the prompt could not be evaluated: " + error, "", "engine_error");
-    res.set_content(stream->writer.body(stream->usage), "application/json");
+    if (const Job* failed = stream->failed()) {
+      if (failed->shut_out()) throw ApiError(503, "the server is shutting down", "", "shutting_down");
+      throw ApiError(500, "the prompt could not be evaluated: " + failed->error(), "", "engine_error");
+    }
+    std::vector<const ReplyWriter*> writers;
+    for (const Choice& c : stream->choices) writers.push_back(&c.writer);
+    res.set_content(ReplyWriter::body(writers, stream->usage()), "application/json");
     return;
   }
   res.set_header("Cache-Control", "no-cache");
@@ -204,28 +283,33 @@ void handle_completion(const httplib::Request& req, httplib::Response& res, Endp
       [stream](size_t, httplib::DataSink& sink) {
         std::vector<std::string> out;
         if (!stream->began) {
-          out = stream->writer.start();
+          for (Choice& c : stream->choices)
+            for (std::string& chunk : c.writer.start()) out.push_back(std::move(chunk));
           stream->began = true;
         }
-        std::vector<std::string> fresh = take(*stream, kPoll);
+        std::vector<std::string> fresh = take_all(*stream);
         if (std::string note = prefill_note(*stream); !note.empty()) out.push_back(std::move(note));
         for (std::string& c : fresh) out.push_back(std::move(c));
-        if (stream->finished && !stream->job->error().empty()) {  // the headers are sent: the error is an event
-          out.push_back(sse_event(stream->job->shut_out()
+        const Job* failed = stream->failed();
+        if (failed) {  // the headers are sent: the error is an event
+          stream->cancel();
+          out.push_back(sse_event(failed->shut_out()
                                       ? error_body(503, "the server is shutting down", "", "shutting_down")
-                                      : error_body(500, "generation failed: " + stream->job->error())));
+                                      : error_body(500, "generation failed: " + failed->error())));
           out.push_back(sse_done());
+        } else if (stream->finished()) {
+          for (std::string& c : stream->choices.front().writer.close(stream->usage())) out.push_back(std::move(c));
         }
         for (const std::string& c : out)
-          if (!sink.write(c.data(), c.size())) {  // the client is gone: its slot frees at the next pass
-            stream->job->cancel();
+          if (!sink.write(c.data(), c.size())) {  // the client is gone: its slots free at the next pass
+            stream->cancel();
             return false;
           }
-        if (stream->finished) sink.done();
+        if (failed || stream->finished()) sink.done();
         return true;
       },
       [stream](bool success) {
-        if (!success) stream->job->cancel();
+        if (!success) stream->cancel();
       });
 }
 

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <new>
 
 #include "common/error.h"
 #include "serve/anthropic_response.h"
@@ -16,6 +15,7 @@
 #include "serve/guarded_server.h"
 #include "serve/json_build.h"
 #include "serve/messages_route.h"
+#include "serve/models_list.h"
 #include "serve/request_log.h"
 #include "serve/responses_route.h"
 #include "serve/web_page.h"
@@ -27,24 +27,6 @@ namespace {
 void send_error(httplib::Response& res, int status, const std::string& message, const std::string& code = "") {
   res.status = status;
   res.set_content(error_body(status, message, "", code), "application/json");
-}
-
-// Runs a route, turning refusals into OpenAI-shaped errors: the server keeps serving.
-template <typename Fn>
-void guarded(httplib::Response& res, Fn&& fn) {
-  try {
-    fn();
-  } catch (const ApiError& e) {
-    res.status = e.status();
-    res.set_content(error_body(e), "application/json");
-  } catch (const Error& e) {
-    send_error(res, e.code() == ExitCode::kBadInput ? 400 : 500, e.message());
-  } catch (const std::bad_alloc&) {  // this request's share did not fit; the server keeps serving
-    send_error(res, 503, "out of memory for this request: send a shorter one, or start k3-serve with fewer --slots",
-               "out_of_memory");
-  } catch (const std::exception& e) {
-    send_error(res, 500, std::string("internal error: ") + e.what(), "internal_error");
-  }
 }
 
 ConnectionOptions connection_options(const ServerOptions& o) {
@@ -138,19 +120,9 @@ void HttpServer::routes() {
     res.set_header("Retry-After", "5");
     res.set_content(load_status_.json(), "application/json");
   });
-  s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    JsonValue model = JsonValue::object();
-    model.set("id", JsonValue::string(options_.model_name));
-    model.set("object", JsonValue::string("model"));
-    model.set("created", json_int(0));
-    model.set("owned_by", JsonValue::string("k3"));
-    model.set("max_model_len", json_int(options_.context));
-    JsonValue data = json_array();
-    data.items.push_back(std::move(model));
-    JsonValue body = JsonValue::object();
-    body.set("object", JsonValue::string("list"));
-    body.set("data", std::move(data));
-    res.set_content(write_json(body), "application/json");
+  s.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
+    const ModelsShape shape = req.has_header("anthropic-version") ? ModelsShape::kAnthropic : ModelsShape::kOpenAi;
+    res.set_content(models_list_json(options_.model_name, options_.context, shape), "application/json");
   });
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_.prometheus_text(), "text/plain; version=0.0.4");
@@ -162,7 +134,11 @@ void HttpServer::routes() {
         send_error(res, 503, "the model is still loading (GET /health says when it is ready)", "loading");
         return;
       }
-      guarded(res, [&] { handler(req, res); });
+      run_guarded([&] { handler(req, res); },
+                  [&](const ApiError& e) {  // OpenAI's error shape
+                    res.status = e.status();
+                    res.set_content(error_body(e), "application/json");
+                  });
     });
   };
   post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {

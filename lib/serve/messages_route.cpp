@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <memory>
-#include <new>
 
 #include "common/error.h"
 #include "serve/anthropic_request.h"
@@ -23,22 +22,6 @@ constexpr std::chrono::milliseconds kPoll{100};
 void send_error(httplib::Response& res, int status, const std::string& message) {
   res.status = status;
   res.set_content(anthropic_error_body(status, message), "application/json");
-}
-
-// Runs a route, turning refusals into Anthropic-shaped errors: the server keeps serving.
-template <typename Fn>
-void guarded(httplib::Response& res, Fn&& fn) {
-  try {
-    fn();
-  } catch (const ApiError& e) {
-    send_error(res, e.status(), e.message());
-  } catch (const Error& e) {
-    send_error(res, e.code() == ExitCode::kBadInput ? 400 : 500, e.message());
-  } catch (const std::bad_alloc&) {  // this request's share did not fit; the server keeps serving
-    send_error(res, 503, "out of memory for this request: send a shorter one, or start k3-serve with fewer --slots");
-  } catch (const std::exception& e) {
-    send_error(res, 500, std::string("internal error: ") + e.what());
-  }
 }
 
 // What a streamed reply carries from one provider call to the next.
@@ -158,7 +141,8 @@ void add_messages_routes(httplib::Server& server, const std::atomic<bool>& ready
         send_error(res, 503, "the model is still loading (GET /health says when it is ready)");
         return;
       }
-      guarded(res, [&] { handler(req, res, *opts, *back); });
+      run_guarded([&] { handler(req, res, *opts, *back); },
+                  [&](const ApiError& e) { send_error(res, e.status(), e.message()); });  // Anthropic's shape
     };
   };
   server.Post("/v1/messages", route(handle_messages));

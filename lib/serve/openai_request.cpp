@@ -89,13 +89,55 @@ void read_sampling_settings(const JsonValue& body, SamplingParams& out) {
     if (const std::optional<double> x = value_of(setting)) *target = static_cast<int32_t>(*x);
 }
 
+// logit_bias {"ID": bias}: each key a token id (its range against the
+// vocabulary is prepare_job's to check), each bias within [-100, 100].
+void read_logit_bias(const JsonValue& v, SamplingParams& out) {
+  if (!v.is_object()) refuse("logit_bias", "must be an object of token ids to biases" + found(v));
+  if (v.keys.size() > kMaxLogitBiases)
+    refuse("logit_bias",
+           "at most " + std::to_string(kMaxLogitBiases) + " ids (found " + std::to_string(v.keys.size()) + ")");
+  for (size_t i = 0; i < v.keys.size(); ++i) {
+    const std::string& key = v.keys[i];
+    const std::string field = "logit_bias." + key;
+    int32_t id = -1;
+    auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+    if (key.empty() || ec != std::errc() || end != key.data() + key.size() || id < 0)
+      refuse(field, "the key must be a token id (a non-negative integer)");
+    const JsonValue& b = v.items[i];
+    if (!is_number(b) || !(number_of(b) >= kMinLogitBias && number_of(b) <= kMaxLogitBias))
+      refuse(field, "must be a number from -100 to 100" +
+                        (is_number(b) ? " (found " + json_number(number_of(b)) + ")" : found(b)));
+    out.logit_bias.push_back({id, static_cast<float>(number_of(b))});
+  }
+}
+
+// n, logprobs (chat: true/false with top_logprobs; completions: the count of
+// top ids), logit_bias; echo is refused unless false.
+void read_choice_fields(const JsonValue& body, ParsedRequest& out) {
+  if (const JsonValue* n = present(body, "n")) out.n = static_cast<int>(integer_in(*n, "n", 1, kMaxChoices));
+  if (const JsonValue* e = present(body, "echo"); e && !(e->is_bool() && !e->boolean))
+    refuse("echo", "is not supported");
+  const JsonValue* lp = present(body, "logprobs");
+  const JsonValue* top = present(body, "top_logprobs");
+  if (out.endpoint == Endpoint::kChat) {
+    if (lp && !lp->is_bool()) refuse("logprobs", "must be true or false" + found(*lp));
+    if (lp && lp->boolean) out.logprobs = 0;
+    if (top) {
+      if (out.logprobs < 0) refuse("top_logprobs", "needs \"logprobs\": true");
+      out.logprobs = static_cast<int>(integer_in(*top, "top_logprobs", 0, kMaxTopLogprobs));
+    }
+  } else if (lp) {
+    out.logprobs = static_cast<int>(integer_in(*lp, "logprobs", 0, kMaxTopLogprobs));
+  }
+  if (const JsonValue* b = present(body, "logit_bias")) read_logit_bias(*b, out.sampling);
+}
+
 void read_sampling(const JsonValue& body, ParsedRequest& out, const RequestLimits& limits) {
   read_sampling_settings(body, out.sampling);
   if (const JsonValue* s = present(body, "seed"))
     out.sampling.seed = static_cast<uint64_t>(integer_in(*s, "seed", 0, static_cast<int64_t>(kMaxSeed)));
   for (const char* key : {"max_tokens", "max_completion_tokens"})
     if (const JsonValue* m = present(body, key)) out.max_tokens = integer_in(*m, key, 1, limits.context);
-  if (const JsonValue* n = present(body, "n")) integer_in(*n, "n", 1, 1);
   if (const JsonValue* stop = present(body, "stop")) {
     if (stop->is_string()) {
       out.stop.push_back(stop->text);
@@ -111,11 +153,7 @@ void read_sampling(const JsonValue& body, ParsedRequest& out, const RequestLimit
     for (const std::string& s : out.stop)
       if (s.empty()) refuse("stop", "a stop string must not be empty");
   }
-  for (const char* key : {"logprobs", "echo"})
-    if (const JsonValue* p = present(body, key); p && !(p->is_bool() && !p->boolean)) refuse(key, "is not supported");
-  if (const JsonValue* p = present(body, "top_logprobs")) refuse("top_logprobs", "is not supported" + found(*p));
-  if (const JsonValue* p = present(body, "logit_bias"); p && !(p->is_object() && p->keys.empty()))
-    refuse("logit_bias", "is not supported");
+  read_choice_fields(body, out);
   out.stream = bool_field(body, "stream", false);
   if (const JsonValue* so = present(body, "stream_options")) {
     if (!so->is_object()) refuse("stream_options", "must be an object" + found(*so));

@@ -14,12 +14,14 @@
 //     under their API names (temperature, top_p, top_k, min_p,
 //     repetition_penalty, frequency_penalty, presence_penalty, repeat_last_n:
 //     each checked by its one rule in sampling/sampling_settings.h, the rule
-//     the k3-forward flags obey), seed, stop (a string or up to 4), n (1),
-//     stream, stream_options.include_usage
-// Fields that change nothing here (user, metadata, store, logprobs false,
-// logit_bias {}) are accepted; any other field, and the values K3 cannot
-// honour (n > 1, logprobs, non-text content parts), are refused with the
-// field's name (docs/serve.md's table of request fields).
+//     the k3-forward flags obey), seed, stop (a string or up to 4),
+//     stream, stream_options.include_usage, n (1 to 16), logit_bias
+//   chat: logprobs (true/false), top_logprobs (0 to 20)
+//   completions: logprobs (0 to 20: the top ids reported)
+// Fields that change nothing here (user, metadata, store, echo false) are
+// accepted; any other field, and the values K3 cannot honour (echo,
+// non-text content parts), are refused with the field's name
+// (docs/serve.md's table of request fields).
 #pragma once
 
 #include <cstdint>
@@ -57,7 +59,15 @@ struct ParsedRequest {
   std::vector<std::string> stop;      // stop strings
   bool stream = false;
   bool include_usage = false;
+  // Choices generated (n); choice i samples with seed + i (docs/serve.md).
+  int n = 1;
+  // Per generated id: its logprob and the `logprobs` most likely ids'; -1: none.
+  int logprobs = -1;
 };
+
+constexpr int kMaxChoices = 16;      // n
+constexpr int kMaxTopLogprobs = 20;  // top_logprobs (chat), logprobs (completions)
+constexpr size_t kMaxLogitBiases = 1024;
 
 ParsedRequest parse_openai_request(std::string_view body, Endpoint endpoint, const RequestLimits& limits);
 

@@ -2,6 +2,7 @@
 
 #include "chat/python_json.h"
 #include "serve/json_build.h"
+#include "serve/logprobs_json.h"
 
 namespace k3::serve {
 
@@ -42,12 +43,22 @@ JsonValue ReplyWriter::envelope(bool streamed, JsonValue choices) const {
   return out;
 }
 
-std::string ReplyWriter::chunk(JsonValue delta_or_text, const char* finish_reason) const {
+void ReplyWriter::add_logprobs(const PositionLogprobs& p) { logprobs_.push_back(p); }
+
+std::string ReplyWriter::chunk(JsonValue delta_or_text, const char* finish_reason) {
   const bool chat = endpoint_ == Endpoint::kChat;
   JsonValue choice = JsonValue::object();
-  choice.set("index", json_int(0));
+  choice.set("index", json_int(meta_.choice));
   choice.set(chat ? "delta" : "text", std::move(delta_or_text));
-  choice.set("logprobs", JsonValue());
+  if (meta_.logprobs) {
+    const std::span<const PositionLogprobs> fresh(logprobs_.data() + logprobs_sent_, logprobs_.size() - logprobs_sent_);
+    choice.set("logprobs", logprobs_json(endpoint_, fresh, vocab_, text_sent_));
+    for (const PositionLogprobs& p : fresh)
+      text_sent_ += static_cast<int64_t>(vocab_.bytes(static_cast<TokenId>(p.chosen.id)).size());
+    logprobs_sent_ = logprobs_.size();
+  } else {
+    choice.set("logprobs", JsonValue());
+  }
   choice.set("finish_reason", finish_reason ? JsonValue::string(finish_reason) : JsonValue());
   JsonValue choices = json_array();
   choices.items.push_back(std::move(choice));
@@ -123,6 +134,23 @@ const char* ReplyWriter::finish_reason() const {
 }
 
 std::vector<std::string> ReplyWriter::finish(EndReason reason, const Usage& usage) {
+  std::vector<std::string> out = finish_choice(reason);
+  for (std::string& c : close(usage)) out.push_back(std::move(c));
+  return out;
+}
+
+std::vector<std::string> ReplyWriter::close(const Usage& usage) const {
+  std::vector<std::string> out;
+  if (include_usage_) {
+    JsonValue u = envelope(true, json_array());
+    u.set("usage", usage_json(usage));
+    out.push_back(sse_event(write_json(u)));
+  }
+  out.emplace_back(sse_done());
+  return out;
+}
+
+std::vector<std::string> ReplyWriter::finish_choice(EndReason reason) {
   end_ = reason;
   std::vector<std::string> out;
   if (endpoint_ == Endpoint::kChat) {
@@ -149,19 +177,23 @@ std::vector<std::string> ReplyWriter::finish(EndReason reason, const Usage& usag
     text_ += text;
     out.push_back(chunk(JsonValue::string(text), finish_reason()));
   }
-  if (include_usage_) {
-    JsonValue u = envelope(true, json_array());
-    u.set("usage", usage_json(usage));
-    out.push_back(sse_event(write_json(u)));
-  }
-  out.emplace_back(sse_done());
   return out;
 }
 
-std::string ReplyWriter::body(const Usage& usage) const {
+std::string ReplyWriter::body(const Usage& usage) const { return body({this}, usage); }
+
+std::string ReplyWriter::body(const std::vector<const ReplyWriter*>& choices, const Usage& usage) {
+  JsonValue list = json_array();
+  for (const ReplyWriter* w : choices) list.items.push_back(w->choice_json());
+  JsonValue out = choices.front()->envelope(false, std::move(list));
+  out.set("usage", usage_json(usage));
+  return write_json(out);
+}
+
+JsonValue ReplyWriter::choice_json() const {
   const bool chat = endpoint_ == Endpoint::kChat;
   JsonValue choice = JsonValue::object();
-  choice.set("index", json_int(0));
+  choice.set("index", json_int(meta_.choice));
   if (chat) {
     JsonValue message = JsonValue::object();
     message.set("role", JsonValue::string("assistant"));
@@ -173,13 +205,9 @@ std::string ReplyWriter::body(const Usage& usage) const {
   } else {
     choice.set("text", JsonValue::string(text_));
   }
-  choice.set("logprobs", JsonValue());
+  choice.set("logprobs", meta_.logprobs ? logprobs_json(endpoint_, logprobs_, vocab_) : JsonValue());
   choice.set("finish_reason", JsonValue::string(finish_reason()));
-  JsonValue choices = json_array();
-  choices.items.push_back(std::move(choice));
-  JsonValue out = envelope(false, std::move(choices));
-  out.set("usage", usage_json(usage));
-  return write_json(out);
+  return choice;
 }
 
 }  // namespace k3::serve

@@ -5,6 +5,7 @@
 #include "serve/json_build.h"
 #include "serve/openai_response.h"
 #include "serve/responses_request.h"
+#include "serve/responses_stream.h"
 
 namespace k3::serve {
 
@@ -94,54 +95,26 @@ JsonValue response_from_chat(const JsonValue& chat, const std::string& previous_
   return out;
 }
 
-std::string response_events(const JsonValue& response) {
-  std::string out;
-  int64_t sequence = 0;
-  auto emit = [&](const char* type, JsonValue event) {
-    JsonValue e = JsonValue::object().set("type", type).set("sequence_number", sequence++);
-    for (size_t i = 0; i < event.keys.size(); ++i) e.set(event.keys[i], event.items[i]);
-    out += std::string("event: ") + type + "\n" + sse_event(write_json(e));
-  };
-  JsonValue started = response;
-  started.set("status", "in_progress").set("output", JsonValue::array()).set("usage", JsonValue());
-  emit("response.created", JsonValue::object().set("response", started));
-  emit("response.in_progress", JsonValue::object().set("response", started));
-  const JsonValue& output = member(response, "output");
-  for (size_t i = 0; i < output.items.size(); ++i) {
-    const JsonValue& item = output.items[i];
-    const JsonValue index(static_cast<int64_t>(i));
-    const std::string type = text_of(member(item, "type"));
-    JsonValue added = item;
-    if (type == "message") added.set("status", "in_progress").set("content", JsonValue::array());
-    if (type == "function_call") added.set("status", "in_progress").set("arguments", "");
-    emit("response.output_item.added", JsonValue::object().set("output_index", index).set("item", added));
-    const JsonValue at = JsonValue::object().set("item_id", member(item, "id")).set("output_index", index);
-    if (type == "message") {
-      const std::string text = text_of(member(member(item, "content").items.at(0), "text"));
-      JsonValue part = at;
-      part.set("content_index", 0);
-      emit("response.content_part.added", JsonValue(part).set("part", output_text("")));
-      emit("response.output_text.delta", JsonValue(part).set("delta", JsonValue::string(text)));
-      emit("response.output_text.done", JsonValue(part).set("text", JsonValue::string(text)));
-      emit("response.content_part.done", JsonValue(part).set("part", output_text(text)));
-    } else if (type == "function_call") {
-      emit("response.function_call_arguments.delta", JsonValue(at).set("delta", member(item, "arguments")));
-      emit("response.function_call_arguments.done", JsonValue(at).set("arguments", member(item, "arguments")));
-    }
-    emit("response.output_item.done", JsonValue::object().set("output_index", index).set("item", item));
-  }
-  const bool done = text_of(member(response, "status")) == "completed";
-  emit(done ? "response.completed" : "response.incomplete", JsonValue::object().set("response", response));
-  return out;
+namespace {
+
+// The chat reply kept for a later previous_response_id (store, the default).
+void keep_reply(ResponseStore& store, const ResponsesRequest& r, const JsonValue& chat, const JsonValue& response) {
+  if (!r.store) return;
+  const JsonValue& message = member(member(chat, "choices").items.at(0), "message");
+  JsonValue reply = JsonValue::object().set("role", "assistant");
+  reply.set("content", JsonValue::string(text_of(member(message, "content"))));
+  if (const JsonValue* reasoning = message.find("reasoning_content")) reply.set("reasoning_content", *reasoning);
+  if (const JsonValue* calls = message.find("tool_calls")) reply.set("tool_calls", *calls);
+  JsonValue conversation = r.messages;
+  conversation.push(std::move(reply));
+  store.keep(text_of(member(response, "id")), std::move(conversation));
 }
 
-void handle_responses(const httplib::Request& req, httplib::Response& res, const ServerOptions& options,
-                      const ServeBackend& backend, ResponseStore& store) {
-  const RequestLimits limits{options.max_depth, options.context, options.model_name, options.thinking, options.effort};
-  ResponsesRequest r = parse_responses_request(req.body, limits, store);
+// Runs the chat request; a refusal in the Responses API's names.
+void run_chat(const ResponsesRequest& r, httplib::Response& chat_res, httplib::Response& res,
+              const ServerOptions& options, const ServeBackend& backend) {
   httplib::Request chat_req;
   chat_req.body = write_json(r.chat);
-  httplib::Response chat_res;
   try {
     handle_completion(chat_req, chat_res, Endpoint::kChat, options, backend);
   } catch (const ApiError& e) {
@@ -151,26 +124,74 @@ void handle_responses(const httplib::Request& req, httplib::Response& res, const
     if (!e.param().empty() && message.rfind(e.param(), 0) == 0) message.replace(0, e.param().size(), param);
     throw ApiError(e.status(), message, param, e.code());
   }
+}
+
+// stream: true: the chat completion streamed, each of its chunks turned
+// into Responses events as it comes (responses_stream.h).
+void stream_response(ResponsesRequest r, httplib::Response& res, const ServerOptions& options,
+                     const ServeBackend& backend, ResponseStore& store) {
+  r.chat.set("stream", true).set("stream_options", JsonValue::object().set("include_usage", true));
+  httplib::Response chat_res;
+  run_chat(r, chat_res, res, options, backend);
+  // The chat route's provider and releaser, taken out of chat_res (whose
+  // destructor would otherwise release them as failed: cancel the job).
+  struct Relay {
+    httplib::ContentProvider chat;
+    httplib::ContentProviderResourceReleaser release;
+    ResponsesStream events;
+    ResponsesRequest request;
+    bool ended = false;
+  };
+  auto relay = std::make_shared<Relay>(Relay{std::move(chat_res.content_provider_),
+                                             std::move(chat_res.content_provider_resource_releaser_),
+                                             ResponsesStream(r.previous_response_id, r.store), std::move(r)});
+  chat_res.content_provider_ = nullptr;
+  chat_res.content_provider_resource_releaser_ = nullptr;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [relay, &store](size_t, httplib::DataSink& sink) {
+        std::string out;
+        httplib::DataSink chat_sink;
+        chat_sink.write = [&](const char* data, size_t n) {
+          out += relay->events.push(std::string_view(data, n));
+          return true;
+        };
+        chat_sink.done = [&] { relay->ended = true; };
+        chat_sink.is_writable = [] { return true; };
+        const bool more = relay->chat(0, 0, chat_sink);
+        if (relay->ended && !relay->events.failed() && !relay->events.chat().is_null()) {
+          const JsonValue& chat = relay->events.chat();
+          keep_reply(store, relay->request, chat,
+                     response_from_chat(chat, relay->request.previous_response_id, relay->request.store));
+        }
+        if (!out.empty() && !sink.write(out.data(), out.size())) return false;  // the client is gone
+        if (relay->ended || !more) sink.done();
+        return more;
+      },
+      [relay](bool success) {
+        if (relay->release) relay->release(success);
+      });
+}
+
+}  // namespace
+
+void handle_responses(const httplib::Request& req, httplib::Response& res, const ServerOptions& options,
+                      const ServeBackend& backend, ResponseStore& store) {
+  const RequestLimits limits{options.max_depth, options.context, options.model_name, options.thinking, options.effort};
+  ResponsesRequest r = parse_responses_request(req.body, limits, store);
+  if (r.stream) {
+    stream_response(std::move(r), res, options, backend, store);
+    return;
+  }
+  httplib::Response chat_res;
+  run_chat(r, chat_res, res, options, backend);
   JsonValue chat;
   std::string error;
   if (!parse_json(chat_res.body, chat, error)) throw ApiError(500, "the reply could not be read: " + error);
-  JsonValue response = response_from_chat(chat, r.previous_response_id, r.store);
-  if (r.store) {
-    const JsonValue& message = member(member(chat, "choices").items.at(0), "message");
-    JsonValue reply = JsonValue::object().set("role", "assistant");
-    reply.set("content", JsonValue::string(text_of(member(message, "content"))));
-    if (const JsonValue* reasoning = message.find("reasoning_content")) reply.set("reasoning_content", *reasoning);
-    if (const JsonValue* calls = message.find("tool_calls")) reply.set("tool_calls", *calls);
-    JsonValue conversation = r.messages;
-    conversation.push(std::move(reply));
-    store.keep(text_of(member(response, "id")), std::move(conversation));
-  }
-  if (r.stream) {
-    res.set_header("Cache-Control", "no-cache");
-    res.set_content(response_events(response), "text/event-stream");
-  } else {
-    res.set_content(write_json(response), "application/json");
-  }
+  const JsonValue response = response_from_chat(chat, r.previous_response_id, r.store);
+  keep_reply(store, r, chat, response);
+  res.set_content(write_json(response), "application/json");
 }
 
 }  // namespace k3::serve

@@ -4,11 +4,8 @@
 // Response object: output items reasoning (its summary), message
 // (output_text) and function_call; usage as input_tokens / output_tokens.
 // A kept reply (store, the default) is continued by previous_response_id.
-// With stream: true the documented semantic events (response.created,
-// response.in_progress, response.output_item.added, response.content_part.added,
-// response.output_text.delta/.done, response.function_call_arguments.delta/.done,
-// response.output_item.done, response.completed or response.incomplete),
-// sent once the reply is complete.
+// With stream: true the chat completion is streamed and each chunk becomes
+// the Responses API's semantic events as it comes (responses_stream.h).
 #pragma once
 
 #include <httplib.h>
@@ -22,9 +19,7 @@ namespace k3::serve {
 void handle_responses(const httplib::Request& req, httplib::Response& res, const ServerOptions& options,
                       const ServeBackend& backend, ResponseStore& store);
 
-// The Response object for a chat.completion body (`chat`), and the events
-// of its stream. Exposed for the tests.
+// The Response object for a chat.completion body (`chat`).
 JsonValue response_from_chat(const JsonValue& chat, const std::string& previous_response_id, bool store);
-std::string response_events(const JsonValue& response);
 
 }  // namespace k3::serve

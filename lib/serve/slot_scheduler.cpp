@@ -22,8 +22,19 @@ bool Job::wait(std::vector<int32_t>& out, std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
   cv_.wait_for(lock, timeout, [&] { return done_ || !ids_.empty(); });
   out.insert(out.end(), ids_.begin(), ids_.end());
+  ids_given_ += ids_.size();
   ids_.clear();
   return done_;
+}
+
+std::vector<PositionLogprobs> Job::take_logprobs() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Only those of ids given out: the next id's may be in, its id not yet.
+  const size_t end = std::min(ids_given_, logprobs_.size());
+  std::vector<PositionLogprobs> out(logprobs_.begin() + static_cast<std::ptrdiff_t>(logprobs_taken_),
+                                    logprobs_.begin() + static_cast<std::ptrdiff_t>(std::max(end, logprobs_taken_)));
+  logprobs_taken_ = std::max(end, logprobs_taken_);
+  return out;
 }
 
 EndReason Job::end_reason() const {
@@ -66,6 +77,10 @@ void Job::push(int32_t id) {
     ids_.push_back(id);
   }
   cv_.notify_all();
+}
+void Job::push_logprobs(PositionLogprobs p) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  logprobs_.push_back(std::move(p));
 }
 void Job::finish(EndReason reason, std::string error) {
   {
@@ -137,6 +152,7 @@ void SlotScheduler::admit(const std::shared_ptr<Job>& job) {
   if (draft) go.max_drafts = options_.max_drafts;
   Slot slot{job, std::make_unique<Session>(model_.session(go))};
   slot.session->set_constraint(spec.constraint.get());
+  observe_logprobs(slot);
   try {
     // Checked here, as one request's fault: a bad id in a shared pass would end every request in it.
     if (spec.prompt.empty()) throw Error(ExitCode::kBadInput, "the prompt is empty");
@@ -161,6 +177,16 @@ void SlotScheduler::admit(const std::shared_ptr<Job>& job) {
   metrics_.prompt_tokens += spec.prompt.size();
   metrics_.cached_tokens += slot.at;
   slots_.push_back(std::move(slot));
+}
+
+void SlotScheduler::observe_logprobs(Slot& slot) {
+  const int top = slot.job->spec().logprobs;
+  if (top < 0) return;
+  const int64_t vocab = model_.config().vocab_size;
+  Job* job = slot.job.get();  // the slot's session ends before its job
+  slot.session->set_sample_observer([job, top, vocab](int32_t id, const float* row, int64_t position) {
+    job->push_logprobs(logprobs_at(row, vocab, id, top, position));
+  });
 }
 
 void SlotScheduler::leave(Slot& slot, EndReason reason) {

@@ -34,6 +34,7 @@
 #include "draft/dspark_drafts.h"
 #include "engine/model.h"
 #include "engine/session.h"
+#include "sampling/logprobs.h"
 #include "sampling/stop_conditions.h"
 #include "serve/conversation_cache.h"
 #include "serve/openai_response.h"
@@ -51,6 +52,10 @@ struct JobSpec {
   int64_t max_new = 1;
   // Structured output (serve/structured_output.h): the ids the reply may hold; nullptr: any.
   std::shared_ptr<OutputConstraint> constraint;
+  // The API's logprobs: each generated id's log-probability and the
+  // `logprobs` most likely ids' (sampling/logprobs.h), as k3-forward
+  // --logprobs N computes them; -1: none.
+  int logprobs = -1;
 };
 
 // One request's generation, shared by the HTTP thread that reads it and the
@@ -63,6 +68,8 @@ class Job {
   // HTTP side. Waits up to `timeout` for new ids or the end, appends the new
   // ids to `out`; true once the job has ended and every id was taken.
   bool wait(std::vector<int32_t>& out, std::chrono::milliseconds timeout);
+  // The log-probabilities of the ids taken so far, in order (spec().logprobs >= 0).
+  std::vector<PositionLogprobs> take_logprobs();
   void cancel() { cancelled_ = true; }
   EndReason end_reason() const;
   std::string error() const;  // why the prompt could not be evaluated ("" when it was)
@@ -89,6 +96,7 @@ class Job {
   void prefill_progress(int64_t done, int64_t total);
   void started(int64_t cached);  // admitted to a slot (`cached` of the prompt's ids continue from a kept state)
   void push(int32_t id);
+  void push_logprobs(PositionLogprobs p);  // before push() of its id
   void finish(EndReason reason, std::string error = "");
   void shut_out_at_stop();  // finish() for a job still queued at shutdown()
 
@@ -97,6 +105,9 @@ class Job {
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::vector<int32_t> ids_;
+  std::vector<PositionLogprobs> logprobs_;  // of ids pushed, taken or not
+  size_t logprobs_taken_ = 0;               // ...given out by take_logprobs()
+  size_t ids_given_ = 0;                    // ids given out by wait()
   bool done_ = false;
   EndReason reason_ = EndReason::kStop;
   std::string error_;
@@ -150,6 +161,8 @@ class SlotScheduler {
     bool drafted = false;   // the draft model follows this sequence
   };
   void admit(const std::shared_ptr<Job>& job);
+  // spec.logprobs >= 0: the session reports each generated id's logprobs to the job.
+  void observe_logprobs(Slot& slot);
   void sample_decoding(bool stopping);
   size_t run_pass();  // the ids a pass of decode rows only will give (0 when it evaluated prompt ids)
   void leave(Slot& slot, EndReason reason);

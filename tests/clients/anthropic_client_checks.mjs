@@ -4,16 +4,11 @@
 // Usage: node anthropic_client_checks.mjs BASE_URL API_KEY K3_TOKENIZE MODEL_DIR
 import { execFileSync } from "node:child_process";
 import Anthropic from "@anthropic-ai/sdk";
+import Ajv from "ajv";
+import { check, done, holds } from "./checks.mjs";
 
 const [baseURL, apiKey, tokenizeTool, modelDir] = process.argv.slice(2);
 const client = new Anthropic({ baseURL, apiKey, timeout: 120000, maxRetries: 0 });
-let passes = 0, fails = 0;
-function check(name, expected, actual) {
-  const e = JSON.stringify(expected), a = JSON.stringify(actual);
-  if (e === a) passes++;
-  else { fails++; console.log(`FAIL ${name}: expected ${e} got ${a}`); }
-}
-function holds(name, cond) { check(name, true, Boolean(cond)); }
 
 const user = (content) => ({ role: "user", content });
 const off = { thinking: { type: "disabled" } };
@@ -194,5 +189,33 @@ await refused("wrong key", base, 401, "authentication_error", "x-api-key",
 const bearer = await new Anthropic({ baseURL, apiKey: null, authToken: apiKey, maxRetries: 0 }).messages.create({ ...base, ...off });
 check("Bearer key", plain.content, bearer.content);
 
-console.log(`anthropic_client_checks: ${passes} passed, ${fails} failed`);
-process.exit(fails === 0 ? 0 : 1);
+// GET /v1/models: Anthropic's shape for a request with anthropic-version (the SDK sends it), OpenAI's otherwise.
+const anthropicModels = await client.models.list();
+check("models: Anthropic's shape", [{ type: "model", id: "k3-tiny", display_name: "k3-tiny", created_at: "1970-01-01T00:00:00Z" }],
+  anthropicModels.data);
+const openaiModels = await (await fetch(`${baseURL}/v1/models`, { headers: { Authorization: `Bearer ${apiKey}` } })).json();
+check("models without anthropic-version: OpenAI's shape", ["list", "k3-tiny"], [openaiModels.object, openaiModels.data[0].id]);
+
+// Forced tool_choice (any, tool) is enforced: the reply is one tool_use whose input validates against its input_schema.
+const ajv = new Ajv();
+const forcedTools = [
+  { name: "get_weather", description: "Weather for a city", input_schema: { type: "object", properties: {
+    city: { type: "string", maxLength: 10 }, unit: { type: "string", enum: ["c", "f"] } }, required: ["city", "unit"], additionalProperties: false } },
+  { name: "add", input_schema: { type: "object", properties: { a: { type: "integer" }, b: { type: "integer" } },
+    required: ["a", "b"], additionalProperties: false } },
+];
+const inputValid = Object.fromEntries(forcedTools.map((t) => [t.name, ajv.compile(t.input_schema)]));
+for (const [label, choice] of [["any", { type: "any" }], ["tool", { type: "tool", name: "add" }]]) {
+  for (const [i, q] of ["call a tool", "weather?", "sum two", "go"].entries()) {
+    const m = await client.messages.create({ model: "k3-tiny", max_tokens: 400, ...off, temperature: 1, tools: forcedTools,
+      tool_choice: choice, messages: [user(q)] });
+    check(`tool_choice ${label} ${i}: stop_reason`, "tool_use", m.stop_reason);
+    const uses = m.content.filter((b) => b.type === "tool_use");
+    check(`tool_choice ${label} ${i}: one tool_use`, 1, uses.length);
+    if (!uses.length) continue;
+    if (label === "tool") check(`tool_choice tool ${i}: the tool asked for`, "add", uses[0].name);
+    holds(`tool_choice ${label} ${i}: input validates (${JSON.stringify(uses[0].input)})`, inputValid[uses[0].name]?.(uses[0].input));
+  }
+}
+
+done("anthropic_client_checks");

@@ -3,16 +3,10 @@
 // Usage: node openai_client_checks.mjs BASE_URL K3_TOKENIZE MODEL_DIR
 import { execFileSync } from "node:child_process";
 import OpenAI from "openai";
+import { check, done, holds } from "./checks.mjs";
 
 const [baseURL, tokenizeTool, modelDir] = process.argv.slice(2);
 const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: "unused", timeout: 120000, maxRetries: 0 });
-let passes = 0, fails = 0;
-function check(name, expected, actual) {
-  const e = JSON.stringify(expected), a = JSON.stringify(actual);
-  if (e === a) passes++;
-  else { fails++; console.log(`FAIL ${name}: expected ${e} got ${a}`); }
-}
-function holds(name, cond) { check(name, true, Boolean(cond)); }
 
 const user = (content) => ({ role: "user", content });
 const noThink = { chat_template_kwargs: { thinking: false } };
@@ -129,6 +123,30 @@ const comp = await client.completions.create({ model: "k3-tiny", prompt: [5, 6, 
 check("completion tokens", 5, comp.usage.completion_tokens);
 holds("completion text", typeof comp.choices[0].text === "string");
 
+// logprobs, n and logit_bias through the client (tests/serve/token_controls_checks.py checks the numbers).
+const lp = await client.chat.completions.create({ ...base, ...noThink, logprobs: true, top_logprobs: 3 });
+check("logprobs: one entry per id", lp.usage.completion_tokens, lp.choices[0].logprobs.content.length);
+check("top_logprobs: 3 each", lp.choices[0].logprobs.content.map(() => 3),
+  lp.choices[0].logprobs.content.map((c) => c.top_logprobs.length));
+holds("logprobs are <= 0", lp.choices[0].logprobs.content.every((c) => c.logprob <= 0));
+const lps = await streamed({ ...base, ...noThink, logprobs: true, top_logprobs: 3 });
+check("streamed logprobs: same text", lp.choices[0].message.content, lps.content);
+const two = await client.chat.completions.create({ ...base, ...noThink, n: 2, temperature: 1, seed: 4 });
+check("n=2: two choices", [0, 1], two.choices.map((c) => c.index));
+const seeded = await client.chat.completions.create({ ...base, ...noThink, temperature: 1, seed: 5 });
+check("n=2: the second choice is seed + 1", seeded.choices[0].message.content, two.choices[1].message.content);
+const three = { model: "k3-tiny", prompt: [5, 6, 7, 8], max_tokens: 3, temperature: 0 };
+const plain3 = await client.completions.create(three);
+const biased = await client.completions.create({ ...three, logit_bias: { 1000: 100 } });
+holds("logit_bias +100 changes the greedy text", plain3.choices[0].text !== biased.choices[0].text);
+try {
+  await client.completions.create({ model: "k3-tiny", prompt: "a", logit_bias: { 99999999: 1 } });
+  holds("logit_bias outside the vocabulary refused", false);
+} catch (e) {
+  check("logit_bias outside the vocabulary: status", 400, e.status);
+  check("logit_bias outside the vocabulary: param", "logit_bias", e.param);
+}
+
 // Errors reach the client as APIError with the server's status and message.
 try {
   await client.chat.completions.create({ ...base, model: "gpt-4o" });
@@ -138,5 +156,4 @@ try {
   holds("unknown model message", String(e.message).includes("is not served here"));
 }
 
-console.log(`openai_client_checks: ${passes} passed, ${fails} failed`);
-process.exit(fails === 0 ? 0 : 1);
+done("openai_client_checks");

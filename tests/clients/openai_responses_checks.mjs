@@ -8,16 +8,10 @@
 // cached tokens); store: false keeps nothing; refusals name the field.
 // Usage: node openai_responses_checks.mjs BASE_URL
 import OpenAI from "openai";
+import { check, done, holds } from "./checks.mjs";
 
 const [baseURL] = process.argv.slice(2);
 const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: "unused", timeout: 120000, maxRetries: 0 });
-let passes = 0, fails = 0;
-function check(name, expected, actual) {
-  const e = JSON.stringify(expected), a = JSON.stringify(actual);
-  if (e === a) passes++;
-  else { fails++; console.log(`FAIL ${name}: expected ${e} got ${a}`); }
-}
-function holds(name, cond) { check(name, true, Boolean(cond)); }
 const user = (content) => ({ role: "user", content });
 const model = "k3-tiny";
 const outputText = (r) => r.output.filter((i) => i.type === "message").flatMap((i) => i.content).map((c) => c.text).join("");
@@ -65,6 +59,27 @@ for (const t of ["response.content_part.added", "response.output_text.done", "re
   holds(`stream: ${t}`, types.includes(t));
 check("stream: deltas equal the non-streamed text", plain.output_text, deltas);
 check("stream: final response's text", plain.output_text, outputText(final));
+// Token by token: a delta per chunk of text, and the final response the non-streamed one (but its id, its time,
+// the ids cached from the first request's kept state, and the SDK's output_text, added to non-streamed replies only).
+holds(`stream: token by token (${types.filter((t) => t === "response.output_text.delta").length} text deltas)`,
+  types.filter((t) => t === "response.output_text.delta").length > 1);
+const bare = (r) => JSON.stringify({ ...r, id: null, created_at: null, output_text: undefined,
+  output: r.output.map((i) => ({ ...i, id: null })), usage: { ...r.usage, input_tokens_details: null } });
+check("stream: final response equals non-streamed", bare(plain), bare(final));
+// Thinking on, streamed: the reasoning summary deltas make the non-streamed summary.
+const thoughtStream = await client.responses.create({ model, input: "Name three colours.", max_output_tokens: 10, reasoning: { effort: "high" }, stream: true });
+let summaryDeltas = "", thoughtFinal = null;
+const thoughtTypes = [];
+for await (const event of thoughtStream) {
+  thoughtTypes.push(event.type);
+  if (event.type === "response.reasoning_summary_text.delta") summaryDeltas += event.delta;
+  if (event.type === "response.completed" || event.type === "response.incomplete") thoughtFinal = event.response;
+}
+check("stream, thinking on: summary deltas equal the non-streamed summary", summary, summaryDeltas);
+check("stream, thinking on: final response equals non-streamed", bare(thought), bare(thoughtFinal));
+check("stream, thinking on: the reasoning item opens first",
+  ["response.created", "response.in_progress", "response.output_item.added", "response.reasoning_summary_part.added"],
+  thoughtTypes.slice(0, 4));
 
 // Tool round trip as items; the same prompt and answer as chat's.
 const tools = [{ type: "function", name: "get_weather", description: "Weather for a city",
@@ -103,5 +118,4 @@ check("max_output_tokens over the context", 400, (await status({ model, input: "
 check("hosted tools refused", [400, "tools[0].type"], await status({ model, input: "x", tools: [{ type: "web_search" }] }));
 check("another model: 404", 404, (await status({ model: "gpt-4o", input: "x" }))[0]);
 
-console.log(`openai_responses_checks: ${passes} passed, ${fails} failed`);
-process.exit(fails === 0 ? 0 : 1);
+done("openai_responses_checks");

@@ -8,18 +8,12 @@
 // Usage: node structured_output_checks.mjs BASE_URL REQUESTS
 import OpenAI from "openai";
 import Ajv from "ajv";
+import { check, done, holds, pass, fail } from "./checks.mjs";
 
 const [baseURL, requestsArg] = process.argv.slice(2);
 const requests = Number(requestsArg || 200);
 const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: "unused", timeout: 120000, maxRetries: 0 });
 const ajv = new Ajv({ strict: false, allErrors: true });
-let passes = 0, fails = 0;
-function check(name, expected, actual) {
-  const e = JSON.stringify(expected), a = JSON.stringify(actual);
-  if (e === a) passes++;
-  else { fails++; console.log(`FAIL ${name}: expected ${e} got ${a}`); }
-}
-function holds(name, cond, detail = "") { if (cond) passes++; else { fails++; console.log(`FAIL ${name} ${detail}`); } }
 
 const user = (content) => ({ role: "user", content });
 const noThink = { chat_template_kwargs: { thinking: false } };
@@ -94,11 +88,11 @@ for (let i = 0; i < requests; i++) {
       response_format: { type: "json_schema", json_schema: { name, strict: true, schema: schemas[name] } },
     });
     const c = r.choices[0];
-    if (c.finish_reason !== "stop") { cut++; console.log(`FAIL request ${i} (${name}): finish ${c.finish_reason}: ${c.message.content}`); fails++; return; }
+    if (c.finish_reason !== "stop") { cut++; fail(`request ${i} (${name}): finish ${c.finish_reason}: ${c.message.content}`); return; }
     let value;
-    try { value = JSON.parse(c.message.content); } catch (e) { fails++; console.log(`FAIL request ${i} (${name}): not JSON: ${c.message.content}`); return; }
-    if (validators[name](value)) { ok++; passes++; }
-    else { fails++; console.log(`FAIL request ${i} (${name}): ${ajv.errorsText(validators[name].errors)}: ${c.message.content}`); }
+    try { value = JSON.parse(c.message.content); } catch (e) { fail(`request ${i} (${name}): not JSON: ${c.message.content}`); return; }
+    if (validators[name](value)) { ok++; pass(); }
+    else fail(`request ${i} (${name}): ${ajv.errorsText(validators[name].errors)}: ${c.message.content}`);
   });
 }
 for (let i = 0; i < jobs.length; i += 4) await Promise.all(jobs.slice(i, i + 4).map((j) => j()));
@@ -203,5 +197,4 @@ await refused("strict tool with format", { tools: [{ type: "function", function:
   tool_choice: "required" }, "format");
 await refused("named tool missing", { tools, tool_choice: { type: "function", function: { name: "nope" } } }, "nope");
 
-console.log(`structured output checks: ${passes} passed, ${fails} failed`);
-process.exit(fails ? 1 : 0);
+done("structured output checks");

@@ -9,15 +9,9 @@
 // tiny model, started with --api-key API_KEY.
 import http from "node:http";
 import { chromium } from "playwright-core";
+import { check, done, holds } from "./checks.mjs";
 
 const [base, key, shots] = process.argv.slice(2);
-let passes = 0, fails = 0;
-function check(name, expected, actual) {
-  const e = JSON.stringify(expected), a = JSON.stringify(actual);
-  if (e === a) passes++;
-  else { fails++; console.log(`FAIL ${name}: expected ${e} got ${a}`); }
-}
-const holds = (name, cond) => check(name, true, Boolean(cond));
 // A condition that a transition or a reply brings about: holds once it is
 // true in the page, fails if it is still false after `ms` (a loaded machine
 // runs a .15 s transition late, so a single look can come too early).
@@ -354,5 +348,4 @@ try {
   await browser.close();
   stub.close();
 }
-console.log(`web page checks: ${passes} passed, ${fails} failed`);
-process.exit(fails ? 1 : 0);
+done("web page checks");

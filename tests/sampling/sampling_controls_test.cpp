@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "sampling/logit_bias.h"
 #include "sampling/logprobs.h"
 #include "sampling/penalties.h"
 #include "sampling/sampler.h"
@@ -66,6 +67,27 @@ TEST(Penalties, GreedyFollowsThePenalisedRow) {
   EXPECT_EQ(Sampler(p).next(l.data(), 2, 1, seq), 1);
   p.penalties = penalties(1.0, 0.5, 0, 64);  // 3.0 - 0.5 = 2.5 > 2.0
   EXPECT_EQ(Sampler(p).next(l.data(), 2, 1, seq), 0);
+}
+
+// logit_bias adds to the row after the penalties: [1.5, -0.5, 2.0, 0.0]
+// with +3 on id 1 and -100 on id 2 is [1.5, 2.5, -98.0, 0.0] (greedy: 1).
+TEST(LogitBias, AddedAfterThePenalties) {
+  std::vector<float> l = {1.5f, -0.5f, 2.0f, 0.0f};
+  const std::vector<LogitBias> b = {{1, 3.0f}, {2, -100.0f}};
+  apply_logit_bias(l.data(), 4, b);
+  EXPECT_EQ(l, (std::vector<float>{1.5f, 2.5f, -98.0f, 0.0f}));
+  const std::vector<float> row = {1.5f, -0.5f, 2.0f, 0.0f};
+  SamplingParams p;
+  EXPECT_EQ(Sampler(p).next(row.data(), 4, 0), 2);
+  p.logit_bias = b;
+  EXPECT_EQ(Sampler(p).next(row.data(), 4, 0), 1);
+  // A repetition penalty of 2 on id 1 (seen) first: -0.5 * 2 + 3 = 2.0, above id 0's 1.5.
+  p.penalties = penalties(2.0, 0, 0, -1);
+  const std::vector<int32_t> seen = {1};
+  EXPECT_EQ(Sampler(p).next(row.data(), 4, 1, seen), 1);
+  p.logit_bias = {{1, 1.0f}, {2, -100.0f}};  // -1.0 + 1 = 0.0 < 1.5: id 0
+  EXPECT_EQ(Sampler(p).next(row.data(), 4, 1, seen), 0);
+  EXPECT_THROW(apply_logit_bias(l.data(), 4, std::vector<LogitBias>{{4, 1.0f}}), Error);
 }
 
 TEST(Penalties, OutOfRangeFlagsAreUsageErrors) {

@@ -93,10 +93,17 @@ TEST(OpenAiRequest, RefusalsNameTheField) {
   EXPECT_EQ(status_of("{" + msg + R"(,"max_tokens":99999999999999999999999})"), 400);
   EXPECT_EQ(status_of("{" + msg + R"(,"temperature":-1})"), 400);
   EXPECT_EQ(status_of("{" + msg + R"(,"top_p":0})"), 400);
-  EXPECT_EQ(status_of("{" + msg + R"(,"n":2})"), 400);
+  EXPECT_EQ(status_of("{" + msg + R"(,"n":17})", Endpoint::kChat, &m), 400);
+  EXPECT_EQ(m.rfind("n: must be an integer from 1 to 16", 0), 0u) << m;
   EXPECT_EQ(status_of("{" + msg + R"(,"stop":["a","b","c","d","e"]})"), 400);
   EXPECT_EQ(status_of("{" + msg + R"(,"stream":"yes"})"), 400);
-  EXPECT_EQ(status_of("{" + msg + R"(,"logprobs":true})"), 400);
+  EXPECT_EQ(status_of("{" + msg + R"(,"logprobs":3})"), 400);
+  EXPECT_EQ(status_of("{" + msg + R"(,"top_logprobs":3})", Endpoint::kChat, &m), 400);
+  EXPECT_EQ(m.rfind("top_logprobs: needs \"logprobs\": true", 0), 0u) << m;
+  EXPECT_EQ(status_of(R"({"prompt":"a","logprobs":true})", Endpoint::kCompletion), 400);
+  EXPECT_EQ(status_of(R"({"prompt":"a","logit_bias":{"-1":5}})", Endpoint::kCompletion, &m), 400);
+  EXPECT_EQ(m.rfind("logit_bias.-1: the key must be a token id", 0), 0u) << m;
+  EXPECT_EQ(status_of(R"({"prompt":"a","logit_bias":{"7":-100.5}})", Endpoint::kCompletion), 400);
   EXPECT_EQ(status_of("{" + msg + R"(,"frequency_penalty":2.5})"), 400);
   EXPECT_EQ(status_of("{" + msg + R"(,"best_of":2})", Endpoint::kChat, &m), 400);
   EXPECT_EQ(m.rfind("best_of: is not supported", 0), 0u) << m;
@@ -145,6 +152,32 @@ TEST(OpenAiRequest, SamplingFieldsAreTheSamplersSettings) {
 // The server and the flags cannot disagree: for every setting and a sweep of
 // values, the field is accepted exactly when the flag's check accepts it,
 // and a refusal names the field with the flag's rule.
+TEST(OpenAiRequest, ChoicesLogprobsAndLogitBias) {
+  const ParsedRequest c = parse_openai_request(
+      R"({"messages":[{"role":"user","content":"x"}],"n":3,"logprobs":true,"top_logprobs":4,"logit_bias":{"7":-100,"12":2.5}})",
+      Endpoint::kChat, kLimits);
+  EXPECT_EQ(c.n, 3);
+  EXPECT_EQ(c.logprobs, 4);
+  ASSERT_EQ(c.sampling.logit_bias.size(), 2u);
+  EXPECT_EQ(c.sampling.logit_bias[0].id, 7);
+  EXPECT_EQ(c.sampling.logit_bias[0].bias, -100.0f);
+  EXPECT_EQ(c.sampling.logit_bias[1].id, 12);
+  EXPECT_EQ(c.sampling.logit_bias[1].bias, 2.5f);
+  EXPECT_EQ(
+      parse_openai_request(R"({"messages":[{"role":"user","content":"x"}],"logprobs":true})", Endpoint::kChat, kLimits)
+          .logprobs,
+      0);
+  EXPECT_EQ(
+      parse_openai_request(R"({"messages":[{"role":"user","content":"x"}],"logprobs":false})", Endpoint::kChat, kLimits)
+          .logprobs,
+      -1);
+  EXPECT_EQ(parse_openai_request(R"({"prompt":"a","logprobs":2})", Endpoint::kCompletion, kLimits).logprobs, 2);
+  const ParsedRequest d = parse_openai_request(R"({"prompt":"a"})", Endpoint::kCompletion, kLimits);
+  EXPECT_EQ(d.n, 1);
+  EXPECT_EQ(d.logprobs, -1);
+  EXPECT_TRUE(d.sampling.logit_bias.empty());
+}
+
 TEST(OpenAiRequest, FieldsAndFlagsShareEachSettingsRange) {
   const SamplingSetting all[] = {SamplingSetting::kTemperature,
                                  SamplingSetting::kTopK,
@@ -202,6 +235,34 @@ TEST(OpenAiRequest, NestingDepthIsRefusedBeforeParsing) {
   EXPECT_EQ(status_of(R"({"messages":[{"role":"user","content":"x"}],"x":)" + deep + "}", Endpoint::kChat, &m), 400);
   EXPECT_NE(m.find("nested deeper than 8"), std::string::npos);
   EXPECT_EQ(json_depth(std::string(1000000, '['), 64), 65);  // stops counting past the limit
+}
+
+// run_guarded: whatever a route throws reaches the reply as one ApiError.
+TEST(RunGuarded, EachFailureBecomesOneApiError) {
+  auto reply_to = [](auto handler) {
+    std::vector<ApiError> replies;
+    run_guarded(handler, [&](const ApiError& e) { replies.push_back(e); });
+    return replies;
+  };
+  EXPECT_TRUE(reply_to([] {}).empty());
+  auto one = [&](auto handler) {
+    const std::vector<ApiError> r = reply_to(handler);
+    EXPECT_EQ(r.size(), 1u);
+    return r.empty() ? ApiError(0, "") : r[0];
+  };
+  const ApiError refused = one([] { throw ApiError(429, "busy", "", "queue_full"); });
+  EXPECT_EQ(refused.status(), 429);
+  EXPECT_EQ(refused.code(), "queue_full");
+  EXPECT_EQ(one([] { throw Error(ExitCode::kBadInput, "bad id"); }).status(), 400);
+  EXPECT_EQ(one([] { throw Error(ExitCode::kBadInput, "bad id"); }).message(), "bad id");
+  EXPECT_EQ(one([] { throw Error(ExitCode::kInternal, "x"); }).status(), 500);
+  const ApiError oom = one([] { throw std::bad_alloc(); });
+  EXPECT_EQ(oom.status(), 503);
+  EXPECT_EQ(oom.code(), "out_of_memory");
+  const ApiError other = one([] { throw std::runtime_error("boom"); });
+  EXPECT_EQ(other.status(), 500);
+  EXPECT_EQ(other.message(), "internal error: boom");
+  EXPECT_EQ(other.code(), "internal_error");
 }
 
 TEST(OpenAiError, Shape) {

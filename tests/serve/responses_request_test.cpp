@@ -13,6 +13,7 @@
 #include "serve/response_store.h"
 #include "serve/responses_request.h"
 #include "serve/responses_route.h"
+#include "serve/responses_stream.h"
 
 namespace k3::serve {
 namespace {
@@ -158,29 +159,84 @@ TEST(ResponsesReply, ChatReplyAsAResponse) {
   EXPECT_TRUE(c.find("previous_response_id")->is_null());
 }
 
-TEST(ResponsesReply, EventsInTheDocumentedOrder) {
-  const std::string events = response_events(response_from_chat(parsed(kChatReply), "", true));
+// kChatReply as the chat route streams it, with a prefill comment.
+std::string chat_stream() {
+  const std::string head = R"({"id":"chatcmpl-abc","object":"chat.completion.chunk","created":7,"model":"k3-tiny",)";
+  auto chunk = [&](const std::string& delta, const char* finish) {
+    return "data: " + head + R"("choices":[{"index":0,"delta":)" + delta + R"(,"logprobs":null,"finish_reason":)" +
+           finish + "}]}\n\n";
+  };
+  return ": prefill 3/3\n\n" + chunk(R"({"role":"assistant","content":""})", "null") +
+         chunk(R"({"reasoning_content":"Lo"})", "null") + chunk(R"({"reasoning_content":"ok."})", "null") +
+         chunk(R"({"content":"It is "})", "null") + chunk(R"({"content":"sunny."})", "null") +
+         chunk(R"({"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"weather",)"
+               R"("arguments":"{\"city\": \"Paris\"}"}}]})",
+               "null") +
+         chunk("{}", R"("tool_calls")") + "data: " + head +
+         R"("choices":[],"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17,)"
+         R"("prompt_tokens_details":{"cached_tokens":4}}})" +
+         "\n\ndata: [DONE]\n\n";
+}
+
+TEST(ResponsesStream, EventsAsTheChunksComeAndTheSameResponse) {
+  // Fed in pieces of 7 bytes: events come out as soon as a chunk is whole.
+  ResponsesStream stream("", true);
+  const std::string chat = chat_stream();
+  std::string events;
+  for (size_t i = 0; i < chat.size(); i += 7) events += stream.push(std::string_view(chat).substr(i, 7));
   std::vector<std::string> types;
   int64_t expected_sequence = 0;
   size_t at = 0;
-  std::string text;
+  std::string text, reasoning;
+  JsonValue last;
   while ((at = events.find("data: ", at)) != std::string::npos) {
     const size_t end = events.find("\n\n", at);
-    const JsonValue e = parsed(events.substr(at + 6, end - at - 6));
-    types.push_back(e.find("type")->text);
-    EXPECT_EQ(e.find("sequence_number")->text, std::to_string(expected_sequence++));
+    last = parsed(events.substr(at + 6, end - at - 6));
+    types.push_back(last.find("type")->text);
+    EXPECT_EQ(last.find("sequence_number")->text, std::to_string(expected_sequence++));
     EXPECT_NE(events.rfind("event: " + types.back() + "\n", at), std::string::npos);
-    if (types.back() == "response.output_text.delta") text += e.find("delta")->text;
+    if (types.back() == "response.output_text.delta") text += last.find("delta")->text;
+    if (types.back() == "response.reasoning_summary_text.delta") reasoning += last.find("delta")->text;
     at = end;
   }
-  EXPECT_EQ(types,
-            (std::vector<std::string>{
-                "response.created", "response.in_progress", "response.output_item.added", "response.output_item.done",
-                "response.output_item.added", "response.content_part.added", "response.output_text.delta",
-                "response.output_text.done", "response.content_part.done", "response.output_item.done",
-                "response.output_item.added", "response.function_call_arguments.delta",
-                "response.function_call_arguments.done", "response.output_item.done", "response.completed"}));
+  EXPECT_EQ(types, (std::vector<std::string>{"response.created",
+                                             "response.in_progress",
+                                             "response.output_item.added",
+                                             "response.reasoning_summary_part.added",
+                                             "response.reasoning_summary_text.delta",
+                                             "response.reasoning_summary_text.delta",
+                                             "response.reasoning_summary_text.done",
+                                             "response.reasoning_summary_part.done",
+                                             "response.output_item.done",
+                                             "response.output_item.added",
+                                             "response.content_part.added",
+                                             "response.output_text.delta",
+                                             "response.output_text.delta",
+                                             "response.output_text.done",
+                                             "response.content_part.done",
+                                             "response.output_item.done",
+                                             "response.output_item.added",
+                                             "response.function_call_arguments.delta",
+                                             "response.function_call_arguments.done",
+                                             "response.output_item.done",
+                                             "response.completed"}));
   EXPECT_EQ(text, "It is sunny.");
+  EXPECT_EQ(reasoning, "Look.");
+  // The completed response is the non-streamed one.
+  EXPECT_EQ(write_json(*last.find("response")), write_json(response_from_chat(parsed(kChatReply), "", true)));
+  EXPECT_FALSE(stream.failed());
+}
+
+TEST(ResponsesStream, AnErrorChunkIsAnErrorEvent) {
+  ResponsesStream stream("", true);
+  const std::string events =
+      stream.push(R"(data: {"error":{"message":"generation failed: x","type":"server_error","param":null,"code":null}})"
+                  "\n\ndata: [DONE]\n\n");
+  EXPECT_TRUE(stream.failed());
+  EXPECT_NE(events.find("event: error\n"), std::string::npos);
+  EXPECT_NE(events.find("generation failed: x"), std::string::npos);
+  EXPECT_EQ(events.find("response.completed"), std::string::npos);
+  EXPECT_TRUE(stream.chat().is_null());
 }
 
 }  // namespace

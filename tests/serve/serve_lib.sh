@@ -46,7 +46,8 @@ post() {
 jget() { python3 -c "import json,sys; j=json.loads(sys.argv[1]); print($2)" "$1"; }
 
 # install_clients: the pinned npm packages of tests/clients (npm ci) in
-# $clients (the build directory's clients/), again only when the lockfile changed.
+# $clients (the build directory's clients/), again only when the lockfile
+# changed, and the checks the client scripts share (tests/clients/checks.mjs).
 # The client tests run side by side under ctest -j and share that directory:
 # one installs while the others wait on a lock (an npm ci under another one's
 # feet fails with ENOTEMPTY), then they find it installed.
@@ -66,5 +67,6 @@ install_clients() {
     fi
   fi
   exec {lock}>&-
+  cp "$K3_SOURCE_DIR/tests/clients/checks.mjs" "$clients/"  # the checks every client script imports
   return $rc
 }
