@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/flag_spellings.h"
 #include "cli/flag_suggestion.h"
 #include "cli/tool_version.h"
 #include "common/error.h"
@@ -71,6 +72,7 @@ inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** arg
   app.add_flag_callback(
       "--version", [] {}, "print the version and the kernel target, then exit");
   if (auto status = answer_version_flag(argc, argv, tool)) return status;
+  cli::use_flag_spellings();  // library messages from here on name the flags
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

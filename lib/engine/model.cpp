@@ -49,7 +49,7 @@ ModelPlan Model::plan(const ModelConfig& config, const Checkpoint& checkpoint, c
   const uint64_t chunk = prefill_chunk_override();  // a bad value is refused before anything is said or read
   const auto start = std::chrono::steady_clock::now();
   ModelPlan out;
-  StreamingRequest& req = out.request = params.stream;
+  RunRequest& req = out.request = params.stream;
   req.compute_threads = params.threads;
   if (req.active()) {
     req.context = params.context;
@@ -77,7 +77,7 @@ ModelPlan Model::plan(const ModelConfig& config, const Checkpoint& checkpoint, c
 void Model::load(ModelPlan plan) {
   const auto load_start = std::chrono::steady_clock::now();
   params_.stream = std::move(plan.request);
-  const StreamingRequest& req = params_.stream;
+  const RunRequest& req = params_.stream;
   uint64_t max_batch = params_.batch;
   uint64_t chunk = prefill_chunk_override();  // resident: nothing is read, chunks only when asked
   if (plan.stream) {
