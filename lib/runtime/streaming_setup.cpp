@@ -10,6 +10,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "common/byte_format.h"
+#include "common/cli_limits.h"
 #include "common/error.h"
 #include "common/setting_spelling.h"
 #include "common/tool_main.h"
@@ -27,13 +28,13 @@
 namespace k3 {
 
 namespace {
-// Budgets arrive as doubles from the command line: NaN, infinities and
-// values past any machine (1e300 would wrap to a 0-byte cache) are refused.
-constexpr double kMaxBudgetGb = 1e6;
+// Budgets arrive as doubles: NaN, infinities and values past any machine
+// (1e300 would wrap to a 0-byte cache) are refused, in the one range the
+// command line's flags check too (common/cli_limits.h).
 uint64_t gb(double x, const char* setting) {
-  if (!std::isfinite(x) || x < 0 || x > kMaxBudgetGb)
+  if (!std::isfinite(x) || x < 0 || x > kMaxGigabytes)
     throw Error(ExitCode::kUsage, spelled(setting) + " " + std::to_string(x) + " is not a budget: give GB from 0 to " +
-                                      std::to_string(static_cast<long>(kMaxBudgetGb)));
+                                      std::to_string(static_cast<long>(kMaxGigabytes)));
   return static_cast<uint64_t>(x * 1e9);
 }
 

@@ -7,9 +7,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
+#include "common/cli_limits.h"
 #include "common/error.h"
 #include "common/setting_spelling.h"
 #include "runtime/resident_plan.h"
@@ -75,6 +77,15 @@ TEST_F(FlagSpellings, TheCommandLineReadsTheFlagsItTakes) {
   absurd.preset = "laptop";
   absurd.cache_gb = 1e300;  // past any machine: refused, not wrapped to a 0-byte cache
   EXPECT_EQ(refusal(absurd).rfind("--cache-gb ", 0), 0u) << refusal(absurd);
+  // The library's range is the flags' own (common/cli_limits.h): its end is
+  // a budget, the next double past it is not.
+  RunRequest at_limit;
+  at_limit.preset = "laptop";
+  at_limit.cache_gb = kMaxGigabytes;
+  EXPECT_EQ(refusal(at_limit), "(accepted)");
+  at_limit.cache_gb = std::nextafter(kMaxGigabytes, 2 * kMaxGigabytes);
+  EXPECT_NE(refusal(at_limit).find("is not a budget: give GB from 0 to 1000000"), std::string::npos)
+      << refusal(at_limit);
   EXPECT_EQ(stream_instead_advice(),
             "pack the trunk once (k3-pack MODEL_DIR TRUNK_DIR) and run with --trunk TRUNK_DIR --preset auto to "
             "stream within the memory");
