@@ -27,6 +27,7 @@ constexpr Spelling kSpellings[] = {
     {run_setting::kBlockMb, "--block-mb"},
     {run_setting::kContext, "--ctx"},
     {run_setting::kKeptStateBytes, "--keep-mb"},
+    {run_setting::kMaxNew, "--gen"},
     // Sampling (sampling/sampling_settings.h names each by its API field).
     {"temperature", "--temp"},
     {"top_k", "--top-k"},

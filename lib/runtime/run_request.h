@@ -107,7 +107,7 @@ struct RunRequest {
 // The keys messages name the request's settings by (common/setting_spelling.h):
 // its fields' names, which a front end spells as its users write them (the
 // command-line tools: --trunk, --preset, --trunk-gb, --cache-gb, --block-mb,
-// --ctx, k3-serve's --keep-mb).
+// --ctx, k3-serve's --keep-mb, --gen).
 namespace run_setting {
 inline constexpr const char* kTrunkDir = "trunk_dir";
 inline constexpr const char* kPreset = "preset";
@@ -116,6 +116,9 @@ inline constexpr const char* kCacheGb = "cache_gb";
 inline constexpr const char* kBlockMb = "block_mb";
 inline constexpr const char* kContext = "context";
 inline constexpr const char* kKeptStateBytes = "kept_state_bytes";
+// Not a field: the ids a run generates after its prompt, which with the
+// prompt and a saved state decide the positions it spans (the tools' --gen).
+inline constexpr const char* kMaxNew = "max_new";
 }  // namespace run_setting
 
 }  // namespace k3
