@@ -61,7 +61,7 @@ struct PassBytes {
 };
 
 void print_preset(const ModelConfig& c, const Preset& preset) {
-  PlanRequest req;
+  RunRequest req;
   req.trunk_budget = static_cast<uint64_t>(preset.trunk_gb * 1e9);
   req.cache_budget = static_cast<uint64_t>(preset.cache_gb * 1e9);
   req.block_bytes = static_cast<uint64_t>(preset.block_mb * 1e6);
@@ -98,7 +98,7 @@ void print_preset(const ModelConfig& c, const Preset& preset) {
   // The draft: cumulative acceptance after 1..7 drafts (DSPARK.md 3.2).
   const DSparkConfig d = kimi_k3_dspark_geometry();
   const double head = static_cast<double>(c.vocab_size) * c.hidden_size * 2;
-  const bool draft_streams = preset.block_mb > 0;  // as the memory plan decides (PlanRequest::draft.streamed_held)
+  const bool draft_streams = preset.block_mb > 0;  // as the memory plan decides (RunRequest::draft.streamed_held)
   const double kv_a = 2.0 * d.num_hidden_layers * d.kv_stride() * d.hidden_size;
   const double draft_weights = draft_streams ? dspark_streamed_weight_bytes(d) + kv_a : 0.0;
   const double draft_read = (plan.head_streamed ? head : 0.0) + draft_weights;
@@ -150,7 +150,7 @@ void print_prefill(const ModelConfig& c, uint64_t tokens) {
   std::printf("%-12s %-13s %8s %6s %10s %11s %10s %10s %10s\n", "preset", "prefill", "tok/read", "reads", "trunk TB",
               "experts TB", "total TB", "hours", "peak GB");
   for (const Preset& preset : presets()) {
-    PlanRequest req;
+    RunRequest req;
     req.trunk_budget = static_cast<uint64_t>(preset.trunk_gb * 1e9);
     req.cache_budget = static_cast<uint64_t>(preset.cache_gb * 1e9);
     req.block_bytes = static_cast<uint64_t>(preset.block_mb * 1e6);

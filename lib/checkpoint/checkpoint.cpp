@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <functional>
 
+#include "common/command_keys.h"
 #include "common/error.h"
 #include "common/file.h"
+#include "common/setting_spelling.h"
 
 namespace k3 {
 
@@ -110,7 +112,8 @@ Checkpoint Checkpoint::open(const std::string& model_dir) {
     si.file = shard_names[s];
     si.path = path_join(model_dir, si.file);
     if (!file_exists(si.path))
-      bad(si.path + ": shard named in the index is missing (re-download it, then run k3-fetch-verify verify)");
+      bad(si.path + ": shard named in the index is missing (re-download it, then run " + spelled(kVerifyCheckpoint) +
+          ")");
     SafetensorsExtent e = read_safetensors_tensors(si.path, [&](TensorInfo&& ti) {
       if (!single_file) {
         const uint32_t id = index_slots[probe(index_slots, ti.name, key)];

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/flag_spellings.h"
 #include "cli/flag_suggestion.h"
 #include "cli/tool_version.h"
 #include "common/error.h"
@@ -86,6 +87,7 @@ inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** arg
   app.add_flag_callback(
       "--version", [] {}, "print the version and the kernel target, then exit");
   if (auto status = answer_version_flag(argc, argv, tool)) return status;
+  cli::use_flag_spellings();  // library messages from here on name the flags
   if (const char* v = std::getenv("K3_FLAG_DEFAULTS"); v && std::string(v) == "1") {
     cli_detail::print_flag_defaults(app, "");
     return 0;

@@ -30,7 +30,7 @@ void DraftFlags::add_to(CLI::App& app) {
       ->check(cli::positive_integer());
 }
 
-void DraftFlags::check(const ModelConfig& config, StreamingRequest& stream) {
+void DraftFlags::check(const ModelConfig& config, RunRequest& stream) {
   if (dir_.empty()) {
     if (!log_path_.empty()) throw Error(ExitCode::kUsage, "--draft-log needs --draft DIR");
     return;

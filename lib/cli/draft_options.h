@@ -26,7 +26,7 @@ class DraftFlags {
   // Reads DIR/config.json and refuses a draft that does not fit the model
   // (Error kBadModel, exit 3), before any weight is read.
   // Sets the draft's memory in `stream` for the plan.
-  void check(const ModelConfig& config, StreamingRequest& stream);
+  void check(const ModelConfig& config, RunRequest& stream);
   // Drafts per pass the draft can propose (its block size; 0 when off).
   size_t max_drafts() const { return config_ ? static_cast<size_t>(config_->block_size) : 0; }
   const DSparkConfig* config() const { return config_ ? &*config_ : nullptr; }

@@ -31,7 +31,7 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
 }
 
 void add_budget_options(CLI::App& app, ModelOptions& o, bool expert_trace, const ContextHelp& help) {
-  StreamingRequest& r = o.stream;
+  RunRequest& r = o.stream;
   app.add_option("--trunk", r.trunk_dir,
                  "Packed trunk from k3-pack: pin --trunk-gb of it in RAM and stream the rest every token")
       ->check(cli::non_empty_path());

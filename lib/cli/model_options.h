@@ -30,7 +30,7 @@ class Checkpoint;
 struct ModelOptions {
   std::string model_dir;
   int threads = 0;  // 0: all cores
-  StreamingRequest stream;
+  RunRequest stream;
   bool list_presets = false;
   bool plan_only = false;
   uint64_t ctx = 0;  // 0: what the run needs
@@ -62,7 +62,7 @@ void add_budget_options(CLI::App& app, ModelOptions& options, bool expert_trace 
 // What a tool's own flags add to every preset's plan (--draft, --spec,
 // k3-serve's slots and --keep-mb), set into the request for the model's
 // config; --list-presets counts it as --preset auto does.
-using RunFlags = std::function<void(const ModelConfig& config, StreamingRequest& request)>;
+using RunFlags = std::function<void(const ModelConfig& config, RunRequest& request)>;
 
 // Right after parsing: --quiet takes effect (common/quiet.h); --list-presets
 // (for MODEL_DIR, or the real K3 without one) prints the preset table, with

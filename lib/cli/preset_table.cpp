@@ -20,7 +20,7 @@ namespace {
 
 // "; counting the draft model (--draft), 4 sequences, ..." for the header:
 // what the plans hold besides the standard run.
-std::string counted(const PresetRun& run) {
+std::string counted(const RunRequest& run) {
   std::string s;
   auto add = [&](const std::string& what) { s += (s.empty() ? "; counting " : ", ") + what; };
   if (run.draft.resident > 0) add("the draft model (--draft)");
@@ -48,9 +48,9 @@ std::string preset_table(const ModelOptions& o, double read_gbps, const RunFlags
   const doctor::ModelBytes bytes = doctor::model_bytes_from_config(config);
   // The tool's flags add to every preset's plan as they add to --preset
   // auto's (a --draft is read and checked against the config here).
-  StreamingRequest request = o.stream;
+  RunRequest request = o.stream;
   if (run_flags) run_flags(config, request);
-  PresetRun run = preset_run_for(request);
+  RunRequest run = standard_run(request);
   run.context = o.ctx ? o.ctx : kPresetListContext;
   const double bandwidth = read_gbps > 0 ? read_gbps * 1e9 : doctor::kAssumedBandwidth;
   const MemoryLimits lim = read_memory_limits();

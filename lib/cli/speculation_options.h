@@ -29,7 +29,7 @@ class SpeculationFlags {
   // Reads --draft's config and refuses a draft that does not fit `config`
   // (exit 3); sets the rollback copies (max_drafts()) and the draft's memory
   // the plan counts.
-  void check(const ModelConfig& config, StreamingRequest& stream) {
+  void check(const ModelConfig& config, RunRequest& stream) {
     draft_.check(config, stream);
     stream.state_snapshots = max_drafts();
   }
@@ -66,7 +66,7 @@ class ChatSpeculationFlags {
   size_t lookup_drafts() const { return off_ ? 0 : spec_; }
   // Neither --spec nor --no-spec (nor --draft) was given.
   bool is_default() const;
-  void check(const ModelConfig& config, StreamingRequest& stream) {
+  void check(const ModelConfig& config, RunRequest& stream) {
     draft_.check(config, stream);
     stream.state_snapshots = max_drafts();
   }

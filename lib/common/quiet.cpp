@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "common/setting_spelling.h"
 
 namespace k3 {
 
@@ -21,7 +22,7 @@ void enter_quiet_mode() {
   const int saved = ::fcntl(2, F_DUPFD_CLOEXEC, 3);
   const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
   if (saved < 0 || null < 0)
-    throw Error(ExitCode::kIo, std::string("--quiet: cannot redirect stderr: ") + std::strerror(errno));
+    throw Error(ExitCode::kIo, spelled(kQuietSetting) + ": cannot redirect stderr: " + std::strerror(errno));
   ::dup2(null, 2);
   ::close(null);
   g_error_fd = saved;

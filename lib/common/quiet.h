@@ -6,6 +6,9 @@
 
 namespace k3 {
 
+// The key messages name quiet mode by (common/setting_spelling.h; the tools: --quiet).
+inline constexpr const char* kQuietSetting = "quiet";
+
 // Idempotent. Throws k3::Error(kIo) when /dev/null cannot be opened.
 void enter_quiet_mode();
 

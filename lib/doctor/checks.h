@@ -105,7 +105,7 @@ struct Bandwidth {
 // in the table as in the recommendation.
 void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c,
                   const std::optional<PresetForecast>& recommended, const Bandwidth& bw, std::optional<double> hit_rate,
-                  const PresetRun& run);
+                  const RunRequest& run);
 
 // forecast/compression: disk-bound or decode-bound with a compressed trunk,
 // and whether to pack with --compress (compression_check.cpp). `probe` is

@@ -155,7 +155,7 @@ Report run_doctor(const DoctorOptions& o) {
 
   // --draft: counted as k3-forward --draft counts it (resident, or streamed on
   // the presets whose trunk streams in row blocks); refused as it refuses it.
-  PresetRun run;
+  RunRequest run;
   if (!o.draft_dir.empty()) {
     const DSparkConfig draft = load_dspark_config(o.draft_dir);
     check_draft_fits(draft, ck.plan_model.config, o.draft_dir);

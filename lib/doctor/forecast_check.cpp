@@ -8,7 +8,7 @@
 namespace k3::doctor {
 
 void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c, const std::optional<PresetForecast>& rec,
-                  const Bandwidth& bw, std::optional<double> hit_rate, const PresetRun& run) {
+                  const Bandwidth& bw, std::optional<double> hit_rate, const RunRequest& run) {
   const ModelBytes& mb = c.bytes;
   const PlanModel& pm = c.plan_model;
   {

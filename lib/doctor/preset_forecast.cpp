@@ -6,7 +6,7 @@
 namespace k3::doctor {
 
 PresetForecast forecast_preset(const Preset& p, const PlanModel& pm, const ModelBytes& m,
-                               std::optional<double> hit_rate, const PresetRun& run) {
+                               std::optional<double> hit_rate, const RunRequest& run) {
   PresetForecast f;
   f.preset = p;
   f.plan = plan_preset(p, pm, run);
@@ -34,7 +34,7 @@ PresetForecast forecast_preset(const Preset& p, const PlanModel& pm, const Model
 }
 
 std::optional<PresetForecast> recommend_preset(uint64_t usable_bytes, const PlanModel& pm, const ModelBytes& m,
-                                               std::optional<double> hit_rate, const PresetRun& run) {
+                                               std::optional<double> hit_rate, const RunRequest& run) {
   // The rule `k3-forward --preset auto` follows (runtime/preset_plan.h).
   const PresetChoice choice = choose_preset(pm, usable_bytes, run);
   if (!choice.preset) return std::nullopt;

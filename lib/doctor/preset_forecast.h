@@ -55,13 +55,13 @@ struct PresetForecast {
 
 // `run`: the context and sequences planned for (default: --list-presets').
 PresetForecast forecast_preset(const Preset& p, const PlanModel& pm, const ModelBytes& m,
-                               std::optional<double> hit_rate, const PresetRun& run = {});
+                               std::optional<double> hit_rate, const RunRequest& run = {});
 
 // The preset `k3-forward --preset auto` would choose with usable_bytes
 // available (choose_preset: the largest whose plan fits under the 90% rule);
 // nullopt when none does.
 // `run`: what the run adds to the standard one (k3-doctor --draft: the draft model).
 std::optional<PresetForecast> recommend_preset(uint64_t usable_bytes, const PlanModel& pm, const ModelBytes& m,
-                                               std::optional<double> hit_rate, const PresetRun& run = {});
+                                               std::optional<double> hit_rate, const RunRequest& run = {});
 
 }  // namespace k3::doctor

@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "common/file.h"
+#include "common/setting_spelling.h"
 #include "model/config.h"
 #include "model/config_keys.h"
 
@@ -137,7 +138,8 @@ DSparkConfig kimi_k3_dspark_geometry() {
 
 void check_draft_fits(const DSparkConfig& d, const ModelConfig& t, const std::string& dir) {
   auto refuse = [&](const std::string& what) {
-    throw Error(ExitCode::kBadModel, "--draft " + dir + ": " + what + "; this draft was trained for another model");
+    throw Error(ExitCode::kBadModel,
+                spelled(kDraftDirSetting) + " " + dir + ": " + what + "; this draft was trained for another model");
   };
   if (d.hidden_size != t.hidden_size || d.target_hidden_size != t.hidden_size)
     refuse("its hidden size " + std::to_string(d.hidden_size) + " (target_hidden_size " +

@@ -58,6 +58,10 @@ DSparkConfig kimi_k3_dspark_geometry();
 // The config.json text that geometry is read from (k3-synth --dspark writes it).
 const char* kimi_k3_dspark_config_json();
 
+// The key messages name the draft model's directory by
+// (common/setting_spelling.h; the tools: --draft).
+inline constexpr const char* kDraftDirSetting = "draft_dir";
+
 // Refuses (Error kBadModel, one line naming both values) a draft whose target
 // layers, hidden size or vocabulary do not fit `target`.
 void check_draft_fits(const DSparkConfig& draft, const ModelConfig& target, const std::string& dir);

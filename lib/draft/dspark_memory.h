@@ -1,5 +1,5 @@
 // What a DSpark draft adds to the memory plan (runtime/memory_plan.h
-// PlanRequest's draft), from its config alone: the same figures for
+// RunRequest's draft), from its config alone: the same figures for
 // k3-forward, k3-chat and k3-serve --draft and for k3-doctor --draft.
 #pragma once
 

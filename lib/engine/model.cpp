@@ -7,7 +7,9 @@
 #include <ostream>
 
 #include "common/clock.h"
+#include "common/command_keys.h"
 #include "common/error.h"
+#include "common/setting_spelling.h"
 #include "common/tool_main.h"
 #include "engine/session.h"
 #include "model/tensor_manifest.h"
@@ -19,7 +21,9 @@ namespace {
 
 // What decides how many positions a run spans, for check_position_limit
 // (after the memory plan, whose refusal of an absurd context says more).
-constexpr const char* kSpanWhat = "--ctx, or the prompt, saved state and --gen";
+std::string span_what() {
+  return spelled(run_setting::kContext) + ", or the prompt, saved state and " + spelled(run_setting::kMaxNew);
+}
 
 }  // namespace
 
@@ -49,7 +53,7 @@ ModelPlan Model::plan(const ModelConfig& config, const Checkpoint& checkpoint, c
   const uint64_t chunk = prefill_chunk_override();  // a bad value is refused before anything is said or read
   const auto start = std::chrono::steady_clock::now();
   ModelPlan out;
-  StreamingRequest& req = out.request = params.stream;
+  RunRequest& req = out.request = params.stream;
   req.compute_threads = params.threads;
   if (req.active()) {
     req.context = params.context;
@@ -59,16 +63,18 @@ ModelPlan Model::plan(const ModelConfig& config, const Checkpoint& checkpoint, c
     // The plan text goes to `log` (or nowhere) before a refusal is thrown.
     std::ostream null_log(nullptr);
     out.stream = prepare_streaming(config, checkpoint, req, params.log ? *params.log : null_log);
-    check_position_limit(config, req.context, kSpanWhat);
+    check_position_limit(config, req.context, span_what());
   } else {
     // The sequences' state and caches are planned as the budgeted path
     // plans them, before any weight or state is allocated.
     check_resident_run(config, checkpoint, req, params.context, params.batch);
-    check_position_limit(config, params.context, kSpanWhat);
+    check_position_limit(config, params.context, span_what());
     // Said only once the checks have passed, so a refusal stays one line.
     if (params.log)
-      *params.log << tool_name() << ": no --trunk or budget: the whole model (trunk and every routed expert) is "
-                  << "loaded resident; use k3-pack and --trunk/--preset to run in a memory budget\n";
+      *params.log << tool_name() << ": no " << spelled(run_setting::kTrunkDir)
+                  << " or budget: the whole model (trunk and every routed expert) is loaded resident; use "
+                  << spelled(kPackTrunk) << " and " << spelled(run_setting::kTrunkDir) << "/"
+                  << spelled(run_setting::kPreset) << " to run in a memory budget\n";
   }
   out.seconds = seconds_since(start);
   return out;
@@ -77,7 +83,7 @@ ModelPlan Model::plan(const ModelConfig& config, const Checkpoint& checkpoint, c
 void Model::load(ModelPlan plan) {
   const auto load_start = std::chrono::steady_clock::now();
   params_.stream = std::move(plan.request);
-  const StreamingRequest& req = params_.stream;
+  const RunRequest& req = params_.stream;
   uint64_t max_batch = params_.batch;
   uint64_t chunk = prefill_chunk_override();  // resident: nothing is read, chunks only when asked
   if (plan.stream) {

@@ -65,7 +65,7 @@ class Session;
 // How to load a model (cf. a runtime config: budgets and callbacks).
 struct ModelParams {
   int threads = 0;              // compute threads; 0: all cores (output identical for any count)
-  StreamingRequest stream;      // trunk, budgets, preset; none given (!stream.active()): all resident
+  RunRequest stream;            // trunk, budgets, preset; none given (!stream.active()): all resident
   uint64_t context = 0;         // positions the memory plan must hold per sequence
   uint64_t batch = 256;         // rows per weight pass wanted (the plan may lower it)
   std::ostream* log = nullptr;  // the memory plan and loading notes; nullptr: nowhere
@@ -83,7 +83,7 @@ struct ModelParams {
 // (Model::plan): a server plans, listens, then loads from this plan without
 // planning again.
 struct ModelPlan {
-  StreamingRequest request;              // as planned: context, batch and threads set
+  RunRequest request;                    // as planned: context, batch and threads set
   std::optional<PreparedStream> stream;  // the streaming plan; empty: everything resident
   double seconds = 0;                    // planning time (counted in ModelCounters::load_seconds)
 };
@@ -156,7 +156,7 @@ class Model {
   StreamingWeights* streaming() { return streaming_.get(); }
   // Drafts per weight pass the plan holds rollback copies for: the request's
   // (stream.state_snapshots), or fewer when the default was lowered to fit
-  // (StreamingRequest::snapshots_optional).
+  // (RunRequest::snapshots_optional).
   size_t max_drafts() const { return max_drafts_; }
 
   // A new sequence on this model (engine/session.h); its weight passes are

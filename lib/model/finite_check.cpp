@@ -3,7 +3,9 @@
 #include <cmath>
 #include <cstdint>
 
+#include "common/command_keys.h"
 #include "common/error.h"
+#include "common/setting_spelling.h"
 
 namespace k3 {
 
@@ -27,12 +29,11 @@ void require_finite(const float* x, size_t n, size_t row_len, int64_t first_pos,
   if (i == n) return;
   const float v = x[i];
   const char* what = std::isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf";
-  throw Error(ExitCode::kBadModel,
-              std::string("the model produced ") + what + " in " + where + " (token position " +
-                  std::to_string(first_pos + static_cast<int64_t>(i / row_len)) + ", element " +
-                  std::to_string(i % row_len) +
-                  "): its weights hold NaN or infinite values (k3-fetch-verify verify --full and k3-pack --check "
-                  "name the tensor; re-download the damaged shard)");
+  throw Error(ExitCode::kBadModel, std::string("the model produced ") + what + " in " + where + " (token position " +
+                                       std::to_string(first_pos + static_cast<int64_t>(i / row_len)) + ", element " +
+                                       std::to_string(i % row_len) + "): its weights hold NaN or infinite values (" +
+                                       spelled(kVerifyCheckpointFull) + " and " + spelled(kCheckTrunk) +
+                                       " name the tensor; re-download the damaged shard)");
 }
 
 }  // namespace k3

@@ -155,7 +155,7 @@ class ForwardPass {
                      int64_t steps_total);
 
   // A chunk of n > max_batch_ rows of one sequence, layer-major
-  // (engine_chunk.cpp); same effect on the state as forward_batch.
+  // (forward_pass_chunk.cpp); same effect on the state as forward_batch.
   void forward_chunk(SequenceState& state, const int32_t* ids, size_t n, LogitRows rows, float* logits,
                      int64_t steps_before, int64_t steps_total);
   // Restores the sequences after a stop in layer `layer` (see set_stop) and

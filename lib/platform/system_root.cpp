@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "common/error.h"
+#include "common/setting_spelling.h"
 #include "platform/system_file.h"
 
 namespace k3 {
@@ -28,7 +29,7 @@ SystemRoot existing(const std::string& dir, const std::string& given_as) {
 }  // namespace
 
 SystemRoot SystemRoot::from_flag_or_env(const std::string& flag) {
-  if (!flag.empty()) return existing(flag, "--root");
+  if (!flag.empty()) return existing(flag, spelled(kRootSetting));
   if (const char* env = std::getenv(kRootEnv); env && *env) return existing(env, std::string("$") + kRootEnv);
   return SystemRoot("/");
 }

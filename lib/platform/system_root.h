@@ -16,6 +16,8 @@ namespace k3 {
 
 // Environment variable naming the root when --root is not given.
 inline constexpr const char* kRootEnv = "K3_DOCTOR_ROOT";
+// The key messages name the recorded tree by (common/setting_spelling.h; k3-doctor: --root).
+inline constexpr const char* kRootSetting = "root";
 
 class SystemRoot {
  public:

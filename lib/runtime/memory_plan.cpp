@@ -10,6 +10,7 @@
 #include "checkpoint/dtype.h"
 #include "common/error.h"
 #include "common/plural.h"
+#include "common/setting_spelling.h"
 #include "io/aligned_buffer.h"
 #include "model/prefill_chunk.h"
 #include "model/tensor_manifest.h"
@@ -19,7 +20,7 @@
 
 namespace k3 {
 
-MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t slot_bytes, const PlanRequest& req) {
+MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t slot_bytes, const RunRequest& req) {
   MemoryPlan p;
   // Use order: layers, then the head. The embedding is read row by row, or
   // pinned last (below).
@@ -227,7 +228,7 @@ uint64_t expert_slot_bytes(const ModelConfig& c, const std::vector<ExpectedTenso
   return expert ? align_up(expert) + kDirectAlign : 0;
 }
 
-MemoryPlan plan_memory_for_config(const ModelConfig& c, const PlanRequest& req, TrunkLayout* layout_out) {
+MemoryPlan plan_memory_for_config(const ModelConfig& c, const RunRequest& req, TrunkLayout* layout_out) {
   const std::vector<ExpectedTensor> manifest = expected_tensors(c);
   TrunkLayout layout = layout_trunk(manifest);
   MemoryPlan p = plan_memory(c, layout, expert_slot_bytes(c, manifest), req);
@@ -235,7 +236,7 @@ MemoryPlan plan_memory_for_config(const ModelConfig& c, const PlanRequest& req, 
   return p;
 }
 
-std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c, const PlanRequest& req) const {
+std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c, const RunRequest& req) const {
   auto count_layers = [&](const std::vector<int>& v, bool* head) {
     int n = 0;
     *head = false;
@@ -322,8 +323,8 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
                   format_bytes(req.draft.per_position).c_str(), format_bytes(draft_bytes).c_str());
   }
   if (kept_state_bytes > 0) {
-    append_printf(o, "  kept states       conversations between requests (--keep-mb)  %s\n",
-                  format_bytes(kept_state_bytes).c_str());
+    append_printf(o, "  kept states       conversations between requests (%s)  %s\n",
+                  spelled(run_setting::kKeptStateBytes).c_str(), format_bytes(kept_state_bytes).c_str());
   }
   append_printf(o, "  I/O, index, misc  %s\n", format_bytes(io_bytes).c_str());
   append_printf(o, "  forecast peak RSS %s", format_bytes(peak_rss).c_str());

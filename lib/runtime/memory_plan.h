@@ -11,55 +11,10 @@
 
 #include "model/config.h"
 #include "model/tensor_manifest.h"
+#include "runtime/run_request.h"
 #include "trunk/layout.h"
 
 namespace k3 {
-
-// What a draft model (--draft) adds to the memory plan: one struct from the
-// draft's config (draft/dspark_memory.h) through the tools' requests and the
-// presets to the plan, so every step copies all four figures at once.
-struct DraftMemory {
-  uint64_t resident = 0;       // weights held, a prefill batch of taps, a draft pass's activations
-  uint64_t streamed_held = 0;  // the same when its large matrices stream (their block buffer not counted)
-  uint64_t read_per_pass = 0;  // bytes those matrices take, read again per draft pass when they stream
-  uint64_t per_position = 0;   // its context per committed position
-};
-
-struct PlanRequest {
-  bool packed_trunk = true;   // false: the whole trunk is read from the shards and held resident
-  uint64_t trunk_budget = 0;  // bytes of trunk sections to pin
-  uint64_t cache_budget = 0;  // bytes of expert cache
-  uint64_t context = 4096;    // positions the MLA latent cache must hold
-  uint64_t batch = 256;       // prefill rows computed at once
-  // Layer-major prefill (ForwardPass::set_chunk): tokens of a prompt one read of
-  // the weights covers, their per-token state carried from layer to layer
-  // (model/prefill_chunk.h) counted here. 0 or at most `batch`: `batch`.
-  uint64_t chunk = 0;
-  uint64_t sequences = 1;        // sequences decoded together (--batch): each holds its KDA state and MLA cache
-  uint64_t state_snapshots = 0;  // KDA state copies kept to roll back verified rows (--spec: drafts per pass)
-  // A draft model (--draft): its weights and buffers held in RAM, and its
-  // context per position (for `context` positions). When the trunk streams
-  // in row blocks (block_bytes > 0) and draft.streamed_held is set, the
-  // draft streams too: only draft.streamed_held bytes are held, and its
-  // draft.read_per_pass bytes are read again for every draft pass through
-  // one buffer of block_bytes.
-  DraftMemory draft;
-  // RAM for conversation states kept between requests (k3-serve --keep-mb).
-  uint64_t kept_state_bytes = 0;
-  int io_threads = 8;
-  int compute_threads = 1;
-  size_t tensor_count = 0;  // checkpoint tensors (index memory)
-  // Bytes of lm_head rows per block when the head streams; 0: automatic
-  // (the stream buffer a layer needs, or at most kHeadBlockCap when every
-  // layer is pinned). Any value gives the same logits.
-  uint64_t head_block_bytes = 0;
-  // Row-block streaming: 0 streams whole layer sections through buffers the
-  // size of the largest one; otherwise every streamed layer passes through
-  // the buffers as its held part and blocks of whole rows of at most this
-  // many bytes (trunk/row_blocks.h), and head blocks are this size too. At least
-  // min_block_bytes(config) (one row of the widest streamed matrix).
-  uint64_t block_bytes = 0;
-};
 
 // Largest head block when no layer streams (so no layer-sized buffer exists).
 inline constexpr uint64_t kHeadBlockCap = 256ull << 20;
@@ -126,7 +81,7 @@ struct MemoryPlan {
   uint64_t peak_rss = 0;          // the forecast: sum of the above
 
   // Multi-line description for stderr (no trailing newline).
-  std::string describe(const TrunkLayout& layout, const ModelConfig& config, const PlanRequest& req) const;
+  std::string describe(const TrunkLayout& layout, const ModelConfig& config, const RunRequest& req) const;
 };
 
 // Whether a plan may start where `available` bytes are available (see
@@ -141,12 +96,12 @@ inline bool plan_fits(const MemoryPlan& plan, uint64_t available) {
 // `slot_bytes` comes from ExpertIndex::slot_bytes(). Throws k3::Error(kUsage)
 // for a block budget below min_block_bytes(config).
 MemoryPlan plan_memory(const ModelConfig& config, const TrunkLayout& layout, uint64_t slot_bytes,
-                       const PlanRequest& req);
+                       const RunRequest& req);
 
 // The plan for a model known only by its config, before any weights exist
 // here: the trunk laid out as k3-pack would lay it out, each expert slot one
 // aligned read of its tensors. For forecasts at K3's real geometry.
-MemoryPlan plan_memory_for_config(const ModelConfig& config, const PlanRequest& req, TrunkLayout* layout = nullptr);
+MemoryPlan plan_memory_for_config(const ModelConfig& config, const RunRequest& req, TrunkLayout* layout = nullptr);
 
 // One expert cache slot for the model of `manifest` (expected_tensors):
 // its tensors as one read aligned at both ends, as ExpertIndex plans it.

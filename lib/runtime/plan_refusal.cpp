@@ -5,7 +5,9 @@
 #include <cstdio>
 
 #include "common/byte_format.h"
+#include "common/setting_spelling.h"
 #include "runtime/preset_plan.h"
+#include "trunk/pack_command.h"
 
 namespace k3 {
 
@@ -26,7 +28,7 @@ std::string gb_flag(uint64_t bytes) {
 
 // The plan of `base` with other budgets and batch.
 MemoryPlan replan(const ModelConfig& config, const PreparedStream& p, uint64_t trunk, uint64_t cache, uint64_t batch) {
-  PlanRequest r = p.plan_request;
+  RunRequest r = p.plan_request;
   r.trunk_budget = trunk;
   r.cache_budget = cache;
   r.batch = batch;
@@ -55,6 +57,11 @@ bool fitting_budgets(const ModelConfig& config, const PreparedStream& p, uint64_
   return fits(lo, trunk, cache, peak);
 }
 
+// "--trunk-gb T --cache-gb C" as the front end spells the budgets.
+std::string budgets_flags(const std::string& trunk, const std::string& cache) {
+  return spelled(run_setting::kTrunkGb) + " " + trunk + " " + spelled(run_setting::kCacheGb) + " " + cache;
+}
+
 }  // namespace
 
 std::string over_the_limit(const MemoryLimits& lim) {
@@ -63,14 +70,15 @@ std::string over_the_limit(const MemoryLimits& lim) {
          " available: " + available_source(lim) + ")";
 }
 
-std::string plan_refusal(const ModelConfig& config, const Checkpoint& checkpoint, const StreamingRequest& req,
+std::string plan_refusal(const ModelConfig& config, const Checkpoint& checkpoint, const RunRequest& req,
                          const PreparedStream& p, uint64_t wanted_batch, const MemoryLimits& lim) {
   const uint64_t avail = lim.available();
   const uint64_t peak = p.plan.peak_rss;
   // k3-serve's kept conversation states are a term of their own: the first thing to lower.
   const std::string kept = p.plan.kept_state_bytes == 0 ? ""
                                                         : " with " + format_bytes(p.plan.kept_state_bytes) +
-                                                              " for kept conversation states (lower --keep-mb)";
+                                                              " for kept conversation states (lower " +
+                                                              spelled(run_setting::kKeptStateBytes) + ")";
   if (req.sequences > 1) {
     const uint64_t one = p.plan.per_sequence_bytes, limit = plan_limit(avail);
     const uint64_t fixed = peak - one * req.sequences;
@@ -78,38 +86,42 @@ std::string plan_refusal(const ModelConfig& config, const Checkpoint& checkpoint
     return "a batch of " + std::to_string(req.sequences) + " sequences needs " + format_bytes(peak) + " (" +
            format_bytes(one) + " of KDA state and MLA cache per sequence), " + over_the_limit(lim) + kept + "; " +
            (fit ? std::to_string(std::min(fit, req.sequences - 1)) + " sequences would fit: split the batch"
-                : "not even one sequence fits: lower --ctx or the budgets");
+                : "not even one sequence fits: lower " + spelled(run_setting::kContext) + " or the budgets");
   }
+  const std::string trunk_flag = spelled(run_setting::kTrunkDir), preset_flag = spelled(run_setting::kPreset);
   std::string o = "the memory plan needs " + format_bytes(peak) + ", " + over_the_limit(lim) + kept;
   // The presets as a packed trunk runs them, for this run's context.
   const PresetChoice choice = choose_auto_preset(config, checkpoint, req, avail);
   if (req.trunk_dir.empty()) {
-    o += "; without --trunk the whole trunk (" + format_bytes(p.plan.pinned_bytes) +
-         ") is held in memory: pack it once (k3-pack MODEL_DIR TRUNK_DIR) and pass --trunk TRUNK_DIR";
+    o += "; without " + trunk_flag + " the whole trunk (" + format_bytes(p.plan.pinned_bytes) +
+         ") is held in memory: pack it once (" + spelled(kPackTrunk) + " MODEL_DIR TRUNK_DIR) and pass " + trunk_flag +
+         " TRUNK_DIR";
     if (choice.preset)
-      o += ", with which --preset " + choice.preset->name + " fits (forecast " + format_bytes(choice.plan.peak_rss) +
-           ")";
-    else o += "; even then no preset fits (the smallest needs " + format_bytes(choice.plan.peak_rss) + "): lower --ctx";
+      o += ", with which " + preset_flag + " " + choice.preset->name + " fits (forecast " +
+           format_bytes(choice.plan.peak_rss) + ")";
+    else
+      o += "; even then no preset fits (the smallest needs " + format_bytes(choice.plan.peak_rss) + "): lower " +
+           spelled(run_setting::kContext);
     return o;
   }
   uint64_t trunk = 0, cache = 0, fit_peak = 0;
   const bool budgets = fitting_budgets(config, p, wanted_batch, avail, &trunk, &cache, &fit_peak) ||
                        fitting_budgets(config, p, p.plan.batch, avail, &trunk, &cache, &fit_peak);
   if (budgets) {
-    o += "; with --trunk-gb " + gb_flag(trunk) + " --cache-gb " + gb_flag(cache) + " it fits (forecast " +
-         format_bytes(fit_peak) + ")";
+    o += "; with " + budgets_flags(gb_flag(trunk), gb_flag(cache)) + " it fits (forecast " + format_bytes(fit_peak) +
+         ")";
     if (choice.preset && choice.preset->name != req.preset)
-      o += ", as does --preset " + choice.preset->name + " (" + format_bytes(choice.plan.peak_rss) + ")";
+      o += ", as does " + preset_flag + " " + choice.preset->name + " (" + format_bytes(choice.plan.peak_rss) + ")";
     return o;
   }
   // Nothing pinned and the smallest cache are still too much.
   const MemoryPlan floor = replan(config, p, 0, 0, p.plan.batch);
-  o += "; even --trunk-gb 0 --cache-gb 0 needs " + format_bytes(floor.peak_rss) +
+  o += "; even " + budgets_flags("0", "0") + " needs " + format_bytes(floor.peak_rss) +
        " (of which the KDA state and MLA latent cache for " + std::to_string(req.context) + " positions are " +
        format_bytes(floor.kda_state_bytes + floor.mla_cache_bytes) + ")";
   if (choice.preset && choice.preset->name != req.preset)
-    o += "; --preset " + choice.preset->name + " fits (" + format_bytes(choice.plan.peak_rss) + ")";
-  else o += ": free memory, or lower --ctx";
+    o += "; " + preset_flag + " " + choice.preset->name + " fits (" + format_bytes(choice.plan.peak_rss) + ")";
+  else o += ": free memory, or lower " + spelled(run_setting::kContext);
   return o;
 }
 

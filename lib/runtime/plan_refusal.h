@@ -25,7 +25,7 @@ class Checkpoint;
 // `p` is the refused plan (its request as planned, after the prefill batch
 // was lowered); `req` the run's request with the preset resolved;
 // `wanted_batch` the prefill batch before lowering.
-std::string plan_refusal(const ModelConfig& config, const Checkpoint& checkpoint, const StreamingRequest& req,
+std::string plan_refusal(const ModelConfig& config, const Checkpoint& checkpoint, const RunRequest& req,
                          const PreparedStream& p, uint64_t wanted_batch, const MemoryLimits& lim);
 
 // "over the 25.20 GB limit (90% of 28.00 GB available: MemAvailable)".

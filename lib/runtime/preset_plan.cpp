@@ -27,19 +27,13 @@ PlanModel plan_model_for_config(const ModelConfig& config) {
   return m;
 }
 
-PlanRequest preset_plan_request(const Preset& preset, const PlanModel& model, const PresetRun& run) {
-  // The same conversion and defaults as k3-forward's resolve_budgets and
-  // StreamingRequest (--threads 0, --io-threads 8, the preset's block size and
-  // largest batch).
-  PlanRequest r;
+RunRequest preset_plan_request(const Preset& preset, const PlanModel& model, const RunRequest& run) {
+  // The same conversion and defaults as a run's resolve_budgets (--threads
+  // 0, --io-threads 8, the preset's block size and largest batch).
+  RunRequest r = run;
   r.packed_trunk = true;
   r.trunk_budget = static_cast<uint64_t>(preset.trunk_gb * 1e9);
   r.cache_budget = static_cast<uint64_t>(preset.cache_gb * 1e9);
-  r.context = run.context;
-  r.sequences = run.sequences;
-  r.state_snapshots = run.state_snapshots;
-  r.draft = run.draft;
-  r.kept_state_bytes = run.kept_state_bytes;
   r.batch = preset.max_batch;
   r.block_bytes = static_cast<uint64_t>(preset.block_mb * 1e6);
   r.io_threads = 8;
@@ -48,11 +42,11 @@ PlanRequest preset_plan_request(const Preset& preset, const PlanModel& model, co
   return r;
 }
 
-MemoryPlan plan_preset(const Preset& preset, const PlanModel& model, const PresetRun& run) {
+MemoryPlan plan_preset(const Preset& preset, const PlanModel& model, const RunRequest& run) {
   return plan_memory(model.config, model.layout, model.slot_bytes, preset_plan_request(preset, model, run));
 }
 
-PresetChoice choose_preset(const PlanModel& model, uint64_t available, const PresetRun& run) {
+PresetChoice choose_preset(const PlanModel& model, uint64_t available, const RunRequest& run) {
   PresetChoice c;
   c.available = available;
   if (available == UINT64_MAX) {

@@ -18,9 +18,6 @@ namespace k3 {
 
 class Checkpoint;
 
-// Context --list-presets plans for when --ctx is not given.
-inline constexpr uint64_t kPresetListContext = 4096;
-
 // What the planner needs to know about a model besides its config.
 struct PlanModel {
   ModelConfig config;
@@ -35,24 +32,13 @@ PlanModel plan_model_for_checkpoint(const ModelConfig& config, const Checkpoint&
 // and slot size; the tensor count is the manifest's.
 PlanModel plan_model_for_config(const ModelConfig& config);
 
-// What a run asks of the plan besides a preset's budgets. The defaults are
-// --list-presets' (and k3-doctor's): 4096 positions, one sequence, no --spec.
-struct PresetRun {
-  uint64_t context = kPresetListContext;
-  uint64_t sequences = 1;
-  uint64_t state_snapshots = 0;
-  // --draft: its memory as PlanRequest counts it (resident, or streamed on
-  // the presets whose trunk streams in row blocks).
-  DraftMemory draft;
-  // k3-serve --keep-mb: RAM held for kept conversation states, on top of
-  // every preset's plan as an explicit preset's plan counts it.
-  uint64_t kept_state_bytes = 0;
-};
+// The request --list-presets makes for `preset` with its default flags: `run`
+// (by default --list-presets' and k3-doctor's: 4096 positions, one
+// sequence, no rollback copies) with the preset's budgets, block size and
+// largest prefill batch, a packed trunk and the default I/O threads.
+RunRequest preset_plan_request(const Preset& preset, const PlanModel& model, const RunRequest& run = {});
 
-// The request --list-presets makes for `preset` with its default flags.
-PlanRequest preset_plan_request(const Preset& preset, const PlanModel& model, const PresetRun& run = {});
-
-MemoryPlan plan_preset(const Preset& preset, const PlanModel& model, const PresetRun& run = {});
+MemoryPlan plan_preset(const Preset& preset, const PlanModel& model, const RunRequest& run = {});
 
 // `--preset auto` and k3-doctor's recommendation, one rule: the largest
 // preset whose forecast fits `available` bytes (MemoryLimits::available: the
@@ -69,6 +55,6 @@ struct PresetChoice {
   // available); workstation would need 47.74 GB".
   std::string reason() const;
 };
-PresetChoice choose_preset(const PlanModel& model, uint64_t available, const PresetRun& run = {});
+PresetChoice choose_preset(const PlanModel& model, uint64_t available, const RunRequest& run = {});
 
 }  // namespace k3

@@ -6,18 +6,26 @@
 #include "common/byte_format.h"
 #include "common/checked_math.h"
 #include "common/error.h"
+#include "common/setting_spelling.h"
 #include "model/tensor_manifest.h"
 #include "runtime/streaming_setup.h"
+#include "trunk/pack_command.h"
 
 namespace k3 {
 
-ResidentPlan plan_resident(const ModelConfig& config, const Checkpoint& checkpoint, const PlanRequest& req) {
+std::string stream_instead_advice() {
+  return "pack the trunk once (" + spelled(kPackTrunk) + " MODEL_DIR TRUNK_DIR) and run with " +
+         spelled(run_setting::kTrunkDir) + " TRUNK_DIR " + spelled(run_setting::kPreset) +
+         " auto to stream within the memory";
+}
+
+ResidentPlan plan_resident(const ModelConfig& config, const Checkpoint& checkpoint, const RunRequest& req) {
   ResidentPlan r;
   for (const ExpectedTensor& t : expected_tensors(config))
     r.weight_bytes = checked_add(r.weight_bytes, checkpoint.at(t.name).info->nbytes, "the resident weights");
   // The state and activation terms exactly as the budgeted plan computes
   // them (with checked arithmetic for absurd contexts and batches).
-  PlanRequest state_only = req;
+  RunRequest state_only = req;
   state_only.trunk_budget = 0;
   state_only.cache_budget = 0;
   const MemoryPlan p = plan_memory_for_config(config, state_only);
@@ -31,14 +39,15 @@ ResidentPlan plan_resident(const ModelConfig& config, const Checkpoint& checkpoi
   return r;
 }
 
-void check_resident_plan(const ResidentPlan& plan, const PlanRequest& req, const MemoryLimits& lim) {
+void check_resident_plan(const ResidentPlan& plan, const RunRequest& req, const MemoryLimits& lim) {
   const uint64_t avail = lim.available();
   if (avail == UINT64_MAX || plan.peak_rss <= plan_limit(avail)) return;
   const uint64_t limit = plan_limit(avail);
   std::string over = "over the " + format_bytes(limit) + " limit (90% of " + format_bytes(avail) +
                      " available: " + available_source(lim) + ")";
   if (plan.kept_state_bytes > 0)
-    over += " with " + format_bytes(plan.kept_state_bytes) + " for kept conversation states (lower --keep-mb)";
+    over += " with " + format_bytes(plan.kept_state_bytes) + " for kept conversation states (lower " +
+            spelled(run_setting::kKeptStateBytes) + ")";
   if (req.sequences > 1) {
     const uint64_t one = plan.per_sequence_bytes;
     const uint64_t fixed = plan.peak_rss - one * req.sequences;
@@ -48,26 +57,23 @@ void check_resident_plan(const ResidentPlan& plan, const PlanRequest& req, const
                     " with the whole model resident (" + format_bytes(plan.weight_bytes) + " of weights, " +
                     format_bytes(one) + " of KDA state and MLA cache per sequence), " + over + "; " +
                     (fit ? std::to_string(std::min(fit, req.sequences - 1)) + " sequences would fit: split the batch"
-                         : "not even one sequence fits: lower the context, or pack the trunk (k3-pack) and run "
-                           "with --trunk and a --preset"));
+                         : "not even one sequence fits: lower the context, or pack the trunk (" + spelled(kPackTrunk) +
+                               ") and run with " + spelled(run_setting::kTrunkDir) + " and a " +
+                               spelled(run_setting::kPreset)));
   }
   throw Error(ExitCode::kResource,
               "the whole model resident needs " + format_bytes(plan.peak_rss) + " (" + format_bytes(plan.weight_bytes) +
                   " of weights, " + format_bytes(plan.state_bytes) + " of state for " + std::to_string(req.context) +
-                  " positions), " + over +
-                  "; pack the trunk once (k3-pack MODEL_DIR TRUNK_DIR) and run with "
-                  "--trunk TRUNK_DIR --preset auto to stream within the memory, or lower the context");
+                  " positions), " + over + "; " + stream_instead_advice() + ", or lower the context");
 }
 
-void check_resident_run(const ModelConfig& config, const Checkpoint& checkpoint, const StreamingRequest& stream,
+void check_resident_run(const ModelConfig& config, const Checkpoint& checkpoint, const RunRequest& stream,
                         uint64_t context, uint64_t batch) {
   validate_checkpoint(config, checkpoint);
-  PlanRequest req;
+  RunRequest req = stream;
   req.context = context;
   req.batch = batch;
   req.sequences = std::max<uint64_t>(1, stream.sequences);
-  req.state_snapshots = stream.state_snapshots;
-  req.kept_state_bytes = stream.kept_state_bytes;
   check_resident_plan(plan_resident(config, checkpoint, req), req, read_memory_limits());
 }
 

@@ -18,6 +18,7 @@
 #include "model/tensor_manifest.h"
 #include "model/weight_binding.h"
 #include "platform/memory_limits.h"
+#include "runtime/resident_plan.h"
 
 namespace k3 {
 
@@ -54,9 +55,8 @@ ResidentWeights::ResidentWeights(const ModelConfig& config, const Checkpoint& ch
   const uint64_t avail = available_memory_bytes();
   if (avail != 0 && resident_bytes_ > avail)
     throw Error(ExitCode::kResource, "the whole model needs " + format_bytes(resident_bytes_) +
-                                         " resident, more than the " + format_bytes(avail) +
-                                         " available; pack the trunk once (k3-pack MODEL_DIR TRUNK_DIR) "
-                                         "and run with --trunk TRUNK_DIR --preset auto to stream within the memory");
+                                         " resident, more than the " + format_bytes(avail) + " available; " +
+                                         stream_instead_advice());
   if (log)
     *log << tool_name() << ": holding " << resident_bytes_ << " bytes (" << format_bytes(resident_bytes_)
          << ") of weights resident in RAM\n";

@@ -10,7 +10,9 @@
 
 #include "checkpoint/checkpoint.h"
 #include "common/byte_format.h"
+#include "common/cli_limits.h"
 #include "common/error.h"
+#include "common/setting_spelling.h"
 #include "common/tool_main.h"
 #include "model/latent_moe.h"
 #include "model/tensor_manifest.h"
@@ -20,18 +22,19 @@
 #include "runtime/prefill_forecast.h"
 #include "runtime/preset_plan.h"
 #include "runtime/presets.h"
+#include "trunk/pack_command.h"
 #include "trunk/plan.h"
 
 namespace k3 {
 
 namespace {
-// Budgets arrive as doubles from the command line: NaN, infinities and
-// values past any machine (1e300 would wrap to a 0-byte cache) are refused.
-constexpr double kMaxBudgetGb = 1e6;
-uint64_t gb(double x, const char* flag) {
-  if (!std::isfinite(x) || x < 0 || x > kMaxBudgetGb)
-    throw Error(ExitCode::kUsage, std::string(flag) + " " + std::to_string(x) + " is not a budget: give GB from 0 to " +
-                                      std::to_string(static_cast<long>(kMaxBudgetGb)));
+// Budgets arrive as doubles: NaN, infinities and values past any machine
+// (1e300 would wrap to a 0-byte cache) are refused, in the one range the
+// command line's flags check too (common/cli_limits.h).
+uint64_t gb(double x, const char* setting) {
+  if (!std::isfinite(x) || x < 0 || x > kMaxGigabytes)
+    throw Error(ExitCode::kUsage, spelled(setting) + " " + std::to_string(x) + " is not a budget: give GB from 0 to " +
+                                      std::to_string(static_cast<long>(kMaxGigabytes)));
   return static_cast<uint64_t>(x * 1e9);
 }
 
@@ -42,22 +45,24 @@ std::string preset_names() {
 }
 }  // namespace
 
-void resolve_budgets(StreamingRequest& req, uint64_t* trunk_bytes, uint64_t* cache_bytes) {
+void resolve_budgets(const RunRequest& req, uint64_t* trunk_bytes, uint64_t* cache_bytes) {
   const Preset* p = find_preset(req.preset.empty() ? "laptop" : req.preset);
-  if (!p) throw Error(ExitCode::kUsage, "unknown --preset '" + req.preset + "' (known: " + preset_names() + ")");
+  if (!p)
+    throw Error(ExitCode::kUsage,
+                "unknown " + spelled(run_setting::kPreset) + " '" + req.preset + "' (known: " + preset_names() + ")");
   if (req.trunk_gb >= 0 && req.trunk_dir.empty())
-    throw Error(ExitCode::kUsage,
-                "--trunk-gb needs --trunk DIR (without a packed trunk the whole trunk is resident; pack one with "
-                "k3-pack MODEL_DIR TRUNK_DIR)");
+    throw Error(ExitCode::kUsage, spelled(run_setting::kTrunkGb) + " needs " + spelled(run_setting::kTrunkDir) +
+                                      " DIR (without a packed trunk the whole trunk is resident; pack one with " +
+                                      spelled(kPackTrunk) + " MODEL_DIR TRUNK_DIR)");
   if (req.block_mb >= 0 && req.trunk_dir.empty())
-    throw Error(ExitCode::kUsage,
-                "--block-mb needs --trunk DIR (row blocks are read from a packed trunk; pack one with k3-pack "
-                "MODEL_DIR TRUNK_DIR)");
-  *trunk_bytes = gb(req.trunk_gb >= 0 ? req.trunk_gb : p->trunk_gb, "--trunk-gb");
-  *cache_bytes = gb(req.cache_gb >= 0 ? req.cache_gb : p->cache_gb, "--cache-gb");
+    throw Error(ExitCode::kUsage, spelled(run_setting::kBlockMb) + " needs " + spelled(run_setting::kTrunkDir) +
+                                      " DIR (row blocks are read from a packed trunk; pack one with " +
+                                      spelled(kPackTrunk) + " MODEL_DIR TRUNK_DIR)");
+  *trunk_bytes = gb(req.trunk_gb >= 0 ? req.trunk_gb : p->trunk_gb, run_setting::kTrunkGb);
+  *cache_bytes = gb(req.cache_gb >= 0 ? req.cache_gb : p->cache_gb, run_setting::kCacheGb);
 }
 
-uint64_t resolve_block_bytes(const StreamingRequest& req) {
+uint64_t resolve_block_bytes(const RunRequest& req) {
   const Preset* p = find_preset(req.preset.empty() ? "laptop" : req.preset);
   const double mb = req.block_mb >= 0 ? req.block_mb : (p ? p->block_mb : 0);
   return static_cast<uint64_t>(mb * 1e6);
@@ -73,37 +78,30 @@ static std::string prefill_plan_line(const ModelConfig& config, const MemoryPlan
          ", experts at most " + format_bytes(static_cast<uint64_t>(r.expert_bytes)) + ": a forecast)\n";
 }
 
-uint64_t resolve_max_batch(const StreamingRequest& req) {
+uint64_t resolve_max_batch(const RunRequest& req) {
   const Preset* p = find_preset(req.preset.empty() ? "laptop" : req.preset);
   return std::max<uint64_t>(1, std::min<uint64_t>(req.batch, p ? p->max_batch : req.batch));
 }
 
-static PreparedStream plan_for(const ModelConfig& config, const Checkpoint& checkpoint, const StreamingRequest& req,
+static PreparedStream plan_for(const ModelConfig& config, const Checkpoint& checkpoint, const RunRequest& req,
                                uint64_t trunk_bytes, uint64_t cache_bytes, TrunkLayout layout, bool packed,
                                uint64_t slot_bytes) {
   PreparedStream out;
   out.layout = std::move(layout);
-  PlanRequest& pr = out.plan_request;
+  RunRequest& pr = out.plan_request = req;
   pr.packed_trunk = packed;
   pr.trunk_budget = trunk_bytes;
   pr.cache_budget = cache_bytes;
-  pr.context = req.context;
   pr.batch = resolve_max_batch(req);
   const uint64_t forced = req.chunk ? req.chunk : prefill_chunk_override();
   pr.chunk = forced ? forced : req.context;
   pr.block_bytes = packed ? resolve_block_bytes(req) : 0;
-  pr.sequences = req.sequences;
-  pr.state_snapshots = req.state_snapshots;
-  pr.draft = req.draft;
-  pr.kept_state_bytes = req.kept_state_bytes;
-  pr.io_threads = req.io_threads;
-  pr.compute_threads = req.compute_threads;
   pr.tensor_count = checkpoint.tensor_count();
   out.plan = plan_memory(config, out.layout, slot_bytes, pr);
   return out;
 }
 
-static TrunkLayout layout_for(const ModelConfig& config, const Checkpoint& checkpoint, const StreamingRequest& req) {
+static TrunkLayout layout_for(const ModelConfig& config, const Checkpoint& checkpoint, const RunRequest& req) {
   if (!req.trunk_dir.empty()) return open_packed_trunk(req.trunk_dir, config, checkpoint);
   return plan_trunk(expected_tensors(config), checkpoint);
 }
@@ -117,20 +115,19 @@ std::string available_source(const MemoryLimits& lim) {
   return s;
 }
 
-PresetRun preset_run_for(const StreamingRequest& req) {
-  PresetRun run;
-  run.sequences = req.sequences;
+RunRequest standard_run(const RunRequest& req) {
+  RunRequest run = req;
+  run.context = kPresetListContext;
+  run.chunk = 0;  // the presets are sized for one prefill batch per weight read
   // Default drafts (k3-chat) are dropped before a smaller preset is chosen
   // for them; the plan lowers them later when memory is short.
-  run.state_snapshots = req.snapshots_optional ? 0 : req.state_snapshots;
-  run.draft = req.draft;
-  run.kept_state_bytes = req.kept_state_bytes;
+  if (req.snapshots_optional) run.state_snapshots = 0;
   return run;
 }
 
-PresetChoice choose_auto_preset(const ModelConfig& config, const Checkpoint& checkpoint, const StreamingRequest& req,
+PresetChoice choose_auto_preset(const ModelConfig& config, const Checkpoint& checkpoint, const RunRequest& req,
                                 uint64_t available) {
-  PresetRun run = preset_run_for(req);
+  RunRequest run = standard_run(req);
   run.context = req.context_is_default ? kPresetListContext : std::max(req.context, kPresetListContext);
   return choose_preset(plan_model_for_checkpoint(config, checkpoint), available, run);
 }
@@ -158,9 +155,12 @@ static std::string lookahead_plan_line(const ModelConfig& config, const Prepared
                        static_cast<uint64_t>(config.num_experts);
   std::string o = std::string(tool_name()) + ": expert lookahead: ";
   if (p.plan.cache_slots >= all) return o + "the cache holds every expert, so there is nothing to guess\n";
-  if (pinned_moe == 0) return o + "no MoE layer has its trunk pinned, so no guess is made (raise --trunk-gb)\n";
+  if (pinned_moe == 0)
+    return o + "no MoE layer has its trunk pinned, so no guess is made (raise " + spelled(run_setting::kTrunkGb) +
+           ")\n";
   if (spare == 0)
-    return o + "the cache holds one layer's top-k only, so no guessed expert is read (raise --cache-gb)\n";
+    return o + "the cache holds one layer's top-k only, so no guessed expert is read (raise " +
+           spelled(run_setting::kCacheGb) + ")\n";
   // A decoded token's guess reads its best experts at the guessed layer, as
   // many as the spare slots take: the most a token can read for its
   // guesses, which is what they add to the bytes read per token if none is
@@ -173,7 +173,7 @@ static std::string lookahead_plan_line(const ModelConfig& config, const Prepared
          format_bytes(p.plan.slot_bytes) + " read\n";
 }
 
-PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& checkpoint, StreamingRequest req,
+PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& checkpoint, RunRequest req,
                                  std::ostream& log) {
   const MemoryLimits lim = read_memory_limits();
   const uint64_t avail = lim.available();
@@ -181,8 +181,9 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
   if (req.preset == kAutoPreset) {
     choice = choose_auto_preset(config, checkpoint, req, avail);
     if (!choice->preset)
-      throw Error(ExitCode::kResource, "--preset auto: " + choice->reason() + " (" + available_source(lim) +
-                                           "); free memory, or lower --ctx");
+      throw Error(ExitCode::kResource, spelled(run_setting::kPreset) + " auto: " + choice->reason() + " (" +
+                                           available_source(lim) + "); free memory, or lower " +
+                                           spelled(run_setting::kContext));
     req.preset = choice->preset->name;
   }
   uint64_t trunk_bytes, cache_bytes;
@@ -194,7 +195,7 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
   // prefill batches (the output depends on none of them), down to one
   // token at a time.
   const uint64_t wanted_batch = p.plan.batch, wanted_chunk = p.plan.chunk, wanted_snapshots = req.state_snapshots;
-  StreamingRequest smaller = req;
+  RunRequest smaller = req;
   while (!plan_fits(p.plan, avail) &&
          (p.plan.batch > 1 || (smaller.snapshots_optional && smaller.state_snapshots > 0))) {
     if (smaller.snapshots_optional && smaller.state_snapshots > 0) smaller.state_snapshots /= 2;
@@ -208,7 +209,7 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
     // the standard run's; a plan refused below (no packed trunk) keeps the
     // standard run's, which the refusal's advice is about.
     if (plan_fits(p.plan, avail)) choice->plan = p.plan;
-    log << tool_name() << ": --preset auto chose " << choice->reason()
+    log << tool_name() << ": " << spelled(run_setting::kPreset) << " auto chose " << choice->reason()
         << (avail == UINT64_MAX ? "" : " (" + available_source(lim) + ")") << "\n";
   }
   if (smaller.state_snapshots < wanted_snapshots)
@@ -221,7 +222,8 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
     log << tool_name() << ": prefill batch lowered from " << wanted_batch << " to " << p.plan.batch
         << " tokens to fit the memory available\n";
   if (req.trunk_dir.empty())
-    log << tool_name() << ": no --trunk: the whole trunk (" << format_bytes(p.plan.pinned_bytes)
+    log << tool_name() << ": no " << spelled(run_setting::kTrunkDir) << ": the whole trunk ("
+        << format_bytes(p.plan.pinned_bytes)
         << ") is read from the shards and held resident; routed experts stream through the cache\n";
   log << tool_name() << ": memory plan ("
       << (req.trunk_dir.empty() ? "trunk from the shards" : "trunk " + req.trunk_dir) << "; budgets: trunk "

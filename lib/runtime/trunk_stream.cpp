@@ -13,6 +13,7 @@
 #include "model/weight_binding.h"
 #include "runtime/trunk_stream_parts.h"
 #include "trunk/blocks.h"
+#include "trunk/pack_command.h"
 #include "trunk/row_blocks.h"
 
 namespace k3 {
@@ -32,9 +33,8 @@ TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint
     if (sec->ts->name == "embedding") embed_section_ = static_cast<int>(s);
     if (trunk_file_ && !sec->ts->compressed) {
       if (sec->ts->blocks.empty() && !sec->ts->tensors.empty())  // open_trunk_layout refuses such trunks
-        throw Error(ExitCode::kBadModel, trunk_file_->path() + ": section " + sec->ts->name +
-                                             " has no block hashes "
-                                             "(re-run k3-pack)");
+        throw Error(ExitCode::kBadModel,
+                    trunk_file_->path() + ": section " + sec->ts->name + " has no block hashes " + rerun_pack_hint());
       sec->block_ok = std::make_unique<std::atomic<bool>[]>(sec->ts->blocks.size());
     }
     sections_.push_back(std::move(sec));
@@ -43,7 +43,7 @@ TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint
     if (layer_section_[l] < 0)
       throw Error(ExitCode::kBadModel, "the trunk has no section for layer " + std::to_string(l));
   if (head_section_ < 0 || embed_section_ < 0)
-    throw Error(ExitCode::kBadModel, "the trunk lacks its embedding or head section (re-run k3-pack)");
+    throw Error(ExitCode::kBadModel, "the trunk lacks its embedding or head section " + rerun_pack_hint());
 
   if (trunk_file_ && layout_.compressed()) {
     uint64_t largest_stored = 0;
@@ -90,9 +90,8 @@ TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint
   if (trunk_file_) {
     embed_file_ = trunk_file_;
     if (sections_[embed_section_]->ts->compressed)
-      throw Error(ExitCode::kBadModel, trunk_file_->path() +
-                                           ": the embedding section is compressed, which k3-pack "
-                                           "never writes (re-run k3-pack)");
+      throw Error(ExitCode::kBadModel, trunk_file_->path() + ": the embedding section is compressed, which " +
+                                           spelled(kPackTrunk) + " never writes " + rerun_pack_hint());
     embed_base_ = stored_at(*sections_[embed_section_]->ts, et.offset);
   } else {
     const TensorLocation& loc = checkpoint.at(et.name);
@@ -158,7 +157,8 @@ void TrunkStream::plan_head_blocks(int s, const MemoryPlan& plan) {
   for (const TrunkTensor& t : sec.ts->tensors)
     if (t.name == config_.lm_head_name) lm = &t;
   if (!lm)
-    throw Error(ExitCode::kBadModel, "trunk section head lacks tensor '" + config_.lm_head_name + "' (re-run k3-pack)");
+    throw Error(ExitCode::kBadModel,
+                "trunk section head lacks tensor '" + config_.lm_head_name + "' " + rerun_pack_hint());
   if (plan.head_block_rows == 0) throw Error(ExitCode::kInternal, "the memory plan streams the head without blocks");
   lm_head_offset_ = lm->offset;
   head_unit0_ = static_cast<int>(units_.size());
@@ -191,7 +191,7 @@ void TrunkStream::plan_head_blocks(int s, const MemoryPlan& plan) {
     if (name == config_.lm_head_name) return nullptr;  // read in blocks by for_each_head_block
     auto it = small.find(name);
     if (it == small.end())
-      throw Error(ExitCode::kBadModel, "trunk section head lacks tensor '" + name + "' (re-run k3-pack)");
+      throw Error(ExitCode::kBadModel, "trunk section head lacks tensor '" + name + "' " + rerun_pack_hint());
     return it->second;
   });
 }
@@ -231,7 +231,8 @@ TrunkStream::~TrunkStream() {
 const void* TrunkStream::section_tensor(const Section& sec, const uint8_t* base, const std::string& name) const {
   auto it = sec.rel.find(name);
   if (it == sec.rel.end())
-    throw Error(ExitCode::kBadModel, "trunk section " + sec.ts->name + " lacks tensor '" + name + "' (re-run k3-pack)");
+    throw Error(ExitCode::kBadModel,
+                "trunk section " + sec.ts->name + " lacks tensor '" + name + "' " + rerun_pack_hint());
   return base + it->second;
 }
 
@@ -356,7 +357,7 @@ TrunkStream::StreamBuffer& TrunkStream::acquire_unit(int u) {
       auto it = sec.held_rel.find(name);
       if (it == sec.held_rel.end())
         throw Error(ExitCode::kBadModel,
-                    "trunk section " + sec.ts->name + " lacks tensor '" + name + "' (re-run k3-pack)");
+                    "trunk section " + sec.ts->name + " lacks tensor '" + name + "' " + rerun_pack_hint());
       return b->buf.data() + it->second;
     };
     const RowMatrixLookup rows = [&sec, &lookup](const std::string& name, int64_t r, int64_t c) {

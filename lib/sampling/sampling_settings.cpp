@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "common/setting_spelling.h"
 #include "sampling/flag_refusal.h"
 
 namespace k3 {
@@ -14,15 +15,14 @@ constexpr double kInt32Max = 2147483647.0;
 
 // Indexed by SamplingSetting.
 constexpr SettingRule kRules[] = {
-    {"--temp", "temperature", 0, kInf, false, true, false, "must be a finite number >= 0 (0 means greedy)"},
-    {"--top-k", "top_k", 0, kInt32Max, false, false, true, "must be >= 0 (0 means off)"},
-    {"--top-p", "top_p", 0, 1, true, false, false, "must be in (0, 1] (1 means off)"},
-    {"--min-p", "min_p", 0, 1, false, false, false, "must be in [0, 1] (0 means off)"},
-    {"--repeat-penalty", "repetition_penalty", 0, kInf, true, true, false, "must be a finite number > 0 (1 means off)"},
-    {"--frequency-penalty", "frequency_penalty", -2, 2, false, false, false, "must be in [-2, 2] (0 means off)"},
-    {"--presence-penalty", "presence_penalty", -2, 2, false, false, false, "must be in [-2, 2] (0 means off)"},
-    {"--repeat-last-n", "repeat_last_n", -1, kInt32Max, false, false, true,
-     "must be >= -1 (-1: the whole sequence; 0: off)"},
+    {"temperature", 0, kInf, false, true, false, "must be a finite number >= 0 (0 means greedy)"},
+    {"top_k", 0, kInt32Max, false, false, true, "must be >= 0 (0 means off)"},
+    {"top_p", 0, 1, true, false, false, "must be in (0, 1] (1 means off)"},
+    {"min_p", 0, 1, false, false, false, "must be in [0, 1] (0 means off)"},
+    {"repetition_penalty", 0, kInf, true, true, false, "must be a finite number > 0 (1 means off)"},
+    {"frequency_penalty", -2, 2, false, false, false, "must be in [-2, 2] (0 means off)"},
+    {"presence_penalty", -2, 2, false, false, false, "must be in [-2, 2] (0 means off)"},
+    {"repeat_last_n", -1, kInt32Max, false, false, true, "must be >= -1 (-1: the whole sequence; 0: off)"},
 };
 
 }  // namespace
@@ -40,7 +40,7 @@ bool setting_accepts(SamplingSetting setting, double v) {
 
 std::string setting_name(SamplingSetting setting, SettingNames names) {
   const SettingRule& r = setting_rule(setting);
-  return names == SettingNames::kFlag ? r.flag : r.field;
+  return names == SettingNames::kFlag ? spelled(r.field) : std::string(r.field);
 }
 
 void check_setting(SamplingSetting setting, double value, SettingNames names) {

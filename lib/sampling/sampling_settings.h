@@ -1,6 +1,7 @@
-// One definition per sampling setting: its valid range, the name a command
-// line gives it (k3-forward --top-k) and the name the HTTP API gives it
-// (k3-serve's "top_k"). The sampler's checks (validate_sampling_params,
+// One definition per sampling setting: its valid range and its name, which
+// is the name the HTTP API gives it (k3-serve's "top_k") and the key a
+// command line spells as its flag (cli/flag_spellings.cpp: k3-forward
+// --top-k). The sampler's checks (validate_sampling_params,
 // validate_penalty_params), the tools' flags and the server's fields all
 // check a value here, so a value one accepts the others accept too, and a
 // refusal names the setting as the caller wrote it.
@@ -21,11 +22,12 @@ enum class SamplingSetting {
   kRepeatLastN,
 };
 
-// How the caller names settings: by flag ("--top-k") or by API field ("top_k").
+// How the caller names settings: as the front end spells them
+// (common/setting_spelling.h; the tools' flags, "--top-k") or by API field
+// ("top_k").
 enum class SettingNames { kFlag, kApiField };
 
 struct SettingRule {
-  const char* flag;   // "--top-k"
   const char* field;  // "top_k" (llama.cpp's name where OpenAI has none: repetition_penalty, repeat_last_n)
   double lo, hi;      // the valid range; an open end excludes its bound
   bool lo_open, hi_open;

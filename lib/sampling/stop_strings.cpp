@@ -1,12 +1,13 @@
 #include "sampling/stop_strings.h"
 
 #include "common/error.h"
+#include "common/setting_spelling.h"
 
 namespace k3 {
 
 StopStrings::StopStrings(std::vector<std::string> stops) : stops_(std::move(stops)) {
   for (const std::string& s : stops_)
-    if (s.empty()) throw Error(ExitCode::kUsage, "--stop needs a non-empty text");
+    if (s.empty()) throw Error(ExitCode::kUsage, spelled(kStopSetting) + " needs a non-empty text");
 }
 
 size_t StopStrings::releasable(std::string_view pending, bool& matched) const {

@@ -25,6 +25,9 @@
 
 namespace k3 {
 
+// The key messages name the stop texts by (common/setting_spelling.h; the tools: --stop).
+inline constexpr const char* kStopSetting = "stop";
+
 class StopStrings {
  public:
   // Throws k3::Error(kUsage) for an empty stop string.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "trunk/pack_command.h"
 
 namespace k3 {
 
@@ -66,13 +67,14 @@ uint64_t TrunkBlockReader::submit(const TrunkSection& s, const std::vector<Targe
   for (const Target& t : targets) {
     if (t.blocks.last > s.blocks.size() || t.blocks.first > t.blocks.last) {
       job->done("trunk.json: section " + s.name + ": no blocks " + std::to_string(t.blocks.first) + " to " +
-                std::to_string(t.blocks.last) + " (damaged; re-run k3-pack --compress)");
+                std::to_string(t.blocks.last) + " (damaged; re-run " + repack_command(true) + ")");
       return 0;
     }
     for (size_t first = t.blocks.first; first < t.blocks.last;) {
       if (s.blocks[first].stored_size > piece_bytes_) {  // only a damaged trunk.json says so
         job->done("trunk.json: section " + s.name + " block " + std::to_string(first) + " claims " +
-                  std::to_string(s.blocks[first].stored_size) + " stored bytes (damaged; re-run k3-pack --compress)");
+                  std::to_string(s.blocks[first].stored_size) + " stored bytes (damaged; re-run " +
+                  repack_command(true) + ")");
         return 0;
       }
       size_t last = first + 1;

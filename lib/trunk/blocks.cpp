@@ -6,6 +6,7 @@
 #include <xxhash.h>
 
 #include "common/error.h"
+#include "trunk/pack_command.h"
 
 namespace k3 {
 
@@ -23,7 +24,7 @@ BlockRange tensor_blocks(const TrunkSection& s, const TrunkTensor& t) {
   const BlockRange r = blocks_covering(s, t.offset, t.offset + t.nbytes);
   if (r.first == r.last || s.blocks[r.first].offset != t.offset)
     throw Error(ExitCode::kBadModel,
-                "trunk section " + s.name + " has no blocks starting at '" + t.name + "' (re-run k3-pack --compress)");
+                "trunk section " + s.name + " has no blocks starting at '" + t.name + "' " + rerun_pack_hint(true));
   return r;
 }
 
@@ -54,7 +55,7 @@ std::string decode_blocks(const TrunkSection& s, BlockRange r, const uint8_t* st
                           TrunkBlockDecoder& decoder) {
   if (r.last > s.blocks.size() || r.first > r.last)
     return "trunk.json: section " + s.name + ": blocks " + std::to_string(r.first) + " to " + std::to_string(r.last) +
-           " of " + std::to_string(s.blocks.size()) + " (damaged; re-run k3-pack)";
+           " of " + std::to_string(s.blocks.size()) + " (damaged; re-run " + spelled(kPackTrunk) + ")";
   for (size_t i = r.first; i < r.last; ++i) {
     const TrunkBlock& b = s.blocks[i];
     // Both spans are checked without sums that could wrap.
@@ -62,13 +63,13 @@ std::string decode_blocks(const TrunkSection& s, BlockRange r, const uint8_t* st
         b.stored_offset < stored_base || b.stored_size > stored_len ||
         b.stored_offset - stored_base > stored_len - b.stored_size)
       return "trunk.json: section " + s.name + " block " + std::to_string(i) +
-             " lies outside the bytes read for it (damaged; re-run k3-pack)";
+             " lies outside the bytes read for it (damaged; re-run " + spelled(kPackTrunk) + ")";
     const std::string err = decoder.decode(stored + (b.stored_offset - stored_base), b.stored_size,
                                            dst + (b.offset - dst_base), b.size, b.xxh3);
     if (!err.empty())
       return "trunk.bin: section " + s.name + " block " + std::to_string(i) + " (stored at byte " +
-             std::to_string(b.stored_offset) + "): " + err +
-             " (damaged; run k3-pack --check, then re-run k3-pack --compress)";
+             std::to_string(b.stored_offset) + "): " + err + " (damaged; run " + spelled(kCheckTrunk) +
+             ", then re-run " + repack_command(true) + ")";
   }
   return std::string();
 }
@@ -77,18 +78,18 @@ std::string check_raw_blocks(const TrunkSection& s, BlockRange r, const uint8_t*
                              uint64_t data_len, std::atomic<bool>* verified, const std::string& file) {
   if (r.last > s.blocks.size() || r.first > r.last)
     return file + ": section " + s.name + " has no blocks " + std::to_string(r.first) + " to " +
-           std::to_string(r.last) + " (trunk.json damaged; re-run k3-pack)";
+           std::to_string(r.last) + " (trunk.json damaged; re-run " + spelled(kPackTrunk) + ")";
   for (size_t i = r.first; i < r.last; ++i) {
     if (verified && verified[i].load(std::memory_order_acquire)) continue;
     const TrunkBlock& b = s.blocks[i];
     if (b.offset < data_base || b.size > data_len || b.offset - data_base > data_len - b.size)
       return file + ": section " + s.name + " block " + std::to_string(i) +
-             " lies outside the bytes read for it "
-             "(trunk.json damaged; re-run k3-pack)";
+             " lies outside the bytes read for it (trunk.json damaged; re-run " + spelled(kPackTrunk) + ")";
     if (XXH3_64bits(data + (b.offset - data_base), b.size) != b.xxh3)
       return file + ": section " + s.name + " block " + std::to_string(i) + " (bytes " +
              std::to_string(b.stored_offset) + " to " + std::to_string(b.stored_offset + b.size) +
-             ") does not match its hash in trunk.json (damaged; run k3-pack --check, then re-run k3-pack)";
+             ") does not match its hash in trunk.json (damaged; run " + spelled(kCheckTrunk) + ", then re-run " +
+             spelled(kPackTrunk) + ")";
     if (verified) verified[i].store(true, std::memory_order_release);
   }
   return std::string();

@@ -12,6 +12,7 @@
 #include "common/file.h"
 #include "trunk/blocks.h"
 #include "trunk/codec.h"
+#include "trunk/pack_command.h"
 #include "trunk/plan.h"
 #include "trunk/source.h"
 #include "trunk/table_check.h"
@@ -110,8 +111,8 @@ class RawBlockHashes {
 // The problem an old trunk.json poses to k3-forward, for --check.
 std::string old_format_problem(const TrunkLayout& t, const std::string& trunk_dir, const Checkpoint& c) {
   if (t.version >= kTrunkBlockHashesVersion) return "";
-  return "trunk.json: format version " + std::to_string(t.version) +
-         " has no per-block hashes, so k3-forward refuses it; upgrade it with k3-pack --refresh " + trunk_dir + " " +
+  return "trunk.json: format version " + std::to_string(t.version) + " has no per-block hashes, so " +
+         spelled(kStreamingRun) + " refuses it; upgrade it with " + spelled(kRefreshTrunk) + " " + trunk_dir + " " +
          c.dir() + " (reads trunk.bin once to hash its blocks)";
 }
 
@@ -130,9 +131,8 @@ TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoin
   if (!old.empty()) r.problems.push_back(old);
   if (old.empty()) {  // older formats lack the blocks the table check compares
     try {
-      check_trunk_table(
-          t, layout_trunk(manifest), path_join(trunk_dir, "trunk.json"),
-          std::string("re-run k3-pack ") + (t.compressed() ? "--compress " : "") + checkpoint.dir() + " " + trunk_dir);
+      check_trunk_table(t, layout_trunk(manifest), path_join(trunk_dir, "trunk.json"),
+                        "re-run " + repack_command(t.compressed()) + " " + checkpoint.dir() + " " + trunk_dir);
     } catch (const Error& e) {
       r.problems.push_back(e.what());
       r.shards_changed.clear();  // a re-pack, not a --refresh, is the remedy
@@ -217,7 +217,7 @@ TrunkCheck refresh_trunk(const std::string& trunk_dir, const Checkpoint& checkpo
   const SourceFingerprint now = fingerprint_checkpoint(checkpoint);  // identity before any byte is read
   const FingerprintComparison cmp = compare_fingerprint(t.source, now);
   if (cmp.diff == FingerprintDiff::kOtherModel) {
-    r.problems.push_back("fingerprint: " + cmp.reason + " (nothing to refresh: re-run k3-pack)");
+    r.problems.push_back("fingerprint: " + cmp.reason + " (nothing to refresh: re-run " + spelled(kPackTrunk) + ")");
     return r;
   }
   const bool upgrade = t.version < kTrunkBlockHashesVersion;
@@ -226,7 +226,7 @@ TrunkCheck refresh_trunk(const std::string& trunk_dir, const Checkpoint& checkpo
   struct stat st;
   const std::string bin = path_join(trunk_dir, "trunk.bin");
   if (::stat(bin.c_str(), &st) != 0 || static_cast<uint64_t>(st.st_size) != t.file_size) {
-    r.problems.push_back("trunk.bin: missing or not the size trunk.json records (re-run k3-pack)");
+    r.problems.push_back("trunk.bin: missing or not the size trunk.json records " + rerun_pack_hint());
     return r;
   }
   std::vector<bool> changed(checkpoint.shards().size(), !t.source.has_identity);
@@ -263,7 +263,7 @@ TrunkCheck refresh_trunk(const std::string& trunk_dir, const Checkpoint& checkpo
     XXH3_freeState(st);
     r.bytes_checked += s->length;
     if (h != s->xxh3)
-      r.problems.push_back(s->name + ": the checkpoint's tensors differ from what was packed (re-run k3-pack)");
+      r.problems.push_back(s->name + ": the checkpoint's tensors differ from what was packed " + rerun_pack_hint());
   }
   if (!r.problems.empty()) return r;
   if (upgrade) {
@@ -278,7 +278,7 @@ TrunkCheck refresh_trunk(const std::string& trunk_dir, const Checkpoint& checkpo
       s.blocks.assign(count, TrunkBlock{});
       if (!place_raw_blocks(s, kTrunkBlockBytes))
         throw Error(ExitCode::kBadModel, path_join(trunk_dir, "trunk.json") + ": section " + s.name +
-                                             "'s tensors overlap (damaged; re-run k3-pack)");
+                                             "'s tensors overlap (damaged; re-run " + spelled(kPackTrunk) + ")");
       RawBlockHashes blocks(s);
       Xxh3State section;
       XXH3_64bits_reset(section.get());
@@ -292,8 +292,8 @@ TrunkCheck refresh_trunk(const std::string& trunk_dir, const Checkpoint& checkpo
       }
       r.bytes_read += s.length;
       if (XXH3_64bits_digest(section.get()) != s.xxh3) {
-        r.problems.push_back("trunk.bin: section " + s.name +
-                             " differs from its hash in trunk.json (damaged; re-run k3-pack)");
+        r.problems.push_back("trunk.bin: section " + s.name + " differs from its hash in trunk.json (damaged; re-run " +
+                             spelled(kPackTrunk) + ")");
         continue;
       }
       for (size_t i = 0; i < s.blocks.size(); ++i) s.blocks[i].xxh3 = blocks.digests().at(i);

@@ -15,6 +15,7 @@
 #include "common/file.h"
 #include "common/json_writer.h"
 #include "trunk/codec.h"
+#include "trunk/pack_command.h"
 
 namespace k3 {
 
@@ -157,7 +158,7 @@ std::string trunk_layout_to_json(const TrunkLayout& t) {
 
 TrunkLayout parse_trunk_layout(const std::string& json, const std::string& origin) {
   auto bad = [&](const std::string& what) -> Error {
-    return Error(ExitCode::kBadModel, origin + ": " + what + " (re-run k3-pack)");
+    return Error(ExitCode::kBadModel, origin + ": " + what + " " + rerun_pack_hint());
   };
   simdjson::dom::parser parser;
   simdjson::padded_string padded(json);
@@ -171,7 +172,7 @@ TrunkLayout parse_trunk_layout(const std::string& json, const std::string& origi
   if (version < 1 || version > kTrunkFormatVersion)
     throw Error(ExitCode::kBadModel, origin + ": unsupported trunk format version " + std::to_string(version) +
                                          " (this k3 reads versions 1 to " + std::to_string(kTrunkFormatVersion) +
-                                         "; re-run k3-pack with this k3)");
+                                         "; re-run " + spelled(kPackTrunk) + " with this k3)");
   t.version = static_cast<int>(version);
   t.source.has_identity = t.version >= 2;
   const bool stored_fields = t.version >= kTrunkStoredFieldsVersion;
@@ -293,7 +294,7 @@ TrunkLayout parse_trunk_layout(const std::string& json, const std::string& origi
   // through a run).
   if (t.compressed() && t.block_bytes != kTrunkBlockBytes)
     throw bad("block_bytes is " + std::to_string(t.block_bytes) + ", but compressed sections are cut into blocks of " +
-              std::to_string(kTrunkBlockBytes) + " bytes (re-run k3-pack --compress)");
+              std::to_string(kTrunkBlockBytes) + " bytes " + rerun_pack_hint(true));
   return t;
 }
 
@@ -374,8 +375,8 @@ FingerprintComparison compare_fingerprint(const SourceFingerprint& trunk, const 
 TrunkLayout read_trunk_layout(const std::string& trunk_dir) {
   const std::string json = path_join(trunk_dir, "trunk.json");
   if (!file_exists(json))
-    throw Error(ExitCode::kBadModel, json + ": not found (is " + trunk_dir +
-                                         " a packed trunk? create one with: k3-pack MODEL_DIR " + trunk_dir + ")");
+    throw Error(ExitCode::kBadModel, json + ": not found (is " + trunk_dir + " a packed trunk? create one with: " +
+                                         spelled(kPackTrunk) + " MODEL_DIR " + trunk_dir + ")");
   return parse_trunk_layout(read_text_file(json), json);
 }
 
@@ -385,27 +386,29 @@ TrunkLayout open_trunk_layout(const std::string& trunk_dir, const Checkpoint& ch
   const FingerprintComparison cmp = compare_fingerprint(t.source, fingerprint_checkpoint(checkpoint));
   if (cmp.diff == FingerprintDiff::kOtherModel)
     throw Error(ExitCode::kBadModel, "the trunk in " + trunk_dir + " does not belong to the model in " +
-                                         checkpoint.dir() + ": " + cmp.reason + " (re-run k3-pack " + checkpoint.dir() +
-                                         " " + trunk_dir + ")");
+                                         checkpoint.dir() + ": " + cmp.reason + " (re-run " + spelled(kPackTrunk) +
+                                         " " + checkpoint.dir() + " " + trunk_dir + ")");
   if (cmp.diff == FingerprintDiff::kShardsChanged)
-    throw Error(ExitCode::kBadModel, "the trunk in " + trunk_dir + " may be stale: " + cmp.reason +
-                                         ". Re-run k3-pack " + checkpoint.dir() + " " + trunk_dir +
-                                         ", or if the weights are unchanged, k3-pack --refresh " + trunk_dir + " " +
-                                         checkpoint.dir() +
+    throw Error(ExitCode::kBadModel, "the trunk in " + trunk_dir + " may be stale: " + cmp.reason + ". Re-run " +
+                                         spelled(kPackTrunk) + " " + checkpoint.dir() + " " + trunk_dir +
+                                         ", or if the weights are unchanged, " + spelled(kRefreshTrunk) + " " +
+                                         trunk_dir + " " + checkpoint.dir() +
                                          " re-checks the trunk tensors of the changed shards "
                                          "and records them");
   if (t.version < kTrunkBlockHashesVersion)
     throw Error(ExitCode::kBadModel,
                 path_join(trunk_dir, "trunk.json") + ": trunk format version " + std::to_string(t.version) +
                     " has no per-block hashes, which this k3 checks as it reads each block (instead of hashing "
-                    "the trunk before every run); upgrade it in place with: k3-pack --refresh " +
-                    trunk_dir + " " + checkpoint.dir() + " (reads trunk.bin once), or rewrite it with: k3-pack " +
-                    (t.compressed() ? "--compress " : "") + checkpoint.dir() + " " + trunk_dir);
+                    "the trunk before every run); upgrade it in place with: " +
+                    spelled(kRefreshTrunk) + " " + trunk_dir + " " + checkpoint.dir() +
+                    " (reads trunk.bin once), or rewrite it with: " + repack_command(t.compressed()) + " " +
+                    checkpoint.dir() + " " + trunk_dir);
   struct stat st;
-  if (::stat(bin.c_str(), &st) != 0) throw Error(ExitCode::kBadModel, bin + ": not found (re-run k3-pack)");
+  if (::stat(bin.c_str(), &st) != 0) throw Error(ExitCode::kBadModel, bin + ": not found " + rerun_pack_hint());
   if (static_cast<uint64_t>(st.st_size) != t.file_size)
     throw Error(ExitCode::kBadModel, bin + ": is " + std::to_string(st.st_size) + " bytes but trunk.json says " +
-                                         std::to_string(t.file_size) + " (truncated or replaced; re-run k3-pack)");
+                                         std::to_string(t.file_size) + " (truncated or replaced; re-run " +
+                                         spelled(kPackTrunk) + ")");
   return t;
 }
 

@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "common/file.h"
+#include "trunk/pack_command.h"
 #include "trunk/table_check.h"
 
 namespace k3 {
@@ -46,7 +47,8 @@ TrunkInfo inspect_trunk(const std::string& trunk_dir, const std::string& model_d
   if (layout.version < kTrunkBlockHashesVersion) {
     t.match = TrunkMatch::kDamaged;
     t.match_reason = "trunk.json is format version " + std::to_string(layout.version) +
-                     ", without per-block hashes (upgrade it in place with k3-pack --refresh TRUNK_DIR MODEL_DIR)";
+                     ", without per-block hashes (upgrade it in place with " + spelled(kRefreshTrunk) +
+                     " TRUNK_DIR MODEL_DIR)";
     return t;
   }
   if (t.bin_bytes != layout.file_size) {
@@ -69,9 +71,8 @@ TrunkInfo inspect_trunk(const std::string& trunk_dir, const std::string& model_d
   // a table that is not the one k3-pack writes would read one tensor as
   // another, so the trunk is damaged however well its fingerprint matches.
   try {
-    check_trunk_table(
-        layout, *expected, json,
-        std::string("re-run k3-pack ") + (layout.compressed() ? "--compress " : "") + model_dir + " " + trunk_dir);
+    check_trunk_table(layout, *expected, json,
+                      "re-run " + repack_command(layout.compressed()) + " " + model_dir + " " + trunk_dir);
   } catch (const Error& e) {
     t.match = TrunkMatch::kDamaged;
     t.match_reason = e.what();
@@ -79,8 +80,8 @@ TrunkInfo inspect_trunk(const std::string& trunk_dir, const std::string& model_d
   }
   t.match = TrunkMatch::kMatches;
   t.match_reason =
-      "its tensor table is the one k3-pack writes for this model, its source fingerprint (config.json hash, " +
-      std::to_string(model->shards.size()) +
+      "its tensor table is the one " + spelled(kPackTrunk) +
+      " writes for this model, its source fingerprint (config.json hash, " + std::to_string(model->shards.size()) +
       " shards' names, sizes, header digests, modification times and inodes) matches the checkpoint and trunk.bin has "
       "the recorded size";
   return t;

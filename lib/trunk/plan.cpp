@@ -8,6 +8,7 @@
 #include "common/shape_format.h"
 #include "io/aligned_buffer.h"
 #include "trunk/codec.h"
+#include "trunk/pack_command.h"
 #include "trunk/table_check.h"
 
 namespace k3 {
@@ -86,8 +87,7 @@ TrunkLayout plan_trunk(const std::vector<ExpectedTensor>& manifest, const Checkp
 
 TrunkLayout open_packed_trunk(const std::string& trunk_dir, const ModelConfig& config, const Checkpoint& checkpoint) {
   TrunkLayout t = open_trunk_layout(trunk_dir, checkpoint);
-  const std::string repack =
-      std::string("re-run k3-pack ") + (t.compressed() ? "--compress " : "") + checkpoint.dir() + " " + trunk_dir;
+  const std::string repack = "re-run " + repack_command(t.compressed()) + " " + checkpoint.dir() + " " + trunk_dir;
   check_trunk_table(t, layout_trunk(expected_tensors(config)), path_join(trunk_dir, "trunk.json"), repack);
   return t;
 }

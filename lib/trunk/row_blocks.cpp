@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "io/aligned_buffer.h"
 #include "io/direct_file.h"
+#include "trunk/pack_command.h"
 
 namespace k3 {
 
@@ -35,7 +36,7 @@ LayerRowBlocks layer_row_blocks(const ModelConfig& c, const TrunkSection& sectio
     auto it = by_name.find(m.name);
     if (it == by_name.end())
       throw Error(ExitCode::kBadModel,
-                  "trunk section " + section.name + " lacks tensor '" + m.name + "' (re-run k3-pack)");
+                  "trunk section " + section.name + " lacks tensor '" + m.name + "' " + rerun_pack_hint());
     StreamedMatrix s;
     s.tensor = it->second;
     s.shape = m;

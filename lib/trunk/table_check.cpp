@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "common/shape_format.h"
 #include "trunk/codec.h"
+#include "trunk/pack_command.h"
 
 namespace k3 {
 
@@ -13,16 +14,15 @@ std::string num(uint64_t v) { return std::to_string(v); }
 void check_trunk_table(const TrunkLayout& packed, const TrunkLayout& expected, const std::string& trunk_json,
                        const std::string& repack) {
   auto bad = [&](const std::string& what) {
-    throw Error(ExitCode::kBadModel, trunk_json + ": " + what +
-                                         ": the tensor table is not the one k3-pack writes for this model (edited or "
-                                         "damaged); " +
-                                         repack);
+    throw Error(ExitCode::kBadModel, trunk_json + ": " + what + ": the tensor table is not the one " +
+                                         spelled(kPackTrunk) + " writes for this model (edited or damaged); " + repack);
   };
   if (packed.sections.size() != expected.sections.size())
     bad(num(packed.sections.size()) + " sections where this model has " + num(expected.sections.size()));
   const bool compressed = packed.compressed();
   if (packed.block_bytes != kTrunkBlockBytes)
-    bad("block_bytes " + num(packed.block_bytes) + " where k3-pack writes " + num(kTrunkBlockBytes));
+    bad("block_bytes " + num(packed.block_bytes) + " where " + spelled(kPackTrunk) + " writes " +
+        num(kTrunkBlockBytes));
   uint64_t stored_end = 0;  // where the previous section's stored bytes end
   for (size_t i = 0; i < expected.sections.size(); ++i) {
     const TrunkSection& p = packed.sections[i];
@@ -31,8 +31,8 @@ void check_trunk_table(const TrunkLayout& packed, const TrunkLayout& expected, c
     if (p.name != e.name || p.layer != e.layer)
       bad(where + " where section '" + e.name + "' (layer " + std::to_string(e.layer) + ") belongs");
     if (p.offset != e.offset || p.length != e.length)
-      bad("section " + p.name + " at offset " + num(p.offset) + ", length " + num(p.length) +
-          " where k3-pack puts it at " + num(e.offset) + ", length " + num(e.length));
+      bad("section " + p.name + " at offset " + num(p.offset) + ", length " + num(p.length) + " where " +
+          spelled(kPackTrunk) + " puts it at " + num(e.offset) + ", length " + num(e.length));
     if (p.tensors.size() != e.tensors.size())
       bad("section " + p.name + " lists " + num(p.tensors.size()) + " tensors where it holds " + num(e.tensors.size()));
     for (size_t j = 0; j < e.tensors.size(); ++j) {
@@ -44,17 +44,17 @@ void check_trunk_table(const TrunkLayout& packed, const TrunkLayout& expected, c
         bad("tensor '" + x.name + "' is " + dtype_name(x.dtype) + " " + shape_str(x.shape) + " where the model's is " +
             dtype_name(y.dtype) + " " + shape_str(y.shape));
       if (x.offset != y.offset || x.nbytes != y.nbytes)
-        bad("tensor '" + x.name + "' at offset " + num(x.offset) + " (" + num(x.nbytes) +
-            " bytes) where k3-pack puts it at " + num(y.offset) + " (" + num(y.nbytes) + " bytes)");
+        bad("tensor '" + x.name + "' at offset " + num(x.offset) + " (" + num(x.nbytes) + " bytes) where " +
+            spelled(kPackTrunk) + " puts it at " + num(y.offset) + " (" + num(y.nbytes) + " bytes)");
     }
     // The stored side. The embedding is read a row at a time and never
     // compressed; in a compressed trunk every other section is.
     if (p.compressed != (compressed && p.name != "embedding"))
-      bad("section " + p.name + (p.compressed ? " is compressed" : " is raw") + ", which k3-pack never writes in a " +
-          (compressed ? "compressed" : "raw") + " trunk");
+      bad("section " + p.name + (p.compressed ? " is compressed" : " is raw") + ", which " + spelled(kPackTrunk) +
+          " never writes in a " + (compressed ? "compressed" : "raw") + " trunk");
     if (p.stored_offset != stored_end)
-      bad("section " + p.name + " stored at byte " + num(p.stored_offset) + " where k3-pack stores it at " +
-          num(stored_end));
+      bad("section " + p.name + " stored at byte " + num(p.stored_offset) + " where " + spelled(kPackTrunk) +
+          " stores it at " + num(stored_end));
     // Every tensor cut into block_bytes pieces, each a block of its own.
     uint64_t blocks = 0;
     for (const TrunkTensor& x : e.tensors) blocks += (x.nbytes + kTrunkBlockBytes - 1) / kTrunkBlockBytes;

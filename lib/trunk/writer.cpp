@@ -17,8 +17,10 @@
 #include "checkpoint/non_finite_scan.h"
 #include "common/atomic_file_writer.h"
 #include "common/byte_format.h"
+#include "common/command_keys.h"
 #include "common/error.h"
 #include "common/file.h"
+#include "common/setting_spelling.h"
 #include "io/aligned_buffer.h"
 #include "trunk/blocks.h"
 #include "trunk/codec.h"
@@ -175,10 +177,10 @@ TrunkLayout pack_trunk(const Checkpoint& checkpoint, const std::vector<ExpectedT
       // NaN/Inf weights make NaN logits: refuse them here, naming the tensor.
       const std::string bad = non_finite.summary();
       if (!bad.empty())
-        throw Error(ExitCode::kBadModel,
-                    checkpoint.dir() + ": " + bad + " in section " + s.name +
-                        "; the checkpoint is damaged (check it with k3-fetch-verify verify --full, "
-                        "re-download the shard); no trunk was written");
+        throw Error(ExitCode::kBadModel, checkpoint.dir() + ": " + bad + " in section " + s.name +
+                                             "; the checkpoint is damaged (check it with " +
+                                             spelled(kVerifyCheckpointFull) +
+                                             ", re-download the shard); no trunk was written");
       if (s.compressed) {
         s.stored_length = align_up(wpos - s.stored_offset);
         if (!place_trunk_blocks(s, t.block_bytes))

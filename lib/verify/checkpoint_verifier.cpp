@@ -18,8 +18,10 @@
 #include "checkpoint/non_finite_scan.h"
 #include "checkpoint/safetensors.h"
 #include "common/clock.h"
+#include "common/command_keys.h"
 #include "common/error.h"
 #include "common/file.h"
+#include "common/setting_spelling.h"
 #include "fetch/fetch_manifest.h"
 #include "fetch/transfer_progress.h"
 #include "io/file_digest.h"
@@ -140,11 +142,15 @@ class Verifier {
                               "sizes and hashes against the manifest: the manifest does not parse");
       return;
     }
-    const std::string why =
-        "no " + std::string(kFetchManifestName) + " in the directory (it is written by k3-fetch-verify download)";
+    const std::string why = "no " + std::string(kFetchManifestName) + " in the directory (it is written by " +
+                            spelled(kDownloadCheckpoint) + ")";
     if (opt_.no_manifest) r_.waived.push_back("sizes against the manifest: " + why);
-    else r_.not_run.push_back("sizes against the manifest: " + why + "; pass --no-manifest to accept that");
-    if (opt_.full) r_.not_run.push_back("--full hashes: " + why + ", so there is no hub hash to compare with");
+    else
+      r_.not_run.push_back("sizes against the manifest: " + why + "; pass " + spelled(verify_setting::kNoManifest) +
+                           " to accept that");
+    if (opt_.full)
+      r_.not_run.push_back(spelled(verify_setting::kFull) + " hashes: " + why +
+                           ", so there is no hub hash to compare with");
   }
 
   void check_manifest_files() {
@@ -171,7 +177,7 @@ class Verifier {
       }
       if (!f.complete)
         problem(f.path, "download not verified", "a file the downloader verified and marked complete",
-                "an entry still marked incomplete (run k3-fetch-verify download again)");
+                "an entry still marked incomplete (run " + spelled(kDownloadCheckpoint) + " again)");
     }
   }
 
@@ -431,10 +437,10 @@ class Verifier {
     r_.hash_seconds = seconds_since(t0);
     if (stop.load()) throw Error(ExitCode::kInterrupted, "interrupted while hashing " + opt_.dir);
 
-    r_.ran.push_back(
-        "--full: sha256 against the hub's hashes, xxh3-128 against the manifest, no NaN/Inf in the shards' "
-        "floating-point tensors (" +
-        std::to_string(jobs.size()) + " files)");
+    r_.ran.push_back(spelled(verify_setting::kFull) +
+                     ": sha256 against the hub's hashes, xxh3-128 against the manifest, no NaN/Inf in the shards' "
+                     "floating-point tensors (" +
+                     std::to_string(jobs.size()) + " files)");
     std::sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.f->path < b.f->path; });
     for (const Job& job : jobs) {
       const ManifestFile& f = *job.f;

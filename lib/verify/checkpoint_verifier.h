@@ -29,8 +29,16 @@ struct VerifyOptions {
   int threads = 0;           // hashing threads; <= 0: all online cores
   bool tty = false;
   double progress_interval_s = 10;
-  std::string log_prefix = "k3-fetch-verify: ";
+  std::string log_prefix;  // what progress lines start with ("k3-fetch-verify: ")
 };
+
+// The keys the verifier's messages name VerifyOptions' settings by
+// (common/setting_spelling.h); k3-fetch-verify spells them --full and
+// --no-manifest.
+namespace verify_setting {
+inline constexpr const char* kFull = "full";
+inline constexpr const char* kNoManifest = "no_manifest";
+}  // namespace verify_setting
 
 struct VerifyProblem {
   std::string file;

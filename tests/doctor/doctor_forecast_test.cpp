@@ -135,8 +135,8 @@ TEST(PresetForecast, EqualsTheMemoryPlanOfEachPreset) {
   const PlanModel k3_pm = plan_model_for_config(k3_reference_config());
 
   for (const Preset& p : presets()) {
-    PlanRequest req;  // --list-presets: packed trunk, context 4096, the preset's batch and blocks, 8 I/O threads,
-                      // --threads 0
+    RunRequest req;  // --list-presets: packed trunk, context 4096, the preset's batch and blocks, 8 I/O threads,
+                     // --threads 0
     req.packed_trunk = true;
     req.trunk_budget = static_cast<uint64_t>(p.trunk_gb * 1e9);
     req.cache_budget = static_cast<uint64_t>(p.cache_gb * 1e9);
@@ -170,7 +170,7 @@ TEST(PresetForecast, CountsTheDraftModel) {
   const ModelConfig c = k3_reference_config();
   const ModelBytes b = model_bytes_from_config(c);
   const PlanModel pm = plan_model_for_config(c);
-  PresetRun run;
+  RunRequest run;
   run.draft.resident = 3'000'000'000;  // a draft of about K3-DSpark's size
   run.draft.per_position = 1000;
   for (const Preset& p : presets()) {

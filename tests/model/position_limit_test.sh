@@ -19,6 +19,7 @@ n=$(wc -w < "$TINY/prompt_ids.txt")  # 7 ids
 
 bad "prompt + --gen past 16" 2 "the run spans $((n + 20)) positions" -- "$BIN/k3-forward" "$M" --ids "$TINY/prompt_ids.txt" --gen 20
 contains "names the limit" "beyond the 16 the model was trained for (max_position_embeddings in config.json)" "$(cat "$work/err")"
+contains "names the flags that decide the span" "positions (--ctx, or the prompt, saved state and --gen)" "$(cat "$work/err")"
 bad "--ctx past 16" 2 "the run spans 100 positions" -- "$BIN/k3-forward" "$M" --ids "$TINY/prompt_ids.txt" --gen 2 --ctx 100
 "$BIN/k3-pack" "$M" "$work/t" > /dev/null 2>&1
 # Streaming prints its memory plan first; the refusal is the last line.

@@ -91,7 +91,7 @@ TEST(MemoryPlan, BudgetsDecidePinningAndSlots) {
   const ExpertIndex idx(c, ck);
   ASSERT_GT(idx.slot_bytes(), 0u);
   EXPECT_EQ(idx.slot_bytes() % 4096, 0u);
-  PlanRequest req;
+  RunRequest req;
   req.trunk_budget = 0;
   req.cache_budget = 0;
   req.context = 1000;
@@ -167,7 +167,7 @@ TEST(MemoryPlan, StreamedPlanTermsMatchHandComputedValues) {
   ASSERT_EQ(c.num_mla_layers(), 4);
   const TrunkLayout layout = hand_layout(c);
 
-  PlanRequest req;
+  RunRequest req;
   req.trunk_budget = 3 * 40960 + 1000;  // layers 0..2 fit; nothing later does
   req.cache_budget = 100000;
   req.context = 1000;
@@ -233,7 +233,7 @@ TEST(MemoryPlan, LongContextTermsFollowTheirFormulas) {
   // at most 65,536 positions, the rest does not depend on the context.
   const ModelConfig c = load_model_config(kTiny);
   const TrunkLayout layout = hand_layout(c);
-  PlanRequest req;
+  RunRequest req;
   req.trunk_budget = 3 * 40960 + 1000;
   req.cache_budget = 100000;
   req.batch = 16;
@@ -296,7 +296,7 @@ TEST(MemoryPlan, HugeContextsAreRefusedNotWrapped) {
   const Checkpoint ck = Checkpoint::open(kTiny);
   const TrunkLayout layout = plan_trunk(expected_tensors(c), ck);
   const ExpertIndex idx(c, ck);
-  PlanRequest req;
+  RunRequest req;
   req.trunk_budget = 0;
   req.cache_budget = 0;
   // Wrapping products would turn these into small forecasts.
@@ -339,7 +339,7 @@ TEST(MemoryPlan, PrefillChunkCarriedStateCounted) {
   head->tensors = {{"language_model.model.norm.weight", DType::kBF16, {64}, head->offset, 128},
                    {c.lm_head_name, DType::kBF16, {8448, 64}, head->offset + 4096, 8448 * 128}};
   layout.file_size = at;
-  PlanRequest req;
+  RunRequest req;
   req.context = 1000;
   req.batch = 16;
   const MemoryPlan batches = plan_memory(c, layout, 12288, req);

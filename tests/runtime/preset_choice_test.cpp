@@ -108,7 +108,7 @@ TEST(PresetChoice, NothingFitsOrMemoryUnknown) {
   EXPECT_NE(unknown.reason().find("unknown"), std::string::npos) << unknown.reason();
   // A longer context or more sequences cost more: the choice never grows.
   const uint64_t available = find_preset("server")->machine.available_bytes();
-  PresetRun longer;
+  RunRequest longer;
   longer.context = 4'000'000;  // 221 GB of MLA latent cache
   const PresetChoice c = choose_preset(k3_model(), available, longer);
   EXPECT_EQ(c.preset, nullptr) << c.reason();

@@ -29,7 +29,7 @@ Planned plan(uint64_t snapshots, bool optional, uint64_t available) {
   else ::unsetenv("K3_AVAILABLE_MEMORY");
   const ModelConfig config = load_model_config(kTiny);
   const Checkpoint checkpoint = Checkpoint::open(kTiny);
-  StreamingRequest req;
+  RunRequest req;
   req.preset = "laptop";  // the trunk from the shards, held resident; routed experts through the cache
   req.context = 64;
   req.batch = 64;

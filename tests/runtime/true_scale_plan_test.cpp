@@ -57,7 +57,7 @@ TEST(TrueScalePlan, K3GeometryLaptopFitsAndContextIsPlannedExactly) {
   EXPECT_EQ(expert, 17547264u);
   const uint64_t slot = align_up(expert);
 
-  PlanRequest req;  // laptop: 3.0 GB of trunk pinned, 1.0 GB of expert cache
+  RunRequest req;  // laptop: 3.0 GB of trunk pinned, 1.0 GB of expert cache
   req.trunk_budget = 3000000000ull;
   req.cache_budget = 1000000000ull;
   req.tensor_count = tensors.size();

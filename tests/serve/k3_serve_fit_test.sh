@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A k3-serve preset fits the machine it names (cli/serve_fit.h), on the tiny
+# A k3-serve preset fits the machine it names (tools/k3-serve/serve_fit.h), on the tiny
 # model's packed trunk at amounts of memory (K3_AVAILABLE_MEMORY) scaled to
 # its plans, every figure taken from the server's own --plan with all three
 # flags given (nothing sized for it):

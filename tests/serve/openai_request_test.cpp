@@ -220,7 +220,8 @@ TEST(OpenAiRequest, FieldsAndFlagsShareEachSettingsRange) {
       EXPECT_EQ(status == 200, flag_ok) << field << " " << v << ": " << m << " / " << flag_message;
       if (!flag_ok) {
         EXPECT_EQ(m.rfind(field + ": " + setting_rule(setting).rule, 0), 0u) << m;
-        EXPECT_EQ(flag_message.rfind(std::string(setting_rule(setting).flag) + " " + setting_rule(setting).rule, 0), 0u)
+        EXPECT_EQ(flag_message.rfind(setting_name(setting, SettingNames::kFlag) + " " + setting_rule(setting).rule, 0),
+                  0u)
             << flag_message;
       }
     }

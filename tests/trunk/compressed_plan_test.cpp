@@ -30,7 +30,7 @@ TEST(CompressedPlan, ReadsStoredBytesAndPlansStaging) {
   o.compress = true;
   const TrunkLayout z = pack_trunk(c, manifest, (dir / "z").string(), o);
   const TrunkLayout raw = pack_trunk(c, manifest, (dir / "raw").string(), PackOptions{});
-  PlanRequest req;
+  RunRequest req;
   req.trunk_budget = 0;
   const uint64_t slot = expert_slot_bytes(config, manifest);
   const MemoryPlan pz = plan_memory(config, z, slot, req), pr = plan_memory(config, raw, slot, req);

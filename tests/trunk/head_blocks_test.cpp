@@ -75,7 +75,7 @@ int check_identity(const std::string& model, const std::vector<int32_t>& prompt,
   int multi = 0;
   for (const Budget& b : budgets) {
     TrunkLayout layout = open_trunk_layout(trunk.string(), ck);
-    PlanRequest req;
+    RunRequest req;
     req.trunk_budget = b.trunk;
     req.cache_budget = b.cache;
     req.head_block_bytes = b.head_block;
@@ -135,7 +135,7 @@ TEST(HeadBlocks, LayoutFromTheManifestIsThePackedLayout) {
     }
   }
   // The config-only plan agrees with the plan made from the checkpoint.
-  PlanRequest req;
+  RunRequest req;
   req.trunk_budget = a.layer_bytes() / 2;
   const MemoryPlan x = plan_memory(c, a, ExpertIndex(c, ck).slot_bytes(), req), y = plan_memory_for_config(c, req);
   EXPECT_EQ(x.pinned, y.pinned);
@@ -183,7 +183,7 @@ TEST(HeadBlocks, GeneratedCheckpointLogitsIdentical) {
 TEST(HeadBlocks, K3WholeLayerPlanOf3And1GBFitsIn8GiB) {
   const ModelConfig c = k3::test::k3_synth_config("head-k3cfg");
   auto plan_for = [&](const Preset& p, uint64_t context, uint64_t batch, TrunkLayout* layout) {
-    PlanRequest req;
+    RunRequest req;
     req.trunk_budget = static_cast<uint64_t>(p.trunk_gb * 1e9);
     req.cache_budget = static_cast<uint64_t>(p.cache_gb * 1e9);
     req.context = context;
@@ -197,7 +197,7 @@ TEST(HeadBlocks, K3WholeLayerPlanOf3And1GBFitsIn8GiB) {
   const Preset whole_layers{"3+1 GB", 3.0, 1.0, "", {"8 GB", 7.7, 5.0}};
   const MemoryPlan laptop = plan_for(whole_layers, 4096, 256, &layout);
   std::printf("K3 3+1 GB whole-layer plan (4096 positions, prefill batch 256):\n%s\n",
-              laptop.describe(layout, c, PlanRequest{}).c_str());
+              laptop.describe(layout, c, RunRequest{}).c_str());
   const uint64_t head = layout.section("head")->length;
   uint64_t largest_layer = 0;
   for (const TrunkSection& s : layout.sections)
@@ -231,7 +231,7 @@ TEST(HeadBlocks, K3WholeLayerPlanOf3And1GBFitsIn8GiB) {
 // The generator's K3 config has the weights of the reference config the
 // forecasts in k3-doctor use.
 TEST(HeadBlocks, SynthK3GeometryHasTheReferenceWeights) {
-  PlanRequest req;
+  RunRequest req;
   req.trunk_budget = 3'000'000'000;
   req.cache_budget = 1'000'000'000;
   const MemoryPlan a = plan_memory_for_config(k3::test::k3_synth_config("head-k3cfg"), req),

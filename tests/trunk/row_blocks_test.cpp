@@ -86,7 +86,7 @@ uint64_t check_identity(const std::string& model, const std::vector<int32_t>& pr
   for (const auto& [block, trunk_budget] : cases) {
     {
       TrunkLayout layout = open_trunk_layout(trunk.string(), ck);
-      PlanRequest req;
+      RunRequest req;
       req.trunk_budget = trunk_budget;
       req.cache_budget = 0;
       req.block_bytes = block;
@@ -152,7 +152,7 @@ TEST(RowBlocks, ABlockBelowOneRowIsRefused) {
   const ModelConfig c = load_model_config(kTiny);
   const Checkpoint ck = Checkpoint::open(kTiny);
   const TrunkLayout layout = plan_trunk(expected_tensors(c), ck);
-  PlanRequest req;
+  RunRequest req;
   req.block_bytes = min_block_bytes(c) - 1;
   try {
     plan_memory(c, layout, ExpertIndex(c, ck).slot_bytes(), req);
@@ -175,7 +175,7 @@ TEST(RowBlocks, K3MinPresetPlansUnder4GB) {
   const PlanModel model = plan_model_for_config(c);
   const Preset& min = *find_preset("min");
   const MemoryPlan p = plan_preset(min, model);
-  const PlanRequest req = preset_plan_request(min, model);
+  const RunRequest req = preset_plan_request(min, model);
   std::printf("K3 min plan (4096 positions):\n%s\n", p.describe(model.layout, c, req).c_str());
   EXPECT_EQ(req.context, 4096u);
   EXPECT_LE(p.peak_rss, 4'000'000'000ull);
@@ -197,7 +197,7 @@ TEST(RowBlocks, K3MinPresetPlansUnder4GB) {
   EXPECT_GT(desktop.stream_buffer_size, 1'000'000'000u);
   EXPECT_LT(p.stream_buffer_bytes * 10, desktop.stream_buffer_bytes);
   // The smallest block works at K3 geometry too: one row of 67,584 bytes.
-  PlanRequest floor_req = req;
+  RunRequest floor_req = req;
   floor_req.block_bytes = min_block_bytes(c);
   const MemoryPlan f = plan_memory(c, model.layout, model.slot_bytes, floor_req);
   EXPECT_LT(f.peak_rss, p.peak_rss);

@@ -14,8 +14,10 @@
 #include <fstream>
 
 #include "checkpoint/checkpoint.h"
+#include "common/command_keys.h"
 #include "common/error.h"
 #include "common/file.h"
+#include "common/setting_spelling.h"
 #include "lib/test_util.h"
 #include "lib/tiny_manifest.h"
 #include "synth/synth_checkpoint.h"
@@ -226,7 +228,7 @@ TEST(TrunkCompress, OlderVersionsAreRefusedThenUpgradedByRefresh) {
     std::ofstream((dir / "raw" / "trunk.json").string(), std::ios::trunc) << json;
     std::string msg;
     EXPECT_EQ(code_of([&] { open_trunk_layout((dir / "raw").string(), c); }, &msg), ExitCode::kBadModel) << msg;
-    const std::string cmd = "k3-pack --refresh " + (dir / "raw").string() + " " + std::string(kTiny);
+    const std::string cmd = spelled(kRefreshTrunk) + " " + (dir / "raw").string() + " " + std::string(kTiny);
     if (v >= 2) EXPECT_NE(msg.find(cmd), std::string::npos) << msg;  // version 1 is first said to be stale
     const TrunkCheck check = check_trunk((dir / "raw").string(), c, tiny_manifest(), nullptr);
     ASSERT_FALSE(check.problems.empty()) << v;
@@ -275,7 +277,7 @@ TEST(TrunkCompress, RefreshAndNonFiniteScanWorkWhenCompressing) {
   Checkpoint c = Checkpoint::open(model);
   std::string msg;
   EXPECT_EQ(code_of([&] { open_trunk_layout(trunk, c); }, &msg), ExitCode::kBadModel);
-  EXPECT_NE(msg.find("k3-pack --refresh"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(spelled(kRefreshTrunk)), std::string::npos) << msg;  // k3-pack --refresh in the tools
   TrunkCheck r = refresh_trunk(trunk, c, nullptr);
   EXPECT_TRUE(r.problems.empty()) << r.problems.front();
   EXPECT_TRUE(r.refreshed);

@@ -16,8 +16,10 @@
 #include <thread>
 
 #include "checkpoint/checkpoint.h"
+#include "common/command_keys.h"
 #include "common/error.h"
 #include "common/file.h"
+#include "common/setting_spelling.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
 #include "trunk/writer.h"
@@ -96,7 +98,8 @@ TEST(TrunkFingerprint, ShardRewrittenInPlaceWithTheSameSizeIsRefused) {
   EXPECT_EQ(code, ExitCode::kBadModel);
   EXPECT_NE(msg.find("may be stale"), std::string::npos) << msg;
   EXPECT_NE(msg.find(shard.filename().string() + " was modified after the trunk was packed"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("k3-pack --refresh " + p.trunk.string() + " " + p.model.string()), std::string::npos) << msg;
+  EXPECT_NE(msg.find(spelled(kRefreshTrunk) + " " + p.trunk.string() + " " + p.model.string()), std::string::npos)
+      << msg;
   // The weights did change: the re-check finds the layer and keeps trunk.json.
   const std::string before = read_text_file((p.trunk / "trunk.json").string());
   TrunkCheck r = p.refresh();
@@ -195,7 +198,7 @@ TEST(TrunkFingerprint, Version1TrunkJsonIsRefusedWithAdviceAndUpgradedByRefresh)
   const std::string msg = p.open_error(&code);
   EXPECT_EQ(code, ExitCode::kBadModel);
   EXPECT_NE(msg.find("format version 1"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("k3-pack --refresh"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(spelled(kRefreshTrunk)), std::string::npos) << msg;
   TrunkCheck r = p.refresh();
   EXPECT_TRUE(r.refreshed);
   EXPECT_EQ(r.bytes_checked, p.layout.file_size);  // every section re-hashed

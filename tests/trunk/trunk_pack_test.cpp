@@ -13,8 +13,10 @@
 #include <set>
 
 #include "checkpoint/checkpoint.h"
+#include "common/command_keys.h"
 #include "common/error.h"
 #include "common/file.h"
+#include "common/setting_spelling.h"
 #include "io/aligned_buffer.h"
 #include "lib/test_util.h"
 #include "lib/tiny_manifest.h"
@@ -152,7 +154,7 @@ TEST(TrunkPack, RefusesTrunkOfAnotherModelOrTruncated) {
   EXPECT_FALSE(chk.problems.empty());
 
   EXPECT_EQ(code_of([&] { open_trunk_layout((dir / "nothing").string(), tiny); }, &msg), ExitCode::kBadModel);
-  EXPECT_NE(msg.find("k3-pack"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("create one with: " + spelled(kPackTrunk)), std::string::npos) << msg;
   fs::remove_all(dir);
 }
 

@@ -4,19 +4,20 @@
 //   k3-fetch-verify download [REPO] DIR   resumable, verified download
 //   k3-fetch-verify verify DIR [--full]   structure, sizes and (--full) hashes
 //
-// A thin front end: the options are declared here; lib/cli/fetch_verify_commands
-// runs lib/fetch (download) and lib/verify (checks) and prints their reports.
+// A thin front end: the options are declared here; fetch_verify_commands.cpp
+// beside it runs lib/fetch (download) and lib/verify (checks) and prints
+// their reports.
 #include <CLI/CLI.hpp>
 
 #include <string>
 
 #include "cli/cli_parse.h"
-#include "cli/fetch_verify_commands.h"
 #include "cli/flag_checks.h"
 #include "cli/interrupt.h"
 #include "common/cli_limits.h"
 #include "common/error.h"
 #include "common/tool_main.h"
+#include "fetch_verify_commands.h"
 
 namespace {
 

@@ -64,7 +64,7 @@ int run(int argc, char** argv) {
   app.footer(k3::exit_codes_help());
   if (auto status = k3::parse_command_line(app, argc, argv, kTool)) return *status;
   // --list-presets counts --spec's rollback copies and the --draft model.
-  const auto run_flags = [&](const k3::ModelConfig& c, k3::StreamingRequest& s) { spec_flags.check(c, s); };
+  const auto run_flags = [&](const k3::ModelConfig& c, k3::RunRequest& s) { spec_flags.check(c, s); };
   if (auto status = k3::apply_early_options(mo, run_flags)) return *status;
   f.check(spec_flags.requested());
 

@@ -9,7 +9,6 @@
 #include "checkpoint/checkpoint.h"
 #include "cli/cli_parse.h"
 #include "cli/interrupt.h"
-#include "cli/pack_report.h"
 #include "common/atomic_file_writer.h"
 #include "common/byte_format.h"
 #include "common/error.h"
@@ -18,6 +17,7 @@
 #include "common/tool_main.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
+#include "pack_report.h"
 #include "trunk/trunk.h"
 
 namespace {

@@ -17,7 +17,6 @@
 #include "cli/load_progress.h"
 #include "cli/model_options.h"
 #include "cli/model_run.h"
-#include "cli/serve_flags.h"
 #include "cli/state_identity.h"
 #include "common/error.h"
 #include "common/rate_format.h"
@@ -27,6 +26,7 @@
 #include "serve/http_server.h"
 #include "serve/slot_scheduler.h"
 #include "serve/stop_signal.h"
+#include "serve_flags.h"
 #include "state/continuation.h"
 #include "tokenizer/tokenizer.h"
 
@@ -63,7 +63,7 @@ int run(int argc, char** argv) {
   if (auto status = k3::parse_command_line(app, argc, argv, kTool)) return *status;
   // What the server adds to every plan: the draft model and its rollback
   // copies (a draft that does not fit the model: exit 3), the slots and --keep-mb.
-  const auto run_flags = [&](const k3::ModelConfig& c, k3::StreamingRequest& s) {
+  const auto run_flags = [&](const k3::ModelConfig& c, k3::RunRequest& s) {
     draft.check(c, s);
     s.state_snapshots = draft.max_drafts();
     f.add_to_plan(s);

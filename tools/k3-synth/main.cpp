@@ -6,13 +6,13 @@
 
 #include "cli/cli_parse.h"
 #include "cli/seed_flag.h"
-#include "cli/synth_flags.h"
 #include "common/byte_format.h"
 #include "common/error.h"
 #include "common/progress_meter.h"
 #include "common/tool_main.h"
 #include "synth/synth_checkpoint.h"
 #include "synth/synth_dspark.h"
+#include "synth_flags.h"
 
 int main(int argc, char** argv) {
   using namespace k3;

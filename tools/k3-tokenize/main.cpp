@@ -4,14 +4,14 @@
 // Reads raw bytes, so no text passes through argv or locale re-encoding
 // unless --text is used. Output is produced only once the whole input has
 // been encoded: on any error stdout stays empty. The options are declared
-// here; lib/cli/tokenize_command does the work.
+// here; tokenize_command.cpp beside it does the work.
 #include <CLI/CLI.hpp>
 #include <string>
 
 #include "cli/cli_parse.h"
-#include "cli/tokenize_command.h"
 #include "common/error.h"
 #include "common/tool_main.h"
+#include "tokenize_command.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "cli/pack_report.h"
+#include "pack_report.h"
 
 #include <cstdio>
 

@@ -1,4 +1,4 @@
-#include "cli/tokenize_command.h"
+#include "tokenize_command.h"
 
 #include <time.h>
 

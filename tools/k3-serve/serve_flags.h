@@ -40,9 +40,9 @@ struct ServeFlags {
   void apply(ModelOptions& mo);
   // What the memory plan holds for the server: a sequence state per slot and
   // the kept conversation states (--keep-mb).
-  void add_to_plan(StreamingRequest& request) const;
+  void add_to_plan(RunRequest& request) const;
   // After apply, with a preset and a packed trunk: --slots, --keep-mb and
-  // --ctx sized for the memory available where not given (cli/serve_fit.h),
+  // --ctx sized for the memory available where not given (tools/k3-serve/serve_fit.h),
   // saying on stderr what was chosen; refuses (kResource) with the flags
   // that fit. `ctx_given`: --ctx was on the command line.
   void fit(const ModelConfig& config, const Checkpoint& checkpoint, ModelOptions& mo, bool ctx_given);

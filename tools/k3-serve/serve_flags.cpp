@@ -1,13 +1,13 @@
-#include "cli/serve_flags.h"
+#include "serve_flags.h"
 
 #include <filesystem>
 
 #include <cstdio>
 
 #include "cli/flag_checks.h"
-#include "cli/serve_fit.h"
 #include "common/error.h"
 #include "serve/bearer_auth.h"
+#include "serve_fit.h"
 
 namespace k3 {
 
@@ -94,7 +94,7 @@ void ServeFlags::apply(ModelOptions& mo) {
   add_to_plan(mo.stream);
 }
 
-void ServeFlags::add_to_plan(StreamingRequest& request) const {
+void ServeFlags::add_to_plan(RunRequest& request) const {
   request.sequences = scheduler.slots;  // the plan holds a sequence state of --ctx positions per slot
   request.kept_state_bytes = static_cast<uint64_t>(keep_mb_ * 1e6);  // and the kept conversation states
 }

@@ -1,4 +1,4 @@
-#include "cli/synth_flags.h"
+#include "synth_flags.h"
 
 namespace k3 {
 

@@ -1,4 +1,4 @@
-#include "cli/serve_fit.h"
+#include "serve_fit.h"
 
 #include <algorithm>
 #include <cmath>
@@ -24,11 +24,11 @@ constexpr uint64_t kSmallestKeep = 64'000'000;
 
 struct Planner {
   const PlanModel& model;
-  PresetRun base;  // what a draft and rollback copies add
+  RunRequest base;  // what a draft and rollback copies add
   uint64_t available;
 
   MemoryPlan plan(const Preset& p, const ServeShape& s) const {
-    PresetRun r = base;
+    RunRequest r = base;
     r.sequences = s.slots;
     r.kept_state_bytes = s.keep_bytes;
     r.context = s.context;
@@ -77,8 +77,8 @@ std::vector<ServeShape> single_changes(const Planner& f, const Preset& p, const 
 
 // The preset the request's flags describe (--preset, then --trunk-gb,
 // --cache-gb and --block-mb over it), as choose_preset plans one.
-Preset flags_preset(const StreamingRequest& req) {
-  StreamingRequest r = req;
+Preset flags_preset(const RunRequest& req) {
+  RunRequest r = req;
   uint64_t trunk = 0, cache = 0;
   resolve_budgets(r, &trunk, &cache);
   Preset p;
@@ -169,19 +169,19 @@ bool fitting_budgets(const Planner& f, const Preset& p, const ServeShape& s, Pre
 
 std::string fit_serve_shape(const ModelConfig& config, const Checkpoint& checkpoint, const ModelOptions& options,
                             const MemoryLimits& lim, ServeShape& shape) {
-  const StreamingRequest& req = options.stream;
+  const RunRequest& req = options.stream;
   const uint64_t available = lim.available();
   // Without a packed trunk the whole trunk is resident and the plan's own
   // refusal says to pack it; unknown memory: nothing to size against.
   if (!req.active() || req.trunk_dir.empty() || available == UINT64_MAX) return "";
   const PlanModel model = plan_model_for_checkpoint(config, checkpoint);
-  PresetRun base = preset_run_for(req);
+  RunRequest base = standard_run(req);
   const Planner f{model, base, available};
 
   Preset p;
   std::string name = "--preset " + (req.preset.empty() ? std::string("laptop") : req.preset);
   if (req.preset == kAutoPreset) {
-    PresetRun run = base;
+    RunRequest run = base;
     run.sequences = shape.slots;
     run.kept_state_bytes = shape.keep_bytes;
     run.context = std::max(shape.context, kPresetListContext);

@@ -1,4 +1,4 @@
-#include "cli/fetch_verify_commands.h"
+#include "fetch_verify_commands.h"
 
 #include <unistd.h>
 
