@@ -229,7 +229,9 @@ TEST(TrunkCompress, OlderVersionsAreRefusedThenUpgradedByRefresh) {
     std::string msg;
     EXPECT_EQ(code_of([&] { open_trunk_layout((dir / "raw").string(), c); }, &msg), ExitCode::kBadModel) << msg;
     const std::string cmd = spelled(kRefreshTrunk) + " " + (dir / "raw").string() + " " + std::string(kTiny);
-    if (v >= 2) EXPECT_NE(msg.find(cmd), std::string::npos) << msg;  // version 1 is first said to be stale
+    if (v >= 2) {  // version 1 is first said to be stale
+      EXPECT_NE(msg.find(cmd), std::string::npos) << msg;
+    }
     const TrunkCheck check = check_trunk((dir / "raw").string(), c, tiny_manifest(), nullptr);
     ASSERT_FALSE(check.problems.empty()) << v;
     EXPECT_NE(check.problems.front().find(v == 1 ? "fingerprint" : "no per-block hashes"), std::string::npos)
