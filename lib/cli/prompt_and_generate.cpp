@@ -18,6 +18,9 @@ GenerationEnd run_prompt_and_generate(GenerationSession& session, Model& model, 
                                       DraftFlags* draft, DraftSource* fallback) {
   if (draft) draft->start(model, session, fallback, tool_name(), teacher_forcing);
   PrefillProgress prefill(tool_name());
+  const Engine& engine = model.engine();
+  prefill.set_steps({static_cast<int64_t>(prompt.size()), static_cast<int64_t>(engine.tokens_per_read()),
+                     static_cast<int64_t>(engine.max_batch()), engine.config().num_hidden_layers});
   std::vector<float> rows;
   session.feed(prompt, teacher_forcing ? &rows : nullptr, std::ref(prefill));
   model.prefill_done();

@@ -35,6 +35,9 @@ struct PlanRequest {
   // the weights covers, their per-token state carried from layer to layer
   // (model/prefill_chunk.h) counted here. 0 or at most `batch`: `batch`.
   uint64_t chunk = 0;
+  // The chunk's block states go to a spill file beside the trunk instead of
+  // memory (model/prefill_chunk.h): only a sub-batch of their rows is held.
+  bool spill_chunk = false;
   uint64_t sequences = 1;        // sequences decoded together (--batch): each holds its KDA state and MLA cache
   uint64_t state_snapshots = 0;  // KDA state copies kept to roll back verified rows (--spec: drafts per pass)
   // A draft model (--draft): its weights and buffers held in RAM, and its
@@ -116,7 +119,9 @@ struct MemoryPlan {
   uint64_t mla_cache_bytes = 0;
   uint64_t batch = 0;               // prefill rows computed at once (the request's)
   uint64_t chunk = 0;               // prompt tokens one weight read covers (>= batch)
-  uint64_t chunk_bytes = 0;         // the chunk's carried state (0 when chunk == batch)
+  uint64_t chunk_bytes = 0;         // the chunk's carried state in memory (0 when chunk == batch)
+  bool chunk_spilled = false;       // its block states spilled (only when chunk > batch)
+  uint64_t spill_file_bytes = 0;    // the spill file's size on disk (0 when not spilled)
   uint64_t per_sequence_bytes = 0;  // one sequence's KDA state + MLA cache (included above per sequence)
   uint64_t activation_bytes = 0;
   uint64_t draft_bytes = 0;       // the draft model: weights, buffers, context (--draft)

@@ -40,6 +40,10 @@ struct StreamingRequest {
   // prefill's chunk, PlanRequest::chunk); 0: the context. Halved, before
   // the batch, while the plan does not fit the memory available.
   uint64_t chunk = 0;
+  // The chunk's block states spilled to a file beside the trunk
+  // (PlanRequest::spill_chunk): chosen before the chunk is halved, where a
+  // packed trunk gives the file a place.
+  bool spill_chunk = false;
   uint64_t sequences = 1;         // decoded together (k3-forward --batch)
   uint64_t state_snapshots = 0;   // KDA state copies for rolling back drafts (--spec)
   DraftMemory draft;              // --draft (PlanRequest)
@@ -105,5 +109,9 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
 // --plan alike; the output does not depend on it, so tests compare runs at
 // several chunks bit for bit. 0: unset; a bad value is refused (kUsage).
 uint64_t prefill_chunk_override();
+// K3_PREFILL_SPILL=1 (test-only, CONTRIBUTING.md): spill the chunk's block
+// states (with a packed trunk) whether or not memory is short, so tests
+// compare spilled and unspilled runs bit for bit. Other values are refused.
+bool prefill_spill_override();
 
 }  // namespace k3
