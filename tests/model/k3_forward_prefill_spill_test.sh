@@ -4,7 +4,7 @@
 # (K3_PREFILL_SPILL=1) the generated ids, the --logits file and the
 # --state-out file are bit-identical to the unspilled 256-row batches at
 # several chunks, streamed whole or in row blocks, with --draft; the plan
-# says where they go; --stats-json counts exactly what the file took and gave
+# says where they go, and spills by itself where memory is short; --stats-json counts exactly what the file took and gave
 # back; nothing is left beside the trunk; a write the disk refuses is exit 5,
 # and leaves nothing behind either.
 set -uo pipefail
@@ -66,6 +66,27 @@ run draft-batches 256 0 "${STREAM[@]}" --draft "$DRAFT"
 same spill-draft draft-batches
 run spill-blocks 600 1 "${STREAM[@]}" --block-mb 0.01
 same spill-blocks batches
+
+# The plan spills by itself where the chunk fits only without its block
+# states: the unspilled plan for 4096 positions, its forecast less 1 MB as the
+# 90% limit (4096 tokens x 4 blocks x 256 bytes = 4.2 MB go to the file).
+peak_of() {  # peak_of FILE: the forecast peak RSS of a --plan's stderr, in bytes
+  awk '/forecast peak RSS/ { u = $5 == "GB" ? 1e9 : $5 == "MB" ? 1e6 : 1e3; printf "%.0f\n", $4 * u }' "$1"
+}
+"$FWD" "$TINY" "${STREAM[@]}" --plan --ctx 4096 < /dev/null > /dev/null 2> "$work/roomy.err"
+peak=$(peak_of "$work/roomy.err")
+holds "roomy plan: nothing spilled" "! grep -q 'spill' '$work/roomy.err'"
+avail=$(( (peak - 1000000) * 10 / 9 ))
+K3_AVAILABLE_MEMORY=$avail "$FWD" "$TINY" "${STREAM[@]}" --plan --ctx 4096 < /dev/null > /dev/null 2> "$work/tight.err"
+check "tight plan: fits" 0 "$?"
+contains "tight plan: says it spills" "prefill spills the block states of its chunk to a file beside the trunk" \
+  "$(cat "$work/tight.err")"
+contains "tight plan: the whole context in one chunk" "prefill chunk     4096 tokens" "$(cat "$work/tight.err")"
+K3_AVAILABLE_MEMORY=$avail "$FWD" "$TINY" --ids "$work/ids.txt" --ctx 4096 --gen 4 "${STREAM[@]}" \
+  --stats-json "$work/tight.json" > "$work/tight.out" 2> "$work/tight-run.err"
+check "tight run: exit" 0 "$?"
+holds "tight run: ids identical" "cmp -s '$work/tight.out' '$work/batches.out'"
+check "tight run: the file took the block states" $((4 * 600 * row)) "$(json tight prefill.spill_written_bytes)"
 
 check "nothing left beside the trunk" "$(cat "$work/trunk-before.txt")" "$(ls -A "$work/trunk")"
 
