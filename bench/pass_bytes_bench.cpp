@@ -46,8 +46,10 @@
 #include "io/aligned_buffer.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
+#include "runtime/first_token_forecast.h"
 #include "runtime/memory_plan.h"
 #include "runtime/prefill_forecast.h"
+#include "runtime/preset_plan.h"
 #include "runtime/presets.h"
 #include "synth/synth_geometry.h"
 
@@ -139,37 +141,32 @@ void print_preset(const ModelConfig& c, const Preset& preset) {
 }
 
 // A long prompt at each preset: today's prefill (one weight read per batch)
-// against the layer-major prefill whose chunk is the largest (halving from
-// the prompt) whose plan fits the preset's machine class; the forecast
-// seconds of reading at kDiskGBps (runtime/prefill_forecast.h; the experts
-// under flat routing, an upper bound).
+// against the layer-major prefill whose chunk is the one a run takes on the
+// preset's machine class (runtime/first_token_forecast.h
+// plan_preset_for_prompt: the prompt, its block states spilled beside the
+// trunk, then halved, until it fits); the forecast seconds of reading at
+// kDiskGBps (runtime/prefill_forecast.h; the experts under flat routing, an
+// upper bound).
 constexpr double kDiskGBps = 3.0;
 void print_prefill(const ModelConfig& c, uint64_t tokens) {
   std::printf("\nprefill of a %llu-token prompt (forecast; reading at %.0f GB/s)\n", (unsigned long long)tokens,
               kDiskGBps);
-  std::printf("%-12s %-13s %8s %6s %10s %11s %10s %10s %10s\n", "preset", "prefill", "tok/read", "reads", "trunk TB",
-              "experts TB", "total TB", "hours", "peak GB");
+  std::printf("%-12s %-13s %8s %6s %10s %11s %9s %10s %10s %10s\n", "preset", "prefill", "tok/read", "reads",
+              "trunk TB", "experts TB", "spill TB", "total TB", "hours", "peak GB");
+  const PlanModel model = plan_model_for_config(c);
   for (const Preset& preset : presets()) {
-    RunRequest req;
-    req.trunk_budget = static_cast<uint64_t>(preset.trunk_gb * 1e9);
-    req.cache_budget = static_cast<uint64_t>(preset.cache_gb * 1e9);
-    req.block_bytes = static_cast<uint64_t>(preset.block_mb * 1e6);
-    req.batch = preset.max_batch;
-    req.context = tokens;
     auto row = [&](const char* what, const MemoryPlan& plan) {
       const PrefillReads r = forecast_prefill_reads(c, plan, tokens);
-      std::printf("%-12s %-13s %8llu %6llu %10.2f %11.2f %10.2f %10.2f %10.2f\n", preset.name.c_str(), what,
+      std::printf("%-12s %-13s %8llu %6llu %10.2f %11.2f %9.3f %10.2f %10.2f %10.2f\n", preset.name.c_str(), what,
                   (unsigned long long)plan.chunk, (unsigned long long)r.reads, r.trunk_bytes / 1e12,
-                  r.expert_bytes / 1e12, r.total() / 1e12, r.total() / (kDiskGBps * 1e9) / 3600, plan.peak_rss / 1e9);
+                  r.expert_bytes / 1e12, r.spill_read_bytes / 1e12, r.total() / 1e12,
+                  r.total() / (kDiskGBps * 1e9) / 3600, plan.peak_rss / 1e9);
     };
-    row("batches", plan_memory_for_config(c, req));
-    const uint64_t available = preset.machine.available_bytes();
-    MemoryPlan fit;
-    for (req.chunk = tokens; req.chunk >= req.batch; req.chunk /= 2) {
-      fit = plan_memory_for_config(c, req);
-      if (plan_fits(fit, available)) break;
-    }
-    row("layer-major", fit);
+    RunRequest run;
+    run.context = tokens;
+    row("batches", plan_memory(c, model.layout, model.slot_bytes, preset_plan_request(preset, model, run)));
+    const MemoryPlan fit = plan_preset_for_prompt(preset, model, tokens, preset.machine.available_bytes());
+    row(fit.chunk_spilled ? "layer-major+s" : "layer-major", fit);
   }
 }
 

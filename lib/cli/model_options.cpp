@@ -1,5 +1,6 @@
 #include "cli/model_options.h"
 
+#include "cli/first_token_text.h"
 #include "cli/flag_checks.h"
 #include "cli/path_flag.h"
 #include "cli/preset_table.h"
@@ -75,9 +76,13 @@ void add_budget_options(CLI::App& app, ModelOptions& o, bool expert_trace, const
                "Print each preset's forecast peak RSS and bytes and seconds per generated token for MODEL_DIR (or "
                "the real Kimi-K3 when none is given), then exit");
   app.add_option("--read-gbps", o.read_gbps,
-                 "Read bandwidth in GB/s for --list-presets' seconds per token, e.g. the one k3-doctor measured "
-                 "(default: 2 GB/s assumed)")
+                 "Read bandwidth in GB/s for --list-presets' and --plan's forecasts (seconds per token, time to "
+                 "first token), e.g. the one k3-doctor measured (default: 2 GB/s assumed)")
       ->check(cli::in_range(0.001, 1e4));
+  app.add_option("--prompt-tokens", o.prompt_tokens,
+                 "Prompt tokens for --list-presets' and --plan's time-to-first-token forecast (default 4000: an "
+                 "agent's system prompt and tools)")
+      ->check(cli::in_range(1, 1 << 24));
   app.add_flag("--plan", o.plan_only, help.plan);
   // 1 position holds a prompt id but not the id generated after it.
   app.add_option("--ctx", o.ctx, help.ctx)
@@ -127,7 +132,11 @@ std::optional<int> answer_plan_requests(const ModelConfig& config, ModelOptions&
   const Checkpoint checkpoint = Checkpoint::open(o.model_dir);
   o.stream.context = o.ctx ? o.ctx : 4096;
   o.stream.batch = plan_batch;
-  prepare_streaming(config, checkpoint, o.stream, std::cerr);  // throws kResource when refused
+  const PreparedStream p = prepare_streaming(config, checkpoint, o.stream, std::cerr);  // throws kResource when refused
+  // The forecast is for a prompt the context holds.
+  const uint64_t tokens = std::min<uint64_t>(o.prompt_tokens, o.stream.context);
+  std::fprintf(stderr, "%s: %s\n", tool,
+               first_token_text(config, p.plan, tokens, first_token_rates(o.read_gbps, o.threads)).c_str());
   std::fprintf(stderr, "%s: the plan fits; a run with these flags would start\n", tool);
   return 0;
 }

@@ -38,7 +38,8 @@ struct ModelOptions {
   std::string expert_trace;     // --expert-trace: record the expert requests (runtime/expert_trace.h)
   std::string lookahead_trace;  // --expert-lookahead-from: perfect guesses from a trace (runtime/expert_trace_oracle.h)
   std::vector<ExpertRequest> lookahead_pairs;  // its pairs, read and checked by answer_plan_requests
-  double read_gbps = 0;                        // --list-presets' read bandwidth; 0: the assumed one
+  double read_gbps = 0;                        // --list-presets' and --plan's read bandwidth; 0: the assumed one
+  uint64_t prompt_tokens = 4000;               // --prompt-tokens: the time-to-first-token forecast's prompt
   bool quiet = false;                          // --quiet: nothing on stderr but errors
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();  // the run's wall clock
 };

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "checkpoint/checkpoint.h"
+#include "cli/first_token_text.h"
 #include "cli/model_options.h"
 #include "common/append_printf.h"
 #include "common/byte_format.h"
@@ -11,6 +12,7 @@
 #include "doctor/preset_forecast.h"
 #include "model/k3_geometry.h"
 #include "platform/memory_limits.h"
+#include "runtime/first_token_forecast.h"
 #include "runtime/preset_plan.h"
 #include "trunk/plan.h"
 
@@ -75,6 +77,20 @@ std::string preset_table(const ModelOptions& o, double read_gbps, const RunFlags
                   format_bytes(f.bytes_per_token()).c_str(), static_cast<double>(f.bytes_per_token()) / bandwidth,
                   avail == UINT64_MAX ? "?" : (plan_fits(f.plan, avail) ? "yes" : "no"), p.machine.label,
                   p.description.c_str());
+  }
+  // Time to first token: each preset's run on the machine class it is for
+  // (its chunk as long as that memory allows: runtime/first_token_forecast.h).
+  const uint64_t tokens = o.prompt_tokens;
+  const FirstTokenRates rates = first_token_rates(read_gbps, o.threads);
+  append_printf(out,
+                "# time to first token (forecast), a prompt of %llu tokens, each preset on the machine it is for: "
+                "reads at %.2f GB/s (%s), compute at %.1f GFLOP/s (%s), %.1f GFLOP a token\n",
+                static_cast<unsigned long long>(tokens), rates.read_bytes_per_s / 1e9, rates.read_how.c_str(),
+                rates.flops_per_s / 1e9, rates.flops_how.c_str(), prefill_flops_per_token(config) / 1e9);
+  for (const Preset& p : presets()) {
+    const MemoryPlan plan = plan_preset_for_prompt(p, model, tokens, p.machine.available_bytes());
+    const FirstTokenForecast f = forecast_first_token(config, plan, tokens, rates.read_bytes_per_s, rates.flops_per_s);
+    append_printf(out, "#   %-12s %s\n", p.name.c_str(), describe_first_token(f, plan).c_str());
   }
   return out;
 }

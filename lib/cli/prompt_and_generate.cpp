@@ -18,6 +18,8 @@ GenerationEnd run_prompt_and_generate(Session& session, Model& model, const std:
                                       DraftSource* fallback) {
   if (draft) draft->start(model, session, fallback, tool_name(), teacher_forcing);
   PrefillProgress prefill(tool_name());
+  prefill.set_steps({static_cast<int64_t>(prompt.size()), static_cast<int64_t>(model.tokens_per_read()),
+                     static_cast<int64_t>(model.max_batch()), model.config().num_hidden_layers});
   std::vector<float> rows;
   session.prefill(prompt, std::ref(prefill), teacher_forcing ? &rows : nullptr);
   model.prefill_done();

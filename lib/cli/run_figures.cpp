@@ -143,6 +143,9 @@ std::string stats_json(const RunFigures& f, const GenerationCounters& c, const M
   w.key("prefill").inline_next().begin_object().key("seconds").fixed(f.prefill_seconds, 6);
   // Layer-major prefill: one read of the weights per chunk of this many tokens.
   w.key("tokens_per_read").value(m.tokens_per_read).key("weight_reads").value(c.weight_passes - c.generate_passes);
+  // Its spill file (where the chunk's block states went to disk): exact counts.
+  if (m.spill_written_bytes > 0)
+    w.key("spill_written_bytes").value(m.spill_written_bytes).key("spill_read_bytes").value(m.spill_read_bytes);
   if (f.streaming) {
     w.key("trunk_bytes").fixed(pre.trunk_per_token, 0).key("expert_bytes").fixed(pre.expert_per_token, 0);
     w.key("expert_hit_rate").fixed(pre.hit_rate, 6).key("io_wait_seconds").fixed(pre.io_wait, 6);

@@ -10,6 +10,7 @@
 
 #include "doctor/decode_probe.h"
 #include "doctor/model_bytes.h"
+#include "doctor/prefill_probe.h"
 #include "doctor/preset_forecast.h"
 #include "doctor/read_bandwidth_probe.h"
 #include "doctor/report.h"
@@ -112,5 +113,11 @@ void add_forecast(Report& r, const MemoryFacts& m, const CheckpointFacts& c,
 // empty when probing was disabled; `trunk` null when none was given.
 void add_compression_check(Report& r, const PresetForecast& forecast, const Bandwidth& bw,
                            const std::optional<DecodeProbe>& probe, const TrunkInfo* trunk, int cores);
+
+// forecast/first_token: the time to the first token of a prompt of `tokens`
+// with `preset` (first_token_check.cpp). `probe` is empty when probing was
+// disabled (the CPU rate is then assumed, and said to be).
+void add_first_token_check(Report& r, const MemoryFacts& m, const PlanModel& pm, const Preset& preset,
+                           const Bandwidth& bw, const std::optional<PrefillProbe>& probe, int cores, uint64_t tokens);
 
 }  // namespace k3::doctor

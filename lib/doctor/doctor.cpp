@@ -182,6 +182,10 @@ Report run_doctor(const DoctorOptions& o) {
   if (o.probe) decode = probe_decode(0.3);
   add_compression_check(r, rec ? *rec : forecast_preset(presets().front(), ck.plan_model, mb, o.hit_rate, run), bw,
                         decode, trunk ? &*trunk : nullptr, cpu.logical_cpus);
+  std::optional<PrefillProbe> prefill;
+  if (o.probe) prefill = probe_prefill(0.2);
+  add_first_token_check(r, mem, ck.plan_model, rec ? rec->preset : presets().front(), bw, prefill, cpu.logical_cpus,
+                        o.prompt_tokens);
   NextStepFacts next;
   next.model_dir = o.model_dir;
   next.trunk_dir = o.trunk_dir;

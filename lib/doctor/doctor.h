@@ -23,6 +23,7 @@ struct DoctorOptions {
   std::string probe_file;          // measure this file instead of the largest in the model/trunk dirs
   std::optional<double> hit_rate;  // expert cache hit rate for the forecast (default: cache share)
   std::string draft_dir;  // --draft: the preset recommended with this DSpark draft counted (as --preset auto does)
+  uint64_t prompt_tokens = 4000;  // --prompt-tokens: the prompt of the time-to-first-token forecast
 };
 
 // Files smaller than this are not worth measuring: the device's own cache

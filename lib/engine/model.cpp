@@ -12,6 +12,7 @@
 #include "common/setting_spelling.h"
 #include "common/tool_main.h"
 #include "engine/session.h"
+#include "io/spill_file.h"
 #include "model/tensor_manifest.h"
 #include "runtime/resident_plan.h"
 
@@ -115,6 +116,7 @@ void Model::load(ModelPlan plan) {
   engine_ = std::make_unique<ForwardPass>(config_, *weights, pool_);
   if (streaming_) engine_->set_max_batch(max_batch);  // the plan's prefill batch (lowered when memory is short)
   engine_->set_chunk(chunk);
+  if (plan.stream && plan.stream->plan.chunk_spilled) engine_->set_spill(std::make_unique<SpillFile>(req.trunk_dir));
   counters_.streaming = streaming_ != nullptr;
   counters_.max_batch = static_cast<uint64_t>(engine_->max_batch());
   counters_.tokens_per_read = static_cast<uint64_t>(engine_->tokens_per_read());
@@ -196,6 +198,10 @@ void Model::pass_done(size_t rows) {
 ModelCounters Model::counters() const {
   ModelCounters c = counters_;
   if (streaming_) c.now = streaming_->stats();
+  if (const SpillFile* f = engine_ ? engine_->spill() : nullptr) {
+    c.spill_written_bytes = f->bytes_written();
+    c.spill_read_bytes = f->bytes_read();
+  }
   return c;
 }
 

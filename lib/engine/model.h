@@ -104,6 +104,8 @@ struct ModelCounters {
   uint64_t forecast_peak_rss = 0;               // the plan's forecast (streaming)
   uint64_t max_batch = 0;                       // rows per weight pass the engine runs
   uint64_t tokens_per_read = 0;                 // prompt tokens one read of the weights covers (prefill chunk)
+  uint64_t spill_written_bytes = 0;             // the prefill chunk's spill file: written
+  uint64_t spill_read_bytes = 0;                //   and read back (0: no spill file)
   size_t max_drafts = 0;                        // drafts per pass the plan holds rollback copies for
   // --draft: the plan streams the draft's matrices in row blocks of this
   // many bytes (0: the draft is resident).
@@ -138,6 +140,8 @@ class Model {
   ForwardPass& forward_pass() { return *engine_; }
   // Rows one weight pass runs at most (the plan's batch).
   size_t max_batch() const { return engine_->max_batch(); }
+  // Prompt tokens one read of the weights covers (the layer-major prefill's chunk).
+  size_t tokens_per_read() const { return engine_->tokens_per_read(); }
   // Where the weights come from (a draft model shares its streams).
   WeightSource& weights() { return engine_->source(); }
   // A layer tap sees every layer's input as passes run (a draft model's

@@ -14,9 +14,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
+#include "io/spill_file.h"
 #include "model/config.h"
 #include "model/forward_scratch.h"
 #include "model/prefill_chunk.h"
@@ -108,6 +110,11 @@ class ForwardPass {
   void set_chunk(size_t tokens) { chunk_ = tokens; }
   // Tokens one read of the weights covers in forward().
   size_t tokens_per_read() const { return std::max(chunk_, max_batch_); }
+  // The chunk's block states go to this file instead of memory (the plan
+  // spills them where a useful chunk does not fit otherwise; results do not
+  // depend on it). nullptr: in memory.
+  void set_spill(std::unique_ptr<SpillFile> file) { spill_ = std::move(file); }
+  const SpillFile* spill() const { return spill_.get(); }
 
   // Called after every layer of every batch of a forward() call (after
   // every sub-batch of a layer of a chunk) with the steps done and the
@@ -173,6 +180,7 @@ class ForwardPass {
   size_t chunk_ = 0;
   kernels::MatmulBackend* matmul_backend_ = nullptr;
   PrefillChunk chunk_state_;
+  std::unique_ptr<SpillFile> spill_;
   Progress progress_;
   std::function<bool()> stop_;
   bool restore_on_stop_ = false;

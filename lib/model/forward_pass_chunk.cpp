@@ -29,21 +29,22 @@ void ForwardPass::forward_chunk(SequenceState& state, const int32_t* ids, size_t
   const size_t hidden = c.hidden_size, sub = max_batch_;
   const int64_t pos0 = state.positions;
   scratch_.reserve(c, sub, pos0 + static_cast<int64_t>(n), static_cast<size_t>(pool_.size()));
-  chunk_state_.reserve(c, n);
+  chunk_state_.reserve(c, n, sub, spill_.get());
   float* P = chunk_state_.p.data();  // [n, hidden]: the running sum p of every row of the chunk
   source_.embed(ids, n, P);
   require_finite(P, n * hidden, hidden, pos0, "the embedding rows");
 
-  std::vector<float*> blocks;  // B, each [n, hidden]
+  ChunkBlocks& blocks = chunk_state_.blocks;  // B, each [n, hidden] (in memory or spilled)
   ResidualStream& s = scratch_.begin_pass(c, sub);
   // A sub-batch's view of the chunk: rows [r0, r0 + m) of p and of the
-  // first `count` block states.
-  auto view = [&](size_t r0, size_t m, size_t count) {
+  // first `count` block states (returns all `staged` blocks' rows).
+  auto view = [&](size_t r0, size_t m, size_t count, size_t staged) -> const std::vector<const float*>& {
     s.n = m;
     s.p = P + r0 * hidden;
     s.p_none = false;
-    s.blocks.clear();
-    for (size_t j = 0; j < count; ++j) s.blocks.push_back(blocks[j] + r0 * hidden);
+    const std::vector<const float*>& b = blocks.rows(r0, m, staged);
+    s.blocks.assign(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(count));
+    return b;
   };
   SequenceState* const one[] = {&state};
   const int64_t pos0s[] = {pos0};
@@ -55,23 +56,19 @@ void ForwardPass::forward_chunk(SequenceState& state, const int32_t* ids, size_t
   for (int i = 0; i < c.num_hidden_layers; ++i) {
     if (restorable && c.is_kda_layer(i)) undo_[0][i] = state.layers[i].kda;
     const LayerWeights& w = source_.acquire_layer(i);
-    const size_t before = blocks.size();
+    const size_t before = blocks.count();
     // A block boundary: every row's p becomes a block state before any
     // sub-batch updates p.
-    if (i % c.attn_res_block_size == 0) {
-      float* b = chunk_state_.blocks.data() + before * n * hidden;
-      std::copy_n(P, n * hidden, b);
-      blocks.push_back(b);
-    }
+    if (i % c.attn_res_block_size == 0) blocks.open(P);
     const bool moe = c.is_moe_layer(i);
     const int64_t subs = static_cast<int64_t>((n + sub - 1) / sub);
     for (size_t r0 = 0; r0 < n; r0 += sub) {
       const size_t m = std::min(sub, n - r0);
-      view(r0, m, before);
+      const std::vector<const float*>& b = view(r0, m, before, blocks.count());
       const LayerSegment seg{&state.layers[i], 0, m, nullptr};
       decoder_layer_attention(
-          c, i, w, source_, std::span<const LayerSegment>(&seg, 1), s,
-          [&] { s.blocks.push_back(blocks[before] + r0 * hidden); }, scratch_, &pool_);
+          c, i, w, source_, std::span<const LayerSegment>(&seg, 1), s, [&] { s.blocks.push_back(b[before]); }, scratch_,
+          &pool_);
       if (moe) {
         moe_chunk_prepare(c, w.moe, scratch_.x(), m, r0, chunk_state_.moe, &pool_, scratch_);
       } else {
@@ -100,7 +97,7 @@ void ForwardPass::forward_chunk(SequenceState& state, const int32_t* ids, size_t
       moe_chunk_experts(c, i, source_, n, sub, chunk_state_.moe, &pool_, scratch_);
       for (size_t r0 = 0; r0 < n; r0 += sub) {
         const size_t m = std::min(sub, n - r0);
-        view(r0, m, 0);
+        view(r0, m, 0, 0);
         moe_chunk_combine(c, w.moe, m, r0, chunk_state_.moe, scratch_.a(), &pool_, scratch_);
         decoder_layer_add(c, s, scratch_.a());
       }
@@ -116,11 +113,9 @@ void ForwardPass::forward_chunk(SequenceState& state, const int32_t* ids, size_t
     // The head over the wanted rows (the last, or all in sub-batches).
     const size_t vocab = c.vocab_size;
     const size_t first = rows == LogitRows::kLast ? n - 1 : 0;
-    std::vector<const float*> b;
     for (size_t r0 = first; r0 < n; r0 += sub) {
       const size_t m = std::min(sub, n - r0);
-      b.clear();
-      for (const float* block : blocks) b.push_back(block + r0 * hidden);
+      const std::vector<const float*>& b = blocks.rows(r0, m, blocks.count());
       float* out = logits + (r0 - first) * vocab;
       head_logits(b, P + r0 * hidden, m, out);
       require_finite(out, m * vocab, vocab, pos0 + static_cast<int64_t>(r0), "the logits (the head)");

@@ -1,26 +1,71 @@
 #include "model/prefill_chunk.h"
 
+#include <algorithm>
+
+#include "io/spill_file.h"
 #include "model/forward_scratch.h"
 
 namespace k3 {
 
-void PrefillChunk::reserve(const ModelConfig& c, size_t rows) {
+void ChunkBlocks::begin(const ModelConfig& c, size_t rows, size_t sub_batch, SpillFile* spill) {
+  rows_ = rows;
+  hidden_ = static_cast<size_t>(c.hidden_size);
+  sub_ = std::min(std::max<size_t>(1, sub_batch), rows);
+  spill_ = spill;
+  count_ = 0;
+  const size_t need = residual_block_count(c) * hidden_ * (spill ? sub_ : rows);
+  if (mem_.size() < need) mem_.resize(need);
+}
+
+void ChunkBlocks::open(const float* p) {
+  const size_t size = rows_ * hidden_;
+  if (spill_) spill_->write(static_cast<uint64_t>(count_) * size * sizeof(float), p, size * sizeof(float));
+  else std::copy_n(p, size, mem_.data() + count_ * size);
+  ++count_;
+}
+
+const std::vector<const float*>& ChunkBlocks::rows(size_t r0, size_t m, size_t count) {
+  out_.clear();
+  for (size_t j = 0; j < count; ++j) {
+    if (!spill_) {
+      out_.push_back(mem_.data() + (j * rows_ + r0) * hidden_);
+      continue;
+    }
+    // Block j's rows [r0, r0 + m): consecutive in the file, so successive
+    // sub-batches read each block front to back.
+    float* staged = mem_.data() + j * sub_ * hidden_;
+    spill_->read((static_cast<uint64_t>(j) * rows_ + r0) * hidden_ * sizeof(float), staged,
+                 m * hidden_ * sizeof(float));
+    out_.push_back(staged);
+  }
+  return out_;
+}
+
+void PrefillChunk::reserve(const ModelConfig& c, size_t rows, size_t sub_batch, SpillFile* spill) {
   const size_t row = static_cast<size_t>(c.hidden_size) * rows;
   if (p.size() < row) p.resize(row);
-  if (blocks.size() < residual_block_count(c) * row) blocks.resize(residual_block_count(c) * row);
+  blocks.begin(c, rows, sub_batch, spill);
   if (c.first_k_dense_replace < c.num_hidden_layers) moe.reserve(c, rows);
 }
 
 uint64_t PrefillChunk::bytes() const {
-  return (p.size() + blocks.size() + moe.z.size() + moe.shared.size() + moe.expert_out.size() + moe.weights.size()) *
-             sizeof(float) +
-         moe.chosen.size() * sizeof(int32_t) + (moe.expert_rows.size() + moe.start.size()) * sizeof(size_t);
+  return (p.size() + moe.z.size() + moe.shared.size() + moe.expert_out.size() + moe.weights.size()) * sizeof(float) +
+         blocks.bytes() + moe.chosen.size() * sizeof(int32_t) +
+         (moe.expert_rows.size() + moe.start.size()) * sizeof(size_t);
 }
 
-uint64_t prefill_chunk_bytes_per_token(const ModelConfig& c) {
-  const uint64_t stream = (residual_block_count(c) + 1) * static_cast<uint64_t>(c.hidden_size) * sizeof(float);
+uint64_t spilled_block_bytes_per_token(const ModelConfig& c) {
+  return residual_block_count(c) * static_cast<uint64_t>(c.hidden_size) * sizeof(float);
+}
+
+uint64_t prefill_chunk_staging_bytes(const ModelConfig& c, uint64_t sub_batch) {
+  return sub_batch * spilled_block_bytes_per_token(c);
+}
+
+uint64_t prefill_chunk_bytes_per_token(const ModelConfig& c, bool spilled) {
+  const uint64_t p = static_cast<uint64_t>(c.hidden_size) * sizeof(float);
   const bool moe = c.first_k_dense_replace < c.num_hidden_layers;
-  return stream + (moe ? MoeChunkRows::bytes_per_row(c) : 0);
+  return p + (spilled ? 0 : spilled_block_bytes_per_token(c)) + (moe ? MoeChunkRows::bytes_per_row(c) : 0);
 }
 
 }  // namespace k3

@@ -4,6 +4,12 @@
 // the MoE layer being run (model/latent_moe_chunk.h). The KDA state and the
 // MLA latent cache are the sequence's own (SequenceState) and are counted
 // by the memory plan already.
+//
+// The block states are most of the stream (8 of its 9 rows a token at K3's
+// geometry) and are written once, when their block opens, then only read:
+// where memory is short they go to a spill file (io/spill_file.h) and come
+// back a sub-batch of rows at a time, in order, so the file is read
+// sequentially and the chunk can be far longer than memory alone allows.
 #pragma once
 
 #include <cstddef>
@@ -15,18 +21,49 @@
 
 namespace k3 {
 
+class SpillFile;
+
+// The chunk's AttnRes block states, each [rows, hidden]: in memory, or in a
+// spill file with a sub-batch of rows of each staged in memory.
+class ChunkBlocks {
+ public:
+  // Starts a chunk of `rows` rows run in sub-batches of at most `sub_batch`
+  // (spill: nullptr keeps the blocks in memory). Grows only.
+  void begin(const ModelConfig& config, size_t rows, size_t sub_batch, SpillFile* spill);
+  size_t count() const { return count_; }
+  // Opens a block: its state is p [rows, hidden] as it is now.
+  void open(const float* p);
+  // Rows [r0, r0 + m) of the first `count` blocks, one pointer each, valid
+  // until the next call (spilled: read back from the file).
+  const std::vector<const float*>& rows(size_t r0, size_t m, size_t count);
+  uint64_t bytes() const { return mem_.size() * sizeof(float); }
+
+ private:
+  std::vector<float> mem_;  // every block's rows, or (spilled) a sub-batch of each
+  std::vector<const float*> out_;
+  SpillFile* spill_ = nullptr;
+  size_t rows_ = 0, hidden_ = 0, sub_ = 0, count_ = 0;
+};
+
 struct PrefillChunk {
-  std::vector<float> p;       // [rows, hidden]
-  std::vector<float> blocks;  // [block states, rows, hidden]
+  std::vector<float> p;  // [rows, hidden]
+  ChunkBlocks blocks;
   MoeChunkRows moe;
 
-  // Sizes the buffers for a chunk of `rows` tokens (grows only).
-  void reserve(const ModelConfig& config, size_t rows);
+  // Sizes the buffers for a chunk of `rows` tokens in sub-batches of
+  // `sub_batch` (grows only); spill as ChunkBlocks::begin.
+  void reserve(const ModelConfig& config, size_t rows, size_t sub_batch, SpillFile* spill);
   uint64_t bytes() const;
 };
 
 // Bytes a chunk carries per token: what the memory plan multiplies by the
-// chunk's tokens.
-uint64_t prefill_chunk_bytes_per_token(const ModelConfig& config);
+// chunk's tokens. With the block states spilled, the part that stays in
+// memory (what spilled_block_bytes_per_token leaves), plus the staged rows:
+// prefill_chunk_staging_bytes per sub-batch.
+uint64_t prefill_chunk_bytes_per_token(const ModelConfig& config, bool spilled = false);
+// The block states a token spills to the file (all of them: written once).
+uint64_t spilled_block_bytes_per_token(const ModelConfig& config);
+// Memory the spilled blocks' staging takes for sub-batches of `sub_batch` rows.
+uint64_t prefill_chunk_staging_bytes(const ModelConfig& config, uint64_t sub_batch);
 
 }  // namespace k3

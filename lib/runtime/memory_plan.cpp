@@ -195,7 +195,14 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
 
   // The layer-major prefill's chunk and what it carries per token.
   p.chunk = std::max(p.batch, req.chunk);
-  p.chunk_bytes = p.chunk > p.batch ? checked_mul(p.chunk, prefill_chunk_bytes_per_token(c), "the prefill chunk") : 0;
+  p.chunk_spilled = req.spill_chunk && p.chunk > p.batch;
+  p.chunk_bytes = p.chunk > p.batch
+                      ? checked_mul(p.chunk, prefill_chunk_bytes_per_token(c, p.chunk_spilled), "the prefill chunk")
+                      : 0;
+  if (p.chunk_spilled) {
+    p.chunk_bytes = checked_add(p.chunk_bytes, prefill_chunk_staging_bytes(c, p.batch), "the prefill chunk");
+    p.spill_file_bytes = checked_mul(p.chunk, spilled_block_bytes_per_token(c), "the prefill's spill file");
+  }
 
   p.io_bytes = 2 * (4u << 20) + req.tensor_count * 160 + (req.io_threads + req.compute_threads) * (8u << 20) / 8 +
                (48u << 20);  // program, libraries, allocator slack
@@ -305,7 +312,14 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
                   (unsigned long long)req.context, format_bytes(mla_cache_bytes).c_str());
   append_printf(o, "  activations       batch of %llu  %s\n", (unsigned long long)batch,
                 format_bytes(activation_bytes).c_str());
-  if (chunk_bytes > 0)
+  if (chunk_bytes > 0 && chunk_spilled)
+    append_printf(o,
+                  "  prefill chunk     %llu tokens x %s carried from layer to layer, %s of block states in a spill "
+                  "file beside the trunk (%s on disk, not memory) and %s of them staged  %s\n",
+                  (unsigned long long)chunk, format_bytes(prefill_chunk_bytes_per_token(c)).c_str(),
+                  format_bytes(spilled_block_bytes_per_token(c)).c_str(), format_bytes(spill_file_bytes).c_str(),
+                  plural(batch, "row").c_str(), format_bytes(chunk_bytes).c_str());
+  else if (chunk_bytes > 0)
     append_printf(o, "  prefill chunk     %llu tokens x %s carried from layer to layer  %s\n",
                   (unsigned long long)chunk, format_bytes(prefill_chunk_bytes_per_token(c)).c_str(),
                   format_bytes(chunk_bytes).c_str());

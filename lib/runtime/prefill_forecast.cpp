@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "io/aligned_buffer.h"
+#include "model/forward_scratch.h"
 
 namespace k3 {
 
@@ -24,6 +25,15 @@ PrefillReads forecast_prefill_reads(const ModelConfig& c, const MemoryPlan& plan
     const uint64_t passes = blocks_per_sub_batch ? (rows + batch - 1) / batch : 1;
     r.trunk_bytes +=
         static_cast<double>(times) * static_cast<double>(passes) * static_cast<double>(plan.streamed_read_bytes);
+    if (plan.chunk_spilled && rows > batch) {
+      // Layer i reads the blocks opened by then: i / block size + 1 of them.
+      const double row = static_cast<double>(rows) * static_cast<double>(c.hidden_size) * sizeof(float);
+      double opened = 0;
+      for (int i = 0; i < c.num_hidden_layers && c.attn_res_block_size > 0; ++i)
+        opened += static_cast<double>(i / c.attn_res_block_size + 1);
+      r.spill_written_bytes += static_cast<double>(times) * static_cast<double>(residual_block_count(c)) * row;
+      r.spill_read_bytes += static_cast<double>(times) * opened * row;
+    }
     if (E > 0)
       r.expert_bytes +=
           static_cast<double>(times) * L * E * (1.0 - std::pow(1.0 - k / E, static_cast<double>(rows))) * miss * expert;

@@ -7,7 +7,8 @@
 // assumes flat routing (each row's top-k independent and uniform over the
 // experts, the worst case for sharing: bench/pass_bytes_bench.cpp), so the
 // expert bytes are an upper bound. A forecast for --plan and the bench, not
-// a measurement: --stats-json counts what a run read.
+// a measurement: --stats-json counts what a run read. The spill file's reads
+// are counted in the total (they may come from the page cache).
 #pragma once
 
 #include <cstdint>
@@ -22,7 +23,12 @@ struct PrefillReads {
   uint64_t reads = 0;       // reads of the weights (chunks)
   double trunk_bytes = 0;   // streamed trunk, the prompt's embedding rows
   double expert_bytes = 0;  // routed experts not in the cache
-  double total() const { return trunk_bytes + expert_bytes; }
+  // A spilled chunk's block states (MemoryPlan::chunk_spilled): written once
+  // each, and read back by every layer from the one that opens them on (the
+  // head's read of the last row's blocks left out).
+  double spill_written_bytes = 0;
+  double spill_read_bytes = 0;
+  double total() const { return trunk_bytes + expert_bytes + spill_read_bytes; }
 };
 
 PrefillReads forecast_prefill_reads(const ModelConfig& config, const MemoryPlan& plan, uint64_t tokens);

@@ -73,6 +73,11 @@ struct RunRequest {
   // `batch`. A run asks for 0 (the context), halved before the batch while
   // the plan does not fit the memory available.
   uint64_t chunk = 0;
+  // The chunk's block states go to a spill file beside the trunk instead of
+  // memory (model/prefill_chunk.h): only a sub-batch of their rows is held.
+  // Chosen before the chunk is halved, where a packed trunk gives the file
+  // a place.
+  bool spill_chunk = false;
   uint64_t sequences = 1;  // decoded together: each holds its KDA state and MLA cache
   // KDA state copies kept to roll back verified rows (drafts per pass).
   uint64_t state_snapshots = 0;

@@ -75,7 +75,12 @@ static std::string prefill_plan_line(const ModelConfig& config, const MemoryPlan
          " prompt tokens; a prompt of " + std::to_string(tokens) + " tokens reads " +
          format_bytes(static_cast<uint64_t>(r.total())) + " in " + std::to_string(r.reads) +
          (r.reads == 1 ? " read" : " reads") + " (trunk " + format_bytes(static_cast<uint64_t>(r.trunk_bytes)) +
-         ", experts at most " + format_bytes(static_cast<uint64_t>(r.expert_bytes)) + ": a forecast)\n";
+         ", experts at most " + format_bytes(static_cast<uint64_t>(r.expert_bytes)) +
+         (plan.chunk_spilled
+              ? ", the spill file " + format_bytes(static_cast<uint64_t>(r.spill_read_bytes)) + " read back after " +
+                    format_bytes(static_cast<uint64_t>(r.spill_written_bytes)) + " written"
+              : std::string()) +
+         ": a forecast)\n";
 }
 
 uint64_t resolve_max_batch(const RunRequest& req) {
@@ -95,6 +100,7 @@ static PreparedStream plan_for(const ModelConfig& config, const Checkpoint& chec
   pr.batch = resolve_max_batch(req);
   const uint64_t forced = req.chunk ? req.chunk : prefill_chunk_override();
   pr.chunk = forced ? forced : req.context;
+  pr.spill_chunk = packed && (req.spill_chunk || prefill_spill_override());
   pr.block_bytes = packed ? resolve_block_bytes(req) : 0;
   pr.tensor_count = checkpoint.tensor_count();
   out.plan = plan_memory(config, out.layout, slot_bytes, pr);
@@ -190,8 +196,9 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
   resolve_budgets(req, &trunk_bytes, &cache_bytes);
   PreparedStream p = plan_for(config, checkpoint, req, trunk_bytes, cache_bytes, layout_for(config, checkpoint, req),
                               !req.trunk_dir.empty(), ExpertIndex(config, checkpoint).slot_bytes());
-  // Short of memory: fewer default drafts per pass, then fewer prompt
-  // tokens per weight read (the chunk, down to one batch), then smaller
+  // Short of memory: fewer default drafts per pass, then the chunk's block
+  // states to a spill file beside the trunk, then fewer prompt tokens per
+  // weight read (the chunk halved, down to one batch), then smaller
   // prefill batches (the output depends on none of them), down to one
   // token at a time.
   const uint64_t wanted_batch = p.plan.batch, wanted_chunk = p.plan.chunk, wanted_snapshots = req.state_snapshots;
@@ -199,8 +206,13 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
   while (!plan_fits(p.plan, avail) &&
          (p.plan.batch > 1 || (smaller.snapshots_optional && smaller.state_snapshots > 0))) {
     if (smaller.snapshots_optional && smaller.state_snapshots > 0) smaller.state_snapshots /= 2;
-    else if (p.plan.chunk > p.plan.batch) smaller.chunk = std::max(p.plan.batch, p.plan.chunk / 2);
-    else smaller.chunk = smaller.batch = p.plan.batch / 2;
+    else if (p.plan.chunk > p.plan.batch && !p.plan.chunk_spilled && !req.trunk_dir.empty()) smaller.spill_chunk = true;
+    else if (p.plan.chunk > p.plan.batch) {
+      // Half the chunk, in memory first: the file only where it buys a
+      // longer chunk than memory alone holds.
+      smaller.chunk = std::max(p.plan.batch, p.plan.chunk / 2);
+      smaller.spill_chunk = false;
+    } else smaller.chunk = smaller.batch = p.plan.batch / 2;
     p = plan_for(config, checkpoint, smaller, trunk_bytes, cache_bytes, std::move(p.layout), !req.trunk_dir.empty(),
                  p.plan.slot_bytes);
   }
@@ -215,6 +227,9 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
   if (smaller.state_snapshots < wanted_snapshots)
     log << tool_name() << ": speculation lowered from " << wanted_snapshots << " to " << smaller.state_snapshots
         << " drafts per pass to fit the memory available (each needs a rollback copy of the KDA state)\n";
+  if (p.plan.chunk_spilled && !prefill_spill_override())
+    log << tool_name() << ": prefill spills the block states of its chunk to a file beside the trunk ("
+        << format_bytes(p.plan.spill_file_bytes) << ", removed at exit) to fit the memory available\n";
   if (p.plan.chunk > p.plan.batch && p.plan.chunk < wanted_chunk)
     log << tool_name() << ": prefill reads the weights once per " << p.plan.chunk
         << " prompt tokens (not the whole context) to fit the memory available\n";
@@ -248,6 +263,13 @@ uint64_t prefill_chunk_override() {
   if (*end || errno || n == 0 || v[0] == '-' || n > (1ull << 24))
     throw Error(ExitCode::kUsage, std::string("K3_PREFILL_CHUNK: '") + v + "' is not a token count from 1 to 16777216");
   return n;
+}
+
+bool prefill_spill_override() {
+  const char* v = std::getenv("K3_PREFILL_SPILL");
+  if (!v || !*v || std::string(v) == "0") return false;
+  if (std::string(v) != "1") throw Error(ExitCode::kUsage, std::string("K3_PREFILL_SPILL: '") + v + "' is not 0 or 1");
+  return true;
 }
 
 }  // namespace k3

@@ -69,5 +69,9 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
 // --plan alike; the output does not depend on it, so tests compare runs at
 // several chunks bit for bit. 0: unset; a bad value is refused (kUsage).
 uint64_t prefill_chunk_override();
+// K3_PREFILL_SPILL=1 (test-only, CONTRIBUTING.md): spill the chunk's block
+// states (with a packed trunk) whether or not memory is short, so tests
+// compare spilled and unspilled runs bit for bit. Other values are refused.
+bool prefill_spill_override();
 
 }  // namespace k3

@@ -2,16 +2,22 @@
 // same logits, sequence state and layer taps, bit for bit, for every chunk
 // and sub-batch size; each layer's weights acquired once per chunk and each
 // routed expert requested at most once per chunk and layer; a stop inside a
-// layer puts the sequence back as it was before the prompt.
+// layer puts the sequence back as it was before the prompt. The same with
+// the chunk's block states in a spill file, which reads and writes exactly
+// what the layers need and leaves nothing in its directory.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <cstring>
+#include <filesystem>
 #include <map>
+#include <memory>
 #include <set>
 #include <vector>
 
 #include "common/error.h"
 #include "common/thread_pool.h"
+#include "io/spill_file.h"
 #include "model/forward_pass.h"
 #include "model/forwarding_weight_source.h"
 #include "model/prefill_chunk.h"
@@ -70,14 +76,21 @@ struct PrefillRun {
   std::map<std::pair<int, int64_t>, std::vector<float>> taps;
 };
 
+struct SpillCounts {
+  uint64_t written = 0, read = 0;
+};
+
+// spill_dir: the chunk's block states go to a spill file there; its counts
+// are left in *spilled.
 PrefillRun run(size_t max_batch, size_t chunk, const std::vector<int32_t>& ids, LogitRows rows, int threads = 2,
-               CountingSource* counting = nullptr) {
+               CountingSource* counting = nullptr, const std::string& spill_dir = "", SpillCounts* spilled = nullptr) {
   TinyModel& m = TinyModel::get();
   ThreadPool pool(threads);
   WeightSource& source = counting ? static_cast<WeightSource&>(*counting) : *m.weights;
   ForwardPass engine(m.config, source, pool);
   engine.set_max_batch(max_batch);
   engine.set_chunk(chunk);
+  if (!spill_dir.empty()) engine.set_spill(std::make_unique<SpillFile>(spill_dir));
   RecordingTap tap;
   tap.hidden = static_cast<size_t>(m.config.hidden_size);
   engine.set_layer_tap(&tap);
@@ -87,6 +100,7 @@ PrefillRun run(size_t max_batch, size_t chunk, const std::vector<int32_t>& ids, 
   r.logits.resize((rows == LogitRows::kAll ? ids.size() : 1) * vocab);
   engine.forward(r.state, ids, rows, r.logits.data());
   r.taps = std::move(tap.rows_);
+  if (spilled && engine.spill()) *spilled = {engine.spill()->bytes_written(), engine.spill()->bytes_read()};
   return r;
 }
 
@@ -210,6 +224,105 @@ TEST(PrefillChunk, StopInsideALayerRestoresTheSequence) {
   EXPECT_TRUE(same_floats(want.logits, logits));
 }
 
+// A directory for spill files, removed at the end of the test.
+class SpillDir {
+ public:
+  SpillDir() {
+    char tmpl[] = "/tmp/k3-spill-test-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+  }
+  ~SpillDir() { std::filesystem::remove_all(dir_); }
+  std::string path() const { return dir_.string(); }
+  size_t entries() const {
+    size_t n = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir_)) ++n;
+    return n;
+  }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+// What the spill file sees for a prompt of `tokens` in chunks of `chunk`
+// with sub-batches of `batch`, written out: a chunk longer than the batch
+// writes each block state of its rows once, when the block opens, and layer
+// i reads the rows of the i / block_size + 1 blocks opened by then; the head
+// reads every block for the rows it computes logits of (all of them, or the
+// last row of the prompt).
+SpillCounts spill_formula(const ModelConfig& c, size_t tokens, size_t batch, size_t chunk, LogitRows rows) {
+  const uint64_t row = static_cast<uint64_t>(c.hidden_size) * 4;
+  const uint64_t L = c.num_hidden_layers, size = c.attn_res_block_size, blocks = (L + size - 1) / size;
+  const size_t per = std::max(chunk, batch);
+  SpillCounts want;
+  for (size_t begin = 0; begin < tokens; begin += per) {
+    const uint64_t r = std::min(per, tokens - begin);
+    if (r <= batch) continue;  // a batch: no chunk, nothing spilled
+    want.written += blocks * r * row;
+    for (uint64_t i = 0; i < L; ++i) want.read += (i / size + 1) * r * row;
+    const bool last = begin + r == tokens;
+    if (rows == LogitRows::kAll) want.read += blocks * r * row;
+    else if (rows == LogitRows::kLast && last) want.read += blocks * row;
+  }
+  return want;
+}
+
+TEST(PrefillChunk, SpilledBlockStatesBitIdentical) {
+  const ModelConfig& c = TinyModel::get().config;
+  ASSERT_GT(c.num_hidden_layers, c.attn_res_block_size) << "the tiny model must open several blocks";
+  const std::vector<int32_t> ids = prompt(75);
+  const PrefillRun want = run(256, 0, ids, LogitRows::kAll);
+  const PrefillRun want_last = run(256, 0, ids, LogitRows::kLast);
+  SpillDir dir;
+  for (size_t max_batch : {1, 3, 8}) {
+    for (size_t chunk : {4, 9, 16, 75, 200}) {
+      const std::string what = "spilled, batch " + std::to_string(max_batch) + ", chunk " + std::to_string(chunk);
+      SpillCounts counts;
+      const PrefillRun got =
+          run(max_batch, chunk, ids, LogitRows::kAll, max_batch == 3 ? 3 : 1, nullptr, dir.path(), &counts);
+      EXPECT_TRUE(same_floats(want.logits, got.logits)) << what << ": logits of every row";
+      expect_same_state(want.state, got.state, what);
+      EXPECT_TRUE(want.taps == got.taps) << what << ": layer taps";
+      const SpillCounts all = spill_formula(c, ids.size(), max_batch, chunk, LogitRows::kAll);
+      EXPECT_EQ(counts.written, all.written) << what;
+      EXPECT_EQ(counts.read, all.read) << what;
+      const PrefillRun last = run(max_batch, chunk, ids, LogitRows::kLast, 1, nullptr, dir.path(), &counts);
+      EXPECT_TRUE(same_floats(want_last.logits, last.logits)) << what << ": logits of the last row";
+      EXPECT_EQ(counts.read, spill_formula(c, ids.size(), max_batch, chunk, LogitRows::kLast).read) << what;
+      EXPECT_EQ(dir.entries(), 0u) << what << ": the spill file is unlinked as soon as it is made";
+    }
+  }
+}
+
+TEST(SpillFile, LeavesNothingAndNamesItsDirectory) {
+  SpillDir dir;
+  {
+    SpillFile f(dir.path());
+    EXPECT_EQ(dir.entries(), 0u) << "only the descriptor holds the file";
+    const std::vector<char> data(10000, 'x');
+    f.write(4096, data.data(), data.size());
+    std::vector<char> back(data.size());
+    f.read(4096, back.data(), back.size());
+    EXPECT_EQ(back, data);
+    EXPECT_EQ(f.bytes_written(), 10000u);
+    EXPECT_EQ(f.bytes_read(), 10000u);
+    try {  // past what was written: an error, not zeros or garbage
+      f.read(14000, back.data(), back.size());
+      FAIL() << "a read past the end returned";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kIo);
+      EXPECT_NE(std::string(e.what()).find(dir.path()), std::string::npos) << e.what();
+    }
+  }
+  try {
+    SpillFile missing(dir.path() + "/no-such-dir");
+    FAIL() << "a spill file was made in a missing directory";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kIo);
+    EXPECT_NE(std::string(e.what()).find("no-such-dir"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(dir.entries(), 0u);
+}
+
 TEST(PrefillChunk, CarriedBytesPerToken) {
   const ModelConfig& c = TinyModel::get().config;
   const uint64_t hidden = c.hidden_size, k = c.num_experts_per_token, latent = c.routed_expert_hidden_size;
@@ -218,8 +331,17 @@ TEST(PrefillChunk, CarriedBytesPerToken) {
   const uint64_t want = (blocks + 1) * hidden * 4 + k * (4 + 4 + 8) + 4 * (latent + hidden + k * latent);
   EXPECT_EQ(prefill_chunk_bytes_per_token(c), want);
   PrefillChunk chunk;
-  chunk.reserve(c, 100);
+  chunk.reserve(c, 100, 8, nullptr);
   EXPECT_EQ(chunk.bytes(), 100 * want + (c.num_experts + 1) * 8);
+  // Spilled: the block states leave memory but for 8 staged rows of each.
+  const uint64_t block_states = blocks * hidden * 4;
+  EXPECT_EQ(spilled_block_bytes_per_token(c), block_states);
+  EXPECT_EQ(prefill_chunk_bytes_per_token(c, true), want - block_states);
+  SpillDir dir;
+  SpillFile file(dir.path());
+  PrefillChunk spilled;
+  spilled.reserve(c, 100, 8, &file);
+  EXPECT_EQ(spilled.bytes(), 100 * (want - block_states) + 8 * block_states + (c.num_experts + 1) * 8);
 }
 
 }  // namespace

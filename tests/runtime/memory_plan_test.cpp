@@ -356,4 +356,22 @@ TEST(MemoryPlan, PrefillChunkCarriedStateCounted) {
   EXPECT_EQ(chunked.chunk_bytes, 1000u * (1280 + 64 + 896));
   EXPECT_EQ(chunked.peak_rss, batches.peak_rss + chunked.chunk_bytes);
   EXPECT_NE(chunked.describe(layout, c, req).find("prefill chunk     1000 tokens"), std::string::npos);
+  EXPECT_FALSE(chunked.chunk_spilled);
+  EXPECT_EQ(chunked.spill_file_bytes, 0u);
+
+  // Spilled: the 4 block states (1024 bytes a token) go to the file; memory
+  // keeps p and the MoE rows per token, and 16 staged rows of each block.
+  req.spill_chunk = true;
+  const MemoryPlan spilled = plan_memory(c, layout, 12288, req);
+  EXPECT_TRUE(spilled.chunk_spilled);
+  EXPECT_EQ(spilled.spill_file_bytes, 1000u * 1024);
+  EXPECT_EQ(spilled.chunk_bytes, 1000u * (256 + 64 + 896) + 16u * 1024);
+  EXPECT_EQ(spilled.peak_rss, batches.peak_rss + spilled.chunk_bytes);
+  EXPECT_NE(spilled.describe(layout, c, req).find("in a spill file beside the trunk"), std::string::npos);
+  // No chunk beyond the batch: nothing to spill.
+  req.chunk = 0;
+  const MemoryPlan none = plan_memory(c, layout, 12288, req);
+  EXPECT_FALSE(none.chunk_spilled);
+  EXPECT_EQ(none.spill_file_bytes, 0u);
+  EXPECT_EQ(none.peak_rss, batches.peak_rss);
 }

@@ -37,10 +37,15 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--probe-file", opt.probe_file,
                  "measure this file instead of the largest file in the model and trunk directories");
-  app.add_flag("--no-probe", no_probe, "skip the bandwidth measurement (the forecast then assumes 2 GB/s)");
+  app.add_flag("--no-probe", no_probe,
+               "skip the bandwidth and CPU measurements (the forecasts then assume 2 GB/s and 50 GFLOP/s a core)");
   app.add_option("--hit-rate", hit_rate,
                  "expert cache hit rate (0..1) for the forecast; default: the cache's share of all experts")
       ->check(k3::cli::in_range(0.0, 1.0));
+  app.add_option("--prompt-tokens", opt.prompt_tokens,
+                 "prompt length for the time-to-first-token forecast (an agent's system prompt and tools)")
+      ->check(k3::cli::in_range(1, 1 << 24))
+      ->capture_default_str();
   app.add_option("--draft", opt.draft_dir,
                  "a Kimi-K3-DSpark draft directory: recommend the preset that fits with the draft counted, as "
                  "k3-forward --draft --preset auto chooses (exit 3 when it does not fit the model)")

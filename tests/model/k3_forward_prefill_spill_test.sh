@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The prefill's spill file end to end (k3-forward over the tiny model, a
+# 600-id prompt): with the chunk's block states in a file beside the trunk
+# (K3_PREFILL_SPILL=1) the generated ids, the --logits file and the
+# --state-out file are bit-identical to the unspilled 256-row batches at
+# several chunks, streamed whole or in row blocks, with --draft; the plan
+# says where they go, and spills by itself where memory is short; --stats-json counts exactly what the file took and gave
+# back; nothing is left beside the trunk; a write the disk refuses is exit 5,
+# and leaves nothing behind either.
+set -uo pipefail
+source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
+FWD="$BIN/k3-forward"
+DRAFT=${K3_TEST_DATA:?}/k3-tiny-dspark
+"$BIN/k3-pack" "$TINY" "$work/trunk" 2> "$work/pack.err" || { cat "$work/pack.err"; exit 1; }
+awk 'BEGIN { for (i = 0; i < 600; ++i) printf "%d ", (i * 7919 + 13) % 8192; print "" }' > "$work/ids.txt"
+STREAM=(--trunk "$work/trunk" --trunk-gb 0 --cache-gb 0)
+ls -A "$work/trunk" > "$work/trunk-before.txt"
+
+run() {  # run NAME CHUNK SPILL FLAGS...: K3_PREFILL_CHUNK=CHUNK, K3_PREFILL_SPILL=SPILL
+  local name=$1 chunk=$2 spill=$3; shift 3
+  K3_PREFILL_CHUNK=$chunk K3_PREFILL_SPILL=$spill "$FWD" "$TINY" --ids "$work/ids.txt" --ctx 700 --gen 4 \
+    --logits "$work/$name.logits" --state-out "$work/$name.state" "$@" > "$work/$name.out" 2> "$work/$name.err"
+  check "$name: exit" 0 "$?"
+}
+same() {  # same NAME REFERENCE
+  for f in out logits state; do
+    holds "$1: $f identical to $2" "cmp -s '$work/$1.$f' '$work/$2.$f'"
+  done
+}
+json() {  # json NAME KEY.SUBKEY
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); k=sys.argv[2].split('.'); print(d[k[0]].get(k[1], 'absent'))" \
+    "$work/$1.json" "$2"
+}
+
+run batches 256 0 "${STREAM[@]}" --stats-json "$work/batches.json"
+check "unspilled: no spill counts" absent "$(json batches prefill.spill_written_bytes)"
+for chunk in 300 600; do
+  run "spill$chunk" "$chunk" 1 "${STREAM[@]}" --stats-json "$work/spill$chunk.json"
+  same "spill$chunk" batches
+done
+run spill-plan "" 1 "${STREAM[@]}" --threads 2
+same spill-plan batches
+contains "the plan says where the block states go" "in a spill file beside the trunk" "$(cat "$work/spill-plan.err")"
+contains "the prefill line forecasts the spill file's reads" "the spill file" "$(grep 'prefill: one read' "$work/spill-plan.err")"
+
+# What the file took and gave back, written out for the tiny model (hidden
+# 64, 13 layers, a block every 4): each of the 4 blocks' 600 rows of 64
+# floats written once; layer i reads the i / 4 + 1 blocks opened by then
+# (1+1+1+1 + 2+2+2+2 + 3+3+3+3 + 4 = 28 block reads of 600 rows); the head
+# reads all 4 blocks of every row (--logits: every position's logits).
+row=$((64 * 4))
+check "spill 600: bytes written" $((4 * 600 * row)) "$(json spill600 prefill.spill_written_bytes)"
+check "spill 600: bytes read" $((28 * 600 * row + 4 * 600 * row)) "$(json spill600 prefill.spill_read_bytes)"
+# Chunk 300: two chunks of 300 rows, the same bytes in all.
+check "spill 300: bytes written" $((2 * 4 * 300 * row)) "$(json spill300 prefill.spill_written_bytes)"
+check "spill 300: bytes read" $((2 * (28 + 4) * 300 * row)) "$(json spill300 prefill.spill_read_bytes)"
+# Without --logits the head reads the blocks of the prompt's last row only.
+K3_PREFILL_CHUNK=600 K3_PREFILL_SPILL=1 "$FWD" "$TINY" --ids "$work/ids.txt" --ctx 700 --gen 4 "${STREAM[@]}" \
+  --stats-json "$work/last.json" > "$work/last.out" 2> "$work/last.err"
+check "last row: exit" 0 "$?"
+holds "last row: ids identical" "cmp -s '$work/last.out' '$work/batches.out'"
+check "last row: bytes read" $((28 * 600 * row + 4 * row)) "$(json last prefill.spill_read_bytes)"
+
+run spill-draft 600 1 "${STREAM[@]}" --draft "$DRAFT"
+run draft-batches 256 0 "${STREAM[@]}" --draft "$DRAFT"
+same spill-draft draft-batches
+run spill-blocks 600 1 "${STREAM[@]}" --block-mb 0.01
+same spill-blocks batches
+
+# The plan spills by itself where the chunk fits only without its block
+# states: the unspilled plan for 4096 positions, its forecast less 1 MB as the
+# 90% limit (4096 tokens x 4 blocks x 256 bytes = 4.2 MB go to the file).
+peak_of() {  # peak_of FILE: the forecast peak RSS of a --plan's stderr, in bytes
+  awk '/forecast peak RSS/ { u = $5 == "GB" ? 1e9 : $5 == "MB" ? 1e6 : 1e3; printf "%.0f\n", $4 * u }' "$1"
+}
+"$FWD" "$TINY" "${STREAM[@]}" --plan --ctx 4096 < /dev/null > /dev/null 2> "$work/roomy.err"
+peak=$(peak_of "$work/roomy.err")
+holds "roomy plan: nothing spilled" "! grep -q 'spill' '$work/roomy.err'"
+avail=$(( (peak - 1000000) * 10 / 9 ))
+K3_AVAILABLE_MEMORY=$avail "$FWD" "$TINY" "${STREAM[@]}" --plan --ctx 4096 < /dev/null > /dev/null 2> "$work/tight.err"
+check "tight plan: fits" 0 "$?"
+contains "tight plan: says it spills" "prefill spills the block states of its chunk to a file beside the trunk" \
+  "$(cat "$work/tight.err")"
+contains "tight plan: the whole context in one chunk" "prefill chunk     4096 tokens" "$(cat "$work/tight.err")"
+K3_AVAILABLE_MEMORY=$avail "$FWD" "$TINY" --ids "$work/ids.txt" --ctx 4096 --gen 4 "${STREAM[@]}" \
+  --stats-json "$work/tight.json" > "$work/tight.out" 2> "$work/tight-run.err"
+check "tight run: exit" 0 "$?"
+holds "tight run: ids identical" "cmp -s '$work/tight.out' '$work/batches.out'"
+check "tight run: the file took the block states" $((4 * 600 * row)) "$(json tight prefill.spill_written_bytes)"
+
+check "nothing left beside the trunk" "$(cat "$work/trunk-before.txt")" "$(ls -A "$work/trunk")"
+
+# A write the disk refuses (a file size limit, as a full disk: the write
+# fails) ends the run with exit 5, a line naming the spill file, and nothing
+# beside the trunk.
+# stderr goes through a pipe to a process without the limit.
+(
+  trap '' XFSZ
+  ulimit -f 1
+  exec env K3_PREFILL_CHUNK=600 K3_PREFILL_SPILL=1 "$FWD" "$TINY" --ids "$work/ids.txt" --ctx 700 --gen 4 \
+    "${STREAM[@]}"
+) 2>&1 > "$work/full.out" | cat > "$work/full.err"
+check "refused write: exit" 5 "${PIPESTATUS[0]}"
+contains "refused write: names the spill file" "the prefill's spill file: cannot write" "$(tail -n 1 "$work/full.err")"
+contains "refused write: names the directory" "$work/trunk" "$(tail -n 1 "$work/full.err")"
+check "refused write: no ids" 0 "$(stat -c %s "$work/full.out")"
+check "refused write: nothing left beside the trunk" "$(cat "$work/trunk-before.txt")" "$(ls -A "$work/trunk")"
+
+bad "a spill switch that is not 0 or 1" 2 "K3_PREFILL_SPILL" -- env K3_PREFILL_SPILL=yes "$FWD" "$TINY" \
+  --ids "$work/ids.txt" "${STREAM[@]}"
+finish k3_forward_prefill_spill_test

@@ -1,0 +1,65 @@
+// What runtime/prefill_forecast.h forecasts a prompt reads, against its
+// formula written out here for the tiny config and a plan built by hand:
+// the streamed trunk once per chunk (once per sub-batch in row blocks), the
+// embedding rows, the experts under flat routing, and a spilled chunk's
+// block states written once and read back by every layer.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "model/config.h"
+#include "runtime/memory_plan.h"
+#include "runtime/prefill_forecast.h"
+
+namespace k3 {
+namespace {
+
+const std::string kTiny = std::string(K3_TEST_DATA) + "/k3-tiny";
+
+MemoryPlan hand_plan() {
+  MemoryPlan p;
+  p.batch = 16;
+  p.chunk = 100;
+  p.streamed_read_bytes = 1'000'000;
+  p.slot_bytes = 4096 + 12288;  // one aligned read of 12,288 bytes
+  p.cache_slots = 0;
+  return p;
+}
+
+TEST(PrefillForecast, ChunksTrunkAndExperts) {
+  const ModelConfig c = load_model_config(kTiny);
+  const MemoryPlan p = hand_plan();
+  const PrefillReads r = forecast_prefill_reads(c, p, 250);  // chunks of 100, 100, 50
+  EXPECT_EQ(r.tokens, 250u);
+  EXPECT_EQ(r.reads, 3u);
+  const double L = c.num_hidden_layers - c.first_k_dense_replace, E = c.num_experts, k = c.num_experts_per_token;
+  EXPECT_DOUBLE_EQ(r.trunk_bytes, 3 * 1e6 + 250.0 * c.hidden_size * 2);
+  const double union100 = E * (1 - std::pow(1 - k / E, 100)), union50 = E * (1 - std::pow(1 - k / E, 50));
+  EXPECT_NEAR(r.expert_bytes, L * (2 * union100 + union50) * 12288, 1e-6 * r.expert_bytes);
+  EXPECT_EQ(r.spill_written_bytes, 0);
+  EXPECT_EQ(r.spill_read_bytes, 0);
+  EXPECT_DOUBLE_EQ(r.total(), r.trunk_bytes + r.expert_bytes);
+}
+
+TEST(PrefillForecast, SpilledChunkBlockStates) {
+  const ModelConfig c = load_model_config(kTiny);
+  ASSERT_EQ(c.hidden_size, 64);
+  ASSERT_EQ(c.num_hidden_layers, 13);
+  ASSERT_EQ(c.attn_res_block_size, 4);
+  MemoryPlan p = hand_plan();
+  p.chunk_spilled = true;
+  const PrefillReads r = forecast_prefill_reads(c, p, 250);
+  // Chunks of 100 and 100 spill; the last 50 too (more than a batch of 16).
+  // A row of a block state is 64 floats = 256 bytes; 4 blocks are written;
+  // layers 0-3 read 1 block, 4-7 two, 8-11 three, 12 four: 28 block reads.
+  EXPECT_DOUBLE_EQ(r.spill_written_bytes, 250.0 * 4 * 256);
+  EXPECT_DOUBLE_EQ(r.spill_read_bytes, 250.0 * 28 * 256);
+  EXPECT_DOUBLE_EQ(r.total(), r.trunk_bytes + r.expert_bytes + r.spill_read_bytes);
+  // A last piece no longer than a batch runs as a batch: nothing spilled.
+  const PrefillReads tail = forecast_prefill_reads(c, p, 210);  // 100, 100, 10
+  EXPECT_DOUBLE_EQ(tail.spill_written_bytes, 200.0 * 4 * 256);
+}
+
+}  // namespace
+}  // namespace k3
