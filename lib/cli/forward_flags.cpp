@@ -26,9 +26,10 @@ void ForwardFlags::add_run_flags(CLI::App& app) {
   app.add_option("--logits", logits_file,
                  "Write the logits of every evaluated position to FILE (safetensors, tensor "
                  "'logits' F32 [positions, vocab]; written atomically)");
-  app.add_option("--gpu", gpu,
-                 "Run the matrix products of a long prompt's chunks on Vulkan device INDEX (0 when none is given; k3-doctor "
-                 "lists them), with the CPU's bits; decode stays on the CPU")
+  app.add_option(
+         "--gpu", gpu,
+         "Run the matrix products of a long prompt's chunks on Vulkan device INDEX (0 when none is given; k3-doctor "
+         "lists them), with the CPU's bits; decode stays on the CPU")
       ->expected(0, 1)
       ->default_str("0")
       ->check(cli::non_negative());
