@@ -6,7 +6,6 @@
 // and 2 threads: GB/s of BF16 out per core (thread CPU time) and in total
 // (wall). Reads at most the first 8 MiB of each tensor (every kind is
 // sampled, the head included), 1 GiB in all.
-#include <time.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -23,15 +22,10 @@
 #include "common/tool_main.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
+#include "platform/thread_cpu_time.h"
 #include "trunk/codec.h"
 
 namespace {
-double thread_cpu() {
-  timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
 std::string kind_of(const std::string& name) {
   auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
   if (has("embed_tokens")) return "embedding";
@@ -97,14 +91,14 @@ int main(int argc, char** argv) {
         pool.emplace_back([&, t] {
           TrunkBlockDecoder dec;
           std::vector<uint8_t> out(kTrunkBlockBytes);
-          const double c0 = thread_cpu();
+          const double c0 = k3::thread_cpu_seconds();
           for (int rep = 0; rep < 3; ++rep)
             for (size_t i = t; i < blocks.size(); i += threads)
               if (!dec.decode(blocks[i].stored.data(), blocks[i].stored.size(), out.data(), blocks[i].raw,
                               blocks[i].xxh3)
                        .empty())
                 std::abort();
-          cpu[t] = thread_cpu() - c0;
+          cpu[t] = k3::thread_cpu_seconds() - c0;
         });
       for (auto& th : pool) th.join();
       const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -1,6 +1,5 @@
 #include "doctor/decode_probe.h"
 
-#include <time.h>
 #include <xxhash.h>
 
 #include <cmath>
@@ -9,17 +8,10 @@
 #include <vector>
 
 #include "common/error.h"
+#include "platform/thread_cpu_time.h"
 #include "trunk/codec.h"
 
 namespace k3::doctor {
-
-namespace {
-double thread_cpu_seconds() {
-  timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return t.tv_sec + t.tv_nsec * 1e-9;
-}
-}  // namespace
 
 DecodeProbe probe_decode(double seconds) {
   constexpr size_t kBlocks = 32;

@@ -1,22 +1,13 @@
 #include "doctor/prefill_probe.h"
 
-#include <time.h>
-
 #include <cstring>
 #include <random>
 #include <vector>
 
 #include "kernels/matmul.h"
+#include "platform/thread_cpu_time.h"
 
 namespace k3::doctor {
-
-namespace {
-double thread_cpu_seconds() {
-  timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return t.tv_sec + t.tv_nsec * 1e-9;
-}
-}  // namespace
 
 PrefillProbe probe_prefill(double seconds) {
   constexpr size_t kRows = 1024, kCols = 4096, kTokens = 64;

@@ -11,21 +11,6 @@ namespace k3::serve {
 
 namespace {
 
-const JsonValue& member(const JsonValue& obj, const char* key) {
-  static const JsonValue null;
-  const JsonValue* v = obj.find(key);
-  return v ? *v : null;
-}
-
-std::string text_of(const JsonValue& v) { return v.is_string() ? v.text : ""; }
-
-JsonValue output_text(const std::string& text) {
-  return JsonValue::object()
-      .set("type", "output_text")
-      .set("text", JsonValue::string(text))
-      .set("annotations", JsonValue::array());
-}
-
 // The chat request's param in the Responses API's names.
 std::string responses_param(const std::string& param) {
   if (param == "max_tokens") return "max_output_tokens";
@@ -36,13 +21,13 @@ std::string responses_param(const std::string& param) {
 }  // namespace
 
 JsonValue response_from_chat(const JsonValue& chat, const std::string& previous_response_id, bool store) {
-  const std::string chat_id = text_of(member(chat, "id"));
+  const std::string chat_id = json_text(json_member(chat, "id"));
   const std::string id = chat_id.rfind("chatcmpl-", 0) == 0 ? chat_id.substr(9) : chat_id;
-  const JsonValue& choice = member(chat, "choices").items.at(0);
-  const JsonValue& message = member(choice, "message");
-  const bool cut = text_of(member(choice, "finish_reason")) == "length";
+  const JsonValue& choice = json_member(chat, "choices").items.at(0);
+  const JsonValue& message = json_member(choice, "message");
+  const bool cut = json_text(json_member(choice, "finish_reason")) == "length";
   JsonValue output = JsonValue::array();
-  if (const std::string reasoning = text_of(member(message, "reasoning_content")); !reasoning.empty())
+  if (const std::string reasoning = json_text(json_member(message, "reasoning_content")); !reasoning.empty())
     output.push(
         JsonValue::object()
             .set("type", "reasoning")
@@ -50,8 +35,8 @@ JsonValue response_from_chat(const JsonValue& chat, const std::string& previous_
             .set("summary",
                  JsonValue::array().push(
                      JsonValue::object().set("type", "summary_text").set("text", JsonValue::string(reasoning)))));
-  const JsonValue& calls = member(message, "tool_calls");
-  const std::string content = text_of(member(message, "content"));
+  const JsonValue& calls = json_member(message, "tool_calls");
+  const std::string content = json_text(json_member(message, "content"));
   if (!content.empty() || calls.items.empty())
     output.push(JsonValue::object()
                     .set("type", "message")
@@ -64,28 +49,28 @@ JsonValue response_from_chat(const JsonValue& chat, const std::string& previous_
     output.push(JsonValue::object()
                     .set("type", "function_call")
                     .set("id", JsonValue::string("fc_" + id + "_" + std::to_string(i)))
-                    .set("call_id", member(call, "id"))
-                    .set("name", member(member(call, "function"), "name"))
-                    .set("arguments", member(member(call, "function"), "arguments"))
+                    .set("call_id", json_member(call, "id"))
+                    .set("name", json_member(json_member(call, "function"), "name"))
+                    .set("arguments", json_member(json_member(call, "function"), "arguments"))
                     .set("status", "completed"));
   }
-  const JsonValue& u = member(chat, "usage");
-  const JsonValue& cached = member(member(u, "prompt_tokens_details"), "cached_tokens");
+  const JsonValue& u = json_member(chat, "usage");
+  const JsonValue& cached = json_member(json_member(u, "prompt_tokens_details"), "cached_tokens");
   JsonValue usage = JsonValue::object()
-                        .set("input_tokens", member(u, "prompt_tokens"))
+                        .set("input_tokens", json_member(u, "prompt_tokens"))
                         .set("input_tokens_details", JsonValue::object().set("cached_tokens", cached))
-                        .set("output_tokens", member(u, "completion_tokens"))
+                        .set("output_tokens", json_member(u, "completion_tokens"))
                         .set("output_tokens_details", JsonValue::object().set("reasoning_tokens", 0))
-                        .set("total_tokens", member(u, "total_tokens"));
+                        .set("total_tokens", json_member(u, "total_tokens"));
   JsonValue out =
       JsonValue::object()
           .set("id", JsonValue::string("resp_" + id))
           .set("object", "response")
-          .set("created_at", member(chat, "created"))
+          .set("created_at", json_member(chat, "created"))
           .set("status", cut ? "incomplete" : "completed")
           .set("error", JsonValue())
           .set("incomplete_details", cut ? JsonValue::object().set("reason", "max_output_tokens") : JsonValue())
-          .set("model", member(chat, "model"))
+          .set("model", json_member(chat, "model"))
           .set("output", std::move(output))
           .set("parallel_tool_calls", true)
           .set("previous_response_id",
@@ -100,14 +85,14 @@ namespace {
 // The chat reply kept for a later previous_response_id (store, the default).
 void keep_reply(ResponseStore& store, const ResponsesRequest& r, const JsonValue& chat, const JsonValue& response) {
   if (!r.store) return;
-  const JsonValue& message = member(member(chat, "choices").items.at(0), "message");
+  const JsonValue& message = json_member(json_member(chat, "choices").items.at(0), "message");
   JsonValue reply = JsonValue::object().set("role", "assistant");
-  reply.set("content", JsonValue::string(text_of(member(message, "content"))));
+  reply.set("content", JsonValue::string(json_text(json_member(message, "content"))));
   if (const JsonValue* reasoning = message.find("reasoning_content")) reply.set("reasoning_content", *reasoning);
   if (const JsonValue* calls = message.find("tool_calls")) reply.set("tool_calls", *calls);
   JsonValue conversation = r.messages;
   conversation.push(std::move(reply));
-  store.keep(text_of(member(response, "id")), std::move(conversation));
+  store.keep(json_text(json_member(response, "id")), std::move(conversation));
 }
 
 // Runs the chat request; a refusal in the Responses API's names.

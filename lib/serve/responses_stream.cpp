@@ -6,15 +6,13 @@
 
 namespace k3::serve {
 
-namespace {
-
-const JsonValue& member(const JsonValue& obj, const char* key) {
+const JsonValue& json_member(const JsonValue& obj, const char* key) {
   static const JsonValue null;
   const JsonValue* v = obj.find(key);
   return v ? *v : null;
 }
 
-std::string text_of(const JsonValue& v) { return v.is_string() ? v.text : ""; }
+std::string json_text(const JsonValue& v) { return v.is_string() ? v.text : ""; }
 
 JsonValue output_text(const std::string& text) {
   return JsonValue::object()
@@ -22,6 +20,8 @@ JsonValue output_text(const std::string& text) {
       .set("text", JsonValue::string(text))
       .set("annotations", JsonValue::array());
 }
+
+namespace {
 
 JsonValue summary_text(const std::string& text) {
   return JsonValue::object().set("type", "summary_text").set("text", JsonValue::string(text));
@@ -40,7 +40,7 @@ JsonValue ResponsesStream::at() const {
 }
 
 std::string ResponsesStream::open_item(JsonValue item) {
-  open_id_ = text_of(member(item, "id"));
+  open_id_ = json_text(json_member(item, "id"));
   const int64_t index = items_++;
   return event("response.output_item.added", JsonValue::object().set("output_index", index).set("item", item));
 }
@@ -70,31 +70,31 @@ std::string ResponsesStream::on_chunk(const JsonValue& chunk) {
   if (const JsonValue* e = chunk.find("error")) {
     failed_ = ended_ = true;
     return event("error", JsonValue::object()
-                              .set("code", member(*e, "code"))
-                              .set("message", member(*e, "message"))
-                              .set("param", member(*e, "param")));
+                              .set("code", json_member(*e, "code"))
+                              .set("message", json_member(*e, "message"))
+                              .set("param", json_member(*e, "param")));
   }
   if (!started_) {
     started_ = true;
     first_ = chunk;
-    const std::string chat_id = text_of(member(chunk, "id"));
+    const std::string chat_id = json_text(json_member(chunk, "id"));
     id_ = chat_id.rfind("chatcmpl-", 0) == 0 ? chat_id.substr(9) : chat_id;
     JsonValue skeleton = JsonValue::object()
-                             .set("id", member(chunk, "id"))
-                             .set("created", member(chunk, "created"))
-                             .set("model", member(chunk, "model"));
+                             .set("id", json_member(chunk, "id"))
+                             .set("created", json_member(chunk, "created"))
+                             .set("model", json_member(chunk, "model"));
     skeleton.set("choices", JsonValue::array().push(JsonValue::object().set("message", JsonValue::object())));
     JsonValue started = response_from_chat(skeleton, previous_response_id_, store_);
     started.set("status", "in_progress").set("output", JsonValue::array()).set("usage", JsonValue());
     out += event("response.created", JsonValue::object().set("response", started));
     out += event("response.in_progress", JsonValue::object().set("response", started));
   }
-  if (const JsonValue& u = member(chunk, "usage"); u.is_object()) usage_ = u;
-  const JsonValue& choices = member(chunk, "choices");
+  if (const JsonValue& u = json_member(chunk, "usage"); u.is_object()) usage_ = u;
+  const JsonValue& choices = json_member(chunk, "choices");
   if (choices.items.empty()) return out;
   const JsonValue& choice = choices.items[0];
-  const JsonValue& delta = member(choice, "delta");
-  if (const std::string r = text_of(member(delta, "reasoning_content")); !r.empty()) {
+  const JsonValue& delta = json_member(choice, "delta");
+  if (const std::string r = json_text(json_member(delta, "reasoning_content")); !r.empty()) {
     if (open_ != Open::kReasoning) {
       out += open_item(JsonValue::object()
                            .set("type", "reasoning")
@@ -108,7 +108,7 @@ std::string ResponsesStream::on_chunk(const JsonValue& chunk) {
     out += event("response.reasoning_summary_text.delta",
                  JsonValue(at()).set("summary_index", 0).set("delta", JsonValue::string(r)));
   }
-  if (const std::string c = text_of(member(delta, "content")); !c.empty()) {
+  if (const std::string c = json_text(json_member(delta, "content")); !c.empty()) {
     if (open_ != Open::kMessage) {
       out += close_reasoning();
       out += open_item(JsonValue::object()
@@ -125,13 +125,13 @@ std::string ResponsesStream::on_chunk(const JsonValue& chunk) {
     out +=
         event("response.output_text.delta", JsonValue(at()).set("content_index", 0).set("delta", JsonValue::string(c)));
   }
-  for (const JsonValue& call : member(delta, "tool_calls").items) {
+  for (const JsonValue& call : json_member(delta, "tool_calls").items) {
     JsonValue copy = JsonValue::object();
     for (size_t i = 0; i < call.keys.size(); ++i)
       if (call.keys[i] != "index") copy.set(call.keys[i], call.items[i]);  // "index": a chunk's, not the message's
     tool_calls_.push(std::move(copy));
   }
-  if (const std::string f = text_of(member(choice, "finish_reason")); !f.empty()) finish_reason_ = f;
+  if (const std::string f = json_text(json_member(choice, "finish_reason")); !f.empty()) finish_reason_ = f;
   return out;
 }
 
@@ -174,10 +174,10 @@ std::string ResponsesStream::finish() {
   if (!reasoning_.empty()) message.set("reasoning_content", JsonValue::string(reasoning_));
   if (!tool_calls_.items.empty()) message.set("tool_calls", tool_calls_);
   chat_ = JsonValue::object()
-              .set("id", member(first_, "id"))
+              .set("id", json_member(first_, "id"))
               .set("object", "chat.completion")
-              .set("created", member(first_, "created"))
-              .set("model", member(first_, "model"));
+              .set("created", json_member(first_, "created"))
+              .set("model", json_member(first_, "model"));
   chat_.set("choices", JsonValue::array().push(JsonValue::object()
                                                    .set("index", 0)
                                                    .set("message", message)
@@ -197,16 +197,18 @@ std::string ResponsesStream::finish() {
     out += event("response.content_part.added", JsonValue(at()).set("content_index", 0).set("part", output_text("")));
   }
   out += close_message();
-  for (const JsonValue& item : member(response, "output").items) {
-    if (text_of(member(item, "type")) != "function_call") continue;
+  for (const JsonValue& item : json_member(response, "output").items) {
+    if (json_text(json_member(item, "type")) != "function_call") continue;
     JsonValue added = item;
     added.set("status", "in_progress").set("arguments", "");
     out += open_item(added);
-    out += event("response.function_call_arguments.delta", JsonValue(at()).set("delta", member(item, "arguments")));
-    out += event("response.function_call_arguments.done", JsonValue(at()).set("arguments", member(item, "arguments")));
+    out +=
+        event("response.function_call_arguments.delta", JsonValue(at()).set("delta", json_member(item, "arguments")));
+    out += event("response.function_call_arguments.done",
+                 JsonValue(at()).set("arguments", json_member(item, "arguments")));
     out += event("response.output_item.done", JsonValue::object().set("output_index", items_ - 1).set("item", item));
   }
-  const bool done = text_of(member(response, "status")) == "completed";
+  const bool done = json_text(json_member(response, "status")) == "completed";
   out += event(done ? "response.completed" : "response.incomplete", JsonValue::object().set("response", response));
   return out;
 }

@@ -25,6 +25,15 @@
 
 namespace k3::serve {
 
+// Pieces of the Responses API's JSON that the stream and the whole reply
+// (responses_route.cpp) both read or build.
+// obj's member `key`; a null value where obj has none (or is not an object).
+const JsonValue& json_member(const JsonValue& obj, const char* key);
+// v's text where it is a string, else "".
+std::string json_text(const JsonValue& v);
+// A message's output_text content part.
+JsonValue output_text(const std::string& text);
+
 class ResponsesStream {
  public:
   ResponsesStream(std::string previous_response_id, bool store)

@@ -1,24 +1,17 @@
 #include "trunk/block_reader.h"
 
-#include <time.h>
-
 #include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
 
 #include "common/error.h"
+#include "platform/thread_cpu_time.h"
 #include "trunk/pack_command.h"
 
 namespace k3 {
 
 namespace {
-double thread_cpu_seconds() {
-  timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
 // Decoder state per I/O thread (zstd context and plane scratch).
 TrunkBlockDecoder& thread_decoder() {
   thread_local TrunkBlockDecoder decoder;

@@ -1,7 +1,5 @@
 #include "tokenize_command.h"
 
-#include <time.h>
-
 #include <chrono>
 #include <cstdio>
 #include <vector>
@@ -13,6 +11,7 @@
 #include "common/file.h"
 #include "model/config.h"
 #include "model/tokenizer_match.h"
+#include "platform/thread_cpu_time.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
 
@@ -21,13 +20,6 @@ namespace k3 {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// CPU time of this thread: on a busy machine wall time also counts waiting.
-double thread_cpu_seconds() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 std::string command_input(const TokenizeCommand& c) {
   if (c.have_text) return c.text;
