@@ -34,10 +34,8 @@ namespace {
 // Columns of a 32-column MXFP4 group in the CPU's order: evens, then odds.
 size_t mx_column(size_t g, size_t p) { return g * 32 + (p < 16 ? 2 * p : 2 * (p - 16) + 1); }
 
-// AVX2 and AVX-512 (8 and 16 lanes) multiply-add with FMA; the narrower
-// targets multiply, then add (two roundings; this file is compiled without
-// contraction, -std=c++20).
-float mul_add(float w, float x, float acc, size_t lanes) { return lanes >= 8 ? std::fma(w, x, acc) : acc + w * x; }
+// AVX2 and AVX-512 (8 and 16 lanes) multiply-add with FMA, one rounding.
+float mul_add(float w, float x, float acc) { return std::fma(w, x, acc); }
 
 float lane_sum(std::vector<float> acc) {
   for (size_t h = acc.size() / 2; h >= 1; h /= 2)
@@ -53,7 +51,7 @@ std::vector<float> bf16_in_order(const std::vector<uint16_t>& w, size_t rows, si
     for (size_t r = 0; r < rows; ++r) {
       std::vector<float> acc(lanes, 0.0f);
       for (size_t c = 0; c < cols; ++c)
-        acc[c % lanes] = mul_add(kernels::bf16_to_f32(w[r * cols + c]), x[t * cols + c], acc[c % lanes], lanes);
+        acc[c % lanes] = mul_add(kernels::bf16_to_f32(w[r * cols + c]), x[t * cols + c], acc[c % lanes]);
       y[t * rows + r] = lane_sum(acc);
     }
   return y;
@@ -70,7 +68,7 @@ std::vector<float> mxfp4_in_order(const std::vector<uint8_t>& packed, const std:
         for (size_t p = 0; p < 32; ++p) {
           const uint8_t b = packed[r * (cols / 2) + g * 16 + (p & 15)];
           const float wv = kernels::kMxfp4CodeValues[p < 16 ? b & 15 : b >> 4] * scale;
-          acc[p % lanes] = mul_add(wv, x[t * cols + mx_column(g, p)], acc[p % lanes], lanes);
+          acc[p % lanes] = mul_add(wv, x[t * cols + mx_column(g, p)], acc[p % lanes]);
         }
       }
       y[t * rows + r] = lane_sum(acc);
@@ -147,14 +145,23 @@ TEST(GpuMatmulOrder, ScalarOrderIsTheKernelsOnEveryTarget) {
   const auto packed = bytes(rng, rows * mx_cols / 2, 0, 255);
   const auto scales = bytes(rng, rows * mx_cols / 32, 112, 130);
   const auto xm = activations(rng, n * mx_cols, true);
+  size_t checked = 0;
   test::for_each_target([&] {
     const size_t lanes = kernels::kernel_target_lanes();
+    // The device runs the 8- and 16-lane orders only (GpuMatmul refuses the
+    // others). How a narrower target multiplies and adds depends on its
+    // compiler (clang contracts EMU128's MulAdd into an fma, g++ here does
+    // not), so those targets are not the shaders' contract.
+    if (lanes != 8 && lanes != 16) return;
+    ++checked;
     std::vector<float> y(n * rows), ym(n * rows);
     kernels::matmul_bf16(w.data(), rows, cols, x.data(), n, y.data(), nullptr);
     expect_bits_equal(bf16_in_order(w, rows, cols, x, n, lanes), y, "bf16");
     kernels::matmul_mxfp4(packed.data(), scales.data(), rows, mx_cols, xm.data(), n, ym.data(), nullptr);
     expect_bits_equal(mxfp4_in_order(packed, scales, rows, mx_cols, xm, n, lanes), ym, "mxfp4");
   });
+  // This machine runs AVX2 at least (CI's and the developers'): one order checked.
+  EXPECT_GE(checked, 1u);
 }
 
 TEST(GpuMatmul, LavapipeFmaIsNotFused) {
