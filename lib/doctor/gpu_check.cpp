@@ -1,4 +1,5 @@
-// A GPU is worth a line: k3 itself runs on the CPU, but a machine with one
+// A GPU is worth a line: k3 runs on the CPU and puts only a long prompt's
+// matrix products on a GPU (--gpu, the vulkan check), but a machine with one
 // (or a cluster of them) can serve the same checkpoint much faster with a GPU
 // engine (README "When you outgrow one machine").
 #include <filesystem>
@@ -36,7 +37,7 @@ void add_gpu_check(Report& r, const SystemRoot& root) {
         "k3 runs on the CPU and streams from disk; for more speed than the disk gives, see the README section "
         "\"When you outgrow one machine\"";
   } else {
-    k.summary = "GPU: " + found + "; k3 does not use it";
+    k.summary = "GPU: " + found + "; k3 uses it for a long prompt's matrix products with --gpu (Vulkan)";
     k.advice =
         "vLLM or SGLang can serve the same checkpoint directory on GPUs, much faster when the weights fit "
         "their memory: README \"When you outgrow one machine\"";
