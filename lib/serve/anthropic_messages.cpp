@@ -4,8 +4,8 @@
 #include <set>
 #include <string>
 
-#include "serve/anthropic_fields.h"
 #include "serve/api_error.h"
+#include "serve/request_fields.h"
 
 namespace k3::serve {
 

@@ -5,37 +5,13 @@
 #include <climits>
 
 #include "common/error.h"
-#include "serve/anthropic_fields.h"
 #include "serve/anthropic_messages.h"
 #include "serve/api_error.h"
+#include "serve/request_fields.h"
 
 namespace k3::serve {
 
 namespace {
-
-const JsonValue* present(const JsonValue& obj, const char* key) {
-  const JsonValue* v = obj.find(key);
-  return v && !v->is_null() ? v : nullptr;
-}
-
-bool is_number(const JsonValue& v) { return v.kind == JsonValue::Kind::kInt || v.kind == JsonValue::Kind::kFloat; }
-
-double number_of(const JsonValue& v) {
-  return v.kind == JsonValue::Kind::kInt ? std::strtod(v.text.c_str(), nullptr) : v.number;
-}
-
-int64_t integer_in(const JsonValue& v, const std::string& field, int64_t lo, int64_t hi) {
-  int64_t out = 0;
-  bool ok = false;
-  if (v.kind == JsonValue::Kind::kInt) {
-    auto [end, ec] = std::from_chars(v.text.data(), v.text.data() + v.text.size(), out);
-    ok = ec == std::errc() && end == v.text.data() + v.text.size() && out >= lo && out <= hi;
-  }
-  if (!ok)
-    refuse_field(field, "must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi) +
-                            (v.kind == JsonValue::Kind::kInt ? " (found " + v.text + ")" : found_kind(v)));
-  return out;
-}
 
 // K3's efforts are low, high and max: Anthropic's five levels fall onto them.
 std::string k3_effort(const std::string& effort) {

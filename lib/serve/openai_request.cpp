@@ -12,48 +12,16 @@
 #include "sampling/sampling_settings.h"
 #include "serve/api_error.h"
 #include "serve/json_build.h"
+#include "serve/request_fields.h"
 
 namespace k3::serve {
 
 namespace {
 
-[[noreturn]] void refuse(const std::string& field, const std::string& what) {
-  throw ApiError(400, field + ": " + what, field);
-}
-
-std::string found(const JsonValue& v) { return std::string(" (found ") + json_kind_name(v.kind) + ")"; }
-
-bool is_number(const JsonValue& v) { return v.kind == JsonValue::Kind::kInt || v.kind == JsonValue::Kind::kFloat; }
-
-double number_of(const JsonValue& v) {
-  return v.kind == JsonValue::Kind::kInt ? std::strtod(v.text.c_str(), nullptr) : v.number;
-}
-
-// An integer field within [lo, hi]; refuses floats with a fraction, too.
-int64_t integer_in(const JsonValue& v, const std::string& field, int64_t lo, int64_t hi) {
-  int64_t out = 0;
-  bool ok = false;
-  if (v.kind == JsonValue::Kind::kInt) {
-    auto [end, ec] = std::from_chars(v.text.data(), v.text.data() + v.text.size(), out);
-    ok = ec == std::errc() && end == v.text.data() + v.text.size() && out >= lo && out <= hi;
-  }
-  if (!ok) {
-    const std::string value = v.kind == JsonValue::Kind::kInt ? v.text : std::string();
-    refuse(field, "must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi) +
-                      (value.empty() ? found(v) : " (found " + value + ")"));
-  }
-  return out;
-}
-
-const JsonValue* present(const JsonValue& obj, const char* key) {
-  const JsonValue* v = obj.find(key);
-  return v && !v->is_null() ? v : nullptr;
-}
-
 bool bool_field(const JsonValue& obj, const char* key, bool fallback) {
   const JsonValue* v = present(obj, key);
   if (!v) return fallback;
-  if (!v->is_bool()) refuse(key, "must be true or false" + found(*v));
+  if (!v->is_bool()) refuse_field(key, "must be true or false" + found_kind(*v));
   return v->boolean;
 }
 
@@ -77,10 +45,10 @@ void read_sampling_settings(const JsonValue& body, SamplingParams& out) {
     const JsonValue* v = present(body, field.c_str());
     if (!v) return std::nullopt;
     const std::string rule = setting_rule(setting).rule;
-    if (!is_number(*v)) refuse(field, rule + found(*v));
+    if (!is_number(*v)) refuse_field(field, rule + found_kind(*v));
     const double x = number_of(*v);
     if (!setting_accepts(setting, x))
-      refuse(field, rule + " (found " + (v->kind == JsonValue::Kind::kInt ? v->text : json_number(x)) + ")");
+      refuse_field(field, rule + " (found " + (v->kind == JsonValue::Kind::kInt ? v->text : json_number(x)) + ")");
     return x;
   };
   for (const auto& [setting, target] : reals)
@@ -92,21 +60,21 @@ void read_sampling_settings(const JsonValue& body, SamplingParams& out) {
 // logit_bias {"ID": bias}: each key a token id (its range against the
 // vocabulary is prepare_job's to check), each bias within [-100, 100].
 void read_logit_bias(const JsonValue& v, SamplingParams& out) {
-  if (!v.is_object()) refuse("logit_bias", "must be an object of token ids to biases" + found(v));
+  if (!v.is_object()) refuse_field("logit_bias", "must be an object of token ids to biases" + found_kind(v));
   if (v.keys.size() > kMaxLogitBiases)
-    refuse("logit_bias",
-           "at most " + std::to_string(kMaxLogitBiases) + " ids (found " + std::to_string(v.keys.size()) + ")");
+    refuse_field("logit_bias",
+                 "at most " + std::to_string(kMaxLogitBiases) + " ids (found " + std::to_string(v.keys.size()) + ")");
   for (size_t i = 0; i < v.keys.size(); ++i) {
     const std::string& key = v.keys[i];
     const std::string field = "logit_bias." + key;
     int32_t id = -1;
     auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
     if (key.empty() || ec != std::errc() || end != key.data() + key.size() || id < 0)
-      refuse(field, "the key must be a token id (a non-negative integer)");
+      refuse_field(field, "the key must be a token id (a non-negative integer)");
     const JsonValue& b = v.items[i];
     if (!is_number(b) || !(number_of(b) >= kMinLogitBias && number_of(b) <= kMaxLogitBias))
-      refuse(field, "must be a number from -100 to 100" +
-                        (is_number(b) ? " (found " + json_number(number_of(b)) + ")" : found(b)));
+      refuse_field(field, "must be a number from -100 to 100" +
+                              (is_number(b) ? " (found " + json_number(number_of(b)) + ")" : found_kind(b)));
     out.logit_bias.push_back({id, static_cast<float>(number_of(b))});
   }
 }
@@ -116,14 +84,14 @@ void read_logit_bias(const JsonValue& v, SamplingParams& out) {
 void read_choice_fields(const JsonValue& body, ParsedRequest& out) {
   if (const JsonValue* n = present(body, "n")) out.n = static_cast<int>(integer_in(*n, "n", 1, kMaxChoices));
   if (const JsonValue* e = present(body, "echo"); e && !(e->is_bool() && !e->boolean))
-    refuse("echo", "is not supported");
+    refuse_field("echo", "is not supported");
   const JsonValue* lp = present(body, "logprobs");
   const JsonValue* top = present(body, "top_logprobs");
   if (out.endpoint == Endpoint::kChat) {
-    if (lp && !lp->is_bool()) refuse("logprobs", "must be true or false" + found(*lp));
+    if (lp && !lp->is_bool()) refuse_field("logprobs", "must be true or false" + found_kind(*lp));
     if (lp && lp->boolean) out.logprobs = 0;
     if (top) {
-      if (out.logprobs < 0) refuse("top_logprobs", "needs \"logprobs\": true");
+      if (out.logprobs < 0) refuse_field("top_logprobs", "needs \"logprobs\": true");
       out.logprobs = static_cast<int>(integer_in(*top, "top_logprobs", 0, kMaxTopLogprobs));
     }
   } else if (lp) {
@@ -144,21 +112,21 @@ void read_sampling(const JsonValue& body, ParsedRequest& out, const RequestLimit
     } else if (stop->is_array() && stop->items.size() <= 4) {
       for (size_t i = 0; i < stop->items.size(); ++i) {
         if (!stop->items[i].is_string())
-          refuse("stop[" + std::to_string(i) + "]", "must be a string" + found(stop->items[i]));
+          refuse_field("stop[" + std::to_string(i) + "]", "must be a string" + found_kind(stop->items[i]));
         out.stop.push_back(stop->items[i].text);
       }
     } else {
-      refuse("stop", "must be a string or a list of up to 4 strings" + found(*stop));
+      refuse_field("stop", "must be a string or a list of up to 4 strings" + found_kind(*stop));
     }
     for (const std::string& s : out.stop)
-      if (s.empty()) refuse("stop", "a stop string must not be empty");
+      if (s.empty()) refuse_field("stop", "a stop string must not be empty");
   }
   read_choice_fields(body, out);
   out.stream = bool_field(body, "stream", false);
   if (const JsonValue* so = present(body, "stream_options")) {
-    if (!so->is_object()) refuse("stream_options", "must be an object" + found(*so));
+    if (!so->is_object()) refuse_field("stream_options", "must be an object" + found_kind(*so));
     if (const JsonValue* u = present(*so, "include_usage")) {
-      if (!u->is_bool()) refuse("stream_options.include_usage", "must be true or false" + found(*u));
+      if (!u->is_bool()) refuse_field("stream_options.include_usage", "must be true or false" + found_kind(*u));
       out.include_usage = u->boolean;
     }
   }
@@ -171,9 +139,9 @@ JsonValue chat_request_json(const JsonValue& body, const RequestLimits& limits) 
   req.set("thinking", json_bool(limits.thinking));
   req.set("thinking_effort", limits.effort.empty() ? JsonValue() : JsonValue::string(limits.effort));
   const JsonValue* messages = body.find("messages");
-  if (!messages) refuse("messages", "missing (a chat request needs a list of messages)");
-  if (!messages->is_array()) refuse("messages", "must be a list of messages" + found(*messages));
-  if (messages->items.empty()) refuse("messages", "must hold at least one message");
+  if (!messages) refuse_field("messages", "missing (a chat request needs a list of messages)");
+  if (!messages->is_array()) refuse_field("messages", "must be a list of messages" + found_kind(*messages));
+  if (messages->items.empty()) refuse_field("messages", "must hold at least one message");
   JsonValue copy = *messages;
   for (JsonValue& m : copy.items)  // OpenAI's "developer" role is the system message of older models
     if (JsonValue* role = m.is_object() ? const_cast<JsonValue*>(m.find("role")) : nullptr;
@@ -183,7 +151,7 @@ JsonValue chat_request_json(const JsonValue& body, const RequestLimits& limits) 
   for (const char* key : {"tools", "tool_choice", "response_format"})
     if (const JsonValue* v = body.find(key)) req.set(key, *v);
   if (const JsonValue* effort = present(body, "reasoning_effort")) {
-    if (!effort->is_string()) refuse("reasoning_effort", "must be a string" + found(*effort));
+    if (!effort->is_string()) refuse_field("reasoning_effort", "must be a string" + found_kind(*effort));
     const std::string& e = effort->text;
     if (e == "none") {
       req.set("thinking", json_bool(false));
@@ -192,16 +160,16 @@ JsonValue chat_request_json(const JsonValue& body, const RequestLimits& limits) 
       req.set("thinking", json_bool(true));
       req.set("thinking_effort", JsonValue::string(e == "minimal" ? "low" : e == "medium" ? "high" : e));
     } else {
-      refuse("reasoning_effort", "\"" + e + "\" is not supported (none, minimal, low, medium, high or max)");
+      refuse_field("reasoning_effort", "\"" + e + "\" is not supported (none, minimal, low, medium, high or max)");
     }
   }
   if (const JsonValue* kwargs = present(body, "chat_template_kwargs")) {
-    if (!kwargs->is_object()) refuse("chat_template_kwargs", "must be an object" + found(*kwargs));
+    if (!kwargs->is_object()) refuse_field("chat_template_kwargs", "must be an object" + found_kind(*kwargs));
     for (size_t i = 0; i < kwargs->keys.size(); ++i) {
       const std::string& key = kwargs->keys[i];
       if (key == "thinking" || key == "enable_thinking") req.set("thinking", kwargs->items[i]);
       else if (key == "thinking_effort") req.set("thinking_effort", kwargs->items[i]);
-      else refuse("chat_template_kwargs." + key, "unknown (thinking and thinking_effort are K3's)");
+      else refuse_field("chat_template_kwargs." + key, "unknown (thinking and thinking_effort are K3's)");
     }
   }
   return req;
@@ -228,23 +196,23 @@ void refuse_unknown_fields(const JsonValue& body, Endpoint endpoint) {
   const auto& own = endpoint == Endpoint::kChat ? kChat : kCompletion;
   for (const std::string& key : body.keys)
     if (!kBoth.contains(key) && !own.contains(key))
-      refuse(key, std::string("is not supported by k3-serve's ") +
-                      (endpoint == Endpoint::kChat ? "/v1/chat/completions" : "/v1/completions") +
-                      " (docs/serve.md lists the fields served)");
+      refuse_field(key, std::string("is not supported by k3-serve's ") +
+                            (endpoint == Endpoint::kChat ? "/v1/chat/completions" : "/v1/completions") +
+                            " (docs/serve.md lists the fields served)");
 }
 
 void read_prompt(const JsonValue& body, ParsedRequest& out, const RequestLimits& limits) {
   const JsonValue* p = body.find("prompt");
-  if (!p || p->is_null()) refuse("prompt", "missing (a string or a list of token ids)");
+  if (!p || p->is_null()) refuse_field("prompt", "missing (a string or a list of token ids)");
   const JsonValue* one = p;
   if (p->is_array() && p->items.size() == 1 && (p->items[0].is_string() || p->items[0].is_array())) one = &p->items[0];
   if (one->is_string()) {
-    if (one->text.empty()) refuse("prompt", "must not be empty");
+    if (one->text.empty()) refuse_field("prompt", "must not be empty");
     out.prompt_text = one->text;
     return;
   }
-  if (!one->is_array()) refuse("prompt", "must be a string or a list of token ids" + found(*one));
-  if (one->items.empty()) refuse("prompt", "must not be empty");
+  if (!one->is_array()) refuse_field("prompt", "must be a string or a list of token ids" + found_kind(*one));
+  if (one->items.empty()) refuse_field("prompt", "must not be empty");
   out.prompt_is_ids = true;
   for (size_t i = 0; i < one->items.size(); ++i)
     out.prompt_ids.push_back(
@@ -265,11 +233,11 @@ ParsedRequest parse_openai_request(std::string_view text, Endpoint endpoint, con
   JsonValue body;
   std::string error;
   if (!parse_json(text, body, error)) throw ApiError(400, "request body: not valid JSON (" + error + ")");
-  if (!body.is_object()) throw ApiError(400, "request body: must be a JSON object" + found(body));
+  if (!body.is_object()) throw ApiError(400, "request body: must be a JSON object" + found_kind(body));
   ParsedRequest out;
   out.endpoint = endpoint;
   if (const JsonValue* model = present(body, "model")) {
-    if (!model->is_string()) refuse("model", "must be a string" + found(*model));
+    if (!model->is_string()) refuse_field("model", "must be a string" + found_kind(*model));
     if (model->text != limits.model_name)
       throw ApiError(
           404, "model: \"" + model->text + "\" is not served here (GET /v1/models lists \"" + limits.model_name + "\")",

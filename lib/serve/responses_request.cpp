@@ -3,27 +3,17 @@
 #include <set>
 
 #include "serve/api_error.h"
+#include "serve/request_fields.h"
 #include "serve/response_store.h"
 
 namespace k3::serve {
 
 namespace {
 
-[[noreturn]] void refuse(const std::string& field, const std::string& what) {
-  throw ApiError(400, field + ": " + what, field);
-}
-
-std::string found(const JsonValue& v) { return std::string(" (found ") + json_kind_name(v.kind) + ")"; }
-
-const JsonValue* present(const JsonValue& obj, const char* key) {
-  const JsonValue* v = obj.find(key);
-  return v && !v->is_null() ? v : nullptr;
-}
-
 const std::string& string_field(const JsonValue& obj, const char* key, const std::string& where) {
   const JsonValue* v = present(obj, key);
   if (!v || !v->is_string())
-    refuse(where + "." + key, "must be a string" + (v ? found(*v) : std::string(" (missing)")));
+    refuse_field(where + "." + key, "must be a string" + (v ? found_kind(*v) : std::string(" (missing)")));
   return v->text;
 }
 
@@ -31,14 +21,14 @@ const std::string& string_field(const JsonValue& obj, const char* key, const std
 // text, as chat's text parts.
 JsonValue content_of(const JsonValue& content, const std::string& where) {
   if (content.is_string()) return content;
-  if (!content.is_array()) refuse(where, "must be a string or a list of text parts" + found(content));
+  if (!content.is_array()) refuse_field(where, "must be a string or a list of text parts" + found_kind(content));
   JsonValue parts = JsonValue::array();
   for (size_t i = 0; i < content.items.size(); ++i) {
     const JsonValue& part = content.items[i];
     const std::string at = where + "[" + std::to_string(i) + "]";
     const std::string& type = string_field(part, "type", at);
     if (type != "input_text" && type != "output_text" && type != "text")
-      refuse(at + ".type", "\"" + type + "\" is not supported (K3 reads text: input_text or output_text)");
+      refuse_field(at + ".type", "\"" + type + "\" is not supported (K3 reads text: input_text or output_text)");
     parts.push(JsonValue::object().set("type", "text").set("text", JsonValue::string(string_field(part, "text", at))));
   }
   return parts;
@@ -62,13 +52,13 @@ void add_items(const JsonValue& input, JsonValue& messages) {
   for (size_t i = 0; i < input.items.size(); ++i) {
     const JsonValue& item = input.items[i];
     const std::string at = "input[" + std::to_string(i) + "]";
-    if (!item.is_object()) refuse(at, "must be an object" + found(item));
+    if (!item.is_object()) refuse_field(at, "must be an object" + found_kind(item));
     const JsonValue* t = present(item, "type");
     const std::string type = t && t->is_string() ? t->text : (t ? "" : "message");
     if (type == "message") {
       const std::string& role = string_field(item, "role", at);
       const JsonValue* content = present(item, "content");
-      if (!content) refuse(at + ".content", "missing");
+      if (!content) refuse_field(at + ".content", "missing");
       JsonValue m = JsonValue::object().set("role", JsonValue::string(role == "developer" ? "system" : role));
       m.set("content", content_of(*content, at + ".content"));
       if (role == "assistant") assistant(std::move(m));
@@ -90,7 +80,7 @@ void add_items(const JsonValue& input, JsonValue& messages) {
       open->set("tool_calls", std::move(calls));
     } else if (type == "function_call_output") {
       const JsonValue* output = present(item, "output");
-      if (!output) refuse(at + ".output", "missing");
+      if (!output) refuse_field(at + ".output", "missing");
       messages.push(JsonValue::object()
                         .set("role", "tool")
                         .set("tool_call_id", JsonValue::string(string_field(item, "call_id", at)))
@@ -100,20 +90,20 @@ void add_items(const JsonValue& input, JsonValue& messages) {
         for (const JsonValue& s : summary->items)
           if (const JsonValue* text = s.find("text"); text && text->is_string()) reasoning += text->text;
     } else {
-      refuse(at + ".type",
-             "\"" + type + "\" is not supported (message, function_call, function_call_output or reasoning)");
+      refuse_field(at + ".type",
+                   "\"" + type + "\" is not supported (message, function_call, function_call_output or reasoning)");
     }
   }
 }
 
 JsonValue chat_tools(const JsonValue& tools) {
-  if (!tools.is_array()) refuse("tools", "must be a list" + found(tools));
+  if (!tools.is_array()) refuse_field("tools", "must be a list" + found_kind(tools));
   JsonValue out = JsonValue::array();
   for (size_t i = 0; i < tools.items.size(); ++i) {
     const JsonValue& tool = tools.items[i];
     const std::string at = "tools[" + std::to_string(i) + "]";
     if (string_field(tool, "type", at) != "function")
-      refuse(at + ".type", "only function tools are served (found \"" + tool.find("type")->text + "\")");
+      refuse_field(at + ".type", "only function tools are served (found \"" + tool.find("type")->text + "\")");
     JsonValue fn = JsonValue::object().set("name", JsonValue::string(string_field(tool, "name", at)));
     for (const char* key : {"description", "parameters", "strict"})
       if (const JsonValue* v = present(tool, key)) fn.set(key, *v);
@@ -129,7 +119,8 @@ JsonValue chat_tool_choice(const JsonValue& choice) {
         .set("type", "function")
         .set("function",
              JsonValue::object().set("name", JsonValue::string(string_field(choice, "name", "tool_choice"))));
-  refuse("tool_choice", "must be auto, none, required or {\"type\": \"function\", \"name\": ...}" + found(choice));
+  refuse_field("tool_choice",
+               "must be auto, none, required or {\"type\": \"function\", \"name\": ...}" + found_kind(choice));
 }
 
 }  // namespace
@@ -142,7 +133,7 @@ ResponsesRequest parse_responses_request(std::string_view text, const RequestLim
   JsonValue body;
   std::string error;
   if (!parse_json(text, body, error)) throw ApiError(400, "request body: not valid JSON (" + error + ")");
-  if (!body.is_object()) throw ApiError(400, "request body: must be a JSON object" + found(body));
+  if (!body.is_object()) throw ApiError(400, "request body: must be a JSON object" + found_kind(body));
   // Fields passed to the chat request as they are (checked there, same names).
   static const std::set<std::string, std::less<>> kSame = {"model",
                                                            "temperature",
@@ -165,11 +156,11 @@ ResponsesRequest parse_responses_request(std::string_view text, const RequestLim
     const std::string& key = body.keys[i];
     if (kSame.contains(key)) out.chat.set(key, body.items[i]);
     else if (!kOwn.contains(key))
-      refuse(key, "is not supported by k3-serve's /v1/responses (docs/serve.md lists the fields served)");
+      refuse_field(key, "is not supported by k3-serve's /v1/responses (docs/serve.md lists the fields served)");
   }
   JsonValue& messages = out.messages = JsonValue::array();
   if (const JsonValue* v = present(body, "previous_response_id")) {
-    if (!v->is_string()) refuse("previous_response_id", "must be a string" + found(*v));
+    if (!v->is_string()) refuse_field("previous_response_id", "must be a string" + found_kind(*v));
     std::optional<JsonValue> before = store.find(v->text);
     if (!before)
       throw ApiError(404,
@@ -180,42 +171,42 @@ ResponsesRequest parse_responses_request(std::string_view text, const RequestLim
     messages = std::move(*before);
   }
   if (const JsonValue* v = present(body, "instructions")) {
-    if (!v->is_string()) refuse("instructions", "must be a string" + found(*v));
+    if (!v->is_string()) refuse_field("instructions", "must be a string" + found_kind(*v));
     // Instructions are not carried over from the previous response (as OpenAI's): they come first in this one.
     if (!messages.items.empty() && messages.items[0].find("role")->text == "system")
       messages.items.erase(messages.items.begin());
     messages.items.insert(messages.items.begin(), JsonValue::object().set("role", "system").set("content", *v));
   }
   const JsonValue* input = present(body, "input");
-  if (!input) refuse("input", "missing (a string or a list of items)");
+  if (!input) refuse_field("input", "missing (a string or a list of items)");
   if (input->is_string()) messages.push(JsonValue::object().set("role", "user").set("content", *input));
   else if (input->is_array()) add_items(*input, messages);
-  else refuse("input", "must be a string or a list of items" + found(*input));
-  if (messages.items.empty()) refuse("input", "must hold at least one item");
+  else refuse_field("input", "must be a string or a list of items" + found_kind(*input));
+  if (messages.items.empty()) refuse_field("input", "must hold at least one item");
   out.chat.set("messages", messages);
 
   if (const JsonValue* v = present(body, "tools")) out.chat.set("tools", chat_tools(*v));
   if (const JsonValue* v = present(body, "tool_choice")) out.chat.set("tool_choice", chat_tool_choice(*v));
   if (const JsonValue* v = present(body, "reasoning")) {
-    if (!v->is_object()) refuse("reasoning", "must be an object" + found(*v));
+    if (!v->is_object()) refuse_field("reasoning", "must be an object" + found_kind(*v));
     for (size_t i = 0; i < v->keys.size(); ++i)
       if (v->keys[i] == "effort") {
         if (!v->items[i].is_null()) out.chat.set("reasoning_effort", v->items[i]);
       } else if (v->keys[i] != "summary") {
-        refuse("reasoning." + v->keys[i], "is not supported (effort and summary are)");
+        refuse_field("reasoning." + v->keys[i], "is not supported (effort and summary are)");
       }
   }
   if (const JsonValue* v = present(body, "max_output_tokens")) out.chat.set("max_tokens", *v);
   if (const JsonValue* v = present(body, "parallel_tool_calls"); v && !(v->is_bool() && v->boolean))
-    refuse("parallel_tool_calls", "only true is served (K3 may call several tools in one reply)");
+    refuse_field("parallel_tool_calls", "only true is served (K3 may call several tools in one reply)");
   if (const JsonValue* v = present(body, "text")) {
     const JsonValue* format = v->is_object() ? present(*v, "format") : nullptr;
     if (!v->is_object() || (format && !(format->find("type") && format->find("type")->text == "text")))
-      refuse("text", "only {\"format\": {\"type\": \"text\"}} is served");
+      refuse_field("text", "only {\"format\": {\"type\": \"text\"}} is served");
   }
   auto flag = [&](const char* key, bool& target) {
     if (const JsonValue* v = present(body, key)) {
-      if (!v->is_bool()) refuse(key, "must be true or false" + found(*v));
+      if (!v->is_bool()) refuse_field(key, "must be true or false" + found_kind(*v));
       target = v->boolean;
     }
   };
