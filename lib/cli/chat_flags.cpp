@@ -16,7 +16,7 @@ void ChatFlags::add_to(CLI::App& app) {
   app.add_option("--tok", tok_dir,
                  "Tokenizer directory (default: the model directory); refused when its vocabulary or special tokens "
                  "disagree with the model's config");
-  app.add_option("--system", system, "System message that starts a new conversation (and each /reset)");
+  app.add_option("--system", system, "System message that starts a new conversation (and each /reset; default: none)");
   effort_flag_ = app.add_option("--thinking-effort,--effort", effort,
                                 "How much to think: low, high, max (default) or none (as /effort)")
                      ->check(CLI::IsMember({"low", "high", "max", "none"}));
@@ -29,17 +29,17 @@ void ChatFlags::add_to(CLI::App& app) {
       "--history", history_path,
       "JSONL transcript, resumed when it exists (the model state kept beside it in FILE.k3s spares evaluating "
       "it again); new messages are appended, one per line, and /think and /effort too (a resumed chat keeps them "
-      "unless --thinking or --effort is given)");
+      "unless --thinking or --effort is given) (default: none: the conversation is not kept)");
   app.add_option("--max-tokens", chat.max_tokens, "Longest reply in tokens (default 4096)")
       ->check(cli::positive_integer());
   app.add_flag("--no-reasoning", no_reasoning, "Do not show the reasoning (it is still kept in the conversation)");
   app.add_option("--tools", tools_path,
                  "OpenAI tool declarations (a JSON array) the model may call; a call is shown "
-                 "(--json: in tool_calls) and the next message is the tool's result");
+                 "(--json: in tool_calls) and the next message is the tool's result (default: none)");
   app.add_option("--json-schema", json_schema_path,
                  "Structured output: every answer is one JSON value this JSON schema accepts (the sampler masks "
                  "every id that could not continue one; the thinking section stays free). A keyword it does not "
-                 "enforce is refused (exit 4), see docs/structured-output.md");
+                 "enforce is refused (exit 4), see docs/structured-output.md (default: none: free text)");
   app.add_flag("--json", loop.json,
                "Write each reply as one JSON line on stdout (the assistant message: "
                "reasoning_content, content, tool_calls) instead of streaming it");
@@ -48,7 +48,8 @@ void ChatFlags::add_to(CLI::App& app) {
       "--no-reuse", [this](int64_t) { chat.reuse_state = false; },
       "Evaluate the whole conversation every turn instead of only its new part (for comparison)");
   app.add_option("--logits", loop.logits_path,
-                 "Write the logits each reply's first token was drawn from (safetensors 'logits' [turns, vocab])");
+                 "Write the logits each reply's first token was drawn from (safetensors 'logits' [turns, vocab]; "
+                 "default: none: not written)");
 }
 
 void ChatFlags::apply(uint64_t ctx) {

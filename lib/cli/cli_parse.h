@@ -26,14 +26,19 @@ namespace k3 {
 namespace cli_detail {
 
 // K3_FLAG_DEFAULTS=1 (tests only: tests/cli/help_defaults_test.sh): each
-// flag's value as the code holds it before parsing, "[SUBCOMMAND ]--flag<TAB>value"
-// per line on stdout ("" for a flag with no value of its own to show), so
-// the test compares every default a --help states with the code's.
+// flag's kind and value as the code holds it before parsing,
+// "[SUBCOMMAND ]--flag<TAB>KIND<TAB>value" per line on stdout (KIND: switch
+// for a flag without a value, required, or optional; value "" for a flag
+// with no value of its own to show), so the test compares every default a
+// --help states with the code's, and finds a flag taking a value whose help
+// states neither a default nor that it has none.
 inline void print_flag_defaults(CLI::App& app, const std::string& prefix) {
   for (CLI::Option* o : app.get_options()) {
     if (o->get_lnames().empty()) continue;
     o->capture_default_str();
-    std::printf("%s--%s\t%s\n", prefix.c_str(), o->get_lnames().front().c_str(), o->get_default_str().c_str());
+    const char* kind = o->get_expected_max() == 0 ? "switch" : o->get_required() ? "required" : "optional";
+    std::printf("%s--%s\t%s\t%s\n", prefix.c_str(), o->get_lnames().front().c_str(), kind,
+                o->get_default_str().c_str());
   }
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
     print_flag_defaults(*sub, prefix + sub->get_name() + " ");

@@ -18,11 +18,11 @@ void DraftFlags::add_to(CLI::App& app) {
   app.add_option("--draft", dir_,
                  "Speculate with K3's trained draft model (a Kimi-K3-DSpark checkpoint directory: config.json + "
                  "model.safetensors): it proposes up to 7 ids per pass, the model verifies them in one weight pass; "
-                 "output is bit-identical without it (docs/dspark.md)")
+                 "output is bit-identical without it (docs/dspark.md) (default: none: no draft model)")
       ->check(cli::non_empty_path());
   app.add_option("--draft-log", log_path_,
                  "With --draft: write one JSON line per draft pass to FILE: {\"anchor_pos\", \"anchor_id\", \"draft\": "
-                 "[ids], \"verified\", \"accepted\"} (written atomically at the end)")
+                 "[ids], \"verified\", \"accepted\"} (written atomically at the end; default: none: no log)")
       ->check(cli::non_empty_path());
   app.add_option("--draft-max-context", max_context_,
                  "With --draft: no draft passes past this many positions, where its acceptance collapses "

@@ -12,12 +12,13 @@ namespace k3 {
 void ForwardFlags::add_run_flags(CLI::App& app) {
   app.add_option("--tok", tok_dir,
                  "Tokenizer directory the ids come from: refuse to run when its vocabulary or special tokens "
-                 "disagree with the model's config");
+                 "disagree with the model's config (default: none: not checked)");
   app.add_option("--ids", ids_file,
-                 "Read the prompt ids from FILE instead of stdin (- is stdin; pipes are read to the end)");
+                 "Read the prompt ids from FILE instead of stdin (- is stdin; pipes are read to the end; default: "
+                 "none: stdin)");
   app.add_option("--batch", batch_file,
                  "Decode the prompts of FILE (one line of ids each) together, one weight pass "
-                 "per step; writes one line of ids per prompt, in order");
+                 "per step; writes one line of ids per prompt, in order (default: none)");
   app.add_option("--gen", gen, "Generate up to N tokens after the prompt (default 0: only run the prompt)")
       ->check(cli::non_negative());
   app.add_flag("--ignore-eos", ignore_eos, "Keep generating past an EOS id");
@@ -25,11 +26,11 @@ void ForwardFlags::add_run_flags(CLI::App& app) {
                "Recompute the whole prefix for every new token (slow reference path; same ids)");
   app.add_option("--logits", logits_file,
                  "Write the logits of every evaluated position to FILE (safetensors, tensor "
-                 "'logits' F32 [positions, vocab]; written atomically)");
+                 "'logits' F32 [positions, vocab]; written atomically; default: none: not written)");
   app.add_option(
          "--gpu", gpu,
          "Run the matrix products of a long prompt's chunks on Vulkan device INDEX (0 when none is given; k3-doctor "
-         "lists them), with the CPU's bits; decode stays on the CPU")
+         "lists them), with the CPU's bits; decode stays on the CPU (default: none: the CPU only)")
       ->expected(0, 1)
       ->default_str("0")
       ->check(cli::non_negative());
@@ -38,12 +39,14 @@ void ForwardFlags::add_run_flags(CLI::App& app) {
 }
 
 void ForwardFlags::add_state_flags(CLI::App& app) {
-  app.add_option("--stop-id", stop_ids, "Stop generating after this id (repeatable)")->allow_extra_args(false);
+  app.add_option("--stop-id", stop_ids, "Stop generating after this id (repeatable; default: none: EOS only)")
+      ->allow_extra_args(false);
   app.add_option("--state-in", state_in,
                  "Continue the conversation saved in FILE: the ids on stdin are appended to the "
-                 "saved context (sampling flags not given keep the saved settings)");
+                 "saved context (sampling flags not given keep the saved settings; default: none: a new one)");
   app.add_option("--state-out", state_out,
-                 "Save the conversation to FILE after the run (written atomically; also when interrupted)");
+                 "Save the conversation to FILE after the run (written atomically; also when interrupted; default: "
+                 "none: not saved)");
 }
 
 void ForwardFlags::check(bool speculating) const {

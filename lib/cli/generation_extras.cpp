@@ -13,17 +13,17 @@ void GenerationExtras::add_to(CLI::App& app) {
   app.add_option("--stop", stops_,
                  "Stop generating where the text of the generated ids first contains TEXT (repeatable; matched "
                  "across token boundaries on the decoded text): the ids of the stop text, and the id it begins "
-                 "in, are not written")
+                 "in, are not written (default: none)")
       ->allow_extra_args(false);
   app.add_option("--logprobs", logprobs_n_,
                  "Write each generated id's log-probability and the N most likely ids' to --logprobs-file "
-                 "(JSON lines; the model's distribution before sampling settings)")
+                 "(JSON lines; the model's distribution before sampling settings; default 0: none written)")
       ->check(CLI::Range(0, 20));
-  app.add_option("--logprobs-file", logprobs_file_, "Where --logprobs writes (written atomically)");
+  app.add_option("--logprobs-file", logprobs_file_, "Where --logprobs writes (written atomically; default: none)");
   app.add_option("--json-schema", json_schema_file_,
                  "Structured output: the generated text is one JSON value that this JSON schema accepts (the "
                  "sampler masks every id that could not continue one), then a stop id; '-' reads stdin. A keyword "
-                 "it does not enforce is refused (exit 4), see docs/structured-output.md");
+                 "it does not enforce is refused (exit 4), see docs/structured-output.md (default: none: free text)");
 }
 
 void GenerationExtras::prepare(const std::string& tok_dir, bool batch) {

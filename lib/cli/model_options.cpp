@@ -33,14 +33,18 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
 
 void add_budget_options(CLI::App& app, ModelOptions& o, bool expert_trace, const ContextHelp& help) {
   RunRequest& r = o.stream;
-  app.add_option("--trunk", r.trunk_dir,
-                 "Packed trunk from k3-pack: pin --trunk-gb of it in RAM and stream the rest every token")
+  app.add_option(
+         "--trunk", r.trunk_dir,
+         "Packed trunk from k3-pack: pin --trunk-gb of it in RAM and stream the rest every token (default: none: the "
+         "whole trunk is read from the shards and held in RAM)")
       ->check(cli::non_empty_path());
   app.add_option("--trunk-gb", r.trunk_gb,
                  "GB (1e9 bytes) of trunk layers to pin in RAM (needs --trunk); with room left after every "
-                 "layer and the head, the embedding too")
+                 "layer and the head, the embedding too (default: the preset's; laptop's without --preset)")
       ->check(cli::finite_range(kMaxGigabytes));
-  app.add_option("--cache-gb", r.cache_gb, "GB of routed-expert cache (experts stream from the shards)")
+  app.add_option("--cache-gb", r.cache_gb,
+                 "GB of routed-expert cache (experts stream from the shards; default: the preset's; laptop's "
+                 "without --preset)")
       ->check(cli::finite_range(kMaxGigabytes));
   std::vector<std::string> policies;
   for (ExpertCachePolicyKind k : expert_cache_policy_kinds()) policies.push_back(expert_cache_policy_name(k));
@@ -56,21 +60,21 @@ void add_budget_options(CLI::App& app, ModelOptions& o, bool expert_trace, const
     app.add_option("--expert-trace", o.expert_trace,
                    "Record every (layer, expert) the model asks for, in order, into FILE (little-endian int32 pairs, "
                    "layer as the checkpoint numbers it; created exclusively, replaced whole at the end) for "
-                   "k3-bench-expert-cache (docs/expert-cache.md)")
+                   "k3-bench-expert-cache (docs/expert-cache.md) (default: none: not recorded)")
         ->check(cli::non_empty_path());
   if (expert_trace)
     app.add_option("--expert-lookahead-from", o.lookahead_trace,
                    "A measurement: --expert-lookahead with every guess right, taken from TRACE, an --expert-trace "
                    "of this same run (same model, prompt and flags) recorded earlier. Shows the most the lookahead "
-                   "can give on this disk (docs/memory.md); output is identical")
+                   "can give on this disk (docs/memory.md); output is identical (default: none)")
         ->check(cli::non_empty_path());
   app.add_option("--preset", r.preset,
                  "Memory preset: min, laptop, desktop, workstation, server, max, or auto (the largest whose forecast "
-                 "fits the memory available now; --trunk-gb/--cache-gb/--block-mb "
-                 "override it)");
+                 "fits the memory available now; --trunk-gb/--cache-gb/--block-mb override it) (default: none: "
+                 "laptop's budgets with --trunk or a budget, every weight in RAM without)");
   app.add_option("--block-mb", r.block_mb,
                  "Stream trunk matrices in row blocks of at most MB (1e6 bytes; at least one row of the widest "
-                 "matrix; 0: whole layers). Needs --trunk")
+                 "matrix; 0: whole layers). Needs --trunk (default: the preset's; laptop's without --preset)")
       ->check(cli::finite_range(kMaxGigabytes * 1000));
   app.add_flag("--list-presets", o.list_presets,
                "Print each preset's forecast peak RSS and bytes and seconds per generated token for MODEL_DIR (or "
@@ -103,7 +107,8 @@ void add_budget_options(CLI::App& app, ModelOptions& o, bool expert_trace, const
                "to this layer's input) into spare expert-cache slots. Needs a pinned trunk layer for the guess and "
                "a cache larger than one layer's experts; wrong guesses cost reads (--stats-json counts them). "
                "Output is identical on or off");
-  app.add_option("--stats-json", o.stats_json, "Write the streaming counters to FILE (JSON, written atomically)")
+  app.add_option("--stats-json", o.stats_json,
+                 "Write the streaming counters to FILE (JSON, written atomically; default: none: not written)")
       ->check(cli::non_empty_path());
 }
 

@@ -12,11 +12,11 @@ namespace k3 {
 void SpeculationFlags::add_to(CLI::App& app) {
   app.add_option("--spec", spec_,
                  "Speculative decoding: verify up to N drafted ids per weight pass, drafted from earlier text that "
-                 "matches the latest ids (output identical to a run without it)")
+                 "matches the latest ids (output identical to a run without it; default 0: none)")
       ->check(CLI::Range(0, 64));
   app.add_option("--predict", predict_file_,
                  "Ids you expect the output to be (e.g. the previous version of a document): drafts come from them, "
-                 "re-aligned after a mismatch (output identical to a run without it)");
+                 "re-aligned after a mismatch (output identical to a run without it; default: none)");
   draft_.add_to(app);
 }
 

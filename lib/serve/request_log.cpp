@@ -64,6 +64,13 @@ std::string line(const std::string& method, const std::string& path, int status,
   return out + text;
 }
 
+// A monitor's poll: a successful GET of /health or /metrics. A monitor polls
+// every few seconds, so a line for each would bury the requests in the log;
+// a failed poll (a 503 while loading, a 401) is still written.
+bool is_successful_poll(const std::string& method, const std::string& path, int status) {
+  return method == "GET" && status == 200 && (path == "/health" || path == "/metrics");
+}
+
 }  // namespace
 
 void begin() {
@@ -80,7 +87,8 @@ void end(const std::string& method, const std::string& path, int status, ServeMe
   // A request httplib answered before routing it (a malformed request line) has no record: no times.
   std::optional<Figures> f;
   if (current.open) f = figures();
-  std::fputs((line(method, path, status, f ? &*f : nullptr) + "\n").c_str(), out);
+  if (!is_successful_poll(method, path, status))
+    std::fputs((line(method, path, status, f ? &*f : nullptr) + "\n").c_str(), out);
   if (f && !current.jobs.empty()) metrics.request_timed(f->first_token, f->total);
   current = Record{};
 }

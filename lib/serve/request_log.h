@@ -1,4 +1,5 @@
-// One line on stderr per HTTP request: method, path, status, and for a
+// One line on stderr per HTTP request (but a successful GET of /health or
+// /metrics, a monitor's poll): method, path, status, and for a
 // request that generated its prompt, cached and generated ids, the time to
 // its first id and in all; those times also go to /metrics' histograms.
 //
@@ -27,7 +28,8 @@ void attach(std::shared_ptr<const Job> job);
 // 200 prompt=812 cached=640 generated=64 first_token=0.412s total=3.201s"
 // (the ids and first_token only for a request that generated;
 // "first_token=-" when no id came; the method and path with control bytes
-// shown as '?'), observes the times in `metrics` and closes the record.
+// shown as '?'), observes the times in `metrics` and closes the record. A
+// successful GET of /health or /metrics writes no line.
 void end(const std::string& method, const std::string& path, int status, ServeMetrics& metrics,
          std::FILE* out = stderr);
 

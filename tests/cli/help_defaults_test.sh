@@ -6,7 +6,9 @@
 # names (--gen, --batch, ...) is one that tool takes. Then every tool (and
 # subcommand): each default its --help states for any flag ("(default X)",
 # "X (default)") is the value the code binds the flag to before parsing
-# (K3_FLAG_DEFAULTS=1 prints those; tests/cli/flag_defaults_check.py compares).
+# (K3_FLAG_DEFAULTS=1 prints those; tests/cli/flag_defaults_check.py compares),
+# and every flag that takes a value states its default, "(default: none)"
+# when it has none, or is marked REQUIRED.
 set -uo pipefail
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 
@@ -44,11 +46,12 @@ plan=$(planned k3-serve)
 contains "k3-serve --plan plans them" "x $serve_ctx positions x $slots sequences" "$plan"
 contains "k3-serve --plan keeps --keep-mb's default" "(--keep-mb)  $keep.0 MB" "$plan"
 # Every tool, every flag: the stated defaults are the code's.
-checked=0
+checked=0 stated=0 takes=0
 for dir in "$K3_SOURCE_DIR"/tools/*/; do
   tool=$(basename "$dir")
   K3_FLAG_DEFAULTS=1 "$BIN/$tool" > "$work/$tool.defaults"
-  check "$tool: K3_FLAG_DEFAULTS=1 lists its flags" 0 "$(grep -cv $'^[a-z-]* *--[a-z0-9-]*\t' "$work/$tool.defaults")"
+  check "$tool: K3_FLAG_DEFAULTS=1 lists its flags" 0 \
+    "$(grep -cvE $'^[a-z-]* *--[a-z0-9-]*\t(switch|required|optional)\t' "$work/$tool.defaults")"
   subs=$(sed -nE 's/^([a-z-]+) --.*/\1/p' "$work/$tool.defaults" | sort -u)
   for sub in "" $subs; do
     # shellcheck disable=SC2086
@@ -57,9 +60,15 @@ for dir in "$K3_SOURCE_DIR"/tools/*/; do
       > "$work/$tool.$sub.defaults"
     out=$(python3 "$K3_SOURCE_DIR/tests/cli/flag_defaults_check.py" "$work/$tool.$sub.help" "$work/$tool.$sub.defaults" \
       "$tool${sub:+ $sub}")
-    check "$tool${sub:+ $sub}: every stated default is the code's" "" "$(grep FAIL <<< "$out")"
+    check "$tool${sub:+ $sub}: every flag taking a value states its default, the code's" "" "$(grep FAIL <<< "$out")"
     checked=$((checked + $(sed -nE 's/^checked ([0-9]+)$/\1/p' <<< "$out")))
+    stated=$((stated + $(sed -nE 's/^stated ([0-9]+)$/\1/p' <<< "$out")))
+    takes=$((takes + $(grep -cE $'\t(required|optional)\t' "$work/$tool.$sub.defaults")))
   done
 done
 holds "stated defaults compared with the code's: $checked (at least 40)" "[ $checked -ge 40 ]"
+# Flags kept out of --help (none today) are the only ones not required to state one.
+check "every flag taking a value states its default or that it has none ($stated of $takes)" "$takes" "$stated"
+holds "flags taking a value, in every --help: $takes (at least 150: the switches are told apart)" "[ $takes -ge 150 ]"
+echo "flags taking a value: $takes, each stating its default; stated defaults compared with the code's: $checked"
 finish help_defaults_test

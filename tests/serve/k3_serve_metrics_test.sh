@@ -6,7 +6,8 @@
 # time to first token and the request duration whose counts, buckets and
 # sums agree with the logged times; prompt tokens/s; and bytes read per
 # generated id counted over passes that evaluated no prompt ids, so a long
-# prompt does not raise it; and a long prompt's progress with the time left.
+# prompt does not raise it; a long prompt's progress with the time left; and
+# no line for a monitor's successful poll of /health or /metrics.
 set -uo pipefail
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 source "${K3_SOURCE_DIR:?}/tests/serve/serve_lib.sh"
@@ -130,4 +131,15 @@ m=$(metrics)
 holds "prompt tokens/s = (prompt - cached) / prefill seconds" "python3 -c '
 p, c, s, r = $(metric k3_prompt_tokens_total "$m"), $(metric k3_cached_tokens_total "$m"), $(metric k3_prefill_seconds_total "$m"), $(metric k3_prompt_tokens_per_second "$m")
 import sys; sys.exit(not (r > 0 and abs(r - (p - c) / s) <= 1e-9 * r))'"
+# 6. A monitor's polls are not logged: successful GETs of /health and
+# /metrics (start_server's wait and the figures above made several) write no
+# line; a successful GET of another path and a poll by another method do.
+curl -s --max-time 10 -o /dev/null "$url/health"
+metrics > /dev/null
+curl -s --max-time 10 -o /dev/null -X POST "$url/health"
+curl -s --max-time 10 -o /dev/null "$url/v1/models"
+holds "GET /v1/models is logged" "[ -n '$(log_line '^k3-serve: GET /v1/models 200 total=')' ]"
+holds "POST /health is logged" "[ -n '$(log_line '^k3-serve: POST /health [0-9]+ total=')' ]"
+check "successful GETs of /health and /metrics are not logged" "" \
+  "$(grep -E '^k3-serve: GET /(health|metrics) 200' "$log")"
 finish k3_serve_metrics_test

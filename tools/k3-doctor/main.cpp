@@ -26,8 +26,11 @@ int main(int argc, char** argv) {
       "k3-doctor: checks the CPU, memory, storage and checkpoint before a k3-forward run, recommends a\n"
       "memory preset and forecasts seconds per token from a short O_DIRECT read-bandwidth measurement.\n"
       "Each check prints OK / WARN / FAIL with one line of advice."};
-  app.add_option("--model", opt.model_dir, "checkpoint directory (model.safetensors.index.json + shards)");
-  app.add_option("--trunk", opt.trunk_dir, "trunk directory written by k3-pack (trunk.bin + trunk.json)");
+  app.add_option("--model", opt.model_dir,
+                 "checkpoint directory (model.safetensors.index.json + shards; default: none: the machine is "
+                 "checked without one)");
+  app.add_option("--trunk", opt.trunk_dir,
+                 "trunk directory written by k3-pack (trunk.bin + trunk.json; default: none: no trunk checked)");
   app.add_flag("--json", json, "print one JSON object instead of the report (same checks, stable key order)");
   app.add_option("--probe-seconds", opt.probe_seconds, "time budget of the bandwidth measurement, in seconds")
       ->check(k3::cli::in_range(0.05, 120.0))
@@ -36,7 +39,7 @@ int main(int argc, char** argv) {
       ->check(k3::cli::in_range(1.0, 1e7))
       ->capture_default_str();
   app.add_option("--probe-file", opt.probe_file,
-                 "measure this file instead of the largest file in the model and trunk directories");
+                 "measure this file instead of the largest file in the model and trunk directories (default: none)");
   app.add_flag("--no-probe", no_probe,
                "skip the bandwidth and CPU measurements (the forecasts then assume 2 GB/s and 50 GFLOP/s a core)");
   app.add_option("--hit-rate", hit_rate,
@@ -48,12 +51,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--draft", opt.draft_dir,
                  "a Kimi-K3-DSpark draft directory: recommend the preset that fits with the draft counted, as "
-                 "k3-forward --draft --preset auto chooses (exit 3 when it does not fit the model)")
+                 "k3-forward --draft --preset auto chooses (exit 3 when it does not fit the model; default: none)")
       ->check(k3::cli::non_empty_path());
   app.add_option("--root", opt.root,
                  std::string("read /proc and /sys under this directory (a recorded tree) instead of the live "
                              "system; also $") +
-                     k3::kRootEnv);
+                     k3::kRootEnv + " (default: none: the live system)");
   app.footer(std::string("The exit status says whether a run can proceed:\n"
                          "  0    ready\n"
                          "  10   ready, with warnings (read them)\n"

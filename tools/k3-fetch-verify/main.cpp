@@ -50,8 +50,10 @@ int main(int argc, char** argv) {
       ->expected(1, 2);
   dl->add_option("--revision", dopt.revision, "Branch, tag or commit to download; pinned to its commit")
       ->capture_default_str();
-  dl->add_option("--include", dopt.include, "Only files matching this glob (repeatable; '*' also matches '/')");
-  dl->add_option("--exclude", dopt.exclude, "Skip files matching this glob (repeatable)");
+  dl->add_option("--include", dopt.include,
+                 "Only files matching this glob (repeatable; '*' also matches '/'; default: none: "
+                 "every file)");
+  dl->add_option("--exclude", dopt.exclude, "Skip files matching this glob (repeatable; default: none)");
   dl->add_option("--jobs,-j", dopt.jobs, "Parallel transfers")
       ->check(k3::cli::in_range(1, k3::kMaxTransferJobs))
       ->capture_default_str();

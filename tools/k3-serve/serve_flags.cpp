@@ -18,8 +18,10 @@ void ServeFlags::add_to(CLI::App& app) {
       ->check(cli::in_range(0, 65535));
   key_ = app.add_option(
       "--api-key", server.api_key,
-      "Every endpoint but /health and the chat page / needs \"Authorization: Bearer KEY\" (or \"x-api-key: KEY\")");
-  app.add_option("--api-key-file", key_file_, "The key from the first line of a file (kept out of the process list)")
+      "Every endpoint but /health and the chat page / needs \"Authorization: Bearer KEY\" (or \"x-api-key: KEY\") "
+      "(default: none: no key asked for)");
+  app.add_option("--api-key-file", key_file_,
+                 "The key from the first line of a file (kept out of the process list; default: none)")
       ->excludes(key_);
   app.add_flag("--insecure", insecure_, "Allow a non-loopback --host without an API key");
   slots_ = app.add_option("--slots", scheduler.slots,
@@ -49,11 +51,12 @@ void ServeFlags::add_to(CLI::App& app) {
       ->check(cli::in_range(0.001, 1024));
   app.add_option("--allowed-hosts", server.guard.allowed_hosts,
                  "Host names besides the loopback ones and --host that requests may name in their Host header "
-                 "(comma-separated; * for any). Others get 403: a DNS-rebinding page cannot reach the server")
+                 "(comma-separated; * for any). Others get 403: a DNS-rebinding page cannot reach the server "
+                 "(default: none: the loopback names and --host only)")
       ->delimiter(',');
   app.add_option("--cors-origin", server.guard.cors_origins,
                  "Origins (https://app.example) whose pages may call the API, answered with CORS headers "
-                 "(comma-separated; * for any). Other pages' requests get 403")
+                 "(comma-separated; * for any). Other pages' requests get 403 (default: none: no page's)")
       ->delimiter(',');
   app.add_option("--read-timeout", server.read_timeout_seconds,
                  "Seconds a request may take to arrive, from its first byte to its last (default 30; its headers: "

@@ -44,7 +44,9 @@ int main(int argc, char** argv) {
   app.add_flag("--dspark", dspark,
                "write K3's draft model instead: a Kimi-K3-DSpark checkpoint at its real geometry (config.json + "
                "one model.safetensors, 7.1 GB; --sparse: matrices as holes), for timing a draft pass");
-  app.add_option("--tokenizer-from", tokenizer_from, "copy tiktoken.model and tokenizer_config.json from this dir");
+  app.add_option("--tokenizer-from", tokenizer_from,
+                 "copy tiktoken.model and tokenizer_config.json from this dir (default: none: a "
+                 "synthetic vocabulary)");
   app.add_flag("--dry-run", dry_run, "print the sizes and write nothing");
   sizes.add_to(app);
   app.footer(exit_codes_help());

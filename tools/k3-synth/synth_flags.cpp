@@ -1,5 +1,7 @@
 #include "synth_flags.h"
 
+#include <string>
+
 namespace k3 {
 
 const std::array<SynthSizeFlags::Flag, 16> SynthSizeFlags::kFlags{{
@@ -22,7 +24,9 @@ const std::array<SynthSizeFlags::Flag, 16> SynthSizeFlags::kFlags{{
 }};
 
 void SynthSizeFlags::add_to(CLI::App& app) {
-  for (size_t i = 0; i < kFlags.size(); ++i) app.add_option(kFlags[i].name, values_[i], kFlags[i].help);
+  // 0, the value bound before parsing, leaves the preset's size (apply below).
+  for (size_t i = 0; i < kFlags.size(); ++i)
+    app.add_option(kFlags[i].name, values_[i], std::string(kFlags[i].help) + " (default 0: --preset's)");
 }
 
 void SynthSizeFlags::apply(SynthGeometry& g) const {

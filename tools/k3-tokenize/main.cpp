@@ -28,17 +28,19 @@ int run(int argc, char** argv) {
       ->required();
   app.add_option("--model", c.model_dir,
                  "Model directory the ids are for: refuse when the tokenizer's vocabulary or special tokens "
-                 "disagree with its config (a tokenizer of another model gives ids that compute garbage)");
+                 "disagree with its config (a tokenizer of another model gives ids that compute garbage; default: "
+                 "none: not checked)");
   auto* pf =
       app.add_option("--prompt-file", c.prompt_file,
-                     "Read the text from FILE instead of stdin (- is stdin; pipes and FIFOs are read to the end)");
-  auto* tx = app.add_option("--text", c.text, "Encode STRING instead of reading stdin");
+                     "Read the text from FILE instead of stdin (- is stdin; pipes and FIFOs are read to the end; "
+                     "default: none: stdin)");
+  auto* tx = app.add_option("--text", c.text, "Encode STRING instead of reading stdin (default: none)");
   pf->excludes(tx);
   auto* ch = app.add_flag("--chat", c.chat,
                           "Read an OpenAI-style chat request (JSON: messages, tools, thinking, thinking_effort, ...) "
                           "and write the ids of its K3 chat prompt (SPEC section 5)");
-  auto* cf =
-      app.add_option("--chat-file", c.chat_file, "Read the chat request from FILE instead of stdin (implies --chat)");
+  auto* cf = app.add_option("--chat-file", c.chat_file,
+                            "Read the chat request from FILE instead of stdin (implies --chat; default: none)");
   app.add_flag("--text-out", c.text_out, "With --chat: write the rendered prompt text instead of ids (for reading)");
   for (CLI::Option* o : {ch, cf}) o->excludes(pf)->excludes(tx);
   app.add_option("--format", format, "ids: one id per line (default); line: all ids on one space-separated line")
