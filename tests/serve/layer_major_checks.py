@@ -8,7 +8,8 @@
 #   prompt still takes one prompt pass (the decode row rides in it);
 # - a client that goes away during a long prompt's pass stops it part-way
 #   (k3_stopped_passes_total), the decoding conversation in that pass still
-#   equals k3-forward, and the next request is unaffected.
+#   equals k3-forward, and the next request is unaffected;
+# - a streamed reply's progress comments say the layer the pass is at.
 # Usage: python3 layer_major_checks.py URL URL_256 BIN_DIR MODEL_DIR TRUNK WORK_DIR LOG
 import json
 import re
@@ -165,6 +166,17 @@ r = post(url, request(nxt, 4, 3))
 check("the next request = k3-forward", forward(nxt, 4, 3)[0], r["choices"][0]["logprobs"]["token_logprobs"])
 check("the next request continues no state of the stopped one", 0,
       r["usage"].get("prompt_tokens_details", {}).get("cached_tokens", 0))
+
+# 4. A streamed reply says where the layer-major pass is: besides
+#    ": prefill DONE/TOTAL", a comment line ": layer I of 13, R tokens/s, T left".
+body = json.dumps(dict(request(long_prompt(19, 3000), 2, 3), stream=True)).encode()
+req = urllib.request.Request(url + "/v1/completions", body, {"Content-Type": "application/json"})
+with urllib.request.urlopen(req, timeout=300) as r:
+    comments = [x for x in r.read().decode().split("\n") if x.startswith(":")]
+check("the stream's progress says the layer", True,
+      any(re.fullmatch(r": layer \d+ of 13, [0-9,]+ tokens/s, .+ left", x) for x in comments))
+check("and the prefill ids, the last TOTAL/TOTAL", ": prefill 3000/3000",
+      [x for x in comments if x.startswith(": prefill")][-1])
 
 print(f"layer_major_checks: {passes} passed, {fails} failed")
 sys.exit(1 if fails else 0)
