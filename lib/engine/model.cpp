@@ -158,14 +158,34 @@ int64_t Model::decode_together(const std::vector<Session*>& sessions, int64_t ma
   return batch.weight_passes();
 }
 
-void Model::step_rows(std::span<Session* const> sessions, std::span<const std::span<const int32_t>> ids) {
+void Model::step_rows(std::span<Session* const> sessions, std::span<const std::span<const int32_t>> ids,
+                      const PassControl& control) {
   std::vector<GenerationSession*> gens;
   size_t rows = 0;
   for (size_t k = 0; k < sessions.size(); ++k) {
     gens.push_back(sessions[k]->gen_.get());
     rows += sessions[k]->pending().size() + ids[k].size();
   }
-  BatchGeneration::step_rows(*engine_, gens, ids);
+  // The control holds for this pass only.
+  struct Controlled {
+    ForwardPass& pass;
+    const PassControl& control;
+    Controlled(ForwardPass& p, const PassControl& c) : pass(p), control(c) {
+      if (control.stop) pass.set_stop(control.stop, true);
+      if (control.progress) pass.set_progress(control.progress);
+    }
+    ~Controlled() {
+      if (control.stop) pass.set_stop(nullptr, false);
+      if (control.progress) pass.set_progress(nullptr);
+    }
+  };
+  try {
+    const Controlled controlled(*engine_, control);
+    BatchGeneration::step_rows(*engine_, gens, ids);
+  } catch (...) {
+    pass_done(rows);  // what a stopped or failed pass read is its own
+    throw;
+  }
   for (size_t k = 0; k < sessions.size(); ++k)
     sessions[k]->ids_.insert(sessions[k]->ids_.end(), ids[k].begin(), ids[k].end());
   pass_done(rows);

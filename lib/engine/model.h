@@ -175,14 +175,32 @@ class Model {
                           const std::function<void(size_t, GenerationEnd)>& on_end,
                           const std::function<bool()>& interrupted = nullptr);
 
+  // What a server may ask of one step_rows pass while it runs.
+  struct PassControl {
+    // Polled between the pass's layers and a long pass's sub-batches: true
+    // stops the pass within about a layer, every session in it put back as
+    // before the pass (its pending ids still pending; one more KDA state
+    // per session is held while the pass runs), and step_rows throws
+    // Error(kInterrupted). nullptr: the pass runs to the end.
+    std::function<bool()> stop;
+    // After each layer step: `done` of the pass's `total` steps (a step is
+    // a layer, or a sub-batch of a layer of a layer-major pass: total is
+    // layers x sub-batches).
+    std::function<void(int64_t done, int64_t total)> progress;
+  };
+
   // One weight pass over the pending ids followed by `ids[k]` of each
   // session k (a prompt chunk, or nothing for a decode row holding one
   // pending id; each session must have some row): a server's new prompts
   // share the pass with its running sequences, which may change between
-  // passes. Each session's current row becomes the logits of its last id,
-  // bit-identical to evaluating it alone; the pass is accounted
-  // (pass_done) with all its rows. Not for sessions that log every row.
-  void step_rows(std::span<Session* const> sessions, std::span<const std::span<const int32_t>> ids);
+  // passes. Up to max_batch() rows run as one batch; more, up to
+  // tokens_per_read(), run layer-major: each layer's weights are read once
+  // for a long prompt's chunk and the decode rows riding with it. Each
+  // session's current row becomes the logits of its last id, bit-identical
+  // to evaluating it alone; the pass is accounted (pass_done) with all its
+  // rows. Not for sessions that log every row.
+  void step_rows(std::span<Session* const> sessions, std::span<const std::span<const int32_t>> ids,
+                 const PassControl& control = {});
 
   // Marks the end of the prefill: the streaming counters split there.
   void prefill_done();

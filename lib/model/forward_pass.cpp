@@ -54,13 +54,11 @@ void ForwardPass::forward(SequenceState& state, std::span<const int32_t> ids, Lo
     LogitRows read_rows = rows;
     if (rows == LogitRows::kLast && !last_read) read_rows = LogitRows::kNone;
     float* out = rows == LogitRows::kAll ? logits + begin * vocab : logits;  // [n, vocab] (kAll) or [vocab]
-    if (n > max_batch_) {
-      forward_chunk(state, ids.data() + begin, n, read_rows, out, steps_before, steps_total);
-      continue;
-    }
     SequenceState* one = &state;
-    forward_batch(std::span<SequenceState* const>(&one, 1), std::span<const size_t>(&n, 1), ids.data() + begin,
-                  read_rows, out, {}, steps_before, steps_total);
+    const std::span<SequenceState* const> states(&one, 1);
+    const std::span<const size_t> counts(&n, 1);
+    if (n > max_batch_) forward_chunk(states, counts, ids.data() + begin, read_rows, out, steps_before, steps_total);
+    else forward_batch(states, counts, ids.data() + begin, read_rows, out, {}, steps_before, steps_total);
   }
 }
 
@@ -90,6 +88,15 @@ void ForwardPass::run_sequences(std::span<SequenceState* const> states, std::spa
     if (ids[i].empty()) throw Error(ExitCode::kInternal, "forward_sequences: a sequence without rows");
     all.insert(all.end(), ids[i].begin(), ids[i].end());
     counts.push_back(ids[i].size());
+  }
+  // More rows than a batch, within a chunk: layer-major, each layer's
+  // weights read once for every sequence's rows (a server's long prompt
+  // with the other sequences' decode rows riding along).
+  const size_t n = all.size();
+  if (n > max_batch_ && n <= tokens_per_read() && histories.empty()) {
+    const int64_t subs = static_cast<int64_t>((n + max_batch_ - 1) / max_batch_);
+    forward_chunk(states, counts, all.data(), rows, logits, 0, subs * config_.num_hidden_layers);
+    return;
   }
   forward_batch(states, counts, all.data(), rows, logits, histories, 0, config_.num_hidden_layers);
 }

@@ -72,7 +72,10 @@ class ForwardPass {
   // One weight pass over the rows of several sequences: ids[i] runs after
   // *states[i] and is appended to it. Writes the logits of every row, in
   // order, to `logits` [total rows, vocab]. Each row's logits are
-  // bit-identical to running its sequence alone. `histories`, when not
+  // bit-identical to running its sequence alone. More rows than
+  // max_batch() (at most tokens_per_read(), no histories) run layer-major
+  // as a prefill chunk does: each layer's weights are read once for all the
+  // sequences' rows. `histories`, when not
   // empty, has one entry per sequence (may be null) recording its rows so
   // rollback() can undo some. Throws kBadInput for a bad id before touching
   // any state.
@@ -161,10 +164,17 @@ class ForwardPass {
                      LogitRows rows, float* logits, std::span<RowHistory* const> histories, int64_t steps_before,
                      int64_t steps_total);
 
-  // A chunk of n > max_batch_ rows of one sequence, layer-major
-  // (forward_pass_chunk.cpp); same effect on the state as forward_batch.
-  void forward_chunk(SequenceState& state, const int32_t* ids, size_t n, LogitRows rows, float* logits,
-                     int64_t steps_before, int64_t steps_total);
+  // A chunk of more than max_batch_ rows, counts[k] consecutive rows of
+  // states[k] (one prompt, or a server's prompt chunks and decode rows),
+  // layer-major (forward_pass_chunk.cpp); same effect on the states as
+  // forward_batch.
+  void forward_chunk(std::span<SequenceState* const> states, std::span<const size_t> counts, const int32_t* ids,
+                     LogitRows rows, float* logits, int64_t steps_before, int64_t steps_total);
+  struct ChunkRun;  // one forward_chunk call (forward_pass_chunk.cpp)
+  // Layer i over every row of the chunk.
+  void chunk_layer(ChunkRun& run, int i);
+  // The head over the chunk's wanted rows (kLast, kAll or kLastOfEach).
+  void chunk_head(ChunkRun& run, LogitRows rows, float* logits);
   // Restores the sequences after a stop in layer `layer` (see set_stop) and
   // throws Error(kInterrupted).
   [[noreturn]] void stop_pass(std::span<SequenceState* const> states, std::span<const int64_t> pos0, int layer,

@@ -1,12 +1,16 @@
-// ForwardPass::forward_chunk: the layer-major prefill of one chunk of a prompt
-// (ForwardPass::set_chunk). Layer by layer, the chunk's rows go through the
-// attention half in sub-batches of max_batch() rows that reuse the pass's
-// scratch; a dense layer's MLP follows each sub-batch, while a MoE layer
-// routes every sub-batch first, then requests each expert any row chose
-// once and computes it for all those rows, then combines per sub-batch. The
-// trunk weights of a layer are acquired once for the chunk. Every value is
-// per token, and sub-batches of a sequence run in order (KDA's recurrence,
-// MLA's cache), so the bits are those of forward_batch over the same rows.
+// ForwardPass::forward_chunk: the layer-major prefill of a chunk of rows
+// (ForwardPass::set_chunk): one prompt's chunk, or a server's pass where
+// several sequences' prompt chunks and decode rows share the weights
+// (forward_sequences with more rows than max_batch()). Layer by layer, the
+// chunk's rows go through the attention half in sub-batches of max_batch()
+// rows that reuse the pass's scratch (a sub-batch may hold rows of several
+// sequences, one segment each); a dense layer's MLP follows each sub-batch,
+// while a MoE layer routes every sub-batch first, then requests each expert
+// any row chose once and computes it for all those rows, then combines per
+// sub-batch. The trunk weights of a layer are acquired once for the chunk.
+// Every value is per token, and a sequence's rows run in order (KDA's
+// recurrence, MLA's cache), so the bits are those of forward_batch over the
+// same rows.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -22,107 +26,192 @@
 
 namespace k3 {
 
-void ForwardPass::forward_chunk(SequenceState& state, const int32_t* ids, size_t n, LogitRows rows, float* logits,
-                                int64_t steps_before, int64_t steps_total) {
-  const kernels::ScopedMatmulBackend products_on(matmul_backend_);  // the chunk's products: set_matmul_backend
-  const ModelConfig& c = config_;
-  const size_t hidden = c.hidden_size, sub = max_batch_;
-  const int64_t pos0 = state.positions;
-  scratch_.reserve(c, sub, pos0 + static_cast<int64_t>(n), static_cast<size_t>(pool_.size()));
-  chunk_state_.reserve(c, n, sub, spill_.get());
-  float* P = chunk_state_.p.data();  // [n, hidden]: the running sum p of every row of the chunk
-  source_.embed(ids, n, P);
-  require_finite(P, n * hidden, hidden, pos0, "the embedding rows");
+// One forward_chunk call: its sequences, where their rows sit in the chunk,
+// and the residual stream's view of a sub-batch.
+struct ForwardPass::ChunkRun {
+  std::span<SequenceState* const> states;
+  std::span<const size_t> counts;  // [sequences]: rows of each, consecutive in that order
+  std::vector<size_t> begin;       // [sequences]: each one's first row in the chunk
+  std::vector<int64_t> pos0;       // [sequences]: each one's first position
+  size_t n = 0, sub = 0, hidden = 0;
+  int64_t subs = 0, steps_before = 0, steps_total = 0;
+  float* P = nullptr;  // [n, hidden]: the running sum p of every row of the chunk
+  ChunkBlocks* blocks = nullptr;
+  ResidualStream* s = nullptr;
+  std::vector<LayerSegment> segments;
 
-  ChunkBlocks& blocks = chunk_state_.blocks;  // B, each [n, hidden] (in memory or spilled)
-  ResidualStream& s = scratch_.begin_pass(c, sub);
   // A sub-batch's view of the chunk: rows [r0, r0 + m) of p and of the
   // first `count` block states (returns all `staged` blocks' rows).
-  auto view = [&](size_t r0, size_t m, size_t count, size_t staged) -> const std::vector<const float*>& {
-    s.n = m;
-    s.p = P + r0 * hidden;
-    s.p_none = false;
-    const std::vector<const float*>& b = blocks.rows(r0, m, staged);
-    s.blocks.assign(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(count));
+  const std::vector<const float*>& view(size_t r0, size_t m, size_t count, size_t staged) {
+    s->n = m;
+    s->p = P + r0 * hidden;
+    s->p_none = false;
+    const std::vector<const float*>& b = blocks->rows(r0, m, staged);
+    s->blocks.assign(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(count));
     return b;
-  };
-  SequenceState* const one[] = {&state};
-  const int64_t pos0s[] = {pos0};
-  const bool restorable = stop_ && restore_on_stop_;
-  if (restorable) {
-    undo_.resize(1);
-    undo_[0].resize(static_cast<size_t>(c.num_hidden_layers));
   }
-  for (int i = 0; i < c.num_hidden_layers; ++i) {
-    if (restorable && c.is_kda_layer(i)) undo_[0][i] = state.layers[i].kda;
-    const LayerWeights& w = source_.acquire_layer(i);
-    const size_t before = blocks.count();
-    // A block boundary: every row's p becomes a block state before any
-    // sub-batch updates p.
-    if (i % c.attn_res_block_size == 0) blocks.open(P);
-    const bool moe = c.is_moe_layer(i);
-    const int64_t subs = static_cast<int64_t>((n + sub - 1) / sub);
+  // Each sequence's rows within [r0, r0 + m) at layer `layer`, relative to r0.
+  std::span<const LayerSegment> segments_of(int layer, size_t r0, size_t m) {
+    segments.clear();
+    for (size_t k = 0; k < states.size(); ++k) {
+      const size_t b = std::max(begin[k], r0), e = std::min(begin[k] + counts[k], r0 + m);
+      if (b < e) segments.push_back({&states[k]->layers[layer], b - r0, e - b, nullptr});
+    }
+    return segments;
+  }
+  // Non-finite values are caught where they first appear, each sequence's
+  // rows named by their own positions.
+  void require_rows_finite(const std::string& where) const {
+    for (size_t k = 0; k < states.size(); ++k)
+      require_finite(P + begin[k] * hidden, counts[k] * hidden, hidden, pos0[k], where);
+  }
+};
+
+void ForwardPass::forward_chunk(std::span<SequenceState* const> states, std::span<const size_t> counts,
+                                const int32_t* ids, LogitRows rows, float* logits, int64_t steps_before,
+                                int64_t steps_total) {
+  const kernels::ScopedMatmulBackend products_on(matmul_backend_);  // the chunk's products: set_matmul_backend
+  const ModelConfig& c = config_;
+  ChunkRun run;
+  run.states = states;
+  run.counts = counts;
+  run.sub = max_batch_;
+  run.hidden = c.hidden_size;
+  run.steps_before = steps_before;
+  run.steps_total = steps_total;
+  int64_t positions = 0;
+  for (size_t k = 0; k < states.size(); ++k) {
+    run.begin.push_back(run.n);
+    run.pos0.push_back(states[k]->positions);
+    run.n += counts[k];
+    positions = std::max(positions, states[k]->positions + static_cast<int64_t>(counts[k]));
+  }
+  run.subs = static_cast<int64_t>((run.n + run.sub - 1) / run.sub);
+  scratch_.reserve(c, run.sub, positions, static_cast<size_t>(pool_.size()));
+  chunk_state_.reserve(c, run.n, run.sub, spill_.get());
+  run.P = chunk_state_.p.data();
+  run.blocks = &chunk_state_.blocks;
+  source_.embed(ids, run.n, run.P);
+  run.require_rows_finite("the embedding rows");
+  run.s = &scratch_.begin_pass(c, run.sub);
+  if (stop_ && restore_on_stop_) {
+    undo_.resize(states.size());
+    for (auto& u : undo_) u.resize(static_cast<size_t>(c.num_hidden_layers));
+  }
+  for (int i = 0; i < c.num_hidden_layers; ++i) chunk_layer(run, i);
+  if (rows != LogitRows::kNone) chunk_head(run, rows, logits);
+  size_t begin = 0;
+  for (size_t k = 0; k < states.size(); ++k) {
+    states[k]->positions += static_cast<int64_t>(counts[k]);
+    states[k]->tokens.insert(states[k]->tokens.end(), ids + begin, ids + begin + counts[k]);
+    begin += counts[k];
+  }
+}
+
+void ForwardPass::chunk_layer(ChunkRun& run, int i) {
+  const ModelConfig& c = config_;
+  const size_t n = run.n, sub = run.sub;
+  if (stop_ && restore_on_stop_ && c.is_kda_layer(i))
+    for (size_t k = 0; k < run.states.size(); ++k) undo_[k][i] = run.states[k]->layers[i].kda;
+  const LayerWeights& w = source_.acquire_layer(i);
+  ChunkBlocks& blocks = *run.blocks;
+  ResidualStream& s = *run.s;
+  const size_t before = blocks.count();
+  // A block boundary: every row's p becomes a block state before any
+  // sub-batch updates p.
+  if (i % c.attn_res_block_size == 0) blocks.open(run.P);
+  const bool moe = c.is_moe_layer(i);
+  for (size_t r0 = 0; r0 < n; r0 += sub) {
+    const size_t m = std::min(sub, n - r0);
+    const std::vector<const float*>& b = run.view(r0, m, before, blocks.count());
+    decoder_layer_attention(
+        c, i, w, source_, run.segments_of(i, r0, m), s, [&] { s.blocks.push_back(b[before]); }, scratch_, &pool_);
+    if (moe) {
+      moe_chunk_prepare(c, w.moe, scratch_.x(), m, r0, chunk_state_.moe, &pool_, scratch_);
+    } else {
+      const size_t inter = out_dim(w.mlp.gate_proj);
+      situ_mlp(w.mlp, SituParams::from(c), scratch_.x(), m, scratch_.a(), &pool_,
+               scratch_.op_floats(situ_scratch_floats(m, inter)));
+      decoder_layer_add(c, s, scratch_.a());
+    }
+    if (r0 + m == n) break;
+    // Progress per sub-batch (the last after the layer is done), so a
+    // progress callback that throws on Ctrl-C stops within a layer too.
+    const int64_t step = run.steps_before + i * run.subs + static_cast<int64_t>(r0 / sub) + 1;
+    try {
+      if (progress_) progress_(step, run.steps_total);
+    } catch (...) {  // abandoned (Ctrl-C): the layer's weights go back
+      source_.release_layer(i);
+      throw;
+    }
+    if (stop_ && stop_()) {
+      source_.release_layer(i);
+      stop_pass(run.states, run.pos0, i, true);
+    }
+  }
+  if (moe) {
+    moe_chunk_experts(c, i, source_, n, sub, chunk_state_.moe, &pool_, scratch_);
     for (size_t r0 = 0; r0 < n; r0 += sub) {
       const size_t m = std::min(sub, n - r0);
-      const std::vector<const float*>& b = view(r0, m, before, blocks.count());
-      const LayerSegment seg{&state.layers[i], 0, m, nullptr};
-      decoder_layer_attention(
-          c, i, w, source_, std::span<const LayerSegment>(&seg, 1), s, [&] { s.blocks.push_back(b[before]); }, scratch_,
-          &pool_);
-      if (moe) {
-        moe_chunk_prepare(c, w.moe, scratch_.x(), m, r0, chunk_state_.moe, &pool_, scratch_);
-      } else {
-        const size_t inter = out_dim(w.mlp.gate_proj);
-        situ_mlp(w.mlp, SituParams::from(c), scratch_.x(), m, scratch_.a(), &pool_,
-                 scratch_.op_floats(situ_scratch_floats(m, inter)));
-        decoder_layer_add(c, s, scratch_.a());
-      }
-      // Progress per sub-batch (the last after the layer is done), so a
-      // progress callback that throws on Ctrl-C stops within a layer too.
-      const int64_t step = steps_before + i * subs + static_cast<int64_t>(r0 / sub) + 1;
-      if (progress_ && r0 + m < n) {
-        try {
-          progress_(step, steps_total);
-        } catch (...) {  // abandoned (Ctrl-C): the layer's weights go back
-          source_.release_layer(i);
-          throw;
-        }
-      }
-      if (stop_ && r0 + m < n && stop_()) {
-        source_.release_layer(i);
-        stop_pass(one, pos0s, i, true);
-      }
+      run.view(r0, m, 0, 0);
+      moe_chunk_combine(c, w.moe, m, r0, chunk_state_.moe, scratch_.a(), &pool_, scratch_);
+      decoder_layer_add(c, s, scratch_.a());
     }
-    if (moe) {
-      moe_chunk_experts(c, i, source_, n, sub, chunk_state_.moe, &pool_, scratch_);
-      for (size_t r0 = 0; r0 < n; r0 += sub) {
-        const size_t m = std::min(sub, n - r0);
-        view(r0, m, 0, 0);
-        moe_chunk_combine(c, w.moe, m, r0, chunk_state_.moe, scratch_.a(), &pool_, scratch_);
-        decoder_layer_add(c, s, scratch_.a());
-      }
-    }
-    source_.release_layer(i);
-    require_finite(P, n * hidden, hidden, pos0, "the output of layer " + std::to_string(i));
-    if (tap_ && tap_->wants(i)) tap_->on_layer(i, state, pos0, P, n);
-    if (progress_) progress_(steps_before + (i + 1) * subs, steps_total);
-    if (stop_ && i + 1 < c.num_hidden_layers && stop_()) stop_pass(one, pos0s, i, false);
   }
+  source_.release_layer(i);
+  run.require_rows_finite("the output of layer " + std::to_string(i));
+  if (tap_ && tap_->wants(i))
+    for (size_t k = 0; k < run.states.size(); ++k)
+      tap_->on_layer(i, *run.states[k], run.pos0[k], run.P + run.begin[k] * run.hidden, run.counts[k]);
+  if (progress_) progress_(run.steps_before + (i + 1) * run.subs, run.steps_total);
+  if (stop_ && i + 1 < c.num_hidden_layers && stop_()) stop_pass(run.states, run.pos0, i, false);
+}
 
-  if (rows != LogitRows::kNone) {
-    // The head over the wanted rows (the last, or all in sub-batches).
-    const size_t vocab = c.vocab_size;
-    const size_t first = rows == LogitRows::kLast ? n - 1 : 0;
-    for (size_t r0 = first; r0 < n; r0 += sub) {
-      const size_t m = std::min(sub, n - r0);
-      const std::vector<const float*>& b = blocks.rows(r0, m, blocks.count());
-      float* out = logits + (r0 - first) * vocab;
-      head_logits(b, P + r0 * hidden, m, out);
-      require_finite(out, m * vocab, vocab, pos0 + static_cast<int64_t>(r0), "the logits (the head)");
+void ForwardPass::chunk_head(ChunkRun& run, LogitRows rows, float* logits) {
+  const size_t vocab = config_.vocab_size, hidden = run.hidden, sub = run.sub;
+  ChunkBlocks& blocks = *run.blocks;
+  const size_t count = blocks.count();
+  if (rows == LogitRows::kLastOfEach) {
+    // The last row of each sequence, gathered into contiguous rows (a row's
+    // mix and norm do not depend on the other rows: no bit changes), in
+    // pieces of at most a sub-batch.
+    const size_t seqs = run.states.size();
+    for (size_t k0 = 0; k0 < seqs; k0 += sub) {
+      const size_t m = std::min(sub, seqs - k0);
+      std::vector<float> gathered((count + 1) * m * hidden);  // [m, hidden] per block state, then p
+      for (size_t t = 0; t < m; ++t) {
+        const size_t row = run.begin[k0 + t] + run.counts[k0 + t] - 1;
+        const std::vector<const float*>& b = blocks.rows(row, 1, count);
+        for (size_t j = 0; j < count; ++j) std::copy_n(b[j], hidden, gathered.data() + (j * m + t) * hidden);
+        std::copy_n(run.P + row * hidden, hidden, gathered.data() + (count * m + t) * hidden);
+      }
+      std::vector<const float*> b;
+      for (size_t j = 0; j < count; ++j) b.push_back(gathered.data() + j * m * hidden);
+      float* out = logits + k0 * vocab;
+      head_logits(b, gathered.data() + count * m * hidden, m, out);
+      for (size_t t = 0; t < m; ++t)
+        require_finite(out + t * vocab, vocab, vocab, run.pos0[k0 + t] + static_cast<int64_t>(run.counts[k0 + t]) - 1,
+                       "the logits (the head)");
+    }
+    return;
+  }
+  // The last row, or all in sub-batches.
+  const size_t n = run.n;
+  const size_t first = rows == LogitRows::kLast ? n - 1 : 0;
+  for (size_t r0 = first; r0 < n; r0 += sub) {
+    const size_t m = std::min(sub, n - r0);
+    const std::vector<const float*>& b = blocks.rows(r0, m, count);
+    float* out = logits + (r0 - first) * vocab;
+    head_logits(b, run.P + r0 * hidden, m, out);
+    // Named by the position of the row in its own sequence.
+    for (size_t t = 0; t < m; ++t) {
+      const size_t row = r0 + t;
+      size_t k = 0;
+      while (row >= run.begin[k] + run.counts[k]) ++k;
+      require_finite(out + t * vocab, vocab, vocab, run.pos0[k] + static_cast<int64_t>(row - run.begin[k]),
+                     "the logits (the head)");
     }
   }
-  state.positions += static_cast<int64_t>(n);
-  state.tokens.insert(state.tokens.end(), ids, ids + n);
 }
 
 }  // namespace k3

@@ -13,6 +13,7 @@
 #include "serve/client_connection.h"
 #include "serve/json_build.h"
 #include "serve/openai_response.h"
+#include "serve/prompt_progress.h"
 #include "serve/request_log.h"
 #include "serve/slot_scheduler.h"
 #include "serve/structured_output.h"
@@ -146,7 +147,7 @@ struct Stream {
   std::vector<Choice> choices;
   int64_t prompt_tokens = 0;
   bool began = false;
-  int64_t prefill_sent = -1;  // the prompt ids done the last progress comment said
+  int64_t prefill_sent = -1;  // the progress version the last progress comment said
 
   bool finished() const {
     return std::all_of(choices.begin(), choices.end(), [](const Choice& c) { return c.finished; });
@@ -172,12 +173,7 @@ struct Stream {
 // ids evaluated or continued from a kept state, of the prompt's ids) whenever
 // that changed, and always "TOTAL/TOTAL" before the first token. Clients
 // ignore comment lines; a chat page shows them as progress.
-std::string prefill_note(Stream& s) {
-  const auto [done, total] = s.choices.front().job->prefill();
-  if (total == 0 || done == s.prefill_sent) return "";
-  s.prefill_sent = done;
-  return ": prefill " + std::to_string(done) + "/" + std::to_string(total) + "\n\n";
-}
+std::string prefill_note(Stream& s) { return serve::prefill_note(*s.choices.front().job, s.prefill_sent); }
 
 std::vector<std::string> take(Choice& c, std::chrono::milliseconds timeout) {
   std::vector<std::string> out;

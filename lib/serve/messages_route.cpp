@@ -10,6 +10,7 @@
 #include "serve/client_connection.h"
 #include "serve/completion_route.h"
 #include "serve/json_build.h"
+#include "serve/prompt_progress.h"
 #include "serve/slot_scheduler.h"
 #include "tokenizer/tokenizer.h"
 
@@ -35,12 +36,7 @@ struct MessageStream {
 
 // While the prompt is evaluated: an SSE comment ": prefill DONE/TOTAL" when
 // it changed, as /v1/chat/completions sends (clients skip comment lines).
-std::string prefill_note(MessageStream& s) {
-  const auto [done, total] = s.job->prefill();
-  if (total == 0 || done == s.prefill_sent) return "";
-  s.prefill_sent = done;
-  return ": prefill " + std::to_string(done) + "/" + std::to_string(total) + "\n\n";
-}
+std::string prefill_note(MessageStream& s) { return serve::prefill_note(*s.job, s.prefill_sent); }
 
 std::vector<std::string> take(MessageStream& s, std::chrono::milliseconds timeout) {
   std::vector<std::string> out;

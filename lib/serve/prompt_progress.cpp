@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <tuple>
 
 #include "serve/slot_scheduler.h"
 
@@ -40,14 +41,45 @@ std::string time_left_text(double seconds) {
   return text;
 }
 
-std::optional<double> prompt_seconds_left(int64_t from, int64_t done, int64_t total, double elapsed) {
-  if (done <= from || elapsed <= 0) return std::nullopt;
-  return static_cast<double>(total - done) * elapsed / static_cast<double>(done - from);
+std::optional<double> prompt_seconds_left(int64_t from, double done, int64_t total, double elapsed) {
+  if (done <= static_cast<double>(from) || elapsed <= 0) return std::nullopt;
+  return (static_cast<double>(total) - done) * elapsed / (done - static_cast<double>(from));
 }
 
 std::string prompt_progress_text(int64_t done, int64_t total, std::optional<double> seconds_left) {
   std::string text = "prompt " + grouped(done) + " / " + grouped(total);
   if (seconds_left) text += ", " + time_left_text(*seconds_left) + " left";
+  return text;
+}
+
+std::string pass_layer_text(int64_t done, int64_t total, int layers) {
+  if (total <= 0 || layers <= 0) return "";
+  const int64_t per_layer = std::max<int64_t>(1, total / layers);  // steps of a layer
+  const int64_t layer = std::clamp<int64_t>((done + per_layer - 1) / per_layer, 1, layers);
+  return "layer " + std::to_string(layer) + " of " + std::to_string(layers);
+}
+
+PromptProgress prompt_progress(const Job& job) {
+  PromptProgress p;
+  std::tie(p.done, p.total) = job.prefill();
+  const Job::PassProgress pass = job.prefill_pass();
+  p.done_exact = static_cast<double>(p.done);
+  if (pass.ids > 0 && pass.total > 0) {
+    p.done_exact += static_cast<double>(pass.ids) * static_cast<double>(pass.done) / static_cast<double>(pass.total);
+    p.layer = pass_layer_text(pass.done, pass.total, pass.layers);
+  }
+  const double elapsed = std::chrono::duration<double>(Job::Clock::now() - job.admitted_at()).count();
+  const auto from = static_cast<double>(job.cached_tokens());
+  if (elapsed > 0 && p.done_exact > from) p.ids_per_second = (p.done_exact - from) / elapsed;
+  p.seconds_left = prompt_seconds_left(job.cached_tokens(), p.done_exact, p.total, elapsed);
+  return p;
+}
+
+std::string prompt_progress_text(const PromptProgress& p) {
+  std::string text = "prompt " + grouped(p.done) + " / " + grouped(p.total);
+  if (!p.layer.empty()) text += ", " + p.layer;
+  if (p.ids_per_second) text += ", " + grouped(static_cast<int64_t>(std::lround(*p.ids_per_second))) + " tokens/s";
+  if (p.seconds_left) text += ", " + time_left_text(*p.seconds_left) + " left";
   return text;
 }
 
@@ -57,9 +89,21 @@ void log_prompt_progress(Job& job) {
   const double elapsed = std::chrono::duration<double>(Job::Clock::now() - job.admitted_at()).count();
   if (elapsed < log_every_seconds() * (job.progress_lines() + 1)) return;
   job.count_progress_line();
-  const std::string text =
-      "k3-serve: " + prompt_progress_text(done, total, prompt_seconds_left(job.cached_tokens(), done, total, elapsed));
+  const std::string text = "k3-serve: " + prompt_progress_text(prompt_progress(job));
   std::fprintf(stderr, "%s\n", text.c_str());
+}
+
+std::string prefill_note(const Job& job, int64_t& sent) {
+  const int64_t version = job.progress_version();
+  const PromptProgress p = prompt_progress(job);
+  if (p.total == 0 || version == sent) return "";
+  sent = version;
+  std::string note = ": prefill " + std::to_string(p.done) + "/" + std::to_string(p.total) + "\n";
+  if (!p.layer.empty()) {
+    std::string rest = prompt_progress_text(p);  // "prompt D / T, layer ..., ..."
+    note += ": " + rest.substr(rest.find(", ") + 2) + "\n";
+  }
+  return note + "\n";
 }
 
 }  // namespace k3::serve

@@ -56,6 +56,9 @@ std::string ServeMetrics::prometheus_text() const {
   metric(out, "k3_weight_passes_total", "counter", "Weight passes (each shared by every busy slot).", weight_passes);
   metric(out, "k3_prefill_passes_total", "counter", "Weight passes that evaluated prompt ids (with any decode rows).",
          prefill_passes);
+  metric(out, "k3_stopped_passes_total", "counter",
+         "Passes stopped part-way (a prompt's client went away; the pass's sequences put back as before it).",
+         stopped_passes);
   metric(out, "k3_decode_seconds_total", "counter", "Seconds spent in decode passes.", decode_s);
   const double prefill_s = static_cast<double>(prefill_nanoseconds.load()) * 1e-9;
   metric(out, "k3_prefill_seconds_total", "counter", "Seconds spent evaluating prompts.", prefill_s);

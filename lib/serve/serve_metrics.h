@@ -31,6 +31,7 @@ class ServeMetrics {
   std::atomic<uint64_t> generated_tokens{0};
   std::atomic<uint64_t> weight_passes{0};       // weight passes (each shared by the busy slots)
   std::atomic<uint64_t> prefill_passes{0};      // of them, the ones that evaluated prompt ids
+  std::atomic<uint64_t> stopped_passes{0};      // passes stopped part-way: a prompt's client went away
   std::atomic<uint64_t> decode_nanoseconds{0};  // time in passes of decode rows only
   std::atomic<uint64_t> prefill_nanoseconds{0};
   std::atomic<uint64_t> bytes_read{0};  // weight bytes read while serving (streamed trunk + experts)

@@ -52,6 +52,18 @@ int64_t Job::cached_tokens() const {
 void Job::prefill_progress(int64_t done, int64_t total) {
   prefill_total_ = total;
   prefill_done_ = done;
+  ++progress_version_;
+}
+void Job::prefill_pass(PassProgress p) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pass_ = p;
+  }
+  ++progress_version_;
+}
+Job::PassProgress Job::prefill_pass() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return pass_;
 }
 void Job::started(int64_t cached) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -209,7 +221,9 @@ void SlotScheduler::sample_decoding(bool stopping) {
       leave(slot, stopping ? EndReason::kLength : EndReason::kCancelled);
       continue;
     }
-    if (!slot.decoding) continue;
+    // A decode row whose pass was stopped (another client went away) still
+    // has its id pending: it runs again in the next pass.
+    if (!slot.decoding || !slot.session->pending().empty()) continue;
     const int32_t id = slot.session->sample();
     ++slot.made;
     ++metrics_.generated_tokens;
@@ -291,7 +305,7 @@ size_t SlotScheduler::run_pass() {
     in_pass.push_back(&slot);
     ++rows;
   }
-  const size_t max_rows = model_.max_batch();
+  const size_t max_rows = model_.tokens_per_read();
   size_t budget = max_rows > rows ? max_rows - rows : 1;
   bool prefill = false;
   for (Slot& slot : slots_) {
@@ -311,9 +325,18 @@ size_t SlotScheduler::run_pass() {
   if (sessions.empty()) return 0;
   const auto t0 = Clock::now();
   try {
-    model_.step_rows(sessions, chunks);  // the model accounts the pass (pass_done)
-  } catch (const std::exception& e) {    // an I/O error ends the requests of this pass, not the server
-    for (Slot* slot : in_pass) {
+    // The model accounts the pass (pass_done).
+    model_.step_rows(sessions, chunks, prefill ? pass_control(in_pass) : Model::PassControl{});
+  } catch (const std::exception& e) {
+    const auto* error = dynamic_cast<const Error*>(&e);
+    if (error && error->code() == ExitCode::kInterrupted) {
+      // Stopped within the pass: every sequence is as before it. The job whose
+      // client went away leaves at the next sample_decoding; the rest run again.
+      ++metrics_.stopped_passes;
+      for (Slot* slot : in_pass) slot->job->prefill_pass({});
+      return 0;
+    }
+    for (Slot* slot : in_pass) {  // an I/O error ends the requests of this pass, not the server
       slot->job->finish(EndReason::kCancelled, e.what());
       slot->job.reset();
     }
@@ -323,20 +346,41 @@ size_t SlotScheduler::run_pass() {
   ++metrics_.weight_passes;
   if (prefill) ++metrics_.prefill_passes;
   (prefill ? metrics_.prefill_nanoseconds : metrics_.decode_nanoseconds) += nanoseconds_since(t0);
-  for (Slot* slot : in_pass) {
-    if (slot->decoding) continue;
-    slot->at += slot->chunk;
-    // The stream's ": prefill DONE/TOTAL" comments; TOTAL/TOTAL comes before
-    // the first id is sampled (at the next sample_decoding).
-    slot->job->prefill_progress(static_cast<int64_t>(slot->at), static_cast<int64_t>(slot->job->spec().prompt.size()));
-    log_prompt_progress(*slot->job);  // every 10 s of a long prompt: how far, how long left
-    if (slot->keep_at != 0 && slot->at == slot->keep_at) {
-      cache_.keep(slot->session->mark());
-      slot->keep_at = 0;
-    }
-    slot->decoding = slot->at == slot->job->spec().prompt.size();
-  }
+  for (Slot* slot : in_pass)
+    if (!slot->decoding) prompt_chunk_done(*slot);
   return prefill ? 0 : rows;
+}
+
+void SlotScheduler::prompt_chunk_done(Slot& slot) {
+  slot.at += slot.chunk;
+  // The stream's ": prefill DONE/TOTAL" comments; TOTAL/TOTAL comes before
+  // the first id is sampled (at the next sample_decoding).
+  slot.job->prefill_pass({});
+  slot.job->prefill_progress(static_cast<int64_t>(slot.at), static_cast<int64_t>(slot.job->spec().prompt.size()));
+  log_prompt_progress(*slot.job);  // every 10 s of a long prompt: how far, how long left
+  if (slot.keep_at != 0 && slot.at == slot.keep_at) {
+    cache_.keep(slot.session->mark());
+    slot.keep_at = 0;
+  }
+  slot.decoding = slot.at == slot.job->spec().prompt.size();
+}
+
+Model::PassControl SlotScheduler::pass_control(const std::vector<Slot*>& in_pass) {
+  std::vector<Slot*> prompts;
+  for (Slot* slot : in_pass)
+    if (!slot->decoding) prompts.push_back(slot);
+  Model::PassControl control;
+  control.stop = [this, prompts] {
+    return stopping() || std::any_of(prompts.begin(), prompts.end(), [](Slot* s) { return s->job->cancelled(); });
+  };
+  const int layers = model_.config().num_hidden_layers;
+  control.progress = [prompts, layers](int64_t done, int64_t total) {
+    for (Slot* slot : prompts) {
+      slot->job->prefill_pass({static_cast<int64_t>(slot->chunk), done, total, layers});
+      log_prompt_progress(*slot->job);  // a long layer-major pass says where it is too
+    }
+  };
+  return control;
 }
 
 void SlotScheduler::run() {

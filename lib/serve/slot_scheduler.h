@@ -11,8 +11,14 @@
 // every slot still prefilling (Model::step_rows): requests that
 // arrive together share their prefill passes, and a new arrival's prefill
 // shares passes with the running decodes. The rows of a pass are bounded by
-// the engine's max batch (the plan's activation memory); decode rows come
-// first, prompt chunks fill the rest in order of arrival. Each sequence has
+// the prompt tokens one read of the weights covers (Model::tokens_per_read:
+// more than the max batch runs layer-major, each layer's weights read once
+// for a long prompt's chunk and the decode rows riding with it, so the other
+// conversations still get an id per pass); decode rows come first, prompt
+// chunks fill the rest in order of arrival. A pass carrying prompt ids stops
+// within about a layer when one of their clients goes away (or the server
+// stops): every sequence in it is put back as before the pass, the client's
+// job leaves, the others run the pass again. Each sequence has
 // its own sampler keyed to positions, and the engine computes a row the same
 // in any pass, so a sequence's ids are bit-identical to generating it alone.
 // A cancelled job (client gone, stop string read) leaves at the next pass.
@@ -80,6 +86,17 @@ class Job {
   // kept state included), the prompt's ids}; {0, 0} until it starts, the
   // total twice once it is done.
   std::pair<int64_t, int64_t> prefill() const { return {prefill_done_.load(), prefill_total_.load()}; }
+  // Where the pass now evaluating `ids` of the prompt is: `done` of its
+  // `total` layer steps over `layers` layers (a step is a layer, or a
+  // sub-batch of one in a layer-major pass); ids 0 between passes.
+  struct PassProgress {
+    int64_t ids = 0, done = 0, total = 0;
+    int layers = 0;
+  };
+  PassProgress prefill_pass() const;
+  // Changes whenever prefill() or prefill_pass() does (a stream says the
+  // progress again when it changed).
+  int64_t progress_version() const { return progress_version_.load(); }
   // For the request's log line, /metrics and the prompt's time left: when
   // it took a slot and when its first id came (the clock's epoch until
   // then), and the ids made so far.
@@ -94,6 +111,7 @@ class Job {
   // Engine thread side.
   bool cancelled() const { return cancelled_; }
   void prefill_progress(int64_t done, int64_t total);
+  void prefill_pass(PassProgress p);
   void started(int64_t cached);  // admitted to a slot (`cached` of the prompt's ids continue from a kept state)
   void push(int32_t id);
   void push_logprobs(PositionLogprobs p);  // before push() of its id
@@ -117,7 +135,8 @@ class Job {
   Clock::time_point admitted_at_{}, first_id_at_{};
   std::atomic<bool> cancelled_{false};
   std::atomic<bool> shut_out_{false};
-  std::atomic<int64_t> prefill_done_{0}, prefill_total_{0};
+  std::atomic<int64_t> prefill_done_{0}, prefill_total_{0}, progress_version_{0};
+  PassProgress pass_;  // under mutex_
 };
 
 struct SchedulerOptions {
@@ -165,6 +184,10 @@ class SlotScheduler {
   void observe_logprobs(Slot& slot);
   void sample_decoding(bool stopping);
   size_t run_pass();  // the ids a pass of decode rows only will give (0 when it evaluated prompt ids)
+  // What a pass carrying prompt chunks is told: stop when one of their
+  // clients went away or the server stops; each prompt's layer progress.
+  Model::PassControl pass_control(const std::vector<Slot*>& in_pass);
+  void prompt_chunk_done(Slot& slot);  // after a pass that evaluated slot.chunk of its prompt
   void leave(Slot& slot, EndReason reason);
   // The one busy slot, drafted, decoding and nobody waiting: generates it
   // speculatively until it ends or another request arrives.

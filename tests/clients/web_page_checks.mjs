@@ -109,6 +109,8 @@ const stub = http.createServer(async (req, res) => {
   await new Promise((r) => setTimeout(r, 300));
   res.write(": prefill 1234/4430\n\n");
   await held();
+  res.write(": prefill 1234/4430\n: layer 2 of 13, 150 tokens/s, 3 min left\n\n");  // a layer-major pass
+  await held();
   res.write(": prefill 4430/4430\n\n");
   res.write(chunk({ reasoning_content: "Thinking about <b>markup</b> <script>window.__k3pwned=4</script>" }));
   await held();
@@ -143,6 +145,10 @@ try {
     check("prefill progress bar", [1234, 4430], await page.evaluate(() => {
       const p = document.querySelector(".msg.assistant .prefill progress"); return [p.value, p.max]; }));
     holds("stop button shown while streaming", await page.isVisible("#stop"));
+    await release();
+    await page.waitForFunction(() => document.querySelector(".msg.assistant .prefill span")?.textContent.includes("layer"));
+    check("a layer-major pass's progress: the layer, the server's rate and time left",
+      "prompt 1,234 / 4,430, layer 2 of 13, 150 tokens/s, 3 min left", await page.textContent(".msg.assistant .prefill span"));
     await release();
     await page.waitForSelector(".msg.assistant details.reasoning");
     check("reasoning open while it streams", true, await page.evaluate(() => document.querySelector("details.reasoning").open));

@@ -244,6 +244,73 @@ TEST(Model, StepRowsSharesPassesAndGeneratesTheGoldenIds) {
   EXPECT_EQ(b.ids(), all);
 }
 
+// A server's pass with more rows than a batch (Model::step_rows up to
+// tokens_per_read): a long prompt's chunk runs layer-major with two other
+// sequences' decode rows in the same layer pass, its sub-batches of 4 rows
+// holding rows of several sequences. Every row is memcmp-equal to the
+// sequence evaluated alone; the progress counts every sub-batch of every
+// layer; a pass stopped part-way puts every sequence back as before it
+// (ids, pending id, state), and running it again gives the same bits.
+TEST(Model, StepRowsRunsALongChunkLayerMajorWithDecodeRows) {
+  const test::Golden& g = test::Golden::get();
+  auto model = Model::open(test::tiny_dir(), resident());
+  std::vector<int32_t> longp;
+  while (longp.size() < 42) longp.insert(longp.end(), g.greedy_prompt.begin(), g.greedy_prompt.end());
+  longp.resize(42);
+  const std::vector<int32_t> pa(g.greedy_prompt.begin(), g.greedy_prompt.end() - 1);
+  const std::vector<int32_t>& pb = g.greedy_prompt;
+  // The references, one sequence at a time in batches of 256.
+  const std::vector<float> long_alone = fresh_row(*model, longp);
+  Session a = model->session(greedy(*model));
+  Session b = model->session(greedy(*model));
+  a.prefill(pa);
+  b.prefill(pb);
+  const int32_t ida = a.sample(), idb = b.sample();
+  std::vector<int32_t> a_next = pa, b_next = pb;
+  a_next.push_back(ida);
+  b_next.push_back(idb);
+  const std::vector<float> a_alone = fresh_row(*model, a_next), b_alone = fresh_row(*model, b_next);
+
+  model->forward_pass().set_max_batch(4);
+  model->forward_pass().set_chunk(64);
+  ASSERT_EQ(model->tokens_per_read(), 64u);
+  Session c = model->session(greedy(*model));
+  std::vector<Session*> all = {&a, &b, &c};
+  const std::vector<std::span<const int32_t>> chunks = {{}, {}, std::span<const int32_t>(longp)};
+  // Stopped after 20 of the pass's 11 x 13 steps: all three as before it.
+  Model::PassControl control;
+  int64_t steps = 0, total = 0;
+  control.progress = [&](int64_t done, int64_t of) {
+    steps = done;
+    total = of;
+  };
+  control.stop = [&] { return steps >= 20; };
+  try {
+    model->step_rows(all, chunks, control);
+    ADD_FAILURE() << "the pass was not stopped";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kInterrupted);
+  }
+  EXPECT_EQ(steps, 20);
+  EXPECT_EQ(total, 11 * model->config().num_hidden_layers) << "42 rows in sub-batches of 4, every layer";
+  EXPECT_EQ(a.position(), static_cast<int64_t>(a_next.size()));
+  EXPECT_EQ(a.pending(), std::vector<int32_t>{ida});
+  EXPECT_EQ(b.pending(), std::vector<int32_t>{idb});
+  EXPECT_EQ(c.position(), 0);
+  EXPECT_EQ(c.state().positions, 0);
+  EXPECT_EQ(a.state().positions, static_cast<int64_t>(pa.size()));
+
+  // Again, to the end: every row as alone.
+  control.stop = nullptr;
+  model->step_rows(all, chunks, control);
+  EXPECT_EQ(steps, total);
+  EXPECT_EQ(c.ids(), longp);
+  EXPECT_TRUE(test::same_bits(c.current_row(), long_alone));
+  EXPECT_TRUE(test::same_bits(a.current_row(), a_alone));
+  EXPECT_TRUE(test::same_bits(b.current_row(), b_alone));
+  EXPECT_EQ(a.ids(), a_next);
+}
+
 TEST(Model, StreamedModelGeneratesTheGoldenIdsAndCountsItsPasses) {
   const test::Golden& g = test::Golden::get();
   ModelParams p = resident();

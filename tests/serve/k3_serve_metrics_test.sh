@@ -120,11 +120,13 @@ PY
 contains "decode bytes per id" "long prompt reads more: True | per id the same: True | gauge is decode bytes / decode ids: True | prompt bytes left out: True" "$per_id"
 echo "$per_id"
 
-# 4. The long prompt's progress in the log: "prompt DONE / TOTAL, N s left".
+# 4. The long prompt's progress in the log: "prompt DONE / TOTAL, layer I of
+# 13, R tokens/s, N s left" (the prompt is one layer-major pass: the layer
+# it is at).
 long_prompt=$(jget "$body" '"{:,}".format(j["usage"]["prompt_tokens"])')
 progress=$(grep -E "^k3-serve: prompt [0-9,]+ / $long_prompt" "$log" | head -1)
-holds "prompt progress logged with the time left [$progress]" \
-  "[[ '$progress' =~ ^k3-serve:\ prompt\ [0-9,]+\ /\ $long_prompt,\ [0-9]+\ (s|min)\ left$ ]]"
+holds "prompt progress logged with the layer, rate and time left [$progress]" \
+  "[[ '$progress' =~ ^k3-serve:\ prompt\ [0-9,]+\ /\ $long_prompt,\ layer\ [0-9]+\ of\ 13,\ [0-9,]+\ tokens/s,\ [0-9]+\ (s|min)\ left$ ]]"
 
 # 5. Prompt tokens/s: the prompt ids evaluated (not continued) per prefill second.
 m=$(metrics)

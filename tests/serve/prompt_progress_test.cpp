@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
+
+#include "serve/slot_scheduler.h"
+
 namespace k3::serve {
 namespace {
 
@@ -31,6 +35,43 @@ TEST(PromptProgress, RateOfTheEvaluatedIdsOnly) {
   EXPECT_FALSE(prompt_seconds_left(1000, 1000, 4430, 5));  // nothing evaluated yet: unknown
   EXPECT_EQ(prompt_progress_text(1234, 4430, left), "prompt 1,234 / 4,430, 14 min left");
   EXPECT_EQ(prompt_progress_text(1000, 4430, std::nullopt), "prompt 1,000 / 4,430");
+}
+
+TEST(PromptProgress, LayerOfALayerMajorPass) {
+  // 20 steps a layer (20 sub-batches x 13 layers): step 26 is in layer 2.
+  EXPECT_EQ(pass_layer_text(26, 260, 13), "layer 2 of 13");
+  EXPECT_EQ(pass_layer_text(20, 260, 13), "layer 1 of 13");
+  EXPECT_EQ(pass_layer_text(260, 260, 13), "layer 13 of 13");
+  EXPECT_EQ(pass_layer_text(1, 13, 13), "layer 1 of 13");  // a batch: a step per layer
+  EXPECT_EQ(pass_layer_text(0, 0, 13), "");                // between passes
+  PromptProgress p;
+  p.done = 1000;
+  p.total = 4430;
+  p.layer = "layer 2 of 13";
+  p.ids_per_second = 1234.4;
+  p.seconds_left = 170;
+  EXPECT_EQ(prompt_progress_text(p), "prompt 1,000 / 4,430, layer 2 of 13, 1,234 tokens/s, 3 min left");
+  p.layer.clear();
+  p.ids_per_second.reset();
+  EXPECT_EQ(prompt_progress_text(p), "prompt 1,000 / 4,430, 3 min left");
+}
+
+TEST(PromptProgress, StreamNoteSaysTheLayerWhenItChanges) {
+  Job job(JobSpec{});
+  job.started(0);
+  int64_t sent = -1;
+  job.prefill_progress(0, 4430);
+  EXPECT_EQ(prefill_note(job, sent), ": prefill 0/4430\n\n");
+  EXPECT_EQ(prefill_note(job, sent), "");  // nothing changed
+  // A pass over 4,430 ids at step 26 of 260: 443 ids' worth done.
+  job.prefill_pass({4430, 26, 260, 13});
+  const std::string note = prefill_note(job, sent);
+  EXPECT_TRUE(std::regex_match(note, std::regex(": prefill 0/4430\n: layer 2 of 13, [0-9,]+ tokens/s, .+ left\n\n")))
+      << note;
+  EXPECT_EQ(prefill_note(job, sent), "");
+  job.prefill_pass({});
+  job.prefill_progress(4430, 4430);
+  EXPECT_EQ(prefill_note(job, sent), ": prefill 4430/4430\n\n");
 }
 
 }  // namespace

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# k3-serve's prompts layer-major (tests/serve/layer_major_checks.py): a long
+# prompt is one weight pass, the other slots' decode rows ride in it, every
+# sequence equals k3-forward, a client gone within the pass stops it, the
+# progress says the layer. Every weight streamed (no trunk kept, no cache),
+# against a server whose prompts run in 256-row passes (K3_PREFILL_CHUNK=256).
+set -uo pipefail
+source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
+source "${K3_SOURCE_DIR:?}/tests/serve/serve_lib.sh"
+"$BIN/k3-pack" "$TINY" "$work/trunk" > /dev/null 2>&1 || { echo "FAIL k3-pack"; exit 1; }
+K3_PREFILL_CHUNK=256 start_server "$work/serve256.log" --slots 2 --trunk "$work/trunk" --trunk-gb 0 --cache-gb 0 ||
+  exit 1
+url256=$url
+K3_SERVE_PROGRESS_MS=0 start_server "$work/serve.log" --slots 2 --trunk "$work/trunk" --trunk-gb 0 --cache-gb 0 ||
+  exit 1
+contains "the plan says one weight read covers the prompt" "prefill: one read of the weights per" "$(cat "$work/serve.log")"
+timeout 600 python3 "$K3_SOURCE_DIR/tests/serve/layer_major_checks.py" "$url" "$url256" "$BIN" "$TINY" \
+  "$work/trunk" "$work" "$work/serve.log"
+check "layer-major checks" 0 "$?"
+finish k3_serve_layer_major_test
