@@ -4,6 +4,7 @@
 #include "common/quiet.h"
 #include "common/setting_spelling.h"
 #include "draft/dspark_config.h"
+#include "gpu/gpu.h"
 #include "platform/system_root.h"
 #include "runtime/run_request.h"
 #include "sampling/stop_strings.h"
@@ -28,6 +29,8 @@ constexpr Spelling kSpellings[] = {
     {run_setting::kContext, "--ctx"},
     {run_setting::kKeptStateBytes, "--keep-mb"},
     {run_setting::kMaxNew, "--gen"},
+    {kGpuSetting, "--gpu"},
+    {kGpuMbSetting, "--gpu-mb"},
     // Sampling (sampling/sampling_settings.h names each by its API field).
     {"temperature", "--temp"},
     {"top_k", "--top-k"},

@@ -4,8 +4,6 @@
 #include "cli/flag_checks.h"
 #include "common/error.h"
 #include "common/file.h"
-#include "gpu/gpu.h"
-#include "kernels/matmul_backend.h"
 
 namespace k3 {
 
@@ -27,13 +25,6 @@ void ForwardFlags::add_run_flags(CLI::App& app) {
   app.add_option("--logits", logits_file,
                  "Write the logits of every evaluated position to FILE (safetensors, tensor "
                  "'logits' F32 [positions, vocab]; written atomically; default: none: not written)");
-  app.add_option(
-         "--gpu", gpu,
-         "Run the matrix products of a long prompt's chunks on Vulkan device INDEX (0 when none is given; k3-doctor "
-         "lists them), with the CPU's bits; decode stays on the CPU (default: none: the CPU only)")
-      ->expected(0, 1)
-      ->default_str("0")
-      ->check(cli::non_negative());
   app.add_flag("--teacher-forcing", teacher_forcing,
                "Evaluate the given ids without generating; writes the argmax id of every position to stdout");
 }
@@ -54,22 +45,11 @@ void ForwardFlags::check(bool speculating) const {
     throw Error(ExitCode::kUsage, "--teacher-forcing evaluates the given ids and cannot be combined with --gen");
   if (recompute && speculating)
     throw Error(ExitCode::kUsage, "--recompute is the one-id-per-pass reference path: drop --spec/--predict/--draft");
-  if (gpu >= 0 && !batch_file.empty())
-    throw Error(ExitCode::kUsage, "--gpu runs a prompt's chunks; --batch decodes on the CPU: drop one");
   check_batch_alone(batch_file, {&ids_file, &state_in, &state_out, &logits_file},
                     teacher_forcing || recompute || speculating);
   // Outputs may be files (replaced whole) or devices/FIFOs (written through).
   for (const std::string* out : {&logits_file, &state_out})
     if (!out->empty()) check_output_path(*out, OutputPolicy::kFileOrStream);
-}
-
-std::unique_ptr<kernels::MatmulBackend> ForwardFlags::open_gpu() const {
-  if (gpu < 0) return nullptr;
-  try {
-    return open_gpu_matmul(gpu);
-  } catch (const Error& e) {
-    throw Error(e.code(), "--gpu " + std::to_string(gpu) + ": " + e.message());
-  }
 }
 
 }  // namespace k3

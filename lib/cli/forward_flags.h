@@ -8,21 +8,15 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
 namespace k3 {
 
-namespace kernels {
-class MatmulBackend;
-}
-
 struct ForwardFlags {
   std::string tok_dir, ids_file, batch_file, logits_file, state_in, state_out;
   std::vector<int32_t> stop_ids;
   int gen = 0;
-  int gpu = -1;  // --gpu INDEX; -1: the CPU alone
   bool ignore_eos = false, recompute = false, teacher_forcing = false;
 
   // The input and output flags (shown first in --help).
@@ -32,8 +26,6 @@ struct ForwardFlags {
   // Combinations that cannot run (exit 2), and output paths that cannot be
   // written (before any weight is read). `speculating`: --spec/--predict/--draft.
   void check(bool speculating) const;
-  // The device of --gpu (null without it), its refusals prefixed "--gpu INDEX: ".
-  std::unique_ptr<kernels::MatmulBackend> open_gpu() const;
 };
 
 }  // namespace k3

@@ -31,6 +31,24 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
       ->check(cli::in_range(0, kMaxComputeThreads));
 }
 
+namespace {
+
+// --gpu and --gpu-mb (docs/gpu.md): the device of a prompt's products and its memory budget.
+void add_gpu_options(CLI::App& app, RunRequest& r) {
+  app.add_option("--gpu", r.gpu_device,
+                 "Run the matrix products of a long prompt on Vulkan device INDEX (0 when none is given; k3-doctor "
+                 "lists them), with the CPU's bits; decode stays on the CPU (docs/gpu.md; default: none: the CPU only)")
+      ->expected(0, 1)
+      ->default_str("0")
+      ->check(cli::non_negative());
+  app.add_option("--gpu-mb", r.gpu_mb,
+                 "MB (1e6 bytes) of device memory --gpu's products may hold (default 0: no cap); a plan whose "
+                 "largest product needs more is refused")
+      ->check(cli::finite_range(kMaxGigabytes * 1000));
+}
+
+}  // namespace
+
 void add_budget_options(CLI::App& app, ModelOptions& o, bool expert_trace, const ContextHelp& help) {
   RunRequest& r = o.stream;
   app.add_option(
@@ -107,6 +125,7 @@ void add_budget_options(CLI::App& app, ModelOptions& o, bool expert_trace, const
                "to this layer's input) into spare expert-cache slots. Needs a pinned trunk layer for the guess and "
                "a cache larger than one layer's experts; wrong guesses cost reads (--stats-json counts them). "
                "Output is identical on or off");
+  add_gpu_options(app, r);
   app.add_option("--stats-json", o.stats_json,
                  "Write the streaming counters to FILE (JSON, written atomically; default: none: not written)")
       ->check(cli::non_empty_path());

@@ -60,6 +60,11 @@ std::unique_ptr<Model> load_model(ModelConfig config, Checkpoint checkpoint, con
 
 double wall_seconds(const ModelOptions& o) { return seconds_since(o.started); }
 
+void report_device(const Model& model, const ModelOptions& o) {
+  const ModelCounters m = model.counters();
+  if (m.device && !o.quiet) std::fprintf(stderr, "%s: %s\n", tool_name(), m.device_summary.c_str());
+}
+
 namespace {
 
 RunFigures run_figures(const ModelCounters& m, const GenerationCounters& c, uint64_t prompt_tokens) {
@@ -99,13 +104,15 @@ void write_stats_json(const Model& model, const ModelOptions& o, const Generatio
   run.load_seconds = m.load_seconds;
   run.total_seconds = wall_seconds(o);
   std::string j = stats_json(run_figures(m, c, prompt_tokens), c, m, run);
-  if (!extra_json.empty()) {
+  const std::string device = device_stats_member(m);
+  const std::string extra = device.empty() ? extra_json : extra_json.empty() ? device : extra_json + ",\n" + device;
+  if (!extra.empty()) {
     // One more member (already JSON, e.g. --draft's counters) before the
     // closing brace of the object stats_json wrote.
     const size_t close = j.rfind('}');
     j = j.substr(0, close);
     while (!j.empty() && (j.back() == '\n' || j.back() == ' ')) j.pop_back();
-    j += ",\n" + extra_json + "\n}\n";
+    j += ",\n" + extra + "\n}\n";
   }
   write_file_atomic(o.stats_json, j.data(), j.size(), OutputPolicy::kFileOrStream);
 }
@@ -145,6 +152,7 @@ int summarize_run(const Model& model, const ModelOptions& o, const GenerationCou
                static_cast<long long>(c.generated), c.decode_seconds,
                seconds_per_token(c.decode_seconds, c.generated).c_str(), model.pool().size(),
                format_bytes(peak_rss_bytes()).c_str());
+  report_device(model, o);
   if (!interrupted) return 0;
   std::fprintf(stderr, "%s: interrupted after %lld generated tokens (they were written)\n", tool_name(),
                static_cast<long long>(c.generated));

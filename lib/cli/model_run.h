@@ -51,6 +51,10 @@ void write_stats_json(const Model& model, const ModelOptions& options, const Gen
 int summarize_run(const Model& model, const ModelOptions& options, const GenerationCounters& counters,
                   uint64_t prompt_tokens, bool interrupted);
 
+// --gpu's line on stderr (unless --quiet): the device, the products it
+// ran, the bytes uploaded (MatmulBackend::describe). Nothing without one.
+void report_device(const Model& model, const ModelOptions& options);
+
 // Seconds since the tool started (ModelOptions::started).
 double wall_seconds(const ModelOptions& options);
 

@@ -245,4 +245,18 @@ std::string stats_json(const RunFigures& f, const GenerationCounters& c, const M
   return w.take() + "\n";
 }
 
+std::string device_stats_member(const ModelCounters& m) {
+  if (!m.device) return {};
+  JsonWriter w;
+  w.begin_object().key("gpu").begin_object();
+  w.key("plan_bytes").value(static_cast<unsigned long long>(m.device_plan_bytes));
+  w.key("products").value(static_cast<unsigned long long>(m.device_counters.products));
+  w.key("upload_bytes").value(static_cast<unsigned long long>(m.device_counters.upload_bytes));
+  w.key("peak_bytes").value(static_cast<unsigned long long>(m.device_counters.peak_bytes));
+  w.end_object().end_object();
+  // The member alone, without the braces of the object it was written in.
+  const std::string object = w.take();
+  return "  " + object.substr(1, object.size() - 2);
+}
+
 }  // namespace k3

@@ -47,4 +47,9 @@ struct RunInfo {
 // what a pass read) and "run" (version, threads, budgets, wall times).
 std::string stats_json(const RunFigures& f, const GenerationCounters& c, const ModelCounters& m, const RunInfo& run);
 
+// --stats-json's "gpu" member (--gpu; empty without a device): the plan's
+// device bytes, and the products run there, the bytes uploaded and the
+// device memory peak, exact.
+std::string device_stats_member(const ModelCounters& m);
+
 }  // namespace k3

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <ostream>
 
@@ -12,8 +13,10 @@
 #include "common/setting_spelling.h"
 #include "common/tool_main.h"
 #include "engine/session.h"
+#include "gpu/gpu.h"
 #include "io/spill_file.h"
 #include "model/tensor_manifest.h"
+#include "runtime/device_plan.h"
 #include "runtime/resident_plan.h"
 
 namespace k3 {
@@ -24,6 +27,20 @@ namespace {
 // (after the memory plan, whose refusal of an absurd context says more).
 std::string span_what() {
   return spelled(run_setting::kContext) + ", or the prompt, saved state and " + spelled(run_setting::kMaxNew);
+}
+
+// The most rows one device product gets: a chunk's (an expert's products
+// take every row of the chunk that chose it), or a pass's.
+uint64_t device_rows(uint64_t chunk, uint64_t batch) { return std::max(chunk, batch); }
+
+// The request's device, opened and its fma probed; a refusal names the
+// setting and the index ("--gpu 3: there is no such Vulkan device ...").
+std::unique_ptr<kernels::MatmulBackend> open_device(const RunRequest& req) {
+  try {
+    return open_gpu_matmul(req.gpu_device, static_cast<uint64_t>(std::llround(req.gpu_mb * 1e6)));
+  } catch (const Error& e) {
+    throw Error(e.code(), spelled(kGpuSetting) + " " + std::to_string(req.gpu_device) + ": " + e.message());
+  }
 }
 
 }  // namespace
@@ -56,6 +73,8 @@ ModelPlan Model::plan(const ModelConfig& config, const Checkpoint& checkpoint, c
   ModelPlan out;
   RunRequest& req = out.request = params.stream;
   req.compute_threads = params.threads;
+  check_device_request(req);
+  if (req.gpu_device >= 0) out.device = open_device(req);  // before anything is said or read
   if (req.active()) {
     req.context = params.context;
     req.batch = params.batch;
@@ -64,12 +83,17 @@ ModelPlan Model::plan(const ModelConfig& config, const Checkpoint& checkpoint, c
     // The plan text goes to `log` (or nowhere) before a refusal is thrown.
     std::ostream null_log(nullptr);
     out.stream = prepare_streaming(config, checkpoint, req, params.log ? *params.log : null_log);
+    out.device_bytes = check_device_plan(checkpoint, req, device_rows(out.stream->plan.chunk, out.stream->plan.batch),
+                                         params.log ? *params.log : null_log);
     check_position_limit(config, req.context, span_what());
   } else {
     // The sequences' state and caches are planned as the budgeted path
     // plans them, before any weight or state is allocated.
     check_resident_run(config, checkpoint, req, params.context, params.batch);
     check_position_limit(config, params.context, span_what());
+    std::ostream null_log(nullptr);
+    out.device_bytes =
+        check_device_plan(checkpoint, req, device_rows(chunk, params.batch), params.log ? *params.log : null_log);
     // Said only once the checks have passed, so a refusal stays one line.
     if (params.log)
       *params.log << tool_name() << ": no " << spelled(run_setting::kTrunkDir)
@@ -85,6 +109,8 @@ void Model::load(ModelPlan plan) {
   const auto load_start = std::chrono::steady_clock::now();
   params_.stream = std::move(plan.request);
   const RunRequest& req = params_.stream;
+  device_ = std::move(plan.device);
+  counters_.device_plan_bytes = plan.device_bytes;
   uint64_t max_batch = params_.batch;
   uint64_t chunk = prefill_chunk_override();  // resident: nothing is read, chunks only when asked
   if (plan.stream) {
@@ -116,6 +142,7 @@ void Model::load(ModelPlan plan) {
   engine_ = std::make_unique<ForwardPass>(config_, *weights, pool_);
   if (streaming_) engine_->set_max_batch(max_batch);  // the plan's prefill batch (lowered when memory is short)
   engine_->set_chunk(chunk);
+  set_matmul_backend(device_.get());
   if (plan.stream && plan.stream->plan.chunk_spilled) engine_->set_spill(std::make_unique<SpillFile>(req.trunk_dir));
   counters_.streaming = streaming_ != nullptr;
   counters_.max_batch = static_cast<uint64_t>(engine_->max_batch());
@@ -166,6 +193,11 @@ void Model::step_rows(std::span<Session* const> sessions, std::span<const std::s
     gens.push_back(sessions[k]->gen_.get());
     rows += sessions[k]->pending().size() + ids[k].size();
   }
+  size_t prompt_rows = 0;
+  for (const std::span<const int32_t> chunk : ids) prompt_rows += chunk.size();
+  // A pass of prompt rows is compute: its products go to the device (the
+  // decode rows riding in it too, with the same bits); decode alone stays.
+  const kernels::ScopedMatmulBackend products_on(prompt_rows >= kDevicePassPromptRows ? backend_ : nullptr);
   // The control holds for this pass only.
   struct Controlled {
     ForwardPass& pass;
@@ -215,8 +247,18 @@ void Model::pass_done(size_t rows) {
   last_ = now;
 }
 
+void Model::set_matmul_backend(kernels::MatmulBackend* backend) {
+  backend_ = backend;
+  engine_->set_matmul_backend(backend);
+}
+
 ModelCounters Model::counters() const {
   ModelCounters c = counters_;
+  if (backend_) {
+    c.device = true;
+    c.device_counters = backend_->counters();
+    c.device_summary = backend_->describe();
+  }
   if (streaming_) c.now = streaming_->stats();
   if (const SpillFile* f = engine_ ? engine_->spill() : nullptr) {
     c.spill_written_bytes = f->bytes_written();

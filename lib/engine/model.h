@@ -50,6 +50,7 @@
 #include "common/thread_pool.h"
 #include "generate/batch_generation.h"
 #include "generate/generation_session.h"
+#include "kernels/matmul_backend.h"
 #include "model/config.h"
 #include "model/forward_pass.h"
 #include "runtime/expert_trace_oracle.h"
@@ -85,7 +86,11 @@ struct ModelParams {
 struct ModelPlan {
   RunRequest request;                    // as planned: context, batch and threads set
   std::optional<PreparedStream> stream;  // the streaming plan; empty: everything resident
-  double seconds = 0;                    // planning time (counted in ModelCounters::load_seconds)
+  uint64_t device_bytes = 0;             // the --gpu device's products (runtime/device_plan.h); 0: no device
+  // The request's device (RunRequest::gpu_device), opened and probed by the
+  // plan, before anything is said, so its refusal is one line; null: none.
+  std::shared_ptr<kernels::MatmulBackend> device;
+  double seconds = 0;  // planning time (counted in ModelCounters::load_seconds)
 };
 
 // What one size of weight pass read, summed over the passes of that size.
@@ -114,6 +119,12 @@ struct ModelCounters {
   // Index: rows per pass (the generation passes reported by pass_done()).
   // Passes are counted resident too; bytes and experts only when streaming.
   std::vector<PassAccount> passes_by_rows;
+  // The matrix-product device (--gpu), when one runs them: the plan's device
+  // bytes, and what it has done (exact counts).
+  bool device = false;
+  uint64_t device_plan_bytes = 0;
+  kernels::MatmulBackendCounters device_counters;
+  std::string device_summary;  // its one line (MatmulBackend::describe)
 };
 
 class Model {
@@ -147,9 +158,15 @@ class Model {
   // A layer tap sees every layer's input as passes run (a draft model's
   // context); nullptr: none.
   void set_layer_tap(LayerTap* tap) { engine_->set_layer_tap(tap); }
-  // Where a prompt chunk's matrix products run (--gpu: a Vulkan device, same
-  // bits); nullptr: the CPU kernels. The caller keeps it alive.
-  void set_matmul_backend(kernels::MatmulBackend* backend) { engine_->set_matmul_backend(backend); }
+  // Where a prompt's matrix products run (--gpu: a Vulkan device, same
+  // bits); nullptr: the CPU kernels. The caller keeps it alive. A run whose
+  // request names a device (RunRequest::gpu_device) has it opened by the
+  // plan, before any weight is read, and installed here. The device takes a
+  // prompt chunk's products (ForwardPass::forward_chunk) and those of a
+  // shared pass carrying at least kDevicePassPromptRows prompt rows
+  // (step_rows); decode passes stay on the CPU.
+  void set_matmul_backend(kernels::MatmulBackend* backend);
+  static constexpr size_t kDevicePassPromptRows = 64;
   // Runs `ids` through the forward pass from an empty sequence, computing no
   // logits: the layer tap sees them as it would have (a draft model
   // rebuilding its context for a restored sequence). `on_start` is given
@@ -229,6 +246,8 @@ class Model {
   size_t max_drafts_ = 0;
   ModelCounters counters_;
   StreamStats last_;
+  std::shared_ptr<kernels::MatmulBackend> device_;  // the plan's, for RunRequest::gpu_device
+  kernels::MatmulBackend* backend_ = nullptr;       // set_matmul_backend's
 };
 
 }  // namespace k3

@@ -17,6 +17,11 @@ namespace kernels {
 class MatmulBackend;
 }
 
+// The keys messages name the run's device settings by (common/setting_spelling.h;
+// the tools' --gpu and --gpu-mb).
+inline constexpr const char* kGpuSetting = "gpu";
+inline constexpr const char* kGpuMbSetting = "gpu_mb";
+
 // One Vulkan device as k3-doctor lists it.
 struct GpuDeviceInfo {
   int index = 0;
@@ -41,7 +46,20 @@ std::vector<GpuDeviceInfo> list_gpu_devices();
 // numbering), in the order of this machine's CPU target. Refused with one
 // line naming why (the caller prefixes the flag): built without Vulkan
 // (kUsage), no such device (kUsage), a device that can neither fuse fma nor
-// emulate it, or a CPU target without a shader (kResource).
-std::unique_ptr<kernels::MatmulBackend> open_gpu_matmul(int index);
+// emulate it, or a CPU target without a shader (kResource). `budget_bytes`
+// (0: none) caps the device memory its buffers may hold; a product that
+// would need more ends the run with one line naming kGpuMbSetting (kResource).
+std::unique_ptr<kernels::MatmulBackend> open_gpu_matmul(int index, uint64_t budget_bytes = 0);
+
+// The most device memory GpuMatmul's buffers hold for products whose
+// weights are at most `weight_bytes` (MXFP4 scales `scale_bytes`), `cols`
+// inputs and `rows` outputs wide, over at most `tokens` rows of
+// activations: each buffer is grown to the largest call and kept (the
+// plan's figure for kGpuMbSetting; an upper bound, exact when one product
+// is the largest in every respect).
+struct GpuProductBound {
+  uint64_t weight_bytes = 0, scale_bytes = 0, cols = 0, rows = 0;
+};
+uint64_t gpu_matmul_device_bytes(const GpuProductBound& largest, uint64_t tokens);
 
 }  // namespace k3

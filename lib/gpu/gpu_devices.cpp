@@ -65,7 +65,7 @@ std::vector<GpuDeviceInfo> list_gpu_devices() {
   return out;
 }
 
-std::unique_ptr<kernels::MatmulBackend> open_gpu_matmul(int index) {
+std::unique_ptr<kernels::MatmulBackend> open_gpu_matmul(int index, uint64_t budget_bytes) {
   const std::shared_ptr<VulkanInstance> instance = VulkanInstance::shared();
   const std::vector<VkPhysicalDevice> physical = instance->physical_devices();
   if (index < 0 || static_cast<size_t>(index) >= physical.size())
@@ -73,7 +73,7 @@ std::unique_ptr<kernels::MatmulBackend> open_gpu_matmul(int index) {
                                       " found; the doctor lists them)");
   auto device = std::make_unique<VulkanDevice>(instance, physical[static_cast<size_t>(index)], index);
   const bool fused = probe_fma_fused(*device);
-  return std::make_unique<GpuMatmul>(std::move(device), kernels::kernel_target_lanes(), fused);
+  return std::make_unique<GpuMatmul>(std::move(device), kernels::kernel_target_lanes(), fused, budget_bytes);
 }
 
 }  // namespace k3

@@ -14,6 +14,8 @@ const char* gpu_not_built_reason() {
 
 std::vector<GpuDeviceInfo> list_gpu_devices() { return {}; }
 
-std::unique_ptr<kernels::MatmulBackend> open_gpu_matmul(int) { throw Error(ExitCode::kUsage, gpu_not_built_reason()); }
+std::unique_ptr<kernels::MatmulBackend> open_gpu_matmul(int, uint64_t) {
+  throw Error(ExitCode::kUsage, gpu_not_built_reason());
+}
 
 }  // namespace k3

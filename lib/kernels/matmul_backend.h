@@ -19,6 +19,13 @@ class ThreadPool;
 
 namespace kernels {
 
+// What a backend has done so far (--stats-json's "gpu"): exact counts.
+struct MatmulBackendCounters {
+  uint64_t products = 0;      // matrix products run on the device
+  uint64_t upload_bytes = 0;  // weights and activations copied to it
+  uint64_t peak_bytes = 0;    // the most device memory its buffers held at once
+};
+
 class MatmulBackend {
  public:
   virtual ~MatmulBackend() = default;
@@ -29,6 +36,7 @@ class MatmulBackend {
                      float* Y) = 0;
   // One line for the run's summary: the device, what ran there.
   virtual std::string describe() const = 0;
+  virtual MatmulBackendCounters counters() const = 0;
 };
 
 // The backend installed on the calling thread, or null (the CPU kernels).

@@ -103,6 +103,13 @@ struct RunRequest {
   ExpertCachePolicyKind cache_policy = kDefaultExpertCachePolicy;
   bool expert_lookahead = false;
 
+  // A Vulkan device for the prompt's products (lib/gpu; docs/gpu.md): its
+  // index, -1 for the CPU alone; and the device memory they may hold, MB
+  // (1e6 bytes; 0: no cap), refused at plan time when the largest product
+  // over the rows of one device call would need more.
+  int gpu_device = -1;
+  double gpu_mb = 0;
+
   // Streaming is wanted when a trunk, a preset or a budget was asked for.
   bool active() const {
     return !trunk_dir.empty() || !preset.empty() || trunk_gb >= 0 || cache_gb >= 0 || block_mb >= 0;

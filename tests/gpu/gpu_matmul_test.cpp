@@ -264,6 +264,51 @@ TEST(GpuMatmul, Bf16RoundsOnceWhereDoubleRoundingWouldNot) {
   EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
 }
 
+// The device memory its buffers hold, exactly: four buffers (weights + 4,
+// scales + 4, activations in and out), each grown to its largest call and
+// kept, the peak their sum; gpu_matmul_device_bytes, the plan's figure,
+// equals it when one product is the largest in every respect. A budget
+// below what a product needs refuses it with one line naming the setting.
+TEST(GpuMatmul, DevicePeakIsThePlansFormula) {
+  auto device = open_lavapipe();
+  ASSERT_TRUE(device);
+  const size_t lanes = kernels::kernel_target_lanes() >= 16 ? 16 : 8;
+  GpuMatmul gpu(std::move(device), lanes, false);
+  std::mt19937 rng(7);
+  // BF16 96 x 64 over 5 rows, then MXFP4 128 x 256 over 9 rows (the larger in every way).
+  const auto w = bf16_weights(rng, 96 * 64);
+  const auto x = activations(rng, 5 * 64, false);
+  std::vector<float> y(5 * 96);
+  ASSERT_TRUE(gpu.bf16(w.data(), 96, 64, x.data(), 5, y.data()));
+  // No scales buffer until an MXFP4 product.
+  EXPECT_EQ(gpu.peak_bytes(), (96 * 64 * 2 + 4) + 5 * 64 * 4 + 5 * 96 * 4);
+  const auto packed = bytes(rng, 128 * 128, 0, 255);
+  const auto scales = bytes(rng, 128 * 8, 120, 130);
+  const auto x2 = activations(rng, 9 * 256, false);
+  std::vector<float> y2(9 * 128);
+  ASSERT_TRUE(gpu.mxfp4(packed.data(), scales.data(), 128, 256, x2.data(), 9, y2.data()));
+  const uint64_t mx_bytes = (128 * 128 + 4) + (128 * 8 + 4) + 9 * 256 * 4 + 9 * 128 * 4;
+  EXPECT_EQ(gpu.peak_bytes(), mx_bytes);
+  EXPECT_EQ(gpu_matmul_device_bytes({128 * 128, 128 * 8, 256, 128}, 9), mx_bytes);
+  const kernels::MatmulBackendCounters c = gpu.counters();
+  EXPECT_EQ(c.products, 2u);
+  EXPECT_EQ(c.upload_bytes, 96u * 64 * 2 + 5 * 64 * 4 + 128 * 128 + 128 * 8 + 9 * 256 * 4);
+  EXPECT_EQ(c.peak_bytes, mx_bytes);
+
+  // A budget a byte short of the MXFP4 product: the BF16 one runs, the other is refused.
+  GpuMatmul capped(open_lavapipe(), lanes, false, mx_bytes - 1);
+  ASSERT_TRUE(capped.bf16(w.data(), 96, 64, x.data(), 5, y.data()));
+  try {
+    capped.mxfp4(packed.data(), scales.data(), 128, 256, x2.data(), 9, y2.data());
+    FAIL() << "a product beyond the budget ran";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kResource);
+    EXPECT_NE(e.message().find("gpu_mb"), std::string::npos) << e.message();
+  }
+  EXPECT_LE(capped.peak_bytes(), mx_bytes - 1);
+  EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
+}
+
 TEST(GpuMatmul, OpenRefusesADeviceThatIsNotThere) {
   setenv("K3_GPU_VALIDATION", "1", 1);
   try {

@@ -67,6 +67,8 @@ int run(int argc, char** argv) {
   const auto run_flags = [&](const k3::ModelConfig& c, k3::RunRequest& s) { spec_flags.check(c, s); };
   if (auto status = k3::apply_early_options(mo, run_flags)) return *status;
   f.check(spec_flags.requested());
+  if (mo.stream.gpu_device >= 0 && !f.batch_file.empty())
+    throw k3::Error(k3::ExitCode::kUsage, "--gpu runs a prompt's chunks; --batch decodes on the CPU: drop one");
 
   // Cheap checks first: config and input, before any weight is read.
   if (!mo.stats_json.empty()) k3::check_output_path(mo.stats_json, k3::OutputPolicy::kFileOrStream);
@@ -108,12 +110,9 @@ int run(int argc, char** argv) {
     throw k3::Error(k3::ExitCode::kBadInput, origin + ": no token ids, and " + f.state_in +
                                                  " has nothing left to evaluate; give the ids to continue with");
   const uint64_t past = saved ? static_cast<uint64_t>(saved->sequence.positions) : 0;
-  // --gpu: the device opened and its fma probed before any weight is read; refused with one line.
-  const std::unique_ptr<k3::kernels::MatmulBackend> gpu = f.open_gpu();
   const std::unique_ptr<k3::Model> model =
       k3::load_model(config, std::move(checkpoint), mo, past + fed + static_cast<uint64_t>(f.gen),
                      std::clamp<uint64_t>(std::max<uint64_t>(fed, go.max_drafts + 1), 1, 256));
-  model->set_matmul_backend(gpu.get());
   k3::Session s = model->session(go);
   s.set_drafts(drafts.get());
   if (saved) s.restore(std::move(*saved));
@@ -125,7 +124,6 @@ int run(int argc, char** argv) {
 
   if (!f.logits_file.empty()) s.logits_log().write(f.logits_file);
   if (!f.state_out.empty()) k3::save_state_out(s, f.state_out, *identity, kTool);
-  if (gpu && !mo.quiet) std::fprintf(stderr, "%s: %s\n", kTool, gpu->describe().c_str());
   return k3::summarize_run(*model, mo, c, fed, end == k3::GenerationEnd::kInterrupted || k3::interrupted());
 }
 

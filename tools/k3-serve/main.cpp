@@ -78,12 +78,12 @@ int run(int argc, char** argv) {
   f.fit(config, checkpoint, mo, ctx_given);  // a preset's slots, kept states and context, sized to fit
   if (auto status = k3::answer_plan_requests(config, mo, kTool)) return *status;
   const k3::Tokenizer tok = k3::Tokenizer::load(mo.model_dir);
+  k3::serve::StopSignal::block();  // before --gpu's device opens: its driver's threads inherit the mask
   // Planned once, refused before listening; the model loads from this plan.
   std::string plan_text;
   k3::ModelPlan plan = k3::plan_model(config, checkpoint, mo, static_cast<uint64_t>(f.server.context), 256, plan_text);
 
   // Listen first: /health says "loading" while the weights load.
-  k3::serve::StopSignal::block();
   k3::ignore_sigpipe();
   k3::serve::ServeMetrics metrics;
   k3::serve::HttpServer http(f.server, metrics);
@@ -132,6 +132,7 @@ int run(int argc, char** argv) {
   const double decode_seconds = static_cast<double>(metrics.decode_nanoseconds.load()) * 1e-9;
   std::fprintf(stderr, "%s: stopped: %llu tokens generated (%s)\n", kTool, static_cast<unsigned long long>(generated),
                k3::seconds_per_token(decode_seconds, static_cast<int64_t>(generated)).c_str());
+  k3::report_device(*model, mo);
   return static_cast<int>(k3::ExitCode::kInterrupted);
 }
 

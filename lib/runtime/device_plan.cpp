@@ -1,0 +1,71 @@
+#include "runtime/device_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "common/byte_format.h"
+#include "common/error.h"
+#include "common/setting_spelling.h"
+#include "common/tool_main.h"
+#include "gpu/gpu.h"
+
+namespace k3 {
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// The largest product's weights, scales, input and output widths, each the
+// maximum over the checkpoint's matrices (compressed-tensors MXFP4: packed
+// [out, in/2] U8 beside a weight_scale [out, in/32]).
+GpuProductBound largest_product(const Checkpoint& checkpoint) {
+  GpuProductBound b;
+  for (const auto& [name, where] : checkpoint.tensors()) {
+    const TensorInfo& t = *where.info;
+    if (t.shape.size() != 2) continue;
+    if (t.dtype == DType::kBF16 && !ends_with(name, "embed_tokens.weight")) {
+      b.weight_bytes = std::max(b.weight_bytes, t.nbytes);
+      b.rows = std::max(b.rows, t.shape[0]);
+      b.cols = std::max(b.cols, t.shape[1]);
+    } else if (t.dtype == DType::kU8 && ends_with(name, ".weight_packed")) {
+      b.weight_bytes = std::max(b.weight_bytes, t.nbytes);
+      b.rows = std::max(b.rows, t.shape[0]);
+      b.cols = std::max(b.cols, t.shape[1] * 2);
+    } else if (t.dtype == DType::kU8 && ends_with(name, ".weight_scale")) {
+      b.scale_bytes = std::max(b.scale_bytes, t.nbytes);
+    }
+  }
+  return b;
+}
+
+}  // namespace
+
+uint64_t device_plan_bytes(const Checkpoint& checkpoint, uint64_t rows) {
+  return gpu_matmul_device_bytes(largest_product(checkpoint), rows);
+}
+
+void check_device_request(const RunRequest& request) {
+  if (request.gpu_device < 0 && request.gpu_mb > 0)
+    throw Error(ExitCode::kUsage,
+                spelled(kGpuMbSetting) + " is the device's budget: give " + spelled(kGpuSetting) + " too, or drop it");
+}
+
+uint64_t check_device_plan(const Checkpoint& checkpoint, const RunRequest& request, uint64_t rows, std::ostream& log) {
+  if (request.gpu_device < 0) return 0;
+  const uint64_t need = device_plan_bytes(checkpoint, rows);
+  const uint64_t budget = static_cast<uint64_t>(std::llround(request.gpu_mb * 1e6));
+  if (budget > 0 && need > budget)
+    throw Error(ExitCode::kResource, spelled(kGpuMbSetting) + ": the device's products need " + format_bytes(need) +
+                                         " (" + std::to_string(need) + " bytes) for up to " + std::to_string(rows) +
+                                         " rows, more than the " + format_bytes(budget) + " given; raise it");
+  // Said only once it fits, so a refusal stays one line.
+  log << tool_name() << ": device " << request.gpu_device << ": " << format_bytes(need)
+      << " of device memory for the products of up to " << rows << " rows"
+      << (budget > 0 ? " (" + spelled(kGpuMbSetting) + " " + format_bytes(budget) + ")" : std::string()) << "\n";
+  return need;
+}
+
+}  // namespace k3

@@ -1,0 +1,29 @@
+// The memory plan's device part (--gpu, docs/gpu.md): the device memory the
+// run's matrix products hold, GpuMatmul's buffers grown to the checkpoint's
+// largest product over the most rows one device call gets, checked against
+// the request's gpu_mb before any weight is read.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+
+#include "checkpoint/checkpoint.h"
+#include "runtime/run_request.h"
+
+namespace k3 {
+
+// The device bytes for products over at most `rows` rows of activations
+// (the prefill chunk's, or a pass's): every BF16 matrix but the embedding
+// (a lookup, never a product) and every MXFP4 one may run there.
+uint64_t device_plan_bytes(const Checkpoint& checkpoint, uint64_t rows);
+
+// A device budget without a device is refused (kUsage), not ignored.
+void check_device_request(const RunRequest& request);
+
+// With a device asked for (request.gpu_device >= 0): refuses with
+// Error(kResource), one line naming gpu_mb, when the budget is below
+// device_plan_bytes; otherwise writes the plan's device line to `log`.
+// Returns the bytes (0 without a device).
+uint64_t check_device_plan(const Checkpoint& checkpoint, const RunRequest& request, uint64_t rows, std::ostream& log);
+
+}  // namespace k3

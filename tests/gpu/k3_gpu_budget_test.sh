@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# --gpu-mb and the device's figures, on Mesa's lavapipe over the tiny model:
+# the plan's device bytes equal GpuMatmul's four buffers grown to the
+# checkpoint's largest product over the chunk's rows, computed here from the
+# safetensors headers; a budget of exactly that runs, a byte less is refused
+# at plan time with one line naming --gpu-mb (exit 6, k3-forward, k3-chat
+# and k3-serve alike); --stats-json's "gpu" counts the products (as the
+# summary line does) and a peak within the plan. A device that runs out of
+# memory mid-prompt ends the run with one line, exit 6, the saved
+# conversation it was continuing unchanged and no output file written.
+set -uo pipefail
+source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
+FWD="$BIN/k3-forward"
+export K3_GPU_VALIDATION=1 K3_PREFILL_CHUNK=300
+lvp=$(vulkaninfo --summary 2> /dev/null | awk '/^GPU[0-9]+:/ { i = substr($1, 4) + 0 } /deviceName.*llvmpipe/ { print i; exit }')
+holds "lavapipe is installed (mesa-vulkan-drivers)" "[ -n '$lvp' ]"
+lvp=${lvp:-0}
+awk 'BEGIN { for (i = 0; i < 300; ++i) printf "%d ", (i * 7919 + 13) % 8192; print "" }' > "$work/ids.txt"
+awk 'BEGIN { for (i = 0; i < 300; ++i) printf "%d ", (i * 104729 + 5) % 8192; print "" }' > "$work/more.txt"
+
+# The largest product of the tiny checkpoint: every 2-D BF16 matrix but the
+# embedding, every MXFP4 one (packed [out, in/2], scales [out, in/32]);
+# buffers of weights + 4, scales + 4, rows x cols and rows x out floats.
+need=$(python3 - "$TINY" 300 << 'PY'
+import glob, json, struct, sys
+w = s = cols = outs = 0
+for path in glob.glob(sys.argv[1] + "/*.safetensors"):
+    with open(path, "rb") as f:
+        header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+    for name, t in header.items():
+        if name == "__metadata__" or len(t["shape"]) != 2: continue
+        size = t["data_offsets"][1] - t["data_offsets"][0]
+        if t["dtype"] == "BF16" and not name.endswith("embed_tokens.weight"):
+            w, outs, cols = max(w, size), max(outs, t["shape"][0]), max(cols, t["shape"][1])
+        elif name.endswith(".weight_packed"):
+            w, outs, cols = max(w, size), max(outs, t["shape"][0]), max(cols, 2 * t["shape"][1])
+        elif name.endswith(".weight_scale"):
+            s = max(s, size)
+rows = int(sys.argv[2])
+print(max(w + 4, 16) + (max(s + 4, 16) if s else 0) + max(rows * cols * 4, 16) + max(rows * outs * 4, 16))
+PY
+)
+mb() { python3 -c "print(repr($1 / 1e6))"; }
+run() {  # run NAME FLAGS...
+  local name=$1; shift
+  "$FWD" "$TINY" --ids "$work/ids.txt" --gen 2 "$@" > "$work/$name.out" 2> "$work/$name.err"
+  check "$name: exit" 0 "$?"
+}
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['gpu'][sys.argv[2]])" "$work/$1.json" "$2"; }
+
+run cpu
+run exact --gpu "$lvp" --gpu-mb "$(mb "$need")" --stats-json "$work/exact.json"
+holds "a budget of exactly the plan: same ids" "cmp -s '$work/exact.out' '$work/cpu.out'"
+contains "the plan line names the device bytes" "device $lvp: " "$(cat "$work/exact.err")"
+check "stats: the plan's device bytes, by formula" "$need" "$(json exact plan_bytes)"
+products=$(sed -nE "s/.*gpu $lvp \\(.*\\): ([0-9]+) matrix products.*/\\1/p" "$work/exact.err")
+check "stats: products, as the summary line counts them" "${products:-none}" "$(json exact products)"
+holds "stats: products ran" "[ '$(json exact products)' -gt 0 ]"
+holds "stats: bytes uploaded" "[ '$(json exact upload_bytes)' -gt 0 ]"
+holds "stats: the device peak within the plan" "[ '$(json exact peak_bytes)' -gt 0 ] && [ '$(json exact peak_bytes)' -le '$need' ]"
+bad "a byte less than the plan, k3-forward" 6 "--gpu-mb: the device's products need" -- \
+  "$FWD" "$TINY" --ids "$work/ids.txt" --gpu "$lvp" --gpu-mb "$(mb $((need - 1)))"
+contains "the refusal says the bytes" "($need bytes) for up to 300 rows" "$(cat "$work/err")"
+bad "too small, k3-chat" 6 "--gpu-mb" -- "$BIN/k3-chat" "$TINY" --gpu "$lvp" --gpu-mb 0.001 < /dev/null
+bad "too small, k3-serve (before it listens)" 6 "--gpu-mb" -- \
+  "$BIN/k3-serve" "$TINY" --port 0 --gpu "$lvp" --gpu-mb 0.001
+bad "--gpu-mb without --gpu" 2 "--gpu-mb is the device's budget: give --gpu too" -- \
+  "$FWD" "$TINY" --ids "$work/ids.txt" --gpu-mb 100
+
+# Out of device memory mid-prompt, continuing a saved conversation into
+# itself: the file is left as it was, no --logits file appears.
+"$FWD" "$TINY" --ids "$work/ids.txt" --state-out "$work/conv.state" > /dev/null 2>&1
+check "the saved conversation: exit" 0 "$?"
+cp "$work/conv.state" "$work/conv.before"
+bad "out of device memory mid-prompt" 6 "out of device memory" -- env K3_GPU_OUT_OF_MEMORY_AFTER=5 \
+  "$FWD" "$TINY" --ids "$work/more.txt" --state-in "$work/conv.state" --state-out "$work/conv.state" --gen 2 \
+  --gpu "$lvp" --logits "$work/oom.logits" --quiet
+holds "out of memory: the conversation unchanged" "cmp -s '$work/conv.state' '$work/conv.before'"
+holds "out of memory: no logits file" "[ ! -e '$work/oom.logits' ]"
+holds "out of memory: nothing else beside the state" "[ \"\$(ls '$work' | grep -c conv)\" = 2 ]"
+finish k3_gpu_budget_test

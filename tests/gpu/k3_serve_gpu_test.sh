@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# k3-serve --gpu on Mesa's lavapipe (fma emulated), validation layer on: a
+# chat request whose prompt is several hundred ids (passes of up to 256
+# prompt rows, at least Model::kDevicePassPromptRows of them: the device
+# runs their products) gets the same text, ids and logprobs as from a
+# server on the CPU; the server's last lines count the products that ran on
+# the device. A short request (fewer prompt rows than that) and its decode
+# passes stay on the CPU: no product on the device.
+set -uo pipefail
+source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
+source "$K3_SOURCE_DIR/tests/serve/serve_lib.sh"
+export K3_GPU_VALIDATION=1
+lvp=$(vulkaninfo --summary 2> /dev/null | awk '/^GPU[0-9]+:/ { i = substr($1, 4) + 0 } /deviceName.*llvmpipe/ { print i; exit }')
+holds "lavapipe is installed (mesa-vulkan-drivers)" "[ -n '$lvp' ]"
+lvp=${lvp:-0}
+
+long=$(python3 -c "print(' '.join('item %d of the list, number %d' % (i, i * 7) for i in range(60)))")
+body=$(python3 -c "import json,sys; print(json.dumps({'messages': [{'role': 'user', 'content': sys.argv[1]}],
+  'max_tokens': 5, 'temperature': 0, 'logprobs': True, 'top_logprobs': 3}))" "$long")
+short='{"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 5, "temperature": 0}'
+ask() {  # ask NAME BODY FLAGS...: a server with FLAGS answers BODY, then stops
+  local name=$1 request=$2; shift 2
+  start_server "$work/$name.log" --slots 1 "$@" || return 1
+  post reply /v1/chat/completions "$request"
+  check "$name: status" 200 "$status"
+  printf '%s' "$reply" > "$work/$name.json"
+  kill -TERM "$pid"
+  wait "$pid"
+  check "$name: exit after SIGTERM" 130 "$?"
+}
+field() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(json.dumps($2, sort_keys=True))" "$work/$1.json"; }
+
+ask cpu "$body"
+ask gpu "$body" --gpu "$lvp"
+ask gpu-short "$short" --gpu "$lvp"
+prompt=$(field cpu 'j["usage"]["prompt_tokens"]')
+holds "the prompt is more than a pass ($prompt ids > 256)" "[ '${prompt:-0}' -gt 256 ]"
+check "the same reply text" "$(field cpu 'j["choices"][0]["message"]')" "$(field gpu 'j["choices"][0]["message"]')"
+check "the same logprobs, every id and its top 3" "$(field cpu 'j["choices"][0]["logprobs"]')" \
+  "$(field gpu 'j["choices"][0]["logprobs"]')"
+holds "logprobs were returned" "[ '$(field gpu 'len(j["choices"][0]["logprobs"]["content"])')' -gt 0 ]"
+holds "the device ran products" "grep -Eq 'gpu $lvp \\(.*\\): [1-9][0-9]* matrix products' '$work/gpu.log'"
+holds "a short prompt and decode: no product on the device" "grep -Eq 'gpu $lvp \\(.*\\): 0 matrix products' '$work/gpu-short.log'"
+holds "the CPU server had no device" "! grep -q 'matrix products' '$work/cpu.log'"
+holds "no validation errors" "! grep -q 'vulkan validation' '$work/gpu.log'"
+finish k3_serve_gpu_test
