@@ -111,7 +111,7 @@ std::unique_ptr<OutputConstraint> ReplyConstraints::strict_tool_calls(const std:
   if (tools.empty()) throw Error(ExitCode::kInternal, "strict_tool_calls: no tool");
   std::vector<ConstraintStep> steps = answer_opening(thinking);
   // The answer: free text up to the response's closing tag (its <|close|>).
-  steps.push_back(ConstraintStep::free(specials_but_close_, close_));
+  steps.push_back(ConstraintStep::free(specials_but_close_, /*until=*/close_));
   XtmlWriter no_call;
   no_call.close("response");
   no_call.close("message");
