@@ -15,6 +15,12 @@
 //                     then the arguments, one JSON value of that tool's grammar,
 //                     then the closing tags and a stop id. The reply parser reads
 //                     the arguments back as the call's JSON text.
+//   strict_tool_calls the answer is free text (no markup but its closing);
+//                     then either the message closes and a stop id ends it,
+//                     or the reply opens its tools section: the first call's
+//                     name is one of the tools and its arguments, in the
+//                     json form above, one JSON value of that tool's
+//                     grammar; after that call the reply is free again.
 #pragma once
 
 #include <memory>
@@ -47,15 +53,21 @@ class ReplyConstraints {
                                                 const std::vector<int32_t>& stop_ids) const;
   std::unique_ptr<OutputConstraint> forced_tool_call(const std::vector<ForcedTool>& tools, bool thinking,
                                                      const std::vector<int32_t>& stop_ids) const;
+  std::unique_ptr<OutputConstraint> strict_tool_calls(const std::vector<ForcedTool>& tools, bool thinking,
+                                                      const std::vector<int32_t>& stop_ids) const;
 
   // What an OpenAI-style request asks for: tool_choice "required" or a named
   // function (the tools' parameters; a strict tool's schema must compile, a
   // tool that is not strict falls back to any JSON object when its schema
   // uses a keyword not enforced), else response_format json_schema or
-  // json_object; nullptr when it asks for none. Throws Error(kBadInput)
+  // json_object, else, under tool_choice auto (or none given) with a tool
+  // declared strict: true, strict_tool_calls over every function tool;
+  // nullptr when it asks for none. Throws Error(kBadInput)
   // starting with the field ("response_format.json_schema.schema: json
   // schema: #/...: keyword \"pattern\" is not supported ...").
   std::unique_ptr<OutputConstraint> for_request(const ChatRequest& request, const std::vector<int32_t>& stop_ids) const;
+  // Whether for_request makes a constraint for `request` (cheap: no trie needed).
+  static bool constrains(const ChatRequest& request);
 
   // The grammar of a tool declaration's arguments ({"type":"function",
   // "function":{"name","parameters","strict"}}); `field` labels errors.
@@ -65,6 +77,8 @@ class ReplyConstraints {
   std::vector<int32_t> encode(const std::vector<Segment>& segments) const;
   // Steps up to the response's opening (thinking: free, then forced).
   std::vector<ConstraintStep> answer_opening(bool thinking) const;
+  // The function tools of `request` (a named choice: only that one).
+  std::vector<ForcedTool> callable_tools(const ChatRequest& request) const;
 
   const Tokenizer& tok_;
   VocabularyTrie trie_;

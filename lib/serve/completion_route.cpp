@@ -13,9 +13,9 @@
 #include "serve/client_connection.h"
 #include "serve/json_build.h"
 #include "serve/openai_response.h"
-#include "serve/prompt_progress.h"
 #include "serve/request_log.h"
 #include "serve/slot_scheduler.h"
+#include "serve/streamed_reply.h"
 #include "serve/structured_output.h"
 #include "tokenizer/tokenizer.h"
 
@@ -142,39 +142,6 @@ struct Choice {
   bool finished = false;
 };
 
-// What a reply carries from one provider call to the next.
-struct Stream {
-  std::vector<Choice> choices;
-  int64_t prompt_tokens = 0;
-  bool began = false;
-  int64_t prefill_sent = -1;  // the progress version the last progress comment said
-
-  bool finished() const {
-    return std::all_of(choices.begin(), choices.end(), [](const Choice& c) { return c.finished; });
-  }
-  // The first failed choice's job (nullptr when none failed).
-  const Job* failed() const {
-    for (const Choice& c : choices)
-      if (c.finished && !c.job->error().empty()) return c.job.get();
-    return nullptr;
-  }
-  void cancel() {
-    for (Choice& c : choices) c.job->cancel();
-  }
-  // The prompt counted once, the ids of every choice (OpenAI's usage for n > 1).
-  Usage usage() const {
-    Usage u{prompt_tokens, 0, choices.front().job->cached_tokens()};
-    for (const Choice& c : choices) u.completion_tokens += c.made;
-    return u;
-  }
-};
-
-// While the prompt is evaluated: an SSE comment ": prefill DONE/TOTAL" (prompt
-// ids evaluated or continued from a kept state, of the prompt's ids) whenever
-// that changed, and always "TOTAL/TOTAL" before the first token. Clients
-// ignore comment lines; a chat page shows them as progress.
-std::string prefill_note(Stream& s) { return serve::prefill_note(*s.choices.front().job, s.prefill_sent); }
-
 std::vector<std::string> take(Choice& c, std::chrono::milliseconds timeout) {
   std::vector<std::string> out;
   std::vector<int32_t> ids;
@@ -200,18 +167,55 @@ std::vector<std::string> take(Choice& c, std::chrono::milliseconds timeout) {
   return out;
 }
 
-// Every unfinished choice's new chunks: the first waits up to kPoll, the
-// others give what they have.
-std::vector<std::string> take_all(Stream& s) {
-  std::vector<std::string> out;
-  bool waited = false;
-  for (Choice& c : s.choices) {
-    if (c.finished) continue;
-    for (std::string& chunk : take(c, waited ? std::chrono::milliseconds(0) : kPoll)) out.push_back(std::move(chunk));
-    waited = true;
+// A reply's choices and their chunks (streamed_reply.h).
+struct Stream final : StreamedReply {
+  std::vector<Choice> choices;
+  int64_t prompt_tokens = 0;
+
+  bool finished() const override {
+    return std::all_of(choices.begin(), choices.end(), [](const Choice& c) { return c.finished; });
   }
-  return out;
-}
+  const Job* failed() const override {
+    for (const Choice& c : choices)
+      if (c.finished && !c.job->error().empty()) return c.job.get();
+    return nullptr;
+  }
+  void cancel() override {
+    for (Choice& c : choices) c.job->cancel();
+  }
+  // The prompt counted once, the ids of every choice (OpenAI's usage for n > 1).
+  Usage usage() const {
+    Usage u{prompt_tokens, 0, choices.front().job->cached_tokens()};
+    for (const Choice& c : choices) u.completion_tokens += c.made;
+    return u;
+  }
+  std::vector<std::string> start() override {
+    std::vector<std::string> out;
+    for (Choice& c : choices)
+      for (std::string& chunk : c.writer.start()) out.push_back(std::move(chunk));
+    return out;
+  }
+  // Every unfinished choice's new chunks: the first waits up to kPoll, the
+  // others give what they have.
+  std::vector<std::string> take() override {
+    std::vector<std::string> out;
+    bool waited = false;
+    for (Choice& c : choices) {
+      if (c.finished) continue;
+      for (std::string& chunk : serve::take(c, waited ? std::chrono::milliseconds(0) : kPoll))
+        out.push_back(std::move(chunk));
+      waited = true;
+    }
+    return out;
+  }
+  const Job& lead() const override { return *choices.front().job; }
+  std::vector<std::string> failure(const Job& job) override {
+    return {sse_event(job.shut_out() ? error_body(503, "the server is shutting down", "", "shutting_down")
+                                     : error_body(500, "generation failed: " + job.error())),
+            sse_done()};
+  }
+  std::vector<std::string> close() override { return choices.front().writer.close(usage()); }
+};
 
 // The request's n jobs: choice i samples with seed + i (docs/serve.md), so
 // it is the n = 1 request with that seed. All or none are queued.
@@ -261,7 +265,7 @@ void handle_completion(const httplib::Request& req, httplib::Response& res, Endp
   }
   if (!pr.stream) {
     while (!stream->finished()) {
-      take_all(*stream);
+      stream->take();
       if (client_gone() || stream->failed()) stream->cancel();  // the slots free at the next pass, as a stream's do
     }
     if (const Job* failed = stream->failed()) {
@@ -273,40 +277,7 @@ void handle_completion(const httplib::Request& req, httplib::Response& res, Endp
     res.set_content(ReplyWriter::body(writers, stream->usage()), "application/json");
     return;
   }
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [stream](size_t, httplib::DataSink& sink) {
-        std::vector<std::string> out;
-        if (!stream->began) {
-          for (Choice& c : stream->choices)
-            for (std::string& chunk : c.writer.start()) out.push_back(std::move(chunk));
-          stream->began = true;
-        }
-        std::vector<std::string> fresh = take_all(*stream);
-        if (std::string note = prefill_note(*stream); !note.empty()) out.push_back(std::move(note));
-        for (std::string& c : fresh) out.push_back(std::move(c));
-        const Job* failed = stream->failed();
-        if (failed) {  // the headers are sent: the error is an event
-          stream->cancel();
-          out.push_back(sse_event(failed->shut_out()
-                                      ? error_body(503, "the server is shutting down", "", "shutting_down")
-                                      : error_body(500, "generation failed: " + failed->error())));
-          out.push_back(sse_done());
-        } else if (stream->finished()) {
-          for (std::string& c : stream->choices.front().writer.close(stream->usage())) out.push_back(std::move(c));
-        }
-        for (const std::string& c : out)
-          if (!sink.write(c.data(), c.size())) {  // the client is gone: its slots free at the next pass
-            stream->cancel();
-            return false;
-          }
-        if (failed || stream->finished()) sink.done();
-        return true;
-      },
-      [stream](bool success) {
-        if (!success) stream->cancel();
-      });
+  stream_reply(res, stream);
 }
 
 void handle_tokenize(const httplib::Request& req, httplib::Response& res, const ServerOptions& options,

@@ -63,6 +63,7 @@ struct ServerOptions {
   int read_timeout_seconds = 30;  // a request, from its first byte to its last (408 after)
   bool thinking = true;           // a chat request's default (RequestLimits)
   std::string effort = "max";
+  bool omit_hosted_tools = false;  // /v1/responses: hosted tools (web_search) left out, not refused
 };
 
 // What the routes need once the model is loaded.

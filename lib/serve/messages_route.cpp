@@ -10,8 +10,8 @@
 #include "serve/client_connection.h"
 #include "serve/completion_route.h"
 #include "serve/json_build.h"
-#include "serve/prompt_progress.h"
 #include "serve/slot_scheduler.h"
+#include "serve/streamed_reply.h"
 #include "tokenizer/tokenizer.h"
 
 namespace k3::serve {
@@ -25,37 +25,46 @@ void send_error(httplib::Response& res, int status, const std::string& message) 
   res.set_content(anthropic_error_body(status, message), "application/json");
 }
 
-// What a streamed reply carries from one provider call to the next.
-struct MessageStream {
+// A message's ids and their events; streamed, a StreamedReply.
+struct MessageStream final : StreamedReply {
   std::shared_ptr<Job> job;
   MessageWriter writer;
   Usage usage;
-  bool began = false, finished = false;
-  int64_t prefill_sent = -1;
+  bool done = false;
+
+  MessageStream(std::shared_ptr<Job> j, MessageWriter w, Usage u) : job(std::move(j)), writer(std::move(w)), usage(u) {}
+
+  std::vector<std::string> take(std::chrono::milliseconds timeout) {
+    std::vector<std::string> out;
+    std::vector<int32_t> ids;
+    const bool ended = job->wait(ids, timeout);
+    for (int32_t id : ids) {
+      if (writer.stop_sequence_matched()) break;
+      ++usage.completion_tokens;
+      for (std::string& e : writer.push(id)) out.push_back(std::move(e));
+      if (writer.stop_sequence_matched()) job->cancel();
+    }
+    if (ended) {
+      done = true;
+      if (!job->error().empty()) return out;  // failed: no message_delta, the error is sent instead
+      usage.cached_tokens = job->cached_tokens();
+      const EndReason why = writer.stop_sequence_matched() ? EndReason::kStop : job->end_reason();
+      for (std::string& e : writer.finish(why, usage)) out.push_back(std::move(e));
+    }
+    return out;
+  }
+  // The usage known at the start: every prompt id to evaluate; message_delta has the final one.
+  std::vector<std::string> start() override { return writer.start(usage); }
+  std::vector<std::string> take() override { return take(kPoll); }
+  const Job& lead() const override { return *job; }
+  bool finished() const override { return done; }
+  const Job* failed() const override { return done && !job->error().empty() ? job.get() : nullptr; }
+  std::vector<std::string> failure(const Job& failed) override {
+    return {sse_named_event("error", anthropic_error_json(500, "generation failed: " + failed.error()))};
+  }
+  std::vector<std::string> close() override { return {}; }  // message_delta and message_stop came with the last ids
+  void cancel() override { job->cancel(); }
 };
-
-// While the prompt is evaluated: an SSE comment ": prefill DONE/TOTAL" when
-// it changed, as /v1/chat/completions sends (clients skip comment lines).
-std::string prefill_note(MessageStream& s) { return serve::prefill_note(*s.job, s.prefill_sent); }
-
-std::vector<std::string> take(MessageStream& s, std::chrono::milliseconds timeout) {
-  std::vector<std::string> out;
-  std::vector<int32_t> ids;
-  const bool done = s.job->wait(ids, timeout);
-  for (int32_t id : ids) {
-    if (s.writer.stop_sequence_matched()) break;
-    ++s.usage.completion_tokens;
-    for (std::string& e : s.writer.push(id)) out.push_back(std::move(e));
-    if (s.writer.stop_sequence_matched()) s.job->cancel();
-  }
-  if (done) {
-    s.usage.cached_tokens = s.job->cached_tokens();
-    const EndReason why = s.writer.stop_sequence_matched() ? EndReason::kStop : s.job->end_reason();
-    for (std::string& e : s.writer.finish(why, s.usage)) out.push_back(std::move(e));
-    s.finished = true;
-  }
-  return out;
-}
 
 ParsedRequest parse(const httplib::Request& req, MessagesEndpoint endpoint, const ServerOptions& options) {
   check_anthropic_version(req.get_header_value("anthropic-version"));
@@ -70,12 +79,12 @@ void handle_messages(const httplib::Request& req, httplib::Response& res, const 
   PreparedJob p = prepare_job(pr, options, backend);
   const int64_t prompt_tokens = static_cast<int64_t>(p.spec.prompt.size());
   std::shared_ptr<Job> job = submit_job(std::move(p.spec), options, backend, res);
-  auto stream = std::make_shared<MessageStream>(MessageStream{
+  auto stream = std::make_shared<MessageStream>(
       job, MessageWriter(backend.tokenizer->vocab(), p.thinking, pr.stop, new_response_id("msg_"), options.model_name),
-      Usage{prompt_tokens, 0, 0}});
+      Usage{prompt_tokens, 0, 0});
   if (!pr.stream) {
-    while (!stream->finished) {
-      take(*stream, kPoll);
+    while (!stream->finished()) {
+      stream->take(kPoll);
       if (client_gone()) job->cancel();  // its slot frees at the next pass, as a stream's does
     }
     if (job->shut_out()) throw ApiError(503, "the server is shutting down", "", "shutting_down");
@@ -84,31 +93,7 @@ void handle_messages(const httplib::Request& req, httplib::Response& res, const 
     res.set_content(stream->writer.body(stream->usage), "application/json");
     return;
   }
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [stream](size_t, httplib::DataSink& sink) {
-        std::vector<std::string> out;
-        if (!stream->began) {  // the usage known now: every prompt id to evaluate; message_delta has the final one
-          out = stream->writer.start(stream->usage);
-          stream->began = true;
-        }
-        std::vector<std::string> fresh = take(*stream, kPoll);
-        if (stream->finished && !stream->job->error().empty())  // the headers are sent: the error is an event
-          fresh = {sse_named_event("error", anthropic_error_json(500, "generation failed: " + stream->job->error()))};
-        if (std::string note = prefill_note(*stream); !note.empty()) out.push_back(std::move(note));
-        for (std::string& e : fresh) out.push_back(std::move(e));
-        for (const std::string& e : out)
-          if (!sink.write(e.data(), e.size())) {  // the client is gone: its slot frees at the next pass
-            stream->job->cancel();
-            return false;
-          }
-        if (stream->finished) sink.done();
-        return true;
-      },
-      [stream](bool success) {
-        if (!success) stream->job->cancel();
-      });
+  stream_reply(res, stream);
 }
 
 void handle_count_tokens(const httplib::Request& req, httplib::Response& res, const ServerOptions& options,

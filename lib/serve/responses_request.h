@@ -15,6 +15,14 @@
 //     max_output_tokens -> max_tokens; the sampling fields as in chat
 //   store (default true: the reply is kept for previous_response_id), stream,
 //     user, metadata, parallel_tool_calls (true), text.format {type: text}
+//   Codex's: include ["reasoning.encrypted_content"] (response_extras.h; a
+//     reasoning item's encrypted_content is read back as its text),
+//     prompt_cache_key and client_metadata (accepted, change nothing: the
+//     kept states are found by the prompt's ids), reasoning.summary (the
+//     summary is the reasoning text), tools of type namespace (their
+//     functions served as function tools); hosted tools (web_search and the
+//     like, which k3 cannot run) are refused, or left out of the prompt and
+//     listed in the Response's omitted_tools when omit_hosted_tools.
 // Any other field or item type is refused with 400 naming it.
 #pragma once
 
@@ -23,6 +31,7 @@
 
 #include "common/json_value.h"
 #include "serve/openai_request.h"
+#include "serve/response_extras.h"
 
 namespace k3::serve {
 
@@ -34,11 +43,12 @@ struct ResponsesRequest {
   std::string previous_response_id;
   bool store = true;
   bool stream = false;
+  ResponseExtras extras;
 };
 
 // Throws ApiError (400, or 404 for an unknown previous_response_id or model)
 // naming the field in the Responses API's terms.
-ResponsesRequest parse_responses_request(std::string_view body, const RequestLimits& limits,
-                                         const ResponseStore& store);
+ResponsesRequest parse_responses_request(std::string_view body, const RequestLimits& limits, const ResponseStore& store,
+                                         bool omit_hosted_tools = false);
 
 }  // namespace k3::serve

@@ -20,7 +20,8 @@ std::string responses_param(const std::string& param) {
 
 }  // namespace
 
-JsonValue response_from_chat(const JsonValue& chat, const std::string& previous_response_id, bool store) {
+JsonValue response_from_chat(const JsonValue& chat, const std::string& previous_response_id, bool store,
+                             const ResponseExtras& extras) {
   const std::string chat_id = json_text(json_member(chat, "id"));
   const std::string id = chat_id.rfind("chatcmpl-", 0) == 0 ? chat_id.substr(9) : chat_id;
   const JsonValue& choice = json_member(chat, "choices").items.at(0);
@@ -28,13 +29,7 @@ JsonValue response_from_chat(const JsonValue& chat, const std::string& previous_
   const bool cut = json_text(json_member(choice, "finish_reason")) == "length";
   JsonValue output = JsonValue::array();
   if (const std::string reasoning = json_text(json_member(message, "reasoning_content")); !reasoning.empty())
-    output.push(
-        JsonValue::object()
-            .set("type", "reasoning")
-            .set("id", JsonValue::string("rs_" + id))
-            .set("summary",
-                 JsonValue::array().push(
-                     JsonValue::object().set("type", "summary_text").set("text", JsonValue::string(reasoning)))));
+    output.push(reasoning_item("rs_" + id, reasoning, extras));
   const JsonValue& calls = json_member(message, "tool_calls");
   const std::string content = json_text(json_member(message, "content"));
   if (!content.empty() || calls.items.empty())
@@ -46,13 +41,16 @@ JsonValue response_from_chat(const JsonValue& chat, const std::string& previous_
                     .set("content", JsonValue::array().push(output_text(content))));
   for (size_t i = 0; i < calls.items.size(); ++i) {
     const JsonValue& call = calls.items[i];
-    output.push(JsonValue::object()
-                    .set("type", "function_call")
-                    .set("id", JsonValue::string("fc_" + id + "_" + std::to_string(i)))
-                    .set("call_id", json_member(call, "id"))
-                    .set("name", json_member(json_member(call, "function"), "name"))
-                    .set("arguments", json_member(json_member(call, "function"), "arguments"))
-                    .set("status", "completed"));
+    const JsonValue& name = json_member(json_member(call, "function"), "name");
+    JsonValue item = JsonValue::object()
+                         .set("type", "function_call")
+                         .set("id", JsonValue::string("fc_" + id + "_" + std::to_string(i)))
+                         .set("call_id", json_member(call, "id"))
+                         .set("name", name);
+    if (auto ns = extras.namespaces.find(json_text(name)); ns != extras.namespaces.end())
+      item.set("namespace", JsonValue::string(ns->second));
+    item.set("arguments", json_member(json_member(call, "function"), "arguments")).set("status", "completed");
+    output.push(std::move(item));
   }
   const JsonValue& u = json_member(chat, "usage");
   const JsonValue& cached = json_member(json_member(u, "prompt_tokens_details"), "cached_tokens");
@@ -76,6 +74,11 @@ JsonValue response_from_chat(const JsonValue& chat, const std::string& previous_
           .set("previous_response_id",
                previous_response_id.empty() ? JsonValue() : JsonValue::string(previous_response_id))
           .set("store", store);
+  if (!extras.omitted_tools.empty()) {
+    JsonValue omitted = JsonValue::array();
+    for (const std::string& type : extras.omitted_tools) omitted.push(JsonValue::string(type));
+    out.set("omitted_tools", std::move(omitted));
+  }
   out.set("usage", std::move(usage));
   return out;
 }
@@ -129,7 +132,7 @@ void stream_response(ResponsesRequest r, httplib::Response& res, const ServerOpt
   };
   auto relay = std::make_shared<Relay>(Relay{std::move(chat_res.content_provider_),
                                              std::move(chat_res.content_provider_resource_releaser_),
-                                             ResponsesStream(r.previous_response_id, r.store), std::move(r)});
+                                             ResponsesStream(r.previous_response_id, r.store, r.extras), std::move(r)});
   chat_res.content_provider_ = nullptr;
   chat_res.content_provider_resource_releaser_ = nullptr;
   res.set_header("Cache-Control", "no-cache");
@@ -148,7 +151,8 @@ void stream_response(ResponsesRequest r, httplib::Response& res, const ServerOpt
         if (relay->ended && !relay->events.failed() && !relay->events.chat().is_null()) {
           const JsonValue& chat = relay->events.chat();
           keep_reply(store, relay->request, chat,
-                     response_from_chat(chat, relay->request.previous_response_id, relay->request.store));
+                     response_from_chat(chat, relay->request.previous_response_id, relay->request.store,
+                                        relay->request.extras));
         }
         if (!out.empty() && !sink.write(out.data(), out.size())) return false;  // the client is gone
         if (relay->ended || !more) sink.done();
@@ -164,7 +168,7 @@ void stream_response(ResponsesRequest r, httplib::Response& res, const ServerOpt
 void handle_responses(const httplib::Request& req, httplib::Response& res, const ServerOptions& options,
                       const ServeBackend& backend, ResponseStore& store) {
   const RequestLimits limits{options.max_depth, options.context, options.model_name, options.thinking, options.effort};
-  ResponsesRequest r = parse_responses_request(req.body, limits, store);
+  ResponsesRequest r = parse_responses_request(req.body, limits, store, options.omit_hosted_tools);
   if (r.stream) {
     stream_response(std::move(r), res, options, backend, store);
     return;
@@ -174,7 +178,7 @@ void handle_responses(const httplib::Request& req, httplib::Response& res, const
   JsonValue chat;
   std::string error;
   if (!parse_json(chat_res.body, chat, error)) throw ApiError(500, "the reply could not be read: " + error);
-  const JsonValue response = response_from_chat(chat, r.previous_response_id, r.store);
+  const JsonValue response = response_from_chat(chat, r.previous_response_id, r.store, r.extras);
   keep_reply(store, r, chat, response);
   res.set_content(write_json(response), "application/json");
 }

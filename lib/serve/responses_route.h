@@ -12,6 +12,7 @@
 
 #include "common/json_value.h"
 #include "serve/http_server.h"
+#include "serve/response_extras.h"
 #include "serve/response_store.h"
 
 namespace k3::serve {
@@ -20,6 +21,7 @@ void handle_responses(const httplib::Request& req, httplib::Response& res, const
                       const ServeBackend& backend, ResponseStore& store);
 
 // The Response object for a chat.completion body (`chat`).
-JsonValue response_from_chat(const JsonValue& chat, const std::string& previous_response_id, bool store);
+JsonValue response_from_chat(const JsonValue& chat, const std::string& previous_response_id, bool store,
+                             const ResponseExtras& extras = {});
 
 }  // namespace k3::serve

@@ -84,7 +84,7 @@ std::string ResponsesStream::on_chunk(const JsonValue& chunk) {
                              .set("created", json_member(chunk, "created"))
                              .set("model", json_member(chunk, "model"));
     skeleton.set("choices", JsonValue::array().push(JsonValue::object().set("message", JsonValue::object())));
-    JsonValue started = response_from_chat(skeleton, previous_response_id_, store_);
+    JsonValue started = response_from_chat(skeleton, previous_response_id_, store_, extras_);
     started.set("status", "in_progress").set("output", JsonValue::array()).set("usage", JsonValue());
     out += event("response.created", JsonValue::object().set("response", started));
     out += event("response.in_progress", JsonValue::object().set("response", started));
@@ -138,10 +138,7 @@ std::string ResponsesStream::on_chunk(const JsonValue& chunk) {
 std::string ResponsesStream::close_reasoning() {
   if (open_ != Open::kReasoning) return "";
   open_ = Open::kNone;
-  JsonValue item = JsonValue::object()
-                       .set("type", "reasoning")
-                       .set("id", JsonValue::string("rs_" + id_))
-                       .set("summary", JsonValue::array().push(summary_text(reasoning_)));
+  const JsonValue item = reasoning_item("rs_" + id_, reasoning_, extras_);
   std::string out = event("response.reasoning_summary_text.done",
                           JsonValue(at()).set("summary_index", 0).set("text", JsonValue::string(reasoning_)));
   out += event("response.reasoning_summary_part.done",
@@ -183,7 +180,7 @@ std::string ResponsesStream::finish() {
                                                    .set("message", message)
                                                    .set("finish_reason", JsonValue::string(finish_reason_))));
   chat_.set("usage", usage_);
-  const JsonValue response = response_from_chat(chat_, previous_response_id_, store_);
+  const JsonValue response = response_from_chat(chat_, previous_response_id_, store_, extras_);
   std::string out = close_reasoning();
   // An empty answer without calls is still a message item (as non-streamed).
   if (!message_done_ && tool_calls_.items.empty()) {

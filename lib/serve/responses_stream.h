@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/json_value.h"
+#include "serve/response_extras.h"
 
 namespace k3::serve {
 
@@ -36,8 +37,8 @@ JsonValue output_text(const std::string& text);
 
 class ResponsesStream {
  public:
-  ResponsesStream(std::string previous_response_id, bool store)
-      : previous_response_id_(std::move(previous_response_id)), store_(store) {}
+  ResponsesStream(std::string previous_response_id, bool store, ResponseExtras extras = {})
+      : previous_response_id_(std::move(previous_response_id)), store_(store), extras_(std::move(extras)) {}
 
   // Bytes of the chat stream (SSE, any split): the Responses events they complete.
   std::string push(std::string_view chat_sse);
@@ -57,6 +58,7 @@ class ResponsesStream {
 
   std::string previous_response_id_;
   bool store_;
+  ResponseExtras extras_;
   std::string pending_;  // an incomplete SSE event
   int64_t sequence_ = 0;
   bool started_ = false, failed_ = false, ended_ = false;

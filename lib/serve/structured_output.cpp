@@ -19,9 +19,7 @@ const ReplyConstraints& reply_constraints(const Tokenizer& tok) {
 
 std::shared_ptr<OutputConstraint> request_constraint(const ChatRequest& request, const Tokenizer& tok,
                                                      const std::vector<int32_t>& stop_ids) {
-  if (request.response_format == ResponseFormat::kText && request.tool_choice != "required" &&
-      request.tool_choice != "function")
-    return nullptr;
+  if (!ReplyConstraints::constrains(request)) return nullptr;
   try {
     return reply_constraints(tok).for_request(request, stop_ids);
   } catch (const Error& e) {

@@ -12,6 +12,7 @@
 
 #include "chat/reply_constraint.h"
 #include "chat/reply_parser.h"
+#include "chat/xtml_segments.h"
 #include "common/error.h"
 #include "constrain/json_schema_compiler.h"
 #include "constrain/schema_validator.h"
@@ -122,6 +123,76 @@ TEST(ReplyConstraint, ForcedToolCallsNameATool) {
   EXPECT_EQ(r.message.tool_calls[0].name, "get_all");
   req.tool_choice_name = "nope";
   EXPECT_THROW(rc.for_request(req, stop_ids()), Error);
+}
+
+TEST(ReplyConstraint, StrictToolsUnderAutoAreConstrainedOnceACallOpens) {
+  const ReplyConstraints rc(tiny());
+  JsonValue request;
+  std::string error;
+  ASSERT_TRUE(parse_json(std::string(R"({"messages":[{"role":"user","content":"x"}],"tools":[)") +
+                             R"({"type":"function","function":{"name":"get","strict":true,"parameters":)" + kSchema +
+                             R"(}},{"type":"function","function":{"name":"get_all","parameters":{"type":"object",)" +
+                             R"("properties":{"q":{"type":"string","pattern":"x"}}}}}]})",
+                         request, error))
+      << error;
+  ChatRequest req = parse_chat_request(request);
+  ASSERT_TRUE(ReplyConstraints::constrains(req));
+  JsonValue schema;
+  ASSERT_TRUE(parse_json(kSchema, schema, error));
+  const Vocabulary& v = tiny().vocab();
+  const TokenId open = v.special_id("<|open|>");
+  std::vector<TokenId> first_call_end;  // the tags that close a call in the json form
+  XtmlWriter end_tags;
+  end_tags.close("json");
+  end_tags.close("call");
+  encode_segments(tiny(), end_tags.segments(), first_call_end);
+  std::set<std::string> named;
+  int answers = 0, more_calls = 0;
+  for (bool thinking : {false, true})
+    for (uint64_t seed = 0; seed < 24; ++seed) {
+      req.thinking = thinking;
+      auto c = rc.for_request(req, stop_ids());
+      ASSERT_NE(c, nullptr);
+      std::vector<TokenId> ids = generate(*c, rc.vocabulary(), seed);
+      ids.pop_back();  // the stop id
+      // After the first call the reply is free: a second call opened there is
+      // cut off (with the closing tags the first call's reply has).
+      const auto call_end = std::search(ids.begin(), ids.end(), first_call_end.begin(), first_call_end.end());
+      if (call_end != ids.end() && call_end + first_call_end.size() < ids.end() &&
+          *(call_end + first_call_end.size()) == open) {
+        ++more_calls;
+        ids.erase(call_end + first_call_end.size(), ids.end());
+        XtmlWriter w;
+        w.close("tools");
+        w.close("message");
+        encode_segments(tiny(), w.segments(), ids);
+      }
+      ParsedReply r = parse_reply(v, ids, thinking);
+      ASSERT_TRUE(r.ok()) << r.problem << " seed " << seed;
+      EXPECT_EQ(r.message.reasoning_content.has_value(), thinking);
+      if (r.message.tool_calls.empty()) {
+        ++answers;
+        continue;
+      }
+      ASSERT_EQ(r.message.tool_calls.size(), 1u);
+      const ToolCall& call = r.message.tool_calls[0];
+      named.insert(call.name);
+      JsonValue args;
+      ASSERT_TRUE(parse_json(call.raw_arguments, args, error)) << call.raw_arguments;
+      if (call.name == "get") EXPECT_TRUE(test::validates(args, schema, schema)) << call.raw_arguments;
+      else EXPECT_TRUE(args.is_object()) << call.raw_arguments;
+    }
+  // Both ways out of the answer were taken, and both tools called.
+  EXPECT_GT(answers, 0);
+  EXPECT_GT(more_calls, 0);
+  EXPECT_EQ(named, (std::set<std::string>{"get", "get_all"}));
+  // Not strict, or not auto: no constraint.
+  req.tools->items[0].items[1].set("strict", false);
+  EXPECT_FALSE(ReplyConstraints::constrains(req));
+  EXPECT_EQ(rc.for_request(req, stop_ids()), nullptr);
+  req.tools->items[0].items[1].set("strict", true);
+  req.tool_choice = "none";
+  EXPECT_FALSE(ReplyConstraints::constrains(req));
 }
 
 TEST(ReplyConstraint, RequestsFailClosed) {

@@ -178,6 +178,29 @@ for (const [label, choice] of [["required", "required"], ["named", { type: "func
   }
 }
 
+// 5b. Strict tools under tool_choice "auto": free text until a call opens, then the
+// call's name is a declared tool and its arguments validate. logit_bias on the
+// tiny model's <|close|> (8196) and <|open|> (8195) (tests/data/k3-tiny/
+// tokenizer_config.json) makes its random weights end the answer soon and
+// open the tools section often; the constraint alone decides what follows.
+let autoCalls = 0, autoTexts = 0;
+for (let seed = 0; seed < 16; seed++) {
+  const r = await client.chat.completions.create({
+    model: "k3-tiny", messages: [user("call a tool or not")], ...noThink, max_tokens: 400, temperature: 1.0, seed, tools,
+    tool_choice: "auto", logit_bias: { 8196: 6, 8195: seed % 2 ? 9 : 0 },
+  });
+  const calls = r.choices[0].message.tool_calls ?? [];
+  if (!calls.length) { autoTexts++; continue; }
+  autoCalls++;
+  const fn = calls[0].function;
+  holds(`auto seed ${seed}: a declared tool`, fn.name in toolValidators, fn.name);
+  let args = null;
+  try { args = JSON.parse(fn.arguments); } catch (e) { /* below */ }
+  holds(`auto seed ${seed}: arguments validate`, args && toolValidators[fn.name]?.(args), fn.arguments);
+}
+console.log(`strict tools under auto: ${autoCalls} replies called a tool, ${autoTexts} answered in text`);
+holds("strict tools under auto: some replies call a tool", autoCalls > 0);
+
 // 6. Fails closed: unsupported keywords and bad tool choices are 400s naming them.
 async function refused(name, params, needle) {
   try {

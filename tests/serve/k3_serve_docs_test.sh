@@ -5,10 +5,6 @@
 set -uo pipefail
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 source "${K3_SOURCE_DIR:?}/tests/serve/serve_lib.sh"
-snippet() {  # snippet NAME: the code block after <!-- serve-doc-test: NAME -->
-  awk -v tag="<!-- serve-doc-test: $1 -->" '$0 == tag {on = 1; next} on && /^```/ && !inside {inside = 1; next}
-       inside && /^```/ {exit} inside {print}' "$K3_SOURCE_DIR/docs/serve.md"
-}
 install_clients || exit 1
 start_server "$work/server.log" --slots 2 || exit 1
 

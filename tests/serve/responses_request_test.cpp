@@ -6,10 +6,13 @@
 // Response object and as the documented stream of events.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
+#include <vector>
 
 #include "serve/api_error.h"
 #include "serve/json_build.h"
+#include "serve/response_extras.h"
 #include "serve/response_store.h"
 #include "serve/responses_request.h"
 #include "serve/responses_route.h"
@@ -106,6 +109,102 @@ TEST(ResponsesRequest, PreviousResponseContinuesTheKeptConversation) {
   EXPECT_EQ(store.size(), 2u);
   EXPECT_FALSE(store.find("resp_a"));
   EXPECT_TRUE(store.find("resp_c"));
+}
+
+// What Codex 0.171.0 sends besides the fields above (its first request,
+// trimmed): include, prompt_cache_key, client_metadata, reasoning.summary,
+// developer messages, a namespace of functions and a hosted web_search.
+const char* kCodexRequest = R"({"model":"k3-tiny","stream":true,"tool_choice":"auto","parallel_tool_calls":true,
+  "reasoning":{"summary":"auto"},"store":false,"include":["reasoning.encrypted_content"],
+  "prompt_cache_key":"01a2","client_metadata":{"x-codex-installation-id":"5a8b"},
+  "tools":[{"type":"function","name":"exec_command","strict":false,"parameters":{"type":"object"}},
+    {"type":"namespace","name":"multi_agent_v1","description":"Sub-agents.","tools":[
+      {"type":"function","name":"close_agent","description":"Close.","strict":false,"parameters":{"type":"object"}}]},
+    {"type":"web_search","external_web_access":false}],
+  "input":[{"type":"message","id":"msg_1","role":"developer","content":[{"type":"input_text","text":"Be a coder."}]},
+    {"type":"message","id":"msg_2","role":"user","content":[{"type":"input_text","text":"Say hi"}]}]})";
+
+TEST(ResponsesRequest, CodexHostedToolsAreRefusedByNameOrOmitted) {
+  ResponseStore store;
+  std::string m, p;
+  EXPECT_EQ(status_of(kCodexRequest, store, &m, &p), 400);
+  EXPECT_EQ(p, "tools[2].type");
+  // The refusal says how to turn the tool off in Codex and in k3-serve.
+  EXPECT_NE(m.find("\"web_search\" is not served"), std::string::npos) << m;
+  EXPECT_NE(m.find("web_search = \"disabled\""), std::string::npos) << m;
+  EXPECT_NE(m.find("--hosted-tools omit"), std::string::npos) << m;
+
+  const ResponsesRequest r = parse_responses_request(kCodexRequest, kLimits, store, /*omit_hosted_tools=*/true);
+  EXPECT_EQ(r.extras.omitted_tools, std::vector<std::string>{"web_search"});
+  EXPECT_TRUE(r.extras.encrypted_reasoning);
+  EXPECT_EQ(r.extras.namespaces, (std::map<std::string, std::string>{{"close_agent", "multi_agent_v1"}}));
+  // A developer message is a system turn (K3's chat format has no developer role).
+  EXPECT_EQ(write_json(*r.chat.find("messages")),
+            write_json(parsed(R"([{"role":"system","content":[{"type":"text","text":"Be a coder."}]},
+                                  {"role":"user","content":[{"type":"text","text":"Say hi"}]}])")));
+  // The namespace's function is a tool like the others; web_search is not in the prompt.
+  EXPECT_EQ(write_json(*r.chat.find("tools")), write_json(parsed(R"([
+      {"type":"function","function":{"name":"exec_command","parameters":{"type":"object"},"strict":false}},
+      {"type":"function","function":{"name":"close_agent","description":"Close.","parameters":{"type":"object"},
+       "strict":false}}])")));
+  EXPECT_FALSE(r.store);
+  // Only hosted tools: no tools at all.
+  const ResponsesRequest only =
+      parse_responses_request(R"({"input":"x","tools":[{"type":"web_search"}]})", kLimits, store, true);
+  EXPECT_EQ(only.chat.find("tools"), nullptr);
+  EXPECT_EQ(only.extras.omitted_tools, std::vector<std::string>{"web_search"});
+}
+
+TEST(ResponsesRequest, CodexFieldsOfTheWrongShapeAreRefused) {
+  ResponseStore store;
+  std::string m, p;
+  EXPECT_EQ(status_of(R"({"input":"x","include":["message.output_text.logprobs"]})", store, &m, &p), 400);
+  EXPECT_EQ(p, "include[0]");
+  EXPECT_NE(m.find("message.output_text.logprobs"), std::string::npos) << m;
+  EXPECT_EQ(status_of(R"({"input":"x","include":"reasoning.encrypted_content"})", store, &m, &p), 400);
+  EXPECT_EQ(p, "include");
+  EXPECT_EQ(status_of(R"({"input":"x","prompt_cache_key":3})", store, &m, &p), 400);
+  EXPECT_EQ(p, "prompt_cache_key");
+  EXPECT_EQ(status_of(R"({"input":"x","client_metadata":"a"})", store, &m, &p), 400);
+  EXPECT_EQ(p, "client_metadata");
+  EXPECT_EQ(status_of(R"({"input":"x","reasoning":{"summary":"long"}})", store, &m, &p), 400);
+  EXPECT_EQ(p, "reasoning.summary");
+  EXPECT_EQ(status_of(R"({"input":"x","tools":[{"type":"namespace","name":"n","tools":[{"type":"web_search"}]}]})",
+                      store, &m, &p),
+            400);
+  EXPECT_EQ(p, "tools[0].tools[0].type");
+  EXPECT_EQ(status_of(R"({"input":[{"type":"reasoning","encrypted_content":"gAAAAB"},{"role":"user","content":"x"}]})",
+                      store, &m, &p),
+            400);
+  EXPECT_EQ(p, "input[0].encrypted_content");
+  EXPECT_EQ(status_of(R"({"input":"x","include":[],"prompt_cache_key":"k","client_metadata":{},
+                          "reasoning":{"summary":null}})",
+                      store),
+            200);
+}
+
+TEST(ResponsesRequest, EncryptedReasoningIsReadBackExactly) {
+  // Every byte value, UTF-8 and JSON-special characters survive the trip.
+  std::string all;
+  for (int c = 0; c < 256; ++c) all += static_cast<char>(c);
+  for (const std::string& text : {std::string(), std::string("Plan: \"ls\" \u00e9\n\t{}"), all}) {
+    const std::string sealed = encrypted_reasoning(text);
+    if (text.size() > 2) EXPECT_EQ(sealed.find(text), std::string::npos);  // not the text in the clear
+    EXPECT_EQ(reasoning_of(sealed), text);
+  }
+  EXPECT_EQ(encrypted_reasoning("Hi"), "k3r1:4869");
+  EXPECT_FALSE(reasoning_of("k3r1:486"));   // odd length
+  EXPECT_FALSE(reasoning_of("k3r1:48g9"));  // not hex
+  EXPECT_FALSE(reasoning_of("4869"));       // no tag
+  // Sent back as an input item, it is the next assistant message's reasoning
+  // (the summary, a client's rewrite of it, does not win).
+  ResponseStore store;
+  const std::string body = R"({"input":[{"role":"user","content":"Hi"},
+      {"type":"reasoning","summary":[{"type":"summary_text","text":"other"}],"encrypted_content":")" +
+                           encrypted_reasoning("Think \"first\".") + R"("},
+      {"role":"assistant","content":"Hello"}]})";
+  const ResponsesRequest r = parse_responses_request(body, kLimits, store);
+  EXPECT_EQ(r.chat.find("messages")->items[1].find("reasoning_content")->text, "Think \"first\".");
 }
 
 TEST(ResponsesRequest, RefusalsNameTheResponsesField) {
@@ -225,6 +324,35 @@ TEST(ResponsesStream, EventsAsTheChunksComeAndTheSameResponse) {
   // The completed response is the non-streamed one.
   EXPECT_EQ(write_json(*last.find("response")), write_json(response_from_chat(parsed(kChatReply), "", true)));
   EXPECT_FALSE(stream.failed());
+}
+
+TEST(ResponsesStream, CodexExtrasInTheStreamAndTheWholeReply) {
+  ResponseExtras extras;
+  extras.encrypted_reasoning = true;
+  extras.namespaces["weather"] = "forecasts";
+  extras.omitted_tools = {"web_search"};
+  const JsonValue whole = response_from_chat(parsed(kChatReply), "", false, extras);
+  const JsonValue& output = *whole.find("output");
+  EXPECT_EQ(output.items[0].find("encrypted_content")->text, encrypted_reasoning("Look."));
+  EXPECT_EQ(output.items[2].find("name")->text, "weather");
+  EXPECT_EQ(output.items[2].find("namespace")->text, "forecasts");
+  EXPECT_EQ(write_json(*whole.find("omitted_tools")), R"(["web_search"])");
+  // Without them, none of the three fields.
+  const JsonValue plain = response_from_chat(parsed(kChatReply), "", false);
+  EXPECT_EQ(plain.find("output")->items[0].find("encrypted_content"), nullptr);
+  EXPECT_EQ(plain.find("output")->items[2].find("namespace"), nullptr);
+  EXPECT_EQ(plain.find("omitted_tools"), nullptr);
+
+  ResponsesStream stream("", false, extras);
+  const std::string events = stream.push(chat_stream());
+  // The reasoning item's done event carries it, and the completed response is the whole reply.
+  const size_t done = events.find("response.output_item.done");
+  ASSERT_NE(done, std::string::npos);
+  EXPECT_NE(events.substr(done, events.find("\n\n", done) - done).find(encrypted_reasoning("Look.")),
+            std::string::npos);
+  const size_t completed = events.rfind("data: ");
+  const JsonValue last = parsed(events.substr(completed + 6, events.find("\n\n", completed) - completed - 6));
+  EXPECT_EQ(write_json(*last.find("response")), write_json(whole));
 }
 
 TEST(ResponsesStream, AnErrorChunkIsAnErrorEvent) {

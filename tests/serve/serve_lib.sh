@@ -42,6 +42,12 @@ post() {
   printf -v "$_var" '%s' "${_out%$'\n'*}"
 }
 
+# snippet NAME: the code block after <!-- serve-doc-test: NAME --> in docs/serve.md.
+snippet() {
+  awk -v tag="<!-- serve-doc-test: $1 -->" '$0 == tag {on = 1; next} on && /^```/ && !inside {inside = 1; next}
+       inside && /^```/ {exit} inside {print}' "$K3_SOURCE_DIR/docs/serve.md"
+}
+
 # jget JSON EXPR: a python expression over j = the parsed JSON.
 jget() { python3 -c "import json,sys; j=json.loads(sys.argv[1]); print($2)" "$1"; }
 

@@ -62,6 +62,11 @@ void ServeFlags::add_to(CLI::App& app) {
                  "Seconds a request may take to arrive, from its first byte to its last (default 30; its headers: "
                  "10 at most); a slower one gets 408")
       ->check(cli::in_range(1, 3600));
+  app.add_option("--hosted-tools", hosted_tools_,
+                 "What /v1/responses does with a hosted tool it cannot run (web_search and the like, as Codex "
+                 "declares): refuse (default) answers 400 naming it; omit leaves it out of the prompt and lists it "
+                 "in the response's omitted_tools")
+      ->check(CLI::IsMember({"refuse", "omit"}));
 }
 
 void ServeFlags::default_context(ModelOptions& mo) {
@@ -86,6 +91,7 @@ void ServeFlags::apply(ModelOptions& mo) {
                   "--cors-origin " + origin + ": not an origin (scheme://host[:port], no path; or * for any)");
   server.guard.host = server.host;
   server.thinking = thinking_ == "on";
+  server.omit_hosted_tools = hosted_tools_ == "omit";
   cache.ram_bytes = static_cast<uint64_t>(keep_mb_ * 1e6);
   server.max_body_bytes = static_cast<size_t>(max_body_mb_ * 1e6);
   default_context(mo);

@@ -54,6 +54,7 @@ struct ServeFlags {
   CLI::Option* keep_ = nullptr;
   std::string key_file_;
   std::string thinking_ = "off";
+  std::string hosted_tools_ = "refuse";
   bool insecure_ = false;
   double keep_mb_ = 512, max_body_mb_ = 8;
 };
