@@ -21,9 +21,9 @@ declare -A CEILING=(
   [flag_literal_lines]=0
   [flag_literal_files]=0
   [run_request_structs]=1
-  [json_writers]=8
+  [json_writers]=1
   [long_lib_files]=0
-  [long_functions]=37
+  [long_functions]=10
   [dead_functions]=0
   [layer_order_copies_out_of_step]=0
 )
@@ -76,7 +76,9 @@ LIST[run_request_structs]=$(code_files lib |
   xargs -r grep -nE '^[[:space:]]*[A-Za-z_][A-Za-z0-9_:<>]*[[:space:]]+state_snapshots\b' | cut -d: -f1,2)
 # A JSON key written into a C++ string next to code that fills in its value:
 # "\"key\": " + ..., << "\"key\": " << ..., "\"key\":%d" (printf), "{\"...".
-LIST[json_writers]=$(code_match '\\": ?(\\")?" *(\+|<<|;|\))|\\":%|"\{\\"' \
+# A key is a name (letters, digits, '_'): a quoted phrase ending a message,
+# "a line that is not \"Name: value\": " + line, is not JSON.
+LIST[json_writers]=$(code_match '\\"[A-Za-z_][A-Za-z0-9_]*\\": ?(\\")?" *(\+|<<|;|\))|\\":%|"\{\\"' \
   $(code_files lib tools | grep -vE '^lib/(common/json_writer|chat/python_json)\.') | cut -d: -f1 | sort -u)
 LIST[long_lib_files]=$(code_files lib | grep -E '\.(cpp|cc)$' |
   while read -r f; do n=$(wc -l <"$f"); [ "$n" -le 500 ] || echo "$f ($n lines)"; done)

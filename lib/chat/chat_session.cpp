@@ -133,6 +133,41 @@ std::vector<TokenId> ChatSession::prompt_ids(const std::string& user_text) const
   return encode_chat(tok_, render_chat(request_with(user_text))).ids;
 }
 
+namespace {
+
+// Evaluates only what the model has not seen (Session::prefill_reusing).
+// The save point for the next turn: after the whole prompt when nothing
+// trails the conversation (a reply re-renders starting with the generation
+// prompt's tags; the next turn checks the ids), else at the end of the
+// unchanged prefix (SPEC section 5).
+void prefill_prompt(Session& session, bool reuse_state, const ChatPrompt& prompt, const Session::Progress& progress,
+                    TurnReport& report) {
+  const std::vector<TokenId>& ids = prompt.ids;
+  const size_t point = prompt.trailing_notes ? prompt.prefix_ids : ids.size();
+  const std::span<const int32_t> all = as_ids(ids, 0, ids.size());
+  size_t reused = 0;
+  if (reuse_state) {
+    reused = session.prefill_reusing(all, point, progress);
+  } else {
+    session.reset();
+    session.prefill(all, progress);
+  }
+  report.reused_ids = static_cast<int64_t>(reused);
+  report.prefilled_ids = static_cast<int64_t>(ids.size() - reused);
+}
+
+// The turn's share of the session's counters.
+void count_turn(const GenerationCounters& before, const GenerationCounters& after, TurnReport& report) {
+  report.generated = after.generated - before.generated;
+  report.passes = after.generate_passes - before.generate_passes;
+  report.drafts_proposed = after.drafts_proposed - before.drafts_proposed;
+  report.drafts_accepted = after.drafts_accepted - before.drafts_accepted;
+  report.prefill_seconds = after.prefill_seconds - before.prefill_seconds;
+  report.decode_seconds = after.decode_seconds - before.decode_seconds;
+}
+
+}  // namespace
+
 TurnReport ChatSession::reply(const std::string& user_text,
                               const std::function<void(const std::vector<ReplyPiece>&)>& on_pieces,
                               const std::function<bool()>& interrupted, const Session::Progress& progress) {
@@ -150,23 +185,8 @@ TurnReport ChatSession::reply(const std::string& user_text,
                                          "/reset, or raise --ctx");
   const int64_t room = options_.context ? static_cast<int64_t>(options_.context - ids.size()) : options_.max_tokens;
 
-  // Evaluates only what the model has not seen (Session::prefill_reusing).
-  // The save point for the next turn: after the whole prompt when nothing
-  // trails the conversation (a reply re-renders starting with the generation
-  // prompt's tags; the next turn checks the ids), else at the end of the
-  // unchanged prefix (SPEC section 5).
   const GenerationCounters before = session_.counters();
-  const size_t point = prompt.trailing_notes ? prompt.prefix_ids : ids.size();
-  const std::span<const int32_t> all = as_ids(ids, 0, ids.size());
-  size_t reused = 0;
-  if (options_.reuse_state) {
-    reused = session_.prefill_reusing(all, point, progress);
-  } else {
-    session_.reset();
-    session_.prefill(all, progress);
-  }
-  report.reused_ids = static_cast<int64_t>(reused);
-  report.prefilled_ids = static_cast<int64_t>(ids.size() - reused);
+  prefill_prompt(session_, options_.reuse_state, prompt, progress, report);
   if (options_.keep_first_rows) report.first_row = session_.current_row();
 
   ReplyParser parser(tok_.vocab(), request.thinking);
@@ -206,13 +226,7 @@ TurnReport ChatSession::reply(const std::string& user_text,
     messages_.push_back(input_message(user_text));
     messages_.push_back(chat_message_json(report.reply.message));
   }
-  const GenerationCounters& after = session_.counters();
-  report.generated = after.generated - before.generated;
-  report.passes = after.generate_passes - before.generate_passes;
-  report.drafts_proposed = after.drafts_proposed - before.drafts_proposed;
-  report.drafts_accepted = after.drafts_accepted - before.drafts_accepted;
-  report.prefill_seconds = after.prefill_seconds - before.prefill_seconds;
-  report.decode_seconds = after.decode_seconds - before.decode_seconds;
+  count_turn(before, session_.counters(), report);
   return report;
 }
 

@@ -97,6 +97,63 @@ const char* argument_type(const JsonValue& value) {
 
 std::string argument_text(const JsonValue& value) { return value.is_string() ? value.text : python_json_dumps(value); }
 
+namespace {
+
+// The run of consecutive tool messages from msgs[k], each as a tool message
+// numbered from `tool_index` on; put in call order when every one answers a
+// call of the last assistant message. Returns the index past the run.
+size_t write_tool_run(XtmlWriter& w, const std::vector<ChatMessage>& msgs, size_t k, const ChatMessage* last_assistant,
+                      size_t& tool_index) {
+  size_t run_end = k;
+  while (run_end < msgs.size() && msgs[run_end].role == "tool") ++run_end;
+  static const std::vector<ToolCall> kNoCalls;
+  const std::vector<ToolCall>& calls = last_assistant ? last_assistant->tool_calls : kNoCalls;
+  std::vector<std::pair<ptrdiff_t, size_t>> run;  // (call index, message index)
+  bool all_match = true;
+  for (size_t r = k; r < run_end; ++r) {
+    ptrdiff_t c = call_index(calls, msgs[r].tool_call_id);
+    all_match = all_match && c >= 0;
+    run.emplace_back(c, r);
+  }
+  if (all_match) std::stable_sort(run.begin(), run.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  for (const auto& [c, r] : run) {
+    const ChatMessage& t = msgs[r];
+    ++tool_index;
+    std::string name;
+    if (all_match) name = calls[static_cast<size_t>(c)].name;
+    else if (t.tool) name = *t.tool;
+    else if (tool_index <= calls.size()) name = calls[tool_index - 1].name;
+    else
+      throw Error(ExitCode::kBadInput, "request: messages[" + std::to_string(r) +
+                                           "]: a tool message needs \"tool\" or \"name\", or a tool_call_id of "
+                                           "the previous assistant message's calls");
+    w.open("message", {{"role", "tool"}, {"tool", name}, {"index", std::to_string(tool_index)}});
+    write_content(w, t);
+    w.close("message");
+    w.end();
+  }
+  return run_end;
+}
+
+// The notes before the generation prompt: tool_choice and response_format.
+void write_request_notes(XtmlWriter& w, const ChatRequest& request) {
+  if (request.tool_choice == "required")
+    w.note("tool-choice",
+           "The system is invoked with `tool_choice=required`.\nYou MUST call tools in the next message.");
+  else if (request.tool_choice == "none")
+    w.note("tool-choice",
+           "The system is invoked with `tool_choice=none`.\nYou MUST NOT call any tools in the next message.");
+  if (request.response_format == ResponseFormat::kJsonObject) {
+    w.note("response-format", std::string(kResponseFormatText) + "json_object" + std::string(kResponseFormatRule));
+  } else if (request.response_format == ResponseFormat::kJsonSchema) {
+    w.note("response-format", std::string(kResponseFormatText) + "json_schema" + std::string(kResponseFormatRule) +
+                                  "\nThe JSON data must match the following schema:\n```json\n" +
+                                  sorted_compact_json(request.response_schema) + "\n```");
+  }
+}
+
+}  // namespace
+
 RenderedChat render_chat(const ChatRequest& request) {
   XtmlWriter w;
   if (request.tools) w.note("tool-declare", tools_body(kToolsHeader, *request.tools));
@@ -126,54 +183,12 @@ RenderedChat render_chat(const ChatRequest& request) {
       ++k;
       continue;
     }
-    // A run of consecutive tool messages: put in call order when every one
-    // answers a call of the last assistant message.
-    size_t run_end = k;
-    while (run_end < msgs.size() && msgs[run_end].role == "tool") ++run_end;
-    static const std::vector<ToolCall> kNoCalls;
-    const std::vector<ToolCall>& calls = last_assistant ? last_assistant->tool_calls : kNoCalls;
-    std::vector<std::pair<ptrdiff_t, size_t>> run;  // (call index, message index)
-    bool all_match = true;
-    for (size_t r = k; r < run_end; ++r) {
-      ptrdiff_t c = call_index(calls, msgs[r].tool_call_id);
-      all_match = all_match && c >= 0;
-      run.emplace_back(c, r);
-    }
-    if (all_match) std::stable_sort(run.begin(), run.end(), [](auto& a, auto& b) { return a.first < b.first; });
-    for (const auto& [c, r] : run) {
-      const ChatMessage& t = msgs[r];
-      ++tool_index;
-      std::string name;
-      if (all_match) name = calls[static_cast<size_t>(c)].name;
-      else if (t.tool) name = *t.tool;
-      else if (tool_index <= calls.size()) name = calls[tool_index - 1].name;
-      else
-        throw Error(ExitCode::kBadInput, "request: messages[" + std::to_string(r) +
-                                             "]: a tool message needs \"tool\" or \"name\", or a tool_call_id of "
-                                             "the previous assistant message's calls");
-      w.open("message", {{"role", "tool"}, {"tool", name}, {"index", std::to_string(tool_index)}});
-      write_content(w, t);
-      w.close("message");
-      w.end();
-    }
-    k = run_end;
+    k = write_tool_run(w, msgs, k, last_assistant, tool_index);
   }
 
   RenderedChat out;
   out.prefix_segments = w.size();
-  if (request.tool_choice == "required")
-    w.note("tool-choice",
-           "The system is invoked with `tool_choice=required`.\nYou MUST call tools in the next message.");
-  else if (request.tool_choice == "none")
-    w.note("tool-choice",
-           "The system is invoked with `tool_choice=none`.\nYou MUST NOT call any tools in the next message.");
-  if (request.response_format == ResponseFormat::kJsonObject) {
-    w.note("response-format", std::string(kResponseFormatText) + "json_object" + std::string(kResponseFormatRule));
-  } else if (request.response_format == ResponseFormat::kJsonSchema) {
-    w.note("response-format", std::string(kResponseFormatText) + "json_schema" + std::string(kResponseFormatRule) +
-                                  "\nThe JSON data must match the following schema:\n```json\n" +
-                                  sorted_compact_json(request.response_schema) + "\n```");
-  }
+  write_request_notes(w, request);
   out.generation_prompt_segment = w.size();
   if (request.add_generation_prompt) {
     w.open("message", {{"role", "assistant"}});

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 
 #include "common/command_keys.h"
 #include "common/error.h"
@@ -33,15 +34,9 @@ size_t probe(const std::vector<uint32_t>& slots, std::string_view name, const Ke
   while (slots[i] != 0 && key(slots[i]) != name) i = (i + 1) & mask;
   return i;
 }
-}  // namespace
-
-Checkpoint Checkpoint::open(const std::string& model_dir) {
-  Checkpoint c;
-  c.dir_ = model_dir;
-  const std::string index_path = path_join(model_dir, "model.safetensors.index.json");
-
-  // The index names every tensor and its shard. Names stay views into the
-  // parsed document until the shard headers supply the owned copies.
+// The index's tensors and their shards. Names stay views into the parsed
+// document until the shard headers supply the owned copies.
+struct IndexTable {
   simdjson::dom::parser parser;
   simdjson::padded_string index_text;
   std::vector<std::string> shard_names;           // sorted
@@ -49,58 +44,77 @@ Checkpoint Checkpoint::open(const std::string& model_dir) {
   std::vector<std::string_view> index_names{""};  // id -> name (id 0 unused)
   std::vector<uint32_t> index_shard{0};           // id -> shard
   std::vector<uint32_t> index_slots;              // hash of ids by name
-  bool single_file = false;
+  std::optional<uint64_t> total_size;             // metadata.total_size
+};
 
+// Reads model.safetensors.index.json into `t`, refusing a malformed one.
+void read_index(const std::string& index_path, IndexTable& t) {
+  // Through read_text_file: a FIFO or a link to /dev/zero is refused, and
+  // the size is bounded, before any of it is parsed.
+  t.index_text = simdjson::padded_string(read_text_file(index_path));
+  simdjson::dom::element root;
+  if (t.parser.parse(t.index_text).get(root)) bad(index_path + ": not valid JSON");
+  simdjson::dom::object wm;
+  if (root["weight_map"].get_object().get(wm)) bad(index_path + ": missing object 'weight_map'");
+  uint64_t total = 0;
+  if (!root["metadata"]["total_size"].get_uint64().get(total)) t.total_size = total;
+  // Shard names first (few, and sorted so shard order does not depend on
+  // the index's order), then every tensor name against its shard.
+  std::vector<std::string_view> shard_of;
+  shard_of.reserve(wm.size());
+  for (auto field : wm) {
+    std::string_view shard;
+    if (field.value.get_string().get(shard))
+      bad(index_path + ": weight_map entry '" + std::string(field.key) + "' is not a string");
+    if (shard.empty() || shard.find('/') != std::string_view::npos || shard.find("..") != std::string_view::npos)
+      bad(index_path + ": shard name '" + std::string(shard) + "' must be a plain file name");
+    shard_of.push_back(shard);
+    if (std::find(t.shard_names.begin(), t.shard_names.end(), shard) == t.shard_names.end())
+      t.shard_names.emplace_back(shard);
+  }
+  std::sort(t.shard_names.begin(), t.shard_names.end());
+  t.by_shard.resize(t.shard_names.size());
+  t.index_slots.assign(table_size(shard_of.size()), 0);
+  auto key = [&](uint32_t id) { return t.index_names[id]; };
+  size_t k = 0;
+  for (auto field : wm) {
+    const std::string_view name = field.key;
+    const uint32_t s = static_cast<uint32_t>(
+        std::lower_bound(t.shard_names.begin(), t.shard_names.end(), shard_of[k++]) - t.shard_names.begin());
+    const size_t slot = probe(t.index_slots, name, key);
+    if (t.index_slots[slot] != 0)  // JSON readers disagree on which copy wins: refuse
+      bad(index_path + ": tensor '" + std::string(name) +
+          "' is listed twice in weight_map (the index is ambiguous; re-download it)");
+    const uint32_t id = static_cast<uint32_t>(t.index_names.size());
+    t.index_names.push_back(name);
+    t.index_shard.push_back(s);
+    t.index_slots[slot] = id;
+  }
+  for (uint32_t id = 1; id < t.index_names.size(); ++id) t.by_shard[t.index_shard[id]].push_back(id);
+}
+}  // namespace
+
+Checkpoint Checkpoint::open(const std::string& model_dir) {
+  Checkpoint c;
+  c.dir_ = model_dir;
+  const std::string index_path = path_join(model_dir, "model.safetensors.index.json");
+  IndexTable t;
+  bool single_file = false;
   if (file_exists(index_path)) {
-    // Through read_text_file: a FIFO or a link to /dev/zero is refused, and
-    // the size is bounded, before any of it is parsed.
-    index_text = simdjson::padded_string(read_text_file(index_path));
-    simdjson::dom::element root;
-    if (parser.parse(index_text).get(root)) bad(index_path + ": not valid JSON");
-    simdjson::dom::object wm;
-    if (root["weight_map"].get_object().get(wm)) bad(index_path + ": missing object 'weight_map'");
-    uint64_t total = 0;
-    if (!root["metadata"]["total_size"].get_uint64().get(total)) c.index_total_size_ = total;
-    // Shard names first (few, and sorted so shard order does not depend on
-    // the index's order), then every tensor name against its shard.
-    std::vector<std::string_view> shard_of;
-    shard_of.reserve(wm.size());
-    for (auto field : wm) {
-      std::string_view shard;
-      if (field.value.get_string().get(shard))
-        bad(index_path + ": weight_map entry '" + std::string(field.key) + "' is not a string");
-      if (shard.empty() || shard.find('/') != std::string_view::npos || shard.find("..") != std::string_view::npos)
-        bad(index_path + ": shard name '" + std::string(shard) + "' must be a plain file name");
-      shard_of.push_back(shard);
-      if (std::find(shard_names.begin(), shard_names.end(), shard) == shard_names.end())
-        shard_names.emplace_back(shard);
-    }
-    std::sort(shard_names.begin(), shard_names.end());
-    by_shard.resize(shard_names.size());
-    index_slots.assign(table_size(shard_of.size()), 0);
-    auto key = [&](uint32_t id) { return index_names[id]; };
-    size_t k = 0;
-    for (auto field : wm) {
-      const std::string_view name = field.key;
-      const uint32_t s = static_cast<uint32_t>(std::lower_bound(shard_names.begin(), shard_names.end(), shard_of[k++]) -
-                                               shard_names.begin());
-      const size_t slot = probe(index_slots, name, key);
-      if (index_slots[slot] != 0)  // JSON readers disagree on which copy wins: refuse
-        bad(index_path + ": tensor '" + std::string(name) +
-            "' is listed twice in weight_map (the index is ambiguous; re-download it)");
-      const uint32_t id = static_cast<uint32_t>(index_names.size());
-      index_names.push_back(name);
-      index_shard.push_back(s);
-      index_slots[slot] = id;
-    }
-    for (uint32_t id = 1; id < index_names.size(); ++id) by_shard[index_shard[id]].push_back(id);
+    read_index(index_path, t);
+    if (t.total_size) c.index_total_size_ = *t.total_size;
   } else if (file_exists(path_join(model_dir, "model.safetensors"))) {
-    shard_names.push_back("model.safetensors");
-    by_shard.resize(1);
+    t.shard_names.push_back("model.safetensors");
+    t.by_shard.resize(1);
     single_file = true;  // every tensor of the single file
   } else {
     bad(model_dir + ": no model.safetensors.index.json or model.safetensors (is this a model directory?)");
   }
+  const std::vector<std::string>& shard_names = t.shard_names;
+  const std::vector<std::vector<uint32_t>>& by_shard = t.by_shard;
+  const std::vector<std::string_view>& index_names = t.index_names;
+  const std::vector<uint32_t>& index_shard = t.index_shard;
+  const std::vector<uint32_t>& index_slots = t.index_slots;
 
   c.infos_.reserve(index_names.size() - 1);
   std::vector<uint32_t> found(index_names.size(), 0);  // id -> info index + 1

@@ -170,24 +170,22 @@ SafetensorsHeader read_safetensors_header(const std::string& path) {
 }
 
 std::string make_safetensors_header(const std::vector<TensorToWrite>& tensors) {
-  std::string json = "{";
+  JsonWriter w = JsonWriter::compact();  // the bytes other readers hash and compare: no spaces
+  w.begin_object();
   uint64_t off = 0;
-  bool first = true;
   for (const TensorToWrite& t : tensors) {
-    if (!first) json += ",";
-    first = false;
-    append_json_string(json, t.name);
-    json += ":{\"dtype\":\"";
-    json += dtype_name(t.dtype);
-    json += "\",\"shape\":[";
-    for (size_t i = 0; i < t.shape.size(); ++i) {
-      if (i) json += ",";
-      json += std::to_string(t.shape[i]);
-    }
-    json += "],\"data_offsets\":[" + std::to_string(off) + "," + std::to_string(off + t.nbytes) + "]}";
+    w.key(t.name).begin_object();
+    w.key("dtype").value(dtype_name(t.dtype));
+    w.key("shape").begin_array();
+    for (uint64_t d : t.shape) w.value(static_cast<unsigned long long>(d));
+    w.end_array();
+    w.key("data_offsets").begin_array().value(static_cast<unsigned long long>(off));
+    w.value(static_cast<unsigned long long>(off + t.nbytes)).end_array();
+    w.end_object();
     off += t.nbytes;
   }
-  json += "}";
+  w.end_object();
+  std::string json = w.take();
   while (json.size() % 8) json += ' ';
   std::string out(8, '\0');
   uint64_t n = json.size();

@@ -77,11 +77,17 @@ void DraftFlags::load(Model& model) {
   source_ = std::make_unique<DSparkDrafts>(*model_, model.weights(), &model.pool(),
                                            VerifyPolicy(static_cast<size_t>(config_->block_size), {}, max_context_));
   source_->set_log([this](const DraftLogEntry& e) {
-    std::string ids;
-    for (int32_t id : e.draft) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
-    log_ += "{\"anchor_pos\": " + std::to_string(e.anchor_pos) + ", \"anchor_id\": " + std::to_string(e.anchor_id) +
-            ", \"draft\": [" + ids + "], \"verified\": " + std::to_string(e.verified) +
-            ", \"accepted\": " + std::to_string(e.accepted) + "}\n";
+    JsonWriter w;  // one line per pass
+    w.begin_object();
+    w.key("anchor_pos").value(static_cast<long long>(e.anchor_pos));
+    w.key("anchor_id").value(e.anchor_id);
+    w.key("draft").begin_array();
+    for (int32_t id : e.draft) w.value(id);
+    w.end_array();
+    w.key("verified").value(static_cast<unsigned long long>(e.verified));
+    w.key("accepted").value(static_cast<unsigned long long>(e.accepted));
+    w.end_object();
+    log_ += w.take() + "\n";
   });
   model.set_layer_tap(source_.get());
 }
@@ -140,7 +146,7 @@ std::string draft_stats_member(const DSparkStats& s, int64_t max_context, const 
   }
   w.end_array();
   w.end_object();
-  return "  \"draft\": " + w.take();
+  return json_member_text("draft", w.take(), 2);
 }
 
 }  // namespace k3

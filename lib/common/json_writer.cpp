@@ -114,7 +114,7 @@ void JsonWriter::before_value() {
 void JsonWriter::next_member(Level& top) {
   if (top.count > 0) out_.push_back(',');
   if (top.one_line) {
-    if (top.count > 0) out_.push_back(' ');
+    if (top.count > 0 && !compact_) out_.push_back(' ');
   } else {
     newline(stack_.size());
   }
@@ -125,7 +125,7 @@ JsonWriter& JsonWriter::key(std::string_view k) {
   if (stack_.empty() || !stack_.back().object || key_pending_) misuse("a key outside an object or after a key");
   next_member(stack_.back());
   append_json_string(out_, k);
-  out_ += ": ";
+  out_ += compact_ ? ":" : ": ";
   key_pending_ = true;
   return *this;
 }
@@ -193,6 +193,14 @@ JsonWriter& JsonWriter::integer_text(std::string_view digits) {
 }
 JsonWriter& JsonWriter::signed_value(long long v) { return raw(std::to_string(v)); }
 JsonWriter& JsonWriter::unsigned_value(unsigned long long v) { return raw(std::to_string(v)); }
+std::string json_member_text(std::string_view key, std::string_view value, int indent) {
+  std::string out(static_cast<size_t>(indent < 0 ? 0 : indent), ' ');
+  append_json_string(out, key);
+  out += ": ";
+  out += value;
+  return out;
+}
+
 JsonWriter& JsonWriter::value(double v) { return raw(json_number(v)); }
 
 JsonWriter& JsonWriter::fixed(double v, int decimals) {

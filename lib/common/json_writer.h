@@ -39,6 +39,9 @@ void append_json_string(std::string& out, std::string_view s);
 std::string json_string(std::string_view s);
 // `v` as a JSON number: shortest round trip, or null when not finite.
 std::string json_number(double v);
+// `"key": value` after `indent` spaces: one member, its value already JSON,
+// for a document another writer wrote to splice in (--stats-json's "draft").
+std::string json_member_text(std::string_view key, std::string_view value, int indent);
 
 class JsonWriter {
  public:
@@ -46,6 +49,14 @@ class JsonWriter {
   // 0: one line, members separated by ", " and keys by ": ". Containers
   // marked inline() stay on one line inside an indented document.
   explicit JsonWriter(int indent = 0) : indent_(indent) {}
+  // One line without a space after ',' or ':' ({"a":1,"b":[2,3]}): the
+  // form of files whose bytes are fixed by their format (safetensors
+  // headers) or kept small (one JSON line per generated id).
+  static JsonWriter compact() {
+    JsonWriter w;
+    w.compact_ = true;
+    return w;
+  }
 
   JsonWriter& begin_object();
   JsonWriter& end_object();
@@ -101,6 +112,7 @@ class JsonWriter {
   bool key_pending_ = false;
   bool inline_next_ = false;
   bool done_ = false;
+  bool compact_ = false;
 };
 
 }  // namespace k3

@@ -117,194 +117,213 @@ void JsonRecognizer::pop(JsonCursor& c, const std::vector<JsonLink>& arena) {
   --c.depth;
 }
 
+JsonRecognizer::Feed JsonRecognizer::space(JsonFrame& f) {
+  if (f.ws >= kMaxWhitespace) return Feed::kReject;
+  ++f.ws;
+  return Feed::kTaken;
+}
+
+JsonRecognizer::Feed JsonRecognizer::to(JsonFrame& f, uint8_t phase) {
+  f.phase = phase;
+  f.ws = 0;
+  return Feed::kTaken;
+}
+
+// Properties in the schema's order: phases 0 '{', 1 first key or '}', 2 in
+// a key, 3 ':', 4 the value, 5 a key after ',', 6 ',' or '}'.
+JsonRecognizer::Feed JsonRecognizer::feed_object(JsonFrame& f, const JsonGrammar::Node& n, uint8_t b,
+                                                 int32_t& push) const {
+  const int32_t size = static_cast<int32_t>(n.properties.size());
+  // Keys come in the schema's order; the allowed next ones are f.a up to
+  // the first required property not written yet.
+  int32_t last = f.a;
+  while (last < size && !n.properties[static_cast<size_t>(last)].required) ++last;
+  const bool may_close = last >= size;
+  if (last >= size) last = size - 1;
+  switch (f.phase) {
+    case 0: return b == '{' ? to(f, 1) : Feed::kReject;
+    case 1:
+    case 5:
+      if (is_ws(b)) return space(f);
+      if (b == '}' && f.phase == 1 && may_close) return Feed::kDone;
+      if (b != '"' || f.a >= size) return Feed::kReject;
+      f.b = g_.trie_next(n.trie, b);
+      if (f.b < 0 || !g_.trie_holds(f.b, f.a, last)) return Feed::kReject;
+      return to(f, 2);
+    case 2: {
+      const int32_t next = g_.trie_next(f.b, b);
+      if (next < 0 || !g_.trie_holds(next, f.a, last)) return Feed::kReject;
+      const int32_t t = g_.trie[static_cast<size_t>(next)].terminal;
+      if (t >= 0) {  // the closing quote of a key: no key continues past it
+        f.a = t + 1;
+        f.b = t;
+        return to(f, 3);
+      }
+      f.b = next;
+      return Feed::kTaken;
+    }
+    case 3:
+      if (is_ws(b)) return space(f);
+      return b == ':' ? to(f, 4) : Feed::kReject;
+    case 4:
+      if (is_ws(b)) return space(f);
+      push = n.properties[static_cast<size_t>(f.b)].node;
+      return Feed::kPush;
+    case 6:
+      if (is_ws(b)) return space(f);
+      if (b == ',' && f.a < size) return to(f, 5);
+      if (b == '}' && may_close) return Feed::kDone;
+      return Feed::kReject;
+  }
+  return Feed::kReject;
+}
+
+// Any keys (strings) and values of one schema: the phases of feed_object.
+JsonRecognizer::Feed JsonRecognizer::feed_free_object(JsonFrame& f, const JsonGrammar::Node& n, uint8_t b,
+                                                      int32_t& push) {
+  switch (f.phase) {
+    case 0: return b == '{' ? to(f, 1) : Feed::kReject;
+    case 1:
+    case 5:
+      if (is_ws(b)) return space(f);
+      if (b == '}' && f.phase == 1) return Feed::kDone;
+      if (b != '"') return Feed::kReject;
+      f.phase = 2;
+      push = n.key;
+      return Feed::kPush;
+    case 3:
+      if (is_ws(b)) return space(f);
+      return b == ':' ? to(f, 4) : Feed::kReject;
+    case 4:
+      if (is_ws(b)) return space(f);
+      push = n.child;
+      return Feed::kPush;
+    case 6:
+      if (is_ws(b)) return space(f);
+      if (b == ',') return to(f, 5);
+      if (b == '}') return Feed::kDone;
+      return Feed::kReject;
+  }
+  return Feed::kReject;
+}
+
+// Phases 0 '[', 1 first element or ']', 4 an element, 5 an element after ',', 6 ',' or ']'.
+JsonRecognizer::Feed JsonRecognizer::feed_array(JsonFrame& f, const JsonGrammar::Node& n, uint8_t b, int32_t& push) {
+  switch (f.phase) {
+    case 0: return b == '[' ? to(f, 1) : Feed::kReject;
+    case 1:
+    case 5:
+      if (is_ws(b)) return space(f);
+      if (b == ']' && f.phase == 1 && n.min_items == 0) return Feed::kDone;
+      if (n.max_items == 0) return Feed::kReject;
+      f.phase = 4;
+      push = n.child;
+      return Feed::kPush;
+    case 6:
+      if (is_ws(b)) return space(f);
+      if (b == ',' && (n.max_items < 0 || f.a < n.max_items)) return to(f, 5);
+      if (b == ']' && f.a >= n.min_items) return Feed::kDone;
+      return Feed::kReject;
+  }
+  return Feed::kReject;
+}
+
+// A string's bytes, its length in characters bounded by the schema's.
+JsonRecognizer::Feed JsonRecognizer::feed_string(JsonFrame& f, const JsonGrammar::Node& n, uint8_t b) {
+  if (f.phase == 0) return b == '"' ? to(f, 1) : Feed::kReject;
+  const bool neutral = (f.utf8 & 0x0F) == 0 && f.esc == 0;
+  const bool bounded = n.bounded_length();
+  if (bounded && neutral && b != '"' && n.max_length >= 0 && f.a >= n.max_length) return Feed::kReject;
+  switch (string_byte(f.utf8, f.esc, b)) {
+    case StringByte::kReject: return Feed::kReject;
+    case StringByte::kClose: return f.a >= n.min_length ? Feed::kDone : Feed::kReject;
+    case StringByte::kContent:
+      if (bounded && (f.utf8 & 0x0F) == 0 && f.esc == 0) ++f.a;  // a character is complete
+      return Feed::kTaken;
+  }
+  return Feed::kReject;
+}
+
+// JSON's number grammar: phases 1 after '-', 2 a leading 0, 3 integer
+// digits, 4 after '.', 5 fraction digits, 6 after 'e', 7 after its sign, 8
+// exponent digits; each part bounded in digits.
+JsonRecognizer::Feed JsonRecognizer::feed_number(JsonFrame& f, const JsonGrammar::Node& n, uint8_t b) {
+  const bool real = n.kind == Kind::kNumber;
+  switch (f.phase) {
+    case 0:
+      if (b == '-') return to(f, 1);
+      [[fallthrough]];
+    case 1:
+      if (b == '0') return to(f, 2);
+      if (b >= '1' && b <= '9') {
+        f.a = 1;
+        return to(f, 3);
+      }
+      return Feed::kReject;
+    case 2:
+    case 3:
+      if (is_digit(b)) {
+        if (f.phase == 2 || f.a >= kMaxIntegerDigits) return Feed::kReject;
+        ++f.a;
+        return Feed::kTaken;
+      }
+      if (real && b == '.') return to(f, 4);
+      if (real && (b == 'e' || b == 'E')) return to(f, 6);
+      return Feed::kEnded;
+    case 4:
+      if (!is_digit(b)) return Feed::kReject;
+      f.b = 1;
+      return to(f, 5);
+    case 5:
+      if (is_digit(b)) {
+        if (f.b >= kMaxFractionDigits) return Feed::kReject;
+        ++f.b;
+        return Feed::kTaken;
+      }
+      if (b == 'e' || b == 'E') return to(f, 6);
+      return Feed::kEnded;
+    case 6:
+      if (b == '+' || b == '-') return to(f, 7);
+      [[fallthrough]];
+    case 7:
+      if (!is_digit(b)) return Feed::kReject;
+      f.b = 1;
+      return to(f, 8);
+    case 8:
+      if (is_digit(b)) {
+        if (f.b >= kMaxExponentDigits) return Feed::kReject;
+        ++f.b;
+        return Feed::kTaken;
+      }
+      return Feed::kEnded;
+  }
+  return Feed::kReject;
+}
+
+// One of the literal words (true, false, null, an enum's values) through the trie.
+JsonRecognizer::Feed JsonRecognizer::feed_literal(JsonFrame& f, uint8_t b) const {
+  const int32_t next = g_.trie_next(f.a, b);
+  if (next < 0) return g_.trie[static_cast<size_t>(f.a)].terminal >= 0 ? Feed::kEnded : Feed::kReject;
+  f.a = next;
+  const JsonGrammar::TrieNode& t = g_.trie[static_cast<size_t>(next)];
+  return t.terminal >= 0 && t.next.empty() ? Feed::kDone : Feed::kTaken;
+}
+
 JsonRecognizer::Feed JsonRecognizer::feed(JsonFrame& f, uint8_t b, int32_t& push) const {
   const JsonGrammar::Node& n = g_.nodes[static_cast<size_t>(f.node)];
-  // Whitespace between tokens of JSON, at most kMaxWhitespace bytes per gap.
-  auto space = [&]() {
-    if (f.ws >= kMaxWhitespace) return Feed::kReject;
-    ++f.ws;
-    return Feed::kTaken;
-  };
-  auto to = [&](uint8_t phase) {
-    f.phase = phase;
-    f.ws = 0;
-    return Feed::kTaken;
-  };
   switch (n.kind) {
     case Kind::kDocument:
       if (f.phase != 0) return Feed::kReject;  // nothing after the value
-      if (is_ws(b)) return space();
+      if (is_ws(b)) return space(f);
       push = n.child;
       return Feed::kPush;
-
-    case Kind::kObject: {
-      const int32_t size = static_cast<int32_t>(n.properties.size());
-      // Keys come in the schema's order; the allowed next ones are f.a up to
-      // the first required property not written yet.
-      int32_t last = f.a;
-      while (last < size && !n.properties[static_cast<size_t>(last)].required) ++last;
-      const bool may_close = last >= size;
-      if (last >= size) last = size - 1;
-      switch (f.phase) {
-        case 0: return b == '{' ? to(1) : Feed::kReject;
-        case 1:
-        case 5:
-          if (is_ws(b)) return space();
-          if (b == '}' && f.phase == 1 && may_close) return Feed::kDone;
-          if (b != '"' || f.a >= size) return Feed::kReject;
-          f.b = g_.trie_next(n.trie, b);
-          if (f.b < 0 || !g_.trie_holds(f.b, f.a, last)) return Feed::kReject;
-          return to(2);
-        case 2: {
-          const int32_t next = g_.trie_next(f.b, b);
-          if (next < 0 || !g_.trie_holds(next, f.a, last)) return Feed::kReject;
-          const int32_t t = g_.trie[static_cast<size_t>(next)].terminal;
-          if (t >= 0) {  // the closing quote of a key: no key continues past it
-            f.a = t + 1;
-            f.b = t;
-            return to(3);
-          }
-          f.b = next;
-          return Feed::kTaken;
-        }
-        case 3:
-          if (is_ws(b)) return space();
-          return b == ':' ? to(4) : Feed::kReject;
-        case 4:
-          if (is_ws(b)) return space();
-          push = n.properties[static_cast<size_t>(f.b)].node;
-          return Feed::kPush;
-        case 6:
-          if (is_ws(b)) return space();
-          if (b == ',' && f.a < size) return to(5);
-          if (b == '}' && may_close) return Feed::kDone;
-          return Feed::kReject;
-      }
-      return Feed::kReject;
-    }
-
-    case Kind::kFreeObject:
-      switch (f.phase) {
-        case 0: return b == '{' ? to(1) : Feed::kReject;
-        case 1:
-        case 5:
-          if (is_ws(b)) return space();
-          if (b == '}' && f.phase == 1) return Feed::kDone;
-          if (b != '"') return Feed::kReject;
-          f.phase = 2;
-          push = n.key;
-          return Feed::kPush;
-        case 3:
-          if (is_ws(b)) return space();
-          return b == ':' ? to(4) : Feed::kReject;
-        case 4:
-          if (is_ws(b)) return space();
-          push = n.child;
-          return Feed::kPush;
-        case 6:
-          if (is_ws(b)) return space();
-          if (b == ',') return to(5);
-          if (b == '}') return Feed::kDone;
-          return Feed::kReject;
-      }
-      return Feed::kReject;
-
-    case Kind::kArray:
-      switch (f.phase) {
-        case 0: return b == '[' ? to(1) : Feed::kReject;
-        case 1:
-        case 5:
-          if (is_ws(b)) return space();
-          if (b == ']' && f.phase == 1 && n.min_items == 0) return Feed::kDone;
-          if (n.max_items == 0) return Feed::kReject;
-          f.phase = 4;
-          push = n.child;
-          return Feed::kPush;
-        case 6:
-          if (is_ws(b)) return space();
-          if (b == ',' && (n.max_items < 0 || f.a < n.max_items)) return to(5);
-          if (b == ']' && f.a >= n.min_items) return Feed::kDone;
-          return Feed::kReject;
-      }
-      return Feed::kReject;
-
-    case Kind::kString: {
-      if (f.phase == 0) return b == '"' ? to(1) : Feed::kReject;
-      const bool neutral = (f.utf8 & 0x0F) == 0 && f.esc == 0;
-      const bool bounded = n.bounded_length();
-      if (bounded && neutral && b != '"' && n.max_length >= 0 && f.a >= n.max_length) return Feed::kReject;
-      switch (string_byte(f.utf8, f.esc, b)) {
-        case StringByte::kReject: return Feed::kReject;
-        case StringByte::kClose: return f.a >= n.min_length ? Feed::kDone : Feed::kReject;
-        case StringByte::kContent:
-          if (bounded && (f.utf8 & 0x0F) == 0 && f.esc == 0) ++f.a;  // a character is complete
-          return Feed::kTaken;
-      }
-      return Feed::kReject;
-    }
-
+    case Kind::kObject: return feed_object(f, n, b, push);
+    case Kind::kFreeObject: return feed_free_object(f, n, b, push);
+    case Kind::kArray: return feed_array(f, n, b, push);
+    case Kind::kString: return feed_string(f, n, b);
     case Kind::kNumber:
-    case Kind::kInteger: {
-      const bool real = n.kind == Kind::kNumber;
-      switch (f.phase) {
-        case 0:
-          if (b == '-') return to(1);
-          [[fallthrough]];
-        case 1:
-          if (b == '0') return to(2);
-          if (b >= '1' && b <= '9') {
-            f.a = 1;
-            return to(3);
-          }
-          return Feed::kReject;
-        case 2:
-        case 3:
-          if (is_digit(b)) {
-            if (f.phase == 2 || f.a >= kMaxIntegerDigits) return Feed::kReject;
-            ++f.a;
-            return Feed::kTaken;
-          }
-          if (real && b == '.') return to(4);
-          if (real && (b == 'e' || b == 'E')) return to(6);
-          return Feed::kEnded;
-        case 4:
-          if (!is_digit(b)) return Feed::kReject;
-          f.b = 1;
-          return to(5);
-        case 5:
-          if (is_digit(b)) {
-            if (f.b >= kMaxFractionDigits) return Feed::kReject;
-            ++f.b;
-            return Feed::kTaken;
-          }
-          if (b == 'e' || b == 'E') return to(6);
-          return Feed::kEnded;
-        case 6:
-          if (b == '+' || b == '-') return to(7);
-          [[fallthrough]];
-        case 7:
-          if (!is_digit(b)) return Feed::kReject;
-          f.b = 1;
-          return to(8);
-        case 8:
-          if (is_digit(b)) {
-            if (f.b >= kMaxExponentDigits) return Feed::kReject;
-            ++f.b;
-            return Feed::kTaken;
-          }
-          return Feed::kEnded;
-      }
-      return Feed::kReject;
-    }
-
-    case Kind::kLiteral: {
-      const int32_t next = g_.trie_next(f.a, b);
-      if (next < 0) return g_.trie[static_cast<size_t>(f.a)].terminal >= 0 ? Feed::kEnded : Feed::kReject;
-      f.a = next;
-      const JsonGrammar::TrieNode& t = g_.trie[static_cast<size_t>(next)];
-      return t.terminal >= 0 && t.next.empty() ? Feed::kDone : Feed::kTaken;
-    }
-
+    case Kind::kInteger: return feed_number(f, n, b);
+    case Kind::kLiteral: return feed_literal(f, b);
     case Kind::kUnion: break;  // expanded when pushed, never a frame
   }
   throw Error(ExitCode::kInternal, "json recognizer: a union on the stack");

@@ -80,6 +80,17 @@ class JsonRecognizer {
  private:
   enum class Feed { kReject, kTaken, kDone, kEnded, kPush };
   Feed feed(JsonFrame& f, uint8_t b, int32_t& push) const;
+  // feed() by the kind of the frame's node.
+  Feed feed_object(JsonFrame& f, const JsonGrammar::Node& n, uint8_t b, int32_t& push) const;
+  static Feed feed_free_object(JsonFrame& f, const JsonGrammar::Node& n, uint8_t b, int32_t& push);
+  static Feed feed_array(JsonFrame& f, const JsonGrammar::Node& n, uint8_t b, int32_t& push);
+  static Feed feed_string(JsonFrame& f, const JsonGrammar::Node& n, uint8_t b);
+  static Feed feed_number(JsonFrame& f, const JsonGrammar::Node& n, uint8_t b);
+  Feed feed_literal(JsonFrame& f, uint8_t b) const;
+  // Whitespace between tokens of JSON (at most kMaxWhitespace bytes per
+  // gap), and a move to `phase`, which starts a new gap.
+  static Feed space(JsonFrame& f);
+  static Feed to(JsonFrame& f, uint8_t phase);
   void push_node(JsonCursor c, int32_t node, uint8_t b, std::vector<JsonLink>& arena, std::vector<JsonCursor>& out,
                  int guard) const;
   void run(JsonCursor c, uint8_t b, std::vector<JsonLink>& arena, std::vector<JsonCursor>& out) const;

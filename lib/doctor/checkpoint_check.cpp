@@ -90,96 +90,108 @@ CheckpointFacts gather_checkpoint(const std::string& model_dir) {
   return c;
 }
 
+namespace {
+
+// The index and the shards' headers: every tensor inside its file.
+void add_index_check(Report& r, const CheckpointFacts& c) {
+  Check& k = r.add("checkpoint", "index");
+  if (!c.given) {
+    k.status = Status::kWarn;
+    k.summary = "no --model given: only the machine was checked";
+    k.advice = "pass --model DIR (the downloaded checkpoint) to check it too";
+  } else if (!c.opened) {
+    k.status = Status::kFail;
+    k.summary = c.error;
+    k.advice = "download the missing or damaged files again (k3-fetch-verify), then re-run k3-doctor";
+  } else if (c.index_total > c.shard_bytes) {
+    k.status = Status::kFail;
+    k.summary = "the index records " + format_bytes(c.index_total) + " of tensors but the " + std::to_string(c.shards) +
+                " shard files hold only " + format_bytes(c.shard_bytes);
+    k.advice = "some shards are truncated: download them again, then run k3-fetch-verify verify";
+  } else {
+    k.status = Status::kOk;
+    k.summary = std::to_string(c.shards) + " shards, " + std::to_string(c.tensors) + " tensors, " +
+                format_bytes(c.shard_bytes) +
+                " of shard files; every header parses and every tensor lies inside its file";
+    k.advice = "for a full check of the bytes run k3-fetch-verify verify";
+  }
+  k.details.set("given", c.given)
+      .set("opened", c.opened)
+      .set("error", c.error)
+      .set("shards", static_cast<uint64_t>(c.shards))
+      .set("tensors", static_cast<uint64_t>(c.tensors))
+      .set("shard_bytes", c.shard_bytes)
+      .set("index_total_size", c.index_total);
+}
+
+// config.json, and every tensor with the dtype and shape it implies.
+void add_config_check(Report& r, const CheckpointFacts& c) {
+  Check& k = r.add("checkpoint", "config");
+  if (!c.opened) {
+    k.status = c.given ? Status::kFail : Status::kWarn;
+    k.summary = c.given ? "not read: the checkpoint did not open" : "no --model given";
+    k.advice = "forecasts use the real Kimi-K3 geometry";
+  } else if (!c.config_loaded) {
+    k.status = Status::kFail;
+    k.summary = c.config_error;
+    k.advice = "k3-forward would refuse this model: fix or re-download config.json and the named tensor";
+  } else {
+    k.status = Status::kOk;
+    k.summary = "config.json reads and every tensor has the dtype and shape it implies";
+    k.advice = "forecasts below use this model's sizes";
+  }
+  k.details.set("loaded", c.config_loaded).set("error", c.config_error).set("sizes_from", c.bytes_source);
+}
+
+// The packed trunk: present, whole, and packed from this checkpoint.
+void add_trunk_check(Report& r, const CheckpointFacts& c, const std::string& trunk_dir, const TrunkInfo* trunk) {
+  Check& k = r.add("checkpoint", "trunk");
+  if (trunk_dir.empty()) {
+    k.status = Status::kWarn;
+    k.summary = "no --trunk given";
+    k.advice = "pack the trunk once with k3-pack and pass its directory with --trunk";
+  } else if (!trunk || (!trunk->has_bin && !trunk->has_json)) {
+    k.status = Status::kWarn;
+    k.summary = "no trunk.bin or trunk.json in " + trunk_dir;
+    k.advice = "pack it with k3-pack (about " + format_bytes(c.bytes.trunk()) + " of disk)";
+  } else if (!trunk->has_bin || !trunk->has_json) {
+    k.status = Status::kFail;
+    k.summary = std::string("incomplete trunk in ") + trunk_dir + ": " + (trunk->has_bin ? "trunk.json" : "trunk.bin") +
+                " is missing";
+    k.advice = "k3-pack was interrupted or the files were moved: pack it again";
+  } else if (const MatchWords& w = match_words(trunk->match); w.refusal) {
+    k.status = Status::kFail;
+    k.summary = "the trunk in " + trunk_dir + " " + w.refusal + ": " + trunk->match_reason;
+    k.advice = std::string("k3-forward would refuse it: ") + w.advice;
+  } else if (trunk->match == TrunkMatch::kUnknown) {
+    k.status = Status::kWarn;
+    k.summary = "trunk.bin (" + format_bytes(trunk->bin_bytes) + ") and trunk.json present in " + trunk_dir +
+                "; not compared: " + trunk->match_reason;
+    k.advice = "pass the checkpoint with --model to tell whether the trunk was packed from it";
+  } else {
+    k.status = Status::kOk;
+    k.summary = "trunk.bin (" + format_bytes(trunk->bin_bytes) + ") and trunk.json in " + trunk_dir +
+                " were packed from this checkpoint";
+    k.advice = "ready to use with --trunk";
+  }
+  const char* match = trunk ? match_words(trunk->match).name : "none";
+  k.details.set("dir", trunk_dir)
+      .set("trunk_bin", trunk && trunk->has_bin)
+      .set("trunk_json", trunk && trunk->has_json)
+      .set("trunk_bin_bytes", trunk ? trunk->bin_bytes : uint64_t{0})
+      .set("trunk_bin_recorded_bytes", trunk ? trunk->recorded_bin_bytes : uint64_t{0})
+      .set("matches", !trunk || trunk->match == TrunkMatch::kUnknown ? JsonValue()
+                                                                     : JsonValue(trunk->match == TrunkMatch::kMatches))
+      .set("match", trunk && (trunk->has_bin && trunk->has_json) ? match : "none")
+      .set("match_note", trunk ? trunk->match_reason : std::string());
+}
+
+}  // namespace
+
 void add_checkpoint_checks(Report& r, const CheckpointFacts& c, const std::string& trunk_dir, const TrunkInfo* trunk) {
-  {
-    Check& k = r.add("checkpoint", "index");
-    if (!c.given) {
-      k.status = Status::kWarn;
-      k.summary = "no --model given: only the machine was checked";
-      k.advice = "pass --model DIR (the downloaded checkpoint) to check it too";
-    } else if (!c.opened) {
-      k.status = Status::kFail;
-      k.summary = c.error;
-      k.advice = "download the missing or damaged files again (k3-fetch-verify), then re-run k3-doctor";
-    } else if (c.index_total > c.shard_bytes) {
-      k.status = Status::kFail;
-      k.summary = "the index records " + format_bytes(c.index_total) + " of tensors but the " +
-                  std::to_string(c.shards) + " shard files hold only " + format_bytes(c.shard_bytes);
-      k.advice = "some shards are truncated: download them again, then run k3-fetch-verify verify";
-    } else {
-      k.status = Status::kOk;
-      k.summary = std::to_string(c.shards) + " shards, " + std::to_string(c.tensors) + " tensors, " +
-                  format_bytes(c.shard_bytes) +
-                  " of shard files; every header parses and every tensor lies inside its file";
-      k.advice = "for a full check of the bytes run k3-fetch-verify verify";
-    }
-    k.details.set("given", c.given)
-        .set("opened", c.opened)
-        .set("error", c.error)
-        .set("shards", static_cast<uint64_t>(c.shards))
-        .set("tensors", static_cast<uint64_t>(c.tensors))
-        .set("shard_bytes", c.shard_bytes)
-        .set("index_total_size", c.index_total);
-  }
-  {
-    Check& k = r.add("checkpoint", "config");
-    if (!c.opened) {
-      k.status = c.given ? Status::kFail : Status::kWarn;
-      k.summary = c.given ? "not read: the checkpoint did not open" : "no --model given";
-      k.advice = "forecasts use the real Kimi-K3 geometry";
-    } else if (!c.config_loaded) {
-      k.status = Status::kFail;
-      k.summary = c.config_error;
-      k.advice = "k3-forward would refuse this model: fix or re-download config.json and the named tensor";
-    } else {
-      k.status = Status::kOk;
-      k.summary = "config.json reads and every tensor has the dtype and shape it implies";
-      k.advice = "forecasts below use this model's sizes";
-    }
-    k.details.set("loaded", c.config_loaded).set("error", c.config_error).set("sizes_from", c.bytes_source);
-  }
-  {
-    Check& k = r.add("checkpoint", "trunk");
-    if (trunk_dir.empty()) {
-      k.status = Status::kWarn;
-      k.summary = "no --trunk given";
-      k.advice = "pack the trunk once with k3-pack and pass its directory with --trunk";
-    } else if (!trunk || (!trunk->has_bin && !trunk->has_json)) {
-      k.status = Status::kWarn;
-      k.summary = "no trunk.bin or trunk.json in " + trunk_dir;
-      k.advice = "pack it with k3-pack (about " + format_bytes(c.bytes.trunk()) + " of disk)";
-    } else if (!trunk->has_bin || !trunk->has_json) {
-      k.status = Status::kFail;
-      k.summary = std::string("incomplete trunk in ") + trunk_dir + ": " +
-                  (trunk->has_bin ? "trunk.json" : "trunk.bin") + " is missing";
-      k.advice = "k3-pack was interrupted or the files were moved: pack it again";
-    } else if (const MatchWords& w = match_words(trunk->match); w.refusal) {
-      k.status = Status::kFail;
-      k.summary = "the trunk in " + trunk_dir + " " + w.refusal + ": " + trunk->match_reason;
-      k.advice = std::string("k3-forward would refuse it: ") + w.advice;
-    } else if (trunk->match == TrunkMatch::kUnknown) {
-      k.status = Status::kWarn;
-      k.summary = "trunk.bin (" + format_bytes(trunk->bin_bytes) + ") and trunk.json present in " + trunk_dir +
-                  "; not compared: " + trunk->match_reason;
-      k.advice = "pass the checkpoint with --model to tell whether the trunk was packed from it";
-    } else {
-      k.status = Status::kOk;
-      k.summary = "trunk.bin (" + format_bytes(trunk->bin_bytes) + ") and trunk.json in " + trunk_dir +
-                  " were packed from this checkpoint";
-      k.advice = "ready to use with --trunk";
-    }
-    const char* match = trunk ? match_words(trunk->match).name : "none";
-    k.details.set("dir", trunk_dir)
-        .set("trunk_bin", trunk && trunk->has_bin)
-        .set("trunk_json", trunk && trunk->has_json)
-        .set("trunk_bin_bytes", trunk ? trunk->bin_bytes : uint64_t{0})
-        .set("trunk_bin_recorded_bytes", trunk ? trunk->recorded_bin_bytes : uint64_t{0})
-        .set("matches", !trunk || trunk->match == TrunkMatch::kUnknown
-                            ? JsonValue()
-                            : JsonValue(trunk->match == TrunkMatch::kMatches))
-        .set("match", trunk && (trunk->has_bin && trunk->has_json) ? match : "none")
-        .set("match_note", trunk ? trunk->match_reason : std::string());
-  }
+  add_index_check(r, c);
+  add_config_check(r, c);
+  add_trunk_check(r, c, trunk_dir, trunk);
 }
 
 }  // namespace k3::doctor

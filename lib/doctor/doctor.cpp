@@ -32,28 +32,11 @@ uint64_t safetensors_bytes_in(const std::string& dir) {
   }
   return n;
 }
-}  // namespace
-
-Report run_doctor(const DoctorOptions& o) {
-  const SystemRoot root = SystemRoot::from_flag_or_env(o.root);
-  Report r;
-  r.root = root.root();
-
-  // Facts first; checks are derived once everything is known (the memlock
-  // check needs the recommended preset, the forecast needs the bandwidth).
-  const CpuFeatures cpu = detect_cpu(root, kernels::kernel_target_name());
-  const MemoryFacts mem = gather_memory(root);
-  const CheckpointFacts ck = gather_checkpoint(o.model_dir);
-  std::optional<TrunkInfo> trunk;
-  if (!o.trunk_dir.empty()) {
-    const std::string why = o.model_dir.empty() ? "no --model given to compare it with"
-                            : !ck.opened        ? "the checkpoint in " + o.model_dir + " did not open"
-                                                : "cannot fingerprint the checkpoint: " + ck.fingerprint_error;
-    trunk = inspect_trunk(o.trunk_dir, o.model_dir, ck.fingerprint ? &*ck.fingerprint : nullptr,
-                          ck.expected_trunk ? &*ck.expected_trunk : nullptr, why);
-  }
+// The directories to check: the model's, the trunk's (what each still
+// needs stored) and --probe-file's.
+std::vector<StorageFacts> gather_directories(const SystemRoot& root, const DoctorOptions& o, const CheckpointFacts& ck,
+                                             const std::optional<TrunkInfo>& trunk) {
   const ModelBytes& mb = ck.bytes;
-
   std::vector<StorageFacts> storage;
   if (!o.model_dir.empty()) {
     StorageFacts s = gather_storage(root, "model", o.model_dir, "");
@@ -98,9 +81,13 @@ Report run_doctor(const DoctorOptions& o) {
     s.needed_why = "nothing needs to be stored here";
     storage.push_back(std::move(s));
   }
+  return storage;
+}
 
-  // The bandwidth probe: expert-sized and 1 MB reads at queue depths 1, 4, 16
-  // on the largest file of each directory (or only on --probe-file).
+// The bandwidth probe: expert-sized and 1 MB reads at queue depths 1, 4, 16
+// on the largest file of each directory (or only on --probe-file); the
+// others get a note saying why they were not measured.
+void probe_directories(std::vector<StorageFacts>& storage, const DoctorOptions& o, uint64_t expert_request) {
   std::vector<StorageFacts*> to_probe;
   for (StorageFacts& s : storage) {
     if (!s.exists) continue;
@@ -119,16 +106,20 @@ Report run_doctor(const DoctorOptions& o) {
       to_probe.push_back(&s);
     }
   }
-  const uint64_t expert_request = std::max<uint64_t>(mb.one_expert, 4096);
-  if (!to_probe.empty()) {
-    ProbeLimits lim;
-    lim.seconds = o.probe_seconds / to_probe.size();
-    lim.max_bytes = o.probe_max_bytes / to_probe.size();
-    lim.request_bytes = {expert_request};
-    if (kSmallRequest != expert_request) lim.request_bytes.push_back(kSmallRequest);
-    for (StorageFacts* s : to_probe) s->probe = probe_read_bandwidth(s->largest_file, lim);
-  }
+  if (to_probe.empty()) return;
+  ProbeLimits lim;
+  lim.seconds = o.probe_seconds / to_probe.size();
+  lim.max_bytes = o.probe_max_bytes / to_probe.size();
+  lim.request_bytes = {expert_request};
+  if (kSmallRequest != expert_request) lim.request_bytes.push_back(kSmallRequest);
+  for (StorageFacts* s : to_probe) s->probe = probe_read_bandwidth(s->largest_file, lim);
+}
 
+// The bandwidth the forecast uses: the best expert-sized reads measured
+// (--probe-file's first, then the model's, then the trunk's disk), or an
+// assumed NVMe's, said so.
+Bandwidth forecast_bandwidth(const std::vector<StorageFacts>& storage, const DoctorOptions& o,
+                             uint64_t expert_request) {
   Bandwidth bw;
   for (const char* label : {"probe", "model", "trunk"})
     for (const StorageFacts& s : storage)
@@ -152,6 +143,34 @@ Report run_doctor(const DoctorOptions& o) {
                                     : "bandwidth was not measured (no large file to read): re-run once the checkpoint "
                                       "or trunk is on this disk, or pass --probe-file";
   }
+  return bw;
+}
+
+}  // namespace
+
+Report run_doctor(const DoctorOptions& o) {
+  const SystemRoot root = SystemRoot::from_flag_or_env(o.root);
+  Report r;
+  r.root = root.root();
+
+  // Facts first; checks are derived once everything is known (the memlock
+  // check needs the recommended preset, the forecast needs the bandwidth).
+  const CpuFeatures cpu = detect_cpu(root, kernels::kernel_target_name());
+  const MemoryFacts mem = gather_memory(root);
+  const CheckpointFacts ck = gather_checkpoint(o.model_dir);
+  std::optional<TrunkInfo> trunk;
+  if (!o.trunk_dir.empty()) {
+    const std::string why = o.model_dir.empty() ? "no --model given to compare it with"
+                            : !ck.opened        ? "the checkpoint in " + o.model_dir + " did not open"
+                                                : "cannot fingerprint the checkpoint: " + ck.fingerprint_error;
+    trunk = inspect_trunk(o.trunk_dir, o.model_dir, ck.fingerprint ? &*ck.fingerprint : nullptr,
+                          ck.expected_trunk ? &*ck.expected_trunk : nullptr, why);
+  }
+  const ModelBytes& mb = ck.bytes;
+  std::vector<StorageFacts> storage = gather_directories(root, o, ck, trunk);
+  const uint64_t expert_request = std::max<uint64_t>(mb.one_expert, 4096);
+  probe_directories(storage, o, expert_request);
+  Bandwidth bw = forecast_bandwidth(storage, o, expert_request);
 
   // --draft: counted as k3-forward --draft counts it (resident, or streamed on
   // the presets whose trunk streams in row blocks); refused as it refuses it.

@@ -132,164 +132,182 @@ StorageFacts gather_storage(const SystemRoot& root, const std::string& label, co
   return s;
 }
 
+namespace {
+
+// Free space against what the directory still needs stored.
+void add_free_space_check(Report& r, const StorageFacts& s) {
+  Check& k = r.add("storage", s.label + ".free_space");
+  const bool enough = s.free_bytes >= s.needed_bytes;
+  k.status = enough ? Status::kOk : (s.need_is_fatal ? Status::kFail : Status::kWarn);
+  k.summary =
+      format_bytes(s.free_bytes) + " free of " + format_bytes(s.fs_bytes) + " in " + s.dir + "; " + s.needed_why;
+  k.advice =
+      enough ? "enough space" : "free " + format_bytes(s.needed_bytes - s.free_bytes) + " more, or use a larger disk";
+  k.details.set("dir", s.dir)
+      .set("free_bytes", s.free_bytes)
+      .set("filesystem_bytes", s.fs_bytes)
+      .set("still_needed_bytes", s.needed_bytes);
+}
+
+// Network, FUSE, overlay and RAM filesystems read large random O_DIRECT ranges badly or not at all.
+void add_filesystem_check(Report& r, const StorageFacts& s) {
+  Check& k = r.add("storage", s.label + ".filesystem");
+  const bool remote = is_network_or_fuse_fs(s.fs_type);
+  const bool overlay = s.fs_type == "overlay" || s.fs_type == "aufs";
+  const bool ram = s.fs_type == "tmpfs" || s.fs_type == "ramfs";
+  k.status = remote || overlay || ram ? Status::kWarn : Status::kOk;
+  k.summary = s.fs_type + (s.fs_source.empty() ? "" : " on " + s.fs_source);
+  if (remote)
+    k.advice =
+        "a network or FUSE filesystem: large random O_DIRECT reads are slow or unsupported there; copy the model to "
+        "a local NVMe disk";
+  else if (overlay)
+    k.advice =
+        "an overlay (container) filesystem may not pass O_DIRECT through; bind-mount the model directory from the "
+        "host";
+  else if (ram) k.advice = "a RAM filesystem: its pages count against the memory budget and O_DIRECT is unsupported";
+  else k.advice = "a local filesystem";
+  k.details.set("type", s.fs_type)
+      .set("source", s.fs_source)
+      .set("device", std::to_string(s.dev_major) + ":" + std::to_string(s.dev_minor));
+}
+
+// Solid state or spinning, as far as the kernel tells.
+void add_device_check(Report& r, const StorageFacts& s) {
+  Check& k = r.add("storage", s.label + ".device");
+  const BlockDevice& d = s.disk;
+  if (!d.found) {
+    k.status = Status::kOk;
+    k.summary = "not a local block device (" + s.fs_type + ")";
+    k.advice = "rotational or not cannot be told; the measured bandwidth below is what counts";
+  } else if (d.rotational == 0) {
+    k.status = Status::kOk;
+    k.summary = d.name + ": solid state (queue/rotational = 0)";
+    k.advice = "random reads are what an SSD does well";
+  } else if (d.rotational == 1 && d.virtual_disk) {
+    k.status = Status::kOk;
+    k.summary = d.name + ": virtual disk reporting rotational = 1";
+    k.advice = "hypervisors often report 1 for SSD-backed disks too; trust the measured bandwidth below";
+  } else if (d.rotational == 1) {
+    k.status = Status::kWarn;
+    k.summary = d.name + ": rotational (a spinning disk)";
+    k.advice = "random 17.5 MB reads from a hard disk run near 100 MB/s: expect minutes per token; use an NVMe SSD";
+  } else {
+    k.status = Status::kOk;
+    k.summary = d.name + ": rotational flag not reported";
+    k.advice = "the measured bandwidth below is what counts";
+  }
+  k.details.set("disk", d.name)
+      .set("sys_path", d.sys_path)
+      .set("rotational", d.rotational)
+      .set("virtual_disk", d.virtual_disk);
+}
+
+// Whether reads can bypass the page cache.
+void add_o_direct_check(Report& r, const StorageFacts& s) {
+  Check& k = r.add("storage", s.label + ".o_direct");
+  k.status = s.direct_open == 0 ? Status::kWarn : Status::kOk;
+  k.summary = s.direct_open == 1 ? "works" : s.direct_open == 0 ? "refused" : "not tried";
+  k.summary += ": " + s.direct_note;
+  k.advice = s.direct_open == 0   ? "reads will go through the page cache, which then competes with the trunk and "
+                                    "expert cache for RAM; use ext4 or xfs on a local disk"
+             : s.direct_open == 1 ? "k3-forward can bypass the page cache"
+                                  : "nothing to read here yet; run k3-doctor again once the files are in place";
+  k.details.set("works", s.direct_open == 1   ? JsonValue(true)
+                         : s.direct_open == 0 ? JsonValue(false)
+                                              : JsonValue())
+      .set("note", s.direct_note);
+}
+
+// The probe's figures, or why there are none.
+void add_read_bandwidth_check(Report& r, const StorageFacts& s, uint64_t expert_request) {
+  Check& k = r.add("storage", s.label + ".read_bandwidth");
+  JsonValue points = JsonValue::array();
+  if (!s.probe && s.probe_elsewhere) {
+    k.status = Status::kOk;
+    k.summary = "not measured here: " + s.probe_note;
+    k.advice = "the forecast below uses the --probe-file measurement";
+  } else if (!s.probe) {
+    k.status = Status::kWarn;
+    k.summary = "not measured: " + s.probe_note;
+    k.advice = "the forecast below uses an assumed bandwidth";
+  } else if (!s.probe->error.empty() && s.probe->data_bytes < s.probe->file_size) {
+    k.status = Status::kWarn;
+    k.summary = "not measured on " + s.probe->file + ": " + s.probe->error;
+    k.advice = "give --probe-file a file whose data is on the disk (a downloaded shard)";
+  } else if (!s.probe->error.empty()) {
+    k.status = Status::kWarn;
+    k.summary = "measurement failed on " + s.probe->file + ": " + s.probe->error;
+    k.advice = "check the file and the disk (dmesg) before a long run";
+  } else {
+    const ProbeResult& pr = *s.probe;
+    const double best = pr.best_mb_per_s(expert_request);
+    std::string line;
+    for (const ProbePoint& pt : pr.points) {
+      if (pt.skipped) continue;
+      char buf[96];
+      std::snprintf(buf, sizeof(buf), "%s%s@QD%d %.0f MB/s", line.empty() ? "" : ", ",
+                    format_bytes(pt.request_bytes).c_str(), pt.queue_depth, pt.mb_per_s());
+      line += buf;
+    }
+    char tail[160];
+    std::snprintf(tail, sizeof(tail), " (%s read in %.2f s%s)", format_bytes(pr.total_bytes).c_str(), pr.total_seconds,
+                  pr.direct ? ", O_DIRECT" : ", BUFFERED: O_DIRECT refused");
+    // Holes read as zeros without the disk: only the data was read, and said so.
+    if (pr.data_bytes < pr.file_size)
+      line += ", data only: " + format_bytes(pr.data_bytes) + " of a sparse " + format_bytes(pr.file_size);
+    k.summary = line + tail;
+    // The 1 GB/s bar is for experts of megabytes, as Kimi-K3's 17.5 MB; a
+    // model with kilobyte experts (a small or synthetic checkpoint) is
+    // bound by I/O operations instead, and reads little per token.
+    const bool small_experts = expert_request < 1'000'000;
+    k.status = pr.direct && (best >= 1000 || small_experts) ? Status::kOk : Status::kWarn;
+    k.advice = !pr.direct     ? "reads went through the page cache, so these figures may be inflated"
+               : best >= 1000 ? "fast enough for streaming"
+               : small_experts
+                   ? "this model's experts are small (" + format_bytes(expert_request) +
+                         " reads), so this measures I/O operations more than bandwidth; the forecast below says what "
+                         "it costs"
+                   : "below 1 GB/s for expert-sized reads: tokens will be slow; an NVMe SSD reads 2-7 GB/s";
+  }
+  if (s.probe)
+    for (const ProbePoint& pt : s.probe->points) {
+      JsonValue o = JsonValue::object();
+      o.set("request_bytes", pt.request_bytes)
+          .set("queue_depth", pt.queue_depth)
+          .set("requests", pt.requests)
+          .set("bytes", pt.bytes)
+          .set("seconds", pt.seconds)
+          .set("mb_per_s", pt.mb_per_s())
+          .set("skipped", pt.skipped);
+      points.push(std::move(o));
+    }
+  k.details.set("file", s.probe ? JsonValue(s.probe->file) : JsonValue())
+      .set("direct", s.probe ? JsonValue(s.probe->direct) : JsonValue())
+      .set("total_bytes", s.probe ? JsonValue(s.probe->total_bytes) : JsonValue())
+      .set("total_seconds", s.probe ? JsonValue(s.probe->total_seconds) : JsonValue())
+      .set("file_bytes", s.probe ? JsonValue(s.probe->file_size) : JsonValue())
+      .set("data_bytes", s.probe ? JsonValue(s.probe->data_bytes) : JsonValue())
+      .set("note", s.probe ? (s.probe->error.empty() ? std::string() : s.probe->error) : s.probe_note)
+      .set("points", std::move(points));
+}
+
+}  // namespace
+
 void add_storage_checks(Report& r, const StorageFacts& s, uint64_t expert_request) {
-  const std::string p = s.label + ".";
   if (!s.exists) {
-    Check& k = r.add("storage", p + "directory");
+    Check& k = r.add("storage", s.label + ".directory");
     k.status = Status::kFail;
     k.summary = s.dir + " does not exist or is not a directory";
     k.advice = "create it, or pass the directory that holds the " + s.label;
     k.details.set("dir", s.dir);
     return;
   }
-  {
-    Check& k = r.add("storage", p + "free_space");
-    const bool enough = s.free_bytes >= s.needed_bytes;
-    k.status = enough ? Status::kOk : (s.need_is_fatal ? Status::kFail : Status::kWarn);
-    k.summary =
-        format_bytes(s.free_bytes) + " free of " + format_bytes(s.fs_bytes) + " in " + s.dir + "; " + s.needed_why;
-    k.advice =
-        enough ? "enough space" : "free " + format_bytes(s.needed_bytes - s.free_bytes) + " more, or use a larger disk";
-    k.details.set("dir", s.dir)
-        .set("free_bytes", s.free_bytes)
-        .set("filesystem_bytes", s.fs_bytes)
-        .set("still_needed_bytes", s.needed_bytes);
-  }
-  {
-    Check& k = r.add("storage", p + "filesystem");
-    const bool remote = is_network_or_fuse_fs(s.fs_type);
-    const bool overlay = s.fs_type == "overlay" || s.fs_type == "aufs";
-    const bool ram = s.fs_type == "tmpfs" || s.fs_type == "ramfs";
-    k.status = remote || overlay || ram ? Status::kWarn : Status::kOk;
-    k.summary = s.fs_type + (s.fs_source.empty() ? "" : " on " + s.fs_source);
-    if (remote)
-      k.advice =
-          "a network or FUSE filesystem: large random O_DIRECT reads are slow or unsupported there; copy the model to "
-          "a local NVMe disk";
-    else if (overlay)
-      k.advice =
-          "an overlay (container) filesystem may not pass O_DIRECT through; bind-mount the model directory from the "
-          "host";
-    else if (ram) k.advice = "a RAM filesystem: its pages count against the memory budget and O_DIRECT is unsupported";
-    else k.advice = "a local filesystem";
-    k.details.set("type", s.fs_type)
-        .set("source", s.fs_source)
-        .set("device", std::to_string(s.dev_major) + ":" + std::to_string(s.dev_minor));
-  }
-  {
-    Check& k = r.add("storage", p + "device");
-    const BlockDevice& d = s.disk;
-    if (!d.found) {
-      k.status = Status::kOk;
-      k.summary = "not a local block device (" + s.fs_type + ")";
-      k.advice = "rotational or not cannot be told; the measured bandwidth below is what counts";
-    } else if (d.rotational == 0) {
-      k.status = Status::kOk;
-      k.summary = d.name + ": solid state (queue/rotational = 0)";
-      k.advice = "random reads are what an SSD does well";
-    } else if (d.rotational == 1 && d.virtual_disk) {
-      k.status = Status::kOk;
-      k.summary = d.name + ": virtual disk reporting rotational = 1";
-      k.advice = "hypervisors often report 1 for SSD-backed disks too; trust the measured bandwidth below";
-    } else if (d.rotational == 1) {
-      k.status = Status::kWarn;
-      k.summary = d.name + ": rotational (a spinning disk)";
-      k.advice = "random 17.5 MB reads from a hard disk run near 100 MB/s: expect minutes per token; use an NVMe SSD";
-    } else {
-      k.status = Status::kOk;
-      k.summary = d.name + ": rotational flag not reported";
-      k.advice = "the measured bandwidth below is what counts";
-    }
-    k.details.set("disk", d.name)
-        .set("sys_path", d.sys_path)
-        .set("rotational", d.rotational)
-        .set("virtual_disk", d.virtual_disk);
-  }
-  {
-    Check& k = r.add("storage", p + "o_direct");
-    k.status = s.direct_open == 0 ? Status::kWarn : Status::kOk;
-    k.summary = s.direct_open == 1 ? "works" : s.direct_open == 0 ? "refused" : "not tried";
-    k.summary += ": " + s.direct_note;
-    k.advice = s.direct_open == 0   ? "reads will go through the page cache, which then competes with the trunk and "
-                                      "expert cache for RAM; use ext4 or xfs on a local disk"
-               : s.direct_open == 1 ? "k3-forward can bypass the page cache"
-                                    : "nothing to read here yet; run k3-doctor again once the files are in place";
-    k.details.set("works", s.direct_open == 1   ? JsonValue(true)
-                           : s.direct_open == 0 ? JsonValue(false)
-                                                : JsonValue())
-        .set("note", s.direct_note);
-  }
-  {
-    Check& k = r.add("storage", p + "read_bandwidth");
-    JsonValue points = JsonValue::array();
-    if (!s.probe && s.probe_elsewhere) {
-      k.status = Status::kOk;
-      k.summary = "not measured here: " + s.probe_note;
-      k.advice = "the forecast below uses the --probe-file measurement";
-    } else if (!s.probe) {
-      k.status = Status::kWarn;
-      k.summary = "not measured: " + s.probe_note;
-      k.advice = "the forecast below uses an assumed bandwidth";
-    } else if (!s.probe->error.empty() && s.probe->data_bytes < s.probe->file_size) {
-      k.status = Status::kWarn;
-      k.summary = "not measured on " + s.probe->file + ": " + s.probe->error;
-      k.advice = "give --probe-file a file whose data is on the disk (a downloaded shard)";
-    } else if (!s.probe->error.empty()) {
-      k.status = Status::kWarn;
-      k.summary = "measurement failed on " + s.probe->file + ": " + s.probe->error;
-      k.advice = "check the file and the disk (dmesg) before a long run";
-    } else {
-      const ProbeResult& pr = *s.probe;
-      const double best = pr.best_mb_per_s(expert_request);
-      std::string line;
-      for (const ProbePoint& pt : pr.points) {
-        if (pt.skipped) continue;
-        char buf[96];
-        std::snprintf(buf, sizeof(buf), "%s%s@QD%d %.0f MB/s", line.empty() ? "" : ", ",
-                      format_bytes(pt.request_bytes).c_str(), pt.queue_depth, pt.mb_per_s());
-        line += buf;
-      }
-      char tail[160];
-      std::snprintf(tail, sizeof(tail), " (%s read in %.2f s%s)", format_bytes(pr.total_bytes).c_str(),
-                    pr.total_seconds, pr.direct ? ", O_DIRECT" : ", BUFFERED: O_DIRECT refused");
-      // Holes read as zeros without the disk: only the data was read, and said so.
-      if (pr.data_bytes < pr.file_size)
-        line += ", data only: " + format_bytes(pr.data_bytes) + " of a sparse " + format_bytes(pr.file_size);
-      k.summary = line + tail;
-      // The 1 GB/s bar is for experts of megabytes, as Kimi-K3's 17.5 MB; a
-      // model with kilobyte experts (a small or synthetic checkpoint) is
-      // bound by I/O operations instead, and reads little per token.
-      const bool small_experts = expert_request < 1'000'000;
-      k.status = pr.direct && (best >= 1000 || small_experts) ? Status::kOk : Status::kWarn;
-      k.advice = !pr.direct     ? "reads went through the page cache, so these figures may be inflated"
-                 : best >= 1000 ? "fast enough for streaming"
-                 : small_experts
-                     ? "this model's experts are small (" + format_bytes(expert_request) +
-                           " reads), so this measures I/O operations more than bandwidth; the forecast below says what "
-                           "it costs"
-                     : "below 1 GB/s for expert-sized reads: tokens will be slow; an NVMe SSD reads 2-7 GB/s";
-    }
-    if (s.probe)
-      for (const ProbePoint& pt : s.probe->points) {
-        JsonValue o = JsonValue::object();
-        o.set("request_bytes", pt.request_bytes)
-            .set("queue_depth", pt.queue_depth)
-            .set("requests", pt.requests)
-            .set("bytes", pt.bytes)
-            .set("seconds", pt.seconds)
-            .set("mb_per_s", pt.mb_per_s())
-            .set("skipped", pt.skipped);
-        points.push(std::move(o));
-      }
-    k.details.set("file", s.probe ? JsonValue(s.probe->file) : JsonValue())
-        .set("direct", s.probe ? JsonValue(s.probe->direct) : JsonValue())
-        .set("total_bytes", s.probe ? JsonValue(s.probe->total_bytes) : JsonValue())
-        .set("total_seconds", s.probe ? JsonValue(s.probe->total_seconds) : JsonValue())
-        .set("file_bytes", s.probe ? JsonValue(s.probe->file_size) : JsonValue())
-        .set("data_bytes", s.probe ? JsonValue(s.probe->data_bytes) : JsonValue())
-        .set("note", s.probe ? (s.probe->error.empty() ? std::string() : s.probe->error) : s.probe_note)
-        .set("points", std::move(points));
-  }
+  add_free_space_check(r, s);
+  add_filesystem_check(r, s);
+  add_device_check(r, s);
+  add_o_direct_check(r, s);
+  add_read_bandwidth_check(r, s, expert_request);
 }
 
 }  // namespace k3::doctor

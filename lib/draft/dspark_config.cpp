@@ -32,11 +32,13 @@ DSparkConfig load_dspark_config(const std::string& dir) {
   return parse_dspark_config(read_text_file(path, 16ull << 20), path);
 }
 
-DSparkConfig parse_dspark_config(const std::string& text, const std::string& path) {
-  simdjson::dom::parser parser;
+namespace {
+
+// The document's top-level object; each refusal says what is wrong, so that
+// the file can be fixed.
+object config_object(simdjson::dom::parser& parser, const std::string& text, const std::string& path) {
   element root;
   object obj;
-  // Each refusal says what is wrong, so that the file can be fixed.
   if (text.compare(0, 3, "\xEF\xBB\xBF") == 0)
     throw Error(ExitCode::kBadModel, path +
                                          ": begins with a byte-order mark (bytes EF BB BF), which JSON does not "
@@ -56,6 +58,54 @@ DSparkConfig parse_dspark_config(const std::string& text, const std::string& pat
                                           : root.is_bool()   ? "true or false"
                                                              : "a number") +
                                          ", not the JSON object of a config");
+  return obj;
+}
+
+// rope_parameters: YaRN's, the only rope the draft pass implements.
+void read_rope(const ConfigKeys& k, DSparkConfig& c) {
+  const ConfigKeys rope = k.child("rope_parameters");
+  if (rope.string("rope_type") != "yarn")
+    rope.fail("rope_type", "is \"" + rope.string("rope_type") + "\"; the draft pass implements only \"yarn\"");
+  c.rope_theta = rope.number("rope_theta");
+  c.rope_factor = rope.number("factor");
+  c.rope_original_max_positions = rope.positive("original_max_position_embeddings", int64_t{1} << 30);
+  c.beta_fast = rope.number("beta_fast");
+  c.beta_slow = rope.number("beta_slow");
+  c.mscale = rope.has("mscale") ? rope.number("mscale") : 1.0;
+  c.mscale_all_dim = rope.has("mscale_all_dim") ? rope.number("mscale_all_dim") : 0.0;
+  if (!(c.rope_theta > 1) || !(c.rope_factor >= 1) || !(c.beta_fast > c.beta_slow) || !(c.beta_slow > 0))
+    rope.fail("rope_theta",
+              "and factor/beta_fast/beta_slow are out of range (theta > 1, factor >= 1, beta_fast > beta_slow > 0)");
+}
+
+// The draft's link to its target (the layers it taps, their width) and its
+// heads: the mask id, the Markov head, the confidence head, the block size.
+void read_draft_heads(const ConfigKeys& k, DSparkConfig& c) {
+  for (int64_t v : k.int_list("target_layer_ids")) {
+    if (v < 0 || v > 4096) k.fail("target_layer_ids", "must hold layer indices 0..4096");
+    c.target_layer_ids.push_back(static_cast<int>(v));
+  }
+  if (c.target_layer_ids.empty()) k.fail("target_layer_ids", "is empty");
+  if (k.has("num_target_layers") && k.integer("num_target_layers") != c.num_taps())
+    k.fail("num_target_layers", "differs from the length of target_layer_ids");
+  c.target_hidden_size = k.positive("target_hidden_size", kMaxSize);
+  c.target_num_hidden_layers = k.positive("target_num_hidden_layers", 4096);
+  c.mask_token_id = static_cast<int>(k.integer("mask_token_id"));
+  if (c.mask_token_id < 0 || c.mask_token_id >= c.vocab_size) k.fail("mask_token_id", "is outside the vocabulary");
+  c.markov_rank = k.positive("markov_rank", 1 << 16);
+  if (k.has("markov_head_type") && k.string("markov_head_type") != "vanilla")
+    k.fail("markov_head_type", "is \"" + k.string("markov_head_type") + "\"; only \"vanilla\" is implemented");
+  c.confidence_head = k.has("enable_confidence_head") && k.boolean("enable_confidence_head");
+  if (c.confidence_head && k.has("confidence_head_with_markov") && !k.boolean("confidence_head_with_markov"))
+    k.fail("confidence_head_with_markov", "is false; only the head over [hidden ; Markov embedding] is implemented");
+  if (k.has("block_size")) c.block_size = k.positive("block_size", 64);
+}
+
+}  // namespace
+
+DSparkConfig parse_dspark_config(const std::string& text, const std::string& path) {
+  simdjson::dom::parser parser;
+  const object obj = config_object(parser, text, path);
   const ConfigKeys k(path, obj);
   DSparkConfig c;
   if (k.string("model_type") != "k3_dspark")
@@ -82,38 +132,9 @@ DSparkConfig parse_dspark_config(const std::string& text, const std::string& pat
   if (k.has("hidden_act") && k.string("hidden_act") != "silu")
     k.fail("hidden_act", "is \"" + k.string("hidden_act") + "\"; the draft MLP implements only \"silu\"");
 
-  const ConfigKeys rope = k.child("rope_parameters");
-  if (rope.string("rope_type") != "yarn")
-    rope.fail("rope_type", "is \"" + rope.string("rope_type") + "\"; the draft pass implements only \"yarn\"");
-  c.rope_theta = rope.number("rope_theta");
-  c.rope_factor = rope.number("factor");
-  c.rope_original_max_positions = rope.positive("original_max_position_embeddings", int64_t{1} << 30);
-  c.beta_fast = rope.number("beta_fast");
-  c.beta_slow = rope.number("beta_slow");
-  c.mscale = rope.has("mscale") ? rope.number("mscale") : 1.0;
-  c.mscale_all_dim = rope.has("mscale_all_dim") ? rope.number("mscale_all_dim") : 0.0;
-  if (!(c.rope_theta > 1) || !(c.rope_factor >= 1) || !(c.beta_fast > c.beta_slow) || !(c.beta_slow > 0))
-    rope.fail("rope_theta",
-              "and factor/beta_fast/beta_slow are out of range (theta > 1, factor >= 1, beta_fast > beta_slow > 0)");
+  read_rope(k, c);
 
-  for (int64_t v : k.int_list("target_layer_ids")) {
-    if (v < 0 || v > 4096) k.fail("target_layer_ids", "must hold layer indices 0..4096");
-    c.target_layer_ids.push_back(static_cast<int>(v));
-  }
-  if (c.target_layer_ids.empty()) k.fail("target_layer_ids", "is empty");
-  if (k.has("num_target_layers") && k.integer("num_target_layers") != c.num_taps())
-    k.fail("num_target_layers", "differs from the length of target_layer_ids");
-  c.target_hidden_size = k.positive("target_hidden_size", kMaxSize);
-  c.target_num_hidden_layers = k.positive("target_num_hidden_layers", 4096);
-  c.mask_token_id = static_cast<int>(k.integer("mask_token_id"));
-  if (c.mask_token_id < 0 || c.mask_token_id >= c.vocab_size) k.fail("mask_token_id", "is outside the vocabulary");
-  c.markov_rank = k.positive("markov_rank", 1 << 16);
-  if (k.has("markov_head_type") && k.string("markov_head_type") != "vanilla")
-    k.fail("markov_head_type", "is \"" + k.string("markov_head_type") + "\"; only \"vanilla\" is implemented");
-  c.confidence_head = k.has("enable_confidence_head") && k.boolean("enable_confidence_head");
-  if (c.confidence_head && k.has("confidence_head_with_markov") && !k.boolean("confidence_head_with_markov"))
-    k.fail("confidence_head_with_markov", "is false; only the head over [hidden ; Markov embedding] is implemented");
-  if (k.has("block_size")) c.block_size = k.positive("block_size", 64);
+  read_draft_heads(k, c);
   c.config_hash = XXH3_64bits(text.data(), text.size());
   return c;
 }

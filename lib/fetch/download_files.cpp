@@ -50,6 +50,16 @@ size_t write_budget_take(size_t n) {
   return budget.take(n);
 }
 
+int write_budgeted(int fd, const char* data, size_t n, uint64_t at) {
+  const size_t allowed = write_budget_take(n);
+  for (size_t done = 0; done < allowed;) {
+    const ssize_t w = ::pwrite(fd, data + done, allowed - done, static_cast<off_t>(at + done));
+    if (w < 0 && errno != EINTR) return errno;
+    if (w > 0) done += static_cast<size_t>(w);
+  }
+  return allowed < n ? ENOSPC : 0;
+}
+
 uint64_t free_bytes(const std::string& dir) {
   if (const char* env = std::getenv("K3_FETCH_FREE_BYTES"); env && *env) return std::strtoull(env, nullptr, 10);
   struct statvfs sv;

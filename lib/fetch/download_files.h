@@ -30,6 +30,9 @@ uint64_t free_bytes(const std::string& dir);
 // once this process has written that many bytes, to exercise the full-disk
 // path without a real full disk. Without it, always n.
 size_t write_budget_take(size_t n);
+// Writes n bytes at `at`, as many as the write budget allows; 0, or the
+// errno that stopped it (ENOSPC when the budget ran out).
+int write_budgeted(int fd, const char* data, size_t n, uint64_t at);
 
 // Makes a rename in the directory of `path` durable.
 void fsync_dir_of(const std::string& path);

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include "common/atomic_file_writer.h"
 #include "common/byte_format.h"
@@ -43,6 +44,28 @@ std::string found_hash(const HubFile& f, const DigestResult& d) {
   return f.lfs ? "sha256 " + d.sha256 : "git blob sha1 " + d.git_sha1;
 }
 int64_t git_size_arg(const HubFile& f) { return f.lfs ? -1 : static_cast<int64_t>(f.size); }
+struct FdCloser {
+  int fd;
+  ~FdCloser() { ::close(fd); }
+};
+
+// Whether a 206 answer's Content-Range starts exactly where the .part ends.
+bool range_starts_at(const HttpResponse& head, uint64_t at, uint64_t size) {
+  unsigned long long a = 0, b = 0, total = 0;
+  return std::sscanf(head.content_range.c_str(), "bytes %llu-%llu/%llu", &a, &b, &total) == 3 && a == at &&
+         total == size;
+}
+
+// The answers no retry mends: a refused token, a missing file, a permanent failure.
+void refuse_final_answer(const HttpResponse& r, const HubFile& f, const std::string& commit, const std::string& url) {
+  if (r.status == 401 || r.status == 403)
+    throw Error(ExitCode::kNetwork,
+                std::string(r.status == 401 ? "authentication failed (HTTP 401)" : "access denied (HTTP 403)") +
+                    " downloading " + f.path + ": pass a valid read token with --token or HF_TOKEN");
+  if (r.status == 404)
+    throw Error(ExitCode::kNetwork, f.path + ": not found on the hub at commit " + commit + " (HTTP 404)");
+  if (!r.transient()) throw Error(ExitCode::kNetwork, f.path + ": " + r.describe() + " from " + url);
+}
 
 class Downloader {
  public:
@@ -60,6 +83,16 @@ class Downloader {
   // Downloads f into its .part until complete; returns the digest of the whole content.
   DigestResult fetch_part(const HubFile& f, const std::string& part, HttpClient& client, TransferSlot& slot);
   void record_complete(const HubFile& f, const DigestResult& d, const std::string& final_path);
+  // Feeds `digest` the first `limit` bytes of fd (all of them with UINT64_MAX), counted into `slot`.
+  // A failed transfer: gives up after --retries failures in a row, else logs it and waits before the next.
+  void wait_to_retry(const HubFile& f, const HttpResponse& r, uint64_t have, int failures);
+  void digest_existing(int fd, const std::string& path, uint64_t limit, FileDigest& digest, TransferSlot& slot);
+  std::vector<HubFile> select_files(const HubListing& listing) const;
+  void merge_manifest();
+  // The selected files not yet complete become tasks; returns the bytes they still need.
+  uint64_t plan_tasks(const std::vector<HubFile>& selected, DownloadSummary& sum, uint64_t& bytes_done,
+                      uint64_t& files_done);
+  void run_workers(int jobs);
   bool halted() const { return halt_.load() || (interrupted_ && interrupted_->load()); }
   void fail(std::exception_ptr e) {
     std::lock_guard<std::mutex> lock(err_mu_);
@@ -96,10 +129,7 @@ class Downloader {
 DigestResult Downloader::fetch_part(const HubFile& f, const std::string& part, HttpClient& client, TransferSlot& slot) {
   const std::string url = hub_resolve_url(opt_.endpoint, opt_.repo, commit_, f.path);
   int fd = open_own_file(part, O_RDWR | O_CREAT);
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { ::close(fd); }
-  } closer{fd};
+  FdCloser closer{fd};
 
   FileDigest digest(git_size_arg(f));
   struct stat part_stat;
@@ -111,19 +141,18 @@ DigestResult Downloader::fetch_part(const HubFile& f, const std::string& part, H
   }
   if (have > 0) {
     // Resuming: the hash covers the whole file, so feed it what is already here.
-    std::function<bool(uint64_t)> on = [&](uint64_t n) {
-      slot.done.fetch_add(n);
-      return !halted();
-    };
-    try {
-      digest_fd(fd, part, have, digest, &on);
-    } catch (const Error& e) {
-      if (e.code() == ExitCode::kInterrupted) throw Error(ExitCode::kInterrupted, "interrupted");
-      throw;
-    }
+    digest_existing(fd, part, have, digest, slot);
     have = digest.bytes();
   }
   slot.done = have;
+  // Back to byte 0: the .part emptied, the digest restarted. 0, or the errno of a failed truncate.
+  auto restart = [&]() -> int {
+    if (::ftruncate(fd, 0) != 0) return errno;
+    digest.reset(git_size_arg(f));
+    have = 0;
+    slot.done = 0;
+    return 0;
+  };
 
   int failures = 0;
   while (have < f.size) {
@@ -133,46 +162,17 @@ DigestResult Downloader::fetch_part(const HubFile& f, const std::string& part, H
     bool bad_range = false, too_long = false;
     bool first_chunk = true;
     HttpSink sink = [&](const HttpResponse& head, const char* data, size_t n) -> bool {
-      if (first_chunk) {
-        first_chunk = false;
-        if (head.status == 206) {
-          // A partial response must start exactly where our .part ends.
-          unsigned long long a = 0, b = 0, total = 0;
-          if (std::sscanf(head.content_range.c_str(), "bytes %llu-%llu/%llu", &a, &b, &total) != 3 || a != at_start ||
-              total != f.size) {
-            bad_range = true;
-            return false;
-          }
-        } else if (at_start > 0) {
-          // The server ignored the Range and sends the whole file: start over.
-          if (::ftruncate(fd, 0) != 0) {
-            write_errno = errno;
-            return false;
-          }
-          digest.reset(git_size_arg(f));
-          have = 0;
-          slot.done = 0;
-        }
+      if (std::exchange(first_chunk, false)) {
+        // A partial answer must start where the .part ends; a whole one (the Range ignored) starts over.
+        if (head.status == 206 && (bad_range = !range_starts_at(head, at_start, f.size))) return false;
+        if (head.status != 206 && at_start > 0 && (write_errno = restart())) return false;
       }
       if (have + n > f.size) {
         too_long = true;
         return false;
       }
-      size_t allowed = write_budget_take(n);
-      size_t done = 0;
-      while (done < allowed) {
-        ssize_t w = ::pwrite(fd, data + done, allowed - done, static_cast<off_t>(have + done));
-        if (w < 0) {
-          if (errno == EINTR) continue;
-          write_errno = errno;
-          return false;
-        }
-        done += static_cast<size_t>(w);
-      }
-      if (allowed < n) {
-        write_errno = ENOSPC;
-        return false;
-      }
+      write_errno = write_budgeted(fd, data, n, have);
+      if (write_errno) return false;
       digest.update(data, n);
       have += n;
       slot.done = have;
@@ -188,10 +188,7 @@ DigestResult Downloader::fetch_part(const HubFile& f, const std::string& part, H
     if (have - at_start >= kMinProgressBytes || have == f.size) failures = 0;
     if (bad_range || r.status == 416) {
       // Our .part and the server disagree about where we are: restart this file.
-      if (::ftruncate(fd, 0) != 0) throw_write_error(part, errno);
-      digest.reset(git_size_arg(f));
-      have = 0;
-      slot.done = 0;
+      if (const int e = restart()) throw_write_error(part, e);
       if (++failures >= opt_.retry.max_attempts)
         throw Error(ExitCode::kNetwork,
                     f.path + ": the server keeps answering range requests wrongly (" + r.content_range + "); gave up");
@@ -203,24 +200,35 @@ DigestResult Downloader::fetch_part(const HubFile& f, const std::string& part, H
       r.curl_code = 18;  // CURLE_PARTIAL_FILE
       r.curl_error = "body ended at byte " + std::to_string(have) + " of " + std::to_string(f.size);
     }
-    if (r.status == 401 || r.status == 403)
-      throw Error(ExitCode::kNetwork,
-                  std::string(r.status == 401 ? "authentication failed (HTTP 401)" : "access denied (HTTP 403)") +
-                      " downloading " + f.path + ": pass a valid read token with --token or HF_TOKEN");
-    if (r.status == 404)
-      throw Error(ExitCode::kNetwork, f.path + ": not found on the hub at commit " + commit_ + " (HTTP 404)");
-    if (!r.transient()) throw Error(ExitCode::kNetwork, f.path + ": " + r.describe() + " from " + url);
-    ++failures;
-    if (failures >= opt_.retry.max_attempts)
-      throw Error(ExitCode::kNetwork, f.path + ": " + r.describe() + "; gave up after " + std::to_string(failures) +
-                                          " attempts without progress (run the same command again to resume)");
-    progress_->log(f.path + ": " + r.describe() + " at byte " + std::to_string(have) + "; retry " +
-                   std::to_string(failures) + " of " + std::to_string(opt_.retry.max_attempts - 1) +
-                   " resumes from there");
-    if (!wait_before_retry(failures, r, opt_.retry, &halt_)) throw Error(ExitCode::kInterrupted, "interrupted");
+    refuse_final_answer(r, f, commit_, url);
+    wait_to_retry(f, r, have, ++failures);
   }
   if (::fsync(fd) != 0) throw_write_error(part, errno);
   return digest.finish();
+}
+
+void Downloader::digest_existing(int fd, const std::string& path, uint64_t limit, FileDigest& digest,
+                                 TransferSlot& slot) {
+  std::function<bool(uint64_t)> on = [&](uint64_t n) {
+    slot.done.fetch_add(n);
+    return !halted();
+  };
+  try {
+    digest_fd(fd, path, limit, digest, &on);
+  } catch (const Error& e) {
+    if (e.code() == ExitCode::kInterrupted) throw Error(ExitCode::kInterrupted, "interrupted");
+    throw;
+  }
+}
+
+void Downloader::wait_to_retry(const HubFile& f, const HttpResponse& r, uint64_t have, int failures) {
+  if (failures >= opt_.retry.max_attempts)
+    throw Error(ExitCode::kNetwork, f.path + ": " + r.describe() + "; gave up after " + std::to_string(failures) +
+                                        " attempts without progress (run the same command again to resume)");
+  progress_->log(f.path + ": " + r.describe() + " at byte " + std::to_string(have) + "; retry " +
+                 std::to_string(failures) + " of " + std::to_string(opt_.retry.max_attempts - 1) +
+                 " resumes from there");
+  if (!wait_before_retry(failures, r, opt_.retry, &halt_)) throw Error(ExitCode::kInterrupted, "interrupted");
 }
 
 void Downloader::record_complete(const HubFile& f, const DigestResult& d, const std::string& final_path) {
@@ -259,19 +267,11 @@ void Downloader::process(const HubFile& f, HttpClient& client, TransferSlot& slo
     // Present but not known to be good (no manifest entry, or changed since):
     // check it locally instead of downloading it again.
     FileDigest digest(git_size_arg(f));
-    int fd = open_own_file(final_path, O_RDONLY);
     {
-      std::function<bool(uint64_t)> on = [&](uint64_t n) {
-        slot.done.fetch_add(n);
-        return !halted();
-      };
-      try {
-        digest_fd(fd, final_path, UINT64_MAX, digest, &on);
-      } catch (...) {
-        ::close(fd);
-        throw;
-      }
-      ::close(fd);
+      FdCloser closer{open_own_file(final_path, O_RDONLY)};
+      digest_existing(closer.fd, final_path, UINT64_MAX, digest, slot);
+    }
+    {
       DigestResult d = digest.finish();
       if (d.bytes == f.size && hash_matches(f, d)) {
         record_complete(f, d, final_path);
@@ -344,27 +344,7 @@ void Downloader::worker(int slot_index) {
   slot.name.clear();
 }
 
-DownloadSummary Downloader::run() {
-  auto t0 = Clock::now();
-  DownloadSummary sum;
-  std::error_code ec;
-  std::filesystem::create_directories(opt_.dir, ec);
-  if (ec) throw Error(ExitCode::kIo, opt_.dir + ": cannot create directory: " + ec.message());
-  manifest_path_ = fetch_manifest_path(opt_.dir);
-  check_output_path(manifest_path_, OutputPolicy::kRegularFile);  // never read or replaced through a link
-
-  HttpClient client;
-  HubRequest req;
-  req.endpoint = opt_.endpoint;
-  req.repo = opt_.repo;
-  req.revision = opt_.revision;
-  req.http = http_options();
-  req.http.stop = interrupted_;
-  req.retry = opt_.retry;
-  HubListing listing = list_hub_files(client, req);
-  commit_ = listing.commit;
-  sum.commit = commit_;
-
+std::vector<HubFile> Downloader::select_files(const HubListing& listing) const {
   GlobFilter filter(opt_.include, opt_.exclude);
   std::vector<HubFile> selected;
   for (const HubFile& f : listing.files)
@@ -373,8 +353,11 @@ DownloadSummary Downloader::run() {
   if (selected.empty())
     throw Error(ExitCode::kUsage, "no file of " + opt_.repo + " at commit " + commit_ + " (" +
                                       std::to_string(listing.files.size()) + " files) matches --include/--exclude");
+  return selected;
+}
 
-  // Merge with what an earlier run recorded; refuse to mix commits.
+// Merges with what an earlier run recorded; refuses to mix commits.
+void Downloader::merge_manifest() {
   if (file_exists(manifest_path_)) {
     manifest_ = read_fetch_manifest(manifest_path_);
     if (manifest_.repo != opt_.repo || manifest_.commit != commit_)
@@ -387,7 +370,11 @@ DownloadSummary Downloader::run() {
   manifest_.revision = opt_.revision;
   manifest_.commit = commit_;
   manifest_.endpoint = opt_.endpoint;
-  uint64_t bytes_needed = 0, bytes_done = 0, files_done = 0;
+}
+
+uint64_t Downloader::plan_tasks(const std::vector<HubFile>& selected, DownloadSummary& sum, uint64_t& bytes_done,
+                                uint64_t& files_done) {
+  uint64_t bytes_needed = 0;
   for (const HubFile& f : selected) {
     sum.bytes_selected += f.size;
     const std::string final_path = path_join(opt_.dir, f.path);
@@ -413,9 +400,6 @@ DownloadSummary Downloader::run() {
     DownloadPathStat part = stat_path(final_path + ".part");
     bytes_needed += f.size - (part.regular && part.size <= f.size ? part.size : 0);
   }
-  write_fetch_manifest(manifest_path_, manifest_);
-  sum.files_selected = selected.size();
-
   // Metadata first (config, index, tokenizer: small, and useful early), then
   // the shards in name order.
   std::stable_sort(tasks_.begin(), tasks_.end(), [](const Task& a, const Task& b) {
@@ -424,6 +408,53 @@ DownloadSummary Downloader::run() {
     };
     return !shard(a.file.path) && shard(b.file.path);
   });
+  return bytes_needed;
+}
+
+void Downloader::run_workers(int jobs) {
+  std::vector<std::thread> threads;
+  running_ = tasks_.empty() ? 0 : jobs;
+  for (int i = 0; i < running_.load(); ++i)
+    threads.emplace_back([this, i] {
+      worker(i);
+      running_.fetch_sub(1);
+    });
+  while (running_.load() > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (interrupted_ && interrupted_->load()) halt_ = true;
+    progress_->tick();
+  }
+  for (auto& t : threads) t.join();
+  progress_->finish();
+}
+
+DownloadSummary Downloader::run() {
+  auto t0 = Clock::now();
+  DownloadSummary sum;
+  std::error_code ec;
+  std::filesystem::create_directories(opt_.dir, ec);
+  if (ec) throw Error(ExitCode::kIo, opt_.dir + ": cannot create directory: " + ec.message());
+  manifest_path_ = fetch_manifest_path(opt_.dir);
+  check_output_path(manifest_path_, OutputPolicy::kRegularFile);  // never read or replaced through a link
+
+  HttpClient client;
+  HubRequest req;
+  req.endpoint = opt_.endpoint;
+  req.repo = opt_.repo;
+  req.revision = opt_.revision;
+  req.http = http_options();
+  req.http.stop = interrupted_;
+  req.retry = opt_.retry;
+  HubListing listing = list_hub_files(client, req);
+  commit_ = listing.commit;
+  sum.commit = commit_;
+
+  const std::vector<HubFile> selected = select_files(listing);
+  merge_manifest();
+  uint64_t bytes_done = 0, files_done = 0;
+  const uint64_t bytes_needed = plan_tasks(selected, sum, bytes_done, files_done);
+  write_fetch_manifest(manifest_path_, manifest_);
+  sum.files_selected = selected.size();
 
   if (!tasks_.empty()) {
     uint64_t avail = free_bytes(opt_.dir);
@@ -441,21 +472,7 @@ DownloadSummary Downloader::run() {
   progress_->log(opt_.repo + " at commit " + commit_ + ": " + std::to_string(selected.size()) + " files (" +
                  format_bytes(sum.bytes_selected) + "), " + std::to_string(files_done) + " already complete, " +
                  std::to_string(tasks_.size()) + " to fetch");
-
-  std::vector<std::thread> threads;
-  running_ = tasks_.empty() ? 0 : jobs;
-  for (int i = 0; i < running_.load(); ++i)
-    threads.emplace_back([this, i] {
-      worker(i);
-      running_.fetch_sub(1);
-    });
-  while (running_.load() > 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (interrupted_ && interrupted_->load()) halt_ = true;
-    progress_->tick();
-  }
-  for (auto& t : threads) t.join();
-  progress_->finish();
+  run_workers(jobs);
 
   sum.files_downloaded = files_downloaded_.load();
   sum.bytes_received = progress_->network_bytes();

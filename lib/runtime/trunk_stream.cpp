@@ -22,6 +22,34 @@ TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint
                          const std::vector<std::unique_ptr<DirectFile>>& shard_files, TrunkLayout layout,
                          const MemoryPlan& plan, ReadEngine& io, const ProgressCallback& progress)
     : config_(config), layout_(std::move(layout)), trunk_file_(trunk_file), io_(io) {
+  index_sections();
+
+  if (trunk_file_ && layout_.compressed()) {
+    uint64_t largest_stored = 0;
+    for (int s : plan.streamed) largest_stored = std::max(largest_stored, layout_.sections[s].stored_length);
+    // No piece larger than a stream buffer's unit (row blocks stay small).
+    if (plan.stream_buffer_size) largest_stored = std::min(largest_stored, plan.stream_buffer_size);
+    reader_ = std::make_unique<TrunkBlockReader>(io_, *trunk_file_, TrunkBlockReader::piece_bytes_for(largest_stored));
+  }
+  uint64_t pin_total = 0, pinned = 0;
+  for (int s : plan.pinned) pin_total += layout_.sections[s].length;
+  if (progress && pin_total) progress("pinning trunk", 0, pin_total);
+  for (int s : plan.pinned) {
+    pin_section(s, checkpoint, shard_files);
+    pinned += layout_.sections[s].length;
+    if (progress) progress("pinning trunk", pinned, pin_total);
+  }
+  plan_stream_units(plan);
+
+  open_embedding(checkpoint, shard_files);
+  // No hashing pass before the first token: every block of a raw section is
+  // checked against its hash in trunk.json when a read first brings it in,
+  // and a compressed block each time it is decoded.
+}
+
+// One Section per section of the layout, found by layer and by name; a
+// raw section of a packed trunk gets its blocks' checked flags.
+void TrunkStream::index_sections() {
   layer_section_.assign(config_.num_hidden_layers, -1);
   for (size_t s = 0; s < layout_.sections.size(); ++s) {
     auto sec = std::make_unique<Section>();
@@ -44,23 +72,11 @@ TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint
       throw Error(ExitCode::kBadModel, "the trunk has no section for layer " + std::to_string(l));
   if (head_section_ < 0 || embed_section_ < 0)
     throw Error(ExitCode::kBadModel, "the trunk lacks its embedding or head section " + rerun_pack_hint());
+}
 
-  if (trunk_file_ && layout_.compressed()) {
-    uint64_t largest_stored = 0;
-    for (int s : plan.streamed) largest_stored = std::max(largest_stored, layout_.sections[s].stored_length);
-    // No piece larger than a stream buffer's unit (row blocks stay small).
-    if (plan.stream_buffer_size) largest_stored = std::min(largest_stored, plan.stream_buffer_size);
-    reader_ = std::make_unique<TrunkBlockReader>(io_, *trunk_file_, TrunkBlockReader::piece_bytes_for(largest_stored));
-  }
-  uint64_t pin_total = 0, pinned = 0;
-  for (int s : plan.pinned) pin_total += layout_.sections[s].length;
-  if (progress && pin_total) progress("pinning trunk", 0, pin_total);
-  for (int s : plan.pinned) {
-    pin_section(s, checkpoint, shard_files);
-    pinned += layout_.sections[s].length;
-    if (progress) progress("pinning trunk", pinned, pin_total);
-  }
-  // Streamed units in use order: layer sections, then the head's lm_head
+// Streamed units in use order, and the stream buffers they pass through.
+void TrunkStream::plan_stream_units(const MemoryPlan& plan) {
+  // Layer sections, then the head's lm_head
   // row blocks (its small tensors are read here once and kept).
   section_unit_.assign(sections_.size(), -1);
   for (int s : plan.streamed) {
@@ -84,7 +100,10 @@ TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint
       if (compressed) buffers_.back()->staging = AlignedBuffer(TrunkBlockReader::staging_bytes(reader_->piece_bytes()));
     }
   }
+}
 
+void TrunkStream::open_embedding(const Checkpoint& checkpoint,
+                                 const std::vector<std::unique_ptr<DirectFile>>& shard_files) {
   // Embedding rows come from trunk.bin, or from their shard when there is no packed trunk.
   const TrunkTensor& et = sections_[embed_section_]->ts->tensors.at(0);
   if (trunk_file_) {
@@ -102,9 +121,6 @@ TrunkStream::TrunkStream(const ModelConfig& config, const Checkpoint& checkpoint
   // first read of a row reads its blocks whole (a row may straddle two).
   const uint64_t row = static_cast<uint64_t>(config_.hidden_size) * 2;
   row_buf_ = AlignedBuffer(align_up(row + 2 * layout_.block_bytes) + 2 * kDirectAlign);
-  // No hashing pass before the first token: every block of a raw section is
-  // checked against its hash in trunk.json when a read first brings it in,
-  // and a compressed block each time it is decoded.
 }
 
 // A pinned section: read once, verified, bound.

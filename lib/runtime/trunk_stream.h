@@ -89,6 +89,10 @@ class TrunkStream {
     int matrix = -1;  // kMatrixRows: index into the section's row blocks
     int64_t first_row = 0, rows = 0;
   };
+  void index_sections();
+  void plan_stream_units(const MemoryPlan& plan);
+  // Where embedding rows are read: trunk.bin, or their shard when there is no packed trunk.
+  void open_embedding(const Checkpoint& checkpoint, const std::vector<std::unique_ptr<DirectFile>>& shard_files);
   void pin_section(int s, const Checkpoint& checkpoint, const std::vector<std::unique_ptr<DirectFile>>& shard_files);
   void plan_head_blocks(int s, const MemoryPlan& plan);
   void plan_row_blocks(int s, const MemoryPlan& plan);
@@ -98,6 +102,8 @@ class TrunkStream {
   void for_each_rows(int first, int count, int64_t cols, const MatrixRows::Block& on_block);
   StreamBuffer& acquire_unit(int u);
   void release_unit(int u);
+  struct UnitReads;
+  UnitReads plan_unit_reads(StreamBuffer& b, const Unit& un) const;
   void issue_stream_read(StreamBuffer& b, int u, bool urgent);
   void wait_buffer(StreamBuffer& b);
   // Starts background reads of the `count` units after `u` (in use order,

@@ -51,20 +51,46 @@ TrunkStream::RowSpan TrunkStream::unit_rows(const Unit& un) const {
   return RowSpan{begin, begin + static_cast<uint64_t>(un.rows) * row};
 }
 
-void TrunkStream::issue_stream_read(StreamBuffer& b, int u, bool urgent) {
-  wait_buffer(b);  // never overwrite a buffer a read is still filling
-  const Unit& un = units_[u];
-  const Section& sec = *sections_[un.section];
-  const TrunkSection& ts = *sec.ts;
+// The reads, block decodes and block checks that bring a unit into a buffer.
+struct TrunkStream::UnitReads {
   std::vector<ReadEngine::Read> reads;            // a raw section's reads
   std::vector<TrunkBlockReader::Target> decodes;  // a compressed section's blocks
   std::vector<TrunkBlockReader::Target> checks;   // a raw section's blocks to check once read
+  uint64_t length = 0;                            // stored bytes read
+  uint64_t skip = 0;                              // the unit's bytes start at buf + skip
+};
+
+namespace {
+// The layout was checked against the model's (check_trunk_table), so every
+// read lands inside the buffer sized for its unit; a bug that broke that
+// must not write past it.
+void refuse_outside(const std::vector<ReadEngine::Read>& reads, const std::vector<TrunkBlockReader::Target>& decodes,
+                    const AlignedBuffer& buf, const std::string& section) {
+  for (const ReadEngine::Read& r : reads)
+    if (r.dst < buf.data() || r.length > buf.size() ||
+        static_cast<uint64_t>(r.dst - buf.data()) > buf.size() - r.length)
+      throw Error(ExitCode::kInternal, "trunk section " + section + ": a read of " + std::to_string(r.length) +
+                                           " bytes does not fit its stream buffer");
+  for (const TrunkBlockReader::Target& t : decodes)
+    if (t.dst < buf.data() || t.dst_len > buf.size() ||
+        static_cast<uint64_t>(t.dst - buf.data()) > buf.size() - t.dst_len)
+      throw Error(ExitCode::kInternal, "trunk section " + section + ": decoded blocks do not fit their stream buffer");
+}
+}  // namespace
+
+TrunkStream::UnitReads TrunkStream::plan_unit_reads(StreamBuffer& b, const Unit& un) const {
+  const Section& sec = *sections_[un.section];
+  const TrunkSection& ts = *sec.ts;
+  UnitReads p;
+  std::vector<ReadEngine::Read>& reads = p.reads;
+  std::vector<TrunkBlockReader::Target>& decodes = p.decodes;
   // Raw blocks `r`, read to `at` (holding decoded bytes from `base`), are
   // checked unless an earlier read checked them all.
   auto check = [&](BlockRange r, uint8_t* at, uint64_t base, uint64_t len) {
-    if (sec.block_ok && !blocks_verified(r, sec.block_ok.get())) checks.push_back({r, at, base, len});
+    if (sec.block_ok && !blocks_verified(r, sec.block_ok.get())) p.checks.push_back({r, at, base, len});
   };
-  uint64_t length = 0, skip = 0;
+  uint64_t& length = p.length;
+  uint64_t& skip = p.skip;
   switch (un.kind) {
     case UnitKind::kSection:
       if (ts.compressed) {
@@ -112,18 +138,19 @@ void TrunkStream::issue_stream_read(StreamBuffer& b, int u, bool urgent) {
       break;
     }
   }
-  // The layout was checked against the model's (check_trunk_table), so every
-  // read lands inside the buffer sized for its unit; a bug that broke that
-  // must not write past it.
-  for (const ReadEngine::Read& r : reads)
-    if (r.dst < b.buf.data() || r.length > b.buf.size() ||
-        static_cast<uint64_t>(r.dst - b.buf.data()) > b.buf.size() - r.length)
-      throw Error(ExitCode::kInternal, "trunk section " + ts.name + ": a read of " + std::to_string(r.length) +
-                                           " bytes does not fit its stream buffer");
-  for (const TrunkBlockReader::Target& t : decodes)
-    if (t.dst < b.buf.data() || t.dst_len > b.buf.size() ||
-        static_cast<uint64_t>(t.dst - b.buf.data()) > b.buf.size() - t.dst_len)
-      throw Error(ExitCode::kInternal, "trunk section " + ts.name + ": decoded blocks do not fit their stream buffer");
+  return p;
+}
+
+void TrunkStream::issue_stream_read(StreamBuffer& b, int u, bool urgent) {
+  wait_buffer(b);  // never overwrite a buffer a read is still filling
+  const Unit& un = units_[u];
+  const Section& sec = *sections_[un.section];
+  const TrunkSection& ts = *sec.ts;
+  UnitReads p = plan_unit_reads(b, un);
+  std::vector<TrunkBlockReader::Target>& checks = p.checks;
+  const uint64_t skip = p.skip;
+  uint64_t length = p.length;
+  refuse_outside(p.reads, p.decodes, b.buf, ts.name);
   {
     std::lock_guard<std::mutex> lk(b.mu);
     b.unit = u;
@@ -152,8 +179,8 @@ void TrunkStream::issue_stream_read(StreamBuffer& b, int u, bool urgent) {
     bp->cv.notify_all();
   };
   if (ts.compressed)
-    length = reader_->submit(ts, decodes, b.staging, done, urgent);  // decoded by the I/O threads as pieces arrive
-  else io_.submit(std::move(reads), done, urgent);
+    length = reader_->submit(ts, p.decodes, b.staging, done, urgent);  // decoded by the I/O threads as pieces arrive
+  else io_.submit(std::move(p.reads), done, urgent);
   std::lock_guard<std::mutex> lk(stats_mu_);
   stats_.trunk_bytes += length;
 }

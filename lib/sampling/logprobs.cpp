@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
 #include "common/error.h"
+#include "common/json_writer.h"
 #include "sampling/portable_exp.h"
 
 namespace k3 {
@@ -32,14 +32,16 @@ PositionLogprobs logprobs_at(const float* logits, int64_t vocab, int32_t chosen,
 }
 
 std::string logprobs_json_line(const PositionLogprobs& p) {
-  char buf[96];
-  auto entry = [&](const TokenLogprob& t) {
-    std::snprintf(buf, sizeof buf, "\"id\":%d,\"logprob\":%.17g", t.id, t.logprob);
-    return std::string(buf);
-  };
-  std::string s = "{\"position\":" + std::to_string(p.position) + "," + entry(p.chosen) + ",\"top\":[";
-  for (size_t i = 0; i < p.top.size(); ++i) s += (i ? ",{" : "{") + entry(p.top[i]) + "}";
-  return s + "]}\n";
+  JsonWriter w = JsonWriter::compact();  // one short line per generated id
+  w.begin_object();
+  w.key("position").value(static_cast<long long>(p.position));
+  w.key("id").value(p.chosen.id).key("logprob").value(p.chosen.logprob);
+  w.key("top").begin_array();
+  for (const TokenLogprob& t : p.top)
+    w.begin_object().key("id").value(t.id).key("logprob").value(t.logprob).end_object();
+  w.end_array();
+  w.end_object();
+  return w.take() + "\n";
 }
 
 }  // namespace k3

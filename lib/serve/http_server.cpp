@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "common/error.h"
+#include "common/json_writer.h"
 #include "serve/anthropic_response.h"
 #include "serve/api_error.h"
 #include "serve/bearer_auth.h"
@@ -27,6 +28,13 @@ namespace {
 void send_error(httplib::Response& res, int status, const std::string& message, const std::string& code = "") {
   res.status = status;
   res.set_content(error_body(status, message, "", code), "application/json");
+}
+
+// /health's body once the model is ready: {"status": "ok"}.
+std::string health_ok_body() {
+  JsonWriter w;
+  w.begin_object().key("status").value("ok").end_object();
+  return w.take();
 }
 
 ConnectionOptions connection_options(const ServerOptions& o) {
@@ -113,7 +121,7 @@ void HttpServer::routes() {
   add_chat_page(s);
   s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     if (ready_) {
-      res.set_content("{\"status\": \"ok\"}", "application/json");
+      res.set_content(health_ok_body(), "application/json");
       return;
     }
     res.status = 503;

@@ -70,6 +70,69 @@ bool RequestFramer::next_line(std::string_view& line, size_t max) {
   return true;
 }
 
+FrameStatus RequestFramer::request_line(std::string_view line) {
+  const size_t sp1 = line.find(' ');
+  const size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+  if (sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos)
+    return refuse(400, "a request line that is not \"METHOD TARGET HTTP/1.1\": " + shown(line));
+  const std::string_view method = line.substr(0, sp1), target = line.substr(sp1 + 1, sp2 - sp1 - 1),
+                         version = line.substr(sp2 + 1);
+  if (!is_token(method) || target.empty() ||
+      !std::all_of(target.begin(), target.end(), [](char c) { return c > 0x20 && c < 0x7f; }))
+    return refuse(400, "a request line that is not \"METHOD TARGET HTTP/1.1\": " + shown(line));
+  if (version != "HTTP/1.1" && version != "HTTP/1.0")
+    return refuse(505, "HTTP version " + shown(version) + ": only HTTP/1.1 and HTTP/1.0 are served");
+  http10_ = version == "HTTP/1.0";
+  out_.head.assign(line.data(), line.size()).append("\r\n");
+  return FrameStatus::kIncomplete;
+}
+
+FrameStatus RequestFramer::header_line(std::string_view line) {
+  if (++head_lines_ > limits_.max_header_lines)
+    return refuse(431, "the request has over " + std::to_string(limits_.max_header_lines) + " header lines");
+  if (line.front() == ' ' || line.front() == '\t')
+    return refuse(400, "a folded header line (starting with a space): not accepted");
+  const size_t colon = line.find(':');
+  if (colon == std::string_view::npos || !is_token(line.substr(0, colon)))
+    return refuse(400, "a header line that is not \"Name: value\": " + shown(line));
+  const std::string_view value = trim(line.substr(colon + 1));
+  if (!is_field_value(value))
+    return refuse(400, "header " + std::string(line.substr(0, colon)) + ": a control character in its value");
+  const std::string name = lower(line.substr(0, colon));
+  if (must_be_single(name)) {
+    if (seen_.find("\n" + name + "\n") != std::string::npos)
+      return refuse(400, "header " + std::string(line.substr(0, colon)) + " is given twice");
+    seen_ += "\n" + name + "\n";
+  }
+  if (name == "content-length") {
+    if (value.empty() || value.size() > 18 ||
+        !std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return refuse(400, "Content-Length " + shown(value) + ": not a length");
+    const uint64_t n = std::stoull(std::string(value));
+    if (have_length_ && n != content_length_) return refuse(400, "two different Content-Length headers");
+    have_length_ = true;
+    content_length_ = n;
+  } else if (name == "transfer-encoding") {
+    if (lower(value) != "chunked" || chunked_)
+      return refuse(501, "Transfer-Encoding " + shown(value) + ": only a single \"chunked\" is accepted");
+    chunked_ = true;
+  } else if (name == "expect") {
+    if (lower(value) != "100-continue") return refuse(417, "Expect " + shown(value) + ": only 100-continue is known");
+    expect_continue_ = true;
+  } else if (name == "content-encoding") {
+    if (lower(value) != "identity")
+      return refuse(415, "Content-Encoding " + shown(value) + ": request bodies are taken uncompressed");
+  } else {
+    if (name == "connection") {
+      const std::string v = lower(value);
+      if (v.find("close") != std::string::npos) out_.close = true;
+      if (v.find("keep-alive") != std::string::npos) keep_alive_ = true;
+    }
+    out_.head.append(line.data(), colon).append(": ").append(value).append("\r\n");
+  }
+  return FrameStatus::kIncomplete;
+}
+
 FrameStatus RequestFramer::parse_head() {
   for (;;) {
     const size_t budget = limits_.max_head_bytes - std::min(head_bytes_, limits_.max_head_bytes);
@@ -84,64 +147,11 @@ FrameStatus RequestFramer::parse_head() {
     if (line.find('\r') != std::string_view::npos) return refuse(400, "a bare CR inside a header line");
     if (out_.head.empty()) {
       if (line.empty()) continue;  // RFC 9112 2.2: empty lines before a request line are ignored
-      const size_t sp1 = line.find(' ');
-      const size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-      if (sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos)
-        return refuse(400, "a request line that is not \"METHOD TARGET HTTP/1.1\": " + shown(line));
-      const std::string_view method = line.substr(0, sp1), target = line.substr(sp1 + 1, sp2 - sp1 - 1),
-                             version = line.substr(sp2 + 1);
-      if (!is_token(method) || target.empty() ||
-          !std::all_of(target.begin(), target.end(), [](char c) { return c > 0x20 && c < 0x7f; }))
-        return refuse(400, "a request line that is not \"METHOD TARGET HTTP/1.1\": " + shown(line));
-      if (version != "HTTP/1.1" && version != "HTTP/1.0")
-        return refuse(505, "HTTP version " + shown(version) + ": only HTTP/1.1 and HTTP/1.0 are served");
-      http10_ = version == "HTTP/1.0";
-      out_.head.assign(line.data(), line.size()).append("\r\n");
+      if (request_line(line) == FrameStatus::kRefused) return FrameStatus::kRefused;
       continue;
     }
     if (line.empty()) break;
-    if (++head_lines_ > limits_.max_header_lines)
-      return refuse(431, "the request has over " + std::to_string(limits_.max_header_lines) + " header lines");
-    if (line.front() == ' ' || line.front() == '\t')
-      return refuse(400, "a folded header line (starting with a space): not accepted");
-    const size_t colon = line.find(':');
-    if (colon == std::string_view::npos || !is_token(line.substr(0, colon)))
-      return refuse(400, "a header line that is not \"Name: value\": " + shown(line));
-    const std::string_view value = trim(line.substr(colon + 1));
-    if (!is_field_value(value))
-      return refuse(400, "header " + std::string(line.substr(0, colon)) + ": a control character in its value");
-    const std::string name = lower(line.substr(0, colon));
-    if (must_be_single(name)) {
-      if (seen_.find("\n" + name + "\n") != std::string::npos)
-        return refuse(400, "header " + std::string(line.substr(0, colon)) + " is given twice");
-      seen_ += "\n" + name + "\n";
-    }
-    if (name == "content-length") {
-      if (value.empty() || value.size() > 18 ||
-          !std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; }))
-        return refuse(400, "Content-Length " + shown(value) + ": not a length");
-      const uint64_t n = std::stoull(std::string(value));
-      if (have_length_ && n != content_length_) return refuse(400, "two different Content-Length headers");
-      have_length_ = true;
-      content_length_ = n;
-    } else if (name == "transfer-encoding") {
-      if (lower(value) != "chunked" || chunked_)
-        return refuse(501, "Transfer-Encoding " + shown(value) + ": only a single \"chunked\" is accepted");
-      chunked_ = true;
-    } else if (name == "expect") {
-      if (lower(value) != "100-continue") return refuse(417, "Expect " + shown(value) + ": only 100-continue is known");
-      expect_continue_ = true;
-    } else if (name == "content-encoding") {
-      if (lower(value) != "identity")
-        return refuse(415, "Content-Encoding " + shown(value) + ": request bodies are taken uncompressed");
-    } else {
-      if (name == "connection") {
-        const std::string v = lower(value);
-        if (v.find("close") != std::string::npos) out_.close = true;
-        if (v.find("keep-alive") != std::string::npos) keep_alive_ = true;
-      }
-      out_.head.append(line.data(), colon).append(": ").append(value).append("\r\n");
-    }
+    if (header_line(line) == FrameStatus::kRefused) return FrameStatus::kRefused;
   }
   if (chunked_ && have_length_) return refuse(400, "both Content-Length and Transfer-Encoding: chunked");
   if (http10_ && !keep_alive_) out_.close = true;

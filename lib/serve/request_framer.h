@@ -70,6 +70,10 @@ class RequestFramer {
   enum class State { kHead, kBody, kChunkSize, kChunkData, kChunkEnd, kTrailers, kDone };
   FrameStatus refuse(int status, std::string why);
   FrameStatus parse_head();
+  // The request line, then each header line: kIncomplete (the head goes on)
+  // or kRefused.
+  FrameStatus request_line(std::string_view line);
+  FrameStatus header_line(std::string_view line);
   FrameStatus parse_chunked();
   // The next line from pos_ (without its CR LF or LF); false when it is not all here.
   bool next_line(std::string_view& line, size_t max);

@@ -189,6 +189,56 @@ File open_state(const std::string& path) {
   }
 }
 
+// The sampler's settings and, when active, the penalties'.
+void write_settings(HashingWriter& w, const ConversationState& s, bool penalties) {
+  if (s.sampling) {
+    const SamplingParams& p = *s.sampling;
+    w.section(kTagSampling, kSamplingPayloadBytes);
+    w.f64(p.temperature);
+    w.i32(p.top_k);
+    w.u32(0);
+    w.f64(p.top_p);
+    w.f64(p.min_p);
+    w.u64(p.seed);
+    w.end_section();
+  }
+  if (penalties) {
+    const PenaltyParams& p = s.sampling->penalties;
+    w.section(kTagPenalties, kPenaltiesPayloadBytes);
+    w.f64(p.repetition);
+    w.f64(p.frequency);
+    w.f64(p.presence);
+    w.i32(p.last_n);
+    w.u32(0);
+    w.end_section();
+  }
+}
+
+// Each layer's state: an MLA layer's latent cache for `positions`, a KDA
+// layer's recurrent state and convolution windows.
+void write_layers(HashingWriter& w, const StateGeometry& g, const SequenceState& q, uint64_t positions) {
+  for (uint32_t i = 0; i < g.num_layers(); ++i) {
+    const LayerState& l = q.layers[i];
+    if (g.layer_is_mla[i]) {
+      uint64_t n = positions * g.mla_floats_per_position();
+      w.section(kTagMla, mla_payload_bytes(g, positions));
+      w.u32(i);
+      w.u32(0);
+      w.u64(positions);
+      w.floats(l.mla.latent, n);
+    } else {
+      w.section(kTagKda, kda_payload_bytes(g));
+      w.u32(i);
+      w.u32(0);
+      w.floats(l.kda.S, g.kda_state_floats());
+      w.floats(l.kda.conv_q, g.kda_conv_floats());
+      w.floats(l.kda.conv_k, g.kda_conv_floats());
+      w.floats(l.kda.conv_v, g.kda_conv_floats());
+    }
+    w.end_section();
+  }
+}
+
 }  // namespace
 
 void write_state_file(const std::string& path, const ConversationState& s) {
@@ -235,52 +285,13 @@ void write_state_file(const std::string& path, const ConversationState& s) {
   write_ids(w, kTagTokens, q.tokens);
   write_ids(w, kTagPending, s.pending);
 
-  if (s.sampling) {
-    const SamplingParams& p = *s.sampling;
-    w.section(kTagSampling, kSamplingPayloadBytes);
-    w.f64(p.temperature);
-    w.i32(p.top_k);
-    w.u32(0);
-    w.f64(p.top_p);
-    w.f64(p.min_p);
-    w.u64(p.seed);
-    w.end_section();
-  }
-  if (contents.has_penalties) {
-    const PenaltyParams& p = s.sampling->penalties;
-    w.section(kTagPenalties, kPenaltiesPayloadBytes);
-    w.f64(p.repetition);
-    w.f64(p.frequency);
-    w.f64(p.presence);
-    w.i32(p.last_n);
-    w.u32(0);
-    w.end_section();
-  }
+  write_settings(w, s, contents.has_penalties);
   if (!s.last_logits.empty()) {
     w.section(kTagLogits, 4 * uint64_t{g.vocab_size});
     w.write(s.last_logits.data(), 4 * s.last_logits.size());
     w.end_section();
   }
-  for (uint32_t i = 0; i < g.num_layers(); ++i) {
-    const LayerState& l = q.layers[i];
-    if (g.layer_is_mla[i]) {
-      uint64_t n = contents.positions * g.mla_floats_per_position();
-      w.section(kTagMla, mla_payload_bytes(g, contents.positions));
-      w.u32(i);
-      w.u32(0);
-      w.u64(contents.positions);
-      w.floats(l.mla.latent, n);
-    } else {
-      w.section(kTagKda, kda_payload_bytes(g));
-      w.u32(i);
-      w.u32(0);
-      w.floats(l.kda.S, g.kda_state_floats());
-      w.floats(l.kda.conv_q, g.kda_conv_floats());
-      w.floats(l.kda.conv_k, g.kda_conv_floats());
-      w.floats(l.kda.conv_v, g.kda_conv_floats());
-    }
-    w.end_section();
-  }
+  write_layers(w, g, q, contents.positions);
   if (w.written() + kChecksumBytes != total)
     throw Error(ExitCode::kInternal, path + ": wrote " + std::to_string(w.written() + kChecksumBytes) +
                                          " bytes, the layout says " + std::to_string(total));

@@ -69,101 +69,86 @@ struct Builder {
 
 }  // namespace
 
-std::vector<SynthTensor> synth_tensors(const SynthGeometry& g) {
-  validate_geometry(g);
-  Builder b;
-  const std::string P = kPrefix;
-  const uint64_t h = g.hidden_size;
-  {
-    SynthTensor& e =
-        b.add(P + "embed_tokens.weight", DType::kBF16, {(uint64_t)g.vocab_size, h}, TensorGroup::kEmbedding);
-    e.scale = 0.5f;  // rows are normalised before use; keep them well above bf16 noise
-  }
-  const uint64_t H = g.kda_num_heads, D = g.kda_head_dim, HD = H * D;
-  const uint64_t mh = g.mla_num_heads, qh = g.qk_nope_head_dim + g.qk_rope_head_dim;
-  const uint64_t L = g.routed_expert_hidden_size, mi = g.moe_intermediate_size;
+namespace {
+
+// Layer i's Kimi Delta Attention tensors, under prefix `ap`.
+void add_kda_attention(Builder& b, const SynthGeometry& g, int i, const std::string& ap) {
+  const uint64_t h = g.hidden_size, H = g.kda_num_heads, D = g.kda_head_dim, HD = H * D;
   const auto T = TensorGroup::kLayerTrunk;
-  for (int i = 0; i < g.num_hidden_layers; ++i) {
-    const std::string lp = P + "layers." + std::to_string(i) + ".";
-    b.norm(lp + "input_layernorm.weight", h, T, i);
-    b.norm(lp + "post_attention_layernorm.weight", h, T, i);
-    b.mat(lp + "self_attention_res_proj.weight", 1, h, 0.05 * std::sqrt((double)h), T, i);
-    b.mat(lp + "mlp_res_proj.weight", 1, h, 0.05 * std::sqrt((double)h), T, i);
-    b.norm(lp + "self_attention_res_norm.weight", h, T, i);
-    b.norm(lp + "mlp_res_norm.weight", h, T, i);
-    const std::string ap = lp + "self_attn.";
-    if (!g.is_mla(i)) {
-      for (const char* n : {"q_proj", "k_proj", "v_proj"}) b.mat(ap + n + ".weight", HD, h, 1.0, T, i);
-      for (const char* n : {"q_conv1d", "k_conv1d", "v_conv1d"}) {
-        SynthTensor& s = b.add(ap + n + ".weight", DType::kBF16, {HD, 1, (uint64_t)g.conv_kernel}, T, i);
-        s.scale = 0.5f;
-      }
-      b.mat(ap + "f_a_proj.weight", D, h, 1.0, T, i);
-      b.mat(ap + "f_b_proj.weight", HD, D, 1.0, T, i);
-      b.mat(ap + "b_proj.weight", H, h, 1.0, T, i);
-      b.mat(ap + "g_proj.weight", HD, h, 0.3, T, i);
-      b.mat(ap + "o_proj.weight", h, HD, 0.2, T, i);
-      b.norm(ap + "o_norm.weight", D, T, i);
-      SynthTensor& a = b.add(ap + "A_log", DType::kF32, {D}, T, i);
-      a.init = SynthInit::kALog;
-      a.heads = g.kda_num_heads;
-      SynthTensor& dt = b.add(ap + "dt_bias", DType::kF32, {HD}, T, i);
-      dt.center = -1.0f;
-      dt.scale = 0.45f;
-    } else {
-      b.mat(ap + "q_a_proj.weight", g.q_lora_rank, h, 1.0, T, i);
-      b.norm(ap + "q_a_layernorm.weight", g.q_lora_rank, T, i);
-      b.mat(ap + "q_b_proj.weight", mh * qh, g.q_lora_rank, 1.2, T, i);
-      b.mat(ap + "kv_a_proj_with_mqa.weight", g.kv_lora_rank + g.qk_rope_head_dim, h, 1.0, T, i);
-      b.norm(ap + "kv_a_layernorm.weight", g.kv_lora_rank, T, i);
-      b.mat(ap + "kv_b_proj.weight", mh * (g.qk_nope_head_dim + g.v_head_dim), g.kv_lora_rank, 1.2, T, i);
-      b.mat(ap + "g_proj.weight", mh * g.v_head_dim, h, 0.3, T, i);
-      b.mat(ap + "o_proj.weight", h, mh * g.v_head_dim, 0.2, T, i);
-    }
-    if (i < g.first_k_dense_replace) {
-      b.mat(lp + "mlp.gate_proj.weight", g.intermediate_size, h, 1.5, T, i);
-      b.mat(lp + "mlp.up_proj.weight", g.intermediate_size, h, 3.0, T, i);
-      b.mat(lp + "mlp.down_proj.weight", h, g.intermediate_size, 0.1, T, i);
-      continue;
-    }
-    const std::string mp = lp + "block_sparse_moe.";
-    b.mat(mp + "gate.weight", g.num_experts, h, 1.5, T, i, /*keep_when_sparse=*/true);
-    {
-      SynthTensor& s = b.add(mp + "gate.e_score_correction_bias", DType::kF32, {(uint64_t)g.num_experts}, T, i);
-      s.scale = 0.1f;
-    }
-    b.mat(mp + "routed_expert_down_proj.weight", L, h, 1.0, T, i);
-    b.mat(mp + "routed_expert_up_proj.weight", h, L, 0.2, T, i);
-    b.norm(mp + "routed_expert_norm.weight", L, T, i);
-    const uint64_t sw = mi * g.num_shared_experts;
-    b.mat(mp + "shared_experts.gate_proj.weight", sw, h, 1.5, T, i);
-    b.mat(mp + "shared_experts.up_proj.weight", sw, h, 3.0, T, i);
-    b.mat(mp + "shared_experts.down_proj.weight", h, sw, 0.1, T, i);
-    for (int e = 0; e < g.num_experts; ++e) {
-      const std::string ep = mp + "experts." + std::to_string(e) + ".";
-      struct M {
-        const char* n;
-        uint64_t rows, cols;
-        double gain;
-      };
-      for (const M& m : {M{"w1", mi, L, 1.0}, M{"w2", L, mi, 0.1}, M{"w3", mi, L, 1.0}}) {
-        SynthTensor& pk =
-            b.add(ep + m.n + ".weight_packed", DType::kU8, {m.rows, m.cols / 2}, TensorGroup::kRoutedExpert, i, e);
-        pk.init = SynthInit::kMxPacked;
-        pk.hole_when_sparse = true;
-        SynthTensor& sc =
-            b.add(ep + m.n + ".weight_scale", DType::kU8, {m.rows, m.cols / 32}, TensorGroup::kRoutedExpert, i, e);
-        sc.init = SynthInit::kMxScale;
-        sc.center = static_cast<float>(mx_scale_byte(m.gain, static_cast<int>(m.cols)));
-        sc.hole_when_sparse = true;
-      }
+  for (const char* n : {"q_proj", "k_proj", "v_proj"}) b.mat(ap + n + ".weight", HD, h, 1.0, T, i);
+  for (const char* n : {"q_conv1d", "k_conv1d", "v_conv1d"}) {
+    SynthTensor& s = b.add(ap + n + ".weight", DType::kBF16, {HD, 1, (uint64_t)g.conv_kernel}, T, i);
+    s.scale = 0.5f;
+  }
+  b.mat(ap + "f_a_proj.weight", D, h, 1.0, T, i);
+  b.mat(ap + "f_b_proj.weight", HD, D, 1.0, T, i);
+  b.mat(ap + "b_proj.weight", H, h, 1.0, T, i);
+  b.mat(ap + "g_proj.weight", HD, h, 0.3, T, i);
+  b.mat(ap + "o_proj.weight", h, HD, 0.2, T, i);
+  b.norm(ap + "o_norm.weight", D, T, i);
+  SynthTensor& a = b.add(ap + "A_log", DType::kF32, {D}, T, i);
+  a.init = SynthInit::kALog;
+  a.heads = g.kda_num_heads;
+  SynthTensor& dt = b.add(ap + "dt_bias", DType::kF32, {HD}, T, i);
+  dt.center = -1.0f;
+  dt.scale = 0.45f;
+}
+
+// Layer i's multi-head latent attention tensors, under prefix `ap`.
+void add_mla_attention(Builder& b, const SynthGeometry& g, int i, const std::string& ap) {
+  const uint64_t h = g.hidden_size, mh = g.mla_num_heads, qh = g.qk_nope_head_dim + g.qk_rope_head_dim;
+  const auto T = TensorGroup::kLayerTrunk;
+  b.mat(ap + "q_a_proj.weight", g.q_lora_rank, h, 1.0, T, i);
+  b.norm(ap + "q_a_layernorm.weight", g.q_lora_rank, T, i);
+  b.mat(ap + "q_b_proj.weight", mh * qh, g.q_lora_rank, 1.2, T, i);
+  b.mat(ap + "kv_a_proj_with_mqa.weight", g.kv_lora_rank + g.qk_rope_head_dim, h, 1.0, T, i);
+  b.norm(ap + "kv_a_layernorm.weight", g.kv_lora_rank, T, i);
+  b.mat(ap + "kv_b_proj.weight", mh * (g.qk_nope_head_dim + g.v_head_dim), g.kv_lora_rank, 1.2, T, i);
+  b.mat(ap + "g_proj.weight", mh * g.v_head_dim, h, 0.3, T, i);
+  b.mat(ap + "o_proj.weight", h, mh * g.v_head_dim, 0.2, T, i);
+}
+
+// Layer i's mixture of experts: router, shared experts and every routed
+// expert's MXFP4 weights and scales.
+void add_moe(Builder& b, const SynthGeometry& g, int i, const std::string& mp) {
+  const uint64_t h = g.hidden_size, L = g.routed_expert_hidden_size, mi = g.moe_intermediate_size;
+  const auto T = TensorGroup::kLayerTrunk;
+  b.mat(mp + "gate.weight", g.num_experts, h, 1.5, T, i, /*keep_when_sparse=*/true);
+  {
+    SynthTensor& s = b.add(mp + "gate.e_score_correction_bias", DType::kF32, {(uint64_t)g.num_experts}, T, i);
+    s.scale = 0.1f;
+  }
+  b.mat(mp + "routed_expert_down_proj.weight", L, h, 1.0, T, i);
+  b.mat(mp + "routed_expert_up_proj.weight", h, L, 0.2, T, i);
+  b.norm(mp + "routed_expert_norm.weight", L, T, i);
+  const uint64_t sw = mi * g.num_shared_experts;
+  b.mat(mp + "shared_experts.gate_proj.weight", sw, h, 1.5, T, i);
+  b.mat(mp + "shared_experts.up_proj.weight", sw, h, 3.0, T, i);
+  b.mat(mp + "shared_experts.down_proj.weight", h, sw, 0.1, T, i);
+  for (int e = 0; e < g.num_experts; ++e) {
+    const std::string ep = mp + "experts." + std::to_string(e) + ".";
+    struct M {
+      const char* n;
+      uint64_t rows, cols;
+      double gain;
+    };
+    for (const M& m : {M{"w1", mi, L, 1.0}, M{"w2", L, mi, 0.1}, M{"w3", mi, L, 1.0}}) {
+      SynthTensor& pk =
+          b.add(ep + m.n + ".weight_packed", DType::kU8, {m.rows, m.cols / 2}, TensorGroup::kRoutedExpert, i, e);
+      pk.init = SynthInit::kMxPacked;
+      pk.hole_when_sparse = true;
+      SynthTensor& sc =
+          b.add(ep + m.n + ".weight_scale", DType::kU8, {m.rows, m.cols / 32}, TensorGroup::kRoutedExpert, i, e);
+      sc.init = SynthInit::kMxScale;
+      sc.center = static_cast<float>(mx_scale_byte(m.gain, static_cast<int>(m.cols)));
+      sc.hole_when_sparse = true;
     }
   }
-  b.norm(P + "norm.weight", h, TensorGroup::kHead, -1);
-  b.mat(P + "output_attn_res_proj.weight", 1, h, 0.05 * std::sqrt((double)h), TensorGroup::kHead, -1);
-  b.norm(P + "output_attn_res_norm.weight", h, TensorGroup::kHead, -1);
-  b.mat("language_model.lm_head.weight", g.vocab_size, h, 2.0, TensorGroup::kHead, -1);
-  // Vision tensors: present in the real checkpoint's trailing shard, ignored by the text engine.
+}
+
+// Vision tensors: present in the real checkpoint's trailing shard, ignored by the text engine.
+void add_vision(Builder& b, const SynthGeometry& g) {
+  const uint64_t h = g.hidden_size;
   auto vis = [&](const std::string& name, std::vector<uint64_t> shape) -> SynthTensor& {
     SynthTensor& s = b.add(name, DType::kBF16, std::move(shape), TensorGroup::kHead, -1);
     s.scale = 0.02f;
@@ -181,6 +166,45 @@ std::vector<SynthTensor> synth_tensors(const SynthGeometry& g) {
     f.fills_total = true;
     f.hole_when_sparse = true;
   }
+}
+
+}  // namespace
+
+std::vector<SynthTensor> synth_tensors(const SynthGeometry& g) {
+  validate_geometry(g);
+  Builder b;
+  const std::string P = kPrefix;
+  const uint64_t h = g.hidden_size;
+  {
+    SynthTensor& e =
+        b.add(P + "embed_tokens.weight", DType::kBF16, {(uint64_t)g.vocab_size, h}, TensorGroup::kEmbedding);
+    e.scale = 0.5f;  // rows are normalised before use; keep them well above bf16 noise
+  }
+  const auto T = TensorGroup::kLayerTrunk;
+  for (int i = 0; i < g.num_hidden_layers; ++i) {
+    const std::string lp = P + "layers." + std::to_string(i) + ".";
+    b.norm(lp + "input_layernorm.weight", h, T, i);
+    b.norm(lp + "post_attention_layernorm.weight", h, T, i);
+    b.mat(lp + "self_attention_res_proj.weight", 1, h, 0.05 * std::sqrt((double)h), T, i);
+    b.mat(lp + "mlp_res_proj.weight", 1, h, 0.05 * std::sqrt((double)h), T, i);
+    b.norm(lp + "self_attention_res_norm.weight", h, T, i);
+    b.norm(lp + "mlp_res_norm.weight", h, T, i);
+    const std::string ap = lp + "self_attn.";
+    if (!g.is_mla(i)) add_kda_attention(b, g, i, ap);
+    else add_mla_attention(b, g, i, ap);
+    if (i < g.first_k_dense_replace) {
+      b.mat(lp + "mlp.gate_proj.weight", g.intermediate_size, h, 1.5, T, i);
+      b.mat(lp + "mlp.up_proj.weight", g.intermediate_size, h, 3.0, T, i);
+      b.mat(lp + "mlp.down_proj.weight", h, g.intermediate_size, 0.1, T, i);
+      continue;
+    }
+    add_moe(b, g, i, lp + "block_sparse_moe.");
+  }
+  b.norm(P + "norm.weight", h, TensorGroup::kHead, -1);
+  b.mat(P + "output_attn_res_proj.weight", 1, h, 0.05 * std::sqrt((double)h), TensorGroup::kHead, -1);
+  b.norm(P + "output_attn_res_norm.weight", h, TensorGroup::kHead, -1);
+  b.mat("language_model.lm_head.weight", g.vocab_size, h, 2.0, TensorGroup::kHead, -1);
+  add_vision(b, g);
   return std::move(b.out);
 }
 
@@ -344,16 +368,20 @@ void build_shards(SynthLayout& L, const SynthGeometry& g) {
       uint64_t sa = dtype_size(x.t.dtype), sb = dtype_size(y.t.dtype);
       return sa != sb ? sa > sb : x.t.name < y.t.name;
     });
-    std::string json = "{\"__metadata__\":{\"format\":\"pt\"}";
+    JsonWriter w = JsonWriter::compact();  // the reference writer's form: no spaces
+    w.begin_object();
+    w.key("__metadata__").begin_object().key("format").value("pt").end_object();
     uint64_t off = 0;
     for (size_t i : sh.tensors) {
       const SynthTensor& s = L.tensors[i];
-      json += "," + json_string(s.t.name) + ":{\"dtype\":\"" + dtype_name(s.t.dtype) + "\",\"shape\":[";
-      for (size_t d = 0; d < s.t.shape.size(); ++d) json += (d ? "," : "") + std::to_string(s.t.shape[d]);
-      json += "],\"data_offsets\":[" + std::to_string(off) + "," + std::to_string(off + s.nbytes()) + "]}";
+      w.key(s.t.name).begin_object().key("dtype").value(dtype_name(s.t.dtype)).key("shape").begin_array();
+      for (uint64_t d : s.t.shape) w.value(static_cast<unsigned long long>(d));
+      w.end_array().key("data_offsets").begin_array().value(static_cast<unsigned long long>(off));
+      w.value(static_cast<unsigned long long>(off + s.nbytes())).end_array().end_object();
       off += s.nbytes();
     }
-    json += "}";
+    w.end_object();
+    std::string json = w.take();
     while ((8 + json.size()) % 8) json += ' ';
     sh.header.assign(8, '\0');
     for (int i = 0; i < 8; ++i) sh.header[i] = static_cast<char>((json.size() >> (8 * i)) & 0xff);
@@ -405,8 +433,10 @@ SynthResult write_synthetic_checkpoint(const std::string& dir, const SynthGeomet
   for (const SynthTensor& s : L.tensors)
     if (!is_hole(s)) to_write += s.nbytes();
   std::vector<uint8_t> buf(kChunk);
-  std::string weight_map;
-  weight_map.reserve(L.tensors.size() * 100);
+  JsonWriter index(2);
+  index.begin_object();
+  index.key("metadata").begin_object().key("total_size").value(static_cast<unsigned long long>(L.total_size));
+  index.end_object().key("weight_map").begin_object();
   for (const SynthShard& sh : L.shards) {
     const std::string path = path_join(dir, sh.name);
     {
@@ -429,8 +459,7 @@ SynthResult write_synthetic_checkpoint(const std::string& dir, const SynthGeomet
           }
         }
         pos += nb;
-        if (!weight_map.empty()) weight_map += ",\n";
-        weight_map += "    " + json_string(s->t.name) + ": " + json_string(sh.name);
+        index.key(s->t.name).value(sh.name);
       }
       out.commit();
     }
@@ -449,9 +478,8 @@ SynthResult write_synthetic_checkpoint(const std::string& dir, const SynthGeomet
     write_text(path_join(dir, "tiktoken.model"), synth_tiktoken_model(g.vocab_size - 256, opt.seed));
     write_text(path_join(dir, "tokenizer_config.json"), synth_tokenizer_config_json(g.vocab_size));
   }
-  std::string index = "{\n  \"metadata\": {\n    \"total_size\": " + std::to_string(res.total_size) +
-                      "\n  },\n  \"weight_map\": {\n" + weight_map + "\n  }\n}\n";
-  write_text(path_join(dir, "model.safetensors.index.json"), index);
+  index.end_object().end_object();
+  write_text(path_join(dir, "model.safetensors.index.json"), index.take() + "\n");
   return res;
 }
 

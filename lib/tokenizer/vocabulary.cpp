@@ -78,6 +78,87 @@ uint64_t line_of_rank(std::string_view text, uint32_t r) {
   return line;
 }
 
+void check_every_byte_is_a_token(const Vocabulary& v, const std::string& model_name) {
+  for (int b = 0; b < 256; ++b) {
+    char c = static_cast<char>(b);
+    if (v.rank(&c, 1) == Vocabulary::kNoToken) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02X", b);
+      bad(model_name + ": the single byte " + hex + " is not a token (byte-level BPE needs all 256)");
+    }
+  }
+}
+
+// What tokenizer_config.json says of the special tokens.
+struct TokenizerConfig {
+  std::vector<std::pair<uint64_t, std::string>> added;  // added_tokens_decoder: id, name
+  std::string bos, eos;
+  bool has_bos = false, has_eos = false;
+};
+
+// On-demand parsing: tokenizer_config.json carries numbers such as
+// model_max_length = 1e30 written as an integer, which a DOM parse rejects;
+// values we do not read are skipped, never converted.
+TokenizerConfig parse_tokenizer_config(std::string_view config, const std::string& config_name) {
+  TokenizerConfig cfg;
+  try {
+    simdjson::ondemand::parser parser;
+    simdjson::padded_string padded(config);
+    simdjson::ondemand::document doc = parser.iterate(padded);
+    // A token name: a string or {"content": string}.
+    auto content = [&](simdjson::ondemand::value val, std::string& out, const std::string& what) {
+      if (val.type() == simdjson::ondemand::json_type::string) {
+        out = std::string(std::string_view(val.get_string()));
+        return;
+      }
+      if (val.type() == simdjson::ondemand::json_type::object) {
+        for (auto f : val.get_object()) {
+          if (std::string_view(f.unescaped_key()) == "content") {
+            out = std::string(std::string_view(f.value().get_string()));
+            return;
+          }
+        }
+      }
+      bad(config_name + ": " + what + " is neither a string nor {\"content\": string}");
+    };
+    for (auto field : doc.get_object()) {
+      std::string_view key = field.unescaped_key();
+      if (key == "added_tokens_decoder") {
+        for (auto entry : field.value().get_object()) {
+          std::string id_text(std::string_view(entry.unescaped_key()));
+          uint64_t id = 0;
+          auto [end, ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), id);
+          if (ec != std::errc() || end != id_text.data() + id_text.size())
+            bad(config_name + ": added_tokens_decoder key \"" + id_text + "\" is not a token id");
+          std::string name;
+          content(entry.value(), name, "added_tokens_decoder[\"" + id_text + "\"]");
+          cfg.added.emplace_back(id, std::move(name));
+        }
+      } else if (key == "bos_token" || key == "eos_token") {
+        simdjson::ondemand::value val = field.value();
+        if (val.is_null()) continue;
+        bool bos = key == "bos_token";
+        content(val, bos ? cfg.bos : cfg.eos, std::string(key));
+        (bos ? cfg.has_bos : cfg.has_eos) = true;
+      }
+    }
+  } catch (const simdjson::simdjson_error& e) {
+    bad(config_name + ": not valid JSON (" + e.what() + ")");
+  }
+  return cfg;
+}
+
+// The id of bos_token or eos_token's name: a special token, or a base token
+// (Vocabulary::kNoToken when the config names none).
+TokenId named_token(const Vocabulary& v, bool present, const std::string& name, const char* key,
+                    const std::string& config_name) {
+  if (!present) return Vocabulary::kNoToken;
+  TokenId id = v.special_id(name);
+  if (id == Vocabulary::kNoToken) id = v.rank(name);  // a base token may serve too
+  if (id == Vocabulary::kNoToken) bad(config_name + ": \"" + key + "\" is \"" + name + "\", which is not a token");
+  return id;
+}
+
 }  // namespace
 
 Vocabulary Vocabulary::load(const std::string& dir) {
@@ -134,67 +215,9 @@ Vocabulary Vocabulary::parse(std::string_view text, std::string_view config, con
         " has the same bytes as rank " + std::to_string(first));
 
   // Byte-level BPE starts from single bytes, so every byte must be a token.
-  for (int b = 0; b < 256; ++b) {
-    char c = static_cast<char>(b);
-    if (v.rank(&c, 1) == kNoToken) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "0x%02X", b);
-      bad(model_name + ": the single byte " + hex + " is not a token (byte-level BPE needs all 256)");
-    }
-  }
+  check_every_byte_is_a_token(v, model_name);
 
-  // Special names. On-demand parsing: tokenizer_config.json carries numbers
-  // such as model_max_length = 1e30 written as an integer, which a DOM parse
-  // rejects; values we do not read are skipped, never converted.
-  struct Config {
-    std::vector<std::pair<uint64_t, std::string>> added;
-    std::string bos, eos;
-    bool has_bos = false, has_eos = false;
-  } cfg;
-  try {
-    simdjson::ondemand::parser parser;
-    simdjson::padded_string padded(config);
-    simdjson::ondemand::document doc = parser.iterate(padded);
-    // A token name: a string or {"content": string}.
-    auto content = [&](simdjson::ondemand::value val, std::string& out, const std::string& what) {
-      if (val.type() == simdjson::ondemand::json_type::string) {
-        out = std::string(std::string_view(val.get_string()));
-        return;
-      }
-      if (val.type() == simdjson::ondemand::json_type::object) {
-        for (auto f : val.get_object()) {
-          if (std::string_view(f.unescaped_key()) == "content") {
-            out = std::string(std::string_view(f.value().get_string()));
-            return;
-          }
-        }
-      }
-      bad(config_name + ": " + what + " is neither a string nor {\"content\": string}");
-    };
-    for (auto field : doc.get_object()) {
-      std::string_view key = field.unescaped_key();
-      if (key == "added_tokens_decoder") {
-        for (auto entry : field.value().get_object()) {
-          std::string id_text(std::string_view(entry.unescaped_key()));
-          uint64_t id = 0;
-          auto [end, ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), id);
-          if (ec != std::errc() || end != id_text.data() + id_text.size())
-            bad(config_name + ": added_tokens_decoder key \"" + id_text + "\" is not a token id");
-          std::string name;
-          content(entry.value(), name, "added_tokens_decoder[\"" + id_text + "\"]");
-          cfg.added.emplace_back(id, std::move(name));
-        }
-      } else if (key == "bos_token" || key == "eos_token") {
-        simdjson::ondemand::value val = field.value();
-        if (val.is_null()) continue;
-        bool bos = key == "bos_token";
-        content(val, bos ? cfg.bos : cfg.eos, std::string(key));
-        (bos ? cfg.has_bos : cfg.has_eos) = true;
-      }
-    }
-  } catch (const simdjson::simdjson_error& e) {
-    bad(config_name + ": not valid JSON (" + e.what() + ")");
-  }
+  const TokenizerConfig cfg = parse_tokenizer_config(config, config_name);
 
   v.special_names_.resize(kNumSpecialTokens);
   std::vector<bool> named(kNumSpecialTokens, false);
@@ -216,15 +239,8 @@ Vocabulary Vocabulary::parse(std::string_view text, std::string_view config, con
           std::to_string(it->second) + " and " + std::to_string(v.num_ranks_ + i));
   }
 
-  auto resolve = [&](bool present, const std::string& name, const char* key) -> TokenId {
-    if (!present) return kNoToken;
-    TokenId id = v.special_id(name);
-    if (id == kNoToken) id = v.rank(name);  // a base token may serve too
-    if (id == kNoToken) bad(config_name + ": \"" + key + "\" is \"" + name + "\", which is not a token");
-    return id;
-  };
-  v.bos_id_ = resolve(cfg.has_bos, cfg.bos, "bos_token");
-  v.eos_id_ = resolve(cfg.has_eos, cfg.eos, "eos_token");
+  v.bos_id_ = named_token(v, cfg.has_bos, cfg.bos, "bos_token", config_name);
+  v.eos_id_ = named_token(v, cfg.has_eos, cfg.eos, "eos_token", config_name);
   return v;
 }
 

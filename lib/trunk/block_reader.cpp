@@ -39,7 +39,51 @@ struct Job {
   size_t next = 0;      // next piece to issue
   int outstanding = 0;  // issued, not yet decoded
   std::string error;
+
+  // Piece `p` decoded (`err` empty) or failed. Returns the next piece to
+  // issue into its slot (SIZE_MAX: none, or a piece failed); sets
+  // `finished` when no piece is outstanding, with the job's first failure.
+  size_t piece_done(const std::string& err, bool& finished, std::string& final_err) {
+    std::lock_guard<std::mutex> lk(mu);
+    if (!err.empty() && error.empty()) error = err;
+    --outstanding;
+    size_t n = SIZE_MAX;
+    if (error.empty() && next < pieces.size()) {
+      n = next++;
+      ++outstanding;
+    }
+    finished = outstanding == 0;
+    final_err = error;
+    return n;
+  }
 };
+
+// Cuts each target's blocks into pieces of whole blocks of at most
+// `piece_bytes` stored bytes, adding the aligned bytes each reads to
+// `stored`. Returns what a damaged trunk.json claims, or "".
+std::string cut_pieces(const TrunkSection& s, const std::vector<TrunkBlockReader::Target>& targets,
+                       uint64_t piece_bytes, std::vector<Piece>& pieces, uint64_t& stored) {
+  for (const TrunkBlockReader::Target& t : targets) {
+    if (t.blocks.last > s.blocks.size() || t.blocks.first > t.blocks.last)
+      return "trunk.json: section " + s.name + ": no blocks " + std::to_string(t.blocks.first) + " to " +
+             std::to_string(t.blocks.last) + " (damaged; re-run " + repack_command(true) + ")";
+    for (size_t first = t.blocks.first; first < t.blocks.last;) {
+      if (s.blocks[first].stored_size > piece_bytes)  // only a damaged trunk.json says so
+        return "trunk.json: section " + s.name + " block " + std::to_string(first) + " claims " +
+               std::to_string(s.blocks[first].stored_size) + " stored bytes (damaged; re-run " + repack_command(true) +
+               ")";
+      size_t last = first + 1;
+      while (last < t.blocks.last &&
+             s.blocks[last].stored_offset + s.blocks[last].stored_size - s.blocks[first].stored_offset <= piece_bytes)
+        ++last;
+      pieces.push_back(Piece{BlockRange{first, last}, t.dst, t.dst_base, t.dst_len});
+      const StoredSpan span = stored_span(s, BlockRange{first, last});
+      stored += align_up(span.offset + span.length) - align_down(span.offset);
+      first = last;
+    }
+  }
+  return "";
+}
 }  // namespace
 
 uint64_t TrunkBlockReader::submit(const TrunkSection& s, BlockRange r, uint8_t* dst, uint64_t dst_base,
@@ -57,28 +101,10 @@ uint64_t TrunkBlockReader::submit(const TrunkSection& s, const std::vector<Targe
   job->done = std::move(done);
   job->urgent = urgent;
   uint64_t stored = 0;
-  for (const Target& t : targets) {
-    if (t.blocks.last > s.blocks.size() || t.blocks.first > t.blocks.last) {
-      job->done("trunk.json: section " + s.name + ": no blocks " + std::to_string(t.blocks.first) + " to " +
-                std::to_string(t.blocks.last) + " (damaged; re-run " + repack_command(true) + ")");
-      return 0;
-    }
-    for (size_t first = t.blocks.first; first < t.blocks.last;) {
-      if (s.blocks[first].stored_size > piece_bytes_) {  // only a damaged trunk.json says so
-        job->done("trunk.json: section " + s.name + " block " + std::to_string(first) + " claims " +
-                  std::to_string(s.blocks[first].stored_size) + " stored bytes (damaged; re-run " +
-                  repack_command(true) + ")");
-        return 0;
-      }
-      size_t last = first + 1;
-      while (last < t.blocks.last &&
-             s.blocks[last].stored_offset + s.blocks[last].stored_size - s.blocks[first].stored_offset <= piece_bytes_)
-        ++last;
-      job->pieces.push_back(Piece{BlockRange{first, last}, t.dst, t.dst_base, t.dst_len});
-      const StoredSpan span = stored_span(s, BlockRange{first, last});
-      stored += align_up(span.offset + span.length) - align_down(span.offset);
-      first = last;
-    }
+  const std::string damaged = cut_pieces(s, targets, piece_bytes_, job->pieces, stored);
+  if (!damaged.empty()) {
+    job->done(damaged);
+    return 0;
   }
   if (job->pieces.empty()) {
     job->done(std::string());
@@ -112,20 +138,9 @@ uint64_t TrunkBlockReader::submit(const TrunkSection& s, const std::vector<Targe
                                 thread_decoder());
             *totals += static_cast<uint64_t>((thread_cpu_seconds() - t0) * 1e9);
           }
-          size_t next = SIZE_MAX;
           bool finished = false;
           std::string final_err;
-          {
-            std::lock_guard<std::mutex> lk(job->mu);
-            if (!err.empty() && job->error.empty()) job->error = err;
-            --job->outstanding;
-            if (job->error.empty() && job->next < job->pieces.size()) {
-              next = job->next++;
-              ++job->outstanding;
-            }
-            finished = job->outstanding == 0;
-            final_err = job->error;
-          }
+          const size_t next = job->piece_done(err, finished, final_err);
           if (next != SIZE_MAX) (*self)(next, slot);
           if (finished) job->done(final_err);
         },

@@ -116,30 +116,136 @@ std::string old_format_problem(const TrunkLayout& t, const std::string& trunk_di
          c.dir() + " (reads trunk.bin once to hash its blocks)";
 }
 
+// The xxh3 of section `s` as gathered from the checkpoint (throws what
+// reading the shards throws).
+uint64_t source_section_hash(const TrunkSection& s, const Checkpoint& checkpoint, ShardFiles& files,
+                             std::vector<uint8_t>& buf, const std::function<void(uint64_t)>& advanced) {
+  Xxh3State hash;  // freed on every path, a failed read included
+  XXH3_state_t* st = hash.get();
+  XXH3_64bits_reset(st);
+  stream_section(s, checkpoint, files, buf, [&](uint64_t, const uint8_t* p, uint64_t n) {
+    XXH3_64bits_update(st, p, n);
+    advanced(n);
+  });
+  return XXH3_64bits_digest(st);
+}
+
+// Section `s` as packed in trunk.bin (`size` bytes): its hash, decoded
+// block by block for a compressed section, and the first damaged block.
+struct PackedSection {
+  bool in_file = false;  // false: the section lies past the end of trunk.bin
+  uint64_t hash = 0;
+  std::string block_err;
+};
+PackedSection hash_packed_section(const File& f, uint64_t size, const TrunkSection& s, std::vector<uint8_t>& buf,
+                                  NonFiniteScan& non_finite, const std::function<void(uint64_t)>& advanced) {
+  PackedSection r;
+  r.in_file = s.stored_offset + s.stored_length <= size;
+  if (!r.in_file) return r;
+  Xxh3State hash;  // freed on every path, a failed read included
+  XXH3_state_t* st = hash.get();
+  XXH3_64bits_reset(st);
+  if (s.compressed) {
+    r.block_err = hash_compressed_section(f, s, st, non_finite, advanced);
+  } else {
+    RawBlockHashes blocks(s);
+    for (uint64_t o = 0; o < s.length; o += kChunk) {
+      uint64_t n = std::min<uint64_t>(kChunk, s.length - o);
+      f.pread_exact(buf.data(), n, s.stored_offset + o);
+      XXH3_64bits_update(st, buf.data(), n);
+      blocks.feed(s.offset + o, buf.data(), n);
+      non_finite.feed(s.offset + o, buf.data(), n);
+      advanced(n);
+    }
+    r.block_err = blocks.first_mismatch();
+  }
+  r.hash = XXH3_64bits_digest(st);
+  return r;
+}
+
+// The checks that need no byte of trunk.bin: whose model it is, its format,
+// its tensor table against the manifest. False when the table is wrong (a
+// re-pack is the remedy, so nothing more is checked).
+bool check_trunk_description(const TrunkLayout& t, const std::string& trunk_dir, const Checkpoint& checkpoint,
+                             const std::vector<ExpectedTensor>& manifest, TrunkCheck& r) {
+  const FingerprintComparison cmp = compare_fingerprint(t.source, fingerprint_checkpoint(checkpoint));
+  if (cmp.diff != FingerprintDiff::kSame) r.problems.push_back("fingerprint: " + cmp.reason);
+  if (cmp.diff == FingerprintDiff::kShardsChanged) r.shards_changed = cmp.reason;
+  const std::string old = old_format_problem(t, trunk_dir, checkpoint);
+  if (!old.empty()) {  // older formats lack the blocks the table check compares
+    r.problems.push_back(old);
+    return true;
+  }
+  try {
+    check_trunk_table(t, layout_trunk(manifest), path_join(trunk_dir, "trunk.json"),
+                      "re-run " + repack_command(t.compressed()) + " " + checkpoint.dir() + " " + trunk_dir);
+  } catch (const Error& e) {
+    r.problems.push_back(e.what());
+    r.shards_changed.clear();  // a re-pack, not a --refresh, is the remedy
+    return false;
+  }
+  return true;
+}
+
+// The sections holding a tensor of a changed shard (every section when the
+// trunk.json does not record the shards' identity).
+std::vector<const TrunkSection*> sections_of_changed_shards(const TrunkLayout& t, const Checkpoint& checkpoint,
+                                                            const FingerprintComparison& cmp) {
+  std::vector<bool> changed(checkpoint.shards().size(), !t.source.has_identity);
+  for (size_t i = 0; i < changed.size(); ++i)
+    for (const std::string& f : cmp.changed_shards) changed[i] = changed[i] || checkpoint.shards()[i].file == f;
+  std::vector<const TrunkSection*> todo;
+  for (const TrunkSection& s : t.sections) {
+    bool touched = false;
+    for (const TrunkTensor& x : s.tensors) touched = touched || changed[checkpoint.at(x.name).shard];
+    if (touched) todo.push_back(&s);
+  }
+  return todo;
+}
+
+// The upgrade to version 4: every raw section gets its block hashes, from
+// trunk.bin's bytes, which must match the section's recorded hash
+// (compressed sections have had block hashes since version 3).
+void add_raw_block_hashes(TrunkLayout& t, const std::string& trunk_dir, std::vector<uint8_t>& buf,
+                          const std::function<void(uint64_t)>& advanced, TrunkCheck& r) {
+  const File f = File::open_read(path_join(trunk_dir, "trunk.bin"));
+  for (TrunkSection& s : t.sections) {
+    if (s.compressed) continue;
+    uint64_t count = 0;
+    for (const TrunkTensor& x : s.tensors) count += (x.nbytes + kTrunkBlockBytes - 1) / kTrunkBlockBytes;
+    s.blocks.assign(count, TrunkBlock{});
+    if (!place_raw_blocks(s, kTrunkBlockBytes))
+      throw Error(ExitCode::kBadModel, path_join(trunk_dir, "trunk.json") + ": section " + s.name +
+                                           "'s tensors overlap (damaged; re-run " + spelled(kPackTrunk) + ")");
+    RawBlockHashes blocks(s);
+    Xxh3State section;
+    XXH3_64bits_reset(section.get());
+    for (uint64_t o = 0; o < s.length; o += kChunk) {
+      const uint64_t n = std::min<uint64_t>(kChunk, s.length - o);
+      f.pread_exact(buf.data(), n, s.stored_offset + o);
+      XXH3_64bits_update(section.get(), buf.data(), n);
+      blocks.feed(s.offset + o, buf.data(), n);
+      advanced(n);
+    }
+    r.bytes_read += s.length;
+    if (XXH3_64bits_digest(section.get()) != s.xxh3) {
+      r.problems.push_back("trunk.bin: section " + s.name + " differs from its hash in trunk.json (damaged; re-run " +
+                           spelled(kPackTrunk) + ")");
+      continue;
+    }
+    for (size_t i = 0; i < s.blocks.size(); ++i) s.blocks[i].xxh3 = blocks.digests().at(i);
+  }
+}
+
 }  // namespace
 
 TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoint,
                        const std::vector<ExpectedTensor>& manifest,
                        const std::function<void(uint64_t, uint64_t)>& progress) {
-  const std::string bin = path_join(trunk_dir, "trunk.bin");
-  TrunkLayout t = read_trunk_layout(trunk_dir);
+  const TrunkLayout t = read_trunk_layout(trunk_dir);
   TrunkCheck r;
-  const FingerprintComparison cmp = compare_fingerprint(t.source, fingerprint_checkpoint(checkpoint));
-  if (cmp.diff != FingerprintDiff::kSame) r.problems.push_back("fingerprint: " + cmp.reason);
-  if (cmp.diff == FingerprintDiff::kShardsChanged) r.shards_changed = cmp.reason;
-  const std::string old = old_format_problem(t, trunk_dir, checkpoint);
-  if (!old.empty()) r.problems.push_back(old);
-  if (old.empty()) {  // older formats lack the blocks the table check compares
-    try {
-      check_trunk_table(t, layout_trunk(manifest), path_join(trunk_dir, "trunk.json"),
-                        "re-run " + repack_command(t.compressed()) + " " + checkpoint.dir() + " " + trunk_dir);
-    } catch (const Error& e) {
-      r.problems.push_back(e.what());
-      r.shards_changed.clear();  // a re-pack, not a --refresh, is the remedy
-      return r;
-    }
-  }
-  File f = File::open_read(bin);
+  if (!check_trunk_description(t, trunk_dir, checkpoint, manifest, r)) return r;
+  File f = File::open_read(path_join(trunk_dir, "trunk.bin"));
   const uint64_t size = f.size();
   uint64_t decoded_total = 0;
   for (const TrunkSection& s : t.sections) decoded_total += s.length;
@@ -150,56 +256,24 @@ TrunkCheck check_trunk(const std::string& trunk_dir, const Checkpoint& checkpoin
   std::vector<uint8_t> buf(kChunk);
   uint64_t done = 0;
   const uint64_t total = 2 * decoded_total;
+  const std::function<void(uint64_t)> advanced = [&](uint64_t n) {
+    done += n;
+    if (progress) progress(done, total);
+  };
   NonFiniteScan non_finite = trunk_float_scan(t);
   for (const TrunkSection& s : t.sections) {
-    // The packed bytes (decoded, block by block, for a compressed section).
-    uint64_t h_bin = 0;
-    bool bin_ok = s.stored_offset + s.stored_length <= size;
-    std::string block_err;
-    if (bin_ok) {
-      Xxh3State hash;  // freed on every path, a failed write included
-      XXH3_state_t* st = hash.get();
-      XXH3_64bits_reset(st);
-      if (s.compressed)
-        block_err = hash_compressed_section(f, s, st, non_finite, [&](uint64_t n) {
-          done += n;
-          if (progress) progress(done, total);
-        });
-      else {
-        RawBlockHashes blocks(s);
-        for (uint64_t o = 0; o < s.length; o += kChunk) {
-          uint64_t n = std::min<uint64_t>(kChunk, s.length - o);
-          f.pread_exact(buf.data(), n, s.stored_offset + o);
-          XXH3_64bits_update(st, buf.data(), n);
-          blocks.feed(s.offset + o, buf.data(), n);
-          non_finite.feed(s.offset + o, buf.data(), n);
-          done += n;
-          if (progress) progress(done, total);
-        }
-        block_err = blocks.first_mismatch();
-      }
-      h_bin = XXH3_64bits_digest(st);
-    }
-    // The same bytes gathered from the checkpoint.
-    uint64_t h_src = 0;
+    const PackedSection packed = hash_packed_section(f, size, s, buf, non_finite, advanced);
+    uint64_t h_src = 0;  // the same bytes gathered from the checkpoint
     std::string src_err;
     try {
-      Xxh3State hash;  // freed on every path, a failed write included
-      XXH3_state_t* st = hash.get();
-      XXH3_64bits_reset(st);
-      stream_section(s, checkpoint, files, buf, [&](uint64_t, const uint8_t* p, uint64_t n) {
-        XXH3_64bits_update(st, p, n);
-        done += n;
-        if (progress) progress(done, total);
-      });
-      h_src = XXH3_64bits_digest(st);
+      h_src = source_section_hash(s, checkpoint, files, buf, advanced);
     } catch (const Error& e) {
       src_err = e.what();
     }
     r.bytes_checked += s.length;
-    if (!bin_ok) r.problems.push_back(s.name + ": lies beyond the end of trunk.bin (truncated)");
-    else if (!block_err.empty()) r.problems.push_back(block_err);
-    else if (h_bin != s.xxh3)
+    if (!packed.in_file) r.problems.push_back(s.name + ": lies beyond the end of trunk.bin (truncated)");
+    else if (!packed.block_err.empty()) r.problems.push_back(packed.block_err);
+    else if (packed.hash != s.xxh3)
       r.problems.push_back(s.name + ": trunk.bin bytes differ from the hash recorded in trunk.json");
     if (!src_err.empty()) r.problems.push_back(s.name + ": cannot read the source tensors: " + src_err);
     else if (h_src != s.xxh3) r.problems.push_back(s.name + ": the checkpoint's tensors differ from what was packed");
@@ -229,75 +303,26 @@ TrunkCheck refresh_trunk(const std::string& trunk_dir, const Checkpoint& checkpo
     r.problems.push_back("trunk.bin: missing or not the size trunk.json records " + rerun_pack_hint());
     return r;
   }
-  std::vector<bool> changed(checkpoint.shards().size(), !t.source.has_identity);
-  for (size_t i = 0; i < changed.size(); ++i)
-    for (const std::string& f : cmp.changed_shards) changed[i] = changed[i] || checkpoint.shards()[i].file == f;
-  std::vector<const TrunkSection*> todo;
-  uint64_t total = 0;
-  for (const TrunkSection& s : t.sections) {
-    bool touched = false;
-    for (const TrunkTensor& x : s.tensors) touched = touched || changed[checkpoint.at(x.name).shard];
-    if (!touched) continue;
-    todo.push_back(&s);
-    total += s.length;
-  }
+  const std::vector<const TrunkSection*> todo = sections_of_changed_shards(t, checkpoint, cmp);
+  uint64_t total = 0, done = 0;
+  for (const TrunkSection* s : todo) total += s->length;
   if (upgrade)
     for (const TrunkSection& s : t.sections) total += s.compressed ? 0 : s.length;
+  const std::function<void(uint64_t)> advanced = [&](uint64_t n) {
+    done += n;
+    if (progress) progress(done, total);
+  };
   ShardFiles files(checkpoint);
   std::vector<uint8_t> buf(kChunk);
-  uint64_t done = 0;
   for (const TrunkSection* s : todo) {
-    XXH3_state_t* st = XXH3_createState();
-    XXH3_64bits_reset(st);
-    try {
-      stream_section(*s, checkpoint, files, buf, [&](uint64_t, const uint8_t* p, uint64_t n) {
-        XXH3_64bits_update(st, p, n);
-        done += n;
-        if (progress) progress(done, total);
-      });
-    } catch (...) {
-      XXH3_freeState(st);
-      throw;
-    }
-    const uint64_t h = XXH3_64bits_digest(st);
-    XXH3_freeState(st);
+    const uint64_t h = source_section_hash(*s, checkpoint, files, buf, advanced);
     r.bytes_checked += s->length;
     if (h != s->xxh3)
       r.problems.push_back(s->name + ": the checkpoint's tensors differ from what was packed " + rerun_pack_hint());
   }
   if (!r.problems.empty()) return r;
   if (upgrade) {
-    // Version 4: every raw section gets its block hashes, from trunk.bin's
-    // bytes, which must match the section's recorded hash (compressed
-    // sections have had block hashes since version 3).
-    const File f = File::open_read(bin);
-    for (TrunkSection& s : t.sections) {
-      if (s.compressed) continue;
-      uint64_t count = 0;
-      for (const TrunkTensor& x : s.tensors) count += (x.nbytes + kTrunkBlockBytes - 1) / kTrunkBlockBytes;
-      s.blocks.assign(count, TrunkBlock{});
-      if (!place_raw_blocks(s, kTrunkBlockBytes))
-        throw Error(ExitCode::kBadModel, path_join(trunk_dir, "trunk.json") + ": section " + s.name +
-                                             "'s tensors overlap (damaged; re-run " + spelled(kPackTrunk) + ")");
-      RawBlockHashes blocks(s);
-      Xxh3State section;
-      XXH3_64bits_reset(section.get());
-      for (uint64_t o = 0; o < s.length; o += kChunk) {
-        const uint64_t n = std::min<uint64_t>(kChunk, s.length - o);
-        f.pread_exact(buf.data(), n, s.stored_offset + o);
-        XXH3_64bits_update(section.get(), buf.data(), n);
-        blocks.feed(s.offset + o, buf.data(), n);
-        done += n;
-        if (progress) progress(done, total);
-      }
-      r.bytes_read += s.length;
-      if (XXH3_64bits_digest(section.get()) != s.xxh3) {
-        r.problems.push_back("trunk.bin: section " + s.name + " differs from its hash in trunk.json (damaged; re-run " +
-                             spelled(kPackTrunk) + ")");
-        continue;
-      }
-      for (size_t i = 0; i < s.blocks.size(); ++i) s.blocks[i].xxh3 = blocks.digests().at(i);
-    }
+    add_raw_block_hashes(t, trunk_dir, buf, advanced, r);
     if (!r.problems.empty()) return r;
     r.upgraded_from = t.version;
     t.block_bytes = kTrunkBlockBytes;

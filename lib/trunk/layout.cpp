@@ -99,113 +99,153 @@ std::string hex64(uint64_t v) {
   std::snprintf(b, sizeof b, "%016" PRIx64, v);
   return b;
 }
+
+void write_source(JsonWriter& w, const TrunkLayout& t) {
+  w.key("source").begin_object();
+  w.key("config_xxh3").value(hex64(t.source.config_hash));
+  w.key("shards").begin_array();
+  for (const SourceShard& sh : t.source.shards) {
+    w.inline_next().begin_object();
+    w.key("file").value(sh.file).key("size").value(static_cast<unsigned long long>(sh.size));
+    if (t.version >= 2) {
+      w.key("header_xxh3").value(hex64(sh.header_xxh3));
+      w.key("mtime_ns").value(static_cast<long long>(sh.mtime_ns));
+      w.key("inode").value(static_cast<unsigned long long>(sh.inode));
+    }
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+}
+
+// A compressed block is [stored bytes, xxh3 of the decoded bytes]; a raw
+// block is stored as it decodes, so its xxh3 alone.
+void write_blocks(JsonWriter& w, const TrunkSection& s) {
+  w.key("blocks").begin_array();
+  for (const TrunkBlock& b : s.blocks) {
+    if (s.compressed)
+      w.inline_next()
+          .begin_array()
+          .value(static_cast<unsigned long long>(b.stored_size))
+          .value(hex64(b.xxh3))
+          .end_array();
+    else w.value(hex64(b.xxh3));
+  }
+  w.end_array();
+}
+
+void write_section(JsonWriter& w, const TrunkSection& s, int version) {
+  w.begin_object();
+  w.key("name").value(s.name).key("layer").value(s.layer);
+  w.key("offset").value(static_cast<unsigned long long>(s.offset));
+  w.key("length").value(static_cast<unsigned long long>(s.length)).key("xxh3").value(hex64(s.xxh3));
+  if (version >= kTrunkStoredFieldsVersion) {
+    w.key("stored_offset").value(static_cast<unsigned long long>(s.stored_offset));
+    w.key("stored_length").value(static_cast<unsigned long long>(s.stored_length));
+    w.key("compressed").value(s.compressed);
+    if (s.compressed || version >= kTrunkBlockHashesVersion) write_blocks(w, s);
+  }
+  w.key("tensors").begin_array();
+  for (const TrunkTensor& x : s.tensors) {
+    w.inline_next().begin_object().key("name").value(x.name).key("dtype").value(dtype_name(x.dtype));
+    w.key("shape").begin_array();
+    for (uint64_t d : x.shape) w.value(static_cast<unsigned long long>(d));
+    w.end_array();
+    w.key("offset").value(static_cast<unsigned long long>(x.offset));
+    w.key("nbytes").value(static_cast<unsigned long long>(x.nbytes));
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+}
 }  // namespace
 
 std::string trunk_layout_to_json(const TrunkLayout& t) {
-  std::string o = "{\n  \"format\": \"k3-trunk\",\n  \"version\": " + std::to_string(t.version) +
-                  ",\n  \"file_size\": " + std::to_string(t.file_size) +
-                  (t.version >= kTrunkStoredFieldsVersion ? ",\n  \"block_bytes\": " + std::to_string(t.block_bytes)
-                                                          : std::string()) +
-                  ",\n  \"source\": {\n    \"config_xxh3\": \"" + hex64(t.source.config_hash) +
-                  "\",\n    \"shards\": [";
-  for (size_t i = 0; i < t.source.shards.size(); ++i) {
-    const SourceShard& sh = t.source.shards[i];
-    o += std::string(i ? "," : "") + "\n      {\"file\": " + json_string(sh.file) +
-         ", \"size\": " + std::to_string(sh.size);
-    if (t.version >= 2)
-      o += ", \"header_xxh3\": \"" + hex64(sh.header_xxh3) + "\", \"mtime_ns\": " + std::to_string(sh.mtime_ns) +
-           ", \"inode\": " + std::to_string(sh.inode);
-    o += "}";
-  }
-  o += "\n    ]\n  },\n  \"sections\": [";
-  for (size_t i = 0; i < t.sections.size(); ++i) {
-    const TrunkSection& s = t.sections[i];
-    o += std::string(i ? "," : "") + "\n    {\"name\": " + json_string(s.name) +
-         ", \"layer\": " + std::to_string(s.layer) + ", \"offset\": " + std::to_string(s.offset) +
-         ", \"length\": " + std::to_string(s.length) + ", \"xxh3\": \"" + hex64(s.xxh3) + "\",";
-    if (t.version >= kTrunkStoredFieldsVersion) {
-      o += "\n     \"stored_offset\": " + std::to_string(s.stored_offset) +
-           ", \"stored_length\": " + std::to_string(s.stored_length) +
-           ", \"compressed\": " + (s.compressed ? "true" : "false") + ",";
-      if (s.compressed) {
-        // [stored bytes, xxh3 of the decoded bytes], four to a line.
-        o += "\n     \"blocks\": [";
-        for (size_t b = 0; b < s.blocks.size(); ++b)
-          o += std::string(b ? "," : "") + (b % 4 == 0 ? "\n       " : " ") + "[" +
-               std::to_string(s.blocks[b].stored_size) + ", \"" + hex64(s.blocks[b].xxh3) + "\"]";
-        o += "],";
-      } else if (t.version >= kTrunkBlockHashesVersion) {
-        // A raw block is stored as it decodes: its xxh3 alone, eight to a line.
-        o += "\n     \"blocks\": [";
-        for (size_t b = 0; b < s.blocks.size(); ++b)
-          o += std::string(b ? "," : "") + (b % 8 == 0 ? "\n       " : " ") + "\"" + hex64(s.blocks[b].xxh3) + "\"";
-        o += "],";
-      }
-    }
-    o += "\n     \"tensors\": [";
-    for (size_t j = 0; j < s.tensors.size(); ++j) {
-      const TrunkTensor& x = s.tensors[j];
-      o += std::string(j ? "," : "") + "\n       {\"name\": " + json_string(x.name) + ", \"dtype\": \"" +
-           dtype_name(x.dtype) + "\", \"shape\": [";
-      for (size_t d = 0; d < x.shape.size(); ++d) o += (d ? ", " : "") + std::to_string(x.shape[d]);
-      o += "], \"offset\": " + std::to_string(x.offset) + ", \"nbytes\": " + std::to_string(x.nbytes) + "}";
-    }
-    o += "]}";
-  }
-  o += "\n  ]\n}\n";
-  return o;
+  JsonWriter w(2);
+  w.begin_object();
+  w.key("format").value("k3-trunk").key("version").value(t.version);
+  w.key("file_size").value(static_cast<unsigned long long>(t.file_size));
+  if (t.version >= kTrunkStoredFieldsVersion)
+    w.key("block_bytes").value(static_cast<unsigned long long>(t.block_bytes));
+  write_source(w, t);
+  w.key("sections").begin_array();
+  for (const TrunkSection& s : t.sections) write_section(w, s, t.version);
+  w.end_array();
+  w.end_object();
+  return w.take() + "\n";
 }
 
-TrunkLayout parse_trunk_layout(const std::string& json, const std::string& origin) {
-  auto bad = [&](const std::string& what) -> Error {
-    return Error(ExitCode::kBadModel, origin + ": " + what + " " + rerun_pack_hint());
-  };
-  simdjson::dom::parser parser;
-  simdjson::padded_string padded(json);
-  simdjson::dom::element root;
-  if (parser.parse(padded).get(root)) throw bad("not valid JSON");
-  std::string_view fmt;
-  if (root["format"].get_string().get(fmt) || fmt != "k3-trunk") throw bad("not a k3 trunk description");
-  TrunkLayout t;
-  int64_t version = 0;
-  if (root["version"].get_int64().get(version)) throw bad("missing trunk format version");
-  if (version < 1 || version > kTrunkFormatVersion)
-    throw Error(ExitCode::kBadModel, origin + ": unsupported trunk format version " + std::to_string(version) +
-                                         " (this k3 reads versions 1 to " + std::to_string(kTrunkFormatVersion) +
-                                         "; re-run " + spelled(kPackTrunk) + " with this k3)");
-  t.version = static_cast<int>(version);
-  t.source.has_identity = t.version >= 2;
-  const bool stored_fields = t.version >= kTrunkStoredFieldsVersion;
-  if (root["file_size"].get_uint64().get(t.file_size)) throw bad("missing file_size");
-  if (stored_fields && (root["block_bytes"].get_uint64().get(t.block_bytes) || t.block_bytes > (1ull << 30)))
-    throw bad("missing or bad block_bytes");
-  const bool raw_blocks = t.version >= kTrunkBlockHashesVersion;
-  if (raw_blocks && (t.block_bytes == 0 || t.block_bytes % 4096))
-    throw bad("block_bytes " + std::to_string(t.block_bytes) + " is not a positive multiple of 4096");
-  auto parse_hex = [&](simdjson::simdjson_result<simdjson::dom::element> e, const char* what) {
+namespace {
+
+using JsonElement = simdjson::simdjson_result<simdjson::dom::element>;
+
+// Reads trunk.json's parts in the order they are checked; every refusal
+// names the file and says to re-pack.
+class LayoutParser {
+ public:
+  explicit LayoutParser(const std::string& origin) : origin_(origin) {}
+
+  Error bad(const std::string& what) const {
+    return Error(ExitCode::kBadModel, origin_ + ": " + what + " " + rerun_pack_hint());
+  }
+  uint64_t hex(JsonElement e, const char* what) const {
     std::string_view s;
     if (e.get_string().get(s) || s.size() != 16 ||
         s.find_first_not_of("0123456789abcdefABCDEF") != std::string_view::npos)
       throw bad(std::string("bad ") + what);
     return std::stoull(std::string(s), nullptr, 16);
-  };
-  t.source.config_hash = parse_hex(root["source"]["config_xxh3"], "source.config_xxh3");
-  simdjson::dom::array shards, sections;
-  if (root["source"]["shards"].get_array().get(shards)) throw bad("missing source.shards");
-  for (auto s : shards) {
-    std::string_view f;
-    SourceShard sh;
-    if (s["file"].get_string().get(f) || s["size"].get_uint64().get(sh.size)) throw bad("bad source.shards entry");
-    sh.file = std::string(f);
-    if (t.version >= 2) {
-      sh.header_xxh3 = parse_hex(s["header_xxh3"], "source.shards header_xxh3");
-      if (s["mtime_ns"].get_int64().get(sh.mtime_ns) || s["inode"].get_uint64().get(sh.inode))
-        throw bad("source.shards entry '" + sh.file + "' lacks mtime_ns or inode");
-    }
-    t.source.shards.push_back(std::move(sh));
   }
-  if (root["sections"].get_array().get(sections)) throw bad("missing sections");
-  for (auto se : sections) {
+
+  // format, version, file_size and block_bytes.
+  void header(simdjson::dom::element root, TrunkLayout& t) const {
+    std::string_view fmt;
+    if (root["format"].get_string().get(fmt) || fmt != "k3-trunk") throw bad("not a k3 trunk description");
+    int64_t version = 0;
+    if (root["version"].get_int64().get(version)) throw bad("missing trunk format version");
+    if (version < 1 || version > kTrunkFormatVersion)
+      throw Error(ExitCode::kBadModel, origin_ + ": unsupported trunk format version " + std::to_string(version) +
+                                           " (this k3 reads versions 1 to " + std::to_string(kTrunkFormatVersion) +
+                                           "; re-run " + spelled(kPackTrunk) + " with this k3)");
+    t.version = static_cast<int>(version);
+    t.source.has_identity = t.version >= 2;
+    if (root["file_size"].get_uint64().get(t.file_size)) throw bad("missing file_size");
+    if (t.version >= kTrunkStoredFieldsVersion &&
+        (root["block_bytes"].get_uint64().get(t.block_bytes) || t.block_bytes > (1ull << 30)))
+      throw bad("missing or bad block_bytes");
+    if (t.version >= kTrunkBlockHashesVersion && (t.block_bytes == 0 || t.block_bytes % 4096))
+      throw bad("block_bytes " + std::to_string(t.block_bytes) + " is not a positive multiple of 4096");
+  }
+
+  // The checkpoint the trunk was packed from: config hash and shards.
+  void source(simdjson::dom::element root, TrunkLayout& t) const {
+    t.source.config_hash = hex(root["source"]["config_xxh3"], "source.config_xxh3");
+    simdjson::dom::array shards;
+    if (root["source"]["shards"].get_array().get(shards)) throw bad("missing source.shards");
+    for (auto s : shards) {
+      std::string_view f;
+      SourceShard sh;
+      if (s["file"].get_string().get(f) || s["size"].get_uint64().get(sh.size)) throw bad("bad source.shards entry");
+      sh.file = std::string(f);
+      if (t.version >= 2) {
+        sh.header_xxh3 = hex(s["header_xxh3"], "source.shards header_xxh3");
+        if (s["mtime_ns"].get_int64().get(sh.mtime_ns) || s["inode"].get_uint64().get(sh.inode))
+          throw bad("source.shards entry '" + sh.file + "' lacks mtime_ns or inode");
+      }
+      t.source.shards.push_back(std::move(sh));
+    }
+  }
+
+  TrunkSection section(simdjson::dom::element se, const TrunkLayout& t) const {
+    TrunkSection s = section_extent(se, t);
+    tensors(se, s);
+    if (s.compressed) compressed_blocks(se, s, t.block_bytes);
+    else if (t.version >= kTrunkBlockHashesVersion) raw_blocks(se, s, t.block_bytes);
+    return s;
+  }
+
+ private:
+  // A section's name, layer, hash and where it lies, decoded and stored.
+  TrunkSection section_extent(simdjson::dom::element se, const TrunkLayout& t) const {
     TrunkSection s;
     std::string_view name;
     int64_t layer;
@@ -214,10 +254,10 @@ TrunkLayout parse_trunk_layout(const std::string& json, const std::string& origi
       throw bad("bad section entry");
     s.name = std::string(name);
     s.layer = static_cast<int>(layer);
-    s.xxh3 = parse_hex(se["xxh3"], "section xxh3");
+    s.xxh3 = hex(se["xxh3"], "section xxh3");
     s.stored_offset = s.offset;
     s.stored_length = s.length;
-    if (stored_fields) {
+    if (t.version >= kTrunkStoredFieldsVersion) {
       if (se["stored_offset"].get_uint64().get(s.stored_offset) ||
           se["stored_length"].get_uint64().get(s.stored_length) || se["compressed"].get_bool().get(s.compressed))
         throw bad("section '" + s.name + "' lacks stored_offset, stored_length or compressed");
@@ -229,30 +269,17 @@ TrunkLayout parse_trunk_layout(const std::string& json, const std::string& origi
       throw bad("section '" + s.name + "' is misaligned or lies outside trunk.bin");
     if (s.offset > UINT64_MAX / 2 || s.length > UINT64_MAX / 2)
       throw bad("section '" + s.name + "' has an impossible offset or length");
+    return s;
+  }
+
+  // The section's tensors: inside it, their shapes matching their sizes,
+  // in ascending order without overlap (readers look them up so sorted).
+  void tensors(simdjson::dom::element se, TrunkSection& s) const {
     simdjson::dom::array tensors;
     if (se["tensors"].get_array().get(tensors)) throw bad("section '" + s.name + "' has no tensors");
     uint64_t tensors_end = s.offset;  // where the previous tensor ends
     for (auto te : tensors) {
-      TrunkTensor x;
-      std::string_view tn, dt;
-      simdjson::dom::array shape;
-      if (te["name"].get_string().get(tn) || te["dtype"].get_string().get(dt) || te["shape"].get_array().get(shape) ||
-          te["offset"].get_uint64().get(x.offset) || te["nbytes"].get_uint64().get(x.nbytes))
-        throw bad("bad tensor entry in section '" + s.name + "'");
-      x.name = std::string(tn);
-      if (!parse_dtype(std::string(dt), &x.dtype)) throw bad("unknown dtype for '" + x.name + "'");
-      unsigned __int128 numel = 1;  // no wrap-around for absurd shapes
-      for (auto d : shape) {
-        uint64_t v;
-        if (d.get_uint64().get(v)) throw bad("bad shape for '" + x.name + "'");
-        x.shape.push_back(v);
-        numel *= v;
-        if (numel >> 64) throw bad("shape of '" + x.name + "' is too large");
-      }
-      if (numel * dtype_size(x.dtype) != x.nbytes || x.offset < s.offset || x.nbytes > s.length ||
-          x.offset - s.offset > s.length - x.nbytes)
-        throw bad("tensor '" + x.name + "' lies outside its section or disagrees with its shape");
-      // Readers look tensors and blocks up as sorted by offset.
+      TrunkTensor x = tensor(te, s);
       if (x.offset < tensors_end) {
         const TrunkTensor& prev = s.tensors.back();
         throw bad("tensor '" + x.name + "' at offset " + std::to_string(x.offset) + " and tensor '" + prev.name +
@@ -262,39 +289,82 @@ TrunkLayout parse_trunk_layout(const std::string& json, const std::string& origi
       tensors_end = x.offset + x.nbytes;
       s.tensors.push_back(std::move(x));
     }
-    if (s.compressed) {
-      simdjson::dom::array blocks;
-      if (se["blocks"].get_array().get(blocks)) throw bad("compressed section '" + s.name + "' has no blocks");
-      for (auto be : blocks) {
-        simdjson::dom::array pair;
-        TrunkBlock k;
-        if (be.get_array().get(pair) || pair.size() != 2 || pair.at(0).get_uint64().get(k.stored_size))
-          throw bad("bad block entry in section '" + s.name + "'");
-        k.xxh3 = parse_hex(pair.at(1), "block xxh3");
-        s.blocks.push_back(k);
-      }
-      if (!place_trunk_blocks(s, t.block_bytes))
-        throw bad("the blocks of section '" + s.name + "' do not match its tensors or its stored length");
-    } else if (raw_blocks) {
-      simdjson::dom::array blocks;
-      if (se["blocks"].get_array().get(blocks)) throw bad("section '" + s.name + "' has no blocks");
-      for (auto be : blocks) {
-        TrunkBlock k;
-        k.xxh3 = parse_hex(simdjson::simdjson_result<simdjson::dom::element>(simdjson::dom::element(be)), "block xxh3");
-        s.blocks.push_back(k);
-      }
-      if (!place_raw_blocks(s, t.block_bytes))
-        throw bad("the blocks of section '" + s.name + "' do not match its tensors");
-    }
-    t.sections.push_back(std::move(s));
   }
+
+  TrunkTensor tensor(simdjson::dom::element te, const TrunkSection& s) const {
+    TrunkTensor x;
+    std::string_view tn, dt;
+    simdjson::dom::array shape;
+    if (te["name"].get_string().get(tn) || te["dtype"].get_string().get(dt) || te["shape"].get_array().get(shape) ||
+        te["offset"].get_uint64().get(x.offset) || te["nbytes"].get_uint64().get(x.nbytes))
+      throw bad("bad tensor entry in section '" + s.name + "'");
+    x.name = std::string(tn);
+    if (!parse_dtype(std::string(dt), &x.dtype)) throw bad("unknown dtype for '" + x.name + "'");
+    unsigned __int128 numel = 1;  // no wrap-around for absurd shapes
+    for (auto d : shape) {
+      uint64_t v;
+      if (d.get_uint64().get(v)) throw bad("bad shape for '" + x.name + "'");
+      x.shape.push_back(v);
+      numel *= v;
+      if (numel >> 64) throw bad("shape of '" + x.name + "' is too large");
+    }
+    if (numel * dtype_size(x.dtype) != x.nbytes || x.offset < s.offset || x.nbytes > s.length ||
+        x.offset - s.offset > s.length - x.nbytes)
+      throw bad("tensor '" + x.name + "' lies outside its section or disagrees with its shape");
+    return x;
+  }
+
+  void compressed_blocks(simdjson::dom::element se, TrunkSection& s, uint64_t block_bytes) const {
+    simdjson::dom::array blocks;
+    if (se["blocks"].get_array().get(blocks)) throw bad("compressed section '" + s.name + "' has no blocks");
+    for (auto be : blocks) {
+      simdjson::dom::array pair;
+      TrunkBlock k;
+      if (be.get_array().get(pair) || pair.size() != 2 || pair.at(0).get_uint64().get(k.stored_size))
+        throw bad("bad block entry in section '" + s.name + "'");
+      k.xxh3 = hex(pair.at(1), "block xxh3");
+      s.blocks.push_back(k);
+    }
+    if (!place_trunk_blocks(s, block_bytes))
+      throw bad("the blocks of section '" + s.name + "' do not match its tensors or its stored length");
+  }
+
+  void raw_blocks(simdjson::dom::element se, TrunkSection& s, uint64_t block_bytes) const {
+    simdjson::dom::array blocks;
+    if (se["blocks"].get_array().get(blocks)) throw bad("section '" + s.name + "' has no blocks");
+    for (auto be : blocks) {
+      TrunkBlock k;
+      k.xxh3 = hex(JsonElement(simdjson::dom::element(be)), "block xxh3");
+      s.blocks.push_back(k);
+    }
+    if (!place_raw_blocks(s, block_bytes)) throw bad("the blocks of section '" + s.name + "' do not match its tensors");
+  }
+
+  const std::string& origin_;
+};
+
+}  // namespace
+
+TrunkLayout parse_trunk_layout(const std::string& json, const std::string& origin) {
+  const LayoutParser p(origin);
+  simdjson::dom::parser parser;
+  simdjson::padded_string padded(json);
+  simdjson::dom::element root;
+  if (parser.parse(padded).get(root)) throw p.bad("not valid JSON");
+  TrunkLayout t;
+  p.header(root, t);
+  p.source(root, t);
+  simdjson::dom::array sections;
+  if (root["sections"].get_array().get(sections)) throw p.bad("missing sections");
+  for (auto se : sections) t.sections.push_back(p.section(se, t));
   // The block decoder's buffers hold blocks of kTrunkBlockBytes, the one
   // size k3-pack cuts; another block_bytes describes blocks that are not
   // there (refused here, where k3-doctor reads trunk.json too, not midway
   // through a run).
   if (t.compressed() && t.block_bytes != kTrunkBlockBytes)
-    throw bad("block_bytes is " + std::to_string(t.block_bytes) + ", but compressed sections are cut into blocks of " +
-              std::to_string(kTrunkBlockBytes) + " bytes " + rerun_pack_hint(true));
+    throw p.bad("block_bytes is " + std::to_string(t.block_bytes) +
+                ", but compressed sections are cut into blocks of " + std::to_string(kTrunkBlockBytes) + " bytes " +
+                rerun_pack_hint(true));
   return t;
 }
 

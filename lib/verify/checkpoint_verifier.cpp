@@ -255,9 +255,14 @@ class Verifier {
         [&] { return read_checkpoint_index(index_path); }, kIndexName, "does not parse", "a valid checkpoint index",
         "shard names, headers and tensors against the index: the index does not parse");
     if (!parsed) return;
-    const CheckpointIndex& idx = *parsed;
+    const unsigned declared = check_shard_names(*parsed);
+    check_shard_headers(*parsed);
+    check_k3_totals(*parsed, declared);
+  }
 
-    // Names: model-0000k-of-N for k = 1..N, each exactly once.
+  // Names: model-0000k-of-N for k = 1..N, each exactly once, no stray shard
+  // file, each in the manifest. Returns N (0 when the names do not follow it).
+  unsigned check_shard_names(const CheckpointIndex& idx) {
     r_.ran.push_back("shard count and names against the index (" + std::to_string(idx.shards.size()) + " shards)");
     std::set<unsigned> numbers;
     unsigned declared = 0;
@@ -298,8 +303,11 @@ class Verifier {
         if (!manifest_->find(s))
           problem(s, "not in the manifest", "an entry with the hub's hash", "none (fetched by other means?)");
     }
+    return declared;
+  }
 
-    // Headers and tensors.
+  // Every shard's header parses and holds the tensors the index puts there.
+  void check_shard_headers(const CheckpointIndex& idx) {
     std::map<std::string, std::vector<const std::string*>> by_shard;
     for (const auto& [tensor, shard] : idx.weight_map) by_shard[shard].push_back(&tensor);
     r_.ran.push_back("every shard's safetensors header parses and holds its weight_map tensors inside the file (" +
@@ -330,8 +338,10 @@ class Verifier {
         problem(s, "tensors missing", "all " + std::to_string(by_shard[s].size()) + " tensors the index names",
                 std::to_string(missing) + " missing (first 10 listed above)");
     }
+  }
 
-    // Published totals of Kimi-K3.
+  // The published totals of Kimi-K3, for a checkpoint that says it is one.
+  void check_k3_totals(const CheckpointIndex& idx, unsigned declared) {
     const bool k3 = checkpoint_model_type(opt_.dir) == kKimiK3ModelType &&
                     (idx.shards.size() == kKimiK3ShardCount || declared == kKimiK3ShardCount);
     if (k3) {
@@ -345,15 +355,50 @@ class Verifier {
     }
   }
 
+  struct HashJob {
+    const ManifestFile* f;
+    DigestResult d;
+    std::string error;
+    std::string non_finite;  // NaN/Inf weights found while hashing a shard
+  };
+
+  // Hashes one file (and scans a shard for NaN/Inf on the same pass) into `job`.
+  void hash_file(HashJob& job, TransferSlot& slot, TransferProgress& progress, const std::atomic<bool>& stop) {
+    const std::string path = path_join(opt_.dir, job.f->path);
+    try {
+      File file = File::open_read(path);
+      FileDigest digest(job.f->lfs || job.f->git_oid.empty() ? -1 : static_cast<int64_t>(job.f->size));
+      std::function<bool(uint64_t)> on = [&](uint64_t n) {
+        slot.done.fetch_add(n);
+        progress.add_network_bytes(n);
+        return !stop.load();
+      };
+      std::optional<NonFiniteScan> scan;
+      if (path.size() > 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0) {
+        try {
+          std::vector<NonFiniteScan::Span> spans;
+          read_safetensors_tensors(path, [&](TensorInfo&& ti) {
+            spans.push_back({std::move(ti.name), ti.dtype, ti.offset, ti.nbytes});
+          });
+          scan.emplace(std::move(spans));
+        } catch (const Error&) {
+          // a bad header is reported by check_index_and_shards
+        }
+      }
+      std::function<void(uint64_t, const void*, size_t)> on_data = [&](uint64_t off, const void* p, size_t n) {
+        scan->feed(off, p, n);
+      };
+      digest_fd(file.fd(), path, UINT64_MAX, digest, &on, scan ? &on_data : nullptr);
+      job.d = digest.finish();
+      if (scan) job.non_finite = scan->summary();
+    } catch (const Error& e) {
+      job.error = e.what();
+    }
+  }
+
   void rehash_all() {
     if (!manifest_) return;  // reported in load_manifest
-    struct Job {
-      const ManifestFile* f;
-      DigestResult d;
-      std::string error;
-      std::string non_finite;  // NaN/Inf weights found while hashing a shard
-    };
-    std::vector<Job> jobs;
+    std::vector<HashJob> jobs;
     uint64_t total = 0;
     for (const ManifestFile& f : manifest_->files) {
       Stat s = stat_file(path_join(opt_.dir, f.path));
@@ -382,44 +427,14 @@ class Verifier {
         for (;;) {
           size_t i = next.fetch_add(1);
           if (i >= order.size() || stop.load()) break;
-          Job& job = jobs[order[i]];
+          HashJob& job = jobs[order[i]];
           {
             std::lock_guard<std::mutex> lock(slot.mu);
             slot.name = job.f->path;
           }
           slot.size = job.f->size;
           slot.done = 0;
-          const std::string path = path_join(opt_.dir, job.f->path);
-          try {
-            File file = File::open_read(path);
-            FileDigest digest(job.f->lfs || job.f->git_oid.empty() ? -1 : static_cast<int64_t>(job.f->size));
-            std::function<bool(uint64_t)> on = [&](uint64_t n) {
-              slot.done.fetch_add(n);
-              progress.add_network_bytes(n);
-              return !stop.load();
-            };
-            // A shard's floating-point tensors are scanned for NaN/Inf on the same pass.
-            std::optional<NonFiniteScan> scan;
-            if (path.size() > 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0) {
-              try {
-                std::vector<NonFiniteScan::Span> spans;
-                read_safetensors_tensors(path, [&](TensorInfo&& ti) {
-                  spans.push_back({std::move(ti.name), ti.dtype, ti.offset, ti.nbytes});
-                });
-                scan.emplace(std::move(spans));
-              } catch (const Error&) {
-                // a bad header is reported by check_index_and_shards
-              }
-            }
-            std::function<void(uint64_t, const void*, size_t)> on_data = [&](uint64_t off, const void* p, size_t n) {
-              scan->feed(off, p, n);
-            };
-            digest_fd(file.fd(), path, UINT64_MAX, digest, &on, scan ? &on_data : nullptr);
-            job.d = digest.finish();
-            if (scan) job.non_finite = scan->summary();
-          } catch (const Error& e) {
-            job.error = e.what();
-          }
+          hash_file(job, slot, progress, stop);
           progress.file_finished(job.f->size);
           std::lock_guard<std::mutex> lock(slot.mu);
           slot.name.clear();
@@ -441,8 +456,13 @@ class Verifier {
                      ": sha256 against the hub's hashes, xxh3-128 against the manifest, no NaN/Inf in the shards' "
                      "floating-point tensors (" +
                      std::to_string(jobs.size()) + " files)");
-    std::sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.f->path < b.f->path; });
-    for (const Job& job : jobs) {
+    report_hashes(jobs);
+  }
+
+  // Each file's hashes against the manifest's, in path order.
+  void report_hashes(std::vector<HashJob>& jobs) {
+    std::sort(jobs.begin(), jobs.end(), [](const HashJob& a, const HashJob& b) { return a.f->path < b.f->path; });
+    for (const HashJob& job : jobs) {
       const ManifestFile& f = *job.f;
       if (!job.error.empty()) {
         problem(f.path, "read failed", "a readable file", job.error);

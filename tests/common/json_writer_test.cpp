@@ -103,6 +103,16 @@ TEST(JsonWriter, OneLineDocument) {
             "\"n\": null, \"a\": [1, \"two\", {}, []]}");
 }
 
+TEST(JsonWriter, CompactDocumentHasNoSpaces) {
+  JsonWriter w = JsonWriter::compact();
+  w.begin_object();
+  w.key("s").value("a b");
+  w.key("a").begin_array().value(1).value(-0.5).begin_object().key("k").value(true).end_object().end_array();
+  w.key("e").begin_array().end_array();
+  w.end_object();
+  EXPECT_EQ(w.take(), "{\"s\":\"a b\",\"a\":[1,-0.5,{\"k\":true}],\"e\":[]}");
+}
+
 TEST(JsonWriter, IndentedDocumentWithAnInlineRecord) {
   JsonWriter w(2);
   w.begin_object();

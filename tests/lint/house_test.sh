@@ -6,7 +6,7 @@
 # .cpp over 500 lines, a function over 80 lines, a function nothing calls, a
 # docs copy of the layer order out of step) every count rises by one and the
 # check fails naming each count and the planted file. Comments naming flags
-# or tools count for nothing; a count below its ceiling passes and says to
+# or tools, and a message quoting "Name: value", count for nothing; a count below its ceiling passes and says to
 # lower the ceiling.
 set -uo pipefail
 SRC=${K3_SOURCE_DIR:?}
@@ -52,10 +52,15 @@ cp "$SRC/scripts/check-house.sh" "$SRC/scripts/check-layers.sh" "$SRC/scripts/cx
 # Comments that name flags and tools count for nothing.
 printf '// see k3-pack --check and "--trunk"\nint planted_comment = 1;  // k3-forward --gen\n' \
   >"$repo/lib/runtime/planted_comment.cpp"
+# A message quoting a phrase that ends in a colon is not JSON: only a name
+# (letters, digits, '_') in escaped quotes is a key.
+printf 'const std::string planted_message = "a line that is not \\"Name: value\\": " + line;\n' \
+  >"$repo/lib/serve/planted_message.cpp"
 run "$repo/scripts/check-house.sh" "$repo"
 check "a copy with comments only passes" 0 "$rc"
 [ "$rc" -eq 0 ] || echo "$out"
 check "comments are not flag literals" "${before[flag_literal_lines]}" "$(count flag_literal_lines)"
+check "a quoted phrase in a message is not JSON" "${before[json_writers]}" "$(count json_writers)"
 
 # One of each kind.
 printf '#include "generate/generation_session.h"\n' >"$repo/lib/cli/planted_front.h"
