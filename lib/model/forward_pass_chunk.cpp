@@ -1,7 +1,8 @@
 // ForwardPass::forward_chunk: the layer-major prefill of one chunk of a prompt
 // (ForwardPass::set_chunk). Layer by layer, the chunk's rows go through the
-// attention half in sub-batches of max_batch() rows that reuse the pass's
-// scratch; a dense layer's MLP follows each sub-batch, while a MoE layer
+// attention half in sub-batches (set_chunk_sub_batch, at least max_batch()
+// rows: a trunk streamed in row blocks is read once per sub-batch) that
+// reuse the pass's scratch; a dense layer's MLP follows each sub-batch, while a MoE layer
 // routes every sub-batch first, then requests each expert any row chose
 // once and computes it for all those rows, then combines per sub-batch. The
 // trunk weights of a layer are acquired once for the chunk. Every value is
@@ -26,9 +27,11 @@ void ForwardPass::forward_chunk(SequenceState& state, const int32_t* ids, size_t
                                 int64_t steps_before, int64_t steps_total) {
   const kernels::ScopedMatmulBackend products_on(matmul_backend_);  // the chunk's products: set_matmul_backend
   const ModelConfig& c = config_;
-  const size_t hidden = c.hidden_size, sub = max_batch_;
+  // A layer takes the chunk's rows `sub` at a time (set_chunk_sub_batch); the
+  // scratch's own stream rows (p, B) stay a batch's, the chunk carries them.
+  const size_t hidden = c.hidden_size, sub = std::min(n, std::max(max_batch_, chunk_sub_batch_));
   const int64_t pos0 = state.positions;
-  scratch_.reserve(c, sub, pos0 + static_cast<int64_t>(n), static_cast<size_t>(pool_.size()));
+  scratch_.reserve(c, max_batch_, pos0 + static_cast<int64_t>(n), static_cast<size_t>(pool_.size()));
   chunk_state_.reserve(c, n, sub, spill_.get());
   float* P = chunk_state_.p.data();  // [n, hidden]: the running sum p of every row of the chunk
   source_.embed(ids, n, P);
@@ -94,7 +97,7 @@ void ForwardPass::forward_chunk(SequenceState& state, const int32_t* ids, size_t
       }
     }
     if (moe) {
-      moe_chunk_experts(c, i, source_, n, sub, chunk_state_.moe, &pool_, scratch_);
+      moe_chunk_experts(c, i, source_, n, max_batch_, chunk_state_.moe, &pool_, scratch_);
       for (size_t r0 = 0; r0 < n; r0 += sub) {
         const size_t m = std::min(sub, n - r0);
         view(r0, m, 0, 0);
@@ -113,8 +116,8 @@ void ForwardPass::forward_chunk(SequenceState& state, const int32_t* ids, size_t
     // The head over the wanted rows (the last, or all in sub-batches).
     const size_t vocab = c.vocab_size;
     const size_t first = rows == LogitRows::kLast ? n - 1 : 0;
-    for (size_t r0 = first; r0 < n; r0 += sub) {
-      const size_t m = std::min(sub, n - r0);
+    for (size_t r0 = first; r0 < n; r0 += max_batch_) {  // the logits of a batch at a time
+      const size_t m = std::min(max_batch_, n - r0);
       const std::vector<const float*>& b = blocks.rows(r0, m, blocks.count());
       float* out = logits + (r0 - first) * vocab;
       head_logits(b, P + r0 * hidden, m, out);

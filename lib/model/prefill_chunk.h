@@ -65,5 +65,9 @@ uint64_t prefill_chunk_bytes_per_token(const ModelConfig& config, bool spilled =
 uint64_t spilled_block_bytes_per_token(const ModelConfig& config);
 // Memory the spilled blocks' staging takes for sub-batches of `sub_batch` rows.
 uint64_t prefill_chunk_staging_bytes(const ModelConfig& config, uint64_t sub_batch);
+// Scratch a layer of a chunk takes for a sub-batch of `rows` rows
+// (ForwardPass::set_chunk_sub_batch): the rows h, x, a and p, and the
+// largest op's temporaries, at a context of `positions` with one thread.
+uint64_t prefill_sub_batch_scratch_bytes(const ModelConfig& config, uint64_t rows, int64_t positions);
 
 }  // namespace k3
