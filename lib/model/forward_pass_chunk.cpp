@@ -32,6 +32,7 @@ void ForwardPass::forward_chunk(SequenceState& state, const int32_t* ids, size_t
   const size_t hidden = c.hidden_size, sub = std::min(n, std::max(max_batch_, chunk_sub_batch_));
   const int64_t pos0 = state.positions;
   scratch_.reserve(c, max_batch_, pos0 + static_cast<int64_t>(n), static_cast<size_t>(pool_.size()));
+  scratch_.op_floats(prefill_sub_batch_op_floats(c, sub, pos0 + static_cast<int64_t>(n), pool_.size()));
   chunk_state_.reserve(c, n, sub, spill_.get());
   float* P = chunk_state_.p.data();  // [n, hidden]: the running sum p of every row of the chunk
   source_.embed(ids, n, P);
