@@ -22,17 +22,27 @@
 #include "model/situ_mlp.h"
 
 namespace k3 {
+namespace {
+
+// A layer takes the chunk's rows `sub` at a time (set_chunk_sub_batch): the
+// op area is taken at once for them (grown op by op, the old and the new
+// area would be held together), while the scratch's own stream rows (p, B)
+// stay a batch's: the chunk carries them.
+void reserve_chunk_scratch(ForwardScratch& scratch, const ModelConfig& c, size_t batch, size_t sub, int64_t end,
+                           size_t workers) {
+  scratch.reserve(c, batch, end, workers);
+  scratch.op_floats(prefill_sub_batch_op_floats(c, sub, end, workers));
+}
+
+}  // namespace
 
 void ForwardPass::forward_chunk(SequenceState& state, const int32_t* ids, size_t n, LogitRows rows, float* logits,
                                 int64_t steps_before, int64_t steps_total) {
   const kernels::ScopedMatmulBackend products_on(matmul_backend_);  // the chunk's products: set_matmul_backend
   const ModelConfig& c = config_;
-  // A layer takes the chunk's rows `sub` at a time (set_chunk_sub_batch); the
-  // scratch's own stream rows (p, B) stay a batch's, the chunk carries them.
   const size_t hidden = c.hidden_size, sub = std::min(n, std::max(max_batch_, chunk_sub_batch_));
   const int64_t pos0 = state.positions;
-  scratch_.reserve(c, max_batch_, pos0 + static_cast<int64_t>(n), static_cast<size_t>(pool_.size()));
-  scratch_.op_floats(prefill_sub_batch_op_floats(c, sub, pos0 + static_cast<int64_t>(n), pool_.size()));
+  reserve_chunk_scratch(scratch_, c, max_batch_, sub, pos0 + static_cast<int64_t>(n), pool_.size());
   chunk_state_.reserve(c, n, sub, spill_.get());
   float* P = chunk_state_.p.data();  // [n, hidden]: the running sum p of every row of the chunk
   source_.embed(ids, n, P);
