@@ -113,6 +113,7 @@ void Model::load(ModelPlan plan) {
   counters_.device_plan_bytes = plan.device_bytes;
   uint64_t max_batch = params_.batch;
   uint64_t chunk = prefill_chunk_override();  // resident: nothing is read, chunks only when asked
+  uint64_t chunk_sub_batch = 0;
   if (plan.stream) {
     PreparedStream& prepared = *plan.stream;
     counters_.forecast_peak_rss = prepared.plan.peak_rss;
@@ -121,6 +122,7 @@ void Model::load(ModelPlan plan) {
     counters_.cache_budget = prepared.plan_request.cache_budget;
     max_batch = prepared.plan.batch;
     chunk = prepared.plan.chunk;
+    chunk_sub_batch = prepared.plan.chunk_sub_batch;
     max_drafts_ = prepared.plan_request.state_snapshots;
     counters_.draft_block_bytes = prepared.plan.draft_streamed ? prepared.plan.block_bytes : 0;
     streaming_ = std::make_unique<StreamingWeights>(config_, checkpoint_, req.trunk_dir, std::move(prepared.layout),
@@ -142,6 +144,7 @@ void Model::load(ModelPlan plan) {
   engine_ = std::make_unique<ForwardPass>(config_, *weights, pool_);
   if (streaming_) engine_->set_max_batch(max_batch);  // the plan's prefill batch (lowered when memory is short)
   engine_->set_chunk(chunk);
+  engine_->set_chunk_sub_batch(chunk_sub_batch);
   set_matmul_backend(device_.get());
   if (plan.stream && plan.stream->plan.chunk_spilled) engine_->set_spill(std::make_unique<SpillFile>(req.trunk_dir));
   counters_.streaming = streaming_ != nullptr;

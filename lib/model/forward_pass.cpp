@@ -41,7 +41,8 @@ void ForwardPass::forward(SequenceState& state, std::span<const int32_t> ids, Lo
   const size_t per_read = tokens_per_read();
   // Progress steps: a layer of a batch, or a sub-batch of a layer of a chunk.
   auto steps_of = [&](size_t n) {
-    const size_t subs = n > max_batch_ ? (n + max_batch_ - 1) / max_batch_ : 1;
+    const size_t sub = n > max_batch_ ? std::min(n, std::max(max_batch_, chunk_sub_batch_)) : n;  // forward_chunk's
+    const size_t subs = (n + sub - 1) / sub;
     return static_cast<int64_t>(subs) * config_.num_hidden_layers;
   };
   int64_t steps_total = 0;

@@ -111,6 +111,13 @@ class ForwardPass {
   // streamed in row blocks through the products (runtime/trunk_stream.h)
   // passes its blocks once per sub-batch, the rest once per chunk.
   void set_chunk(size_t tokens) { chunk_ = tokens; }
+  // Rows of a chunk that go through a layer together (0 or at most
+  // max_batch(): max_batch()). A trunk streamed in row blocks passes its
+  // blocks once per this many rows, so a sub-batch as long as the chunk reads
+  // each block once per chunk; the scratch grows with it (the plan's
+  // chunk_sub_batch). The head and the routed experts keep max_batch() rows.
+  // Results do not depend on it.
+  void set_chunk_sub_batch(size_t rows) { chunk_sub_batch_ = rows; }
   // Tokens one read of the weights covers in forward().
   size_t tokens_per_read() const { return std::max(chunk_, max_batch_); }
   // The chunk's block states go to this file instead of memory (the plan
@@ -188,6 +195,7 @@ class ForwardPass {
   ThreadPool& pool_;
   size_t max_batch_ = 256;
   size_t chunk_ = 0;
+  size_t chunk_sub_batch_ = 0;
   kernels::MatmulBackend* matmul_backend_ = nullptr;
   PrefillChunk chunk_state_;
   std::unique_ptr<SpillFile> spill_;

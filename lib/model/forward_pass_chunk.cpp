@@ -2,9 +2,10 @@
 // (ForwardPass::set_chunk): one prompt's chunk, or a server's pass where
 // several sequences' prompt chunks and decode rows share the weights
 // (forward_sequences with more rows than max_batch()). Layer by layer, the
-// chunk's rows go through the attention half in sub-batches of max_batch()
-// rows that reuse the pass's scratch (a sub-batch may hold rows of several
-// sequences, one segment each); a dense layer's MLP follows each sub-batch,
+// chunk's rows go through the attention half in sub-batches
+// (set_chunk_sub_batch, at least max_batch() rows: a trunk streamed in row
+// blocks is read once per sub-batch) that reuse the pass's scratch (a
+// sub-batch may hold rows of several sequences, one segment each); a dense layer's MLP follows each sub-batch,
 // while a MoE layer routes every sub-batch first, then requests each expert
 // any row chose once and computes it for all those rows, then combines per
 // sub-batch. The trunk weights of a layer are acquired once for the chunk.
@@ -25,6 +26,19 @@
 #include "model/situ_mlp.h"
 
 namespace k3 {
+namespace {
+
+// A layer takes the chunk's rows `sub` at a time (set_chunk_sub_batch): the
+// op area is taken at once for them (grown op by op, the old and the new
+// area would be held together), while the scratch's own stream rows (p, B)
+// stay a batch's: the chunk carries them.
+void reserve_chunk_scratch(ForwardScratch& scratch, const ModelConfig& c, size_t batch, size_t sub, int64_t end,
+                           size_t workers) {
+  scratch.reserve(c, batch, end, workers);
+  scratch.op_floats(prefill_sub_batch_op_floats(c, sub, end, workers));
+}
+
+}  // namespace
 
 // One forward_chunk call: its sequences, where their rows sit in the chunk,
 // and the residual stream's view of a sub-batch.
@@ -75,7 +89,6 @@ void ForwardPass::forward_chunk(std::span<SequenceState* const> states, std::spa
   ChunkRun run;
   run.states = states;
   run.counts = counts;
-  run.sub = max_batch_;
   run.hidden = c.hidden_size;
   run.steps_before = steps_before;
   run.steps_total = steps_total;
@@ -86,8 +99,9 @@ void ForwardPass::forward_chunk(std::span<SequenceState* const> states, std::spa
     run.n += counts[k];
     positions = std::max(positions, states[k]->positions + static_cast<int64_t>(counts[k]));
   }
+  run.sub = std::min(run.n, std::max(max_batch_, chunk_sub_batch_));
   run.subs = static_cast<int64_t>((run.n + run.sub - 1) / run.sub);
-  scratch_.reserve(c, run.sub, positions, static_cast<size_t>(pool_.size()));
+  reserve_chunk_scratch(scratch_, c, max_batch_, run.sub, positions, pool_.size());
   chunk_state_.reserve(c, run.n, run.sub, spill_.get());
   run.P = chunk_state_.p.data();
   run.blocks = &chunk_state_.blocks;
@@ -150,7 +164,7 @@ void ForwardPass::chunk_layer(ChunkRun& run, int i) {
     }
   }
   if (moe) {
-    moe_chunk_experts(c, i, source_, n, sub, chunk_state_.moe, &pool_, scratch_);
+    moe_chunk_experts(c, i, source_, n, max_batch_, chunk_state_.moe, &pool_, scratch_);
     for (size_t r0 = 0; r0 < n; r0 += sub) {
       const size_t m = std::min(sub, n - r0);
       run.view(r0, m, 0, 0);
@@ -168,13 +182,13 @@ void ForwardPass::chunk_layer(ChunkRun& run, int i) {
 }
 
 void ForwardPass::chunk_head(ChunkRun& run, LogitRows rows, float* logits) {
-  const size_t vocab = config_.vocab_size, hidden = run.hidden, sub = run.sub;
+  const size_t vocab = config_.vocab_size, hidden = run.hidden, sub = max_batch_;  // the logits of a batch at a time
   ChunkBlocks& blocks = *run.blocks;
   const size_t count = blocks.count();
   if (rows == LogitRows::kLastOfEach) {
     // The last row of each sequence, gathered into contiguous rows (a row's
     // mix and norm do not depend on the other rows: no bit changes), in
-    // pieces of at most a sub-batch.
+    // pieces of at most a batch.
     const size_t seqs = run.states.size();
     for (size_t k0 = 0; k0 < seqs; k0 += sub) {
       const size_t m = std::min(sub, seqs - k0);
@@ -195,7 +209,7 @@ void ForwardPass::chunk_head(ChunkRun& run, LogitRows rows, float* logits) {
     }
     return;
   }
-  // The last row, or all in sub-batches.
+  // The last row, or all, a batch at a time.
   const size_t n = run.n;
   const size_t first = rows == LogitRows::kLast ? n - 1 : 0;
   for (size_t r0 = first; r0 < n; r0 += sub) {

@@ -20,9 +20,18 @@ void lin_row_blocks(const Bf16Matrix& W, const float* X, size_t n, float* Y, Thr
       kernels::matmul_bf16_on_backend(B.data, m, static_cast<size_t>(B.cols), X, 1, Y + r0, pool);
       return;
     }
-    part.resize(n * m);
-    kernels::matmul_bf16_on_backend(B.data, m, static_cast<size_t>(B.cols), X, n, part.data(), pool);
-    for (size_t t = 0; t < n; ++t) std::copy_n(part.data() + t * m, m, Y + t * rows + r0);
+    // The block's outputs are strided in Y: they go through `part`, a piece
+    // of at most kPieceTokens rows of X at a time, so a chunk's long
+    // sub-batch (ForwardPass::set_chunk_sub_batch) stages no more than a
+    // batch of 256 did. An output's bits do not depend on the rows beside it.
+    constexpr size_t kPieceTokens = 256;
+    part.resize(std::min(n, kPieceTokens) * m);
+    for (size_t t0 = 0; t0 < n; t0 += kPieceTokens) {
+      const size_t k = std::min(kPieceTokens, n - t0);
+      kernels::matmul_bf16_on_backend(B.data, m, static_cast<size_t>(B.cols), X + t0 * static_cast<size_t>(B.cols), k,
+                                      part.data(), pool);
+      for (size_t t = 0; t < k; ++t) std::copy_n(part.data() + t * m, m, Y + (t0 + t) * rows + r0);
+    }
   });
   if (covered != rows) throw Error(ExitCode::kInternal, "row blocks do not cover the matrix");
 }

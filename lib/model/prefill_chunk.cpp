@@ -1,9 +1,13 @@
 #include "model/prefill_chunk.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "io/spill_file.h"
 #include "model/forward_scratch.h"
+#include "model/kda.h"
+#include "model/mla.h"
+#include "model/situ_mlp.h"
 
 namespace k3 {
 
@@ -60,6 +64,31 @@ uint64_t spilled_block_bytes_per_token(const ModelConfig& c) {
 
 uint64_t prefill_chunk_staging_bytes(const ModelConfig& c, uint64_t sub_batch) {
   return sub_batch * spilled_block_bytes_per_token(c);
+}
+
+size_t prefill_sub_batch_op_floats(const ModelConfig& c, size_t rows, int64_t positions, size_t workers) {
+  // The one op area the largest op takes (MLA's context rounded as
+  // ForwardScratch::reserve does).
+  const size_t n = std::max<size_t>(rows, 1), w = std::max<size_t>(workers, 1);
+  size_t floats = 0;
+  if (c.num_kda_layers() > 0) floats = std::max(floats, kda_scratch_floats(c, n, w));
+  if (c.num_mla_layers() > 0) {
+    const size_t context = std::bit_ceil(static_cast<size_t>(std::max<int64_t>(positions, 4096)));
+    floats = std::max(floats, mla_scratch_floats(c, n, context, w));
+  }
+  if (c.first_k_dense_replace > 0)
+    floats = std::max(floats, situ_scratch_floats(n, static_cast<size_t>(c.intermediate_size)));
+  if (c.first_k_dense_replace < c.num_hidden_layers) floats = std::max(floats, moe_chunk_scratch_floats(c, n));
+  return floats;
+}
+
+uint64_t prefill_sub_batch_scratch_bytes(const ModelConfig& c, uint64_t rows, int64_t positions) {
+  // What ForwardScratch holds for a chunk's sub-batch: h, x, a and the
+  // stream's own p (begin_pass sizes all four), the op area, MLA's two row
+  // indices.
+  const size_t n = static_cast<size_t>(std::max<uint64_t>(rows, 1));
+  const uint64_t floats = prefill_sub_batch_op_floats(c, n, positions, 1);
+  return (4 * n * static_cast<uint64_t>(c.hidden_size) + floats) * sizeof(float) + 2 * n * sizeof(size_t);
 }
 
 uint64_t prefill_chunk_bytes_per_token(const ModelConfig& c, bool spilled) {

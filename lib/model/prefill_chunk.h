@@ -65,5 +65,13 @@ uint64_t prefill_chunk_bytes_per_token(const ModelConfig& config, bool spilled =
 uint64_t spilled_block_bytes_per_token(const ModelConfig& config);
 // Memory the spilled blocks' staging takes for sub-batches of `sub_batch` rows.
 uint64_t prefill_chunk_staging_bytes(const ModelConfig& config, uint64_t sub_batch);
+// Scratch a layer of a chunk takes for a sub-batch of `rows` rows
+// (ForwardPass::set_chunk_sub_batch): the rows h, x, a and p, and the
+// largest op's temporaries, at a context of `positions` with one thread.
+uint64_t prefill_sub_batch_scratch_bytes(const ModelConfig& config, uint64_t rows, int64_t positions);
+// The largest op's floats of that scratch, split over `workers` threads
+// (forward_chunk takes them at once, so the area never grows in steps that
+// would hold the old and the new area together).
+size_t prefill_sub_batch_op_floats(const ModelConfig& config, size_t rows, int64_t positions, size_t workers);
 
 }  // namespace k3

@@ -5,6 +5,7 @@
 #include "common/append_printf.h"
 #include "common/byte_format.h"
 #include "model/tensor_manifest.h"
+#include "runtime/prefill_chunk_fit.h"
 
 namespace k3 {
 
@@ -40,28 +41,23 @@ MemoryPlan plan_preset_for_prompt(const Preset& preset, const PlanModel& model, 
   run.context = std::max<uint64_t>(tokens, 1);
   RunRequest req = preset_plan_request(preset, model, run);
   req.chunk = run.context;
-  MemoryPlan plan = plan_memory(model.config, model.layout, model.slot_bytes, req);
-  while (!plan_fits(plan, available) && plan.chunk > plan.batch) {
-    if (!plan.chunk_spilled) {
-      req.spill_chunk = true;
-    } else {  // half the chunk, in memory first
-      req.chunk = std::max(plan.batch, plan.chunk / 2);
-      req.spill_chunk = false;
-    }
-    plan = plan_memory(model.config, model.layout, model.slot_bytes, req);
-  }
-  return plan;
+  return fit_prefill_chunk(
+      model.config, [&](const RunRequest& r) { return plan_memory(model.config, model.layout, model.slot_bytes, r); },
+      [&](const MemoryPlan& p) { return plan_fits(p, available); }, req, tokens, true);
 }
 
 std::string describe_first_token(const FirstTokenForecast& f, const MemoryPlan& plan) {
   std::string o;
   append_printf(o,
-                "%llu tokens: %s read (1 read of the weights per %llu tokens%s), %.1f s at %s/s + %.1f s of compute "
+                "%llu tokens: %s read (1 read of the weights per %llu tokens%s%s), %.1f s at %s/s + %.1f s of compute "
                 "at %.2f tokens/s = %.1f s",
                 (unsigned long long)f.reads.tokens, format_bytes(static_cast<uint64_t>(f.reads.total())).c_str(),
-                (unsigned long long)plan.chunk, plan.chunk_spilled ? ", its block states spilled" : "", f.read_seconds,
-                format_bytes(static_cast<uint64_t>(f.read_bytes_per_s)).c_str(), f.compute_seconds, f.tokens_per_s,
-                f.seconds());
+                (unsigned long long)plan.chunk, plan.chunk_spilled ? ", its block states spilled" : "",
+                plan.row_blocks > 0 && plan.chunk > plan.batch
+                    ? (", row blocks once per " + std::to_string(std::max(plan.batch, plan.chunk_sub_batch))).c_str()
+                    : "",
+                f.read_seconds, format_bytes(static_cast<uint64_t>(f.read_bytes_per_s)).c_str(), f.compute_seconds,
+                f.tokens_per_s, f.seconds());
   return o;
 }
 

@@ -50,9 +50,9 @@ FirstTokenForecast forecast_first_token(const ModelConfig& config, const MemoryP
 
 // The plan a run of `preset` makes for a prompt of `tokens` where
 // `available` bytes are available: a context of the prompt, its chunk as
-// long as the prompt, then (as k3-forward does while the plan does not fit)
-// the chunk's block states spilled beside the trunk, then the chunk halved
-// (in memory, then spilled, and so on) down to the batch.
+// long as the prompt, then, as k3-forward does, the fit that reads the
+// fewest bytes of the shorter chunks, spilled block states and shorter
+// sub-batches (runtime/prefill_chunk_fit.h).
 MemoryPlan plan_preset_for_prompt(const Preset& preset, const PlanModel& model, uint64_t tokens, uint64_t available);
 
 // "4000 tokens: 1.62 TB read (1 read of the weights per 4000 tokens), 810.2 s

@@ -199,8 +199,19 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
   p.chunk_bytes = p.chunk > p.batch
                       ? checked_mul(p.chunk, prefill_chunk_bytes_per_token(c, p.chunk_spilled), "the prefill chunk")
                       : 0;
+  // Where the trunk streams in row blocks, a layer's products may take more
+  // of the chunk's rows at once than a batch, so each block is read once per
+  // that many tokens: their scratch beyond a batch's is the chunk's too.
+  p.chunk_sub_batch = p.batch;
+  if (p.chunk > p.batch && p.row_blocks > 0 && req.chunk_sub_batch > p.batch) {
+    p.chunk_sub_batch = std::min(req.chunk_sub_batch, p.chunk);
+    p.chunk_bytes = checked_add(p.chunk_bytes,
+                                prefill_sub_batch_scratch_bytes(c, p.chunk_sub_batch, req.context) -
+                                    prefill_sub_batch_scratch_bytes(c, p.batch, req.context),
+                                "the prefill chunk");
+  }
   if (p.chunk_spilled) {
-    p.chunk_bytes = checked_add(p.chunk_bytes, prefill_chunk_staging_bytes(c, p.batch), "the prefill chunk");
+    p.chunk_bytes = checked_add(p.chunk_bytes, prefill_chunk_staging_bytes(c, p.chunk_sub_batch), "the prefill chunk");
     p.spill_file_bytes = checked_mul(p.chunk, spilled_block_bytes_per_token(c), "the prefill's spill file");
   }
 
@@ -323,6 +334,11 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
     append_printf(o, "  prefill chunk     %llu tokens x %s carried from layer to layer  %s\n",
                   (unsigned long long)chunk, format_bytes(prefill_chunk_bytes_per_token(c)).c_str(),
                   format_bytes(chunk_bytes).c_str());
+  if (chunk_sub_batch > batch)
+    append_printf(o,
+                  "  chunk sub-batch   %llu of the chunk's rows through a layer at once: each row block read once per "
+                  "%llu tokens (their scratch is in the chunk above)\n",
+                  (unsigned long long)chunk_sub_batch, (unsigned long long)chunk_sub_batch);
   if (draft_bytes > 0 && draft_streamed) {
     append_printf(o,
                   "  draft model       streamed: %s read per draft pass in %s row blocks; held %s + %llu "

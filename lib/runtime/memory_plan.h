@@ -69,11 +69,15 @@ struct MemoryPlan {
   // State and the rest.
   uint64_t kda_state_bytes = 0;
   uint64_t mla_cache_bytes = 0;
-  uint64_t batch = 0;               // prefill rows computed at once (the request's)
-  uint64_t chunk = 0;               // prompt tokens one weight read covers (>= batch)
-  uint64_t chunk_bytes = 0;         // the chunk's carried state in memory (0 when chunk == batch)
-  bool chunk_spilled = false;       // its block states spilled (only when chunk > batch)
-  uint64_t spill_file_bytes = 0;    // the spill file's size on disk (0 when not spilled)
+  uint64_t batch = 0;             // prefill rows computed at once (the request's)
+  uint64_t chunk = 0;             // prompt tokens one weight read covers (>= batch)
+  uint64_t chunk_bytes = 0;       // the chunk's carried state in memory (0 when chunk == batch)
+  bool chunk_spilled = false;     // its block states spilled (only when chunk > batch)
+  uint64_t spill_file_bytes = 0;  // the spill file's size on disk (0 when not spilled)
+  // Rows of the chunk a layer's products take at once (>= batch, <= chunk):
+  // row blocks are read once per this many tokens. Its scratch beyond a
+  // batch's is in chunk_bytes.
+  uint64_t chunk_sub_batch = 0;
   uint64_t per_sequence_bytes = 0;  // one sequence's KDA state + MLA cache (included above per sequence)
   uint64_t activation_bytes = 0;
   uint64_t draft_bytes = 0;       // the draft model: weights, buffers, context (--draft)

@@ -22,7 +22,8 @@ PrefillReads forecast_prefill_reads(const ModelConfig& c, const MemoryPlan& plan
   auto add_reads = [&](uint64_t rows, uint64_t times) {
     if (times == 0 || rows == 0) return;
     r.reads += times;
-    const uint64_t passes = blocks_per_sub_batch ? (rows + batch - 1) / batch : 1;
+    const uint64_t sub = std::max(batch, plan.chunk_sub_batch);  // rows a row block is read for
+    const uint64_t passes = blocks_per_sub_batch ? (rows + sub - 1) / sub : 1;
     r.trunk_bytes +=
         static_cast<double>(times) * static_cast<double>(passes) * static_cast<double>(plan.streamed_read_bytes);
     if (plan.chunk_spilled && rows > batch) {

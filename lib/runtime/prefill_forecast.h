@@ -2,7 +2,7 @@
 // prefill, ForwardPass::set_chunk): one read of the weights per chunk of
 // MemoryPlan::chunk tokens. Per read, the streamed trunk once (a trunk
 // streamed in row blocks through the products: once per sub-batch of
-// MemoryPlan::batch rows instead) and each routed expert some row of the
+// MemoryPlan::chunk_sub_batch rows instead) and each routed expert some row of the
 // chunk chose, once, less what the expert cache holds. The routing part
 // assumes flat routing (each row's top-k independent and uniform over the
 // experts, the worst case for sharing: bench/pass_bytes_bench.cpp), so the

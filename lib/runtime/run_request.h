@@ -78,6 +78,11 @@ struct RunRequest {
   // Chosen before the chunk is halved, where a packed trunk gives the file
   // a place.
   bool spill_chunk = false;
+  // Rows of a chunk a layer's products take at once (ForwardPass::
+  // set_chunk_sub_batch): a trunk streamed in row blocks is read once per
+  // this many rows, so the plan counts their scratch. 0 or at most `batch`:
+  // `batch`; at most `chunk`.
+  uint64_t chunk_sub_batch = 0;
   uint64_t sequences = 1;  // decoded together: each holds its KDA state and MLA cache
   // KDA state copies kept to roll back verified rows (drafts per pass).
   uint64_t state_snapshots = 0;

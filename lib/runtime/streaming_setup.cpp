@@ -19,6 +19,7 @@
 #include "platform/memory_limits.h"
 #include "runtime/expert_index.h"
 #include "runtime/plan_refusal.h"
+#include "runtime/prefill_chunk_fit.h"
 #include "runtime/prefill_forecast.h"
 #include "runtime/preset_plan.h"
 #include "runtime/presets.h"
@@ -71,11 +72,16 @@ uint64_t resolve_block_bytes(const RunRequest& req) {
 // What the layer-major prefill reads for a prompt as long as the context.
 static std::string prefill_plan_line(const ModelConfig& config, const MemoryPlan& plan, uint64_t tokens) {
   const PrefillReads r = forecast_prefill_reads(config, plan, tokens);
+  const uint64_t sub = std::max(plan.batch, plan.chunk_sub_batch);
   return std::string(tool_name()) + ": prefill: one read of the weights per " + std::to_string(plan.chunk) +
-         " prompt tokens; a prompt of " + std::to_string(tokens) + " tokens reads " +
-         format_bytes(static_cast<uint64_t>(r.total())) + " in " + std::to_string(r.reads) +
-         (r.reads == 1 ? " read" : " reads") + " (trunk " + format_bytes(static_cast<uint64_t>(r.trunk_bytes)) +
-         ", experts at most " + format_bytes(static_cast<uint64_t>(r.expert_bytes)) +
+         " prompt tokens" +
+         (plan.row_blocks > 0 && plan.chunk > plan.batch
+              ? " (the trunk's row blocks once per " + std::to_string(std::min(sub, plan.chunk)) + ")"
+              : std::string()) +
+         "; a prompt of " + std::to_string(tokens) + " tokens reads " + format_bytes(static_cast<uint64_t>(r.total())) +
+         " in " + std::to_string(r.reads) + (r.reads == 1 ? " read" : " reads") + " (trunk " +
+         format_bytes(static_cast<uint64_t>(r.trunk_bytes)) + ", experts at most " +
+         format_bytes(static_cast<uint64_t>(r.expert_bytes)) +
          (plan.chunk_spilled
               ? ", the spill file " + format_bytes(static_cast<uint64_t>(r.spill_read_bytes)) + " read back after " +
                     format_bytes(static_cast<uint64_t>(r.spill_written_bytes)) + " written"
@@ -196,25 +202,27 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
   resolve_budgets(req, &trunk_bytes, &cache_bytes);
   PreparedStream p = plan_for(config, checkpoint, req, trunk_bytes, cache_bytes, layout_for(config, checkpoint, req),
                               !req.trunk_dir.empty(), ExpertIndex(config, checkpoint).slot_bytes());
-  // Short of memory: fewer default drafts per pass, then the chunk's block
-  // states to a spill file beside the trunk, then fewer prompt tokens per
-  // weight read (the chunk halved, down to one batch), then smaller
-  // prefill batches (the output depends on none of them), down to one
-  // token at a time.
+  // Short of memory: fewer default drafts per pass, then the prefill's
+  // chunk, spill file and sub-batch (fit_prefill_chunk: of the fits, the one
+  // whose prompt reads the fewest bytes), then smaller prefill batches (the
+  // output depends on none of them), down to one token at a time.
   const uint64_t wanted_batch = p.plan.batch, wanted_chunk = p.plan.chunk, wanted_snapshots = req.state_snapshots;
+  const bool packed = !req.trunk_dir.empty();
   RunRequest smaller = req;
-  while (!plan_fits(p.plan, avail) &&
-         (p.plan.batch > 1 || (smaller.snapshots_optional && smaller.state_snapshots > 0))) {
-    if (smaller.snapshots_optional && smaller.state_snapshots > 0) smaller.state_snapshots /= 2;
-    else if (p.plan.chunk > p.plan.batch && !p.plan.chunk_spilled && !req.trunk_dir.empty()) smaller.spill_chunk = true;
-    else if (p.plan.chunk > p.plan.batch) {
-      // Half the chunk, in memory first: the file only where it buys a
-      // longer chunk than memory alone holds.
-      smaller.chunk = std::max(p.plan.batch, p.plan.chunk / 2);
-      smaller.spill_chunk = false;
-    } else smaller.chunk = smaller.batch = p.plan.batch / 2;
-    p = plan_for(config, checkpoint, smaller, trunk_bytes, cache_bytes, std::move(p.layout), !req.trunk_dir.empty(),
-                 p.plan.slot_bytes);
+  auto replan = [&](const RunRequest& r) {
+    p = plan_for(config, checkpoint, r, trunk_bytes, cache_bytes, std::move(p.layout), packed, p.plan.slot_bytes);
+    return p.plan;
+  };
+  const auto fits = [&](const MemoryPlan& m) { return plan_fits(m, avail); };
+  while (!fits(p.plan) && smaller.snapshots_optional && smaller.state_snapshots > 0) {
+    smaller.state_snapshots /= 2;
+    replan(smaller);
+  }
+  for (;;) {
+    fit_prefill_chunk(config, replan, fits, smaller, req.context, packed);
+    replan(smaller);
+    if (fits(p.plan) || p.plan.batch <= 1) break;
+    smaller.chunk = smaller.batch = p.plan.batch / 2;
   }
   if (choice) {
     // The forecast said is this run's plan (its context, batch, copies), not

@@ -7,7 +7,8 @@
 # resident, 1 and 2 threads; --stats-json says how many tokens a read covers
 # and how many reads the prompt took, and the trunk bytes read fall by one
 # streamed pass per read saved; a trunk streamed in row blocks through the
-# products (read again for each sub-batch of a chunk) gives the same bits.
+# products gives the same bits and passes once per chunk (its layers take
+# the chunk's rows in one sub-batch where the plan fits it).
 set -uo pipefail
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 FWD="$BIN/k3-forward"
@@ -65,14 +66,31 @@ run draft-chunk 600 "${STREAM[@]}" --draft "$DRAFT"
 same draft-chunk draft-batches
 same draft-chunk batches
 
-# Row blocks (--block-mb): each sub-batch passes the streamed blocks again.
+# Row blocks (--block-mb): the plan gives the chunk's layers a sub-batch as
+# long as the chunk where it fits, so each block passes once per chunk, not
+# once per 256-row batch.
 run blocks 600 "${STREAM[@]}" --block-mb 0.01 --stats-json "$work/blocks.json"
 same blocks batches
 check "row blocks: one read of the experts" 1 "$(json blocks prefill.weight_reads)"
+contains "row blocks: the plan's sub-batch is the chunk" "chunk sub-batch   600 of the chunk's rows" \
+  "$(cat "$work/blocks.err")"
 run blocks-batches 256 "${STREAM[@]}" --block-mb 0.01 --stats-json "$work/blocks-batches.json"
 same blocks-batches batches
 holds "row blocks: the chunk reads fewer expert bytes" \
   "[ $(json blocks prefill.expert_bytes) -lt $(json blocks-batches prefill.expert_bytes) ]"
+# Without --logits the head runs once either way: three batches pass the
+# layers' blocks three times, the chunk once (with 256-row sub-batches it
+# was three times too, the same bytes). The head's blocks and what the
+# stream reads ahead stay, so: at least a fifth fewer trunk bytes.
+for c in 256 600; do
+  K3_PREFILL_CHUNK=$c "$FWD" "$TINY" --ids "$work/ids.txt" --ctx 700 --gen 4 "${STREAM[@]}" --block-mb 0.01 \
+    --stats-json "$work/blocks-last$c.json" > "$work/blocks-last$c.out" 2> "$work/blocks-last$c.err"
+  check "row blocks, last row, chunk $c: exit" 0 "$?"
+done
+tb=$(json blocks-last600 prefill.trunk_bytes) tbb=$(json blocks-last256 prefill.trunk_bytes)
+holds "row blocks: the chunk passes the layers once ($tb < 0.8 x $tbb)" "[ $((10 * tb)) -lt $((8 * tbb)) ]"
+run blocks-plan "" "${STREAM[@]}" --block-mb 0.01 --threads 2
+same blocks-plan batches
 
 bad "a chunk of no tokens" 2 "K3_PREFILL_CHUNK" -- env K3_PREFILL_CHUNK=0 "$FWD" "$TINY" --ids "$work/ids.txt" "${STREAM[@]}"
 bad "a chunk that is not a number" 2 "K3_PREFILL_CHUNK" -- env K3_PREFILL_CHUNK=12x "$FWD" "$TINY" --ids "$work/ids.txt"

@@ -9,7 +9,9 @@
 #include <stdlib.h>
 
 #include <cstring>
+#include <deque>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
@@ -21,7 +23,9 @@
 #include "model/forward_pass.h"
 #include "model/forwarding_weight_source.h"
 #include "model/prefill_chunk.h"
+#include "model/weight_binding.h"
 #include "model_fixture.h"
+#include "runtime/resident_weights.h"
 
 namespace k3 {
 namespace {
@@ -70,6 +74,61 @@ class RecordingTap : public LayerTap {
   std::map<std::pair<int, int64_t>, std::vector<float>> rows_;
 };
 
+// The tiny model's layers with every matrix the forward pass reads through
+// lin() alone handed over in row blocks of `block_rows` rows, as a trunk
+// streamed in row blocks does (runtime/trunk_stream.h); each matrix counts
+// how often its blocks pass (one pass = one read of the matrix from disk).
+class RowBlockSource : public ForwardingWeightSource {
+ public:
+  RowBlockSource(WeightSource& inner, const ModelConfig& c, const Checkpoint& checkpoint, int64_t block_rows)
+      : ForwardingWeightSource(inner) {
+    // Each tensor's bytes, read from its shard (aligned for the kernels).
+    const TensorLookup lookup = [&](const std::string& name) -> const void* {
+      const TensorLocation& at = checkpoint.at(name);
+      std::ifstream f(checkpoint.shards()[at.shard].path, std::ios::binary);
+      f.seekg(static_cast<std::streamoff>(at.info->offset));
+      bytes_.emplace_back((at.info->nbytes + 63) / 64);
+      f.read(reinterpret_cast<char*>(bytes_.back().data()), static_cast<std::streamsize>(at.info->nbytes));
+      EXPECT_TRUE(f.good()) << name;
+      return bytes_.back().data();
+    };
+    const RowMatrixLookup row_lookup = [&, block_rows](const std::string& name, int64_t r, int64_t cols) {
+      matrices_.emplace_back(static_cast<const uint16_t*>(lookup(name)), r, cols, block_rows);
+      return Bf16Matrix{nullptr, r, cols, &matrices_.back()};
+    };
+    for (int i = 0; i < c.num_hidden_layers; ++i) layers_.push_back(bind_layer_weights(c, i, lookup, &row_lookup));
+  }
+  const LayerWeights& acquire_layer(int layer) override {
+    inner_.acquire_layer(layer);
+    return layers_[static_cast<size_t>(layer)];
+  }
+  // How often each matrix's blocks passed, in binding order.
+  std::vector<int> passes() const {
+    std::vector<int> v;
+    for (const Blocked& b : matrices_) v.push_back(b.passes);
+    return v;
+  }
+
+ private:
+  struct Blocked : MatrixRows {
+    Blocked(const uint16_t* d, int64_t r, int64_t c, int64_t b) : data(d), rows(r), cols(c), block(b) {}
+    void for_each_block(const Block& on_block) const override {
+      ++passes;
+      for (int64_t r0 = 0; r0 < rows; r0 += block)
+        on_block(r0, Bf16Matrix{data + r0 * cols, std::min(block, rows - r0), cols, nullptr});
+    }
+    const uint16_t* data;
+    int64_t rows, cols, block;
+    mutable int passes = 0;
+  };
+  struct alignas(64) Line {
+    unsigned char b[64];
+  };
+  std::deque<std::vector<Line>> bytes_;
+  std::deque<Blocked> matrices_;  // stable addresses: the layers point at them
+  std::vector<LayerWeights> layers_;
+};
+
 struct PrefillRun {
   std::vector<float> logits;
   SequenceState state;
@@ -82,14 +141,18 @@ struct SpillCounts {
 
 // spill_dir: the chunk's block states go to a spill file there; its counts
 // are left in *spilled.
+// source: the weights (default: the tiny model's, resident); sub_batch: the
+// chunk's sub-batch (ForwardPass::set_chunk_sub_batch).
 PrefillRun run(size_t max_batch, size_t chunk, const std::vector<int32_t>& ids, LogitRows rows, int threads = 2,
-               CountingSource* counting = nullptr, const std::string& spill_dir = "", SpillCounts* spilled = nullptr) {
+               WeightSource* counting = nullptr, const std::string& spill_dir = "", SpillCounts* spilled = nullptr,
+               size_t sub_batch = 0) {
   TinyModel& m = TinyModel::get();
   ThreadPool pool(threads);
-  WeightSource& source = counting ? static_cast<WeightSource&>(*counting) : *m.weights;
+  WeightSource& source = counting ? *counting : *m.weights;
   ForwardPass engine(m.config, source, pool);
   engine.set_max_batch(max_batch);
   engine.set_chunk(chunk);
+  engine.set_chunk_sub_batch(sub_batch);
   if (!spill_dir.empty()) engine.set_spill(std::make_unique<SpillFile>(spill_dir));
   RecordingTap tap;
   tap.hidden = static_cast<size_t>(m.config.hidden_size);
@@ -138,6 +201,39 @@ TEST(PrefillChunk, BitIdenticalToBatchesForEveryChunkAndSubBatch) {
       EXPECT_TRUE(want.taps == got.taps) << what << ": layer taps";
       const PrefillRun last = run(max_batch, chunk, ids, LogitRows::kLast);
       EXPECT_TRUE(same_floats(want_last.logits, last.logits)) << what << ": logits of the last row";
+    }
+  }
+}
+
+// A trunk in row blocks: the same bits for every chunk, sub-batch and batch,
+// and each matrix's blocks pass once per sub-batch of the chunk, so a
+// sub-batch as long as the chunk reads every row block once per chunk.
+TEST(PrefillChunk, RowBlocksPassOncePerSubBatchWithTheSameBits) {
+  TinyModel& m = TinyModel::get();
+  const std::vector<int32_t> ids = prompt(75);
+  const PrefillRun want = run(256, 0, ids, LogitRows::kAll);
+  for (size_t max_batch : {1, 3, 8}) {
+    for (size_t chunk : {9, 40, 75}) {
+      for (size_t sub : {size_t{0}, size_t{5}, size_t{16}, chunk}) {
+        const std::string what = "batch " + std::to_string(max_batch) + ", chunk " + std::to_string(chunk) +
+                                 ", sub-batch " + std::to_string(sub);
+        RowBlockSource blocked(*m.weights, m.config, *m.checkpoint, 3);
+        const PrefillRun got =
+            run(max_batch, chunk, ids, LogitRows::kAll, max_batch == 3 ? 3 : 1, &blocked, "", nullptr, sub);
+        EXPECT_TRUE(same_floats(want.logits, got.logits)) << what << ": logits of every row";
+        expect_same_state(want.state, got.state, what);
+        EXPECT_TRUE(want.taps == got.taps) << what << ": layer taps";
+        // Passes per matrix: each chunk (a chunk of at most a batch is one
+        // batch) goes through in sub-batches of max(batch, sub) rows.
+        const size_t per = std::max(chunk, max_batch);
+        int expected = 0;
+        for (size_t begin = 0; begin < ids.size(); begin += per) {
+          const size_t n = std::min(per, ids.size() - begin);
+          const size_t step = n > max_batch ? std::min(n, std::max(max_batch, sub)) : n;
+          expected += static_cast<int>((n + step - 1) / step);
+        }
+        for (int passes : blocked.passes()) ASSERT_EQ(passes, expected) << what;
+      }
     }
   }
 }

@@ -42,6 +42,25 @@ TEST(PrefillForecast, ChunksTrunkAndExperts) {
   EXPECT_DOUBLE_EQ(r.total(), r.trunk_bytes + r.expert_bytes);
 }
 
+// Row blocks: the trunk once per sub-batch of the chunk (chunk_sub_batch
+// rows, a batch when unset); a piece no longer than that is one pass.
+TEST(PrefillForecast, RowBlocksOncePerChunkSubBatch) {
+  const ModelConfig c = load_model_config(kTiny);
+  MemoryPlan p = hand_plan();
+  p.row_blocks = 7;
+  const double embedding = 250.0 * c.hidden_size * 2;
+  // Sub-batches of a batch (16): chunks of 100, 100, 50 pass 7 + 7 + 4 times.
+  EXPECT_DOUBLE_EQ(forecast_prefill_reads(c, p, 250).trunk_bytes, 18 * 1e6 + embedding);
+  p.chunk_sub_batch = 40;  // 3 + 3 + 2
+  EXPECT_DOUBLE_EQ(forecast_prefill_reads(c, p, 250).trunk_bytes, 8 * 1e6 + embedding);
+  p.chunk_sub_batch = 100;  // once per chunk
+  const PrefillReads once = forecast_prefill_reads(c, p, 250);
+  EXPECT_DOUBLE_EQ(once.trunk_bytes, 3 * 1e6 + embedding);
+  p.row_blocks = 0;  // whole layers: once per chunk whatever the sub-batch
+  p.chunk_sub_batch = 0;
+  EXPECT_DOUBLE_EQ(forecast_prefill_reads(c, p, 250).trunk_bytes, once.trunk_bytes);
+}
+
 TEST(PrefillForecast, SpilledChunkBlockStates) {
   const ModelConfig c = load_model_config(kTiny);
   ASSERT_EQ(c.hidden_size, 64);

@@ -1,0 +1,123 @@
+// fit_prefill_chunk (runtime/prefill_chunk_fit.h) against a brute force over
+// every chunk (the prompt halved down to a batch), spill choice and
+// sub-batch (the chunk halved down to a batch) at K3's geometry: the plan it
+// returns fits, and no plan that fits reads fewer bytes of weights for the
+// prompt;
+// where nothing fits, the chunk is one batch. The memory plan counts a
+// sub-batch's scratch beyond a batch's in the chunk (prefill_sub_batch_
+// scratch_bytes) and takes it only where the trunk streams in row blocks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "model/k3_geometry.h"
+#include "model/prefill_chunk.h"
+#include "runtime/memory_plan.h"
+#include "runtime/prefill_chunk_fit.h"
+#include "runtime/prefill_forecast.h"
+#include "runtime/preset_plan.h"
+#include "runtime/presets.h"
+
+namespace k3 {
+namespace {
+
+constexpr uint64_t kTokens = 8192;
+
+const PlanModel& k3_model() {
+  static const PlanModel m = plan_model_for_config(k3_reference_config());
+  return m;
+}
+
+RunRequest request_for(const Preset& preset) {
+  RunRequest run;
+  run.context = kTokens;
+  RunRequest r = preset_plan_request(preset, k3_model(), run);
+  r.chunk = kTokens;
+  return r;
+}
+
+MemoryPlan plan_of(const RunRequest& r) {
+  const PlanModel& m = k3_model();
+  return plan_memory(m.config, m.layout, m.slot_bytes, r);
+}
+
+// What the search minimizes: the weights' bytes (the spill file's reads only break ties).
+double bytes_of(const MemoryPlan& p) {
+  const PrefillReads r = forecast_prefill_reads(k3_model().config, p, kTokens);
+  return r.trunk_bytes + r.expert_bytes;
+}
+
+TEST(PrefillChunkFit, FewestBytesOfEveryPlanThatFits) {
+  for (const char* name : {"min", "laptop", "desktop"}) {
+    const Preset& preset = *find_preset(name);
+    for (double gb : {1.5, preset.machine.available_gb, 2 * preset.machine.available_gb, 40.0}) {
+      const uint64_t available = static_cast<uint64_t>(gb * 1e9);
+      const auto fits = [&](const MemoryPlan& p) { return plan_fits(p, available); };
+      const std::string what = std::string(name) + " with " + std::to_string(gb) + " GB";
+      const RunRequest base = request_for(preset);
+      double best = std::numeric_limits<double>::infinity();
+      const uint64_t batch = plan_of(base).batch;
+      for (uint64_t chunk = kTokens;; chunk = std::max(batch, chunk / 2)) {
+        for (bool spill : {false, true}) {
+          for (uint64_t sub = chunk;; sub = std::max(batch, sub / 2)) {
+            RunRequest r = base;
+            r.chunk = chunk;
+            r.spill_chunk = spill;
+            r.chunk_sub_batch = sub;
+            const MemoryPlan p = plan_of(r);
+            if (fits(p)) best = std::min(best, bytes_of(p));
+            if (sub == batch) break;
+          }
+        }
+        if (chunk == batch) break;
+      }
+      RunRequest req = base;
+      const MemoryPlan got = fit_prefill_chunk(k3_model().config, plan_of, fits, req, kTokens, true);
+      if (std::isinf(best)) {
+        EXPECT_FALSE(fits(got)) << what;
+        EXPECT_EQ(got.chunk, got.batch) << what;
+        continue;
+      }
+      EXPECT_TRUE(fits(got)) << what;
+      EXPECT_DOUBLE_EQ(bytes_of(got), best) << what;
+      // The request it leaves is the plan's.
+      EXPECT_EQ(plan_of(req).peak_rss, got.peak_rss) << what;
+      EXPECT_EQ(req.chunk, got.chunk) << what;
+    }
+  }
+}
+
+TEST(PrefillChunkFit, SubBatchScratchCountedWhereRowBlocksStream) {
+  const ModelConfig& c = k3_model().config;
+  RunRequest r = request_for(*find_preset("min"));
+  r.chunk = 2048;
+  const MemoryPlan batch = plan_of(r);
+  ASSERT_GT(batch.row_blocks, 0u) << "min streams its trunk in row blocks";
+  EXPECT_EQ(batch.chunk_sub_batch, batch.batch);
+  r.chunk_sub_batch = 512;
+  const MemoryPlan sub = plan_of(r);
+  EXPECT_EQ(sub.chunk_sub_batch, 512u);
+  EXPECT_EQ(sub.chunk_bytes - batch.chunk_bytes, prefill_sub_batch_scratch_bytes(c, 512, kTokens) -
+                                                     prefill_sub_batch_scratch_bytes(c, batch.batch, kTokens));
+  r.chunk_sub_batch = 1u << 20;  // at most the chunk
+  EXPECT_EQ(plan_of(r).chunk_sub_batch, 2048u);
+  // Spilled: a sub-batch's rows of every block state are staged.
+  r.spill_chunk = true;
+  r.chunk_sub_batch = 512;
+  const MemoryPlan spilled = plan_of(r);
+  EXPECT_EQ(spilled.chunk_bytes, 2048 * prefill_chunk_bytes_per_token(c, true) + prefill_chunk_staging_bytes(c, 512) +
+                                     prefill_sub_batch_scratch_bytes(c, 512, kTokens) -
+                                     prefill_sub_batch_scratch_bytes(c, batch.batch, kTokens));
+  // Whole layers (desktop): a layer is read once per chunk anyway.
+  RunRequest d = request_for(*find_preset("desktop"));
+  d.chunk = 2048;
+  d.chunk_sub_batch = 512;
+  const MemoryPlan desktop = plan_of(d);
+  EXPECT_EQ(desktop.row_blocks, 0u);
+  EXPECT_EQ(desktop.chunk_sub_batch, desktop.batch);
+}
+
+}  // namespace
+}  // namespace k3
