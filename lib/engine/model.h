@@ -48,19 +48,26 @@
 #include "checkpoint/checkpoint.h"
 #include "common/progress_callback.h"
 #include "common/thread_pool.h"
-#include "generate/batch_generation.h"
-#include "generate/generation_session.h"
 #include "model/config.h"
-#include "model/forward_pass.h"
+#include "model/layer_tap.h"
+#include "model/sequence_state.h"
+#include "model/weight_source.h"
 #include "runtime/expert_trace_oracle.h"
 #include "runtime/expert_trace_recorder.h"
 #include "runtime/resident_weights.h"
 #include "runtime/streaming_setup.h"
 #include "runtime/streaming_weights.h"
+#include "sampling/generation_options.h"
 
 namespace k3 {
 
+// lib/generate and the forward pass stay behind this header (model.cpp).
+class ForwardPass;
+class GenerationSession;
 class Session;
+namespace kernels {
+class MatmulBackend;
+}
 
 // How to load a model (cf. a runtime config: budgets and callbacks).
 struct ModelParams {
@@ -139,17 +146,17 @@ class Model {
   const ModelParams& params() const { return params_; }
   ForwardPass& forward_pass() { return *engine_; }
   // Rows one weight pass runs at most (the plan's batch).
-  size_t max_batch() const { return engine_->max_batch(); }
+  size_t max_batch() const;
   // Prompt tokens one read of the weights covers (the layer-major prefill's chunk).
-  size_t tokens_per_read() const { return engine_->tokens_per_read(); }
+  size_t tokens_per_read() const;
   // Where the weights come from (a draft model shares its streams).
-  WeightSource& weights() { return engine_->source(); }
+  WeightSource& weights();
   // A layer tap sees every layer's input as passes run (a draft model's
   // context); nullptr: none.
-  void set_layer_tap(LayerTap* tap) { engine_->set_layer_tap(tap); }
+  void set_layer_tap(LayerTap* tap);
   // Where a prompt chunk's matrix products run (--gpu: a Vulkan device, same
   // bits); nullptr: the CPU kernels. The caller keeps it alive.
-  void set_matmul_backend(kernels::MatmulBackend* backend) { engine_->set_matmul_backend(backend); }
+  void set_matmul_backend(kernels::MatmulBackend* backend);
   // Runs `ids` through the forward pass from an empty sequence, computing no
   // logits: the layer tap sees them as it would have (a draft model
   // rebuilding its context for a restored sequence). `on_start` is given

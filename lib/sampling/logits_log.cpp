@@ -1,4 +1,4 @@
-#include "generate/logits_log.h"
+#include "sampling/logits_log.h"
 
 #include <cstdint>
 

@@ -1,4 +1,4 @@
-#include "cli/chat_flags.h"
+#include "chat_flags.h"
 
 #include <unistd.h>
 

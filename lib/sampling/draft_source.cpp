@@ -1,4 +1,4 @@
-#include "generate/draft_source.h"
+#include "sampling/draft_source.h"
 
 #include <algorithm>
 

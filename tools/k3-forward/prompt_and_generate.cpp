@@ -1,4 +1,4 @@
-#include "cli/prompt_and_generate.h"
+#include "prompt_and_generate.h"
 
 #include <cstdio>
 #include <functional>

@@ -1,10 +1,11 @@
-#include "cli/chat_state_setup.h"
+#include "chat_state_setup.h"
 
 #include <cstdio>
 
 #include "chat/chat_state.h"
 #include "cli/manifest_digests.h"
 #include "common/byte_format.h"
+#include "common/json_writer.h"
 #include "common/tool_main.h"
 #include "state/shard_digest_cache.h"
 
@@ -45,12 +46,13 @@ void resume_chat_state(ChatSession& chat, ChatLoopOptions& loop, const std::stri
 
 std::string chat_stats_json(const std::vector<TurnIds>& turns) {
   const TurnIds last = turns.empty() ? TurnIds{} : turns.back();
-  std::string j = "  \"chat\": {\"reused_ids\": " + std::to_string(last.reused) +
-                  ", \"prefilled_ids\": " + std::to_string(last.prefilled) + ", \"turns\": [";
-  for (size_t i = 0; i < turns.size(); ++i)
-    j += std::string(i ? ", " : "") + "{\"reused_ids\": " + std::to_string(turns[i].reused) +
-         ", \"prefilled_ids\": " + std::to_string(turns[i].prefilled) + "}";
-  return j + "]}";
+  JsonWriter w;  // one line: a member of --stats-json's indented object
+  w.begin_object().key("reused_ids").value(last.reused).key("prefilled_ids").value(last.prefilled);
+  w.key("turns").begin_array();
+  for (const TurnIds& t : turns)
+    w.begin_object().key("reused_ids").value(t.reused).key("prefilled_ids").value(t.prefilled).end_object();
+  w.end_array().end_object();
+  return "  " + json_string("chat") + ": " + w.take();
 }
 
 }  // namespace k3

@@ -1,6 +1,6 @@
-#include "cli/forward_flags.h"
+#include "forward_flags.h"
 
-#include "cli/batch_run.h"
+#include "batch_run.h"
 #include "cli/flag_checks.h"
 #include "common/error.h"
 #include "common/file.h"
