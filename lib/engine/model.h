@@ -52,8 +52,8 @@
 #include "model/layer_tap.h"
 #include "model/sequence_state.h"
 #include "model/weight_source.h"
-#include "runtime/expert_trace_oracle.h"
-#include "runtime/expert_trace_recorder.h"
+#include "expert_cache/expert_trace_oracle.h"
+#include "expert_cache/expert_trace_recorder.h"
 #include "runtime/resident_weights.h"
 #include "runtime/streaming_setup.h"
 #include "runtime/streaming_weights.h"
@@ -78,10 +78,10 @@ struct ModelParams {
   std::ostream* log = nullptr;  // the memory plan and loading notes; nullptr: nowhere
   ProgressCallback progress;    // long start-up steps (pinning, checking the trunk)
   // Record every (layer, expert) the model asks for into this file
-  // (runtime/expert_trace.h's format); it appears at finish_expert_trace().
+  // (expert_cache/expert_trace.h's format); it appears at finish_expert_trace().
   std::string expert_trace;
   // --expert-lookahead-from: guess each layer's experts from this trace of
-  // the same run (runtime/expert_trace_oracle.h: its pairs, as
+  // the same run (expert_cache/expert_trace_oracle.h: its pairs, as
   // read_expert_trace returns them) instead of with the router.
   std::vector<ExpertRequest> lookahead_trace;
 };

@@ -92,7 +92,7 @@ class ForwardPass {
   // adds is its per-token state carried from layer to layer
   // (prefill_chunk_bytes_per_token). 0 or at most max_batch(): chunks of
   // max_batch() (one pass per batch). Results do not depend on it. A trunk
-  // streamed in row blocks through the products (runtime/trunk_stream.h)
+  // streamed in row blocks through the products (trunk_stream/trunk_stream.h)
   // passes its blocks once per sub-batch, the rest once per chunk.
   void set_chunk(size_t tokens) { chunk_ = tokens; }
   // Tokens one read of the weights covers in forward().

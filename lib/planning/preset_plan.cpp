@@ -1,9 +1,9 @@
-#include "runtime/preset_plan.h"
+#include "planning/preset_plan.h"
 
 #include "checkpoint/checkpoint.h"
 #include "common/byte_format.h"
 #include "model/tensor_manifest.h"
-#include "runtime/expert_index.h"
+#include "expert_cache/expert_index.h"
 #include "trunk/plan.h"
 
 namespace k3 {

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "model/config.h"
-#include "runtime/memory_plan.h"
-#include "runtime/presets.h"
+#include "planning/memory_plan.h"
+#include "planning/presets.h"
 #include "trunk/layout.h"
 
 namespace k3 {

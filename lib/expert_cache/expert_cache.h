@@ -1,8 +1,9 @@
+// Layer expert_cache: the routed-expert cache (arena, slots, eviction policy, lookahead, routing traces).
 // The routed-expert cache of a model run in a memory budget.
 //
 // Experts are read straight from the shards with O_DIRECT into an arena of
 // cache slots (one slot = one expert's tensors, ExpertIndex's reads); when
-// none is free, the eviction policy (runtime/expert_cache_policy.h, through
+// none is free, the eviction policy (expert_cache/expert_cache_policy.h, through
 // ExpertSlots) chooses which cached expert makes room.
 // prefetch() starts the reads of a layer's selected experts as soon as the
 // routing is known; for_each() then hands every selected expert to the model
@@ -41,9 +42,9 @@
 #include "io/read_engine.h"
 #include "model/config.h"
 #include "model/weights.h"
-#include "runtime/expert_cache_policy.h"
-#include "runtime/expert_index.h"
-#include "runtime/expert_slots.h"
+#include "expert_cache/expert_cache_policy.h"
+#include "expert_cache/expert_index.h"
+#include "expert_cache/expert_slots.h"
 
 namespace k3 {
 

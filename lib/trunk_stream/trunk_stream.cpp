@@ -1,4 +1,4 @@
-#include "runtime/trunk_stream.h"
+#include "trunk_stream/trunk_stream.h"
 
 #include <algorithm>
 #include <atomic>
@@ -11,7 +11,7 @@
 #include "common/file.h"
 #include "kernels/bf16.h"
 #include "model/weight_binding.h"
-#include "runtime/trunk_stream_parts.h"
+#include "trunk_stream/trunk_stream_parts.h"
 #include "trunk/blocks.h"
 #include "trunk/pack_command.h"
 #include "trunk/row_blocks.h"

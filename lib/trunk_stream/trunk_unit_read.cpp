@@ -2,7 +2,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
-#include "runtime/trunk_stream_parts.h"
+#include "trunk_stream/trunk_stream_parts.h"
 #include "trunk/blocks.h"
 
 namespace k3 {

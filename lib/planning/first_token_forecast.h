@@ -21,9 +21,9 @@
 #include <string>
 
 #include "model/config.h"
-#include "runtime/memory_plan.h"
-#include "runtime/prefill_forecast.h"
-#include "runtime/preset_plan.h"
+#include "planning/memory_plan.h"
+#include "planning/prefill_forecast.h"
+#include "planning/preset_plan.h"
 
 namespace k3 {
 

@@ -1,4 +1,4 @@
-#include "runtime/expert_slots.h"
+#include "expert_cache/expert_slots.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "runtime/expert_index.h"
+#include "expert_cache/expert_index.h"
 
 #include <algorithm>
 

@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/trunk_stream.h"
+#include "trunk_stream/trunk_stream.h"
 #include "trunk/row_blocks.h"
 
 namespace k3 {

@@ -1,3 +1,4 @@
+// Layer trunk_stream: the packed trunk at run time (pinned sections, stream buffers, read-ahead).
 // The trunk of a model run in a memory budget: the sections of a packed
 // trunk (k3-pack) that the plan pins are read once at start; the others stream through a few buffers in use order, the
 // next ones read in the background while the current layer computes. A streamed head goes through the same buffers as
@@ -31,7 +32,7 @@
 #include "io/read_engine.h"
 #include "model/config.h"
 #include "model/weight_source.h"
-#include "runtime/memory_plan.h"
+#include "planning/memory_plan.h"
 #include "trunk/block_reader.h"
 #include "trunk/layout.h"
 

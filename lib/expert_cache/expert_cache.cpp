@@ -1,4 +1,4 @@
-#include "runtime/expert_cache.h"
+#include "expert_cache/expert_cache.h"
 
 #include <algorithm>
 #include <chrono>

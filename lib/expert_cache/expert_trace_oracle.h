@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "model/forwarding_weight_source.h"
-#include "runtime/expert_trace.h"
+#include "expert_cache/expert_trace.h"
 
 namespace k3 {
 

@@ -1,4 +1,4 @@
-#include "runtime/expert_trace.h"
+#include "expert_cache/expert_trace.h"
 
 #include <algorithm>
 

@@ -50,7 +50,7 @@ inline constexpr uint64_t kMinPresetBatch = 32;
 inline constexpr double kLaptopPresetBlockMb = 64;
 
 // `--preset auto`: the largest preset that fits this machine now
-// (runtime/preset_plan.h choose_preset).
+// (planning/preset_plan.h choose_preset).
 inline constexpr const char* kAutoPreset = "auto";
 
 // In ascending order of memory (choose_preset relies on it).

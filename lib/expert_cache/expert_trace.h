@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/expert_cache_policy.h"
+#include "expert_cache/expert_cache_policy.h"
 
 namespace k3 {
 

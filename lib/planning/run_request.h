@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/expert_cache_policy.h"
+#include "expert_cache/expert_cache_policy.h"
 
 namespace k3 {
 

@@ -1,4 +1,4 @@
-#include "runtime/memory_plan.h"
+#include "planning/memory_plan.h"
 #include "common/append_printf.h"
 #include "common/byte_format.h"
 #include "common/checked_math.h"

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <mutex>
 
-#include "runtime/expert_cache.h"
+#include "expert_cache/expert_cache.h"
 
 namespace k3 {
 

@@ -14,7 +14,7 @@
 #include <cstdint>
 
 #include "model/config.h"
-#include "runtime/memory_plan.h"
+#include "planning/memory_plan.h"
 
 namespace k3 {
 

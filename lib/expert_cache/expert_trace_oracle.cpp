@@ -1,4 +1,4 @@
-#include "runtime/expert_trace_oracle.h"
+#include "expert_cache/expert_trace_oracle.h"
 
 #include <algorithm>
 #include <utility>

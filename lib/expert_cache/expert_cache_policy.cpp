@@ -1,4 +1,4 @@
-#include "runtime/expert_cache_policy.h"
+#include "expert_cache/expert_cache_policy.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "runtime/expert_trace_recorder.h"
+#include "expert_cache/expert_trace_recorder.h"
 
 #include <cstdint>
 #include <vector>

@@ -8,8 +8,8 @@
 
 #include <cstdint>
 
-#include "runtime/expert_cache_policy.h"
-#include "runtime/expert_trace.h"
+#include "expert_cache/expert_cache_policy.h"
+#include "expert_cache/expert_trace.h"
 
 namespace k3 {
 

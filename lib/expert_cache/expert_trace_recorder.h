@@ -1,6 +1,6 @@
 // k3-forward --expert-trace: a WeightSource in front of the real one that
 // writes every (layer, expert) the model asks for, in the order it asks
-// (runtime/expert_trace.h's format), so a run of the real model can be
+// (expert_cache/expert_trace.h's format), so a run of the real model can be
 // replayed by k3-bench-expert-cache. Everything else passes through (the
 // lookahead's guesses too); the weights and so the output are the wrapped
 // source's.

@@ -1,4 +1,4 @@
-#include "runtime/first_token_forecast.h"
+#include "planning/first_token_forecast.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "runtime/expert_cache_replay.h"
+#include "expert_cache/expert_cache_replay.h"
 
 #include <algorithm>
 #include <deque>
@@ -8,7 +8,7 @@
 #include <unordered_set>
 
 #include "common/error.h"
-#include "runtime/expert_slots.h"
+#include "expert_cache/expert_slots.h"
 
 namespace k3 {
 

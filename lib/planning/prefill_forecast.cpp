@@ -1,4 +1,4 @@
-#include "runtime/prefill_forecast.h"
+#include "planning/prefill_forecast.h"
 
 #include <algorithm>
 #include <cmath>

@@ -3,7 +3,7 @@
 // eviction policy that picks a victim when none is, and what the read that
 // filled each slot was (its bytes; whether --expert-lookahead guessed it). ExpertCache keeps the
 // bytes and the reads; this is every decision about slots, so the replay
-// bench (runtime/expert_cache_replay.h) drives the same code without I/O.
+// bench (expert_cache/expert_cache_replay.h) drives the same code without I/O.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/expert_cache_policy.h"
+#include "expert_cache/expert_cache_policy.h"
 
 namespace k3 {
 

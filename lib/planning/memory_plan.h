@@ -1,3 +1,4 @@
+// Layer planning: the memory plan of a run (one RunRequest, presets, forecasts) made before anything loads.
 // The memory plan of a k3-forward run, computed before anything large is
 // allocated: which trunk sections are pinned and which stream, how many
 // expert cache slots fit, the sequence state for the requested context, I/O
@@ -11,7 +12,7 @@
 
 #include "model/config.h"
 #include "model/tensor_manifest.h"
-#include "runtime/run_request.h"
+#include "planning/run_request.h"
 #include "trunk/layout.h"
 
 namespace k3 {
