@@ -1,5 +1,5 @@
 // k3-bench-expert-cache: replays a routing trace through the expert cache's
-// own slot table and eviction policies (runtime/expert_cache_replay.h; no
+// own slot table and eviction policies (expert_cache/expert_cache_replay.h; no
 // bytes are read) and prints the hit rate and the expert bytes read per token
 // a cache of --cache-gb would have given, or (--table) the whole table over
 // every preset's cache size and 8/16/32/64 GB, every policy and Belady's
@@ -18,8 +18,8 @@
 #include "common/tool_main.h"
 #include "model/config.h"
 #include "model/k3_geometry.h"
-#include "runtime/expert_cache_replay.h"
-#include "runtime/presets.h"
+#include "expert_cache/expert_cache_replay.h"
+#include "planning/presets.h"
 
 namespace {
 

@@ -30,7 +30,7 @@
 // Last, what a prompt of 8,192 tokens reads at each preset with one weight
 // read per prefill batch (before the layer-major prefill) and with the
 // chunk, spill file and chunk sub-batch (tokens a row block is read for)
-// the preset's machine class fits (runtime/prefill_chunk_fit.h).
+// the preset's machine class fits (planning/prefill_chunk_fit.h).
 //
 // Usage: k3-bench-pass-bytes [MODEL_DIR]   (default: K3's geometry from
 // k3-synth --preset k3, nothing written; MODEL_DIR: its config.json)
@@ -48,11 +48,11 @@
 #include "io/aligned_buffer.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
-#include "runtime/first_token_forecast.h"
-#include "runtime/memory_plan.h"
-#include "runtime/prefill_forecast.h"
-#include "runtime/preset_plan.h"
-#include "runtime/presets.h"
+#include "planning/first_token_forecast.h"
+#include "planning/memory_plan.h"
+#include "planning/prefill_forecast.h"
+#include "planning/preset_plan.h"
+#include "planning/presets.h"
 #include "synth/synth_geometry.h"
 
 using namespace k3;
@@ -144,10 +144,10 @@ void print_preset(const ModelConfig& c, const Preset& preset) {
 
 // A long prompt at each preset: today's prefill (one weight read per batch)
 // against the layer-major prefill whose chunk is the one a run takes on the
-// preset's machine class (runtime/first_token_forecast.h
+// preset's machine class (planning/first_token_forecast.h
 // plan_preset_for_prompt: the prompt, its block states spilled beside the
 // trunk, then halved, until it fits); the forecast seconds of reading at
-// kDiskGBps (runtime/prefill_forecast.h; the experts under flat routing, an
+// kDiskGBps (planning/prefill_forecast.h; the experts under flat routing, an
 // upper bound).
 constexpr double kDiskGBps = 3.0;
 void print_prefill(const ModelConfig& c, uint64_t tokens) {

@@ -2,7 +2,8 @@
 #   bin/k3-*                                 the tools
 #   share/man/man1/k3-*.1                    man pages made from each tool's --help
 #   share/bash-completion/completions/k3-*   completions made from the same help
-#   lib/libk3.a, include/k3/<area>/*.h       the library and its headers
+#   lib/libk3.a                              the library
+#   include/k3/<area>/*.h                    its public headers (below)
 #   lib/cmake/k3/                            find_package(k3) -> target k3::k3
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -24,11 +25,45 @@ function(k3_install_tool tool)
   install(FILES ${completion} DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)
 endfunction()
 
+# The public headers: what a program embedding k3 includes (the model and
+# its sessions, the error type, the tokenizer) and every header they include,
+# followed to the end; the other headers are private and not installed.
+# install_test builds and runs a program against this set alone.
+set(K3_PUBLIC_HEADER_ROOTS engine/model.h engine/session.h common/error.h tokenizer/tokenizer.h)
+
+# k3_public_headers(OUT): the roots and their includes, as lib/ paths, sorted.
+function(k3_public_headers out)
+  set(todo ${K3_PUBLIC_HEADER_ROOTS})
+  set(found)
+  while(todo)
+    list(POP_FRONT todo header)
+    if(header IN_LIST found)
+      continue()
+    endif()
+    list(APPEND found ${header})
+    set(path ${PROJECT_SOURCE_DIR}/lib/${header})
+    # An include edited in a public header changes the set: configure again.
+    set_property(DIRECTORY ${PROJECT_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${path})
+    file(STRINGS ${path} lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+    foreach(line IN LISTS lines)
+      string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([^\"]+)\".*" "\\1" included "${line}")
+      if(EXISTS ${PROJECT_SOURCE_DIR}/lib/${included})
+        list(APPEND todo ${included})
+      endif()
+    endforeach()
+  endwhile()
+  list(SORT found)
+  set(${out} ${found} PARENT_SCOPE)
+endfunction()
+
 function(k3_install_library)
   set(config_dir ${CMAKE_INSTALL_LIBDIR}/cmake/k3)
   install(TARGETS k3 EXPORT k3Targets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-  install(DIRECTORY ${PROJECT_SOURCE_DIR}/lib/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/k3
-          FILES_MATCHING PATTERN "*.h")
+  k3_public_headers(headers)
+  foreach(header IN LISTS headers)
+    get_filename_component(area ${header} DIRECTORY)
+    install(FILES ${PROJECT_SOURCE_DIR}/lib/${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/k3/${area})
+  endforeach()
   install(EXPORT k3Targets NAMESPACE k3:: DESTINATION ${config_dir})
   configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/k3Config.cmake.in
     ${CMAKE_BINARY_DIR}/k3Config.cmake INSTALL_DESTINATION ${config_dir})

@@ -30,7 +30,10 @@ LAYERS=(
   "sampling"    # sampler, stop conditions, the portable exp
   "constrain"   # structured output: JSON schema -> byte recognizer -> masks over the vocabulary
   "state"       # state files and continuations
-  "runtime"     # weight sources (resident, streaming, expert cache), memory plan, presets
+  "expert_cache"  # the routed-expert cache: arena, slots, eviction policy, lookahead, routing traces
+  "planning"    # the memory plan: the run request, presets, forecasts
+  "trunk_stream"  # the packed trunk at run time: pinned sections, stream buffers, read-ahead
+  "runtime"     # weight sources (resident, streaming) composed from the three above
   "generate"    # the generation session
   "draft"       # the DSpark draft model: checkpoint, context fusion, draft pass, heads, its draft source
   "engine"      # the model object front ends run on: open, plan, load, sessions, counters

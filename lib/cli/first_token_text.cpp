@@ -5,7 +5,7 @@
 #include "common/append_printf.h"
 #include "doctor/doctor.h"
 #include "doctor/prefill_probe.h"
-#include "runtime/first_token_forecast.h"
+#include "planning/first_token_forecast.h"
 
 namespace k3 {
 

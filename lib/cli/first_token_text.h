@@ -1,5 +1,5 @@
 // The time-to-first-token forecast as --plan and --list-presets print it
-// (runtime/first_token_forecast.h has the formula): the disk rate given
+// (planning/first_token_forecast.h has the formula): the disk rate given
 // with --read-gbps or k3-doctor's assumed one, the compute rate measured
 // here on one core (doctor/prefill_probe.h) times the threads a run uses.
 #pragma once
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "model/config.h"
-#include "runtime/memory_plan.h"
+#include "planning/memory_plan.h"
 
 namespace k3 {
 

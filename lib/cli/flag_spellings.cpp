@@ -6,7 +6,7 @@
 #include "draft/dspark_config.h"
 #include "gpu/gpu.h"
 #include "platform/system_root.h"
-#include "runtime/run_request.h"
+#include "planning/run_request.h"
 #include "sampling/stop_strings.h"
 #include "verify/checkpoint_verifier.h"
 
@@ -20,7 +20,7 @@ struct Spelling {
 };
 
 constexpr Spelling kSpellings[] = {
-    // The run's settings (runtime/run_request.h).
+    // The run's settings (planning/run_request.h).
     {run_setting::kTrunkDir, "--trunk"},
     {run_setting::kPreset, "--preset"},
     {run_setting::kTrunkGb, "--trunk-gb"},

@@ -17,8 +17,8 @@
 #include "common/error.h"
 #include "common/file.h"
 #include "common/quiet.h"
-#include "runtime/expert_cache_policy.h"
-#include "runtime/expert_trace.h"
+#include "expert_cache/expert_cache_policy.h"
+#include "expert_cache/expert_trace.h"
 
 namespace k3 {
 

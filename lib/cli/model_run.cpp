@@ -15,7 +15,7 @@
 #include "common/file.h"
 #include "common/rate_format.h"
 #include "common/tool_main.h"
-#include "runtime/expert_cache_policy.h"
+#include "expert_cache/expert_cache_policy.h"
 
 namespace k3 {
 

@@ -12,8 +12,8 @@
 #include "doctor/preset_forecast.h"
 #include "model/k3_geometry.h"
 #include "platform/memory_limits.h"
-#include "runtime/first_token_forecast.h"
-#include "runtime/preset_plan.h"
+#include "planning/first_token_forecast.h"
+#include "planning/preset_plan.h"
 #include "trunk/plan.h"
 
 namespace k3 {
@@ -79,7 +79,7 @@ std::string preset_table(const ModelOptions& o, double read_gbps, const RunFlags
                   p.description.c_str());
   }
   // Time to first token: each preset's run on the machine class it is for
-  // (its chunk as long as that memory allows: runtime/first_token_forecast.h).
+  // (its chunk as long as that memory allows: planning/first_token_forecast.h).
   const uint64_t tokens = o.prompt_tokens;
   const FirstTokenRates rates = first_token_rates(read_gbps, o.threads);
   append_printf(out,

@@ -6,7 +6,7 @@
 #include "doctor/checks.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
-#include "runtime/preset_plan.h"
+#include "planning/preset_plan.h"
 #include "trunk/layout.h"
 #include "trunk/plan.h"
 

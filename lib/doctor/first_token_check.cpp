@@ -1,12 +1,12 @@
 // forecast/first_token: how long a prompt of N tokens (an agent's 4,000 by
 // default) takes to its first token with the recommended preset, from the
 // measured disk rate and this CPU's measured prefill rate
-// (runtime/first_token_forecast.h has the formula).
+// (planning/first_token_forecast.h has the formula).
 #include <string>
 
 #include "common/byte_format.h"
 #include "doctor/checks.h"
-#include "runtime/first_token_forecast.h"
+#include "planning/first_token_forecast.h"
 
 namespace k3::doctor {
 

@@ -2,7 +2,7 @@
 // 4096] BF16 matrix times 64 rows (a sub-batch of a prompt) on one thread,
 // timed by that thread's CPU time so other load on the machine does not
 // count against it. The time-to-first-token forecast
-// (runtime/first_token_forecast.h) turns it into prompt tokens a second.
+// (planning/first_token_forecast.h) turns it into prompt tokens a second.
 #pragma once
 
 #include <cstdint>

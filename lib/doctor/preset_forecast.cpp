@@ -35,7 +35,7 @@ PresetForecast forecast_preset(const Preset& p, const PlanModel& pm, const Model
 
 std::optional<PresetForecast> recommend_preset(uint64_t usable_bytes, const PlanModel& pm, const ModelBytes& m,
                                                std::optional<double> hit_rate, const RunRequest& run) {
-  // The rule `k3-forward --preset auto` follows (runtime/preset_plan.h).
+  // The rule `k3-forward --preset auto` follows (planning/preset_plan.h).
   const PresetChoice choice = choose_preset(pm, usable_bytes, run);
   if (!choice.preset) return std::nullopt;
   return forecast_preset(*choice.preset, pm, m, hit_rate, run);

@@ -25,9 +25,9 @@
 #include <vector>
 
 #include "doctor/model_bytes.h"
-#include "runtime/memory_plan.h"
-#include "runtime/preset_plan.h"
-#include "runtime/presets.h"
+#include "planning/memory_plan.h"
+#include "planning/preset_plan.h"
+#include "planning/presets.h"
 
 namespace k3::doctor {
 

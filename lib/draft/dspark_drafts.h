@@ -1,5 +1,5 @@
 // DSpark as a draft source for the generation session's speculation
-// (generate/draft_source.h), fed by the engine's layer tap (model/forward_pass.h).
+// (sampling/draft_source.h), fed by the engine's layer tap (model/layer_tap.h).
 //
 // The taps of every pass arrive per position; a position's taps are fused
 // into the draft's context once it is committed (docs/dspark.md):
@@ -23,8 +23,9 @@
 
 #include "draft/draft_pass.h"
 #include "draft/verify_policy.h"
-#include "generate/draft_source.h"
-#include "model/forward_pass.h"
+#include "model/layer_tap.h"
+#include "model/weight_source.h"
+#include "sampling/draft_source.h"
 
 namespace k3 {
 

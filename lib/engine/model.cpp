@@ -13,8 +13,11 @@
 #include "common/setting_spelling.h"
 #include "common/tool_main.h"
 #include "engine/session.h"
+#include "generate/batch_generation.h"
+#include "generate/generation_session.h"
 #include "gpu/gpu.h"
 #include "io/spill_file.h"
+#include "model/forward_pass.h"
 #include "model/tensor_manifest.h"
 #include "runtime/device_plan.h"
 #include "runtime/resident_plan.h"
@@ -162,6 +165,12 @@ void Model::load(ModelPlan plan) {
 }
 
 Model::~Model() = default;
+
+size_t Model::max_batch() const { return engine_->max_batch(); }
+size_t Model::tokens_per_read() const { return engine_->tokens_per_read(); }
+WeightSource& Model::weights() { return engine_->source(); }
+void Model::set_layer_tap(LayerTap* tap) { engine_->set_layer_tap(tap); }
+void Model::set_matmul_backend(kernels::MatmulBackend* backend) { engine_->set_matmul_backend(backend); }
 
 Session Model::session(GenerationOptions options) { return Session(*this, generation_session(std::move(options))); }
 

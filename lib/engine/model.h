@@ -48,20 +48,27 @@
 #include "checkpoint/checkpoint.h"
 #include "common/progress_callback.h"
 #include "common/thread_pool.h"
-#include "generate/batch_generation.h"
-#include "generate/generation_session.h"
+#include "expert_cache/expert_trace_oracle.h"
+#include "expert_cache/expert_trace_recorder.h"
 #include "kernels/matmul_backend.h"
 #include "model/config.h"
-#include "model/forward_pass.h"
-#include "runtime/expert_trace_oracle.h"
-#include "runtime/expert_trace_recorder.h"
+#include "model/layer_tap.h"
+#include "model/sequence_state.h"
+#include "model/weight_source.h"
 #include "runtime/resident_weights.h"
 #include "runtime/streaming_setup.h"
 #include "runtime/streaming_weights.h"
+#include "sampling/generation_options.h"
 
 namespace k3 {
 
+// lib/generate and the forward pass stay behind this header (model.cpp).
+class ForwardPass;
+class GenerationSession;
 class Session;
+namespace kernels {
+class MatmulBackend;
+}
 
 // How to load a model (cf. a runtime config: budgets and callbacks).
 struct ModelParams {
@@ -72,10 +79,10 @@ struct ModelParams {
   std::ostream* log = nullptr;  // the memory plan and loading notes; nullptr: nowhere
   ProgressCallback progress;    // long start-up steps (pinning, checking the trunk)
   // Record every (layer, expert) the model asks for into this file
-  // (runtime/expert_trace.h's format); it appears at finish_expert_trace().
+  // (expert_cache/expert_trace.h's format); it appears at finish_expert_trace().
   std::string expert_trace;
   // --expert-lookahead-from: guess each layer's experts from this trace of
-  // the same run (runtime/expert_trace_oracle.h: its pairs, as
+  // the same run (expert_cache/expert_trace_oracle.h: its pairs, as
   // read_expert_trace returns them) instead of with the router.
   std::vector<ExpertRequest> lookahead_trace;
 };
@@ -150,14 +157,14 @@ class Model {
   const ModelParams& params() const { return params_; }
   ForwardPass& forward_pass() { return *engine_; }
   // Rows one weight pass runs at most (the plan's batch).
-  size_t max_batch() const { return engine_->max_batch(); }
+  size_t max_batch() const;
   // Prompt tokens one read of the weights covers (the layer-major prefill's chunk).
-  size_t tokens_per_read() const { return engine_->tokens_per_read(); }
+  size_t tokens_per_read() const;
   // Where the weights come from (a draft model shares its streams).
-  WeightSource& weights() { return engine_->source(); }
+  WeightSource& weights();
   // A layer tap sees every layer's input as passes run (a draft model's
   // context); nullptr: none.
-  void set_layer_tap(LayerTap* tap) { engine_->set_layer_tap(tap); }
+  void set_layer_tap(LayerTap* tap);
   // Where a prompt's matrix products run (--gpu: a Vulkan device, same
   // bits); nullptr: the CPU kernels. The caller keeps it alive. A run whose
   // request names a device (RunRequest::gpu_device) has it opened by the

@@ -1,9 +1,11 @@
 #include "engine/session.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "engine/model.h"
 #include "engine/prefix_reuse.h"
+#include "generate/generation_session.h"
 #include "state/continuation.h"
 
 namespace k3 {
@@ -16,6 +18,28 @@ Session::Session(Model& model, std::unique_ptr<GenerationSession> generation)
 Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 Session::~Session() = default;
+
+// Session's types stand in for lib/generate's, which its header does not show.
+static_assert(std::is_same_v<Session::Progress, ForwardPass::Progress>);
+static_assert(std::is_same_v<Session::SampleObserver, GenerationSession::SampleObserver>);
+
+void Session::set_drafts(DraftSource* source) { gen_->set_draft_source(source); }
+void Session::set_stop_within_pass(std::function<bool()> stop) {
+  const bool on = static_cast<bool>(stop);
+  gen_->set_stop_within_pass(on, false, std::move(stop));
+}
+void Session::stop_passes_when_interrupted(bool keep_state) { gen_->set_stop_within_pass(true, keep_state); }
+bool Session::pass_cut() const { return gen_->pass_cut(); }
+void Session::set_constraint(OutputConstraint* constraint) { gen_->set_constraint(constraint); }
+void Session::set_sample_observer(SampleObserver observer) { gen_->set_sample_observer(std::move(observer)); }
+Session::SavePoint Session::mark() const { return gen_->mark(); }
+int64_t Session::position() const { return gen_->position(); }
+const std::vector<int32_t>& Session::pending() const { return gen_->pending(); }
+const SequenceState& Session::state() const { return gen_->state(); }
+const std::vector<float>& Session::current_row() const { return gen_->current_row(); }
+const LogitsLog& Session::logits_log() const { return gen_->logits_log(); }
+const StopConditions& Session::stop_conditions() const { return gen_->stop_conditions(); }
+const GenerationCounters& Session::counters() const { return gen_->counters(); }
 
 void Session::reset() {
   gen_->reset();

@@ -4,10 +4,12 @@
 // sampled rows, counters). Front ends (k3-forward, k3-chat, k3-serve) drive
 // sequences only through it; several are stepped together in one weight
 // pass by Model::step_rows and Model::decode_together. It is a layer over
-// lib/generate's GenerationSession, which stays inside lib/engine.
+// lib/generate's GenerationSession, which stays inside lib/engine: this
+// header shows only plain types from the layers below generate/ (options,
+// counters, draft sources, save points), never generate/ or the forward pass.
 //
 //   k3::Session s = model->session(options);       // options.max_drafts > 0: speculation
-//   s.set_drafts(&ngram);                          // where drafts come from (generate/draft_source.h)
+//   s.set_drafts(&ngram);                          // where drafts come from (sampling/draft_source.h)
 //   s.prefill(prompt);                             // or s.restore(load_conversation(...))
 //   s.generate(64, on_token, interrupted);         // or: int32_t id = s.step();
 //   s.save(path, identity);                        // continues exactly where it stopped
@@ -29,17 +31,25 @@
 #include <string>
 #include <vector>
 
-#include "generate/generation_session.h"
+#include "model/sequence_state.h"
+#include "sampling/draft_source.h"
+#include "sampling/generation_counters.h"
+#include "sampling/generation_options.h"
+#include "sampling/logits_log.h"
+#include "sampling/stop_conditions.h"
 #include "state/continuation.h"
+#include "state/save_point.h"
 
 namespace k3 {
 
+class GenerationSession;
 class Model;
+class OutputConstraint;
 
 class Session {
  public:
   // Called per layer step of a prefill (a progress line; may throw to abandon it).
-  using Progress = ForwardPass::Progress;
+  using Progress = std::function<void(int64_t done, int64_t total)>;
 
   Session(Model& model, std::unique_ptr<GenerationSession> generation);
   Session(Session&&) noexcept;
@@ -103,36 +113,32 @@ class Session {
 
   // Speculation: drafts come from `source` (nullptr: none), up to the
   // options' max_drafts per pass; output does not depend on them.
-  void set_drafts(DraftSource* source) { gen_->set_draft_source(source); }
+  void set_drafts(DraftSource* source);
 
   // Lets generate() stop a weight pass part-way, within about a layer of
   // `stop` saying so (a K3 pass read from disk takes seconds), as k3-forward
   // does with Ctrl-C; nullptr: passes run to the end.
-  void set_stop_within_pass(std::function<bool()> stop) {
-    const bool on = static_cast<bool>(stop);
-    gen_->set_stop_within_pass(on, false, std::move(stop));
-  }
+  void set_stop_within_pass(std::function<bool()> stop);
   // Same, the passes polling generate()'s own `interrupted` (k3-forward).
   // With `keep_state` the sequence is put back as it was before the pass
   // cut, so it can still be saved (--state-out).
-  void stop_passes_when_interrupted(bool keep_state) { gen_->set_stop_within_pass(true, keep_state); }
+  void stop_passes_when_interrupted(bool keep_state);
   // Whether the last generate() stopped a pass part-way.
-  bool pass_cut() const { return gen_->pass_cut(); }
+  bool pass_cut() const;
 
   // Structured output (constrain/output_constraint.h): ids are chosen among
   // those `constraint` allows; it must outlive the generate() calls; nullptr: none.
-  void set_constraint(OutputConstraint* constraint) { gen_->set_constraint(constraint); }
+  void set_constraint(OutputConstraint* constraint);
   // Called with every id generated, the logits row it was chosen from and
   // its position (--logprobs), once per position, with or without drafts.
-  void set_sample_observer(GenerationSession::SampleObserver observer) {
-    gen_->set_sample_observer(std::move(observer));
-  }
+  using SampleObserver = std::function<void(int32_t id, const float* row, int64_t position)>;
+  void set_sample_observer(SampleObserver observer);
 
   // Save points: the whole sequence (state, pending ids, current row), to
   // go back to with rollback() (a copy: the point stays usable). release()
   // moves the state out instead of copying it (the sequence is empty then).
-  using SavePoint = GenerationSession::SavePoint;
-  SavePoint mark() const { return gen_->mark(); }
+  using SavePoint = k3::SavePoint;  // state/save_point.h
+  SavePoint mark() const;
   void rollback(const SavePoint& point);
   SavePoint release();
   // save(), moving the state into the writer (the sequence is empty then):
@@ -142,17 +148,17 @@ class Session {
   // Every id the sequence holds (evaluated and pending), when known.
   const std::vector<int32_t>& ids() const { return ids_; }
   // Ids evaluated and pending: the position of the next id.
-  int64_t position() const { return gen_->position(); }
+  int64_t position() const;
   // Ids known but not evaluated yet (the last generated id, a restored state's).
-  const std::vector<int32_t>& pending() const { return gen_->pending(); }
+  const std::vector<int32_t>& pending() const;
   // The evaluated state (a draft model follows it: DraftSource::attach).
-  const SequenceState& state() const { return gen_->state(); }
+  const SequenceState& state() const;
   // Logits of the last evaluated position ([vocab]; empty before any).
-  const std::vector<float>& current_row() const { return gen_->current_row(); }
+  const std::vector<float>& current_row() const;
   // Every evaluated row, with options.log_logits (k3-forward --logits).
-  const LogitsLog& logits_log() const { return gen_->logits_log(); }
-  const StopConditions& stop_conditions() const { return gen_->stop_conditions(); }
-  const GenerationCounters& counters() const { return gen_->counters(); }
+  const LogitsLog& logits_log() const;
+  const StopConditions& stop_conditions() const;
+  const GenerationCounters& counters() const;
   Model& model() { return *model_; }
 
  private:
@@ -162,7 +168,7 @@ class Session {
   std::vector<int32_t> ids_;
   bool ids_known_ = true;  // false after restore() or an abandoned prefill
   struct Point {
-    GenerationSession::SavePoint point;
+    SavePoint point;
     std::vector<int32_t> ids;
   };
   static constexpr size_t kSavePoints = 2;

@@ -38,50 +38,20 @@
 #include <vector>
 
 #include "constrain/output_constraint.h"
-#include "generate/draft_source.h"
-#include "generate/logits_log.h"
 #include "model/forward_pass.h"
 #include "model/sequence_state.h"
+#include "sampling/draft_source.h"
+#include "sampling/generation_counters.h"
+#include "sampling/generation_options.h"
+#include "sampling/logits_log.h"
 #include "sampling/sampler.h"
 #include "sampling/stop_conditions.h"
+#include "state/save_point.h"
 #include "state/state_file.h"
 
 namespace k3 {
 
 struct ModelIdentity;
-
-struct GenerationOptions {
-  SamplingParams sampling;  // greedy by default
-  StopConditions stop;      // EOS ids and --stop-id
-  bool recompute = false;   // re-run the whole prefix for every new token (slow reference path)
-  bool log_logits = false;  // keep every evaluated row (k3-forward --logits)
-  // Speculative decoding: up to this many drafts per weight pass from the
-  // draft source (set_draft_source); 0: one id per pass.
-  size_t max_drafts = 0;
-};
-
-// Why generate() returned.
-enum class GenerationEnd {
-  kLength,       // max_new ids were generated (or max_new was 0)
-  kStop,         // a stop id was generated (it was emitted and is pending)
-  kInterrupted,  // interrupted() said so between two tokens
-};
-
-struct GenerationCounters {
-  int64_t prompt_ids = 0;       // ids evaluated by feed() (pending ones included)
-  int64_t generated = 0;        // ids sampled by generate()
-  int64_t decode_steps = 0;     // incremental evaluations of generated ids
-  int64_t weight_passes = 0;    // engine batches run (each reads the weights once)
-  int64_t generate_passes = 0;  // of those, the ones run by generate() (decode and verification)
-  int64_t drafts_proposed = 0;  // draft ids verified
-  int64_t drafts_accepted = 0;  // of those, the ones the model chose too
-  double prefill_seconds = 0;
-  double decode_seconds = 0;
-  // Structured output (set_constraint): masks computed and their time.
-  int64_t constraint_masks = 0;
-  double constraint_seconds = 0;
-  double constraint_max_seconds = 0;
-};
 
 class GenerationSession {
  public:
@@ -182,13 +152,7 @@ class GenerationSession {
   const StopConditions& stop_conditions() const { return options_.stop; }
 
   // Save points: everything but the counters.
-  struct SavePoint {
-    SequenceState state;
-    std::vector<int32_t> pending;
-    std::vector<float> row;
-    bool has_row = false;
-    size_t logged_rows = 0;
-  };
+  using SavePoint = k3::SavePoint;  // state/save_point.h
   SavePoint mark() const;
   void rollback(SavePoint point);
   // mark() without the copy: the state moves out (the session must be reset,

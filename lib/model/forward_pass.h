@@ -21,8 +21,10 @@
 #include "io/spill_file.h"
 #include "model/config.h"
 #include "model/forward_scratch.h"
+#include "model/layer_tap.h"
 #include "model/prefill_chunk.h"
 #include "model/sequence_state.h"
+#include "model/token_ids.h"
 #include "model/weight_source.h"
 
 namespace k3 {
@@ -31,21 +33,6 @@ class ThreadPool;
 namespace kernels {
 class MatmulBackend;
 }
-
-// Receives the output of chosen decoder layers for every row of every pass
-// (prefill batches, decode steps, verification passes), e.g. the taps a
-// draft model reads. The rows are the current AttnRes block's partial sum p
-// after layer `layer` has added its attention and MLP outputs, before the
-// next layer mixes or pushes a block (SPEC section 2): `rows` [n][hidden] of
-// the sequence `state` at positions pos0 .. pos0+n-1, valid during the call.
-// Rows of a rejected verification are tapped too; positions are absolute, so
-// a later pass at the same positions supersedes them.
-class LayerTap {
- public:
-  virtual ~LayerTap() = default;
-  virtual bool wants(int layer) const = 0;
-  virtual void on_layer(int layer, const SequenceState& state, int64_t pos0, const float* rows, size_t n) = 0;
-};
 
 // Which rows of a pass go through the head. kLastOfEach: the last row of
 // every sequence of a forward_sequences() pass (a pass that mixes prompt
@@ -108,7 +95,7 @@ class ForwardPass {
   // adds is its per-token state carried from layer to layer
   // (prefill_chunk_bytes_per_token). 0 or at most max_batch(): chunks of
   // max_batch() (one pass per batch). Results do not depend on it. A trunk
-  // streamed in row blocks through the products (runtime/trunk_stream.h)
+  // streamed in row blocks through the products (trunk_stream/trunk_stream.h)
   // passes its blocks once per sub-batch, the rest once per chunk.
   void set_chunk(size_t tokens) { chunk_ = tokens; }
   // Rows of a chunk that go through a layer together (0 or at most
@@ -206,8 +193,5 @@ class ForwardPass {
   LayerTap* tap_ = nullptr;
   ForwardScratch scratch_;
 };
-
-// Checks ids against the vocabulary; Error(kBadInput) names the first bad one.
-void check_token_ids(const ModelConfig& config, std::span<const int32_t> ids);
 
 }  // namespace k3

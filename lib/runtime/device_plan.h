@@ -8,7 +8,7 @@
 #include <ostream>
 
 #include "checkpoint/checkpoint.h"
-#include "runtime/run_request.h"
+#include "planning/run_request.h"
 
 namespace k3 {
 

@@ -6,7 +6,7 @@
 
 #include "common/byte_format.h"
 #include "common/setting_spelling.h"
-#include "runtime/preset_plan.h"
+#include "planning/preset_plan.h"
 #include "trunk/pack_command.h"
 
 namespace k3 {

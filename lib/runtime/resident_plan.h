@@ -10,7 +10,7 @@
 
 #include "model/config.h"
 #include "platform/memory_limits.h"
-#include "runtime/memory_plan.h"
+#include "planning/memory_plan.h"
 
 namespace k3 {
 

@@ -1,4 +1,4 @@
-// Layer runtime: where weights come from (resident, streamed trunk, expert cache) and the memory plan that decides.
+// Layer runtime: where weights come from (resident, or streamed: trunk stream and expert cache composed) and the plan checks that choose.
 //
 // What k3-forward needs to run in a memory budget: turning --trunk,
 // --trunk-gb, --cache-gb, --preset and --ctx into a memory plan, printing
@@ -13,8 +13,8 @@
 
 #include "model/config.h"
 #include "platform/memory_limits.h"
-#include "runtime/memory_plan.h"
-#include "runtime/preset_plan.h"
+#include "planning/memory_plan.h"
+#include "planning/preset_plan.h"
 #include "runtime/streaming_weights.h"
 
 namespace k3 {

@@ -16,9 +16,9 @@
 #include "io/read_engine.h"
 #include "model/config.h"
 #include "model/weight_source.h"
-#include "runtime/expert_cache.h"
-#include "runtime/memory_plan.h"
-#include "runtime/trunk_stream.h"
+#include "expert_cache/expert_cache.h"
+#include "planning/memory_plan.h"
+#include "trunk_stream/trunk_stream.h"
 #include "trunk/layout.h"
 
 namespace k3 {

@@ -4,6 +4,8 @@
 #include <span>
 
 #include "common/error.h"
+#include "constrain/output_constraint.h"
+#include "model/token_ids.h"
 
 #include "serve/prompt_progress.h"
 

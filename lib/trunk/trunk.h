@@ -5,7 +5,7 @@
 // sequential pieces: TRUNK_DIR/trunk.bin (the bytes) and trunk.json (where
 // each section and tensor sits, per-block hashes, and the fingerprint of
 // the checkpoint it came from). This folder owns the format; the runtime's
-// TrunkStream (runtime/trunk_stream.h) owns only the buffers and the
+// TrunkStream (trunk_stream/trunk_stream.h) owns only the buffers and the
 // read-ahead that stream it during a pass. Including this header gives the
 // whole format; each piece also has its own header:
 //

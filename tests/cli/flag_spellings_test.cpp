@@ -15,7 +15,7 @@
 #include "common/error.h"
 #include "common/setting_spelling.h"
 #include "runtime/resident_plan.h"
-#include "runtime/run_request.h"
+#include "planning/run_request.h"
 #include "runtime/streaming_setup.h"
 #include "sampling/sampling_settings.h"
 #include "trunk/pack_command.h"

@@ -2,7 +2,9 @@
 # `cmake --install` into a scratch prefix gives working tools, man pages and
 # completions made from the tools' own --help, and a CMake package another
 # C++ program builds against: the installed tools and a small consumer of
-# k3::k3 give the same bytes as the build tree's tools.
+# k3::k3 give the same bytes as the build tree's tools. Only the public
+# headers are installed (the front door's and what they include), and a
+# program embedding k3 through them alone generates the golden ids.
 set -uo pipefail
 BUILD=${K3_BUILD_DIR:?}
 DATA=${K3_TEST_DATA:?}
@@ -112,5 +114,85 @@ check "consumer configures and builds against k3::k3" 0 "$rc"
 check "consumer's ids = k3-tokenize's" \
   "$(printf 'The capital of France is' | "$BUILD/bin/k3-tokenize" --tok "$DATA/k3-tiny" | tr -s ' \n' '\n')" \
   "$("$work/consumer/build/consumer" "$DATA/k3-tiny" 'The capital of France is')"
+
+# The public header set: the front door's headers and what they include,
+# nothing else. Each installed header's includes are installed (none names a
+# private header), and each is reached from the roots (none is extra).
+inc=$prefix/include/k3
+roots=(engine/model.h engine/session.h common/error.h tokenizer/tokenizer.h)
+for h in "${roots[@]}"; do holds "public header $h installed" "[ -f '$inc/$h' ]"; done
+installed_headers=$(cd "$inc" && find . -type f -name '*.h' | sed 's#^\./##' | sort)
+reached=$(cd "$inc" && python3 -c '
+import os, re, sys
+todo, seen = list(sys.argv[1:]), set()
+while todo:
+    h = todo.pop()
+    if h in seen: continue
+    seen.add(h)
+    if not os.path.isfile(h): print("MISSING " + h); continue
+    for line in open(h, errors="replace"):
+        m = re.match(r"\s*#\s*include\s*\"([^\"]+)\"", line)
+        if m: todo.append(m.group(1))
+print("\n".join(sorted(h for h in seen if os.path.isfile(h))))
+' "${roots[@]}")
+check "every include of an installed header is installed" "" "$(grep '^MISSING' <<<"$reached")"
+check "installed headers = the public set (the roots and their includes)" \
+  "$(grep -v '^MISSING' <<<"$reached")" "$installed_headers"
+for private in generate/generation_session.h model/forward_pass.h cli/model_run.h serve/slot_scheduler.h; do
+  holds "private header $private not installed" "[ ! -e '$inc/$private' ] && [ -f '$K3_SOURCE_DIR/lib/$private' ]"
+done
+
+# A program embedding the library through the public set alone (its only
+# include path is the installed one): the tiny model's greedy ids from the
+# golden prompt are the golden ids.
+mkdir -p "$work/embed"
+cat > "$work/embed/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.22)
+project(k3_embed LANGUAGES CXX C)
+set(CMAKE_CXX_STANDARD 20)
+find_package(k3 REQUIRED)
+add_executable(embed main.cpp)
+target_link_libraries(embed PRIVATE k3::k3)
+CMAKE
+cat > "$work/embed/main.cpp" <<'CPP'
+// embed MODEL_DIR STEPS PROMPT_ID...: the greedy ids after the prompt, one a line.
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+#include "common/error.h"
+#include "engine/model.h"
+#include "engine/session.h"
+int main(int argc, char** argv) {
+  try {
+    k3::ModelParams params;
+    params.threads = 2;
+    std::unique_ptr<k3::Model> model = k3::Model::open(argv[1], params);
+    std::vector<int32_t> prompt;
+    for (int i = 3; i < argc; ++i) prompt.push_back(std::atoi(argv[i]));
+    k3::GenerationOptions options;
+    options.stop = k3::StopConditions(model->config().eos_token_ids, {}, /*ignore_eos=*/true);
+    k3::Session s = model->session(options);
+    s.prefill(prompt);
+    s.generate(std::atoi(argv[2]), [](int32_t id) { std::printf("%d\n", id); });
+  } catch (const k3::Error& e) {
+    std::fprintf(stderr, "embed: %s\n", e.what());
+    return static_cast<int>(e.code());
+  }
+}
+CPP
+cmake -S "$work/embed" -B "$work/embed/build" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" > "$work/embed.log" 2>&1 &&
+  cmake --build "$work/embed/build" >> "$work/embed.log" 2>&1
+rc=$?
+check "embedding program builds against the public headers" 0 "$rc"
+[ "$rc" -eq 0 ] || tail -20 "$work/embed.log"
+golden() {  # golden KEY: the greedy case's value, a list as space-separated numbers
+  python3 -c 'import json, sys; v = json.load(open(sys.argv[1]))["greedy"][sys.argv[2]]
+print(*(v if isinstance(v, list) else [v]))' "$DATA/k3-tiny/golden.json" "$1"
+}
+read -ra prompt_ids <<<"$(golden prompt_ids)"
+embedded=$("$work/embed/build/embed" "$DATA/k3-tiny" "$(golden steps)" "${prompt_ids[@]}" 2> "$work/embed.err" | paste -sd' ')
+check "embedding program's greedy ids = the golden ids" "$(golden ids)" "$embedded"
+[ -s "$work/embed.err" ] && cat "$work/embed.err"
 
 finish install_test

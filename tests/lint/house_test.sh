@@ -6,8 +6,9 @@
 # .cpp over 500 lines, a function over 80 lines, a function nothing calls, a
 # docs copy of the layer order out of step) every count rises by one and the
 # check fails naming each count and the planted file. Comments naming flags
-# or tools, and a message quoting "Name: value", count for nothing; a count below its ceiling passes and says to
-# lower the ceiling.
+# or tools, and a message quoting "Name: value", count for nothing; a front
+# end that reaches generate/ or the forward pass through an engine header
+# counts; a count below its ceiling passes and says to lower the ceiling.
 set -uo pipefail
 SRC=${K3_SOURCE_DIR:?}
 CHECK="$SRC/scripts/check-house.sh"
@@ -100,6 +101,23 @@ check "80 lines are not over 80" 0 "$(grep -c 'planted_80' <<<"$out")"
 contains "names the dead function" "  planted_unused (lib/common/planted_dead.h:2)" "$out"
 check "an override is not dead" 0 "$(grep -c 'planted_hook' <<<"$out")"
 contains "names the doc out of step" "  docs/architecture.md: common -> platform" "$out"
+
+# The front door is sealed: a front end that sees generate/ through an
+# engine header counts, named with the header it came through.
+cp "$repo/lib/engine/session.h" "$work/session.h"
+printf '#include "generate/generation_session.h"\n' >>"$repo/lib/engine/session.h"
+run "$repo/scripts/check-house.sh" "$repo"
+check "generate/ seen through engine/session.h fails" 1 "$rc"
+contains "names the count" "check-house: front_end_internals rose to" "$out"
+contains "names a front end and the engine header" "  lib/chat/chat_session.h (via engine/session.h)" "$out"
+printf '#include "model/forward_pass.h"\n' >"$repo/lib/engine/planted_door.h"
+cp "$work/session.h" "$repo/lib/engine/session.h"
+printf '#include "engine/planted_door.h"\n' >>"$repo/lib/engine/session.h"
+run "$repo/scripts/check-house.sh" "$repo"
+check "the forward pass two headers down fails" 1 "$rc"
+contains "names it through the first header" "  lib/chat/chat_session.h (via engine/session.h)" "$out"
+cp "$work/session.h" "$repo/lib/engine/session.h"
+rm "$repo/lib/engine/planted_door.h"
 
 # A count below its ceiling passes and says what to lower.
 rm -r "$repo/lib/cli/planted_front.h" "$repo/lib/chat/planted_session.h" "$repo/lib/runtime/planted_flag.cpp" \

@@ -29,13 +29,13 @@ fresh
 run "copy" "$work/repo"
 check "unchanged copy passes" 0 "$rc"
 
-# model (the graph) reaching up into runtime.
+# model (the graph) reaching up into planning.
 fresh
-printf '// planted\n#include "runtime/memory_plan.h"\n' >"$work/repo/lib/model/planted.h"
+printf '// planted\n#include "planning/memory_plan.h"\n' >"$work/repo/lib/model/planted.h"
 run "upward" "$work/repo"
 check "upward include fails" 1 "$rc"
 contains "names file:line" "lib/model/planted.h:2:" "$out"
-contains "names both layers" "layer 'model' (rank 7) includes \"runtime/memory_plan.h\" from layer 'runtime' (rank 12)" "$out"
+contains "names both layers" "layer 'model' (rank 7) includes \"planning/memory_plan.h\" from layer 'planning' (rank 13)" "$out"
 
 # An include into a layer declared but not yet present fails just the same.
 fresh

@@ -76,7 +76,7 @@ class RecordingTap : public LayerTap {
 
 // The tiny model's layers with every matrix the forward pass reads through
 // lin() alone handed over in row blocks of `block_rows` rows, as a trunk
-// streamed in row blocks does (runtime/trunk_stream.h); each matrix counts
+// streamed in row blocks does (trunk_stream/trunk_stream.h); each matrix counts
 // how often its blocks pass (one pass = one read of the matrix from disk).
 class RowBlockSource : public ForwardingWeightSource {
  public:

@@ -12,9 +12,9 @@
 #include <random>
 
 #include "common/error.h"
-#include "runtime/expert_cache_policy.h"
-#include "runtime/expert_cache_replay.h"
-#include "runtime/expert_slots.h"
+#include "expert_cache/expert_cache_policy.h"
+#include "expert_cache/expert_cache_replay.h"
+#include "expert_cache/expert_slots.h"
 
 using namespace k3;
 

@@ -4,7 +4,7 @@
 // evicts the least recently used, a prefetch never evicts an expert the same
 // layer is about to use, a cache with a slot per expert is filled at start, a
 // read error is reported as kIo without breaking the cache, and the replay
-// bench's hits (runtime/expert_cache_replay.h) are the cache's own.
+// bench's hits (expert_cache/expert_cache_replay.h) are the cache's own.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -23,9 +23,9 @@
 #include "lib/huge_pages.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
-#include "runtime/expert_cache.h"
+#include "expert_cache/expert_cache.h"
 #include "runtime/expert_cache_fixture.h"
-#include "runtime/expert_cache_replay.h"
+#include "expert_cache/expert_cache_replay.h"
 
 namespace fs = std::filesystem;
 using namespace k3;

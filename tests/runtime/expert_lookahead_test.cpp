@@ -18,9 +18,9 @@
 #include "lib/engine_gate.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
-#include "runtime/expert_cache.h"
+#include "expert_cache/expert_cache.h"
 #include "runtime/expert_cache_fixture.h"
-#include "runtime/expert_index.h"
+#include "expert_cache/expert_index.h"
 
 using namespace k3;
 

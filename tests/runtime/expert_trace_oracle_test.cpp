@@ -2,7 +2,7 @@
 // next call for the guessed layer, found past the call of the layer that
 // is computing, and cut where an expert repeats (the next pass of a model
 // with one MoE layer); everything else reaches the source behind it.
-#include "runtime/expert_trace_oracle.h"
+#include "expert_cache/expert_trace_oracle.h"
 
 #include <gtest/gtest.h>
 

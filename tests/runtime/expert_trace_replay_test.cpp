@@ -10,9 +10,9 @@
 
 #include "common/error.h"
 #include "model/k3_geometry.h"
-#include "runtime/expert_cache_replay.h"
-#include "runtime/expert_trace.h"
-#include "runtime/presets.h"
+#include "expert_cache/expert_cache_replay.h"
+#include "expert_cache/expert_trace.h"
+#include "planning/presets.h"
 
 using namespace k3;
 

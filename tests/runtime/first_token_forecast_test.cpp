@@ -1,4 +1,4 @@
-// The time-to-first-token forecast (runtime/first_token_forecast.h) against
+// The time-to-first-token forecast (planning/first_token_forecast.h) against
 // its formula written out here: seconds = bytes read / read rate + tokens x
 // flops per token / flops a second, for a hand-built plan of the tiny
 // model; flops per token = 2 x (the layers' trunk matrices + 12 MoE layers x
@@ -11,10 +11,10 @@
 
 #include "model/config.h"
 #include "model/tensor_manifest.h"
-#include "runtime/first_token_forecast.h"
-#include "runtime/memory_plan.h"
-#include "runtime/prefill_forecast.h"
-#include "runtime/preset_plan.h"
+#include "planning/first_token_forecast.h"
+#include "planning/memory_plan.h"
+#include "planning/prefill_forecast.h"
+#include "planning/preset_plan.h"
 
 namespace k3 {
 namespace {

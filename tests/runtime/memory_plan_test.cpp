@@ -12,8 +12,8 @@
 #include "model/config.h"
 #include "model/tensor_manifest.h"
 #include "platform/memory_limits.h"
-#include "runtime/expert_index.h"
-#include "runtime/memory_plan.h"
+#include "expert_cache/expert_index.h"
+#include "planning/memory_plan.h"
 #include "trunk/layout.h"
 #include "trunk/plan.h"
 

@@ -1,4 +1,4 @@
-// fit_prefill_chunk (runtime/prefill_chunk_fit.h) against a brute force over
+// fit_prefill_chunk (planning/prefill_chunk_fit.h) against a brute force over
 // every chunk (the prompt halved down to a batch), spill choice and
 // sub-batch (the chunk halved down to a batch) at K3's geometry: the plan it
 // returns fits, and no plan that fits reads fewer bytes of weights for the
@@ -14,11 +14,11 @@
 
 #include "model/k3_geometry.h"
 #include "model/prefill_chunk.h"
-#include "runtime/memory_plan.h"
-#include "runtime/prefill_chunk_fit.h"
-#include "runtime/prefill_forecast.h"
-#include "runtime/preset_plan.h"
-#include "runtime/presets.h"
+#include "planning/memory_plan.h"
+#include "planning/prefill_chunk_fit.h"
+#include "planning/prefill_forecast.h"
+#include "planning/preset_plan.h"
+#include "planning/presets.h"
 
 namespace k3 {
 namespace {

@@ -1,4 +1,4 @@
-// What runtime/prefill_forecast.h forecasts a prompt reads, against its
+// What planning/prefill_forecast.h forecasts a prompt reads, against its
 // formula written out here for the tiny config and a plan built by hand:
 // the streamed trunk once per chunk (once per sub-batch in row blocks), the
 // embedding rows, the experts under flat routing, and a spilled chunk's
@@ -9,8 +9,8 @@
 #include <string>
 
 #include "model/config.h"
-#include "runtime/memory_plan.h"
-#include "runtime/prefill_forecast.h"
+#include "planning/memory_plan.h"
+#include "planning/prefill_forecast.h"
 
 namespace k3 {
 namespace {

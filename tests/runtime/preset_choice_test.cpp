@@ -14,8 +14,8 @@
 #include "doctor/preset_forecast.h"
 #include "model/k3_geometry.h"
 #include "platform/memory_limits.h"
-#include "runtime/preset_plan.h"
-#include "runtime/presets.h"
+#include "planning/preset_plan.h"
+#include "planning/presets.h"
 
 using namespace k3;
 

@@ -9,9 +9,9 @@
 #include <cstdio>
 
 #include "model/k3_geometry.h"
-#include "runtime/memory_plan.h"
-#include "runtime/preset_plan.h"
-#include "runtime/presets.h"
+#include "planning/memory_plan.h"
+#include "planning/preset_plan.h"
+#include "planning/presets.h"
 
 using namespace k3;
 

@@ -11,7 +11,7 @@
 
 #include "io/aligned_buffer.h"
 #include "model/config.h"
-#include "runtime/memory_plan.h"
+#include "planning/memory_plan.h"
 #include "synth/synth_checkpoint.h"
 #include "trunk/layout.h"
 

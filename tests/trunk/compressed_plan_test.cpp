@@ -11,7 +11,7 @@
 #include "checkpoint/checkpoint.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
-#include "runtime/memory_plan.h"
+#include "planning/memory_plan.h"
 #include "trunk/block_reader.h"
 #include "trunk/writer.h"
 

@@ -14,15 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "batch_run.h"
 #include "checkpoint/checkpoint.h"
-#include "cli/batch_run.h"
 #include "cli/cli_parse.h"
 #include "cli/flag_checks.h"
-#include "cli/forward_flags.h"
 #include "cli/interrupt.h"
 #include "cli/model_options.h"
 #include "cli/model_run.h"
-#include "cli/prompt_and_generate.h"
 #include "cli/sampling_options.h"
 #include "cli/speculation_options.h"
 #include "cli/state_identity.h"
@@ -32,8 +30,10 @@
 #include "common/file.h"
 #include "common/tool_main.h"
 #include "engine/session.h"
+#include "forward_flags.h"
 #include "kernels/matmul_backend.h"
 #include "model/tokenizer_match.h"
+#include "prompt_and_generate.h"
 #include "state/continuation.h"
 
 namespace {

@@ -9,7 +9,7 @@
 #include "common/byte_format.h"
 #include "common/error.h"
 #include "runtime/plan_refusal.h"
-#include "runtime/preset_plan.h"
+#include "planning/preset_plan.h"
 #include "runtime/streaming_setup.h"
 
 namespace k3 {

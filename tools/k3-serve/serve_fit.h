@@ -14,7 +14,7 @@
 // - when no such lowering fits, the refusal names every flag, with values,
 //   that would make it fit: --slots, --keep-mb, --ctx and --trunk-gb/
 //   --cache-gb for the same preset, or a smaller --preset.
-// Every figure is the preset's plan (runtime/preset_plan.h), which is the
+// Every figure is the preset's plan (planning/preset_plan.h), which is the
 // plan the server then makes and refuses on.
 #pragma once
 

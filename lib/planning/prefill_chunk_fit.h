@@ -1,0 +1,38 @@
+// How a run's layer-major prefill fits the memory available: the one search
+// behind k3-forward's plan (prepare_streaming) and the forecasts of what a
+// prompt reads at each preset (plan_preset_for_prompt). Three things trade
+// memory for bytes read, none of them changes the output: the chunk (tokens
+// one read of the weights covers: each routed expert a chunk's rows chose is
+// read once per chunk), its block states in a spill file beside the trunk
+// instead of memory, and, where the trunk streams in row blocks, the chunk's
+// sub-batch (rows a layer's products take at once: each row block is read
+// once per sub-batch). The search takes the plan that fits and whose prompt
+// reads the fewest bytes of weights (planning/prefill_forecast.h); the spill
+// file's reads, sequential and often from the page cache, break ties only,
+// so a longer chunk spilled wins over a shorter one in memory.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "model/config.h"
+#include "planning/memory_plan.h"
+#include "planning/run_request.h"
+
+namespace k3 {
+
+using PlanOf = std::function<MemoryPlan(const RunRequest&)>;
+using PlanFits = std::function<bool(const MemoryPlan&)>;
+
+// Chunks of req.chunk tokens (at least the plan's batch), halved down to one
+// batch; each in memory, then (can_spill) with its block states spilled; each
+// with the longest sub-batch that fits, from the whole chunk halved down to a
+// batch. Of the plans that fit, the one whose prompt of `tokens` reads the
+// fewest bytes of weights (on a tie: the fewest bytes with the spill file's,
+// then the longer chunk, in memory, the longer sub-batch). When none fits: the plan of a chunk of one batch, which does
+// not. `req` becomes the returned plan's request (chunk, spill_chunk,
+// chunk_sub_batch).
+MemoryPlan fit_prefill_chunk(const ModelConfig& config, const PlanOf& plan_of, const PlanFits& fits, RunRequest& req,
+                             uint64_t tokens, bool can_spill);
+
+}  // namespace k3

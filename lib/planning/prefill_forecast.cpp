@@ -1,0 +1,48 @@
+#include "planning/prefill_forecast.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "io/aligned_buffer.h"
+#include "model/forward_scratch.h"
+
+namespace k3 {
+
+PrefillReads forecast_prefill_reads(const ModelConfig& c, const MemoryPlan& plan, uint64_t tokens) {
+  PrefillReads r;
+  r.tokens = tokens;
+  const uint64_t batch = std::max<uint64_t>(1, plan.batch), chunk = std::max(batch, plan.chunk);
+  const double L = std::max(0, c.num_hidden_layers - c.first_k_dense_replace), E = c.num_experts,
+               k = c.num_experts_per_token;
+  const double expert = plan.slot_bytes > kDirectAlign ? static_cast<double>(plan.slot_bytes - kDirectAlign) : 0.0;
+  const double miss = L * E > 0 ? 1.0 - std::min(1.0, static_cast<double>(plan.cache_slots) / (L * E)) : 0.0;
+  const bool blocks_per_sub_batch = plan.row_blocks > 0;  // layers stream in row blocks through the products
+  // Every chunk but the last holds `chunk` rows: count those once, then the
+  // rest (a loop over chunks took minutes for a context of 10^11 positions).
+  auto add_reads = [&](uint64_t rows, uint64_t times) {
+    if (times == 0 || rows == 0) return;
+    r.reads += times;
+    const uint64_t sub = std::max(batch, plan.chunk_sub_batch);  // rows a row block is read for
+    const uint64_t passes = blocks_per_sub_batch ? (rows + sub - 1) / sub : 1;
+    r.trunk_bytes +=
+        static_cast<double>(times) * static_cast<double>(passes) * static_cast<double>(plan.streamed_read_bytes);
+    if (plan.chunk_spilled && rows > batch) {
+      // Layer i reads the blocks opened by then: i / block size + 1 of them.
+      const double row = static_cast<double>(rows) * static_cast<double>(c.hidden_size) * sizeof(float);
+      double opened = 0;
+      for (int i = 0; i < c.num_hidden_layers && c.attn_res_block_size > 0; ++i)
+        opened += static_cast<double>(i / c.attn_res_block_size + 1);
+      r.spill_written_bytes += static_cast<double>(times) * static_cast<double>(residual_block_count(c)) * row;
+      r.spill_read_bytes += static_cast<double>(times) * opened * row;
+    }
+    if (E > 0)
+      r.expert_bytes +=
+          static_cast<double>(times) * L * E * (1.0 - std::pow(1.0 - k / E, static_cast<double>(rows))) * miss * expert;
+  };
+  add_reads(chunk, tokens / chunk);
+  add_reads(tokens % chunk, 1);
+  if (!plan.embedding_pinned) r.trunk_bytes += static_cast<double>(tokens) * c.hidden_size * 2;  // BF16 rows
+  return r;
+}
+
+}  // namespace k3

@@ -1,0 +1,36 @@
+// What a prompt of N tokens reads under a memory plan (the layer-major
+// prefill, ForwardPass::set_chunk): one read of the weights per chunk of
+// MemoryPlan::chunk tokens. Per read, the streamed trunk once (a trunk
+// streamed in row blocks through the products: once per sub-batch of
+// MemoryPlan::chunk_sub_batch rows instead) and each routed expert some row of the
+// chunk chose, once, less what the expert cache holds. The routing part
+// assumes flat routing (each row's top-k independent and uniform over the
+// experts, the worst case for sharing: bench/pass_bytes_bench.cpp), so the
+// expert bytes are an upper bound. A forecast for --plan and the bench, not
+// a measurement: --stats-json counts what a run read. The spill file's reads
+// are counted in the total (they may come from the page cache).
+#pragma once
+
+#include <cstdint>
+
+#include "model/config.h"
+#include "planning/memory_plan.h"
+
+namespace k3 {
+
+struct PrefillReads {
+  uint64_t tokens = 0;
+  uint64_t reads = 0;       // reads of the weights (chunks)
+  double trunk_bytes = 0;   // streamed trunk, the prompt's embedding rows
+  double expert_bytes = 0;  // routed experts not in the cache
+  // A spilled chunk's block states (MemoryPlan::chunk_spilled): written once
+  // each, and read back by every layer from the one that opens them on (the
+  // head's read of the last row's blocks left out).
+  double spill_written_bytes = 0;
+  double spill_read_bytes = 0;
+  double total() const { return trunk_bytes + expert_bytes + spill_read_bytes; }
+};
+
+PrefillReads forecast_prefill_reads(const ModelConfig& config, const MemoryPlan& plan, uint64_t tokens);
+
+}  // namespace k3
