@@ -127,17 +127,18 @@ check "the oldest went when the third was kept" "200 0" "$status $(cached)"
 kill -9 "$pid"
 wait "$pid" 2> /dev/null
 
-# 3. Unsafe directories: refused before anything is loaded.
+# 3. Unsafe directories: refused before anything is loaded (a server that
+#    starts instead is stopped after 30 s and fails the checks).
 mkdir -m 700 "$work/real"
 ln -s "$work/real" "$work/link"
-bad "a symlink" 2 "--prompt-cache $work/link: is a symbolic link" -- "$BIN/k3-serve" "$TINY" --port 0 --prompt-cache "$work/link"
+bad "a symlink" 2 "--prompt-cache $work/link: is a symbolic link" -- timeout 30 "$BIN/k3-serve" "$TINY" --port 0 --prompt-cache "$work/link"
 mkdir "$work/open" && chmod 0777 "$work/open"
-bad "mode 0777" 2 "writable by others (mode 0777)" -- "$BIN/k3-serve" "$TINY" --port 0 --prompt-cache "$work/open"
+bad "mode 0777" 2 "writable by others (mode 0777)" -- timeout 30 "$BIN/k3-serve" "$TINY" --port 0 --prompt-cache "$work/open"
 mkdir "$work/group" && chmod 0770 "$work/group"
-bad "mode 0770" 2 "writable by its group" -- "$BIN/k3-serve" "$TINY" --port 0 --prompt-cache "$work/group"
+bad "mode 0770" 2 "writable by its group" -- timeout 30 "$BIN/k3-serve" "$TINY" --port 0 --prompt-cache "$work/group"
 touch "$work/plainfile"
-bad "a file" 2 "not a directory" -- "$BIN/k3-serve" "$TINY" --port 0 --prompt-cache "$work/plainfile"
-bad "with --cache-dir" 2 "--cache-dir" -- "$BIN/k3-serve" "$TINY" --port 0 --prompt-cache "$pc" --cache-dir "$work/real"
+bad "a file" 2 "not a directory" -- timeout 30 "$BIN/k3-serve" "$TINY" --port 0 --prompt-cache "$work/plainfile"
+bad "with --cache-dir" 2 "--cache-dir" -- timeout 30 "$BIN/k3-serve" "$TINY" --port 0 --prompt-cache "$pc" --cache-dir "$work/real"
 
 # 4. What is not one of this model's states is left alone, and never continued from.
 odd="$work/odd"
