@@ -8,7 +8,10 @@
 // field and the XXH3 of everything before the last 8 bytes into them. The
 // fuzzer's changes then reach the section parser (version, flags, section
 // tags, lengths, ids, layers). Shorter inputs go in as they are, for the
-// refusals in front of the checksum.
+// refusals in front of the checksum. The same file goes through
+// read_state_summary (the prompt cache's index, which reads the leading
+// sections and no checksum, so the repaired size field is what lets the
+// fuzzer's changes reach its sections).
 #include <xxhash.h>
 
 #include <cstring>
@@ -19,6 +22,7 @@
 #include "model/config.h"
 #include "state/model_fingerprint.h"
 #include "state/state_file.h"
+#include "state/state_file_summary.h"
 #include "state/state_geometry.h"
 #include "state/state_layout.h"
 
@@ -44,5 +48,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::vector<uint8_t> repaired = with_valid_checksum(data, size);
   const std::string& path = file.write(repaired.data(), repaired.size());
   k3::fuzz::expect_clean([&] { k3::read_state_file(path, fingerprint, geometry); });
+  k3::fuzz::expect_clean([&] { k3::read_state_summary(path); });
   return 0;
 }

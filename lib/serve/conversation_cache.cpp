@@ -6,9 +6,11 @@
 #include <cstdio>
 #include <iterator>
 
+#include "common/byte_format.h"
 #include "common/error.h"
 #include "engine/prefix_reuse.h"
 #include "serve/kept_state.h"
+#include "serve/prompt_cache_dir.h"
 
 namespace k3::serve {
 
@@ -20,12 +22,35 @@ std::vector<int32_t> ids_of(const Session::SavePoint& p) {
   return ids;
 }
 
+// The size of the file StateSpiller writes for `p` (no sampler section; the
+// last logits only when nothing is pending).
+uint64_t file_bytes_of(const ModelIdentity& model, const Session::SavePoint& p) {
+  StateFileContents c;
+  c.positions = p.state.tokens.size();
+  c.pending_ids = p.pending.size();
+  c.has_logits = p.pending.empty() && !p.state.tokens.empty() && !p.row.empty();
+  return state_file_bytes(model.geometry, c);
+}
+
 }  // namespace
 
 ConversationCache::ConversationCache(ModelIdentity model, CacheOptions options)
-    : model_(model), options_(std::move(options)), spiller_(std::move(model), options_.before_write) {}
+    : model_(model), options_(std::move(options)), spiller_(std::move(model), options_.before_write) {
+  if (!options_.persistent) return;
+  for (PromptCacheFile& f : index_prompt_cache(options_.dir, model_)) {
+    Entry e;
+    e.ids = std::move(f.ids);
+    e.file = std::move(f.path);
+    e.file_bytes = f.bytes;
+    entries_.push_back(std::move(e));
+  }
+  trim_disk();  // a smaller limit than the last run's
+  std::fprintf(stderr, "k3-serve: prompt cache %s: %zu states of this model (%s)\n", options_.dir.c_str(),
+               entries_.size(), format_bytes(disk_bytes()).c_str());
+}
 
 ConversationCache::~ConversationCache() {
+  if (options_.persistent) return;  // the spiller finishes its writes; the files are the next run's
   for (Entry& e : entries_) remove_file(e);
 }
 
@@ -33,6 +58,9 @@ void ConversationCache::remove_file(Entry& e) {
   if (e.file.empty()) return;
   if (e.write) e.write->wait();
   ::unlink(e.file.c_str());
+  e.file.clear();
+  e.write.reset();
+  e.file_bytes = 0;
 }
 
 uint64_t ConversationCache::bytes_of(const Session::SavePoint& p) {
@@ -43,10 +71,26 @@ uint64_t ConversationCache::bytes_of(const Session::SavePoint& p) {
 }
 
 size_t ConversationCache::states_in_ram() const {
-  return static_cast<size_t>(
-      std::count_if(entries_.begin(), entries_.end(), [](const Entry& e) { return e.file.empty(); }));
+  return static_cast<size_t>(std::count_if(entries_.begin(), entries_.end(), [](const Entry& e) { return e.in_ram; }));
 }
-size_t ConversationCache::states_on_disk() const { return entries_.size() - states_in_ram(); }
+size_t ConversationCache::states_on_disk() const {
+  return static_cast<size_t>(
+      std::count_if(entries_.begin(), entries_.end(), [](const Entry& e) { return !e.file.empty(); }));
+}
+uint64_t ConversationCache::disk_bytes() const {
+  uint64_t n = 0;
+  for (const Entry& e : entries_) n += e.file.empty() ? 0 : e.file_bytes;
+  return n;
+}
+
+void ConversationCache::publish(ServeMetrics& m) const {
+  m.kept_states_ram = states_in_ram();
+  m.kept_states_disk = states_on_disk();
+  m.kept_bytes_ram = ram_used_;
+  m.kept_bytes_disk = disk_bytes();
+  m.prompt_cache_hits = disk_hits_;
+  m.prompt_cache_ids = disk_ids_;
+}
 
 size_t ConversationCache::restore_longest(const std::vector<int32_t>& prompt, Session& session) {
   const auto best = longest_prefix_state(entries_.begin(), entries_.end(), prompt,
@@ -57,76 +101,120 @@ size_t ConversationCache::restore_longest(const std::vector<int32_t>& prompt, Se
   }
   entries_.splice(entries_.begin(), entries_, best);  // most recently used
   Entry& e = entries_.front();
-  if (e.file.empty()) {
+  if (e.in_ram) {
     session.rollback(e.point);  // a copy: the kept state stays for other requests
-  } else {
-    // A file that was not written, cannot be read, or is not the state kept
-    // under these ids (kept_state.h: replaced by another conversation's):
-    // forget it and evaluate from scratch.
-    std::optional<ConversationState> kept;
-    try {
-      if (!e.write || e.write->wait()) kept = read_kept_state(e.file, model_, e.ids);
-    } catch (const std::exception&) {  // no memory for it: the same
-    }
-    if (!kept) {
-      ::unlink(e.file.c_str());
-      entries_.pop_front();
-      session.reset();
-      return 0;
-    }
-    session.restore(std::move(*kept));
+  } else if (!restore_file(e, session)) {
+    remove_file(e);
+    entries_.pop_front();
+    session.reset();
+    return 0;
   }
   return e.ids.size();
+}
+
+bool ConversationCache::restore_file(Entry& e, Session& session) {
+  // A file that was not written, cannot be read, or is not the state kept
+  // under these ids (kept_state.h: replaced by another conversation's, or
+  // damaged in the prompt cache): forget it and evaluate from scratch.
+  std::optional<ConversationState> kept;
+  try {
+    if (!e.write || e.write->wait()) kept = read_kept_state(e.file, model_, e.ids);
+  } catch (const std::exception&) {  // no memory for it: the same
+  }
+  if (!kept) {
+    if (options_.persistent)
+      std::fprintf(stderr, "k3-serve: prompt cache: ignoring %s: not the state it names (read whole)\n",
+                   e.file.c_str());
+    return false;
+  }
+  session.restore(std::move(*kept));
+  if (options_.persistent) {
+    touch_prompt_cache_file(e.file);
+    ++disk_hits_;
+    disk_ids_ += e.ids.size();
+  }
+  return true;
 }
 
 void ConversationCache::keep(Session::SavePoint point) {
   std::vector<int32_t> ids = ids_of(point);
   if (ids.empty()) return;
+  point.logged_rows = 0;  // the server keeps no logits log
+  Entry e;
   for (auto it = entries_.begin(); it != entries_.end(); ++it)
     if (it->ids == ids) {
-      if (it->file.empty()) ram_used_ -= it->bytes;
-      else remove_file(*it);
+      if (it->in_ram) ram_used_ -= it->bytes;
+      if (options_.persistent) {  // the same ids, the same state: its file stays
+        e.file = std::move(it->file);
+        e.write = std::move(it->write);
+        e.file_bytes = it->file_bytes;
+      } else {
+        remove_file(*it);
+      }
       entries_.erase(it);
       break;
     }
-  point.logged_rows = 0;  // the server keeps no logits log
-  Entry e;
   e.ids = std::move(ids);
   e.bytes = bytes_of(point);
   e.point = std::move(point);
+  e.in_ram = true;
   ram_used_ += e.bytes;
+  if (options_.persistent && e.file.empty()) write_through(e);
   entries_.push_front(std::move(e));
   make_room();
 }
 
+void ConversationCache::write_through(Entry& e) {
+  e.file = prompt_cache_path(options_.dir, model_, e.ids);
+  e.file_bytes = file_bytes_of(model_, e.point);
+  e.write = spiller_.spill(e.file, e.point);
+}
+
 void ConversationCache::make_room() {
-  // Least recently used in RAM first: spill (or drop) until within budget.
+  // Least recently used in RAM first: leave RAM (spilled, or dropped) until within budget.
   for (auto it = entries_.end(); ram_used_ > options_.ram_bytes && it != entries_.begin();) {
     --it;
-    if (!it->file.empty()) continue;
+    if (!it->in_ram) continue;
     ram_used_ -= it->bytes;
+    it->in_ram = false;
+    if (!it->file.empty()) {  // in the prompt cache already
+      it->point = {};
+      continue;
+    }
     if (options_.dir.empty()) {
       it = entries_.erase(it);
       continue;
     }
     const std::string path =
         options_.dir + "/k3-serve-" + std::to_string(::getpid()) + "-" + std::to_string(++files_written_) + ".k3state";
-    it->point.logged_rows = 0;
+    it->file_bytes = file_bytes_of(model_, it->point);
     it->write = spiller_.spill(path, std::move(it->point));
     it->point = {};
     it->file = path;
   }
-  // A write that failed (a full disk) loses that state, never a request.
-  for (auto it = entries_.begin(); it != entries_.end();)
-    it = it->write && it->write->failed() ? entries_.erase(it) : std::next(it);
-  // Past max_files: the least recently used file goes.
-  size_t files = states_on_disk();
-  for (auto it = entries_.end(); files > options_.max_files && it != entries_.begin();) {
+  // A write that failed (a full disk) loses that file, never a request.
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    if (!it->write || !it->write->failed()) {
+      ++it;
+      continue;
+    }
+    it->file.clear();
+    it->write.reset();
+    it = it->in_ram ? std::next(it) : entries_.erase(it);
+  }
+  trim_disk();
+}
+
+void ConversationCache::trim_disk() {
+  // Past the limit (the prompt cache's bytes, else max_files): the least recently used file goes.
+  const auto over = [&] {
+    return options_.persistent ? disk_bytes() > options_.disk_bytes : states_on_disk() > options_.max_files;
+  };
+  for (auto it = entries_.end(); it != entries_.begin() && over();) {
     --it;
     if (it->file.empty()) continue;
     remove_file(*it);
-    it = entries_.erase(it);
-    --files;
+    if (!it->in_ram) it = entries_.erase(it);
   }
 }
 

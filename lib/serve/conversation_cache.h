@@ -11,7 +11,14 @@
 // needs them (waiting for that one write if it is still under way); past
 // `max_files` the least recently used file is deleted. Without a directory
 // an evicted state is dropped. Used by the engine thread only (no locking);
-// the counters are read by /metrics through ServeMetrics.
+// the counters are read by /metrics through ServeMetrics (publish).
+//
+// A prompt cache (`persistent`, k3-serve --prompt-cache) is a directory that
+// outlives the server (serve/prompt_cache_dir.h): every state kept is also
+// written there as soon as it is kept (a copy, on the writer thread), the
+// files of earlier runs are indexed at start-up and continued from like
+// spilled ones, none is removed at exit, and past `disk_bytes` the least
+// recently used files are deleted. A state leaving RAM then costs no write.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +29,7 @@
 #include <vector>
 
 #include "engine/session.h"
+#include "serve/serve_metrics.h"
 #include "serve/state_spiller.h"
 #include "state/continuation.h"
 
@@ -33,12 +41,14 @@ struct CacheOptions {
   size_t max_files = 64;
   // Tests only: called on the writer thread before each state file is written.
   std::function<void(const std::string&)> before_write;
+  bool persistent = false;  // `dir` is a prompt cache: written through, kept across runs
+  uint64_t disk_bytes = 0;  // persistent: the most its files may hold
 };
 
 class ConversationCache {
  public:
   ConversationCache(ModelIdentity model, CacheOptions options);
-  ~ConversationCache();  // removes the state files it wrote
+  ~ConversationCache();  // removes the state files it spilled (a prompt cache's stay)
   ConversationCache(const ConversationCache&) = delete;
   ConversationCache& operator=(const ConversationCache&) = delete;
 
@@ -51,18 +61,28 @@ class ConversationCache {
   size_t states_in_ram() const;
   size_t states_on_disk() const;
   uint64_t ram_bytes() const { return ram_used_; }
+  uint64_t disk_bytes() const;
+  // The gauges and the prompt cache's counters, for /metrics.
+  void publish(ServeMetrics& metrics) const;
 
   static uint64_t bytes_of(const Session::SavePoint& point);
 
  private:
   struct Entry {
     std::vector<int32_t> ids;
-    Session::SavePoint point;                    // in RAM when file is empty
-    std::string file;                            // spilled
+    bool in_ram = false;
+    Session::SavePoint point;                    // when in_ram
+    std::string file;                            // spilled, or in the prompt cache ("": none)
     std::shared_ptr<StateSpiller::Write> write;  // the file's write (it may still be under way)
-    uint64_t bytes = 0;
+    uint64_t bytes = 0;                          // in RAM
+    uint64_t file_bytes = 0;                     // of the file
   };
   void make_room();
+  void trim_disk();
+  // Writes a copy of the entry's state into the prompt cache.
+  void write_through(Entry& e);
+  // Reads the entry's file back into `session`; false when it is not the state kept under its ids.
+  bool restore_file(Entry& e, Session& session);
   // Waits for the entry's file to be written (if it is under way), then removes it.
   static void remove_file(Entry& e);
 
@@ -71,7 +91,8 @@ class ConversationCache {
   std::list<Entry> entries_;  // most recently used first
   uint64_t ram_used_ = 0;
   uint64_t files_written_ = 0;
-  StateSpiller spiller_;  // declared last: its writes end before the entries go
+  uint64_t disk_hits_ = 0, disk_ids_ = 0;  // requests continued from prompt cache files, and their ids
+  StateSpiller spiller_;                   // declared last: its writes end before the entries go
 };
 
 }  // namespace k3::serve

@@ -84,8 +84,14 @@ std::string ServeMetrics::prometheus_text() const {
   metric(out, "k3_slots_busy", "gauge", "Sequences being generated.", slots_busy);
   metric(out, "k3_queue_length", "gauge", "Requests waiting for a slot.", queue_length);
   metric(out, "k3_kept_states_ram", "gauge", "Conversation states kept in RAM.", kept_states_ram);
-  metric(out, "k3_kept_states_disk", "gauge", "Conversation states spilled to --cache-dir.", kept_states_disk);
+  metric(out, "k3_kept_states_disk", "gauge", "Conversation states in files (--cache-dir or --prompt-cache).",
+         kept_states_disk);
   metric(out, "k3_kept_bytes_ram", "gauge", "Bytes of conversation states kept in RAM.", kept_bytes_ram);
+  metric(out, "k3_kept_bytes_disk", "gauge", "Bytes of the conversation states' files.", kept_bytes_disk);
+  metric(out, "k3_prompt_cache_hits_total", "counter", "Requests continued from a --prompt-cache file.",
+         prompt_cache_hits);
+  metric(out, "k3_prompt_cache_tokens_total", "counter", "Prompt ids continued from --prompt-cache files.",
+         prompt_cache_ids);
   const double masks = static_cast<double>(constraint_masks.load());
   metric(out, "k3_constraint_masks_total", "counter", "Token masks computed for structured output.", masks);
   metric(out, "k3_constraint_mask_seconds_per_token", "gauge", "Mean seconds per structured-output token mask.",

@@ -39,7 +39,9 @@ class ServeMetrics {
   std::atomic<uint64_t> decode_bytes_read{0}, decode_ids{0};
   std::atomic<uint64_t> experts_requested{0}, experts_resident{0};
   std::atomic<uint64_t> slots_busy{0}, queue_length{0};
-  std::atomic<uint64_t> kept_states_ram{0}, kept_states_disk{0}, kept_bytes_ram{0};
+  std::atomic<uint64_t> kept_states_ram{0}, kept_states_disk{0}, kept_bytes_ram{0}, kept_bytes_disk{0};
+  // --prompt-cache: requests continued from its files, and the prompt ids they took from them.
+  std::atomic<uint64_t> prompt_cache_hits{0}, prompt_cache_ids{0};
   // Structured output: token masks computed and their time.
   std::atomic<uint64_t> constraint_masks{0}, constraint_mask_nanoseconds{0};
   // --draft: draft passes run, ids they proposed, of those verified and accepted.

@@ -418,9 +418,7 @@ void SlotScheduler::run() {
       busy_ = slots_.size();
     }
     publish_stream_stats(run_pass());
-    metrics_.kept_states_ram = cache_.states_in_ram();
-    metrics_.kept_states_disk = cache_.states_on_disk();
-    metrics_.kept_bytes_ram = cache_.ram_bytes();
+    cache_.publish(metrics_);
   }
   metrics_.slots_busy = 0;
 }

@@ -41,9 +41,9 @@ int run(int argc, char** argv) {
       "Anthropic's Messages API (/v1/messages) on this machine: point an OpenAI client, agent or editor\n"
       "at http://127.0.0.1:8080/v1, Claude Code or an Anthropic client at http://127.0.0.1:8080\n"
       "(ANTHROPIC_BASE_URL), or a browser at http://127.0.0.1:8080/ for its chat page. The model is loaded once; up to "
-      "--slots requests share\n"
-      "each weight pass; a conversation's next request continues from its kept state. Stop it with\n"
-      "Ctrl-C or SIGTERM (streams in flight end cleanly). See docs/serve.md.",
+      "--slots requests share each weight pass;\n"
+      "a conversation's next request continues from its kept state (with --prompt-cache, after a restart too).\n"
+      "Stop it with Ctrl-C or SIGTERM (streams in flight end cleanly). See docs/serve.md.",
       kTool};
   k3::ModelOptions mo;
   k3::ServeFlags f;

@@ -7,6 +7,7 @@
 #include "cli/flag_checks.h"
 #include "common/error.h"
 #include "serve/bearer_auth.h"
+#include "serve/prompt_cache_dir.h"
 #include "serve_fit.h"
 
 namespace k3 {
@@ -40,8 +41,17 @@ void ServeFlags::add_to(CLI::App& app) {
       ->check(CLI::IsMember({"low", "high", "max"}));
   model_name_ = app.add_option("--model-name", server.model_name,
                                "The model's id in the API (default: the model directory's name)");
-  app.add_option("--cache-dir", cache.dir,
-                 "Directory for conversation states spilled from RAM (default: none, dropped)");
+  CLI::Option* spill = app.add_option("--cache-dir", cache.dir,
+                                      "Directory for conversation states spilled from RAM, removed at exit (default: "
+                                      "none, dropped)");
+  app.add_option("--prompt-cache", prompt_cache_,
+                 "Directory that keeps conversation states across restarts (created 0700 if missing; refused when "
+                 "a link, another user's, or writable by others): a restarted server continues a prompt from them "
+                 "(default: none)")
+      ->excludes(spill);
+  app.add_option("--prompt-cache-mb", prompt_cache_mb_,
+                 "The most --prompt-cache's files may hold in MB; the least recently used go first (default 8192)")
+      ->check(cli::in_range(0.001, 1e9));
   keep_ = app.add_option("--keep-mb", keep_mb_,
                          "RAM for kept conversation states in MB (default 512; with a preset, less when that does "
                          "not fit)")
@@ -82,6 +92,12 @@ void ServeFlags::apply(ModelOptions& mo) {
                                       "(or --api-key-file), or --insecure to serve without one");
   if (!cache.dir.empty() && !std::filesystem::is_directory(cache.dir))
     throw Error(ExitCode::kUsage, "--cache-dir " + cache.dir + ": not a directory (create it first)");
+  if (!prompt_cache_.empty()) {
+    serve::check_prompt_cache_dir(prompt_cache_, "--prompt-cache " + prompt_cache_);
+    cache.dir = prompt_cache_;
+    cache.persistent = true;
+    cache.disk_bytes = static_cast<uint64_t>(prompt_cache_mb_ * 1e6);
+  }
   if (model_name_->count() && server.model_name.find_first_not_of(" \t") == std::string::npos)
     throw Error(ExitCode::kUsage,
                 "--model-name is empty: give the name clients send as \"model\", or leave the flag out");

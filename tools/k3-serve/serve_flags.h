@@ -2,7 +2,8 @@
 // --api-key, --api-key-file, --insecure), how many requests share a weight
 // pass (--slots, --queue), what a chat request that does not say gets
 // (--thinking, --effort), the model's name in the API, where kept
-// conversation states go (--cache-dir, --keep-mb), the largest body, who
+// conversation states go (--cache-dir, --keep-mb, --prompt-cache,
+// --prompt-cache-mb), the largest body, who
 // may call it from a browser (--allowed-hosts, --cors-origin) and how long a
 // request may take to arrive (--read-timeout).
 // Declared here, as k3-forward's and k3-chat's are, so the tool's main stays
@@ -33,8 +34,8 @@ struct ServeFlags {
   // (--ctx, default kDefaultContext), so their figures are the server's.
   static void default_context(ModelOptions& mo);
   // Once parsed: reads --api-key-file, refuses an empty key and a host other
-  // machines reach without one (unless --insecure), and a --cache-dir that is
-  // not a directory (all kUsage); sets the sizes, the context (--ctx, default
+  // machines reach without one (unless --insecure), a --cache-dir that is
+  // not a directory and a --prompt-cache that is not safe (all kUsage); sets the sizes, the context (--ctx, default
   // 8192), the model's name (default: the model directory's) and what the
   // memory plan holds per slot and for the kept states.
   void apply(ModelOptions& mo);
@@ -52,11 +53,11 @@ struct ServeFlags {
   CLI::Option* model_name_ = nullptr;
   CLI::Option* slots_ = nullptr;
   CLI::Option* keep_ = nullptr;
-  std::string key_file_;
+  std::string key_file_, prompt_cache_;
   std::string thinking_ = "off";
   std::string hosted_tools_ = "refuse";
   bool insecure_ = false;
-  double keep_mb_ = 512, max_body_mb_ = 8;
+  double keep_mb_ = 512, max_body_mb_ = 8, prompt_cache_mb_ = 8192;
 };
 
 }  // namespace k3
