@@ -170,7 +170,6 @@ size_t Model::max_batch() const { return engine_->max_batch(); }
 size_t Model::tokens_per_read() const { return engine_->tokens_per_read(); }
 WeightSource& Model::weights() { return engine_->source(); }
 void Model::set_layer_tap(LayerTap* tap) { engine_->set_layer_tap(tap); }
-void Model::set_matmul_backend(kernels::MatmulBackend* backend) { engine_->set_matmul_backend(backend); }
 
 Session Model::session(GenerationOptions options) { return Session(*this, generation_session(std::move(options))); }
 

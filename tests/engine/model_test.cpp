@@ -21,6 +21,7 @@
 #include "engine/model.h"
 #include "engine/session.h"
 #include "lib/test_util.h"
+#include "model/forward_pass.h"
 #include "state/continuation.h"
 
 namespace k3 {
