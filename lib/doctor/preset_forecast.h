@@ -1,7 +1,7 @@
 // What a preset costs on this machine: the memory it holds, and the bytes
 // and seconds each generated token must spend reading from storage.
 //
-// Memory is k3-forward's own memory plan (runtime/preset_plan: plan_memory
+// Memory is k3-forward's own memory plan (planning/preset_plan: plan_memory
 // with the budgets, context and batch `k3-forward MODEL --list-presets`
 // uses), so the forecast is the figure that list prints and the one
 // k3-forward refuses to start on. Its parts, as this report groups them:

@@ -21,16 +21,7 @@ import time
 import urllib.request
 
 url, url256, bindir, tiny, trunk, work, log = sys.argv[1:8]
-passes = fails = 0
-
-
-def check(name, expected, actual):
-    global passes, fails
-    if expected == actual:
-        passes += 1
-    else:
-        fails += 1
-        print(f"FAIL {name}: expected {expected!r} got {actual!r}")
+from check_tally import check, finish
 
 
 def metrics(base):
@@ -178,5 +169,4 @@ check("the stream's progress says the layer", True,
 check("and the prefill ids, the last TOTAL/TOTAL", ": prefill 3000/3000",
       [x for x in comments if x.startswith(": prefill")][-1])
 
-print(f"layer_major_checks: {passes} passed, {fails} failed")
-sys.exit(1 if fails else 0)
+finish("layer_major_checks")

@@ -8,16 +8,7 @@ import urllib.error
 import urllib.request
 
 url, bindir, tiny, work = sys.argv[1:5]
-passes = fails = 0
-
-
-def check(name, expected, actual):
-    global passes, fails
-    if expected == actual:
-        passes += 1
-    else:
-        fails += 1
-        print(f"FAIL {name}: expected {expected!r} got {actual!r}")
+from check_tally import check, finish
 
 
 def post(path, body):
@@ -209,5 +200,4 @@ status, r = post("/v1/completions", {"prompt": prompt, "max_tokens": 1, "logit_b
 check("logit_bias one past the last id: refused", [400, f"logit_bias: ids {last + 1} are outside the vocabulary (0..{last})"],
       [status, r.get("error", {}).get("message")])
 
-print(f"token_controls_checks: {passes} passed, {fails} failed")
-sys.exit(0 if fails == 0 else 1)
+finish("token_controls_checks")
