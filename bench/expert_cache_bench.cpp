@@ -16,9 +16,9 @@
 #include "cli/cli_parse.h"
 #include "common/error.h"
 #include "common/tool_main.h"
+#include "expert_cache/expert_cache_replay.h"
 #include "model/config.h"
 #include "model/k3_geometry.h"
-#include "expert_cache/expert_cache_replay.h"
 #include "planning/presets.h"
 
 namespace {

@@ -5,8 +5,8 @@
 #include "common/setting_spelling.h"
 #include "draft/dspark_config.h"
 #include "gpu/gpu.h"
-#include "platform/system_root.h"
 #include "planning/run_request.h"
+#include "platform/system_root.h"
 #include "sampling/stop_strings.h"
 #include "verify/checkpoint_verifier.h"
 

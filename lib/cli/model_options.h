@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "model/config.h"
 #include "expert_cache/expert_trace.h"
+#include "model/config.h"
 #include "runtime/streaming_setup.h"
 
 namespace k3 {
@@ -36,7 +36,7 @@ struct ModelOptions {
   uint64_t ctx = 0;  // 0: what the run needs
   std::string stats_json;
   std::string expert_trace;     // --expert-trace: record the expert requests (expert_cache/expert_trace.h)
-  std::string lookahead_trace;  // --expert-lookahead-from: perfect guesses from a trace (expert_cache/expert_trace_oracle.h)
+  std::string lookahead_trace;  // --expert-lookahead-from: perfect guesses from a trace (expert_trace_oracle.h)
   std::vector<ExpertRequest> lookahead_pairs;  // its pairs, read and checked by answer_plan_requests
   double read_gbps = 0;                        // --list-presets' and --plan's read bandwidth; 0: the assumed one
   uint64_t prompt_tokens = 4000;               // --prompt-tokens: the time-to-first-token forecast's prompt

@@ -11,9 +11,9 @@
 #include "doctor/model_bytes.h"
 #include "doctor/preset_forecast.h"
 #include "model/k3_geometry.h"
-#include "platform/memory_limits.h"
 #include "planning/first_token_forecast.h"
 #include "planning/preset_plan.h"
+#include "platform/memory_limits.h"
 #include "trunk/plan.h"
 
 namespace k3 {

@@ -37,14 +37,14 @@
 #include <unordered_map>
 #include <vector>
 
+#include "expert_cache/expert_cache_policy.h"
+#include "expert_cache/expert_index.h"
+#include "expert_cache/expert_slots.h"
 #include "io/aligned_buffer.h"
 #include "io/direct_file.h"
 #include "io/read_engine.h"
 #include "model/config.h"
 #include "model/weights.h"
-#include "expert_cache/expert_cache_policy.h"
-#include "expert_cache/expert_index.h"
-#include "expert_cache/expert_slots.h"
 
 namespace k3 {
 

@@ -10,8 +10,8 @@
 
 #include <vector>
 
-#include "model/forwarding_weight_source.h"
 #include "expert_cache/expert_trace.h"
+#include "model/forwarding_weight_source.h"
 
 namespace k3 {
 

@@ -2,8 +2,8 @@
 
 #include "checkpoint/checkpoint.h"
 #include "common/byte_format.h"
-#include "model/tensor_manifest.h"
 #include "expert_cache/expert_index.h"
+#include "model/tensor_manifest.h"
 #include "trunk/plan.h"
 
 namespace k3 {

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "model/config.h"
-#include "platform/memory_limits.h"
 #include "planning/memory_plan.h"
+#include "platform/memory_limits.h"
 
 namespace k3 {
 

@@ -1,4 +1,5 @@
-// Layer runtime: where weights come from (resident, or streamed: trunk stream and expert cache composed) and the plan checks that choose.
+// Layer runtime: where weights come from (resident, or streamed: trunk stream and expert cache composed) and the plan
+// checks that choose.
 //
 // What k3-forward needs to run in a memory budget: turning --trunk,
 // --trunk-gb, --cache-gb, --preset and --ctx into a memory plan, printing
@@ -12,9 +13,9 @@
 #include <string>
 
 #include "model/config.h"
-#include "platform/memory_limits.h"
 #include "planning/memory_plan.h"
 #include "planning/preset_plan.h"
+#include "platform/memory_limits.h"
 #include "runtime/streaming_weights.h"
 
 namespace k3 {

@@ -12,14 +12,14 @@
 #include <string>
 #include <vector>
 
+#include "expert_cache/expert_cache.h"
 #include "io/direct_file.h"
 #include "io/read_engine.h"
 #include "model/config.h"
 #include "model/weight_source.h"
-#include "expert_cache/expert_cache.h"
 #include "planning/memory_plan.h"
-#include "trunk_stream/trunk_stream.h"
 #include "trunk/layout.h"
+#include "trunk_stream/trunk_stream.h"
 
 namespace k3 {
 

@@ -11,10 +11,10 @@
 #include "common/file.h"
 #include "kernels/bf16.h"
 #include "model/weight_binding.h"
-#include "trunk_stream/trunk_stream_parts.h"
 #include "trunk/blocks.h"
 #include "trunk/pack_command.h"
 #include "trunk/row_blocks.h"
+#include "trunk_stream/trunk_stream_parts.h"
 
 namespace k3 {
 

@@ -11,8 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "trunk_stream/trunk_stream.h"
 #include "trunk/row_blocks.h"
+#include "trunk_stream/trunk_stream.h"
 
 namespace k3 {
 

@@ -2,8 +2,8 @@
 
 #include "common/clock.h"
 #include "common/error.h"
-#include "trunk_stream/trunk_stream_parts.h"
 #include "trunk/blocks.h"
+#include "trunk_stream/trunk_stream_parts.h"
 
 namespace k3 {
 

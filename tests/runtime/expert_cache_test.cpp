@@ -18,14 +18,14 @@
 
 #include "checkpoint/checkpoint.h"
 #include "common/error.h"
+#include "expert_cache/expert_cache.h"
+#include "expert_cache/expert_cache_replay.h"
 #include "io/direct_file.h"
 #include "io/read_engine.h"
 #include "lib/huge_pages.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
-#include "expert_cache/expert_cache.h"
 #include "runtime/expert_cache_fixture.h"
-#include "expert_cache/expert_cache_replay.h"
 
 namespace fs = std::filesystem;
 using namespace k3;

@@ -13,14 +13,14 @@
 #include <thread>
 
 #include "checkpoint/checkpoint.h"
+#include "expert_cache/expert_cache.h"
+#include "expert_cache/expert_index.h"
 #include "io/direct_file.h"
 #include "io/read_engine.h"
 #include "lib/engine_gate.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
-#include "expert_cache/expert_cache.h"
 #include "runtime/expert_cache_fixture.h"
-#include "expert_cache/expert_index.h"
 
 using namespace k3;
 

@@ -9,9 +9,9 @@
 #include <set>
 
 #include "common/error.h"
-#include "model/k3_geometry.h"
 #include "expert_cache/expert_cache_replay.h"
 #include "expert_cache/expert_trace.h"
+#include "model/k3_geometry.h"
 #include "planning/presets.h"
 
 using namespace k3;

@@ -9,11 +9,11 @@
 
 #include "checkpoint/checkpoint.h"
 #include "common/error.h"
+#include "expert_cache/expert_index.h"
 #include "model/config.h"
 #include "model/tensor_manifest.h"
-#include "platform/memory_limits.h"
-#include "expert_cache/expert_index.h"
 #include "planning/memory_plan.h"
+#include "platform/memory_limits.h"
 #include "trunk/layout.h"
 #include "trunk/plan.h"
 

@@ -13,9 +13,9 @@
 #include "doctor/model_bytes.h"
 #include "doctor/preset_forecast.h"
 #include "model/k3_geometry.h"
-#include "platform/memory_limits.h"
 #include "planning/preset_plan.h"
 #include "planning/presets.h"
+#include "platform/memory_limits.h"
 
 using namespace k3;
 

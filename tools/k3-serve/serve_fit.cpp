@@ -8,8 +8,8 @@
 #include "checkpoint/checkpoint.h"
 #include "common/byte_format.h"
 #include "common/error.h"
-#include "runtime/plan_refusal.h"
 #include "planning/preset_plan.h"
+#include "runtime/plan_refusal.h"
 #include "runtime/streaming_setup.h"
 
 namespace k3 {
