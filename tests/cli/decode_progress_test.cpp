@@ -8,18 +8,12 @@
 #include <cstdio>
 #include <string>
 
+#include "lib/test_util.h"
+
 namespace k3 {
 namespace {
 
-std::string contents(std::FILE* f) {
-  std::fflush(f);
-  std::rewind(f);
-  std::string s;
-  char buf[256];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
-  return s;
-}
+using test::file_contents;
 
 TEST(DecodeProgress, OffATerminalPrintsNothing) {
   std::FILE* f = std::tmpfile();
@@ -29,7 +23,7 @@ TEST(DecodeProgress, OffATerminalPrintsNothing) {
     for (int i = 1; i <= 3; ++i) p.update(i);
     p.finish();
   }
-  EXPECT_EQ(contents(f), "");
+  EXPECT_EQ(file_contents(f), "");
   std::fclose(f);
 }
 
@@ -39,7 +33,7 @@ TEST(DecodeProgress, OnATerminalRewritesOneLineAndErasesIt) {
   DecodeProgress p("k3-forward", 3, DecodeProgress::Mode::kLine, f, std::chrono::seconds(0));
   for (int i = 1; i <= 3; ++i) p.update(i);
   p.finish();
-  const std::string s = contents(f);
+  const std::string s = file_contents(f);
   EXPECT_EQ(s.find('\n'), std::string::npos) << s;    // never a new line
   EXPECT_EQ(s.rfind("\r\x1b[K"), s.size() - 4) << s;  // ends erased
   EXPECT_NE(s.find("\rk3-forward: token 1/3\x1b[K"), std::string::npos) << s;
@@ -53,7 +47,7 @@ TEST(DecodeProgress, RateLimitedAfterTheFirstToken) {
   ASSERT_NE(f, nullptr);
   DecodeProgress p("k3-forward", 100, DecodeProgress::Mode::kLine, f, std::chrono::hours(1));
   for (int i = 1; i <= 100; ++i) p.update(i);
-  EXPECT_EQ(contents(f), "\rk3-forward: token 1/100\x1b[K");
+  EXPECT_EQ(file_contents(f), "\rk3-forward: token 1/100\x1b[K");
   p.finish();
   std::fclose(f);
 }
@@ -65,7 +59,7 @@ TEST(DecodeProgress, NothingToShowWithoutGen) {
     DecodeProgress p("k3-forward", 0, DecodeProgress::Mode::kLine, f, std::chrono::seconds(0));
     p.update(1);
   }
-  EXPECT_EQ(contents(f), "");
+  EXPECT_EQ(file_contents(f), "");
   std::fclose(f);
 }
 
@@ -77,7 +71,7 @@ TEST(DecodeProgress, TitleModeNeverWritesOnTheScreen) {
   DecodeProgress p("k3-forward", 3, DecodeProgress::Mode::kTitle, f, std::chrono::seconds(0));
   for (int i = 1; i <= 3; ++i) p.update(i);
   p.finish();
-  const std::string s = contents(f);
+  const std::string s = file_contents(f);
   EXPECT_EQ(s.find('\r'), std::string::npos) << s;
   EXPECT_EQ(s.find('\n'), std::string::npos) << s;
   EXPECT_EQ(s.find("\x1b[K"), std::string::npos) << s;

@@ -10,18 +10,12 @@
 #include <cstdio>
 #include <string>
 
+#include "lib/test_util.h"
+
 namespace k3 {
 namespace {
 
-std::string contents(std::FILE* f) {
-  std::fflush(f);
-  std::rewind(f);
-  std::string s;
-  char buf[256];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
-  return s;
-}
+using test::file_contents;
 
 // 600 tokens, 13 layers, sub-batches of 256: one read of 600 rows is 3
 // sub-batches x 13 layers = 39 steps; reads of 300 rows: 2 x (2 x 13) = 52.
@@ -71,7 +65,7 @@ TEST(PrefillProgress, OnATerminalRewritesOneLineAndErasesIt) {
   PrefillProgress p("k3-forward", true, f, std::chrono::seconds(0));
   p.set_steps(kOneRead);
   for (int i = 1; i <= 39; ++i) p(i, 39);
-  const std::string s = contents(f);
+  const std::string s = file_contents(f);
   EXPECT_EQ(s.find('\n'), std::string::npos) << s;
   EXPECT_NE(s.find("\rk3-forward: prompt of 600 tokens: layer 1 of 13"), std::string::npos) << s;
   EXPECT_NE(s.find("\rk3-forward: prompt of 600 tokens: layer 13 of 13"), std::string::npos) << s;
@@ -86,7 +80,7 @@ TEST(PrefillProgress, OffATerminalPrintsNothing) {
   p.set_steps(kOneRead);
   for (int i = 1; i <= 39; ++i) p(i, 39);
   p.finish();
-  EXPECT_EQ(contents(f), "");
+  EXPECT_EQ(file_contents(f), "");
   std::fclose(f);
 }
 
@@ -96,7 +90,7 @@ TEST(PrefillProgress, RateLimited) {
   PrefillProgress p("k3-forward", true, f, std::chrono::hours(1));
   p.set_steps(kOneRead);
   for (int i = 1; i < 39; ++i) p(i, 39);
-  EXPECT_EQ(contents(f), "");
+  EXPECT_EQ(file_contents(f), "");
   p.finish();
   std::fclose(f);
 }

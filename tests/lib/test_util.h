@@ -1,9 +1,10 @@
 // Helpers shared by the GoogleTest executables: the exit code a call ends
-// with, bit-identical float vectors, damaging a file in place, and a fresh
-// scratch directory.
+// with, bit-identical float vectors, damaging a file in place, a fresh
+// scratch directory, and what was written to a stdio stream.
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -55,6 +56,18 @@ inline std::filesystem::path fresh_dir(const std::string& name) {
   std::filesystem::remove_all(p);
   std::filesystem::create_directories(p);
   return p;
+}
+
+// Everything written so far to `f` (a std::tmpfile() standing in for a
+// terminal or a log), read back from its start.
+inline std::string file_contents(std::FILE* f) {
+  std::fflush(f);
+  std::rewind(f);
+  std::string s;
+  char buf[256];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
+  return s;
 }
 
 }  // namespace k3::test
