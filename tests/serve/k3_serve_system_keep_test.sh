@@ -5,7 +5,8 @@
 #     continues from it: cached_tokens = the system part's ids, counted by
 #     k3-tokenize --chat (no generation prompt).
 #  2. With --prompt-cache, a restarted server (after kill -9) continues a
-#     third conversation from it.
+#     third conversation from it, and a Messages API one with the same
+#     system prompt and tools.
 #  3. The replies (message and logprobs) equal those of a server that
 #     evaluates every prompt from scratch; there, with the minimum above the
 #     system part, nothing is continued.
@@ -50,6 +51,12 @@ start_server "$work/b.log" --slots 1 --prompt-cache "$pc" --system-keep-min 16 |
 post body /v1/chat/completions "$(chat "Tell me a story about the sea.")"
 check "restarted: a third conversation continues from the system part" "200 $n" "$status $(cached)"
 story=$(reply)
+# The Messages API renders the same system prompt and tools (input_schema: the same declaration).
+post body /v1/messages '{"model":"k3-tiny","max_tokens":2,"thinking":{"type":"disabled"},
+"system":"You are a careful assistant of a travel agency. Answer briefly.","messages":[{"role":"user","content":"Where is Lyon?"}],
+"tools":[{"name":"get_weather","description":"The weather in a city today",
+"input_schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}]}'
+check "a Messages conversation continues from it too" "200 $n" "$status $(jget "$body" 'j["usage"]["cache_read_input_tokens"]')"
 kill -9 "$pid"
 wait "$pid" 2> /dev/null
 
