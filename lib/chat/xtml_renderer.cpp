@@ -1,6 +1,7 @@
 #include "chat/xtml_renderer.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "chat/python_json.h"
 #include "common/error.h"
@@ -161,9 +162,11 @@ RenderedChat render_chat(const ChatRequest& request) {
 
   const std::vector<ChatMessage>& msgs = request.messages;
   const ChatMessage* last_assistant = nullptr;
-  size_t tool_index = 0;  // tool messages since the last assistant message
+  size_t tool_index = 0;                  // tool messages since the last assistant message
+  std::optional<size_t> system_segments;  // set at the first message that is not a system one
   for (size_t k = 0; k < msgs.size();) {
     const ChatMessage& m = msgs[k];
+    if (!system_segments && m.role != "system") system_segments = w.size();
     if (m.role == "assistant") {
       write_assistant(w, m, request.thinking);
       last_assistant = &m;
@@ -187,6 +190,7 @@ RenderedChat render_chat(const ChatRequest& request) {
   }
 
   RenderedChat out;
+  out.system_segments = system_segments.value_or(w.size());
   out.prefix_segments = w.size();
   write_request_notes(w, request);
   out.generation_prompt_segment = w.size();
@@ -200,12 +204,17 @@ RenderedChat render_chat(const ChatRequest& request) {
 
 ChatPrompt encode_chat(const Tokenizer& tok, const RenderedChat& rendered) {
   ChatPrompt out;
-  std::vector<Segment> head(rendered.segments.begin(), rendered.segments.begin() + rendered.prefix_segments);
-  encode_segments(tok, head, out.ids);
-  out.prefix_ids = out.ids.size();
+  // Each segment is encoded alone, so a part's ids are the same whatever follows it.
+  const auto encode_part = [&](size_t from, size_t to) {
+    const std::vector<Segment> part(rendered.segments.begin() + static_cast<ptrdiff_t>(from),
+                                    rendered.segments.begin() + static_cast<ptrdiff_t>(to));
+    encode_segments(tok, part, out.ids);
+    return out.ids.size();
+  };
+  out.system_ids = encode_part(0, rendered.system_segments);
+  out.prefix_ids = encode_part(rendered.system_segments, rendered.prefix_segments);
   out.trailing_notes = rendered.generation_prompt_segment > rendered.prefix_segments;
-  std::vector<Segment> tail(rendered.segments.begin() + rendered.prefix_segments, rendered.segments.end());
-  encode_segments(tok, tail, out.ids);
+  encode_part(rendered.prefix_segments, rendered.segments.size());
   return out;
 }
 

@@ -12,6 +12,11 @@ namespace k3 {
 
 struct RenderedChat {
   std::vector<Segment> segments;
+  // Segments of the system prompt and tool list: the leading notes (tool
+  // declarations, thinking effort) and system messages, up to the first
+  // message of another role. A new conversation with the same system prompt
+  // and tools starts with them (0: the chat has none).
+  size_t system_segments = 0;
   // Segments before the trailing notes (tool_choice, response_format) and
   // the generation prompt: the part a later request of the same
   // conversation starts with unchanged.
@@ -28,6 +33,7 @@ RenderedChat render_chat(const ChatRequest& request);
 
 struct ChatPrompt {
   std::vector<TokenId> ids;
+  size_t system_ids = 0;        // ids of RenderedChat::system_segments
   size_t prefix_ids = 0;        // ids of RenderedChat::prefix_segments
   bool trailing_notes = false;  // tool_choice / response_format notes follow the prefix
 };

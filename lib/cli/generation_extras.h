@@ -30,6 +30,8 @@ class GenerationExtras {
   // weight is read. Throws Error(kUsage) for --logprobs without a file, and
   // for either flag with --batch (`batch`), which does not apply them.
   void prepare(const std::string& tok_dir, bool batch);
+  // The tokenizer prepare() opened (--stop, --json-schema turn ids into text); nullptr: none.
+  const Vocabulary* vocabulary() const { return vocab_ ? &*vocab_ : nullptr; }
 
   // Hooks the session for logprobs (`vocab`: the row length) and the
   // --json-schema constraint (ending at the session's stop ids). Call before

@@ -29,4 +29,15 @@ void check_tokenizer_matches(const ModelConfig& config, const std::string& model
     refuse("its EOS is id " + std::to_string(vocab.eos_id()) + ", which the model's config does not list as an EOS id");
 }
 
+void check_tokenizer_covers(const ModelConfig& config, const std::string& model_dir, const Vocabulary& vocab,
+                            const std::string& tok_dir) {
+  if (config.vocab_size <= static_cast<int64_t>(vocab.size())) return;
+  throw Error(ExitCode::kBadModel, "the tokenizer in " + tok_dir + " has " + std::to_string(vocab.size()) +
+                                       " ids, fewer than the " + std::to_string(config.vocab_size) +
+                                       " of the model in " + model_dir +
+                                       " (config.json vocab_size): the model could choose an id with no text; "
+                                       "use a tokenizer of " +
+                                       std::to_string(config.vocab_size) + " ids, the model's own");
+}
+
 }  // namespace k3

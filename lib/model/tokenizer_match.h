@@ -16,4 +16,11 @@ namespace k3 {
 void check_tokenizer_matches(const ModelConfig& config, const std::string& model_dir, const Vocabulary& vocab,
                              const std::string& tok_dir);
 
+// The check every tool that turns the model's ids into text makes, --tok or
+// not: a model with more ids than its tokenizer can sample an id that has no
+// text (a checkpoint synthesized at a larger vocabulary beside a smaller
+// tokenizer). Throws kBadModel naming both sizes and the directories.
+void check_tokenizer_covers(const ModelConfig& config, const std::string& model_dir, const Vocabulary& vocab,
+                            const std::string& tok_dir);
+
 }  // namespace k3

@@ -89,6 +89,9 @@ PreparedJob prepare_job(const ParsedRequest& pr, const ServerOptions& options, c
     // without trailing notes the whole prompt, since a reply re-renders
     // starting with the generation prompt's tags.
     out.spec.keep_prefix = chat.trailing_notes ? chat.prefix_ids : chat.ids.size();
+    // And where the system prompt and tool list end: the part a new conversation starts with.
+    if (options.system_keep_min > 0 && chat.system_ids >= options.system_keep_min)
+      out.spec.system_prefix = chat.system_ids;
     out.spec.stop = StopConditions(backend.eos_ids, backend.chat_stop_ids, false);
     out.thinking = pr.chat->thinking;
     out.spec.constraint = request_constraint(*pr.chat, *backend.tokenizer, out.spec.stop.ids());

@@ -64,6 +64,10 @@ struct ServerOptions {
   bool thinking = true;           // a chat request's default (RequestLimits)
   std::string effort = "max";
   bool omit_hosted_tools = false;  // /v1/responses: hosted tools (web_search) left out, not refused
+  // The fewest ids a chat's system prompt and tool list need to be kept as a
+  // state of their own (JobSpec::system_prefix): a shorter one costs less to
+  // evaluate than a state holds; 0: never kept.
+  size_t system_keep_min = 256;
 };
 
 // What the routes need once the model is loaded.

@@ -183,7 +183,10 @@ void SlotScheduler::admit(const std::shared_ptr<Job>& job) {
     slot.session->set_drafts(options_.draft);
     slot.drafted = true;
   }
-  if (spec.keep_prefix > slot.at && spec.keep_prefix <= spec.prompt.size()) slot.keep_at = spec.keep_prefix;
+  for (const size_t point : {spec.system_prefix, spec.keep_prefix})
+    if (point > slot.at && point <= spec.prompt.size()) slot.keep_at.push_back(point);
+  std::sort(slot.keep_at.begin(), slot.keep_at.end());
+  slot.keep_at.erase(std::unique(slot.keep_at.begin(), slot.keep_at.end()), slot.keep_at.end());
   // A prompt that is all in a kept state, nothing pending: it samples at once.
   slot.decoding = slot.at == spec.prompt.size() && slot.session->pending().empty();
   job->prefill_progress(static_cast<int64_t>(slot.at), static_cast<int64_t>(spec.prompt.size()));
@@ -314,7 +317,7 @@ size_t SlotScheduler::run_pass() {
     if (slot.decoding) continue;
     const std::vector<int32_t>& prompt = slot.job->spec().prompt;
     const size_t pending = slot.session->pending().size();
-    const size_t end = slot.keep_at > slot.at ? slot.keep_at : prompt.size();  // a kept state's end ends a chunk
+    const size_t end = slot.keep_at.empty() ? prompt.size() : slot.keep_at.front();  // a kept state's end ends a chunk
     if (prefill && budget <= pending) break;
     slot.chunk = std::min(end - slot.at, budget > pending ? budget - pending : size_t{1});
     budget = budget > pending + slot.chunk ? budget - pending - slot.chunk : 0;
@@ -360,9 +363,9 @@ void SlotScheduler::prompt_chunk_done(Slot& slot) {
   slot.job->prefill_pass({});
   slot.job->prefill_progress(static_cast<int64_t>(slot.at), static_cast<int64_t>(slot.job->spec().prompt.size()));
   log_prompt_progress(*slot.job);  // every 10 s of a long prompt: how far, how long left
-  if (slot.keep_at != 0 && slot.at == slot.keep_at) {
+  if (!slot.keep_at.empty() && slot.at == slot.keep_at.front()) {
     cache_.keep(slot.session->mark());
-    slot.keep_at = 0;
+    slot.keep_at.erase(slot.keep_at.begin());
   }
   slot.decoding = slot.at == slot.job->spec().prompt.size();
 }

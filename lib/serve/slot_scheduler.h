@@ -53,6 +53,11 @@ struct JobSpec {
   // Ids of the prompt to keep as a conversation state of their own (a chat
   // prompt's unchanged prefix, SPEC section 5); 0: none.
   size_t keep_prefix = 0;
+  // Ids of the prompt up to the end of its system prompt and tool list, kept
+  // as a state of their own too, so a new conversation that shares only
+  // them continues from it (chat/xtml_renderer.h's system_ids, when at least
+  // the server's minimum); 0: none.
+  size_t system_prefix = 0;
   SamplingParams sampling;
   StopConditions stop;
   int64_t max_new = 1;
@@ -173,8 +178,11 @@ class SlotScheduler {
     std::shared_ptr<Job> job;
     std::unique_ptr<Session> session;
     int64_t made = 0;
-    size_t at = 0;          // prompt ids in the state (restored or evaluated)
-    size_t keep_at = 0;     // where a state is kept for the conversation (0: nowhere)
+    size_t at = 0;  // prompt ids in the state (restored or evaluated)
+    // Where states are kept, ascending, each past `at`: the end of the system
+    // prompt and tool list, then the conversation's unchanged prefix. A
+    // prompt chunk ends at the first, so its state is the pass's.
+    std::vector<size_t> keep_at = {};
     bool decoding = false;  // the prompt is evaluated: each pass samples an id
     size_t chunk = 0;       // prompt ids in the pass being run
     bool drafted = false;   // the draft model follows this sequence

@@ -221,4 +221,34 @@ TEST(XtmlRender, PrefixEndsBeforeTrailingNotesAndGenerationPrompt) {
   EXPECT_EQ(a.segments[a.prefix_segments + 8].text, "tool-choice");
 }
 
+TEST(XtmlRender, SystemPartEndsAtTheFirstMessageOfAnotherRole) {
+  const std::string head = R"("tools":[{"type":"function","function":{"name":"f","parameters":{}}}],
+      "messages":[{"role":"system","content":"Be brief."})";
+  const auto a = k3::render_chat(k3::parse_chat_request("{" + head + R"(,{"role":"user","content":"q"}],
+      "tool_choice":"required"})"));
+  const auto b = k3::render_chat(k3::parse_chat_request(
+      "{" + head + R"(,{"role":"user","content":"another"},{"role":"system","content":"later"}]})"));
+  const auto pa = k3::encode_chat(tiny(), a), pb = k3::encode_chat(tiny(), b);
+  // The tool declarations, the effort note and the system message; the user turn is not in it.
+  EXPECT_EQ(a.system_segments, b.system_segments);
+  EXPECT_EQ(k3::segments_text({a.segments.begin() + static_cast<ptrdiff_t>(a.system_segments), a.segments.end()})
+                .rfind("<|open|>message role=\"user\"<|sep|>q", 0),
+            0u);
+  ASSERT_GT(pa.system_ids, 0u);
+  ASSERT_LT(pa.system_ids, pa.prefix_ids);
+  EXPECT_EQ(pa.system_ids, pb.system_ids);
+  // The same ids as the system prompt and tools rendered alone, with nothing after them.
+  const auto alone = k3::encode_chat(
+      tiny(), k3::render_chat(k3::parse_chat_request("{" + head + R"(], "add_generation_prompt":false})")));
+  EXPECT_EQ(alone.ids.size(), pa.system_ids);
+  EXPECT_TRUE(std::equal(alone.ids.begin(), alone.ids.end(), pa.ids.begin()));
+  EXPECT_TRUE(std::equal(alone.ids.begin(), alone.ids.end(), pb.ids.begin()));
+  EXPECT_EQ(alone.system_ids, alone.ids.size());  // only system messages: all of it
+  // Neither system prompt nor tools: none.
+  const auto plain =
+      k3::encode_chat(tiny(), k3::render_chat(k3::parse_chat_request(R"({"messages":[{"role":"user","content":"q"}],
+      "thinking":false})")));
+  EXPECT_EQ(plain.system_ids, 0u);
+}
+
 }  // namespace

@@ -305,6 +305,28 @@ TEST_F(SchedulerTest, KeptPrefixServesADifferentContinuation) {
   EXPECT_EQ(r.ids, alone(b));
 }
 
+TEST_F(SchedulerTest, SystemPrefixIsKeptBesideTheConversation) {
+  ConversationCache cache(identity(), CacheOptions{});
+  SlotScheduler scheduler(m, cache, metrics, SchedulerOptions{1, 4});
+  std::thread engine_thread([&] { scheduler.run(); });
+  JobSpec a = spec(prompt(3, 12), 3);
+  a.system_prefix = 6;  // the system prompt and tool list
+  a.keep_prefix = 9;    // the conversation's unchanged prefix
+  drain(*scheduler.submit(a));
+  // Another conversation sharing only the first 6 ids (and the 7th, which is
+  // not in a kept state): it continues from the system prompt's state.
+  std::vector<int32_t> p(a.prompt.begin(), a.prompt.begin() + 7);
+  for (int32_t id : prompt(60, 4)) p.push_back(id);
+  const JobSpec b = spec(p, 4);
+  Result r = drain(*scheduler.submit(b));
+  scheduler.shutdown();
+  engine_thread.join();
+  EXPECT_EQ(r.cached, 6);
+  EXPECT_EQ(r.ids, alone(b));
+  // Kept: a's system prompt, a's prefix, a's whole conversation, b's.
+  EXPECT_EQ(cache.states_in_ram(), 4u);
+}
+
 TEST_F(SchedulerTest, CancelledAndQueueFullAndShutdown) {
   ConversationCache cache(identity(), CacheOptions{});
   SlotScheduler scheduler(m, cache, metrics, SchedulerOptions{1, 0});

@@ -79,6 +79,7 @@ int run(int argc, char** argv) {
   if (!f.tools_path.empty()) f.chat.tools = k3::load_tool_declarations(f.tools_path);
   const k3::Tokenizer tok = k3::Tokenizer::load(f.tok_dir.empty() ? mo.model_dir : f.tok_dir);
   if (!f.tok_dir.empty()) k3::check_tokenizer_matches(config, mo.model_dir, tok.vocab(), f.tok_dir);
+  k3::check_tokenizer_covers(config, mo.model_dir, tok.vocab(), f.tok_dir.empty() ? mo.model_dir : f.tok_dir);
   std::vector<k3::JsonValue> history;
   std::optional<k3::ChatHistoryFile> history_file;
   if (!f.history_path.empty())

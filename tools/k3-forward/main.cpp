@@ -77,7 +77,9 @@ int run(int argc, char** argv) {
   spec_flags.check(config, mo.stream);  // rollback copies, the draft's memory; a --draft that does not fit: exit 3
   if (!f.state_out.empty()) ++mo.stream.state_snapshots;  // Ctrl-C's undo copy
   k3::check_stop_ids(f.stop_ids, config.vocab_size);
-  extras.prepare(f.tok_dir.empty() ? mo.model_dir : f.tok_dir, !f.batch_file.empty());
+  const std::string tok_dir = f.tok_dir.empty() ? mo.model_dir : f.tok_dir;
+  extras.prepare(tok_dir, !f.batch_file.empty());
+  if (const k3::Vocabulary* v = extras.vocabulary()) k3::check_tokenizer_covers(config, mo.model_dir, *v, tok_dir);
   const auto batch =
       f.batch_file.empty() ? std::vector<std::vector<int32_t>>{} : k3::read_batch_file(f.batch_file, config.vocab_size);
   mo.stream.sequences = std::max<size_t>(1, batch.size());

@@ -21,6 +21,7 @@
 #include "common/error.h"
 #include "common/rate_format.h"
 #include "common/tool_main.h"
+#include "model/tokenizer_match.h"
 #include "serve/bearer_auth.h"
 #include "serve/conversation_cache.h"
 #include "serve/http_server.h"
@@ -78,6 +79,7 @@ int run(int argc, char** argv) {
   f.fit(config, checkpoint, mo, ctx_given);  // a preset's slots, kept states and context, sized to fit
   if (auto status = k3::answer_plan_requests(config, mo, kTool)) return *status;
   const k3::Tokenizer tok = k3::Tokenizer::load(mo.model_dir);
+  k3::check_tokenizer_covers(config, mo.model_dir, tok.vocab(), mo.model_dir);  // before any weight is read
   k3::serve::StopSignal::block();  // before --gpu's device opens: its driver's threads inherit the mask
   // Planned once, refused before listening; the model loads from this plan.
   std::string plan_text;

@@ -52,6 +52,11 @@ void ServeFlags::add_to(CLI::App& app) {
   app.add_option("--prompt-cache-mb", prompt_cache_mb_,
                  "The most --prompt-cache's files may hold in MB; the least recently used go first (default 8192)")
       ->check(cli::in_range(0.001, 1e9));
+  app.add_option("--system-keep-min", server.system_keep_min,
+                 "Fewest ids a chat's system prompt and tool list need to be kept as a state of their own, which a "
+                 "new conversation sharing them continues from (and, with --prompt-cache, a restarted server); 0: "
+                 "never (default 256)")
+      ->check(cli::in_range(0, 1 << 30));
   keep_ = app.add_option("--keep-mb", keep_mb_,
                          "RAM for kept conversation states in MB (default 512; with a preset, less when that does "
                          "not fit)")

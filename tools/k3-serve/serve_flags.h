@@ -3,7 +3,7 @@
 // pass (--slots, --queue), what a chat request that does not say gets
 // (--thinking, --effort), the model's name in the API, where kept
 // conversation states go (--cache-dir, --keep-mb, --prompt-cache,
-// --prompt-cache-mb), the largest body, who
+// --prompt-cache-mb, --system-keep-min), the largest body, who
 // may call it from a browser (--allowed-hosts, --cors-origin) and how long a
 // request may take to arrive (--read-timeout).
 // Declared here, as k3-forward's and k3-chat's are, so the tool's main stays
