@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "kernels/rms_norm.h"
+#include "model/expert_sum.h"
 #include "model/forward_scratch.h"
 #include "model/linear.h"
 #include "model/router.h"
@@ -24,8 +25,10 @@ size_t widest_situ(const ModelConfig& c) {
 
 // The pieces of LatentMoE's scratch, in carving order. Routed expert e
 // writes the rows that chose it to rows [start[e], start[e+1]) of
-// expert_out, so every expert has its own output; expert_in holds the input
-// rows of one expert at a time (experts are delivered one after another).
+// expert_out, so every expert has its own output whatever order experts
+// arrive in; expert_in holds the input rows of one expert at a time
+// (experts are delivered one after another). rows[] holds each of those
+// output rows' routing entry (token * k + j), so the weight goes with it.
 struct MoeScratch {
   float *logits, *weights, *route, *z, *shared, *expert_in, *expert_out, *y, *situ, *guess_weights;
   int32_t *chosen, *order, *guess;
@@ -156,12 +159,13 @@ void latent_moe_forward(const ModelConfig& c, int layer, const MoeTrunkWeights& 
   route_tokens(c, m.logits, w.router_bias.data, n, m.chosen, m.weights, m.route, m.order);
 
   // The distinct experts of the batch (ascending id) and, per expert, the
-  // rows that chose it (ascending token), as consecutive runs of m.rows.
+  // routing entries that chose it (ascending token), as consecutive runs of
+  // m.rows.
   std::fill(m.start, m.start + E + 1, size_t{0});
   for (size_t i = 0; i < n * k; ++i) ++m.start[m.chosen[i] + 1];
   for (size_t e = 0; e < E; ++e) m.start[e + 1] += m.start[e];
   std::copy(m.start, m.start + E, m.fill);
-  for (size_t i = 0; i < n * k; ++i) m.rows[m.fill[m.chosen[i]]++] = i / k;
+  for (size_t i = 0; i < n * k; ++i) m.rows[m.fill[m.chosen[i]]++] = i;
   std::vector<int>& experts = scratch.experts();
   experts.clear();
   for (size_t e = 0; e < E; ++e)
@@ -180,25 +184,20 @@ void latent_moe_forward(const ModelConfig& c, int layer, const MoeTrunkWeights& 
   source.for_each_expert(layer, experts, [&](size_t s, const ExpertWeights& ew) {
     const size_t e = static_cast<size_t>(experts[s]), first = m.start[e], count = m.start[e + 1] - first;
     float* in = m.expert_in;
-    for (size_t r = 0; r < count; ++r)
-      std::copy(m.z + m.rows[first + r] * latent, m.z + (m.rows[first + r] + 1) * latent, in + r * latent);
+    for (size_t r = 0; r < count; ++r) {
+      const float* zr = m.z + m.rows[first + r] / k * latent;
+      std::copy(zr, zr + latent, in + r * latent);
+    }
     check_width(out_dim(ew.w1), "a routed expert's MLP");
     situ_mlp(ew, situ, in, count, m.expert_out + first * latent, pool, m.situ);
   });
 
-  // Combine per token in the router's order (fixed, independent of arrival).
+  // Sum per token in the one order of every path (model/expert_sum.h):
+  // output rows run by ascending expert id, so each token's experts are
+  // added in ascending id, whatever order they arrived in.
   std::fill(m.y, m.y + n * latent, 0.0f);
-  for (size_t t = 0; t < n; ++t) {
-    float* yt = m.y + t * latent;
-    for (size_t j = 0; j < k; ++j) {
-      const size_t e = static_cast<size_t>(m.chosen[t * k + j]);
-      const size_t* rows = m.rows + m.start[e];
-      const size_t r = static_cast<size_t>(std::lower_bound(rows, rows + (m.start[e + 1] - m.start[e]), t) - rows);
-      const float* ye = m.expert_out + (m.start[e] + r) * latent;
-      const float we = m.weights[t * k + j];
-      for (size_t d = 0; d < latent; ++d) yt[d] += we * ye[d];
-    }
-  }
+  for (size_t r = 0; r < n * k; ++r)
+    add_expert_output(m.y + m.rows[r] / k * latent, m.weights[m.rows[r]], m.expert_out + r * latent, latent);
   if (c.latent_moe_use_norm) rms_norm(m.y, n, latent, w.latent_norm.data, c.rms_norm_eps, m.y);
   lin(w.latent_up, m.y, n, out, pool);
 

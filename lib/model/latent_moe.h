@@ -8,8 +8,9 @@
 //
 // For a batch, each chosen expert runs once over all the rows that chose it.
 // Experts may arrive from the WeightSource in any order; each writes its own
-// buffer and the per-token sum runs afterwards in the router's order, so the
-// result never depends on arrival order, batch size or thread count.
+// buffer and the per-token sum runs afterwards in ascending expert id (the
+// one order of every path: model/expert_sum.h), so the result never depends
+// on arrival order, batch size or thread count.
 #pragma once
 
 #include <cstddef>

@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "kernels/rms_norm.h"
+#include "model/expert_sum.h"
 #include "model/forward_scratch.h"
 #include "model/latent_moe.h"
 #include "model/linear.h"
@@ -37,15 +38,17 @@ void MoeChunkRows::reserve(const ModelConfig& c, size_t rows) {
   grow(weights, rows * k);
   grow(z, rows * latent);
   grow(shared, rows * static_cast<size_t>(c.hidden_size));
-  grow(expert_out, rows * k * latent);
+  grow(y, rows * latent);
+  grow(group_out, rows * latent);
   grow(start, static_cast<size_t>(c.num_experts) + 1);
   grow(expert_rows, rows * k);
   if (experts.capacity() < static_cast<size_t>(c.num_experts)) experts.reserve(c.num_experts);
+  if (group.capacity() < static_cast<size_t>(c.num_experts)) group.reserve(c.num_experts);
 }
 
 uint64_t MoeChunkRows::bytes_per_row(const ModelConfig& c) {
   const uint64_t k = c.num_experts_per_token, latent = c.routed_expert_hidden_size;
-  return k * (sizeof(int32_t) + sizeof(float) + sizeof(size_t)) + 4 * (latent + c.hidden_size + k * latent);
+  return k * (sizeof(int32_t) + sizeof(float) + sizeof(size_t)) + 4 * (latent + c.hidden_size + 2 * latent);
 }
 
 size_t moe_chunk_scratch_floats(const ModelConfig& c, size_t n) {
@@ -71,62 +74,86 @@ void moe_chunk_prepare(const ModelConfig& c, const MoeTrunkWeights& w, const flo
   situ_mlp(w.shared, SituParams::from(c), x, n, m.shared.data() + r0 * static_cast<size_t>(c.hidden_size), pool, situ);
 }
 
-void moe_chunk_experts(const ModelConfig& c, int layer, WeightSource& source, size_t rows, size_t sub_batch,
-                       MoeChunkRows& m, ThreadPool* pool, ForwardScratch& scratch) {
-  const size_t E = c.num_experts, k = c.num_experts_per_token, latent = c.routed_expert_hidden_size;
-  sub_batch = std::max<size_t>(1, std::min(sub_batch, rows * k));
-  // The distinct experts of the chunk (ascending id) and, per expert, the
-  // rows that chose it (ascending), as consecutive runs of expert_rows.
+namespace {
+
+// The distinct experts of the chunk (ascending id) and, per expert, the
+// routing entries that chose it (ascending row), as consecutive runs of
+// expert_rows.
+void sort_entries(const ModelConfig& c, size_t rows, MoeChunkRows& m, ForwardScratch& scratch) {
+  const size_t E = c.num_experts, k = c.num_experts_per_token;
   size_t* start = m.start.data();
   std::fill(start, start + E + 1, size_t{0});
   for (size_t i = 0; i < rows * k; ++i) ++start[m.chosen[i] + 1];
   for (size_t e = 0; e < E; ++e) start[e + 1] += start[e];
   size_t* fill = scratch.op_indices(E);
   std::copy(start, start + E, fill);
-  for (size_t i = 0; i < rows * k; ++i) m.expert_rows[fill[m.chosen[i]]++] = i / k;
+  for (size_t i = 0; i < rows * k; ++i) m.expert_rows[fill[m.chosen[i]]++] = i;
   m.experts.clear();
   for (size_t e = 0; e < E; ++e)
     if (start[e + 1] > start[e]) m.experts.push_back(static_cast<int>(e));
+}
+
+// The next group from m.experts[next]: consecutive experts while their
+// entries fit in group_out's `rows` rows (one expert alone always fits: a
+// row chooses an expert once). Returns the index after the group.
+size_t next_group(size_t next, size_t rows, MoeChunkRows& m) {
+  m.group.clear();
+  const size_t first = m.start[m.experts[next]];
+  while (next < m.experts.size() && (m.group.empty() || m.start[m.experts[next] + 1] - first <= rows))
+    m.group.push_back(m.experts[next++]);
+  return next;
+}
+
+}  // namespace
+
+void moe_chunk_experts(const ModelConfig& c, int layer, WeightSource& source, size_t rows, size_t sub_batch,
+                       MoeChunkRows& m, ThreadPool* pool, ForwardScratch& scratch) {
+  const size_t E = c.num_experts, k = c.num_experts_per_token, latent = c.routed_expert_hidden_size;
+  sub_batch = std::max<size_t>(1, std::min(sub_batch, rows * k));
+  sort_entries(c, rows, m, scratch);
+  std::fill(m.y.begin(), m.y.begin() + rows * latent, 0.0f);
 
   ScratchCarver<float> carve(scratch.op_floats(moe_chunk_scratch_floats(c, sub_batch)));
   float* in = carve.take(std::max(sub_batch * E + 2 * E, sub_batch * latent));
   float* situ = carve.take(situ_scratch_floats(sub_batch, widest_situ(c)));
   const SituParams params = SituParams::from(c);
   source.prefetch_experts(layer, m.experts);
-  // Each expert is delivered once and runs on all its rows, a sub-batch at a time.
-  source.for_each_expert(layer, m.experts, [&](size_t s, const ExpertWeights& ew) {
-    const size_t e = static_cast<size_t>(m.experts[s]), first = start[e], count = start[e + 1] - first;
-    check_width(c, out_dim(ew.w1), "a routed expert's MLP");
-    for (size_t b = 0; b < count; b += sub_batch) {
-      const size_t piece = std::min(sub_batch, count - b);
-      for (size_t r = 0; r < piece; ++r) {
-        const float* zr = m.z.data() + m.expert_rows[first + b + r] * latent;
-        std::copy(zr, zr + latent, in + r * latent);
+  for (size_t next = 0; next < m.experts.size();) {
+    next = next_group(next, rows, m);
+    const size_t first = m.start[m.group.front()], end = m.start[m.group.back() + 1];
+    // Each expert is delivered once and runs on all its rows, a sub-batch
+    // at a time, into its own part of group_out (in any delivery order).
+    source.for_each_expert(layer, m.group, [&](size_t s, const ExpertWeights& ew) {
+      const size_t e = static_cast<size_t>(m.group[s]), from = m.start[e], count = m.start[e + 1] - from;
+      check_width(c, out_dim(ew.w1), "a routed expert's MLP");
+      for (size_t b = 0; b < count; b += sub_batch) {
+        const size_t piece = std::min(sub_batch, count - b);
+        for (size_t r = 0; r < piece; ++r) {
+          const float* zr = m.z.data() + m.expert_rows[from + b + r] / k * latent;
+          std::copy(zr, zr + latent, in + r * latent);
+        }
+        situ_mlp(ew, params, in, piece, m.group_out.data() + (from - first + b) * latent, pool, situ);
       }
-      situ_mlp(ew, params, in, piece, m.expert_out.data() + (first + b) * latent, pool, situ);
+    });
+    // Entries run by ascending expert id: each row's experts are added in
+    // the one order of every path (model/expert_sum.h).
+    for (size_t r = first; r < end; ++r) {
+      const size_t entry = m.expert_rows[r];
+      add_expert_output(m.y.data() + entry / k * latent, m.weights[entry], m.group_out.data() + (r - first) * latent,
+                        latent);
     }
-  });
+  }
 }
 
 void moe_chunk_combine(const ModelConfig& c, const MoeTrunkWeights& w, size_t n, size_t r0, const MoeChunkRows& m,
                        float* out, ThreadPool* pool, ForwardScratch& scratch) {
-  const size_t hidden = c.hidden_size, k = c.num_experts_per_token, latent = c.routed_expert_hidden_size;
-  float* y = scratch.op_floats(moe_chunk_scratch_floats(c, n));  // [n, latent]
-  // Per token in the router's order, as latent_moe_forward sums.
-  std::fill(y, y + n * latent, 0.0f);
-  for (size_t t = 0; t < n; ++t) {
-    float* yt = y + t * latent;
-    const size_t row = r0 + t;
-    for (size_t j = 0; j < k; ++j) {
-      const size_t e = static_cast<size_t>(m.chosen[row * k + j]);
-      const size_t* rows = m.expert_rows.data() + m.start[e];
-      const size_t r = static_cast<size_t>(std::lower_bound(rows, rows + (m.start[e + 1] - m.start[e]), row) - rows);
-      const float* ye = m.expert_out.data() + (m.start[e] + r) * latent;
-      const float we = m.weights[row * k + j];
-      for (size_t d = 0; d < latent; ++d) yt[d] += we * ye[d];
-    }
+  const size_t hidden = c.hidden_size, latent = c.routed_expert_hidden_size;
+  const float* y = m.y.data() + r0 * latent;  // [n, latent], summed by moe_chunk_experts
+  if (c.latent_moe_use_norm) {
+    float* normed = scratch.op_floats(moe_chunk_scratch_floats(c, n));  // [n, latent]
+    kernels::rms_norm(y, n, latent, w.latent_norm.data, c.rms_norm_eps, normed);
+    y = normed;
   }
-  if (c.latent_moe_use_norm) kernels::rms_norm(y, n, latent, w.latent_norm.data, c.rms_norm_eps, y);
   lin(w.latent_up, y, n, out, pool);
   const float* shared = m.shared.data() + r0 * hidden;
   for (size_t i = 0; i < n * hidden; ++i) out[i] += shared[i];

@@ -1,14 +1,22 @@
 // LatentMoE over a layer-major prefill chunk (model/prefill_chunk.h): the
 // rows of a chunk pass through a MoE layer in sub-batches for everything
 // that reads only trunk weights (router, latent projection, shared experts,
-// the final combine), while each routed expert any row chose is requested
-// from the WeightSource once for the whole chunk and computed for all the
-// rows that chose it. The arithmetic per token is latent_moe_forward's
-// (model/latent_moe.h): routing, each expert's SiTU MLP on the token's
-// latent row, the sum in the router's order, the norm and the up projection,
-// then the shared experts added; matrix products give the same bits for any
-// number of rows (kernels/matmul.h), so the output is bit-identical to
-// latent_moe_forward over any split of the rows.
+// the final norm and up projection), while each routed expert any row chose
+// is requested from the WeightSource once for the whole chunk and computed
+// for all the rows that chose it. The arithmetic per token is
+// latent_moe_forward's (model/latent_moe.h): routing, each expert's SiTU MLP
+// on the token's latent row, the sum in ascending expert id
+// (model/expert_sum.h), the norm and the up projection, then the shared
+// experts added; matrix products give the same bits for any number of rows
+// (kernels/matmul.h), so the output is bit-identical to latent_moe_forward
+// over any split of the rows.
+//
+// The experts run in groups of consecutive ids (ascending) whose outputs
+// together fill at most one latent row per chunk row; after a group, its
+// outputs are added into their tokens' sums in ascending id. So the chunk
+// keeps two latent rows per token (the sum and the group's outputs), not
+// the k expert outputs of every token, and the order a group's experts are
+// delivered in changes nothing.
 #pragma once
 
 #include <cstddef>
@@ -29,10 +37,12 @@ struct MoeChunkRows {
   std::vector<float> weights;       // [rows, k]: their routing weights
   std::vector<float> z;             // [rows, latent]: the latent projection
   std::vector<float> shared;        // [rows, hidden]: the shared experts' output
-  std::vector<float> expert_out;    // [rows * k, latent]: expert e's rows at start[e]..start[e+1]
-  std::vector<size_t> start;        // [experts + 1]
-  std::vector<size_t> expert_rows;  // [rows * k]: per expert, the rows that chose it (ascending)
+  std::vector<float> y;             // [rows, latent]: each row's sum of weighted expert outputs
+  std::vector<float> group_out;     // [rows, latent]: one group's expert outputs, entry by entry
+  std::vector<size_t> start;        // [experts + 1]: expert e's entries at start[e]..start[e+1]
+  std::vector<size_t> expert_rows;  // [rows * k]: per expert, the routing entries (row * k + j) that chose it
   std::vector<int> experts;         // the distinct experts of the chunk (ascending id)
+  std::vector<int> group;           // the experts of the group running now
 
   // Sizes every buffer for `rows` rows (grows only).
   void reserve(const ModelConfig& config, size_t rows);
@@ -47,7 +57,8 @@ void moe_chunk_prepare(const ModelConfig& config, const MoeTrunkWeights& w, cons
 
 // Step 2, once per layer: every expert chosen by some of the chunk's `rows`
 // rows is requested once and runs on its rows in pieces of at most
-// `sub_batch` rows (the scratch of a sub-batch).
+// `sub_batch` rows (the scratch of a sub-batch); the experts go to the
+// source in groups (see above), and each row's sum y is complete at the end.
 void moe_chunk_experts(const ModelConfig& config, int layer, WeightSource& source, size_t rows, size_t sub_batch,
                        MoeChunkRows& m, ThreadPool* pool, ForwardScratch& scratch);
 

@@ -53,7 +53,8 @@ void PrefillChunk::reserve(const ModelConfig& c, size_t rows, size_t sub_batch, 
 }
 
 uint64_t PrefillChunk::bytes() const {
-  return (p.size() + moe.z.size() + moe.shared.size() + moe.expert_out.size() + moe.weights.size()) * sizeof(float) +
+  return (p.size() + moe.z.size() + moe.shared.size() + moe.y.size() + moe.group_out.size() + moe.weights.size()) *
+             sizeof(float) +
          blocks.bytes() + moe.chosen.size() * sizeof(int32_t) +
          (moe.expert_rows.size() + moe.start.size()) * sizeof(size_t);
 }

@@ -1,15 +1,18 @@
 // Router tie rule and weights; LatentMoE against a double reference, with
-// experts delivered in any order, in BF16 and in MXFP4; the next layer's
+// experts delivered in any order, in BF16 and in MXFP4; the layer-major
+// chunk's steps against it, bit for bit; the next layer's
 // guessed experts (--expert-lookahead), which leave the output alone.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "kernels/mxfp4.h"
 #include "model/forward_scratch.h"
 #include "model/latent_moe.h"
+#include "model/latent_moe_chunk.h"
 #include "model/router.h"
 #include "random_weights.h"
 
@@ -64,6 +67,7 @@ class ExpertSource : public WeightSource {
   std::vector<ExpertWeights> experts;
   bool reverse = false;
   std::vector<int> last_request;
+  std::vector<std::vector<int>> requests;  // every request, in order
   const MoeTrunkWeights* ahead = nullptr;  // router_ahead's answer
   std::vector<int> asked_ahead, guessed;   // layers router_ahead was asked for; the last guess
   int guessed_layer = -1;
@@ -85,6 +89,7 @@ class ExpertSource : public WeightSource {
   void for_each_expert(int, const std::vector<int>& ids,
                        const std::function<void(size_t, const ExpertWeights&)>& on_ready) override {
     last_request = ids;
+    requests.push_back(ids);
     for (size_t i = 0; i < ids.size(); ++i) {
       const size_t k = reverse ? ids.size() - 1 - i : i;
       on_ready(k, experts[ids[k]]);
@@ -199,6 +204,60 @@ TEST(LatentMoe, MatchesDoubleReferenceInAnyArrivalOrder) {
     std::vector<float> one(MoeCase::hidden);
     latent_moe_forward(mc.c, 1, mc.trunk, mc.source, x.data() + t * MoeCase::hidden, 1, one.data(), nullptr, scratch);
     EXPECT_EQ(std::memcmp(one.data(), fwd.data() + t * MoeCase::hidden, one.size() * sizeof(float)), 0) << t;
+  }
+}
+
+// The layer-major chunk's steps (model/latent_moe_chunk.h) give
+// latent_moe_forward's bits for every sub-batch and delivery order: both add
+// a token's expert outputs in ascending expert id. The chunk hands the
+// source its experts in ascending id, in groups of consecutive experts that
+// fill at most one latent row per chunk row, each as large as fits.
+TEST(LatentMoe, ChunkGroupsGiveTheBatchBitsInAnyArrivalOrder) {
+  MoeCase mc;
+  std::mt19937 rng(9);
+  for (const size_t n : {size_t{1}, size_t{7}, size_t{12}}) {
+    std::vector<float> x = test::random_input(rng, n * MoeCase::hidden);
+    std::vector<float> want(n * MoeCase::hidden);
+    ForwardScratch scratch;
+    mc.source.reverse = false;
+    latent_moe_forward(mc.c, 1, mc.trunk, mc.source, x.data(), n, want.data(), nullptr, scratch);
+    for (const size_t sub : {size_t{1}, size_t{3}, n})
+      for (const bool reverse : {false, true}) {
+        SCOPED_TRACE("rows " + std::to_string(n) + ", sub-batch " + std::to_string(sub) +
+                     (reverse ? ", reversed" : ""));
+        MoeChunkRows m;
+        m.reserve(mc.c, n);
+        for (size_t r0 = 0; r0 < n; r0 += sub)
+          moe_chunk_prepare(mc.c, mc.trunk, x.data() + r0 * MoeCase::hidden, std::min(sub, n - r0), r0, m, nullptr,
+                            scratch);
+        mc.source.reverse = reverse;
+        mc.source.requests.clear();
+        moe_chunk_experts(mc.c, 1, mc.source, n, sub, m, nullptr, scratch);
+        std::vector<float> got(n * MoeCase::hidden);
+        for (size_t r0 = 0; r0 < n; r0 += sub)
+          moe_chunk_combine(mc.c, mc.trunk, std::min(sub, n - r0), r0, m, got.data() + r0 * MoeCase::hidden, nullptr,
+                            scratch);
+        EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
+        // The groups, in order, are the chunk's distinct experts in
+        // ascending id; each holds at most n entries (a token's choice of
+        // an expert), and could not have taken the next expert.
+        std::vector<int> all;
+        size_t entries_of_previous = 0;
+        for (size_t g = 0; g < mc.source.requests.size(); ++g) {
+          const std::vector<int>& group = mc.source.requests[g];
+          size_t entries = 0;
+          for (int e : group) entries += m.start[e + 1] - m.start[e];
+          EXPECT_LE(entries, n) << "group " << g;
+          if (g > 0) EXPECT_GT(entries_of_previous + m.start[group[0] + 1] - m.start[group[0]], n) << "group " << g;
+          entries_of_previous = entries;
+          all.insert(all.end(), group.begin(), group.end());
+        }
+        EXPECT_EQ(all, m.experts);
+        EXPECT_TRUE(std::is_sorted(all.begin(), all.end()));
+        EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end());
+        // n rows choose n * K entries: at least K groups of at most n.
+        EXPECT_GE(mc.source.requests.size(), static_cast<size_t>(MoeCase::K));
+      }
   }
 }
 

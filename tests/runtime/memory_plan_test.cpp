@@ -351,9 +351,10 @@ TEST(MemoryPlan, PrefillChunkCarriedStateCounted) {
   const MemoryPlan chunked = plan_memory(c, layout, 12288, req);
   EXPECT_EQ(chunked.chunk, 1000u);
   // Per token: p and the 4 block states, 5 x 64 floats = 1280 bytes; the
-  // MoE rows: 4 experts x (id, weight, row index: 16 bytes) = 64, and
-  // floats: z 32 + shared output 64 + 4 expert outputs x 32 = 224 -> 896.
-  EXPECT_EQ(chunked.chunk_bytes, 1000u * (1280 + 64 + 896));
+  // MoE rows: 4 experts x (id, weight, entry index: 16 bytes) = 64, and
+  // floats: z 32 + shared output 64 + the sum of the expert outputs 32 +
+  // its row of a group's expert outputs 32 = 160 -> 640 (not 4 outputs).
+  EXPECT_EQ(chunked.chunk_bytes, 1000u * (1280 + 64 + 640));
   EXPECT_EQ(chunked.peak_rss, batches.peak_rss + chunked.chunk_bytes);
   EXPECT_NE(chunked.describe(layout, c, req).find("prefill chunk     1000 tokens"), std::string::npos);
   EXPECT_FALSE(chunked.chunk_spilled);
@@ -365,7 +366,7 @@ TEST(MemoryPlan, PrefillChunkCarriedStateCounted) {
   const MemoryPlan spilled = plan_memory(c, layout, 12288, req);
   EXPECT_TRUE(spilled.chunk_spilled);
   EXPECT_EQ(spilled.spill_file_bytes, 1000u * 1024);
-  EXPECT_EQ(spilled.chunk_bytes, 1000u * (256 + 64 + 896) + 16u * 1024);
+  EXPECT_EQ(spilled.chunk_bytes, 1000u * (256 + 64 + 640) + 16u * 1024);
   EXPECT_EQ(spilled.peak_rss, batches.peak_rss + spilled.chunk_bytes);
   EXPECT_NE(spilled.describe(layout, c, req).find("in a spill file beside the trunk"), std::string::npos);
   // No chunk beyond the batch: nothing to spill.
