@@ -103,6 +103,15 @@ void ComputePipeline::record(VkCommandBuffer cb, uint32_t set, const std::vector
   vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, layout_, 0, 1, &sets_[set], 0, nullptr);
   vkCmdPushConstants(cb, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes_, push);
   vkCmdDispatch(cb, groups_x, groups_y, 1);
+  // The host reads the outputs in place once the fence signals: the
+  // shader's writes must be made visible to host reads (a fence alone does
+  // not do it on every device).
+  VkMemoryBarrier to_host{};
+  to_host.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+  to_host.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+  to_host.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0, nullptr,
+                       0, nullptr);
 }
 
 }  // namespace k3
