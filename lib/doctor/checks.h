@@ -14,6 +14,7 @@
 #include "doctor/preset_forecast.h"
 #include "doctor/read_bandwidth_probe.h"
 #include "doctor/report.h"
+#include "planning/first_token_forecast.h"
 #include "platform/block_device.h"
 #include "platform/cgroup_memory.h"
 #include "platform/cpu_features.h"
@@ -29,8 +30,12 @@ namespace k3::doctor {
 void add_cpu_checks(Report& r, const CpuFeatures& cpu);
 // NVIDIA/AMD GPUs from /sys/class/drm (and /dev/nvidiactl on the live system).
 void add_gpu_check(Report& r, const SystemRoot& root);
-// The Vulkan devices --gpu can use (live system only): memory, fma fused or emulated.
-void add_vulkan_check(Report& r, const SystemRoot& root);
+// The Vulkan devices --gpu can use (live system only): memory, fma fused or
+// emulated, the FP32 rate, and --gpu recommended where a device beats the
+// CPU's prefill: `cpu` is the first-token forecast on the CPU for a prompt of
+// `tokens` (add_first_token_check's), `cpu_measured` whether its rate was.
+void add_vulkan_check(Report& r, const SystemRoot& root, const FirstTokenForecast& cpu, uint64_t tokens,
+                      bool cpu_measured);
 
 // ---- Memory
 struct MemoryFacts {
@@ -117,7 +122,9 @@ void add_compression_check(Report& r, const PresetForecast& forecast, const Band
 // forecast/first_token: the time to the first token of a prompt of `tokens`
 // with `preset` (first_token_check.cpp). `probe` is empty when probing was
 // disabled (the CPU rate is then assumed, and said to be).
-void add_first_token_check(Report& r, const MemoryFacts& m, const PlanModel& pm, const Preset& preset,
-                           const Bandwidth& bw, const std::optional<PrefillProbe>& probe, int cores, uint64_t tokens);
+// Returns the forecast (the vulkan check compares the devices with it).
+FirstTokenForecast add_first_token_check(Report& r, const MemoryFacts& m, const PlanModel& pm, const Preset& preset,
+                                         const Bandwidth& bw, const std::optional<PrefillProbe>& probe, int cores,
+                                         uint64_t tokens);
 
 }  // namespace k3::doctor

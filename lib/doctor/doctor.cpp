@@ -186,7 +186,6 @@ Report run_doctor(const DoctorOptions& o) {
 
   add_cpu_checks(r, cpu);
   add_gpu_check(r, root);
-  add_vulkan_check(r, root);
   add_memory_checks(r, mem, rec, (ck.opened ? ck.shards : kK3ShardCount) + 1);
   if (storage.empty()) {
     Check& k = r.add("storage", "directories");
@@ -203,8 +202,9 @@ Report run_doctor(const DoctorOptions& o) {
                         decode, trunk ? &*trunk : nullptr, cpu.logical_cpus);
   std::optional<PrefillProbe> prefill;
   if (o.probe) prefill = probe_prefill(0.2);
-  add_first_token_check(r, mem, ck.plan_model, rec ? rec->preset : presets().front(), bw, prefill, cpu.logical_cpus,
-                        o.prompt_tokens);
+  const FirstTokenForecast first_token = add_first_token_check(
+      r, mem, ck.plan_model, rec ? rec->preset : presets().front(), bw, prefill, cpu.logical_cpus, o.prompt_tokens);
+  add_vulkan_check(r, root, first_token, o.prompt_tokens, prefill.has_value());
   NextStepFacts next;
   next.model_dir = o.model_dir;
   next.trunk_dir = o.trunk_dir;

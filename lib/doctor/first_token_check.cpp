@@ -10,8 +10,9 @@
 
 namespace k3::doctor {
 
-void add_first_token_check(Report& r, const MemoryFacts& m, const PlanModel& pm, const Preset& preset,
-                           const Bandwidth& bw, const std::optional<PrefillProbe>& probe, int cores, uint64_t tokens) {
+FirstTokenForecast add_first_token_check(Report& r, const MemoryFacts& m, const PlanModel& pm, const Preset& preset,
+                                         const Bandwidth& bw, const std::optional<PrefillProbe>& probe, int cores,
+                                         uint64_t tokens) {
   Check& k = r.add("forecast", "first_token");
   // The chunk a run of this preset takes here (or, memory unknown, on the
   // machine class the preset is for).
@@ -58,6 +59,7 @@ void add_first_token_check(Report& r, const MemoryFacts& m, const PlanModel& pm,
       .set("flops_measured", probe.has_value())
       .set("compute_seconds", f.compute_seconds)
       .set("seconds", f.seconds());
+  return f;
 }
 
 }  // namespace k3::doctor

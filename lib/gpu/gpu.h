@@ -30,6 +30,8 @@ struct GpuDeviceInfo {
   uint64_t memory_bytes = 0;    // the largest device-local heap
   bool float64 = false;         // shaderFloat64 and shaderInt64: the exact emulation can run
   bool fma_fused = false;       // the start-up probe: fma() rounds once
+  bool native_shaders = false;  // runs the products' native-fma build (fused, no 64-bit types)
+  double fp32_gflops = 0;       // the FP32 rate probe: the device's own fma() chains (fused or not)
   std::string unusable_reason;  // empty: k3 can run its products there
 };
 
@@ -51,15 +53,25 @@ std::vector<GpuDeviceInfo> list_gpu_devices();
 // would need more ends the run with one line naming kGpuMbSetting (kResource).
 std::unique_ptr<kernels::MatmulBackend> open_gpu_matmul(int index, uint64_t budget_bytes = 0);
 
+// The most weight bytes GpuMatmul stages at once in each of its two slots
+// (a product's rows go to the device in slices of at most this, or one
+// row where a row is larger): 16 MiB, or K3_GPU_STAGE_BYTES where set (the
+// tests, to slice the tiny model's products).
+inline constexpr uint64_t kGpuStageBytes = 16ull << 20;
+uint64_t gpu_stage_bytes();
+
 // The most device memory GpuMatmul's buffers hold for products whose
 // weights are at most `weight_bytes` (MXFP4 scales `scale_bytes`), `cols`
 // inputs and `rows` outputs wide, over at most `tokens` rows of
-// activations: each buffer is grown to the largest call and kept (the
-// plan's figure for kGpuMbSetting; an upper bound, exact when one product
-// is the largest in every respect).
+// activations: each buffer is grown to the largest call and kept; the
+// weights (and scales) in one staging slot while every product fits one
+// slice, in two of a slice's bytes each once one does not (the plan's
+// figure for kGpuMbSetting; an upper bound, exact when one product is the
+// largest in every respect).
 struct GpuProductBound {
   uint64_t weight_bytes = 0, scale_bytes = 0, cols = 0, rows = 0;
 };
-uint64_t gpu_matmul_device_bytes(const GpuProductBound& largest, uint64_t tokens);
+uint64_t gpu_matmul_device_bytes(const GpuProductBound& largest, uint64_t tokens,
+                                 uint64_t stage_bytes = gpu_stage_bytes());
 
 }  // namespace k3

@@ -1,8 +1,10 @@
 // The plan's figure for the device memory of a run's products
-// (gpu_matmul_device_bytes, gpu/gpu.h): GpuMatmul's four buffers (weights,
-// MXFP4 scales, activations in, products out), each grown to its largest
-// call and kept. Built with and without Vulkan, so a plan reads the same.
+// (gpu_matmul_device_bytes, gpu/gpu.h): GpuMatmul's buffers (the weights
+// and MXFP4 scales of its staging slots, activations in, products out),
+// each grown to its largest call and kept. Built with and without Vulkan,
+// so a plan reads the same.
 #include <algorithm>
+#include <cstdlib>
 
 #include "gpu/gpu.h"
 
@@ -13,11 +15,22 @@ namespace {
 uint64_t buffer_bytes(uint64_t bytes) { return std::max<uint64_t>(bytes, 16); }
 }  // namespace
 
-uint64_t gpu_matmul_device_bytes(const GpuProductBound& largest, uint64_t tokens) {
+uint64_t gpu_stage_bytes() {
+  const char* v = std::getenv("K3_GPU_STAGE_BYTES");
+  const unsigned long long bytes = v ? std::strtoull(v, nullptr, 10) : 0;
+  return bytes > 0 ? bytes : kGpuStageBytes;
+}
+
+uint64_t gpu_matmul_device_bytes(const GpuProductBound& largest, uint64_t tokens, uint64_t stage_bytes) {
   if (largest.weight_bytes == 0 || tokens == 0) return 0;
+  // A slice holds at most the stage's bytes, or one row where a row is
+  // larger (a BF16 row of `cols`, the widest), never more than the product;
+  // an MXFP4 slice's scales are its packed bytes / 16.
+  const uint64_t slice = std::min(largest.weight_bytes, std::max(stage_bytes, largest.cols * 2));
+  const uint64_t slots = largest.weight_bytes > stage_bytes ? 2 : 1;
   // The shaders read whole 32-bit words: 4 bytes past a slice's end.
-  uint64_t bytes = buffer_bytes(largest.weight_bytes + 4);
-  if (largest.scale_bytes > 0) bytes += buffer_bytes(largest.scale_bytes + 4);
+  uint64_t bytes = slots * buffer_bytes(slice + 4);
+  if (largest.scale_bytes > 0) bytes += slots * buffer_bytes(std::min(largest.scale_bytes, slice / 16) + 4);
   return bytes + buffer_bytes(tokens * largest.cols * sizeof(float)) +
          buffer_bytes(tokens * largest.rows * sizeof(float));
 }

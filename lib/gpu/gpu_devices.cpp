@@ -5,8 +5,10 @@
 
 #include "common/error.h"
 #include "gpu/fma_probe.h"
+#include "gpu/fma_probe_rate.h"
 #include "gpu/gpu.h"
 #include "gpu/gpu_matmul.h"
+#include "gpu/shader_variant.h"
 #include "gpu/vulkan_context.h"
 #include "kernels/matmul.h"
 
@@ -52,7 +54,11 @@ std::vector<GpuDeviceInfo> list_gpu_devices() {
       info.type = device_type(device.properties().deviceType);
       info.float64 = device.has_float64();
       info.fma_fused = probe_fma_fused(device);
-      if (!info.fma_fused && !info.float64) info.unusable_reason = "fma not fused and no shaderFloat64 to emulate it";
+      const MatmulShaderChoice choice =
+          choose_matmul_shader({info.fma_fused, device.has_shader_float64(), device.has_shader_int64()});
+      info.native_shaders = choice.variant == MatmulShaderVariant::kNative;
+      info.unusable_reason = choice.why_not;
+      info.fp32_gflops = probe_fp32_gflops(device);
     } catch (const Error& e) {
       VkPhysicalDeviceProperties p;
       vkGetPhysicalDeviceProperties(physical[i], &p);

@@ -5,11 +5,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "common/setting_spelling.h"
+#include "gpu/command_slot.h"
 #include "gpu/compute_pipeline.h"
 #include "gpu/gpu.h"
+#include "gpu/shader_variant.h"
 #include "gpu/vulkan_buffer.h"
 #include "gpu/vulkan_context.h"
 
@@ -29,35 +32,58 @@ uint32_t u32(size_t v, const char* what) {
 
 }  // namespace
 
-GpuMatmul::GpuMatmul(std::unique_ptr<VulkanDevice> device, size_t lanes, bool fma_fused, uint64_t budget_bytes)
-    : device_(std::move(device)), lanes_(lanes), fma_fused_(fma_fused), budget_bytes_(budget_bytes) {
+GpuMatmul::GpuMatmul(std::unique_ptr<VulkanDevice> device, size_t lanes, bool fma_fused, uint64_t budget_bytes,
+                     std::optional<MatmulShaderVariant> variant)
+    : device_(std::move(device)),
+      lanes_(lanes),
+      fma_fused_(fma_fused),
+      stage_bytes_(gpu_stage_bytes()),
+      budget_bytes_(budget_bytes) {
   if (lanes_ != 8 && lanes_ != 16)
     throw Error(ExitCode::kResource, "this CPU's matrix products (" + std::to_string(lanes_) +
                                          "-lane vectors, no FMA) have no device shader yet; the device follows the "
                                          "AVX2 and AVX-512 kernels");
-  if (!fma_fused_ && !device_->has_float64())
-    throw Error(ExitCode::kResource, device_->name() +
-                                         "): its fma() is not fused and it lacks shaderFloat64/shaderInt64 to "
-                                         "emulate one, so its products cannot equal the CPU's");
+  const MatmulShaderChoice choice =
+      choose_matmul_shader({fma_fused_, device_->has_shader_float64(), device_->has_shader_int64()});
+  variant_ = variant ? *variant : choice.variant;
+  if (variant_ == MatmulShaderVariant::kNone)
+    throw Error(ExitCode::kResource,
+                "gpu " + std::to_string(device_->index()) + " (" + device_->name() + "): " + choice.why_not);
   if (const char* fail = std::getenv("K3_GPU_FAIL_AFTER")) fail_after_ = std::strtoull(fail, nullptr, 10);
   if (const char* oom = std::getenv("K3_GPU_OUT_OF_MEMORY_AFTER"))
     out_of_memory_after_ = std::strtoull(oom, nullptr, 10);
   const uint32_t native = fma_fused_ ? 1 : 0;
-  bf16_ = std::make_unique<ComputePipeline>(*device_, "matmul_bf16", 3, sizeof(Shape), native);
-  mxfp4_ = std::make_unique<ComputePipeline>(*device_, "matmul_mxfp4", 4, sizeof(Shape), native);
-  weights_ = std::make_unique<VulkanBuffer>(*device_);
-  scales_ = std::make_unique<VulkanBuffer>(*device_);
+  bf16_ = std::make_unique<ComputePipeline>(*device_, matmul_shader_name("matmul_bf16", variant_).c_str(), 3,
+                                            sizeof(Shape), native, 2);
+  mxfp4_ = std::make_unique<ComputePipeline>(*device_, matmul_shader_name("matmul_mxfp4", variant_).c_str(), 4,
+                                             sizeof(Shape), native, 2);
+  for (Stage& stage : stages_) {
+    stage.weights = std::make_unique<VulkanBuffer>(*device_);
+    stage.scales = std::make_unique<VulkanBuffer>(*device_);
+    stage.slot = std::make_unique<CommandSlot>(*device_);
+  }
   x_ = std::make_unique<VulkanBuffer>(*device_);
   y_ = std::make_unique<VulkanBuffer>(*device_);
 }
 
-GpuMatmul::~GpuMatmul() = default;
+GpuMatmul::~GpuMatmul() { drain(); }
+
+void GpuMatmul::drain() noexcept {
+  for (Stage& stage : stages_) {
+    try {
+      stage.slot->wait();
+    } catch (const Error&) {
+      // The device was lost: the error that ends the run is already thrown.
+    }
+  }
+}
 
 void GpuMatmul::grow(VulkanBuffer& buffer, size_t bytes) {
   bytes = std::max<size_t>(bytes, 16);  // VulkanBuffer::reserve's smallest
   if (bytes <= buffer.size()) return;
   uint64_t held = 0;
-  for (const auto* b : {weights_.get(), scales_.get(), x_.get(), y_.get()}) held += b->size();
+  for (const Stage& stage : stages_) held += stage.weights->size() + stage.scales->size();
+  held += x_->size() + y_->size();
   const uint64_t after = held - buffer.size() + bytes;
   if (budget_bytes_ > 0 && after > budget_bytes_)
     throw Error(ExitCode::kResource, "gpu " + std::to_string(device_->index()) + ": a matrix product needs " +
@@ -73,8 +99,9 @@ void GpuMatmul::run(ComputePipeline& pipeline, bool mx, size_t rows, size_t cols
                     size_t n, float* Y, Upload upload_rows) {
   // Room for the word the shaders may read past a slice's last byte.
   const size_t limit = device_->max_binding_bytes() - 16;
-  const size_t slice_rows = std::min(rows, std::max<size_t>(1, limit / std::max<size_t>(1, row_bytes)));
-  const size_t token_bytes = std::max(cols, slice_rows) * sizeof(float);
+  const size_t stage = static_cast<size_t>(std::min<uint64_t>(limit, stage_bytes_));
+  const size_t slice_rows = std::min(rows, std::max<size_t>(1, stage / std::max<size_t>(1, row_bytes)));
+  const size_t token_bytes = std::max(cols, rows) * sizeof(float);
   const size_t slice_tokens = std::min(n, std::max<size_t>(1, limit / token_bytes));
   if (row_bytes > limit || token_bytes > limit)
     throw Error(ExitCode::kResource, "gpu: a matrix row of " + std::to_string(cols) +
@@ -82,36 +109,60 @@ void GpuMatmul::run(ComputePipeline& pipeline, bool mx, size_t rows, size_t cols
   if (products_ >= fail_after_) vk_check(VK_ERROR_DEVICE_LOST, "running a matrix product (K3_GPU_FAIL_AFTER)");
   if (products_ >= out_of_memory_after_)
     vk_check(VK_ERROR_OUT_OF_DEVICE_MEMORY, "allocating a product's buffers (K3_GPU_OUT_OF_MEMORY_AFTER)");
-  for (size_t r0 = 0; r0 < rows; r0 += slice_rows) {
-    const size_t r1 = std::min(rows, r0 + slice_rows);
-    upload_rows(r0, r1);
+  try {
     for (size_t t0 = 0; t0 < n; t0 += slice_tokens) {
       const size_t tn = std::min(slice_tokens, n - t0);
       grow(*x_, tn * cols * sizeof(float));
       std::memcpy(x_->data(), X + t0 * cols, tn * cols * sizeof(float));
       upload_bytes_ += tn * cols * sizeof(float);
-      grow(*y_, tn * (r1 - r0) * sizeof(float));
-      const Shape shape{u32(r1 - r0, "a row slice"),   u32(cols, "cols"),           u32(tn, "a token slice"),
-                        static_cast<uint32_t>(lanes_), u32(r1 - r0, "a row slice"), 0};
-      std::vector<const VulkanBuffer*> buffers = {weights_.get()};
-      if (mx) buffers.push_back(scales_.get());
-      buffers.push_back(x_.get());
-      buffers.push_back(y_.get());
-      pipeline.run(buffers, &shape, u32((r1 - r0 + kGroupRows - 1) / kGroupRows, "rows"), u32(tn, "tokens"));
-      const float* out = static_cast<const float*>(y_->data());
-      for (size_t t = 0; t < tn; ++t) std::memcpy(Y + (t0 + t) * rows + r0, out + t * (r1 - r0), (r1 - r0) * 4);
+      grow(*y_, tn * rows * sizeof(float));
+      run_slices(pipeline, mx, rows, cols, slice_rows, tn, upload_rows);
+      // The slices wrote their columns of Y's rows [t0, t0 + tn) in place.
+      std::memcpy(Y + t0 * rows, y_->data(), tn * rows * sizeof(float));
     }
+  } catch (...) {
+    drain();
+    throw;
   }
   ++products_;
 }
 
+template <class Upload>
+void GpuMatmul::run_slices(ComputePipeline& pipeline, bool mx, size_t rows, size_t cols, size_t slice_rows, size_t tn,
+                           Upload& upload_rows) {
+  size_t k = 0;
+  for (size_t r0 = 0; r0 < rows; r0 += slice_rows, ++k) {
+    const size_t r1 = std::min(rows, r0 + slice_rows);
+    Stage& stage = stages_[k % 2];
+    // Its previous slice must be done before its buffers are refilled.
+    if (stage.slot->wait()) ++busy_waits_;
+    const bool overlapped = stages_[(k + 1) % 2].slot->pending();
+    const size_t copied = upload_rows(stage, r0, r1);
+    upload_bytes_ += copied;
+    if (overlapped) overlapped_upload_bytes_ += copied;
+    const Shape shape{u32(r1 - r0, "a row slice"),   u32(cols, "cols"), u32(tn, "a token slice"),
+                      static_cast<uint32_t>(lanes_), u32(rows, "rows"), u32(r0, "a row slice")};
+    std::vector<const VulkanBuffer*> buffers = {stage.weights.get()};
+    if (mx) buffers.push_back(stage.scales.get());
+    buffers.push_back(x_.get());
+    buffers.push_back(y_.get());
+    const uint32_t set = static_cast<uint32_t>(k % 2);
+    stage.slot->submit([&](VkCommandBuffer cb) {
+      pipeline.record(cb, set, buffers, &shape, u32((r1 - r0 + kGroupRows - 1) / kGroupRows, "rows"),
+                      u32(tn, "tokens"));
+    });
+    ++dispatches_;
+  }
+  for (Stage& stage : stages_) stage.slot->wait();
+}
+
 bool GpuMatmul::bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y) {
   if (rows == 0 || n == 0 || cols == 0) return false;
-  run(*bf16_, false, rows, cols, cols * sizeof(uint16_t), X, n, Y, [&](size_t r0, size_t r1) {
+  run(*bf16_, false, rows, cols, cols * sizeof(uint16_t), X, n, Y, [&](Stage& stage, size_t r0, size_t r1) {
     const size_t bytes = (r1 - r0) * cols * sizeof(uint16_t);
-    grow(*weights_, bytes + 4);  // the shader reads whole words
-    std::memcpy(weights_->data(), W + r0 * cols, bytes);
-    upload_bytes_ += bytes;
+    grow(*stage.weights, bytes + 4);  // the shader reads whole words
+    std::memcpy(stage.weights->data(), W + r0 * cols, bytes);
+    return bytes;
   });
   return true;
 }
@@ -119,25 +170,35 @@ bool GpuMatmul::bf16(const uint16_t* W, size_t rows, size_t cols, const float* X
 bool GpuMatmul::mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t n,
                       float* Y) {
   if (rows == 0 || n == 0 || cols == 0 || cols % 32 != 0) return false;
-  run(*mxfp4_, true, rows, cols, cols / 2, X, n, Y, [&](size_t r0, size_t r1) {
+  run(*mxfp4_, true, rows, cols, cols / 2, X, n, Y, [&](Stage& stage, size_t r0, size_t r1) {
     const size_t bytes = (r1 - r0) * (cols / 2), scale_bytes = (r1 - r0) * (cols / 32);
-    grow(*weights_, bytes + 4);
-    grow(*scales_, scale_bytes + 4);
-    std::memcpy(weights_->data(), packed + r0 * (cols / 2), bytes);
-    std::memcpy(scales_->data(), scales + r0 * (cols / 32), scale_bytes);
-    upload_bytes_ += bytes + scale_bytes;
+    grow(*stage.weights, bytes + 4);
+    grow(*stage.scales, scale_bytes + 4);
+    std::memcpy(stage.weights->data(), packed + r0 * (cols / 2), bytes);
+    std::memcpy(stage.scales->data(), scales + r0 * (cols / 32), scale_bytes);
+    return bytes + scale_bytes;
   });
   return true;
 }
 
-kernels::MatmulBackendCounters GpuMatmul::counters() const { return {products_, upload_bytes_, peak_bytes_}; }
+kernels::MatmulBackendCounters GpuMatmul::counters() const {
+  kernels::MatmulBackendCounters c;
+  c.products = products_;
+  c.upload_bytes = upload_bytes_;
+  c.peak_bytes = peak_bytes_;
+  c.dispatches = dispatches_;
+  c.overlapped_upload_bytes = overlapped_upload_bytes_;
+  c.busy_waits = busy_waits_;
+  return c;
+}
 
 std::string GpuMatmul::describe() const {
   char mb[32];
   std::snprintf(mb, sizeof mb, "%.1f", static_cast<double>(upload_bytes_) / 1e6);
   return "gpu " + std::to_string(device_->index()) + " (" + device_->name() + "): " + std::to_string(products_) +
-         " matrix products, " + mb + " MB uploaded, fma " + (fma_fused_ ? "fused" : "emulated") + ", " +
-         std::to_string(lanes_) + "-lane order";
+         " matrix products, " + mb + " MB uploaded, fma " + (fma_fused_ ? "fused" : "emulated") +
+         (variant_ == MatmulShaderVariant::kNative ? " (native shaders)" : "") + ", " + std::to_string(lanes_) +
+         "-lane order";
 }
 
 }  // namespace k3

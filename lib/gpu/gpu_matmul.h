@@ -1,20 +1,29 @@
 // The matrix products of kernels/matmul.h on a Vulkan device, with the CPU
 // kernels' bits: one invocation per output, its accumulators in the order of
 // this machine's CPU target (kernel_target_lanes()), fma fused by the device
-// or emulated with one rounding. Inputs are copied into host-visible
-// buffers per call and the output copied back; weights whose bytes exceed
-// the device's largest binding go in row slices, activations in token slices.
+// or emulated with one rounding. The activations are copied into a
+// host-visible buffer per call; the weights go in row slices of at most
+// gpu_stage_bytes() through two staging slots, each with its own fence: the
+// host copies the next slice into one while the device multiplies by the
+// other, so a product's upload and compute overlap. Each output is still
+// computed by one invocation over all its columns, so how the rows are
+// sliced never changes a bit. Activations beyond the device's largest
+// binding go in token slices. The buffers are in device-local host-visible
+// memory where the device has it (vulkan_context.h).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "gpu/shader_variant.h"
 #include "kernels/matmul_backend.h"
 
 namespace k3 {
 
+class CommandSlot;
 class ComputePipeline;
 class VulkanBuffer;
 class VulkanDevice;
@@ -25,7 +34,12 @@ class GpuMatmul : public kernels::MatmulBackend {
   // 8 for AVX2, 16 for AVX-512, the targets whose kernels use FMA; others
   // are refused). fma_fused: the probe's answer for this device.
   // budget_bytes: the most device memory the buffers may hold (0: no cap).
-  GpuMatmul(std::unique_ptr<VulkanDevice> device, size_t lanes, bool fma_fused, uint64_t budget_bytes = 0);
+  // variant: the shaders' build, by default choose_matmul_shader's for the
+  // probe's answer and the device's features (tests force the native one on
+  // a device whose fma is not fused, to check its order); refused with one
+  // line naming the device where no build is exact.
+  GpuMatmul(std::unique_ptr<VulkanDevice> device, size_t lanes, bool fma_fused, uint64_t budget_bytes = 0,
+            std::optional<MatmulShaderVariant> variant = std::nullopt);
   ~GpuMatmul() override;
 
   bool bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y) override;
@@ -38,26 +52,51 @@ class GpuMatmul : public kernels::MatmulBackend {
   uint64_t products() const { return products_; }
   uint64_t upload_bytes() const { return upload_bytes_; }
   uint64_t peak_bytes() const { return peak_bytes_; }
+  // The staging: dispatches (one per row slice and token slice) and bytes
+  // copied while the other slot's dispatch was in flight, both exact; and
+  // how often a slot's previous slice was still running when it was to be
+  // refilled (timing: many means the device, not the copy, bounds a product).
+  uint64_t dispatches() const { return dispatches_; }
+  uint64_t overlapped_upload_bytes() const { return overlapped_upload_bytes_; }
+  uint64_t busy_waits() const { return busy_waits_; }
   bool fma_fused() const { return fma_fused_; }
+  MatmulShaderVariant variant() const { return variant_; }
   VulkanDevice& device() { return *device_; }
 
  private:
-  // One product in row slices of at most `slice_rows` rows and token slices
-  // that fit a binding; `upload_rows(r0, r1)` fills the weight buffers for
-  // rows [r0, r1).
+  // A staging slot: the weights (and MXFP4 scales) of one row slice and the
+  // dispatch that reads them.
+  struct Stage {
+    std::unique_ptr<VulkanBuffer> weights, scales;
+    std::unique_ptr<CommandSlot> slot;
+  };
+  // One product in row slices of at most stage_bytes_ of weights (and the
+  // binding limit), alternating between the two stages, over token slices
+  // that fit a binding; `upload_rows(stage, r0, r1)` fills the stage's
+  // buffers with rows [r0, r1) and returns the bytes copied.
   template <class Upload>
   void run(ComputePipeline& pipeline, bool mx, size_t rows, size_t cols, size_t row_bytes, const float* X, size_t n,
            float* Y, Upload upload_rows);
+  // The row slices of one token slice, pipelined; waits for both stages.
+  template <class Upload>
+  void run_slices(ComputePipeline& pipeline, bool mx, size_t rows, size_t cols, size_t slice_rows, size_t tn,
+                  Upload& upload_rows);
+  // Waits for both stages, without throwing (after an error).
+  void drain() noexcept;
   // Grows `buffer` to `bytes`, within the budget (Error(kResource) naming
-  // kGpuMbSetting beyond it), and keeps the peak of all four.
+  // kGpuMbSetting beyond it), and keeps the peak of all six.
   void grow(VulkanBuffer& buffer, size_t bytes);
 
   std::unique_ptr<VulkanDevice> device_;
   size_t lanes_;
   bool fma_fused_;
+  MatmulShaderVariant variant_ = MatmulShaderVariant::kExact;
   std::unique_ptr<ComputePipeline> bf16_, mxfp4_;
-  std::unique_ptr<VulkanBuffer> weights_, scales_, x_, y_;
+  Stage stages_[2];
+  std::unique_ptr<VulkanBuffer> x_, y_;
+  uint64_t stage_bytes_;
   uint64_t products_ = 0, upload_bytes_ = 0, peak_bytes_ = 0, budget_bytes_ = 0;
+  uint64_t dispatches_ = 0, overlapped_upload_bytes_ = 0, busy_waits_ = 0;
   // Tests: at this product the device is reported lost (K3_GPU_FAIL_AFTER),
   // or out of memory (K3_GPU_OUT_OF_MEMORY_AFTER), as a driver would.
   uint64_t fail_after_ = UINT64_MAX, out_of_memory_after_ = UINT64_MAX;

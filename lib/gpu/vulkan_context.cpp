@@ -124,7 +124,8 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, VkPhysicalD
   vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
   VkPhysicalDeviceFeatures supported{};
   vkGetPhysicalDeviceFeatures(physical_, &supported);
-  float64_ = supported.shaderFloat64 && supported.shaderInt64;
+  float64_ = supported.shaderFloat64;
+  int64_ = supported.shaderInt64;
 
   uint32_t families = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(physical_, &families, nullptr);
@@ -179,9 +180,10 @@ VulkanDevice::~VulkanDevice() {
 }
 
 uint32_t VulkanDevice::host_memory_type(uint32_t bits) const {
-  const VkMemoryPropertyFlags want = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-  for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i)
-    if ((bits & (1u << i)) && (memory_.memoryTypes[i].propertyFlags & want) == want) return i;
+  const VkMemoryPropertyFlags host = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  for (const VkMemoryPropertyFlags want : {host | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, host})
+    for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i)
+      if ((bits & (1u << i)) && (memory_.memoryTypes[i].propertyFlags & want) == want) return i;
   throw Error(ExitCode::kResource, "gpu " + std::to_string(index_) + " (" + name() + "): no host-visible memory type");
 }
 

@@ -52,11 +52,19 @@ class VulkanDevice {
   const VkPhysicalDeviceProperties& properties() const { return properties_; }
   int index() const { return index_; }
   std::string name() const { return properties_.deviceName; }
-  bool has_float64() const { return float64_; }
+  // shaderFloat64 and shaderInt64, what the exact emulation needs.
+  bool has_float64() const { return float64_ && int64_; }
+  bool has_shader_float64() const { return float64_; }
+  bool has_shader_int64() const { return int64_; }
   // Largest storage buffer binding (bytes).
   uint64_t max_binding_bytes() const { return properties_.limits.maxStorageBufferRange; }
-  // A host-visible, host-coherent memory type among `bits`; throws if none.
+  // A host-visible, host-coherent memory type among `bits`, device-local
+  // too where the device offers one (integrated GPUs, lavapipe, a discrete
+  // GPU's resizable BAR): the shaders then read what the host wrote in
+  // place. Throws if none.
   uint32_t host_memory_type(uint32_t bits) const;
+  VkQueue queue() const { return queue_; }
+  VkCommandPool command_pool() const { return pool_; }
 
   // Records commands with `record`, submits them and waits.
   void submit_and_wait(const std::function<void(VkCommandBuffer)>& record);
@@ -67,7 +75,7 @@ class VulkanDevice {
   int index_;
   VkPhysicalDeviceProperties properties_{};
   VkPhysicalDeviceMemoryProperties memory_{};
-  bool float64_ = false;
+  bool float64_ = false, int64_ = false;
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
   VkCommandPool pool_ = VK_NULL_HANDLE;

@@ -24,6 +24,10 @@ struct MatmulBackendCounters {
   uint64_t products = 0;      // matrix products run on the device
   uint64_t upload_bytes = 0;  // weights and activations copied to it
   uint64_t peak_bytes = 0;    // the most device memory its buffers held at once
+  // gpustage4: the double-buffered staging of weights (gpu/gpu_matmul.h).
+  uint64_t dispatches = 0;               // row slices run, one per staged upload of weights
+  uint64_t overlapped_upload_bytes = 0;  // copied while the other slot's slice ran on the device
+  uint64_t busy_waits = 0;               // refills that waited for a slot's slice to finish (timing, not exact)
 };
 
 class MatmulBackend {

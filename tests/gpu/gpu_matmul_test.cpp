@@ -265,10 +265,10 @@ TEST(GpuMatmul, Bf16RoundsOnceWhereDoubleRoundingWouldNot) {
 }
 
 // The device memory its buffers hold, exactly: four buffers (weights + 4,
-// scales + 4, activations in and out), each grown to its largest call and
-// kept, the peak their sum; gpu_matmul_device_bytes, the plan's figure,
-// equals it when one product is the largest in every respect. A budget
-// below what a product needs refuses it with one line naming the setting.
+// scales + 4, activations in and out; products that fit one staging slice
+// use one slot), each grown to its largest call and kept, the peak their sum; gpu_matmul_device_bytes, the plan's
+// figure, equals it when one product is the largest in every respect. A budget below what a product needs refuses it
+// with one line naming the setting.
 TEST(GpuMatmul, DevicePeakIsThePlansFormula) {
   auto device = open_lavapipe();
   ASSERT_TRUE(device);
@@ -306,6 +306,61 @@ TEST(GpuMatmul, DevicePeakIsThePlansFormula) {
     EXPECT_NE(e.message().find("gpu_mb"), std::string::npos) << e.message();
   }
   EXPECT_LE(capped.peak_bytes(), mx_bytes - 1);
+  EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
+}
+
+// The double-buffered staging: with a 4 KiB stage a product's weights go
+// in row slices through the two slots, the bits still the CPU order's (an
+// output is one invocation over all its columns, wherever its row's slice
+// starts). The counts are exact: one dispatch a slice; every slice after
+// the first copied while the other slot's ran; the device peak two slots of
+// one slice each, the plan's formula for that stage size.
+TEST(GpuMatmul, StagedSlicesKeepTheBitsAndOverlap) {
+  setenv("K3_GPU_STAGE_BYTES", "4096", 1);
+  const size_t lanes = kernels::kernel_target_lanes() >= 16 ? 16 : 8, n = 3;
+  std::mt19937 rng(4096);
+  {  // BF16 200 x 256: 512-byte rows, 8 a slice, 25 slices
+    auto device = open_lavapipe();
+    ASSERT_TRUE(device);
+    GpuMatmul gpu(std::move(device), lanes, false);
+    const size_t rows = 200, cols = 256;
+    const auto w = bf16_weights(rng, rows * cols);
+    const auto x = activations(rng, n * cols, false);
+    std::vector<float> y(n * rows, -1.0f);
+    ASSERT_TRUE(gpu.bf16(w.data(), rows, cols, x.data(), n, y.data()));
+    expect_bits_equal(bf16_in_order(w, rows, cols, x, n, lanes), y, "bf16, staged");
+    EXPECT_EQ(gpu.dispatches(), 25u);
+    EXPECT_EQ(gpu.overlapped_upload_bytes(), (rows - 8) * cols * 2);
+    EXPECT_LE(gpu.busy_waits(), 23u);  // at most one a refill (slices 3..25)
+    const uint64_t peak = 2 * (4096 + 4) + n * cols * 4 + n * rows * 4;
+    EXPECT_EQ(gpu.peak_bytes(), peak);
+    EXPECT_EQ(gpu_matmul_device_bytes({rows * cols * 2, 0, cols, rows}, n, 4096), peak);
+    EXPECT_EQ(gpu.counters().dispatches, 25u);
+  }
+  {  // MXFP4 130 x 512: 256 + 16 bytes a row, 16 a slice, 9 slices (the last of 2 rows)
+    GpuMatmul gpu(open_lavapipe(), lanes, false);
+    const size_t rows = 130, cols = 512;
+    const auto packed = bytes(rng, rows * cols / 2, 0, 255);
+    const auto scales = bytes(rng, rows * cols / 32, 110, 135);
+    const auto x = activations(rng, n * cols, false);
+    std::vector<float> y(n * rows, -1.0f);
+    ASSERT_TRUE(gpu.mxfp4(packed.data(), scales.data(), rows, cols, x.data(), n, y.data()));
+    expect_bits_equal(mxfp4_in_order(packed, scales, rows, cols, x, n, lanes), y, "mxfp4, staged");
+    EXPECT_EQ(gpu.dispatches(), 9u);
+    EXPECT_EQ(gpu.overlapped_upload_bytes(), (rows - 16) * (cols / 2 + cols / 32));
+    const uint64_t peak = 2 * (4096 + 4) + 2 * (256 + 4) + n * cols * 4 + n * rows * 4;
+    EXPECT_EQ(gpu.peak_bytes(), peak);
+    EXPECT_EQ(gpu_matmul_device_bytes({rows * cols / 2, rows * cols / 32, cols, rows}, n, 4096), peak);
+  }
+  unsetenv("K3_GPU_STAGE_BYTES");
+  // A product that fits one slice uses one slot: nothing overlaps.
+  GpuMatmul gpu(open_lavapipe(), lanes, false);
+  const auto w = bf16_weights(rng, 64 * 64);
+  const auto x = activations(rng, n * 64, false);
+  std::vector<float> y(n * 64);
+  ASSERT_TRUE(gpu.bf16(w.data(), 64, 64, x.data(), n, y.data()));
+  EXPECT_EQ(gpu.dispatches(), 1u);
+  EXPECT_EQ(gpu.overlapped_upload_bytes(), 0u);
   EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
 }
 

@@ -42,7 +42,9 @@ for chunk in 300 450 600; do
   contains "gpu$chunk: fma emulated" "fma emulated" "$(cat "$work/gpu$chunk.err")"
   holds "gpu$chunk: no validation errors" "! grep -q 'vulkan validation' '$work/gpu$chunk.err'"
 done
-run resident-gpu 450 --gpu "$lvp" --threads 2
+# Resident, with an 8 KiB stage (K3_GPU_STAGE_BYTES): every product larger
+# than that goes in row slices through the two staging slots, same bits.
+K3_GPU_STAGE_BYTES=8192 run resident-gpu 450 --gpu "$lvp" --threads 2
 same resident-gpu cpu
 run quiet-gpu 300 "${STREAM[@]}" --gpu "$lvp" --quiet
 same quiet-gpu cpu

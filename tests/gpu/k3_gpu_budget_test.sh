@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # --gpu-mb and the device's figures, on Mesa's lavapipe over the tiny model:
-# the plan's device bytes equal GpuMatmul's four buffers grown to the
-# checkpoint's largest product over the chunk's rows, computed here from the
-# safetensors headers; a budget of exactly that runs, a byte less is refused
+# the plan's device bytes equal GpuMatmul's buffers grown to the
+# checkpoint's largest product over the chunk's rows, with a 64 KiB stage
+# (K3_GPU_STAGE_BYTES) so the head's weights go through both staging slots,
+# computed here from the safetensors headers; a budget of exactly that runs
+# (its ids the CPU's, slices overlapped), a byte less is refused
 # at plan time with one line naming --gpu-mb (exit 6, k3-forward, k3-chat
 # and k3-serve alike); --stats-json's "gpu" counts the products (as the
 # summary line does) and a peak within the plan. A device that runs out of
@@ -11,7 +13,7 @@
 set -uo pipefail
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 FWD="$BIN/k3-forward"
-export K3_GPU_VALIDATION=1 K3_PREFILL_CHUNK=300
+export K3_GPU_VALIDATION=1 K3_PREFILL_CHUNK=300 K3_GPU_STAGE_BYTES=65536
 lvp=$(vulkaninfo --summary 2> /dev/null | awk '/^GPU[0-9]+:/ { i = substr($1, 4) + 0 } /deviceName.*llvmpipe/ { print i; exit }')
 holds "lavapipe is installed (mesa-vulkan-drivers)" "[ -n '$lvp' ]"
 lvp=${lvp:-0}
@@ -20,8 +22,10 @@ awk 'BEGIN { for (i = 0; i < 300; ++i) printf "%d ", (i * 104729 + 5) % 8192; pr
 
 # The largest product of the tiny checkpoint: every 2-D BF16 matrix but the
 # embedding, every MXFP4 one (packed [out, in/2], scales [out, in/32]);
-# buffers of weights + 4, scales + 4, rows x cols and rows x out floats.
-need=$(python3 - "$TINY" 300 << 'PY'
+# buffers of weights + 4, scales + 4 (two of each, of one slice: the stage,
+# or one BF16 row of the widest if larger, at most the product; its scales
+# 1/16 of it, at most the largest), rows x cols and rows x out floats.
+need=$(python3 - "$TINY" 300 65536 << 'PY'
 import glob, json, struct, sys
 w = s = cols = outs = 0
 for path in glob.glob(sys.argv[1] + "/*.safetensors"):
@@ -36,8 +40,12 @@ for path in glob.glob(sys.argv[1] + "/*.safetensors"):
             w, outs, cols = max(w, size), max(outs, t["shape"][0]), max(cols, 2 * t["shape"][1])
         elif name.endswith(".weight_scale"):
             s = max(s, size)
-rows = int(sys.argv[2])
-print(max(w + 4, 16) + (max(s + 4, 16) if s else 0) + max(rows * cols * 4, 16) + max(rows * outs * 4, 16))
+rows, stage = int(sys.argv[2]), int(sys.argv[3])
+assert w > stage, "the stage must slice the largest product"
+piece = min(w, max(stage, 2 * cols))
+scale_piece = min(s, piece // 16)
+print(2 * max(piece + 4, 16) + (2 * max(scale_piece + 4, 16) if s else 0) + max(rows * cols * 4, 16)
+      + max(rows * outs * 4, 16))
 PY
 )
 mb() { python3 -c "print(repr($1 / 1e6))"; }
@@ -58,6 +66,11 @@ check "stats: products, as the summary line counts them" "${products:-none}" "$(
 holds "stats: products ran" "[ '$(json exact products)' -gt 0 ]"
 holds "stats: bytes uploaded" "[ '$(json exact upload_bytes)' -gt 0 ]"
 holds "stats: the device peak within the plan" "[ '$(json exact peak_bytes)' -gt 0 ] && [ '$(json exact peak_bytes)' -le '$need' ]"
+holds "stats: products went in more slices than products" "[ '$(json exact dispatches)' -gt '$(json exact products)' ]"
+holds "stats: uploads overlapped the device's work" "[ '$(json exact overlapped_upload_bytes)' -gt 0 ]"
+holds "stats: the overlapped bytes are some of those uploaded" \
+  "[ '$(json exact overlapped_upload_bytes)' -lt '$(json exact upload_bytes)' ]"
+holds "stats: busy waits, at most one a slice" "[ '$(json exact busy_waits)' -le '$(json exact dispatches)' ]"
 bad "a byte less than the plan, k3-forward" 6 "--gpu-mb: the device's products need" -- \
   "$FWD" "$TINY" --ids "$work/ids.txt" --gpu "$lvp" --gpu-mb "$(mb $((need - 1)))"
 contains "the refusal says the bytes" "($need bytes) for up to 300 rows" "$(cat "$work/err")"

@@ -25,7 +25,8 @@ int main(int argc, char** argv) {
   CLI::App app{
       "k3-doctor: checks the CPU, memory, storage and checkpoint before a k3-forward run, recommends a\n"
       "memory preset and forecasts seconds per token from a short O_DIRECT read-bandwidth measurement.\n"
-      "Each check prints OK / WARN / FAIL with one line of advice."};
+      "Each check prints OK / WARN / FAIL with one line of advice. Vulkan devices get a short FP32 rate\n"
+      "probe, and --gpu INDEX is recommended where one beats this CPU's prefill rate."};
   app.add_option("--model", opt.model_dir,
                  "checkpoint directory (model.safetensors.index.json + shards; default: none: the machine is "
                  "checked without one)");
@@ -46,7 +47,8 @@ int main(int argc, char** argv) {
                  "expert cache hit rate (0..1) for the forecast; default: the cache's share of all experts")
       ->check(k3::cli::in_range(0.0, 1.0));
   app.add_option("--prompt-tokens", opt.prompt_tokens,
-                 "prompt length for the time-to-first-token forecast (an agent's system prompt and tools)")
+                 "prompt length for the time-to-first-token forecast (an agent's system prompt and tools), on "
+                 "the CPU and on a recommended --gpu device")
       ->check(k3::cli::in_range(1, 1 << 24))
       ->capture_default_str();
   app.add_option("--draft", opt.draft_dir,

@@ -17,10 +17,10 @@ layout(push_constant) uniform Shape {
   uint row_base;  // Y column of W's row 0
 };
 
-double bf16_at(uint i) {
+weight_t bf16_at(uint i) {
   const uint word = w[i >> 1];
   const uint h = (i & 1u) != 0u ? word >> 16 : word & 0xffffu;
-  return f32_bits_to_f64(h << 16);
+  return weight_of_f32_bits(h << 16);
 }
 
 void main() {

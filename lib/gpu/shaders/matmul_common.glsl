@@ -3,29 +3,52 @@
 // sums the products of its columns in increasing order with FMA, starting
 // from +0; the lanes are then summed pairwise, halving (lane i + lane
 // i + L/2, ..., as SumOfLanes does on SSE4, AVX2 and AVX-512).
-// NATIVE_FMA (specialization constant 1): the device's fma() is fused
-// (probed at start-up) and its float arithmetic is used as is; else every
-// rounding is emulated (exact_fma.glsl).
+//
+// Two SPIR-V variants are built from each shader (lib/CMakeLists.txt):
+// - exact (the default): NATIVE_FMA (specialization constant 1) uses the
+//   device's fma() where the start-up probe found it fused, else every
+//   rounding is emulated (exact_fma.glsl). Declares Float64 and Int64.
+// - native (K3_NATIVE_FMA_ONLY defined): the device's fused fma() and float
+//   arithmetic only, weights as floats, no 64-bit types, so a fused device
+//   without shaderFloat64/shaderInt64 can run it (gpu/shader_variant.h
+//   picks one).
+#ifdef K3_NATIVE_FMA_ONLY
+#define weight_t float
+weight_t weight_of_f32_bits(uint b) { return uintBitsToFloat(b); }
+#else
 #include "exact_fma.glsl"
+#define weight_t double
+weight_t weight_of_f32_bits(uint b) { return f32_bits_to_f64(b); }
+#endif
 
 layout(local_size_x = 64) in;
 layout(constant_id = 0) const uint NATIVE_FMA = 0u;
 const uint kMaxLanes = 16u;
 
-uint acc_fma(double w, uint x, uint acc) {
+uint acc_fma(weight_t w, uint x, uint acc) {
+#ifdef K3_NATIVE_FMA_ONLY
+  precise float r = fma(w, uintBitsToFloat(x), uintBitsToFloat(acc));
+  return floatBitsToUint(r);
+#else
   if (NATIVE_FMA != 0u) {
     precise float r = fma(float(w), uintBitsToFloat(x), uintBitsToFloat(acc));
     return floatBitsToUint(r);
   }
   return fma_exact(w, x, acc);
+#endif
 }
 
 uint acc_add(uint a, uint b) {
+#ifdef K3_NATIVE_FMA_ONLY
+  precise float r = uintBitsToFloat(a) + uintBitsToFloat(b);
+  return floatBitsToUint(r);
+#else
   if (NATIVE_FMA != 0u) {
     precise float r = uintBitsToFloat(a) + uintBitsToFloat(b);
     return floatBitsToUint(r);
   }
   return add_exact(a, b);
+#endif
 }
 
 uint reduce_lanes(inout uint acc[kMaxLanes], uint lanes) {

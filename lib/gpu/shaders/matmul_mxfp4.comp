@@ -20,7 +20,24 @@ layout(push_constant) uniform Shape {
   uint row_base;
 };
 
+#ifdef K3_NATIVE_FMA_ONLY
+const float kCodeMagnitude[8] = float[8](0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0);
+// 2^(s-127): FP32's exponent field, the subnormal 2^-127 for s = 0.
+weight_t scale_of(uint s) { return s == 0u ? uintBitsToFloat(0x400000u) : uintBitsToFloat(s << 23); }
+// The CPU's weight is this FP32 product: exact, except that codes 4 and 6
+// at scale byte 253 overflow to inf.
+weight_t magnitude(uint code, weight_t scale) {
+  precise float m = kCodeMagnitude[code & 7u] * scale;
+  return m;
+}
+#else
 const double kCodeMagnitude[8] = double[8](0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0);
+weight_t scale_of(uint s) { return uint64BitsToDouble(uint64_t(s + 896u) << 52); }
+// The product rounded to FP32 as the CPU's (exact but for the overflow to inf).
+weight_t magnitude(uint code, weight_t scale) {
+  return f32_bits_to_f64(f64_to_f32_bits(kCodeMagnitude[code & 7u] * scale));
+}
+#endif
 
 uint byte_at_packed(uint i) { return (packed[i >> 2] >> ((i & 3u) * 8u)) & 0xffu; }
 uint byte_at_scales(uint i) { return (scales[i >> 2] >> ((i & 3u) * 8u)) & 0xffu; }
@@ -33,7 +50,7 @@ void main() {
   const uint groups = cols / 32u;
   for (uint g = 0u; g < groups; ++g) {
     const uint s = byte_at_scales(r * groups + g);
-    const double scale = uint64BitsToDouble(uint64_t(s + 896u) << 52);  // 2^(s-127)
+    const weight_t scale = scale_of(s);  // 2^(s-127)
     for (uint v = 0u; v < 32u / lanes; ++v) {
       for (uint j = 0u; j < lanes; ++j) {
         const uint p = v * lanes + j;  // position in the evens-then-odds order
@@ -41,9 +58,7 @@ void main() {
         const uint b = byte_at_packed(r * (cols / 2u) + g * 16u + byte_index);
         const uint code = p < 16u ? (b & 15u) : (b >> 4);
         const uint col = g * 32u + (p < 16u ? 2u * p : 2u * (p - 16u) + 1u);
-        // The CPU's weight is an FP32 product: exact, except that codes 4
-        // and 6 at scale byte 253 overflow to inf.
-        const double mag = f32_bits_to_f64(f64_to_f32_bits(kCodeMagnitude[code & 7u] * scale));
+        const weight_t mag = magnitude(code, scale);
         acc[j] = acc_fma((code & 8u) != 0u ? -mag : mag, x[t * cols + col], acc[j]);
       }
     }

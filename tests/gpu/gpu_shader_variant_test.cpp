@@ -1,0 +1,234 @@
+// The matrix products' native-fma build (shaders/matmul_common.glsl with
+// K3_NATIVE_FMA_ONLY), for fused devices without shaderFloat64/shaderInt64:
+// its SPIR-V declares no 64-bit capability, it runs the CPU order with the
+// device's own fma(), and the choice between the builds is a pure function
+// of the probed fma and the features.
+//
+// lavapipe's fma() is not fused (its results are a multiply, then an add),
+// so the native build there must equal a multiply-then-add chain in the
+// CPU's order, computed here; lavapipe flushes subnormals, so the inputs
+// keep every product and sum normal.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "gpu/fma_probe_rate.h"
+#include "gpu/gpu.h"
+#include "gpu/gpu_matmul.h"
+#include "gpu/shader_variant.h"
+#include "gpu/spirv_shaders.h"
+#include "gpu/vulkan_context.h"
+#include "kernels/bf16.h"
+#include "kernels/mxfp4.h"
+#include "model/k3_geometry.h"
+
+namespace k3 {
+namespace {
+
+// A multiply, rounded, then an add, rounded: volatile keeps the compiler
+// from contracting them into an fma.
+float mul_then_add(float w, float x, float acc) {
+  volatile float p = w * x;
+  return p + acc;
+}
+
+float lane_sum(std::vector<float> acc) {
+  for (size_t h = acc.size() / 2; h >= 1; h /= 2)
+    for (size_t i = 0; i < h; ++i) acc[i] = acc[i] + acc[i + h];
+  return acc[0];
+}
+
+std::vector<float> bf16_mul_add_chain(const std::vector<uint16_t>& w, size_t rows, size_t cols,
+                                      const std::vector<float>& x, size_t n, size_t lanes) {
+  std::vector<float> y(n * rows);
+  for (size_t t = 0; t < n; ++t)
+    for (size_t r = 0; r < rows; ++r) {
+      std::vector<float> acc(lanes, 0.0f);
+      for (size_t c = 0; c < cols; ++c)
+        acc[c % lanes] = mul_then_add(kernels::bf16_to_f32(w[r * cols + c]), x[t * cols + c], acc[c % lanes]);
+      y[t * rows + r] = lane_sum(acc);
+    }
+  return y;
+}
+
+std::vector<float> mxfp4_mul_add_chain(const std::vector<uint8_t>& packed, const std::vector<uint8_t>& scales,
+                                       size_t rows, size_t cols, const std::vector<float>& x, size_t n, size_t lanes) {
+  std::vector<float> y(n * rows);
+  for (size_t t = 0; t < n; ++t)
+    for (size_t r = 0; r < rows; ++r) {
+      std::vector<float> acc(lanes, 0.0f);
+      for (size_t g = 0; g < cols / 32; ++g) {
+        const float scale = kernels::mxfp4_scale_value(scales[r * (cols / 32) + g]);
+        for (size_t p = 0; p < 32; ++p) {
+          const uint8_t b = packed[r * (cols / 2) + g * 16 + (p & 15)];
+          const float wv = kernels::kMxfp4CodeValues[p < 16 ? b & 15 : b >> 4] * scale;
+          const size_t col = g * 32 + (p < 16 ? 2 * p : 2 * (p - 16) + 1);
+          acc[p % lanes] = mul_then_add(wv, x[t * cols + col], acc[p % lanes]);
+        }
+      }
+      y[t * rows + r] = lane_sum(acc);
+    }
+  return y;
+}
+
+// Activations of moderate exponents and weights away from zero: with these
+// no product or partial sum comes near FP32's subnormal range.
+std::vector<float> activations(std::mt19937& rng, size_t count) {
+  std::uniform_real_distribution<float> u(0.5f, 1.0f);
+  std::uniform_int_distribution<int> e(-12, 12), sign(0, 1);
+  std::vector<float> v(count);
+  for (float& f : v) f = std::ldexp(sign(rng) ? -u(rng) : u(rng), e(rng));
+  return v;
+}
+
+std::vector<uint16_t> bf16_weights(std::mt19937& rng, size_t count) {
+  std::uniform_real_distribution<float> u(0.25f, 2.0f);
+  std::uniform_int_distribution<int> sign(0, 1);
+  std::vector<uint16_t> w(count);
+  for (uint16_t& b : w) b = kernels::f32_to_bf16(sign(rng) ? -u(rng) : u(rng));
+  return w;
+}
+
+std::vector<uint8_t> bytes(std::mt19937& rng, size_t count, int lo, int hi) {
+  std::uniform_int_distribution<int> d(lo, hi);
+  std::vector<uint8_t> v(count);
+  for (uint8_t& b : v) b = static_cast<uint8_t>(d(rng));
+  return v;
+}
+
+std::unique_ptr<VulkanDevice> open_lavapipe() {
+  setenv("K3_GPU_VALIDATION", "1", 1);
+  auto instance = VulkanInstance::shared();
+  const std::vector<VkPhysicalDevice> devices = instance->physical_devices();
+  for (size_t i = 0; i < devices.size(); ++i) {
+    VkPhysicalDeviceProperties p;
+    vkGetPhysicalDeviceProperties(devices[i], &p);
+    if (std::string(p.deviceName).find("llvmpipe") != std::string::npos)
+      return std::make_unique<VulkanDevice>(instance, devices[i], static_cast<int>(i));
+  }
+  ADD_FAILURE() << "no lavapipe device: install mesa-vulkan-drivers (scripts/install-deps.sh --tests)";
+  return nullptr;
+}
+
+size_t differing(const std::vector<float>& want, const std::vector<float>& got) {
+  size_t differ = 0;
+  for (size_t i = 0; i < want.size(); ++i) differ += std::memcmp(&want[i], &got[i], sizeof(float)) != 0;
+  return differ;
+}
+
+// The capabilities a SPIR-V module declares (OpCapability, opcode 17).
+std::vector<uint32_t> capabilities(const std::vector<uint32_t>& words) {
+  std::vector<uint32_t> caps;
+  for (size_t i = 5; i < words.size();) {
+    const uint32_t op = words[i] & 0xffff, count = words[i] >> 16;
+    if (count == 0) break;
+    if (op == 17 && i + 1 < words.size()) caps.push_back(words[i + 1]);
+    i += count;
+  }
+  return caps;
+}
+constexpr uint32_t kCapabilityFloat64 = 10, kCapabilityInt64 = 11;
+
+TEST(GpuShaderVariant, TheNativeBuildDeclaresNo64BitTypes) {
+  for (const char* base : {"matmul_bf16", "matmul_mxfp4"}) {
+    const std::vector<uint32_t> exact = capabilities(spirv_shader(base));
+    const std::vector<uint32_t> native = capabilities(spirv_shader((std::string(base) + "_native").c_str()));
+    // The exact build needs both (the emulated fma); the native one neither.
+    EXPECT_NE(std::find(exact.begin(), exact.end(), kCapabilityFloat64), exact.end()) << base;
+    EXPECT_NE(std::find(exact.begin(), exact.end(), kCapabilityInt64), exact.end()) << base;
+    EXPECT_EQ(std::find(native.begin(), native.end(), kCapabilityFloat64), native.end()) << base;
+    EXPECT_EQ(std::find(native.begin(), native.end(), kCapabilityInt64), native.end()) << base;
+    EXPECT_FALSE(native.empty()) << base;  // Shader, at least: the module was read
+  }
+}
+
+TEST(GpuShaderVariant, ChoiceByFmaAndFeatures) {
+  using V = MatmulShaderVariant;
+  // Fused with 64-bit types: the exact build (its native path); fused
+  // without them (either one missing): the native build.
+  EXPECT_EQ(choose_matmul_shader({true, true, true}).variant, V::kExact);
+  EXPECT_EQ(choose_matmul_shader({true, false, false}).variant, V::kNative);
+  EXPECT_EQ(choose_matmul_shader({true, true, false}).variant, V::kNative);
+  EXPECT_EQ(choose_matmul_shader({true, false, true}).variant, V::kNative);
+  // Unfused: the emulation where it can run, else nothing, saying why.
+  EXPECT_EQ(choose_matmul_shader({false, true, true}).variant, V::kExact);
+  EXPECT_TRUE(choose_matmul_shader({false, true, true}).why_not.empty());
+  const MatmulShaderChoice none = choose_matmul_shader({false, false, false});
+  EXPECT_EQ(none.variant, V::kNone);
+  EXPECT_NE(none.why_not.find("not fused"), std::string::npos) << none.why_not;
+  EXPECT_NE(none.why_not.find("shaderFloat64 and shaderInt64"), std::string::npos) << none.why_not;
+  EXPECT_EQ(choose_matmul_shader({false, true, false}).variant, V::kNone);
+  EXPECT_NE(choose_matmul_shader({false, true, false}).why_not.find("shaderInt64"), std::string::npos);
+  EXPECT_EQ(choose_matmul_shader({false, false, true}).variant, V::kNone);
+  EXPECT_EQ(matmul_shader_name("matmul_bf16", V::kNative), "matmul_bf16_native");
+  EXPECT_EQ(matmul_shader_name("matmul_bf16", V::kExact), "matmul_bf16");
+}
+
+// lavapipe has the 64-bit types and an unfused fma: the exact build, chosen
+// without being asked.
+TEST(GpuShaderVariant, LavapipeGetsTheExactBuild) {
+  auto device = open_lavapipe();
+  ASSERT_TRUE(device);
+  GpuMatmul gpu(std::move(device), 8, false);
+  EXPECT_EQ(gpu.variant(), MatmulShaderVariant::kExact);
+  EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
+}
+
+struct Shape {
+  size_t rows, cols, n;
+};
+
+TEST(GpuShaderVariant, NativeBuildIsTheCpuOrderWithTheDevicesFma) {
+  const ModelGeometry k3 = k3_geometry();
+  const size_t hidden = static_cast<size_t>(k3.hidden_size), expert = static_cast<size_t>(k3.moe_intermediate_size);
+  // K3's widths (the hidden size, an expert's), a column tail, fewer columns than lanes.
+  const Shape bf16_shapes[] = {{67, hidden, 2}, {40, expert, 3}, {33, 100, 2}, {9, 5, 2}};
+  const Shape mx_shapes[] = {{67, expert, 2}, {40, hidden, 2}, {17, 64, 3}};
+  for (size_t lanes : {size_t{16}, size_t{8}}) {
+    SCOPED_TRACE("lanes " + std::to_string(lanes));
+    auto device = open_lavapipe();
+    ASSERT_TRUE(device);
+    GpuMatmul gpu(std::move(device), lanes, true, 0, MatmulShaderVariant::kNative);
+    ASSERT_EQ(gpu.variant(), MatmulShaderVariant::kNative);
+    std::mt19937 rng(static_cast<unsigned>(39 + lanes));
+    for (const Shape& s : bf16_shapes) {
+      const auto w = bf16_weights(rng, s.rows * s.cols);
+      const auto x = activations(rng, s.n * s.cols);
+      std::vector<float> y(s.n * s.rows, -1.0f);
+      ASSERT_TRUE(gpu.bf16(w.data(), s.rows, s.cols, x.data(), s.n, y.data()));
+      EXPECT_EQ(differing(bf16_mul_add_chain(w, s.rows, s.cols, x, s.n, lanes), y), 0u)
+          << "bf16 " << s.rows << "x" << s.cols;
+    }
+    for (const Shape& s : mx_shapes) {
+      const auto packed = bytes(rng, s.rows * s.cols / 2, 0, 255);
+      const auto scales = bytes(rng, s.rows * s.cols / 32, 118, 134);
+      const auto x = activations(rng, s.n * s.cols);
+      std::vector<float> y(s.n * s.rows, -1.0f);
+      ASSERT_TRUE(gpu.mxfp4(packed.data(), scales.data(), s.rows, s.cols, x.data(), s.n, y.data()));
+      EXPECT_EQ(differing(mxfp4_mul_add_chain(packed, scales, s.rows, s.cols, x, s.n, lanes), y), 0u)
+          << "mxfp4 " << s.rows << "x" << s.cols;
+    }
+  }
+  EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
+}
+
+// The doctor's rate probe: a positive figure, twice in a row of the same order.
+TEST(GpuShaderVariant, RateProbeGivesAFigure) {
+  auto device = open_lavapipe();
+  ASSERT_TRUE(device);
+  const double gflops = probe_fp32_gflops(*device);
+  EXPECT_GT(gflops, 0.0);
+  EXPECT_LT(gflops, 1e6);  // a petaflop from a CPU device would be a timing bug
+  EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
+}
+
+}  // namespace
+}  // namespace k3
