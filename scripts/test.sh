@@ -4,7 +4,8 @@
 #   scripts/test.sh --sanitize   AddressSanitizer + UBSan build in build-asan/ with clang,
 #                                then ctest without the labels `scale` (K3-size plan tests)
 #                                and `native_memory` (runs under ulimit -v, which ASan's
-#                                shadow memory cannot), both Release only
+#                                shadow memory cannot, or compares peak RSS, which it
+#                                inflates), both Release only
 # The Release build uses the default compiler (g++ on Debian) and the
 # sanitizer build clang, so both compilers build every file; clang's
 # sanitizer build also compiles ~40% faster than g++'s, which keeps CI's

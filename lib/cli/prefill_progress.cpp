@@ -1,6 +1,8 @@
 #include "cli/prefill_progress.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <thread>
 
 #include "cli/interrupt.h"
 #include "common/append_printf.h"
@@ -32,6 +34,8 @@ bool PromptSteps::locate(int64_t done, int64_t total, int64_t* read, int64_t* re
 PrefillProgress::PrefillProgress(std::string tool, bool on, std::FILE* out, std::chrono::duration<double> interval)
     : tool_(std::move(tool)), on_(on), out_(out), interval_(interval) {
   start_ = last_ = std::chrono::steady_clock::now();
+  if (const char* v = std::getenv("K3_PREFILL_STEP_MS"))
+    step_delay_ = std::chrono::milliseconds(std::strtol(v, nullptr, 10));
 }
 
 PrefillProgress::PrefillProgress(std::string tool) : PrefillProgress(std::move(tool), progress_on_terminal()) {}
@@ -58,6 +62,7 @@ std::string PrefillProgress::line(const std::string& tool, const PromptSteps& st
 }
 
 void PrefillProgress::operator()(int64_t done, int64_t total) {
+  if (step_delay_.count() > 0) std::this_thread::sleep_for(step_delay_);
   if (interrupted()) {
     finish();
     throw Error(ExitCode::kInterrupted, "interrupted while running the prompt; nothing was generated");

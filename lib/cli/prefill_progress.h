@@ -7,6 +7,9 @@
 // Session::prefill(); one object serves every prompt of a chat: the
 // clock starts at each prompt's first layer step, not at construction (the
 // time a user spends typing is not prompt time).
+// K3_PREFILL_STEP_MS=<ms> (test-only, CONTRIBUTING.md): every layer step
+// waits that long first, so a small model's prompt runs long enough to
+// watch the line at a terminal.
 #pragma once
 
 #include <chrono>
@@ -50,6 +53,7 @@ class PrefillProgress {
   bool on_;
   std::FILE* out_;
   std::chrono::duration<double> interval_;
+  std::chrono::milliseconds step_delay_{0};  // K3_PREFILL_STEP_MS
   PromptSteps steps_;
   std::chrono::steady_clock::time_point start_, last_;
   int64_t last_done_ = 0;

@@ -20,6 +20,71 @@
 
 namespace k3 {
 
+namespace {
+
+// One sequence's KDA state: per KDA layer, heads x key dim x value dim
+// floats of the recurrence and the short conv's last K - 1 rows of q, k and v.
+uint64_t kda_state_one(const ModelConfig& c) {
+  const uint64_t H = c.kda_num_heads, D = c.kda_head_dim, K = c.kda_conv_kernel;
+  return static_cast<uint64_t>(c.num_kda_layers()) * (H * D * D + 3 * (K > 0 ? K - 1 : 0) * H * D) * 4;
+}
+
+// The sequences' KDA states, their rollback copies, and a stoppable pass's
+// copies to put them back.
+uint64_t planned_kda_state_bytes(uint64_t kda_one, const RunRequest& req) {
+  const uint64_t seqs = std::max<uint64_t>(1, req.sequences);
+  const uint64_t copies = checked_add(req.state_snapshots, plan_stop_copies(req), "the KDA state");
+  return checked_mul(kda_one, checked_add(seqs, copies, "the KDA state"), "the KDA state");
+}
+
+// The kept states asked for, and the copies on their way to disk beside them.
+uint64_t planned_kept_state_bytes(const ModelConfig& c, const RunRequest& req, uint64_t per_sequence_bytes) {
+  const uint64_t copies = checked_mul(req.kept_states_in_flight, kept_state_copy_bytes(c, req, per_sequence_bytes),
+                                      "the kept states on their way to disk");
+  return checked_add(req.kept_state_bytes, copies, "the kept states");
+}
+
+// --plan's KDA state line: the sequences, and the copies beside them.
+std::string describe_kda_state(const ModelConfig& c, const RunRequest& req, uint64_t bytes) {
+  std::string parts = plural(std::max<uint64_t>(1, req.sequences), "sequence");
+  if (req.state_snapshots > 0) parts += " + " + plural(req.state_snapshots, "rollback copy", "rollback copies");
+  if (plan_stop_copies(req) > 0)
+    parts += " + " + plural(plan_stop_copies(req), "copy", "copies") + " to put back a stopped pass";
+  std::string o;
+  if (req.sequences > 1 || parts.find('+') != std::string::npos)
+    append_printf(o, "  KDA state         %d layers x (%s)  %s\n", c.num_kda_layers(), parts.c_str(),
+                  format_bytes(bytes).c_str());
+  else append_printf(o, "  KDA state         %d layers  %s\n", c.num_kda_layers(), format_bytes(bytes).c_str());
+  return o;
+}
+
+// --plan's kept states line: those asked for, and the copies on their way to disk.
+std::string describe_kept_states(const ModelConfig& c, const RunRequest& req, uint64_t per_sequence_bytes,
+                                 uint64_t bytes) {
+  if (bytes == 0) return "";
+  std::string o;
+  append_printf(o, "  kept states       conversations between requests (%s)",
+                spelled(run_setting::kKeptStateBytes).c_str());
+  if (req.kept_states_in_flight > 0)
+    append_printf(o, " + %s on their way to disk x %s", plural(req.kept_states_in_flight, "copy", "copies").c_str(),
+                  format_bytes(kept_state_copy_bytes(c, req, per_sequence_bytes)).c_str());
+  append_printf(o, "  %s\n", format_bytes(bytes).c_str());
+  return o;
+}
+
+}  // namespace
+
+uint64_t plan_stop_copies(const RunRequest& req) {
+  return req.stoppable_passes ? std::max<uint64_t>(1, req.sequences) : 0;
+}
+
+uint64_t kept_state_copy_bytes(const ModelConfig& c, const RunRequest& req, uint64_t per_sequence_bytes) {
+  // A SavePoint: the sequence state, its ids, and the logits row a state
+  // without pending ids continues from.
+  const std::string what = "a kept state's copy for " + std::to_string(req.context) + " positions";
+  return checked_add(per_sequence_bytes, checked_mul(req.context + c.vocab_size, 4, what), what);
+}
+
 MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t slot_bytes, const RunRequest& req) {
   MemoryPlan p;
   // Use order: layers, then the head. The embedding is read row by row, or
@@ -164,9 +229,7 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
   p.cache_slots = std::min(std::max(p.cache_slots, p.min_slots), all);
   p.cache_bytes = checked_mul(p.cache_slots, slot_bytes, "the expert cache");
 
-  const uint64_t H = c.kda_num_heads, D = c.kda_head_dim, K = c.kda_conv_kernel;
-  const uint64_t kda_one =
-      static_cast<uint64_t>(c.num_kda_layers()) * (H * D * D + 3 * (K > 0 ? K - 1 : 0) * H * D) * 4;
+  const uint64_t H = c.kda_num_heads, D = c.kda_head_dim, kda_one = kda_state_one(c);
   // The terms that grow with a request (--ctx, sequences, rollback copies)
   // rather than the config, whose sizes load_model_config bounds: checked, as
   // is the sum.
@@ -175,7 +238,7 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
                                        (static_cast<uint64_t>(c.kv_lora_rank) + c.qk_rope_head_dim) * 4, mla_what);
   const uint64_t seqs = std::max<uint64_t>(1, req.sequences);
   p.per_sequence_bytes = checked_add(kda_one, mla_one, "one sequence's state");
-  p.kda_state_bytes = checked_mul(kda_one, checked_add(seqs, req.state_snapshots, "the KDA state"), "the KDA state");
+  p.kda_state_bytes = planned_kda_state_bytes(kda_one, req);
   p.mla_cache_bytes = checked_mul(mla_one, seqs, mla_what);
 
   // Activations of one prefill batch: the residual stream and AttnRes
@@ -225,7 +288,7 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
           ? checked_add(req.draft.streamed_held, std::min(req.block_bytes, req.draft.read_per_pass), draft_what)
           : req.draft.resident;
   p.draft_bytes = checked_add(draft_held, checked_mul(req.draft.per_position, req.context, draft_what), draft_what);
-  p.kept_state_bytes = req.kept_state_bytes;
+  p.kept_state_bytes = planned_kept_state_bytes(c, req, p.per_sequence_bytes);
   p.peak_rss = 0;
   for (uint64_t part : {p.pinned_bytes, p.stream_buffer_bytes, p.stream_staging_bytes, p.head_small_bytes,
                         p.cache_bytes, p.kda_state_bytes, p.mla_cache_bytes, p.activation_bytes, p.chunk_bytes,
@@ -307,13 +370,7 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
                 format_bytes(slot_bytes).c_str(),
                 cache_slots && cache_slots == min_slots ? " (the floor: one layer's top-k, all in flight)" : "",
                 format_bytes(cache_bytes).c_str());
-  if (req.sequences > 1 || req.state_snapshots > 0)
-    append_printf(o, "  KDA state         %d layers x (%s + %s)  %s\n", c.num_kda_layers(),
-                  plural(std::max<uint64_t>(1, req.sequences), "sequence").c_str(),
-                  plural(req.state_snapshots, "rollback copy", "rollback copies").c_str(),
-                  format_bytes(kda_state_bytes).c_str());
-  else
-    append_printf(o, "  KDA state         %d layers  %s\n", c.num_kda_layers(), format_bytes(kda_state_bytes).c_str());
+  o += describe_kda_state(c, req, kda_state_bytes);
   if (req.sequences > 1)
     append_printf(o, "  MLA latent cache  %d layers x %llu positions x %llu sequences  %s\n", c.num_mla_layers(),
                   (unsigned long long)req.context, (unsigned long long)req.sequences,
@@ -352,10 +409,7 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
                   format_bytes(req.draft.resident).c_str(), (unsigned long long)req.context,
                   format_bytes(req.draft.per_position).c_str(), format_bytes(draft_bytes).c_str());
   }
-  if (kept_state_bytes > 0) {
-    append_printf(o, "  kept states       conversations between requests (%s)  %s\n",
-                  spelled(run_setting::kKeptStateBytes).c_str(), format_bytes(kept_state_bytes).c_str());
-  }
+  o += describe_kept_states(c, req, per_sequence_bytes, kept_state_bytes);
   append_printf(o, "  I/O, index, misc  %s\n", format_bytes(io_bytes).c_str());
   append_printf(o, "  forecast peak RSS %s", format_bytes(peak_rss).c_str());
   return o;

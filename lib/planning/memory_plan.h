@@ -68,7 +68,7 @@ struct MemoryPlan {
   uint64_t cache_bytes = 0;
   uint64_t min_slots = 0;  // floor: one layer's top-k experts, all in flight at once
   // State and the rest.
-  uint64_t kda_state_bytes = 0;
+  uint64_t kda_state_bytes = 0;  // the sequences', their rollback copies and a stoppable pass's copies
   uint64_t mla_cache_bytes = 0;
   uint64_t batch = 0;             // prefill rows computed at once (the request's)
   uint64_t chunk = 0;             // prompt tokens one weight read covers (>= batch)
@@ -83,7 +83,7 @@ struct MemoryPlan {
   uint64_t activation_bytes = 0;
   uint64_t draft_bytes = 0;       // the draft model: weights, buffers, context (--draft)
   bool draft_streamed = false;    // its matrices are read per draft pass in row blocks of block_bytes
-  uint64_t kept_state_bytes = 0;  // kept conversation states (the request's)
+  uint64_t kept_state_bytes = 0;  // kept conversation states (the request's) and those on their way to disk
   uint64_t io_bytes = 0;          // embedding row buffers, index, thread stacks
   uint64_t peak_rss = 0;          // the forecast: sum of the above
 
@@ -109,6 +109,16 @@ MemoryPlan plan_memory(const ModelConfig& config, const TrunkLayout& layout, uin
 // here: the trunk laid out as k3-pack would lay it out, each expert slot one
 // aligned read of its tensors. For forecasts at K3's real geometry.
 MemoryPlan plan_memory_for_config(const ModelConfig& config, const RunRequest& req, TrunkLayout* layout = nullptr);
+
+// KDA state copies a stoppable pass holds (RunRequest::stoppable_passes):
+// one per sequence, counted in MemoryPlan::kda_state_bytes.
+uint64_t plan_stop_copies(const RunRequest& req);
+
+// One kept state on its way to disk (RunRequest::kept_states_in_flight),
+// counted in MemoryPlan::kept_state_bytes: a whole sequence's state
+// (`per_sequence_bytes`: its KDA state and MLA cache for req.context
+// positions), its ids and a logits row.
+uint64_t kept_state_copy_bytes(const ModelConfig& config, const RunRequest& req, uint64_t per_sequence_bytes);
 
 // One expert cache slot for the model of `manifest` (expected_tensors):
 // its tensors as one read aligned at both ends, as ExpertIndex plans it.

@@ -86,6 +86,11 @@ struct RunRequest {
   uint64_t sequences = 1;  // decoded together: each holds its KDA state and MLA cache
   // KDA state copies kept to roll back verified rows (drafts per pass).
   uint64_t state_snapshots = 0;
+  // Passes that may be stopped part-way with every sequence put back
+  // (ForwardPass::set_stop with restore; k3-serve's prompt passes): each
+  // sequence's KDA state is copied before its layer runs, so one more KDA
+  // state per sequence is held from the first such pass on.
+  bool stoppable_passes = false;
   // Speculation on by default (k3-chat): when the plan does not fit, the
   // rollback copies (so the drafts per pass) are halved first, down to none,
   // before the prefill batch is lowered; explicitly asked ones are refused
@@ -99,7 +104,12 @@ struct RunRequest {
   // one buffer of block_bytes.
   DraftMemory draft;
   uint64_t kept_state_bytes = 0;  // RAM for conversation states kept between requests (a server's)
-  int io_threads = 8;             // parallel reads in flight when streaming
+  // Kept states on their way to disk at once (k3-serve --prompt-cache's
+  // write-through copies, --cache-dir's spills: serve::StateSpiller), each
+  // held beside kept_state_bytes until written: up to a whole sequence's
+  // state for `context` positions, its ids and a logits row.
+  uint64_t kept_states_in_flight = 0;
+  int io_threads = 8;  // parallel reads in flight when streaming
   int compute_threads = 1;
 
   // How the expert cache behaves: which cached expert makes room (never

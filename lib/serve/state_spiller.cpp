@@ -27,15 +27,32 @@ StateSpiller::~StateSpiller() {
   thread_.join();
 }
 
-std::shared_ptr<StateSpiller::Write> StateSpiller::spill(std::string path, Session::SavePoint point) {
+std::unique_lock<std::mutex> StateSpiller::wait_for_room() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  cv_.wait(lock, [&] { return queue_.size() < kMaxInFlight; });  // the disk is behind: back-pressure
+  return lock;
+}
+
+std::shared_ptr<StateSpiller::Write> StateSpiller::queue_write(std::unique_lock<std::mutex>& lock, std::string path,
+                                                               Session::SavePoint point) {
   auto w = std::make_shared<Write>();
   w->path_ = std::move(path);
   w->point_ = std::move(point);
-  std::unique_lock<std::mutex> lock(mutex_);
-  cv_.wait(lock, [&] { return queue_.size() < kMaxInFlight; });  // the disk is behind: back-pressure
   queue_.push_back(w);
+  lock.unlock();
   cv_.notify_all();
   return w;
+}
+
+std::shared_ptr<StateSpiller::Write> StateSpiller::spill(std::string path, Session::SavePoint&& point) {
+  std::unique_lock<std::mutex> lock = wait_for_room();
+  return queue_write(lock, std::move(path), std::move(point));
+}
+
+std::shared_ptr<StateSpiller::Write> StateSpiller::spill(std::string path, const Session::SavePoint& point) {
+  // Copied only once there is room: at most kMaxInFlight copies exist at once.
+  std::unique_lock<std::mutex> lock = wait_for_room();
+  return queue_write(lock, std::move(path), point);
 }
 
 void StateSpiller::loop() {

@@ -4,9 +4,10 @@
 // written atomically (state/continuation.h: a temporary created exclusively,
 // then renamed), so a reader never sees half a state.
 //
-// At most kMaxInFlight states wait to be written (they still hold RAM): a
-// spill beyond that waits for the oldest write, which happens only when
-// states leave RAM faster than the disk takes them.
+// At most kMaxInFlight states wait to be written (they still hold RAM, as
+// the memory plan counts: RunRequest::kept_states_in_flight): a spill beyond
+// that waits for the oldest write before it takes its state or copy, which
+// happens only when states leave RAM faster than the disk takes them.
 #pragma once
 
 #include <condition_variable>
@@ -52,9 +53,15 @@ class StateSpiller {
   StateSpiller(const StateSpiller&) = delete;
   StateSpiller& operator=(const StateSpiller&) = delete;
 
-  std::shared_ptr<Write> spill(std::string path, Session::SavePoint point);
+  // Takes `point` once there is room; the const overload copies it then
+  // (a prompt cache's write-through keeps the state in RAM too).
+  std::shared_ptr<Write> spill(std::string path, Session::SavePoint&& point);
+  std::shared_ptr<Write> spill(std::string path, const Session::SavePoint& point);
 
  private:
+  // Waits until fewer than kMaxInFlight writes are queued; returns the lock.
+  std::unique_lock<std::mutex> wait_for_room();
+  std::shared_ptr<Write> queue_write(std::unique_lock<std::mutex>& lock, std::string path, Session::SavePoint point);
   void loop();
 
   ModelIdentity model_;

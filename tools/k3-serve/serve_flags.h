@@ -39,8 +39,9 @@ struct ServeFlags {
   // 8192), the model's name (default: the model directory's) and what the
   // memory plan holds per slot and for the kept states.
   void apply(ModelOptions& mo);
-  // What the memory plan holds for the server: a sequence state per slot and
-  // the kept conversation states (--keep-mb).
+  // What the memory plan holds for the server: a sequence state per slot,
+  // a KDA state per slot to put back a stopped prompt pass, the kept
+  // conversation states (--keep-mb) and those on their way to disk.
   void add_to_plan(RunRequest& request) const;
   // After apply, with a preset and a packed trunk: --slots, --keep-mb and
   // --ctx sized for the memory available where not given (tools/k3-serve/serve_fit.h),
