@@ -104,8 +104,9 @@ void write_stats_json(const Model& model, const ModelOptions& o, const Generatio
   run.load_seconds = m.load_seconds;
   run.total_seconds = wall_seconds(o);
   std::string j = stats_json(run_figures(m, c, prompt_tokens), c, m, run);
-  const std::string device = device_stats_member(m);
-  const std::string extra = device.empty() ? extra_json : extra_json.empty() ? device : extra_json + ",\n" + device;
+  std::string extra = extra_json;
+  for (const std::string& member : {device_stats_member(m), expert_cache_loan_member(m)})
+    if (!member.empty()) extra += (extra.empty() ? "" : ",\n") + member;
   if (!extra.empty()) {
     // One more member (already JSON, e.g. --draft's counters) before the
     // closing brace of the object stats_json wrote.

@@ -263,4 +263,17 @@ std::string device_stats_member(const ModelCounters& m) {
   return "  " + object.substr(1, object.size() - 2);
 }
 
+std::string expert_cache_loan_member(const ModelCounters& m) {
+  if (!m.streaming || m.cache_lent_bytes == 0) return {};
+  const StreamStats& s = m.now;
+  JsonWriter w;
+  w.begin_object().key("expert_cache_loan").inline_next().begin_object();
+  w.key("planned_lent_bytes").value(m.cache_lent_bytes).key("lent_bytes").value(s.cache_lent_bytes);
+  w.key("lends").value(s.cache_lends).key("reclaims").value(s.cache_reclaims);
+  w.key("slots_lent_at_end").value(s.cache_lent_slots);
+  w.end_object().end_object();
+  const std::string object = w.take();
+  return "  " + object.substr(1, object.size() - 2);
+}
+
 }  // namespace k3

@@ -51,5 +51,10 @@ std::string stats_json(const RunFigures& f, const GenerationCounters& c, const M
 // device bytes, and the products run there, the bytes uploaded and the
 // device memory peak, exact.
 std::string device_stats_member(const ModelCounters& m);
+// The "expert_cache_loan" member (empty when the plan lends nothing): the
+// bytes the plan lends each prefill chunk (MemoryPlan::cache_lent_bytes),
+// how often the cache was lent and given back, and the slots still lent
+// at the end (0: decode got them back).
+std::string expert_cache_loan_member(const ModelCounters& m);
 
 }  // namespace k3

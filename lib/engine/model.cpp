@@ -120,6 +120,7 @@ void Model::load(ModelPlan plan) {
   if (plan.stream) {
     PreparedStream& prepared = *plan.stream;
     counters_.forecast_peak_rss = prepared.plan.peak_rss;
+    counters_.cache_lent_bytes = prepared.plan.cache_lent_bytes;
     counters_.preset = prepared.preset;
     counters_.trunk_budget = prepared.plan_request.trunk_budget;
     counters_.cache_budget = prepared.plan_request.cache_budget;

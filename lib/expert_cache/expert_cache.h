@@ -85,6 +85,9 @@ struct ExpertCacheStats {
   uint64_t experts_requested = 0;  // (layer, expert) deliveries asked for
   uint64_t experts_resident = 0;   // of those, already resident when for_each began
   double io_wait_seconds = 0;      // compute thread blocked waiting for expert bytes
+  // lend(): how often the slots above the floor were lent to a prefill's
+  // chunk and taken back (reclaim), and the most bytes lent at once.
+  uint64_t lends = 0, reclaims = 0, lent_bytes = 0;
   ExpertGuessStats guess;
   ExpertPhaseStats phases;
 };
@@ -135,6 +138,18 @@ class ExpertCache {
   // Between layers only, never during for_each; tests use it to make what is
   // resident, so what is evicted next, independent of the disk's timing.
   void settle();
+
+  // During a layer-major prefill the cache does nothing useful (each expert
+  // a chunk's rows chose is read once per layer for the whole chunk), so its
+  // memory above the first `keep` slots (the floor: one layer's top-k) is
+  // lent to the chunk: reads in flight land (settle), the experts of the
+  // slots from `keep` on are dropped, their pages given back to the system,
+  // and until reclaim() the cache runs on `keep` slots. reclaim() gives the
+  // slots back empty: decode refills them as it misses. Between layers
+  // only (expert_cache_loan.cpp). Returns the bytes lent.
+  uint64_t lend(uint64_t keep);
+  void reclaim();
+  uint64_t lent_slots() const { return slots_.lent(); }
 
   uint64_t slots() const { return slots_.size(); }
   uint64_t slot_bytes() const { return slot_bytes_; }

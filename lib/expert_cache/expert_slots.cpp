@@ -66,4 +66,20 @@ bool ExpertSlots::claim_guess(int slot) {
   return was;
 }
 
+uint64_t ExpertSlots::lend(uint64_t keep) {
+  reclaim();  // lending twice lends the same slots
+  if (keep >= key_.size()) return 0;
+  for (size_t i = keep; i < key_.size(); ++i)
+    if (key_[i] >= 0) drop(static_cast<int>(i));
+  free_.erase(std::remove_if(free_.begin(), free_.end(), [&](int s) { return static_cast<uint64_t>(s) >= keep; }),
+              free_.end());
+  lent_ = key_.size() - keep;
+  return lent_;
+}
+
+void ExpertSlots::reclaim() {
+  // Handed out from the back: the lowest lent slot first, as at the start.
+  for (uint64_t i = key_.size(); lent_ > 0; --lent_) free_.push_back(static_cast<int>(--i));
+}
+
 }  // namespace k3

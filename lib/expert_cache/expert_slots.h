@@ -48,6 +48,14 @@ class ExpertSlots {
   // read. Returns whether the slot was still marked guessed.
   bool claim_guess(int slot);
 
+  // The slots from `keep` on are lent (ExpertCache::lend): the experts they
+  // hold are dropped and take() hands out only the first `keep` until
+  // reclaim(). None of them may be in use. Returns how many were lent.
+  uint64_t lend(uint64_t keep);
+  // The lent slots are free again (the lowest handed out first).
+  void reclaim();
+  uint64_t lent() const { return lent_; }
+
  private:
   std::vector<int64_t> key_;  // -1: free
   std::vector<int> in_use_;
@@ -56,6 +64,7 @@ class ExpertSlots {
   std::unique_ptr<ExpertCachePolicy> policy_;
   std::vector<uint64_t> read_bytes_;  // bytes of the read that filled the slot
   std::vector<uint8_t> guessed_;      // filled by a guess no layer has asked for yet
+  uint64_t lent_ = 0;                 // the last lent_ slots are lent (in no list, holding nothing)
 };
 
 }  // namespace k3

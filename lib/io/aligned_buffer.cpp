@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -50,5 +51,13 @@ AlignedBuffer& AlignedBuffer::operator=(AlignedBuffer&& o) noexcept {
 }
 
 AlignedBuffer::~AlignedBuffer() { std::free(data_); }
+
+void AlignedBuffer::discard(size_t offset, size_t bytes) {
+  if (offset >= size_) return;
+  const uint64_t begin = align_up(offset), end = align_down(std::min<uint64_t>(size_, offset + bytes));
+  // A hint with no failure that matters: where it is refused the pages stay
+  // resident, which only costs memory.
+  if (begin < end) (void)::madvise(data_ + begin, end - begin, MADV_DONTNEED);
+}
 
 }  // namespace k3

@@ -35,6 +35,11 @@ class AlignedBuffer {
   uint8_t* data() { return data_; }
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
+  // Gives the whole pages of [offset, offset + bytes) back to the system
+  // (madvise MADV_DONTNEED): the resident memory drops now, and they read as
+  // zeros when touched again. For memory lent for a while (the expert
+  // cache's slots above its floor during a prefill's chunk).
+  void discard(size_t offset, size_t bytes);
 
  private:
   uint8_t* data_ = nullptr;

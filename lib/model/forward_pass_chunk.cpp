@@ -38,6 +38,30 @@ void reserve_chunk_scratch(ForwardScratch& scratch, const ModelConfig& c, size_t
   scratch.op_floats(prefill_sub_batch_op_floats(c, sub, end, workers));
 }
 
+// Memory the weight source lends the chunk (WeightSource::lend_for_chunk):
+// the chunk's carried state and the scratch its sub-batches grew are freed
+// before the loan goes back, however the chunk ends, so the two never hold
+// memory at once (the plan counts the larger, MemoryPlan::cache_lent_bytes).
+class ChunkLoan {
+ public:
+  ChunkLoan(WeightSource& source, PrefillChunk& chunk, ForwardScratch& scratch)
+      : source_(source), chunk_(chunk), scratch_(scratch), lent_(source.lend_for_chunk()) {}
+  ~ChunkLoan() {
+    if (!lent_) return;
+    chunk_ = PrefillChunk{};
+    scratch_.release_rows();
+    source_.reclaim_after_chunk();
+  }
+  ChunkLoan(const ChunkLoan&) = delete;
+  ChunkLoan& operator=(const ChunkLoan&) = delete;
+
+ private:
+  WeightSource& source_;
+  PrefillChunk& chunk_;
+  ForwardScratch& scratch_;
+  const bool lent_;
+};
+
 }  // namespace
 
 // One forward_chunk call: its sequences, where their rows sit in the chunk,
@@ -101,6 +125,7 @@ void ForwardPass::forward_chunk(std::span<SequenceState* const> states, std::spa
   }
   run.sub = std::min(run.n, std::max(max_batch_, chunk_sub_batch_));
   run.subs = static_cast<int64_t>((run.n + run.sub - 1) / run.sub);
+  const ChunkLoan loan(source_, chunk_state_, scratch_);  // before the chunk's memory is taken
   reserve_chunk_scratch(scratch_, c, max_batch_, run.sub, positions, pool_.size());
   chunk_state_.reserve(c, run.n, run.sub, spill_.get());
   run.P = chunk_state_.p.data();

@@ -65,6 +65,15 @@ void ForwardScratch::reserve(const ModelConfig& c, size_t rows, int64_t position
   grow(op_indices_, indices);
 }
 
+void ForwardScratch::release_rows() {
+  // Swapped with empty vectors: clear() would keep the capacity.
+  for (std::vector<float>* v : {&p_, &blocks_, &h_, &x_, &a_, &op_floats_}) std::vector<float>().swap(*v);
+  std::vector<int32_t>().swap(op_ints_);
+  std::vector<size_t>().swap(op_indices_);
+  stream_ = ResidualStream{};
+  ++growths_;
+}
+
 ResidualStream& ForwardScratch::begin_pass(const ModelConfig& c, size_t n) {
   const size_t size = n * c.hidden_size;
   grow(h_, size);

@@ -41,6 +41,10 @@ class ForwardScratch {
   // Starts a pass of n rows: p sized [n, hidden] (its contents are the
   // caller's to write) and no block states.
   ResidualStream& begin_pass(const ModelConfig& c, size_t n);
+  // Frees the row buffers and the op areas (not the expert lists): after a
+  // chunk's sub-batches, where the memory they grew to was lent
+  // (WeightSource::lend_for_chunk), before reserve() takes a batch's again.
+  void release_rows();
   ResidualStream& stream() { return stream_; }
   // Closes a block: copies p into the next block state of the stream.
   void push_block(const ModelConfig& c);

@@ -57,6 +57,16 @@ class WeightSource {
   virtual void for_each_expert(int layer, const std::vector<int>& experts,
                                const std::function<void(size_t k, const ExpertWeights& w)>& on_ready) = 0;
 
+  // A layer-major chunk (ForwardPass::set_chunk) is about to run: a source
+  // whose memory serves decode only (an expert cache above its floor: a
+  // chunk reads each expert its rows chose once per layer anyway) may lend
+  // it to the chunk's carried state until reclaim_after_chunk(), which the
+  // forward pass calls after it has freed that state (returns whether it
+  // lent anything; the default lends nothing). Changes nothing but memory
+  // and the bytes decode reads while the cache refills.
+  virtual bool lend_for_chunk() { return false; }
+  virtual void reclaim_after_chunk() {}
+
   // Final norm, output AttnRes and lm_head, valid until release_head().
   // A source that streams the head may leave head.lm_head empty: the logits
   // are computed through for_each_head_block().

@@ -289,12 +289,20 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
           : req.draft.resident;
   p.draft_bytes = checked_add(draft_held, checked_mul(req.draft.per_position, req.context, draft_what), draft_what);
   p.kept_state_bytes = planned_kept_state_bytes(c, req, p.per_sequence_bytes);
-  p.peak_rss = 0;
+  prefill_decode_peak(c, p, req.lend_cache);
+  return p;
+}
+
+void prefill_decode_peak(const ModelConfig& c, MemoryPlan& p, bool lend) {
+  const uint64_t moe_layers = static_cast<uint64_t>(std::max(0, c.num_hidden_layers - c.first_k_dense_replace));
+  const bool holds_all = p.cache_slots >= moe_layers * static_cast<uint64_t>(c.num_experts);  // nothing to refill
+  const uint64_t floor = p.min_slots * p.slot_bytes;
+  p.cache_lent_bytes = lend && p.chunk > p.batch && !holds_all && p.cache_bytes > floor ? p.cache_bytes - floor : 0;
+  p.peak_rss = std::max(p.chunk_bytes, p.cache_lent_bytes);
   for (uint64_t part : {p.pinned_bytes, p.stream_buffer_bytes, p.stream_staging_bytes, p.head_small_bytes,
-                        p.cache_bytes, p.kda_state_bytes, p.mla_cache_bytes, p.activation_bytes, p.chunk_bytes,
+                        p.cache_bytes - p.cache_lent_bytes, p.kda_state_bytes, p.mla_cache_bytes, p.activation_bytes,
                         p.draft_bytes, p.kept_state_bytes, p.io_bytes})
     p.peak_rss = checked_add(p.peak_rss, part, "the memory plan");
-  return p;
 }
 
 uint64_t expert_slot_bytes(const ModelConfig& c, const std::vector<ExpectedTensor>& manifest) {

@@ -67,6 +67,10 @@ struct MemoryPlan {
   uint64_t cache_slots = 0;
   uint64_t cache_bytes = 0;
   uint64_t min_slots = 0;  // floor: one layer's top-k experts, all in flight at once
+  // The cache's bytes above the floor lent to the prefill's chunk
+  // (RunRequest::lend_cache): the chunk and those slots never hold memory at
+  // once, so the peak counts the larger of the two (prefill_decode_peak).
+  uint64_t cache_lent_bytes = 0;
   // State and the rest.
   uint64_t kda_state_bytes = 0;  // the sequences', their rollback copies and a stoppable pass's copies
   uint64_t mla_cache_bytes = 0;
@@ -85,7 +89,7 @@ struct MemoryPlan {
   bool draft_streamed = false;    // its matrices are read per draft pass in row blocks of block_bytes
   uint64_t kept_state_bytes = 0;  // kept conversation states (the request's) and those on their way to disk
   uint64_t io_bytes = 0;          // embedding row buffers, index, thread stacks
-  uint64_t peak_rss = 0;          // the forecast: sum of the above
+  uint64_t peak_rss = 0;          // the forecast: sum of the above (prefill_decode_peak)
 
   // Multi-line description for stderr (no trailing newline).
   std::string describe(const TrunkLayout& layout, const ModelConfig& config, const RunRequest& req) const;
@@ -99,6 +103,13 @@ inline uint64_t plan_limit(uint64_t available) { return available / 10 * 9; }
 inline bool plan_fits(const MemoryPlan& plan, uint64_t available) {
   return available == UINT64_MAX || plan.peak_rss <= plan_limit(available);
 }
+
+// Sets plan.cache_lent_bytes (the cache's bytes above its floor where
+// `lend` and a chunk longer than a batch runs, and the cache does not hold
+// every expert) and plan.peak_rss: every part of the plan, with the larger
+// of the chunk and the lent bytes in place of their sum (the prefill's peak
+// is the rest + the floor + the chunk; decode's the rest + the whole cache).
+void prefill_decode_peak(const ModelConfig& config, MemoryPlan& plan, bool lend);
 
 // `slot_bytes` comes from ExpertIndex::slot_bytes(). Throws k3::Error(kUsage)
 // for a block budget below min_block_bytes(config).

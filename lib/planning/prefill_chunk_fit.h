@@ -9,7 +9,10 @@
 // once per sub-batch). The search takes the plan that fits and whose prompt
 // reads the fewest bytes of weights (planning/prefill_forecast.h); the spill
 // file's reads, sequential and often from the page cache, break ties only,
-// so a longer chunk spilled wins over a shorter one in memory.
+// so a longer chunk spilled wins over a shorter one in memory. A fourth: the
+// expert cache's slots above its floor lent to the chunk (RunRequest::
+// lend_cache), which decode then reads again as it refills them: a plan that
+// lends wins only where it reads fewer bytes with the refill counted.
 #pragma once
 
 #include <cstdint>
@@ -29,9 +32,11 @@ using PlanFits = std::function<bool(const MemoryPlan&)>;
 // with the longest sub-batch that fits, from the whole chunk halved down to a
 // batch. Of the plans that fit, the one whose prompt of `tokens` reads the
 // fewest bytes of weights (on a tie: the fewest bytes with the spill file's,
-// then the longer chunk, in memory, the longer sub-batch). When none fits: the plan of a chunk of one batch, which does
-// not. `req` becomes the returned plan's request (chunk, spill_chunk,
-// chunk_sub_batch).
+// then the longer chunk, in memory, the longer sub-batch), each tried without
+// lending the cache, then lending it (its lent bytes added to the bytes read).
+// When none fits: the plan of a chunk of one batch, which does not. `req`
+// becomes the returned plan's request (chunk, spill_chunk, chunk_sub_batch,
+// lend_cache).
 MemoryPlan fit_prefill_chunk(const ModelConfig& config, const PlanOf& plan_of, const PlanFits& fits, RunRequest& req,
                              uint64_t tokens, bool can_spill);
 

@@ -3,7 +3,8 @@
 // MemoryPlan::chunk tokens. Per read, the streamed trunk once (a trunk
 // streamed in row blocks through the products: once per sub-batch of
 // MemoryPlan::chunk_sub_batch rows instead) and each routed expert some row of the
-// chunk chose, once, less what the expert cache holds. The routing part
+// chunk chose, once, less what the expert cache holds (its floor only,
+// where the plan lends the rest to the chunk: MemoryPlan::cache_lent_bytes). The routing part
 // assumes flat routing (each row's top-k independent and uniform over the
 // experts, the worst case for sharing: bench/pass_bytes_bench.cpp), so the
 // expert bytes are an upper bound. A forecast for --plan and the bench, not

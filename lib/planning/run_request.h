@@ -83,6 +83,12 @@ struct RunRequest {
   // this many rows, so the plan counts their scratch. 0 or at most `batch`:
   // `batch`; at most `chunk`.
   uint64_t chunk_sub_batch = 0;
+  // The expert cache's slots above its floor are lent to the chunk during a
+  // prefill (ExpertCache::lend: dropped for the chunk, refilled by decode),
+  // so the plan counts the larger of the prefill's peak and decode's, not
+  // their sum (MemoryPlan::cache_lent_bytes). Chosen by fit_prefill_chunk
+  // where it lets a longer chunk fit.
+  bool lend_cache = false;
   uint64_t sequences = 1;  // decoded together: each holds its KDA state and MLA cache
   // KDA state copies kept to roll back verified rows (drafts per pass).
   uint64_t state_snapshots = 0;

@@ -69,6 +69,15 @@ uint64_t resolve_block_bytes(const RunRequest& req) {
   return static_cast<uint64_t>(mb * 1e6);
 }
 
+// The expert cache lent to the prefill's chunk, when the plan lends it.
+static std::string lent_cache_line(const MemoryPlan& plan) {
+  if (plan.cache_lent_bytes == 0) return "";
+  return std::string(tool_name()) + ": prefill: the expert cache's " + format_bytes(plan.cache_lent_bytes) +
+         " above its floor (" + std::to_string(plan.min_slots) + " slots) lent to the chunk (" +
+         format_bytes(plan.chunk_bytes) +
+         ") and given back, empty, for decode, which refills it as it misses; the peak counts the larger, not both\n";
+}
+
 // What the layer-major prefill reads for a prompt as long as the context.
 static std::string prefill_plan_line(const ModelConfig& config, const MemoryPlan& plan, uint64_t tokens) {
   const PrefillReads r = forecast_prefill_reads(config, plan, tokens);
@@ -86,7 +95,7 @@ static std::string prefill_plan_line(const ModelConfig& config, const MemoryPlan
               ? ", the spill file " + format_bytes(static_cast<uint64_t>(r.spill_read_bytes)) + " read back after " +
                     format_bytes(static_cast<uint64_t>(r.spill_written_bytes)) + " written"
               : std::string()) +
-         ": a forecast)\n";
+         ": a forecast)\n" + lent_cache_line(plan);
 }
 
 uint64_t resolve_max_batch(const RunRequest& req) {
@@ -107,6 +116,7 @@ static PreparedStream plan_for(const ModelConfig& config, const Checkpoint& chec
   const uint64_t forced = req.chunk ? req.chunk : prefill_chunk_override();
   pr.chunk = forced ? forced : req.context;
   pr.spill_chunk = packed && (req.spill_chunk || prefill_spill_override());
+  pr.lend_cache = req.lend_cache || prefill_lend_override();
   pr.block_bytes = packed ? resolve_block_bytes(req) : 0;
   pr.tensor_count = checkpoint.tensor_count();
   out.plan = plan_memory(config, out.layout, slot_bytes, pr);
@@ -271,6 +281,13 @@ uint64_t prefill_chunk_override() {
   if (*end || errno || n == 0 || v[0] == '-' || n > (1ull << 24))
     throw Error(ExitCode::kUsage, std::string("K3_PREFILL_CHUNK: '") + v + "' is not a token count from 1 to 16777216");
   return n;
+}
+
+bool prefill_lend_override() {
+  const char* v = std::getenv("K3_PREFILL_LEND");
+  if (!v || !*v || std::string(v) == "0") return false;
+  if (std::string(v) != "1") throw Error(ExitCode::kUsage, std::string("K3_PREFILL_LEND: '") + v + "' is not 0 or 1");
+  return true;
 }
 
 bool prefill_spill_override() {

@@ -28,12 +28,17 @@ StreamingWeights::StreamingWeights(const ModelConfig& config, const Checkpoint& 
   trunk_ = std::make_unique<TrunkStream>(config, checkpoint, trunk_file_.get(), shard_files_, std::move(layout), plan,
                                          io_, progress);
   experts_ = std::make_unique<ExpertCache>(config, checkpoint, shard_files_, plan.cache_slots, io_, cache_policy);
+  if (plan.cache_lent_bytes > 0) lend_keep_ = std::max<uint64_t>(plan.min_slots, 1);
   load_seconds_ = seconds_since(t0);
   // The first streamed units start now, after the start-up reads.
   trunk_->start_read_ahead();
 }
 
 StreamingWeights::~StreamingWeights() = default;
+
+bool StreamingWeights::lend_for_chunk() { return lend_keep_ > 0 && experts_->lend(lend_keep_) > 0; }
+
+void StreamingWeights::reclaim_after_chunk() { experts_->reclaim(); }
 
 bool StreamingWeights::direct_io() const {
   for (const auto& f : shard_files_)
@@ -55,6 +60,10 @@ StreamStats StreamingWeights::stats() const {
   s.io_busy_seconds = io_.busy_seconds();
   s.load_seconds = load_seconds_;
   s.units_not_ahead = t.units_not_ahead;
+  s.cache_lends = e.lends;
+  s.cache_reclaims = e.reclaims;
+  s.cache_lent_bytes = e.lent_bytes;
+  s.cache_lent_slots = experts_->lent_slots();
   s.guess = e.guess;
   s.phases = e.phases;
   return s;

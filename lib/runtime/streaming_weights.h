@@ -36,8 +36,12 @@ struct StreamStats {
   double io_busy_seconds = 0;      // at least one read in progress (the device kept busy)
   double load_seconds = 0;
   uint64_t units_not_ahead = 0;  // trunk units read only when asked for (not read ahead)
-  ExpertGuessStats guess;        // --expert-lookahead (zero without it)
-  ExpertPhaseStats phases;       // where the disk idles around the MoE layers
+  // The expert cache's slots above its floor lent to prefill chunks and
+  // given back (ExpertCache::lend): how often, and the most bytes at once.
+  uint64_t cache_lends = 0, cache_reclaims = 0, cache_lent_bytes = 0;
+  uint64_t cache_lent_slots = 0;  // slots lent now: 0 once a chunk gave them back
+  ExpertGuessStats guess;         // --expert-lookahead (zero without it)
+  ExpertPhaseStats phases;        // where the disk idles around the MoE layers
 };
 
 class StreamingWeights : public WeightSource {
@@ -69,6 +73,11 @@ class StreamingWeights : public WeightSource {
   void set_expert_lookahead(bool on) { lookahead_ = on; }
   const MoeTrunkWeights* router_ahead(int layer) override;
   void prefetch_guess(int layer, const std::vector<int>& experts) override;
+  // Where the plan lends the expert cache's slots above its floor to a
+  // prefill's chunk (MemoryPlan::cache_lent_bytes): they are dropped for the
+  // chunk and given back, empty, after it.
+  bool lend_for_chunk() override;
+  void reclaim_after_chunk() override;
 
   StreamStats stats() const;
   bool direct_io() const;  // every file opened with O_DIRECT
@@ -82,6 +91,7 @@ class StreamingWeights : public WeightSource {
   std::unique_ptr<ExpertCache> experts_;
   double load_seconds_ = 0;
   bool lookahead_ = false;
+  uint64_t lend_keep_ = 0;  // slots kept while a chunk borrows the rest (the plan's floor); 0: no lending
   // Per decoder layer: its router may guess (its trunk section is pinned,
   // and the cache does not hold every expert already).
   std::vector<bool> guessable_;

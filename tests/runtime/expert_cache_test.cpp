@@ -339,3 +339,43 @@ TEST(ExpertCache, TheReplayCountsTheCachesOwnHits) {
       if (slots == 30 && k != ExpertCachePolicyKind::kLru) EXPECT_GT(r.hits, 0u) << expert_cache_policy_name(k);
     }
 }
+
+// The slots above the floor lent to a prefill's chunk (ExpertCache::lend):
+// their experts are dropped, the cache runs on the floor (still delivering
+// the checkpoint's bytes) until reclaim(), and then fills every slot again.
+TEST(ExpertCache, LentSlotsHoldNothingUntilGivenBack) {
+  Model m(kTiny);
+  const ModelConfig& c = m.config;
+  const uint64_t keep = c.num_experts_per_token, slots = 3 * keep;
+  ExpertCache cache(c, m.checkpoint, m.files, slots, m.io, ExpertCachePolicyKind::kLru);
+  auto resident_count = [&] {
+    uint64_t n = 0;
+    for (int l = first_moe(c); l < c.num_hidden_layers; ++l)
+      for (int e = 0; e < c.num_experts; ++e) n += cache.resident(l, e) ? 1 : 0;
+    return n;
+  };
+  // Distinct experts over the MoE layers, one at a time.
+  auto deliver_distinct = [&](uint64_t count, int first_expert) {
+    for (uint64_t i = 0; i < count; ++i) {
+      const int l = first_moe(c) + static_cast<int>(i) % (c.num_hidden_layers - first_moe(c));
+      deliver(m, cache, l, {(first_expert + static_cast<int>(i)) % c.num_experts});
+    }
+  };
+  deliver_distinct(slots, 0);
+  EXPECT_EQ(resident_count(), slots);
+  EXPECT_EQ(cache.lend(keep), (slots - keep) * cache.slot_bytes());
+  EXPECT_EQ(cache.lent_slots(), slots - keep);
+  EXPECT_LE(resident_count(), keep);
+  deliver_distinct(slots, 5);  // the prefill's chunk: the floor only
+  EXPECT_LE(resident_count(), keep);
+  EXPECT_EQ(cache.lend(keep), (slots - keep) * cache.slot_bytes()) << "lending again lends the same slots";
+  cache.reclaim();
+  EXPECT_EQ(cache.lent_slots(), 0u);
+  deliver_distinct(slots, 9);  // decode: every slot fills again
+  EXPECT_EQ(resident_count(), slots);
+  const ExpertCacheStats s = cache.stats();
+  EXPECT_EQ(s.lends, 2u);
+  EXPECT_EQ(s.reclaims, 1u);
+  EXPECT_EQ(s.lent_bytes, (slots - keep) * cache.slot_bytes());
+  EXPECT_EQ(cache.lend(slots), 0u) << "nothing above every slot";
+}

@@ -431,4 +431,46 @@ TEST(MemoryPlan, StopCopiesAndKeptStatesInFlightFollowTheirFormulas) {
   }());
   EXPECT_EQ(plain.find("stopped pass"), std::string::npos) << plain;
   EXPECT_EQ(plain.find("on their way to disk"), std::string::npos) << plain;
+
+// The expert cache lent to the prefill's chunk (RunRequest::lend_cache): the
+// lent bytes are the cache's above its floor (one layer's top-k), and the
+// peak counts the larger of the chunk and them, not their sum, by formula
+// from the plan that keeps the cache.
+TEST(MemoryPlan, LentCachePeakIsTheLargerOfPrefillAndDecode) {
+  const ModelConfig c = load_model_config(kTiny);
+  const TrunkLayout layout = hand_layout(c);
+  const uint64_t slot = 12288, floor = 4 * slot;  // 4 experts per token
+  RunRequest req;
+  req.context = 1000;
+  req.batch = 16;
+  req.cache_budget = 40 * slot + 100;
+  for (uint64_t chunk : {1000u, 100u}) {  // 1000: the chunk is larger; 100: the lent bytes are
+    req.chunk = chunk;
+    req.lend_cache = false;
+    const MemoryPlan kept = plan_memory(c, layout, slot, req);
+    ASSERT_EQ(kept.cache_slots, 40u);
+    ASSERT_EQ(kept.min_slots, 4u);
+    EXPECT_EQ(kept.cache_lent_bytes, 0u);
+    req.lend_cache = true;
+    const MemoryPlan lent = plan_memory(c, layout, slot, req);
+    const std::string what = "chunk " + std::to_string(chunk);
+    EXPECT_EQ(lent.cache_lent_bytes, 40 * slot - floor) << what;
+    EXPECT_EQ(lent.cache_bytes, kept.cache_bytes) << what;  // decode still has the whole cache
+    EXPECT_EQ(lent.chunk_bytes, kept.chunk_bytes) << what;
+    const uint64_t rest = kept.peak_rss - kept.chunk_bytes - kept.cache_bytes;
+    EXPECT_EQ(lent.peak_rss, rest + floor + std::max(kept.chunk_bytes, 40 * slot - floor)) << what;
+    EXPECT_EQ(kept.peak_rss - lent.peak_rss, std::min(kept.chunk_bytes, 40 * slot - floor)) << what;
+  }
+  EXPECT_GT(plan_memory(c, layout, slot, req).cache_lent_bytes, 0u);
+  // Nothing to lend: no chunk beyond a batch; a cache at its floor; a cache
+  // holding every expert (12 MoE layers x 16), which has nothing to refill.
+  req.chunk = 16;
+  EXPECT_EQ(plan_memory(c, layout, slot, req).cache_lent_bytes, 0u);
+  req.chunk = 1000;
+  req.cache_budget = 0;
+  EXPECT_EQ(plan_memory(c, layout, slot, req).cache_lent_bytes, 0u);
+  req.cache_budget = 192 * slot;
+  const MemoryPlan all = plan_memory(c, layout, slot, req);
+  EXPECT_EQ(all.cache_slots, 192u);
+  EXPECT_EQ(all.cache_lent_bytes, 0u);
 }

@@ -1,6 +1,7 @@
 // fit_prefill_chunk (planning/prefill_chunk_fit.h) against a brute force over
-// every chunk (the prompt halved down to a batch), spill choice and
-// sub-batch (the chunk halved down to a batch) at K3's geometry: the plan it
+// every chunk (the prompt halved down to a batch), spill choice, lending of
+// the expert cache and sub-batch (the chunk halved down to a batch) at K3's
+// geometry: the plan it
 // returns fits, and no plan that fits reads fewer bytes of weights for the
 // prompt;
 // where nothing fits, the chunk is one batch. The memory plan counts a
@@ -43,10 +44,11 @@ MemoryPlan plan_of(const RunRequest& r) {
   return plan_memory(m.config, m.layout, m.slot_bytes, r);
 }
 
-// What the search minimizes: the weights' bytes (the spill file's reads only break ties).
+// What the search minimizes: the weights' bytes, with the lent cache's
+// refill (the spill file's reads only break ties).
 double bytes_of(const MemoryPlan& p) {
   const PrefillReads r = forecast_prefill_reads(k3_model().config, p, kTokens);
-  return r.trunk_bytes + r.expert_bytes;
+  return r.trunk_bytes + r.expert_bytes + static_cast<double>(p.cache_lent_bytes);
 }
 
 TEST(PrefillChunkFit, FewestBytesOfEveryPlanThatFits) {
@@ -60,17 +62,18 @@ TEST(PrefillChunkFit, FewestBytesOfEveryPlanThatFits) {
       double best = std::numeric_limits<double>::infinity();
       const uint64_t batch = plan_of(base).batch;
       for (uint64_t chunk = kTokens;; chunk = std::max(batch, chunk / 2)) {
-        for (bool spill : {false, true}) {
-          for (uint64_t sub = chunk;; sub = std::max(batch, sub / 2)) {
-            RunRequest r = base;
-            r.chunk = chunk;
-            r.spill_chunk = spill;
-            r.chunk_sub_batch = sub;
-            const MemoryPlan p = plan_of(r);
-            if (fits(p)) best = std::min(best, bytes_of(p));
-            if (sub == batch) break;
-          }
-        }
+        for (bool spill : {false, true})
+          for (bool lend : {false, true})
+            for (uint64_t sub = chunk;; sub = std::max(batch, sub / 2)) {
+              RunRequest r = base;
+              r.chunk = chunk;
+              r.spill_chunk = spill;
+              r.lend_cache = lend;
+              r.chunk_sub_batch = sub;
+              const MemoryPlan p = plan_of(r);
+              if (fits(p)) best = std::min(best, bytes_of(p));
+              if (sub == batch) break;
+            }
         if (chunk == batch) break;
       }
       RunRequest req = base;

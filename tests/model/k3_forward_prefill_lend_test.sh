@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The expert cache lent to the prefill's chunk end to end (k3-forward over
+# the tiny model, a 600-id prompt, a cache of about 40 slots above its floor
+# of 4): lending (K3_PREFILL_LEND=1) leaves the generated ids, the --logits
+# file and the --state-out file bit-identical to 256-row batches at chunks of
+# 600 and 300; --stats-json counts one loan per chunk, each given back, and
+# no slot still lent at the end (decode runs on the whole cache again); the
+# plan lends by itself where the chunk fits only so, and says so; a bad
+# switch is refused.
+set -uo pipefail
+source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
+FWD="$BIN/k3-forward"
+awk 'BEGIN { for (i = 0; i < 600; ++i) printf "%d ", (i * 7919 + 13) % 8192; print "" }' > "$work/ids.txt"
+CACHE=(--cache-gb 0.0005)
+
+run() {  # run NAME CHUNK LEND FLAGS...: K3_PREFILL_CHUNK=CHUNK, K3_PREFILL_LEND=LEND
+  local name=$1 chunk=$2 lend=$3; shift 3
+  K3_PREFILL_CHUNK=$chunk K3_PREFILL_LEND=$lend "$FWD" "$TINY" --ids "$work/ids.txt" --ctx 700 --gen 6 \
+    --logits "$work/$name.logits" --state-out "$work/$name.state" --stats-json "$work/$name.json" "$@" \
+    > "$work/$name.out" 2> "$work/$name.err"
+  check "$name: exit" 0 "$?"
+}
+same() {  # same NAME REFERENCE
+  for f in out logits state; do
+    holds "$1: $f identical to $2" "cmp -s '$work/$1.$f' '$work/$2.$f'"
+  done
+}
+json() {  # json NAME KEY.SUBKEY
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); k=sys.argv[2].split('.'); print(d.get(k[0], {}).get(k[1], 'absent'))" \
+    "$work/$1.json" "$2"
+}
+
+run batches 256 0 "${CACHE[@]}"
+check "batches: no loan" absent "$(json batches expert_cache_loan.lends)"
+for chunk in 600 300; do
+  run "lend$chunk" "$chunk" 1 "${CACHE[@]}"
+  same "lend$chunk" batches
+  check "lend $chunk: given back after every chunk" "$(json "lend$chunk" expert_cache_loan.lends)" \
+    "$(json "lend$chunk" expert_cache_loan.reclaims)"
+  check "lend $chunk: no slot lent at the end" 0 "$(json "lend$chunk" expert_cache_loan.slots_lent_at_end)"
+  check "lend $chunk: lent what the plan lends" "$(json "lend$chunk" expert_cache_loan.planned_lent_bytes)" \
+    "$(json "lend$chunk" expert_cache_loan.lent_bytes)"
+done
+check "lend 600: one chunk, one loan" 1 "$(json lend600 expert_cache_loan.lends)"
+check "lend 300: two chunks, two loans" 2 "$(json lend300 expert_cache_loan.lends)"
+holds "lend 600: the plan lends the cache's bytes above its floor" \
+  "test $(json lend600 expert_cache_loan.planned_lent_bytes) -gt 0"
+contains "the plan says it lends" "above its floor (4 slots) lent to the chunk" "$(cat "$work/lend600.err")"
+run lend-draft 600 1 "${CACHE[@]}" --draft "${K3_TEST_DATA:?}/k3-tiny-dspark"
+run draft-batches 256 0 "${CACHE[@]}" --draft "${K3_TEST_DATA:?}/k3-tiny-dspark"
+same lend-draft draft-batches
+
+# The plan lends by itself where the whole context fits in one chunk only
+# so: the plan that keeps the cache, its forecast less 100 kB as the 90%
+# limit (the cache above its floor is about 440 kB; no spill file without a
+# packed trunk).
+peak_of() {  # peak_of FILE: the forecast peak RSS of a --plan's stderr, in bytes
+  awk '/forecast peak RSS/ { u = $5 == "GB" ? 1e9 : $5 == "MB" ? 1e6 : 1e3; printf "%.0f\n", $4 * u }' "$1"
+}
+K3_PREFILL_CHUNK=4096 "$FWD" "$TINY" "${CACHE[@]}" --plan --ctx 4096 < /dev/null > /dev/null 2> "$work/roomy.err"
+holds "roomy plan: nothing lent" "! grep -q 'lent to the chunk' '$work/roomy.err'"
+avail=$(( ($(peak_of "$work/roomy.err") - 100000) * 10 / 9 ))
+K3_AVAILABLE_MEMORY=$avail "$FWD" "$TINY" "${CACHE[@]}" --plan --ctx 4096 < /dev/null > /dev/null 2> "$work/tight.err"
+check "tight plan: fits" 0 "$?"
+contains "tight plan: lends the cache" "lent to the chunk" "$(cat "$work/tight.err")"
+contains "tight plan: the whole context in one chunk" "prefill chunk     4096 tokens" "$(cat "$work/tight.err")"
+K3_AVAILABLE_MEMORY=$avail "$FWD" "$TINY" --ids "$work/ids.txt" --ctx 4096 --gen 6 "${CACHE[@]}" \
+  --stats-json "$work/tight.json" > "$work/tight.out" 2> "$work/tight-run.err"
+check "tight run: exit" 0 "$?"
+holds "tight run: ids identical" "cmp -s '$work/tight.out' '$work/batches.out'"
+check "tight run: one loan, given back" "1 1 0" "$(json tight expert_cache_loan.lends) \
+$(json tight expert_cache_loan.reclaims) $(json tight expert_cache_loan.slots_lent_at_end)"
+
+bad "a lending switch that is not 0 or 1" 2 "K3_PREFILL_LEND" -- env K3_PREFILL_LEND=yes "$FWD" "$TINY" \
+  --ids "$work/ids.txt" "${CACHE[@]}"
+finish k3_forward_prefill_lend_test
