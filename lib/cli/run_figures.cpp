@@ -253,6 +253,8 @@ std::string device_stats_member(const ModelCounters& m) {
   w.key("products").value(static_cast<unsigned long long>(m.device_counters.products));
   w.key("upload_bytes").value(static_cast<unsigned long long>(m.device_counters.upload_bytes));
   w.key("peak_bytes").value(static_cast<unsigned long long>(m.device_counters.peak_bytes));
+  w.key("rms_norms").value(static_cast<unsigned long long>(m.device_counters.rms_norms));
+  w.key("situ_steps").value(static_cast<unsigned long long>(m.device_counters.situ_steps));
   w.end_object().end_object();
   // The member alone, without the braces of the object it was written in.
   const std::string object = w.take();

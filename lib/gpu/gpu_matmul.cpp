@@ -130,7 +130,12 @@ bool GpuMatmul::mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows,
   return true;
 }
 
-kernels::MatmulBackendCounters GpuMatmul::counters() const { return {products_, upload_bytes_, peak_bytes_}; }
+kernels::MatmulBackendCounters GpuMatmul::counters() const {
+  kernels::MatmulBackendCounters c{products_, upload_bytes_, peak_bytes_};
+  c.rms_norms = rms_norms_;
+  c.situ_steps = situ_steps_;
+  return c;
+}
 
 std::string GpuMatmul::describe() const {
   char mb[32];

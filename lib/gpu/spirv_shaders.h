@@ -8,7 +8,7 @@
 namespace k3 {
 
 // The SPIR-V words of shader `name` ("matmul_bf16", "matmul_mxfp4",
-// "fma_probe"). Throws Error(kInternal) for a name not built in.
+// "fma_probe", "rms_norm", "situ"). Throws Error(kInternal) for a name not built in.
 std::vector<uint32_t> spirv_shader(const char* name);
 
 }  // namespace k3

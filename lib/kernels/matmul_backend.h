@@ -19,11 +19,16 @@ class ThreadPool;
 
 namespace kernels {
 
+struct SituParams;
+
 // What a backend has done so far (--stats-json's "gpu"): exact counts.
 struct MatmulBackendCounters {
   uint64_t products = 0;      // matrix products run on the device
   uint64_t upload_bytes = 0;  // weights and activations copied to it
   uint64_t peak_bytes = 0;    // the most device memory its buffers held at once
+  // gpuops4: the chunk's other ops run on the device.
+  uint64_t rms_norms = 0;   // kernels::rms_norm calls (each over all of its rows)
+  uint64_t situ_steps = 0;  // kernels::situ_inplace calls
 };
 
 class MatmulBackend {
@@ -34,6 +39,17 @@ class MatmulBackend {
   virtual bool bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y) = 0;
   virtual bool mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t n,
                      float* Y) = 0;
+
+  // gpuops4: the chunk's row and elementwise ops, each with its CPU kernel's
+  // bits; false leaves the call to the CPU kernel.
+  // kernels::rms_norm over n rows of dim floats (out may equal x).
+  virtual bool rms_norm(const float* /*x*/, size_t /*n*/, size_t /*dim*/, const float* /*weight*/, float /*eps*/,
+                        float* /*out*/) {
+    return false;
+  }
+  // kernels::situ_span over count elements: g[i] = situ(g[i], u[i]).
+  virtual bool situ(float* /*g*/, const float* /*u*/, size_t /*count*/, const SituParams& /*p*/) { return false; }
+
   // One line for the run's summary: the device, what ran there.
   virtual std::string describe() const = 0;
   virtual MatmulBackendCounters counters() const = 0;

@@ -126,7 +126,7 @@ void moe_chunk_combine(const ModelConfig& c, const MoeTrunkWeights& w, size_t n,
       for (size_t d = 0; d < latent; ++d) yt[d] += we * ye[d];
     }
   }
-  if (c.latent_moe_use_norm) kernels::rms_norm(y, n, latent, w.latent_norm.data, c.rms_norm_eps, y);
+  if (c.latent_moe_use_norm) kernels::rms_norm_on_backend(y, n, latent, w.latent_norm.data, c.rms_norm_eps, y, pool);
   lin(w.latent_up, y, n, out, pool);
   const float* shared = m.shared.data() + r0 * hidden;
   for (size_t i = 0; i < n * hidden; ++i) out[i] += shared[i];

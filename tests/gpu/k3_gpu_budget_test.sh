@@ -5,7 +5,8 @@
 # safetensors headers; a budget of exactly that runs, a byte less is refused
 # at plan time with one line naming --gpu-mb (exit 6, k3-forward, k3-chat
 # and k3-serve alike); --stats-json's "gpu" counts the products (as the
-# summary line does) and a peak within the plan. A device that runs out of
+# summary line does), the norms and SiTU steps run on the device, and a peak
+# within the plan. A device that runs out of
 # memory mid-prompt ends the run with one line, exit 6, the saved
 # conversation it was continuing unchanged and no output file written.
 set -uo pipefail
@@ -58,6 +59,9 @@ check "stats: products, as the summary line counts them" "${products:-none}" "$(
 holds "stats: products ran" "[ '$(json exact products)' -gt 0 ]"
 holds "stats: bytes uploaded" "[ '$(json exact upload_bytes)' -gt 0 ]"
 holds "stats: the device peak within the plan" "[ '$(json exact peak_bytes)' -gt 0 ] && [ '$(json exact peak_bytes)' -le '$need' ]"
+# The chunk's norms and SiTU steps ran on the device too, within the same peak.
+holds "stats: norms ran on the device" "[ '$(json exact rms_norms)' -gt 0 ]"
+holds "stats: SiTU steps ran on the device" "[ '$(json exact situ_steps)' -gt 0 ]"
 bad "a byte less than the plan, k3-forward" 6 "--gpu-mb: the device's products need" -- \
   "$FWD" "$TINY" --ids "$work/ids.txt" --gpu "$lvp" --gpu-mb "$(mb $((need - 1)))"
 contains "the refusal says the bytes" "($need bytes) for up to 300 rows" "$(cat "$work/err")"
