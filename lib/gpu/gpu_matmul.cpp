@@ -189,6 +189,8 @@ kernels::MatmulBackendCounters GpuMatmul::counters() const {
   c.dispatches = dispatches_;
   c.overlapped_upload_bytes = overlapped_upload_bytes_;
   c.busy_waits = busy_waits_;
+  c.rms_norms = rms_norms_;
+  c.situ_steps = situ_steps_;
   return c;
 }
 

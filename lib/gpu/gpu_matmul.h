@@ -45,6 +45,11 @@ class GpuMatmul : public kernels::MatmulBackend {
   bool bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y) override;
   bool mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t n,
              float* Y) override;
+
+  // gpuops4: the chunk's row and elementwise ops (gpu_<op>.cpp each).
+  bool rms_norm(const float* x, size_t n, size_t dim, const float* weight, float eps, float* out) override;
+  bool situ(float* g, const float* u, size_t count, const kernels::SituParams& p) override;
+
   std::string describe() const override;
   kernels::MatmulBackendCounters counters() const override;
 
@@ -100,6 +105,10 @@ class GpuMatmul : public kernels::MatmulBackend {
   // Tests: at this product the device is reported lost (K3_GPU_FAIL_AFTER),
   // or out of memory (K3_GPU_OUT_OF_MEMORY_AFTER), as a driver would.
   uint64_t fail_after_ = UINT64_MAX, out_of_memory_after_ = UINT64_MAX;
+
+  // gpuops4: each op's pipeline, made at its first call, and its count.
+  std::unique_ptr<ComputePipeline> rms_norm_, situ_;
+  uint64_t rms_norms_ = 0, situ_steps_ = 0;
 };
 
 }  // namespace k3

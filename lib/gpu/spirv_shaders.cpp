@@ -19,6 +19,10 @@ extern const unsigned char spirv_matmul_mxfp4_native[];
 extern const unsigned long spirv_matmul_mxfp4_native_size;
 extern const unsigned char spirv_fma_rate[];
 extern const unsigned long spirv_fma_rate_size;
+extern const unsigned char spirv_rms_norm[];
+extern const unsigned long spirv_rms_norm_size;
+extern const unsigned char spirv_situ[];
+extern const unsigned long spirv_situ_size;
 }  // namespace k3::embedded
 
 namespace k3 {
@@ -36,6 +40,8 @@ std::vector<uint32_t> spirv_shader(const char* name) {
       {"matmul_bf16_native", embedded::spirv_matmul_bf16_native, embedded::spirv_matmul_bf16_native_size},
       {"matmul_mxfp4_native", embedded::spirv_matmul_mxfp4_native, embedded::spirv_matmul_mxfp4_native_size},
       {"fma_rate", embedded::spirv_fma_rate, embedded::spirv_fma_rate_size},
+      {"rms_norm", embedded::spirv_rms_norm, embedded::spirv_rms_norm_size},
+      {"situ", embedded::spirv_situ, embedded::spirv_situ_size},
   };
   for (const Entry& e : table) {
     if (std::strcmp(e.name, name) != 0) continue;

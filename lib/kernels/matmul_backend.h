@@ -19,6 +19,8 @@ class ThreadPool;
 
 namespace kernels {
 
+struct SituParams;
+
 // What a backend has done so far (--stats-json's "gpu"): exact counts.
 struct MatmulBackendCounters {
   uint64_t products = 0;      // matrix products run on the device
@@ -28,6 +30,9 @@ struct MatmulBackendCounters {
   uint64_t dispatches = 0;               // row slices run, one per staged upload of weights
   uint64_t overlapped_upload_bytes = 0;  // copied while the other slot's slice ran on the device
   uint64_t busy_waits = 0;               // refills that waited for a slot's slice to finish (timing, not exact)
+  // gpuops4: the chunk's other ops run on the device.
+  uint64_t rms_norms = 0;   // kernels::rms_norm calls (each over all of its rows)
+  uint64_t situ_steps = 0;  // kernels::situ_inplace calls
 };
 
 class MatmulBackend {
@@ -38,6 +43,17 @@ class MatmulBackend {
   virtual bool bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y) = 0;
   virtual bool mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t n,
                      float* Y) = 0;
+
+  // gpuops4: the chunk's row and elementwise ops, each with its CPU kernel's
+  // bits; false leaves the call to the CPU kernel.
+  // kernels::rms_norm over n rows of dim floats (out may equal x).
+  virtual bool rms_norm(const float* /*x*/, size_t /*n*/, size_t /*dim*/, const float* /*weight*/, float /*eps*/,
+                        float* /*out*/) {
+    return false;
+  }
+  // kernels::situ_span over count elements: g[i] = situ(g[i], u[i]).
+  virtual bool situ(float* /*g*/, const float* /*u*/, size_t /*count*/, const SituParams& /*p*/) { return false; }
+
   // One line for the run's summary: the device, what ran there.
   virtual std::string describe() const = 0;
   virtual MatmulBackendCounters counters() const = 0;

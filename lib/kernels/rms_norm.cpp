@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/thread_pool.h"
+#include "kernels/matmul_backend.h"
 
 namespace k3::kernels {
 
@@ -28,6 +29,13 @@ void rms_norm(const float* x, size_t n, size_t dim, const float* weight, float e
   const size_t grain = std::max<size_t>(1, (size_t{1} << 16) / std::max<size_t>(dim, 1));
   auto body = [&](size_t r0, size_t r1) { rms_norm(x + r0 * dim, r1 - r0, dim, weight, eps, out + r0 * dim); };
   parallel_for(pool, n, grain, body);
+}
+
+void rms_norm_on_backend(const float* x, size_t n, size_t dim, const float* weight, float eps, float* out,
+                         ThreadPool* pool) {
+  MatmulBackend* backend = current_matmul_backend();
+  if (backend && backend->rms_norm(x, n, dim, weight, eps, out)) return;
+  rms_norm(x, n, dim, weight, eps, out, pool);
 }
 
 }  // namespace k3::kernels

@@ -7,6 +7,7 @@
 
 #include "common/thread_pool.h"
 #include "kernels/activations.h"
+#include "kernels/matmul_backend.h"
 #include "kernels/situ.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -96,6 +97,12 @@ void situ_span(float* g, const float* u, size_t count, const SituParams& p) {
 void situ_inplace(float* g, const float* u, size_t count, const SituParams& p, ThreadPool* pool) {
   auto body = [&](size_t begin, size_t end) { situ_span(g + begin, u + begin, end - begin, p); };
   parallel_for(pool, count, kSituGrain, body);
+}
+
+void situ_inplace_on_backend(float* g, const float* u, size_t count, const SituParams& p, ThreadPool* pool) {
+  MatmulBackend* backend = current_matmul_backend();
+  if (backend && backend->situ(g, u, count, p)) return;
+  situ_inplace(g, u, count, p, pool);
 }
 
 }  // namespace k3::kernels

@@ -30,6 +30,10 @@ float situ(float g, float u, const SituParams& p);
 // through the same vector code, padded).
 void situ_span(float* g, const float* u, size_t count, const SituParams& p);
 
+// situ_inplace through the calling thread's backend (kernels/matmul_backend.h),
+// else on the CPU with `pool`: the chunk's step, on the device with it.
+void situ_inplace_on_backend(float* g, const float* u, size_t count, const SituParams& p, ThreadPool* pool);
+
 // situ_span over count elements, split over `pool` (inline when null). Each
 // element is computed once by the same code whatever the split, so the
 // result does not depend on the thread count.

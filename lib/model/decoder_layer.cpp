@@ -33,7 +33,7 @@ void decoder_layer_attention(const ModelConfig& c, int i, const LayerWeights& w,
   }
 
   // Attention on rms(h, input_layernorm).
-  kernels::rms_norm(h, n, hidden, w.input_layernorm.data, eps, x, pool);
+  kernels::rms_norm_on_backend(h, n, hidden, w.input_layernorm.data, eps, x, pool);
   if (!c.is_moe_layer(i)) latent_moe_guess_from_dense(c, i, source, x, n, pool, scratch);
   if (c.is_kda_layer(i)) kda_forward(c, w.kda, segments, x, n, a, pool, scratch);
   else mla_forward(c, w.mla, segments, x, n, a, pool, scratch);
@@ -46,7 +46,7 @@ void decoder_layer_attention(const ModelConfig& c, int i, const LayerWeights& w,
 
   // The FFN's input: rms(mix(p, B, mlp_res_*), post_attention_layernorm).
   kernels::attn_res_mix(s.blocks, s.p, n, hidden, w.mlp_res_proj.data, w.mlp_res_norm.data, eps, h, scratch.mix());
-  kernels::rms_norm(h, n, hidden, w.post_attention_layernorm.data, eps, x, pool);
+  kernels::rms_norm_on_backend(h, n, hidden, w.post_attention_layernorm.data, eps, x, pool);
 }
 
 void decoder_layer_add(const ModelConfig& c, ResidualStream& s, const float* out) {

@@ -151,7 +151,7 @@ void moe_chunk_combine(const ModelConfig& c, const MoeTrunkWeights& w, size_t n,
   const float* y = m.y.data() + r0 * latent;  // [n, latent], summed by moe_chunk_experts
   if (c.latent_moe_use_norm) {
     float* normed = scratch.op_floats(moe_chunk_scratch_floats(c, n));  // [n, latent]
-    kernels::rms_norm(y, n, latent, w.latent_norm.data, c.rms_norm_eps, normed);
+    kernels::rms_norm_on_backend(y, n, latent, w.latent_norm.data, c.rms_norm_eps, normed, pool);
     y = normed;
   }
   lin(w.latent_up, y, n, out, pool);

@@ -42,7 +42,7 @@ void run(const M& gate, const M& up, const M& down, const SituParams& p, const f
   } else {  // a streamed matrix is read block by block, whole
     lin(gate, x, n, g, pool);
     lin(up, x, n, u, pool);
-    kernels::situ_inplace(g, u, n * inter, p, pool);
+    kernels::situ_inplace_on_backend(g, u, n * inter, p, pool);
   }
   lin(down, g, n, out, pool);
 }

@@ -7,7 +7,8 @@
 # (its ids the CPU's, slices overlapped), a byte less is refused
 # at plan time with one line naming --gpu-mb (exit 6, k3-forward, k3-chat
 # and k3-serve alike); --stats-json's "gpu" counts the products (as the
-# summary line does) and a peak within the plan. A device that runs out of
+# summary line does), the norms and SiTU steps run on the device, and a peak
+# within the plan. A device that runs out of
 # memory mid-prompt ends the run with one line, exit 6, the saved
 # conversation it was continuing unchanged and no output file written.
 set -uo pipefail
@@ -71,6 +72,9 @@ holds "stats: uploads overlapped the device's work" "[ '$(json exact overlapped_
 holds "stats: the overlapped bytes are some of those uploaded" \
   "[ '$(json exact overlapped_upload_bytes)' -lt '$(json exact upload_bytes)' ]"
 holds "stats: busy waits, at most one a slice" "[ '$(json exact busy_waits)' -le '$(json exact dispatches)' ]"
+# The chunk's norms and SiTU steps ran on the device too, within the same peak.
+holds "stats: norms ran on the device" "[ '$(json exact rms_norms)' -gt 0 ]"
+holds "stats: SiTU steps ran on the device" "[ '$(json exact situ_steps)' -gt 0 ]"
 bad "a byte less than the plan, k3-forward" 6 "--gpu-mb: the device's products need" -- \
   "$FWD" "$TINY" --ids "$work/ids.txt" --gpu "$lvp" --gpu-mb "$(mb $((need - 1)))"
 contains "the refusal says the bytes" "($need bytes) for up to 300 rows" "$(cat "$work/err")"

@@ -1,0 +1,55 @@
+// kernels::rms_norm on the device (shaders/rms_norm.comp): one workgroup per
+// row, every rounding of the CPU kernel emulated exactly. The rows go in the
+// product buffers (activations in, outputs out, the norm's weight where a
+// product's weights go), so the device holds no more than its largest
+// product did (runtime/device_plan's bound).
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include "gpu/compute_pipeline.h"
+#include "gpu/gpu_matmul.h"
+#include "gpu/vulkan_buffer.h"
+#include "gpu/vulkan_context.h"
+
+namespace k3 {
+namespace {
+
+// rms_norm.comp's push constants.
+struct NormShape {
+  uint32_t dim, n, eps_bits;
+};
+// Workgroups in one dispatch's x (Vulkan's least maxComputeWorkGroupCount).
+constexpr size_t kMaxGroups = 65535;
+
+}  // namespace
+
+bool GpuMatmul::rms_norm(const float* x, size_t n, size_t dim, const float* weight, float eps, float* out) {
+  // The shader needs float64 and int64 for its exact steps; a device
+  // without them leaves the norm to the CPU.
+  if (n == 0 || dim == 0 || dim > UINT32_MAX || !device_->has_float64()) return false;
+  const size_t row_bytes = dim * sizeof(float);
+  const size_t limit = device_->max_binding_bytes() - 16;
+  if (row_bytes > limit) return false;
+  if (!rms_norm_) rms_norm_ = std::make_unique<ComputePipeline>(*device_, "rms_norm", 3, sizeof(NormShape), 0);
+  grow(*weights_, row_bytes);
+  std::memcpy(weights_->data(), weight, row_bytes);
+  upload_bytes_ += row_bytes;
+  const size_t slice = std::min({n, limit / row_bytes, kMaxGroups});
+  uint32_t eps_bits;
+  std::memcpy(&eps_bits, &eps, sizeof eps_bits);
+  for (size_t t0 = 0; t0 < n; t0 += slice) {
+    const size_t tn = std::min(slice, n - t0);
+    grow(*x_, tn * row_bytes);
+    grow(*y_, tn * row_bytes);
+    std::memcpy(x_->data(), x + t0 * dim, tn * row_bytes);
+    upload_bytes_ += tn * row_bytes;
+    const NormShape shape{static_cast<uint32_t>(dim), static_cast<uint32_t>(tn), eps_bits};
+    rms_norm_->run({x_.get(), weights_.get(), y_.get()}, &shape, static_cast<uint32_t>(tn), 1);
+    std::memcpy(out + t0 * dim, y_->data(), tn * row_bytes);
+  }
+  ++rms_norms_;
+  return true;
+}
+
+}  // namespace k3

@@ -1,0 +1,46 @@
+// What the device tests share: lavapipe opened with the validation layer on
+// (a test fails, never skips, without it) and a bit-for-bit comparison.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpu/vulkan_context.h"
+
+namespace k3::test {
+
+inline std::unique_ptr<VulkanDevice> open_lavapipe_device() {
+  setenv("K3_GPU_VALIDATION", "1", 1);
+  auto instance = VulkanInstance::shared();
+  const std::vector<VkPhysicalDevice> devices = instance->physical_devices();
+  for (size_t i = 0; i < devices.size(); ++i) {
+    VkPhysicalDeviceProperties p;
+    vkGetPhysicalDeviceProperties(devices[i], &p);
+    if (std::string(p.deviceName).find("llvmpipe") != std::string::npos)
+      return std::make_unique<VulkanDevice>(instance, devices[i], static_cast<int>(i));
+  }
+  ADD_FAILURE() << "no lavapipe device: install mesa-vulkan-drivers (scripts/install-deps.sh --tests)";
+  return nullptr;
+}
+
+// memcmp per element; says how many differ and the first.
+inline void expect_same_bits(const std::vector<float>& want, const std::vector<float>& got, const std::string& what) {
+  ASSERT_EQ(want.size(), got.size());
+  size_t differ = 0, first = want.size();
+  for (size_t i = 0; i < want.size(); ++i)
+    if (std::memcmp(&want[i], &got[i], sizeof(float)) != 0 && differ++ == 0) first = i;
+  uint32_t wb = 0, gb = 0;
+  if (first < want.size()) {
+    std::memcpy(&wb, &want[first], 4);
+    std::memcpy(&gb, &got[first], 4);
+  }
+  EXPECT_EQ(differ, 0u) << what << ": " << differ << " of " << want.size() << " differ, first at " << first << " ("
+                        << std::hex << wb << " vs " << gb << ")";
+}
+
+}  // namespace k3::test
