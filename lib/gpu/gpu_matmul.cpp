@@ -130,7 +130,9 @@ bool GpuMatmul::mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows,
   return true;
 }
 
-kernels::MatmulBackendCounters GpuMatmul::counters() const { return {products_, upload_bytes_, peak_bytes_}; }
+kernels::MatmulBackendCounters GpuMatmul::counters() const {
+  return {products_, upload_bytes_, peak_bytes_, attention_calls_};
+}
 
 std::string GpuMatmul::describe() const {
   char mb[32];

@@ -31,6 +31,15 @@ class GpuMatmul : public kernels::MatmulBackend {
   bool bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y) override;
   bool mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t n,
              float* Y) override;
+
+  // MLA's attention (gpu_attention.cpp, shaders/latent_attention.comp): one
+  // workgroup per (row, head), in attention_scores.cpp's order and
+  // roundings, the exact FP32 emulation on every device. The kv_b weights,
+  // the queries and the caches go in the product buffers (so the budget and
+  // the peak count them); declined without shaderFloat64/shaderInt64.
+  bool latent_attention(const kernels::LatentAttentionCall& call) override;
+  uint64_t attention_calls() const { return attention_calls_; }
+
   std::string describe() const override;
   kernels::MatmulBackendCounters counters() const override;
 
@@ -58,6 +67,9 @@ class GpuMatmul : public kernels::MatmulBackend {
   std::unique_ptr<ComputePipeline> bf16_, mxfp4_;
   std::unique_ptr<VulkanBuffer> weights_, scales_, x_, y_;
   uint64_t products_ = 0, upload_bytes_ = 0, peak_bytes_ = 0, budget_bytes_ = 0;
+  // MLA's attention: its pipeline, made at the first call.
+  std::unique_ptr<ComputePipeline> attention_;
+  uint64_t attention_calls_ = 0;
   // Tests: at this product the device is reported lost (K3_GPU_FAIL_AFTER),
   // or out of memory (K3_GPU_OUT_OF_MEMORY_AFTER), as a driver would.
   uint64_t fail_after_ = UINT64_MAX, out_of_memory_after_ = UINT64_MAX;

@@ -24,6 +24,25 @@ struct MatmulBackendCounters {
   uint64_t products = 0;      // matrix products run on the device
   uint64_t upload_bytes = 0;  // weights and activations copied to it
   uint64_t peak_bytes = 0;    // the most device memory its buffers held at once
+  uint64_t attention = 0;     // MLA attention calls (a layer's rows) run on the device
+};
+
+// MLA's attention over the latent cache for `rows` rows and every head
+// (model/mla.cpp): per row t and head h, with W_uk and W_uv head h's halves
+// of kv_b_proj, absorb_key_projection(W_uk, q_nope), latent_attention over
+// positions 0 .. row_pos[t] of the row's cache, expand_value_projection
+// (W_uv, ctx) into out (kernels/attention_scores.h, before the output gate).
+struct LatentAttentionCall {
+  size_t rows, heads, nope, rope, vdim, kvl;
+  float scale;
+  const float* q;                 // [rows, heads, nope + rope]
+  const uint16_t* kv_b;           // BF16 [heads, nope + vdim, kvl]
+  const float* const* caches;     // each sequence's latents [positions, kvl + rope]
+  const size_t* cache_positions;  // positions held by each cache
+  size_t cache_count;
+  const size_t* row_cache;  // the cache row t attends to
+  const size_t* row_pos;    // row t's position in it (it sees 0 .. row_pos[t])
+  float* out;               // [rows, heads, vdim]
 };
 
 class MatmulBackend {
@@ -34,6 +53,14 @@ class MatmulBackend {
   virtual bool bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y) = 0;
   virtual bool mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t n,
                      float* Y) = 0;
+
+  // MLA's attention (LatentAttentionCall); false leaves it to the CPU
+  // kernels.
+  virtual bool latent_attention(const LatentAttentionCall& call) {
+    (void)call;
+    return false;
+  }
+
   // One line for the run's summary: the device, what ran there.
   virtual std::string describe() const = 0;
   virtual MatmulBackendCounters counters() const = 0;
