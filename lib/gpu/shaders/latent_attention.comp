@@ -2,12 +2,13 @@
 // MLA's attention of one (row, head) per workgroup, with the bits of the CPU
 // kernels (kernels/attention_scores.cpp, called by model/mla.cpp): plain
 // FP32 loops, each multiply, add, subtract and divide rounded on its own,
-// e^x by exp_f32. Every rounding is emulated on every device (exact_fma.glsl):
-// a product of two floats is exact in double and then rounded once; a sum,
-// difference or quotient of two floats rounded to double and then to FP32
-// rounds correctly (53 >= 2 * 24 + 2 bits), and the FP32 rounding is done with
-// integer operations, so subnormals are kept where the device would flush
-// them. The sequential chains (a sum over positions, the running maximum)
+// e^x by exp_f32. A multiply or add of normal floats with a normal result
+// uses the device's float arithmetic; every other rounding is emulated
+// (exact_fma.glsl): a product of two floats is exact in double and then
+// rounded once; a sum, difference or quotient of two floats rounded to
+// double and then to FP32 rounds correctly (53 >= 2 * 24 + 2 bits), and the
+// FP32 rounding is done with integer operations, so subnormals are kept
+// where the device would flush them. The sequential chains (a sum over positions, the running maximum)
 // run in one invocation in the CPU's order; only independent outputs are
 // spread over the workgroup.
 #include "exact_fma.glsl"
@@ -33,9 +34,32 @@ const uint kGroup = 64u;
 
 shared uint shared_value;
 
+// A float of normal magnitude or a zero: the device's float arithmetic is
+// correctly rounded (Vulkan's rule for add and multiply) wherever neither an
+// input nor the result is subnormal, infinite or NaN; those go through the
+// emulation. Most operations take the fast way.
+bool plain(uint b) {
+  const uint e = (b >> 23) & 0xffu;
+  return (e != 0u && e != 0xffu) || (b & 0x7fffffffu) == 0u;
+}
+bool normal(uint b) {
+  const uint e = (b >> 23) & 0xffu;
+  return e != 0u && e != 0xffu;
+}
 uint mul_f32(uint a, uint b) {
+  if (plain(a) && plain(b)) {
+    precise float r = uintBitsToFloat(a) * uintBitsToFloat(b);
+    if (normal(floatBitsToUint(r))) return floatBitsToUint(r);
+  }
   precise double p = f32_bits_to_f64(a) * f32_bits_to_f64(b);  // exact
   return f64_to_f32_bits(p);
+}
+uint add_f32(uint a, uint b) {
+  if (plain(a) && plain(b)) {
+    precise float r = uintBitsToFloat(a) + uintBitsToFloat(b);
+    if (normal(floatBitsToUint(r))) return floatBitsToUint(r);
+  }
+  return add_exact(a, b);
 }
 uint sub_f32(uint a, uint b) {
   precise double d = f32_bits_to_f64(a) - f32_bits_to_f64(b);
@@ -65,7 +89,7 @@ void main() {
   // absorb_key_projection: q_lat[r] = sum over d of W_uk[d, r] * q_nope[d].
   for (uint r = lid; r < kvl; r += kGroup) {
     uint acc = 0u;
-    for (uint d = 0u; d < nope; ++d) acc = add_exact(acc, mul_f32(bf16_bits(w_uk + d * kvl + r), x[qn + d]));
+    for (uint d = 0u; d < nope; ++d) acc = add_f32(acc, mul_f32(bf16_bits(w_uk + d * kvl + r), x[qn + d]));
     y[q_lat + r] = acc;
   }
   sync();
@@ -73,9 +97,9 @@ void main() {
   for (uint j = lid; j < npos; j += kGroup) {
     const uint lat = lat0 + j * stride;
     uint s = 0u, sr = 0u;
-    for (uint r = 0u; r < kvl; ++r) s = add_exact(s, mul_f32(y[q_lat + r], x[lat + r]));
-    for (uint r = 0u; r < rope; ++r) sr = add_exact(sr, mul_f32(x[qr + r], x[lat + kvl + r]));
-    y[scores + j] = mul_f32(add_exact(s, sr), scale);
+    for (uint r = 0u; r < kvl; ++r) s = add_f32(s, mul_f32(y[q_lat + r], x[lat + r]));
+    for (uint r = 0u; r < rope; ++r) sr = add_f32(sr, mul_f32(x[qr + r], x[lat + kvl + r]));
+    y[scores + j] = mul_f32(add_f32(s, sr), scale);
   }
   sync();
   // The maximum as std::max keeps it: replaced only by a larger score.
@@ -91,7 +115,7 @@ void main() {
   sync();
   if (lid == 0u) {
     uint sum = 0u;
-    for (uint j = 0u; j < npos; ++j) sum = add_exact(sum, y[scores + j]);
+    for (uint j = 0u; j < npos; ++j) sum = add_f32(sum, y[scores + j]);
     shared_value = sum;
   }
   sync();
@@ -101,14 +125,14 @@ void main() {
   // ctx[r] = sum over j of p_j * c_j[r].
   for (uint r = lid; r < kvl; r += kGroup) {
     uint acc = 0u;
-    for (uint j = 0u; j < npos; ++j) acc = add_exact(acc, mul_f32(y[scores + j], x[lat0 + j * stride + r]));
+    for (uint j = 0u; j < npos; ++j) acc = add_f32(acc, mul_f32(y[scores + j], x[lat0 + j * stride + r]));
     y[ctx + r] = acc;
   }
   sync();
   // expand_value_projection: out[d] = sum over r of W_uv[d, r] * ctx[r].
   for (uint d = lid; d < vdim; d += kGroup) {
     uint acc = 0u;
-    for (uint r = 0u; r < kvl; ++r) acc = add_exact(acc, mul_f32(bf16_bits(w_uv + d * kvl + r), y[ctx + r]));
+    for (uint r = 0u; r < kvl; ++r) acc = add_f32(acc, mul_f32(bf16_bits(w_uv + d * kvl + r), y[ctx + r]));
     y[item * vdim + d] = acc;
   }
 }
