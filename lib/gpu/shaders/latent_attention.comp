@@ -14,7 +14,7 @@
 #include "exact_fma.glsl"
 #include "exp_f32.glsl"
 
-layout(local_size_x = 64) in;
+layout(local_size_x = 32) in;
 layout(std430, binding = 0) readonly buffer Weights { uint w[]; };  // kv_b_proj BF16 pairs [heads, nope + vdim, kvl]
 layout(std430, binding = 1) readonly buffer Inputs { uint x[]; };   // per row (cache word, positions), q, caches
 layout(std430, binding = 2) coherent buffer Work { uint y[]; };     // out [rows, heads, vdim], then scratch
@@ -30,7 +30,7 @@ layout(push_constant) uniform Shape {
   uint scratch_at;      // y word of workgroup 0's scratch
   uint scratch_stride;  // words per workgroup: q_lat, ctx (kvl each), scores
 };
-const uint kGroup = 64u;
+const uint kGroup = 32u;  // local_size_x: the tiny model's kvl; K3's widths are multiples
 
 shared uint shared_value;
 
