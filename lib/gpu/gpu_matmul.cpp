@@ -191,6 +191,7 @@ kernels::MatmulBackendCounters GpuMatmul::counters() const {
   c.busy_waits = busy_waits_;
   c.rms_norms = rms_norms_;
   c.situ_steps = situ_steps_;
+  c.attention = attention_calls_;
   return c;
 }
 

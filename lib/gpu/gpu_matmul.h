@@ -49,6 +49,13 @@ class GpuMatmul : public kernels::MatmulBackend {
   // gpuops4: the chunk's row and elementwise ops (gpu_<op>.cpp each).
   bool rms_norm(const float* x, size_t n, size_t dim, const float* weight, float eps, float* out) override;
   bool situ(float* g, const float* u, size_t count, const kernels::SituParams& p) override;
+  // MLA's attention (gpu_attention.cpp, shaders/latent_attention.comp): one
+  // workgroup per (row, head), in attention_scores.cpp's order and
+  // roundings, the exact FP32 emulation on every device. The kv_b weights,
+  // the queries and the caches go in the product buffers (so the budget and
+  // the peak count them); declined without shaderFloat64/shaderInt64.
+  bool latent_attention(const kernels::LatentAttentionCall& call) override;
+  uint64_t attention_calls() const { return attention_calls_; }
 
   std::string describe() const override;
   kernels::MatmulBackendCounters counters() const override;
@@ -102,6 +109,9 @@ class GpuMatmul : public kernels::MatmulBackend {
   uint64_t stage_bytes_;
   uint64_t products_ = 0, upload_bytes_ = 0, peak_bytes_ = 0, budget_bytes_ = 0;
   uint64_t dispatches_ = 0, overlapped_upload_bytes_ = 0, busy_waits_ = 0;
+  // MLA's attention: its pipeline, made at the first call.
+  std::unique_ptr<ComputePipeline> attention_;
+  uint64_t attention_calls_ = 0;
   // Tests: at this product the device is reported lost (K3_GPU_FAIL_AFTER),
   // or out of memory (K3_GPU_OUT_OF_MEMORY_AFTER), as a driver would.
   uint64_t fail_after_ = UINT64_MAX, out_of_memory_after_ = UINT64_MAX;

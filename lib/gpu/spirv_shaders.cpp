@@ -23,6 +23,8 @@ extern const unsigned char spirv_rms_norm[];
 extern const unsigned long spirv_rms_norm_size;
 extern const unsigned char spirv_situ[];
 extern const unsigned long spirv_situ_size;
+extern const unsigned char spirv_latent_attention[];
+extern const unsigned long spirv_latent_attention_size;
 }  // namespace k3::embedded
 
 namespace k3 {
@@ -42,6 +44,7 @@ std::vector<uint32_t> spirv_shader(const char* name) {
       {"fma_rate", embedded::spirv_fma_rate, embedded::spirv_fma_rate_size},
       {"rms_norm", embedded::spirv_rms_norm, embedded::spirv_rms_norm_size},
       {"situ", embedded::spirv_situ, embedded::spirv_situ_size},
+      {"latent_attention", embedded::spirv_latent_attention, embedded::spirv_latent_attention_size},
   };
   for (const Entry& e : table) {
     if (std::strcmp(e.name, name) != 0) continue;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels/bf16.h"
+#include "kernels/exp_f32.h"
 
 namespace k3::kernels {
 
@@ -21,7 +22,7 @@ void latent_attention(const float* q_lat, const float* q_rope, const float* cach
   }
   float sum = 0;
   for (size_t j = 0; j < npos; ++j) {
-    scores[j] = std::exp(scores[j] - mx);
+    scores[j] = exp_f32(scores[j] - mx);
     sum += scores[j];
   }
   std::fill(ctx, ctx + kvl, 0.0f);

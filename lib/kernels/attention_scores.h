@@ -6,8 +6,11 @@
 //   p = softmax(score);  ctx = sum_j p[j] * c_j
 //
 // Each cache row is [c (kvl floats), k_rope (rope floats)], `stride` apart.
-// Plain loops in a fixed order (j, then r ascending), so the bits depend on
-// neither the machine nor the thread count nor how tokens were batched.
+// Plain loops in a fixed order (j, then r ascending), each multiply and add
+// rounded on its own (no contraction: -ffp-contract=off) and e^x by
+// exp_f32, not libm's, so the bits depend on neither the machine nor the
+// thread count nor how tokens were batched, and a device can follow them
+// (gpu/shaders/latent_attention.comp).
 #pragma once
 
 #include <cstddef>

@@ -33,6 +33,25 @@ struct MatmulBackendCounters {
   // gpuops4: the chunk's other ops run on the device.
   uint64_t rms_norms = 0;   // kernels::rms_norm calls (each over all of its rows)
   uint64_t situ_steps = 0;  // kernels::situ_inplace calls
+  uint64_t attention = 0;     // MLA attention calls (a layer's rows) run on the device
+};
+
+// MLA's attention over the latent cache for `rows` rows and every head
+// (model/mla.cpp): per row t and head h, with W_uk and W_uv head h's halves
+// of kv_b_proj, absorb_key_projection(W_uk, q_nope), latent_attention over
+// positions 0 .. row_pos[t] of the row's cache, expand_value_projection
+// (W_uv, ctx) into out (kernels/attention_scores.h, before the output gate).
+struct LatentAttentionCall {
+  size_t rows, heads, nope, rope, vdim, kvl;
+  float scale;
+  const float* q;                 // [rows, heads, nope + rope]
+  const uint16_t* kv_b;           // BF16 [heads, nope + vdim, kvl]
+  const float* const* caches;     // each sequence's latents [positions, kvl + rope]
+  const size_t* cache_positions;  // positions held by each cache
+  size_t cache_count;
+  const size_t* row_cache;  // the cache row t attends to
+  const size_t* row_pos;    // row t's position in it (it sees 0 .. row_pos[t])
+  float* out;               // [rows, heads, vdim]
 };
 
 class MatmulBackend {
@@ -53,6 +72,12 @@ class MatmulBackend {
   }
   // kernels::situ_span over count elements: g[i] = situ(g[i], u[i]).
   virtual bool situ(float* /*g*/, const float* /*u*/, size_t /*count*/, const SituParams& /*p*/) { return false; }
+  // MLA's attention (LatentAttentionCall); false leaves it to the CPU
+  // kernels.
+  virtual bool latent_attention(const LatentAttentionCall& call) {
+    (void)call;
+    return false;
+  }
 
   // One line for the run's summary: the device, what ran there.
   virtual std::string describe() const = 0;

@@ -9,6 +9,7 @@
 #include "kernels/activations.h"
 #include "kernels/attention_scores.h"
 #include "kernels/bf16.h"
+#include "kernels/matmul_backend.h"
 #include "kernels/rms_norm.h"
 #include "model/forward_scratch.h"
 #include "model/linear.h"
@@ -61,6 +62,42 @@ struct MlaScratch {
     row_pos = row_seg + n;
   }
 };
+
+// The attention of every (row, head) through the thread's device backend,
+// then the output gate on the CPU; false when there is none or it declines.
+bool attend_on_backend(const ModelConfig& c, const MlaWeights& w, std::span<const LayerSegment> segments,
+                       const MlaScratch& m, size_t n, float scale, ThreadPool* pool) {
+  kernels::MatmulBackend* device = kernels::current_matmul_backend();
+  if (device == nullptr) return false;
+  std::vector<const float*> caches(segments.size());
+  std::vector<size_t> positions(segments.size());
+  for (size_t si = 0; si < segments.size(); ++si) {
+    caches[si] = segments[si].state->mla.latent.data();
+    positions[si] = static_cast<size_t>(mla_cache_positions(c, segments[si].state->mla));
+  }
+  const size_t heads = c.mla_num_heads, vdim = c.v_head_dim;
+  const kernels::LatentAttentionCall call{n,
+                                          heads,
+                                          static_cast<size_t>(c.qk_nope_head_dim),
+                                          static_cast<size_t>(c.qk_rope_head_dim),
+                                          vdim,
+                                          static_cast<size_t>(c.kv_lora_rank),
+                                          scale,
+                                          m.q,
+                                          w.kv_b_proj.data,
+                                          caches.data(),
+                                          positions.data(),
+                                          segments.size(),
+                                          m.row_seg,
+                                          m.row_pos,
+                                          m.o};
+  if (!device->latent_attention(call)) return false;
+  if (c.mla_use_output_gate)
+    parallel_for(pool, n, 1, [&](size_t t0, size_t t1) {
+      for (size_t i = t0 * heads * vdim; i < t1 * heads * vdim; ++i) m.o[i] *= kernels::sigmoid(m.gate[i]);
+    });
+  return true;
+}
 
 }  // namespace
 
@@ -116,6 +153,10 @@ void mla_forward(const ModelConfig& c, const MlaWeights& w, std::span<const Laye
   if (c.mla_use_output_gate) lin(w.g_proj, x, n, m.gate, pool);
 
   const float scale = 1.0f / std::sqrt(static_cast<float>(qh_dim));
+  if (attend_on_backend(c, w, segments, m, n, scale, pool)) {
+    lin(w.o_proj, m.o, n, out, pool);
+    return;
+  }
   parallel_for_slots(pool, items, slots, [&](size_t slot, size_t i0, size_t i1) {
     float* q_lat = m.slots + slot * m.slot_floats;
     float* ctx = q_lat + ScratchCarver<float>::padded(kvl);

@@ -3,7 +3,8 @@
 # script: a message long enough that its prompt runs in layer-major chunks
 # (K3_PREFILL_CHUNK=300, above the 256-row batch), then a second turn. The
 # reply text, the --logits file and the --history file equal the CPU run's
-# byte for byte, and --stats-json shows the products ran on the device.
+# byte for byte, and --stats-json shows the products and MLA's attention ran
+# on the device.
 set -uo pipefail
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 CHAT="$BIN/k3-chat"
@@ -30,6 +31,7 @@ holds "the first turn's prompt is longer than a chunk ($prefilled ids > 300)" "[
 for f in out logits jsonl; do holds "$f identical to the CPU run's" "cmp -s '$work/gpu.$f' '$work/cpu.$f'"; done
 holds "the reply was shown" "[ -s '$work/gpu.out' ]"
 holds "products ran on the device" "[ '$(json gpu 'd["gpu"]["products"]')' -gt 0 ]"
+holds "MLA attention ran on the device" "[ '$(json gpu 'd["gpu"]["attention"]')' -gt 0 ]"
 check "the CPU run has no device" absent "$(json cpu 'd.get("gpu", "absent")')"
 holds "no validation errors" "! grep -q 'vulkan validation' '$work/gpu.err'"
 bad "a device that is not there" 2 "--gpu 99: there is no such Vulkan device" -- \

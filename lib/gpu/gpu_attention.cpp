@@ -1,0 +1,83 @@
+// GpuMatmul::latent_attention: MLA's attention on the device
+// (shaders/latent_attention.comp), in the product buffers:
+//   weights_  kv_b_proj, BF16 [heads, nope + vdim, kvl]
+//   x_        per row (its cache's first word, the positions it sees), then
+//             the queries [rows, heads, nope + rope], then each cache
+//   y_        the heads' outputs [rows, heads, vdim], then each workgroup's
+//             scratch (q_lat, ctx, the scores of its positions)
+// The items (row, head) go in dispatches of at most kScratchWords of scratch.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "gpu/compute_pipeline.h"
+#include "gpu/gpu_matmul.h"
+#include "gpu/vulkan_buffer.h"
+#include "gpu/vulkan_context.h"
+
+namespace k3 {
+namespace {
+
+// The shader's push constants (latent_attention.comp); word offsets.
+struct AttentionShape {
+  uint32_t heads, nope, rope, vdim, kvl, scale_bits, q_at, item0, scratch_at, scratch_stride;
+};
+constexpr size_t kScratchWords = size_t{16} << 20;  // 64 MB of scores at most per dispatch
+constexpr size_t kMaxGroups = 65535;                // maxComputeWorkGroupCount's guaranteed minimum
+
+}  // namespace
+
+bool GpuMatmul::latent_attention(const kernels::LatentAttentionCall& a) {
+  if (!device_->has_float64() || a.rows == 0 || a.heads == 0 || a.kvl == 0) return false;
+  const size_t qh = a.nope + a.rope, stride = a.kvl + a.rope;
+  size_t cache_words = 0, max_npos = 0;
+  for (size_t i = 0; i < a.cache_count; ++i) cache_words += a.cache_positions[i] * stride;
+  for (size_t t = 0; t < a.rows; ++t) max_npos = std::max(max_npos, a.row_pos[t] + 1);
+  const size_t q_at = 2 * a.rows, x_words = q_at + a.rows * a.heads * qh + cache_words;
+  const size_t items = a.rows * a.heads, out_words = items * a.vdim, item_words = 2 * a.kvl + max_npos;
+  const size_t group_items = std::min({items, kMaxGroups, std::max<size_t>(1, kScratchWords / item_words)});
+  const size_t y_words = out_words + group_items * item_words;
+  const size_t kvb_bytes = a.heads * (a.nope + a.vdim) * a.kvl * sizeof(uint16_t);
+  // Offsets are 32-bit words in the shader; what a binding cannot hold stays
+  // on the CPU (the same bits).
+  const size_t limit = std::min<size_t>(device_->max_binding_bytes() - 16, size_t{UINT32_MAX});
+  if (x_words * 4 > limit || y_words * 4 > limit || kvb_bytes + 4 > limit) return false;
+  if (!attention_)
+    attention_ = std::make_unique<ComputePipeline>(*device_, "latent_attention", 3, sizeof(AttentionShape), 0);
+
+  grow(*weights_, kvb_bytes + 4);  // the shader reads whole words
+  std::memcpy(weights_->data(), a.kv_b, kvb_bytes);
+  grow(*x_, x_words * 4);
+  uint32_t* x = static_cast<uint32_t*>(x_->data());
+  std::vector<size_t> cache_at(a.cache_count);
+  size_t at = q_at + a.rows * a.heads * qh;
+  for (size_t i = 0; i < a.cache_count; ++i) {
+    cache_at[i] = at;
+    std::memcpy(x + at, a.caches[i], a.cache_positions[i] * stride * 4);
+    at += a.cache_positions[i] * stride;
+  }
+  for (size_t t = 0; t < a.rows; ++t) {
+    x[2 * t] = static_cast<uint32_t>(cache_at[a.row_cache[t]]);
+    x[2 * t + 1] = static_cast<uint32_t>(a.row_pos[t] + 1);
+  }
+  std::memcpy(x + q_at, a.q, a.rows * a.heads * qh * 4);
+  upload_bytes_ += kvb_bytes + x_words * 4;
+  grow(*y_, y_words * 4);
+
+  AttentionShape shape{static_cast<uint32_t>(a.heads),   static_cast<uint32_t>(a.nope),
+                       static_cast<uint32_t>(a.rope),    static_cast<uint32_t>(a.vdim),
+                       static_cast<uint32_t>(a.kvl),     0,
+                       static_cast<uint32_t>(q_at),      0,
+                       static_cast<uint32_t>(out_words), static_cast<uint32_t>(item_words)};
+  std::memcpy(&shape.scale_bits, &a.scale, sizeof(float));
+  for (size_t i0 = 0; i0 < items; i0 += group_items) {
+    shape.item0 = static_cast<uint32_t>(i0);
+    attention_->run({weights_.get(), x_.get(), y_.get()}, &shape,
+                    static_cast<uint32_t>(std::min(group_items, items - i0)), 1);
+  }
+  std::memcpy(a.out, y_->data(), out_words * 4);
+  ++attention_calls_;
+  return true;
+}
+
+}  // namespace k3

@@ -1,0 +1,178 @@
+// MLA's attention on the device (GpuMatmul::latent_attention,
+// shaders/latent_attention.comp) against the CPU kernels model/mla.cpp runs
+// per (row, head): absorb_key_projection, latent_attention,
+// expand_value_projection. Bit for bit (memcmp), on Mesa's lavapipe with the
+// validation layer on; lavapipe flushes subnormals, so this checks the
+// emulated roundings. The kernels are plain loops with no SIMD lanes, so
+// one order serves every CPU target.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpu/gpu_matmul.h"
+#include "gpu/vulkan_context.h"
+#include "kernels/attention_scores.h"
+#include "kernels/bf16.h"
+#include "lib/synth_models.h"
+
+namespace k3 {
+namespace {
+
+// lavapipe, opened with validation; the test fails (never skips) without it.
+std::unique_ptr<VulkanDevice> open_lavapipe() {
+  setenv("K3_GPU_VALIDATION", "1", 1);
+  auto instance = VulkanInstance::shared();
+  const std::vector<VkPhysicalDevice> devices = instance->physical_devices();
+  for (size_t i = 0; i < devices.size(); ++i) {
+    VkPhysicalDeviceProperties p;
+    vkGetPhysicalDeviceProperties(devices[i], &p);
+    if (std::string(p.deviceName).find("llvmpipe") != std::string::npos)
+      return std::make_unique<VulkanDevice>(instance, devices[i], static_cast<int>(i));
+  }
+  ADD_FAILURE() << "no lavapipe device: install mesa-vulkan-drivers (scripts/install-deps.sh --tests)";
+  return nullptr;
+}
+
+struct Heads {
+  size_t heads, nope, rope, vdim, kvl;
+};
+
+// A layer's attention input: kv_b, the rows' queries, each sequence's cache
+// and where each row sits.
+struct Case {
+  Heads g;
+  std::vector<uint16_t> kv_b;
+  std::vector<float> q;
+  std::vector<std::vector<float>> caches;
+  std::vector<size_t> row_cache, row_pos;
+
+  kernels::LatentAttentionCall call(std::vector<const float*>& ptrs, std::vector<size_t>& positions, float* out) const {
+    ptrs.clear();
+    positions.clear();
+    for (const auto& c : caches) {
+      ptrs.push_back(c.data());
+      positions.push_back(c.size() / (g.kvl + g.rope));
+    }
+    const float scale = 1.0f / std::sqrt(static_cast<float>(g.nope + g.rope));
+    return {
+        row_pos.size(), g.heads,     g.nope,           g.rope,        g.vdim,           g.kvl,          scale, q.data(),
+        kv_b.data(),    ptrs.data(), positions.data(), caches.size(), row_cache.data(), row_pos.data(), out};
+  }
+};
+
+// What model/mla.cpp computes per (row, head) on the CPU.
+std::vector<float> on_cpu(const kernels::LatentAttentionCall& a) {
+  std::vector<float> out(a.rows * a.heads * a.vdim), q_lat(a.kvl), ctx(a.kvl);
+  const size_t stride = a.kvl + a.rope, kvb_rows = a.nope + a.vdim;
+  for (size_t t = 0; t < a.rows; ++t) {
+    const size_t npos = a.row_pos[t] + 1;
+    std::vector<float> scores(npos);
+    for (size_t h = 0; h < a.heads; ++h) {
+      const float* qn = a.q + (t * a.heads + h) * (a.nope + a.rope);
+      const uint16_t* w_uk = a.kv_b + h * kvb_rows * a.kvl;
+      kernels::absorb_key_projection(w_uk, qn, a.nope, a.kvl, q_lat.data());
+      kernels::latent_attention(q_lat.data(), qn + a.nope, a.caches[a.row_cache[t]], npos, stride, a.kvl, a.rope,
+                                a.scale, scores.data(), ctx.data());
+      kernels::expand_value_projection(w_uk + a.nope * a.kvl, ctx.data(), a.vdim, a.kvl,
+                                       out.data() + (t * a.heads + h) * a.vdim);
+    }
+  }
+  return out;
+}
+
+// Values over a wide range of exponents (a few subnormal, some zeros of
+// both signs), scaled by `magnitude`.
+std::vector<float> values(std::mt19937& rng, size_t count, float magnitude) {
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> kind(0, 63), shift(-12, 2);
+  std::vector<float> v(count);
+  for (float& x : v) {
+    const int k = kind(rng);
+    x = k == 0 ? 0.0f : k == 1 ? -0.0f : k == 2 ? unit(rng) * 1e-39f : std::ldexp(unit(rng), shift(rng)) * magnitude;
+  }
+  return v;
+}
+
+// Rows of `sequences` sequences, each `cached` positions before the pass
+// and `fresh` rows in it (the causal rows see their own and earlier ones).
+Case make_case(const Heads& g, std::mt19937& rng, const std::vector<std::pair<size_t, size_t>>& sequences,
+               float magnitude) {
+  Case c{g, {}, {}, {}, {}, {}};
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  c.kv_b.resize(g.heads * (g.nope + g.vdim) * g.kvl);
+  for (uint16_t& w : c.kv_b) w = kernels::f32_to_bf16(unit(rng) * 0.25f);
+  for (size_t s = 0; s < sequences.size(); ++s) {
+    const auto [cached, fresh] = sequences[s];
+    c.caches.push_back(values(rng, (cached + fresh) * (g.kvl + g.rope), magnitude));
+    for (size_t r = 0; r < fresh; ++r) {
+      c.row_cache.push_back(s);
+      c.row_pos.push_back(cached + r);
+    }
+  }
+  c.q = values(rng, c.row_pos.size() * g.heads * (g.nope + g.rope), magnitude);
+  return c;
+}
+
+void expect_device_equals_cpu(GpuMatmul& gpu, const Case& c, const std::string& what) {
+  std::vector<const float*> ptrs;
+  std::vector<size_t> positions;
+  std::vector<float> got(c.row_pos.size() * c.g.heads * c.g.vdim, -1.0f);
+  const kernels::LatentAttentionCall call = c.call(ptrs, positions, got.data());
+  const std::vector<float> want = on_cpu(call);
+  ASSERT_TRUE(gpu.latent_attention(call)) << what;
+  size_t differ = 0, first = want.size();
+  for (size_t i = 0; i < want.size(); ++i)
+    if (std::memcmp(&want[i], &got[i], sizeof(float)) != 0 && differ++ == 0) first = i;
+  EXPECT_EQ(differ, 0u) << what << ": " << differ << " of " << want.size() << " outputs differ, first at " << first
+                        << " (" << (first < want.size() ? want[first] : 0) << " vs "
+                        << (first < got.size() ? got[first] : 0) << ")";
+}
+
+TEST(GpuLatentAttention, EqualsTheCpuKernelsBitForBit) {
+  auto device = open_lavapipe();
+  ASSERT_TRUE(device);
+  ASSERT_TRUE(VulkanInstance::validation_enabled());
+  GpuMatmul gpu(std::move(device), 16, false);
+  std::mt19937 rng(39);
+  // The tiny model's heads; odd widths (a head dim off the workgroup, kvl
+  // past 64); two sequences in one call, one of them a pass's fresh rows
+  // only; a context of several hundred positions.
+  const Heads tiny{6, 16, 8, 16, 32}, odd{3, 5, 3, 7, 70};
+  expect_device_equals_cpu(gpu, make_case(tiny, rng, {{300, 5}, {0, 4}}, 1.0f), "tiny heads, 2 sequences");
+  expect_device_equals_cpu(gpu, make_case(odd, rng, {{37, 3}}, 1.0f), "odd widths");
+  // Large magnitudes: scores far apart, so e^x meets gradual underflow and
+  // zero; and some that overflow to inf (their rows go NaN, on both sides).
+  expect_device_equals_cpu(gpu, make_case(tiny, rng, {{60, 2}}, 40.0f), "scores 1e3 apart");
+  expect_device_equals_cpu(gpu, make_case(odd, rng, {{20, 2}}, 1e19f), "overflowing scores");
+  // All zeros: every score 0, equal weights.
+  Case zeros = make_case(tiny, rng, {{10, 2}}, 0.0f);
+  expect_device_equals_cpu(gpu, zeros, "zeros");
+  EXPECT_EQ(gpu.attention_calls(), 5u);
+  EXPECT_EQ(gpu.counters().attention, 5u);
+  EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
+}
+
+TEST(GpuLatentAttention, K3HeadsBitForBit) {
+  const ModelConfig k3 = test::k3_synth_config("latent_attention_k3");
+  const Heads g{static_cast<size_t>(k3.mla_num_heads), static_cast<size_t>(k3.qk_nope_head_dim),
+                static_cast<size_t>(k3.qk_rope_head_dim), static_cast<size_t>(k3.v_head_dim),
+                static_cast<size_t>(k3.kv_lora_rank)};
+  auto device = open_lavapipe();
+  ASSERT_TRUE(device);
+  GpuMatmul gpu(std::move(device), 16, false);
+  std::mt19937 rng(7);
+  // A row deep in a 256-position context (lavapipe emulates every rounding:
+  // kept short).
+  expect_device_equals_cpu(gpu, make_case(g, rng, {{255, 1}}, 1.0f), "K3's heads");
+  EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
+}
+
+}  // namespace
+}  // namespace k3
