@@ -253,6 +253,7 @@ std::string device_stats_member(const ModelCounters& m) {
   w.key("products").value(static_cast<unsigned long long>(m.device_counters.products));
   w.key("upload_bytes").value(static_cast<unsigned long long>(m.device_counters.upload_bytes));
   w.key("peak_bytes").value(static_cast<unsigned long long>(m.device_counters.peak_bytes));
+  w.key("kda_recurrences").value(static_cast<unsigned long long>(m.device_counters.kda_recurrences));
   w.end_object().end_object();
   // The member alone, without the braces of the object it was written in.
   const std::string object = w.take();

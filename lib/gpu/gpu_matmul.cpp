@@ -49,6 +49,9 @@ GpuMatmul::GpuMatmul(std::unique_ptr<VulkanDevice> device, size_t lanes, bool fm
   scales_ = std::make_unique<VulkanBuffer>(*device_);
   x_ = std::make_unique<VulkanBuffer>(*device_);
   y_ = std::make_unique<VulkanBuffer>(*device_);
+  kda_state_ = std::make_unique<VulkanBuffer>(*device_);
+  kda_in_ = std::make_unique<VulkanBuffer>(*device_);
+  kda_out_ = std::make_unique<VulkanBuffer>(*device_);
 }
 
 GpuMatmul::~GpuMatmul() = default;
@@ -57,7 +60,9 @@ void GpuMatmul::grow(VulkanBuffer& buffer, size_t bytes) {
   bytes = std::max<size_t>(bytes, 16);  // VulkanBuffer::reserve's smallest
   if (bytes <= buffer.size()) return;
   uint64_t held = 0;
-  for (const auto* b : {weights_.get(), scales_.get(), x_.get(), y_.get()}) held += b->size();
+  for (const auto* b :
+       {weights_.get(), scales_.get(), x_.get(), y_.get(), kda_state_.get(), kda_in_.get(), kda_out_.get()})
+    held += b->size();
   const uint64_t after = held - buffer.size() + bytes;
   if (budget_bytes_ > 0 && after > budget_bytes_)
     throw Error(ExitCode::kResource, "gpu " + std::to_string(device_->index()) + ": a matrix product needs " +
@@ -130,14 +135,16 @@ bool GpuMatmul::mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows,
   return true;
 }
 
-kernels::MatmulBackendCounters GpuMatmul::counters() const { return {products_, upload_bytes_, peak_bytes_}; }
+kernels::MatmulBackendCounters GpuMatmul::counters() const {
+  return {products_, upload_bytes_, peak_bytes_, kda_recurrences_};
+}
 
 std::string GpuMatmul::describe() const {
   char mb[32];
   std::snprintf(mb, sizeof mb, "%.1f", static_cast<double>(upload_bytes_) / 1e6);
   return "gpu " + std::to_string(device_->index()) + " (" + device_->name() + "): " + std::to_string(products_) +
-         " matrix products, " + mb + " MB uploaded, fma " + (fma_fused_ ? "fused" : "emulated") + ", " +
-         std::to_string(lanes_) + "-lane order";
+         " matrix products, " + std::to_string(kda_recurrences_) + " KDA recurrences, " + mb + " MB uploaded, fma " +
+         (fma_fused_ ? "fused" : "emulated") + ", " + std::to_string(lanes_) + "-lane order";
 }
 
 }  // namespace k3

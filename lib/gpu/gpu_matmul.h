@@ -31,6 +31,10 @@ class GpuMatmul : public kernels::MatmulBackend {
   bool bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y) override;
   bool mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t n,
              float* Y) override;
+  // gpukda4: the KDA recurrence (gpu_kda.cpp, shaders/kda_recurrence.comp).
+  bool kda_recurrence(float* S, const float* q, const float* k, const float* v, const float* g, const float* beta,
+                      size_t heads, size_t dim, size_t n, float* o) override;
+
   std::string describe() const override;
   kernels::MatmulBackendCounters counters() const override;
 
@@ -61,6 +65,12 @@ class GpuMatmul : public kernels::MatmulBackend {
   // Tests: at this product the device is reported lost (K3_GPU_FAIL_AFTER),
   // or out of memory (K3_GPU_OUT_OF_MEMORY_AFTER), as a driver would.
   uint64_t fail_after_ = UINT64_MAX, out_of_memory_after_ = UINT64_MAX;
+
+  // gpukda4: the KDA recurrence's pipeline (made at its first call), the
+  // state of the heads, its token inputs and outputs; recurrences run.
+  std::unique_ptr<ComputePipeline> kda_;
+  std::unique_ptr<VulkanBuffer> kda_state_, kda_in_, kda_out_;
+  uint64_t kda_recurrences_ = 0;
 };
 
 }  // namespace k3

@@ -13,6 +13,8 @@ extern const unsigned char spirv_matmul_mxfp4[];
 extern const unsigned long spirv_matmul_mxfp4_size;
 extern const unsigned char spirv_fma_probe[];
 extern const unsigned long spirv_fma_probe_size;
+extern const unsigned char spirv_kda_recurrence[];
+extern const unsigned long spirv_kda_recurrence_size;
 }  // namespace k3::embedded
 
 namespace k3 {
@@ -27,6 +29,7 @@ std::vector<uint32_t> spirv_shader(const char* name) {
       {"matmul_bf16", embedded::spirv_matmul_bf16, embedded::spirv_matmul_bf16_size},
       {"matmul_mxfp4", embedded::spirv_matmul_mxfp4, embedded::spirv_matmul_mxfp4_size},
       {"fma_probe", embedded::spirv_fma_probe, embedded::spirv_fma_probe_size},
+      {"kda_recurrence", embedded::spirv_kda_recurrence, embedded::spirv_kda_recurrence_size},
   };
   for (const Entry& e : table) {
     if (std::strcmp(e.name, name) != 0) continue;

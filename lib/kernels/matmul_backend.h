@@ -24,6 +24,8 @@ struct MatmulBackendCounters {
   uint64_t products = 0;      // matrix products run on the device
   uint64_t upload_bytes = 0;  // weights and activations copied to it
   uint64_t peak_bytes = 0;    // the most device memory its buffers held at once
+  // gpukda4: the chunk's KDA on the device.
+  uint64_t kda_recurrences = 0;  // sequences' KDA recurrences (one layer each) run on the device
 };
 
 class MatmulBackend {
@@ -34,6 +36,15 @@ class MatmulBackend {
   virtual bool bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y) = 0;
   virtual bool mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t n,
                      float* Y) = 0;
+
+  // gpukda4: the KDA recurrence of kernels/kda_recurrence.h over n tokens of
+  // one sequence, every head; false leaves it to the CPU kernel.
+  virtual bool kda_recurrence(float* /*S*/, const float* /*q*/, const float* /*k*/, const float* /*v*/,
+                              const float* /*g*/, const float* /*beta*/, size_t /*heads*/, size_t /*dim*/, size_t /*n*/,
+                              float* /*o*/) {
+    return false;
+  }
+
   // One line for the run's summary: the device, what ran there.
   virtual std::string describe() const = 0;
   virtual MatmulBackendCounters counters() const = 0;

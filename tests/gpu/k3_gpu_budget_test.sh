@@ -20,10 +20,12 @@ awk 'BEGIN { for (i = 0; i < 300; ++i) printf "%d ", (i * 104729 + 5) % 8192; pr
 
 # The largest product of the tiny checkpoint: every 2-D BF16 matrix but the
 # embedding, every MXFP4 one (packed [out, in/2], scales [out, in/32]);
-# buffers of weights + 4, scales + 4, rows x cols and rows x out floats.
+# buffers of weights + 4, scales + 4, rows x cols and rows x out floats. The
+# KDA recurrence's: H heads (b_proj's rows) of D (dt_bias is H*D): a state
+# of H*D*D floats, rows x (4*H*D + H) in, rows x H*D out.
 need=$(python3 - "$TINY" 300 << 'PY'
 import glob, json, struct, sys
-w = s = cols = outs = 0
+w = s = cols = outs = heads = width = 0
 for path in glob.glob(sys.argv[1] + "/*.safetensors"):
     with open(path, "rb") as f:
         header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
@@ -36,8 +38,11 @@ for path in glob.glob(sys.argv[1] + "/*.safetensors"):
             w, outs, cols = max(w, size), max(outs, t["shape"][0]), max(cols, 2 * t["shape"][1])
         elif name.endswith(".weight_scale"):
             s = max(s, size)
+        if name.endswith("self_attn.b_proj.weight"): heads = max(heads, t["shape"][0])
+        if name.endswith("self_attn.dt_bias"): width = max(width, t["shape"][0])
 rows = int(sys.argv[2])
-print(max(w + 4, 16) + (max(s + 4, 16) if s else 0) + max(rows * cols * 4, 16) + max(rows * outs * 4, 16))
+kda = width * (width // heads) * 4 + rows * (4 * width + heads) * 4 + rows * width * 4
+print(max(w + 4, 16) + (max(s + 4, 16) if s else 0) + max(rows * cols * 4, 16) + max(rows * outs * 4, 16) + kda)
 PY
 )
 mb() { python3 -c "print(repr($1 / 1e6))"; }
@@ -57,6 +62,9 @@ products=$(sed -nE "s/.*gpu $lvp \\(.*\\): ([0-9]+) matrix products.*/\\1/p" "$w
 check "stats: products, as the summary line counts them" "${products:-none}" "$(json exact products)"
 holds "stats: products ran" "[ '$(json exact products)' -gt 0 ]"
 holds "stats: bytes uploaded" "[ '$(json exact upload_bytes)' -gt 0 ]"
+holds "stats: the KDA layers' recurrences ran on the device" "[ '$(json exact kda_recurrences)' -gt 0 ]"
+kda=$(sed -nE "s/.*gpu $lvp \\(.*\\): [0-9]+ matrix products, ([0-9]+) KDA recurrences.*/\\1/p" "$work/exact.err")
+check "stats: KDA recurrences, as the summary line counts them" "${kda:-none}" "$(json exact kda_recurrences)"
 holds "stats: the device peak within the plan" "[ '$(json exact peak_bytes)' -gt 0 ] && [ '$(json exact peak_bytes)' -le '$need' ]"
 bad "a byte less than the plan, k3-forward" 6 "--gpu-mb: the device's products need" -- \
   "$FWD" "$TINY" --ids "$work/ids.txt" --gpu "$lvp" --gpu-mb "$(mb $((need - 1)))"
