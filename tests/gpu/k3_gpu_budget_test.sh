@@ -30,7 +30,9 @@ for path in glob.glob(sys.argv[1] + "/*.safetensors"):
     with open(path, "rb") as f:
         header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
     for name, t in header.items():
-        if name == "__metadata__" or len(t["shape"]) != 2: continue
+        if name == "__metadata__": continue
+        if name.endswith("self_attn.dt_bias"): width = max(width, t["shape"][0])
+        if len(t["shape"]) != 2: continue
         size = t["data_offsets"][1] - t["data_offsets"][0]
         if t["dtype"] == "BF16" and not name.endswith("embed_tokens.weight"):
             w, outs, cols = max(w, size), max(outs, t["shape"][0]), max(cols, t["shape"][1])
@@ -39,7 +41,6 @@ for path in glob.glob(sys.argv[1] + "/*.safetensors"):
         elif name.endswith(".weight_scale"):
             s = max(s, size)
         if name.endswith("self_attn.b_proj.weight"): heads = max(heads, t["shape"][0])
-        if name.endswith("self_attn.dt_bias"): width = max(width, t["shape"][0])
 rows = int(sys.argv[2])
 kda = width * (width // heads) * 4 + rows * (4 * width + heads) * 4 + rows * width * 4
 print(max(w + 4, 16) + (max(s + 4, 16) if s else 0) + max(rows * cols * 4, 16) + max(rows * outs * 4, 16) + kda)
