@@ -260,6 +260,7 @@ std::string device_stats_member(const ModelCounters& m) {
   w.key("rms_norms").value(static_cast<unsigned long long>(m.device_counters.rms_norms));
   w.key("situ_steps").value(static_cast<unsigned long long>(m.device_counters.situ_steps));
   w.key("attention").value(static_cast<unsigned long long>(m.device_counters.attention));
+  w.key("kda_recurrences").value(static_cast<unsigned long long>(m.device_counters.kda_recurrences));
   w.end_object().end_object();
   // The member alone, without the braces of the object it was written in.
   const std::string object = w.take();

@@ -74,4 +74,9 @@ struct GpuProductBound {
 uint64_t gpu_matmul_device_bytes(const GpuProductBound& largest, uint64_t tokens,
                                  uint64_t stage_bytes = gpu_stage_bytes());
 
+// The most device memory GpuMatmul's KDA recurrence holds for `heads` heads
+// of `dim` over at most `tokens` rows (0 without KDA layers): the heads'
+// state, the tokens' q, k, v, decays and beta, their outputs.
+uint64_t gpu_kda_device_bytes(uint64_t heads, uint64_t dim, uint64_t tokens);
+
 }  // namespace k3

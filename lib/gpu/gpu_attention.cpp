@@ -1,6 +1,6 @@
 // GpuMatmul::latent_attention: MLA's attention on the device
 // (shaders/latent_attention.comp), in the product buffers:
-//   weights_  kv_b_proj, BF16 [heads, nope + vdim, kvl]
+//   stages_[0].weights  kv_b_proj, BF16 [heads, nope + vdim, kvl]
 //   x_        per row (its cache's first word, the positions it sees), then
 //             the queries [rows, heads, nope + rope], then each cache
 //   y_        the heads' outputs [rows, heads, vdim], then each workgroup's
@@ -45,8 +45,8 @@ bool GpuMatmul::latent_attention(const kernels::LatentAttentionCall& a) {
   if (!attention_)
     attention_ = std::make_unique<ComputePipeline>(*device_, "latent_attention", 3, sizeof(AttentionShape), 0);
 
-  grow(*weights_, kvb_bytes + 4);  // the shader reads whole words
-  std::memcpy(weights_->data(), a.kv_b, kvb_bytes);
+  grow(*stages_[0].weights, kvb_bytes + 4);  // the shader reads whole words
+  std::memcpy(stages_[0].weights->data(), a.kv_b, kvb_bytes);
   grow(*x_, x_words * 4);
   uint32_t* x = static_cast<uint32_t*>(x_->data());
   std::vector<size_t> cache_at(a.cache_count);
@@ -72,7 +72,7 @@ bool GpuMatmul::latent_attention(const kernels::LatentAttentionCall& a) {
   std::memcpy(&shape.scale_bits, &a.scale, sizeof(float));
   for (size_t i0 = 0; i0 < items; i0 += group_items) {
     shape.item0 = static_cast<uint32_t>(i0);
-    attention_->run({weights_.get(), x_.get(), y_.get()}, &shape,
+    attention_->run({stages_[0].weights.get(), x_.get(), y_.get()}, &shape,
                     static_cast<uint32_t>(std::min(group_items, items - i0)), 1);
   }
   std::memcpy(a.out, y_->data(), out_words * 4);

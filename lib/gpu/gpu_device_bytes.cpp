@@ -1,8 +1,9 @@
 // The plan's figure for the device memory of a run's products
 // (gpu_matmul_device_bytes, gpu/gpu.h): GpuMatmul's buffers (the weights
 // and MXFP4 scales of its staging slots, activations in, products out),
-// each grown to its largest call and kept. Built with and without Vulkan,
-// so a plan reads the same.
+// each grown to its largest call and kept; and its KDA recurrence's three
+// (gpu_kda_device_bytes). Built with and without Vulkan, so a plan reads the
+// same.
 #include <algorithm>
 #include <cstdlib>
 
@@ -33,6 +34,13 @@ uint64_t gpu_matmul_device_bytes(const GpuProductBound& largest, uint64_t tokens
   if (largest.scale_bytes > 0) bytes += slots * buffer_bytes(std::min(largest.scale_bytes, slice / 16) + 4);
   return bytes + buffer_bytes(tokens * largest.cols * sizeof(float)) +
          buffer_bytes(tokens * largest.rows * sizeof(float));
+}
+
+uint64_t gpu_kda_device_bytes(uint64_t heads, uint64_t dim, uint64_t tokens) {
+  if (heads == 0 || dim == 0 || tokens == 0) return 0;
+  const uint64_t hd = heads * dim;
+  return buffer_bytes(hd * dim * sizeof(float)) + buffer_bytes(tokens * (4 * hd + heads) * sizeof(float)) +
+         buffer_bytes(tokens * hd * sizeof(float));
 }
 
 }  // namespace k3

@@ -64,6 +64,9 @@ GpuMatmul::GpuMatmul(std::unique_ptr<VulkanDevice> device, size_t lanes, bool fm
   }
   x_ = std::make_unique<VulkanBuffer>(*device_);
   y_ = std::make_unique<VulkanBuffer>(*device_);
+  kda_state_ = std::make_unique<VulkanBuffer>(*device_);
+  kda_in_ = std::make_unique<VulkanBuffer>(*device_);
+  kda_out_ = std::make_unique<VulkanBuffer>(*device_);
 }
 
 GpuMatmul::~GpuMatmul() { drain(); }
@@ -84,6 +87,7 @@ void GpuMatmul::grow(VulkanBuffer& buffer, size_t bytes) {
   uint64_t held = 0;
   for (const Stage& stage : stages_) held += stage.weights->size() + stage.scales->size();
   held += x_->size() + y_->size();
+  for (const auto* b : {kda_state_.get(), kda_in_.get(), kda_out_.get()}) held += b->size();
   const uint64_t after = held - buffer.size() + bytes;
   if (budget_bytes_ > 0 && after > budget_bytes_)
     throw Error(ExitCode::kResource, "gpu " + std::to_string(device_->index()) + ": a matrix product needs " +
@@ -192,6 +196,7 @@ kernels::MatmulBackendCounters GpuMatmul::counters() const {
   c.rms_norms = rms_norms_;
   c.situ_steps = situ_steps_;
   c.attention = attention_calls_;
+  c.kda_recurrences = kda_recurrences_;
   return c;
 }
 
@@ -199,7 +204,7 @@ std::string GpuMatmul::describe() const {
   char mb[32];
   std::snprintf(mb, sizeof mb, "%.1f", static_cast<double>(upload_bytes_) / 1e6);
   return "gpu " + std::to_string(device_->index()) + " (" + device_->name() + "): " + std::to_string(products_) +
-         " matrix products, " + mb + " MB uploaded, fma " + (fma_fused_ ? "fused" : "emulated") +
+         " matrix products, " + std::to_string(kda_recurrences_) + " KDA recurrences, " + mb + " MB uploaded, fma " + (fma_fused_ ? "fused" : "emulated") +
          (variant_ == MatmulShaderVariant::kNative ? " (native shaders)" : "") + ", " + std::to_string(lanes_) +
          "-lane order";
 }

@@ -56,6 +56,9 @@ class GpuMatmul : public kernels::MatmulBackend {
   // the peak count them); declined without shaderFloat64/shaderInt64.
   bool latent_attention(const kernels::LatentAttentionCall& call) override;
   uint64_t attention_calls() const { return attention_calls_; }
+  // gpukda4: the KDA recurrence (gpu_kda.cpp, shaders/kda_recurrence.comp).
+  bool kda_recurrence(float* S, const float* q, const float* k, const float* v, const float* g, const float* beta,
+                      size_t heads, size_t dim, size_t n, float* o) override;
 
   std::string describe() const override;
   kernels::MatmulBackendCounters counters() const override;
@@ -119,6 +122,11 @@ class GpuMatmul : public kernels::MatmulBackend {
   // gpuops4: each op's pipeline, made at its first call, and its count.
   std::unique_ptr<ComputePipeline> rms_norm_, situ_;
   uint64_t rms_norms_ = 0, situ_steps_ = 0;
+  // gpukda4: the KDA recurrence's pipeline (made at its first call), the
+  // state of the heads, its token inputs and outputs; recurrences run.
+  std::unique_ptr<ComputePipeline> kda_;
+  std::unique_ptr<VulkanBuffer> kda_state_, kda_in_, kda_out_;
+  uint64_t kda_recurrences_ = 0;
 };
 
 }  // namespace k3

@@ -32,8 +32,8 @@ bool GpuMatmul::rms_norm(const float* x, size_t n, size_t dim, const float* weig
   const size_t limit = device_->max_binding_bytes() - 16;
   if (row_bytes > limit) return false;
   if (!rms_norm_) rms_norm_ = std::make_unique<ComputePipeline>(*device_, "rms_norm", 3, sizeof(NormShape), 0);
-  grow(*weights_, row_bytes);
-  std::memcpy(weights_->data(), weight, row_bytes);
+  grow(*stages_[0].weights, row_bytes);
+  std::memcpy(stages_[0].weights->data(), weight, row_bytes);
   upload_bytes_ += row_bytes;
   const size_t slice = std::min({n, limit / row_bytes, kMaxGroups});
   uint32_t eps_bits;
@@ -45,7 +45,7 @@ bool GpuMatmul::rms_norm(const float* x, size_t n, size_t dim, const float* weig
     std::memcpy(x_->data(), x + t0 * dim, tn * row_bytes);
     upload_bytes_ += tn * row_bytes;
     const NormShape shape{static_cast<uint32_t>(dim), static_cast<uint32_t>(tn), eps_bits};
-    rms_norm_->run({x_.get(), weights_.get(), y_.get()}, &shape, static_cast<uint32_t>(tn), 1);
+    rms_norm_->run({x_.get(), stages_[0].weights.get(), y_.get()}, &shape, static_cast<uint32_t>(tn), 1);
     std::memcpy(out + t0 * dim, y_->data(), tn * row_bytes);
   }
   ++rms_norms_;

@@ -34,6 +34,8 @@ struct MatmulBackendCounters {
   uint64_t rms_norms = 0;   // kernels::rms_norm calls (each over all of its rows)
   uint64_t situ_steps = 0;  // kernels::situ_inplace calls
   uint64_t attention = 0;     // MLA attention calls (a layer's rows) run on the device
+  // gpukda4: the chunk's KDA on the device.
+  uint64_t kda_recurrences = 0;  // sequences' KDA recurrences (one layer each) run on the device
 };
 
 // MLA's attention over the latent cache for `rows` rows and every head
@@ -76,6 +78,13 @@ class MatmulBackend {
   // kernels.
   virtual bool latent_attention(const LatentAttentionCall& call) {
     (void)call;
+    return false;
+  }
+  // gpukda4: the KDA recurrence of kernels/kda_recurrence.h over n tokens of
+  // one sequence, every head; false leaves it to the CPU kernel.
+  virtual bool kda_recurrence(float* /*S*/, const float* /*q*/, const float* /*k*/, const float* /*v*/,
+                              const float* /*g*/, const float* /*beta*/, size_t /*heads*/, size_t /*dim*/, size_t /*n*/,
+                              float* /*o*/) {
     return false;
   }
 

@@ -7,8 +7,10 @@
 #include "common/error.h"
 #include "common/thread_pool.h"
 #include "kernels/activations.h"
+#include "kernels/kda_recurrence.h"
 #include "kernels/kda_step.h"
 #include "kernels/l2_normalize.h"
+#include "kernels/matmul_backend.h"
 #include "kernels/rms_norm.h"
 #include "kernels/short_conv.h"
 #include "model/forward_scratch.h"
@@ -54,6 +56,87 @@ struct KdaScratch {
     this->slots = carve.take(slots * 2 * D);
   }
 };
+
+// q and k of one head and token normalised in place (flash-linear-attention's
+// l2norm, q also scaled by 1/sqrt(D)).
+void normalize_qk(float* qh, float* kh, size_t D) {
+  kernels::l2_normalize(qh, D, 1.0f / std::sqrt(static_cast<float>(D)));
+  kernels::l2_normalize(kh, D, 1.0f);
+}
+
+// A head's output row after the recurrence: per-head rms with o_norm, then
+// the full-rank sigmoid gate.
+void finish_output(const ModelConfig& c, const KdaWeights& w, float* oh, const float* gate) {
+  const size_t D = c.kda_head_dim;
+  kernels::rms_norm(oh, 1, D, w.o_norm.data, c.rms_norm_eps, oh);
+  for (size_t d = 0; d < D; ++d) oh[d] *= kernels::sigmoid(gate[d]);
+}
+
+// Every head of every segment, token by token, each step of a token in turn
+// (the per-row S copies of seg.history kept for a rollback).
+void kda_heads_fused(const ModelConfig& c, const KdaWeights& w, std::span<const LayerSegment> segments,
+                     const KdaScratch& m, size_t slots, ThreadPool* pool) {
+  const size_t H = c.kda_num_heads, D = c.kda_head_dim, HD = H * D;
+  parallel_for_slots(pool, segments.size() * H, slots, [&](size_t slot, size_t i0, size_t i1) {
+    float* g = m.slots + slot * 2 * D;
+    float* u = g + D;
+    for (size_t item = i0; item < i1; ++item) {
+      const LayerSegment& seg = segments[item / H];
+      const size_t h = item % H;
+      float* S = seg.state->kda.S.data() + h * D * D;
+      const float A_log_h = w.A_log.data[h];  // indexed by head, never by channel
+      for (size_t t = seg.begin; t < seg.begin + seg.count; ++t) {
+        float* qh = m.q + t * HD + h * D;
+        float* kh = m.k + t * HD + h * D;
+        const float* vh = m.v + t * HD + h * D;
+        normalize_qk(qh, kh, D);
+        for (size_t d = 0; d < D; ++d)
+          g[d] = kda_gate(c, m.graw[t * HD + h * D + d], A_log_h, w.dt_bias.data[h * D + d]);
+        const float beta = kernels::sigmoid(m.braw[t * H + h]);
+        float* oh = m.o + t * HD + h * D;
+        kernels::kda_recurrent_step(S, qh, kh, vh, g, beta, D, oh, u);
+        const size_t row = t - seg.begin;
+        if (seg.history && row + 1 < seg.count) std::copy(S, S + D * D, seg.history->S.data() + (row * H + h) * D * D);
+        finish_output(c, w, oh, m.gate + t * HD + h * D);
+      }
+    }
+  });
+}
+
+// The same steps in three passes, so the recurrence of a sequence's tokens
+// is one call the chunk's backend can take: q and k normalised, the gates
+// and beta written over their raw values; the recurrence; the outputs.
+// Every value takes the fused loop's operations, so the bits are its bits.
+void kda_heads_staged(const ModelConfig& c, const KdaWeights& w, std::span<const LayerSegment> segments,
+                      const KdaScratch& m, ThreadPool* pool) {
+  const size_t H = c.kda_num_heads, D = c.kda_head_dim, HD = H * D, items = segments.size() * H;
+  const size_t slots = slots_for(pool, items);
+  parallel_for_slots(pool, items, slots, [&](size_t, size_t i0, size_t i1) {
+    for (size_t item = i0; item < i1; ++item) {
+      const LayerSegment& seg = segments[item / H];
+      const size_t h = item % H;
+      for (size_t t = seg.begin; t < seg.begin + seg.count; ++t) {
+        normalize_qk(m.q + t * HD + h * D, m.k + t * HD + h * D, D);
+        float* gh = m.graw + t * HD + h * D;
+        for (size_t d = 0; d < D; ++d) gh[d] = kda_gate(c, gh[d], w.A_log.data[h], w.dt_bias.data[h * D + d]);
+        m.braw[t * H + h] = kernels::sigmoid(m.braw[t * H + h]);
+      }
+    }
+  });
+  for (const LayerSegment& seg : segments) {
+    const size_t off = seg.begin * HD;
+    kernels::kda_recurrence_on_backend(seg.state->kda.S.data(), m.q + off, m.k + off, m.v + off, m.graw + off,
+                                       m.braw + seg.begin * H, H, D, seg.count, m.o + off, pool);
+  }
+  parallel_for_slots(pool, items, slots, [&](size_t, size_t i0, size_t i1) {
+    for (size_t item = i0; item < i1; ++item) {
+      const LayerSegment& seg = segments[item / H];
+      const size_t h = item % H;
+      for (size_t t = seg.begin; t < seg.begin + seg.count; ++t)
+        finish_output(c, w, m.o + t * HD + h * D, m.gate + t * HD + h * D);
+    }
+  });
+}
 
 }  // namespace
 
@@ -115,35 +198,13 @@ void kda_forward(const ModelConfig& c, const KdaWeights& w, std::span<const Laye
     short_conv_silu(w.v_conv, st.conv_v, m.v + off, seg.count, HD, K, hist ? &hist->conv_v : nullptr, m.ext, pool);
   }
 
-  // Each head carries its own S through its sequence's rows.
-  const float q_scale = 1.0f / std::sqrt(static_cast<float>(D));
-  parallel_for_slots(pool, items, slots, [&](size_t slot, size_t i0, size_t i1) {
-    float* g = m.slots + slot * 2 * D;
-    float* u = g + D;
-    for (size_t item = i0; item < i1; ++item) {
-      const LayerSegment& seg = segments[item / H];
-      const size_t h = item % H;
-      float* S = seg.state->kda.S.data() + h * D * D;
-      const float A_log_h = w.A_log.data[h];  // indexed by head, never by channel
-      for (size_t t = seg.begin; t < seg.begin + seg.count; ++t) {
-        float* qh = m.q + t * HD + h * D;
-        float* kh = m.k + t * HD + h * D;
-        const float* vh = m.v + t * HD + h * D;
-        kernels::l2_normalize(qh, D, q_scale);
-        kernels::l2_normalize(kh, D, 1.0f);
-        for (size_t d = 0; d < D; ++d)
-          g[d] = kda_gate(c, m.graw[t * HD + h * D + d], A_log_h, w.dt_bias.data[h * D + d]);
-        const float beta = kernels::sigmoid(m.braw[t * H + h]);
-        float* oh = m.o + t * HD + h * D;
-        kernels::kda_recurrent_step(S, qh, kh, vh, g, beta, D, oh, u);
-        const size_t row = t - seg.begin;
-        if (seg.history && row + 1 < seg.count) std::copy(S, S + D * D, seg.history->S.data() + (row * H + h) * D * D);
-        // Output: per-head rms with o_norm, then the full-rank sigmoid gate.
-        kernels::rms_norm(oh, 1, D, w.o_norm.data, c.rms_norm_eps, oh);
-        for (size_t d = 0; d < D; ++d) oh[d] *= kernels::sigmoid(m.gate[t * HD + h * D + d]);
-      }
-    }
-  });
+  // Each head carries its own S through its sequence's rows: on the chunk's
+  // device when one is installed (and no rollback rows are kept), else on
+  // the CPU with the steps around the recurrence fused per head and token.
+  bool history = false;
+  for (const LayerSegment& seg : segments) history = history || seg.history != nullptr;
+  if (kernels::current_matmul_backend() && !history) kda_heads_staged(c, w, segments, m, pool);
+  else kda_heads_fused(c, w, segments, m, slots, pool);
 
   lin(w.o_proj, m.o, n, out, pool);
 }

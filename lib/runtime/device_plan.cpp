@@ -41,10 +41,28 @@ GpuProductBound largest_product(const Checkpoint& checkpoint) {
   return b;
 }
 
+// The KDA layers' heads (b_proj [H, hidden]) and heads x dim (dt_bias
+// [H*D]), from any KDA layer (all have K3's one geometry); zeros without.
+struct KdaHeads {
+  uint64_t heads = 0, head_dim = 0;
+};
+KdaHeads kda_heads(const Checkpoint& checkpoint) {
+  uint64_t heads = 0, width = 0;
+  for (const auto& [name, where] : checkpoint.tensors()) {
+    const TensorInfo& t = *where.info;
+    if (ends_with(name, "self_attn.b_proj.weight") && t.shape.size() == 2) heads = std::max(heads, t.shape[0]);
+    if (ends_with(name, "self_attn.dt_bias") && t.shape.size() == 1) width = std::max(width, t.shape[0]);
+  }
+  if (heads == 0 || width % heads != 0) return {};
+  return {heads, width / heads};
+}
+
 }  // namespace
 
 uint64_t device_plan_bytes(const Checkpoint& checkpoint, uint64_t rows) {
-  return gpu_matmul_device_bytes(largest_product(checkpoint), rows);
+  const KdaHeads kda = kda_heads(checkpoint);
+  return gpu_matmul_device_bytes(largest_product(checkpoint), rows) +
+         gpu_kda_device_bytes(kda.heads, kda.head_dim, rows);
 }
 
 void check_device_request(const RunRequest& request) {

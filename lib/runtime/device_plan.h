@@ -1,7 +1,8 @@
 // The memory plan's device part (--gpu, docs/gpu.md): the device memory the
 // run's matrix products hold, GpuMatmul's buffers grown to the checkpoint's
-// largest product over the most rows one device call gets, checked against
-// the request's gpu_mb before any weight is read.
+// largest product over the most rows one device call gets, and its KDA
+// recurrence's over those rows, checked against the request's gpu_mb before
+// any weight is read.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +15,8 @@ namespace k3 {
 
 // The device bytes for products over at most `rows` rows of activations
 // (the prefill chunk's, or a pass's): every BF16 matrix but the embedding
-// (a lookup, never a product) and every MXFP4 one may run there.
+// (a lookup, never a product) and every MXFP4 one may run there, as may
+// the KDA layers' recurrence.
 uint64_t device_plan_bytes(const Checkpoint& checkpoint, uint64_t rows);
 
 // A device budget without a device is refused (kUsage), not ignored.

@@ -25,15 +25,19 @@ awk 'BEGIN { for (i = 0; i < 300; ++i) printf "%d ", (i * 104729 + 5) % 8192; pr
 # embedding, every MXFP4 one (packed [out, in/2], scales [out, in/32]);
 # buffers of weights + 4, scales + 4 (two of each, of one slice: the stage,
 # or one BF16 row of the widest if larger, at most the product; its scales
-# 1/16 of it, at most the largest), rows x cols and rows x out floats.
+# 1/16 of it, at most the largest), rows x cols and rows x out floats. The
+# KDA recurrence's: H heads (b_proj's rows) of D (dt_bias is H*D): a state
+# of H*D*D floats, rows x (4*H*D + H) in, rows x H*D out.
 need=$(python3 - "$TINY" 300 65536 << 'PY'
 import glob, json, struct, sys
-w = s = cols = outs = 0
+w = s = cols = outs = heads = width = 0
 for path in glob.glob(sys.argv[1] + "/*.safetensors"):
     with open(path, "rb") as f:
         header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
     for name, t in header.items():
-        if name == "__metadata__" or len(t["shape"]) != 2: continue
+        if name == "__metadata__": continue
+        if name.endswith("self_attn.dt_bias"): width = max(width, t["shape"][0])
+        if len(t["shape"]) != 2: continue
         size = t["data_offsets"][1] - t["data_offsets"][0]
         if t["dtype"] == "BF16" and not name.endswith("embed_tokens.weight"):
             w, outs, cols = max(w, size), max(outs, t["shape"][0]), max(cols, t["shape"][1])
@@ -41,12 +45,14 @@ for path in glob.glob(sys.argv[1] + "/*.safetensors"):
             w, outs, cols = max(w, size), max(outs, t["shape"][0]), max(cols, 2 * t["shape"][1])
         elif name.endswith(".weight_scale"):
             s = max(s, size)
+        if name.endswith("self_attn.b_proj.weight"): heads = max(heads, t["shape"][0])
 rows, stage = int(sys.argv[2]), int(sys.argv[3])
 assert w > stage, "the stage must slice the largest product"
 piece = min(w, max(stage, 2 * cols))
 scale_piece = min(s, piece // 16)
+kda = width * (width // heads) * 4 + rows * (4 * width + heads) * 4 + rows * width * 4
 print(2 * max(piece + 4, 16) + (2 * max(scale_piece + 4, 16) if s else 0) + max(rows * cols * 4, 16)
-      + max(rows * outs * 4, 16))
+      + max(rows * outs * 4, 16) + kda)
 PY
 )
 mb() { python3 -c "print(repr($1 / 1e6))"; }
@@ -66,6 +72,9 @@ products=$(sed -nE "s/.*gpu $lvp \\(.*\\): ([0-9]+) matrix products.*/\\1/p" "$w
 check "stats: products, as the summary line counts them" "${products:-none}" "$(json exact products)"
 holds "stats: products ran" "[ '$(json exact products)' -gt 0 ]"
 holds "stats: bytes uploaded" "[ '$(json exact upload_bytes)' -gt 0 ]"
+holds "stats: the KDA layers' recurrences ran on the device" "[ '$(json exact kda_recurrences)' -gt 0 ]"
+kda=$(sed -nE "s/.*gpu $lvp \\(.*\\): [0-9]+ matrix products, ([0-9]+) KDA recurrences.*/\\1/p" "$work/exact.err")
+check "stats: KDA recurrences, as the summary line counts them" "${kda:-none}" "$(json exact kda_recurrences)"
 holds "stats: the device peak within the plan" "[ '$(json exact peak_bytes)' -gt 0 ] && [ '$(json exact peak_bytes)' -le '$need' ]"
 holds "stats: products went in more slices than products" "[ '$(json exact dispatches)' -gt '$(json exact products)' ]"
 holds "stats: uploads overlapped the device's work" "[ '$(json exact overlapped_upload_bytes)' -gt 0 ]"
