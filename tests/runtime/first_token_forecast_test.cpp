@@ -73,11 +73,20 @@ TEST(FirstTokenForecast, PresetPlanForAPrompt) {
   EXPECT_EQ(tight.chunk, 3000u);
   EXPECT_TRUE(tight.chunk_spilled);
   EXPECT_LT(tight.peak_rss, roomy.peak_rss);
-  // Less again: the chunk halved, in memory first (1500 tokens carry 1500
-  // x 2,240 bytes, less than 3000 spilled tokens' 3000 x 1,216).
+  // Less again: the batch halved (a smaller batch's activations make
+  // room), the chunk still whole: one read of the weights, not two.
   const MemoryPlan tighter = plan_preset_for_prompt(min, model, 3000, tight.peak_rss / 9 * 10 - 1);
-  EXPECT_EQ(tighter.chunk, 1500u);
-  EXPECT_FALSE(tighter.chunk_spilled);
+  EXPECT_EQ(tighter.batch, tight.batch / 2);
+  EXPECT_EQ(tighter.chunk, 3000u);
+  EXPECT_TRUE(tighter.chunk_spilled);
+  // Tighter still: the batch goes down to one token before the chunk is
+  // halved.
+  MemoryPlan lowest = tighter;
+  for (int i = 0; i < 16 && lowest.batch > 1 && lowest.chunk == 3000u; ++i)
+    lowest = plan_preset_for_prompt(min, model, 3000, lowest.peak_rss / 9 * 10 - 1);
+  EXPECT_EQ(lowest.batch, 1u);
+  EXPECT_EQ(lowest.chunk, 3000u);
+  EXPECT_EQ(plan_preset_for_prompt(min, model, 3000, lowest.peak_rss / 9 * 10 - 1).chunk, 1500u);
   const MemoryPlan none = plan_preset_for_prompt(min, model, 3000, 1);
   EXPECT_EQ(none.chunk, none.batch);
 }

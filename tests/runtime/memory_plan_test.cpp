@@ -431,6 +431,7 @@ TEST(MemoryPlan, StopCopiesAndKeptStatesInFlightFollowTheirFormulas) {
   }());
   EXPECT_EQ(plain.find("stopped pass"), std::string::npos) << plain;
   EXPECT_EQ(plain.find("on their way to disk"), std::string::npos) << plain;
+}
 
 // The expert cache lent to the prefill's chunk (RunRequest::lend_cache): the
 // lent bytes are the cache's above its floor (one layer's top-k), and the
