@@ -50,10 +50,11 @@ std::string describe_first_token(const FirstTokenForecast& f, const MemoryPlan& 
   std::string o;
   append_printf(
       o,
-      "%llu tokens: %s read (1 read of the weights per %llu tokens%s%s%s), %.1f s at %s/s + %.1f s of "
-      "compute at %.2f tokens/s = %.1f s",
+      "%llu tokens: %s read (1 read of the weights per %llu tokens, a batch of %llu%s%s%s), %.1f s at %s/s + "
+      "%.1f s of compute at %.2f tokens/s = %.1f s",
       (unsigned long long)f.reads.tokens, format_bytes(static_cast<uint64_t>(f.reads.total())).c_str(),
-      (unsigned long long)plan.chunk, plan.chunk_spilled ? ", its block states spilled" : "",
+      (unsigned long long)plan.chunk, (unsigned long long)plan.batch,
+      plan.chunk_spilled ? ", its block states spilled" : "",
       plan.row_blocks > 0 && plan.chunk > plan.batch
           ? (", row blocks once per " + std::to_string(std::max(plan.batch, plan.chunk_sub_batch))).c_str()
           : "",

@@ -7,18 +7,46 @@
 
 namespace k3 {
 
-MemoryPlan fit_prefill_chunk(const ModelConfig& config, const PlanOf& plan_of, const PlanFits& fits, RunRequest& req,
-                             uint64_t tokens, bool can_spill) {
-  const bool must_lend = req.lend_cache;  // asked for (K3_PREFILL_LEND): only plans that lend
-  RunRequest r = req;
+namespace {
+
+// A plan that fits, the request that makes it, and what it is judged by.
+struct Fit {
+  MemoryPlan plan;
+  RunRequest req;
+  double bytes = 0;  // the weights' bytes read, with the lent cache's refill
+  double total = 0;  // the same with the spill file's reads (a tie-break)
+};
+
+// The prompt once per read, every row block once, the cache kept: nothing
+// reads fewer bytes of weights (nor, in memory, fewer in all).
+bool reads_least(const Fit& f, uint64_t longest, bool in_memory) {
+  return f.plan.chunk == longest && (!in_memory || !f.plan.chunk_spilled) && f.plan.cache_lent_bytes == 0 &&
+         (f.plan.row_blocks == 0 || f.plan.chunk_sub_batch == f.plan.chunk);
+}
+
+// Better: fewer bytes of weights, then, at the same batch, fewer with the
+// spill file's; on a tie the one found first (the larger batch, the longer
+// chunk, in memory). A smaller batch is taken only to read fewer bytes of
+// weights, not to spare the spill file: its sub-batches are slower to
+// compute, a spill file's sequential reads are not.
+void keep_better(std::optional<Fit>& best, Fit f) {
+  const bool tie_counts = best && f.plan.batch == best->plan.batch;
+  if (!best || f.bytes < best->bytes || (tie_counts && f.bytes == best->bytes && f.total < best->total))
+    best = std::move(f);
+}
+
+// The search at one batch (req.batch): the chunk from the longest halved
+// down to one batch, in memory then spilled, without lending the cache then
+// lending it, each with the longest sub-batch that fits. Keeps the better
+// fit in `best`; true when no smaller batch can read fewer bytes.
+bool fit_at_batch(const ModelConfig& config, const PlanOf& plan_of, const PlanFits& fits, RunRequest r, uint64_t tokens,
+                  bool can_spill, std::optional<Fit>& best) {
+  const bool must_lend = r.lend_cache;  // asked for (K3_PREFILL_LEND): only plans that lend
   r.spill_chunk = false;
   r.chunk_sub_batch = 0;
   r.lend_cache = false;
   const MemoryPlan first = plan_of(r);  // the plan's batch and longest chunk (it lowers what the request asks)
   const uint64_t batch = std::max<uint64_t>(1, first.batch), longest = std::max(batch, first.chunk);
-  std::optional<MemoryPlan> best;
-  RunRequest best_req;
-  double best_bytes = 0, best_total = 0;
   for (uint64_t chunk = longest;; chunk = std::max(batch, chunk / 2)) {
     for (const bool spill : {false, true}) {
       if (spill && (!can_spill || chunk <= batch)) continue;
@@ -39,36 +67,47 @@ MemoryPlan fit_prefill_chunk(const ModelConfig& config, const PlanOf& plan_of, c
             // The weights' bytes decide; the spill file's reads (sequential,
             // often from the page cache) only break a tie.
             const PrefillReads reads = forecast_prefill_reads(config, p, tokens);
-            const double bytes = reads.trunk_bytes + reads.expert_bytes + static_cast<double>(p.cache_lent_bytes);
-            if (!best || bytes < best_bytes || (bytes == best_bytes && reads.total() < best_total)) {
-              best = p;
-              best_req = r;
-              best_bytes = bytes;
-              best_total = reads.total();
-            }
+            keep_better(best,
+                        Fit{p, r, reads.trunk_bytes + reads.expert_bytes + static_cast<double>(p.cache_lent_bytes),
+                            reads.total()});
             break;
           }
           if (p.chunk_sub_batch <= batch) break;
         }
       }
-      // The whole prompt per read, in memory, every row block once: nothing reads less.
-      if (best && chunk == longest && !spill && (best->row_blocks == 0 || best->chunk_sub_batch == best->chunk)) {
-        req = best_req;
-        return *best;
-      }
+      if (best && chunk == longest && !spill && reads_least(*best, longest, true)) return true;
     }
-    if (chunk == batch) break;
+    if (chunk == batch) return best && reads_least(*best, longest, false);
+  }
+}
+
+}  // namespace
+
+MemoryPlan fit_prefill_chunk(const ModelConfig& config, const PlanOf& plan_of, const PlanFits& fits, RunRequest& req,
+                             uint64_t tokens, bool can_spill) {
+  // The batch halved down to one token: a smaller batch's activations leave
+  // room for a longer chunk (the output is the same at every batch), so the
+  // search goes on below a batch where a plan fits until one reads the
+  // fewest bytes of weights a prompt can (a plan that reads fewer may first
+  // fit two or more halvings down, so it does not stop where one halving
+  // found none).
+  std::optional<Fit> best;
+  RunRequest r = req;
+  for (;;) {
+    if (fit_at_batch(config, plan_of, fits, r, tokens, can_spill, best)) break;
+    const uint64_t batch = std::max<uint64_t>(1, plan_of(r).batch);
+    if (batch <= 1) break;
+    r.batch = batch / 2;
   }
   if (!best) {
-    r.chunk = batch;
+    // Nothing fits: a chunk of one token, which does not.
+    r.chunk = r.batch;
     r.spill_chunk = false;
     r.chunk_sub_batch = 0;
-    r.lend_cache = must_lend;
-    best_req = r;
-    best = plan_of(r);
+    best = Fit{plan_of(r), r, 0, 0};
   }
-  req = best_req;
-  return *best;
+  req = best->req;
+  return best->plan;
 }
 
 }  // namespace k3

@@ -1,7 +1,8 @@
 // How a run's layer-major prefill fits the memory available: the one search
 // behind k3-forward's plan (prepare_streaming) and the forecasts of what a
 // prompt reads at each preset (plan_preset_for_prompt). Three things trade
-// memory for bytes read, none of them changes the output: the chunk (tokens
+// memory for bytes read, none of them changes the output (nor does the
+// batch, lowered when that lets a longer chunk fit): the chunk (tokens
 // one read of the weights covers: each routed expert a chunk's rows chose is
 // read once per chunk), its block states in a spill file beside the trunk
 // instead of memory, and, where the trunk streams in row blocks, the chunk's
@@ -27,16 +28,20 @@ namespace k3 {
 using PlanOf = std::function<MemoryPlan(const RunRequest&)>;
 using PlanFits = std::function<bool(const MemoryPlan&)>;
 
-// Chunks of req.chunk tokens (at least the plan's batch), halved down to one
-// batch; each in memory, then (can_spill) with its block states spilled; each
-// with the longest sub-batch that fits, from the whole chunk halved down to a
-// batch. Of the plans that fit, the one whose prompt of `tokens` reads the
-// fewest bytes of weights (on a tie: the fewest bytes with the spill file's,
-// then the longer chunk, in memory, the longer sub-batch), each tried without
-// lending the cache, then lending it (its lent bytes added to the bytes read).
-// When none fits: the plan of a chunk of one batch, which does not. `req`
-// becomes the returned plan's request (chunk, spill_chunk, chunk_sub_batch,
-// lend_cache).
+// At the plan's batch, then that batch halved down to one token (a smaller
+// batch's activations leave room for a longer chunk; prepare_streaming and
+// the forecasts lower it here, not twice): chunks of req.chunk tokens (at
+// least the batch), halved down to one batch; each in memory, then
+// (can_spill) with its block states spilled; each with the longest sub-batch
+// that fits, from the whole chunk halved down to a batch. Of the plans that
+// fit, the one whose prompt of `tokens` reads the fewest bytes of weights (on
+// a tie: the fewest bytes with the spill file's, then the larger batch, the
+// longer chunk, in memory, the longer sub-batch), each tried without lending
+// the cache, then lending it (its lent bytes added to the bytes read). The
+// batch is lowered no further once a plan reads the least a prompt can.
+// When none fits: the plan of a chunk of one token, which does not. `req`
+// becomes the returned plan's request (batch, chunk, spill_chunk,
+// chunk_sub_batch, lend_cache).
 MemoryPlan fit_prefill_chunk(const ModelConfig& config, const PlanOf& plan_of, const PlanFits& fits, RunRequest& req,
                              uint64_t tokens, bool can_spill);
 

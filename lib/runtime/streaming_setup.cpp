@@ -213,9 +213,10 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
   PreparedStream p = plan_for(config, checkpoint, req, trunk_bytes, cache_bytes, layout_for(config, checkpoint, req),
                               !req.trunk_dir.empty(), ExpertIndex(config, checkpoint).slot_bytes());
   // Short of memory: fewer default drafts per pass, then the prefill's
-  // chunk, spill file and sub-batch (fit_prefill_chunk: of the fits, the one
-  // whose prompt reads the fewest bytes), then smaller prefill batches (the
-  // output depends on none of them), down to one token at a time.
+  // batch, chunk, spill file and sub-batch (fit_prefill_chunk: of the fits,
+  // the one whose prompt reads the fewest bytes, the batch lowered down to
+  // one token where that lets a longer chunk fit; the output depends on none
+  // of them).
   const uint64_t wanted_batch = p.plan.batch, wanted_chunk = p.plan.chunk, wanted_snapshots = req.state_snapshots;
   const bool packed = !req.trunk_dir.empty();
   RunRequest smaller = req;
@@ -228,12 +229,8 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
     smaller.state_snapshots /= 2;
     replan(smaller);
   }
-  for (;;) {
-    fit_prefill_chunk(config, replan, fits, smaller, req.context, packed);
-    replan(smaller);
-    if (fits(p.plan) || p.plan.batch <= 1) break;
-    smaller.chunk = smaller.batch = p.plan.batch / 2;
-  }
+  fit_prefill_chunk(config, replan, fits, smaller, req.context, packed);
+  replan(smaller);
   if (choice) {
     // The forecast said is this run's plan (its context, batch, copies), not
     // the standard run's; a plan refused below (no packed trunk) keeps the

@@ -56,7 +56,9 @@ TEST(FirstTokenForecast, SecondsAreReadingPlusCompute) {
   EXPECT_DOUBLE_EQ(fast.read_seconds, f.read_seconds);
   const std::string text = describe_first_token(f, p);
   EXPECT_NE(text.find("4000 tokens: "), std::string::npos) << text;
-  EXPECT_NE(text.find("1 read of the weights per 4000 tokens"), std::string::npos) << text;
+  EXPECT_NE(text.find("1 read of the weights per 4000 tokens, a batch of " + std::to_string(p.batch)),
+            std::string::npos)
+      << text;
 }
 
 TEST(FirstTokenForecast, PresetPlanForAPrompt) {
@@ -73,15 +75,20 @@ TEST(FirstTokenForecast, PresetPlanForAPrompt) {
   EXPECT_EQ(tight.chunk, 3000u);
   EXPECT_TRUE(tight.chunk_spilled);
   EXPECT_LT(tight.peak_rss, roomy.peak_rss);
-  // Less again: the chunk halved, and spilled: with one latent sum a token
-  // for the MoE rows, a token kept in memory carries about twice what a
-  // spilled one keeps, so 1500 tokens in memory no longer fit where 3000
-  // spilled just did not.
-  const uint64_t tighter_budget = tight.peak_rss / 9 * 10 - 1;
-  const MemoryPlan tighter = plan_preset_for_prompt(min, model, 3000, tighter_budget);
-  EXPECT_EQ(tighter.chunk, 1500u);
-  EXPECT_TRUE(plan_fits(tighter, tighter_budget));
+  // Less again: the batch halved (a smaller batch's activations make
+  // room), the chunk still whole: one read of the weights, not two.
+  const MemoryPlan tighter = plan_preset_for_prompt(min, model, 3000, tight.peak_rss / 9 * 10 - 1);
+  EXPECT_EQ(tighter.batch, tight.batch / 2);
+  EXPECT_EQ(tighter.chunk, 3000u);
   EXPECT_TRUE(tighter.chunk_spilled);
+  // Tighter still: the batch goes down to one token before the chunk is
+  // halved.
+  MemoryPlan lowest = tighter;
+  for (int i = 0; i < 16 && lowest.batch > 1 && lowest.chunk == 3000u; ++i)
+    lowest = plan_preset_for_prompt(min, model, 3000, lowest.peak_rss / 9 * 10 - 1);
+  EXPECT_EQ(lowest.batch, 1u);
+  EXPECT_EQ(lowest.chunk, 3000u);
+  EXPECT_EQ(plan_preset_for_prompt(min, model, 3000, lowest.peak_rss / 9 * 10 - 1).chunk, 1500u);
   const MemoryPlan none = plan_preset_for_prompt(min, model, 3000, 1);
   EXPECT_EQ(none.chunk, none.batch);
 }

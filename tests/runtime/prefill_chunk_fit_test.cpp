@@ -1,12 +1,11 @@
 // fit_prefill_chunk (planning/prefill_chunk_fit.h) against a brute force over
-// every chunk (the prompt halved down to a batch), spill choice, lending of
-// the expert cache and sub-batch (the chunk halved down to a batch) at K3's
-// geometry: the plan it
-// returns fits, and no plan that fits reads fewer bytes of weights for the
-// prompt;
-// where nothing fits, the chunk is one batch. The memory plan counts a
-// sub-batch's scratch beyond a batch's in the chunk (prefill_sub_batch_
-// scratch_bytes) and takes it only where the trunk streams in row blocks.
+// every batch (halved down to one token), chunk (the prompt halved down to a
+// batch), spill choice, lending of the expert cache and sub-batch (the chunk
+// halved down to a batch) at K3's geometry: the plan it returns fits, and no
+// plan that fits reads fewer bytes of weights for the prompt; where nothing
+// fits, the chunk is one batch. The memory plan counts a sub-batch's scratch
+// beyond a batch's in the chunk (prefill_sub_batch_scratch_bytes) and takes
+// it only where the trunk streams in row blocks.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,6 +14,7 @@
 
 #include "model/k3_geometry.h"
 #include "model/prefill_chunk.h"
+#include "planning/first_token_forecast.h"
 #include "planning/memory_plan.h"
 #include "planning/prefill_chunk_fit.h"
 #include "planning/prefill_forecast.h"
@@ -51,31 +51,44 @@ double bytes_of(const MemoryPlan& p) {
   return r.trunk_bytes + r.expert_bytes + static_cast<double>(p.cache_lent_bytes);
 }
 
+// The fewest bytes of weights any plan that fits reads, over every batch
+// (the request's halved down to one), chunk, spill choice, lending and
+// sub-batch; infinity where none fits.
+double brute_force_fewest_bytes(const RunRequest& base, const PlanFits& fits) {
+  double best = std::numeric_limits<double>::infinity();
+  for (uint64_t batch = plan_of(base).batch;; batch /= 2) {
+    for (uint64_t chunk = kTokens;; chunk = std::max(batch, chunk / 2)) {
+      for (bool spill : {false, true})
+        for (bool lend : {false, true})
+          for (uint64_t sub = chunk;; sub = std::max(batch, sub / 2)) {
+            RunRequest r = base;
+            r.batch = batch;
+            r.chunk = chunk;
+            r.spill_chunk = spill;
+            r.lend_cache = lend;
+            r.chunk_sub_batch = sub;
+            const MemoryPlan p = plan_of(r);
+            if (fits(p)) best = std::min(best, bytes_of(p));
+            if (sub == batch || p.row_blocks == 0) break;  // without row blocks the plan takes no sub-batch
+          }
+      if (chunk == batch) break;
+    }
+    if (batch == 1) break;
+  }
+  return best;
+}
+
 TEST(PrefillChunkFit, FewestBytesOfEveryPlanThatFits) {
   for (const char* name : {"min", "laptop", "desktop"}) {
     const Preset& preset = *find_preset(name);
-    for (double gb : {1.5, preset.machine.available_gb, 2 * preset.machine.available_gb, 40.0}) {
+    // Each on its machine class (the brute force over every batch takes up
+    // to a second a case; where nothing fits: first_token_forecast_test).
+    for (double gb : {preset.machine.available_gb}) {
       const uint64_t available = static_cast<uint64_t>(gb * 1e9);
       const auto fits = [&](const MemoryPlan& p) { return plan_fits(p, available); };
       const std::string what = std::string(name) + " with " + std::to_string(gb) + " GB";
       const RunRequest base = request_for(preset);
-      double best = std::numeric_limits<double>::infinity();
-      const uint64_t batch = plan_of(base).batch;
-      for (uint64_t chunk = kTokens;; chunk = std::max(batch, chunk / 2)) {
-        for (bool spill : {false, true})
-          for (bool lend : {false, true})
-            for (uint64_t sub = chunk;; sub = std::max(batch, sub / 2)) {
-              RunRequest r = base;
-              r.chunk = chunk;
-              r.spill_chunk = spill;
-              r.lend_cache = lend;
-              r.chunk_sub_batch = sub;
-              const MemoryPlan p = plan_of(r);
-              if (fits(p)) best = std::min(best, bytes_of(p));
-              if (sub == batch) break;
-            }
-        if (chunk == batch) break;
-      }
+      const double best = brute_force_fewest_bytes(base, fits);
       RunRequest req = base;
       const MemoryPlan got = fit_prefill_chunk(k3_model().config, plan_of, fits, req, kTokens, true);
       if (std::isinf(best)) {
@@ -88,8 +101,39 @@ TEST(PrefillChunkFit, FewestBytesOfEveryPlanThatFits) {
       // The request it leaves is the plan's.
       EXPECT_EQ(plan_of(req).peak_rss, got.peak_rss) << what;
       EXPECT_EQ(req.chunk, got.chunk) << what;
+      EXPECT_EQ(req.batch, got.batch) << what;
     }
   }
+}
+
+// Laptop at K3's geometry and 8,192 positions on its machine class: no plan
+// fits at its batch of 256 (the batch's attention scratch over the context
+// alone is over the limit), yet with the batch lowered the chunk holds the
+// whole prompt: one read of the weights, not one per batch (32 reads of
+// 1.5 TB: 49.3 TB).
+TEST(PrefillChunkFit, LoweredBatchKeepsAChunk) {
+  const Preset& laptop = *find_preset("laptop");
+  const uint64_t available = laptop.machine.available_bytes();
+  const auto fits = [&](const MemoryPlan& p) { return plan_fits(p, available); };
+  const RunRequest base = request_for(laptop);
+  ASSERT_EQ(plan_of(base).batch, 256u);
+  RunRequest at_256 = base;
+  at_256.chunk = 256;
+  EXPECT_FALSE(fits(plan_of(at_256))) << "one batch of 256 rows over 8,192 positions";
+  RunRequest req = base;
+  const MemoryPlan got = fit_prefill_chunk(k3_model().config, plan_of, fits, req, kTokens, true);
+  ASSERT_TRUE(fits(got));
+  EXPECT_LT(got.batch, 256u);
+  EXPECT_GE(got.chunk, 8 * got.batch);
+  EXPECT_EQ(req.batch, got.batch);
+  // The whole prompt in one read of the weights (its block states spilled).
+  EXPECT_EQ(got.chunk, kTokens);
+  EXPECT_EQ(forecast_prefill_reads(k3_model().config, got, kTokens).reads, 1u);
+  // The forecast of a prompt at the preset is this search.
+  const MemoryPlan forecast = plan_preset_for_prompt(laptop, k3_model(), kTokens, available);
+  EXPECT_EQ(forecast.batch, got.batch);
+  EXPECT_EQ(forecast.chunk, got.chunk);
+  EXPECT_EQ(forecast.peak_rss, got.peak_rss);
 }
 
 TEST(PrefillChunkFit, SubBatchScratchCountedWhereRowBlocksStream) {
