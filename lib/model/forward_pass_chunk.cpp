@@ -189,7 +189,12 @@ void ForwardPass::chunk_layer(ChunkRun& run, int i) {
     }
   }
   if (moe) {
-    moe_chunk_experts(c, i, source_, n, max_batch_, chunk_state_.moe, &pool_, scratch_);
+    // Each expert's rows in pieces of the sub-batch, not of one prefill
+    // batch: the plan may lower the batch to a few tokens to keep the chunk
+    // whole, and an expert's weights would then go through memory once per
+    // few rows. The sub-batch's op area already holds these pieces
+    // (prefill_sub_batch_op_floats); a row's bits do not depend on them.
+    moe_chunk_experts(c, i, source_, n, sub, chunk_state_.moe, &pool_, scratch_);
     for (size_t r0 = 0; r0 < n; r0 += sub) {
       const size_t m = std::min(sub, n - r0);
       run.view(r0, m, 0, 0);
