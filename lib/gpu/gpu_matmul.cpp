@@ -204,9 +204,9 @@ std::string GpuMatmul::describe() const {
   char mb[32];
   std::snprintf(mb, sizeof mb, "%.1f", static_cast<double>(upload_bytes_) / 1e6);
   return "gpu " + std::to_string(device_->index()) + " (" + device_->name() + "): " + std::to_string(products_) +
-         " matrix products, " + std::to_string(kda_recurrences_) + " KDA recurrences, " + mb + " MB uploaded, fma " + (fma_fused_ ? "fused" : "emulated") +
-         (variant_ == MatmulShaderVariant::kNative ? " (native shaders)" : "") + ", " + std::to_string(lanes_) +
-         "-lane order";
+         " matrix products, " + std::to_string(kda_recurrences_) + " KDA recurrences, " + mb + " MB uploaded, fma " +
+         (fma_fused_ ? "fused" : "emulated") + (variant_ == MatmulShaderVariant::kNative ? " (native shaders)" : "") +
+         ", " + std::to_string(lanes_) + "-lane order";
 }
 
 }  // namespace k3

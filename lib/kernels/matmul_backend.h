@@ -33,7 +33,7 @@ struct MatmulBackendCounters {
   // gpuops4: the chunk's other ops run on the device.
   uint64_t rms_norms = 0;   // kernels::rms_norm calls (each over all of its rows)
   uint64_t situ_steps = 0;  // kernels::situ_inplace calls
-  uint64_t attention = 0;     // MLA attention calls (a layer's rows) run on the device
+  uint64_t attention = 0;   // MLA attention calls (a layer's rows) run on the device
   // gpukda4: the chunk's KDA on the device.
   uint64_t kda_recurrences = 0;  // sequences' KDA recurrences (one layer each) run on the device
 };
