@@ -22,6 +22,7 @@
 #include "gpu/fma_probe.h"
 #include "gpu/gpu.h"
 #include "gpu/gpu_matmul.h"
+#include "gpu/lavapipe_device.h"
 #include "gpu/vulkan_context.h"
 #include "kernels/bf16.h"
 #include "kernels/matmul.h"
@@ -100,20 +101,7 @@ std::vector<uint8_t> bytes(std::mt19937& rng, size_t count, int lo, int hi) {
   return v;
 }
 
-// lavapipe, opened with validation; the test fails (never skips) without it.
-std::unique_ptr<VulkanDevice> open_lavapipe() {
-  setenv("K3_GPU_VALIDATION", "1", 1);
-  auto instance = VulkanInstance::shared();
-  const std::vector<VkPhysicalDevice> devices = instance->physical_devices();
-  for (size_t i = 0; i < devices.size(); ++i) {
-    VkPhysicalDeviceProperties p;
-    vkGetPhysicalDeviceProperties(devices[i], &p);
-    if (std::string(p.deviceName).find("llvmpipe") != std::string::npos)
-      return std::make_unique<VulkanDevice>(instance, devices[i], static_cast<int>(i));
-  }
-  ADD_FAILURE() << "no lavapipe device: install mesa-vulkan-drivers (scripts/install-deps.sh --tests)";
-  return nullptr;
-}
+using test::open_lavapipe_device;
 
 void expect_bits_equal(const std::vector<float>& want, const std::vector<float>& got, const std::string& what) {
   ASSERT_EQ(want.size(), got.size());
@@ -165,7 +153,7 @@ TEST(GpuMatmulOrder, ScalarOrderIsTheKernelsOnEveryTarget) {
 }
 
 TEST(GpuMatmul, LavapipeFmaIsNotFused) {
-  auto device = open_lavapipe();
+  auto device = open_lavapipe_device();
   ASSERT_TRUE(device);
   EXPECT_FALSE(probe_fma_fused(*device));
   EXPECT_TRUE(device->has_float64());
@@ -173,7 +161,7 @@ TEST(GpuMatmul, LavapipeFmaIsNotFused) {
 }
 
 TEST(GpuMatmul, Bf16EqualsTheCpuOrderBitForBit) {
-  auto device = open_lavapipe();
+  auto device = open_lavapipe_device();
   ASSERT_TRUE(device);
   ASSERT_TRUE(VulkanInstance::validation_enabled());
   const size_t native = kernels::kernel_target_lanes();
@@ -197,13 +185,13 @@ TEST(GpuMatmul, Bf16EqualsTheCpuOrderBitForBit) {
         expect_bits_equal(cpu, y, what + " (the CPU kernel)");
       }
     }
-    device = open_lavapipe();
+    device = open_lavapipe_device();
   }
   EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
 }
 
 TEST(GpuMatmul, Mxfp4EqualsTheCpuOrderBitForBit) {
-  auto device = open_lavapipe();
+  auto device = open_lavapipe_device();
   ASSERT_TRUE(device);
   const size_t native = kernels::kernel_target_lanes();
   for (size_t lanes : {size_t{16}, size_t{8}}) {
@@ -229,7 +217,7 @@ TEST(GpuMatmul, Mxfp4EqualsTheCpuOrderBitForBit) {
         expect_bits_equal(cpu, y, what + " (the CPU kernel)");
       }
     }
-    device = open_lavapipe();
+    device = open_lavapipe_device();
   }
   EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
 }
@@ -243,7 +231,7 @@ TEST(GpuMatmul, Mxfp4EqualsTheCpuOrderBitForBit) {
 // twice, or truncated to double without the sticky bit of round-to-odd,
 // the tie goes to even, 3 + 4 ulp. (ulp = 2^-22 between 2 and 4.)
 TEST(GpuMatmul, Bf16RoundsOnceWhereDoubleRoundingWouldNot) {
-  auto device = open_lavapipe();
+  auto device = open_lavapipe_device();
   ASSERT_TRUE(device);
   const size_t lanes = kernels::kernel_target_lanes() >= 16 ? 16 : 8, cols = 32, rows = 2;
   GpuMatmul gpu(std::move(device), lanes, false);
@@ -270,7 +258,7 @@ TEST(GpuMatmul, Bf16RoundsOnceWhereDoubleRoundingWouldNot) {
 // figure, equals it when one product is the largest in every respect. A budget below what a product needs refuses it
 // with one line naming the setting.
 TEST(GpuMatmul, DevicePeakIsThePlansFormula) {
-  auto device = open_lavapipe();
+  auto device = open_lavapipe_device();
   ASSERT_TRUE(device);
   const size_t lanes = kernels::kernel_target_lanes() >= 16 ? 16 : 8;
   GpuMatmul gpu(std::move(device), lanes, false);
@@ -296,7 +284,7 @@ TEST(GpuMatmul, DevicePeakIsThePlansFormula) {
   EXPECT_EQ(c.peak_bytes, mx_bytes);
 
   // A budget a byte short of the MXFP4 product: the BF16 one runs, the other is refused.
-  GpuMatmul capped(open_lavapipe(), lanes, false, mx_bytes - 1);
+  GpuMatmul capped(open_lavapipe_device(), lanes, false, mx_bytes - 1);
   ASSERT_TRUE(capped.bf16(w.data(), 96, 64, x.data(), 5, y.data()));
   try {
     capped.mxfp4(packed.data(), scales.data(), 128, 256, x2.data(), 9, y2.data());
@@ -320,7 +308,7 @@ TEST(GpuMatmul, StagedSlicesKeepTheBitsAndOverlap) {
   const size_t lanes = kernels::kernel_target_lanes() >= 16 ? 16 : 8, n = 3;
   std::mt19937 rng(4096);
   {  // BF16 200 x 256: 512-byte rows, 8 a slice, 25 slices
-    auto device = open_lavapipe();
+    auto device = open_lavapipe_device();
     ASSERT_TRUE(device);
     GpuMatmul gpu(std::move(device), lanes, false);
     const size_t rows = 200, cols = 256;
@@ -338,7 +326,7 @@ TEST(GpuMatmul, StagedSlicesKeepTheBitsAndOverlap) {
     EXPECT_EQ(gpu.counters().dispatches, 25u);
   }
   {  // MXFP4 130 x 512: 256 + 16 bytes a row, 16 a slice, 9 slices (the last of 2 rows)
-    GpuMatmul gpu(open_lavapipe(), lanes, false);
+    GpuMatmul gpu(open_lavapipe_device(), lanes, false);
     const size_t rows = 130, cols = 512;
     const auto packed = bytes(rng, rows * cols / 2, 0, 255);
     const auto scales = bytes(rng, rows * cols / 32, 110, 135);
@@ -354,7 +342,7 @@ TEST(GpuMatmul, StagedSlicesKeepTheBitsAndOverlap) {
   }
   unsetenv("K3_GPU_STAGE_BYTES");
   // A product that fits one slice uses one slot: nothing overlaps.
-  GpuMatmul gpu(open_lavapipe(), lanes, false);
+  GpuMatmul gpu(open_lavapipe_device(), lanes, false);
   const auto w = bf16_weights(rng, 64 * 64);
   const auto x = activations(rng, n * 64, false);
   std::vector<float> y(n * 64);

@@ -23,6 +23,7 @@
 #include "gpu/fma_probe_rate.h"
 #include "gpu/gpu.h"
 #include "gpu/gpu_matmul.h"
+#include "gpu/lavapipe_device.h"
 #include "gpu/shader_variant.h"
 #include "gpu/spirv_shaders.h"
 #include "gpu/vulkan_context.h"
@@ -104,19 +105,7 @@ std::vector<uint8_t> bytes(std::mt19937& rng, size_t count, int lo, int hi) {
   return v;
 }
 
-std::unique_ptr<VulkanDevice> open_lavapipe() {
-  setenv("K3_GPU_VALIDATION", "1", 1);
-  auto instance = VulkanInstance::shared();
-  const std::vector<VkPhysicalDevice> devices = instance->physical_devices();
-  for (size_t i = 0; i < devices.size(); ++i) {
-    VkPhysicalDeviceProperties p;
-    vkGetPhysicalDeviceProperties(devices[i], &p);
-    if (std::string(p.deviceName).find("llvmpipe") != std::string::npos)
-      return std::make_unique<VulkanDevice>(instance, devices[i], static_cast<int>(i));
-  }
-  ADD_FAILURE() << "no lavapipe device: install mesa-vulkan-drivers (scripts/install-deps.sh --tests)";
-  return nullptr;
-}
+using test::open_lavapipe_device;
 
 size_t differing(const std::vector<float>& want, const std::vector<float>& got) {
   size_t differ = 0;
@@ -175,7 +164,7 @@ TEST(GpuShaderVariant, ChoiceByFmaAndFeatures) {
 // lavapipe has the 64-bit types and an unfused fma: the exact build, chosen
 // without being asked.
 TEST(GpuShaderVariant, LavapipeGetsTheExactBuild) {
-  auto device = open_lavapipe();
+  auto device = open_lavapipe_device();
   ASSERT_TRUE(device);
   GpuMatmul gpu(std::move(device), 8, false);
   EXPECT_EQ(gpu.variant(), MatmulShaderVariant::kExact);
@@ -194,7 +183,7 @@ TEST(GpuShaderVariant, NativeBuildIsTheCpuOrderWithTheDevicesFma) {
   const Shape mx_shapes[] = {{67, expert, 2}, {40, hidden, 2}, {17, 64, 3}};
   for (size_t lanes : {size_t{16}, size_t{8}}) {
     SCOPED_TRACE("lanes " + std::to_string(lanes));
-    auto device = open_lavapipe();
+    auto device = open_lavapipe_device();
     ASSERT_TRUE(device);
     GpuMatmul gpu(std::move(device), lanes, true, 0, MatmulShaderVariant::kNative);
     ASSERT_EQ(gpu.variant(), MatmulShaderVariant::kNative);
@@ -222,7 +211,7 @@ TEST(GpuShaderVariant, NativeBuildIsTheCpuOrderWithTheDevicesFma) {
 
 // The doctor's rate probe: a positive figure, twice in a row of the same order.
 TEST(GpuShaderVariant, RateProbeGivesAFigure) {
-  auto device = open_lavapipe();
+  auto device = open_lavapipe_device();
   ASSERT_TRUE(device);
   const double gflops = probe_fp32_gflops(*device);
   EXPECT_GT(gflops, 0.0);

@@ -18,6 +18,7 @@
 
 #include "gpu/gpu.h"
 #include "gpu/gpu_matmul.h"
+#include "gpu/lavapipe_device.h"
 #include "gpu/vulkan_context.h"
 #include "kernels/kda_recurrence.h"
 #include "kernels/kda_step.h"
@@ -29,23 +30,10 @@
 namespace k3 {
 namespace {
 
-// lavapipe, opened with validation; the test fails (never skips) without it.
-std::unique_ptr<VulkanDevice> open_lavapipe() {
-  setenv("K3_GPU_VALIDATION", "1", 1);
-  auto instance = VulkanInstance::shared();
-  const std::vector<VkPhysicalDevice> devices = instance->physical_devices();
-  for (size_t i = 0; i < devices.size(); ++i) {
-    VkPhysicalDeviceProperties p;
-    vkGetPhysicalDeviceProperties(devices[i], &p);
-    if (std::string(p.deviceName).find("llvmpipe") != std::string::npos)
-      return std::make_unique<VulkanDevice>(instance, devices[i], static_cast<int>(i));
-  }
-  ADD_FAILURE() << "no lavapipe device: install mesa-vulkan-drivers (scripts/install-deps.sh --tests)";
-  return nullptr;
-}
+using test::open_lavapipe_device;
 
 std::unique_ptr<GpuMatmul> open_gpu() {
-  auto device = open_lavapipe();
+  auto device = open_lavapipe_device();
   if (!device) return nullptr;
   const size_t lanes = kernels::kernel_target_lanes() >= 16 ? 16 : 8;
   return std::make_unique<GpuMatmul>(std::move(device), lanes, false);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "gpu/gpu_matmul.h"
+#include "gpu/lavapipe_device.h"
 #include "gpu/vulkan_context.h"
 #include "kernels/attention_scores.h"
 #include "kernels/bf16.h"
@@ -25,20 +26,7 @@
 namespace k3 {
 namespace {
 
-// lavapipe, opened with validation; the test fails (never skips) without it.
-std::unique_ptr<VulkanDevice> open_lavapipe() {
-  setenv("K3_GPU_VALIDATION", "1", 1);
-  auto instance = VulkanInstance::shared();
-  const std::vector<VkPhysicalDevice> devices = instance->physical_devices();
-  for (size_t i = 0; i < devices.size(); ++i) {
-    VkPhysicalDeviceProperties p;
-    vkGetPhysicalDeviceProperties(devices[i], &p);
-    if (std::string(p.deviceName).find("llvmpipe") != std::string::npos)
-      return std::make_unique<VulkanDevice>(instance, devices[i], static_cast<int>(i));
-  }
-  ADD_FAILURE() << "no lavapipe device: install mesa-vulkan-drivers (scripts/install-deps.sh --tests)";
-  return nullptr;
-}
+using test::open_lavapipe_device;
 
 struct Heads {
   size_t heads, nope, rope, vdim, kvl;
@@ -136,7 +124,7 @@ void expect_device_equals_cpu(GpuMatmul& gpu, const Case& c, const std::string& 
 }
 
 TEST(GpuLatentAttention, EqualsTheCpuKernelsBitForBit) {
-  auto device = open_lavapipe();
+  auto device = open_lavapipe_device();
   ASSERT_TRUE(device);
   ASSERT_TRUE(VulkanInstance::validation_enabled());
   GpuMatmul gpu(std::move(device), 16, false);
@@ -164,7 +152,7 @@ TEST(GpuLatentAttention, K3HeadsBitForBit) {
   const Heads g{static_cast<size_t>(k3.mla_num_heads), static_cast<size_t>(k3.qk_nope_head_dim),
                 static_cast<size_t>(k3.qk_rope_head_dim), static_cast<size_t>(k3.v_head_dim),
                 static_cast<size_t>(k3.kv_lora_rank)};
-  auto device = open_lavapipe();
+  auto device = open_lavapipe_device();
   ASSERT_TRUE(device);
   GpuMatmul gpu(std::move(device), 16, false);
   std::mt19937 rng(7);
