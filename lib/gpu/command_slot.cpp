@@ -27,19 +27,7 @@ CommandSlot::~CommandSlot() {
 }
 
 void CommandSlot::submit(const std::function<void(VkCommandBuffer)>& record) {
-  vk_check(vkResetCommandBuffer(commands_, 0), "resetting a command buffer");
-  VkCommandBufferBeginInfo begin{};
-  begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
-  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  vk_check(vkBeginCommandBuffer(commands_, &begin), "recording commands");
-  record(commands_);
-  vk_check(vkEndCommandBuffer(commands_), "recording commands");
-  VkSubmitInfo submit{};
-  submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
-  submit.commandBufferCount = 1;
-  submit.pCommandBuffers = &commands_;
-  vk_check(vkResetFences(device_.handle(), 1, &fence_), "resetting a fence");
-  vk_check(vkQueueSubmit(device_.queue(), 1, &submit, fence_), "submitting to gpu " + std::to_string(device_.index()));
+  record_and_submit(device_.handle(), device_.queue(), device_.index(), commands_, fence_, record);
   pending_ = true;
 }
 

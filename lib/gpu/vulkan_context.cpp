@@ -187,20 +187,25 @@ uint32_t VulkanDevice::host_memory_type(uint32_t bits) const {
   throw Error(ExitCode::kResource, "gpu " + std::to_string(index_) + " (" + name() + "): no host-visible memory type");
 }
 
-void VulkanDevice::submit_and_wait(const std::function<void(VkCommandBuffer)>& record) {
-  vk_check(vkResetCommandBuffer(commands_, 0), "resetting a command buffer");
+void record_and_submit(VkDevice device, VkQueue queue, int index, VkCommandBuffer commands, VkFence fence,
+                       const std::function<void(VkCommandBuffer)>& record) {
+  vk_check(vkResetCommandBuffer(commands, 0), "resetting a command buffer");
   VkCommandBufferBeginInfo begin{};
   begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  vk_check(vkBeginCommandBuffer(commands_, &begin), "recording commands");
-  record(commands_);
-  vk_check(vkEndCommandBuffer(commands_), "recording commands");
+  vk_check(vkBeginCommandBuffer(commands, &begin), "recording commands");
+  record(commands);
+  vk_check(vkEndCommandBuffer(commands), "recording commands");
   VkSubmitInfo submit{};
   submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
   submit.commandBufferCount = 1;
-  submit.pCommandBuffers = &commands_;
-  vk_check(vkResetFences(device_, 1, &fence_), "resetting a fence");
-  vk_check(vkQueueSubmit(queue_, 1, &submit, fence_), "submitting to gpu " + std::to_string(index_));
+  submit.pCommandBuffers = &commands;
+  vk_check(vkResetFences(device, 1, &fence), "resetting a fence");
+  vk_check(vkQueueSubmit(queue, 1, &submit, fence), "submitting to gpu " + std::to_string(index));
+}
+
+void VulkanDevice::submit_and_wait(const std::function<void(VkCommandBuffer)>& record) {
+  record_and_submit(device_, queue_, index_, commands_, fence_, record);
   vk_check(vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX), "waiting for gpu " + std::to_string(index_));
 }
 

@@ -86,4 +86,11 @@ class VulkanDevice {
 // Throws Error(kResource) naming `what` when result is not VK_SUCCESS.
 void vk_check(VkResult result, const std::string& what);
 
+// Records `record` into `commands` (reset first) and submits it to `queue`,
+// signalling `fence` (reset first) when done; does not wait. `index` names
+// the device in an error. One place for what VulkanDevice::submit_and_wait
+// and a staging slot (command_slot.h) both submit.
+void record_and_submit(VkDevice device, VkQueue queue, int index, VkCommandBuffer commands, VkFence fence,
+                       const std::function<void(VkCommandBuffer)>& record);
+
 }  // namespace k3
