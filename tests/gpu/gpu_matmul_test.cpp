@@ -94,24 +94,9 @@ std::vector<uint16_t> bf16_weights(std::mt19937& rng, size_t count) {
   return w;
 }
 
-std::vector<uint8_t> bytes(std::mt19937& rng, size_t count, int lo, int hi) {
-  std::uniform_int_distribution<int> d(lo, hi);
-  std::vector<uint8_t> v(count);
-  for (uint8_t& b : v) b = static_cast<uint8_t>(d(rng));
-  return v;
-}
-
+using test::expect_same_bits;
 using test::open_lavapipe_device;
-
-void expect_bits_equal(const std::vector<float>& want, const std::vector<float>& got, const std::string& what) {
-  ASSERT_EQ(want.size(), got.size());
-  size_t differ = 0, first = want.size();
-  for (size_t i = 0; i < want.size(); ++i)
-    if (std::memcmp(&want[i], &got[i], sizeof(float)) != 0 && differ++ == 0) first = i;
-  EXPECT_EQ(differ, 0u) << what << ": " << differ << " of " << want.size() << " outputs differ, first at " << first
-                        << " (" << (first < want.size() ? want[first] : 0) << " vs "
-                        << (first < got.size() ? got[first] : 0) << ")";
-}
+using test::random_bytes;
 
 struct Shape {
   size_t rows, cols, n;
@@ -130,8 +115,8 @@ TEST(GpuMatmulOrder, ScalarOrderIsTheKernelsOnEveryTarget) {
   const auto w = bf16_weights(rng, rows * cols);
   const auto x = activations(rng, n * cols, false);
   const size_t mx_cols = 3072;
-  const auto packed = bytes(rng, rows * mx_cols / 2, 0, 255);
-  const auto scales = bytes(rng, rows * mx_cols / 32, 112, 130);
+  const auto packed = random_bytes(rng, rows * mx_cols / 2, 0, 255);
+  const auto scales = random_bytes(rng, rows * mx_cols / 32, 112, 130);
   const auto xm = activations(rng, n * mx_cols, true);
   size_t checked = 0;
   test::for_each_target([&] {
@@ -144,9 +129,9 @@ TEST(GpuMatmulOrder, ScalarOrderIsTheKernelsOnEveryTarget) {
     ++checked;
     std::vector<float> y(n * rows), ym(n * rows);
     kernels::matmul_bf16(w.data(), rows, cols, x.data(), n, y.data(), nullptr);
-    expect_bits_equal(bf16_in_order(w, rows, cols, x, n, lanes), y, "bf16");
+    expect_same_bits(bf16_in_order(w, rows, cols, x, n, lanes), y, "bf16");
     kernels::matmul_mxfp4(packed.data(), scales.data(), rows, mx_cols, xm.data(), n, ym.data(), nullptr);
-    expect_bits_equal(mxfp4_in_order(packed, scales, rows, mx_cols, xm, n, lanes), ym, "mxfp4");
+    expect_same_bits(mxfp4_in_order(packed, scales, rows, mx_cols, xm, n, lanes), ym, "mxfp4");
   });
   // This machine runs AVX2 at least (CI's and the developers'): one order checked.
   EXPECT_GE(checked, 1u);
@@ -178,11 +163,11 @@ TEST(GpuMatmul, Bf16EqualsTheCpuOrderBitForBit) {
       ASSERT_TRUE(gpu.bf16(w.data(), s.rows, s.cols, x.data(), s.n, y.data()));
       EXPECT_EQ(gpu.products(), products + 1);
       EXPECT_EQ(gpu.upload_bytes() - uploaded, (s.rows * s.cols * 2 + s.n * s.cols * 4));
-      expect_bits_equal(bf16_in_order(w, s.rows, s.cols, x, s.n, lanes), y, what);
+      expect_same_bits(bf16_in_order(w, s.rows, s.cols, x, s.n, lanes), y, what);
       if (lanes == native) {
         std::vector<float> cpu(s.n * s.rows);
         kernels::matmul_bf16(w.data(), s.rows, s.cols, x.data(), s.n, cpu.data(), nullptr);
-        expect_bits_equal(cpu, y, what + " (the CPU kernel)");
+        expect_same_bits(cpu, y, what + " (the CPU kernel)");
       }
     }
     device = open_lavapipe_device();
@@ -200,9 +185,9 @@ TEST(GpuMatmul, Mxfp4EqualsTheCpuOrderBitForBit) {
     std::mt19937 rng(static_cast<unsigned>(100 + lanes));
     for (const Shape& s : kMxShapes) {
       const std::string what = std::to_string(s.rows) + "x" + std::to_string(s.cols) + " n=" + std::to_string(s.n);
-      const auto packed = bytes(rng, s.rows * s.cols / 2, 0, 255);
+      const auto packed = random_bytes(rng, s.rows * s.cols / 2, 0, 255);
       // Scale bytes 0 (subnormal weights) up to 253, the largest valid.
-      auto scales = bytes(rng, s.rows * s.cols / 32, 110, 135);
+      auto scales = random_bytes(rng, s.rows * s.cols / 32, 110, 135);
       scales[0] = 0;
       scales[1] = s.tiny ? 253 : 1;  // 253: codes 4 and 6 give an FP32 weight of inf, as on the CPU
       const auto x = activations(rng, s.n * s.cols, s.tiny);
@@ -210,11 +195,11 @@ TEST(GpuMatmul, Mxfp4EqualsTheCpuOrderBitForBit) {
       const uint64_t uploaded = gpu.upload_bytes();
       ASSERT_TRUE(gpu.mxfp4(packed.data(), scales.data(), s.rows, s.cols, x.data(), s.n, y.data()));
       EXPECT_EQ(gpu.upload_bytes() - uploaded, (s.rows * s.cols / 2 + s.rows * s.cols / 32 + s.n * s.cols * 4));
-      expect_bits_equal(mxfp4_in_order(packed, scales, s.rows, s.cols, x, s.n, lanes), y, what);
+      expect_same_bits(mxfp4_in_order(packed, scales, s.rows, s.cols, x, s.n, lanes), y, what);
       if (lanes == native) {
         std::vector<float> cpu(s.n * s.rows);
         kernels::matmul_mxfp4(packed.data(), scales.data(), s.rows, s.cols, x.data(), s.n, cpu.data(), nullptr);
-        expect_bits_equal(cpu, y, what + " (the CPU kernel)");
+        expect_same_bits(cpu, y, what + " (the CPU kernel)");
       }
     }
     device = open_lavapipe_device();
@@ -247,8 +232,8 @@ TEST(GpuMatmul, Bf16RoundsOnceWhereDoubleRoundingWouldNot) {
   std::vector<float> y(rows);
   ASSERT_TRUE(gpu.bf16(w.data(), rows, cols, x.data(), 1, y.data()));
   const float ulp = std::ldexp(1.0f, -22);
-  expect_bits_equal({3.0f + ulp, 3.0f + 5 * ulp}, y, "one rounding");
-  expect_bits_equal(bf16_in_order(w, rows, cols, x, 1, lanes), y, "the CPU order");
+  expect_same_bits({3.0f + ulp, 3.0f + 5 * ulp}, y, "one rounding");
+  expect_same_bits(bf16_in_order(w, rows, cols, x, 1, lanes), y, "the CPU order");
   EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
 }
 
@@ -270,8 +255,8 @@ TEST(GpuMatmul, DevicePeakIsThePlansFormula) {
   ASSERT_TRUE(gpu.bf16(w.data(), 96, 64, x.data(), 5, y.data()));
   // No scales buffer until an MXFP4 product.
   EXPECT_EQ(gpu.peak_bytes(), (96 * 64 * 2 + 4) + 5 * 64 * 4 + 5 * 96 * 4);
-  const auto packed = bytes(rng, 128 * 128, 0, 255);
-  const auto scales = bytes(rng, 128 * 8, 120, 130);
+  const auto packed = random_bytes(rng, 128 * 128, 0, 255);
+  const auto scales = random_bytes(rng, 128 * 8, 120, 130);
   const auto x2 = activations(rng, 9 * 256, false);
   std::vector<float> y2(9 * 128);
   ASSERT_TRUE(gpu.mxfp4(packed.data(), scales.data(), 128, 256, x2.data(), 9, y2.data()));
@@ -316,7 +301,7 @@ TEST(GpuMatmul, StagedSlicesKeepTheBitsAndOverlap) {
     const auto x = activations(rng, n * cols, false);
     std::vector<float> y(n * rows, -1.0f);
     ASSERT_TRUE(gpu.bf16(w.data(), rows, cols, x.data(), n, y.data()));
-    expect_bits_equal(bf16_in_order(w, rows, cols, x, n, lanes), y, "bf16, staged");
+    expect_same_bits(bf16_in_order(w, rows, cols, x, n, lanes), y, "bf16, staged");
     EXPECT_EQ(gpu.dispatches(), 25u);
     EXPECT_EQ(gpu.overlapped_upload_bytes(), (rows - 8) * cols * 2);
     EXPECT_LE(gpu.busy_waits(), 23u);  // at most one a refill (slices 3..25)
@@ -328,12 +313,12 @@ TEST(GpuMatmul, StagedSlicesKeepTheBitsAndOverlap) {
   {  // MXFP4 130 x 512: 256 + 16 bytes a row, 16 a slice, 9 slices (the last of 2 rows)
     GpuMatmul gpu(open_lavapipe_device(), lanes, false);
     const size_t rows = 130, cols = 512;
-    const auto packed = bytes(rng, rows * cols / 2, 0, 255);
-    const auto scales = bytes(rng, rows * cols / 32, 110, 135);
+    const auto packed = random_bytes(rng, rows * cols / 2, 0, 255);
+    const auto scales = random_bytes(rng, rows * cols / 32, 110, 135);
     const auto x = activations(rng, n * cols, false);
     std::vector<float> y(n * rows, -1.0f);
     ASSERT_TRUE(gpu.mxfp4(packed.data(), scales.data(), rows, cols, x.data(), n, y.data()));
-    expect_bits_equal(mxfp4_in_order(packed, scales, rows, cols, x, n, lanes), y, "mxfp4, staged");
+    expect_same_bits(mxfp4_in_order(packed, scales, rows, cols, x, n, lanes), y, "mxfp4, staged");
     EXPECT_EQ(gpu.dispatches(), 9u);
     EXPECT_EQ(gpu.overlapped_upload_bytes(), (rows - 16) * (cols / 2 + cols / 32));
     const uint64_t peak = 2 * (4096 + 4) + 2 * (256 + 4) + n * cols * 4 + n * rows * 4;

@@ -98,20 +98,9 @@ std::vector<uint16_t> bf16_weights(std::mt19937& rng, size_t count) {
   return w;
 }
 
-std::vector<uint8_t> bytes(std::mt19937& rng, size_t count, int lo, int hi) {
-  std::uniform_int_distribution<int> d(lo, hi);
-  std::vector<uint8_t> v(count);
-  for (uint8_t& b : v) b = static_cast<uint8_t>(d(rng));
-  return v;
-}
-
+using test::expect_same_bits;
 using test::open_lavapipe_device;
-
-size_t differing(const std::vector<float>& want, const std::vector<float>& got) {
-  size_t differ = 0;
-  for (size_t i = 0; i < want.size(); ++i) differ += std::memcmp(&want[i], &got[i], sizeof(float)) != 0;
-  return differ;
-}
+using test::random_bytes;
 
 // The capabilities a SPIR-V module declares (OpCapability, opcode 17).
 std::vector<uint32_t> capabilities(const std::vector<uint32_t>& words) {
@@ -193,17 +182,17 @@ TEST(GpuShaderVariant, NativeBuildIsTheCpuOrderWithTheDevicesFma) {
       const auto x = activations(rng, s.n * s.cols);
       std::vector<float> y(s.n * s.rows, -1.0f);
       ASSERT_TRUE(gpu.bf16(w.data(), s.rows, s.cols, x.data(), s.n, y.data()));
-      EXPECT_EQ(differing(bf16_mul_add_chain(w, s.rows, s.cols, x, s.n, lanes), y), 0u)
-          << "bf16 " << s.rows << "x" << s.cols;
+      expect_same_bits(bf16_mul_add_chain(w, s.rows, s.cols, x, s.n, lanes), y,
+                       "bf16 " + std::to_string(s.rows) + "x" + std::to_string(s.cols));
     }
     for (const Shape& s : mx_shapes) {
-      const auto packed = bytes(rng, s.rows * s.cols / 2, 0, 255);
-      const auto scales = bytes(rng, s.rows * s.cols / 32, 118, 134);
+      const auto packed = random_bytes(rng, s.rows * s.cols / 2, 0, 255);
+      const auto scales = random_bytes(rng, s.rows * s.cols / 32, 118, 134);
       const auto x = activations(rng, s.n * s.cols);
       std::vector<float> y(s.n * s.rows, -1.0f);
       ASSERT_TRUE(gpu.mxfp4(packed.data(), scales.data(), s.rows, s.cols, x.data(), s.n, y.data()));
-      EXPECT_EQ(differing(mxfp4_mul_add_chain(packed, scales, s.rows, s.cols, x, s.n, lanes), y), 0u)
-          << "mxfp4 " << s.rows << "x" << s.cols;
+      expect_same_bits(mxfp4_mul_add_chain(packed, scales, s.rows, s.cols, x, s.n, lanes), y,
+                       "mxfp4 " + std::to_string(s.rows) + "x" + std::to_string(s.cols));
     }
   }
   EXPECT_EQ(VulkanInstance::validation_errors(), 0u);

@@ -1,12 +1,15 @@
 // What the device tests share: lavapipe opened with the validation layer on
-// (a test fails, never skips, without it) and a bit-for-bit comparison.
+// (a test fails, never skips, without it), a bit-for-bit comparison, and
+// random bytes for packed weights and scales.
 #pragma once
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -41,6 +44,14 @@ inline void expect_same_bits(const std::vector<float>& want, const std::vector<f
   }
   EXPECT_EQ(differ, 0u) << what << ": " << differ << " of " << want.size() << " differ, first at " << first << " ("
                         << std::hex << wb << " vs " << gb << ")";
+}
+
+// `count` bytes drawn uniformly from [lo, hi].
+inline std::vector<uint8_t> random_bytes(std::mt19937& rng, size_t count, int lo, int hi) {
+  std::uniform_int_distribution<int> d(lo, hi);
+  std::vector<uint8_t> v(count);
+  for (uint8_t& b : v) b = static_cast<uint8_t>(d(rng));
+  return v;
 }
 
 }  // namespace k3::test
