@@ -52,7 +52,7 @@ int summarize_run(const Model& model, const ModelOptions& options, const Generat
                   uint64_t prompt_tokens, bool interrupted);
 
 // --gpu's line on stderr (unless --quiet): the device, the products it
-// ran, the bytes uploaded (MatmulBackend::describe). Nothing without one.
+// ran, the bytes uploaded (ComputeBackend::describe). Nothing without one.
 void report_device(const Model& model, const ModelOptions& options);
 
 // Seconds since the tool started (ModelOptions::started).

@@ -253,7 +253,7 @@ std::string device_stats_member(const ModelCounters& m) {
   w.key("products").value(static_cast<unsigned long long>(m.device_counters.products));
   w.key("upload_bytes").value(static_cast<unsigned long long>(m.device_counters.upload_bytes));
   w.key("peak_bytes").value(static_cast<unsigned long long>(m.device_counters.peak_bytes));
-  // The double-buffered staging (gpu/gpu_matmul.h).
+  // The double-buffered staging (gpu/gpu_backend.h).
   w.key("dispatches").value(static_cast<unsigned long long>(m.device_counters.dispatches));
   w.key("overlapped_upload_bytes").value(static_cast<unsigned long long>(m.device_counters.overlapped_upload_bytes));
   w.key("busy_waits").value(static_cast<unsigned long long>(m.device_counters.busy_waits));

@@ -38,9 +38,9 @@ uint64_t device_rows(uint64_t chunk, uint64_t batch) { return std::max(chunk, ba
 
 // The request's device, opened and its fma probed; a refusal names the
 // setting and the index ("--gpu 3: there is no such Vulkan device ...").
-std::unique_ptr<kernels::MatmulBackend> open_device(const RunRequest& req) {
+std::unique_ptr<kernels::ComputeBackend> open_device(const RunRequest& req) {
   try {
-    return open_gpu_matmul(req.gpu_device, static_cast<uint64_t>(std::llround(req.gpu_mb * 1e6)));
+    return open_gpu_backend(req.gpu_device, static_cast<uint64_t>(std::llround(req.gpu_mb * 1e6)));
   } catch (const Error& e) {
     throw Error(e.code(), spelled(kGpuSetting) + " " + std::to_string(req.gpu_device) + ": " + e.message());
   }
@@ -149,7 +149,7 @@ void Model::load(ModelPlan plan) {
   if (streaming_) engine_->set_max_batch(max_batch);  // the plan's prefill batch (lowered when memory is short)
   engine_->set_chunk(chunk);
   engine_->set_chunk_sub_batch(chunk_sub_batch);
-  set_matmul_backend(device_.get());
+  set_compute_backend(device_.get());
   if (plan.stream && plan.stream->plan.chunk_spilled) engine_->set_spill(std::make_unique<SpillFile>(req.trunk_dir));
   counters_.streaming = streaming_ != nullptr;
   counters_.max_batch = static_cast<uint64_t>(engine_->max_batch());
@@ -209,7 +209,7 @@ void Model::step_rows(std::span<Session* const> sessions, std::span<const std::s
   for (const std::span<const int32_t> chunk : ids) prompt_rows += chunk.size();
   // A pass of prompt rows is compute: its products go to the device (the
   // decode rows riding in it too, with the same bits); decode alone stays.
-  const kernels::ScopedMatmulBackend products_on(prompt_rows >= kDevicePassPromptRows ? backend_ : nullptr);
+  const kernels::ScopedComputeBackend products_on(prompt_rows >= kDevicePassPromptRows ? backend_ : nullptr);
   // The control holds for this pass only.
   struct Controlled {
     ForwardPass& pass;
@@ -259,9 +259,9 @@ void Model::pass_done(size_t rows) {
   last_ = now;
 }
 
-void Model::set_matmul_backend(kernels::MatmulBackend* backend) {
+void Model::set_compute_backend(kernels::ComputeBackend* backend) {
   backend_ = backend;
-  engine_->set_matmul_backend(backend);
+  engine_->set_compute_backend(backend);
 }
 
 ModelCounters Model::counters() const {

@@ -50,7 +50,7 @@
 #include "common/thread_pool.h"
 #include "expert_cache/expert_trace_oracle.h"
 #include "expert_cache/expert_trace_recorder.h"
-#include "kernels/matmul_backend.h"
+#include "kernels/compute_backend.h"
 #include "model/config.h"
 #include "model/layer_tap.h"
 #include "model/sequence_state.h"
@@ -67,7 +67,7 @@ class ForwardPass;
 class GenerationSession;
 class Session;
 namespace kernels {
-class MatmulBackend;
+class ComputeBackend;
 }
 
 // How to load a model (cf. a runtime config: budgets and callbacks).
@@ -96,7 +96,7 @@ struct ModelPlan {
   uint64_t device_bytes = 0;             // the --gpu device's products (runtime/device_plan.h); 0: no device
   // The request's device (RunRequest::gpu_device), opened and probed by the
   // plan, before anything is said, so its refusal is one line; null: none.
-  std::shared_ptr<kernels::MatmulBackend> device;
+  std::shared_ptr<kernels::ComputeBackend> device;
   double seconds = 0;  // planning time (counted in ModelCounters::load_seconds)
 };
 
@@ -131,8 +131,8 @@ struct ModelCounters {
   // bytes, and what it has done (exact counts).
   bool device = false;
   uint64_t device_plan_bytes = 0;
-  kernels::MatmulBackendCounters device_counters;
-  std::string device_summary;  // its one line (MatmulBackend::describe)
+  kernels::ComputeBackendCounters device_counters;
+  std::string device_summary;  // its one line (ComputeBackend::describe)
 };
 
 class Model {
@@ -173,7 +173,7 @@ class Model {
   // prompt chunk's products (ForwardPass::forward_chunk) and those of a
   // shared pass carrying at least kDevicePassPromptRows prompt rows
   // (step_rows); decode passes stay on the CPU.
-  void set_matmul_backend(kernels::MatmulBackend* backend);
+  void set_compute_backend(kernels::ComputeBackend* backend);
   static constexpr size_t kDevicePassPromptRows = 64;
   // Runs `ids` through the forward pass from an empty sequence, computing no
   // logits: the layer tap sees them as it would have (a draft model
@@ -254,8 +254,8 @@ class Model {
   size_t max_drafts_ = 0;
   ModelCounters counters_;
   StreamStats last_;
-  std::shared_ptr<kernels::MatmulBackend> device_;  // the plan's, for RunRequest::gpu_device
-  kernels::MatmulBackend* backend_ = nullptr;       // set_matmul_backend's
+  std::shared_ptr<kernels::ComputeBackend> device_;  // the plan's, for RunRequest::gpu_device
+  kernels::ComputeBackend* backend_ = nullptr;       // set_compute_backend's
 };
 
 }  // namespace k3

@@ -1,6 +1,6 @@
 // One command buffer and its fence: a unit of work submitted to the
 // device's queue and waited for later, so the host can fill the next
-// staging buffer while the device runs this one (GpuMatmul keeps two).
+// staging buffer while the device runs this one (GpuBackend keeps two).
 #pragma once
 
 #include <vulkan/vulkan.h>

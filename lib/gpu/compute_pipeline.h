@@ -1,7 +1,7 @@
 // One compute shader ready to dispatch: its SPIR-V (embedded at build time,
 // spirv_shaders.h), storage buffers at bindings 0..N-1, a push-constant
 // block and one specialization constant (constant_id 0). `sets` descriptor
-// sets, one per dispatch that may be in flight at once (GpuMatmul's two
+// sets, one per dispatch that may be in flight at once (GpuBackend's two
 // staging slots).
 #pragma once
 

@@ -14,7 +14,7 @@
 namespace k3 {
 
 namespace kernels {
-class MatmulBackend;
+class ComputeBackend;
 }
 
 // The keys messages name the run's device settings by (common/setting_spelling.h;
@@ -51,16 +51,16 @@ std::vector<GpuDeviceInfo> list_gpu_devices();
 // emulate it, or a CPU target without a shader (kResource). `budget_bytes`
 // (0: none) caps the device memory its buffers may hold; a product that
 // would need more ends the run with one line naming kGpuMbSetting (kResource).
-std::unique_ptr<kernels::MatmulBackend> open_gpu_matmul(int index, uint64_t budget_bytes = 0);
+std::unique_ptr<kernels::ComputeBackend> open_gpu_backend(int index, uint64_t budget_bytes = 0);
 
-// The most weight bytes GpuMatmul stages at once in each of its two slots
+// The most weight bytes GpuBackend stages at once in each of its two slots
 // (a product's rows go to the device in slices of at most this, or one
 // row where a row is larger): 16 MiB, or K3_GPU_STAGE_BYTES where set (the
 // tests, to slice the tiny model's products).
 inline constexpr uint64_t kGpuStageBytes = 16ull << 20;
 uint64_t gpu_stage_bytes();
 
-// The most device memory GpuMatmul's buffers hold for products whose
+// The most device memory GpuBackend's buffers hold for products whose
 // weights are at most `weight_bytes` (MXFP4 scales `scale_bytes`), `cols`
 // inputs and `rows` outputs wide, over at most `tokens` rows of
 // activations: each buffer is grown to the largest call and kept; the
@@ -74,7 +74,7 @@ struct GpuProductBound {
 uint64_t gpu_matmul_device_bytes(const GpuProductBound& largest, uint64_t tokens,
                                  uint64_t stage_bytes = gpu_stage_bytes());
 
-// The most device memory GpuMatmul's KDA recurrence holds for `heads` heads
+// The most device memory GpuBackend's KDA recurrence holds for `heads` heads
 // of `dim` over at most `tokens` rows (0 without KDA layers): the heads'
 // state, the tokens' q, k, v, decays and beta, their outputs.
 uint64_t gpu_kda_device_bytes(uint64_t heads, uint64_t dim, uint64_t tokens);

@@ -1,4 +1,4 @@
-// GpuMatmul::latent_attention: MLA's attention on the device
+// GpuBackend::latent_attention: MLA's attention on the device
 // (shaders/latent_attention.comp), in the product buffers:
 //   stages_[0].weights  kv_b_proj, BF16 [heads, nope + vdim, kvl]
 //   x_        per row (its cache's first word, the positions it sees), then
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "gpu/compute_pipeline.h"
-#include "gpu/gpu_matmul.h"
+#include "gpu/gpu_backend.h"
 #include "gpu/vulkan_buffer.h"
 #include "gpu/vulkan_context.h"
 
@@ -27,7 +27,7 @@ constexpr size_t kMaxGroups = 65535;                // maxComputeWorkGroupCount'
 
 }  // namespace
 
-bool GpuMatmul::latent_attention(const kernels::LatentAttentionCall& a) {
+bool GpuBackend::latent_attention(const kernels::LatentAttentionCall& a) {
   if (!device_->has_float64() || a.rows == 0 || a.heads == 0 || a.kvl == 0) return false;
   const size_t qh = a.nope + a.rope, stride = a.kvl + a.rope;
   size_t cache_words = 0, max_npos = 0;

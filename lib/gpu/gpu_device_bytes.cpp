@@ -1,5 +1,5 @@
 // The plan's figure for the device memory of a run's products
-// (gpu_matmul_device_bytes, gpu/gpu.h): GpuMatmul's buffers (the weights
+// (gpu_matmul_device_bytes, gpu/gpu.h): GpuBackend's buffers (the weights
 // and MXFP4 scales of its staging slots, activations in, products out),
 // each grown to its largest call and kept; and its KDA recurrence's three
 // (gpu_kda_device_bytes). Built with and without Vulkan, so a plan reads the

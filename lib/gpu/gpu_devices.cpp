@@ -7,7 +7,7 @@
 #include "gpu/fma_probe.h"
 #include "gpu/fma_probe_rate.h"
 #include "gpu/gpu.h"
-#include "gpu/gpu_matmul.h"
+#include "gpu/gpu_backend.h"
 #include "gpu/shader_variant.h"
 #include "gpu/vulkan_context.h"
 #include "kernels/matmul.h"
@@ -71,7 +71,7 @@ std::vector<GpuDeviceInfo> list_gpu_devices() {
   return out;
 }
 
-std::unique_ptr<kernels::MatmulBackend> open_gpu_matmul(int index, uint64_t budget_bytes) {
+std::unique_ptr<kernels::ComputeBackend> open_gpu_backend(int index, uint64_t budget_bytes) {
   const std::shared_ptr<VulkanInstance> instance = VulkanInstance::shared();
   const std::vector<VkPhysicalDevice> physical = instance->physical_devices();
   if (index < 0 || static_cast<size_t>(index) >= physical.size())
@@ -79,7 +79,7 @@ std::unique_ptr<kernels::MatmulBackend> open_gpu_matmul(int index, uint64_t budg
                                       " found; the doctor lists them)");
   auto device = std::make_unique<VulkanDevice>(instance, physical[static_cast<size_t>(index)], index);
   const bool fused = probe_fma_fused(*device);
-  return std::make_unique<GpuMatmul>(std::move(device), kernels::kernel_target_lanes(), fused, budget_bytes);
+  return std::make_unique<GpuBackend>(std::move(device), kernels::kernel_target_lanes(), fused, budget_bytes);
 }
 
 }  // namespace k3

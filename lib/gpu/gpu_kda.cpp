@@ -1,4 +1,4 @@
-// GpuMatmul's KDA recurrence (shaders/kda_recurrence.comp): the heads'
+// GpuBackend's KDA recurrence (shaders/kda_recurrence.comp): the heads'
 // state goes to the device once per call, the tokens in slices that fit a
 // binding, each slice one dispatch continuing the state the last one left;
 // the state comes back at the end. The decays exp(g) are computed here with
@@ -11,7 +11,7 @@
 
 #include "common/error.h"
 #include "gpu/compute_pipeline.h"
-#include "gpu/gpu_matmul.h"
+#include "gpu/gpu_backend.h"
 #include "gpu/vulkan_buffer.h"
 #include "gpu/vulkan_context.h"
 
@@ -26,8 +26,8 @@ constexpr uint32_t kGroupColumns = 64;  // local_size_x
 
 }  // namespace
 
-bool GpuMatmul::kda_recurrence(float* S, const float* q, const float* k, const float* v, const float* g,
-                               const float* beta, size_t heads, size_t dim, size_t n, float* o) {
+bool GpuBackend::kda_recurrence(float* S, const float* q, const float* k, const float* v, const float* g,
+                                const float* beta, size_t heads, size_t dim, size_t n, float* o) {
   if (heads == 0 || dim == 0 || n == 0) return false;
   const size_t HD = heads * dim, state_bytes = HD * dim * sizeof(float);
   const size_t token_bytes = (4 * HD + heads) * sizeof(float);

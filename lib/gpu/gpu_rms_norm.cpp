@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "gpu/compute_pipeline.h"
-#include "gpu/gpu_matmul.h"
+#include "gpu/gpu_backend.h"
 #include "gpu/vulkan_buffer.h"
 #include "gpu/vulkan_context.h"
 
@@ -24,7 +24,7 @@ constexpr size_t kMaxGroups = 65535;
 
 }  // namespace
 
-bool GpuMatmul::rms_norm(const float* x, size_t n, size_t dim, const float* weight, float eps, float* out) {
+bool GpuBackend::rms_norm(const float* x, size_t n, size_t dim, const float* weight, float eps, float* out) {
   // The shader needs float64 and int64 for its exact steps; a device
   // without them leaves the norm to the CPU.
   if (n == 0 || dim == 0 || dim > UINT32_MAX || !device_->has_float64()) return false;

@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "gpu/compute_pipeline.h"
-#include "gpu/gpu_matmul.h"
+#include "gpu/gpu_backend.h"
 #include "gpu/vulkan_buffer.h"
 #include "gpu/vulkan_context.h"
 #include "kernels/situ.h"
@@ -33,7 +33,7 @@ uint32_t bits_of(float f) {
 
 }  // namespace
 
-bool GpuMatmul::situ(float* g, const float* u, size_t count, const kernels::SituParams& p) {
+bool GpuBackend::situ(float* g, const float* u, size_t count, const kernels::SituParams& p) {
   // The shader needs float64 and int64; without them the CPU runs the step.
   if (count == 0 || !device_->has_float64()) return false;
   if (!situ_) situ_ = std::make_unique<ComputePipeline>(*device_, "situ", 2, sizeof(SituShape), 0);

@@ -2,7 +2,7 @@
 // file instead of the vulkan_* ones): no devices, --gpu refused.
 #include "common/error.h"
 #include "gpu/gpu.h"
-#include "kernels/matmul_backend.h"
+#include "kernels/compute_backend.h"
 
 namespace k3 {
 
@@ -14,7 +14,7 @@ const char* gpu_not_built_reason() {
 
 std::vector<GpuDeviceInfo> list_gpu_devices() { return {}; }
 
-std::unique_ptr<kernels::MatmulBackend> open_gpu_matmul(int, uint64_t) {
+std::unique_ptr<kernels::ComputeBackend> open_gpu_backend(int, uint64_t) {
   throw Error(ExitCode::kUsage, gpu_not_built_reason());
 }
 

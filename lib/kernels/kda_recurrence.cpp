@@ -3,14 +3,14 @@
 #include <vector>
 
 #include "common/thread_pool.h"
+#include "kernels/compute_backend.h"
 #include "kernels/kda_step.h"
-#include "kernels/matmul_backend.h"
 
 namespace k3::kernels {
 
 void kda_recurrence_on_backend(float* S, const float* q, const float* k, const float* v, const float* g,
                                const float* beta, size_t heads, size_t dim, size_t n, float* o, ThreadPool* pool) {
-  MatmulBackend* backend = current_matmul_backend();
+  ComputeBackend* backend = current_compute_backend();
   if (backend && backend->kda_recurrence(S, q, k, v, g, beta, heads, dim, n, o)) return;
   const size_t HD = heads * dim;
   const size_t slots = slots_for(pool, heads);

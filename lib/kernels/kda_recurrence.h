@@ -2,7 +2,7 @@
 // h and token t in turn, kda_recurrent_step (kda_step.h) on head h's S with
 // that token's q, k, v, g and beta. Heads are independent; tokens are not.
 // The chunked prefill runs it on the calling thread's backend
-// (matmul_backend.h) when one takes it, with the CPU kernel's bits.
+// (compute_backend.h) when one takes it, with the CPU kernel's bits.
 #pragma once
 
 #include <cstddef>

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "common/thread_pool.h"
-#include "kernels/matmul_backend.h"
+#include "kernels/compute_backend.h"
 
 namespace k3::kernels {
 
@@ -33,7 +33,7 @@ void rms_norm(const float* x, size_t n, size_t dim, const float* weight, float e
 
 void rms_norm_on_backend(const float* x, size_t n, size_t dim, const float* weight, float eps, float* out,
                          ThreadPool* pool) {
-  MatmulBackend* backend = current_matmul_backend();
+  ComputeBackend* backend = current_compute_backend();
   if (backend && backend->rms_norm(x, n, dim, weight, eps, out)) return;
   rms_norm(x, n, dim, weight, eps, out, pool);
 }

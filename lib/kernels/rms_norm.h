@@ -17,7 +17,7 @@ void rms_norm(const float* x, size_t n, size_t dim, const float* weight, float e
 // since each row is normalised by the code above on its own.
 void rms_norm(const float* x, size_t n, size_t dim, const float* weight, float eps, float* out, ThreadPool* pool);
 
-// rms_norm through the calling thread's backend (kernels/matmul_backend.h),
+// rms_norm through the calling thread's backend (kernels/compute_backend.h),
 // else on the CPU with `pool`: the chunk's norms, on the device with it.
 void rms_norm_on_backend(const float* x, size_t n, size_t dim, const float* weight, float eps, float* out,
                          ThreadPool* pool);

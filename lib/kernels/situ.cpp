@@ -7,7 +7,7 @@
 
 #include "common/thread_pool.h"
 #include "kernels/activations.h"
-#include "kernels/matmul_backend.h"
+#include "kernels/compute_backend.h"
 #include "kernels/situ.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -100,7 +100,7 @@ void situ_inplace(float* g, const float* u, size_t count, const SituParams& p, T
 }
 
 void situ_inplace_on_backend(float* g, const float* u, size_t count, const SituParams& p, ThreadPool* pool) {
-  MatmulBackend* backend = current_matmul_backend();
+  ComputeBackend* backend = current_compute_backend();
   if (backend && backend->situ(g, u, count, p)) return;
   situ_inplace(g, u, count, p, pool);
 }

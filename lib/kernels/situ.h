@@ -30,7 +30,7 @@ float situ(float g, float u, const SituParams& p);
 // through the same vector code, padded).
 void situ_span(float* g, const float* u, size_t count, const SituParams& p);
 
-// situ_inplace through the calling thread's backend (kernels/matmul_backend.h),
+// situ_inplace through the calling thread's backend (kernels/compute_backend.h),
 // else on the CPU with `pool`: the chunk's step, on the device with it.
 void situ_inplace_on_backend(float* g, const float* u, size_t count, const SituParams& p, ThreadPool* pool);
 

@@ -31,7 +31,7 @@ namespace k3 {
 
 class ThreadPool;
 namespace kernels {
-class MatmulBackend;
+class ComputeBackend;
 }
 
 // Which rows of a pass go through the head. kLastOfEach: the last row of
@@ -141,7 +141,7 @@ class ForwardPass {
   // (lib/gpu) with the CPU kernels' bits, or nullptr (the default: the
   // CPU). Batches of max_batch() or fewer rows, decode included, stay on
   // the CPU. It must outlive the passes it is set for.
-  void set_matmul_backend(kernels::MatmulBackend* backend) { matmul_backend_ = backend; }
+  void set_compute_backend(kernels::ComputeBackend* backend) { compute_backend_ = backend; }
 
   // The scratch memory every pass reuses (grown only for a pass with more
   // rows or a longer context than any before).
@@ -183,7 +183,7 @@ class ForwardPass {
   size_t max_batch_ = 256;
   size_t chunk_ = 0;
   size_t chunk_sub_batch_ = 0;
-  kernels::MatmulBackend* matmul_backend_ = nullptr;
+  kernels::ComputeBackend* compute_backend_ = nullptr;
   PrefillChunk chunk_state_;
   std::unique_ptr<SpillFile> spill_;
   Progress progress_;

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "common/thread_pool.h"
-#include "kernels/matmul_backend.h"
+#include "kernels/compute_backend.h"
 #include "model/decoder_layer.h"
 #include "model/finite_check.h"
 #include "model/forward_pass.h"
@@ -108,7 +108,7 @@ struct ForwardPass::ChunkRun {
 void ForwardPass::forward_chunk(std::span<SequenceState* const> states, std::span<const size_t> counts,
                                 const int32_t* ids, LogitRows rows, float* logits, int64_t steps_before,
                                 int64_t steps_total) {
-  const kernels::ScopedMatmulBackend products_on(matmul_backend_);  // the chunk's products: set_matmul_backend
+  const kernels::ScopedComputeBackend products_on(compute_backend_);  // the chunk's products: set_compute_backend
   const ModelConfig& c = config_;
   ChunkRun run;
   run.states = states;

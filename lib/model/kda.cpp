@@ -7,10 +7,10 @@
 #include "common/error.h"
 #include "common/thread_pool.h"
 #include "kernels/activations.h"
+#include "kernels/compute_backend.h"
 #include "kernels/kda_recurrence.h"
 #include "kernels/kda_step.h"
 #include "kernels/l2_normalize.h"
-#include "kernels/matmul_backend.h"
 #include "kernels/rms_norm.h"
 #include "kernels/short_conv.h"
 #include "model/forward_scratch.h"
@@ -203,7 +203,7 @@ void kda_forward(const ModelConfig& c, const KdaWeights& w, std::span<const Laye
   // the CPU with the steps around the recurrence fused per head and token.
   bool history = false;
   for (const LayerSegment& seg : segments) history = history || seg.history != nullptr;
-  if (kernels::current_matmul_backend() && !history) kda_heads_staged(c, w, segments, m, pool);
+  if (kernels::current_compute_backend() && !history) kda_heads_staged(c, w, segments, m, pool);
   else kda_heads_fused(c, w, segments, m, slots, pool);
 
   lin(w.o_proj, m.o, n, out, pool);

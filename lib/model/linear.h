@@ -1,14 +1,14 @@
 // lin(x, W) = x @ W^T over n token rows, for the weight formats the model
 // uses. Thin wrappers over the kernels so the model code reads like the SPEC.
-// Whole products go through the calling thread's matmul backend
-// (kernels/matmul_backend.h: a device during a chunked prefill, with the
+// Whole products go through the calling thread's compute backend
+// (kernels/compute_backend.h: a device during a chunked prefill, with the
 // CPU's bits); lin_rows, for one thread's share of rows, stays on the CPU.
 #pragma once
 
 #include <cstddef>
 
+#include "kernels/compute_backend.h"
 #include "kernels/matmul.h"
-#include "kernels/matmul_backend.h"
 #include "model/weights.h"
 
 namespace k3 {

@@ -9,7 +9,7 @@
 #include "kernels/activations.h"
 #include "kernels/attention_scores.h"
 #include "kernels/bf16.h"
-#include "kernels/matmul_backend.h"
+#include "kernels/compute_backend.h"
 #include "kernels/rms_norm.h"
 #include "model/forward_scratch.h"
 #include "model/linear.h"
@@ -67,7 +67,7 @@ struct MlaScratch {
 // then the output gate on the CPU; false when there is none or it declines.
 bool attend_on_backend(const ModelConfig& c, const MlaWeights& w, std::span<const LayerSegment> segments,
                        const MlaScratch& m, size_t n, float scale, ThreadPool* pool) {
-  kernels::MatmulBackend* device = kernels::current_matmul_backend();
+  kernels::ComputeBackend* device = kernels::current_compute_backend();
   if (device == nullptr) return false;
   std::vector<const float*> caches(segments.size());
   std::vector<size_t> positions(segments.size());

@@ -22,7 +22,7 @@ void run(const M& gate, const M& up, const M& down, const SituParams& p, const f
   float* g = scratch;
   float* u = scratch + n * inter;
   // With a device backend the products go to it whole (lin below).
-  if (has_row_access(gate) && has_row_access(up) && !kernels::current_matmul_backend()) {
+  if (has_row_access(gate) && has_row_access(up) && !kernels::current_compute_backend()) {
     // Gate, up and the SiTU step in one parallel region, each thread on its
     // own rows of both: one wake-up of the pool instead of two, and the
     // step split too (with libm's expm1/tanh it was 3.7% of a 2-thread

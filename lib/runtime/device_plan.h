@@ -1,5 +1,5 @@
 // The memory plan's device part (--gpu, docs/gpu.md): the device memory the
-// run's matrix products hold, GpuMatmul's buffers grown to the checkpoint's
+// run's matrix products hold, GpuBackend's buffers grown to the checkpoint's
 // largest product over the most rows one device call gets, and its KDA
 // recurrence's over those rows, checked against the request's gpu_mb before
 // any weight is read.

@@ -21,7 +21,7 @@
 #include "common/error.h"
 #include "gpu/fma_probe.h"
 #include "gpu/gpu.h"
-#include "gpu/gpu_matmul.h"
+#include "gpu/gpu_backend.h"
 #include "gpu/lavapipe_device.h"
 #include "gpu/vulkan_context.h"
 #include "kernels/bf16.h"
@@ -121,7 +121,7 @@ TEST(GpuMatmulOrder, ScalarOrderIsTheKernelsOnEveryTarget) {
   size_t checked = 0;
   test::for_each_target([&] {
     const size_t lanes = kernels::kernel_target_lanes();
-    // The device runs the 8- and 16-lane orders only (GpuMatmul refuses the
+    // The device runs the 8- and 16-lane orders only (GpuBackend refuses the
     // others). How a narrower target multiplies and adds depends on its
     // compiler (clang contracts EMU128's MulAdd into an fma, g++ here does
     // not), so those targets are not the shaders' contract.
@@ -137,7 +137,7 @@ TEST(GpuMatmulOrder, ScalarOrderIsTheKernelsOnEveryTarget) {
   EXPECT_GE(checked, 1u);
 }
 
-TEST(GpuMatmul, LavapipeFmaIsNotFused) {
+TEST(GpuBackend, LavapipeFmaIsNotFused) {
   auto device = open_lavapipe_device();
   ASSERT_TRUE(device);
   EXPECT_FALSE(probe_fma_fused(*device));
@@ -145,14 +145,14 @@ TEST(GpuMatmul, LavapipeFmaIsNotFused) {
   EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
 }
 
-TEST(GpuMatmul, Bf16EqualsTheCpuOrderBitForBit) {
+TEST(GpuBackend, Bf16EqualsTheCpuOrderBitForBit) {
   auto device = open_lavapipe_device();
   ASSERT_TRUE(device);
   ASSERT_TRUE(VulkanInstance::validation_enabled());
   const size_t native = kernels::kernel_target_lanes();
   for (size_t lanes : {size_t{16}, size_t{8}}) {
     SCOPED_TRACE("lanes " + std::to_string(lanes));
-    GpuMatmul gpu(std::move(device), lanes, false);
+    GpuBackend gpu(std::move(device), lanes, false);
     std::mt19937 rng(static_cast<unsigned>(lanes));
     for (const Shape& s : kBf16Shapes) {
       const std::string what = std::to_string(s.rows) + "x" + std::to_string(s.cols) + " n=" + std::to_string(s.n);
@@ -175,13 +175,13 @@ TEST(GpuMatmul, Bf16EqualsTheCpuOrderBitForBit) {
   EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
 }
 
-TEST(GpuMatmul, Mxfp4EqualsTheCpuOrderBitForBit) {
+TEST(GpuBackend, Mxfp4EqualsTheCpuOrderBitForBit) {
   auto device = open_lavapipe_device();
   ASSERT_TRUE(device);
   const size_t native = kernels::kernel_target_lanes();
   for (size_t lanes : {size_t{16}, size_t{8}}) {
     SCOPED_TRACE("lanes " + std::to_string(lanes));
-    GpuMatmul gpu(std::move(device), lanes, false);
+    GpuBackend gpu(std::move(device), lanes, false);
     std::mt19937 rng(static_cast<unsigned>(100 + lanes));
     for (const Shape& s : kMxShapes) {
       const std::string what = std::to_string(s.rows) + "x" + std::to_string(s.cols) + " n=" + std::to_string(s.n);
@@ -215,11 +215,11 @@ TEST(GpuMatmul, Mxfp4EqualsTheCpuOrderBitForBit) {
 // +2^-60, then + 3 * (1 + 3 * 2^-23) = 3 + 4.5 ulp: once, 3 + 5 ulp;
 // twice, or truncated to double without the sticky bit of round-to-odd,
 // the tie goes to even, 3 + 4 ulp. (ulp = 2^-22 between 2 and 4.)
-TEST(GpuMatmul, Bf16RoundsOnceWhereDoubleRoundingWouldNot) {
+TEST(GpuBackend, Bf16RoundsOnceWhereDoubleRoundingWouldNot) {
   auto device = open_lavapipe_device();
   ASSERT_TRUE(device);
   const size_t lanes = kernels::kernel_target_lanes() >= 16 ? 16 : 8, cols = 32, rows = 2;
-  GpuMatmul gpu(std::move(device), lanes, false);
+  GpuBackend gpu(std::move(device), lanes, false);
   std::vector<uint16_t> w(rows * cols, 0);
   std::vector<float> x(cols, 0.0f);
   x[0] = x[1] = std::ldexp(1.0f, -60);
@@ -242,11 +242,11 @@ TEST(GpuMatmul, Bf16RoundsOnceWhereDoubleRoundingWouldNot) {
 // use one slot), each grown to its largest call and kept, the peak their sum; gpu_matmul_device_bytes, the plan's
 // figure, equals it when one product is the largest in every respect. A budget below what a product needs refuses it
 // with one line naming the setting.
-TEST(GpuMatmul, DevicePeakIsThePlansFormula) {
+TEST(GpuBackend, DevicePeakIsThePlansFormula) {
   auto device = open_lavapipe_device();
   ASSERT_TRUE(device);
   const size_t lanes = kernels::kernel_target_lanes() >= 16 ? 16 : 8;
-  GpuMatmul gpu(std::move(device), lanes, false);
+  GpuBackend gpu(std::move(device), lanes, false);
   std::mt19937 rng(7);
   // BF16 96 x 64 over 5 rows, then MXFP4 128 x 256 over 9 rows (the larger in every way).
   const auto w = bf16_weights(rng, 96 * 64);
@@ -263,13 +263,13 @@ TEST(GpuMatmul, DevicePeakIsThePlansFormula) {
   const uint64_t mx_bytes = (128 * 128 + 4) + (128 * 8 + 4) + 9 * 256 * 4 + 9 * 128 * 4;
   EXPECT_EQ(gpu.peak_bytes(), mx_bytes);
   EXPECT_EQ(gpu_matmul_device_bytes({128 * 128, 128 * 8, 256, 128}, 9), mx_bytes);
-  const kernels::MatmulBackendCounters c = gpu.counters();
+  const kernels::ComputeBackendCounters c = gpu.counters();
   EXPECT_EQ(c.products, 2u);
   EXPECT_EQ(c.upload_bytes, 96u * 64 * 2 + 5 * 64 * 4 + 128 * 128 + 128 * 8 + 9 * 256 * 4);
   EXPECT_EQ(c.peak_bytes, mx_bytes);
 
   // A budget a byte short of the MXFP4 product: the BF16 one runs, the other is refused.
-  GpuMatmul capped(open_lavapipe_device(), lanes, false, mx_bytes - 1);
+  GpuBackend capped(open_lavapipe_device(), lanes, false, mx_bytes - 1);
   ASSERT_TRUE(capped.bf16(w.data(), 96, 64, x.data(), 5, y.data()));
   try {
     capped.mxfp4(packed.data(), scales.data(), 128, 256, x2.data(), 9, y2.data());
@@ -288,14 +288,14 @@ TEST(GpuMatmul, DevicePeakIsThePlansFormula) {
 // starts). The counts are exact: one dispatch a slice; every slice after
 // the first copied while the other slot's ran; the device peak two slots of
 // one slice each, the plan's formula for that stage size.
-TEST(GpuMatmul, StagedSlicesKeepTheBitsAndOverlap) {
+TEST(GpuBackend, StagedSlicesKeepTheBitsAndOverlap) {
   setenv("K3_GPU_STAGE_BYTES", "4096", 1);
   const size_t lanes = kernels::kernel_target_lanes() >= 16 ? 16 : 8, n = 3;
   std::mt19937 rng(4096);
   {  // BF16 200 x 256: 512-byte rows, 8 a slice, 25 slices
     auto device = open_lavapipe_device();
     ASSERT_TRUE(device);
-    GpuMatmul gpu(std::move(device), lanes, false);
+    GpuBackend gpu(std::move(device), lanes, false);
     const size_t rows = 200, cols = 256;
     const auto w = bf16_weights(rng, rows * cols);
     const auto x = activations(rng, n * cols, false);
@@ -311,7 +311,7 @@ TEST(GpuMatmul, StagedSlicesKeepTheBitsAndOverlap) {
     EXPECT_EQ(gpu.counters().dispatches, 25u);
   }
   {  // MXFP4 130 x 512: 256 + 16 bytes a row, 16 a slice, 9 slices (the last of 2 rows)
-    GpuMatmul gpu(open_lavapipe_device(), lanes, false);
+    GpuBackend gpu(open_lavapipe_device(), lanes, false);
     const size_t rows = 130, cols = 512;
     const auto packed = random_bytes(rng, rows * cols / 2, 0, 255);
     const auto scales = random_bytes(rng, rows * cols / 32, 110, 135);
@@ -327,7 +327,7 @@ TEST(GpuMatmul, StagedSlicesKeepTheBitsAndOverlap) {
   }
   unsetenv("K3_GPU_STAGE_BYTES");
   // A product that fits one slice uses one slot: nothing overlaps.
-  GpuMatmul gpu(open_lavapipe_device(), lanes, false);
+  GpuBackend gpu(open_lavapipe_device(), lanes, false);
   const auto w = bf16_weights(rng, 64 * 64);
   const auto x = activations(rng, n * 64, false);
   std::vector<float> y(n * 64);
@@ -337,10 +337,10 @@ TEST(GpuMatmul, StagedSlicesKeepTheBitsAndOverlap) {
   EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
 }
 
-TEST(GpuMatmul, OpenRefusesADeviceThatIsNotThere) {
+TEST(GpuBackend, OpenRefusesADeviceThatIsNotThere) {
   setenv("K3_GPU_VALIDATION", "1", 1);
   try {
-    open_gpu_matmul(99);
+    open_gpu_backend(99);
     FAIL() << "device 99 opened";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::kUsage);
@@ -348,7 +348,7 @@ TEST(GpuMatmul, OpenRefusesADeviceThatIsNotThere) {
   }
 }
 
-TEST(GpuMatmul, ListsLavapipeWithItsFma) {
+TEST(GpuBackend, ListsLavapipeWithItsFma) {
   setenv("K3_GPU_VALIDATION", "1", 1);
   bool found = false;
   for (const GpuDeviceInfo& d : list_gpu_devices()) {

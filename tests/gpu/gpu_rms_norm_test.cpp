@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "gpu/gpu_matmul.h"
+#include "gpu/gpu_backend.h"
 #include "gpu/lavapipe_device.h"
+#include "kernels/compute_backend.h"
 #include "kernels/matmul.h"
-#include "kernels/matmul_backend.h"
 #include "kernels/rms_norm.h"
 #include "model/k3_geometry.h"
 
@@ -28,8 +28,8 @@ using test::open_lavapipe_device;
 
 // One device for the whole program: lavapipe compiles a pipeline in about
 // a second, so the tests share it (and count its calls as differences).
-GpuMatmul& shared_gpu() {
-  static GpuMatmul gpu(open_lavapipe_device(), kernels::kernel_target_lanes() >= 16 ? 16 : 8, false);
+GpuBackend& shared_gpu() {
+  static GpuBackend gpu(open_lavapipe_device(), kernels::kernel_target_lanes() >= 16 ? 16 : 8, false);
   return gpu;
 }
 
@@ -54,7 +54,7 @@ std::vector<float> cpu_norm(const std::vector<float>& x, size_t n, size_t dim, c
 
 TEST(GpuRmsNorm, EqualsTheCpuKernelAtK3WidthsBitForBit) {
   const ModelConfig k3 = k3_reference_config();
-  GpuMatmul& gpu = shared_gpu();
+  GpuBackend& gpu = shared_gpu();
   const uint64_t calls = gpu.counters().rms_norms;
   std::mt19937 rng(39);
   struct Case {
@@ -83,7 +83,7 @@ TEST(GpuRmsNorm, EqualsTheCpuKernelAtK3WidthsBitForBit) {
 // the scale is 0), one inf (inf * 0: the CPU's default NaN), one NaN (NaN
 // throughout); the output written in place, as the chunk's latent norm does.
 TEST(GpuRmsNorm, EdgeRowsEqualTheCpuKernel) {
-  GpuMatmul& gpu = shared_gpu();
+  GpuBackend& gpu = shared_gpu();
   const size_t dim = 37;
   std::mt19937 rng(5);
   std::vector<float> x = rows_of(rng, 6, dim, -3, 3);
@@ -114,7 +114,7 @@ TEST(GpuRmsNorm, EdgeRowsEqualTheCpuKernel) {
 // the device's peak does not move.
 TEST(GpuRmsNorm, RunsThroughTheSeamWithinTheProductsPeak) {
   // Its own device: the peak must be this test's product's.
-  GpuMatmul gpu(open_lavapipe_device(), kernels::kernel_target_lanes() >= 16 ? 16 : 8, false);
+  GpuBackend gpu(open_lavapipe_device(), kernels::kernel_target_lanes() >= 16 ? 16 : 8, false);
   std::mt19937 rng(11);
   const size_t dim = 256, n = 7;
   const auto x = rows_of(rng, n, dim, -4, 4);
@@ -125,7 +125,7 @@ TEST(GpuRmsNorm, RunsThroughTheSeamWithinTheProductsPeak) {
   const uint64_t peak = gpu.peak_bytes();
   std::vector<float> out(n * dim);
   {
-    kernels::ScopedMatmulBackend on(&gpu);
+    kernels::ScopedComputeBackend on(&gpu);
     kernels::rms_norm_on_backend(x.data(), n, dim, w.data(), 1e-5f, out.data(), nullptr);
   }
   EXPECT_EQ(gpu.counters().rms_norms, 1u);

@@ -22,7 +22,7 @@
 #include "common/error.h"
 #include "gpu/fma_probe_rate.h"
 #include "gpu/gpu.h"
-#include "gpu/gpu_matmul.h"
+#include "gpu/gpu_backend.h"
 #include "gpu/lavapipe_device.h"
 #include "gpu/shader_variant.h"
 #include "gpu/spirv_shaders.h"
@@ -155,7 +155,7 @@ TEST(GpuShaderVariant, ChoiceByFmaAndFeatures) {
 TEST(GpuShaderVariant, LavapipeGetsTheExactBuild) {
   auto device = open_lavapipe_device();
   ASSERT_TRUE(device);
-  GpuMatmul gpu(std::move(device), 8, false);
+  GpuBackend gpu(std::move(device), 8, false);
   EXPECT_EQ(gpu.variant(), MatmulShaderVariant::kExact);
   EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
 }
@@ -174,7 +174,7 @@ TEST(GpuShaderVariant, NativeBuildIsTheCpuOrderWithTheDevicesFma) {
     SCOPED_TRACE("lanes " + std::to_string(lanes));
     auto device = open_lavapipe_device();
     ASSERT_TRUE(device);
-    GpuMatmul gpu(std::move(device), lanes, true, 0, MatmulShaderVariant::kNative);
+    GpuBackend gpu(std::move(device), lanes, true, 0, MatmulShaderVariant::kNative);
     ASSERT_EQ(gpu.variant(), MatmulShaderVariant::kNative);
     std::mt19937 rng(static_cast<unsigned>(39 + lanes));
     for (const Shape& s : bf16_shapes) {

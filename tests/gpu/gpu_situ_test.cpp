@@ -1,7 +1,7 @@
 // The SiTU step on the device (shaders/situ.comp) against the CPU's
 // kernels::situ_span, bit for bit, on lavapipe with the validation layer on:
 // every x86 target with FMA this CPU runs (AVX2 and, where present,
-// AVX-512: the ones GpuMatmul follows) gives the same bits as the device, at
+// AVX-512: the ones GpuBackend follows) gives the same bits as the device, at
 // K3's widths and betas (k3_reference_config, the config k3-synth --preset
 // k3 writes) and at the edges of Highway's Exp and Tanh (|x| past Tanh's
 // limit, g past Exp's -104 clamp, subnormals, zeros, infinities, NaN).
@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "gpu/gpu_matmul.h"
+#include "gpu/gpu_backend.h"
 #include "gpu/lavapipe_device.h"
+#include "kernels/compute_backend.h"
 #include "kernels/matmul.h"
-#include "kernels/matmul_backend.h"
 #include "kernels/situ.h"
 #include "lib/simd_targets.h"
 #include "model/k3_geometry.h"
@@ -30,8 +30,8 @@ using test::open_lavapipe_device;
 
 // One device for the whole program: lavapipe compiles a pipeline in about
 // a second, so the tests share it (and count its calls as differences).
-GpuMatmul& shared_gpu() {
-  static GpuMatmul gpu(open_lavapipe_device(), kernels::kernel_target_lanes() >= 16 ? 16 : 8, false);
+GpuBackend& shared_gpu() {
+  static GpuBackend gpu(open_lavapipe_device(), kernels::kernel_target_lanes() >= 16 ? 16 : 8, false);
   return gpu;
 }
 
@@ -63,7 +63,7 @@ std::vector<float> cpu_step(std::vector<float> g, const std::vector<float>& u, c
 }
 
 // The device against situ_span on every FMA target of this CPU.
-void expect_targets_equal(GpuMatmul& gpu, const std::vector<float>& g, const std::vector<float>& u,
+void expect_targets_equal(GpuBackend& gpu, const std::vector<float>& g, const std::vector<float>& u,
                           const kernels::SituParams& p, const std::string& what) {
   std::vector<float> device = g;
   ASSERT_TRUE(gpu.situ(device.data(), u.data(), g.size(), p));
@@ -82,7 +82,7 @@ TEST(GpuSitu, EqualsEveryFmaTargetAtK3Widths) {
   const kernels::SituParams k3_params = SituParams::from(k3);
   kernels::SituParams no_linear = k3_params;
   no_linear.has_linear_beta = false;
-  GpuMatmul& gpu = shared_gpu();
+  GpuBackend& gpu = shared_gpu();
   const uint64_t calls = gpu.counters().situ_steps;
   std::mt19937 rng(39);
   // A row of the dense MLP's width, two of an expert's, an odd tail.
@@ -98,7 +98,7 @@ TEST(GpuSitu, EqualsEveryFmaTargetAtK3Widths) {
 
 TEST(GpuSitu, EdgeValuesEqualTheCpu) {
   const kernels::SituParams p = SituParams::from(k3_reference_config());
-  GpuMatmul& gpu = shared_gpu();
+  GpuBackend& gpu = shared_gpu();
   const std::vector<float> edges = edge_values();
   // Every edge value as g against every one as u (and one NaN aside).
   std::vector<float> g, u;
@@ -119,13 +119,13 @@ TEST(GpuSitu, EdgeValuesEqualTheCpu) {
 // Through the seam: situ_inplace_on_backend runs on the installed backend.
 TEST(GpuSitu, RunsThroughTheSeam) {
   const kernels::SituParams p = SituParams::from(k3_reference_config());
-  GpuMatmul& gpu = shared_gpu();
+  GpuBackend& gpu = shared_gpu();
   const uint64_t calls = gpu.counters().situ_steps;
   std::mt19937 rng(3);
   const auto g = values(rng, 1000), u = values(rng, 1000);
   std::vector<float> device = g, cpu = g;
   {
-    kernels::ScopedMatmulBackend on(&gpu);
+    kernels::ScopedComputeBackend on(&gpu);
     kernels::situ_inplace_on_backend(device.data(), u.data(), g.size(), p, nullptr);
   }
   EXPECT_EQ(gpu.counters().situ_steps - calls, 1u);

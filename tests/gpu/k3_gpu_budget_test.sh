@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # --gpu-mb and the device's figures, on Mesa's lavapipe over the tiny model:
-# the plan's device bytes equal GpuMatmul's buffers grown to the
+# the plan's device bytes equal GpuBackend's buffers grown to the
 # checkpoint's largest product over the chunk's rows, with a 64 KiB stage
 # (K3_GPU_STAGE_BYTES) so the head's weights go through both staging slots,
 # computed here from the safetensors headers; a budget of exactly that runs

@@ -1,5 +1,5 @@
 // The KDA recurrence on a Vulkan device (shaders/kda_recurrence.comp through
-// GpuMatmul::kda_recurrence) against the CPU kernel (kernels/kda_step.h),
+// GpuBackend::kda_recurrence) against the CPU kernel (kernels/kda_step.h),
 // bit for bit: outputs and the state after every call, on Mesa's lavapipe
 // (fma not fused: every multiply and add emulated) with the validation
 // layer on. The CPU step's bits are the same on every SIMD target (it
@@ -17,13 +17,13 @@
 #include <vector>
 
 #include "gpu/gpu.h"
-#include "gpu/gpu_matmul.h"
+#include "gpu/gpu_backend.h"
 #include "gpu/lavapipe_device.h"
 #include "gpu/vulkan_context.h"
+#include "kernels/compute_backend.h"
 #include "kernels/kda_recurrence.h"
 #include "kernels/kda_step.h"
 #include "kernels/matmul.h"
-#include "kernels/matmul_backend.h"
 #include "lib/simd_targets.h"
 #include "model/k3_geometry.h"
 
@@ -32,11 +32,11 @@ namespace {
 
 using test::open_lavapipe_device;
 
-std::unique_ptr<GpuMatmul> open_gpu() {
+std::unique_ptr<GpuBackend> open_gpu() {
   auto device = open_lavapipe_device();
   if (!device) return nullptr;
   const size_t lanes = kernels::kernel_target_lanes() >= 16 ? 16 : 8;
-  return std::make_unique<GpuMatmul>(std::move(device), lanes, false);
+  return std::make_unique<GpuBackend>(std::move(device), lanes, false);
 }
 
 void expect_bits_equal(const std::vector<float>& want, const std::vector<float>& got, const std::string& what) {
@@ -100,7 +100,7 @@ void cpu_recurrence(Case& c, std::vector<float>& o) {
 
 // The device's outputs and state equal the CPU kernel's on every target,
 // over two calls (the second continues the state the first left).
-void expect_device_equals_cpu(GpuMatmul& gpu, Case c, const std::string& what) {
+void expect_device_equals_cpu(GpuBackend& gpu, Case c, const std::string& what) {
   Case device = c;
   std::vector<float> want_o, got_o(c.n * c.heads * c.dim, -1.0f);
   for (int call = 0; call < 2; ++call) {
@@ -165,7 +165,7 @@ TEST(GpuKdaRecurrence, SeamRunsOnTheBackendAndThePeakIsThePlansFormula) {
   kernels::kda_recurrence_on_backend(cpu.S.data(), cpu.q.data(), cpu.k.data(), cpu.v.data(), cpu.g.data(),
                                      cpu.beta.data(), 4, 16, cpu.n, want.data(), nullptr);
   {
-    kernels::ScopedMatmulBackend scoped(gpu.get());
+    kernels::ScopedComputeBackend scoped(gpu.get());
     kernels::kda_recurrence_on_backend(device.S.data(), device.q.data(), device.k.data(), device.v.data(),
                                        device.g.data(), device.beta.data(), 4, 16, device.n, got.data(), nullptr);
   }

@@ -1,4 +1,4 @@
-// MLA's attention on the device (GpuMatmul::latent_attention,
+// MLA's attention on the device (GpuBackend::latent_attention,
 // shaders/latent_attention.comp) against the CPU kernels model/mla.cpp runs
 // per (row, head): absorb_key_projection, latent_attention,
 // expand_value_projection. Bit for bit (memcmp), on Mesa's lavapipe with the
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "gpu/gpu_matmul.h"
+#include "gpu/gpu_backend.h"
 #include "gpu/lavapipe_device.h"
 #include "gpu/vulkan_context.h"
 #include "kernels/attention_scores.h"
@@ -108,7 +108,7 @@ Case make_case(const Heads& g, std::mt19937& rng, const std::vector<std::pair<si
   return c;
 }
 
-void expect_device_equals_cpu(GpuMatmul& gpu, const Case& c, const std::string& what) {
+void expect_device_equals_cpu(GpuBackend& gpu, const Case& c, const std::string& what) {
   std::vector<const float*> ptrs;
   std::vector<size_t> positions;
   std::vector<float> got(c.row_pos.size() * c.g.heads * c.g.vdim, -1.0f);
@@ -127,7 +127,7 @@ TEST(GpuLatentAttention, EqualsTheCpuKernelsBitForBit) {
   auto device = open_lavapipe_device();
   ASSERT_TRUE(device);
   ASSERT_TRUE(VulkanInstance::validation_enabled());
-  GpuMatmul gpu(std::move(device), 16, false);
+  GpuBackend gpu(std::move(device), 16, false);
   std::mt19937 rng(39);
   // The tiny model's heads; odd widths (a head dim off the workgroup, kvl
   // past 64); two sequences in one call, one of them a pass's fresh rows
@@ -154,7 +154,7 @@ TEST(GpuLatentAttention, K3HeadsBitForBit) {
                 static_cast<size_t>(k3.kv_lora_rank)};
   auto device = open_lavapipe_device();
   ASSERT_TRUE(device);
-  GpuMatmul gpu(std::move(device), 16, false);
+  GpuBackend gpu(std::move(device), 16, false);
   std::mt19937 rng(7);
   // A row deep in a 256-position context (lavapipe emulates every rounding:
   // kept short).

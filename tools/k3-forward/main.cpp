@@ -31,7 +31,7 @@
 #include "common/tool_main.h"
 #include "engine/session.h"
 #include "forward_flags.h"
-#include "kernels/matmul_backend.h"
+#include "kernels/compute_backend.h"
 #include "model/tokenizer_match.h"
 #include "prompt_and_generate.h"
 #include "state/continuation.h"

@@ -19,7 +19,7 @@
 #include <string>
 
 #include "gpu/shader_variant.h"
-#include "kernels/matmul_backend.h"
+#include "kernels/compute_backend.h"
 
 namespace k3 {
 
@@ -28,7 +28,7 @@ class ComputePipeline;
 class VulkanBuffer;
 class VulkanDevice;
 
-class GpuMatmul : public kernels::MatmulBackend {
+class GpuBackend : public kernels::ComputeBackend {
  public:
   // lanes: the summation order to follow (the CPU target's float lanes:
   // 8 for AVX2, 16 for AVX-512, the targets whose kernels use FMA; others
@@ -38,15 +38,15 @@ class GpuMatmul : public kernels::MatmulBackend {
   // probe's answer and the device's features (tests force the native one on
   // a device whose fma is not fused, to check its order); refused with one
   // line naming the device where no build is exact.
-  GpuMatmul(std::unique_ptr<VulkanDevice> device, size_t lanes, bool fma_fused, uint64_t budget_bytes = 0,
-            std::optional<MatmulShaderVariant> variant = std::nullopt);
-  ~GpuMatmul() override;
+  GpuBackend(std::unique_ptr<VulkanDevice> device, size_t lanes, bool fma_fused, uint64_t budget_bytes = 0,
+             std::optional<MatmulShaderVariant> variant = std::nullopt);
+  ~GpuBackend() override;
 
   bool bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y) override;
   bool mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t n,
              float* Y) override;
 
-  // gpuops4: the chunk's row and elementwise ops (gpu_<op>.cpp each).
+  // The chunk's row and elementwise ops (gpu_<op>.cpp each).
   bool rms_norm(const float* x, size_t n, size_t dim, const float* weight, float eps, float* out) override;
   bool situ(float* g, const float* u, size_t count, const kernels::SituParams& p) override;
   // MLA's attention (gpu_attention.cpp, shaders/latent_attention.comp): one
@@ -56,12 +56,12 @@ class GpuMatmul : public kernels::MatmulBackend {
   // the peak count them); declined without shaderFloat64/shaderInt64.
   bool latent_attention(const kernels::LatentAttentionCall& call) override;
   uint64_t attention_calls() const { return attention_calls_; }
-  // gpukda4: the KDA recurrence (gpu_kda.cpp, shaders/kda_recurrence.comp).
+  // The KDA recurrence (gpu_kda.cpp, shaders/kda_recurrence.comp).
   bool kda_recurrence(float* S, const float* q, const float* k, const float* v, const float* g, const float* beta,
                       size_t heads, size_t dim, size_t n, float* o) override;
 
   std::string describe() const override;
-  kernels::MatmulBackendCounters counters() const override;
+  kernels::ComputeBackendCounters counters() const override;
 
   // Products run on the device and bytes copied to it, so far.
   uint64_t products() const { return products_; }
@@ -119,10 +119,10 @@ class GpuMatmul : public kernels::MatmulBackend {
   // or out of memory (K3_GPU_OUT_OF_MEMORY_AFTER), as a driver would.
   uint64_t fail_after_ = UINT64_MAX, out_of_memory_after_ = UINT64_MAX;
 
-  // gpuops4: each op's pipeline, made at its first call, and its count.
+  // Each op's pipeline, made at its first call, and its count.
   std::unique_ptr<ComputePipeline> rms_norm_, situ_;
   uint64_t rms_norms_ = 0, situ_steps_ = 0;
-  // gpukda4: the KDA recurrence's pipeline (made at its first call), the
+  // The KDA recurrence's pipeline (made at its first call), the
   // state of the heads, its token inputs and outputs; recurrences run.
   std::unique_ptr<ComputePipeline> kda_;
   std::unique_ptr<VulkanBuffer> kda_state_, kda_in_, kda_out_;

@@ -1,19 +1,19 @@
 // The calling thread's matrix-product backend. Per thread, because the
 // installer is the pass that owns the batch (the chunked prefill) and a
 // server may run other passes on other threads meanwhile.
-#include "kernels/matmul_backend.h"
+#include "kernels/compute_backend.h"
 
 #include "kernels/matmul.h"
 
 namespace k3::kernels {
 namespace {
-thread_local MatmulBackend* t_backend = nullptr;
+thread_local ComputeBackend* t_backend = nullptr;
 }  // namespace
 
-MatmulBackend* current_matmul_backend() { return t_backend; }
+ComputeBackend* current_compute_backend() { return t_backend; }
 
-ScopedMatmulBackend::ScopedMatmulBackend(MatmulBackend* backend) : previous_(t_backend) { t_backend = backend; }
-ScopedMatmulBackend::~ScopedMatmulBackend() { t_backend = previous_; }
+ScopedComputeBackend::ScopedComputeBackend(ComputeBackend* backend) : previous_(t_backend) { t_backend = backend; }
+ScopedComputeBackend::~ScopedComputeBackend() { t_backend = previous_; }
 
 void matmul_bf16_on_backend(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y,
                             ThreadPool* pool) {

@@ -1,6 +1,7 @@
-// Where a batch's matrix products run: the seam between the forward pass and
+// Where a chunk's batched operations run (matrix products, norms, SiTU,
+// attention, the KDA recurrence): the seam between the forward pass and
 // a compute device (lib/gpu). The chunked prefill installs a backend for the
-// products of its chunk (ScopedMatmulBackend); model/linear.h sends the
+// products of its chunk (ScopedComputeBackend); model/linear.h sends the
 // whole-matrix products of the calling thread through it. Without one, or
 // for a call the backend declines, the CPU kernels of matmul.h run.
 //
@@ -22,19 +23,19 @@ namespace kernels {
 struct SituParams;
 
 // What a backend has done so far (--stats-json's "gpu"): exact counts.
-struct MatmulBackendCounters {
+struct ComputeBackendCounters {
   uint64_t products = 0;      // matrix products run on the device
   uint64_t upload_bytes = 0;  // weights and activations copied to it
   uint64_t peak_bytes = 0;    // the most device memory its buffers held at once
-  // gpustage4: the double-buffered staging of weights (gpu/gpu_matmul.h).
+  // The double-buffered staging of weights (gpu/gpu_backend.h).
   uint64_t dispatches = 0;               // row slices run, one per staged upload of weights
   uint64_t overlapped_upload_bytes = 0;  // copied while the other slot's slice ran on the device
   uint64_t busy_waits = 0;               // refills that waited for a slot's slice to finish (timing, not exact)
-  // gpuops4: the chunk's other ops run on the device.
+  // The chunk's other ops run on the device.
   uint64_t rms_norms = 0;   // kernels::rms_norm calls (each over all of its rows)
   uint64_t situ_steps = 0;  // kernels::situ_inplace calls
   uint64_t attention = 0;   // MLA attention calls (a layer's rows) run on the device
-  // gpukda4: the chunk's KDA on the device.
+  // The chunk's KDA on the device.
   uint64_t kda_recurrences = 0;  // sequences' KDA recurrences (one layer each) run on the device
 };
 
@@ -56,16 +57,16 @@ struct LatentAttentionCall {
   float* out;               // [rows, heads, vdim]
 };
 
-class MatmulBackend {
+class ComputeBackend {
  public:
-  virtual ~MatmulBackend() = default;
+  virtual ~ComputeBackend() = default;
   // The products of matmul.h; each returns false when it leaves the call
   // to the CPU (an empty product, a shape it does not take).
   virtual bool bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y) = 0;
   virtual bool mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t n,
                      float* Y) = 0;
 
-  // gpuops4: the chunk's row and elementwise ops, each with its CPU kernel's
+  // The chunk's row and elementwise ops, each with its CPU kernel's
   // bits; false leaves the call to the CPU kernel.
   // kernels::rms_norm over n rows of dim floats (out may equal x).
   virtual bool rms_norm(const float* /*x*/, size_t /*n*/, size_t /*dim*/, const float* /*weight*/, float /*eps*/,
@@ -80,7 +81,7 @@ class MatmulBackend {
     (void)call;
     return false;
   }
-  // gpukda4: the KDA recurrence of kernels/kda_recurrence.h over n tokens of
+  // The KDA recurrence of kernels/kda_recurrence.h over n tokens of
   // one sequence, every head; false leaves it to the CPU kernel.
   virtual bool kda_recurrence(float* /*S*/, const float* /*q*/, const float* /*k*/, const float* /*v*/,
                               const float* /*g*/, const float* /*beta*/, size_t /*heads*/, size_t /*dim*/, size_t /*n*/,
@@ -90,23 +91,23 @@ class MatmulBackend {
 
   // One line for the run's summary: the device, what ran there.
   virtual std::string describe() const = 0;
-  virtual MatmulBackendCounters counters() const = 0;
+  virtual ComputeBackendCounters counters() const = 0;
 };
 
 // The backend installed on the calling thread, or null (the CPU kernels).
-MatmulBackend* current_matmul_backend();
+ComputeBackend* current_compute_backend();
 
 // Installs `backend` on the calling thread for its lifetime (null: none),
 // restoring the previous one after.
-class ScopedMatmulBackend {
+class ScopedComputeBackend {
  public:
-  explicit ScopedMatmulBackend(MatmulBackend* backend);
-  ~ScopedMatmulBackend();
-  ScopedMatmulBackend(const ScopedMatmulBackend&) = delete;
-  ScopedMatmulBackend& operator=(const ScopedMatmulBackend&) = delete;
+  explicit ScopedComputeBackend(ComputeBackend* backend);
+  ~ScopedComputeBackend();
+  ScopedComputeBackend(const ScopedComputeBackend&) = delete;
+  ScopedComputeBackend& operator=(const ScopedComputeBackend&) = delete;
 
  private:
-  MatmulBackend* previous_;
+  ComputeBackend* previous_;
 };
 
 // matmul_bf16 / matmul_mxfp4 through the calling thread's backend, else on

@@ -1,4 +1,4 @@
-#include "gpu/gpu_matmul.h"
+#include "gpu/gpu_backend.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -32,8 +32,8 @@ uint32_t u32(size_t v, const char* what) {
 
 }  // namespace
 
-GpuMatmul::GpuMatmul(std::unique_ptr<VulkanDevice> device, size_t lanes, bool fma_fused, uint64_t budget_bytes,
-                     std::optional<MatmulShaderVariant> variant)
+GpuBackend::GpuBackend(std::unique_ptr<VulkanDevice> device, size_t lanes, bool fma_fused, uint64_t budget_bytes,
+                       std::optional<MatmulShaderVariant> variant)
     : device_(std::move(device)),
       lanes_(lanes),
       fma_fused_(fma_fused),
@@ -69,9 +69,9 @@ GpuMatmul::GpuMatmul(std::unique_ptr<VulkanDevice> device, size_t lanes, bool fm
   kda_out_ = std::make_unique<VulkanBuffer>(*device_);
 }
 
-GpuMatmul::~GpuMatmul() { drain(); }
+GpuBackend::~GpuBackend() { drain(); }
 
-void GpuMatmul::drain() noexcept {
+void GpuBackend::drain() noexcept {
   for (Stage& stage : stages_) {
     try {
       stage.slot->wait();
@@ -81,7 +81,7 @@ void GpuMatmul::drain() noexcept {
   }
 }
 
-void GpuMatmul::grow(VulkanBuffer& buffer, size_t bytes) {
+void GpuBackend::grow(VulkanBuffer& buffer, size_t bytes) {
   bytes = std::max<size_t>(bytes, 16);  // VulkanBuffer::reserve's smallest
   if (bytes <= buffer.size()) return;
   uint64_t held = 0;
@@ -99,8 +99,8 @@ void GpuMatmul::grow(VulkanBuffer& buffer, size_t bytes) {
 }
 
 template <class Upload>
-void GpuMatmul::run(ComputePipeline& pipeline, bool mx, size_t rows, size_t cols, size_t row_bytes, const float* X,
-                    size_t n, float* Y, Upload upload_rows) {
+void GpuBackend::run(ComputePipeline& pipeline, bool mx, size_t rows, size_t cols, size_t row_bytes, const float* X,
+                     size_t n, float* Y, Upload upload_rows) {
   // Room for the word the shaders may read past a slice's last byte.
   const size_t limit = device_->max_binding_bytes() - 16;
   const size_t stage = static_cast<size_t>(std::min<uint64_t>(limit, stage_bytes_));
@@ -132,8 +132,8 @@ void GpuMatmul::run(ComputePipeline& pipeline, bool mx, size_t rows, size_t cols
 }
 
 template <class Upload>
-void GpuMatmul::run_slices(ComputePipeline& pipeline, bool mx, size_t rows, size_t cols, size_t slice_rows, size_t tn,
-                           Upload& upload_rows) {
+void GpuBackend::run_slices(ComputePipeline& pipeline, bool mx, size_t rows, size_t cols, size_t slice_rows, size_t tn,
+                            Upload& upload_rows) {
   size_t k = 0;
   for (size_t r0 = 0; r0 < rows; r0 += slice_rows, ++k) {
     const size_t r1 = std::min(rows, r0 + slice_rows);
@@ -160,7 +160,7 @@ void GpuMatmul::run_slices(ComputePipeline& pipeline, bool mx, size_t rows, size
   for (Stage& stage : stages_) stage.slot->wait();
 }
 
-bool GpuMatmul::bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y) {
+bool GpuBackend::bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y) {
   if (rows == 0 || n == 0 || cols == 0) return false;
   run(*bf16_, false, rows, cols, cols * sizeof(uint16_t), X, n, Y, [&](Stage& stage, size_t r0, size_t r1) {
     const size_t bytes = (r1 - r0) * cols * sizeof(uint16_t);
@@ -171,8 +171,8 @@ bool GpuMatmul::bf16(const uint16_t* W, size_t rows, size_t cols, const float* X
   return true;
 }
 
-bool GpuMatmul::mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t n,
-                      float* Y) {
+bool GpuBackend::mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t n,
+                       float* Y) {
   if (rows == 0 || n == 0 || cols == 0 || cols % 32 != 0) return false;
   run(*mxfp4_, true, rows, cols, cols / 2, X, n, Y, [&](Stage& stage, size_t r0, size_t r1) {
     const size_t bytes = (r1 - r0) * (cols / 2), scale_bytes = (r1 - r0) * (cols / 32);
@@ -185,8 +185,8 @@ bool GpuMatmul::mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows,
   return true;
 }
 
-kernels::MatmulBackendCounters GpuMatmul::counters() const {
-  kernels::MatmulBackendCounters c;
+kernels::ComputeBackendCounters GpuBackend::counters() const {
+  kernels::ComputeBackendCounters c;
   c.products = products_;
   c.upload_bytes = upload_bytes_;
   c.peak_bytes = peak_bytes_;
@@ -200,7 +200,7 @@ kernels::MatmulBackendCounters GpuMatmul::counters() const {
   return c;
 }
 
-std::string GpuMatmul::describe() const {
+std::string GpuBackend::describe() const {
   char mb[32];
   std::snprintf(mb, sizeof mb, "%.1f", static_cast<double>(upload_bytes_) / 1e6);
   return "gpu " + std::to_string(device_->index()) + " (" + device_->name() + "): " + std::to_string(products_) +
