@@ -37,13 +37,6 @@ uint64_t planned_kda_state_bytes(uint64_t kda_one, const RunRequest& req) {
   return checked_mul(kda_one, checked_add(seqs, copies, "the KDA state"), "the KDA state");
 }
 
-// The kept states asked for, and the copies on their way to disk beside them.
-uint64_t planned_kept_state_bytes(const ModelConfig& c, const RunRequest& req, uint64_t per_sequence_bytes) {
-  const uint64_t copies = checked_mul(req.kept_states_in_flight, kept_state_copy_bytes(c, req, per_sequence_bytes),
-                                      "the kept states on their way to disk");
-  return checked_add(req.kept_state_bytes, copies, "the kept states");
-}
-
 // --plan's KDA state line: the sequences, and the copies beside them.
 std::string describe_kda_state(const ModelConfig& c, const RunRequest& req, uint64_t bytes) {
   std::string parts = plural(std::max<uint64_t>(1, req.sequences), "sequence");
@@ -58,17 +51,12 @@ std::string describe_kda_state(const ModelConfig& c, const RunRequest& req, uint
   return o;
 }
 
-// --plan's kept states line: those asked for, and the copies on their way to disk.
-std::string describe_kept_states(const ModelConfig& c, const RunRequest& req, uint64_t per_sequence_bytes,
-                                 uint64_t bytes) {
+// --plan's kept states line.
+std::string describe_kept_states(uint64_t bytes) {
   if (bytes == 0) return "";
   std::string o;
-  append_printf(o, "  kept states       conversations between requests (%s)",
-                spelled(run_setting::kKeptStateBytes).c_str());
-  if (req.kept_states_in_flight > 0)
-    append_printf(o, " + %s on their way to disk x %s", plural(req.kept_states_in_flight, "copy", "copies").c_str(),
-                  format_bytes(kept_state_copy_bytes(c, req, per_sequence_bytes)).c_str());
-  append_printf(o, "  %s\n", format_bytes(bytes).c_str());
+  append_printf(o, "  kept states       conversations between requests (%s)  %s\n",
+                spelled(run_setting::kKeptStateBytes).c_str(), format_bytes(bytes).c_str());
   return o;
 }
 
@@ -76,13 +64,6 @@ std::string describe_kept_states(const ModelConfig& c, const RunRequest& req, ui
 
 uint64_t plan_stop_copies(const RunRequest& req) {
   return req.stoppable_passes ? std::max<uint64_t>(1, req.sequences) : 0;
-}
-
-uint64_t kept_state_copy_bytes(const ModelConfig& c, const RunRequest& req, uint64_t per_sequence_bytes) {
-  // A SavePoint: the sequence state, its ids, and the logits row a state
-  // without pending ids continues from.
-  const std::string what = "a kept state's copy for " + std::to_string(req.context) + " positions";
-  return checked_add(per_sequence_bytes, checked_mul(req.context + c.vocab_size, 4, what), what);
 }
 
 MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t slot_bytes, const RunRequest& req) {
@@ -288,7 +269,7 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
           ? checked_add(req.draft.streamed_held, std::min(req.block_bytes, req.draft.read_per_pass), draft_what)
           : req.draft.resident;
   p.draft_bytes = checked_add(draft_held, checked_mul(req.draft.per_position, req.context, draft_what), draft_what);
-  p.kept_state_bytes = planned_kept_state_bytes(c, req, p.per_sequence_bytes);
+  p.kept_state_bytes = req.kept_state_bytes;
   prefill_decode_peak(c, p, req.lend_cache);
   return p;
 }
@@ -417,7 +398,7 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
                   format_bytes(req.draft.resident).c_str(), (unsigned long long)req.context,
                   format_bytes(req.draft.per_position).c_str(), format_bytes(draft_bytes).c_str());
   }
-  o += describe_kept_states(c, req, per_sequence_bytes, kept_state_bytes);
+  o += describe_kept_states(kept_state_bytes);
   append_printf(o, "  I/O, index, misc  %s\n", format_bytes(io_bytes).c_str());
   append_printf(o, "  forecast peak RSS %s", format_bytes(peak_rss).c_str());
   return o;

@@ -87,7 +87,7 @@ struct MemoryPlan {
   uint64_t activation_bytes = 0;
   uint64_t draft_bytes = 0;       // the draft model: weights, buffers, context (--draft)
   bool draft_streamed = false;    // its matrices are read per draft pass in row blocks of block_bytes
-  uint64_t kept_state_bytes = 0;  // kept conversation states (the request's) and those on their way to disk
+  uint64_t kept_state_bytes = 0;  // kept conversation states (the request's; those on their way to disk among them)
   uint64_t io_bytes = 0;          // embedding row buffers, index, thread stacks
   uint64_t peak_rss = 0;          // the forecast: sum of the above (prefill_decode_peak)
 
@@ -124,12 +124,6 @@ MemoryPlan plan_memory_for_config(const ModelConfig& config, const RunRequest& r
 // KDA state copies a stoppable pass holds (RunRequest::stoppable_passes):
 // one per sequence, counted in MemoryPlan::kda_state_bytes.
 uint64_t plan_stop_copies(const RunRequest& req);
-
-// One kept state on its way to disk (RunRequest::kept_states_in_flight),
-// counted in MemoryPlan::kept_state_bytes: a whole sequence's state
-// (`per_sequence_bytes`: its KDA state and MLA cache for req.context
-// positions), its ids and a logits row.
-uint64_t kept_state_copy_bytes(const ModelConfig& config, const RunRequest& req, uint64_t per_sequence_bytes);
 
 // One expert cache slot for the model of `manifest` (expected_tensors):
 // its tensors as one read aligned at both ends, as ExpertIndex plans it.

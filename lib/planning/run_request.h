@@ -109,12 +109,10 @@ struct RunRequest {
   // draft.read_per_pass bytes are read again for every draft pass through
   // one buffer of block_bytes.
   DraftMemory draft;
-  uint64_t kept_state_bytes = 0;  // RAM for conversation states kept between requests (a server's)
-  // Kept states on their way to disk at once (k3-serve --prompt-cache's
-  // write-through copies, --cache-dir's spills: serve::StateSpiller), each
-  // held beside kept_state_bytes until written: up to a whole sequence's
-  // state for `context` positions, its ids and a logits row.
-  uint64_t kept_states_in_flight = 0;
+  // RAM for conversation states kept between requests (a server's), those
+  // on their way to disk included: they are written from the kept state (no
+  // copy) and count against this until written (serve/conversation_cache.h).
+  uint64_t kept_state_bytes = 0;
   int io_threads = 8;  // parallel reads in flight when streaming
   int compute_threads = 1;
 

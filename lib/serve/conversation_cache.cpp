@@ -102,7 +102,7 @@ size_t ConversationCache::restore_longest(const std::vector<int32_t>& prompt, Se
   entries_.splice(entries_.begin(), entries_, best);  // most recently used
   Entry& e = entries_.front();
   if (e.in_ram) {
-    session.rollback(e.point);  // a copy: the kept state stays for other requests
+    session.rollback(*e.point);  // a copy: the kept state stays for other requests
   } else if (!restore_file(e, session)) {
     remove_file(e);
     entries_.pop_front();
@@ -143,64 +143,91 @@ void ConversationCache::keep(Session::SavePoint point) {
   Entry e;
   for (auto it = entries_.begin(); it != entries_.end(); ++it)
     if (it->ids == ids) {
-      if (it->in_ram) ram_used_ -= it->bytes;
-      if (options_.persistent) {  // the same ids, the same state: its file stays
-        e.file = std::move(it->file);
-        e.write = std::move(it->write);
-        e.file_bytes = it->file_bytes;
-      } else {
-        remove_file(*it);
+      // The same ids, the same state: its file stays, and so does its state
+      // where it is in RAM (the writer may be writing from it).
+      e.file = std::move(it->file);
+      e.write = std::move(it->write);
+      e.file_bytes = it->file_bytes;
+      if (it->in_ram) {
+        e.point = std::move(it->point);
+        e.bytes = it->bytes;  // still counted in ram_used_
       }
       entries_.erase(it);
       break;
     }
   e.ids = std::move(ids);
-  e.bytes = bytes_of(point);
-  e.point = std::move(point);
+  if (!e.point) {
+    e.bytes = bytes_of(point);
+    e.point = std::make_shared<const Session::SavePoint>(std::move(point));
+    ram_used_ += e.bytes;
+  }
   e.in_ram = true;
-  ram_used_ += e.bytes;
-  if (options_.persistent && e.file.empty()) write_through(e);
+  if (!options_.dir.empty() && e.file.empty()) write_through(e);
   entries_.push_front(std::move(e));
   make_room();
 }
 
 void ConversationCache::write_through(Entry& e) {
-  e.file = prompt_cache_path(options_.dir, model_, e.ids);
-  e.file_bytes = file_bytes_of(model_, e.point);
+  e.file = options_.persistent ? prompt_cache_path(options_.dir, model_, e.ids)
+                               : options_.dir + "/k3-serve-" + std::to_string(::getpid()) + "-" +
+                                     std::to_string(++files_written_) + ".k3state";
+  e.file_bytes = file_bytes_of(model_, *e.point);
   e.write = spiller_.spill(e.file, e.point);
 }
 
-void ConversationCache::make_room() {
-  // Least recently used in RAM first: leave RAM (spilled, or dropped) until within budget.
-  for (auto it = entries_.end(); ram_used_ > options_.ram_bytes && it != entries_.begin();) {
-    --it;
-    if (!it->in_ram) continue;
-    ram_used_ -= it->bytes;
-    it->in_ram = false;
-    if (!it->file.empty()) {  // in the prompt cache already
-      it->point = {};
-      continue;
-    }
-    if (options_.dir.empty()) {
-      it = entries_.erase(it);
-      continue;
-    }
-    const std::string path =
-        options_.dir + "/k3-serve-" + std::to_string(::getpid()) + "-" + std::to_string(++files_written_) + ".k3state";
-    it->file_bytes = file_bytes_of(model_, it->point);
-    it->write = spiller_.spill(path, std::move(it->point));
-    it->point = {};
-    it->file = path;
-  }
-  // A write that failed (a full disk) loses that file, never a request.
-  for (auto it = entries_.begin(); it != entries_.end();) {
-    if (!it->write || !it->write->failed()) {
-      ++it;
-      continue;
-    }
+ConversationCache::EntryIt ConversationCache::drop(EntryIt it) {
+  if (it->in_ram) ram_used_ -= it->bytes;
+  return entries_.erase(it);
+}
+
+ConversationCache::EntryIt ConversationCache::settle(EntryIt it) {
+  if (it->write && it->write->failed()) {
     it->file.clear();
     it->write.reset();
-    it = it->in_ram ? std::next(it) : entries_.erase(it);
+    return drop(it);
+  }
+  ram_used_ -= it->bytes;
+  it->in_ram = it->leaving = false;
+  it->point.reset();  // freed here: the writer let go of it when its write ended
+  return std::next(it);
+}
+
+void ConversationCache::settle_writes() {
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    if (it->write && it->write->done()) {
+      if (it->leaving) {
+        it = settle(it);
+        continue;
+      }
+      if (it->write->failed()) {  // a full disk loses that file, never a request: the state stays in RAM
+        it->file.clear();
+        it->write.reset();
+      }
+    }
+    ++it;
+  }
+}
+
+void ConversationCache::make_room() {
+  settle_writes();
+  // Least recently used in RAM first: leave RAM (to its file, or dropped) until within budget.
+  for (auto it = entries_.end(); ram_used_ > options_.ram_bytes && it != entries_.begin();) {
+    --it;
+    if (!it->in_ram || it->leaving) continue;
+    if (it->file.empty()) {
+      it = drop(it);
+    } else if (it->write && !it->write->done()) {
+      it->leaving = true;  // its RAM is free once written
+    } else {
+      it = settle(it);
+    }
+  }
+  // Over the limit still: only states on their way to disk are left to go.
+  for (auto it = entries_.end(); ram_used_ > options_.ram_bytes && it != entries_.begin();) {
+    --it;
+    if (!it->leaving) continue;
+    it->write->wait();  // the disk is behind the states kept
+    it = settle(it);
   }
   trim_disk();
 }
@@ -214,7 +241,7 @@ void ConversationCache::trim_disk() {
     --it;
     if (it->file.empty()) continue;
     remove_file(*it);
-    if (!it->in_ram) it = entries_.erase(it);
+    if (!it->in_ram || it->leaving) it = drop(it);
   }
 }
 

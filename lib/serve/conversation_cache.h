@@ -4,21 +4,31 @@
 // only its new messages. Keyed by the ids a state holds (evaluated, then
 // pending).
 //
-// States live in RAM within `ram_bytes`; past that the least recently used
-// ones are written as state files (state/continuation.h, atomic, created
-// exclusively) into `dir` by a writer thread of their own (StateSpiller: the
-// engine thread does not wait on the disk), and read back when a request
-// needs them (waiting for that one write if it is still under way); past
-// `max_files` the least recently used file is deleted. Without a directory
-// an evicted state is dropped. Used by the engine thread only (no locking);
-// the counters are read by /metrics through ServeMetrics (publish).
+// States live in RAM within `ram_bytes`. With a directory (`dir`), each
+// state is also written there as a state file (state/continuation.h, atomic,
+// created exclusively) as soon as it is kept, by a writer thread of its own
+// (StateSpiller: the engine thread does not wait on the disk), from the kept
+// state itself: it is shared and immutable (a request continues from a copy,
+// Session::rollback), so no copy is made to write it. Past `ram_bytes` the
+// least recently used states leave RAM, their files staying, and are read
+// back when a request needs them (waiting for that one write if it is still
+// under way); past `max_files` the least recently used file is deleted.
+// Without a directory an evicted state is dropped. Used by the engine thread
+// only (no locking); the counters are read by /metrics through ServeMetrics
+// (publish).
+//
+// A state whose write is still under way when it leaves RAM still holds
+// that RAM: it counts against `ram_bytes` until the write ends (`leaving`),
+// and when only such states are over the limit the engine thread waits for
+// the oldest write (the disk is behind the states kept). So the kept states
+// hold at most `ram_bytes` once keep() returns, and the memory plan counts
+// nothing beside them (--keep-mb).
 //
 // A prompt cache (`persistent`, k3-serve --prompt-cache) is a directory that
-// outlives the server (serve/prompt_cache_dir.h): every state kept is also
-// written there as soon as it is kept (a copy, on the writer thread), the
-// files of earlier runs are indexed at start-up and continued from like
-// spilled ones, none is removed at exit, and past `disk_bytes` the least
-// recently used files are deleted. A state leaving RAM then costs no write.
+// outlives the server (serve/prompt_cache_dir.h): the files are named by the
+// ids they hold, the files of earlier runs are indexed at start-up and
+// continued from like the others, none is removed at exit, and past
+// `disk_bytes` the least recently used files are deleted.
 #pragma once
 
 #include <cstdint>
@@ -37,11 +47,11 @@ namespace k3::serve {
 
 struct CacheOptions {
   uint64_t ram_bytes = 512ull << 20;
-  std::string dir;  // empty: no spilling
+  std::string dir;  // empty: a state past ram_bytes is dropped
   size_t max_files = 64;
   // Tests only: called on the writer thread before each state file is written.
   std::function<void(const std::string&)> before_write;
-  bool persistent = false;  // `dir` is a prompt cache: written through, kept across runs
+  bool persistent = false;  // `dir` is a prompt cache: files named by their ids, kept across runs
   uint64_t disk_bytes = 0;  // persistent: the most its files may hold
 };
 
@@ -71,15 +81,24 @@ class ConversationCache {
   struct Entry {
     std::vector<int32_t> ids;
     bool in_ram = false;
-    Session::SavePoint point;                    // when in_ram
-    std::string file;                            // spilled, or in the prompt cache ("": none)
-    std::shared_ptr<StateSpiller::Write> write;  // the file's write (it may still be under way)
-    uint64_t bytes = 0;                          // in RAM
-    uint64_t file_bytes = 0;                     // of the file
+    bool leaving = false;                             // in RAM until its file's write ends, then out
+    std::shared_ptr<const Session::SavePoint> point;  // when in_ram (the writer may share it)
+    std::string file;                                 // spilled, or in the prompt cache ("": none)
+    std::shared_ptr<StateSpiller::Write> write;       // the file's write (it may still be under way)
+    uint64_t bytes = 0;                               // in RAM
+    uint64_t file_bytes = 0;                          // of the file
   };
+  using EntryIt = std::list<Entry>::iterator;
   void make_room();
+  // A state leaving RAM whose write ended: out of RAM with its file, or
+  // forgotten (the write failed). Returns the next entry.
+  EntryIt settle(EntryIt it);
+  // Settles every leaving state whose write ended; forgets files whose write failed.
+  void settle_writes();
+  // Takes the entry out of RAM and forgets it.
+  EntryIt drop(EntryIt it);
   void trim_disk();
-  // Writes a copy of the entry's state into the prompt cache.
+  // Writes the entry's state into `dir` (the writer shares it: no copy).
   void write_through(Entry& e);
   // Reads the entry's file back into `session`; false when it is not the state kept under its ids.
   bool restore_file(Entry& e, Session& session);
@@ -90,7 +109,7 @@ class ConversationCache {
   CacheOptions options_;
   std::list<Entry> entries_;  // most recently used first
   uint64_t ram_used_ = 0;
-  uint64_t files_written_ = 0;
+  uint64_t files_written_ = 0;             // --cache-dir's files, for their names
   uint64_t disk_hits_ = 0, disk_ids_ = 0;  // requests continued from prompt cache files, and their ids
   StateSpiller spiller_;                   // declared last: its writes end before the entries go
 };

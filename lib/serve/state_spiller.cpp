@@ -10,6 +10,11 @@ bool StateSpiller::Write::wait() {
   return ok_;
 }
 
+bool StateSpiller::Write::done() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return done_;
+}
+
 bool StateSpiller::Write::failed() {
   std::lock_guard<std::mutex> lock(mutex_);
   return done_ && !ok_;
@@ -27,32 +32,16 @@ StateSpiller::~StateSpiller() {
   thread_.join();
 }
 
-std::unique_lock<std::mutex> StateSpiller::wait_for_room() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  cv_.wait(lock, [&] { return queue_.size() < kMaxInFlight; });  // the disk is behind: back-pressure
-  return lock;
-}
-
-std::shared_ptr<StateSpiller::Write> StateSpiller::queue_write(std::unique_lock<std::mutex>& lock, std::string path,
-                                                               Session::SavePoint point) {
+std::shared_ptr<StateSpiller::Write> StateSpiller::spill(std::string path,
+                                                         std::shared_ptr<const Session::SavePoint> point) {
   auto w = std::make_shared<Write>();
   w->path_ = std::move(path);
   w->point_ = std::move(point);
+  std::unique_lock<std::mutex> lock(mutex_);
   queue_.push_back(w);
   lock.unlock();
   cv_.notify_all();
   return w;
-}
-
-std::shared_ptr<StateSpiller::Write> StateSpiller::spill(std::string path, Session::SavePoint&& point) {
-  std::unique_lock<std::mutex> lock = wait_for_room();
-  return queue_write(lock, std::move(path), std::move(point));
-}
-
-std::shared_ptr<StateSpiller::Write> StateSpiller::spill(std::string path, const Session::SavePoint& point) {
-  // Copied only once there is room: at most kMaxInFlight copies exist at once.
-  std::unique_lock<std::mutex> lock = wait_for_room();
-  return queue_write(lock, std::move(path), point);
 }
 
 void StateSpiller::loop() {
@@ -67,9 +56,7 @@ void StateSpiller::loop() {
     bool ok = false;
     try {
       if (before_write_) before_write_(w->path_);
-      Session::SavePoint& p = w->point_;
-      save_conversation(w->path_, model_, std::move(p.state), p.pending, SamplingParams{},
-                        p.pending.empty() ? std::move(p.row) : std::vector<float>{});
+      save_conversation(w->path_, model_, *w->point_);
       ok = true;
     } catch (const std::exception& e) {  // a full disk loses a kept state, never a request
       std::fprintf(stderr, "k3-serve: warning: could not keep a conversation state in %s: %s\n", w->path_.c_str(),
@@ -77,7 +64,7 @@ void StateSpiller::loop() {
     }
     {
       std::lock_guard<std::mutex> lock(w->mutex_);
-      w->point_ = {};
+      w->point_.reset();  // the cache's reference, if it still has one, keeps the state
       w->done_ = true;
       w->ok_ = ok;
     }

@@ -1,13 +1,14 @@
-// Writes the conversation states ConversationCache spills from RAM as state
-// files on a thread of its own, so the engine thread's pass loop does not
-// wait on the disk: spill() hands a state over and returns. Each file is
-// written atomically (state/continuation.h: a temporary created exclusively,
-// then renamed), so a reader never sees half a state.
+// Writes the conversation states ConversationCache keeps as state files on
+// a thread of its own, so the engine thread's pass loop does not wait on the
+// disk: spill() hands a reference to a kept state over and returns. The file
+// is written from the state where it lies (no copy: the state is shared and
+// immutable, and the writer's reference keeps it alive however the cache
+// drops it meanwhile). Each file is written atomically (state/continuation.h:
+// a temporary created exclusively, then renamed), so a reader never sees half
+// a state.
 //
-// At most kMaxInFlight states wait to be written (they still hold RAM, as
-// the memory plan counts: RunRequest::kept_states_in_flight): a spill beyond
-// that waits for the oldest write before it takes its state or copy, which
-// happens only when states leave RAM faster than the disk takes them.
+// A state waiting to be written still holds its RAM: ConversationCache
+// counts it against its limit until the write ends (its `leaving` entries).
 #pragma once
 
 #include <condition_variable>
@@ -26,13 +27,13 @@ namespace k3::serve {
 
 class StateSpiller {
  public:
-  static constexpr size_t kMaxInFlight = 2;
-
   // One queued write; wait() tells how it ended.
   class Write {
    public:
     // Blocks until the file is written or the write failed; true when written.
     bool wait();
+    // Without waiting: the write ended (written or failed).
+    bool done();
     // Without waiting: the write ended and failed (the file is not there).
     bool failed();
     const std::string& path() const { return path_; }
@@ -40,7 +41,7 @@ class StateSpiller {
    private:
     friend class StateSpiller;
     std::string path_;
-    Session::SavePoint point_;  // released once written
+    std::shared_ptr<const Session::SavePoint> point_;  // released once written
     std::mutex mutex_;
     std::condition_variable cv_;
     bool done_ = false, ok_ = false;
@@ -53,15 +54,10 @@ class StateSpiller {
   StateSpiller(const StateSpiller&) = delete;
   StateSpiller& operator=(const StateSpiller&) = delete;
 
-  // Takes `point` once there is room; the const overload copies it then
-  // (a prompt cache's write-through keeps the state in RAM too).
-  std::shared_ptr<Write> spill(std::string path, Session::SavePoint&& point);
-  std::shared_ptr<Write> spill(std::string path, const Session::SavePoint& point);
+  // Queues a write of `point` to `path`; the writer holds the reference until the file is written.
+  std::shared_ptr<Write> spill(std::string path, std::shared_ptr<const Session::SavePoint> point);
 
  private:
-  // Waits until fewer than kMaxInFlight writes are queued; returns the lock.
-  std::unique_lock<std::mutex> wait_for_room();
-  std::shared_ptr<Write> queue_write(std::unique_lock<std::mutex>& lock, std::string path, Session::SavePoint point);
   void loop();
 
   ModelIdentity model_;

@@ -46,4 +46,12 @@ void save_conversation(const std::string& path, const ModelIdentity& model, Sequ
   write_state_file(path, s);
 }
 
+void save_conversation(const std::string& path, const ModelIdentity& model, const SavePoint& point) {
+  static const std::optional<SamplingParams> kGreedy;
+  static const std::vector<float> kNoRow;
+  const bool row = point.pending.empty() && point.state.positions > 0;
+  write_state_file(path, ConversationStateRef{model.fingerprint, model.geometry, point.state, point.pending, kGreedy,
+                                              row ? point.row : kNoRow});
+}
+
 }  // namespace k3

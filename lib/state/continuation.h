@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "sampling/sampler.h"
+#include "state/save_point.h"
 #include "state/state_file.h"
 
 namespace k3 {
@@ -56,5 +57,10 @@ ConversationState load_conversation(const std::string& path, const ModelIdentity
 // when there is nothing pending.
 void save_conversation(const std::string& path, const ModelIdentity& model, SequenceState&& sequence,
                        std::vector<int32_t> pending, const SamplingParams& sampling, std::vector<float> last_logits);
+
+// Writes `path` atomically from a save point that stays as it is (no copy:
+// a kept state that requests continue from while it is written). No sampler
+// section; the row is kept only when nothing is pending.
+void save_conversation(const std::string& path, const ModelIdentity& model, const SavePoint& point);
 
 }  // namespace k3

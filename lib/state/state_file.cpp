@@ -24,7 +24,7 @@ namespace {
 
 // ---------------------------------------------------------------- writing
 
-void check_consistent(const std::string& path, const ConversationState& s) {
+void check_consistent(const std::string& path, const ConversationStateRef& s) {
   const StateGeometry& g = s.geometry;
   auto bad = [&](const std::string& what) {
     throw Error(ExitCode::kInternal, path + ": refusing to write an inconsistent state: " + what);
@@ -88,7 +88,7 @@ Params read_settings(SectionReader& r, uint32_t tag, const char* what, uint64_t 
 }
 
 // The sampler's settings and, when active, the penalties'.
-void write_settings(HashingWriter& w, const ConversationState& s, bool penalties) {
+void write_settings(HashingWriter& w, const ConversationStateRef& s, bool penalties) {
   if (s.sampling) {
     const SamplingParams& p = *s.sampling;
     w.section(kTagSampling, kSamplingPayloadBytes);
@@ -140,6 +140,10 @@ void write_layers(HashingWriter& w, const StateGeometry& g, const SequenceState&
 }  // namespace
 
 void write_state_file(const std::string& path, const ConversationState& s) {
+  write_state_file(path, ConversationStateRef{s.model, s.geometry, s.sequence, s.pending, s.sampling, s.last_logits});
+}
+
+void write_state_file(const std::string& path, const ConversationStateRef& s) {
   if (s.pending.size() > kMaxPendingIds)
     throw Error(ExitCode::kInternal, path + ": a state with " + std::to_string(s.pending.size()) +
                                          " pending ids (read_state_file accepts at most " +

@@ -47,9 +47,23 @@ struct ConversationState {
   std::vector<float> last_logits;
 };
 
+// The parts of a state file by reference: a state that stays where it is
+// while it is written (a server's kept state, shared with the requests that
+// continue from it) is neither copied nor taken. `last_logits` as in
+// ConversationState (empty: none).
+struct ConversationStateRef {
+  const ModelFingerprint& model;
+  const StateGeometry& geometry;
+  const SequenceState& sequence;
+  const std::vector<int32_t>& pending;
+  const std::optional<SamplingParams>& sampling;
+  const std::vector<float>& last_logits;
+};
+
 // Throws k3::Error(kIo) on a write failure, kInternal when `state` does not
 // match its own geometry.
 void write_state_file(const std::string& path, const ConversationState& state);
+void write_state_file(const std::string& path, const ConversationStateRef& state);
 
 // Reads and checks a state file against the model it is to continue with.
 ConversationState read_state_file(const std::string& path, const ModelFingerprint& model,

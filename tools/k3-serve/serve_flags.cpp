@@ -8,7 +8,6 @@
 #include "common/error.h"
 #include "serve/bearer_auth.h"
 #include "serve/prompt_cache_dir.h"
-#include "serve/state_spiller.h"
 #include "serve_fit.h"
 
 namespace k3 {
@@ -127,13 +126,12 @@ void ServeFlags::apply(ModelOptions& mo) {
 
 void ServeFlags::add_to_plan(RunRequest& request) const {
   request.sequences = scheduler.slots;  // the plan holds a sequence state of --ctx positions per slot
-  request.kept_state_bytes = static_cast<uint64_t>(keep_mb_ * 1e6);  // and the kept conversation states
+  // and the kept conversation states, those on their way to --prompt-cache or --cache-dir among them
+  // (serve/conversation_cache.h)
+  request.kept_state_bytes = static_cast<uint64_t>(keep_mb_ * 1e6);
   // A prompt pass may be stopped (a client that leaves) with every sequence
   // in it put back: a KDA state per slot to put back.
   request.stoppable_passes = true;
-  // States on their way to --prompt-cache or --cache-dir are held beside the kept ones until written.
-  const bool to_disk = !cache.dir.empty() || !prompt_cache_.empty();
-  request.kept_states_in_flight = to_disk ? serve::StateSpiller::kMaxInFlight : 0;
 }
 
 void ServeFlags::fit(const ModelConfig& config, const Checkpoint& checkpoint, ModelOptions& mo, bool ctx_given) {
