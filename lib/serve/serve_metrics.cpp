@@ -81,6 +81,12 @@ std::string ServeMetrics::prometheus_text() const {
   const double asked = static_cast<double>(experts_requested.load());
   metric(out, "k3_expert_hit_rate", "gauge", "Routed experts already resident when asked for (0..1).",
          asked > 0 ? static_cast<double>(experts_resident.load()) / asked : 0);
+  metric(out, "k3_expert_cache_lends_total", "counter",
+         "Prompt passes the expert cache's slots above its floor were lent to (the plan lends).", cache_lends);
+  metric(out, "k3_expert_cache_reclaims_total", "counter", "Of those loans, the ones given back (the cache empty).",
+         cache_reclaims);
+  metric(out, "k3_expert_cache_lent_slots", "gauge", "Expert cache slots lent now (0 between passes).",
+         cache_lent_slots);
   metric(out, "k3_slots_busy", "gauge", "Sequences being generated.", slots_busy);
   metric(out, "k3_queue_length", "gauge", "Requests waiting for a slot.", queue_length);
   metric(out, "k3_kept_states_ram", "gauge", "Conversation states kept in RAM.", kept_states_ram);

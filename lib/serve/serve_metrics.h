@@ -38,6 +38,8 @@ class ServeMetrics {
   // Of them, those of passes that evaluated no prompt ids, and the ids those passes gave.
   std::atomic<uint64_t> decode_bytes_read{0}, decode_ids{0};
   std::atomic<uint64_t> experts_requested{0}, experts_resident{0};
+  // The expert cache lent to prompt passes (RunRequest::lend_cache): loans, those given back, slots lent now.
+  std::atomic<uint64_t> cache_lends{0}, cache_reclaims{0}, cache_lent_slots{0};
   std::atomic<uint64_t> slots_busy{0}, queue_length{0};
   std::atomic<uint64_t> kept_states_ram{0}, kept_states_disk{0}, kept_bytes_ram{0}, kept_bytes_disk{0};
   // --prompt-cache: requests continued from its files, and the prompt ids they took from them.

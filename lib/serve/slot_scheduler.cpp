@@ -152,6 +152,9 @@ void SlotScheduler::publish_stream_stats(size_t decode_ids) {
                         decode_ids);
   metrics_.experts_requested = s.experts_requested - baseline_.experts_requested;
   metrics_.experts_resident = s.experts_resident - baseline_.experts_resident;
+  metrics_.cache_lends = s.cache_lends - baseline_.cache_lends;
+  metrics_.cache_reclaims = s.cache_reclaims - baseline_.cache_reclaims;
+  metrics_.cache_lent_slots = s.cache_lent_slots;
 }
 
 void SlotScheduler::admit(const std::shared_ptr<Job>& job) {

@@ -2,7 +2,10 @@
 # tests/serve/k3_serve_layer_major_test.sh), against k3-forward and against a
 # server that runs prompts in 256-row passes (K3_PREFILL_CHUNK=256):
 # - a long prompt takes one pass that evaluates prompt ids (its layers' weights
-#   read once), and reads the bytes k3-forward's prefill reads for it;
+#   read once), and reads the bytes k3-forward's prefill reads for it; the
+#   layer-major server lends its expert cache to each prompt pass
+#   (K3_PREFILL_LEND=1, --cache-gb LENT_CACHE_GB): the reply is the unlent
+#   server's, and /metrics shows the loan given back;
 # - a long prompt and a decoding conversation at once: both sequences' ids and
 #   logprobs equal k3-forward's for the same prompt and seed, and the long
 #   prompt still takes one prompt pass (the decode row rides in it);
@@ -10,8 +13,9 @@
 #   (k3_stopped_passes_total), the decoding conversation in that pass still
 #   equals k3-forward, and the next request is unaffected;
 # - a streamed reply's progress comments say the layer the pass is at.
-# Usage: python3 layer_major_checks.py URL URL_256 BIN_DIR MODEL_DIR TRUNK WORK_DIR LOG
+# Usage: python3 layer_major_checks.py URL URL_256 BIN_DIR MODEL_DIR TRUNK WORK_DIR LOG LENT_CACHE_GB
 import json
+import os
 import re
 import socket
 import subprocess
@@ -20,7 +24,7 @@ import threading
 import time
 import urllib.request
 
-url, url256, bindir, tiny, trunk, work, log = sys.argv[1:8]
+url, url256, bindir, tiny, trunk, work, log, lent_cache_gb = sys.argv[1:9]
 from check_tally import check, finish
 
 
@@ -54,13 +58,14 @@ def stream(base, body, on_token=None):
     return lps
 
 
-def forward(ids, gen, seed, *flags):
+def forward(ids, gen, seed, *flags, env=None):
     """k3-forward's logprobs for `ids`, sampled at 0.9 with `seed`, and its --stats-json."""
     with open(f"{work}/ids.txt", "w") as f:
         f.write(" ".join(map(str, ids)) + "\n")
     subprocess.run([f"{bindir}/k3-forward", tiny, "--ids", f"{work}/ids.txt", "--gen", str(gen), "--threads", "2",
                     "--temp", "0.9", "--seed", str(seed), "--logprobs", "2", "--logprobs-file", f"{work}/lp.jsonl",
-                    "--stats-json", f"{work}/stats.json", *flags], capture_output=True, text=True, check=True)
+                    "--stats-json", f"{work}/stats.json", *flags], capture_output=True, text=True, check=True,
+                   env=dict(os.environ, **(env or {})))
     return [json.loads(x)["logprob"] for x in open(f"{work}/lp.jsonl")], json.load(open(f"{work}/stats.json"))
 
 
@@ -75,18 +80,30 @@ def long_prompt(first, n):
 
 
 # 1. One long prompt alone: one prompt pass here, three of 256 rows there; the
-#    bytes k3-forward's prefill reads.
+#    bytes k3-forward's prefill reads. The layer-major server lends its
+#    expert cache to every prompt pass (K3_PREFILL_LEND=1), the other keeps
+#    none: the same reply, and the loan given back.
 lp700 = long_prompt(11, 700)
-figures = {}
+figures, replies = {}, {}
 for name, base in (("layer-major", url), ("256-row passes", url256)):
     m0 = metrics(base)
     r = post(base, request(lp700, 1, 5))
     m1 = metrics(base)
+    replies[name] = r["choices"][0]
     figures[name] = (m1["k3_prefill_passes_total"] - m0["k3_prefill_passes_total"],
-                     m1["k3_bytes_read_total"] - m0["k3_bytes_read_total"])
+                     m1["k3_bytes_read_total"] - m0["k3_bytes_read_total"],
+                     m1["k3_expert_cache_lends_total"] - m0["k3_expert_cache_lends_total"],
+                     m1["k3_expert_cache_reclaims_total"] - m0["k3_expert_cache_reclaims_total"],
+                     m1["k3_expert_cache_lent_slots"])
     check(f"{name}: the long prompt's first id is k3-forward's", forward(lp700, 1, 5)[0],
           r["choices"][0]["logprobs"]["token_logprobs"])
-fwd_stats = forward(lp700, 1, 5, "--trunk", trunk, "--trunk-gb", "0", "--cache-gb", "0")[1]
+check("the lent pass's reply = the unlent one's (text and logprobs)", replies["256-row passes"],
+      replies["layer-major"])
+check("layer-major: the prompt pass borrowed the expert cache and gave it back (lends, reclaims, slots lent)",
+      (1.0, 1.0, 0.0), figures["layer-major"][2:])
+check("256-row passes: no cache, no loan", (0.0, 0.0, 0.0), figures["256-row passes"][2:])
+fwd_stats = forward(lp700, 1, 5, "--trunk", trunk, "--trunk-gb", "0", "--cache-gb", lent_cache_gb,
+                    env={"K3_PREFILL_LEND": "1"})[1]
 print("700-id prompt: prompt passes and bytes read:", figures, "k3-forward prefill:", fwd_stats.get("prefill"))
 check("layer-major: one prompt pass", 1.0, figures["layer-major"][0])
 check("256-row passes: three", 3.0, figures["256-row passes"][0])
