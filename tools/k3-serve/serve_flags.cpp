@@ -42,8 +42,8 @@ void ServeFlags::add_to(CLI::App& app) {
   model_name_ = app.add_option("--model-name", server.model_name,
                                "The model's id in the API (default: the model directory's name)");
   CLI::Option* spill = app.add_option("--cache-dir", cache.dir,
-                                      "Directory for conversation states spilled from RAM, removed at exit (default: "
-                                      "none, dropped)");
+                                      "Directory for conversation states past --keep-mb: each written there when "
+                                      "kept, removed at exit (default: none, dropped)");
   app.add_option("--prompt-cache", prompt_cache_,
                  "Directory that keeps conversation states across restarts (created 0700 if missing; refused when "
                  "a link, another user's, or writable by others): a restarted server continues a prompt from them "
@@ -58,8 +58,8 @@ void ServeFlags::add_to(CLI::App& app) {
                  "never (default 256)")
       ->check(cli::in_range(0, 1 << 30));
   keep_ = app.add_option("--keep-mb", keep_mb_,
-                         "RAM for kept conversation states in MB (default 512; with a preset, less when that does "
-                         "not fit)")
+                         "RAM for kept conversation states in MB, those still being written to --cache-dir or "
+                         "--prompt-cache included (default 512; with a preset, less when that does not fit)")
               ->check(cli::in_range(0, 1e7));
   app.add_option("--max-body-mb", max_body_mb_,
                  "Largest request body in MB, Content-Length or chunked (default 8; larger: 413)")
