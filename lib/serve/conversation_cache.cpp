@@ -233,9 +233,15 @@ void ConversationCache::make_room() {
 }
 
 void ConversationCache::trim_disk() {
-  // Past the limit (the prompt cache's bytes, else max_files): the least recently used file goes.
+  // Past the limit (the prompt cache's bytes, else max_files of states out
+  // of RAM): the least recently used file goes. A --cache-dir state in RAM
+  // keeps its file (written when kept), so it leaves RAM without a write.
+  const auto out_of_ram = [&] {
+    return static_cast<size_t>(
+        std::count_if(entries_.begin(), entries_.end(), [](const Entry& e) { return !e.file.empty() && !e.in_ram; }));
+  };
   const auto over = [&] {
-    return options_.persistent ? disk_bytes() > options_.disk_bytes : states_on_disk() > options_.max_files;
+    return options_.persistent ? disk_bytes() > options_.disk_bytes : out_of_ram() > options_.max_files;
   };
   for (auto it = entries_.end(); it != entries_.begin() && over();) {
     --it;

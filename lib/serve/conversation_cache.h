@@ -12,10 +12,10 @@
 // Session::rollback), so no copy is made to write it. Past `ram_bytes` the
 // least recently used states leave RAM, their files staying, and are read
 // back when a request needs them (waiting for that one write if it is still
-// under way); past `max_files` the least recently used file is deleted.
-// Without a directory an evicted state is dropped. Used by the engine thread
-// only (no locking); the counters are read by /metrics through ServeMetrics
-// (publish).
+// under way); past `max_files` states out of RAM the least recently used
+// one's file is deleted. Without a directory an evicted state is dropped.
+// Used by the engine thread only (no locking); the counters are read by
+// /metrics through ServeMetrics (publish).
 //
 // A state whose write is still under way when it leaves RAM still holds
 // that RAM: it counts against `ram_bytes` until the write ends (`leaving`),

@@ -269,6 +269,24 @@ TEST_F(SchedulerTest, KeptStatesAreWrittenFromTheStateAndLeaveRamOnceWritten) {
   EXPECT_EQ(state_files(), 0) << "spilled state files are removed with the cache";
 }
 
+TEST_F(SchedulerTest, FilesOfStatesInRamDoNotCountAgainstMaxFiles) {
+  // Every state kept with a directory is written there when kept; the file
+  // limit is on states out of RAM, so the states in RAM keep their files
+  // (and leave RAM later without a write).
+  const std::string dir = test::fresh_dir("serve_max_files");
+  {
+    ConversationCache cache(identity(), CacheOptions{1ull << 40, dir, 1, nullptr});
+    for (int first : {21, 500, 900}) {
+      Session g = m.session(GenerationOptions{});
+      g.prefill(prompt(first, 5));
+      cache.keep(g.mark());
+    }
+    EXPECT_EQ(cache.states_in_ram(), 3u);
+    EXPECT_EQ(cache.states_on_disk(), 3u);
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir)) << "spilled state files are removed with the cache";
+}
+
 TEST_F(SchedulerTest, SpilledStateOfAnotherConversationIsNotContinued) {
   const std::string dir = test::fresh_dir("serve_swap");
   std::vector<std::string> files;  // in the order written
