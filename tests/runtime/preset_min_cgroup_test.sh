@@ -9,7 +9,7 @@
 #     cgroup's limit file, and is at most 4 GiB;
 #   - the kernel's peak for the cgroup (memory.max_usage_in_bytes or
 #     memory.peak: every page charged to it, not the program's own figure)
-#     is at most the plan's forecast + 3%;
+#     is at most the plan's forecast + 3%, and so is the run's own peak RSS;
 #   - the kernel killed nothing in it (memory.oom_control / memory.events).
 # The run outside goes first and reads every file the run inside reads (the
 # checkpoint, the trunk, the program), so their page cache is charged to this
@@ -71,4 +71,7 @@ echo "--preset min, 4,096 tokens in a 4 GiB cgroup: the cgroup's peak $peak byte
 [[ "$forecast" =~ ^[0-9]+$ ]] || forecast=0
 holds "the run wrote its forecast" "[ $forecast -gt 0 ]"
 holds "the cgroup's peak $peak <= forecast $forecast + 3%" "[ $peak -le $((forecast * 103 / 100)) ]"
+rss=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['peak_rss_bytes'])" "$work/cg.json" 2>&1)
+[[ "$rss" =~ ^[0-9]+$ ]] || rss=0
+holds "the run's own peak RSS $rss <= forecast $forecast + 3%" "[ $rss -gt 0 ] && [ $rss -le $((forecast * 103 / 100)) ]"
 finish preset_min_cgroup_test
