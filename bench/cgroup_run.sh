@@ -33,7 +33,7 @@ die() {
   echo "cgroup_run.sh: $2" >&2
   exit "$1"
 }
-[ $# -ge 4 ] && [ "$3" = "--" ] || die 2 "usage: cgroup_run.sh LIMIT_BYTES REPORT -- COMMAND [ARG...]"
+if [ $# -lt 4 ] || [ "$3" != "--" ]; then die 2 "usage: cgroup_run.sh LIMIT_BYTES REPORT -- COMMAND [ARG...]"; fi
 limit=$1
 report=$2
 shift 3
