@@ -7,7 +7,9 @@
 #   bench/cgroup_run.sh LIMIT_BYTES REPORT -- COMMAND [ARG...]
 #
 # The cgroup is a child of this process's own memory cgroup (so every limit
-# above it still applies), created fresh, and removed when the command ends:
+# above it still applies; on cgroup v2, where that one holds processes and so
+# cannot give a child the memory controller, a child of its parent), created
+# fresh, and removed when the command ends:
 #   cgroup v1 (the `memory` controller's hierarchy): memory.limit_in_bytes
 #     and memory.memsw.limit_in_bytes (when swap is accounted) set to
 #     LIMIT_BYTES, memory.swappiness 0; peak from memory.max_usage_in_bytes,
@@ -51,7 +53,7 @@ mount_of() {
 # This process's path in a hierarchy, relative to its mount's root.
 own_path() {  # own_path CGROUP_FIELD MOUNT_ROOT
   local p
-  p=$(awk -F: -v f="$1" '$2 == f { sub(/^[^:]*:[^:]*:/, ""); print; exit }' /proc/self/cgroup)
+  p=$(awk -F: -v f="$1" '("," $2 ",") ~ ("," f ",") { sub(/^[^:]*:[^:]*:/, ""); print; exit }' /proc/self/cgroup)
   [ -n "$p" ] || return 1
   [ "$2" = / ] || p=${p#"$2"}
   echo "${p%/}"
@@ -66,9 +68,16 @@ if [ -n "$v1_mount" ] && parent=$v1_mount$(own_path memory "$v1_root"); then
 elif [ -n "$v2_mount" ] && parent=$v2_mount$(own_path "" "$v2_root"); then
   grep -qw memory "$parent/cgroup.controllers" 2> /dev/null ||
     die 6 "cgroup v2 $parent has no memory controller to give a child (cgroup.controllers: $(cat "$parent/cgroup.controllers" 2>&1))"
-  if ! grep -qw memory "$parent/cgroup.subtree_control"; then
-    err=$( (echo +memory > "$parent/cgroup.subtree_control") 2>&1) ||
-      die 6 "cannot enable the memory controller for children of cgroup v2 $parent: ${err##*: } (a cgroup with processes of its own cannot; run inside a delegated one, e.g. systemd-run --scope -p Delegate=yes)"
+  if ! grep -qw memory "$parent/cgroup.subtree_control" &&
+    ! err=$( (echo +memory > "$parent/cgroup.subtree_control") 2>&1); then
+    # A v2 cgroup with processes of its own cannot give its children a
+    # controller (no internal processes): then a sibling, where the parent
+    # gives it (systemd's slices do).
+    if [ "$parent" != "$v2_mount" ] && grep -qw memory "${parent%/*}/cgroup.subtree_control" 2> /dev/null; then
+      parent=${parent%/*}
+    else
+      die 6 "cannot enable the memory controller for children of cgroup v2 $parent: ${err##*: } (a cgroup with processes of its own cannot, and its parent does not give it; run inside a delegated one, e.g. systemd-run --scope -p Delegate=yes)"
+    fi
   fi
   version=v2
 else
