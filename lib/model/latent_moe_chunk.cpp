@@ -70,7 +70,8 @@ size_t moe_chunk_scratch_floats(const ModelConfig& c, size_t n) {
   using C = ScratchCarver<float>;
   const size_t E = c.num_experts, latent = c.routed_expert_hidden_size;
   // Router logits and routing scratch (prepare), or an expert's input rows
-  // (experts), or y (combine); and the widest SiTU MLP's g and u.
+  // (experts), or y's norm (combine); the widest SiTU MLP's g and u; and a
+  // group's outputs (experts) or the shared rows to or from the spill file.
   return C::padded(std::max(n * E + 2 * E, n * latent)) + C::padded(situ_scratch_floats(n, widest_situ(c))) +
          C::padded(staged_rows_floats(c, n));
 }
