@@ -27,7 +27,10 @@
 // K3's lm_head once more per draft pass where the head streams. The policy
 // column is the k VerifyPolicy picks for that curve once measured.
 //
-// Last, what a prompt of 8,192 tokens reads at each preset with one weight
+// Then what a token of a layer-major chunk carries from layer to layer, part
+// by part (model/prefill_chunk.h, model/latent_moe_chunk.h), in memory and
+// with the chunk spilled, and the op area a row of the chunk's sub-batch
+// takes. Last, what a prompt of 8,192 tokens reads at each preset with one weight
 // read per prefill batch (before the layer-major prefill) and with the
 // chunk, spill file and chunk sub-batch (tokens a row block is read for)
 // the preset's machine class fits (planning/prefill_chunk_fit.h).
@@ -47,6 +50,8 @@
 #include "draft/verify_policy.h"
 #include "io/aligned_buffer.h"
 #include "model/config.h"
+#include "model/latent_moe_chunk.h"
+#include "model/prefill_chunk.h"
 #include "model/tensor_manifest.h"
 #include "planning/first_token_forecast.h"
 #include "planning/memory_plan.h"
@@ -142,6 +147,25 @@ void print_preset(const ModelConfig& c, const Preset& preset) {
   }
 }
 
+// A token of the chunk: the residual p, the block states, and a MoE layer's
+// rows (routing, z, the running sum of expert outputs, the shared experts'
+// output); spilled, the block states and the shared output are in the file.
+void print_chunk_token(const ModelConfig& c, int64_t positions) {
+  const double kB = 1e3, row = c.hidden_size * 4.0, latent = c.routed_expert_hidden_size * 4.0;
+  const double routing = c.num_experts_per_token * (4.0 + 4.0 + 8.0);  // expert id, weight, entry index
+  std::printf(
+      "\na token of a layer-major chunk carries (kB): residual p %.1f, block states %.1f, MoE rows %.1f (routing %.2f, "
+      "z %.1f, sum of expert outputs %.1f, shared experts' output %.1f)\n",
+      row / kB, spilled_block_bytes_per_token(c) / kB, MoeChunkRows::bytes_per_row(c) / kB, routing / kB, latent / kB,
+      latent / kB, row / kB);
+  std::printf("  in memory %.1f kB; spilled %.1f kB in memory (MoE rows %.1f) and %.1f kB in the spill file\n",
+              prefill_chunk_bytes_per_token(c) / kB, prefill_chunk_bytes_per_token(c, true) / kB,
+              MoeChunkRows::bytes_per_row(c, true) / kB, spill_file_bytes_per_token(c) / kB);
+  std::printf("  a row of the chunk's sub-batch: op area %.1f kB (the MoE steps' %.1f kB) at %lld positions\n",
+              prefill_sub_batch_op_floats(c, 1024, positions, 1) * 4.0 / 1024 / kB,
+              moe_chunk_scratch_floats(c, 1024) * 4.0 / 1024 / kB, (long long)positions);
+}
+
 // A long prompt at each preset: today's prefill (one weight read per batch)
 // against the layer-major prefill whose chunk is the one a run takes on the
 // preset's machine class (planning/first_token_forecast.h
@@ -193,6 +217,7 @@ int run(int argc, char** argv) {
       what.c_str());
   for (const char* name : {"min", "laptop", "desktop"})
     if (const Preset* p = find_preset(name)) print_preset(c, *p);
+  print_chunk_token(c, 8192);
   print_prefill(c, 8192);
   return 0;
 }

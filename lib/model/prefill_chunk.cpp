@@ -49,18 +49,24 @@ void PrefillChunk::reserve(const ModelConfig& c, size_t rows, size_t sub_batch, 
   const size_t row = static_cast<size_t>(c.hidden_size) * rows;
   if (p.size() < row) p.resize(row);
   blocks.begin(c, rows, sub_batch, spill);
-  if (c.first_k_dense_replace < c.num_hidden_layers) moe.reserve(c, rows);
+  // The spill file: every block state, then the MoE layer's shared rows.
+  const uint64_t shared_at = residual_block_count(c) * static_cast<uint64_t>(row) * sizeof(float);
+  if (c.first_k_dense_replace < c.num_hidden_layers) moe.reserve(c, rows, spill, shared_at);
 }
 
 uint64_t PrefillChunk::bytes() const {
-  return (p.size() + moe.z.size() + moe.shared.size() + moe.y.size() + moe.group_out.size() + moe.weights.size()) *
-             sizeof(float) +
+  return (p.size() + moe.z.size() + moe.shared.size() + moe.y.size() + moe.weights.size()) * sizeof(float) +
          blocks.bytes() + moe.chosen.size() * sizeof(int32_t) +
          (moe.expert_rows.size() + moe.start.size()) * sizeof(size_t);
 }
 
 uint64_t spilled_block_bytes_per_token(const ModelConfig& c) {
   return residual_block_count(c) * static_cast<uint64_t>(c.hidden_size) * sizeof(float);
+}
+
+uint64_t spill_file_bytes_per_token(const ModelConfig& c) {
+  const bool moe = c.first_k_dense_replace < c.num_hidden_layers;
+  return spilled_block_bytes_per_token(c) + (moe ? MoeChunkRows::spilled_bytes_per_row(c) : 0);
 }
 
 uint64_t prefill_chunk_staging_bytes(const ModelConfig& c, uint64_t sub_batch) {
@@ -95,7 +101,7 @@ uint64_t prefill_sub_batch_scratch_bytes(const ModelConfig& c, uint64_t rows, in
 uint64_t prefill_chunk_bytes_per_token(const ModelConfig& c, bool spilled) {
   const uint64_t p = static_cast<uint64_t>(c.hidden_size) * sizeof(float);
   const bool moe = c.first_k_dense_replace < c.num_hidden_layers;
-  return p + (spilled ? 0 : spilled_block_bytes_per_token(c)) + (moe ? MoeChunkRows::bytes_per_row(c) : 0);
+  return p + (spilled ? 0 : spilled_block_bytes_per_token(c)) + (moe ? MoeChunkRows::bytes_per_row(c, spilled) : 0);
 }
 
 }  // namespace k3

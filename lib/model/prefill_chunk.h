@@ -10,6 +10,8 @@
 // where memory is short they go to a spill file (io/spill_file.h) and come
 // back a sub-batch of rows at a time, in order, so the file is read
 // sequentially and the chunk can be far longer than memory alone allows.
+// A MoE layer's shared-expert rows follow them in the file (written and read
+// back once per layer, model/latent_moe_chunk.h).
 #pragma once
 
 #include <cstddef>
@@ -57,12 +59,15 @@ struct PrefillChunk {
 };
 
 // Bytes a chunk carries per token: what the memory plan multiplies by the
-// chunk's tokens. With the block states spilled, the part that stays in
-// memory (what spilled_block_bytes_per_token leaves), plus the staged rows:
+// chunk's tokens. Spilled, the part that stays in memory (what
+// spill_file_bytes_per_token leaves), plus the staged rows:
 // prefill_chunk_staging_bytes per sub-batch.
 uint64_t prefill_chunk_bytes_per_token(const ModelConfig& config, bool spilled = false);
 // The block states a token spills to the file (all of them: written once).
 uint64_t spilled_block_bytes_per_token(const ModelConfig& config);
+// The spill file's bytes per token: the block states, then one row of the
+// MoE layers' shared-expert output (rewritten by every MoE layer).
+uint64_t spill_file_bytes_per_token(const ModelConfig& config);
 // Memory the spilled blocks' staging takes for sub-batches of `sub_batch` rows.
 uint64_t prefill_chunk_staging_bytes(const ModelConfig& config, uint64_t sub_batch);
 // Scratch a layer of a chunk takes for a sub-batch of `rows` rows

@@ -256,7 +256,7 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
   }
   if (p.chunk_spilled) {
     p.chunk_bytes = checked_add(p.chunk_bytes, prefill_chunk_staging_bytes(c, p.chunk_sub_batch), "the prefill chunk");
-    p.spill_file_bytes = checked_mul(p.chunk, spilled_block_bytes_per_token(c), "the prefill's spill file");
+    p.spill_file_bytes = checked_mul(p.chunk, spill_file_bytes_per_token(c), "the prefill's spill file");
   }
 
   p.io_bytes = 2 * (4u << 20) + req.tensor_count * 160 + (req.io_threads + req.compute_threads) * (8u << 20) / 8 +
@@ -371,10 +371,11 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
                 format_bytes(activation_bytes).c_str());
   if (chunk_bytes > 0 && chunk_spilled)
     append_printf(o,
-                  "  prefill chunk     %llu tokens x %s carried from layer to layer, %s of block states in a spill "
-                  "file beside the trunk (%s on disk, not memory) and %s of them staged  %s\n",
-                  (unsigned long long)chunk, format_bytes(prefill_chunk_bytes_per_token(c)).c_str(),
-                  format_bytes(spilled_block_bytes_per_token(c)).c_str(), format_bytes(spill_file_bytes).c_str(),
+                  "  prefill chunk     %llu tokens x %s carried from layer to layer, %s of block states and "
+                  "shared-expert output in a spill file beside the trunk (%s on disk, not memory) and %s of them "
+                  "staged  %s\n",
+                  (unsigned long long)chunk, format_bytes(prefill_chunk_bytes_per_token(c, true)).c_str(),
+                  format_bytes(spill_file_bytes_per_token(c)).c_str(), format_bytes(spill_file_bytes).c_str(),
                   plural(batch, "row").c_str(), format_bytes(chunk_bytes).c_str());
   else if (chunk_bytes > 0)
     append_printf(o, "  prefill chunk     %llu tokens x %s carried from layer to layer  %s\n",

@@ -29,13 +29,14 @@ PrefillReads forecast_prefill_reads(const ModelConfig& c, const MemoryPlan& plan
     r.trunk_bytes +=
         static_cast<double>(times) * static_cast<double>(passes) * static_cast<double>(plan.streamed_read_bytes);
     if (plan.chunk_spilled && rows > batch) {
-      // Layer i reads the blocks opened by then: i / block size + 1 of them.
+      // Layer i reads the blocks opened by then: i / block size + 1 of them;
+      // a MoE layer writes its shared experts' rows and reads them back.
       const double row = static_cast<double>(rows) * static_cast<double>(c.hidden_size) * sizeof(float);
       double opened = 0;
       for (int i = 0; i < c.num_hidden_layers && c.attn_res_block_size > 0; ++i)
         opened += static_cast<double>(i / c.attn_res_block_size + 1);
-      r.spill_written_bytes += static_cast<double>(times) * static_cast<double>(residual_block_count(c)) * row;
-      r.spill_read_bytes += static_cast<double>(times) * opened * row;
+      r.spill_written_bytes += static_cast<double>(times) * (static_cast<double>(residual_block_count(c)) + L) * row;
+      r.spill_read_bytes += static_cast<double>(times) * (opened + L) * row;
     }
     if (E > 0)
       r.expert_bytes +=

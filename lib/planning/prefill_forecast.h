@@ -26,7 +26,8 @@ struct PrefillReads {
   double expert_bytes = 0;  // routed experts not in the cache
   // A spilled chunk's block states (MemoryPlan::chunk_spilled): written once
   // each, and read back by every layer from the one that opens them on (the
-  // head's read of the last row's blocks left out).
+  // head's read of the last row's blocks left out); and each MoE layer's
+  // shared-expert rows, written and read back once.
   double spill_written_bytes = 0;
   double spill_read_bytes = 0;
   double total() const { return trunk_bytes + expert_bytes + spill_read_bytes; }

@@ -46,20 +46,22 @@ contains "the prefill line forecasts the spill file's reads" "the spill file" "$
 # What the file took and gave back, written out for the tiny model (hidden
 # 64, 13 layers, a block every 4): each of the 4 blocks' 600 rows of 64
 # floats written once; layer i reads the i / 4 + 1 blocks opened by then
-# (1+1+1+1 + 2+2+2+2 + 3+3+3+3 + 4 = 28 block reads of 600 rows); the head
-# reads all 4 blocks of every row (--logits: every position's logits).
+# (1+1+1+1 + 2+2+2+2 + 3+3+3+3 + 4 = 28 block reads of 600 rows); each of
+# the 12 MoE layers (1-12) writes its 600 rows of shared-expert output and
+# reads them back; the head reads all 4 blocks of every row (--logits: every
+# position's logits).
 row=$((64 * 4))
-check "spill 600: bytes written" $((4 * 600 * row)) "$(json spill600 prefill.spill_written_bytes)"
-check "spill 600: bytes read" $((28 * 600 * row + 4 * 600 * row)) "$(json spill600 prefill.spill_read_bytes)"
+check "spill 600: bytes written" $(((4 + 12) * 600 * row)) "$(json spill600 prefill.spill_written_bytes)"
+check "spill 600: bytes read" $(((28 + 12) * 600 * row + 4 * 600 * row)) "$(json spill600 prefill.spill_read_bytes)"
 # Chunk 300: two chunks of 300 rows, the same bytes in all.
-check "spill 300: bytes written" $((2 * 4 * 300 * row)) "$(json spill300 prefill.spill_written_bytes)"
-check "spill 300: bytes read" $((2 * (28 + 4) * 300 * row)) "$(json spill300 prefill.spill_read_bytes)"
+check "spill 300: bytes written" $((2 * (4 + 12) * 300 * row)) "$(json spill300 prefill.spill_written_bytes)"
+check "spill 300: bytes read" $((2 * (28 + 12 + 4) * 300 * row)) "$(json spill300 prefill.spill_read_bytes)"
 # Without --logits the head reads the blocks of the prompt's last row only.
 K3_PREFILL_CHUNK=600 K3_PREFILL_SPILL=1 "$FWD" "$TINY" --ids "$work/ids.txt" --ctx 700 --gen 4 "${STREAM[@]}" \
   --stats-json "$work/last.json" > "$work/last.out" 2> "$work/last.err"
 check "last row: exit" 0 "$?"
 holds "last row: ids identical" "cmp -s '$work/last.out' '$work/batches.out'"
-check "last row: bytes read" $((28 * 600 * row + 4 * row)) "$(json last prefill.spill_read_bytes)"
+check "last row: bytes read" $(((28 + 12) * 600 * row + 4 * row)) "$(json last prefill.spill_read_bytes)"
 
 run spill-draft 600 1 "${STREAM[@]}" --draft "$DRAFT"
 run draft-batches 256 0 "${STREAM[@]}" --draft "$DRAFT"
@@ -69,7 +71,8 @@ same spill-blocks batches
 
 # The plan spills by itself where the chunk fits only without its block
 # states: the unspilled plan for 4096 positions, its forecast less 1 MB as the
-# 90% limit (4096 tokens x 4 blocks x 256 bytes = 4.2 MB go to the file).
+# 90% limit (4096 tokens x (4 blocks + a row of shared-expert output) x 256
+# bytes = 5.2 MB go to the file).
 peak_of() {  # peak_of FILE: the forecast peak RSS of a --plan's stderr, in bytes
   awk '/forecast peak RSS/ { u = $5 == "GB" ? 1e9 : $5 == "MB" ? 1e6 : 1e3; printf "%.0f\n", $4 * u }' "$1"
 }
@@ -86,7 +89,8 @@ K3_AVAILABLE_MEMORY=$avail "$FWD" "$TINY" --ids "$work/ids.txt" --ctx 4096 --gen
   --stats-json "$work/tight.json" > "$work/tight.out" 2> "$work/tight-run.err"
 check "tight run: exit" 0 "$?"
 holds "tight run: ids identical" "cmp -s '$work/tight.out' '$work/batches.out'"
-check "tight run: the file took the block states" $((4 * 600 * row)) "$(json tight prefill.spill_written_bytes)"
+check "tight run: the file took the block states and shared rows" $(((4 + 12) * 600 * row)) \
+  "$(json tight prefill.spill_written_bytes)"
 
 check "nothing left beside the trunk" "$(cat "$work/trunk-before.txt")" "$(ls -A "$work/trunk")"
 

@@ -3,12 +3,15 @@
 // chunk's steps against it, bit for bit; the next layer's
 // guessed experts (--expert-lookahead), which leave the output alone.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <string>
 
+#include "io/spill_file.h"
 #include "kernels/mxfp4.h"
 #include "model/forward_scratch.h"
 #include "model/latent_moe.h"
@@ -208,57 +211,74 @@ TEST(LatentMoe, MatchesDoubleReferenceInAnyArrivalOrder) {
 }
 
 // The layer-major chunk's steps (model/latent_moe_chunk.h) give
-// latent_moe_forward's bits for every sub-batch and delivery order: both add
-// a token's expert outputs in ascending expert id. The chunk hands the
-// source its experts in ascending id, in groups of consecutive experts that
-// fill at most one latent row per chunk row, each as large as fits.
+// latent_moe_forward's bits for every sub-batch and delivery order, with the
+// shared experts' output in memory or in a spill file: both add a token's
+// expert outputs in ascending expert id. The chunk hands the source its
+// experts in ascending id, in groups of consecutive experts whose entries
+// fill at most a sub-batch of rows, each as large as fits (an expert with
+// more entries than a sub-batch alone).
 TEST(LatentMoe, ChunkGroupsGiveTheBatchBitsInAnyArrivalOrder) {
   MoeCase mc;
   std::mt19937 rng(9);
+  char tmpl[] = "/tmp/k3-moe-spill-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  size_t alone = 0;  // groups of one expert with more entries than a sub-batch
   for (const size_t n : {size_t{1}, size_t{7}, size_t{12}}) {
     std::vector<float> x = test::random_input(rng, n * MoeCase::hidden);
     std::vector<float> want(n * MoeCase::hidden);
     ForwardScratch scratch;
     mc.source.reverse = false;
     latent_moe_forward(mc.c, 1, mc.trunk, mc.source, x.data(), n, want.data(), nullptr, scratch);
-    for (const size_t sub : {size_t{1}, size_t{3}, n})
-      for (const bool reverse : {false, true}) {
-        SCOPED_TRACE("rows " + std::to_string(n) + ", sub-batch " + std::to_string(sub) +
-                     (reverse ? ", reversed" : ""));
-        MoeChunkRows m;
-        m.reserve(mc.c, n);
-        for (size_t r0 = 0; r0 < n; r0 += sub)
-          moe_chunk_prepare(mc.c, mc.trunk, x.data() + r0 * MoeCase::hidden, std::min(sub, n - r0), r0, m, nullptr,
-                            scratch);
-        mc.source.reverse = reverse;
-        mc.source.requests.clear();
-        moe_chunk_experts(mc.c, 1, mc.source, n, sub, m, nullptr, scratch);
-        std::vector<float> got(n * MoeCase::hidden);
-        for (size_t r0 = 0; r0 < n; r0 += sub)
-          moe_chunk_combine(mc.c, mc.trunk, std::min(sub, n - r0), r0, m, got.data() + r0 * MoeCase::hidden, nullptr,
-                            scratch);
-        EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
-        // The groups, in order, are the chunk's distinct experts in
-        // ascending id; each holds at most n entries (a token's choice of
-        // an expert), and could not have taken the next expert.
-        std::vector<int> all;
-        size_t entries_of_previous = 0;
-        for (size_t g = 0; g < mc.source.requests.size(); ++g) {
-          const std::vector<int>& group = mc.source.requests[g];
-          size_t entries = 0;
-          for (int e : group) entries += m.start[e + 1] - m.start[e];
-          EXPECT_LE(entries, n) << "group " << g;
-          if (g > 0) EXPECT_GT(entries_of_previous + m.start[group[0] + 1] - m.start[group[0]], n) << "group " << g;
-          entries_of_previous = entries;
-          all.insert(all.end(), group.begin(), group.end());
+    for (const size_t sub : {size_t{1}, size_t{3}, size_t{5}, n})
+      for (const bool reverse : {false, true})
+        for (const bool spilled : {false, true}) {
+          SCOPED_TRACE("rows " + std::to_string(n) + ", sub-batch " + std::to_string(sub) +
+                       (reverse ? ", reversed" : "") + (spilled ? ", spilled" : ""));
+          SpillFile file(dir);
+          constexpr uint64_t kAt = 4096;  // where the shared rows start in the file
+          MoeChunkRows m;
+          m.reserve(mc.c, n, spilled ? &file : nullptr, kAt);
+          EXPECT_EQ(m.shared.size(), spilled ? 0 : n * MoeCase::hidden);
+          for (size_t r0 = 0; r0 < n; r0 += sub)
+            moe_chunk_prepare(mc.c, mc.trunk, x.data() + r0 * MoeCase::hidden, std::min(sub, n - r0), r0, m, nullptr,
+                              scratch);
+          mc.source.reverse = reverse;
+          mc.source.requests.clear();
+          moe_chunk_experts(mc.c, 1, mc.source, n, sub, m, nullptr, scratch);
+          std::vector<float> got(n * MoeCase::hidden);
+          for (size_t r0 = 0; r0 < n; r0 += sub)
+            moe_chunk_combine(mc.c, mc.trunk, std::min(sub, n - r0), r0, m, got.data() + r0 * MoeCase::hidden, nullptr,
+                              scratch);
+          EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
+          // Spilled: each row of shared output written once and read back once.
+          const uint64_t shared_bytes = spilled ? n * MoeCase::hidden * sizeof(float) : 0;
+          EXPECT_EQ(file.bytes_written(), shared_bytes);
+          EXPECT_EQ(file.bytes_read(), shared_bytes);
+          // The groups, in order, are the chunk's distinct experts in
+          // ascending id; each holds at most a sub-batch of entries, or is one
+          // expert alone, and could not have taken the next expert.
+          const size_t cap = std::min(sub, n);
+          std::vector<int> all;
+          size_t entries_of_previous = 0;
+          for (size_t g = 0; g < mc.source.requests.size(); ++g) {
+            const std::vector<int>& group = mc.source.requests[g];
+            size_t entries = 0;
+            for (int e : group) entries += m.start[e + 1] - m.start[e];
+            if (group.size() > 1) EXPECT_LE(entries, cap) << "group " << g;
+            alone += entries > cap;
+            if (g > 0) EXPECT_GT(entries_of_previous + m.start[group[0] + 1] - m.start[group[0]], cap) << "group " << g;
+            entries_of_previous = entries;
+            all.insert(all.end(), group.begin(), group.end());
+          }
+          EXPECT_EQ(all, m.experts);
+          EXPECT_TRUE(std::is_sorted(all.begin(), all.end()));
+          EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end());
+          // n rows choose n * K entries: at least K groups of at most n.
+          EXPECT_GE(mc.source.requests.size(), static_cast<size_t>(MoeCase::K));
         }
-        EXPECT_EQ(all, m.experts);
-        EXPECT_TRUE(std::is_sorted(all.begin(), all.end()));
-        EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end());
-        // n rows choose n * K entries: at least K groups of at most n.
-        EXPECT_GE(mc.source.requests.size(), static_cast<size_t>(MoeCase::K));
-      }
   }
+  EXPECT_GT(alone, 0u) << "no expert outnumbered a sub-batch: its pieces' path was not run";
+  std::filesystem::remove_all(dir);
 }
 
 // The guess applies the next layers' routers to this layer's input: the

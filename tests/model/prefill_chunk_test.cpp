@@ -275,13 +275,21 @@ TEST(PrefillChunk, WeightsReadOncePerChunk) {
     EXPECT_EQ(two.acquired[i], 2) << "layer " << i;
   }
   const int moe_layers = layers - m.config.first_k_dense_replace;
-  // A layer's experts go to the source in groups that hold at most one
-  // latent row per chunk row (model/latent_moe_chunk.h): the chunk's rows *
-  // k entries take at least k calls, each expert in exactly one of them.
+  // A layer's experts go to the source in groups whose outputs fill at most
+  // a sub-batch of latent rows, or one expert alone (model/latent_moe_chunk.h):
+  // the chunk's rows * k entries take at least k calls (an expert has at
+  // most a row each), each expert in exactly one of them.
   const int k = m.config.num_experts_per_token;
   EXPECT_GE(one.expert_calls, k * moe_layers);
-  EXPECT_LE(one.expert_calls, 2 * k * moe_layers);  // next-fit: two groups in a row hold more than the rows
+  EXPECT_LE(one.expert_calls, m.config.num_experts * moe_layers);
   EXPECT_GE(two.expert_calls, 2 * k * moe_layers);
+  // With the whole chunk as the sub-batch, next-fit packs them: two groups
+  // in a row hold more entries than the chunk's rows.
+  CountingSource whole(*m.weights);
+  run(4, 64, ids, LogitRows::kLast, 2, &whole, "", nullptr, 64);
+  EXPECT_GE(whole.expert_calls, k * moe_layers);
+  EXPECT_LE(whole.expert_calls, 2 * k * moe_layers);
+  EXPECT_TRUE(whole.union_ == batches.union_);
   size_t distinct = 0, batch_requests = 0;
   for (const auto& [key, count] : one.requests) {
     EXPECT_EQ(count, 1) << "layer " << key.first << " expert " << key.second << " requested again in one chunk";
@@ -347,19 +355,22 @@ class SpillDir {
 // What the spill file sees for a prompt of `tokens` in chunks of `chunk`
 // with sub-batches of `batch`, written out: a chunk longer than the batch
 // writes each block state of its rows once, when the block opens, and layer
-// i reads the rows of the i / block_size + 1 blocks opened by then; the head
-// reads every block for the rows it computes logits of (all of them, or the
-// last row of the prompt).
+// i reads the rows of the i / block_size + 1 blocks opened by then; each
+// MoE layer writes its rows of shared-expert output and reads them back; the
+// head reads every block for the rows it computes logits of (all of them, or
+// the last row of the prompt).
 SpillCounts spill_formula(const ModelConfig& c, size_t tokens, size_t batch, size_t chunk, LogitRows rows) {
   const uint64_t row = static_cast<uint64_t>(c.hidden_size) * 4;
   const uint64_t L = c.num_hidden_layers, size = c.attn_res_block_size, blocks = (L + size - 1) / size;
+  const uint64_t moe_layers = L - c.first_k_dense_replace;  // each writes its shared rows and reads them back
   const size_t per = std::max(chunk, batch);
   SpillCounts want;
   for (size_t begin = 0; begin < tokens; begin += per) {
     const uint64_t r = std::min(per, tokens - begin);
     if (r <= batch) continue;  // a batch: no chunk, nothing spilled
-    want.written += blocks * r * row;
+    want.written += (blocks + moe_layers) * r * row;
     for (uint64_t i = 0; i < L; ++i) want.read += (i / size + 1) * r * row;
+    want.read += moe_layers * r * row;
     const bool last = begin + r == tokens;
     if (rows == LogitRows::kAll) want.read += blocks * r * row;
     else if (rows == LogitRows::kLast && last) want.read += blocks * row;
@@ -392,6 +403,22 @@ TEST(PrefillChunk, SpilledBlockStatesBitIdentical) {
       EXPECT_EQ(dir.entries(), 0u) << what << ": the spill file is unlinked as soon as it is made";
     }
   }
+  // Sub-batches longer than the batch: the shared experts' rows go to the
+  // file and come back a sub-batch at a time, and an expert's rows run in
+  // pieces of the sub-batch; the same bits and the same bytes.
+  for (size_t chunk : {16, 75})
+    for (size_t sub : {size_t{5}, chunk}) {
+      const std::string what =
+          "spilled, batch 3, chunk " + std::to_string(chunk) + ", sub-batch " + std::to_string(sub);
+      SpillCounts counts;
+      const PrefillRun got = run(3, chunk, ids, LogitRows::kAll, 3, nullptr, dir.path(), &counts, sub);
+      EXPECT_TRUE(same_floats(want.logits, got.logits)) << what << ": logits of every row";
+      expect_same_state(want.state, got.state, what);
+      EXPECT_TRUE(want.taps == got.taps) << what << ": layer taps";
+      const SpillCounts all = spill_formula(c, ids.size(), 3, chunk, LogitRows::kAll);
+      EXPECT_EQ(counts.written, all.written) << what;
+      EXPECT_EQ(counts.read, all.read) << what;
+    }
 }
 
 TEST(SpillFile, LeavesNothingAndNamesItsDirectory) {
@@ -428,23 +455,25 @@ TEST(PrefillChunk, CarriedBytesPerToken) {
   const ModelConfig& c = TinyModel::get().config;
   const uint64_t hidden = c.hidden_size, k = c.num_experts_per_token, latent = c.routed_expert_hidden_size;
   const uint64_t blocks = (c.num_hidden_layers + c.attn_res_block_size - 1) / c.attn_res_block_size;
-  // p and B; then routing (id, weight, entry index), z, shared output, the
-  // row's sum of expert outputs and its row of a group's outputs: two latent
-  // rows, not k.
-  const uint64_t want = (blocks + 1) * hidden * 4 + k * (4 + 4 + 8) + 4 * (latent + hidden + 2 * latent);
+  // p and B; then routing (id, weight, entry index), z, shared output and
+  // the row's sum of expert outputs: one latent row of sums, not k outputs
+  // (a group's outputs are the sub-batch's op area).
+  const uint64_t want = (blocks + 1) * hidden * 4 + k * (4 + 4 + 8) + 4 * (latent + hidden + latent);
   EXPECT_EQ(prefill_chunk_bytes_per_token(c), want);
   PrefillChunk chunk;
   chunk.reserve(c, 100, 8, nullptr);
   EXPECT_EQ(chunk.bytes(), 100 * want + (c.num_experts + 1) * 8);
-  // Spilled: the block states leave memory but for 8 staged rows of each.
+  // Spilled: the block states and the shared output leave memory but for 8
+  // staged rows of each block (the shared rows pass through the op area).
   const uint64_t block_states = blocks * hidden * 4;
   EXPECT_EQ(spilled_block_bytes_per_token(c), block_states);
-  EXPECT_EQ(prefill_chunk_bytes_per_token(c, true), want - block_states);
+  EXPECT_EQ(spill_file_bytes_per_token(c), block_states + hidden * 4);
+  EXPECT_EQ(prefill_chunk_bytes_per_token(c, true), want - block_states - hidden * 4);
   SpillDir dir;
   SpillFile file(dir.path());
   PrefillChunk spilled;
   spilled.reserve(c, 100, 8, &file);
-  EXPECT_EQ(spilled.bytes(), 100 * (want - block_states) + 8 * block_states + (c.num_experts + 1) * 8);
+  EXPECT_EQ(spilled.bytes(), 100 * (want - block_states - hidden * 4) + 8 * block_states + (c.num_experts + 1) * 8);
 }
 
 }  // namespace

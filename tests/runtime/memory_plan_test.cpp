@@ -353,21 +353,22 @@ TEST(MemoryPlan, PrefillChunkCarriedStateCounted) {
   EXPECT_EQ(chunked.chunk, 1000u);
   // Per token: p and the 4 block states, 5 x 64 floats = 1280 bytes; the
   // MoE rows: 4 experts x (id, weight, entry index: 16 bytes) = 64, and
-  // floats: z 32 + shared output 64 + the sum of the expert outputs 32 +
-  // its row of a group's expert outputs 32 = 160 -> 640 (not 4 outputs).
-  EXPECT_EQ(chunked.chunk_bytes, 1000u * (1280 + 64 + 640));
+  // floats: z 32 + shared output 64 + the sum of the expert outputs 32 =
+  // 128 -> 512 (not 4 outputs; a group's outputs are a sub-batch's scratch).
+  EXPECT_EQ(chunked.chunk_bytes, 1000u * (1280 + 64 + 512));
   EXPECT_EQ(chunked.peak_rss, batches.peak_rss + chunked.chunk_bytes);
   EXPECT_NE(chunked.describe(layout, c, req).find("prefill chunk     1000 tokens"), std::string::npos);
   EXPECT_FALSE(chunked.chunk_spilled);
   EXPECT_EQ(chunked.spill_file_bytes, 0u);
 
-  // Spilled: the 4 block states (1024 bytes a token) go to the file; memory
-  // keeps p and the MoE rows per token, and 16 staged rows of each block.
+  // Spilled: the 4 block states and the shared output (1024 + 256 bytes a
+  // token) go to the file; memory keeps p, the routing, z and the sum per
+  // token, and 16 staged rows of each block.
   req.spill_chunk = true;
   const MemoryPlan spilled = plan_memory(c, layout, 12288, req);
   EXPECT_TRUE(spilled.chunk_spilled);
-  EXPECT_EQ(spilled.spill_file_bytes, 1000u * 1024);
-  EXPECT_EQ(spilled.chunk_bytes, 1000u * (256 + 64 + 640) + 16u * 1024);
+  EXPECT_EQ(spilled.spill_file_bytes, 1000u * (1024 + 256));
+  EXPECT_EQ(spilled.chunk_bytes, 1000u * (256 + 64 + 256) + 16u * 1024);
   EXPECT_EQ(spilled.peak_rss, batches.peak_rss + spilled.chunk_bytes);
   EXPECT_NE(spilled.describe(layout, c, req).find("in a spill file beside the trunk"), std::string::npos);
   // No chunk beyond the batch: nothing to spill.

@@ -2,7 +2,8 @@
 // formula written out here for the tiny config and a plan built by hand:
 // the streamed trunk once per chunk (once per sub-batch in row blocks), the
 // embedding rows, the experts under flat routing, and a spilled chunk's
-// block states written once and read back by every layer.
+// block states written once and read back by every layer, and its MoE
+// layers' shared-expert rows written and read back once each.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -72,12 +73,15 @@ TEST(PrefillForecast, SpilledChunkBlockStates) {
   // Chunks of 100 and 100 spill; the last 50 too (more than a batch of 16).
   // A row of a block state is 64 floats = 256 bytes; 4 blocks are written;
   // layers 0-3 read 1 block, 4-7 two, 8-11 three, 12 four: 28 block reads.
-  EXPECT_DOUBLE_EQ(r.spill_written_bytes, 250.0 * 4 * 256);
-  EXPECT_DOUBLE_EQ(r.spill_read_bytes, 250.0 * 28 * 256);
+  // The 12 MoE layers (1-12) each write a row of shared-expert output and
+  // read it back.
+  ASSERT_EQ(c.first_k_dense_replace, 1);
+  EXPECT_DOUBLE_EQ(r.spill_written_bytes, 250.0 * (4 + 12) * 256);
+  EXPECT_DOUBLE_EQ(r.spill_read_bytes, 250.0 * (28 + 12) * 256);
   EXPECT_DOUBLE_EQ(r.total(), r.trunk_bytes + r.expert_bytes + r.spill_read_bytes);
   // A last piece no longer than a batch runs as a batch: nothing spilled.
   const PrefillReads tail = forecast_prefill_reads(c, p, 210);  // 100, 100, 10
-  EXPECT_DOUBLE_EQ(tail.spill_written_bytes, 200.0 * 4 * 256);
+  EXPECT_DOUBLE_EQ(tail.spill_written_bytes, 200.0 * (4 + 12) * 256);
 }
 
 }  // namespace
