@@ -17,6 +17,15 @@ double prefill_disk_bytes(const ModelConfig& config, const MemoryPlan& plan, uin
 
 namespace {
 
+// What the search judges a plan by: its disk bytes, but for a spill file the
+// plan makes whatever the request (K3_PREFILL_SPILL, for tests): no choice
+// of the search, so its bytes do not steer it off the chunk asked for.
+double judged_bytes(const ModelConfig& config, const MemoryPlan& plan, uint64_t tokens, bool spill_forced) {
+  if (!spill_forced) return prefill_disk_bytes(config, plan, tokens);
+  const PrefillReads reads = forecast_prefill_reads(config, plan, tokens);
+  return reads.trunk_bytes + reads.expert_bytes + static_cast<double>(plan.cache_lent_bytes);
+}
+
 // A plan that fits, the request that makes it, and its disk bytes.
 struct Fit {
   MemoryPlan plan;
@@ -55,6 +64,7 @@ AtBatch fit_at_batch(const ModelConfig& config, const PlanOf& plan_of, const Pla
   AtBatch at;
   at.batch = std::max<uint64_t>(1, first.batch);
   const uint64_t batch = at.batch, longest = std::max(batch, first.chunk);
+  const bool spill_forced = first.chunk_spilled;  // not asked for here: the plan spills whatever the request
   for (uint64_t chunk = longest;; chunk = std::max(batch, chunk / 2)) {
     for (const bool spill : {false, true}) {
       if (spill && (!can_spill || chunk <= batch)) continue;
@@ -70,7 +80,7 @@ AtBatch fit_at_batch(const ModelConfig& config, const PlanOf& plan_of, const Pla
           const MemoryPlan p = is_first ? first : plan_of(r);
           if (lend && p.cache_lent_bytes == 0) break;  // nothing to lend: the plan without it
           if (fits(p)) {
-            const double bytes = prefill_disk_bytes(config, p, tokens);
+            const double bytes = judged_bytes(config, p, tokens, spill_forced);
             if (!at.best || bytes < at.best->bytes) at.best = Fit{p, r, bytes};
             break;
           }

@@ -237,7 +237,7 @@ TEST(PrefillChunkFit, OnePlanPerCandidate) {
 }
 
 // Workstation at 8,192 tokens: spilling the chunk's block states writes and
-// reads back ~96 GB, lending the expert cache costs its 1.7 GB of refill;
+// reads back 98 GB, lending the expert cache costs its 3.7 GB of refill;
 // with the spill file counted the search lends.
 TEST(PrefillChunkFit, SpillFileCountedAgainstLending) {
   const Preset& ws = *find_preset("workstation");
