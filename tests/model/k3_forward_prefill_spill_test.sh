@@ -72,9 +72,9 @@ same spill-blocks batches
 # Where the chunk fits only without its block states or at a smaller batch
 # (the unspilled plan for 4096 positions, its forecast less 1 MB as the 90%
 # limit), the plan halves the batch: the spill file would take 4096 tokens x
-# 4 blocks x 256 bytes = 4.2 MB and give back 28 block reads of them, more
-# bytes than the tiny model's weights (5.6 MB a read), and a smaller batch
-# moves none (planning/prefill_chunk_fit.h).
+# 4 blocks x 256 bytes = 4.2 MB and give back 28 block reads of 4096 rows
+# (29 MB), more bytes than the tiny model's weights (5.6 MB a read), and a
+# smaller batch moves none (planning/prefill_chunk_fit.h).
 peak_of() {  # peak_of FILE: the forecast peak RSS of a --plan's stderr, in bytes
   awk '/forecast peak RSS/ { u = $5 == "GB" ? 1e9 : $5 == "MB" ? 1e6 : 1e3; printf "%.0f\n", $4 * u }' "$1"
 }
