@@ -53,6 +53,10 @@ contains "the prefill line forecasts the spill file's reads" "the spill file" "$
 row=$((64 * 4))
 check "spill 600: bytes written" $((4 * 600 * row)) "$(json spill600 prefill.spill_written_bytes)"
 check "spill 600: bytes read" $((28 * 600 * row + 4 * 600 * row)) "$(json spill600 prefill.spill_read_bytes)"
+# The one chunk visits each layer once with the cache at its floor, empty:
+# no expert can be resident when its layer's prefetch begins, so none is a
+# hit, not even one read for an earlier expert group of the layer.
+check "spill 600: no resident hits in one chunk" 0.0 "$(json spill600 prefill.expert_hit_rate)"
 # Chunk 300: two chunks of 300 rows, the same bytes in all.
 check "spill 300: bytes written" $((2 * 4 * 300 * row)) "$(json spill300 prefill.spill_written_bytes)"
 check "spill 300: bytes read" $((2 * (28 + 4) * 300 * row)) "$(json spill300 prefill.spill_read_bytes)"
