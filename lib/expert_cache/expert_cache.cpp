@@ -189,6 +189,31 @@ void ExpertCache::phase_begin(int layer) {
   phase_layer_ = layer;
   phase_start_ = now;
   phase_start_busy_ = busy;
+  prefetched_layer_ = -1;
+}
+
+void ExpertCache::phase_continue() {
+  std::lock_guard<std::mutex> lk(stats_mu_);
+  phase_layer_ = last_end_layer_;
+  phase_start_ = last_end_;
+  phase_start_busy_ = last_end_busy_;
+}
+
+bool ExpertCache::open_phase(int layer) {
+  // A chunk asks for a layer's experts in groups, a call each after the
+  // layer's one prefetch: the later calls continue the layer's phase.
+  const bool later_group = phase_layer_ < 0 && layer == last_end_layer_ && layer == prefetched_layer_;
+  if (later_group) phase_continue();
+  else if (phase_layer_ != layer) phase_begin(layer);
+  return later_group;
+}
+
+size_t ExpertCache::resident_at_prefetch(int layer, const std::vector<int>& experts,
+                                         const std::vector<size_t>& hits) const {
+  // An expert read since the prefetch (for an earlier group's call) is no hit.
+  return static_cast<size_t>(std::count_if(hits.begin(), hits.end(), [&](size_t k) {
+    return std::binary_search(prefetch_resident_.begin(), prefetch_resident_.end(), key(layer, experts[k]));
+  }));
 }
 
 void ExpertCache::phase_end(int layer) {
@@ -209,6 +234,11 @@ void ExpertCache::prefetch(int layer, const std::vector<int>& experts) {
   std::vector<int64_t>& keys = current_keys_;  // kept for prefetch_guess
   keys.clear();
   for (int e : experts) keys.push_back(key(layer, e));
+  prefetched_layer_ = layer;
+  prefetch_resident_.clear();
+  for (int64_t k : keys)
+    if (slots_.find(k) >= 0) prefetch_resident_.push_back(k);
+  std::sort(prefetch_resident_.begin(), prefetch_resident_.end());
   if (guessing_) {
     score_guess(layer, keys);
     // Before this layer's misses are issued: a wrong guess not yet started
@@ -232,7 +262,7 @@ void ExpertCache::prefetch(int layer, const std::vector<int>& experts) {
 
 void ExpertCache::for_each(int layer, const std::vector<int>& experts,
                            const std::function<void(size_t k, const ExpertWeights& w)>& on_ready) {
-  if (phase_layer_ != layer) phase_begin(layer);
+  const bool later_group = open_phase(layer);
   // Held guesses belong to the layer whose prefetch came last; any other
   // layer's for_each might wait on one of them.
   if (layer != current_layer_) flush_guesses();
@@ -259,7 +289,7 @@ void ExpertCache::for_each(int layer, const std::vector<int>& experts,
   {
     std::lock_guard<std::mutex> lk(stats_mu_);
     stats_.experts_requested += experts.size();
-    stats_.experts_resident += hits.size();
+    stats_.experts_resident += later_group ? resident_at_prefetch(layer, experts, hits) : hits.size();
   }
   std::string io_error;
   std::exception_ptr failure;

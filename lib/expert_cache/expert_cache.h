@@ -83,8 +83,11 @@ struct ExpertCacheStats {
   uint64_t expert_bytes = 0;       // read while running (guessed reads included)
   uint64_t load_bytes = 0;         // read at start (a cache that holds every expert)
   uint64_t experts_requested = 0;  // (layer, expert) deliveries asked for
-  uint64_t experts_resident = 0;   // of those, already resident when for_each began
-  double io_wait_seconds = 0;      // compute thread blocked waiting for expert bytes
+  // Of those, already resident when for_each began; for a chunk's later
+  // groups of a layer (for_each again after the layer's one prefetch), when
+  // the prefetch began: an expert read for an earlier group is no hit.
+  uint64_t experts_resident = 0;
+  double io_wait_seconds = 0;  // compute thread blocked waiting for expert bytes
   // lend(): how often the slots above the floor were lent to a prefill's
   // chunk and taken back (reclaim), and the most bytes lent at once.
   uint64_t lends = 0, reclaims = 0, lent_bytes = 0;
@@ -187,9 +190,18 @@ class ExpertCache {
   // failed): kept as an ordinary cached expert, or its slot freed.
   void keep_stray(const Arrival& a);
   // ExpertPhaseStats: a layer's expert phase opens at its routing (or at
-  // for_each when no prefetch came first) and closes when for_each returns.
+  // for_each when no prefetch came first) and closes when for_each returns;
+  // a chunk's later groups of the layer reopen it (phase_continue), so its
+  // calls are one phase, not a pass boundary each.
   void phase_begin(int layer);
+  void phase_continue();
   void phase_end(int layer);
+  // for_each's phase: begun, or continued for a chunk's later group of the
+  // layer (true).
+  bool open_phase(int layer);
+  // Of a later group's hits (indices into `experts`), those resident when
+  // the layer's prefetch began.
+  size_t resident_at_prefetch(int layer, const std::vector<int>& experts, const std::vector<size_t>& hits) const;
   void preload();
   uint8_t* slot_base(int slot) { return arena_.data() + static_cast<uint64_t>(slot) * slot_bytes_; }
   ExpertWeights bind(int layer, int expert, const uint8_t* base) const;
@@ -237,6 +249,11 @@ class ExpertCache {
   // Phase bookkeeping: written by the compute thread under stats_mu_ (stats() reads it).
   int phase_layer_ = -1;     // the layer whose expert phase is open
   int last_end_layer_ = -1;  // the layer whose expert phase closed last
+  // The layer whose phase its prefetch opened (-1 once for_each opens one
+  // without), and its keys resident then, sorted: a chunk's later groups
+  // continue that phase, and count only those as resident.
+  int prefetched_layer_ = -1;
+  std::vector<int64_t> prefetch_resident_;
   std::chrono::steady_clock::time_point phase_start_, last_end_;
   double phase_start_busy_ = 0, last_end_busy_ = 0;  // ReadEngine::busy_seconds then
 

@@ -6,6 +6,7 @@
 #include "common/byte_format.h"
 #include "model/tensor_manifest.h"
 #include "planning/prefill_chunk_fit.h"
+#include "planning/row_block_tables.h"
 
 namespace k3 {
 
@@ -41,8 +42,10 @@ MemoryPlan plan_preset_for_prompt(const Preset& preset, const PlanModel& model, 
   run.context = std::max<uint64_t>(tokens, 1);
   RunRequest req = preset_plan_request(preset, model, run);
   req.chunk = run.context;
+  const RowBlockTables tables = row_block_tables(model.config, model.layout, req.block_bytes);  // once a search
   return fit_prefill_chunk(
-      model.config, [&](const RunRequest& r) { return plan_memory(model.config, model.layout, model.slot_bytes, r); },
+      model.config,
+      [&](const RunRequest& r) { return plan_memory(model.config, model.layout, model.slot_bytes, r, &tables); },
       [&](const MemoryPlan& p) { return plan_fits(p, available); }, req, tokens, true);
 }
 

@@ -14,6 +14,7 @@
 #include "io/aligned_buffer.h"
 #include "model/prefill_chunk.h"
 #include "model/tensor_manifest.h"
+#include "planning/row_block_tables.h"
 #include "trunk/block_reader.h"
 #include "trunk/plan.h"
 #include "trunk/row_blocks.h"
@@ -66,7 +67,8 @@ uint64_t plan_stop_copies(const RunRequest& req) {
   return req.stoppable_passes ? std::max<uint64_t>(1, req.sequences) : 0;
 }
 
-MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t slot_bytes, const RunRequest& req) {
+MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t slot_bytes, const RunRequest& req,
+                       const RowBlockTables* tables) {
   MemoryPlan p;
   // Use order: layers, then the head. The embedding is read row by row, or
   // pinned last (below).
@@ -146,15 +148,14 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
                                         widest + " (" + std::to_string(floor) + " bytes, the smallest block)");
     unit_size = 0;
     for (int s : p.streamed) {
-      const TrunkSection& ts = layout.sections[s];
-      if (ts.layer < 0) continue;
-      const LayerRowBlocks rb = layer_row_blocks(c, ts, p.block_bytes);
+      if (layout.sections[s].layer < 0) continue;
+      const LayerRowBlockSizes rb = row_block_sizes(c, layout, s, p.block_bytes, tables);
       p.held_bytes = std::max(p.held_bytes, rb.held_bytes);
       // A row block is read as whole trunk blocks (to check their hashes, or
       // decode them): up to one more at each end.
       const uint64_t block_buffer = rb.largest_block_bytes + 2 * layout.block_bytes;
       unit_size = std::max({unit_size, rb.held_bytes, block_buffer});
-      for (const StreamedMatrix& m : rb.matrices) p.row_blocks += m.blocks();
+      p.row_blocks += rb.blocks;
     }
   }
   if (!p.streamed.empty()) {

@@ -17,6 +17,8 @@
 
 namespace k3 {
 
+struct RowBlockTables;
+
 // Largest head block when no layer streams (so no layer-sized buffer exists).
 inline constexpr uint64_t kHeadBlockCap = 256ull << 20;
 // Stream buffers beyond the two a pipeline needs let the disk read further
@@ -112,9 +114,11 @@ inline bool plan_fits(const MemoryPlan& plan, uint64_t available) {
 void prefill_decode_peak(const ModelConfig& config, MemoryPlan& plan, bool lend);
 
 // `slot_bytes` comes from ExpertIndex::slot_bytes(). Throws k3::Error(kUsage)
-// for a block budget below min_block_bytes(config).
-MemoryPlan plan_memory(const ModelConfig& config, const TrunkLayout& layout, uint64_t slot_bytes,
-                       const RunRequest& req);
+// for a block budget below min_block_bytes(config). `tables`: the layout's
+// row blocks at req.block_bytes, built once for many plans
+// (planning/row_block_tables.h); built here where absent.
+MemoryPlan plan_memory(const ModelConfig& config, const TrunkLayout& layout, uint64_t slot_bytes, const RunRequest& req,
+                       const RowBlockTables* tables = nullptr);
 
 // The plan for a model known only by its config, before any weights exist
 // here: the trunk laid out as k3-pack would lay it out, each expert slot one

@@ -1,19 +1,22 @@
 // How a run's layer-major prefill fits the memory available: the one search
 // behind k3-forward's plan (prepare_streaming) and the forecasts of what a
-// prompt reads at each preset (plan_preset_for_prompt). Three things trade
-// memory for bytes read, none of them changes the output (nor does the
-// batch, lowered when that lets a longer chunk fit): the chunk (tokens
-// one read of the weights covers: each routed expert a chunk's rows chose is
-// read once per chunk), its block states in a spill file beside the trunk
-// instead of memory, and, where the trunk streams in row blocks, the chunk's
-// sub-batch (rows a layer's products take at once: each row block is read
-// once per sub-batch). The search takes the plan that fits and whose prompt
-// reads the fewest bytes of weights (planning/prefill_forecast.h); the spill
-// file's reads, sequential and often from the page cache, break ties only,
-// so a longer chunk spilled wins over a shorter one in memory. A fourth: the
-// expert cache's slots above its floor lent to the chunk (RunRequest::
-// lend_cache), which decode then reads again as it refills them: a plan that
-// lends wins only where it reads fewer bytes with the refill counted.
+// prompt reads at each preset (plan_preset_for_prompt). Four things trade
+// memory for bytes moved on the disk, none of them changes the output: the
+// chunk (tokens one read of the weights covers: each routed expert a
+// chunk's rows chose is read once per chunk), its block states in a spill
+// file beside the trunk instead of memory (written once, read back by every
+// later layer), where the trunk streams in row blocks the chunk's sub-batch
+// (rows a layer's products take at once: each row block is read once per
+// sub-batch), and the expert cache's slots above its floor lent to the chunk
+// (RunRequest::lend_cache), which decode then reads again as it refills
+// them. Each plan is judged by its disk bytes (prefill_disk_bytes): the
+// weights the prompt reads, the spill file written and read back, and the
+// lent cache's refill, so a plan that spills and one that lends compete on
+// the same scale. The fifth, the batch, is lowered where that lets a longer
+// chunk or sub-batch fit, but a smaller batch costs compute the bytes do not
+// show (outside row blocks the trunk's products pass the weights through
+// memory once per batch; decode's batch is the plan's too), so it is taken
+// only where it saves more than kBatchBytesSlack of the fewest disk bytes.
 #pragma once
 
 #include <cstdint>
@@ -28,20 +31,36 @@ namespace k3 {
 using PlanOf = std::function<MemoryPlan(const RunRequest&)>;
 using PlanFits = std::function<bool(const MemoryPlan&)>;
 
+// A smaller batch is taken only where its plan moves fewer than
+// 1 / (1 + kBatchBytesSlack) of the disk bytes of every larger batch's best
+// plan: the byte forecast cannot tell plans a few percent apart (its expert
+// term is a flat-routing upper bound; a spill file's sequential reads often
+// come from the page cache), while a halved batch is certain to double the
+// trunk's passes through memory outside row blocks. 1/16: a halving must
+// save at least one part in sixteen of the prompt's bytes.
+inline constexpr double kBatchBytesSlack = 1.0 / 16;
+
+// The bytes a prompt of `tokens` moves on the disk under `plan`, as the
+// search counts them: the weights read (planning/prefill_forecast.h), the
+// spill file's bytes written and read back, and the lent cache's bytes,
+// which decode reads again as it refills them.
+double prefill_disk_bytes(const ModelConfig& config, const MemoryPlan& plan, uint64_t tokens);
+
 // At the plan's batch, then that batch halved down to one token (a smaller
 // batch's activations leave room for a longer chunk; prepare_streaming and
 // the forecasts lower it here, not twice): chunks of req.chunk tokens (at
 // least the batch), halved down to one batch; each in memory, then
-// (can_spill) with its block states spilled; each with the longest sub-batch
-// that fits, from the whole chunk halved down to a batch. Of the plans that
-// fit, the one whose prompt of `tokens` reads the fewest bytes of weights (on
-// a tie: the fewest bytes with the spill file's, then the larger batch, the
-// longer chunk, in memory, the longer sub-batch), each tried without lending
-// the cache, then lending it (its lent bytes added to the bytes read). The
-// batch is lowered no further once a plan reads the least a prompt can.
-// When none fits: the plan of a chunk of one token, which does not. `req`
+// (can_spill) with its block states spilled; each without lending the
+// cache, then lending it; each with the longest sub-batch that fits, from
+// the whole chunk halved down to a batch. At each batch the fit with the
+// fewest disk bytes (on a tie the one found first: the longer chunk, in
+// memory, not lending, the longer sub-batch); of those, the largest batch's
+// whose bytes are at most (1 + kBatchBytesSlack) times the fewest of any.
+// The batch is lowered no further once a plan reads the least a prompt can
+// (the longest chunk in memory, its own sub-batch, the cache kept). When
+// none fits: the plan of a chunk of one token, which does not. `req`
 // becomes the returned plan's request (batch, chunk, spill_chunk,
-// chunk_sub_batch, lend_cache).
+// chunk_sub_batch, lend_cache). One plan_of call per candidate.
 MemoryPlan fit_prefill_chunk(const ModelConfig& config, const PlanOf& plan_of, const PlanFits& fits, RunRequest& req,
                              uint64_t tokens, bool can_spill);
 

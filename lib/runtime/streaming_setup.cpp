@@ -21,6 +21,7 @@
 #include "planning/prefill_forecast.h"
 #include "planning/preset_plan.h"
 #include "planning/presets.h"
+#include "planning/row_block_tables.h"
 #include "platform/memory_limits.h"
 #include "runtime/plan_refusal.h"
 #include "trunk/pack_command.h"
@@ -105,7 +106,7 @@ uint64_t resolve_max_batch(const RunRequest& req) {
 
 static PreparedStream plan_for(const ModelConfig& config, const Checkpoint& checkpoint, const RunRequest& req,
                                uint64_t trunk_bytes, uint64_t cache_bytes, TrunkLayout layout, bool packed,
-                               uint64_t slot_bytes) {
+                               uint64_t slot_bytes, const RowBlockTables* tables = nullptr) {
   PreparedStream out;
   out.layout = std::move(layout);
   RunRequest& pr = out.plan_request = req;
@@ -119,7 +120,7 @@ static PreparedStream plan_for(const ModelConfig& config, const Checkpoint& chec
   pr.lend_cache = req.lend_cache || prefill_lend_override();
   pr.block_bytes = packed ? resolve_block_bytes(req) : 0;
   pr.tensor_count = checkpoint.tensor_count();
-  out.plan = plan_memory(config, out.layout, slot_bytes, pr);
+  out.plan = plan_memory(config, out.layout, slot_bytes, pr, tables);
   return out;
 }
 
@@ -220,8 +221,11 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
   const uint64_t wanted_batch = p.plan.batch, wanted_chunk = p.plan.chunk, wanted_snapshots = req.state_snapshots;
   const bool packed = !req.trunk_dir.empty();
   RunRequest smaller = req;
+  // The search plans one layout hundreds of times: its row blocks built once.
+  const RowBlockTables tables = row_block_tables(config, p.layout, p.plan_request.block_bytes);
   auto replan = [&](const RunRequest& r) {
-    p = plan_for(config, checkpoint, r, trunk_bytes, cache_bytes, std::move(p.layout), packed, p.plan.slot_bytes);
+    p = plan_for(config, checkpoint, r, trunk_bytes, cache_bytes, std::move(p.layout), packed, p.plan.slot_bytes,
+                 &tables);
     return p.plan;
   };
   const auto fits = [&](const MemoryPlan& m) { return plan_fits(m, avail); };

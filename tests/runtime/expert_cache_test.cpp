@@ -211,6 +211,35 @@ TEST(ExpertCache, ASnapshotBetweenPassesSplitsTheBoundaryGap) {
   EXPECT_LT(b.boundary_seconds - a.boundary_seconds, 0.04) << "the tail before the snapshot is not the decode's";
 }
 
+// A layer-major chunk asks for a layer's experts once (prefetch) and takes
+// them in groups, a for_each call each: the calls are one expert phase (the
+// time between them, where the chunk adds a group's outputs, is not a pass
+// boundary), and an expert read since the prefetch is no resident hit in a
+// later group's call. A prefetch of the same layer again is a new pass.
+TEST(ExpertCache, AChunksGroupsOnALayerAreOnePhase) {
+  Model m(kTiny);
+  const int l = first_moe(m.config);
+  ExpertCache cache(m.config, m.checkpoint, m.files, 8, m.io, ExpertCachePolicyKind::kLru);
+  deliver(m, cache, l, {0});  // a pass before: 0 resident
+  const ExpertCacheStats before = cache.stats();
+  cache.prefetch(l, {0, 1, 2, 3});  // every expert the chunk's rows chose: 1, 2, 3 read
+  deliver(m, cache, l, {0, 3});     // the first group waits for 3, read last
+  usleep(30000);                    // the chunk adds the group's outputs
+  deliver(m, cache, l, {1, 2});     // read since the prefetch
+  const ExpertCacheStats after = cache.stats();
+  EXPECT_EQ(after.experts_requested - before.experts_requested, 4u);
+  EXPECT_EQ(after.experts_resident - before.experts_resident, 1u) << "0 alone was resident";
+  EXPECT_GE(after.phases.experts_seconds - before.phases.experts_seconds, 0.03);
+  EXPECT_LT(after.phases.boundary_seconds - before.phases.boundary_seconds, 0.025)
+      << "the gap between the groups counted as a pass boundary";
+  usleep(40000);
+  cache.prefetch(l, {1, 2});  // the next pass
+  deliver(m, cache, l, {1, 2});
+  const ExpertCacheStats next = cache.stats();
+  EXPECT_GE(next.phases.boundary_seconds - after.phases.boundary_seconds, 0.03);
+  EXPECT_EQ(next.experts_resident - after.experts_resident, 2u);
+}
+
 TEST(ExpertCache, PrefetchNeverEvictsAnExpertTheLayerUses) {
   Model m(kTiny);
   const int l = first_moe(m.config);

@@ -3,8 +3,9 @@
 // flops per token / flops a second, for a hand-built plan of the tiny
 // model; flops per token = 2 x (the layers' trunk matrices + 12 MoE layers x
 // top-4 x 3 routed-expert matrices of 64 x 32); and the plan a preset makes
-// for a prompt: the whole prompt in one chunk where it fits, spilled before
-// it is halved where it does not, halved in memory before spilled again.
+// for a prompt: the whole prompt in one chunk where it fits, the batch
+// halved down to one token before the chunk is (the tiny model's spill file
+// moves more bytes than its weights, so it never spills).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -13,6 +14,7 @@
 #include "model/tensor_manifest.h"
 #include "planning/first_token_forecast.h"
 #include "planning/memory_plan.h"
+#include "planning/prefill_chunk_fit.h"
 #include "planning/prefill_forecast.h"
 #include "planning/preset_plan.h"
 
@@ -69,26 +71,38 @@ TEST(FirstTokenForecast, PresetPlanForAPrompt) {
   const MemoryPlan roomy = plan_preset_for_prompt(min, model, 3000, UINT64_MAX - 1);
   EXPECT_EQ(roomy.chunk, 3000u);
   EXPECT_FALSE(roomy.chunk_spilled);
-  // Just short of that: the block states spill, the chunk stays whole.
+  // Just short of that: the batch halved, the chunk whole and in memory.
+  // Spilling its block states instead would move more bytes on the disk
+  // (the file written, then read back by every layer) than the whole
+  // prompt's weights, more than the halving's slack allows; the halving
+  // moves none.
   const MemoryPlan tight = plan_preset_for_prompt(min, model, 3000, roomy.peak_rss / 9 * 10 - 1);
   EXPECT_FALSE(plan_fits(roomy, roomy.peak_rss / 9 * 10 - 1));
+  EXPECT_EQ(tight.batch, roomy.batch / 2);
   EXPECT_EQ(tight.chunk, 3000u);
-  EXPECT_TRUE(tight.chunk_spilled);
+  EXPECT_FALSE(tight.chunk_spilled);
   EXPECT_LT(tight.peak_rss, roomy.peak_rss);
-  // Less again: the batch halved (a smaller batch's activations make
-  // room), the chunk still whole: one read of the weights, not two.
-  const MemoryPlan tighter = plan_preset_for_prompt(min, model, 3000, tight.peak_rss / 9 * 10 - 1);
-  EXPECT_EQ(tighter.batch, tight.batch / 2);
-  EXPECT_EQ(tighter.chunk, 3000u);
-  EXPECT_TRUE(tighter.chunk_spilled);
+  RunRequest run;
+  run.context = 3000;
+  RunRequest spill = preset_plan_request(min, model, run);
+  spill.chunk = 3000;
+  spill.spill_chunk = true;
+  const MemoryPlan spilled = plan_memory(c, model.layout, model.slot_bytes, spill);
+  ASSERT_TRUE(spilled.chunk_spilled);
+  EXPECT_TRUE(plan_fits(spilled, roomy.peak_rss / 9 * 10 - 1));
+  const PrefillReads s = forecast_prefill_reads(c, spilled, 3000);
+  EXPECT_GT(s.spill_written_bytes + s.spill_read_bytes, kBatchBytesSlack * prefill_disk_bytes(c, tight, 3000));
   // Tighter still: the batch goes down to one token before the chunk is
-  // halved.
-  MemoryPlan lowest = tighter;
+  // halved, and the chunk is halved, in memory, before it spills (two reads
+  // of the weights move fewer bytes than one with the spill file).
+  MemoryPlan lowest = tight;
   for (int i = 0; i < 16 && lowest.batch > 1 && lowest.chunk == 3000u; ++i)
     lowest = plan_preset_for_prompt(min, model, 3000, lowest.peak_rss / 9 * 10 - 1);
   EXPECT_EQ(lowest.batch, 1u);
   EXPECT_EQ(lowest.chunk, 3000u);
-  EXPECT_EQ(plan_preset_for_prompt(min, model, 3000, lowest.peak_rss / 9 * 10 - 1).chunk, 1500u);
+  const MemoryPlan halved = plan_preset_for_prompt(min, model, 3000, lowest.peak_rss / 9 * 10 - 1);
+  EXPECT_EQ(halved.chunk, 1500u);
+  EXPECT_FALSE(halved.chunk_spilled);
   const MemoryPlan none = plan_preset_for_prompt(min, model, 3000, 1);
   EXPECT_EQ(none.chunk, none.batch);
 }

@@ -1,16 +1,23 @@
 // fit_prefill_chunk (planning/prefill_chunk_fit.h) against a brute force over
 // every batch (halved down to one token), chunk (the prompt halved down to a
 // batch), spill choice, lending of the expert cache and sub-batch (the chunk
-// halved down to a batch) at K3's geometry: the plan it returns fits, and no
-// plan that fits reads fewer bytes of weights for the prompt; where nothing
-// fits, the chunk is one batch. The memory plan counts a sub-batch's scratch
-// beyond a batch's in the chunk (prefill_sub_batch_scratch_bytes) and takes
-// it only where the trunk streams in row blocks.
+// halved down to a batch) at K3's geometry, the rule computed here on its
+// own: at each batch the fewest disk bytes of a plan that fits (the weights
+// read, the spill file written and read back, the lent cache's refill), and
+// of those the largest batch's within 1 + kBatchBytesSlack of the fewest;
+// where nothing fits, the chunk is one batch. The slack's boundary on
+// hand-made plans; one plan_of call per candidate. The memory plan counts a
+// sub-batch's scratch beyond a batch's in the chunk
+// (prefill_sub_batch_scratch_bytes) and takes it only where the trunk
+// streams in row blocks.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <set>
 #include <string>
+#include <tuple>
 
 #include "model/k3_geometry.h"
 #include "model/prefill_chunk.h"
@@ -20,6 +27,7 @@
 #include "planning/prefill_forecast.h"
 #include "planning/preset_plan.h"
 #include "planning/presets.h"
+#include "planning/row_block_tables.h"
 
 namespace k3 {
 namespace {
@@ -39,23 +47,35 @@ RunRequest request_for(const Preset& preset) {
   return r;
 }
 
+// Each preset's row-block tables built once (planning/row_block_tables.h;
+// row_block_tables_test checks they give the plan made without them).
 MemoryPlan plan_of(const RunRequest& r) {
   const PlanModel& m = k3_model();
-  return plan_memory(m.config, m.layout, m.slot_bytes, r);
+  static std::map<uint64_t, RowBlockTables> tables;
+  auto it = tables.find(r.block_bytes);
+  if (it == tables.end()) it = tables.emplace(r.block_bytes, row_block_tables(m.config, m.layout, r.block_bytes)).first;
+  return plan_memory(m.config, m.layout, m.slot_bytes, r, &it->second);
 }
 
-// What the search minimizes: the weights' bytes, with the lent cache's
-// refill (the spill file's reads only break ties).
+// What the search weighs, written out: the weights' bytes, the spill
+// file's bytes written and read back, and the lent cache's refill.
 double bytes_of(const MemoryPlan& p) {
   const PrefillReads r = forecast_prefill_reads(k3_model().config, p, kTokens);
-  return r.trunk_bytes + r.expert_bytes + static_cast<double>(p.cache_lent_bytes);
+  return r.trunk_bytes + r.expert_bytes + r.spill_written_bytes + r.spill_read_bytes +
+         static_cast<double>(p.cache_lent_bytes);
 }
 
-// The fewest bytes of weights any plan that fits reads, over every batch
-// (the request's halved down to one), chunk, spill choice, lending and
-// sub-batch; infinity where none fits.
-double brute_force_fewest_bytes(const RunRequest& base, const PlanFits& fits) {
-  double best = std::numeric_limits<double>::infinity();
+// The rule over every batch (the request's halved down to one), chunk,
+// spill choice, lending and sub-batch: the fewest bytes of a plan that fits
+// at each batch, then the largest batch within the slack of the fewest of
+// all. {0, infinity} where none fits.
+struct Expected {
+  uint64_t batch = 0;
+  double bytes = std::numeric_limits<double>::infinity();
+};
+
+Expected brute_force(const RunRequest& base, const PlanFits& fits) {
+  std::map<uint64_t, double, std::greater<>> fewest_at;  // batch -> its fewest bytes
   for (uint64_t batch = plan_of(base).batch;; batch /= 2) {
     for (uint64_t chunk = kTokens;; chunk = std::max(batch, chunk / 2)) {
       for (bool spill : {false, true})
@@ -68,42 +88,178 @@ double brute_force_fewest_bytes(const RunRequest& base, const PlanFits& fits) {
             r.lend_cache = lend;
             r.chunk_sub_batch = sub;
             const MemoryPlan p = plan_of(r);
-            if (fits(p)) best = std::min(best, bytes_of(p));
+            if (fits(p)) {
+              auto [it, fresh] = fewest_at.emplace(batch, bytes_of(p));
+              if (!fresh) it->second = std::min(it->second, bytes_of(p));
+            }
             if (sub == batch || p.row_blocks == 0) break;  // without row blocks the plan takes no sub-batch
           }
       if (chunk == batch) break;
     }
     if (batch == 1) break;
   }
-  return best;
+  Expected e;
+  double fewest = std::numeric_limits<double>::infinity();
+  for (const auto& [batch, bytes] : fewest_at) fewest = std::min(fewest, bytes);
+  for (const auto& [batch, bytes] : fewest_at)  // the largest batch first
+    if (bytes <= fewest * (1 + kBatchBytesSlack)) return Expected{batch, bytes};
+  return e;
 }
 
-TEST(PrefillChunkFit, FewestBytesOfEveryPlanThatFits) {
-  for (const char* name : {"min", "laptop", "desktop"}) {
+TEST(PrefillChunkFit, TheRuleOverEveryPlanThatFits) {
+  for (const char* name : {"min", "laptop", "desktop", "workstation"}) {
     const Preset& preset = *find_preset(name);
     // Each on its machine class (the brute force over every batch takes up
     // to a second a case; where nothing fits: first_token_forecast_test).
-    for (double gb : {preset.machine.available_gb}) {
-      const uint64_t available = static_cast<uint64_t>(gb * 1e9);
-      const auto fits = [&](const MemoryPlan& p) { return plan_fits(p, available); };
-      const std::string what = std::string(name) + " with " + std::to_string(gb) + " GB";
-      const RunRequest base = request_for(preset);
-      const double best = brute_force_fewest_bytes(base, fits);
-      RunRequest req = base;
-      const MemoryPlan got = fit_prefill_chunk(k3_model().config, plan_of, fits, req, kTokens, true);
-      if (std::isinf(best)) {
-        EXPECT_FALSE(fits(got)) << what;
-        EXPECT_EQ(got.chunk, got.batch) << what;
-        continue;
-      }
-      EXPECT_TRUE(fits(got)) << what;
-      EXPECT_DOUBLE_EQ(bytes_of(got), best) << what;
-      // The request it leaves is the plan's.
-      EXPECT_EQ(plan_of(req).peak_rss, got.peak_rss) << what;
-      EXPECT_EQ(req.chunk, got.chunk) << what;
-      EXPECT_EQ(req.batch, got.batch) << what;
+    const uint64_t available = preset.machine.available_bytes();
+    const auto fits = [&](const MemoryPlan& p) { return plan_fits(p, available); };
+    const std::string what = std::string(name) + " on its machine class";
+    const RunRequest base = request_for(preset);
+    const Expected want = brute_force(base, fits);
+    RunRequest req = base;
+    const MemoryPlan got = fit_prefill_chunk(k3_model().config, plan_of, fits, req, kTokens, true);
+    if (std::isinf(want.bytes)) {
+      EXPECT_FALSE(fits(got)) << what;
+      EXPECT_EQ(got.chunk, got.batch) << what;
+      continue;
     }
+    EXPECT_TRUE(fits(got)) << what;
+    EXPECT_EQ(got.batch, want.batch) << what;
+    EXPECT_DOUBLE_EQ(bytes_of(got), want.bytes) << what;
+    EXPECT_DOUBLE_EQ(prefill_disk_bytes(k3_model().config, got, kTokens), bytes_of(got)) << what;
+    // The request it leaves is the plan's.
+    EXPECT_EQ(plan_of(req).peak_rss, got.peak_rss) << what;
+    EXPECT_EQ(req.chunk, got.chunk) << what;
+    EXPECT_EQ(req.batch, got.batch) << what;
   }
+}
+
+// Hand-made plans: `trunk` bytes streamed at each batch, nothing else read
+// (no experts, the embedding pinned); lending the cache lends `lent` bytes.
+PlanOf hand_made(const std::map<uint64_t, uint64_t>& trunk, uint64_t lent) {
+  return [&trunk, lent](const RunRequest& r) {
+    MemoryPlan p;
+    p.batch = std::max<uint64_t>(1, r.batch);
+    p.chunk = std::max(p.batch, r.chunk);
+    p.chunk_spilled = r.spill_chunk && p.chunk > p.batch;
+    p.chunk_sub_batch = p.batch;
+    p.embedding_pinned = true;
+    p.streamed_read_bytes = trunk.at(p.batch);
+    p.cache_lent_bytes = r.lend_cache && p.chunk > p.batch ? lent : 0;
+    return p;
+  };
+}
+
+// At every batch only chunks below the prompt fit (so the search goes down
+// to one token), the best a chunk of half the prompt in memory, which reads
+// the trunk twice: 2 x the batch's trunk bytes. A smaller batch is taken
+// only where it saves more than the slack.
+TEST(PrefillChunkFit, SmallerBatchOnlyBeyondTheSlack) {
+  const ModelConfig c = k3_model().config;
+  constexpr uint64_t kPrompt = 4096;
+  std::map<uint64_t, uint64_t> trunk;  // batch -> streamed trunk bytes
+  const PlanOf fake = hand_made(trunk, 0);
+  const PlanFits below_prompt = [&](const MemoryPlan& p) { return p.chunk < kPrompt; };
+  const auto chosen_batch = [&] {
+    RunRequest req;
+    req.batch = 8;
+    req.chunk = kPrompt;
+    const MemoryPlan got = fit_prefill_chunk(c, fake, below_prompt, req, kPrompt, false);
+    EXPECT_EQ(got.chunk, kPrompt / 2);
+    EXPECT_EQ(prefill_disk_bytes(c, got, kPrompt), 2.0 * static_cast<double>(trunk.at(got.batch)));
+    return got.batch;
+  };
+  // 1,700 = 1,600 x (1 + 1/16): batch 8 is within the slack of batch 1's
+  // fewest, so it is kept.
+  ASSERT_EQ(kBatchBytesSlack, 1.0 / 16);
+  trunk = {{8, 1700}, {4, 1650}, {2, 1600}, {1, 1600}};
+  EXPECT_EQ(chosen_batch(), 8u);
+  // One byte more: batch 4, the largest within the slack.
+  trunk[8] = 1701;
+  EXPECT_EQ(chosen_batch(), 4u);
+  // Only the fewest within it: the larger of the two batches that read it.
+  trunk = {{8, 1800}, {4, 1750}, {2, 1600}, {1, 1600}};
+  EXPECT_EQ(chosen_batch(), 2u);
+  // Fewer bytes at a larger batch win outright.
+  trunk = {{8, 800}, {4, 1600}, {2, 900}, {1, 820}};
+  EXPECT_EQ(chosen_batch(), 8u);
+}
+
+// The whole prompt fits at batch 8 only by lending the cache, at batch 4
+// without: the lent bytes' refill (half the trunk's) is more than the
+// slack, so a plan that lends does not end the search, and batch 4 wins.
+TEST(PrefillChunkFit, LendingDoesNotEndTheSearch) {
+  const ModelConfig c = k3_model().config;
+  constexpr uint64_t kPrompt = 4096;
+  const std::map<uint64_t, uint64_t> trunk = {{8, 1000}, {4, 1000}, {2, 1000}, {1, 1000}};
+  const PlanFits fits = [&](const MemoryPlan& p) {
+    return p.chunk < kPrompt || p.cache_lent_bytes > 0 || p.batch <= 4;
+  };
+  RunRequest req;
+  req.batch = 8;
+  req.chunk = kPrompt;
+  const MemoryPlan got = fit_prefill_chunk(c, hand_made(trunk, 500), fits, req, kPrompt, false);
+  EXPECT_EQ(got.batch, 4u);
+  EXPECT_EQ(got.chunk, kPrompt);
+  EXPECT_EQ(got.cache_lent_bytes, 0u);
+  EXPECT_FALSE(req.lend_cache);
+  // A refill within the slack: batch 8, lending.
+  RunRequest req2;
+  req2.batch = 8;
+  req2.chunk = kPrompt;
+  const MemoryPlan small = fit_prefill_chunk(c, hand_made(trunk, 50), fits, req2, kPrompt, false);
+  EXPECT_EQ(small.batch, 8u);
+  EXPECT_EQ(small.cache_lent_bytes, 50u);
+  EXPECT_TRUE(req2.lend_cache);
+}
+
+// A search makes each candidate's plan once: no plan twice, the batch's
+// own (its first candidate's) included.
+TEST(PrefillChunkFit, OnePlanPerCandidate) {
+  for (const char* name : {"min", "laptop", "workstation"}) {
+    const Preset& preset = *find_preset(name);
+    const uint64_t available = preset.machine.available_bytes();
+    std::set<std::tuple<uint64_t, uint64_t, bool, bool, uint64_t>> seen;
+    int calls = 0;
+    const PlanOf counted = [&](const RunRequest& r) {
+      const MemoryPlan p = plan_of(r);
+      ++calls;
+      EXPECT_TRUE(seen.emplace(p.batch, p.chunk, p.chunk_spilled, r.lend_cache, p.chunk_sub_batch).second)
+          << name << ": the plan of batch " << p.batch << ", chunk " << p.chunk << ", sub-batch " << p.chunk_sub_batch
+          << (p.chunk_spilled ? ", spilled" : "") << (r.lend_cache ? ", lending" : "") << " made twice";
+      return p;
+    };
+    RunRequest req = request_for(preset);
+    fit_prefill_chunk(
+        k3_model().config, counted, [&](const MemoryPlan& p) { return plan_fits(p, available); }, req, kTokens, true);
+    EXPECT_GT(calls, 0) << name;
+  }
+}
+
+// Workstation at 8,192 tokens: spilling the chunk's block states writes and
+// reads back 98 GB, lending the expert cache costs its 3.7 GB of refill;
+// with the spill file counted the search lends.
+TEST(PrefillChunkFit, SpillFileCountedAgainstLending) {
+  const Preset& ws = *find_preset("workstation");
+  const uint64_t available = ws.machine.available_bytes();
+  const auto fits = [&](const MemoryPlan& p) { return plan_fits(p, available); };
+  RunRequest req = request_for(ws);
+  const MemoryPlan got = fit_prefill_chunk(k3_model().config, plan_of, fits, req, kTokens, true);
+  ASSERT_TRUE(fits(got));
+  EXPECT_EQ(got.chunk, kTokens);
+  EXPECT_FALSE(got.chunk_spilled);
+  EXPECT_GT(got.cache_lent_bytes, 0u);
+  // The spilled plan at the same batch, without lending, fits and reads
+  // fewer bytes of weights, but moves more on the disk in all.
+  RunRequest spilled = req;
+  spilled.spill_chunk = true;
+  spilled.lend_cache = false;
+  const MemoryPlan s = plan_of(spilled);
+  ASSERT_TRUE(fits(s));
+  const PrefillReads sr = forecast_prefill_reads(k3_model().config, s, kTokens),
+                     gr = forecast_prefill_reads(k3_model().config, got, kTokens);
+  EXPECT_LT(sr.trunk_bytes + sr.expert_bytes, gr.trunk_bytes + gr.expert_bytes + got.cache_lent_bytes);
+  EXPECT_GT(bytes_of(s), bytes_of(got));
 }
 
 // Laptop at K3's geometry and 8,192 positions on its machine class: no plan
