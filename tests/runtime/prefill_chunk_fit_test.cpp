@@ -19,6 +19,7 @@
 #include "model/latent_moe_chunk.h"
 #include "model/mla.h"
 #include "model/prefill_chunk.h"
+#include "model/situ_mlp_chunk.h"
 #include "planning/first_token_forecast.h"
 #include "planning/memory_plan.h"
 #include "planning/prefill_chunk_fit.h"
@@ -191,6 +192,7 @@ TEST(PrefillChunkFit, SubBatchBytesFollowTheirFormulas) {
     // The op area: the largest op's; the dense MLP's is g [n, 33,792] and
     // one 256-row piece of u.
     const size_t situ = (n + std::min<uint64_t>(n, 256)) * 33792;
+    EXPECT_EQ(situ_chunk_scratch_floats(n, 33792, kChunkPieceRows), situ) << n;
     const size_t context = 8192;
     EXPECT_EQ(prefill_sub_batch_op_floats(c, n, kTokens, 1),
               std::max({kda_scratch_floats(c, n, 1), mla_scratch_floats(c, n, context, 1), situ,
