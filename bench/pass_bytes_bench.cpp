@@ -35,9 +35,14 @@
 // chunk, spill file and chunk sub-batch (tokens a row block is read for)
 // the preset's machine class fits (planning/prefill_chunk_fit.h).
 //
+// Before that, the memory a layer-major chunk's sub-batch takes per row,
+// part by part (model/prefill_chunk.h): the longest sub-batch that fits
+// decides how often a trunk streamed in row blocks is read.
+//
 // Usage: k3-bench-pass-bytes [MODEL_DIR]   (default: K3's geometry from
 // k3-synth --preset k3, nothing written; MODEL_DIR: its config.json)
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -50,8 +55,11 @@
 #include "draft/verify_policy.h"
 #include "io/aligned_buffer.h"
 #include "model/config.h"
+#include "model/kda.h"
 #include "model/latent_moe_chunk.h"
+#include "model/mla.h"
 #include "model/prefill_chunk.h"
+#include "model/situ_mlp_chunk.h"
 #include "model/tensor_manifest.h"
 #include "planning/first_token_forecast.h"
 #include "planning/memory_plan.h"
@@ -199,6 +207,39 @@ void print_prefill(const ModelConfig& c, uint64_t tokens) {
   }
 }
 
+// Bytes a row of a chunk's sub-batch of `rows` rows takes, by part, at a
+// context of `positions` (one thread): the op areas are taken one at a time,
+// so the largest bounds the sub-batch with the rows and the staging.
+void print_sub_batch_rows(const ModelConfig& c, size_t rows, int64_t positions) {
+  const double n = static_cast<double>(rows), row = static_cast<double>(c.hidden_size) * sizeof(float);
+  const size_t piece = std::min(rows, kChunkPieceRows);
+  struct Part {
+    const char* name;
+    double bytes;  // per row of the sub-batch
+  };
+  const size_t context = std::bit_ceil(static_cast<size_t>(std::max<int64_t>(positions, 4096)));
+  const Part ops[] = {
+      {"KDA", c.num_kda_layers() > 0 ? kda_scratch_floats(c, rows, 1) * 4.0 / n : 0.0},
+      {"MLA", c.num_mla_layers() > 0 ? mla_scratch_floats(c, rows, context, 1) * 4.0 / n : 0.0},
+      {"dense SiTU",
+       c.first_k_dense_replace > 0 ? situ_chunk_scratch_floats(rows, c.intermediate_size, piece) * 4.0 / n : 0.0},
+      {"MoE chunk", c.first_k_dense_replace < c.num_hidden_layers ? moe_chunk_scratch_floats(c, rows) * 4.0 / n : 0.0},
+  };
+  const Part* largest = &ops[0];
+  for (const Part& p : ops) largest = p.bytes > largest->bytes ? &p : largest;
+  std::printf("\na chunk's sub-batch of %zu rows at %lld positions, kB per row: x, a %.1f each; h %.1f (%zu-row piece)",
+              rows, static_cast<long long>(positions), row / 1e3, row * piece / n / 1e3, piece);
+  for (const Part& p : ops) std::printf("; %s op area %.1f", p.name, p.bytes / 1e3);
+  const double staged = static_cast<double>(prefill_chunk_staging_bytes(c, rows)) / n;
+  const double scratch = static_cast<double>(prefill_sub_batch_scratch_bytes(c, rows, positions)) / n;
+  std::printf("; spilled block states staged %.1f\n", staged / 1e3);
+  std::printf(
+      "  in all %.1f kB a row (%.1f spilled), of which the %s op area %.0f%%; the chunk carries %.1f kB a "
+      "token besides (%.1f spilled)\n",
+      scratch / 1e3, (scratch + staged) / 1e3, largest->name, 100 * largest->bytes / scratch,
+      prefill_chunk_bytes_per_token(c) / 1e3, prefill_chunk_bytes_per_token(c, true) / 1e3);
+}
+
 int run(int argc, char** argv) {
   ModelConfig c;
   std::string what;
@@ -218,6 +259,7 @@ int run(int argc, char** argv) {
   for (const char* name : {"min", "laptop", "desktop"})
     if (const Preset* p = find_preset(name)) print_preset(c, *p);
   print_chunk_token(c, 8192);
+  for (size_t rows : {size_t{1024}, size_t{8192}}) print_sub_batch_rows(c, rows, 8192);
   print_prefill(c, 8192);
   return 0;
 }

@@ -28,7 +28,8 @@ void decoder_layer_forward(const ModelConfig& config, int layer, const LayerWeig
 
 // The first half of layer i over the rows of `s`: the attention input mixed
 // from p and B, the block boundary (push_block() is called where the layer
-// closes a block, and must append p's rows to s.blocks), attention, p's
+// closes a block, and must append p's rows to s.blocks, or count one more of
+// a chunk's, s.chunk_block_count), attention, p's
 // update; then the FFN's input rms(mix(p, B, mlp_res_*),
 // post_attention_layernorm) is left in scratch.x() [s.n, hidden].
 void decoder_layer_attention(const ModelConfig& config, int layer, const LayerWeights& w, WeightSource& source,

@@ -105,6 +105,10 @@ class ForwardPass {
   // chunk_sub_batch). The head and the routed experts keep max_batch() rows.
   // Results do not depend on it.
   void set_chunk_sub_batch(size_t rows) { chunk_sub_batch_ = rows; }
+  // Rows of a sub-batch whose AttnRes block states are mixed at a time (and,
+  // spilled, staged from the file): kChunkPieceRows, as the plan counts; a
+  // test sets fewer to run many pieces on a small model.
+  void set_chunk_piece_rows(size_t rows) { chunk_piece_rows_ = std::max<size_t>(1, rows); }
   // Tokens one read of the weights covers in forward().
   size_t tokens_per_read() const { return std::max(chunk_, max_batch_); }
   // The chunk's block states go to this file instead of memory (the plan
@@ -183,6 +187,7 @@ class ForwardPass {
   size_t max_batch_ = 256;
   size_t chunk_ = 0;
   size_t chunk_sub_batch_ = 0;
+  size_t chunk_piece_rows_ = kChunkPieceRows;
   kernels::ComputeBackend* compute_backend_ = nullptr;
   PrefillChunk chunk_state_;
   std::unique_ptr<SpillFile> spill_;

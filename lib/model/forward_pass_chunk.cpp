@@ -23,7 +23,7 @@
 #include "model/forward_pass.h"
 #include "model/latent_moe_chunk.h"
 #include "model/linear.h"
-#include "model/situ_mlp.h"
+#include "model/situ_mlp_chunk.h"
 
 namespace k3 {
 namespace {
@@ -79,14 +79,14 @@ struct ForwardPass::ChunkRun {
   std::vector<LayerSegment> segments;
 
   // A sub-batch's view of the chunk: rows [r0, r0 + m) of p and of the
-  // first `count` block states (returns all `staged` blocks' rows).
-  const std::vector<const float*>& view(size_t r0, size_t m, size_t count, size_t staged) {
+  // first `count` block states (the layer fetches their rows a piece at a
+  // time, model/decoder_layer.cpp).
+  void view(size_t r0, size_t m, size_t count) {
     s->n = m;
     s->p = P + r0 * hidden;
     s->p_none = false;
-    const std::vector<const float*>& b = blocks->rows(r0, m, staged);
-    s->blocks.assign(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(count));
-    return b;
+    s->chunk_row0 = r0;
+    s->chunk_block_count = count;
   }
   // Each sequence's rows within [r0, r0 + m) at layer `layer`, relative to r0.
   std::span<const LayerSegment> segments_of(int layer, size_t r0, size_t m) {
@@ -127,12 +127,12 @@ void ForwardPass::forward_chunk(std::span<SequenceState* const> states, std::spa
   run.subs = static_cast<int64_t>((run.n + run.sub - 1) / run.sub);
   const ChunkLoan loan(source_, chunk_state_, scratch_);  // before the chunk's memory is taken
   reserve_chunk_scratch(scratch_, c, max_batch_, run.sub, positions, pool_.size());
-  chunk_state_.reserve(c, run.n, run.sub, spill_.get());
+  chunk_state_.reserve(c, run.n, std::min(run.sub, chunk_piece_rows_), spill_.get());
   run.P = chunk_state_.p.data();
   run.blocks = &chunk_state_.blocks;
   source_.embed(ids, run.n, run.P);
   run.require_rows_finite("the embedding rows");
-  run.s = &scratch_.begin_pass(c, run.sub);
+  run.s = &scratch_.begin_chunk_pass(c, run.sub, chunk_state_.blocks);
   if (stop_ && restore_on_stop_) {
     undo_.resize(states.size());
     for (auto& u : undo_) u.resize(static_cast<size_t>(c.num_hidden_layers));
@@ -159,18 +159,19 @@ void ForwardPass::chunk_layer(ChunkRun& run, int i) {
   // A block boundary: every row's p becomes a block state before any
   // sub-batch updates p.
   if (i % c.attn_res_block_size == 0) blocks.open(run.P);
+  blocks.unstage();
   const bool moe = c.is_moe_layer(i);
   for (size_t r0 = 0; r0 < n; r0 += sub) {
     const size_t m = std::min(sub, n - r0);
-    const std::vector<const float*>& b = run.view(r0, m, before, blocks.count());
+    run.view(r0, m, before);
     decoder_layer_attention(
-        c, i, w, source_, run.segments_of(i, r0, m), s, [&] { s.blocks.push_back(b[before]); }, scratch_, &pool_);
+        c, i, w, source_, run.segments_of(i, r0, m), s, [&] { ++s.chunk_block_count; }, scratch_, &pool_);
     if (moe) {
       moe_chunk_prepare(c, w.moe, scratch_.x(), m, r0, chunk_state_.moe, &pool_, scratch_);
     } else {
-      const size_t inter = out_dim(w.mlp.gate_proj);
-      situ_mlp(w.mlp, SituParams::from(c), scratch_.x(), m, scratch_.a(), &pool_,
-               scratch_.op_floats(situ_scratch_floats(m, inter)));
+      const size_t inter = out_dim(w.mlp.gate_proj), piece = run.blocks->piece_rows();
+      situ_mlp_chunk(w.mlp, SituParams::from(c), scratch_.x(), m, scratch_.a(), &pool_,
+                     scratch_.op_floats(situ_chunk_scratch_floats(m, inter, piece)), piece);
       decoder_layer_add(c, s, scratch_.a());
     }
     if (r0 + m == n) break;
@@ -197,7 +198,7 @@ void ForwardPass::chunk_layer(ChunkRun& run, int i) {
     moe_chunk_experts(c, i, source_, n, sub, chunk_state_.moe, &pool_, scratch_);
     for (size_t r0 = 0; r0 < n; r0 += sub) {
       const size_t m = std::min(sub, n - r0);
-      run.view(r0, m, 0, 0);
+      run.view(r0, m, 0);
       moe_chunk_combine(c, w.moe, m, r0, chunk_state_.moe, scratch_.a(), &pool_, scratch_);
       decoder_layer_add(c, s, scratch_.a());
     }
@@ -212,16 +213,20 @@ void ForwardPass::chunk_layer(ChunkRun& run, int i) {
 }
 
 void ForwardPass::chunk_head(ChunkRun& run, LogitRows rows, float* logits) {
-  const size_t vocab = config_.vocab_size, hidden = run.hidden, sub = max_batch_;  // the logits of a batch at a time
   ChunkBlocks& blocks = *run.blocks;
+  // The logits of a batch at a time (spilled, of at most the block states'
+  // staged piece).
+  const size_t vocab = config_.vocab_size, hidden = run.hidden,
+               sub = blocks.spilled() ? std::min(max_batch_, blocks.piece_rows()) : max_batch_;
   const size_t count = blocks.count();
+  blocks.unstage();
   if (rows == LogitRows::kLastOfEach) {
     // The last row of each sequence, gathered into contiguous rows (a row's
     // mix and norm do not depend on the other rows: no bit changes), in
     // pieces of at most a batch.
     const size_t seqs = run.states.size();
-    for (size_t k0 = 0; k0 < seqs; k0 += sub) {
-      const size_t m = std::min(sub, seqs - k0);
+    for (size_t k0 = 0; k0 < seqs; k0 += max_batch_) {
+      const size_t m = std::min(max_batch_, seqs - k0);
       std::vector<float> gathered((count + 1) * m * hidden);  // [m, hidden] per block state, then p
       for (size_t t = 0; t < m; ++t) {
         const size_t row = run.begin[k0 + t] + run.counts[k0 + t] - 1;

@@ -7,6 +7,7 @@
 #include "model/kda.h"
 #include "model/latent_moe.h"
 #include "model/mla.h"
+#include "model/prefill_chunk.h"
 #include "model/situ_mlp.h"
 
 namespace k3 {
@@ -84,6 +85,22 @@ ResidualStream& ForwardScratch::begin_pass(const ModelConfig& c, size_t n) {
   stream_.p = grow(p_, size);
   stream_.p_none = false;
   stream_.blocks.clear();
+  stream_.chunk_blocks = nullptr;
+  return stream_;
+}
+
+ResidualStream& ForwardScratch::begin_chunk_pass(const ModelConfig& c, size_t n, ChunkBlocks& blocks) {
+  const size_t hidden = c.hidden_size;
+  grow(h_, blocks.piece_rows() * hidden);
+  grow(x_, n * hidden);
+  grow(a_, n * hidden);
+  grow(mix_, hidden + residual_block_count(c) + 1);
+  stream_.n = n;
+  stream_.p = nullptr;
+  stream_.p_none = false;
+  stream_.blocks.clear();
+  stream_.chunk_blocks = &blocks;
+  stream_.chunk_row0 = stream_.chunk_block_count = 0;
   return stream_;
 }
 

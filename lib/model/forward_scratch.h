@@ -18,6 +18,8 @@
 
 namespace k3 {
 
+class ChunkBlocks;
+
 // The residual stream of one pass (SPEC section 2, "Decoder layer i"): p, the
 // running sum of the current block, and B, the stack of finished block
 // states, each [n, hidden]. Both are per token; nothing of them crosses
@@ -27,6 +29,14 @@ struct ResidualStream {
   float* p = nullptr;                // [n, hidden]; meaningless while p_none
   bool p_none = false;               // "p = none" right after a block boundary
   std::vector<const float*> blocks;  // B, each [n, hidden]
+  // A layer-major chunk's B instead of `blocks` (model/prefill_chunk.h): the
+  // first chunk_block_count block states, this stream's rows being the
+  // chunk's from chunk_row0 on. They are fetched a piece of rows at a time
+  // (ChunkBlocks::piece_rows: a spilled chunk stages no more), so the layer
+  // mixes them a piece at a time (decoder_layer.h).
+  ChunkBlocks* chunk_blocks = nullptr;
+  size_t chunk_row0 = 0, chunk_block_count = 0;
+  size_t block_count() const { return chunk_blocks ? chunk_block_count : blocks.size(); }
 };
 
 class ForwardScratch {
@@ -41,6 +51,11 @@ class ForwardScratch {
   // Starts a pass of n rows: p sized [n, hidden] (its contents are the
   // caller's to write) and no block states.
   ResidualStream& begin_pass(const ModelConfig& c, size_t n);
+  // Starts a layer-major chunk's sub-batches of at most `n` rows whose B is
+  // `blocks`: x and a sized [n, hidden], h only one of the blocks' pieces
+  // (the layer mixes a piece at a time), and no p of its own (the caller
+  // points p at the chunk's rows).
+  ResidualStream& begin_chunk_pass(const ModelConfig& c, size_t n, ChunkBlocks& blocks);
   // Frees the row buffers and the op areas (not the expert lists): after a
   // chunk's sub-batches, where the memory they grew to was lent
   // (WeightSource::lend_for_chunk), before reserve() takes a batch's again.
@@ -49,8 +64,8 @@ class ForwardScratch {
   // Closes a block: copies p into the next block state of the stream.
   void push_block(const ModelConfig& c);
 
-  // The decoder layer's rows, [n, hidden] each: h (the mixed stream), x (its
-  // norm) and a (an op's output).
+  // The decoder layer's rows, [n, hidden] each: h (the mixed stream; in a
+  // chunk, one piece of it), x (its norm) and a (an op's output).
   float* h() { return h_.data(); }
   float* x() { return x_.data(); }
   float* a() { return a_.data(); }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 
 #include "kernels/compute_backend.h"
 #include "kernels/matmul.h"
@@ -18,6 +19,14 @@ namespace k3 {
 // W and row t of X alone (kernels/matmul.h), so the bits are those of one
 // product over the whole matrix.
 void lin_row_blocks(const Bf16Matrix& W, const float* X, size_t n, float* Y, ThreadPool* pool);
+
+// The same product handed over as it is made, instead of into Y: for each
+// row block [r0, r0 + m) of W as it arrives and each piece of at most 256
+// rows [t0, t0 + k) of X, part[k, m] = Y[t0 .. t0 + k, r0 .. r0 + m) (the
+// bits of lin_row_blocks), valid during the call. W must stream in row blocks.
+using RowBlockPiece = std::function<void(size_t r0, size_t m, size_t t0, size_t k, const float* part)>;
+void lin_row_block_pieces(const Bf16Matrix& W, const float* X, size_t n, const RowBlockPiece& on_piece,
+                          ThreadPool* pool);
 
 inline void lin(const Bf16Matrix& W, const float* X, size_t n, float* Y, ThreadPool* pool) {
   if (W.blocks) return lin_row_blocks(W, X, n, Y, pool);

@@ -3,21 +3,22 @@
 #include <algorithm>
 #include <bit>
 
+#include "common/error.h"
 #include "io/spill_file.h"
 #include "model/forward_scratch.h"
 #include "model/kda.h"
 #include "model/mla.h"
-#include "model/situ_mlp.h"
+#include "model/situ_mlp_chunk.h"
 
 namespace k3 {
 
-void ChunkBlocks::begin(const ModelConfig& c, size_t rows, size_t sub_batch, SpillFile* spill) {
+void ChunkBlocks::begin(const ModelConfig& c, size_t rows, size_t piece, SpillFile* spill) {
   rows_ = rows;
   hidden_ = static_cast<size_t>(c.hidden_size);
-  sub_ = std::min(std::max<size_t>(1, sub_batch), rows);
+  piece_ = std::min(std::max<size_t>(1, piece), std::max<size_t>(1, rows));
   spill_ = spill;
-  count_ = 0;
-  const size_t need = residual_block_count(c) * hidden_ * (spill ? sub_ : rows);
+  count_ = staged_m_ = staged_count_ = 0;
+  const size_t need = residual_block_count(c) * hidden_ * (spill ? piece_ : rows);
   if (mem_.size() < need) mem_.resize(need);
 }
 
@@ -30,25 +31,35 @@ void ChunkBlocks::open(const float* p) {
 
 const std::vector<const float*>& ChunkBlocks::rows(size_t r0, size_t m, size_t count) {
   out_.clear();
+  if (!spill_) {
+    for (size_t j = 0; j < count; ++j) out_.push_back(mem_.data() + (j * rows_ + r0) * hidden_);
+    return out_;
+  }
+  if (m > piece_ || r0 + m > rows_ || count > count_)
+    throw Error(ExitCode::kInternal, "the chunk's block states were asked for rows it does not stage");
+  // A block's state never changes once opened: rows staged by the last call
+  // are still good.
+  const bool same = r0 == staged_r0_ && m == staged_m_;
+  const size_t first = same ? std::min(count, staged_count_) : 0;
   for (size_t j = 0; j < count; ++j) {
-    if (!spill_) {
-      out_.push_back(mem_.data() + (j * rows_ + r0) * hidden_);
-      continue;
-    }
     // Block j's rows [r0, r0 + m): consecutive in the file, so successive
-    // sub-batches read each block front to back.
-    float* staged = mem_.data() + j * sub_ * hidden_;
-    spill_->read((static_cast<uint64_t>(j) * rows_ + r0) * hidden_ * sizeof(float), staged,
-                 m * hidden_ * sizeof(float));
+    // pieces read each block front to back.
+    float* staged = mem_.data() + j * piece_ * hidden_;
+    if (j >= first)
+      spill_->read((static_cast<uint64_t>(j) * rows_ + r0) * hidden_ * sizeof(float), staged,
+                   m * hidden_ * sizeof(float));
     out_.push_back(staged);
   }
+  staged_r0_ = r0;
+  staged_m_ = m;
+  staged_count_ = same ? std::max(staged_count_, count) : count;
   return out_;
 }
 
-void PrefillChunk::reserve(const ModelConfig& c, size_t rows, size_t sub_batch, SpillFile* spill) {
+void PrefillChunk::reserve(const ModelConfig& c, size_t rows, size_t piece, SpillFile* spill) {
   const size_t row = static_cast<size_t>(c.hidden_size) * rows;
   if (p.size() < row) p.resize(row);
-  blocks.begin(c, rows, sub_batch, spill);
+  blocks.begin(c, rows, piece, spill);
   // The spill file: every block state, then the MoE layer's shared rows.
   const uint64_t shared_at = residual_block_count(c) * static_cast<uint64_t>(row) * sizeof(float);
   if (c.first_k_dense_replace < c.num_hidden_layers) moe.reserve(c, rows, spill, shared_at);
@@ -70,7 +81,7 @@ uint64_t spill_file_bytes_per_token(const ModelConfig& c) {
 }
 
 uint64_t prefill_chunk_staging_bytes(const ModelConfig& c, uint64_t sub_batch) {
-  return sub_batch * spilled_block_bytes_per_token(c);
+  return std::min<uint64_t>(sub_batch, kChunkPieceRows) * spilled_block_bytes_per_token(c);
 }
 
 size_t prefill_sub_batch_op_floats(const ModelConfig& c, size_t rows, int64_t positions, size_t workers) {
@@ -84,18 +95,18 @@ size_t prefill_sub_batch_op_floats(const ModelConfig& c, size_t rows, int64_t po
     floats = std::max(floats, mla_scratch_floats(c, n, context, w));
   }
   if (c.first_k_dense_replace > 0)
-    floats = std::max(floats, situ_scratch_floats(n, static_cast<size_t>(c.intermediate_size)));
+    floats = std::max(floats, situ_chunk_scratch_floats(n, static_cast<size_t>(c.intermediate_size), kChunkPieceRows));
   if (c.first_k_dense_replace < c.num_hidden_layers) floats = std::max(floats, moe_chunk_scratch_floats(c, n));
   return floats;
 }
 
 uint64_t prefill_sub_batch_scratch_bytes(const ModelConfig& c, uint64_t rows, int64_t positions) {
-  // What ForwardScratch holds for a chunk's sub-batch: h, x, a and the
-  // stream's own p (begin_pass sizes all four), the op area, MLA's two row
-  // indices.
+  // What ForwardScratch holds for a chunk's sub-batch (begin_chunk_pass):
+  // x and a, h for a piece of rows, the op area, MLA's two row indices.
   const size_t n = static_cast<size_t>(std::max<uint64_t>(rows, 1));
   const uint64_t floats = prefill_sub_batch_op_floats(c, n, positions, 1);
-  return (4 * n * static_cast<uint64_t>(c.hidden_size) + floats) * sizeof(float) + 2 * n * sizeof(size_t);
+  const uint64_t row_floats = (2 * n + std::min<uint64_t>(n, kChunkPieceRows)) * static_cast<uint64_t>(c.hidden_size);
+  return (row_floats + floats) * sizeof(float) + 2 * n * sizeof(size_t);
 }
 
 uint64_t prefill_chunk_bytes_per_token(const ModelConfig& c, bool spilled) {

@@ -25,26 +25,42 @@ namespace k3 {
 
 class SpillFile;
 
+// Rows of the chunk's block states a layer mixes at a time (ChunkBlocks::
+// piece_rows): a spilled chunk stages this many rows of each block, however
+// long its sub-batch, and the layer's mixed rows h take one piece. As many
+// as the largest preset's batch: a sub-batch of one batch is one piece, read
+// back once per layer (a longer one is read for both of a layer's mixes).
+inline constexpr size_t kChunkPieceRows = 256;
+
 // The chunk's AttnRes block states, each [rows, hidden]: in memory, or in a
-// spill file with a sub-batch of rows of each staged in memory.
+// spill file with one piece of rows of each staged in memory.
 class ChunkBlocks {
  public:
-  // Starts a chunk of `rows` rows run in sub-batches of at most `sub_batch`
-  // (spill: nullptr keeps the blocks in memory). Grows only.
-  void begin(const ModelConfig& config, size_t rows, size_t sub_batch, SpillFile* spill);
+  // Starts a chunk of `rows` rows whose block states are mixed `piece` rows
+  // at a time (spill: nullptr keeps the blocks in memory). Grows only.
+  void begin(const ModelConfig& config, size_t rows, size_t piece, SpillFile* spill);
   size_t count() const { return count_; }
+  size_t piece_rows() const { return piece_; }
+  bool spilled() const { return spill_ != nullptr; }
   // Opens a block: its state is p [rows, hidden] as it is now.
   void open(const float* p);
   // Rows [r0, r0 + m) of the first `count` blocks, one pointer each, valid
-  // until the next call (spilled: read back from the file).
+  // until the next call. Spilled (m at most piece_rows()): read back from the
+  // file, all but the blocks already staged by the calls since unstage() for
+  // the same rows (a layer's second mix of a sub-batch of one piece reads
+  // only the block the layer opened).
   const std::vector<const float*>& rows(size_t r0, size_t m, size_t count);
+  // The next rows() reads every block it returns (a layer begins: the count
+  // of reads per layer is the plan's, prefill_forecast.h).
+  void unstage() { staged_m_ = 0; }
   uint64_t bytes() const { return mem_.size() * sizeof(float); }
 
  private:
-  std::vector<float> mem_;  // every block's rows, or (spilled) a sub-batch of each
+  std::vector<float> mem_;  // every block's rows, or (spilled) a piece of each
   std::vector<const float*> out_;
   SpillFile* spill_ = nullptr;
-  size_t rows_ = 0, hidden_ = 0, sub_ = 0, count_ = 0;
+  size_t rows_ = 0, hidden_ = 0, piece_ = 0, count_ = 0;
+  size_t staged_r0_ = 0, staged_m_ = 0, staged_count_ = 0;  // what mem_ holds, spilled
 };
 
 struct PrefillChunk {
@@ -52,9 +68,9 @@ struct PrefillChunk {
   ChunkBlocks blocks;
   MoeChunkRows moe;
 
-  // Sizes the buffers for a chunk of `rows` tokens in sub-batches of
-  // `sub_batch` (grows only); spill as ChunkBlocks::begin.
-  void reserve(const ModelConfig& config, size_t rows, size_t sub_batch, SpillFile* spill);
+  // Sizes the buffers for a chunk of `rows` tokens whose block states are
+  // mixed `piece` rows at a time (grows only); spill as ChunkBlocks::begin.
+  void reserve(const ModelConfig& config, size_t rows, size_t piece, SpillFile* spill);
   uint64_t bytes() const;
 };
 
@@ -68,11 +84,14 @@ uint64_t spilled_block_bytes_per_token(const ModelConfig& config);
 // The spill file's bytes per token: the block states, then one row of the
 // MoE layers' shared-expert output (rewritten by every MoE layer).
 uint64_t spill_file_bytes_per_token(const ModelConfig& config);
-// Memory the spilled blocks' staging takes for sub-batches of `sub_batch` rows.
+// Memory the spilled blocks' staging takes for sub-batches of `sub_batch`
+// rows: one piece of rows of each block (kChunkPieceRows, or the sub-batch
+// where shorter).
 uint64_t prefill_chunk_staging_bytes(const ModelConfig& config, uint64_t sub_batch);
 // Scratch a layer of a chunk takes for a sub-batch of `rows` rows
-// (ForwardPass::set_chunk_sub_batch): the rows h, x, a and p, and the
-// largest op's temporaries, at a context of `positions` with one thread.
+// (ForwardPass::set_chunk_sub_batch): the rows x and a, one piece of h (the
+// stream's p is the chunk's), and the largest op's temporaries, at a context
+// of `positions` with one thread.
 uint64_t prefill_sub_batch_scratch_bytes(const ModelConfig& config, uint64_t rows, int64_t positions);
 // The largest op's floats of that scratch, split over `workers` threads
 // (forward_chunk takes them at once, so the area never grows in steps that

@@ -377,7 +377,8 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
                   "staged  %s\n",
                   (unsigned long long)chunk, format_bytes(prefill_chunk_bytes_per_token(c, true)).c_str(),
                   format_bytes(spill_file_bytes_per_token(c)).c_str(), format_bytes(spill_file_bytes).c_str(),
-                  plural(batch, "row").c_str(), format_bytes(chunk_bytes).c_str());
+                  plural(std::min<uint64_t>(std::max(batch, chunk_sub_batch), kChunkPieceRows), "row").c_str(),
+                  format_bytes(chunk_bytes).c_str());
   else if (chunk_bytes > 0)
     append_printf(o, "  prefill chunk     %llu tokens x %s carried from layer to layer  %s\n",
                   (unsigned long long)chunk, format_bytes(prefill_chunk_bytes_per_token(c)).c_str(),

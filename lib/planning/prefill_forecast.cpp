@@ -5,8 +5,28 @@
 
 #include "io/aligned_buffer.h"
 #include "model/forward_scratch.h"
+#include "model/prefill_chunk.h"
 
 namespace k3 {
+
+namespace {
+
+// Block states a layer-major chunk's layers read back from its spill file
+// for a sub-batch of `m` rows, in rows of one block (ChunkBlocks::rows):
+// layer i's blocks opened by then, once where the sub-batch is one piece;
+// otherwise all but the one layer i opens for the attention's mix, then all
+// of them again for the FFN's.
+double spilled_rows_read(const ModelConfig& c, uint64_t m) {
+  double blocks = 0;
+  for (int i = 0; i < c.num_hidden_layers && c.attn_res_block_size > 0; ++i) {
+    const double opened = static_cast<double>(i / c.attn_res_block_size + 1);
+    blocks += opened;
+    if (m > kChunkPieceRows) blocks += opened - (i % c.attn_res_block_size == 0 ? 1 : 0);
+  }
+  return blocks * static_cast<double>(m);
+}
+
+}  // namespace
 
 PrefillReads forecast_prefill_reads(const ModelConfig& c, const MemoryPlan& plan, uint64_t tokens) {
   PrefillReads r;
@@ -29,14 +49,15 @@ PrefillReads forecast_prefill_reads(const ModelConfig& c, const MemoryPlan& plan
     r.trunk_bytes +=
         static_cast<double>(times) * static_cast<double>(passes) * static_cast<double>(plan.streamed_read_bytes);
     if (plan.chunk_spilled && rows > batch) {
-      // Layer i reads the blocks opened by then: i / block size + 1 of them;
+      // The chunk's rows go through in sub-batches of `sub`, the last shorter;
       // a MoE layer writes its shared experts' rows and reads them back.
-      const double row = static_cast<double>(rows) * static_cast<double>(c.hidden_size) * sizeof(float);
-      double opened = 0;
-      for (int i = 0; i < c.num_hidden_layers && c.attn_res_block_size > 0; ++i)
-        opened += static_cast<double>(i / c.attn_res_block_size + 1);
-      r.spill_written_bytes += static_cast<double>(times) * (static_cast<double>(residual_block_count(c)) + L) * row;
-      r.spill_read_bytes += static_cast<double>(times) * (opened + L) * row;
+      const double row = static_cast<double>(c.hidden_size) * sizeof(float);
+      const uint64_t in = std::min(rows, sub), whole = rows / in, rest = rows % in;
+      r.spill_written_bytes += static_cast<double>(times) * (static_cast<double>(residual_block_count(c)) + L) *
+                               static_cast<double>(rows) * row;
+      r.spill_read_bytes += static_cast<double>(times) * row *
+                            (static_cast<double>(whole) * spilled_rows_read(c, in) + spilled_rows_read(c, rest) +
+                             L * static_cast<double>(rows));
     }
     if (E > 0)
       r.expert_bytes +=

@@ -25,9 +25,12 @@ struct PrefillReads {
   double trunk_bytes = 0;   // streamed trunk, the prompt's embedding rows
   double expert_bytes = 0;  // routed experts not in the cache
   // A spilled chunk's block states (MemoryPlan::chunk_spilled): written once
-  // each, and read back by every layer from the one that opens them on (the
-  // head's read of the last row's blocks left out); and each MoE layer's
-  // shared-expert rows, written and read back once.
+  // each, and read back by every layer from the one that opens them on, once
+  // for a sub-batch of at most kChunkPieceRows rows, otherwise for each of
+  // the layer's two mixes (the attention's without the block the layer
+  // opens; model/prefill_chunk.h); the head's read of the last row's blocks
+  // left out; and each MoE layer's shared-expert rows, written and read back
+  // once.
   double spill_written_bytes = 0;
   double spill_read_bytes = 0;
   double total() const { return trunk_bytes + expert_bytes + spill_read_bytes; }

@@ -142,10 +142,11 @@ struct SpillCounts {
 // spill_dir: the chunk's block states go to a spill file there; its counts
 // are left in *spilled.
 // source: the weights (default: the tiny model's, resident); sub_batch: the
-// chunk's sub-batch (ForwardPass::set_chunk_sub_batch).
+// chunk's sub-batch (ForwardPass::set_chunk_sub_batch); piece: the rows whose
+// block states are mixed at a time (ForwardPass::set_chunk_piece_rows).
 PrefillRun run(size_t max_batch, size_t chunk, const std::vector<int32_t>& ids, LogitRows rows, int threads = 2,
                WeightSource* counting = nullptr, const std::string& spill_dir = "", SpillCounts* spilled = nullptr,
-               size_t sub_batch = 0) {
+               size_t sub_batch = 0, size_t piece = kChunkPieceRows) {
   TinyModel& m = TinyModel::get();
   ThreadPool pool(threads);
   WeightSource& source = counting ? *counting : *m.weights;
@@ -153,6 +154,7 @@ PrefillRun run(size_t max_batch, size_t chunk, const std::vector<int32_t>& ids, 
   engine.set_max_batch(max_batch);
   engine.set_chunk(chunk);
   engine.set_chunk_sub_batch(sub_batch);
+  engine.set_chunk_piece_rows(piece);
   if (!spill_dir.empty()) engine.set_spill(std::make_unique<SpillFile>(spill_dir));
   RecordingTap tap;
   tap.hidden = static_cast<size_t>(m.config.hidden_size);
@@ -353,13 +355,16 @@ class SpillDir {
 };
 
 // What the spill file sees for a prompt of `tokens` in chunks of `chunk`
-// with sub-batches of `batch`, written out: a chunk longer than the batch
-// writes each block state of its rows once, when the block opens, and layer
-// i reads the rows of the i / block_size + 1 blocks opened by then; each
-// MoE layer writes its rows of shared-expert output and reads them back; the
-// head reads every block for the rows it computes logits of (all of them, or
-// the last row of the prompt).
-SpillCounts spill_formula(const ModelConfig& c, size_t tokens, size_t batch, size_t chunk, LogitRows rows) {
+// with sub-batches of max(batch, sub) rows, written out: a chunk longer than
+// the batch writes each block state of its rows once, when the block opens;
+// layer i reads the rows of the i / block_size + 1 blocks opened by then,
+// once for a sub-batch of at most `piece` rows, otherwise once for its
+// FFN's mix and, but for the block layer i opens, once for its attention's;
+// each MoE layer writes its rows of shared-expert output and reads them back;
+// the head reads every block for the rows it computes logits of (all of
+// them, or the last row of the prompt).
+SpillCounts spill_formula(const ModelConfig& c, size_t tokens, size_t batch, size_t chunk, LogitRows rows,
+                          size_t sub = 0, size_t piece = kChunkPieceRows) {
   const uint64_t row = static_cast<uint64_t>(c.hidden_size) * 4;
   const uint64_t L = c.num_hidden_layers, size = c.attn_res_block_size, blocks = (L + size - 1) / size;
   const uint64_t moe_layers = L - c.first_k_dense_replace;  // each writes its shared rows and reads them back
@@ -369,7 +374,14 @@ SpillCounts spill_formula(const ModelConfig& c, size_t tokens, size_t batch, siz
     const uint64_t r = std::min(per, tokens - begin);
     if (r <= batch) continue;  // a batch: no chunk, nothing spilled
     want.written += (blocks + moe_layers) * r * row;
-    for (uint64_t i = 0; i < L; ++i) want.read += (i / size + 1) * r * row;
+    const size_t step = std::min<size_t>(r, std::max(batch, sub));
+    for (size_t b = 0; b < r; b += step) {
+      const uint64_t m = std::min<size_t>(step, r - b);
+      for (uint64_t i = 0; i < L; ++i) {
+        want.read += (i / size + 1) * m * row;
+        if (m > piece) want.read += (i / size + (i % size == 0 ? 0 : 1)) * m * row;
+      }
+    }
     want.read += moe_layers * r * row;
     const bool last = begin + r == tokens;
     if (rows == LogitRows::kAll) want.read += blocks * r * row;
@@ -419,6 +431,44 @@ TEST(PrefillChunk, SpilledBlockStatesBitIdentical) {
       EXPECT_EQ(counts.written, all.written) << what;
       EXPECT_EQ(counts.read, all.read) << what;
     }
+}
+
+// The block states mixed a piece of rows at a time (h one piece), in memory
+// and spilled: the same bits for every piece, sub-batch and batch (a row's
+// mix does not depend on its piece), and a spilled sub-batch longer than a
+// piece reads a layer's blocks back for each of its two mixes.
+TEST(PrefillChunk, BlockStatesInPiecesBitIdentical) {
+  const ModelConfig& c = TinyModel::get().config;
+  const std::vector<int32_t> ids = prompt(75);
+  const PrefillRun want = run(256, 0, ids, LogitRows::kAll);
+  const PrefillRun want_last = run(256, 0, ids, LogitRows::kLast);
+  SpillDir dir;
+  struct Case {
+    size_t batch, chunk, sub, piece;
+  };
+  for (const Case& k :
+       {Case{1, 40, 16, 1}, Case{3, 75, 0, 2}, Case{3, 40, 16, 5}, Case{2, 40, 16, 8}, Case{8, 75, 75, 7}}) {
+    for (const bool spill : {false, true}) {
+      const std::string what = std::string(spill ? "spilled" : "in memory") + ", batch " + std::to_string(k.batch) +
+                               ", chunk " + std::to_string(k.chunk) + ", sub-batch " + std::to_string(k.sub) +
+                               ", piece " + std::to_string(k.piece);
+      SpillCounts counts;
+      const PrefillRun got = run(k.batch, k.chunk, ids, LogitRows::kAll, k.batch == 3 ? 3 : 1, nullptr,
+                                 spill ? dir.path() : "", &counts, k.sub, k.piece);
+      EXPECT_TRUE(same_floats(want.logits, got.logits)) << what << ": logits of every row";
+      expect_same_state(want.state, got.state, what);
+      EXPECT_TRUE(want.taps == got.taps) << what << ": layer taps";
+      if (!spill) continue;
+      const SpillCounts all = spill_formula(c, ids.size(), k.batch, k.chunk, LogitRows::kAll, k.sub, k.piece);
+      EXPECT_EQ(counts.written, all.written) << what;
+      EXPECT_EQ(counts.read, all.read) << what;
+      const PrefillRun last =
+          run(k.batch, k.chunk, ids, LogitRows::kLast, 1, nullptr, dir.path(), &counts, k.sub, k.piece);
+      EXPECT_TRUE(same_floats(want_last.logits, last.logits)) << what << ": logits of the last row";
+      EXPECT_EQ(counts.read, spill_formula(c, ids.size(), k.batch, k.chunk, LogitRows::kLast, k.sub, k.piece).read)
+          << what;
+    }
+  }
 }
 
 TEST(SpillFile, LeavesNothingAndNamesItsDirectory) {

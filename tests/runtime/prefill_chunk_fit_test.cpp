@@ -12,6 +12,7 @@
 // streams in row blocks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -19,8 +20,13 @@
 #include <string>
 #include <tuple>
 
+#include "model/forward_scratch.h"
 #include "model/k3_geometry.h"
+#include "model/kda.h"
+#include "model/latent_moe_chunk.h"
+#include "model/mla.h"
 #include "model/prefill_chunk.h"
+#include "model/situ_mlp_chunk.h"
 #include "planning/first_token_forecast.h"
 #include "planning/memory_plan.h"
 #include "planning/prefill_chunk_fit.h"
@@ -320,6 +326,52 @@ TEST(PrefillChunkFit, SubBatchScratchCountedWhereRowBlocksStream) {
   const MemoryPlan desktop = plan_of(d);
   EXPECT_EQ(desktop.row_blocks, 0u);
   EXPECT_EQ(desktop.chunk_sub_batch, desktop.batch);
+}
+
+// A sub-batch's memory at K3's geometry, written out: x and a [rows, hidden]
+// and h for one piece of 256 rows (the stream's p is the chunk's), the
+// largest op's area (the dense MLP's without a u of every row), MLA's two
+// row indices; spilled, 256 staged rows of each
+// of the 8 block states, however long the sub-batch. The spill file's reads:
+// layer i's i / 12 + 1 opened blocks once per row for a sub-batch of one
+// piece, and for a longer one again, less the block the layer opens.
+TEST(PrefillChunkFit, SubBatchBytesFollowTheirFormulas) {
+  const ModelConfig& c = k3_model().config;
+  ASSERT_EQ(c.hidden_size, 7168);
+  ASSERT_EQ(residual_block_count(c), 8u);
+  const uint64_t row = 7168 * 4;
+  for (uint64_t n : {16u, 128u, 1024u, 8192u}) {
+    const uint64_t op = prefill_sub_batch_op_floats(c, n, kTokens, 1) * 4;
+    EXPECT_EQ(prefill_sub_batch_scratch_bytes(c, n, kTokens), (2 * n + std::min<uint64_t>(n, 256)) * row + op + 16 * n)
+        << n;
+    EXPECT_EQ(prefill_chunk_staging_bytes(c, n), std::min<uint64_t>(n, 256) * 8 * row) << n;
+    // The op area: the largest op's; the dense MLP's is g [n, 33,792] and
+    // one 256-row piece of u.
+    const size_t situ = (n + std::min<uint64_t>(n, 256)) * 33792;
+    EXPECT_EQ(situ_chunk_scratch_floats(n, 33792, kChunkPieceRows), situ) << n;
+    const size_t context = 8192;
+    EXPECT_EQ(prefill_sub_batch_op_floats(c, n, kTokens, 1),
+              std::max({kda_scratch_floats(c, n, 1), mla_scratch_floats(c, n, context, 1), situ,
+                        moe_chunk_scratch_floats(c, n)}))
+        << n;
+  }
+  RunRequest r = request_for(*find_preset("min"));
+  r.chunk = 2048;
+  r.spill_chunk = true;
+  double opened = 0, before = 0;
+  for (int i = 0; i < 93; ++i) {
+    opened += i / 12 + 1;
+    before += i / 12 + (i % 12 == 0 ? 0 : 1);
+  }
+  for (uint64_t sub : {256u, 512u}) {
+    r.chunk_sub_batch = sub;
+    const MemoryPlan p = plan_of(r);
+    ASSERT_TRUE(p.chunk_spilled);
+    ASSERT_EQ(std::max(p.batch, p.chunk_sub_batch), sub);
+    const PrefillReads reads = forecast_prefill_reads(c, p, 2048);
+    EXPECT_EQ(reads.spill_written_bytes, 8.0 * 2048 * row);
+    EXPECT_EQ(reads.spill_read_bytes, (sub > 256 ? opened + before : opened) * 2048 * row) << sub;
+  }
 }
 
 }  // namespace

@@ -2,8 +2,9 @@
 // formula written out here for the tiny config and a plan built by hand:
 // the streamed trunk once per chunk (once per sub-batch in row blocks), the
 // embedding rows, the experts under flat routing, and a spilled chunk's
-// block states written once and read back by every layer, and its MoE
-// layers' shared-expert rows written and read back once each.
+// block states written once and read back by every layer (twice for a
+// sub-batch longer than the piece of rows a layer mixes at a time), and its
+// MoE layers' shared-expert rows written and read back once each.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -82,6 +83,16 @@ TEST(PrefillForecast, SpilledChunkBlockStates) {
   // A last piece no longer than a batch runs as a batch: nothing spilled.
   const PrefillReads tail = forecast_prefill_reads(c, p, 210);  // 100, 100, 10
   EXPECT_DOUBLE_EQ(tail.spill_written_bytes, 200.0 * (4 + 12) * 256);
+  // A sub-batch longer than a piece (256 rows) mixes its block states a
+  // piece at a time, so each layer reads them for its attention's mix (all
+  // but the block it opens: 28 - 4 = 24) and again for its FFN's (28).
+  // Chunks of 400 and 100 in sub-batches of 300: 300 rows at 52, 200 at 28;
+  // and every row's 12 shared-expert rows.
+  p.chunk = 400;
+  p.chunk_sub_batch = 300;
+  const PrefillReads pieces = forecast_prefill_reads(c, p, 500);
+  EXPECT_DOUBLE_EQ(pieces.spill_written_bytes, 500.0 * (4 + 12) * 256);
+  EXPECT_DOUBLE_EQ(pieces.spill_read_bytes, (300.0 * 52 + 200.0 * 28 + 500.0 * 12) * 256);
 }
 
 }  // namespace
