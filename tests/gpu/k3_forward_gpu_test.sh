@@ -4,11 +4,12 @@
 # --state-out file of a 600-id prompt over the tiny model are cmp-equal to
 # the CPU run's, at chunks of 300 and 600 tokens streaming and 450 resident
 # (K3_PREFILL_CHUNK: more than the 256-row batch, so the layer-major prefill
-# runs), with MLA's latent caches kept on the device between passes (each
-# row copied once), and continuing a --state-in conversation; the products
-# did run on the device (its summary
-# line counts them, and --quiet silences it); a device that is not there is
-# refused with one line, and one lost mid-prompt ends the run with one.
+# runs; resident, the staged weights copied into device-local memory on
+# the device), with MLA's latent caches kept on the device between passes
+# (each row copied once), and continuing a --state-in conversation; the
+# products did run on the device (its summary line counts them, and
+# --quiet silences it); a device that is not there is refused with one
+# line, and one lost mid-prompt ends the run with one.
 set -uo pipefail
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 FWD="$BIN/k3-forward"
@@ -66,9 +67,19 @@ done
 holds "gpu300: the second chunk found the first one's rows kept" \
   "[ '$(json gpu300 latent_kept_bytes)' -ge '$((300 * row_bytes))' ]"
 # Resident, with an 8 KiB stage (K3_GPU_STAGE_BYTES): every product larger
-# than that goes in row slices through the two staging slots, same bits.
-K3_GPU_STAGE_BYTES=8192 run resident-gpu 450 --gpu "$lvp" --threads 2
+# than that goes in row slices through the two staging slots, each copied
+# on the device into device-local memory before its dispatch
+# (K3_GPU_DEVICE_LOCAL_STAGING, the path of a discrete GPU without
+# host-visible device-local memory), same bits.
+K3_GPU_STAGE_BYTES=8192 K3_GPU_DEVICE_LOCAL_STAGING=1 run resident-gpu 450 --gpu "$lvp" --threads 2 \
+  --stats-json "$work/resident-gpu.json"
 same resident-gpu cpu
+check "device-local staging: stats say so" device_local "$(json resident-gpu staging)"
+check "device-local staging: every slice copied" "$(json resident-gpu dispatches)" \
+  "$(json resident-gpu device_local_copies)"
+holds "device-local staging: slices ran" "[ '$(json resident-gpu dispatches)' -gt '$(json resident-gpu products)' ]"
+holds "device-local staging: no validation errors" "! grep -q 'vulkan validation' '$work/resident-gpu.err'"
+check "host-visible staging elsewhere" host_visible "$(json gpu300 staging)"
 # A conversation continued from a state file (--state-in): the loaded
 # latent caches go to the device whole; the same bits as the CPU's
 # continuation.
