@@ -261,6 +261,12 @@ std::string device_stats_member(const ModelCounters& m) {
   w.key("situ_steps").value(static_cast<unsigned long long>(m.device_counters.situ_steps));
   w.key("attention").value(static_cast<unsigned long long>(m.device_counters.attention));
   w.key("kda_recurrences").value(static_cast<unsigned long long>(m.device_counters.kda_recurrences));
+  // MLA's latent caches kept on the device between the chunk's passes.
+  w.key("latent_upload_bytes").value(static_cast<unsigned long long>(m.device_counters.latent_upload_bytes));
+  w.key("latent_kept_bytes").value(static_cast<unsigned long long>(m.device_counters.latent_kept_bytes));
+  // Where staged weights were read from, and the slices copied there.
+  w.key("staging").value(m.device_counters.device_local_staging ? "device_local" : "host_visible");
+  w.key("device_local_copies").value(static_cast<unsigned long long>(m.device_counters.device_local_copies));
   w.end_object().end_object();
   // The member alone, without the braces of the object it was written in.
   const std::string object = w.take();

@@ -36,6 +36,12 @@ std::string span_what() {
 // take every row of the chunk that chose it), or a pass's.
 uint64_t device_rows(uint64_t chunk, uint64_t batch) { return std::max(chunk, batch); }
 
+// Whether the device copies its staged weights into device-local memory
+// (the plan counts those copies).
+bool device_local_staging(const kernels::ComputeBackend* device) {
+  return device != nullptr && device->counters().device_local_staging;
+}
+
 // The request's device, opened and its fma probed; a refusal names the
 // setting and the index ("--gpu 3: there is no such Vulkan device ...").
 std::unique_ptr<kernels::ComputeBackend> open_device(const RunRequest& req) {
@@ -86,8 +92,9 @@ ModelPlan Model::plan(const ModelConfig& config, const Checkpoint& checkpoint, c
     // The plan text goes to `log` (or nowhere) before a refusal is thrown.
     std::ostream null_log(nullptr);
     out.stream = prepare_streaming(config, checkpoint, req, params.log ? *params.log : null_log);
-    out.device_bytes = check_device_plan(checkpoint, req, device_rows(out.stream->plan.chunk, out.stream->plan.batch),
-                                         params.log ? *params.log : null_log);
+    out.device_bytes =
+        check_device_plan(checkpoint, req, device_rows(out.stream->plan.chunk, out.stream->plan.batch), params.context,
+                          device_local_staging(out.device.get()), params.log ? *params.log : null_log);
     check_position_limit(config, req.context, span_what());
   } else {
     // The sequences' state and caches are planned as the budgeted path
@@ -95,8 +102,8 @@ ModelPlan Model::plan(const ModelConfig& config, const Checkpoint& checkpoint, c
     check_resident_run(config, checkpoint, req, params.context, params.batch);
     check_position_limit(config, params.context, span_what());
     std::ostream null_log(nullptr);
-    out.device_bytes =
-        check_device_plan(checkpoint, req, device_rows(chunk, params.batch), params.log ? *params.log : null_log);
+    out.device_bytes = check_device_plan(checkpoint, req, device_rows(chunk, params.batch), params.context,
+                                         device_local_staging(out.device.get()), params.log ? *params.log : null_log);
     // Said only once the checks have passed, so a refusal stays one line.
     if (params.log)
       *params.log << tool_name() << ": no " << spelled(run_setting::kTrunkDir)
@@ -150,6 +157,11 @@ void Model::load(ModelPlan plan) {
   engine_->set_chunk(chunk);
   engine_->set_chunk_sub_batch(chunk_sub_batch);
   set_compute_backend(device_.get());
+  // The chunk's attention keeps each sequence's MLA caches on the device,
+  // as many as the device plan counted (check_device_plan).
+  if (device_)
+    device_->keep_latent_caches(std::max<uint64_t>(1, req.sequences) * mla_latent_shape(checkpoint_).layers,
+                                params_.context);
   if (plan.stream && plan.stream->plan.chunk_spilled) engine_->set_spill(std::make_unique<SpillFile>(req.trunk_dir));
   counters_.streaming = streaming_ != nullptr;
   counters_.max_batch = static_cast<uint64_t>(engine_->max_batch());

@@ -71,12 +71,22 @@ uint64_t gpu_stage_bytes();
 struct GpuProductBound {
   uint64_t weight_bytes = 0, scale_bytes = 0, cols = 0, rows = 0;
 };
+// With `device_local_copies` (a device that stages into device-local
+// memory), each slot's weights and scales are held twice: where the host
+// writes them and their device-local copy.
 uint64_t gpu_matmul_device_bytes(const GpuProductBound& largest, uint64_t tokens,
-                                 uint64_t stage_bytes = gpu_stage_bytes());
+                                 uint64_t stage_bytes = gpu_stage_bytes(), bool device_local_copies = false);
 
 // The most device memory GpuBackend's KDA recurrence holds for `heads` heads
 // of `dim` over at most `tokens` rows (0 without KDA layers): the heads'
 // state, the tokens' q, k, v, decays and beta, their outputs.
 uint64_t gpu_kda_device_bytes(uint64_t heads, uint64_t dim, uint64_t tokens);
+
+// The most device memory GpuBackend keeps MLA's latent caches in between
+// attention calls (keep_latent_caches): `caches` caches (the run's
+// sequences x MLA layers) of `positions` positions (its context) of
+// `stride` floats (kv_lora_rank + qk_rope_head_dim) each, in one buffer
+// (0 without MLA layers).
+uint64_t gpu_latent_cache_device_bytes(uint64_t caches, uint64_t positions, uint64_t stride);
 
 }  // namespace k3

@@ -1,10 +1,13 @@
 // GpuBackend::latent_attention: MLA's attention on the device
 // (shaders/latent_attention.comp), in the product buffers:
 //   stages_[0].weights  kv_b_proj, BF16 [heads, nope + vdim, kvl]
-//   x_        per row (its cache's first word, the positions it sees), then
-//             the queries [rows, heads, nope + rope], then each cache
+//   x_        per row (its cache's first word in latent_, the positions it
+//             sees), then the queries [rows, heads, nope + rope]
 //   y_        the heads' outputs [rows, heads, vdim], then each workgroup's
 //             scratch (q_lat, ctx, the scores of its positions)
+//   latent_   the caches, one per slot of latent_slots_ (latent_cache_slots.h):
+//             kept between calls where keep_latent_caches was given, so
+//             only the rows appended since the last call are copied
 // The items (row, head) go in dispatches of at most kScratchWords of scratch.
 #include <algorithm>
 #include <cstring>
@@ -12,6 +15,7 @@
 
 #include "gpu/compute_pipeline.h"
 #include "gpu/gpu_backend.h"
+#include "gpu/latent_cache_slots.h"
 #include "gpu/vulkan_buffer.h"
 #include "gpu/vulkan_context.h"
 
@@ -27,13 +31,52 @@ constexpr size_t kMaxGroups = 65535;                // maxComputeWorkGroupCount'
 
 }  // namespace
 
+// Puts the call's caches in latent_ (kept copies where configured, else
+// every cache whole in slots sized to the call) and gives each one's first
+// word there; false where they do not fit the kept slots or a binding.
+bool GpuBackend::place_latent_caches(const kernels::LatentAttentionCall& a, std::vector<size_t>& cache_at) {
+  const size_t stride = a.kvl + a.rope;
+  const size_t limit = std::min<size_t>(device_->max_binding_bytes() - 16, size_t{UINT32_MAX});
+  std::vector<LatentCacheSlots::Placement> placed(a.cache_count);
+  size_t slot_words = 0;
+  if (latent_slots_.keeps() && a.cache_generations != nullptr) {
+    const std::vector<size_t> positions(a.cache_positions, a.cache_positions + a.cache_count);
+    slot_words = latent_slots_.positions() * stride;
+    if (latent_slots_.slots() * slot_words * 4 + 4 > limit) return false;
+    // The slots' buffer at its full size from the first call: grown, it
+    // would lose the copies.
+    if (latent_->size() < latent_slots_.slots() * slot_words * 4 + 4) {
+      latent_slots_.forget();
+      grow(*latent_, latent_slots_.slots() * slot_words * 4 + 4);
+    }
+    if (!latent_slots_.place({a.cache_generations, a.cache_count}, positions, placed)) return false;
+  } else {
+    for (size_t i = 0; i < a.cache_count; ++i) {
+      slot_words = std::max(slot_words, a.cache_positions[i] * stride);
+      placed[i] = {i, 0};
+    }
+    if (a.cache_count * slot_words * 4 + 4 > limit) return false;
+    grow(*latent_, a.cache_count * slot_words * 4 + 4);  // the shader reads whole words
+  }
+  float* latent = static_cast<float*>(latent_->data());
+  for (size_t i = 0; i < a.cache_count; ++i) {
+    cache_at[i] = placed[i].slot * slot_words;
+    const size_t from = placed[i].from * stride, to = a.cache_positions[i] * stride;
+    std::memcpy(latent + cache_at[i] + from, a.caches[i] + from, (to - from) * 4);
+    latent_upload_bytes_ += (to - from) * 4;
+    latent_kept_bytes_ += from * 4;
+    upload_bytes_ += (to - from) * 4;
+  }
+  if (latent_slots_.keeps()) latent_slots_.commit();
+  return true;
+}
+
 bool GpuBackend::latent_attention(const kernels::LatentAttentionCall& a) {
   if (!device_->has_float64() || a.rows == 0 || a.heads == 0 || a.kvl == 0) return false;
-  const size_t qh = a.nope + a.rope, stride = a.kvl + a.rope;
-  size_t cache_words = 0, max_npos = 0;
-  for (size_t i = 0; i < a.cache_count; ++i) cache_words += a.cache_positions[i] * stride;
+  const size_t qh = a.nope + a.rope;
+  size_t max_npos = 0;
   for (size_t t = 0; t < a.rows; ++t) max_npos = std::max(max_npos, a.row_pos[t] + 1);
-  const size_t q_at = 2 * a.rows, x_words = q_at + a.rows * a.heads * qh + cache_words;
+  const size_t q_at = 2 * a.rows, x_words = q_at + a.rows * a.heads * qh;
   const size_t items = a.rows * a.heads, out_words = items * a.vdim, item_words = 2 * a.kvl + max_npos;
   const size_t group_items = std::min({items, kMaxGroups, std::max<size_t>(1, kScratchWords / item_words)});
   const size_t y_words = out_words + group_items * item_words;
@@ -42,20 +85,15 @@ bool GpuBackend::latent_attention(const kernels::LatentAttentionCall& a) {
   // on the CPU (the same bits).
   const size_t limit = std::min<size_t>(device_->max_binding_bytes() - 16, size_t{UINT32_MAX});
   if (x_words * 4 > limit || y_words * 4 > limit || kvb_bytes + 4 > limit) return false;
+  std::vector<size_t> cache_at(a.cache_count);
+  if (!place_latent_caches(a, cache_at)) return false;
   if (!attention_)
-    attention_ = std::make_unique<ComputePipeline>(*device_, "latent_attention", 3, sizeof(AttentionShape), 0);
+    attention_ = std::make_unique<ComputePipeline>(*device_, "latent_attention", 4, sizeof(AttentionShape), 0);
 
   grow(*stages_[0].weights, kvb_bytes + 4);  // the shader reads whole words
   std::memcpy(stages_[0].weights->data(), a.kv_b, kvb_bytes);
   grow(*x_, x_words * 4);
   uint32_t* x = static_cast<uint32_t*>(x_->data());
-  std::vector<size_t> cache_at(a.cache_count);
-  size_t at = q_at + a.rows * a.heads * qh;
-  for (size_t i = 0; i < a.cache_count; ++i) {
-    cache_at[i] = at;
-    std::memcpy(x + at, a.caches[i], a.cache_positions[i] * stride * 4);
-    at += a.cache_positions[i] * stride;
-  }
   for (size_t t = 0; t < a.rows; ++t) {
     x[2 * t] = static_cast<uint32_t>(cache_at[a.row_cache[t]]);
     x[2 * t + 1] = static_cast<uint32_t>(a.row_pos[t] + 1);
@@ -72,12 +110,17 @@ bool GpuBackend::latent_attention(const kernels::LatentAttentionCall& a) {
   std::memcpy(&shape.scale_bits, &a.scale, sizeof(float));
   for (size_t i0 = 0; i0 < items; i0 += group_items) {
     shape.item0 = static_cast<uint32_t>(i0);
-    attention_->run({stages_[0].weights.get(), x_.get(), y_.get()}, &shape,
+    attention_->run({stages_[0].weights.get(), x_.get(), y_.get(), latent_.get()}, &shape,
                     static_cast<uint32_t>(std::min(group_items, items - i0)), 1);
   }
   std::memcpy(a.out, y_->data(), out_words * 4);
   ++attention_calls_;
   return true;
+}
+
+bool GpuBackend::keep_latent_caches(size_t caches, size_t positions) {
+  latent_slots_.configure(caches, positions);
+  return latent_slots_.keeps();
 }
 
 }  // namespace k3

@@ -60,6 +60,8 @@ GpuBackend::GpuBackend(std::unique_ptr<VulkanDevice> device, size_t lanes, bool 
   for (Stage& stage : stages_) {
     stage.weights = std::make_unique<VulkanBuffer>(*device_);
     stage.scales = std::make_unique<VulkanBuffer>(*device_);
+    stage.local_weights = std::make_unique<VulkanBuffer>(*device_, VulkanBuffer::Memory::kDeviceLocal);
+    stage.local_scales = std::make_unique<VulkanBuffer>(*device_, VulkanBuffer::Memory::kDeviceLocal);
     stage.slot = std::make_unique<CommandSlot>(*device_);
   }
   x_ = std::make_unique<VulkanBuffer>(*device_);
@@ -67,6 +69,7 @@ GpuBackend::GpuBackend(std::unique_ptr<VulkanDevice> device, size_t lanes, bool 
   kda_state_ = std::make_unique<VulkanBuffer>(*device_);
   kda_in_ = std::make_unique<VulkanBuffer>(*device_);
   kda_out_ = std::make_unique<VulkanBuffer>(*device_);
+  latent_ = std::make_unique<VulkanBuffer>(*device_);
 }
 
 GpuBackend::~GpuBackend() { drain(); }
@@ -85,9 +88,10 @@ void GpuBackend::grow(VulkanBuffer& buffer, size_t bytes) {
   bytes = std::max<size_t>(bytes, 16);  // VulkanBuffer::reserve's smallest
   if (bytes <= buffer.size()) return;
   uint64_t held = 0;
-  for (const Stage& stage : stages_) held += stage.weights->size() + stage.scales->size();
+  for (const Stage& stage : stages_)
+    held += stage.weights->size() + stage.scales->size() + stage.local_weights->size() + stage.local_scales->size();
   held += x_->size() + y_->size();
-  for (const auto* b : {kda_state_.get(), kda_in_.get(), kda_out_.get()}) held += b->size();
+  for (const auto* b : {kda_state_.get(), kda_in_.get(), kda_out_.get(), latent_.get()}) held += b->size();
   const uint64_t after = held - buffer.size() + bytes;
   if (budget_bytes_ > 0 && after > budget_bytes_)
     throw Error(ExitCode::kResource, "gpu " + std::to_string(device_->index()) + ": a matrix product needs " +
@@ -146,18 +150,47 @@ void GpuBackend::run_slices(ComputePipeline& pipeline, bool mx, size_t rows, siz
     if (overlapped) overlapped_upload_bytes_ += copied;
     const Shape shape{u32(r1 - r0, "a row slice"),   u32(cols, "cols"), u32(tn, "a token slice"),
                       static_cast<uint32_t>(lanes_), u32(rows, "rows"), u32(r0, "a row slice")};
-    std::vector<const VulkanBuffer*> buffers = {stage.weights.get()};
-    if (mx) buffers.push_back(stage.scales.get());
+    const bool local = device_->stages_into_device_local();
+    if (local) {
+      grow(*stage.local_weights, stage.weight_bytes + 4);  // the shader reads whole words
+      if (mx) grow(*stage.local_scales, stage.scale_bytes + 4);
+    }
+    std::vector<const VulkanBuffer*> buffers = {local ? stage.local_weights.get() : stage.weights.get()};
+    if (mx) buffers.push_back(local ? stage.local_scales.get() : stage.scales.get());
     buffers.push_back(x_.get());
     buffers.push_back(y_.get());
     const uint32_t set = static_cast<uint32_t>(k % 2);
     stage.slot->submit([&](VkCommandBuffer cb) {
+      if (local) record_stage_copy(cb, stage, mx);
       pipeline.record(cb, set, buffers, &shape, u32((r1 - r0 + kGroupRows - 1) / kGroupRows, "rows"),
                       u32(tn, "tokens"));
     });
     ++dispatches_;
+    if (local) ++device_local_copies_;
   }
   for (Stage& stage : stages_) stage.slot->wait();
+}
+
+void GpuBackend::record_stage_copy(VkCommandBuffer commands, const Stage& stage, bool mx) const {
+  std::vector<VkBufferMemoryBarrier> barriers;
+  auto copy = [&](const VulkanBuffer& from, const VulkanBuffer& to, size_t bytes) {
+    const VkBufferCopy region{0, 0, bytes};
+    vkCmdCopyBuffer(commands, from.handle(), to.handle(), 1, &region);
+    VkBufferMemoryBarrier b{};
+    b.sType = VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER;
+    b.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT;
+    b.srcQueueFamilyIndex = b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+    b.buffer = to.handle();
+    b.offset = 0;
+    b.size = VK_WHOLE_SIZE;
+    barriers.push_back(b);
+  };
+  // The word past the slice's last byte that the shader may read comes too.
+  copy(*stage.weights, *stage.local_weights, stage.weight_bytes + 4);
+  if (mx) copy(*stage.scales, *stage.local_scales, stage.scale_bytes + 4);
+  vkCmdPipelineBarrier(commands, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 0, nullptr,
+                       static_cast<uint32_t>(barriers.size()), barriers.data(), 0, nullptr);
 }
 
 bool GpuBackend::bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y) {
@@ -166,6 +199,7 @@ bool GpuBackend::bf16(const uint16_t* W, size_t rows, size_t cols, const float* 
     const size_t bytes = (r1 - r0) * cols * sizeof(uint16_t);
     grow(*stage.weights, bytes + 4);  // the shader reads whole words
     std::memcpy(stage.weights->data(), W + r0 * cols, bytes);
+    stage.weight_bytes = bytes;
     return bytes;
   });
   return true;
@@ -180,6 +214,8 @@ bool GpuBackend::mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows
     grow(*stage.scales, scale_bytes + 4);
     std::memcpy(stage.weights->data(), packed + r0 * (cols / 2), bytes);
     std::memcpy(stage.scales->data(), scales + r0 * (cols / 32), scale_bytes);
+    stage.weight_bytes = bytes;
+    stage.scale_bytes = scale_bytes;
     return bytes + scale_bytes;
   });
   return true;
@@ -197,6 +233,10 @@ kernels::ComputeBackendCounters GpuBackend::counters() const {
   c.situ_steps = situ_steps_;
   c.attention = attention_calls_;
   c.kda_recurrences = kda_recurrences_;
+  c.latent_upload_bytes = latent_upload_bytes_;
+  c.latent_kept_bytes = latent_kept_bytes_;
+  c.device_local_staging = device_->stages_into_device_local();
+  c.device_local_copies = device_local_copies_;
   return c;
 }
 

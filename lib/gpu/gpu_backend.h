@@ -9,15 +9,22 @@
 // computed by one invocation over all its columns, so how the rows are
 // sliced never changes a bit. Activations beyond the device's largest
 // binding go in token slices. The buffers are in device-local host-visible
-// memory where the device has it (vulkan_context.h).
+// memory where the device has it (vulkan_context.h); where it has none, a
+// slice's dispatch first copies it into device-local memory on the device
+// (vkCmdCopyBuffer and a barrier in the same command buffer), so the
+// shader does not read it over the bus.
 #pragma once
+
+#include <vulkan/vulkan.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "gpu/latent_cache_slots.h"
 #include "gpu/shader_variant.h"
 #include "kernels/compute_backend.h"
 
@@ -60,6 +67,11 @@ class GpuBackend : public kernels::ComputeBackend {
   bool kda_recurrence(float* S, const float* q, const float* k, const float* v, const float* g, const float* beta,
                       size_t heads, size_t dim, size_t n, float* o) override;
 
+  // MLA's latent caches kept on the device between calls
+  // (gpu_attention.cpp, latent_cache_slots.h): `caches` slots of
+  // `positions` positions, in one buffer made at the first call.
+  bool keep_latent_caches(size_t caches, size_t positions) override;
+
   std::string describe() const override;
   kernels::ComputeBackendCounters counters() const override;
 
@@ -80,11 +92,18 @@ class GpuBackend : public kernels::ComputeBackend {
 
  private:
   // A staging slot: the weights (and MXFP4 scales) of one row slice and the
-  // dispatch that reads them.
+  // dispatch that reads them; where the device stages into device-local
+  // memory, their device-local copies, made by the dispatch's command buffer
+  // before it runs, and the bytes the host filled.
   struct Stage {
     std::unique_ptr<VulkanBuffer> weights, scales;
+    std::unique_ptr<VulkanBuffer> local_weights, local_scales;
+    size_t weight_bytes = 0, scale_bytes = 0;
     std::unique_ptr<CommandSlot> slot;
   };
+  // Records the copy of `stage`'s filled bytes into its device-local
+  // buffers and the barrier that makes them visible to the dispatch.
+  void record_stage_copy(VkCommandBuffer commands, const Stage& stage, bool mx) const;
   // One product in row slices of at most stage_bytes_ of weights (and the
   // binding limit), alternating between the two stages, over token slices
   // that fit a binding; `upload_rows(stage, r0, r1)` fills the stage's
@@ -112,6 +131,7 @@ class GpuBackend : public kernels::ComputeBackend {
   uint64_t stage_bytes_;
   uint64_t products_ = 0, upload_bytes_ = 0, peak_bytes_ = 0, budget_bytes_ = 0;
   uint64_t dispatches_ = 0, overlapped_upload_bytes_ = 0, busy_waits_ = 0;
+  uint64_t device_local_copies_ = 0;  // slices copied into device-local memory
   // MLA's attention: its pipeline, made at the first call.
   std::unique_ptr<ComputePipeline> attention_;
   uint64_t attention_calls_ = 0;
@@ -127,6 +147,13 @@ class GpuBackend : public kernels::ComputeBackend {
   std::unique_ptr<ComputePipeline> kda_;
   std::unique_ptr<VulkanBuffer> kda_state_, kda_in_, kda_out_;
   uint64_t kda_recurrences_ = 0;
+
+  // MLA's latent caches on the device: the buffer of their slots, which
+  // cache each slot holds, rows copied and rows found there already.
+  bool place_latent_caches(const kernels::LatentAttentionCall& call, std::vector<size_t>& cache_at);
+  std::unique_ptr<VulkanBuffer> latent_;
+  LatentCacheSlots latent_slots_;
+  uint64_t latent_upload_bytes_ = 0, latent_kept_bytes_ = 0;
 };
 
 }  // namespace k3

@@ -2,7 +2,8 @@
 // (gpu_matmul_device_bytes, gpu/gpu.h): GpuBackend's buffers (the weights
 // and MXFP4 scales of its staging slots, activations in, products out),
 // each grown to its largest call and kept; and its KDA recurrence's three
-// (gpu_kda_device_bytes). Built with and without Vulkan, so a plan reads the
+// (gpu_kda_device_bytes); and the latent caches its attention keeps
+// (gpu_latent_cache_device_bytes). Built with and without Vulkan, so a plan reads the
 // same.
 #include <algorithm>
 #include <cstdlib>
@@ -22,7 +23,8 @@ uint64_t gpu_stage_bytes() {
   return bytes > 0 ? bytes : kGpuStageBytes;
 }
 
-uint64_t gpu_matmul_device_bytes(const GpuProductBound& largest, uint64_t tokens, uint64_t stage_bytes) {
+uint64_t gpu_matmul_device_bytes(const GpuProductBound& largest, uint64_t tokens, uint64_t stage_bytes,
+                                 bool device_local_copies) {
   if (largest.weight_bytes == 0 || tokens == 0) return 0;
   // A slice holds at most the stage's bytes, or one row where a row is
   // larger (a BF16 row of `cols`, the widest), never more than the product;
@@ -32,6 +34,7 @@ uint64_t gpu_matmul_device_bytes(const GpuProductBound& largest, uint64_t tokens
   // The shaders read whole 32-bit words: 4 bytes past a slice's end.
   uint64_t bytes = slots * buffer_bytes(slice + 4);
   if (largest.scale_bytes > 0) bytes += slots * buffer_bytes(std::min(largest.scale_bytes, slice / 16) + 4);
+  if (device_local_copies) bytes *= 2;
   return bytes + buffer_bytes(tokens * largest.cols * sizeof(float)) +
          buffer_bytes(tokens * largest.rows * sizeof(float));
 }
@@ -41,6 +44,11 @@ uint64_t gpu_kda_device_bytes(uint64_t heads, uint64_t dim, uint64_t tokens) {
   const uint64_t hd = heads * dim;
   return buffer_bytes(hd * dim * sizeof(float)) + buffer_bytes(tokens * (4 * hd + heads) * sizeof(float)) +
          buffer_bytes(tokens * hd * sizeof(float));
+}
+
+uint64_t gpu_latent_cache_device_bytes(uint64_t caches, uint64_t positions, uint64_t stride) {
+  if (caches == 0 || positions == 0 || stride == 0) return 0;
+  return buffer_bytes(caches * positions * stride * sizeof(float) + 4);  // the shader reads whole words
 }
 
 }  // namespace k3

@@ -27,7 +27,9 @@ void VulkanBuffer::reserve(size_t bytes) {
   VkBufferCreateInfo info{};
   info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
   info.size = bytes;
-  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  const bool local = kind_ == Memory::kDeviceLocal;
+  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
+               (local ? VK_BUFFER_USAGE_TRANSFER_DST_BIT : VK_BUFFER_USAGE_TRANSFER_SRC_BIT);
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   vk_check(vkCreateBuffer(d, &info, nullptr, &buffer_), "creating a buffer of " + std::to_string(bytes) + " bytes");
   VkMemoryRequirements req;
@@ -35,10 +37,11 @@ void VulkanBuffer::reserve(size_t bytes) {
   VkMemoryAllocateInfo alloc{};
   alloc.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
   alloc.allocationSize = req.size;
-  alloc.memoryTypeIndex = device_.host_memory_type(req.memoryTypeBits);
+  alloc.memoryTypeIndex =
+      local ? device_.device_memory_type(req.memoryTypeBits) : device_.host_memory_type(req.memoryTypeBits);
   vk_check(vkAllocateMemory(d, &alloc, nullptr, &memory_), "allocating " + std::to_string(bytes) + " bytes");
   vk_check(vkBindBufferMemory(d, buffer_, memory_, 0), "binding buffer memory");
-  vk_check(vkMapMemory(d, memory_, 0, VK_WHOLE_SIZE, 0, &mapped_), "mapping buffer memory");
+  if (!local) vk_check(vkMapMemory(d, memory_, 0, VK_WHOLE_SIZE, 0, &mapped_), "mapping buffer memory");
   size_ = bytes;
 }
 

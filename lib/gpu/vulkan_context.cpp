@@ -122,6 +122,13 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, VkPhysicalD
     : instance_(std::move(instance)), physical_(physical), index_(index) {
   vkGetPhysicalDeviceProperties(physical_, &properties_);
   vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
+  const VkMemoryPropertyFlags shared =
+      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+  bool shares = false;
+  for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i)
+    shares = shares || (memory_.memoryTypes[i].propertyFlags & shared) == shared;
+  const char* force = std::getenv("K3_GPU_DEVICE_LOCAL_STAGING");
+  stage_copies_ = !shares || (force != nullptr && std::string(force) == "1");
   VkPhysicalDeviceFeatures supported{};
   vkGetPhysicalDeviceFeatures(physical_, &supported);
   float64_ = supported.shaderFloat64;
@@ -185,6 +192,14 @@ uint32_t VulkanDevice::host_memory_type(uint32_t bits) const {
     for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i)
       if ((bits & (1u << i)) && (memory_.memoryTypes[i].propertyFlags & want) == want) return i;
   throw Error(ExitCode::kResource, "gpu " + std::to_string(index_) + " (" + name() + "): no host-visible memory type");
+}
+
+uint32_t VulkanDevice::device_memory_type(uint32_t bits) const {
+  for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i)
+    if ((bits & (1u << i)) && (memory_.memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)) return i;
+  for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i)
+    if (bits & (1u << i)) return i;
+  throw Error(ExitCode::kResource, "gpu " + std::to_string(index_) + " (" + name() + "): no memory type for a buffer");
 }
 
 void record_and_submit(VkDevice device, VkQueue queue, int index, VkCommandBuffer commands, VkFence fence,

@@ -63,6 +63,14 @@ class VulkanDevice {
   // GPU's resizable BAR): the shaders then read what the host wrote in
   // place. Throws if none.
   uint32_t host_memory_type(uint32_t bits) const;
+  // A device-local memory type among `bits` (else any of them).
+  uint32_t device_memory_type(uint32_t bits) const;
+  // Whether staged weights are copied on the device into device-local
+  // memory before a dispatch reads them: where no memory type is both
+  // device-local and host-visible (a discrete GPU without resizable BAR:
+  // host-visible memory is read over the bus there), or where
+  // K3_GPU_DEVICE_LOCAL_STAGING=1 (the tests, on lavapipe).
+  bool stages_into_device_local() const { return stage_copies_; }
   VkQueue queue() const { return queue_; }
   VkCommandPool command_pool() const { return pool_; }
 
@@ -76,6 +84,7 @@ class VulkanDevice {
   VkPhysicalDeviceProperties properties_{};
   VkPhysicalDeviceMemoryProperties memory_{};
   bool float64_ = false, int64_ = false;
+  bool stage_copies_ = false;
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
   VkCommandPool pool_ = VK_NULL_HANDLE;

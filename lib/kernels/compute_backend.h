@@ -37,6 +37,14 @@ struct ComputeBackendCounters {
   uint64_t attention = 0;   // MLA attention calls (a layer's rows) run on the device
   // The chunk's KDA on the device.
   uint64_t kda_recurrences = 0;  // sequences' KDA recurrences (one layer each) run on the device
+  // MLA's latent caches kept on the device between attention calls.
+  uint64_t latent_upload_bytes = 0;  // latent rows copied to the device (part of upload_bytes)
+  uint64_t latent_kept_bytes = 0;    // latent rows a call found on the device already, not copied again
+  // Where the staged weights are read from: copied on the device into
+  // device-local memory (a discrete GPU without host-visible device-local
+  // memory), or read where the host wrote them.
+  bool device_local_staging = false;
+  uint64_t device_local_copies = 0;  // staged slices copied into device-local memory
 };
 
 // MLA's attention over the latent cache for `rows` rows and every head
@@ -55,6 +63,10 @@ struct LatentAttentionCall {
   const size_t* row_cache;  // the cache row t attends to
   const size_t* row_pos;    // row t's position in it (it sees 0 .. row_pos[t])
   float* out;               // [rows, heads, vdim]
+  // Each cache's MlaCache::generation: a device may keep a copy of a cache
+  // between calls and copy only the rows appended since, while the
+  // generation is the same. Null: nothing is kept.
+  const uint64_t* cache_generations = nullptr;
 };
 
 class ComputeBackend {
@@ -88,6 +100,11 @@ class ComputeBackend {
                               float* /*o*/) {
     return false;
   }
+
+  // MLA's latent caches kept on the device: at most `caches` caches of at
+  // most `positions` positions each (the run's sequences x MLA layers, its
+  // context; the memory plan counts them). false: the backend keeps none.
+  virtual bool keep_latent_caches(size_t /*caches*/, size_t /*positions*/) { return false; }
 
   // One line for the run's summary: the device, what ran there.
   virtual std::string describe() const = 0;

@@ -24,7 +24,11 @@ void mla_truncate(const ModelConfig& c, MlaCache& cache, int64_t positions) {
   const size_t stride = static_cast<size_t>(c.kv_lora_rank + c.qk_rope_head_dim);
   if (positions < 0 || positions > mla_cache_positions(c, cache))
     throw Error(ExitCode::kInternal, "MLA truncation past the cached positions");
-  cache.latent.resize(static_cast<size_t>(positions) * stride);
+  const size_t floats = static_cast<size_t>(positions) * stride;
+  // Rows cut (rejected drafts, a stopped pass put back): a device's copy of
+  // them is stale, whatever is appended next.
+  if (floats < cache.latent.size()) cache.generation = new_mla_generation();
+  cache.latent.resize(floats);
 }
 
 namespace {
@@ -71,9 +75,11 @@ bool attend_on_backend(const ModelConfig& c, const MlaWeights& w, std::span<cons
   if (device == nullptr) return false;
   std::vector<const float*> caches(segments.size());
   std::vector<size_t> positions(segments.size());
+  std::vector<uint64_t> generations(segments.size());
   for (size_t si = 0; si < segments.size(); ++si) {
     caches[si] = segments[si].state->mla.latent.data();
     positions[si] = static_cast<size_t>(mla_cache_positions(c, segments[si].state->mla));
+    generations[si] = segments[si].state->mla.generation;
   }
   const size_t heads = c.mla_num_heads, vdim = c.v_head_dim;
   const kernels::LatentAttentionCall call{n,
@@ -90,7 +96,8 @@ bool attend_on_backend(const ModelConfig& c, const MlaWeights& w, std::span<cons
                                           segments.size(),
                                           m.row_seg,
                                           m.row_pos,
-                                          m.o};
+                                          m.o,
+                                          generations.data()};
   if (!device->latent_attention(call)) return false;
   if (c.mla_use_output_gate)
     parallel_for(pool, n, 1, [&](size_t t0, size_t t1) {

@@ -43,7 +43,8 @@ void mla_forward(const ModelConfig& config, const MlaWeights& w, std::span<const
 size_t mla_scratch_floats(const ModelConfig& config, size_t rows, size_t positions, size_t slots);
 inline size_t mla_scratch_indices(size_t rows) { return 2 * rows; }
 
-// Drops cached positions from `positions` on (rollback of rejected rows).
+// Drops cached positions from `positions` on (rollback of rejected rows);
+// the cache gets a new generation when any are dropped.
 void mla_truncate(const ModelConfig& config, MlaCache& cache, int64_t positions);
 
 // Positions currently cached.

@@ -6,6 +6,7 @@
 // (--state-out/--state-in) serialise exactly this struct.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -23,10 +24,45 @@ struct KdaState {
   std::vector<float> conv_q, conv_k, conv_v;
 };
 
+// A value no MlaCache has had before (new_mla_generation): process-wide,
+// from 1 up.
+inline uint64_t new_mla_generation() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 struct MlaCache {
   // Per position p: kv_lora_rank floats of rms(c, kv_a_layernorm) followed
   // by qk_rope_head_dim floats of k_r, at latent[p * (kv_lora + rope)].
   std::vector<float> latent;
+  // Names these rows for a compute device's copy of them (the chunk's
+  // attention keeps one per cache and uploads only rows appended since):
+  // unchanged while rows are only appended, new after anything else. So a
+  // new cache, a copy (the copy is another cache: it may be cut and grown
+  // apart from the original) and a cache that rows were cut from
+  // (mla_truncate: rollback of rejected drafts, a stopped pass put back)
+  // each get a new one; a moved cache keeps its name and the moved-from one
+  // gets a new one.
+  uint64_t generation = new_mla_generation();
+
+  MlaCache() = default;
+  MlaCache(const MlaCache& other) : latent(other.latent) {}
+  MlaCache& operator=(const MlaCache& other) {
+    latent = other.latent;
+    generation = new_mla_generation();
+    return *this;
+  }
+  MlaCache(MlaCache&& other) noexcept : latent(std::move(other.latent)), generation(other.generation) {
+    other.latent.clear();
+    other.generation = new_mla_generation();
+  }
+  MlaCache& operator=(MlaCache&& other) noexcept {
+    latent = std::move(other.latent);
+    generation = other.generation;
+    other.latent.clear();
+    other.generation = new_mla_generation();
+    return *this;
+  }
 };
 
 struct LayerState {

@@ -59,10 +59,24 @@ KdaHeads kda_heads(const Checkpoint& checkpoint) {
 
 }  // namespace
 
-uint64_t device_plan_bytes(const Checkpoint& checkpoint, uint64_t rows) {
+MlaLatentShape mla_latent_shape(const Checkpoint& checkpoint) {
+  MlaLatentShape shape;
+  for (const auto& [name, where] : checkpoint.tensors()) {
+    const TensorInfo& t = *where.info;
+    if (!ends_with(name, "self_attn.kv_a_proj_with_mqa.weight") || t.shape.size() != 2) continue;
+    ++shape.layers;
+    shape.stride = std::max<uint64_t>(shape.stride, t.shape[0]);
+  }
+  return shape;
+}
+
+uint64_t device_plan_bytes(const Checkpoint& checkpoint, uint64_t rows, uint64_t sequences, uint64_t context,
+                           bool device_local_staging) {
   const KdaHeads kda = kda_heads(checkpoint);
-  return gpu_matmul_device_bytes(largest_product(checkpoint), rows) +
-         gpu_kda_device_bytes(kda.heads, kda.head_dim, rows);
+  const MlaLatentShape mla = mla_latent_shape(checkpoint);
+  return gpu_matmul_device_bytes(largest_product(checkpoint), rows, gpu_stage_bytes(), device_local_staging) +
+         gpu_kda_device_bytes(kda.heads, kda.head_dim, rows) +
+         gpu_latent_cache_device_bytes(sequences * mla.layers, context, mla.stride);
 }
 
 void check_device_request(const RunRequest& request) {
@@ -71,17 +85,22 @@ void check_device_request(const RunRequest& request) {
                 spelled(kGpuMbSetting) + " is the device's budget: give " + spelled(kGpuSetting) + " too, or drop it");
 }
 
-uint64_t check_device_plan(const Checkpoint& checkpoint, const RunRequest& request, uint64_t rows, std::ostream& log) {
+uint64_t check_device_plan(const Checkpoint& checkpoint, const RunRequest& request, uint64_t rows, uint64_t context,
+                           bool device_local_staging, std::ostream& log) {
   if (request.gpu_device < 0) return 0;
-  const uint64_t need = device_plan_bytes(checkpoint, rows);
+  const uint64_t sequences = std::max<uint64_t>(1, request.sequences);
+  const uint64_t need = device_plan_bytes(checkpoint, rows, sequences, context, device_local_staging);
   const uint64_t budget = static_cast<uint64_t>(std::llround(request.gpu_mb * 1e6));
   if (budget > 0 && need > budget)
     throw Error(ExitCode::kResource, spelled(kGpuMbSetting) + ": the device's products need " + format_bytes(need) +
                                          " (" + std::to_string(need) + " bytes) for up to " + std::to_string(rows) +
-                                         " rows, more than the " + format_bytes(budget) + " given; raise it");
+                                         " rows and " + std::to_string(sequences) + " x " + std::to_string(context) +
+                                         " cached positions, more than the " + format_bytes(budget) +
+                                         " given; raise it");
   // Said only once it fits, so a refusal stays one line.
   log << tool_name() << ": device " << request.gpu_device << ": " << format_bytes(need)
-      << " of device memory for the products of up to " << rows << " rows"
+      << " of device memory for the products of up to " << rows << " rows and the latent caches of " << sequences
+      << " x " << context << " positions"
       << (budget > 0 ? " (" + spelled(kGpuMbSetting) + " " + format_bytes(budget) + ")" : std::string()) << "\n";
   return need;
 }

@@ -16,8 +16,19 @@ namespace k3 {
 // The device bytes for products over at most `rows` rows of activations
 // (the prefill chunk's, or a pass's): every BF16 matrix but the embedding
 // (a lookup, never a product) and every MXFP4 one may run there, as may
-// the KDA layers' recurrence.
-uint64_t device_plan_bytes(const Checkpoint& checkpoint, uint64_t rows);
+// the KDA layers' recurrence; and the copies of MLA's latent caches the
+// attention keeps there, `sequences` x MLA layers of `context` positions.
+// `device_local_staging`: the device copies its staged weights into
+// device-local memory (gpu_matmul_device_bytes).
+uint64_t device_plan_bytes(const Checkpoint& checkpoint, uint64_t rows, uint64_t sequences, uint64_t context,
+                           bool device_local_staging = false);
+
+// The MLA layers of the checkpoint (one kv_a_proj_with_mqa each) and
+// kv_lora_rank + qk_rope_head_dim (its rows): the latent caches' geometry.
+struct MlaLatentShape {
+  uint64_t layers = 0, stride = 0;
+};
+MlaLatentShape mla_latent_shape(const Checkpoint& checkpoint);
 
 // A device budget without a device is refused (kUsage), not ignored.
 void check_device_request(const RunRequest& request);
@@ -26,6 +37,9 @@ void check_device_request(const RunRequest& request);
 // Error(kResource), one line naming gpu_mb, when the budget is below
 // device_plan_bytes; otherwise writes the plan's device line to `log`.
 // Returns the bytes (0 without a device).
-uint64_t check_device_plan(const Checkpoint& checkpoint, const RunRequest& request, uint64_t rows, std::ostream& log);
+// `context`: the positions each of the request's sequences holds;
+// `device_local_staging` as for device_plan_bytes.
+uint64_t check_device_plan(const Checkpoint& checkpoint, const RunRequest& request, uint64_t rows, uint64_t context,
+                           bool device_local_staging, std::ostream& log);
 
 }  // namespace k3

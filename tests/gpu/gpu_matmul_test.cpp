@@ -337,6 +337,57 @@ TEST(GpuBackend, StagedSlicesKeepTheBitsAndOverlap) {
   EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
 }
 
+// Staging into device-local memory (a discrete GPU without host-visible
+// device-local memory; forced on lavapipe by K3_GPU_DEVICE_LOCAL_STAGING=1):
+// each slice's dispatch first copies it on the device, in its command
+// buffer, behind a barrier. The same bits as the CPU order, one copy a
+// slice, the validation layer silent, and the peak the plan's formula
+// with the copies counted (each slot's weights and scales twice).
+TEST(GpuBackend, DeviceLocalStagingKeepsTheBits) {
+  setenv("K3_GPU_STAGE_BYTES", "4096", 1);
+  setenv("K3_GPU_DEVICE_LOCAL_STAGING", "1", 1);
+  const size_t lanes = kernels::kernel_target_lanes() >= 16 ? 16 : 8, n = 3;
+  std::mt19937 rng(4097);
+  {  // BF16 200 x 256: 25 slices
+    GpuBackend gpu(open_lavapipe_device(), lanes, false);
+    const size_t rows = 200, cols = 256;
+    const auto w = bf16_weights(rng, rows * cols);
+    const auto x = activations(rng, n * cols, false);
+    std::vector<float> y(n * rows, -1.0f);
+    ASSERT_TRUE(gpu.bf16(w.data(), rows, cols, x.data(), n, y.data()));
+    expect_same_bits(bf16_in_order(w, rows, cols, x, n, lanes), y, "bf16, staged into device-local memory");
+    EXPECT_TRUE(gpu.counters().device_local_staging);
+    EXPECT_EQ(gpu.counters().device_local_copies, 25u);
+    EXPECT_EQ(gpu.dispatches(), 25u);
+    EXPECT_EQ(gpu.peak_bytes(), 4 * (4096 + 4) + n * cols * 4 + n * rows * 4);
+    EXPECT_EQ(gpu_matmul_device_bytes({rows * cols * 2, 0, cols, rows}, n, 4096, true), gpu.peak_bytes());
+  }
+  {  // MXFP4 130 x 512: 9 slices, their scales copied too
+    GpuBackend gpu(open_lavapipe_device(), lanes, false);
+    const size_t rows = 130, cols = 512;
+    const auto packed = random_bytes(rng, rows * cols / 2, 0, 255);
+    const auto scales = random_bytes(rng, rows * cols / 32, 110, 135);
+    const auto x = activations(rng, n * cols, false);
+    std::vector<float> y(n * rows, -1.0f);
+    ASSERT_TRUE(gpu.mxfp4(packed.data(), scales.data(), rows, cols, x.data(), n, y.data()));
+    expect_same_bits(mxfp4_in_order(packed, scales, rows, cols, x, n, lanes), y, "mxfp4, staged into device-local");
+    EXPECT_EQ(gpu.counters().device_local_copies, 9u);
+    EXPECT_EQ(gpu_matmul_device_bytes({rows * cols / 2, rows * cols / 32, cols, rows}, n, 4096, true),
+              gpu.peak_bytes());
+  }
+  unsetenv("K3_GPU_DEVICE_LOCAL_STAGING");
+  unsetenv("K3_GPU_STAGE_BYTES");
+  // lavapipe's memory is device-local and host-visible: no copies there.
+  GpuBackend shared(open_lavapipe_device(), lanes, false);
+  const auto w = bf16_weights(rng, 64 * 64);
+  const auto x = activations(rng, n * 64, false);
+  std::vector<float> y(n * 64);
+  ASSERT_TRUE(shared.bf16(w.data(), 64, 64, x.data(), n, y.data()));
+  EXPECT_FALSE(shared.counters().device_local_staging);
+  EXPECT_EQ(shared.counters().device_local_copies, 0u);
+  EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
+}
+
 TEST(GpuBackend, OpenRefusesADeviceThatIsNotThere) {
   setenv("K3_GPU_VALIDATION", "1", 1);
   try {

@@ -4,9 +4,12 @@
 # --state-out file of a 600-id prompt over the tiny model are cmp-equal to
 # the CPU run's, at chunks of 300 and 600 tokens streaming and 450 resident
 # (K3_PREFILL_CHUNK: more than the 256-row batch, so the layer-major prefill
-# runs); the products did run on the device (its summary
-# line counts them, and --quiet silences it); a device that is not there is
-# refused with one line, and one lost mid-prompt ends the run with one.
+# runs; resident, the staged weights copied into device-local memory on
+# the device), with MLA's latent caches kept on the device between passes
+# (each row copied once), and continuing a --state-in conversation; the
+# products did run on the device (its summary line counts them, and
+# --quiet silences it); a device that is not there is refused with one
+# line, and one lost mid-prompt ends the run with one.
 set -uo pipefail
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 FWD="$BIN/k3-forward"
@@ -34,7 +37,7 @@ same() {  # same NAME REFERENCE
 
 run cpu 600 "${STREAM[@]}"
 for chunk in 300 600; do
-  run "gpu$chunk" "$chunk" "${STREAM[@]}" --gpu "$lvp"
+  run "gpu$chunk" "$chunk" "${STREAM[@]}" --gpu "$lvp" --stats-json "$work/gpu$chunk.json"
   same "gpu$chunk" cpu
   contains "gpu$chunk: products ran on lavapipe" "llvmpipe" "$(cat "$work/gpu$chunk.err")"
   holds "gpu$chunk: more than 0 products on the device" \
@@ -42,12 +45,58 @@ for chunk in 300 600; do
   contains "gpu$chunk: fma emulated" "fma emulated" "$(cat "$work/gpu$chunk.err")"
   holds "gpu$chunk: no validation errors" "! grep -q 'vulkan validation' '$work/gpu$chunk.err'"
 done
+# MLA's latent caches stay on the device from pass to pass: each of the
+# prompt's 600 rows is copied there once per MLA layer (the layers and
+# kv_lora_rank + rope from the safetensors headers), whatever the chunk;
+# in chunks, the later passes find the earlier rows there.
+row_bytes=$(python3 - "$TINY" << 'PY'
+import glob, json, struct, sys
+mla = stride = 0
+for path in glob.glob(sys.argv[1] + "/*.safetensors"):
+    with open(path, "rb") as f:
+        header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+    for name, t in header.items():
+        if name.endswith("self_attn.kv_a_proj_with_mqa.weight"): mla, stride = mla + 1, max(stride, t["shape"][0])
+print(mla * stride * 4)
+PY
+)
+json() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['gpu'][sys.argv[2]])" "$work/$1.json" "$2"; }
+for chunk in 300 600; do
+  check "gpu$chunk: every latent row copied once" "$((600 * row_bytes))" "$(json "gpu$chunk" latent_upload_bytes)"
+done
+holds "gpu300: the second chunk found the first one's rows kept" \
+  "[ '$(json gpu300 latent_kept_bytes)' -ge '$((300 * row_bytes))' ]"
 # Resident, with an 8 KiB stage (K3_GPU_STAGE_BYTES): every product larger
-# than that goes in row slices through the two staging slots, same bits.
-K3_GPU_STAGE_BYTES=8192 run resident-gpu 450 --gpu "$lvp" --threads 2
+# than that goes in row slices through the two staging slots, each copied
+# on the device into device-local memory before its dispatch
+# (K3_GPU_DEVICE_LOCAL_STAGING, the path of a discrete GPU without
+# host-visible device-local memory), same bits.
+K3_GPU_STAGE_BYTES=8192 K3_GPU_DEVICE_LOCAL_STAGING=1 run resident-gpu 450 --gpu "$lvp" --threads 2 \
+  --stats-json "$work/resident-gpu.json"
 same resident-gpu cpu
-run quiet-gpu 300 "${STREAM[@]}" --gpu "$lvp" --quiet
-same quiet-gpu cpu
+check "device-local staging: stats say so" device_local "$(json resident-gpu staging)"
+check "device-local staging: every slice copied" "$(json resident-gpu dispatches)" \
+  "$(json resident-gpu device_local_copies)"
+holds "device-local staging: slices ran" "[ '$(json resident-gpu dispatches)' -gt '$(json resident-gpu products)' ]"
+holds "device-local staging: no validation errors" "! grep -q 'vulkan validation' '$work/resident-gpu.err'"
+check "host-visible staging elsewhere" host_visible "$(json gpu300 staging)"
+# A conversation continued from a state file (--state-in): the loaded
+# latent caches go to the device whole; the same bits as the CPU's
+# continuation.
+cut -d' ' -f1-300 "$work/ids.txt" > "$work/head.txt"
+cut -d' ' -f301-600 "$work/ids.txt" > "$work/tail.txt"
+"$FWD" "$TINY" --ids "$work/head.txt" --ctx 700 --state-out "$work/head.state" > /dev/null 2> "$work/head.err"
+check "the first 300 ids' state: exit" 0 "$?"
+cont() {  # cont NAME FLAGS...: the last 300 ids after the first 300's state
+  local name=$1; shift
+  K3_PREFILL_CHUNK=300 "$FWD" "$TINY" --ids "$work/tail.txt" --state-in "$work/head.state" --ctx 700 --gen 4 \
+    --logits "$work/$name.logits" --state-out "$work/$name.state" "$@" > "$work/$name.out" 2> "$work/$name.err"
+  check "$name: exit" 0 "$?"
+}
+cont cont-cpu "${STREAM[@]}"
+cont quiet-gpu "${STREAM[@]}" --gpu "$lvp" --quiet
+same quiet-gpu cont-cpu
+holds "--state-in: the generated ids those of the whole prompt's run" "cmp -s '$work/quiet-gpu.out' '$work/cpu.out'"
 check "--quiet: nothing on stderr, the device's line neither" 0 "$(stat -c %s "$work/quiet-gpu.err")"
 
 # The device lost mid-prompt (K3_GPU_FAIL_AFTER): one line naming it, exit

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # --gpu-mb and the device's figures, on Mesa's lavapipe over the tiny model:
 # the plan's device bytes equal GpuBackend's buffers grown to the
-# checkpoint's largest product over the chunk's rows, with a 64 KiB stage
+# checkpoint's largest product over the chunk's rows and the MLA latent
+# caches the attention keeps over the context, with a 64 KiB stage
 # (K3_GPU_STAGE_BYTES) so the head's weights go through both staging slots,
 # computed here from the safetensors headers; a budget of exactly that runs
 # (its ids the CPU's, slices overlapped), a byte less is refused
@@ -27,10 +28,13 @@ awk 'BEGIN { for (i = 0; i < 300; ++i) printf "%d ", (i * 104729 + 5) % 8192; pr
 # or one BF16 row of the widest if larger, at most the product; its scales
 # 1/16 of it, at most the largest), rows x cols and rows x out floats. The
 # KDA recurrence's: H heads (b_proj's rows) of D (dt_bias is H*D): a state
-# of H*D*D floats, rows x (4*H*D + H) in, rows x H*D out.
-need=$(python3 - "$TINY" 300 65536 << 'PY'
+# of H*D*D floats, rows x (4*H*D + H) in, rows x H*D out. The latent
+# caches the attention keeps: one sequence x the MLA layers (one
+# kv_a_proj_with_mqa each, kv_lora_rank + rope rows) x the context's 302
+# positions (300 ids and 2 generated) of floats, + 4 bytes.
+need=$(python3 - "$TINY" 300 65536 302 << 'PY'
 import glob, json, struct, sys
-w = s = cols = outs = heads = width = 0
+w = s = cols = outs = heads = width = mla = stride = 0
 for path in glob.glob(sys.argv[1] + "/*.safetensors"):
     with open(path, "rb") as f:
         header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
@@ -46,15 +50,20 @@ for path in glob.glob(sys.argv[1] + "/*.safetensors"):
         elif name.endswith(".weight_scale"):
             s = max(s, size)
         if name.endswith("self_attn.b_proj.weight"): heads = max(heads, t["shape"][0])
-rows, stage = int(sys.argv[2]), int(sys.argv[3])
+        if name.endswith("self_attn.kv_a_proj_with_mqa.weight"): mla, stride = mla + 1, max(stride, t["shape"][0])
+rows, stage, context = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+assert mla > 0 and stride > 0, "the tiny model has MLA layers"
 assert w > stage, "the stage must slice the largest product"
 piece = min(w, max(stage, 2 * cols))
 scale_piece = min(s, piece // 16)
 kda = width * (width // heads) * 4 + rows * (4 * width + heads) * 4 + rows * width * 4
-print(2 * max(piece + 4, 16) + (2 * max(scale_piece + 4, 16) if s else 0) + max(rows * cols * 4, 16)
-      + max(rows * outs * 4, 16) + kda)
+staging = 2 * max(piece + 4, 16) + (2 * max(scale_piece + 4, 16) if s else 0)
+rest = max(rows * cols * 4, 16) + max(rows * outs * 4, 16) + kda + mla * context * stride * 4 + 4
+# And staged into device-local memory: each slot's weights and scales twice.
+print(staging + rest, 2 * staging + rest)
 PY
 )
+read -r need need_local <<< "$need"
 mb() { python3 -c "print(repr($1 / 1e6))"; }
 run() {  # run NAME FLAGS...
   local name=$1; shift
@@ -85,8 +94,18 @@ holds "stats: busy waits, at most one a slice" "[ '$(json exact busy_waits)' -le
 holds "stats: norms ran on the device" "[ '$(json exact rms_norms)' -gt 0 ]"
 holds "stats: SiTU steps ran on the device" "[ '$(json exact situ_steps)' -gt 0 ]"
 bad "a byte less than the plan, k3-forward" 6 "--gpu-mb: the device's products need" -- \
-  "$FWD" "$TINY" --ids "$work/ids.txt" --gpu "$lvp" --gpu-mb "$(mb $((need - 1)))"
-contains "the refusal says the bytes" "($need bytes) for up to 300 rows" "$(cat "$work/err")"
+  "$FWD" "$TINY" --ids "$work/ids.txt" --gen 2 --gpu "$lvp" --gpu-mb "$(mb $((need - 1)))"
+contains "the refusal says the bytes" "($need bytes) for up to 300 rows and 1 x 302 cached positions" \
+  "$(cat "$work/err")"
+# Staging into device-local memory (K3_GPU_DEVICE_LOCAL_STAGING=1, as on a
+# discrete GPU without host-visible device-local memory): the plan counts
+# the slots' device-local copies.
+bad "device-local staging: a byte less than its plan" 6 "--gpu-mb: the device's products need" -- \
+  env K3_GPU_DEVICE_LOCAL_STAGING=1 "$FWD" "$TINY" --ids "$work/ids.txt" --gen 2 --gpu "$lvp" \
+  --gpu-mb "$(mb $((need_local - 1)))"
+contains "device-local staging: the refusal says its bytes" "($need_local bytes)" "$(cat "$work/err")"
+check "host-visible staging: stats say so" host_visible "$(json exact staging)"
+check "host-visible staging: no device-local copies" 0 "$(json exact device_local_copies)"
 bad "too small, k3-chat" 6 "--gpu-mb" -- "$BIN/k3-chat" "$TINY" --gpu "$lvp" --gpu-mb 0.001 < /dev/null
 bad "too small, k3-serve (before it listens)" 6 "--gpu-mb" -- \
   "$BIN/k3-serve" "$TINY" --port 0 --gpu "$lvp" --gpu-mb 0.001

@@ -5,7 +5,8 @@
 # runs their products) gets the same text, ids and logprobs as from a
 # server on the CPU; the server's last lines count the products that ran on
 # the device. A short request (fewer prompt rows than that) and its decode
-# passes stay on the CPU: no product on the device.
+# passes stay on the CPU: no product on the device. A second, different
+# conversation in the same slot after the first gets the CPU's logprobs too.
 set -uo pipefail
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 source "$K3_SOURCE_DIR/tests/serve/serve_lib.sh"
@@ -18,26 +19,42 @@ long=$(python3 -c "print(' '.join('item %d of the list, number %d' % (i, i * 7) 
 body=$(python3 -c "import json,sys; print(json.dumps({'messages': [{'role': 'user', 'content': sys.argv[1]}],
   'max_tokens': 5, 'temperature': 0, 'logprobs': True, 'top_logprobs': 3}))" "$long")
 short='{"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 5, "temperature": 0}'
-ask() {  # ask NAME BODY FLAGS...: a server with FLAGS answers BODY, then stops
-  local name=$1 request=$2; shift 2
+# Another conversation after it in the same slot (one pass of about a
+# hundred prompt rows, on the device): none of the first one's latent rows
+# the device kept may leak into it.
+other=$(python3 -c "import json; print(json.dumps({'messages': [{'role': 'user', 'content':
+  ' '.join('entry %d reads %d' % (i, i * 13) for i in range(20))}], 'max_tokens': 5, 'temperature': 0,
+  'logprobs': True}))")
+ask() {  # ask NAME BODY [SECOND] FLAGS...: a server with FLAGS answers BODY (and SECOND), then stops
+  local name=$1 request=$2 second=; shift 2
+  if [ "${1:-}" != "${1#\{}" ]; then second=$1; shift; fi
   start_server "$work/$name.log" --slots 1 "$@" || return 1
   post reply /v1/chat/completions "$request"
   check "$name: status" 200 "$status"
   printf '%s' "$reply" > "$work/$name.json"
+  if [ -n "$second" ]; then
+    post reply /v1/chat/completions "$second"
+    check "$name: the second conversation's status" 200 "$status"
+    printf '%s' "$reply" > "$work/$name-second.json"
+  fi
   kill -TERM "$pid"
   wait "$pid"
   check "$name: exit after SIGTERM" 130 "$?"
 }
 field() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(json.dumps($2, sort_keys=True))" "$work/$1.json"; }
 
-ask cpu "$body"
-ask gpu "$body" --gpu "$lvp"
+ask cpu "$body" "$other"
+ask gpu "$body" "$other" --gpu "$lvp"
 ask gpu-short "$short" --gpu "$lvp"
 prompt=$(field cpu 'j["usage"]["prompt_tokens"]')
 holds "the prompt is more than a pass ($prompt ids > 256)" "[ '${prompt:-0}' -gt 256 ]"
 check "the same reply text" "$(field cpu 'j["choices"][0]["message"]')" "$(field gpu 'j["choices"][0]["message"]')"
 check "the same logprobs, every id and its top 3" "$(field cpu 'j["choices"][0]["logprobs"]')" \
   "$(field gpu 'j["choices"][0]["logprobs"]')"
+prompt=$(field cpu-second 'j["usage"]["prompt_tokens"]')
+holds "the second conversation is one device pass ($prompt ids)" "[ '${prompt:-0}' -ge 64 ] && [ '${prompt:-0}' -le 256 ]"
+check "the second conversation in the slot: the same logprobs" "$(field cpu-second 'j["choices"][0]["logprobs"]')" \
+  "$(field gpu-second 'j["choices"][0]["logprobs"]')"
 holds "logprobs were returned" "[ '$(field gpu 'len(j["choices"][0]["logprobs"]["content"])')' -gt 0 ]"
 holds "the device ran products" "grep -Eq 'gpu $lvp \\(.*\\): [1-9][0-9]* matrix products' '$work/gpu.log'"
 holds "a short prompt and decode: no product on the device" "grep -Eq 'gpu $lvp \\(.*\\): 0 matrix products' '$work/gpu-short.log'"

@@ -108,13 +108,21 @@ Case make_case(const Heads& g, std::mt19937& rng, const std::vector<std::pair<si
   return c;
 }
 
-void expect_device_equals_cpu(GpuBackend& gpu, const Case& c, const std::string& what) {
+// The device's outputs equal the CPU kernels' (or, with `differ`, do not);
+// `generations` names the caches for the device to keep (none: nothing kept).
+void expect_device_equals_cpu(GpuBackend& gpu, const Case& c, const std::string& what,
+                              const std::vector<uint64_t>& generations = {}, bool differ_expected = false) {
   std::vector<const float*> ptrs;
   std::vector<size_t> positions;
   std::vector<float> got(c.row_pos.size() * c.g.heads * c.g.vdim, -1.0f);
-  const kernels::LatentAttentionCall call = c.call(ptrs, positions, got.data());
+  kernels::LatentAttentionCall call = c.call(ptrs, positions, got.data());
+  if (!generations.empty()) call.cache_generations = generations.data();
   const std::vector<float> want = on_cpu(call);
   ASSERT_TRUE(gpu.latent_attention(call)) << what;
+  if (differ_expected) {
+    EXPECT_NE(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0) << what;
+    return;
+  }
   size_t differ = 0, first = want.size();
   for (size_t i = 0; i < want.size(); ++i)
     if (std::memcmp(&want[i], &got[i], sizeof(float)) != 0 && differ++ == 0) first = i;
@@ -144,6 +152,52 @@ TEST(GpuLatentAttention, EqualsTheCpuKernelsBitForBit) {
   expect_device_equals_cpu(gpu, zeros, "zeros");
   EXPECT_EQ(gpu.attention_calls(), 5u);
   EXPECT_EQ(gpu.counters().attention, 5u);
+  EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
+}
+
+// Rows appended to a cache (a sequence's next chunk) under the same
+// generation: only they are copied, and the results are the CPU's. A
+// generation the device has not seen is copied whole; one it has, whose
+// earlier rows changed without a new name, is not (the host's contract:
+// model/sequence_state.h), which shows the copy is what the shader reads.
+TEST(GpuLatentAttention, KeptCachesCopyOnlyTheRowsAppendedSince) {
+  auto device = open_lavapipe_device();
+  ASSERT_TRUE(device);
+  GpuBackend gpu(std::move(device), 16, false);
+  ASSERT_TRUE(gpu.keep_latent_caches(2, 64));
+  std::mt19937 rng(41);
+  const Heads g{2, 8, 4, 8, 32};
+  const size_t row_bytes = (g.kvl + g.rope) * sizeof(float);
+  // Two sequences: 20 + 4 and 10 + 3 rows, then each 5 more.
+  Case c = make_case(g, rng, {{20, 4}, {10, 3}}, 1.0f);
+  expect_device_equals_cpu(gpu, c, "first pass", {101, 202});
+  EXPECT_EQ(gpu.counters().latent_upload_bytes, (24 + 13) * row_bytes);
+  EXPECT_EQ(gpu.counters().latent_kept_bytes, 0u);
+  Case next = make_case(g, rng, {{24, 5}, {13, 5}}, 1.0f);
+  for (size_t s = 0; s < 2; ++s)  // the same earlier rows, new ones after them
+    std::copy(c.caches[s].begin(), c.caches[s].end(), next.caches[s].begin());
+  expect_device_equals_cpu(gpu, next, "appended rows", {101, 202});
+  EXPECT_EQ(gpu.counters().latent_upload_bytes, (24 + 13 + 10) * row_bytes);
+  EXPECT_EQ(gpu.counters().latent_kept_bytes, (24 + 13) * row_bytes);
+  // An earlier row changed: under a new generation the device copies it all
+  // and agrees; under the old one it keeps its stale copy.
+  next.caches[0][3] += 1.0f;
+  expect_device_equals_cpu(gpu, next, "stale rows kept under the old name", {101, 202}, true);
+  expect_device_equals_cpu(gpu, next, "a new generation", {103, 202});
+  EXPECT_EQ(gpu.counters().latent_upload_bytes, (24 + 13 + 10 + 29) * row_bytes);
+  // A third sequence evicts the least recently used copy; all agree.
+  Case third = make_case(g, rng, {{6, 2}}, 1.0f);
+  expect_device_equals_cpu(gpu, third, "a third sequence", {304});
+  expect_device_equals_cpu(gpu, next, "after an eviction", {103, 202});
+  // Longer than the slots: declined (the CPU runs it).
+  Case longer = make_case(g, rng, {{64, 1}}, 1.0f);
+  std::vector<const float*> ptrs;
+  std::vector<size_t> positions;
+  std::vector<float> out(g.heads * g.vdim);
+  kernels::LatentAttentionCall call = longer.call(ptrs, positions, out.data());
+  const uint64_t generation = 405;
+  call.cache_generations = &generation;
+  EXPECT_FALSE(gpu.latent_attention(call));
   EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
 }
 

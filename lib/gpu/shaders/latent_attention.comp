@@ -16,8 +16,9 @@
 
 layout(local_size_x = 32) in;
 layout(std430, binding = 0) readonly buffer Weights { uint w[]; };  // kv_b_proj BF16 pairs [heads, nope + vdim, kvl]
-layout(std430, binding = 1) readonly buffer Inputs { uint x[]; };   // per row (cache word, positions), q, caches
+layout(std430, binding = 1) readonly buffer Inputs { uint x[]; };   // per row (cache word, positions), q
 layout(std430, binding = 2) coherent buffer Work { uint y[]; };     // out [rows, heads, vdim], then scratch
+layout(std430, binding = 3) readonly buffer Caches { uint kv[]; };   // the latent caches, each [positions, kvl + rope]
 layout(push_constant) uniform Shape {
   uint heads;
   uint nope;
@@ -97,8 +98,8 @@ void main() {
   for (uint j = lid; j < npos; j += kGroup) {
     const uint lat = lat0 + j * stride;
     uint s = 0u, sr = 0u;
-    for (uint r = 0u; r < kvl; ++r) s = add_f32(s, mul_f32(y[q_lat + r], x[lat + r]));
-    for (uint r = 0u; r < rope; ++r) sr = add_f32(sr, mul_f32(x[qr + r], x[lat + kvl + r]));
+    for (uint r = 0u; r < kvl; ++r) s = add_f32(s, mul_f32(y[q_lat + r], kv[lat + r]));
+    for (uint r = 0u; r < rope; ++r) sr = add_f32(sr, mul_f32(x[qr + r], kv[lat + kvl + r]));
     y[scores + j] = mul_f32(add_f32(s, sr), scale);
   }
   sync();
@@ -125,7 +126,7 @@ void main() {
   // ctx[r] = sum over j of p_j * c_j[r].
   for (uint r = lid; r < kvl; r += kGroup) {
     uint acc = 0u;
-    for (uint j = 0u; j < npos; ++j) acc = add_f32(acc, mul_f32(y[scores + j], x[lat0 + j * stride + r]));
+    for (uint j = 0u; j < npos; ++j) acc = add_f32(acc, mul_f32(y[scores + j], kv[lat0 + j * stride + r]));
     y[ctx + r] = acc;
   }
   sync();
