@@ -8,6 +8,7 @@
 #include "common/thread_pool.h"
 #include "kernels/activations.h"
 #include "kernels/compute_backend.h"
+#include "kernels/exp_f32.h"
 #include "kernels/kda_recurrence.h"
 #include "kernels/kda_step.h"
 #include "kernels/l2_normalize.h"
@@ -134,7 +135,7 @@ void kda_reset(const ModelConfig& c, KdaState& s) {
 }
 
 float kda_gate(const ModelConfig& c, float graw, float A_log_h, float dt_bias) {
-  const float a = std::exp(A_log_h);
+  const float a = kernels::exp_f32(A_log_h);
   const float x = graw + dt_bias;
   if (c.kda_has_gate_lower_bound) return c.kda_gate_lower_bound * kernels::sigmoid(a * x);
   return -a * kernels::softplus(x);
