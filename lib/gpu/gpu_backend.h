@@ -59,6 +59,8 @@ class GpuBackend : public kernels::ComputeBackend {
   // The KDA recurrence (gpu_kda.cpp, shaders/kda_recurrence.comp).
   bool kda_recurrence(float* S, const float* q, const float* k, const float* v, const float* g, const float* beta,
                       size_t heads, size_t dim, size_t n, float* o) override;
+  // The KDA layer's short conv (gpu_kda_conv.cpp, shaders/kda_conv.comp).
+  bool short_conv_silu(const uint16_t* w, float* carry, float* raw, size_t n, size_t channels, size_t K) override;
 
   std::string describe() const override;
   kernels::ComputeBackendCounters counters() const override;
@@ -127,6 +129,10 @@ class GpuBackend : public kernels::ComputeBackend {
   std::unique_ptr<ComputePipeline> kda_;
   std::unique_ptr<VulkanBuffer> kda_state_, kda_in_, kda_out_;
   uint64_t kda_recurrences_ = 0;
+  // The KDA layer's short conv: its pipeline (made at its first call; it
+  // uses the recurrence's buffers) and the convs run.
+  std::unique_ptr<ComputePipeline> kda_conv_;
+  uint64_t kda_convs_ = 0;
 };
 
 }  // namespace k3

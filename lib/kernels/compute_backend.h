@@ -1,5 +1,5 @@
 // Where a chunk's batched operations run (matrix products, norms, SiTU,
-// attention, the KDA recurrence): the seam between the forward pass and
+// attention, the KDA recurrence and short conv): the seam between the forward pass and
 // a compute device (lib/gpu). The chunked prefill installs a backend for the
 // products of its chunk (ScopedComputeBackend); model/linear.h sends the
 // whole-matrix products of the calling thread through it. Without one, or
@@ -37,6 +37,8 @@ struct ComputeBackendCounters {
   uint64_t attention = 0;   // MLA attention calls (a layer's rows) run on the device
   // The chunk's KDA on the device.
   uint64_t kda_recurrences = 0;  // sequences' KDA recurrences (one layer each) run on the device
+  // The KDA layer's short conv.
+  uint64_t kda_convs = 0;  // short convs (one of q, k, v of a sequence's rows) run on the device
 };
 
 // MLA's attention over the latent cache for `rows` rows and every head
@@ -86,6 +88,14 @@ class ComputeBackend {
   virtual bool kda_recurrence(float* /*S*/, const float* /*q*/, const float* /*k*/, const float* /*v*/,
                               const float* /*g*/, const float* /*beta*/, size_t /*heads*/, size_t /*dim*/, size_t /*n*/,
                               float* /*o*/) {
+    return false;
+  }
+
+  // The KDA layer's short conv
+  // kernels::short_conv_silu over n rows of one sequence (kernels/short_conv.h):
+  // raw convolved in place, carry advanced; false leaves it to the CPU kernel.
+  virtual bool short_conv_silu(const uint16_t* /*w*/, float* /*carry*/, float* /*raw*/, size_t /*n*/,
+                               size_t /*channels*/, size_t /*K*/) {
     return false;
   }
 

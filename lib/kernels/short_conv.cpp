@@ -5,6 +5,7 @@
 #include "common/thread_pool.h"
 #include "kernels/activations.h"
 #include "kernels/bf16.h"
+#include "kernels/compute_backend.h"
 
 namespace k3::kernels {
 
@@ -43,6 +44,13 @@ void short_conv_silu(const uint16_t* w, float* carry, float* raw, size_t n, size
       std::copy(next_carry + r * channels + c0, next_carry + r * channels + c1, carry + r * channels + c0);
   };
   parallel_for(pool, channels, std::max<size_t>(1, kConvGrain / std::max<size_t>(n, 1)), body);
+}
+
+void short_conv_silu_on_backend(const uint16_t* w, float* carry, float* raw, size_t n, size_t channels, size_t K,
+                                float* next_carry, ThreadPool* pool) {
+  ComputeBackend* backend = current_compute_backend();
+  if (backend && backend->short_conv_silu(w, carry, raw, n, channels, K)) return;
+  short_conv_silu(w, carry, raw, n, channels, K, next_carry, pool);
 }
 
 }  // namespace k3::kernels

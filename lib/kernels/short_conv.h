@@ -25,4 +25,9 @@ namespace k3::kernels {
 void short_conv_silu(const uint16_t* w, float* carry, float* raw, size_t n, size_t channels, size_t K,
                      float* next_carry, ThreadPool* pool = nullptr);
 
+// The same through the calling thread's compute backend (the chunk's
+// device, kernels/compute_backend.h) when one takes it, else on the CPU.
+void short_conv_silu_on_backend(const uint16_t* w, float* carry, float* raw, size_t n, size_t channels, size_t K,
+                                float* next_carry, ThreadPool* pool);
+
 }  // namespace k3::kernels

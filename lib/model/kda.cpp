@@ -21,7 +21,8 @@ namespace k3 {
 
 namespace {
 
-// KDA's short conv over n rows of one sequence, in place (kernels/short_conv.h);
+// KDA's short conv over n rows of one sequence, in place (kernels/short_conv.h;
+// on the chunk's device when one is installed);
 // `record`, when given, keeps [carry rows, raw rows] so the carry after any
 // row can be cut from it for a rollback.
 void short_conv_silu(const Bf16Matrix& w, std::vector<float>& carry, float* raw, size_t n, size_t channels, size_t K,
@@ -31,7 +32,7 @@ void short_conv_silu(const Bf16Matrix& w, std::vector<float>& carry, float* raw,
     std::copy(carry.begin(), carry.end(), record->begin());
     std::copy(raw, raw + n * channels, record->begin() + static_cast<ptrdiff_t>(carry.size()));
   }
-  kernels::short_conv_silu(w.data, carry.data(), raw, n, channels, K, next_carry, pool);
+  kernels::short_conv_silu_on_backend(w.data, carry.data(), raw, n, channels, K, next_carry, pool);
 }
 
 // The pieces of KDA's scratch, in carving order. Each buffer is reused once
