@@ -237,6 +237,7 @@ kernels::ComputeBackendCounters GpuBackend::counters() const {
   c.latent_kept_bytes = latent_kept_bytes_;
   c.device_local_staging = device_->stages_into_device_local();
   c.device_local_copies = device_local_copies_;
+  c.kda_convs = kda_convs_;
   return c;
 }
 

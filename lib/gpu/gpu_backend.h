@@ -66,6 +66,8 @@ class GpuBackend : public kernels::ComputeBackend {
   // The KDA recurrence (gpu_kda.cpp, shaders/kda_recurrence.comp).
   bool kda_recurrence(float* S, const float* q, const float* k, const float* v, const float* g, const float* beta,
                       size_t heads, size_t dim, size_t n, float* o) override;
+  // The KDA layer's short conv (gpu_kda_conv.cpp, shaders/kda_conv.comp).
+  bool short_conv_silu(const uint16_t* w, float* carry, float* raw, size_t n, size_t channels, size_t K) override;
 
   // MLA's latent caches kept on the device between calls
   // (gpu_attention.cpp, latent_cache_slots.h): `caches` slots of
@@ -154,6 +156,10 @@ class GpuBackend : public kernels::ComputeBackend {
   std::unique_ptr<VulkanBuffer> latent_;
   LatentCacheSlots latent_slots_;
   uint64_t latent_upload_bytes_ = 0, latent_kept_bytes_ = 0;
+  // The KDA layer's short conv: its pipeline (made at its first call; it
+  // uses the recurrence's buffers) and the convs run.
+  std::unique_ptr<ComputePipeline> kda_conv_;
+  uint64_t kda_convs_ = 0;
 };
 
 }  // namespace k3

@@ -2,7 +2,7 @@
 // state goes to the device once per call, the tokens in slices that fit a
 // binding, each slice one dispatch continuing the state the last one left;
 // the state comes back at the end. The decays exp(g) are computed here with
-// the CPU kernel's std::exp (kernels/kda_step.cpp), so the device does
+// the CPU kernel's kernels::exp_f32 (kernels/kda_step.cpp), so the device does
 // only multiplies and adds, each with the CPU's rounding.
 #include <algorithm>
 #include <cmath>
@@ -14,6 +14,7 @@
 #include "gpu/gpu_backend.h"
 #include "gpu/vulkan_buffer.h"
 #include "gpu/vulkan_context.h"
+#include "kernels/exp_f32.h"
 
 namespace k3 {
 namespace {
@@ -53,7 +54,7 @@ bool GpuBackend::kda_recurrence(float* S, const float* q, const float* k, const 
     std::memcpy(in, q + t0 * HD, span * sizeof(float));
     std::memcpy(in + span, k + t0 * HD, span * sizeof(float));
     std::memcpy(in + 2 * span, v + t0 * HD, span * sizeof(float));
-    for (size_t i = 0; i < span; ++i) in[3 * span + i] = std::exp(g[t0 * HD + i]);
+    for (size_t i = 0; i < span; ++i) in[3 * span + i] = kernels::exp_f32(g[t0 * HD + i]);
     std::memcpy(in + 4 * span, beta + t0 * heads, tn * heads * sizeof(float));
     upload_bytes_ += tn * token_bytes;
     const KdaShape shape{static_cast<uint32_t>(heads), static_cast<uint32_t>(dim), static_cast<uint32_t>(tn)};

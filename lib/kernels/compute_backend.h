@@ -1,5 +1,5 @@
 // Where a chunk's batched operations run (matrix products, norms, SiTU,
-// attention, the KDA recurrence): the seam between the forward pass and
+// attention, the KDA recurrence and short conv): the seam between the forward pass and
 // a compute device (lib/gpu). The chunked prefill installs a backend for the
 // products of its chunk (ScopedComputeBackend); model/linear.h sends the
 // whole-matrix products of the calling thread through it. Without one, or
@@ -45,6 +45,8 @@ struct ComputeBackendCounters {
   // memory), or read where the host wrote them.
   bool device_local_staging = false;
   uint64_t device_local_copies = 0;  // staged slices copied into device-local memory
+  // The KDA layer's short conv.
+  uint64_t kda_convs = 0;  // short convs (one of q, k, v of a sequence's rows) run on the device
 };
 
 // MLA's attention over the latent cache for `rows` rows and every head
@@ -105,6 +107,14 @@ class ComputeBackend {
   // most `positions` positions each (the run's sequences x MLA layers, its
   // context; the memory plan counts them). false: the backend keeps none.
   virtual bool keep_latent_caches(size_t /*caches*/, size_t /*positions*/) { return false; }
+
+  // The KDA layer's short conv:
+  // kernels::short_conv_silu over n rows of one sequence (kernels/short_conv.h):
+  // raw convolved in place, carry advanced; false leaves it to the CPU kernel.
+  virtual bool short_conv_silu(const uint16_t* /*w*/, float* /*carry*/, float* /*raw*/, size_t /*n*/,
+                               size_t /*channels*/, size_t /*K*/) {
+    return false;
+  }
 
   // One line for the run's summary: the device, what ran there.
   virtual std::string describe() const = 0;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/exp_f32.h"
 #include "kernels/kda_step.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -45,7 +46,7 @@ void KdaRecurrentStep(float* S, const float* q, const float* k, const float* v, 
                       float* o, float* u) {
   // Decay each key row, then the delta rule: u = v - S^T k.
   for (size_t i = 0; i < D; ++i)
-    Rows(S + i * D, nullptr, std::exp(g[i]), D, [](auto, auto row, auto, auto s) HWY_ATTR { return hn::Mul(row, s); });
+    Rows(S + i * D, nullptr, exp_f32(g[i]), D, [](auto, auto row, auto, auto s) HWY_ATTR { return hn::Mul(row, s); });
   std::memcpy(u, v, D * sizeof(float));
   for (size_t i = 0; i < D; ++i)
     Rows(u, S + i * D, k[i], D,

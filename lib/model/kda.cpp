@@ -8,6 +8,7 @@
 #include "common/thread_pool.h"
 #include "kernels/activations.h"
 #include "kernels/compute_backend.h"
+#include "kernels/exp_f32.h"
 #include "kernels/kda_recurrence.h"
 #include "kernels/kda_step.h"
 #include "kernels/l2_normalize.h"
@@ -20,26 +21,38 @@ namespace k3 {
 
 namespace {
 
-// KDA's short conv over n rows of one sequence (kernels/short_conv.h);
+// KDA's short conv over n rows of one sequence, in place (kernels/short_conv.h;
+// on the chunk's device when one is installed);
 // `record`, when given, keeps [carry rows, raw rows] so the carry after any
-// row can be cut from it for a rollback; otherwise `ext` is the scratch.
+// row can be cut from it for a rollback.
 void short_conv_silu(const Bf16Matrix& w, std::vector<float>& carry, float* raw, size_t n, size_t channels, size_t K,
-                     std::vector<float>* record, float* ext, ThreadPool* pool) {
+                     std::vector<float>* record, float* next_carry, ThreadPool* pool) {
   if (record) {
     record->resize((K - 1 + n) * channels);
-    ext = record->data();
+    std::copy(carry.begin(), carry.end(), record->begin());
+    std::copy(raw, raw + n * channels, record->begin() + static_cast<ptrdiff_t>(carry.size()));
   }
-  kernels::short_conv_silu(w.data, carry.data(), raw, n, channels, K, ext, pool);
+  kernels::short_conv_silu_on_backend(w.data, carry.data(), raw, n, channels, K, next_carry, pool);
 }
 
-// The pieces of KDA's scratch, in carving order.
+// The pieces of KDA's scratch, in carving order. Each buffer is reused once
+// what it held is dead, so a row costs four H*D rows and two small ones:
+//   q: q (conv, then normalised);
+//   k: k (conv, then normalised), then the output gate's raw values
+//      (g_proj, computed once the recurrence no longer needs k);
+//   v: v (conv), then the recurrence's output o (a step reads its token's v
+//      before it writes that token's o: kernels/kda_step.h), then the
+//      normalised and gated output;
+//   g: graw = lin(lin(x, f_a), f_b), then the log decay g;
+//   fa: lin(x, f_a); beta: b_proj's raw values, then their sigmoid.
+// Fixed, whatever the rows: the conv's next carry and the per-slot u of the
+// CPU recurrence.
 struct KdaScratch {
-  float *q, *k, *v, *fa, *graw, *braw, *gate, *o, *ext, *slots;
+  float *q, *k, *v, *g, *fa, *beta, *next_carry, *u;
   static size_t floats(const ModelConfig& c, size_t n, size_t slots) {
     using C = ScratchCarver<float>;
     const size_t H = c.kda_num_heads, D = c.kda_head_dim, K = c.kda_conv_kernel, HD = H * D;
-    return 6 * C::padded(n * HD) + C::padded(n * D) + C::padded(n * H) + C::padded((K - 1 + n) * HD) +
-           C::padded(slots * 2 * D);
+    return 4 * C::padded(n * HD) + C::padded(n * D) + C::padded(n * H) + C::padded((K - 1) * HD) + C::padded(slots * D);
   }
   KdaScratch(const ModelConfig& c, size_t n, size_t slots, ForwardScratch& scratch) {
     const size_t H = c.kda_num_heads, D = c.kda_head_dim, K = c.kda_conv_kernel, HD = H * D;
@@ -47,13 +60,11 @@ struct KdaScratch {
     q = carve.take(n * HD);
     k = carve.take(n * HD);
     v = carve.take(n * HD);
+    g = carve.take(n * HD);
     fa = carve.take(n * D);
-    graw = carve.take(n * HD);
-    braw = carve.take(n * H);
-    gate = carve.take(n * HD);
-    o = carve.take(n * HD);
-    ext = carve.take((K - 1 + n) * HD);
-    this->slots = carve.take(slots * 2 * D);
+    beta = carve.take(n * H);
+    next_carry = carve.take((K - 1) * HD);
+    u = carve.take(slots * D);
   }
 };
 
@@ -72,68 +83,44 @@ void finish_output(const ModelConfig& c, const KdaWeights& w, float* oh, const f
   for (size_t d = 0; d < D; ++d) oh[d] *= kernels::sigmoid(gate[d]);
 }
 
-// Every head of every segment, token by token, each step of a token in turn
-// (the per-row S copies of seg.history kept for a rollback).
-void kda_heads_fused(const ModelConfig& c, const KdaWeights& w, std::span<const LayerSegment> segments,
-                     const KdaScratch& m, size_t slots, ThreadPool* pool) {
+// Before the recurrence, per head and token: q and k normalised, the gates
+// and beta written over their raw values.
+void prepare_heads(const ModelConfig& c, const KdaWeights& w, std::span<const LayerSegment> segments,
+                   const KdaScratch& m, size_t slots, ThreadPool* pool) {
   const size_t H = c.kda_num_heads, D = c.kda_head_dim, HD = H * D;
-  parallel_for_slots(pool, segments.size() * H, slots, [&](size_t slot, size_t i0, size_t i1) {
-    float* g = m.slots + slot * 2 * D;
-    float* u = g + D;
+  parallel_for_slots(pool, segments.size() * H, slots, [&](size_t, size_t i0, size_t i1) {
     for (size_t item = i0; item < i1; ++item) {
       const LayerSegment& seg = segments[item / H];
       const size_t h = item % H;
-      float* S = seg.state->kda.S.data() + h * D * D;
       const float A_log_h = w.A_log.data[h];  // indexed by head, never by channel
       for (size_t t = seg.begin; t < seg.begin + seg.count; ++t) {
-        float* qh = m.q + t * HD + h * D;
-        float* kh = m.k + t * HD + h * D;
-        const float* vh = m.v + t * HD + h * D;
-        normalize_qk(qh, kh, D);
-        for (size_t d = 0; d < D; ++d)
-          g[d] = kda_gate(c, m.graw[t * HD + h * D + d], A_log_h, w.dt_bias.data[h * D + d]);
-        const float beta = kernels::sigmoid(m.braw[t * H + h]);
-        float* oh = m.o + t * HD + h * D;
-        kernels::kda_recurrent_step(S, qh, kh, vh, g, beta, D, oh, u);
-        const size_t row = t - seg.begin;
-        if (seg.history && row + 1 < seg.count) std::copy(S, S + D * D, seg.history->S.data() + (row * H + h) * D * D);
-        finish_output(c, w, oh, m.gate + t * HD + h * D);
+        normalize_qk(m.q + t * HD + h * D, m.k + t * HD + h * D, D);
+        float* gh = m.g + t * HD + h * D;
+        for (size_t d = 0; d < D; ++d) gh[d] = kda_gate(c, gh[d], A_log_h, w.dt_bias.data[h * D + d]);
+        m.beta[t * H + h] = kernels::sigmoid(m.beta[t * H + h]);
       }
     }
   });
 }
 
-// The same steps in three passes, so the recurrence of a sequence's tokens
-// is one call the chunk's backend can take: q and k normalised, the gates
-// and beta written over their raw values; the recurrence; the outputs.
-// Every value takes the fused loop's operations, so the bits are its bits.
-void kda_heads_staged(const ModelConfig& c, const KdaWeights& w, std::span<const LayerSegment> segments,
-                      const KdaScratch& m, ThreadPool* pool) {
-  const size_t H = c.kda_num_heads, D = c.kda_head_dim, HD = H * D, items = segments.size() * H;
-  const size_t slots = slots_for(pool, items);
-  parallel_for_slots(pool, items, slots, [&](size_t, size_t i0, size_t i1) {
+// The recurrence of every segment on the CPU, all heads of all segments at
+// once, o over v; a segment that keeps rollback rows gets a copy of S after
+// each of its rows but the last.
+void recurrence_on_cpu(const ModelConfig& c, std::span<const LayerSegment> segments, const KdaScratch& m, size_t slots,
+                       ThreadPool* pool) {
+  const size_t H = c.kda_num_heads, D = c.kda_head_dim, HD = H * D;
+  parallel_for_slots(pool, segments.size() * H, slots, [&](size_t slot, size_t i0, size_t i1) {
     for (size_t item = i0; item < i1; ++item) {
       const LayerSegment& seg = segments[item / H];
       const size_t h = item % H;
+      float* S = seg.state->kda.S.data() + h * D * D;
       for (size_t t = seg.begin; t < seg.begin + seg.count; ++t) {
-        normalize_qk(m.q + t * HD + h * D, m.k + t * HD + h * D, D);
-        float* gh = m.graw + t * HD + h * D;
-        for (size_t d = 0; d < D; ++d) gh[d] = kda_gate(c, gh[d], w.A_log.data[h], w.dt_bias.data[h * D + d]);
-        m.braw[t * H + h] = kernels::sigmoid(m.braw[t * H + h]);
+        const size_t at = t * HD + h * D;
+        kernels::kda_recurrent_step(S, m.q + at, m.k + at, m.v + at, m.g + at, m.beta[t * H + h], D, m.v + at,
+                                    m.u + slot * D);
+        const size_t row = t - seg.begin;
+        if (seg.history && row + 1 < seg.count) std::copy(S, S + D * D, seg.history->S.data() + (row * H + h) * D * D);
       }
-    }
-  });
-  for (const LayerSegment& seg : segments) {
-    const size_t off = seg.begin * HD;
-    kernels::kda_recurrence_on_backend(seg.state->kda.S.data(), m.q + off, m.k + off, m.v + off, m.graw + off,
-                                       m.braw + seg.begin * H, H, D, seg.count, m.o + off, pool);
-  }
-  parallel_for_slots(pool, items, slots, [&](size_t, size_t i0, size_t i1) {
-    for (size_t item = i0; item < i1; ++item) {
-      const LayerSegment& seg = segments[item / H];
-      const size_t h = item % H;
-      for (size_t t = seg.begin; t < seg.begin + seg.count; ++t)
-        finish_output(c, w, m.o + t * HD + h * D, m.gate + t * HD + h * D);
     }
   });
 }
@@ -149,7 +136,7 @@ void kda_reset(const ModelConfig& c, KdaState& s) {
 }
 
 float kda_gate(const ModelConfig& c, float graw, float A_log_h, float dt_bias) {
-  const float a = std::exp(A_log_h);
+  const float a = kernels::exp_f32(A_log_h);
   const float x = graw + dt_bias;
   if (c.kda_has_gate_lower_bound) return c.kda_gate_lower_bound * kernels::sigmoid(a * x);
   return -a * kernels::softplus(x);
@@ -170,19 +157,19 @@ void kda_forward(const ModelConfig& c, const KdaWeights& w, std::span<const Laye
                  size_t n, float* out, ThreadPool* pool, ForwardScratch& scratch) {
   const size_t H = c.kda_num_heads, D = c.kda_head_dim, K = c.kda_conv_kernel, HD = H * D;
   // Heads (of every sequence) are independent items; each slot of threads
-  // gets its own g and u.
+  // gets its own u.
   const size_t items = segments.size() * H;
   const size_t slots = slots_for(pool, items);
   const KdaScratch m(c, n, slots, scratch);
 
-  // Batched projections: every weight matrix is read once for the n tokens.
+  // Batched projections, in the order the weights stream
+  // (bind_layer_weights): every weight matrix is read once for the n tokens.
   lin(w.q_proj, x, n, m.q, pool);
   lin(w.k_proj, x, n, m.k, pool);
   lin(w.v_proj, x, n, m.v, pool);
   lin(w.f_a_proj, x, n, m.fa, pool);
-  lin(w.f_b_proj, m.fa, n, m.graw, pool);
-  lin(w.b_proj, x, n, m.braw, pool);
-  lin(w.g_proj, x, n, m.gate, pool);
+  lin(w.f_b_proj, m.fa, n, m.g, pool);
+  lin(w.b_proj, x, n, m.beta, pool);
 
   // Each sequence's rows through its own conv carries.
   for (const LayerSegment& seg : segments) {
@@ -193,20 +180,42 @@ void kda_forward(const ModelConfig& c, const KdaWeights& w, std::span<const Laye
       hist->S.resize(seg.count > 1 ? (seg.count - 1) * H * D * D : 0);
     }
     const size_t off = seg.begin * HD;
-    short_conv_silu(w.q_conv, st.conv_q, m.q + off, seg.count, HD, K, hist ? &hist->conv_q : nullptr, m.ext, pool);
-    short_conv_silu(w.k_conv, st.conv_k, m.k + off, seg.count, HD, K, hist ? &hist->conv_k : nullptr, m.ext, pool);
-    short_conv_silu(w.v_conv, st.conv_v, m.v + off, seg.count, HD, K, hist ? &hist->conv_v : nullptr, m.ext, pool);
+    auto conv = [&](const Bf16Matrix& cw, std::vector<float>& carry, float* raw, std::vector<float>* record) {
+      short_conv_silu(cw, carry, raw + off, seg.count, HD, K, hist ? record : nullptr, m.next_carry, pool);
+    };
+    conv(w.q_conv, st.conv_q, m.q, hist ? &hist->conv_q : nullptr);
+    conv(w.k_conv, st.conv_k, m.k, hist ? &hist->conv_k : nullptr);
+    conv(w.v_conv, st.conv_v, m.v, hist ? &hist->conv_v : nullptr);
   }
 
-  // Each head carries its own S through its sequence's rows: on the chunk's
-  // device when one is installed (and no rollback rows are kept), else on
-  // the CPU with the steps around the recurrence fused per head and token.
+  // In three passes, so that each sequence's recurrence is one call the
+  // chunk's backend can take (a pass that keeps rollback rows, or has no
+  // backend, runs it on the CPU): every value takes the same operations
+  // whichever runs it, so the bits are the same.
+  prepare_heads(c, w, segments, m, slots, pool);
   bool history = false;
   for (const LayerSegment& seg : segments) history = history || seg.history != nullptr;
-  if (kernels::current_compute_backend() && !history) kda_heads_staged(c, w, segments, m, pool);
-  else kda_heads_fused(c, w, segments, m, slots, pool);
+  if (kernels::current_compute_backend() && !history) {
+    for (const LayerSegment& seg : segments) {
+      const size_t off = seg.begin * HD;
+      kernels::kda_recurrence_on_backend(seg.state->kda.S.data(), m.q + off, m.k + off, m.v + off, m.g + off,
+                                         m.beta + seg.begin * H, H, D, seg.count, m.v + off, pool);
+    }
+  } else {
+    recurrence_on_cpu(c, segments, m, slots, pool);
+  }
+  // k is dead: the output gate's raw values take its rows.
+  lin(w.g_proj, x, n, m.k, pool);
+  parallel_for_slots(pool, items, slots, [&](size_t, size_t i0, size_t i1) {
+    for (size_t item = i0; item < i1; ++item) {
+      const LayerSegment& seg = segments[item / H];
+      const size_t h = item % H;
+      for (size_t t = seg.begin; t < seg.begin + seg.count; ++t)
+        finish_output(c, w, m.v + t * HD + h * D, m.k + t * HD + h * D);
+    }
+  });
 
-  lin(w.o_proj, m.o, n, out, pool);
+  lin(w.o_proj, m.v, n, out, pool);
 }
 
 void kda_rollback(const ModelConfig& c, const KdaRowHistory& history, size_t keep, KdaState& state) {

@@ -84,6 +84,8 @@ holds "stats: bytes uploaded" "[ '$(json exact upload_bytes)' -gt 0 ]"
 holds "stats: the KDA layers' recurrences ran on the device" "[ '$(json exact kda_recurrences)' -gt 0 ]"
 kda=$(sed -nE "s/.*gpu $lvp \\(.*\\): [0-9]+ matrix products, ([0-9]+) KDA recurrences.*/\\1/p" "$work/exact.err")
 check "stats: KDA recurrences, as the summary line counts them" "${kda:-none}" "$(json exact kda_recurrences)"
+holds "stats: the KDA layers' short convs ran on the device, three (q, k, v) a recurrence" \
+  "[ '$(json exact kda_convs)' -gt 0 ] && [ '$(json exact kda_convs)' -eq $((3 * $(json exact kda_recurrences))) ]"
 holds "stats: the device peak within the plan" "[ '$(json exact peak_bytes)' -gt 0 ] && [ '$(json exact peak_bytes)' -le '$need' ]"
 holds "stats: products went in more slices than products" "[ '$(json exact dispatches)' -gt '$(json exact products)' ]"
 holds "stats: uploads overlapped the device's work" "[ '$(json exact overlapped_upload_bytes)' -gt 0 ]"

@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/exp_f32.h"
 #include "lib/simd_targets.h"
 namespace k3::kernels {
 namespace {
@@ -108,7 +109,7 @@ TEST(KdaStep, MatchesDoublePrecisionReference) {
 void plain_step(float* S, const float* q, const float* k, const float* v, const float* g, float beta, size_t Dn,
                 float* o, float* u) {
   for (size_t i = 0; i < Dn; ++i) {
-    const float decay = std::exp(g[i]);
+    const float decay = exp_f32(g[i]);
     for (size_t j = 0; j < Dn; ++j) S[i * Dn + j] = S[i * Dn + j] * decay;
   }
   for (size_t j = 0; j < Dn; ++j) u[j] = v[j];

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "model/forward_scratch.h"
+#include "model/k3_geometry.h"
 #include "model/kda.h"
 #include "random_weights.h"
 
@@ -160,6 +162,22 @@ TEST(Kda, BatchEqualsTokenByTokenAndSplits) {
   EXPECT_EQ(a.S, b.S);
   EXPECT_EQ(a.conv_q, b.conv_q);
   EXPECT_EQ(a.conv_v, s.conv_v);
+}
+
+// The op area: four H*D rows a row (q; k then the output gate; v then the
+// output; the gates), f_a's D and beta's H, plus the conv's next carry and
+// each slot's u whatever the rows. At K3 geometry that is 197,504 bytes a
+// row (the fused form took 344,960: seven H*D rows with the conv's copy).
+TEST(Kda, ScratchFollowsItsFormula) {
+  const ModelConfig c = k3_reference_config();
+  const size_t H = c.kda_num_heads, D = c.kda_head_dim, K = c.kda_conv_kernel, HD = H * D;
+  auto pad = [](size_t floats) { return ScratchCarver<float>::padded(floats); };
+  for (size_t rows : {1u, 7u, 1024u})
+    for (size_t slots : {1u, 3u})
+      EXPECT_EQ(kda_scratch_floats(c, rows, slots),
+                4 * pad(rows * HD) + pad(rows * D) + pad(rows * H) + pad((K - 1) * HD) + pad(slots * D))
+          << rows << " rows, " << slots << " slots";
+  EXPECT_EQ((kda_scratch_floats(c, 1025, 1) - kda_scratch_floats(c, 1024, 1)) * sizeof(float), 197504u);
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 // its own, every sum over the key index i = 0..D-1 in turn:
 //   S[i][j] *= decay[i];  u = v[j] - sum_i S[i][j] * k[i];
 //   S[i][j] += (beta * k[i]) * u;  o[j] = +0 + sum_i S[i][j] * q[i].
-// decay = exp(g) is computed by the host with the CPU kernel's std::exp.
+// decay = exp(g) is computed by the host with the CPU kernel's kernels::exp_f32.
 // Without NATIVE_FMA (the device's arithmetic may flush subnormals, as
 // lavapipe's does) each operation is emulated: a product of two FP32 values
 // is exact in double and rounded once, a sum through exact_fma.glsl.
