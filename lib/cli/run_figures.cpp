@@ -261,6 +261,7 @@ std::string device_stats_member(const ModelCounters& m) {
   w.key("situ_steps").value(static_cast<unsigned long long>(m.device_counters.situ_steps));
   w.key("attention").value(static_cast<unsigned long long>(m.device_counters.attention));
   w.key("kda_recurrences").value(static_cast<unsigned long long>(m.device_counters.kda_recurrences));
+  w.key("attn_res_mixes").value(static_cast<unsigned long long>(m.device_counters.attn_res_mixes));
   w.end_object().end_object();
   // The member alone, without the braces of the object it was written in.
   const std::string object = w.take();

@@ -197,6 +197,7 @@ kernels::ComputeBackendCounters GpuBackend::counters() const {
   c.situ_steps = situ_steps_;
   c.attention = attention_calls_;
   c.kda_recurrences = kda_recurrences_;
+  c.attn_res_mixes = attn_res_mixes_;
   return c;
 }
 

@@ -2,7 +2,8 @@
 // (gpu_matmul_device_bytes, gpu/gpu.h): GpuBackend's buffers (the weights
 // and MXFP4 scales of its staging slots, activations in, products out),
 // each grown to its largest call and kept; and its KDA recurrence's three
-// (gpu_kda_device_bytes). Built with and without Vulkan, so a plan reads the
+// (gpu_kda_device_bytes); what AttnRes mixing grows the shared activation
+// buffers to beyond that (gpu_attn_res_device_bytes). Built with and without Vulkan, so a plan reads the
 // same.
 #include <algorithm>
 #include <cstdlib>
@@ -41,6 +42,22 @@ uint64_t gpu_kda_device_bytes(uint64_t heads, uint64_t dim, uint64_t tokens) {
   const uint64_t hd = heads * dim;
   return buffer_bytes(hd * dim * sizeof(float)) + buffer_bytes(tokens * (4 * hd + heads) * sizeof(float)) +
          buffer_bytes(tokens * hd * sizeof(float));
+}
+
+GpuAttnResWords gpu_attn_res_words(uint64_t values, uint64_t hidden, uint64_t tokens) {
+  return {hidden + (hidden + 1) / 2 + values * tokens * hidden, tokens * hidden + tokens * values};
+}
+
+uint64_t gpu_attn_res_device_bytes(const GpuProductBound& largest, uint64_t product_tokens, uint64_t values,
+                                   uint64_t hidden, uint64_t tokens) {
+  if (values == 0 || hidden == 0 || tokens == 0) return 0;
+  const GpuAttnResWords words = gpu_attn_res_words(values, hidden, tokens);
+  // The products' activations in and out (0 where there are none).
+  const bool products = largest.weight_bytes > 0 && product_tokens > 0;
+  const uint64_t x = products ? buffer_bytes(product_tokens * largest.cols * sizeof(float)) : 0;
+  const uint64_t y = products ? buffer_bytes(product_tokens * largest.rows * sizeof(float)) : 0;
+  const uint64_t in = buffer_bytes(words.in * 4), out = buffer_bytes(words.out * 4);
+  return (in > x ? in - x : 0) + (out > y ? out - y : 0);
 }
 
 }  // namespace k3

@@ -37,6 +37,8 @@ struct ComputeBackendCounters {
   uint64_t attention = 0;   // MLA attention calls (a layer's rows) run on the device
   // The chunk's KDA on the device.
   uint64_t kda_recurrences = 0;  // sequences' KDA recurrences (one layer each) run on the device
+  // AttnRes mixing on the device.
+  uint64_t attn_res_mixes = 0;  // kernels::attn_res_mix calls (each over all of its rows)
 };
 
 // MLA's attention over the latent cache for `rows` rows and every head
@@ -86,6 +88,15 @@ class ComputeBackend {
   virtual bool kda_recurrence(float* /*S*/, const float* /*q*/, const float* /*k*/, const float* /*v*/,
                               const float* /*g*/, const float* /*beta*/, size_t /*heads*/, size_t /*dim*/, size_t /*n*/,
                               float* /*o*/) {
+    return false;
+  }
+
+  // AttnRes mixing: kernels::attn_res_mix over n rows, the values being the
+  // block_count block states then the partial sum p; false leaves it to the
+  // CPU kernel.
+  virtual bool attn_res_mix(const float* const* /*blocks*/, size_t /*block_count*/, const float* /*p*/, size_t /*n*/,
+                            size_t /*hidden*/, const uint16_t* /*proj*/, const float* /*norm*/, float /*eps*/,
+                            float* /*out*/) {
     return false;
   }
 

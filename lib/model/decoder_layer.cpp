@@ -24,8 +24,8 @@ void decoder_layer_attention(const ModelConfig& c, int i, const LayerWeights& w,
   // h = (B empty) ? p : mix(p, B, self_attention_res_*)
   if (s.blocks.empty()) std::copy_n(s.p, n * hidden, h);
   else
-    kernels::attn_res_mix(s.blocks, s.p, n, hidden, w.self_attention_res_proj.data, w.self_attention_res_norm.data, eps,
-                          h, scratch.mix());
+    kernels::attn_res_mix_on_backend(s.blocks, s.p, n, hidden, w.self_attention_res_proj.data,
+                                     w.self_attention_res_norm.data, eps, h, scratch.mix());
   // A block boundary: the partial sum becomes a block state.
   if (i % c.attn_res_block_size == 0) {
     push_block();
@@ -45,7 +45,8 @@ void decoder_layer_attention(const ModelConfig& c, int i, const LayerWeights& w,
   }
 
   // The FFN's input: rms(mix(p, B, mlp_res_*), post_attention_layernorm).
-  kernels::attn_res_mix(s.blocks, s.p, n, hidden, w.mlp_res_proj.data, w.mlp_res_norm.data, eps, h, scratch.mix());
+  kernels::attn_res_mix_on_backend(s.blocks, s.p, n, hidden, w.mlp_res_proj.data, w.mlp_res_norm.data, eps, h,
+                                   scratch.mix());
   kernels::rms_norm_on_backend(h, n, hidden, w.post_attention_layernorm.data, eps, x, pool);
 }
 

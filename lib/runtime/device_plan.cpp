@@ -9,6 +9,7 @@
 #include "common/setting_spelling.h"
 #include "common/tool_main.h"
 #include "gpu/gpu.h"
+#include "model/forward_scratch.h"
 
 namespace k3 {
 
@@ -59,10 +60,15 @@ KdaHeads kda_heads(const Checkpoint& checkpoint) {
 
 }  // namespace
 
-uint64_t device_plan_bytes(const Checkpoint& checkpoint, uint64_t rows) {
+DeviceMixRows device_mix_rows(const ModelConfig& config, uint64_t rows) {
+  return {residual_block_count(config) + 1, static_cast<uint64_t>(config.hidden_size), rows};
+}
+
+uint64_t device_plan_bytes(const Checkpoint& checkpoint, uint64_t rows, const DeviceMixRows& mix) {
   const KdaHeads kda = kda_heads(checkpoint);
-  return gpu_matmul_device_bytes(largest_product(checkpoint), rows) +
-         gpu_kda_device_bytes(kda.heads, kda.head_dim, rows);
+  const GpuProductBound largest = largest_product(checkpoint);
+  return gpu_matmul_device_bytes(largest, rows) + gpu_kda_device_bytes(kda.heads, kda.head_dim, rows) +
+         gpu_attn_res_device_bytes(largest, rows, mix.values, mix.hidden, mix.rows);
 }
 
 void check_device_request(const RunRequest& request) {
@@ -71,9 +77,10 @@ void check_device_request(const RunRequest& request) {
                 spelled(kGpuMbSetting) + " is the device's budget: give " + spelled(kGpuSetting) + " too, or drop it");
 }
 
-uint64_t check_device_plan(const Checkpoint& checkpoint, const RunRequest& request, uint64_t rows, std::ostream& log) {
+uint64_t check_device_plan(const Checkpoint& checkpoint, const RunRequest& request, uint64_t rows,
+                           const DeviceMixRows& mix, std::ostream& log) {
   if (request.gpu_device < 0) return 0;
-  const uint64_t need = device_plan_bytes(checkpoint, rows);
+  const uint64_t need = device_plan_bytes(checkpoint, rows, mix);
   const uint64_t budget = static_cast<uint64_t>(std::llround(request.gpu_mb * 1e6));
   if (budget > 0 && need > budget)
     throw Error(ExitCode::kResource, spelled(kGpuMbSetting) + ": the device's products need " + format_bytes(need) +
