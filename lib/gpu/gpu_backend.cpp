@@ -53,7 +53,8 @@ GpuBackend::GpuBackend(std::unique_ptr<VulkanDevice> device, size_t lanes, bool 
   if (const char* oom = std::getenv("K3_GPU_OUT_OF_MEMORY_AFTER"))
     out_of_memory_after_ = std::strtoull(oom, nullptr, 10);
   // A forced build (tests) takes the probe's answer as it is.
-  const uint32_t native = (variant ? fma_fused_ : choice.native_fma) ? 1 : 0;
+  native_fma_ = variant ? fma_fused_ : choice.native_fma;
+  const uint32_t native = native_fma_ ? 1 : 0;
   bf16_ = std::make_unique<ComputePipeline>(*device_, matmul_shader_name("matmul_bf16", variant_).c_str(), 3,
                                             sizeof(Shape), native, 2);
   mxfp4_ = std::make_unique<ComputePipeline>(*device_, matmul_shader_name("matmul_mxfp4", variant_).c_str(), 4,
@@ -207,7 +208,7 @@ std::string GpuBackend::describe() const {
   std::snprintf(mb, sizeof mb, "%.1f", static_cast<double>(upload_bytes_) / 1e6);
   return "gpu " + std::to_string(device_->index()) + " (" + device_->name() + "): " + std::to_string(products_) +
          " matrix products, " + std::to_string(kda_recurrences_) + " KDA recurrences, " + mb + " MB uploaded, fma " +
-         (fma_fused_ ? "fused" : "emulated") + (variant_ == MatmulShaderVariant::kNative ? " (native shaders)" : "") +
+         (native_fma_ ? "fused" : "emulated") + (variant_ == MatmulShaderVariant::kNative ? " (native shaders)" : "") +
          ", " + std::to_string(lanes_) + "-lane order";
 }
 

@@ -105,6 +105,9 @@ class GpuBackend : public kernels::ComputeBackend {
   std::unique_ptr<VulkanDevice> device_;
   size_t lanes_;
   bool fma_fused_;
+  // The shaders' NATIVE_FMA: the device's own fma() and float arithmetic
+  // run (fused, and it keeps FP32 subnormals); else the emulation.
+  bool native_fma_ = false;
   MatmulShaderVariant variant_ = MatmulShaderVariant::kExact;
   std::unique_ptr<ComputePipeline> bf16_, mxfp4_;
   Stage stages_[2];

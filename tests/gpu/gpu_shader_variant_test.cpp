@@ -164,7 +164,8 @@ TEST(GpuShaderVariant, ChoiceByFmaAndFeatures) {
 // subnormals, the mode, the capability and the extension are gone and
 // nothing else is; a shader without them comes back unchanged.
 TEST(GpuShaderVariant, TheProductBuildsAskTheDeviceToKeepSubnormals) {
-  for (const char* name : {"matmul_bf16", "matmul_mxfp4", "matmul_bf16_native", "matmul_mxfp4_native"}) {
+  for (const char* name :
+       {"matmul_bf16", "matmul_mxfp4", "matmul_bf16_native", "matmul_mxfp4_native", "kda_recurrence"}) {
     const std::vector<uint32_t> words = spirv_shader(name);
     EXPECT_TRUE(spirv_preserves_f32_denorms(words)) << name;
     const std::vector<uint32_t> caps = capabilities(words);
