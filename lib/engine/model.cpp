@@ -92,9 +92,12 @@ ModelPlan Model::plan(const ModelConfig& config, const Checkpoint& checkpoint, c
     // The plan text goes to `log` (or nowhere) before a refusal is thrown.
     std::ostream null_log(nullptr);
     out.stream = prepare_streaming(config, checkpoint, req, params.log ? *params.log : null_log);
-    out.device_bytes =
-        check_device_plan(checkpoint, req, device_rows(out.stream->plan.chunk, out.stream->plan.batch), params.context,
-                          device_local_staging(out.device.get()), params.log ? *params.log : null_log);
+    const MemoryPlan& memory = out.stream->plan;
+    const uint64_t rows = device_rows(memory.chunk, memory.batch);
+    // A mix gets at most a chunk's sub-batch or a batch of rows (ForwardPass).
+    const uint64_t mix_rows = std::min(rows, std::max(memory.batch, memory.chunk_sub_batch));
+    out.device_bytes = check_device_plan(checkpoint, req, rows, device_mix_rows(config, mix_rows), params.context,
+                                         device_local_staging(out.device.get()), params.log ? *params.log : null_log);
     check_position_limit(config, req.context, span_what());
   } else {
     // The sequences' state and caches are planned as the budgeted path
@@ -102,7 +105,8 @@ ModelPlan Model::plan(const ModelConfig& config, const Checkpoint& checkpoint, c
     check_resident_run(config, checkpoint, req, params.context, params.batch);
     check_position_limit(config, params.context, span_what());
     std::ostream null_log(nullptr);
-    out.device_bytes = check_device_plan(checkpoint, req, device_rows(chunk, params.batch), params.context,
+    const uint64_t rows = device_rows(chunk, params.batch);
+    out.device_bytes = check_device_plan(checkpoint, req, rows, device_mix_rows(config, rows), params.context,
                                          device_local_staging(out.device.get()), params.log ? *params.log : null_log);
     // Said only once the checks have passed, so a refusal stays one line.
     if (params.log)

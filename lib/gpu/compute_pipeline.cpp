@@ -1,5 +1,6 @@
 #include "gpu/compute_pipeline.h"
 
+#include "gpu/spirv_denorm_preserve.h"
 #include "gpu/spirv_shaders.h"
 #include "gpu/vulkan_buffer.h"
 #include "gpu/vulkan_context.h"
@@ -10,7 +11,10 @@ ComputePipeline::ComputePipeline(VulkanDevice& device, const char* shader, uint3
                                  uint32_t specialization, uint32_t sets)
     : device_(device), bindings_(bindings), push_bytes_(push_bytes), sets_(sets, VK_NULL_HANDLE) {
   VkDevice d = device_.handle();
-  const std::vector<uint32_t> code = spirv_shader(shader);
+  // DenormPreserve only where the device can keep subnormals: elsewhere
+  // the choice runs the emulation, which does not depend on it.
+  const std::vector<uint32_t> code =
+      device_.denorm_preserve32() ? spirv_shader(shader) : spirv_without_denorm_preserve(spirv_shader(shader));
   VkShaderModuleCreateInfo module{};
   module.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
   module.codeSize = code.size() * sizeof(uint32_t);

@@ -88,5 +88,18 @@ uint64_t gpu_kda_device_bytes(uint64_t heads, uint64_t dim, uint64_t tokens);
 // `stride` floats (kv_lora_rank + qk_rope_head_dim) each, in one buffer
 // (0 without MLA layers).
 uint64_t gpu_latent_cache_device_bytes(uint64_t caches, uint64_t positions, uint64_t stride);
+// AttnRes mixing's words in GpuBackend's activation buffers for `values`
+// values a row (the block states and the partial sum) of `hidden` over
+// `tokens` rows: in, the key weight's norm (FP32) and projection (BF16
+// pairs) then the values; out, the mixed rows then each row's scores.
+struct GpuAttnResWords {
+  uint64_t in = 0, out = 0;
+};
+GpuAttnResWords gpu_attn_res_words(uint64_t values, uint64_t hidden, uint64_t tokens);
+// What the mixes add to gpu_matmul_device_bytes(largest, product_tokens):
+// they share the products' activation buffers, each grown to the larger
+// need, so only the part beyond the products' counts.
+uint64_t gpu_attn_res_device_bytes(const GpuProductBound& largest, uint64_t product_tokens, uint64_t values,
+                                   uint64_t hidden, uint64_t tokens);
 
 }  // namespace k3

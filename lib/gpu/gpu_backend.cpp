@@ -43,8 +43,8 @@ GpuBackend::GpuBackend(std::unique_ptr<VulkanDevice> device, size_t lanes, bool 
     throw Error(ExitCode::kResource, "this CPU's matrix products (" + std::to_string(lanes_) +
                                          "-lane vectors, no FMA) have no device shader yet; the device follows the "
                                          "AVX2 and AVX-512 kernels");
-  const MatmulShaderChoice choice =
-      choose_matmul_shader({fma_fused_, device_->has_shader_float64(), device_->has_shader_int64()});
+  const MatmulShaderChoice choice = choose_matmul_shader(
+      {fma_fused_, device_->has_shader_float64(), device_->has_shader_int64(), device_->denorm_preserve32()});
   variant_ = variant ? *variant : choice.variant;
   if (variant_ == MatmulShaderVariant::kNone)
     throw Error(ExitCode::kResource,
@@ -52,7 +52,9 @@ GpuBackend::GpuBackend(std::unique_ptr<VulkanDevice> device, size_t lanes, bool 
   if (const char* fail = std::getenv("K3_GPU_FAIL_AFTER")) fail_after_ = std::strtoull(fail, nullptr, 10);
   if (const char* oom = std::getenv("K3_GPU_OUT_OF_MEMORY_AFTER"))
     out_of_memory_after_ = std::strtoull(oom, nullptr, 10);
-  const uint32_t native = fma_fused_ ? 1 : 0;
+  // A forced build (tests) takes the probe's answer as it is.
+  native_fma_ = variant ? fma_fused_ : choice.native_fma;
+  const uint32_t native = native_fma_ ? 1 : 0;
   bf16_ = std::make_unique<ComputePipeline>(*device_, matmul_shader_name("matmul_bf16", variant_).c_str(), 3,
                                             sizeof(Shape), native, 2);
   mxfp4_ = std::make_unique<ComputePipeline>(*device_, matmul_shader_name("matmul_mxfp4", variant_).c_str(), 4,
@@ -238,6 +240,7 @@ kernels::ComputeBackendCounters GpuBackend::counters() const {
   c.device_local_staging = device_->stages_into_device_local();
   c.device_local_copies = device_local_copies_;
   c.kda_convs = kda_convs_;
+  c.attn_res_mixes = attn_res_mixes_;
   return c;
 }
 
@@ -246,7 +249,7 @@ std::string GpuBackend::describe() const {
   std::snprintf(mb, sizeof mb, "%.1f", static_cast<double>(upload_bytes_) / 1e6);
   return "gpu " + std::to_string(device_->index()) + " (" + device_->name() + "): " + std::to_string(products_) +
          " matrix products, " + std::to_string(kda_recurrences_) + " KDA recurrences, " + mb + " MB uploaded, fma " +
-         (fma_fused_ ? "fused" : "emulated") + (variant_ == MatmulShaderVariant::kNative ? " (native shaders)" : "") +
+         (native_fma_ ? "fused" : "emulated") + (variant_ == MatmulShaderVariant::kNative ? " (native shaders)" : "") +
          ", " + std::to_string(lanes_) + "-lane order";
 }
 

@@ -126,6 +126,9 @@ class GpuBackend : public kernels::ComputeBackend {
   std::unique_ptr<VulkanDevice> device_;
   size_t lanes_;
   bool fma_fused_;
+  // The shaders' NATIVE_FMA: the device's own fma() and float arithmetic
+  // run (fused, and it keeps FP32 subnormals); else the emulation.
+  bool native_fma_ = false;
   MatmulShaderVariant variant_ = MatmulShaderVariant::kExact;
   std::unique_ptr<ComputePipeline> bf16_, mxfp4_;
   Stage stages_[2];
@@ -160,6 +163,18 @@ class GpuBackend : public kernels::ComputeBackend {
   // uses the recurrence's buffers) and the convs run.
   std::unique_ptr<ComputePipeline> kda_conv_;
   uint64_t kda_convs_ = 0;
+  // AttnRes mixing (gpu_attn_res.cpp, shaders/attn_res_mix.comp): one
+  // workgroup per row, in attn_res.cpp's order and roundings, the exact FP32
+  // emulation on every device; the key weights and the values go in the
+  // activations' buffer, the mixed rows come back in the products' (so the
+  // budget and the peak count them). Declined without shaderFloat64.
+ public:
+  bool attn_res_mix(const float* const* blocks, size_t block_count, const float* p, size_t n, size_t hidden,
+                    const uint16_t* proj, const float* norm, float eps, float* out) override;
+
+ private:
+  std::unique_ptr<ComputePipeline> attn_res_;
+  uint64_t attn_res_mixes_ = 0;
 };
 
 }  // namespace k3

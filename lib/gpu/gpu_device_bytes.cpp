@@ -2,8 +2,9 @@
 // (gpu_matmul_device_bytes, gpu/gpu.h): GpuBackend's buffers (the weights
 // and MXFP4 scales of its staging slots, activations in, products out),
 // each grown to its largest call and kept; and its KDA recurrence's three
-// (gpu_kda_device_bytes); and the latent caches its attention keeps
-// (gpu_latent_cache_device_bytes). Built with and without Vulkan, so a plan reads the
+// (gpu_kda_device_bytes); the latent caches its attention keeps
+// (gpu_latent_cache_device_bytes); what AttnRes mixing grows the shared
+// activation buffers to beyond that (gpu_attn_res_device_bytes). Built with and without Vulkan, so a plan reads the
 // same.
 #include <algorithm>
 #include <cstdlib>
@@ -49,6 +50,22 @@ uint64_t gpu_kda_device_bytes(uint64_t heads, uint64_t dim, uint64_t tokens) {
 uint64_t gpu_latent_cache_device_bytes(uint64_t caches, uint64_t positions, uint64_t stride) {
   if (caches == 0 || positions == 0 || stride == 0) return 0;
   return buffer_bytes(caches * positions * stride * sizeof(float) + 4);  // the shader reads whole words
+}
+
+GpuAttnResWords gpu_attn_res_words(uint64_t values, uint64_t hidden, uint64_t tokens) {
+  return {hidden + (hidden + 1) / 2 + values * tokens * hidden, tokens * hidden + tokens * values};
+}
+
+uint64_t gpu_attn_res_device_bytes(const GpuProductBound& largest, uint64_t product_tokens, uint64_t values,
+                                   uint64_t hidden, uint64_t tokens) {
+  if (values == 0 || hidden == 0 || tokens == 0) return 0;
+  const GpuAttnResWords words = gpu_attn_res_words(values, hidden, tokens);
+  // The products' activations in and out (0 where there are none).
+  const bool products = largest.weight_bytes > 0 && product_tokens > 0;
+  const uint64_t x = products ? buffer_bytes(product_tokens * largest.cols * sizeof(float)) : 0;
+  const uint64_t y = products ? buffer_bytes(product_tokens * largest.rows * sizeof(float)) : 0;
+  const uint64_t in = buffer_bytes(words.in * 4), out = buffer_bytes(words.out * 4);
+  return (in > x ? in - x : 0) + (out > y ? out - y : 0);
 }
 
 }  // namespace k3

@@ -54,8 +54,8 @@ std::vector<GpuDeviceInfo> list_gpu_devices() {
       info.type = device_type(device.properties().deviceType);
       info.float64 = device.has_float64();
       info.fma_fused = probe_fma_fused(device);
-      const MatmulShaderChoice choice =
-          choose_matmul_shader({info.fma_fused, device.has_shader_float64(), device.has_shader_int64()});
+      const MatmulShaderChoice choice = choose_matmul_shader(
+          {info.fma_fused, device.has_shader_float64(), device.has_shader_int64(), device.denorm_preserve32()});
       info.native_shaders = choice.variant == MatmulShaderVariant::kNative;
       info.unusable_reason = choice.why_not;
       info.fp32_gflops = probe_fp32_gflops(device);

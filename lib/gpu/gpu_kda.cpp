@@ -40,7 +40,7 @@ bool GpuBackend::kda_recurrence(float* S, const float* q, const float* k, const 
   if (products_ >= fail_after_) vk_check(VK_ERROR_DEVICE_LOST, "running a KDA recurrence (K3_GPU_FAIL_AFTER)");
   if (products_ >= out_of_memory_after_)
     vk_check(VK_ERROR_OUT_OF_DEVICE_MEMORY, "allocating a KDA recurrence's buffers (K3_GPU_OUT_OF_MEMORY_AFTER)");
-  if (!kda_) kda_ = std::make_unique<ComputePipeline>(*device_, "kda_recurrence", 3, sizeof(KdaShape), fma_fused_);
+  if (!kda_) kda_ = std::make_unique<ComputePipeline>(*device_, "kda_recurrence", 3, sizeof(KdaShape), native_fma_);
   const size_t slice = std::min(n, limit / token_bytes);
   grow(*kda_state_, state_bytes);
   grow(*kda_in_, slice * token_bytes);

@@ -4,13 +4,16 @@ namespace k3 {
 
 MatmulShaderChoice choose_matmul_shader(const GpuFeatures& f) {
   const bool wide = f.float64 && f.int64;
-  if (wide) return {MatmulShaderVariant::kExact, ""};
-  if (f.fma_fused) return {MatmulShaderVariant::kNative, ""};
+  const bool native = f.fma_fused && f.denorm_preserve32;
+  if (wide) return {MatmulShaderVariant::kExact, native, ""};
+  if (native) return {MatmulShaderVariant::kNative, true, ""};
   const std::string lacks = !f.float64 && !f.int64 ? "shaderFloat64 and shaderInt64"
                             : !f.float64           ? "shaderFloat64"
                                                    : "shaderInt64";
-  return {MatmulShaderVariant::kNone,
-          "its fma() is not fused and it lacks " + lacks + " to emulate one, so its products cannot equal the CPU's"};
+  const std::string why =
+      f.fma_fused ? "it may flush FP32 subnormals (no shaderDenormPreserveFloat32)" : "its fma() is not fused";
+  return {MatmulShaderVariant::kNone, false,
+          why + " and it lacks " + lacks + " to emulate every rounding, so its products cannot equal the CPU's"};
 }
 
 std::string matmul_shader_name(const std::string& base, MatmulShaderVariant variant) {

@@ -3,8 +3,11 @@
 // and Int64 (its emulated fma needs them), so a device without
 // shaderFloat64/shaderInt64 cannot even create its pipeline; the native one
 // uses the device's fma() and float arithmetic only, exact where that fma is
-// fused. A pure function of the probed fma and the device's features, so
-// the choice is tested without such a device.
+// fused. Both rely on the device keeping FP32 subnormals wherever they use
+// its float arithmetic (the exact build's NATIVE_FMA path, the native
+// build), so a device without shaderDenormPreserveFloat32 runs the
+// emulation or nothing. A pure function of the probed fma and the device's
+// features, so the choice is tested without such a device.
 #pragma once
 
 #include <string>
@@ -15,6 +18,9 @@ struct GpuFeatures {
   bool fma_fused = false;  // the start-up probe (fma_probe.h)
   bool float64 = false;    // shaderFloat64
   bool int64 = false;      // shaderInt64
+  // shaderDenormPreserveFloat32 (VkPhysicalDeviceFloatControlsProperties):
+  // the device can keep FP32 subnormals, as the shaders then ask it to.
+  bool denorm_preserve32 = false;
 };
 
 enum class MatmulShaderVariant {
@@ -25,12 +31,14 @@ enum class MatmulShaderVariant {
 
 struct MatmulShaderChoice {
   MatmulShaderVariant variant = MatmulShaderVariant::kNone;
-  std::string why_not;  // for kNone: why no variant is exact here (one clause)
+  bool native_fma = false;  // the exact build's NATIVE_FMA: the device's fused fma() and float arithmetic
+  std::string why_not;      // for kNone: why no variant is exact here (one clause)
 };
 
-// A fused device with 64-bit types keeps the exact build (its native path:
-// the same bits, and MXFP4 weights still decoded with integer roundings); a
-// fused one without them runs the native build; an unfused one needs the
+// A fused device that keeps subnormals, with 64-bit types, keeps the exact
+// build (its native path: the same bits, and MXFP4 weights still decoded
+// with integer roundings); without them it runs the native build. An
+// unfused device, or a fused one that may flush subnormals, needs the
 // emulation, so Float64 and Int64, or nothing is exact.
 MatmulShaderChoice choose_matmul_shader(const GpuFeatures& features);
 

@@ -29,6 +29,8 @@ extern const unsigned char spirv_kda_recurrence[];
 extern const unsigned long spirv_kda_recurrence_size;
 extern const unsigned char spirv_kda_conv[];
 extern const unsigned long spirv_kda_conv_size;
+extern const unsigned char spirv_attn_res_mix[];
+extern const unsigned long spirv_attn_res_mix_size;
 }  // namespace k3::embedded
 
 namespace k3 {
@@ -51,6 +53,7 @@ std::vector<uint32_t> spirv_shader(const char* name) {
       {"latent_attention", embedded::spirv_latent_attention, embedded::spirv_latent_attention_size},
       {"kda_recurrence", embedded::spirv_kda_recurrence, embedded::spirv_kda_recurrence_size},
       {"kda_conv", embedded::spirv_kda_conv, embedded::spirv_kda_conv_size},
+      {"attn_res_mix", embedded::spirv_attn_res_mix, embedded::spirv_attn_res_mix_size},
   };
   for (const Entry& e : table) {
     if (std::strcmp(e.name, name) != 0) continue;

@@ -37,6 +37,28 @@ bool layer_installed(const char* name) {
   return false;
 }
 
+bool device_extension_offered(VkPhysicalDevice physical, const char* name) {
+  uint32_t count = 0;
+  vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, nullptr);
+  std::vector<VkExtensionProperties> extensions(count);
+  vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, extensions.data());
+  for (const VkExtensionProperties& e : extensions)
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  return false;
+}
+
+// shaderDenormPreserveFloat32, through VK_KHR_shader_float_controls (the
+// instance asks for Vulkan 1.1, where float controls are an extension).
+bool keeps_f32_denorms(VkPhysicalDevice physical) {
+  VkPhysicalDeviceFloatControlsPropertiesKHR controls{};
+  controls.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES_KHR;
+  VkPhysicalDeviceProperties2 properties{};
+  properties.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+  properties.pNext = &controls;
+  vkGetPhysicalDeviceProperties2(physical, &properties);
+  return controls.shaderDenormPreserveFloat32 == VK_TRUE;
+}
+
 }  // namespace
 
 void vk_check(VkResult result, const std::string& what) {
@@ -133,6 +155,9 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, VkPhysicalD
   vkGetPhysicalDeviceFeatures(physical_, &supported);
   float64_ = supported.shaderFloat64;
   int64_ = supported.shaderInt64;
+  const char* float_controls = VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME;
+  const bool has_float_controls = device_extension_offered(physical_, float_controls);
+  denorm_preserve32_ = has_float_controls && keeps_f32_denorms(physical_);
 
   uint32_t families = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(physical_, &families, nullptr);
@@ -158,6 +183,10 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, VkPhysicalD
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &queue;
   info.pEnabledFeatures = &enabled;
+  if (has_float_controls) {  // the shaders' DenormPreserve mode needs it
+    info.enabledExtensionCount = 1;
+    info.ppEnabledExtensionNames = &float_controls;
+  }
   vk_check(vkCreateDevice(physical_, &info, nullptr, &device_), "opening gpu " + std::to_string(index_));
   vkGetDeviceQueue(device_, compute, 0, &queue_);
 

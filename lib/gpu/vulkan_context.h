@@ -56,6 +56,10 @@ class VulkanDevice {
   bool has_float64() const { return float64_ && int64_; }
   bool has_shader_float64() const { return float64_; }
   bool has_shader_int64() const { return int64_; }
+  // shaderDenormPreserveFloat32 (VK_KHR_shader_float_controls, enabled where
+  // offered): the device can keep FP32 subnormals in a shader that declares
+  // DenormPreserve (gpu/spirv_denorm_preserve.h).
+  bool denorm_preserve32() const { return denorm_preserve32_; }
   // Largest storage buffer binding (bytes).
   uint64_t max_binding_bytes() const { return properties_.limits.maxStorageBufferRange; }
   // A host-visible, host-coherent memory type among `bits`, device-local
@@ -83,7 +87,7 @@ class VulkanDevice {
   int index_;
   VkPhysicalDeviceProperties properties_{};
   VkPhysicalDeviceMemoryProperties memory_{};
-  bool float64_ = false, int64_ = false;
+  bool float64_ = false, int64_ = false, denorm_preserve32_ = false;
   bool stage_copies_ = false;
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;

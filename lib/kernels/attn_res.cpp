@@ -1,9 +1,10 @@
 #include "kernels/attn_res.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "kernels/bf16.h"
+#include "kernels/compute_backend.h"
+#include "kernels/exp_f32.h"
 #include "kernels/rms_norm.h"
 
 namespace k3::kernels {
@@ -32,7 +33,7 @@ void attn_res_mix(const std::vector<const float*>& blocks, const float* p, size_
     const float mx = *std::max_element(scores, scores + nv);
     float sum = 0;
     for (size_t j = 0; j < nv; ++j) {
-      scores[j] = std::exp(scores[j] - mx);
+      scores[j] = exp_f32(scores[j] - mx);
       sum += scores[j];
     }
     float* o = out + t * hidden;
@@ -43,6 +44,13 @@ void attn_res_mix(const std::vector<const float*>& blocks, const float* p, size_
       for (size_t c = 0; c < hidden; ++c) o[c] += prob * v[c];
     }
   }
+}
+
+void attn_res_mix_on_backend(const std::vector<const float*>& blocks, const float* p, size_t n, size_t hidden,
+                             const uint16_t* proj, const float* norm, float eps, float* out, float* scratch) {
+  ComputeBackend* backend = current_compute_backend();
+  if (backend && backend->attn_res_mix(blocks.data(), blocks.size(), p, n, hidden, proj, norm, eps, out)) return;
+  attn_res_mix(blocks, p, n, hidden, proj, norm, eps, out, scratch);
 }
 
 }  // namespace k3::kernels

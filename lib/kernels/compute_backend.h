@@ -47,6 +47,8 @@ struct ComputeBackendCounters {
   uint64_t device_local_copies = 0;  // staged slices copied into device-local memory
   // The KDA layer's short conv.
   uint64_t kda_convs = 0;  // short convs (one of q, k, v of a sequence's rows) run on the device
+  // AttnRes mixing on the device.
+  uint64_t attn_res_mixes = 0;  // kernels::attn_res_mix calls (each over all of its rows)
 };
 
 // MLA's attention over the latent cache for `rows` rows and every head
@@ -113,6 +115,15 @@ class ComputeBackend {
   // raw convolved in place, carry advanced; false leaves it to the CPU kernel.
   virtual bool short_conv_silu(const uint16_t* /*w*/, float* /*carry*/, float* /*raw*/, size_t /*n*/,
                                size_t /*channels*/, size_t /*K*/) {
+    return false;
+  }
+
+  // AttnRes mixing: kernels::attn_res_mix over n rows, the values being the
+  // block_count block states then the partial sum p; false leaves it to the
+  // CPU kernel.
+  virtual bool attn_res_mix(const float* const* /*blocks*/, size_t /*block_count*/, const float* /*p*/, size_t /*n*/,
+                            size_t /*hidden*/, const uint16_t* /*proj*/, const float* /*norm*/, float /*eps*/,
+                            float* /*out*/) {
     return false;
   }
 

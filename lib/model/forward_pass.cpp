@@ -262,8 +262,8 @@ void ForwardPass::head_logits(const std::vector<const float*>& blocks, const flo
   const size_t hidden = c.hidden_size;
   const HeadWeights& head = source_.acquire_head();
   float* x = scratch_.h();  // [m, hidden]; h is free once the layers are done
-  kernels::attn_res_mix(blocks, p_rows, m, hidden, head.output_attn_res_proj.data, head.output_attn_res_norm.data,
-                        c.rms_norm_eps, x, scratch_.mix());
+  kernels::attn_res_mix_on_backend(blocks, p_rows, m, hidden, head.output_attn_res_proj.data,
+                                   head.output_attn_res_norm.data, c.rms_norm_eps, x, scratch_.mix());
   kernels::rms_norm(x, m, hidden, head.norm.data, c.rms_norm_eps, x);
   const size_t vocab = c.vocab_size;
   size_t covered = 0;  // blocks must tile [0, vocab) in order: no logit is left unwritten

@@ -9,6 +9,7 @@
 #include "common/setting_spelling.h"
 #include "common/tool_main.h"
 #include "gpu/gpu.h"
+#include "model/forward_scratch.h"
 
 namespace k3 {
 
@@ -70,12 +71,18 @@ MlaLatentShape mla_latent_shape(const Checkpoint& checkpoint) {
   return shape;
 }
 
-uint64_t device_plan_bytes(const Checkpoint& checkpoint, uint64_t rows, uint64_t sequences, uint64_t context,
-                           bool device_local_staging) {
+DeviceMixRows device_mix_rows(const ModelConfig& config, uint64_t rows) {
+  return {residual_block_count(config) + 1, static_cast<uint64_t>(config.hidden_size), rows};
+}
+
+uint64_t device_plan_bytes(const Checkpoint& checkpoint, uint64_t rows, const DeviceMixRows& mix, uint64_t sequences,
+                           uint64_t context, bool device_local_staging) {
   const KdaHeads kda = kda_heads(checkpoint);
   const MlaLatentShape mla = mla_latent_shape(checkpoint);
-  return gpu_matmul_device_bytes(largest_product(checkpoint), rows, gpu_stage_bytes(), device_local_staging) +
+  const GpuProductBound largest = largest_product(checkpoint);
+  return gpu_matmul_device_bytes(largest, rows, gpu_stage_bytes(), device_local_staging) +
          gpu_kda_device_bytes(kda.heads, kda.head_dim, rows) +
+         gpu_attn_res_device_bytes(largest, rows, mix.values, mix.hidden, mix.rows) +
          gpu_latent_cache_device_bytes(sequences * mla.layers, context, mla.stride);
 }
 
@@ -85,11 +92,11 @@ void check_device_request(const RunRequest& request) {
                 spelled(kGpuMbSetting) + " is the device's budget: give " + spelled(kGpuSetting) + " too, or drop it");
 }
 
-uint64_t check_device_plan(const Checkpoint& checkpoint, const RunRequest& request, uint64_t rows, uint64_t context,
-                           bool device_local_staging, std::ostream& log) {
+uint64_t check_device_plan(const Checkpoint& checkpoint, const RunRequest& request, uint64_t rows,
+                           const DeviceMixRows& mix, uint64_t context, bool device_local_staging, std::ostream& log) {
   if (request.gpu_device < 0) return 0;
   const uint64_t sequences = std::max<uint64_t>(1, request.sequences);
-  const uint64_t need = device_plan_bytes(checkpoint, rows, sequences, context, device_local_staging);
+  const uint64_t need = device_plan_bytes(checkpoint, rows, mix, sequences, context, device_local_staging);
   const uint64_t budget = static_cast<uint64_t>(std::llround(request.gpu_mb * 1e6));
   if (budget > 0 && need > budget)
     throw Error(ExitCode::kResource, spelled(kGpuMbSetting) + ": the device's products need " + format_bytes(need) +

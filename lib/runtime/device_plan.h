@@ -1,7 +1,8 @@
 // The memory plan's device part (--gpu, docs/gpu.md): the device memory the
 // run's matrix products hold, GpuBackend's buffers grown to the checkpoint's
-// largest product over the most rows one device call gets, and its KDA
-// recurrence's over those rows, checked against the request's gpu_mb before
+// largest product over the most rows one device call gets, its KDA
+// recurrence's over those rows, and what the AttnRes mixes' values (the
+// block states and partial sums of the most rows one mix gets) add, checked against the request's gpu_mb before
 // any weight is read.
 #pragma once
 
@@ -9,19 +10,28 @@
 #include <ostream>
 
 #include "checkpoint/checkpoint.h"
+#include "model/config.h"
 #include "planning/run_request.h"
 
 namespace k3 {
 
+// The AttnRes mixes on the device: values a row (the block states a pass
+// closes, and the partial sum), their width, and the most rows one mix
+// gets (the chunk's sub-batch, or a pass's batch).
+struct DeviceMixRows {
+  uint64_t values = 0, hidden = 0, rows = 0;
+};
+DeviceMixRows device_mix_rows(const ModelConfig& config, uint64_t rows);
+
 // The device bytes for products over at most `rows` rows of activations
 // (the prefill chunk's, or a pass's): every BF16 matrix but the embedding
 // (a lookup, never a product) and every MXFP4 one may run there, as may
-// the KDA layers' recurrence; and the copies of MLA's latent caches the
-// attention keeps there, `sequences` x MLA layers of `context` positions.
-// `device_local_staging`: the device copies its staged weights into
-// device-local memory (gpu_matmul_device_bytes).
-uint64_t device_plan_bytes(const Checkpoint& checkpoint, uint64_t rows, uint64_t sequences, uint64_t context,
-                           bool device_local_staging = false);
+// the KDA layers' recurrence and the AttnRes mixes of `mix`; and the copies
+// of MLA's latent caches the attention keeps there, `sequences` x MLA layers
+// of `context` positions. `device_local_staging`: the device copies its
+// staged weights into device-local memory (gpu_matmul_device_bytes).
+uint64_t device_plan_bytes(const Checkpoint& checkpoint, uint64_t rows, const DeviceMixRows& mix, uint64_t sequences,
+                           uint64_t context, bool device_local_staging = false);
 
 // The MLA layers of the checkpoint (one kv_a_proj_with_mqa each) and
 // kv_lora_rank + qk_rope_head_dim (its rows): the latent caches' geometry.
@@ -39,7 +49,7 @@ void check_device_request(const RunRequest& request);
 // Returns the bytes (0 without a device).
 // `context`: the positions each of the request's sequences holds;
 // `device_local_staging` as for device_plan_bytes.
-uint64_t check_device_plan(const Checkpoint& checkpoint, const RunRequest& request, uint64_t rows, uint64_t context,
-                           bool device_local_staging, std::ostream& log);
+uint64_t check_device_plan(const Checkpoint& checkpoint, const RunRequest& request, uint64_t rows,
+                           const DeviceMixRows& mix, uint64_t context, bool device_local_staging, std::ostream& log);
 
 }  // namespace k3

@@ -2,7 +2,8 @@
 // K3_NATIVE_FMA_ONLY), for fused devices without shaderFloat64/shaderInt64:
 // its SPIR-V declares no 64-bit capability, it runs the CPU order with the
 // device's own fma(), and the choice between the builds is a pure function
-// of the probed fma and the features.
+// of the probed fma and the features (shaderDenormPreserveFloat32 among
+// them: both builds ask the device to keep FP32 subnormals).
 //
 // lavapipe's fma() is not fused (its results are a multiply, then an add),
 // so the native build there must equal a multiply-then-add chain in the
@@ -25,6 +26,7 @@
 #include "gpu/gpu_backend.h"
 #include "gpu/lavapipe_device.h"
 #include "gpu/shader_variant.h"
+#include "gpu/spirv_denorm_preserve.h"
 #include "gpu/spirv_shaders.h"
 #include "gpu/vulkan_context.h"
 #include "kernels/bf16.h"
@@ -128,26 +130,57 @@ TEST(GpuShaderVariant, TheNativeBuildDeclaresNo64BitTypes) {
   }
 }
 
+// Every combination of the probe's answer and the three features.
 TEST(GpuShaderVariant, ChoiceByFmaAndFeatures) {
   using V = MatmulShaderVariant;
-  // Fused with 64-bit types: the exact build (its native path); fused
-  // without them (either one missing): the native build.
-  EXPECT_EQ(choose_matmul_shader({true, true, true}).variant, V::kExact);
-  EXPECT_EQ(choose_matmul_shader({true, false, false}).variant, V::kNative);
-  EXPECT_EQ(choose_matmul_shader({true, true, false}).variant, V::kNative);
-  EXPECT_EQ(choose_matmul_shader({true, false, true}).variant, V::kNative);
-  // Unfused: the emulation where it can run, else nothing, saying why.
-  EXPECT_EQ(choose_matmul_shader({false, true, true}).variant, V::kExact);
-  EXPECT_TRUE(choose_matmul_shader({false, true, true}).why_not.empty());
-  const MatmulShaderChoice none = choose_matmul_shader({false, false, false});
-  EXPECT_EQ(none.variant, V::kNone);
-  EXPECT_NE(none.why_not.find("not fused"), std::string::npos) << none.why_not;
-  EXPECT_NE(none.why_not.find("shaderFloat64 and shaderInt64"), std::string::npos) << none.why_not;
-  EXPECT_EQ(choose_matmul_shader({false, true, false}).variant, V::kNone);
-  EXPECT_NE(choose_matmul_shader({false, true, false}).why_not.find("shaderInt64"), std::string::npos);
-  EXPECT_EQ(choose_matmul_shader({false, false, true}).variant, V::kNone);
+  for (int bits = 0; bits < 16; ++bits) {
+    const GpuFeatures f{(bits & 1) != 0, (bits & 2) != 0, (bits & 4) != 0, (bits & 8) != 0};
+    SCOPED_TRACE("fused " + std::to_string(f.fma_fused) + " float64 " + std::to_string(f.float64) + " int64 " +
+                 std::to_string(f.int64) + " denorm preserve " + std::to_string(f.denorm_preserve32));
+    const MatmulShaderChoice c = choose_matmul_shader(f);
+    // The device's own fma and float arithmetic only where fused and
+    // keeping subnormals; with 64-bit types the exact build (its native
+    // path there, the emulation elsewhere), without them the native build
+    // where it is exact, else nothing.
+    const bool native = f.fma_fused && f.denorm_preserve32, wide = f.float64 && f.int64;
+    EXPECT_EQ(c.variant, wide ? V::kExact : native ? V::kNative : V::kNone);
+    EXPECT_EQ(c.native_fma, native);
+    EXPECT_EQ(c.why_not.empty(), c.variant != V::kNone) << c.why_not;
+    if (c.variant != V::kNone) continue;
+    // One clause naming why the device's arithmetic cannot be used and what
+    // the emulation lacks.
+    EXPECT_NE(c.why_not.find(f.fma_fused ? "no shaderDenormPreserveFloat32" : "not fused"), std::string::npos)
+        << c.why_not;
+    EXPECT_EQ(c.why_not.find("shaderFloat64") != std::string::npos, !f.float64) << c.why_not;
+    EXPECT_EQ(c.why_not.find("shaderInt64") != std::string::npos, !f.int64) << c.why_not;
+    EXPECT_EQ(c.why_not.find('\n'), std::string::npos);
+  }
   EXPECT_EQ(matmul_shader_name("matmul_bf16", V::kNative), "matmul_bf16_native");
   EXPECT_EQ(matmul_shader_name("matmul_bf16", V::kExact), "matmul_bf16");
+}
+
+// The products' builds, exact and native, declare DenormPreserve for 32-bit
+// floats (with its capability); stripped for a device that cannot keep
+// subnormals, the mode, the capability and the extension are gone and
+// nothing else is; a shader without them comes back unchanged.
+TEST(GpuShaderVariant, TheProductBuildsAskTheDeviceToKeepSubnormals) {
+  for (const char* name :
+       {"matmul_bf16", "matmul_mxfp4", "matmul_bf16_native", "matmul_mxfp4_native", "kda_recurrence"}) {
+    const std::vector<uint32_t> words = spirv_shader(name);
+    EXPECT_TRUE(spirv_preserves_f32_denorms(words)) << name;
+    const std::vector<uint32_t> caps = capabilities(words);
+    EXPECT_NE(std::find(caps.begin(), caps.end(), kSpirvCapabilityDenormPreserve), caps.end()) << name;
+    const std::vector<uint32_t> stripped = spirv_without_denorm_preserve(words);
+    EXPECT_FALSE(spirv_preserves_f32_denorms(stripped)) << name;
+    const std::vector<uint32_t> left = capabilities(stripped);
+    EXPECT_EQ(std::find(left.begin(), left.end(), kSpirvCapabilityDenormPreserve), left.end()) << name;
+    EXPECT_EQ(left.size(), caps.size() - 1) << name;
+    // The mode (4 words), the capability (2) and "SPV_KHR_float_controls" (1 + 6).
+    EXPECT_EQ(stripped.size(), words.size() - 13) << name;
+  }
+  const std::vector<uint32_t> norm = spirv_shader("rms_norm");
+  EXPECT_FALSE(spirv_preserves_f32_denorms(norm));
+  EXPECT_EQ(spirv_without_denorm_preserve(norm), norm);
 }
 
 // lavapipe has the 64-bit types and an unfused fma: the exact build, chosen
@@ -155,6 +188,9 @@ TEST(GpuShaderVariant, ChoiceByFmaAndFeatures) {
 TEST(GpuShaderVariant, LavapipeGetsTheExactBuild) {
   auto device = open_lavapipe_device();
   ASSERT_TRUE(device);
+  // lavapipe flushes FP32 subnormals and says so: the native builds run
+  // there (the test below) with DenormPreserve dropped.
+  EXPECT_FALSE(device->denorm_preserve32());
   GpuBackend gpu(std::move(device), 8, false);
   EXPECT_EQ(gpu.variant(), MatmulShaderVariant::kExact);
   EXPECT_EQ(VulkanInstance::validation_errors(), 0u);

@@ -8,7 +8,8 @@
 # (its ids the CPU's, slices overlapped), a byte less is refused
 # at plan time with one line naming --gpu-mb (exit 6, k3-forward, k3-chat
 # and k3-serve alike); --stats-json's "gpu" counts the products (as the
-# summary line does), the norms and SiTU steps run on the device, and a peak
+# summary line does), the norms, SiTU steps and AttnRes mixes run on the
+# device, and a peak
 # within the plan. A device that runs out of
 # memory mid-prompt ends the run with one line, exit 6, the saved
 # conversation it was continuing unchanged and no output file written.
@@ -28,12 +29,19 @@ awk 'BEGIN { for (i = 0; i < 300; ++i) printf "%d ", (i * 104729 + 5) % 8192; pr
 # or one BF16 row of the widest if larger, at most the product; its scales
 # 1/16 of it, at most the largest), rows x cols and rows x out floats. The
 # KDA recurrence's: H heads (b_proj's rows) of D (dt_bias is H*D): a state
-# of H*D*D floats, rows x (4*H*D + H) in, rows x H*D out. The latent
-# caches the attention keeps: one sequence x the MLA layers (one
-# kv_a_proj_with_mqa each, kv_lora_rank + rope rows) x the context's 302
-# positions (300 ids and 2 generated) of floats, + 4 bytes.
+# of H*D*D floats, rows x (4*H*D + H) in, rows x H*D out. The AttnRes
+# mixes share the activation buffers, each grown to the larger need: V
+# values a row (ceil(layers / block size) block states and p) of the hidden
+# width, the key weight's norm and BF16 projection in; the mixed rows and V
+# scores a row out. The latent caches the attention keeps: one sequence x
+# the MLA layers (one kv_a_proj_with_mqa each, kv_lora_rank + rope rows) x
+# the context's 302 positions (300 ids and 2 generated) of floats, + 4 bytes.
 need=$(python3 - "$TINY" 300 65536 302 << 'PY'
 import glob, json, struct, sys
+config = json.load(open(sys.argv[1] + "/config.json"))
+config = config.get("text_config", config)
+hidden = config["hidden_size"]
+values = -(-config["num_hidden_layers"] // config["attn_res_block_size"]) + 1
 w = s = cols = outs = heads = width = mla = stride = 0
 for path in glob.glob(sys.argv[1] + "/*.safetensors"):
     with open(path, "rb") as f:
@@ -57,8 +65,11 @@ assert w > stage, "the stage must slice the largest product"
 piece = min(w, max(stage, 2 * cols))
 scale_piece = min(s, piece // 16)
 kda = width * (width // heads) * 4 + rows * (4 * width + heads) * 4 + rows * width * 4
+mix_in = 4 * (hidden + (hidden + 1) // 2 + values * rows * hidden)
+mix_out = 4 * (rows * hidden + rows * values)
 staging = 2 * max(piece + 4, 16) + (2 * max(scale_piece + 4, 16) if s else 0)
-rest = max(rows * cols * 4, 16) + max(rows * outs * 4, 16) + kda + mla * context * stride * 4 + 4
+rest = (max(rows * cols * 4, mix_in, 16) + max(rows * outs * 4, mix_out, 16) + kda
+        + mla * context * stride * 4 + 4)
 # And staged into device-local memory: each slot's weights and scales twice.
 print(staging + rest, 2 * staging + rest)
 PY
@@ -95,6 +106,7 @@ holds "stats: busy waits, at most one a slice" "[ '$(json exact busy_waits)' -le
 # The chunk's norms and SiTU steps ran on the device too, within the same peak.
 holds "stats: norms ran on the device" "[ '$(json exact rms_norms)' -gt 0 ]"
 holds "stats: SiTU steps ran on the device" "[ '$(json exact situ_steps)' -gt 0 ]"
+holds "stats: AttnRes mixes ran on the device" "[ '$(json exact attn_res_mixes)' -gt 0 ]"
 bad "a byte less than the plan, k3-forward" 6 "--gpu-mb: the device's products need" -- \
   "$FWD" "$TINY" --ids "$work/ids.txt" --gen 2 --gpu "$lvp" --gpu-mb "$(mb $((need - 1)))"
 contains "the refusal says the bytes" "($need bytes) for up to 300 rows and 1 x 302 cached positions" \

@@ -9,8 +9,12 @@
 // decay = exp(g) is computed by the host with the CPU kernel's kernels::exp_f32.
 // Without NATIVE_FMA (the device's arithmetic may flush subnormals, as
 // lavapipe's does) each operation is emulated: a product of two FP32 values
-// is exact in double and rounded once, a sum through exact_fma.glsl.
+// is exact in double and rounded once, a sum through exact_fma.glsl. With
+// it the device must keep subnormals: DenormPreserve for 32-bit floats, as
+// matmul_common.glsl declares it (dropped where the device cannot).
 #include "exact_fma.glsl"
+#extension GL_EXT_spirv_intrinsics : require
+spirv_execution_mode(extensions = ["SPV_KHR_float_controls"], capabilities = [4464], 4459, 32);
 
 layout(local_size_x = 64) in;
 layout(constant_id = 0) const uint NATIVE_FMA = 0u;

@@ -12,6 +12,14 @@
 //   arithmetic only, weights as floats, no 64-bit types, so a fused device
 //   without shaderFloat64/shaderInt64 can run it (gpu/shader_variant.h
 //   picks one).
+//
+// Both declare DenormPreserve for 32-bit floats (SPV_KHR_float_controls):
+// where the device's own fma() and adds run, they must keep subnormals as
+// the CPU does. The pipeline drops the mode on a device that cannot keep
+// them (gpu/spirv_denorm_preserve.h), where only the emulation runs.
+#extension GL_EXT_spirv_intrinsics : require
+spirv_execution_mode(extensions = ["SPV_KHR_float_controls"], capabilities = [4464], 4459, 32);
+
 #ifdef K3_NATIVE_FMA_ONLY
 #define weight_t float
 weight_t weight_of_f32_bits(uint b) { return uintBitsToFloat(b); }
