@@ -369,8 +369,11 @@ TEST(PrefillChunkFit, SubBatchBytesFollowTheirFormulas) {
     ASSERT_TRUE(p.chunk_spilled);
     ASSERT_EQ(std::max(p.batch, p.chunk_sub_batch), sub);
     const PrefillReads reads = forecast_prefill_reads(c, p, 2048);
-    EXPECT_EQ(reads.spill_written_bytes, 8.0 * 2048 * row);
-    EXPECT_EQ(reads.spill_read_bytes, (sub > 256 ? opened + before : opened) * 2048 * row) << sub;
+    // And each of the 92 MoE layers' shared-expert rows, written and read back once.
+    const double moe = c.num_hidden_layers - c.first_k_dense_replace;
+    ASSERT_EQ(moe, 92);
+    EXPECT_EQ(reads.spill_written_bytes, (8.0 + moe) * 2048 * row);
+    EXPECT_EQ(reads.spill_read_bytes, (sub > 256 ? opened + before : opened) * 2048 * row + moe * 2048 * row) << sub;
   }
 }
 
