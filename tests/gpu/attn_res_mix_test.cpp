@@ -30,23 +30,9 @@ namespace k3 {
 namespace {
 
 using test::expect_same_bits;
+using test::floats_over_exponents;
 using test::open_lavapipe_device;
-
-// One device for the whole program: lavapipe compiles a pipeline in about
-// a second, so the tests share it.
-GpuBackend& shared_gpu() {
-  static GpuBackend gpu(open_lavapipe_device(), kernels::kernel_target_lanes() >= 16 ? 16 : 8, false);
-  return gpu;
-}
-
-// n floats u * 2^e, u uniform in [-1, 1], e uniform in [lo, hi].
-std::vector<float> floats_of(std::mt19937& rng, size_t n, int lo, int hi) {
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::uniform_int_distribution<int> e(lo, hi);
-  std::vector<float> v(n);
-  for (float& f : v) f = std::ldexp(u(rng), e(rng));
-  return v;
-}
+using test::shared_gpu;
 
 // The BF16 bits of each float (its top half).
 std::vector<uint16_t> bf16_of(const std::vector<float>& v) {
@@ -73,11 +59,11 @@ struct Mix {
 };
 
 Mix random_mix(std::mt19937& rng, size_t n, size_t hidden, size_t blocks, int lo, int hi) {
-  Mix m{n, hidden, {}, floats_of(rng, n * hidden, lo, hi), floats_of(rng, hidden, -1, 1), {}};
-  for (size_t j = 0; j < blocks; ++j) m.blocks.push_back(floats_of(rng, n * hidden, lo, hi));
+  Mix m{n, hidden, {}, floats_over_exponents(rng, n * hidden, lo, hi), floats_over_exponents(rng, hidden, -1, 1), {}};
+  for (size_t j = 0; j < blocks; ++j) m.blocks.push_back(floats_over_exponents(rng, n * hidden, lo, hi));
   // Key weights of about 1/sqrt(hidden): scores of a few units, a softmax
   // that weighs several values.
-  m.proj = bf16_of(floats_of(rng, hidden, -2 - static_cast<int>(std::log2(hidden)) / 2, 0));
+  m.proj = bf16_of(floats_over_exponents(rng, hidden, -2 - static_cast<int>(std::log2(hidden)) / 2, 0));
   return m;
 }
 

@@ -25,13 +25,7 @@ namespace {
 
 using test::expect_same_bits;
 using test::open_lavapipe_device;
-
-// One device for the whole program: lavapipe compiles a pipeline in about
-// a second, so the tests share it (and count its calls as differences).
-GpuBackend& shared_gpu() {
-  static GpuBackend gpu(open_lavapipe_device(), kernels::kernel_target_lanes() >= 16 ? 16 : 8, false);
-  return gpu;
-}
+using test::shared_gpu;
 
 // Rows over a wide range of exponents (row r scaled by 2^(scale_exp)),
 // so means, square roots and reciprocals meet many roundings.

@@ -26,14 +26,7 @@ namespace k3 {
 namespace {
 
 using test::expect_same_bits;
-using test::open_lavapipe_device;
-
-// One device for the whole program: lavapipe compiles a pipeline in about
-// a second, so the tests share it (and count its calls as differences).
-GpuBackend& shared_gpu() {
-  static GpuBackend gpu(open_lavapipe_device(), kernels::kernel_target_lanes() >= 16 ? 16 : 8, false);
-  return gpu;
-}
+using test::shared_gpu;
 
 // Values from 2^-30 to 2^8 of both signs (the gates' and ups' range and
 // past it), some exactly at the thresholds.

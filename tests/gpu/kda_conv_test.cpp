@@ -28,21 +28,8 @@ namespace k3 {
 namespace {
 
 using test::expect_same_bits;
-using test::open_lavapipe_device;
-
-GpuBackend& shared_gpu() {
-  static GpuBackend gpu(open_lavapipe_device(), kernels::kernel_target_lanes() >= 16 ? 16 : 8, false);
-  return gpu;
-}
-
-// Values over many exponents, so products and sums meet many roundings.
-std::vector<float> values(std::mt19937& rng, size_t count, int lo, int hi) {
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::uniform_int_distribution<int> e(lo, hi);
-  std::vector<float> v(count);
-  for (float& x : v) x = std::ldexp(u(rng), e(rng));
-  return v;
-}
+using test::floats_over_exponents;
+using test::shared_gpu;
 
 std::vector<uint16_t> taps_of(const std::vector<float>& f) {
   std::vector<uint16_t> w(f.size());
@@ -82,17 +69,19 @@ TEST(GpuKdaConv, EqualsTheCpuKernelAtK3ChannelsBitForBit) {
   const size_t channels = static_cast<size_t>(k3.kda_num_heads) * k3.kda_head_dim, K = k3.kda_conv_kernel;
   std::mt19937 rng(39);
   for (size_t n : {2u, 9u}) {  // the first call's rows: 1 (fewer than the carry's K-1) and 4
-    const std::vector<float> taps = values(rng, channels * K, -3, 1);
-    expect_conv_equal(taps_of(taps), values(rng, (K - 1) * channels, -6, 3), values(rng, n * channels, -6, 3), channels,
-                      K, n / 2, "K3, " + std::to_string(n) + " rows");
+    const std::vector<float> taps = floats_over_exponents(rng, channels * K, -3, 1);
+    expect_conv_equal(taps_of(taps), floats_over_exponents(rng, (K - 1) * channels, -6, 3),
+                      floats_over_exponents(rng, n * channels, -6, 3), channels, K, n / 2,
+                      "K3, " + std::to_string(n) + " rows");
   }
 }
 
 TEST(GpuKdaConv, ManyRowsOfAnOddWidthBitForBit) {
   std::mt19937 rng(7);
   const size_t channels = 37, K = 4, n = 300;
-  expect_conv_equal(taps_of(values(rng, channels * K, -4, 2)), values(rng, (K - 1) * channels, -10, 6),
-                    values(rng, n * channels, -10, 6), channels, K, 123, "37 channels, 300 rows");
+  expect_conv_equal(taps_of(floats_over_exponents(rng, channels * K, -4, 2)),
+                    floats_over_exponents(rng, (K - 1) * channels, -10, 6),
+                    floats_over_exponents(rng, n * channels, -10, 6), channels, K, 123, "37 channels, 300 rows");
 }
 
 TEST(GpuKdaConv, EdgeValuesBitForBit) {

@@ -1,11 +1,13 @@
 // What the device tests share: lavapipe opened with the validation layer on
-// (a test fails, never skips, without it), a bit-for-bit comparison, and
-// random bytes for packed weights and scales.
+// (a test fails, never skips, without it), one backend on it per test
+// program, a bit-for-bit comparison, random bytes for packed weights and
+// scales, and floats over many exponents.
 #pragma once
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -13,7 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "gpu/gpu_backend.h"
 #include "gpu/vulkan_context.h"
+#include "kernels/matmul.h"
 
 namespace k3::test {
 
@@ -29,6 +33,14 @@ inline std::unique_ptr<VulkanDevice> open_lavapipe_device() {
   }
   ADD_FAILURE() << "no lavapipe device: install mesa-vulkan-drivers (scripts/install-deps.sh --tests)";
   return nullptr;
+}
+
+// One backend for the whole program, in the CPU kernels' lane order:
+// lavapipe compiles a pipeline in about a second, so a program's tests share
+// it (and its counters).
+inline GpuBackend& shared_gpu() {
+  static GpuBackend gpu(open_lavapipe_device(), kernels::kernel_target_lanes() >= 16 ? 16 : 8, false);
+  return gpu;
 }
 
 // memcmp per element; says how many differ and the first.
@@ -51,6 +63,16 @@ inline std::vector<uint8_t> random_bytes(std::mt19937& rng, size_t count, int lo
   std::uniform_int_distribution<int> d(lo, hi);
   std::vector<uint8_t> v(count);
   for (uint8_t& b : v) b = static_cast<uint8_t>(d(rng));
+  return v;
+}
+
+// n floats u * 2^e, u uniform in [-1, 1], e uniform in [lo, hi]: values
+// over many exponents, so products and sums meet many roundings.
+inline std::vector<float> floats_over_exponents(std::mt19937& rng, size_t n, int lo, int hi) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> e(lo, hi);
+  std::vector<float> v(n);
+  for (float& f : v) f = std::ldexp(u(rng), e(rng));
   return v;
 }
 
