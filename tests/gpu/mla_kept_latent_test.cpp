@@ -25,32 +25,9 @@
 namespace k3 {
 namespace {
 
-struct Layer {
-  ModelConfig c;
-  test::RandomBf16 q_a, q_b, kv_a, kv_b, g, o;
-  test::RandomF32 q_ln, kv_ln;
-  MlaWeights w;
+struct Layer : test::RandomMlaLayer {
   static constexpr int hidden = 32, heads = 2, nope = 8, rope = 4, vd = 8, ql = 16, kvl = 32;
-  Layer() {
-    c.hidden_size = hidden;
-    c.mla_num_heads = heads;
-    c.qk_nope_head_dim = nope;
-    c.qk_rope_head_dim = rope;
-    c.v_head_dim = vd;
-    c.q_lora_rank = ql;
-    c.kv_lora_rank = kvl;
-    c.mla_use_output_gate = true;
-    std::mt19937 rng(5);
-    q_a = {rng, ql, hidden, 0.5};
-    q_b = {rng, heads * (nope + rope), ql, 1.0};
-    kv_a = {rng, kvl + rope, hidden, 0.5};
-    kv_b = {rng, heads * (nope + vd), kvl, 1.0};
-    g = {rng, heads * vd, hidden, 0.3};
-    o = {rng, hidden, heads * vd, 0.3};
-    q_ln = {rng, ql, 1.0, 0.1};
-    kv_ln = {rng, kvl, 1.0, 0.1};
-    w = MlaWeights{q_a.view(), q_ln.view(), q_b.view(), kv_a.view(), kv_ln.view(), kv_b.view(), g.view(), o.view()};
-  }
+  Layer() : RandomMlaLayer({hidden, heads, nope, rope, vd, ql, kvl}, true, 5) {}
 };
 
 std::vector<float> rows(std::mt19937& rng, size_t n) {

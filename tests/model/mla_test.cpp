@@ -12,35 +12,10 @@
 namespace k3 {
 namespace {
 
-struct MlaCase {
-  ModelConfig c;
-  test::RandomBf16 q_a, q_b, kv_a, kv_b, g, o;
-  test::RandomF32 q_ln, kv_ln;
-  MlaWeights w;
+struct MlaCase : test::RandomMlaLayer {
   static constexpr int hidden = 16, heads = 3, nope = 4, rope = 2, vd = 5, ql = 6, kvl = 7;
 
-  explicit MlaCase(bool gate) {
-    c.hidden_size = hidden;
-    c.mla_num_heads = heads;
-    c.qk_nope_head_dim = nope;
-    c.qk_rope_head_dim = rope;
-    c.v_head_dim = vd;
-    c.q_lora_rank = ql;
-    c.kv_lora_rank = kvl;
-    c.mla_use_output_gate = gate;
-    std::mt19937 rng(21);
-    q_a = {rng, ql, hidden, 0.5};
-    q_b = {rng, heads * (nope + rope), ql, 1.0};
-    kv_a = {rng, kvl + rope, hidden, 0.5};
-    kv_b = {rng, heads * (nope + vd), kvl, 1.0};
-    g = {rng, heads * vd, hidden, 0.3};
-    o = {rng, hidden, heads * vd, 0.3};
-    q_ln = {rng, ql, 1.0, 0.1};
-    kv_ln = {rng, kvl, 1.0, 0.1};
-    w = MlaWeights{
-        q_a.view(), q_ln.view(), q_b.view(), kv_a.view(), kv_ln.view(), kv_b.view(), gate ? g.view() : Bf16Matrix{},
-        o.view()};
-  }
+  explicit MlaCase(bool gate) : RandomMlaLayer({hidden, heads, nope, rope, vd, ql, kvl}, gate, 21) {}
 
   static std::vector<double> rms_d(std::vector<double> x, const std::vector<float>& w, double eps) {
     double ms = 0;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/bf16.h"
+#include "model/config.h"
 #include "model/weights.h"
 
 namespace k3::test {
@@ -38,6 +39,46 @@ struct RandomF32 {
     for (int64_t i = 0; i < n; ++i) f.push_back(static_cast<float>(dist(rng)));
   }
   F32Vector view() const { return F32Vector{f.data(), static_cast<int64_t>(f.size())}; }
+};
+
+// A random MLA layer of the given widths: a config holding them and its
+// weights, drawn from `seed` in one fixed order (q_a, q_b, kv_a, kv_b, the
+// output gate, o, then the two norms), so a test's numbers depend only on
+// the widths and the seed. The weights point into this object: it is
+// neither copied nor moved.
+struct RandomMlaLayer {
+  struct Widths {
+    int hidden, heads, nope, rope, vd, ql, kvl;
+  };
+  ModelConfig c;
+  RandomBf16 q_a, q_b, kv_a, kv_b, g, o;
+  RandomF32 q_ln, kv_ln;
+  MlaWeights w;
+
+  RandomMlaLayer(const Widths& d, bool gate, uint32_t seed) {
+    c.hidden_size = d.hidden;
+    c.mla_num_heads = d.heads;
+    c.qk_nope_head_dim = d.nope;
+    c.qk_rope_head_dim = d.rope;
+    c.v_head_dim = d.vd;
+    c.q_lora_rank = d.ql;
+    c.kv_lora_rank = d.kvl;
+    c.mla_use_output_gate = gate;
+    std::mt19937 rng(seed);
+    q_a = {rng, d.ql, d.hidden, 0.5};
+    q_b = {rng, d.heads * (d.nope + d.rope), d.ql, 1.0};
+    kv_a = {rng, d.kvl + d.rope, d.hidden, 0.5};
+    kv_b = {rng, d.heads * (d.nope + d.vd), d.kvl, 1.0};
+    g = {rng, d.heads * d.vd, d.hidden, 0.3};
+    o = {rng, d.hidden, d.heads * d.vd, 0.3};
+    q_ln = {rng, d.ql, 1.0, 0.1};
+    kv_ln = {rng, d.kvl, 1.0, 0.1};
+    w = MlaWeights{
+        q_a.view(), q_ln.view(), q_b.view(), kv_a.view(), kv_ln.view(), kv_b.view(), gate ? g.view() : Bf16Matrix{},
+        o.view()};
+  }
+  RandomMlaLayer(const RandomMlaLayer&) = delete;
+  RandomMlaLayer& operator=(const RandomMlaLayer&) = delete;
 };
 
 inline std::vector<float> random_input(std::mt19937& rng, size_t n, double scale = 1.0) {
