@@ -191,11 +191,10 @@ void moe_chunk_combine(const ModelConfig& c, const MoeTrunkWeights& w, size_t n,
     y = normed;
   }
   lin(w.latent_up, y, n, out, pool);
-  const float* shared = m.shared.data() + r0 * hidden;
-  if (m.spill) {
-    m.spill->read(m.spill_offset + r0 * hidden * sizeof(float), staged, n * hidden * sizeof(float));
-    shared = staged;
-  }
+  // Spilled, m.shared holds nothing (no offset into it: UB on its null data).
+  const float* shared = staged;
+  if (m.spill) m.spill->read(m.spill_offset + r0 * hidden * sizeof(float), staged, n * hidden * sizeof(float));
+  else shared = m.shared.data() + r0 * hidden;
   for (size_t i = 0; i < n * hidden; ++i) out[i] += shared[i];
 }
 
