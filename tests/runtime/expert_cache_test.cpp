@@ -172,8 +172,9 @@ TEST(ExpertCache, PhasesSplitTheTimeAroundTheMoeLayers) {
   EXPECT_LE(p.experts_busy_seconds, p.experts_seconds + 1e-3);
   EXPECT_EQ(p.between_seconds, 0);
   // A snapshot counts the gap still open since the last layer as boundary
-  // time so far: here microseconds.
-  EXPECT_LT(p.boundary_seconds, 0.005);
+  // time so far: here microseconds. The bounds below leave 15 ms for a
+  // loaded machine's scheduling, half the shortest gap the test tells apart.
+  EXPECT_LT(p.boundary_seconds, 0.015);
   usleep(30000);
   layer(l + 1, {2});
   p = cache.stats().phases;
@@ -181,7 +182,7 @@ TEST(ExpertCache, PhasesSplitTheTimeAroundTheMoeLayers) {
   EXPECT_GE(p.between_seconds, 0.03);
   EXPECT_LT(p.between_seconds, 0.03 + p.experts_seconds);
   EXPECT_LE(p.between_busy_seconds, p.between_seconds + 1e-3);
-  EXPECT_LT(p.boundary_seconds, 0.005) << "the 30 ms gap closed as between layers";
+  EXPECT_LT(p.boundary_seconds, 0.015) << "the 30 ms gap closed as between layers";
   usleep(40000);
   layer(l, {0, 1});  // a new pass
   p = cache.stats().phases;
@@ -190,7 +191,7 @@ TEST(ExpertCache, PhasesSplitTheTimeAroundTheMoeLayers) {
   EXPECT_LE(p.boundary_busy_seconds, p.boundary_seconds + 1e-3);
   // Nothing was read across the boundary (an I/O thread may still be
   // finishing the last read's bookkeeping when for_each returns).
-  EXPECT_LT(p.boundary_busy_seconds, 0.01);
+  EXPECT_LT(p.boundary_busy_seconds, 0.015);
 }
 
 // A run's decode figures are the difference of two snapshots, the first
