@@ -27,7 +27,8 @@
 # (bytes), oom_kills, limit (bytes, as the kernel kept it), cgroup (its
 # path). The script exits with the command's status; 2 for bad arguments; 6
 # with one line on stderr saying why when no memory cgroup can be made here
-# (not root, no memory controller, a v2 parent that cannot delegate it).
+# (not root, no memory controller, a v2 parent that cannot delegate it, a
+# cgroup the command cannot be moved into: then no REPORT is written).
 # Linux only; needs root (or a delegated cgroup).
 set -uo pipefail
 
@@ -109,6 +110,9 @@ fi
 # The child enters the cgroup, then becomes the command: everything it starts is charged there.
 sh -c 'echo $$ > "$1/cgroup.procs" || exit 126; shift; exec "$@"' sh "$dir" "$@"
 status=$?
+# 126: the child could not enter the cgroup (a container may let root make
+# one but not move a process into it), or the command could not be run.
+[ $status = 126 ] && die 6 "could not run the command inside the memory cgroup $dir (moving it there or executing it failed)"
 
 if [ $version = v1 ]; then
   peak=$(cat "$dir/memory.max_usage_in_bytes")
