@@ -11,34 +11,20 @@
 #include <cstring>
 #include <limits>
 
+#include "kernels/float_sweep.h"
+
 namespace k3::kernels {
 namespace {
 
-int64_t ordered(float v) {
-  int32_t b;
-  std::memcpy(&b, &v, sizeof b);
-  return b < 0 ? -static_cast<int64_t>(b & 0x7fffffff) : b;
-}
-
 TEST(ExpF32, WithinOneUlpOfLibmOverTheWholeRange) {
-  size_t tested = 0, equal = 0;
-  int64_t worst = 0;
   // Every 251st float bit pattern from -104 to +89: both signs, every
   // exponent, subnormal results at the bottom.
-  for (uint64_t b = 0; b < 0x100000000ull; b += 251) {
-    float x;
-    const uint32_t bits = static_cast<uint32_t>(b);
-    std::memcpy(&x, &bits, sizeof x);
-    if (!(x > -104.0f && x < 89.0f)) continue;
-    const float want = std::exp(x), got = exp_f32(x);
-    const int64_t d = std::llabs(ordered(want) - ordered(got));
-    worst = std::max(worst, d);
-    equal += d == 0;
-    ++tested;
-  }
-  EXPECT_GT(tested, 8000000u);
-  EXPECT_LE(worst, 1) << "ULPs from libm's expf";
-  EXPECT_GT(static_cast<double>(equal) / tested, 0.999) << equal << " of " << tested << " equal libm's";
+  const test::FloatSweep s =
+      test::sweep_floats([](float x) { return x > -104.0f && x < 89.0f; }, [](float x) { return std::exp(x); },
+                         [](float x) { return exp_f32(x); });
+  EXPECT_GT(s.tested, 8000000u);
+  EXPECT_LE(s.worst_ulps, 1) << "ULPs from libm's expf";
+  EXPECT_GT(static_cast<double>(s.equal) / s.tested, 0.999) << s.equal << " of " << s.tested << " equal libm's";
 }
 
 TEST(ExpF32, SpecialValues) {

@@ -10,34 +10,20 @@
 #include <cstring>
 #include <limits>
 
+#include "kernels/float_sweep.h"
+
 namespace k3::kernels {
 namespace {
 
-int64_t ordered(float v) {
-  int32_t b;
-  std::memcpy(&b, &v, sizeof b);
-  return b < 0 ? -static_cast<int64_t>(b & 0x7fffffff) : b;
-}
-
 TEST(Log1pF32, WithinOneUlpOfLibmOverTheWholeRange) {
-  size_t tested = 0, equal = 0;
-  int64_t worst = 0;
   // Every 251st float bit pattern above -1: both signs, every exponent,
   // subnormals, up to FLT_MAX (softplus gives it exp(x) in (0, e^20]).
-  for (uint64_t b = 0; b < 0x100000000ull; b += 251) {
-    float x;
-    const uint32_t bits = static_cast<uint32_t>(b);
-    std::memcpy(&x, &bits, sizeof x);
-    if (!(x > -1.0f) || std::isinf(x)) continue;
-    const float want = std::log1p(x), got = log1p_f32(x);
-    const int64_t d = std::llabs(ordered(want) - ordered(got));
-    worst = std::max(worst, d);
-    equal += d == 0;
-    ++tested;
-  }
-  EXPECT_GT(tested, 10000000u);
-  EXPECT_LE(worst, 1) << "ULPs from libm's log1pf";
-  EXPECT_GT(static_cast<double>(equal) / tested, 0.999) << equal << " of " << tested << " equal libm's";
+  const test::FloatSweep s =
+      test::sweep_floats([](float x) { return x > -1.0f && !std::isinf(x); }, [](float x) { return std::log1p(x); },
+                         [](float x) { return log1p_f32(x); });
+  EXPECT_GT(s.tested, 10000000u);
+  EXPECT_LE(s.worst_ulps, 1) << "ULPs from libm's log1pf";
+  EXPECT_GT(static_cast<double>(s.equal) / s.tested, 0.999) << s.equal << " of " << s.tested << " equal libm's";
 }
 
 TEST(Log1pF32, SpecialValues) {
