@@ -12,9 +12,10 @@
 # line, and one lost mid-prompt ends the run with one.
 set -uo pipefail
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
+source "${K3_SOURCE_DIR:?}/tests/lib/prefill_runs.sh"
 FWD="$BIN/k3-forward"
 export K3_GPU_VALIDATION=1
-awk 'BEGIN { for (i = 0; i < 600; ++i) printf "%d ", (i * 7919 + 13) % 8192; print "" }' > "$work/ids.txt"
+prefill_ids "$work/ids.txt"
 "$BIN/k3-pack" "$TINY" "$work/trunk" 2> "$work/pack.err" || { cat "$work/pack.err"; exit 1; }
 STREAM=(--trunk "$work/trunk" --trunk-gb 0 --cache-gb 0)
 
@@ -28,11 +29,6 @@ run() {  # run NAME CHUNK FLAGS...
   K3_PREFILL_CHUNK=$chunk "$FWD" "$TINY" --ids "$work/ids.txt" --ctx 700 --gen 4 --logits "$work/$name.logits" \
     --state-out "$work/$name.state" "$@" > "$work/$name.out" 2> "$work/$name.err"
   check "$name: exit" 0 "$?"
-}
-same() {  # same NAME REFERENCE
-  for f in out logits state; do
-    holds "$1: $f identical to $2" "cmp -s '$work/$1.$f' '$work/$2.$f'"
-  done
 }
 
 run cpu 600 "${STREAM[@]}"

@@ -14,8 +14,9 @@
 # refused.
 set -uo pipefail
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
+source "${K3_SOURCE_DIR:?}/tests/lib/prefill_runs.sh"
 FWD="$BIN/k3-forward"
-awk 'BEGIN { for (i = 0; i < 600; ++i) printf "%d ", (i * 7919 + 13) % 8192; print "" }' > "$work/ids.txt"
+prefill_ids "$work/ids.txt"
 CACHE=(--cache-gb 0.0005)
 
 run() {  # run NAME CHUNK LEND FLAGS...: K3_PREFILL_CHUNK=CHUNK, K3_PREFILL_LEND=LEND
@@ -24,15 +25,6 @@ run() {  # run NAME CHUNK LEND FLAGS...: K3_PREFILL_CHUNK=CHUNK, K3_PREFILL_LEND
     --logits "$work/$name.logits" --state-out "$work/$name.state" --stats-json "$work/$name.json" "$@" \
     > "$work/$name.out" 2> "$work/$name.err"
   check "$name: exit" 0 "$?"
-}
-same() {  # same NAME REFERENCE
-  for f in out logits state; do
-    holds "$1: $f identical to $2" "cmp -s '$work/$1.$f' '$work/$2.$f'"
-  done
-}
-json() {  # json NAME KEY.SUBKEY
-  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); k=sys.argv[2].split('.'); print(d.get(k[0], {}).get(k[1], 'absent'))" \
-    "$work/$1.json" "$2"
 }
 
 run batches 256 0 "${CACHE[@]}"

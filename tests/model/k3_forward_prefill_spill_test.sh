@@ -11,10 +11,11 @@
 # and leaves nothing behind either.
 set -uo pipefail
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
+source "${K3_SOURCE_DIR:?}/tests/lib/prefill_runs.sh"
 FWD="$BIN/k3-forward"
 DRAFT=${K3_TEST_DATA:?}/k3-tiny-dspark
 "$BIN/k3-pack" "$TINY" "$work/trunk" 2> "$work/pack.err" || { cat "$work/pack.err"; exit 1; }
-awk 'BEGIN { for (i = 0; i < 600; ++i) printf "%d ", (i * 7919 + 13) % 8192; print "" }' > "$work/ids.txt"
+prefill_ids "$work/ids.txt"
 STREAM=(--trunk "$work/trunk" --trunk-gb 0 --cache-gb 0)
 ls -A "$work/trunk" > "$work/trunk-before.txt"
 
@@ -23,15 +24,6 @@ run() {  # run NAME CHUNK SPILL FLAGS...: K3_PREFILL_CHUNK=CHUNK, K3_PREFILL_SPI
   K3_PREFILL_CHUNK=$chunk K3_PREFILL_SPILL=$spill "$FWD" "$TINY" --ids "$work/ids.txt" --ctx 700 --gen 4 \
     --logits "$work/$name.logits" --state-out "$work/$name.state" "$@" > "$work/$name.out" 2> "$work/$name.err"
   check "$name: exit" 0 "$?"
-}
-same() {  # same NAME REFERENCE
-  for f in out logits state; do
-    holds "$1: $f identical to $2" "cmp -s '$work/$1.$f' '$work/$2.$f'"
-  done
-}
-json() {  # json NAME KEY.SUBKEY
-  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); k=sys.argv[2].split('.'); print(d[k[0]].get(k[1], 'absent'))" \
-    "$work/$1.json" "$2"
 }
 
 run batches 256 0 "${STREAM[@]}" --stats-json "$work/batches.json"
