@@ -22,6 +22,7 @@
 #include "gpu/fma_probe.h"
 #include "gpu/gpu.h"
 #include "gpu/gpu_backend.h"
+#include "gpu/lane_order.h"
 #include "gpu/lavapipe_device.h"
 #include "gpu/vulkan_context.h"
 #include "kernels/bf16.h"
@@ -32,49 +33,18 @@
 namespace k3 {
 namespace {
 
-// Columns of a 32-column MXFP4 group in the CPU's order: evens, then odds.
-size_t mx_column(size_t g, size_t p) { return g * 32 + (p < 16 ? 2 * p : 2 * (p - 16) + 1); }
-
 // AVX2 and AVX-512 (8 and 16 lanes) multiply-add with FMA, one rounding.
 float mul_add(float w, float x, float acc) { return std::fma(w, x, acc); }
-
-float lane_sum(std::vector<float> acc) {
-  for (size_t h = acc.size() / 2; h >= 1; h /= 2)
-    for (size_t i = 0; i < h; ++i) acc[i] = acc[i] + acc[i + h];
-  return acc[0];
-}
 
 // Y in the order of a target with `lanes` float lanes (kernels/matmul.cpp).
 std::vector<float> bf16_in_order(const std::vector<uint16_t>& w, size_t rows, size_t cols, const std::vector<float>& x,
                                  size_t n, size_t lanes) {
-  std::vector<float> y(n * rows);
-  for (size_t t = 0; t < n; ++t)
-    for (size_t r = 0; r < rows; ++r) {
-      std::vector<float> acc(lanes, 0.0f);
-      for (size_t c = 0; c < cols; ++c)
-        acc[c % lanes] = mul_add(kernels::bf16_to_f32(w[r * cols + c]), x[t * cols + c], acc[c % lanes]);
-      y[t * rows + r] = lane_sum(acc);
-    }
-  return y;
+  return test::bf16_lane_order(w, rows, cols, x, n, lanes, mul_add);
 }
 
 std::vector<float> mxfp4_in_order(const std::vector<uint8_t>& packed, const std::vector<uint8_t>& scales, size_t rows,
                                   size_t cols, const std::vector<float>& x, size_t n, size_t lanes) {
-  std::vector<float> y(n * rows);
-  for (size_t t = 0; t < n; ++t)
-    for (size_t r = 0; r < rows; ++r) {
-      std::vector<float> acc(lanes, 0.0f);
-      for (size_t g = 0; g < cols / 32; ++g) {
-        const float scale = kernels::mxfp4_scale_value(scales[r * (cols / 32) + g]);
-        for (size_t p = 0; p < 32; ++p) {
-          const uint8_t b = packed[r * (cols / 2) + g * 16 + (p & 15)];
-          const float wv = kernels::kMxfp4CodeValues[p < 16 ? b & 15 : b >> 4] * scale;
-          acc[p % lanes] = mul_add(wv, x[t * cols + mx_column(g, p)], acc[p % lanes]);
-        }
-      }
-      y[t * rows + r] = lane_sum(acc);
-    }
-  return y;
+  return test::mxfp4_lane_order(packed, scales, rows, cols, x, n, lanes, mul_add);
 }
 
 // Activations over a wide range of exponents, a few subnormal, so the

@@ -24,6 +24,7 @@
 #include "gpu/fma_probe_rate.h"
 #include "gpu/gpu.h"
 #include "gpu/gpu_backend.h"
+#include "gpu/lane_order.h"
 #include "gpu/lavapipe_device.h"
 #include "gpu/shader_variant.h"
 #include "gpu/spirv_denorm_preserve.h"
@@ -43,43 +44,15 @@ float mul_then_add(float w, float x, float acc) {
   return p + acc;
 }
 
-float lane_sum(std::vector<float> acc) {
-  for (size_t h = acc.size() / 2; h >= 1; h /= 2)
-    for (size_t i = 0; i < h; ++i) acc[i] = acc[i] + acc[i + h];
-  return acc[0];
-}
-
+// Y in a target's lane order with each step a multiply then an add.
 std::vector<float> bf16_mul_add_chain(const std::vector<uint16_t>& w, size_t rows, size_t cols,
                                       const std::vector<float>& x, size_t n, size_t lanes) {
-  std::vector<float> y(n * rows);
-  for (size_t t = 0; t < n; ++t)
-    for (size_t r = 0; r < rows; ++r) {
-      std::vector<float> acc(lanes, 0.0f);
-      for (size_t c = 0; c < cols; ++c)
-        acc[c % lanes] = mul_then_add(kernels::bf16_to_f32(w[r * cols + c]), x[t * cols + c], acc[c % lanes]);
-      y[t * rows + r] = lane_sum(acc);
-    }
-  return y;
+  return test::bf16_lane_order(w, rows, cols, x, n, lanes, mul_then_add);
 }
 
 std::vector<float> mxfp4_mul_add_chain(const std::vector<uint8_t>& packed, const std::vector<uint8_t>& scales,
                                        size_t rows, size_t cols, const std::vector<float>& x, size_t n, size_t lanes) {
-  std::vector<float> y(n * rows);
-  for (size_t t = 0; t < n; ++t)
-    for (size_t r = 0; r < rows; ++r) {
-      std::vector<float> acc(lanes, 0.0f);
-      for (size_t g = 0; g < cols / 32; ++g) {
-        const float scale = kernels::mxfp4_scale_value(scales[r * (cols / 32) + g]);
-        for (size_t p = 0; p < 32; ++p) {
-          const uint8_t b = packed[r * (cols / 2) + g * 16 + (p & 15)];
-          const float wv = kernels::kMxfp4CodeValues[p < 16 ? b & 15 : b >> 4] * scale;
-          const size_t col = g * 32 + (p < 16 ? 2 * p : 2 * (p - 16) + 1);
-          acc[p % lanes] = mul_then_add(wv, x[t * cols + col], acc[p % lanes]);
-        }
-      }
-      y[t * rows + r] = lane_sum(acc);
-    }
-  return y;
+  return test::mxfp4_lane_order(packed, scales, rows, cols, x, n, lanes, mul_then_add);
 }
 
 // Activations of moderate exponents and weights away from zero: with these
