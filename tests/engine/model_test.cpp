@@ -92,7 +92,9 @@ TEST(Model, PrefixReuseEqualsAFreshRun) {
   // was replaced, so it starts over.
   std::vector<int32_t> p3(p1.begin(), p1.end() - 1);
   p3.push_back(g.tf_ids[7]);
+  const int64_t passes = s.counters().weight_passes;
   EXPECT_EQ(s.prefill_reusing(p3, 3), 0u);
+  EXPECT_EQ(s.counters().weight_passes, passes + 1) << "the save point after 3 ids is taken within the one prefill";
   EXPECT_TRUE(test::same_bits(s.current_row(), fresh_row(*model, p3)));
   generate(s, 3);
 
