@@ -336,7 +336,7 @@ size_t SlotScheduler::run_pass() {
   if (sessions.empty()) return 0;
   // The states kept within the pass are held from their layer on: they
   // count among the kept states (--keep-mb) from the start of the pass.
-  cache_.make_room_for(keeps.bytes);
+  if (keeps.bytes > 0) cache_.make_room_for(keeps.bytes);
   const auto t0 = Clock::now();
   std::vector<SavePoint> kept;
   try {
