@@ -12,7 +12,7 @@
 #     system part, nothing is continued.
 # The states at the system part's end and at the chat's unchanged prefix
 # are kept within the pass that runs the prompt: the first request's prompt
-# is one weight pass (it was three: a pass ended at each kept point), the
+# is one weight pass (it was two: a pass ended at the system part), the
 # second's (from the system part on) one more.
 set -uo pipefail
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
@@ -42,7 +42,7 @@ pc="$work/pc"
 start_server "$work/a.log" --slots 1 --prompt-cache "$pc" --system-keep-min 16 || exit 1
 post body /v1/chat/completions "$(chat "What is the weather in Paris?")"
 check "first conversation: nothing to continue from" "200 0" "$status $(cached)"
-check "the first prompt, with two kept points inside, is one weight pass" 1 "$(prefill_passes)"
+check "the first prompt, its system part kept inside, is one weight pass" 1 "$(prefill_passes)"
 post body /v1/chat/completions "$(chat "Book me a train to Lyon.")"
 check "second conversation continues from the system part" "200 $n" "$status $(cached)"
 check "and its prompt past the system part is one more" 2 "$(prefill_passes)"
