@@ -157,7 +157,6 @@ struct ForwardPass::ChunkRun {
 void ForwardPass::forward_chunk(std::span<SequenceState* const> states, std::span<const size_t> counts,
                                 const int32_t* ids, LogitRows rows, float* logits, int64_t steps_before,
                                 int64_t steps_total, std::span<StateCapture> captures) {
-  const kernels::ScopedComputeBackend products_on(compute_backend_);  // the chunk's products: set_compute_backend
   const ModelConfig& c = config_;
   ChunkRun run;
   run.states = states;
@@ -172,6 +171,11 @@ void ForwardPass::forward_chunk(std::span<SequenceState* const> states, std::spa
     run.n += counts[k];
     positions = std::max(positions, states[k]->positions + static_cast<int64_t>(counts[k]));
   }
+  // The chunk's products go to the device (set_compute_backend); a pass of
+  // at most a batch of rows that runs as a chunk only to capture a state
+  // keeps the caller's choice, as forward_batch would.
+  const kernels::ScopedComputeBackend products_on(run.n > max_batch_ ? compute_backend_
+                                                                     : kernels::current_compute_backend());
   run.sub = std::min(run.n, std::max(max_batch_, chunk_sub_batch_));
   run.subs = static_cast<int64_t>((run.n + run.sub - 1) / run.sub);
   run.captures = captures;
