@@ -213,8 +213,9 @@ int64_t Model::decode_together(const std::vector<Session*>& sessions, int64_t ma
   return batch.weight_passes();
 }
 
-void Model::step_rows(std::span<Session* const> sessions, std::span<const std::span<const int32_t>> ids,
-                      const PassControl& control) {
+std::vector<SavePoint> Model::step_rows(std::span<Session* const> sessions,
+                                        std::span<const std::span<const int32_t>> ids, const PassControl& control,
+                                        std::span<const SavePointWithin> keeps) {
   std::vector<GenerationSession*> gens;
   size_t rows = 0;
   for (size_t k = 0; k < sessions.size(); ++k) {
@@ -239,9 +240,10 @@ void Model::step_rows(std::span<Session* const> sessions, std::span<const std::s
       if (control.progress) pass.set_progress(nullptr);
     }
   };
+  std::vector<SavePoint> points;
   try {
     const Controlled controlled(*engine_, control);
-    BatchGeneration::step_rows(*engine_, gens, ids);
+    points = BatchGeneration::step_rows(*engine_, gens, ids, keeps);
   } catch (...) {
     pass_done(rows);  // what a stopped or failed pass read is its own
     throw;
@@ -249,6 +251,7 @@ void Model::step_rows(std::span<Session* const> sessions, std::span<const std::s
   for (size_t k = 0; k < sessions.size(); ++k)
     sessions[k]->ids_.insert(sessions[k]->ids_.end(), ids[k].begin(), ids[k].end());
   pass_done(rows);
+  return points;
 }
 
 void Model::replay_for_tap(std::span<const int32_t> ids, const std::function<void(const SequenceState&)>& on_start) {

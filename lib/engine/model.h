@@ -59,6 +59,7 @@
 #include "runtime/streaming_setup.h"
 #include "runtime/streaming_weights.h"
 #include "sampling/generation_options.h"
+#include "state/save_point.h"
 
 namespace k3 {
 
@@ -223,9 +224,15 @@ class Model {
   // for a long prompt's chunk and the decode rows riding with it. Each
   // session's current row becomes the logits of its last id, bit-identical
   // to evaluating it alone; the pass is accounted (pass_done) with all its
-  // rows. Not for sessions that log every row.
-  void step_rows(std::span<Session* const> sessions, std::span<const std::span<const int32_t>> ids,
-                 const PassControl& control = {});
+  // rows. Not for sessions that log every row. `keeps`: save points taken
+  // inside the pass (state/save_point.h), returned in their order, each
+  // bit-identical to the session's mark() had the pass ended there, while
+  // the pass reads the weights once (a server keeps a system prompt's
+  // state within the pass that runs the whole prompt). Each is a copy of
+  // one sequence's state (the KDA state and the MLA rows up to it), held
+  // from its layer on: the caller counts it where it keeps it.
+  std::vector<SavePoint> step_rows(std::span<Session* const> sessions, std::span<const std::span<const int32_t>> ids,
+                                   const PassControl& control = {}, std::span<const SavePointWithin> keeps = {});
 
   // Marks the end of the prefill: the streaming counters split there.
   void prefill_done();

@@ -103,6 +103,22 @@ size_t Session::prefill_reusing(std::span<const int32_t> prompt, size_t keep_pre
   }
   const size_t reused = from - std::min(from, gen_->pending().size());
   const size_t point = std::min(keep_prefix, prompt.size());
+  if (from < point && point < prompt.size()) {
+    // The point is taken within the one prefill of the rest: no read of the
+    // weights ends there. The oldest point goes first (as in take_point: at
+    // most kSavePoints copies once it is kept).
+    const std::span<const int32_t> kept = prompt.first(point);
+    const bool known =
+        std::any_of(points_.begin(), points_.end(), [&](const Point& p) { return std::ranges::equal(p.ids, kept); });
+    if (!known && points_.size() >= kSavePoints) points_.erase(points_.begin());
+    const bool was_known = ids_known_;
+    ids_known_ = false;  // until the prefill is complete, as in prefill()
+    SavePoint taken = gen_->feed_keeping(prompt.subspan(from), point - from, progress);
+    ids_.insert(ids_.end(), prompt.begin() + static_cast<ptrdiff_t>(from), prompt.end());
+    ids_known_ = was_known;
+    take_point(kept, &taken);
+    return reused;
+  }
   if (from < point) prefill(prompt.subspan(from, point - from), progress);
   if (from <= point) take_point(prompt.first(point));
   const size_t rest = std::max(from, point);
@@ -162,7 +178,7 @@ const Session::Point* Session::longest_point(std::span<const int32_t> prompt) co
   return best == points_.end() ? nullptr : &*best;
 }
 
-void Session::take_point(std::span<const int32_t> ids) {
+void Session::take_point(std::span<const int32_t> ids, SavePoint* taken) {
   // The same ids are the same state: the point is kept (as the newest).
   for (size_t i = 0; i < points_.size(); ++i) {
     if (!std::equal(ids.begin(), ids.end(), points_[i].ids.begin(), points_[i].ids.end())) continue;
@@ -172,7 +188,7 @@ void Session::take_point(std::span<const int32_t> ids) {
   }
   // The oldest goes before the copy is made: at most kSavePoints copies at once.
   if (points_.size() >= kSavePoints) points_.erase(points_.begin());
-  points_.push_back({gen_->mark(), std::vector<int32_t>(ids.begin(), ids.end())});
+  points_.push_back({taken ? std::move(*taken) : gen_->mark(), std::vector<int32_t>(ids.begin(), ids.end())});
 }
 
 }  // namespace k3

@@ -92,7 +92,10 @@ class Session {
   // prompt's re-rendered part begins. The last kSavePoints points are kept
   // (each a copy of the state), the longest that is a prefix is used: a chat
   // going back one exchange (/undo, a turn stopped by Ctrl-C) finds the
-  // previous turn's point. Returns the ids reused (not evaluated).
+  // previous turn's point. The point is taken within the prefill of what
+  // follows it (one read of the weights where a chunk holds both, not two),
+  // with the same bits as a prefill ending there. Returns the ids reused
+  // (not evaluated).
   size_t prefill_reusing(std::span<const int32_t> prompt, size_t keep_prefix, const Progress& progress = nullptr);
 
   // The next id: evaluates what is pending, samples one id from the current
@@ -175,7 +178,9 @@ class Session {
   std::vector<Point> points_;  // oldest first
 
   const Point* longest_point(std::span<const int32_t> prompt) const;
-  void take_point(std::span<const int32_t> ids);
+  // Keeps the point after `ids`: `taken` (a point taken within a prefill),
+  // or nullptr for mark().
+  void take_point(std::span<const int32_t> ids, SavePoint* taken = nullptr);
 };
 
 }  // namespace k3

@@ -70,9 +70,10 @@ void BatchGeneration::take_row(GenerationSession& s, const std::vector<float>& l
   ++s.counters_.weight_passes;
 }
 
-void BatchGeneration::step_rows(ForwardPass& engine, std::span<GenerationSession* const> sessions,
-                                std::span<const std::span<const int32_t>> ids) {
-  if (sessions.empty()) return;
+std::vector<SavePoint> BatchGeneration::step_rows(ForwardPass& engine, std::span<GenerationSession* const> sessions,
+                                                  std::span<const std::span<const int32_t>> ids,
+                                                  std::span<const SavePointWithin> keeps) {
+  if (sessions.empty()) return {};
   if (ids.size() != sessions.size())
     throw Error(ExitCode::kInternal, "BatchGeneration::step_rows: one id list per session");
   const size_t vocab = static_cast<size_t>(engine.config().vocab_size);
@@ -92,8 +93,19 @@ void BatchGeneration::step_rows(ForwardPass& engine, std::span<GenerationSession
     states.push_back(&s.state_);
     spans.emplace_back(rows[k]);
   }
+  // A keep inside a session's rows is captured by the pass; one at its end
+  // is the session's mark() once the pass is done.
+  std::vector<StateCapture> captures;
+  for (const SavePointWithin& keep : keeps) {
+    if (keep.sequence >= sessions.size() || keep.ids == 0 || keep.ids > ids[keep.sequence].size())
+      throw Error(ExitCode::kInternal, "BatchGeneration::step_rows: a save point outside the session's ids");
+    const size_t rows = sessions[keep.sequence]->pending_.size() + keep.ids;
+    if (rows < spans[keep.sequence].size()) captures.push_back({keep.sequence, rows, {}, {}});
+  }
+  std::vector<size_t> logged;
+  for (GenerationSession* s : sessions) logged.push_back(s->log_.rows());
   std::vector<float> logits(sessions.size() * vocab);
-  engine.forward_sequences_last(states, spans, logits.data());
+  engine.forward_sequences_last(states, spans, logits.data(), captures);
   for (size_t k = 0; k < sessions.size(); ++k) {
     GenerationSession& s = *sessions[k];
     take_row(s, logits, k, vocab);
@@ -107,6 +119,18 @@ void BatchGeneration::step_rows(ForwardPass& engine, std::span<GenerationSession
     }
     s.pending_.clear();
   }
+  std::vector<SavePoint> points;
+  auto captured = captures.begin();
+  for (const SavePointWithin& keep : keeps) {
+    GenerationSession& s = *sessions[keep.sequence];
+    if (keep.ids == ids[keep.sequence].size()) {
+      points.push_back(s.mark());
+      continue;
+    }
+    StateCapture& cap = *captured++;
+    points.push_back({std::move(cap.state), {}, std::move(cap.logits), true, logged[keep.sequence]});
+  }
+  return points;
 }
 
 }  // namespace k3

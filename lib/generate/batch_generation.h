@@ -47,8 +47,13 @@ class BatchGeneration {
   // logits of its last id, bit-identical to feed()/evaluating it alone, so a
   // session whose prompt is done can sample next. Not for sessions that
   // log every row (k3-forward --logits): only last rows are computed.
-  static void step_rows(ForwardPass& engine, std::span<GenerationSession* const> sessions,
-                        std::span<const std::span<const int32_t>> ids);
+  // `keeps`: save points taken inside the pass (state/save_point.h), one
+  // returned for each in order, each what mark() would give had the pass
+  // ended there; the pass still reads the weights once (ForwardPass
+  // captures the states; a keep at a session's last id is its mark() after).
+  static std::vector<SavePoint> step_rows(ForwardPass& engine, std::span<GenerationSession* const> sessions,
+                                          std::span<const std::span<const int32_t>> ids,
+                                          std::span<const SavePointWithin> keeps = {});
 
  private:
   // After a shared pass: row k of `logits` (vocab floats per session) becomes

@@ -41,13 +41,30 @@ void GenerationSession::restore(ConversationState&& saved) {
   has_row_ = !row_.empty();
 }
 
-void GenerationSession::evaluate(std::span<const int32_t> ids, LogitRows rows, float* out) {
-  engine_.forward(state_, ids, rows, out);
+void GenerationSession::evaluate(std::span<const int32_t> ids, LogitRows rows, float* out,
+                                 std::span<StateCapture> captures) {
+  engine_.forward(state_, ids, rows, out, captures);
   counters_.weight_passes += passes_for(engine_, ids.size());
 }
 
 void GenerationSession::feed(std::span<const int32_t> ids, std::vector<float>* all_rows,
                              const ForwardPass::Progress& progress) {
+  feed_capturing(ids, all_rows, progress, {});
+}
+
+GenerationSession::SavePoint GenerationSession::feed_keeping(std::span<const int32_t> ids, size_t keep,
+                                                             const ForwardPass::Progress& progress) {
+  if (keep == 0 || keep > ids.size())
+    throw Error(ExitCode::kInternal, "GenerationSession::feed_keeping: a save point outside the ids");
+  const size_t pending = pending_.size(), logged = log_.rows();
+  StateCapture cap{0, pending + keep, {}, {}};
+  feed_capturing(ids, nullptr, progress, std::span<StateCapture>(&cap, 1));
+  const size_t rows = log_.enabled() ? logged + pending + keep : logged;  // as the log stood at that id
+  return SavePoint{std::move(cap.state), {}, std::move(cap.logits), true, rows};
+}
+
+void GenerationSession::feed_capturing(std::span<const int32_t> ids, std::vector<float>* all_rows,
+                                       const ForwardPass::Progress& progress, std::span<StateCapture> captures) {
   std::vector<int32_t> input = pending_;
   input.insert(input.end(), ids.begin(), ids.end());
   if (input.empty()) return;  // nothing new: the current row stays
@@ -60,7 +77,7 @@ void GenerationSession::feed(std::span<const int32_t> ids, std::vector<float>* a
   const auto t0 = Clock::now();
   engine_.set_progress(progress);
   try {
-    evaluate(input, every_row ? LogitRows::kAll : LogitRows::kLast, rows.data());
+    evaluate(input, every_row ? LogitRows::kAll : LogitRows::kLast, rows.data(), captures);
   } catch (...) {
     engine_.set_progress(nullptr);
     throw;

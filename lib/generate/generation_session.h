@@ -72,6 +72,12 @@ class GenerationSession {
   // vocabulary, before touching the state.
   void feed(std::span<const int32_t> ids, std::vector<float>* all_rows = nullptr,
             const ForwardPass::Progress& progress = nullptr);
+  // feed(ids), returning the save point after its first `keep` ids
+  // (1 .. ids.size()), taken inside the prefill: what mark() would give had
+  // the prefill ended there, while the prefill does not end there (a chat's
+  // kept prefix costs no read of the weights of its own).
+  k3::SavePoint feed_keeping(std::span<const int32_t> ids, size_t keep,
+                             const ForwardPass::Progress& progress = nullptr);
 
   // Generates up to `max_new` ids: each is sampled from the current row,
   // passed to `on_token` (which may throw to abort), and, unless it stops
@@ -167,7 +173,10 @@ class GenerationSession {
 
  private:
   friend class BatchGeneration;  // steps several sessions in one weight pass
-  void evaluate(std::span<const int32_t> ids, LogitRows rows, float* out);
+  void evaluate(std::span<const int32_t> ids, LogitRows rows, float* out, std::span<StateCapture> captures = {});
+  // feed() with the captures of its prefill (rows counted with the pending ids).
+  void feed_capturing(std::span<const int32_t> ids, std::vector<float>* all_rows, const ForwardPass::Progress& progress,
+                      std::span<StateCapture> captures);
   // The sampler's id for `position` from `row`; `before`: the ids before it.
   int32_t choose(const float* row, int64_t position, std::span<const int32_t> before);
   GenerationEnd generate_steps(int64_t max_new, const std::function<void(int32_t)>& on_token,

@@ -33,8 +33,12 @@ void ForwardPass::reset(SequenceState& state) const {
     if (config_.is_kda_layer(i)) kda_reset(config_, state.layers[i].kda);
 }
 
-void ForwardPass::forward(SequenceState& state, std::span<const int32_t> ids, LogitRows rows, float* logits) {
+void ForwardPass::forward(SequenceState& state, std::span<const int32_t> ids, LogitRows rows, float* logits,
+                          std::span<StateCapture> captures) {
   check_token_ids(config_, ids);
+  for (const StateCapture& cap : captures)
+    if (cap.sequence != 0 || cap.rows == 0 || cap.rows > ids.size())
+      throw Error(ExitCode::kInternal, "forward: a capture outside the ids");
   if (state.layers.size() != static_cast<size_t>(config_.num_hidden_layers))
     throw Error(ExitCode::kInternal, "sequence state was not reset for this model");
   const size_t vocab = config_.vocab_size;
@@ -58,8 +62,20 @@ void ForwardPass::forward(SequenceState& state, std::span<const int32_t> ids, Lo
     SequenceState* one = &state;
     const std::span<SequenceState* const> states(&one, 1);
     const std::span<const size_t> counts(&n, 1);
-    if (n > max_batch_) forward_chunk(states, counts, ids.data() + begin, read_rows, out, steps_before, steps_total);
+    // The captures within this read, their rows counted from its first id.
+    std::vector<StateCapture> here;
+    for (StateCapture& cap : captures)
+      if (cap.rows > begin && cap.rows <= begin + n) here.push_back({0, cap.rows - begin, {}, {}});
+    if (n > max_batch_ || !here.empty())
+      forward_chunk(states, counts, ids.data() + begin, read_rows, out, steps_before, steps_total, here);
     else forward_batch(states, counts, ids.data() + begin, read_rows, out, {}, steps_before, steps_total);
+    auto taken = here.begin();
+    for (StateCapture& cap : captures)
+      if (cap.rows > begin && cap.rows <= begin + n) {
+        cap.state = std::move(taken->state);
+        cap.logits = std::move(taken->logits);
+        ++taken;
+      }
   }
 }
 
@@ -72,12 +88,14 @@ void ForwardPass::forward_sequences(std::span<SequenceState* const> states,
 }
 
 void ForwardPass::forward_sequences_last(std::span<SequenceState* const> states,
-                                         std::span<const std::span<const int32_t>> ids, float* logits) {
-  run_sequences(states, ids, LogitRows::kLastOfEach, logits, {});
+                                         std::span<const std::span<const int32_t>> ids, float* logits,
+                                         std::span<StateCapture> captures) {
+  run_sequences(states, ids, LogitRows::kLastOfEach, logits, {}, captures);
 }
 
 void ForwardPass::run_sequences(std::span<SequenceState* const> states, std::span<const std::span<const int32_t>> ids,
-                                LogitRows rows, float* logits, std::span<RowHistory* const> histories) {
+                                LogitRows rows, float* logits, std::span<RowHistory* const> histories,
+                                std::span<StateCapture> captures) {
   if (ids.size() != states.size())
     throw Error(ExitCode::kInternal, "forward_sequences: one id list (and history) per sequence");
   std::vector<int32_t> all;
@@ -94,9 +112,14 @@ void ForwardPass::run_sequences(std::span<SequenceState* const> states, std::spa
   // weights read once for every sequence's rows (a server's long prompt
   // with the other sequences' decode rows riding along).
   const size_t n = all.size();
-  if (n > max_batch_ && n <= tokens_per_read() && histories.empty()) {
+  for (const StateCapture& cap : captures)
+    if (cap.sequence >= counts.size() || cap.rows == 0 || cap.rows > counts[cap.sequence] || n > tokens_per_read())
+      throw Error(ExitCode::kInternal, "forward_sequences: a capture outside its sequence's rows or a pass too long");
+  // A pass that captures states runs as a chunk, however short: only a
+  // chunk's rows can be cut within a layer.
+  if ((n > max_batch_ || !captures.empty()) && n <= tokens_per_read() && histories.empty()) {
     const int64_t subs = static_cast<int64_t>((n + max_batch_ - 1) / max_batch_);
-    forward_chunk(states, counts, all.data(), rows, logits, 0, subs * config_.num_hidden_layers);
+    forward_chunk(states, counts, all.data(), rows, logits, 0, subs * config_.num_hidden_layers, captures);
     return;
   }
   forward_batch(states, counts, all.data(), rows, logits, histories, 0, config_.num_hidden_layers);

@@ -24,6 +24,7 @@
 #include "model/layer_tap.h"
 #include "model/prefill_chunk.h"
 #include "model/sequence_state.h"
+#include "model/state_capture.h"
 #include "model/token_ids.h"
 #include "model/weight_source.h"
 
@@ -53,8 +54,11 @@ class ForwardPass {
   // Runs `ids` after state.positions and appends them to the state. Writes
   // logits to `logits`: [vocab] for the last id (kLast) or [ids.size(), vocab]
   // (kAll). Throws Error(kBadInput) for an id outside the vocabulary and
-  // before touching the state.
-  void forward(SequenceState& state, std::span<const int32_t> ids, LogitRows rows, float* logits);
+  // before touching the state. `captures` (each of sequence 0, its rows
+  // counted in `ids`): states taken inside the prefill, as in
+  // forward_sequences_last; the read holding one runs as a chunk.
+  void forward(SequenceState& state, std::span<const int32_t> ids, LogitRows rows, float* logits,
+               std::span<StateCapture> captures = {});
 
   // One weight pass over the rows of several sequences: ids[i] runs after
   // *states[i] and is appended to it. Writes the logits of every row, in
@@ -73,8 +77,14 @@ class ForwardPass {
   // last id of ids[k] run alone. For a server's pass where one sequence's
   // prompt chunk shares the weights with the others' decode rows (the head
   // of every prompt row would cost a vocab-wide matmul per row for nothing).
+  // `captures`: states taken inside the pass (model/state_capture.h), each
+  // bit-identical to its sequence's state and logits had the pass ended
+  // after its capture's rows; the pass still reads each layer's weights
+  // once (it runs layer-major, at most tokens_per_read() rows: more is
+  // kInternal). A capture costs a cut of the rows of one sub-batch (its
+  // KDA state is copied there) and one more row through the head.
   void forward_sequences_last(std::span<SequenceState* const> states, std::span<const std::span<const int32_t>> ids,
-                              float* logits);
+                              float* logits, std::span<StateCapture> captures = {});
 
   // Undoes the rows of the last forward_sequences() of `state` past the
   // first `keep` (1 <= keep <= rows recorded in `history`): KDA recurrent
@@ -155,7 +165,8 @@ class ForwardPass {
  private:
   // forward_sequences() with the head rows `rows` (kAll or kLastOfEach).
   void run_sequences(std::span<SequenceState* const> states, std::span<const std::span<const int32_t>> ids,
-                     LogitRows rows, float* logits, std::span<RowHistory* const> histories);
+                     LogitRows rows, float* logits, std::span<RowHistory* const> histories,
+                     std::span<StateCapture> captures = {});
   // One pass over consecutive rows of the given sequences (counts[i] rows of
   // states[i], ids concatenated in that order).
   void forward_batch(std::span<SequenceState* const> states, std::span<const size_t> counts, const int32_t* ids,
@@ -165,14 +176,20 @@ class ForwardPass {
   // A chunk of more than max_batch_ rows, counts[k] consecutive rows of
   // states[k] (one prompt, or a server's prompt chunks and decode rows),
   // layer-major (forward_pass_chunk.cpp); same effect on the states as
-  // forward_batch.
+  // forward_batch. `captures` (kLastOfEach only): states taken inside it.
   void forward_chunk(std::span<SequenceState* const> states, std::span<const size_t> counts, const int32_t* ids,
-                     LogitRows rows, float* logits, int64_t steps_before, int64_t steps_total);
+                     LogitRows rows, float* logits, int64_t steps_before, int64_t steps_total,
+                     std::span<StateCapture> captures = {});
   struct ChunkRun;  // one forward_chunk call (forward_pass_chunk.cpp)
   // Layer i over every row of the chunk.
   void chunk_layer(ChunkRun& run, int i);
-  // The head over the chunk's wanted rows (kLast, kAll or kLastOfEach).
+  // The head over the chunk's wanted rows (kLast, kAll or kLastOfEach, and
+  // the captures' rows).
   void chunk_head(ChunkRun& run, LogitRows rows, float* logits);
+  // The head over the chunk's rows `rows` (any order), into out[t] [vocab]
+  // each, in pieces of at most a batch; positions name them in errors.
+  void chunk_head_rows(ChunkRun& run, const std::vector<size_t>& rows, const std::vector<int64_t>& positions,
+                       const std::vector<float*>& out);
   // Restores the sequences after a stop in layer `layer` (see set_stop) and
   // throws Error(kInterrupted).
   [[noreturn]] void stop_pass(std::span<SequenceState* const> states, std::span<const int64_t> pos0, int layer,

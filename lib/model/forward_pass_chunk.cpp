@@ -11,7 +11,9 @@
 // sub-batch. The trunk weights of a layer are acquired once for the chunk.
 // Every value is per token, and a sequence's rows run in order (KDA's
 // recurrence, MLA's cache), so the bits are those of forward_batch over the
-// same rows.
+// same rows. A state captured inside the chunk (model/state_capture.h) cuts
+// the sub-batch holding its row there, so each KDA layer's state after that
+// row can be copied; the MLA caches' first rows are copied after the layer.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -77,6 +79,53 @@ struct ForwardPass::ChunkRun {
   ChunkBlocks* blocks = nullptr;
   ResidualStream* s = nullptr;
   std::vector<LayerSegment> segments;
+  std::span<StateCapture> captures;
+  std::vector<size_t> cuts;  // chunk rows each capture's rows end at, ascending
+
+  // The rows a layer's attention takes from r0 at once: to the end of r0's
+  // sub-batch, or to the next capture's row if sooner (each row's values
+  // are its own and a sequence's rows still run in order: a cut changes no
+  // bit, it only passes the sub-batch's row blocks once more).
+  size_t piece(size_t r0) const {
+    size_t end = std::min(n, (r0 / sub + 1) * sub);
+    const auto cut = std::upper_bound(cuts.begin(), cuts.end(), r0);
+    if (cut != cuts.end()) end = std::min(end, *cut);
+    return end - r0;
+  }
+  // The chunk row a capture's rows end at.
+  size_t capture_end(const StateCapture& cap) const { return begin[cap.sequence] + cap.rows; }
+  // Sizes the captured states and gives them their positions and tokens.
+  void begin_captures(const ModelConfig& c, const int32_t* ids) {
+    for (StateCapture& cap : captures) {
+      const SequenceState& from = *states[cap.sequence];
+      cap.state.positions = from.positions + static_cast<int64_t>(cap.rows);
+      cap.state.tokens = from.tokens;
+      const int32_t* first = ids + begin[cap.sequence];
+      cap.state.tokens.insert(cap.state.tokens.end(), first, first + cap.rows);
+      cap.state.layers.assign(static_cast<size_t>(c.num_hidden_layers), LayerState{});
+      cap.logits.resize(static_cast<size_t>(c.vocab_size));
+      cuts.push_back(capture_end(cap));
+    }
+    std::sort(cuts.begin(), cuts.end());
+  }
+  // After the attention of layer `layer` over rows up to `end`: the KDA
+  // state of each capture whose rows end there.
+  void capture_kda(const ModelConfig& c, int layer, size_t end) {
+    if (!c.is_kda_layer(layer)) return;
+    for (StateCapture& cap : captures)
+      if (capture_end(cap) == end) cap.state.layers[layer].kda = states[cap.sequence]->layers[layer].kda;
+  }
+  // After layer `layer`: each capture's first rows of an MLA layer's cache,
+  // into a new cache (a generation of its own).
+  void capture_mla(const ModelConfig& c, int layer) {
+    if (c.is_kda_layer(layer)) return;
+    const size_t width = static_cast<size_t>(c.kv_lora_rank + c.qk_rope_head_dim);
+    for (StateCapture& cap : captures) {
+      const std::vector<float>& latent = states[cap.sequence]->layers[layer].mla.latent;
+      const size_t kept = static_cast<size_t>(cap.state.positions) * width;
+      cap.state.layers[layer].mla.latent.assign(latent.begin(), latent.begin() + static_cast<ptrdiff_t>(kept));
+    }
+  }
 
   // A sub-batch's view of the chunk: rows [r0, r0 + m) of p and of the
   // first `count` block states (the layer fetches their rows a piece at a
@@ -107,8 +156,7 @@ struct ForwardPass::ChunkRun {
 
 void ForwardPass::forward_chunk(std::span<SequenceState* const> states, std::span<const size_t> counts,
                                 const int32_t* ids, LogitRows rows, float* logits, int64_t steps_before,
-                                int64_t steps_total) {
-  const kernels::ScopedComputeBackend products_on(compute_backend_);  // the chunk's products: set_compute_backend
+                                int64_t steps_total, std::span<StateCapture> captures) {
   const ModelConfig& c = config_;
   ChunkRun run;
   run.states = states;
@@ -123,8 +171,15 @@ void ForwardPass::forward_chunk(std::span<SequenceState* const> states, std::spa
     run.n += counts[k];
     positions = std::max(positions, states[k]->positions + static_cast<int64_t>(counts[k]));
   }
+  // The chunk's products go to the device (set_compute_backend); a pass of
+  // at most a batch of rows that runs as a chunk only to capture a state
+  // keeps the caller's choice, as forward_batch would.
+  const kernels::ScopedComputeBackend products_on(run.n > max_batch_ ? compute_backend_
+                                                                     : kernels::current_compute_backend());
   run.sub = std::min(run.n, std::max(max_batch_, chunk_sub_batch_));
   run.subs = static_cast<int64_t>((run.n + run.sub - 1) / run.sub);
+  run.captures = captures;
+  run.begin_captures(c, ids);
   const ChunkLoan loan(source_, chunk_state_, scratch_);  // before the chunk's memory is taken
   reserve_chunk_scratch(scratch_, c, max_batch_, run.sub, positions, pool_.size());
   chunk_state_.reserve(c, run.n, std::min(run.sub, chunk_piece_rows_), spill_.get());
@@ -138,7 +193,7 @@ void ForwardPass::forward_chunk(std::span<SequenceState* const> states, std::spa
     for (auto& u : undo_) u.resize(static_cast<size_t>(c.num_hidden_layers));
   }
   for (int i = 0; i < c.num_hidden_layers; ++i) chunk_layer(run, i);
-  if (rows != LogitRows::kNone) chunk_head(run, rows, logits);
+  if (rows != LogitRows::kNone || !captures.empty()) chunk_head(run, rows, logits);
   size_t begin = 0;
   for (size_t k = 0; k < states.size(); ++k) {
     states[k]->positions += static_cast<int64_t>(counts[k]);
@@ -161,11 +216,12 @@ void ForwardPass::chunk_layer(ChunkRun& run, int i) {
   if (i % c.attn_res_block_size == 0) blocks.open(run.P);
   blocks.unstage();
   const bool moe = c.is_moe_layer(i);
-  for (size_t r0 = 0; r0 < n; r0 += sub) {
-    const size_t m = std::min(sub, n - r0);
+  for (size_t r0 = 0, m = 0; r0 < n; r0 += m) {
+    m = run.piece(r0);
     run.view(r0, m, before);
     decoder_layer_attention(
         c, i, w, source_, run.segments_of(i, r0, m), s, [&] { ++s.chunk_block_count; }, scratch_, &pool_);
+    run.capture_kda(c, i, r0 + m);
     if (moe) {
       moe_chunk_prepare(c, w.moe, scratch_.x(), m, r0, chunk_state_.moe, &pool_, scratch_);
     } else {
@@ -175,9 +231,10 @@ void ForwardPass::chunk_layer(ChunkRun& run, int i) {
       decoder_layer_add(c, s, scratch_.a());
     }
     if (r0 + m == n) break;
+    if ((r0 + m) % sub != 0) continue;  // a capture's cut within the sub-batch
     // Progress per sub-batch (the last after the layer is done), so a
     // progress callback that throws on Ctrl-C stops within a layer too.
-    const int64_t step = run.steps_before + i * run.subs + static_cast<int64_t>(r0 / sub) + 1;
+    const int64_t step = run.steps_before + i * run.subs + static_cast<int64_t>((r0 + m) / sub);
     try {
       if (progress_) progress_(step, run.steps_total);
     } catch (...) {  // abandoned (Ctrl-C): the layer's weights go back
@@ -204,6 +261,7 @@ void ForwardPass::chunk_layer(ChunkRun& run, int i) {
     }
   }
   source_.release_layer(i);
+  run.capture_mla(c, i);
   run.require_rows_finite("the output of layer " + std::to_string(i));
   if (tap_ && tap_->wants(i))
     for (size_t k = 0; k < run.states.size(); ++k)
@@ -220,30 +278,24 @@ void ForwardPass::chunk_head(ChunkRun& run, LogitRows rows, float* logits) {
                sub = blocks.spilled() ? std::min(max_batch_, blocks.piece_rows()) : max_batch_;
   const size_t count = blocks.count();
   blocks.unstage();
-  if (rows == LogitRows::kLastOfEach) {
-    // The last row of each sequence, gathered into contiguous rows (a row's
-    // mix and norm do not depend on the other rows: no bit changes), in
-    // pieces of at most a batch.
-    const size_t seqs = run.states.size();
-    for (size_t k0 = 0; k0 < seqs; k0 += max_batch_) {
-      const size_t m = std::min(max_batch_, seqs - k0);
-      std::vector<float> gathered((count + 1) * m * hidden);  // [m, hidden] per block state, then p
-      for (size_t t = 0; t < m; ++t) {
-        const size_t row = run.begin[k0 + t] + run.counts[k0 + t] - 1;
-        const std::vector<const float*>& b = blocks.rows(row, 1, count);
-        for (size_t j = 0; j < count; ++j) std::copy_n(b[j], hidden, gathered.data() + (j * m + t) * hidden);
-        std::copy_n(run.P + row * hidden, hidden, gathered.data() + (count * m + t) * hidden);
-      }
-      std::vector<const float*> b;
-      for (size_t j = 0; j < count; ++j) b.push_back(gathered.data() + j * m * hidden);
-      float* out = logits + k0 * vocab;
-      head_logits(b, gathered.data() + count * m * hidden, m, out);
-      for (size_t t = 0; t < m; ++t)
-        require_finite(out + t * vocab, vocab, vocab, run.pos0[k0 + t] + static_cast<int64_t>(run.counts[k0 + t]) - 1,
-                       "the logits (the head)");
+  // The last row of each sequence (kLastOfEach) and each capture's row,
+  // through the head together.
+  std::vector<size_t> picked;
+  std::vector<int64_t> positions;
+  std::vector<float*> outs;
+  if (rows == LogitRows::kLastOfEach)
+    for (size_t k = 0; k < run.states.size(); ++k) {
+      picked.push_back(run.begin[k] + run.counts[k] - 1);
+      positions.push_back(run.pos0[k] + static_cast<int64_t>(run.counts[k]) - 1);
+      outs.push_back(logits + k * vocab);
     }
-    return;
+  for (StateCapture& cap : run.captures) {
+    picked.push_back(run.capture_end(cap) - 1);
+    positions.push_back(cap.state.positions - 1);
+    outs.push_back(cap.logits.data());
   }
+  if (!picked.empty()) chunk_head_rows(run, picked, positions, outs);
+  if (rows == LogitRows::kLastOfEach || rows == LogitRows::kNone) return;
   // The last row, or all, a batch at a time.
   const size_t n = run.n;
   const size_t first = rows == LogitRows::kLast ? n - 1 : 0;
@@ -259,6 +311,33 @@ void ForwardPass::chunk_head(ChunkRun& run, LogitRows rows, float* logits) {
       while (row >= run.begin[k] + run.counts[k]) ++k;
       require_finite(out + t * vocab, vocab, vocab, run.pos0[k] + static_cast<int64_t>(row - run.begin[k]),
                      "the logits (the head)");
+    }
+  }
+}
+
+void ForwardPass::chunk_head_rows(ChunkRun& run, const std::vector<size_t>& rows, const std::vector<int64_t>& positions,
+                                  const std::vector<float*>& out) {
+  ChunkBlocks& blocks = *run.blocks;
+  const size_t vocab = config_.vocab_size, hidden = run.hidden, count = blocks.count();
+  // Gathered into contiguous rows (a row's mix and norm do not depend on
+  // the other rows: no bit changes), in pieces of at most a batch.
+  std::vector<float> logits;
+  for (size_t k0 = 0; k0 < rows.size(); k0 += max_batch_) {
+    const size_t m = std::min(max_batch_, rows.size() - k0);
+    std::vector<float> gathered((count + 1) * m * hidden);  // [m, hidden] per block state, then p
+    for (size_t t = 0; t < m; ++t) {
+      const size_t row = rows[k0 + t];
+      const std::vector<const float*>& b = blocks.rows(row, 1, count);
+      for (size_t j = 0; j < count; ++j) std::copy_n(b[j], hidden, gathered.data() + (j * m + t) * hidden);
+      std::copy_n(run.P + row * hidden, hidden, gathered.data() + (count * m + t) * hidden);
+    }
+    std::vector<const float*> b;
+    for (size_t j = 0; j < count; ++j) b.push_back(gathered.data() + j * m * hidden);
+    logits.resize(m * vocab);
+    head_logits(b, gathered.data() + count * m * hidden, m, logits.data());
+    for (size_t t = 0; t < m; ++t) {
+      require_finite(logits.data() + t * vocab, vocab, vocab, positions[k0 + t], "the logits (the head)");
+      std::copy_n(logits.data() + t * vocab, vocab, out[k0 + t]);
     }
   }
 }

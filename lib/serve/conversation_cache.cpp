@@ -70,6 +70,17 @@ uint64_t ConversationCache::bytes_of(const Session::SavePoint& p) {
   return 4 * (floats + p.state.tokens.size() + p.pending.size());
 }
 
+uint64_t ConversationCache::bytes_after(const ModelConfig& c, const SequenceState& state, size_t rows) {
+  const uint64_t positions = static_cast<uint64_t>(state.positions) + rows;
+  uint64_t floats = static_cast<uint64_t>(c.vocab_size) + state.tokens.size() + rows;
+  for (size_t i = 0; i < state.layers.size(); ++i) {
+    const KdaState& k = state.layers[i].kda;
+    if (c.is_kda_layer(static_cast<int>(i))) floats += k.S.size() + k.conv_q.size() + k.conv_k.size() + k.conv_v.size();
+    else floats += positions * static_cast<uint64_t>(c.kv_lora_rank + c.qk_rope_head_dim);
+  }
+  return 4 * floats;
+}
+
 size_t ConversationCache::states_in_ram() const {
   return static_cast<size_t>(std::count_if(entries_.begin(), entries_.end(), [](const Entry& e) { return e.in_ram; }));
 }
@@ -208,10 +219,13 @@ void ConversationCache::settle_writes() {
   }
 }
 
-void ConversationCache::make_room() {
+void ConversationCache::make_room_for(uint64_t bytes) { make_room(bytes); }
+
+void ConversationCache::make_room(uint64_t incoming) {
   settle_writes();
   // Least recently used in RAM first: leave RAM (to its file, or dropped) until within budget.
-  for (auto it = entries_.end(); ram_used_ > options_.ram_bytes && it != entries_.begin();) {
+  const auto over = [&] { return ram_used_ + incoming > options_.ram_bytes; };
+  for (auto it = entries_.end(); over() && it != entries_.begin();) {
     --it;
     if (!it->in_ram || it->leaving) continue;
     if (it->file.empty()) {
@@ -223,7 +237,7 @@ void ConversationCache::make_room() {
     }
   }
   // Over the limit still: only states on their way to disk are left to go.
-  for (auto it = entries_.end(); ram_used_ > options_.ram_bytes && it != entries_.begin();) {
+  for (auto it = entries_.end(); over() && it != entries_.begin();) {
     --it;
     if (!it->leaving) continue;
     it->write->wait();  // the disk is behind the states kept

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "engine/session.h"
+#include "model/config.h"
 #include "serve/serve_metrics.h"
 #include "serve/state_spiller.h"
 #include "state/continuation.h"
@@ -67,6 +68,11 @@ class ConversationCache {
   size_t restore_longest(const std::vector<int32_t>& prompt, Session& session);
   // Keeps a state (a session's mark() or release()); replaces one with the same ids.
   void keep(Session::SavePoint point);
+  // Makes the kept states leave RAM until `bytes` more fit within
+  // ram_bytes: states a pass keeps within it (Model::step_rows) are held
+  // from their layer on, before keep() takes them, and count among the
+  // kept states while the pass runs.
+  void make_room_for(uint64_t bytes);
 
   size_t states_in_ram() const;
   size_t states_on_disk() const;
@@ -76,6 +82,9 @@ class ConversationCache {
   void publish(ServeMetrics& metrics) const;
 
   static uint64_t bytes_of(const Session::SavePoint& point);
+  // bytes_of the state `rows` rows past `state` (a pass's keep within it):
+  // the same KDA states, as many more MLA rows and ids, a logits row.
+  static uint64_t bytes_after(const ModelConfig& config, const SequenceState& state, size_t rows);
 
  private:
   struct Entry {
@@ -89,7 +98,7 @@ class ConversationCache {
     uint64_t file_bytes = 0;                          // of the file
   };
   using EntryIt = std::list<Entry>::iterator;
-  void make_room();
+  void make_room(uint64_t incoming = 0);
   // A state leaving RAM whose write ended: out of RAM with its file, or
   // forgotten (the write failed). Returns the next entry.
   EntryIt settle(EntryIt it);

@@ -304,6 +304,7 @@ size_t SlotScheduler::run_pass() {
   std::vector<Session*> sessions;
   std::vector<std::span<const int32_t>> chunks;
   std::vector<Slot*> in_pass;
+  Keeps keeps;
   size_t rows = 0;
   for (Slot& slot : slots_) {
     slot.chunk = 0;
@@ -320,10 +321,12 @@ size_t SlotScheduler::run_pass() {
     if (slot.decoding) continue;
     const std::vector<int32_t>& prompt = slot.job->spec().prompt;
     const size_t pending = slot.session->pending().size();
-    const size_t end = slot.keep_at.empty() ? prompt.size() : slot.keep_at.front();  // a kept state's end ends a chunk
     if (prefill && budget <= pending) break;
-    slot.chunk = std::min(end - slot.at, budget > pending ? budget - pending : size_t{1});
+    // A kept point within the chunk is kept within the pass (the chunk runs
+    // past it: one read of the weights for a system prompt and what follows).
+    slot.chunk = std::min(prompt.size() - slot.at, budget > pending ? budget - pending : size_t{1});
     budget = budget > pending + slot.chunk ? budget - pending - slot.chunk : 0;
+    keeps_within(slot, sessions.size(), keeps);
     sessions.push_back(slot.session.get());
     chunks.emplace_back(prompt.data() + slot.at, slot.chunk);
     in_pass.push_back(&slot);
@@ -331,10 +334,14 @@ size_t SlotScheduler::run_pass() {
     prefill = true;
   }
   if (sessions.empty()) return 0;
+  // The states kept within the pass are held from their layer on: they
+  // count among the kept states (--keep-mb) from the start of the pass.
+  if (keeps.bytes > 0) cache_.make_room_for(keeps.bytes);
   const auto t0 = Clock::now();
+  std::vector<SavePoint> kept;
   try {
     // The model accounts the pass (pass_done).
-    model_.step_rows(sessions, chunks, prefill ? pass_control(in_pass) : Model::PassControl{});
+    kept = model_.step_rows(sessions, chunks, prefill ? pass_control(in_pass) : Model::PassControl{}, keeps.points);
   } catch (const std::exception& e) {
     const auto* error = dynamic_cast<const Error*>(&e);
     if (error && error->code() == ExitCode::kInterrupted) {
@@ -356,7 +363,18 @@ size_t SlotScheduler::run_pass() {
   (prefill ? metrics_.prefill_nanoseconds : metrics_.decode_nanoseconds) += nanoseconds_since(t0);
   for (Slot* slot : in_pass)
     if (!slot->decoding) prompt_chunk_done(*slot);
+  for (SavePoint& point : kept) cache_.keep(std::move(point));
   return prefill ? 0 : rows;
+}
+
+void SlotScheduler::keeps_within(const Slot& slot, size_t sequence, Keeps& keeps) const {
+  const size_t rows_before = slot.session->pending().size();
+  for (const size_t point : slot.keep_at) {
+    if (point > slot.at + slot.chunk) break;
+    keeps.points.push_back({sequence, point - slot.at});
+    keeps.bytes +=
+        ConversationCache::bytes_after(model_.config(), slot.session->state(), rows_before + point - slot.at);
+  }
 }
 
 void SlotScheduler::prompt_chunk_done(Slot& slot) {
@@ -366,10 +384,7 @@ void SlotScheduler::prompt_chunk_done(Slot& slot) {
   slot.job->prefill_pass({});
   slot.job->prefill_progress(static_cast<int64_t>(slot.at), static_cast<int64_t>(slot.job->spec().prompt.size()));
   log_prompt_progress(*slot.job);  // every 10 s of a long prompt: how far, how long left
-  if (!slot.keep_at.empty() && slot.at == slot.keep_at.front()) {
-    cache_.keep(slot.session->mark());
-    slot.keep_at.erase(slot.keep_at.begin());
-  }
+  std::erase_if(slot.keep_at, [&](size_t point) { return point <= slot.at; });  // kept within the pass
   slot.decoding = slot.at == slot.job->spec().prompt.size();
 }
 

@@ -180,8 +180,9 @@ class SlotScheduler {
     int64_t made = 0;
     size_t at = 0;  // prompt ids in the state (restored or evaluated)
     // Where states are kept, ascending, each past `at`: the end of the system
-    // prompt and tool list, then the conversation's unchanged prefix. A
-    // prompt chunk ends at the first, so its state is the pass's.
+    // prompt and tool list, then the conversation's unchanged prefix. The
+    // pass whose prompt chunk reaches one keeps the state there within it
+    // (Model::step_rows' keeps): the chunk does not end there.
     std::vector<size_t> keep_at = {};
     bool decoding = false;  // the prompt is evaluated: each pass samples an id
     size_t chunk = 0;       // prompt ids in the pass being run
@@ -196,6 +197,14 @@ class SlotScheduler {
   // clients went away or the server stops; each prompt's layer progress.
   Model::PassControl pass_control(const std::vector<Slot*>& in_pass);
   void prompt_chunk_done(Slot& slot);  // after a pass that evaluated slot.chunk of its prompt
+  // The states a pass keeps within it, and the RAM they take once kept.
+  struct Keeps {
+    std::vector<SavePointWithin> points;
+    uint64_t bytes = 0;
+  };
+  // The slot's kept points its chunk reaches (the slot is the pass's
+  // sequence `sequence`).
+  void keeps_within(const Slot& slot, size_t sequence, Keeps& keeps) const;
   void leave(Slot& slot, EndReason reason);
   // The one busy slot, drafted, decoding and nobody waiting: generates it
   // speculatively until it ends or another request arrives.

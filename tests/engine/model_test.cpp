@@ -92,7 +92,9 @@ TEST(Model, PrefixReuseEqualsAFreshRun) {
   // was replaced, so it starts over.
   std::vector<int32_t> p3(p1.begin(), p1.end() - 1);
   p3.push_back(g.tf_ids[7]);
+  const int64_t passes = s.counters().weight_passes;
   EXPECT_EQ(s.prefill_reusing(p3, 3), 0u);
+  EXPECT_EQ(s.counters().weight_passes, passes + 1) << "the save point after 3 ids is taken within the one prefill";
   EXPECT_TRUE(test::same_bits(s.current_row(), fresh_row(*model, p3)));
   generate(s, 3);
 
@@ -310,6 +312,55 @@ TEST(Model, StepRowsRunsALongChunkLayerMajorWithDecodeRows) {
   EXPECT_TRUE(test::same_bits(a.current_row(), a_alone));
   EXPECT_TRUE(test::same_bits(b.current_row(), b_alone));
   EXPECT_EQ(a.ids(), a_next);
+}
+
+// Save points kept inside a server's pass (Model::step_rows with keeps): a
+// long prompt with a decode row riding along, kept after 10 of its ids and
+// at its end, in one weight pass. Each point is bit-equal to the mark() of
+// a session that evaluated just those ids (state, row, nothing pending),
+// and a session continued from the first gives the whole prompt's row.
+TEST(Model, StepRowsKeepsSavePointsInsideThePass) {
+  const test::Golden& g = test::Golden::get();
+  auto model = Model::open(test::tiny_dir(), resident());
+  std::vector<int32_t> longp;
+  while (longp.size() < 42) longp.insert(longp.end(), g.greedy_prompt.begin(), g.greedy_prompt.end());
+  longp.resize(42);
+  const std::vector<int32_t> first(longp.begin(), longp.begin() + 10), rest(longp.begin() + 10, longp.end());
+  Session alone = model->session(greedy(*model));
+  alone.prefill(first);
+  const SavePoint want = alone.mark();
+  model->forward_pass().set_max_batch(4);
+  model->forward_pass().set_chunk(64);
+  Session a = model->session(greedy(*model));
+  a.prefill(g.greedy_prompt);
+  a.sample();
+  Session c = model->session(greedy(*model));
+  std::vector<Session*> all = {&a, &c};
+  const std::vector<std::span<const int32_t>> chunks = {{}, std::span<const int32_t>(longp)};
+  const std::vector<SavePointWithin> keeps = {{1, 10}, {1, 42}};
+  const int64_t passes = model->counters().passes_by_rows.size() > 43 ? model->counters().passes_by_rows[43].passes : 0;
+  const std::vector<SavePoint> points = model->step_rows(all, chunks, {}, keeps);
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(model->counters().passes_by_rows.at(43).passes, passes + 1) << "one weight pass";
+  const SavePoint& got = points[0];
+  EXPECT_EQ(got.state.tokens, first);
+  EXPECT_EQ(got.state.positions, 10);
+  EXPECT_TRUE(got.pending.empty() && got.has_row);
+  EXPECT_TRUE(test::same_bits(got.row, want.row)) << "the logits of the kept point's last id";
+  for (size_t i = 0; i < got.state.layers.size(); ++i) {
+    const LayerState &x = got.state.layers[i], &y = want.state.layers[i];
+    EXPECT_TRUE(test::same_bits(x.kda.S, y.kda.S) && test::same_bits(x.kda.conv_q, y.kda.conv_q) &&
+                test::same_bits(x.kda.conv_k, y.kda.conv_k) && test::same_bits(x.kda.conv_v, y.kda.conv_v) &&
+                test::same_bits(x.mla.latent, y.mla.latent))
+        << "layer " << i;
+  }
+  EXPECT_EQ(points[1].state.tokens, longp);
+  EXPECT_TRUE(test::same_bits(points[1].row, c.current_row())) << "a keep at the end is the session's mark()";
+  Session d = model->session(greedy(*model));
+  d.rollback(got);
+  d.prefill(rest);
+  EXPECT_TRUE(test::same_bits(d.current_row(), c.current_row()));
+  EXPECT_TRUE(test::same_bits(c.current_row(), fresh_row(*model, longp)));
 }
 
 TEST(Model, StreamedModelGeneratesTheGoldenIdsAndCountsItsPasses) {

@@ -10,6 +10,10 @@
 #  3. The replies (message and logprobs) equal those of a server that
 #     evaluates every prompt from scratch; there, with the minimum above the
 #     system part, nothing is continued.
+# The states at the system part's end and at the chat's unchanged prefix
+# are kept within the pass that runs the prompt: the first request's prompt
+# is one weight pass (it was two: a pass ended at the system part), the
+# second's (from the system part on) one more.
 set -uo pipefail
 source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 source "${K3_SOURCE_DIR:?}/tests/serve/serve_lib.sh"
@@ -24,6 +28,7 @@ chat() {
     "$system" "$1" "$tools"
 }
 cached() { jget "$body" 'j["usage"]["prompt_tokens_details"]["cached_tokens"]'; }
+prefill_passes() { curl -s --max-time 10 "$url/metrics" | awk '$1 == "k3_prefill_passes_total" {print $2}'; }
 reply() { jget "$body" 'json.dumps([j["choices"][0]["message"], j["choices"][0]["logprobs"]], sort_keys=True)'; }
 files() { find "$1" -maxdepth 1 -name 'prompt-*.k3state' | wc -l; }
 wait_files() { for _ in $(seq 1 100); do [ "$(files "$1")" -ge "$2" ] && return 0; sleep 0.1; done; }
@@ -37,8 +42,10 @@ pc="$work/pc"
 start_server "$work/a.log" --slots 1 --prompt-cache "$pc" --system-keep-min 16 || exit 1
 post body /v1/chat/completions "$(chat "What is the weather in Paris?")"
 check "first conversation: nothing to continue from" "200 0" "$status $(cached)"
+check "the first prompt, its system part kept inside, is one weight pass" 1 "$(prefill_passes)"
 post body /v1/chat/completions "$(chat "Book me a train to Lyon.")"
 check "second conversation continues from the system part" "200 $n" "$status $(cached)"
+check "and its prompt past the system part is one more" 2 "$(prefill_passes)"
 lyon=$(reply)
 # The system part; each conversation's prompt, and its prompt and reply.
 wait_files "$pc" 5

@@ -161,9 +161,9 @@ TEST_F(SchedulerTest, StaggeredArrivalsPrefillWithinDecodePasses) {
 }
 
 TEST_F(SchedulerTest, PromptsLongerThanAPassRunInChunks) {
-  // Four rows per pass: prompts run in chunks beside the decode rows, a
-  // chunk ends where the conversation's state is kept, and ids and the
-  // kept state are still those of a run alone.
+  // Four rows per pass: prompts run in chunks beside the decode rows, the
+  // conversation's state is kept within the pass that reaches it, and ids
+  // and the kept state are still those of a run alone.
   const size_t old_batch = engine.max_batch();
   engine.set_max_batch(4);
   ConversationCache cache(identity(), CacheOptions{});
@@ -355,6 +355,36 @@ TEST_F(SchedulerTest, SystemPrefixIsKeptBesideTheConversation) {
   EXPECT_EQ(r.ids, alone(b));
   // Kept: a's system prompt, a's prefix, a's whole conversation, b's.
   EXPECT_EQ(cache.states_in_ram(), 4u);
+  // Both of a's points were kept within the one pass of its prompt.
+  EXPECT_EQ(metrics.prefill_passes.load(), 2u) << "a's prompt, then b's past the system prompt";
+}
+
+// A pass that keeps states within it holds them from their layer on, so
+// room is made for them among the kept states before it runs: bytes_after
+// forecasts the kept state's RAM (ConversationCache::bytes_of) from the
+// state before the pass, and make_room_for takes states out of RAM until
+// that many more bytes fit.
+TEST_F(SchedulerTest, RoomIsMadeForStatesKeptWithinAPass) {
+  const std::vector<int32_t> first = prompt(3, 5), more = prompt(40, 4);
+  Session s = m.session(GenerationOptions{});
+  s.prefill(first);
+  const uint64_t forecast = ConversationCache::bytes_after(m.config(), s.state(), more.size());
+  s.prefill(more);
+  const Session::SavePoint kept = s.mark();
+  EXPECT_EQ(forecast, ConversationCache::bytes_of(kept));
+  CacheOptions options;
+  options.ram_bytes = 2 * forecast;
+  ConversationCache cache(identity(), options);
+  cache.keep(kept);
+  Session t = m.session(GenerationOptions{});
+  t.prefill(prompt(7, 9));
+  cache.keep(t.mark());
+  ASSERT_EQ(cache.states_in_ram(), 2u);
+  cache.make_room_for(0);
+  EXPECT_EQ(cache.states_in_ram(), 2u);
+  cache.make_room_for(forecast);
+  EXPECT_EQ(cache.states_in_ram(), 1u) << "the least recently used leaves RAM";
+  EXPECT_LE(cache.ram_bytes() + forecast, options.ram_bytes);
 }
 
 TEST_F(SchedulerTest, CancelledAndQueueFullAndShutdown) {
