@@ -249,9 +249,12 @@ void ForwardPass::chunk_head(ChunkRun& run, LogitRows rows, float* logits) {
   const size_t first = rows == LogitRows::kLast ? n - 1 : 0;
   for (size_t r0 = first; r0 < n; r0 += sub) {
     const size_t m = std::min(sub, n - r0);
-    const std::vector<const float*>& b = blocks.rows(r0, m, count);
     float* out = logits + (r0 - first) * vocab;
-    head_logits(b, run.P + r0 * hidden, m, out);
+    // The blocks the device keeps are read there (ChunkBlocks::mix).
+    head_logits(m, out, [&](const HeadWeights& head, float* x) {
+      blocks.mix(r0, m, count, run.P + r0 * hidden, head.output_attn_res_proj.data, head.output_attn_res_norm.data,
+                 config_.rms_norm_eps, x, scratch_.mix());
+    });
     // Named by the position of the row in its own sequence.
     for (size_t t = 0; t < m; ++t) {
       const size_t row = r0 + t;
