@@ -221,23 +221,21 @@ void ForwardPass::chunk_head(ChunkRun& run, LogitRows rows, float* logits) {
   const size_t count = blocks.count();
   blocks.unstage();
   if (rows == LogitRows::kLastOfEach) {
-    // The last row of each sequence, gathered into contiguous rows (a row's
-    // mix and norm do not depend on the other rows: no bit changes), in
-    // pieces of at most a batch.
+    // The last row of each sequence, each mixed on its own into the head's
+    // contiguous rows (a row's mix and norm do not depend on the other rows:
+    // no bit changes), so each reads the blocks the device keeps; in pieces
+    // of at most a batch.
     const size_t seqs = run.states.size();
     for (size_t k0 = 0; k0 < seqs; k0 += max_batch_) {
       const size_t m = std::min(max_batch_, seqs - k0);
-      std::vector<float> gathered((count + 1) * m * hidden);  // [m, hidden] per block state, then p
-      for (size_t t = 0; t < m; ++t) {
-        const size_t row = run.begin[k0 + t] + run.counts[k0 + t] - 1;
-        const std::vector<const float*>& b = blocks.rows(row, 1, count);
-        for (size_t j = 0; j < count; ++j) std::copy_n(b[j], hidden, gathered.data() + (j * m + t) * hidden);
-        std::copy_n(run.P + row * hidden, hidden, gathered.data() + (count * m + t) * hidden);
-      }
-      std::vector<const float*> b;
-      for (size_t j = 0; j < count; ++j) b.push_back(gathered.data() + j * m * hidden);
       float* out = logits + k0 * vocab;
-      head_logits(b, gathered.data() + count * m * hidden, m, out);
+      head_logits(m, out, [&](const HeadWeights& head, float* mixed) {
+        for (size_t t = 0; t < m; ++t) {
+          const size_t row = run.begin[k0 + t] + run.counts[k0 + t] - 1;
+          blocks.mix(row, 1, count, run.P + row * hidden, head.output_attn_res_proj.data,
+                     head.output_attn_res_norm.data, config_.rms_norm_eps, mixed + t * hidden, scratch_.mix());
+        }
+      });
       for (size_t t = 0; t < m; ++t)
         require_finite(out + t * vocab, vocab, vocab, run.pos0[k0 + t] + static_cast<int64_t>(run.counts[k0 + t]) - 1,
                        "the logits (the head)");
