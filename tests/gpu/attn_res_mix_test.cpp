@@ -372,7 +372,9 @@ TEST(AttnResMix, ChunkBlocksMixOnTheDeviceFromTheKeptBlocks) {
       EXPECT_EQ(gpu.counters().block_upload_bytes - before.block_upload_bytes, share ? count * n * hidden * 4 : 0u)
           << what;
       EXPECT_EQ(gpu.counters().attn_res_mixes - before.attn_res_mixes, 1u) << what << ": on the device either way";
-      if (spilled) EXPECT_EQ(spill.bytes_read(), share ? 0u : count * piece * hidden * 4) << what;
+      if (spilled) {
+        EXPECT_EQ(spill.bytes_read(), share ? 0u : count * piece * hidden * 4) << what;
+      }
     }
   }
   gpu.limit_chunk_blocks(UINT64_MAX);
