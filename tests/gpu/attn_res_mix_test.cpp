@@ -215,6 +215,18 @@ TEST(AttnResMix, PlanCountsWhatTheMixesAddToTheProducts) {
   EXPECT_EQ(gpu_attn_res_device_bytes(products, 30, 5, 64, 0), 0u);
 }
 
+// The plan's part for the chunk's kept block states: blocks x rows x
+// hidden floats in one buffer (the smallest a buffer is: 16 bytes).
+TEST(AttnResMix, PlanCountsTheKeptBlockStates) {
+  const ModelConfig k3 = k3_reference_config();
+  const uint64_t blocks = residual_block_count(k3), hidden = static_cast<uint64_t>(k3.hidden_size);
+  EXPECT_EQ(gpu_chunk_block_device_bytes(blocks, hidden, 8192), blocks * 8192 * hidden * 4);
+  EXPECT_EQ(gpu_chunk_block_device_bytes(4, 64, 300), 307200u);
+  EXPECT_EQ(gpu_chunk_block_device_bytes(1, 1, 1), 16u);
+  EXPECT_EQ(gpu_chunk_block_device_bytes(0, 64, 300), 0u);
+  EXPECT_EQ(gpu_chunk_block_device_bytes(4, 64, 0), 0u);
+}
+
 // The chunk's block states kept on the device (gpu_chunk_blocks.cpp): a
 // chunk of m.n rows whose blocks are m.blocks, each copied once; the mixes
 // of rows [r0, r0 + rows) over the first `count` blocks read the first
