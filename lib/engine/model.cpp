@@ -96,8 +96,11 @@ ModelPlan Model::plan(const ModelConfig& config, const Checkpoint& checkpoint, c
     const uint64_t rows = device_rows(memory.chunk, memory.batch);
     // A mix gets at most a chunk's sub-batch or a batch of rows (ForwardPass).
     const uint64_t mix_rows = std::min(rows, std::max(memory.batch, memory.chunk_sub_batch));
-    out.device_bytes = check_device_plan(checkpoint, req, rows, device_mix_rows(config, mix_rows), params.context,
-                                         device_local_staging(out.device.get()), params.log ? *params.log : null_log);
+    const DevicePlan device =
+        check_device_plan(checkpoint, req, rows, device_mix_rows(config, mix_rows, rows), params.context,
+                          device_local_staging(out.device.get()), params.log ? *params.log : null_log);
+    out.device_bytes = device.bytes;
+    out.device_chunk_block_bytes = device.chunk_block_bytes;
     check_position_limit(config, req.context, span_what());
   } else {
     // The sequences' state and caches are planned as the budgeted path
@@ -106,8 +109,11 @@ ModelPlan Model::plan(const ModelConfig& config, const Checkpoint& checkpoint, c
     check_position_limit(config, params.context, span_what());
     std::ostream null_log(nullptr);
     const uint64_t rows = device_rows(chunk, params.batch);
-    out.device_bytes = check_device_plan(checkpoint, req, rows, device_mix_rows(config, rows), params.context,
-                                         device_local_staging(out.device.get()), params.log ? *params.log : null_log);
+    const DevicePlan device =
+        check_device_plan(checkpoint, req, rows, device_mix_rows(config, rows, rows), params.context,
+                          device_local_staging(out.device.get()), params.log ? *params.log : null_log);
+    out.device_bytes = device.bytes;
+    out.device_chunk_block_bytes = device.chunk_block_bytes;
     // Said only once the checks have passed, so a refusal stays one line.
     if (params.log)
       *params.log << tool_name() << ": no " << spelled(run_setting::kTrunkDir)
@@ -162,10 +168,13 @@ void Model::load(ModelPlan plan) {
   engine_->set_chunk_sub_batch(chunk_sub_batch);
   set_compute_backend(device_.get());
   // The chunk's attention keeps each sequence's MLA caches on the device,
-  // as many as the device plan counted (check_device_plan).
-  if (device_)
+  // as many as the device plan counted (check_device_plan), and the
+  // chunk's block states in the plan's share.
+  if (device_) {
     device_->keep_latent_caches(std::max<uint64_t>(1, req.sequences) * mla_latent_shape(checkpoint_).layers,
                                 params_.context);
+    device_->limit_chunk_blocks(plan.device_chunk_block_bytes);
+  }
   if (plan.stream && plan.stream->plan.chunk_spilled) engine_->set_spill(std::make_unique<SpillFile>(req.trunk_dir));
   counters_.streaming = streaming_ != nullptr;
   counters_.max_batch = static_cast<uint64_t>(engine_->max_batch());

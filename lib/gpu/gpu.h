@@ -101,5 +101,9 @@ GpuAttnResWords gpu_attn_res_words(uint64_t values, uint64_t hidden, uint64_t to
 // need, so only the part beyond the products' counts.
 uint64_t gpu_attn_res_device_bytes(const GpuProductBound& largest, uint64_t product_tokens, uint64_t values,
                                    uint64_t hidden, uint64_t tokens);
+// The most device memory GpuBackend keeps a chunk's AttnRes block states in
+// (begin_chunk_blocks): `blocks` block states of `tokens` rows of `hidden`
+// floats, in one buffer (0 without).
+uint64_t gpu_chunk_block_device_bytes(uint64_t blocks, uint64_t hidden, uint64_t tokens);
 
 }  // namespace k3

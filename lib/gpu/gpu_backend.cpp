@@ -72,6 +72,7 @@ GpuBackend::GpuBackend(std::unique_ptr<VulkanDevice> device, size_t lanes, bool 
   kda_in_ = std::make_unique<VulkanBuffer>(*device_);
   kda_out_ = std::make_unique<VulkanBuffer>(*device_);
   latent_ = std::make_unique<VulkanBuffer>(*device_);
+  chunk_blocks_ = std::make_unique<VulkanBuffer>(*device_);
 }
 
 GpuBackend::~GpuBackend() { drain(); }
@@ -93,7 +94,8 @@ void GpuBackend::grow(VulkanBuffer& buffer, size_t bytes) {
   for (const Stage& stage : stages_)
     held += stage.weights->size() + stage.scales->size() + stage.local_weights->size() + stage.local_scales->size();
   held += x_->size() + y_->size();
-  for (const auto* b : {kda_state_.get(), kda_in_.get(), kda_out_.get(), latent_.get()}) held += b->size();
+  for (const auto* b : {kda_state_.get(), kda_in_.get(), kda_out_.get(), latent_.get(), chunk_blocks_.get()})
+    held += b->size();
   const uint64_t after = held - buffer.size() + bytes;
   if (budget_bytes_ > 0 && after > budget_bytes_)
     throw Error(ExitCode::kResource, "gpu " + std::to_string(device_->index()) + ": a matrix product needs " +
@@ -241,6 +243,8 @@ kernels::ComputeBackendCounters GpuBackend::counters() const {
   c.device_local_copies = device_local_copies_;
   c.kda_convs = kda_convs_;
   c.attn_res_mixes = attn_res_mixes_;
+  c.block_upload_bytes = block_upload_bytes_;
+  c.block_kept_bytes = block_kept_bytes_;
   return c;
 }
 

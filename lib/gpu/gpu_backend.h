@@ -175,6 +175,31 @@ class GpuBackend : public kernels::ComputeBackend {
  private:
   std::unique_ptr<ComputePipeline> attn_res_;
   uint64_t attn_res_mixes_ = 0;
+
+  // The chunk's AttnRes block states kept on the device
+  // (gpu_chunk_blocks.cpp): one buffer of [capacity, rows, hidden] floats,
+  // each block copied when it opens; the mixes read them there and copy
+  // only the values not kept. Within the plan's share (limit_chunk_blocks),
+  // one binding and what the device will allocate; beyond, fewer blocks or
+  // none are kept (the mixes copy them, the same bits).
+ public:
+  void limit_chunk_blocks(uint64_t bytes) override;
+  size_t begin_chunk_blocks(size_t rows, size_t hidden, size_t blocks) override;
+  bool keep_chunk_block(size_t index, const float* rows) override;
+  bool attn_res_mix_kept(size_t kept, const float* const* blocks, size_t block_count, size_t row0, const float* p,
+                         size_t n, size_t hidden, const uint16_t* proj, const float* norm, float eps,
+                         float* out) override;
+
+ private:
+  // The mix with its first `kept` values read from chunk_blocks_, rows
+  // row0 on (gpu_attn_res.cpp; attn_res_mix is kept = 0).
+  bool mix_values(size_t kept, const float* const* blocks, size_t block_count, size_t row0, const float* p, size_t n,
+                  size_t hidden, const uint16_t* proj, const float* norm, float eps, float* out);
+  std::unique_ptr<VulkanBuffer> chunk_blocks_;
+  uint64_t chunk_block_limit_ = UINT64_MAX;
+  size_t chunk_block_rows_ = 0, chunk_block_hidden_ = 0;
+  size_t chunk_block_capacity_ = 0, chunk_blocks_kept_ = 0;  // blocks the buffer holds, blocks copied so far
+  uint64_t block_upload_bytes_ = 0, block_kept_bytes_ = 0;
 };
 
 }  // namespace k3

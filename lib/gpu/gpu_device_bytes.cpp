@@ -4,8 +4,9 @@
 // each grown to its largest call and kept; and its KDA recurrence's three
 // (gpu_kda_device_bytes); the latent caches its attention keeps
 // (gpu_latent_cache_device_bytes); what AttnRes mixing grows the shared
-// activation buffers to beyond that (gpu_attn_res_device_bytes). Built with and without Vulkan, so a plan reads the
-// same.
+// activation buffers to beyond that (gpu_attn_res_device_bytes); a chunk's
+// block states kept there (gpu_chunk_block_device_bytes). Built with and
+// without Vulkan, so a plan reads the same.
 #include <algorithm>
 #include <cstdlib>
 
@@ -66,6 +67,11 @@ uint64_t gpu_attn_res_device_bytes(const GpuProductBound& largest, uint64_t prod
   const uint64_t y = products ? buffer_bytes(product_tokens * largest.rows * sizeof(float)) : 0;
   const uint64_t in = buffer_bytes(words.in * 4), out = buffer_bytes(words.out * 4);
   return (in > x ? in - x : 0) + (out > y ? out - y : 0);
+}
+
+uint64_t gpu_chunk_block_device_bytes(uint64_t blocks, uint64_t hidden, uint64_t tokens) {
+  if (blocks == 0 || hidden == 0 || tokens == 0) return 0;
+  return buffer_bytes(blocks * tokens * hidden * sizeof(float));
 }
 
 }  // namespace k3

@@ -49,6 +49,9 @@ struct ComputeBackendCounters {
   uint64_t kda_convs = 0;  // short convs (one of q, k, v of a sequence's rows) run on the device
   // AttnRes mixing on the device.
   uint64_t attn_res_mixes = 0;  // kernels::attn_res_mix calls (each over all of its rows)
+  // The chunk's AttnRes block states kept on the device.
+  uint64_t block_upload_bytes = 0;  // block state rows copied to the device (part of upload_bytes)
+  uint64_t block_kept_bytes = 0;    // block state rows a mix found there, not copied again
 };
 
 // MLA's attention over the latent cache for `rows` rows and every head
@@ -124,6 +127,31 @@ class ComputeBackend {
   virtual bool attn_res_mix(const float* const* /*blocks*/, size_t /*block_count*/, const float* /*p*/, size_t /*n*/,
                             size_t /*hidden*/, const uint16_t* /*proj*/, const float* /*norm*/, float /*eps*/,
                             float* /*out*/) {
+    return false;
+  }
+
+  // The chunk's AttnRes block states kept on the device (model/prefill_chunk.h
+  // ChunkBlocks): each block's rows copied once, when it opens, and every
+  // later mix of the chunk reading them there. The defaults keep none (the
+  // mixes pass every block's rows).
+  // The most device memory the kept blocks may take (the device plan's
+  // share, runtime/device_plan.h); until told, as much as fits.
+  virtual void limit_chunk_blocks(uint64_t /*bytes*/) {}
+  // A chunk of `rows` rows begins, whose block states (at most `blocks`)
+  // are `hidden` wide: what an earlier chunk kept is forgotten. Returns how
+  // many of its first blocks the device can keep (0: none).
+  virtual size_t begin_chunk_blocks(size_t /*rows*/, size_t /*hidden*/, size_t /*blocks*/) { return 0; }
+  // Copies block `index` (opened in order, below begin_chunk_blocks's
+  // answer), its `rows` [rows, hidden]; false: not kept.
+  virtual bool keep_chunk_block(size_t /*index*/, const float* /*rows*/) { return false; }
+  // attn_res_mix over the chunk's rows [row0, row0 + n), the values being
+  // the first `kept` kept block states (read on the device), then blocks[j]
+  // for kept <= j < block_count ([n, hidden] rows on the host; blocks may be
+  // null when kept == block_count), then p; false leaves the call to the
+  // caller (nothing written).
+  virtual bool attn_res_mix_kept(size_t /*kept*/, const float* const* /*blocks*/, size_t /*block_count*/,
+                                 size_t /*row0*/, const float* /*p*/, size_t /*n*/, size_t /*hidden*/,
+                                 const uint16_t* /*proj*/, const float* /*norm*/, float /*eps*/, float* /*out*/) {
     return false;
   }
 

@@ -29,9 +29,8 @@ void mix_then_norm(const ModelConfig& c, ResidualStream& s, const uint16_t* proj
     const size_t m = std::min(piece, s.n - r0);
     const float* p = s.p + r0 * hidden;
     if (count == 0) std::copy_n(p, m * hidden, h);
-    else
-      kernels::attn_res_mix_on_backend(s.chunk_blocks ? s.chunk_blocks->rows(s.chunk_row0 + r0, m, count) : s.blocks, p,
-                                       m, hidden, proj, res_norm, eps, h, scratch.mix());
+    else if (s.chunk_blocks) s.chunk_blocks->mix(s.chunk_row0 + r0, m, count, p, proj, res_norm, eps, h, scratch.mix());
+    else kernels::attn_res_mix_on_backend(s.blocks, p, m, hidden, proj, res_norm, eps, h, scratch.mix());
     kernels::rms_norm_on_backend(h, m, hidden, layernorm, eps, scratch.x() + r0 * hidden, pool);
   }
 }

@@ -281,12 +281,19 @@ void ForwardPass::stop_pass(std::span<SequenceState* const> states, std::span<co
 }
 
 void ForwardPass::head_logits(const std::vector<const float*>& blocks, const float* p_rows, size_t m, float* logits) {
+  head_logits(m, logits, [&](const HeadWeights& head, float* x) {
+    kernels::attn_res_mix_on_backend(blocks, p_rows, m, config_.hidden_size, head.output_attn_res_proj.data,
+                                     head.output_attn_res_norm.data, config_.rms_norm_eps, x, scratch_.mix());
+  });
+}
+
+void ForwardPass::head_logits(size_t m, float* logits,
+                              const std::function<void(const HeadWeights& head, float* x)>& mix) {
   const ModelConfig& c = config_;
   const size_t hidden = c.hidden_size;
   const HeadWeights& head = source_.acquire_head();
   float* x = scratch_.h();  // [m, hidden]; h is free once the layers are done
-  kernels::attn_res_mix_on_backend(blocks, p_rows, m, hidden, head.output_attn_res_proj.data,
-                                   head.output_attn_res_norm.data, c.rms_norm_eps, x, scratch_.mix());
+  mix(head, x);
   kernels::rms_norm(x, m, hidden, head.norm.data, c.rms_norm_eps, x);
   const size_t vocab = c.vocab_size;
   size_t covered = 0;  // blocks must tile [0, vocab) in order: no logit is left unwritten

@@ -197,6 +197,9 @@ class ForwardPass {
   // The output AttnRes mix, final norm and lm_head over m rows: blocks (B,
   // each [m, hidden]) and p_rows [m, hidden] -> logits [m, vocab].
   void head_logits(const std::vector<const float*>& blocks, const float* p_rows, size_t m, float* logits);
+  // The same, the mix written into x [m, hidden] by `mix` with the head's
+  // AttnRes weights (a chunk's reads the blocks its device keeps).
+  void head_logits(size_t m, float* logits, const std::function<void(const HeadWeights& head, float* x)>& mix);
 
   ModelConfig config_;
   WeightSource& source_;

@@ -301,9 +301,12 @@ void ForwardPass::chunk_head(ChunkRun& run, LogitRows rows, float* logits) {
   const size_t first = rows == LogitRows::kLast ? n - 1 : 0;
   for (size_t r0 = first; r0 < n; r0 += sub) {
     const size_t m = std::min(sub, n - r0);
-    const std::vector<const float*>& b = blocks.rows(r0, m, count);
     float* out = logits + (r0 - first) * vocab;
-    head_logits(b, run.P + r0 * hidden, m, out);
+    // The blocks the device keeps are read there (ChunkBlocks::mix).
+    head_logits(m, out, [&](const HeadWeights& head, float* x) {
+      blocks.mix(r0, m, count, run.P + r0 * hidden, head.output_attn_res_proj.data, head.output_attn_res_norm.data,
+                 config_.rms_norm_eps, x, scratch_.mix());
+    });
     // Named by the position of the row in its own sequence.
     for (size_t t = 0; t < m; ++t) {
       const size_t row = r0 + t;
@@ -319,22 +322,21 @@ void ForwardPass::chunk_head_rows(ChunkRun& run, const std::vector<size_t>& rows
                                   const std::vector<float*>& out) {
   ChunkBlocks& blocks = *run.blocks;
   const size_t vocab = config_.vocab_size, hidden = run.hidden, count = blocks.count();
-  // Gathered into contiguous rows (a row's mix and norm do not depend on
-  // the other rows: no bit changes), in pieces of at most a batch.
+  // Each row mixed on its own into the head's contiguous rows (a row's mix
+  // and norm do not depend on the other rows: no bit changes), so each reads
+  // the blocks the device keeps (ChunkBlocks::mix); in pieces of at most a
+  // batch.
   std::vector<float> logits;
   for (size_t k0 = 0; k0 < rows.size(); k0 += max_batch_) {
     const size_t m = std::min(max_batch_, rows.size() - k0);
-    std::vector<float> gathered((count + 1) * m * hidden);  // [m, hidden] per block state, then p
-    for (size_t t = 0; t < m; ++t) {
-      const size_t row = rows[k0 + t];
-      const std::vector<const float*>& b = blocks.rows(row, 1, count);
-      for (size_t j = 0; j < count; ++j) std::copy_n(b[j], hidden, gathered.data() + (j * m + t) * hidden);
-      std::copy_n(run.P + row * hidden, hidden, gathered.data() + (count * m + t) * hidden);
-    }
-    std::vector<const float*> b;
-    for (size_t j = 0; j < count; ++j) b.push_back(gathered.data() + j * m * hidden);
     logits.resize(m * vocab);
-    head_logits(b, gathered.data() + count * m * hidden, m, logits.data());
+    head_logits(m, logits.data(), [&](const HeadWeights& head, float* mixed) {
+      for (size_t t = 0; t < m; ++t) {
+        const size_t row = rows[k0 + t];
+        blocks.mix(row, 1, count, run.P + row * hidden, head.output_attn_res_proj.data,
+                   head.output_attn_res_norm.data, config_.rms_norm_eps, mixed + t * hidden, scratch_.mix());
+      }
+    });
     for (size_t t = 0; t < m; ++t) {
       require_finite(logits.data() + t * vocab, vocab, vocab, positions[k0 + t], "the logits (the head)");
       std::copy_n(logits.data() + t * vocab, vocab, out[k0 + t]);

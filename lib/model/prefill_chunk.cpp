@@ -5,6 +5,8 @@
 
 #include "common/error.h"
 #include "io/spill_file.h"
+#include "kernels/attn_res.h"
+#include "kernels/compute_backend.h"
 #include "model/forward_scratch.h"
 #include "model/kda.h"
 #include "model/mla.h"
@@ -20,13 +22,29 @@ void ChunkBlocks::begin(const ModelConfig& c, size_t rows, size_t piece, SpillFi
   count_ = staged_m_ = staged_count_ = 0;
   const size_t need = residual_block_count(c) * hidden_ * (spill ? piece_ : rows);
   if (mem_.size() < need) mem_.resize(need);
+  device_ = kernels::current_compute_backend();
+  keepable_ = device_ ? device_->begin_chunk_blocks(rows_, hidden_, residual_block_count(c)) : 0;
+  kept_ = 0;
 }
 
 void ChunkBlocks::open(const float* p) {
   const size_t size = rows_ * hidden_;
   if (spill_) spill_->write(static_cast<uint64_t>(count_) * size * sizeof(float), p, size * sizeof(float));
   else std::copy_n(p, size, mem_.data() + count_ * size);
+  // The device keeps the first blocks, in order, while they fit.
+  if (kept_ == count_ && kept_ < keepable_ && device_->keep_chunk_block(count_, p)) ++kept_;
   ++count_;
+}
+
+void ChunkBlocks::mix(size_t r0, size_t m, size_t count, const float* p, const uint16_t* proj, const float* norm,
+                      float eps, float* out, float* scratch) {
+  const size_t kept = std::min(count, kept_);
+  if (kept > 0) {
+    // Only the blocks past the kept ones come from memory or the file.
+    const float* const* rest = kept < count ? rows(r0, m, count).data() : nullptr;
+    if (device_->attn_res_mix_kept(kept, rest, count, r0, p, m, hidden_, proj, norm, eps, out)) return;
+  }
+  kernels::attn_res_mix_on_backend(rows(r0, m, count), p, m, hidden_, proj, norm, eps, out, scratch);
 }
 
 const std::vector<const float*>& ChunkBlocks::rows(size_t r0, size_t m, size_t count) {

@@ -24,6 +24,9 @@
 namespace k3 {
 
 class SpillFile;
+namespace kernels {
+class ComputeBackend;
+}
 
 // Rows of the chunk's block states a layer mixes at a time (ChunkBlocks::
 // piece_rows): a spilled chunk stages this many rows of each block, however
@@ -33,7 +36,12 @@ class SpillFile;
 inline constexpr size_t kChunkPieceRows = 256;
 
 // The chunk's AttnRes block states, each [rows, hidden]: in memory, or in a
-// spill file with one piece of rows of each staged in memory.
+// spill file with one piece of rows of each staged in memory. With a
+// compute device installed on the thread (kernels::current_compute_backend)
+// each block is also copied to the device when it opens, as many as it
+// keeps, and the mixes (mix) read them there: a spilled chunk's file is then
+// not read back for them. The copy in memory or the file stays, for the
+// mixes the device declines.
 class ChunkBlocks {
  public:
   // Starts a chunk of `rows` rows whose block states are mixed `piece` rows
@@ -44,6 +52,14 @@ class ChunkBlocks {
   bool spilled() const { return spill_ != nullptr; }
   // Opens a block: its state is p [rows, hidden] as it is now.
   void open(const float* p);
+  // kernels::attn_res_mix of rows [r0, r0 + m) over the first `count` block
+  // states and p (those rows' partial sums) into out [m, hidden]: on the
+  // device from the blocks it keeps where it keeps any, else through
+  // attn_res_mix_on_backend over rows() (the same bits either way).
+  void mix(size_t r0, size_t m, size_t count, const float* p, const uint16_t* proj, const float* norm, float eps,
+           float* out, float* scratch);
+  // Blocks the device keeps for this chunk (the first ones opened).
+  size_t kept_on_device() const { return kept_; }
   // Rows [r0, r0 + m) of the first `count` blocks, one pointer each, valid
   // until the next call. Spilled (m at most piece_rows()): read back from the
   // file, all but the blocks already staged by the calls since unstage() for
@@ -61,6 +77,8 @@ class ChunkBlocks {
   SpillFile* spill_ = nullptr;
   size_t rows_ = 0, hidden_ = 0, piece_ = 0, count_ = 0;
   size_t staged_r0_ = 0, staged_m_ = 0, staged_count_ = 0;  // what mem_ holds, spilled
+  kernels::ComputeBackend* device_ = nullptr;               // the chunk's, where one keeps blocks
+  size_t keepable_ = 0, kept_ = 0;                          // blocks the device can keep, and keeps
 };
 
 struct PrefillChunk {

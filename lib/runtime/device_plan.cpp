@@ -71,8 +71,8 @@ MlaLatentShape mla_latent_shape(const Checkpoint& checkpoint) {
   return shape;
 }
 
-DeviceMixRows device_mix_rows(const ModelConfig& config, uint64_t rows) {
-  return {residual_block_count(config) + 1, static_cast<uint64_t>(config.hidden_size), rows};
+DeviceMixRows device_mix_rows(const ModelConfig& config, uint64_t rows, uint64_t chunk_rows) {
+  return {residual_block_count(config) + 1, static_cast<uint64_t>(config.hidden_size), rows, chunk_rows};
 }
 
 uint64_t device_plan_bytes(const Checkpoint& checkpoint, uint64_t rows, const DeviceMixRows& mix, uint64_t sequences,
@@ -92,9 +92,9 @@ void check_device_request(const RunRequest& request) {
                 spelled(kGpuMbSetting) + " is the device's budget: give " + spelled(kGpuSetting) + " too, or drop it");
 }
 
-uint64_t check_device_plan(const Checkpoint& checkpoint, const RunRequest& request, uint64_t rows,
-                           const DeviceMixRows& mix, uint64_t context, bool device_local_staging, std::ostream& log) {
-  if (request.gpu_device < 0) return 0;
+DevicePlan check_device_plan(const Checkpoint& checkpoint, const RunRequest& request, uint64_t rows,
+                             const DeviceMixRows& mix, uint64_t context, bool device_local_staging, std::ostream& log) {
+  if (request.gpu_device < 0) return {};
   const uint64_t sequences = std::max<uint64_t>(1, request.sequences);
   const uint64_t need = device_plan_bytes(checkpoint, rows, mix, sequences, context, device_local_staging);
   const uint64_t budget = static_cast<uint64_t>(std::llround(request.gpu_mb * 1e6));
@@ -104,12 +104,16 @@ uint64_t check_device_plan(const Checkpoint& checkpoint, const RunRequest& reque
                                          " rows and " + std::to_string(sequences) + " x " + std::to_string(context) +
                                          " cached positions, more than the " + format_bytes(budget) +
                                          " given; raise it");
+  // The chunk's block states, kept as far as the budget leaves room.
+  const uint64_t all_blocks =
+      mix.values > 0 ? gpu_chunk_block_device_bytes(mix.values - 1, mix.hidden, mix.chunk_rows) : 0;
+  const uint64_t blocks = budget > 0 ? std::min(all_blocks, budget - need) : all_blocks;
   // Said only once it fits, so a refusal stays one line.
-  log << tool_name() << ": device " << request.gpu_device << ": " << format_bytes(need)
-      << " of device memory for the products of up to " << rows << " rows and the latent caches of " << sequences
-      << " x " << context << " positions"
+  log << tool_name() << ": device " << request.gpu_device << ": " << format_bytes(need + blocks)
+      << " of device memory for the products of up to " << rows << " rows, the latent caches of " << sequences << " x "
+      << context << " positions and " << format_bytes(blocks) << " of the chunk's block states"
       << (budget > 0 ? " (" + spelled(kGpuMbSetting) + " " + format_bytes(budget) + ")" : std::string()) << "\n";
-  return need;
+  return {need + blocks, blocks};
 }
 
 }  // namespace k3

@@ -17,11 +17,12 @@ namespace k3 {
 
 // The AttnRes mixes on the device: values a row (the block states a pass
 // closes, and the partial sum), their width, and the most rows one mix
-// gets (the chunk's sub-batch, or a pass's batch).
+// gets (the chunk's sub-batch, or a pass's batch); and the most rows of a
+// chunk whose block states (values - 1 a row) the device keeps.
 struct DeviceMixRows {
-  uint64_t values = 0, hidden = 0, rows = 0;
+  uint64_t values = 0, hidden = 0, rows = 0, chunk_rows = 0;
 };
-DeviceMixRows device_mix_rows(const ModelConfig& config, uint64_t rows);
+DeviceMixRows device_mix_rows(const ModelConfig& config, uint64_t rows, uint64_t chunk_rows = 0);
 
 // The device bytes for products over at most `rows` rows of activations
 // (the prefill chunk's, or a pass's): every BF16 matrix but the embedding
@@ -43,13 +44,21 @@ MlaLatentShape mla_latent_shape(const Checkpoint& checkpoint);
 // A device budget without a device is refused (kUsage), not ignored.
 void check_device_request(const RunRequest& request);
 
+// The device's plan: all its bytes, and the part of them that keeps the
+// chunk's block states (GpuBackend::limit_chunk_blocks).
+struct DevicePlan {
+  uint64_t bytes = 0, chunk_block_bytes = 0;
+};
+
 // With a device asked for (request.gpu_device >= 0): refuses with
 // Error(kResource), one line naming gpu_mb, when the budget is below
 // device_plan_bytes; otherwise writes the plan's device line to `log`.
-// Returns the bytes (0 without a device).
+// Returns the bytes (0 without a device): device_plan_bytes and the chunk's
+// block states kept on the device (mix.chunk_rows rows), these only as far
+// as the budget leaves room (the mixes copy the rest: never a refusal).
 // `context`: the positions each of the request's sequences holds;
 // `device_local_staging` as for device_plan_bytes.
-uint64_t check_device_plan(const Checkpoint& checkpoint, const RunRequest& request, uint64_t rows,
-                           const DeviceMixRows& mix, uint64_t context, bool device_local_staging, std::ostream& log);
+DevicePlan check_device_plan(const Checkpoint& checkpoint, const RunRequest& request, uint64_t rows,
+                             const DeviceMixRows& mix, uint64_t context, bool device_local_staging, std::ostream& log);
 
 }  // namespace k3

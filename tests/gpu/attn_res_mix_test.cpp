@@ -10,7 +10,9 @@
 // to vary.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -20,11 +22,13 @@
 #include "gpu/gpu.h"
 #include "gpu/gpu_backend.h"
 #include "gpu/lavapipe_device.h"
+#include "io/spill_file.h"
 #include "kernels/attn_res.h"
 #include "kernels/compute_backend.h"
 #include "kernels/matmul.h"
 #include "model/forward_scratch.h"
 #include "model/k3_geometry.h"
+#include "model/prefill_chunk.h"
 
 namespace k3 {
 namespace {
@@ -209,6 +213,184 @@ TEST(AttnResMix, PlanCountsWhatTheMixesAddToTheProducts) {
   // Without products, all of both buffers.
   EXPECT_EQ(gpu_attn_res_device_bytes(GpuProductBound{}, 30, 5, 64, 30), 4 * (w.in + w.out));
   EXPECT_EQ(gpu_attn_res_device_bytes(products, 30, 5, 64, 0), 0u);
+}
+
+// The plan's part for the chunk's kept block states: blocks x rows x
+// hidden floats in one buffer (the smallest a buffer is: 16 bytes).
+TEST(AttnResMix, PlanCountsTheKeptBlockStates) {
+  const ModelConfig k3 = k3_reference_config();
+  const uint64_t blocks = residual_block_count(k3), hidden = static_cast<uint64_t>(k3.hidden_size);
+  EXPECT_EQ(gpu_chunk_block_device_bytes(blocks, hidden, 8192), blocks * 8192 * hidden * 4);
+  EXPECT_EQ(gpu_chunk_block_device_bytes(4, 64, 300), 307200u);
+  EXPECT_EQ(gpu_chunk_block_device_bytes(1, 1, 1), 16u);
+  EXPECT_EQ(gpu_chunk_block_device_bytes(0, 64, 300), 0u);
+  EXPECT_EQ(gpu_chunk_block_device_bytes(4, 64, 0), 0u);
+}
+
+// The chunk's block states kept on the device (gpu_chunk_blocks.cpp): a
+// chunk of m.n rows whose blocks are m.blocks, each copied once; the mixes
+// of rows [r0, r0 + rows) over the first `count` blocks read the first
+// `kept` there and the rest (and p) from the host.
+size_t keep_blocks(GpuBackend& gpu, const Mix& m) {
+  const size_t can = gpu.begin_chunk_blocks(m.n, m.hidden, m.blocks.size());
+  size_t kept = 0;
+  while (kept < m.blocks.size() && gpu.keep_chunk_block(kept, m.blocks[kept].data())) ++kept;
+  EXPECT_EQ(kept, std::min(can, m.blocks.size()));
+  return kept;
+}
+
+std::vector<float> cpu_rows(const Mix& m, size_t r0, size_t rows, size_t count, float eps) {
+  std::vector<const float*> b;
+  for (size_t j = 0; j < count; ++j) b.push_back(m.blocks[j].data() + r0 * m.hidden);
+  std::vector<float> out(rows * m.hidden);
+  kernels::attn_res_mix(b, m.p.data() + r0 * m.hidden, rows, m.hidden, m.proj.data(), m.norm.data(), eps, out.data());
+  return out;
+}
+
+// false where the device declines; out is then as it was (-1s).
+bool kept_rows(GpuBackend& gpu, const Mix& m, size_t kept, size_t r0, size_t rows, size_t count, float eps,
+               std::vector<float>& out) {
+  std::vector<const float*> b;
+  for (size_t j = 0; j < count; ++j) b.push_back(j < kept ? nullptr : m.blocks[j].data() + r0 * m.hidden);
+  out.assign(rows * m.hidden, -1.0f);
+  return gpu.attn_res_mix_kept(kept, b.data(), count, r0, m.p.data() + r0 * m.hidden, rows, m.hidden, m.proj.data(),
+                               m.norm.data(), eps, out.data());
+}
+
+// K3's hidden size with its block count: each block copied once, the mixes
+// of row ranges past the chunk's first row, over all the blocks or fewer,
+// and with only some kept, equal the CPU kernel; a mix copies only p (and
+// the blocks not kept) besides the key weights.
+TEST(AttnResMix, KeptBlocksEqualTheCpuKernelAtK3Shape) {
+  const ModelConfig k3 = k3_reference_config();
+  GpuBackend& gpu = shared_gpu();
+  gpu.limit_chunk_blocks(UINT64_MAX);
+  std::mt19937 rng(61);
+  const size_t blocks = residual_block_count(k3), hidden = static_cast<size_t>(k3.hidden_size), rows = 4;
+  const Mix m = random_mix(rng, rows, hidden, blocks, -8, 8);
+  const kernels::ComputeBackendCounters before = gpu.counters();
+  ASSERT_EQ(keep_blocks(gpu, m), blocks);
+  const kernels::ComputeBackendCounters kept = gpu.counters();
+  EXPECT_EQ(kept.block_upload_bytes - before.block_upload_bytes, blocks * rows * hidden * 4);
+  EXPECT_EQ(kept.upload_bytes - before.upload_bytes, blocks * rows * hidden * 4);
+  struct Range {
+    size_t kept, r0, rows, count;
+  };
+  uint64_t kept_bytes = 0;
+  for (const Range& r : {Range{blocks, 1, 2, blocks}, Range{3, 3, 1, 3}, Range{2, 2, 2, blocks}}) {
+    const std::string what = "kept " + std::to_string(r.kept) + " rows " + std::to_string(r.r0) + " + " +
+                             std::to_string(r.rows) + " of " + std::to_string(r.count) + " blocks";
+    const uint64_t uploaded = gpu.counters().upload_bytes;
+    std::vector<float> out;
+    ASSERT_TRUE(kept_rows(gpu, m, r.kept, r.r0, r.rows, r.count, k3.rms_norm_eps, out)) << what;
+    expect_same_bits(cpu_rows(m, r.r0, r.rows, r.count, k3.rms_norm_eps), out, what);
+    // The key weights, then p and the blocks not kept.
+    EXPECT_EQ(gpu.counters().upload_bytes - uploaded,
+              4 * (hidden + (hidden + 1) / 2 + (r.count - r.kept + 1) * r.rows * hidden))
+        << what;
+    kept_bytes += r.kept * r.rows * hidden * 4;
+  }
+  EXPECT_EQ(gpu.counters().block_kept_bytes - kept.block_kept_bytes, kept_bytes);
+  EXPECT_EQ(gpu.counters().block_upload_bytes, kept.block_upload_bytes) << "the mixes copied no block again";
+  EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
+}
+
+TEST(AttnResMix, KeptBlocksEqualTheCpuKernelOnRandomShapes) {
+  GpuBackend& gpu = shared_gpu();
+  gpu.limit_chunk_blocks(UINT64_MAX);
+  std::mt19937 rng(17);
+  struct Case {
+    size_t n, hidden, blocks;
+  };
+  // The tiny model's width, odd widths (a BF16 pair half used), one float.
+  for (const Case& c : {Case{70, 64, 4}, Case{5, 37, 2}, Case{3, 1, 3}, Case{6, 129, 9}}) {
+    const Mix m = random_mix(rng, c.n, c.hidden, c.blocks, -20, 20);
+    ASSERT_EQ(keep_blocks(gpu, m), c.blocks);
+    const size_t r0 = c.n / 3;
+    for (size_t kept : {c.blocks, c.blocks / 2 + 1}) {
+      const std::string what = "n " + std::to_string(c.n) + " hidden " + std::to_string(c.hidden) + " kept " +
+                               std::to_string(kept) + " of " + std::to_string(c.blocks);
+      std::vector<float> out;
+      ASSERT_TRUE(kept_rows(gpu, m, kept, r0, c.n - r0, c.blocks, 1e-5f, out)) << what;
+      expect_same_bits(cpu_rows(m, r0, c.n - r0, c.blocks, 1e-5f), out, what);
+    }
+  }
+  EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
+}
+
+// Where the blocks do not fit (the plan's share, limit_chunk_blocks), the
+// device keeps the first ones that do, or none, and declines a mix of more
+// than it keeps (the caller copies them: the same bits); a new chunk
+// forgets the last one's blocks, even of the same shape.
+TEST(AttnResMix, KeptBlocksFallBackAndANewChunkForgetsTheLast) {
+  GpuBackend& gpu = shared_gpu();
+  std::mt19937 rng(23);
+  const size_t n = 6, hidden = 37, blocks = 4, block_bytes = n * hidden * 4;
+  const Mix a = random_mix(rng, n, hidden, blocks, -6, 6), b = random_mix(rng, n, hidden, blocks, -6, 6);
+  std::vector<float> out;
+  gpu.limit_chunk_blocks(2 * block_bytes + block_bytes / 2);
+  ASSERT_EQ(keep_blocks(gpu, a), 2u) << "two blocks fit the share";
+  EXPECT_FALSE(gpu.keep_chunk_block(2, a.blocks[2].data()));
+  EXPECT_FALSE(kept_rows(gpu, a, 3, 0, n, blocks, 1e-5f, out)) << "a block the device does not keep";
+  EXPECT_EQ(out, std::vector<float>(n * hidden, -1.0f)) << "nothing written where declined";
+  ASSERT_TRUE(kept_rows(gpu, a, 2, 1, n - 1, blocks, 1e-5f, out));
+  expect_same_bits(cpu_rows(a, 1, n - 1, blocks, 1e-5f), out, "two of four blocks kept");
+  gpu.limit_chunk_blocks(0);
+  EXPECT_EQ(keep_blocks(gpu, a), 0u) << "no share: none kept";
+  EXPECT_FALSE(kept_rows(gpu, a, 1, 0, n, blocks, 1e-5f, out));
+  // A new chunk of the same shape: a's blocks are not read for b's.
+  gpu.limit_chunk_blocks(UINT64_MAX);
+  ASSERT_EQ(keep_blocks(gpu, a), blocks);
+  ASSERT_TRUE(kept_rows(gpu, a, blocks, 0, n, blocks, 1e-5f, out));
+  EXPECT_EQ(gpu.begin_chunk_blocks(n, hidden, blocks), blocks);
+  EXPECT_FALSE(kept_rows(gpu, b, 1, 0, n, blocks, 1e-5f, out)) << "b's blocks are not there yet";
+  EXPECT_FALSE(gpu.keep_chunk_block(1, b.blocks[1].data())) << "blocks are kept in order";
+  for (size_t j = 0; j < blocks; ++j) ASSERT_TRUE(gpu.keep_chunk_block(j, b.blocks[j].data()));
+  ASSERT_TRUE(kept_rows(gpu, b, blocks, 2, 3, blocks, 1e-5f, out));
+  expect_same_bits(cpu_rows(b, 2, 3, blocks, 1e-5f), out, "the second chunk's blocks");
+  EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
+}
+
+// Through model/prefill_chunk.h's ChunkBlocks with the device installed, in
+// memory and spilled: the blocks are copied as they open, the mixes read
+// them on the device (a spilled chunk's file is not read back for them),
+// the same bits as the CPU's mix; with no share the mixes copy them.
+TEST(AttnResMix, ChunkBlocksMixOnTheDeviceFromTheKeptBlocks) {
+  GpuBackend& gpu = shared_gpu();
+  ModelConfig c = k3_reference_config();
+  c.hidden_size = 37;
+  c.num_hidden_layers = 9;
+  c.attn_res_block_size = 2;  // 5 block states
+  const size_t n = 20, hidden = 37, piece = 8, count = 3;
+  std::mt19937 rng(29);
+  const Mix m = random_mix(rng, n, hidden, count, -6, 6);
+  const std::vector<float> want = cpu_rows(m, 8, piece, count, 1e-5f);
+  for (const bool spilled : {false, true}) {
+    for (const uint64_t share : {UINT64_MAX, uint64_t{0}}) {
+      const std::string what = std::string(spilled ? "spilled" : "in memory") + (share ? ", kept" : ", not kept");
+      gpu.limit_chunk_blocks(share);
+      SpillFile spill(::testing::TempDir());
+      ChunkBlocks blocks;
+      const kernels::ComputeBackendCounters before = gpu.counters();
+      {
+        kernels::ScopedComputeBackend on(&gpu);
+        blocks.begin(c, n, piece, spilled ? &spill : nullptr);
+        for (size_t j = 0; j < count; ++j) blocks.open(m.blocks[j].data());
+        std::vector<float> out(piece * hidden, -1.0f);
+        blocks.mix(8, piece, count, m.p.data() + 8 * hidden, m.proj.data(), m.norm.data(), 1e-5f, out.data(), nullptr);
+        expect_same_bits(want, out, what);
+      }
+      EXPECT_EQ(blocks.kept_on_device(), share ? count : 0u) << what;
+      EXPECT_EQ(gpu.counters().block_upload_bytes - before.block_upload_bytes, share ? count * n * hidden * 4 : 0u)
+          << what;
+      EXPECT_EQ(gpu.counters().attn_res_mixes - before.attn_res_mixes, 1u) << what << ": on the device either way";
+      if (spilled) {
+        EXPECT_EQ(spill.bytes_read(), share ? 0u : count * piece * hidden * 4) << what;
+      }
+    }
+  }
+  gpu.limit_chunk_blocks(UINT64_MAX);
+  EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
 }
 
 }  // namespace

@@ -6,7 +6,10 @@
 # (K3_PREFILL_CHUNK: more than the 256-row batch, so the layer-major prefill
 # runs; resident, the staged weights copied into device-local memory on
 # the device), with MLA's latent caches kept on the device between passes
-# (each row copied once), and continuing a --state-in conversation; the
+# (each row copied once) and the chunk's AttnRes block states kept there
+# while the chunk runs (each copied once, the mixes reading them there; a
+# spilled chunk's file not read back for them),
+# and continuing a --state-in conversation; the
 # products did run on the device (its summary line counts them, and
 # --quiet silences it); a device that is not there is refused with one
 # line, and one lost mid-prompt ends the run with one.
@@ -32,8 +35,10 @@ run() {  # run NAME CHUNK FLAGS...
 }
 
 run cpu 600 "${STREAM[@]}"
+# The chunk of 600 with its block states in a spill file (K3_PREFILL_SPILL).
 for chunk in 300 600; do
-  run "gpu$chunk" "$chunk" "${STREAM[@]}" --gpu "$lvp" --stats-json "$work/gpu$chunk.json"
+  K3_PREFILL_SPILL=$((chunk == 600)) run "gpu$chunk" "$chunk" "${STREAM[@]}" --gpu "$lvp" \
+    --stats-json "$work/gpu$chunk.json"
   same "gpu$chunk" cpu
   contains "gpu$chunk: products ran on lavapipe" "llvmpipe" "$(cat "$work/gpu$chunk.err")"
   holds "gpu$chunk: more than 0 products on the device" \
@@ -62,6 +67,35 @@ for chunk in 300 600; do
 done
 holds "gpu300: the second chunk found the first one's rows kept" \
   "[ '$(json gpu300 latent_kept_bytes)' -ge '$((300 * row_bytes))' ]"
+# The chunk's AttnRes block states stay on the device while the chunk runs:
+# each block's rows copied once, when it opens (every ceil(layers / block
+# size) of them, each chunk), whatever the chunk; the layers' mixes read
+# them there (layer i's first mix ceil(i / block size) blocks, its second
+# floor(i / block size) + 1), and the head's mix all of them, for its rows.
+geometry=$(python3 - "$TINY" << 'PY'
+import json, sys
+c = json.load(open(sys.argv[1] + "/config.json"))
+c = c.get("text_config", c)
+layers, size = c["num_hidden_layers"], c["attn_res_block_size"]
+print(-(-layers // size), c["hidden_size"] * 4, sum(-(-i // size) + i // size + 1 for i in range(layers)),
+      layers - c["first_k_dense_replace"])
+PY
+)
+read -r blocks block_row layer_reads moe_layers <<< "$geometry"
+for chunk in 300 600; do
+  check "gpu$chunk: every block state row copied to the device once" "$((blocks * 600 * block_row))" \
+    "$(json "gpu$chunk" block_upload_bytes)"
+  head=$(($(json "gpu$chunk" block_kept_bytes) - layer_reads * 600 * block_row))
+  holds "gpu$chunk: the layers' mixes and the head's read the kept blocks (head: $head bytes)" \
+    "[ $head -gt 0 ] && [ $((head % (blocks * block_row))) -eq 0 ]"
+done
+# Spilled, the file is written as on the CPU (the blocks, then each MoE
+# layer's shared-expert rows), but only the shared rows are read back: the
+# mixes read the blocks on the device.
+spill() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['prefill'][sys.argv[2]])" "$work/$1.json" "$2"; }
+check "gpu600 spilled: the file written" "$(((blocks + moe_layers) * 600 * block_row))" \
+  "$(spill gpu600 spill_written_bytes)"
+check "gpu600 spilled: no block state read back" "$((moe_layers * 600 * block_row))" "$(spill gpu600 spill_read_bytes)"
 # Resident, with an 8 KiB stage (K3_GPU_STAGE_BYTES): every product larger
 # than that goes in row slices through the two staging slots, each copied
 # on the device into device-local memory before its dispatch

@@ -4,10 +4,12 @@
 # checkpoint's largest product over the chunk's rows and the MLA latent
 # caches the attention keeps over the context, with a 64 KiB stage
 # (K3_GPU_STAGE_BYTES) so the head's weights go through both staging slots,
-# computed here from the safetensors headers; a budget of exactly that runs
-# (its ids the CPU's, slices overlapped), a byte less is refused
-# at plan time with one line naming --gpu-mb (exit 6, k3-forward, k3-chat
-# and k3-serve alike); --stats-json's "gpu" counts the products (as the
+# and the chunk's AttnRes block states kept there, computed here from the
+# safetensors headers; a budget of exactly that runs (its ids the CPU's,
+# slices overlapped, every block state copied once), a byte less keeps one
+# block state fewer (the same ids), a byte less than the products' part is
+# refused at plan time with one line naming --gpu-mb (exit 6, k3-forward,
+# k3-chat and k3-serve alike); --stats-json's "gpu" counts the products (as the
 # summary line does), the norms, SiTU steps and AttnRes mixes run on the
 # device, and a peak
 # within the plan. A device that runs out of
@@ -36,6 +38,8 @@ awk 'BEGIN { for (i = 0; i < 300; ++i) printf "%d ", (i * 104729 + 5) % 8192; pr
 # scores a row out. The latent caches the attention keeps: one sequence x
 # the MLA layers (one kv_a_proj_with_mqa each, kv_lora_rank + rope rows) x
 # the context's 302 positions (300 ids and 2 generated) of floats, + 4 bytes.
+# The chunk's block states kept on the device: V - 1 block states of the
+# chunk's rows, as far as the budget leaves room (never refused for them).
 need=$(python3 - "$TINY" 300 65536 302 << 'PY'
 import glob, json, struct, sys
 config = json.load(open(sys.argv[1] + "/config.json"))
@@ -70,11 +74,12 @@ mix_out = 4 * (rows * hidden + rows * values)
 staging = 2 * max(piece + 4, 16) + (2 * max(scale_piece + 4, 16) if s else 0)
 rest = (max(rows * cols * 4, mix_in, 16) + max(rows * outs * 4, mix_out, 16) + kda
         + mla * context * stride * 4 + 4)
+blocks = max(4 * (values - 1) * rows * hidden, 16)
 # And staged into device-local memory: each slot's weights and scales twice.
-print(staging + rest, 2 * staging + rest)
+print(staging + rest + blocks, staging + rest, 2 * staging + rest, blocks, rows * hidden * 4)
 PY
 )
-read -r need need_local <<< "$need"
+read -r need rest rest_local blocks block_bytes <<< "$need"
 mb() { python3 -c "print(repr($1 / 1e6))"; }
 run() {  # run NAME FLAGS...
   local name=$1; shift
@@ -107,17 +112,25 @@ holds "stats: busy waits, at most one a slice" "[ '$(json exact busy_waits)' -le
 holds "stats: norms ran on the device" "[ '$(json exact rms_norms)' -gt 0 ]"
 holds "stats: SiTU steps ran on the device" "[ '$(json exact situ_steps)' -gt 0 ]"
 holds "stats: AttnRes mixes ran on the device" "[ '$(json exact attn_res_mixes)' -gt 0 ]"
-bad "a byte less than the plan, k3-forward" 6 "--gpu-mb: the device's products need" -- \
-  "$FWD" "$TINY" --ids "$work/ids.txt" --gen 2 --gpu "$lvp" --gpu-mb "$(mb $((need - 1)))"
-contains "the refusal says the bytes" "($need bytes) for up to 300 rows and 1 x 302 cached positions" \
+check "stats: every block state kept on the device, copied once" "$blocks" "$(json exact block_upload_bytes)"
+# A byte less: the block states keep what room is left (one block fewer),
+# the last one copied by each mix instead; the same ids.
+run short --gpu "$lvp" --gpu-mb "$(mb $((need - 1)))" --stats-json "$work/short.json"
+holds "a byte less than the plan: same ids" "cmp -s '$work/short.out' '$work/cpu.out'"
+check "a byte less: the plan takes the room left" "$((need - 1))" "$(json short plan_bytes)"
+check "a byte less: one block fewer kept" "$((blocks - block_bytes))" "$(json short block_upload_bytes)"
+holds "a byte less: within the budget" "[ '$(json short peak_bytes)' -le $((need - 1)) ]"
+bad "a byte less than the plan's products, k3-forward" 6 "--gpu-mb: the device's products need" -- \
+  "$FWD" "$TINY" --ids "$work/ids.txt" --gen 2 --gpu "$lvp" --gpu-mb "$(mb $((rest - 1)))"
+contains "the refusal says the bytes" "($rest bytes) for up to 300 rows and 1 x 302 cached positions" \
   "$(cat "$work/err")"
 # Staging into device-local memory (K3_GPU_DEVICE_LOCAL_STAGING=1, as on a
 # discrete GPU without host-visible device-local memory): the plan counts
 # the slots' device-local copies.
 bad "device-local staging: a byte less than its plan" 6 "--gpu-mb: the device's products need" -- \
   env K3_GPU_DEVICE_LOCAL_STAGING=1 "$FWD" "$TINY" --ids "$work/ids.txt" --gen 2 --gpu "$lvp" \
-  --gpu-mb "$(mb $((need_local - 1)))"
-contains "device-local staging: the refusal says its bytes" "($need_local bytes)" "$(cat "$work/err")"
+  --gpu-mb "$(mb $((rest_local - 1)))"
+contains "device-local staging: the refusal says its bytes" "($rest_local bytes)" "$(cat "$work/err")"
 check "host-visible staging: stats say so" host_visible "$(json exact staging)"
 check "host-visible staging: no device-local copies" 0 "$(json exact device_local_copies)"
 bad "too small, k3-chat" 6 "--gpu-mb" -- "$BIN/k3-chat" "$TINY" --gpu "$lvp" --gpu-mb 0.001 < /dev/null

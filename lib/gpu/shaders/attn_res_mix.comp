@@ -22,10 +22,14 @@ layout(local_size_x = 64) in;
 layout(constant_id = 0) const uint NATIVE_FMA = 0u;
 
 // norm FP32 [hidden], proj BF16 pairs [(hidden + 1) / 2], then the values
-// [values, n, hidden] (FP32 bits) from word values_at.
+// after the kept ones [values - kept, n, hidden] (FP32 bits) from word
+// values_at.
 layout(std430, binding = 0) readonly buffer Inputs { uint x[]; };
 // out [n, hidden], then each row's scores and probabilities [n, values].
 layout(std430, binding = 1) coherent buffer Work { uint y[]; };
+// The chunk's block states kept on the device [blocks, kept_rows, hidden]:
+// the first `kept` values are rows kept_row0 + t of the first blocks.
+layout(std430, binding = 2) readonly buffer Kept { uint kb[]; };
 layout(push_constant) uniform Shape {
   uint hidden;
   uint n;
@@ -33,6 +37,9 @@ layout(push_constant) uniform Shape {
   uint eps;  // FP32 bits
   uint values_at;
   uint row0;  // the first row of this dispatch
+  uint kept;  // values read from kb
+  uint kept_rows;
+  uint kept_row0;  // the chunk's row of this call's row 0
 };
 
 const uint kDefaultNan = 0xffc00000u;  // what SSE gives for inf - inf, 0 * inf
@@ -62,7 +69,11 @@ uint key_weight(uint c) {
   const uint word = x[hidden + (c >> 1)];
   return sse_mul(x[c], ((c & 1u) != 0u ? word >> 16 : word & 0xffffu) << 16);
 }
-uint value_at(uint j, uint t) { return values_at + (j * n + t) * hidden; }
+// Value j of row t, element c.
+uint value(uint j, uint t, uint c) {
+  if (j < kept) return kb[(j * kept_rows + kept_row0 + t) * hidden + c];
+  return x[values_at + ((j - kept) * n + t) * hidden + c];
+}
 void sync() {
   memoryBarrierBuffer();
   barrier();
@@ -73,17 +84,16 @@ void main() {
   const uint scores = n * hidden + t * values;
   // Each value's RMS scale and score (rms_scale, then the dot product).
   for (uint j = lid; j < values; j += 64u) {
-    const uint v = value_at(j, t);
     precise double ss = 0.0;
     for (uint c = 0u; c < hidden; ++c) {
-      precise double d = f32_bits_to_f64(x[v + c]);
+      precise double d = f32_bits_to_f64(value(j, t, c));
       precise double sq = d * d;  // exact: 48 bits
       ss = ss + sq;
     }
     const uint mean = f64_to_f32_bits(div_f64_by_uint(ss, hidden));
     const uint r = recip_f32(sqrt_f32(sse_add(mean, eps)));
     uint s = 0u;
-    for (uint c = 0u; c < hidden; ++c) s = sse_add(s, sse_mul(sse_mul(x[v + c], r), key_weight(c)));
+    for (uint c = 0u; c < hidden; ++c) s = sse_add(s, sse_mul(sse_mul(value(j, t, c), r), key_weight(c)));
     y[scores + j] = s;
   }
   sync();
@@ -104,7 +114,7 @@ void main() {
   sync();
   for (uint c = lid; c < hidden; c += 64u) {
     uint o = 0u;
-    for (uint j = 0u; j < values; ++j) o = sse_add(o, sse_mul(y[scores + j], x[value_at(j, t) + c]));
+    for (uint j = 0u; j < values; ++j) o = sse_add(o, sse_mul(y[scores + j], value(j, t, c)));
     y[t * hidden + c] = o;
   }
 }
