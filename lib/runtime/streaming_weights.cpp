@@ -73,6 +73,7 @@ StreamStats StreamingWeights::stats() const {
   s.held_layers = t.held_layers;
   s.held_bytes = t.held_bytes;
   s.repinned_bytes = t.repinned_bytes;
+  s.dropped_ahead_bytes = t.dropped_ahead_bytes;
   s.cache_lends = e.lends;
   s.cache_reclaims = e.reclaims;
   s.cache_lent_bytes = e.lent_bytes;

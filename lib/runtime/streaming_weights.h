@@ -43,8 +43,9 @@ struct StreamStats {
   ExpertGuessStats guess;         // --expert-lookahead (zero without it)
   ExpertPhaseStats phases;        // where the disk idles around the MoE layers
   // Held chunks (TrunkStream::hold_layers): layer sections read whole, their
-  // bytes (in trunk_bytes too), and the lent pinned sections read again.
-  uint64_t held_layers = 0, held_bytes = 0, repinned_bytes = 0;
+  // bytes (in trunk_bytes too), the lent pinned sections read again, and
+  // the read-ahead dropped from the stream buffers lent to the hold.
+  uint64_t held_layers = 0, held_bytes = 0, repinned_bytes = 0, dropped_ahead_bytes = 0;
 };
 
 class StreamingWeights : public WeightSource {

@@ -52,6 +52,10 @@ void TrunkStream::hold_layers(bool lend_pinned) {
     std::unique_ptr<StreamBuffer> b = std::move(buffers_.back());
     buffers_.pop_back();
     wait_buffer(*b);
+    if (b->unit >= 0) {
+      std::lock_guard<std::mutex> lk(stats_mu_);
+      stats_.dropped_ahead_bytes += b->read_bytes;
+    }
     b->buf = AlignedBuffer();
     b->unit = -1;
     b->held = false;

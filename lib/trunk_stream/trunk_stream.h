@@ -52,6 +52,9 @@ struct TrunkStreamStats {
   uint64_t held_layers = 0;
   uint64_t held_bytes = 0;
   uint64_t repinned_bytes = 0;
+  // Units read ahead into the stream buffers a held chunk takes, dropped
+  // unused (read again when decode comes to them): their bytes.
+  uint64_t dropped_ahead_bytes = 0;
 };
 
 class TrunkStream {

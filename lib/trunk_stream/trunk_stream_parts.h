@@ -56,7 +56,8 @@ struct TrunkStream::Section {
 struct TrunkStream::StreamBuffer {
   AlignedBuffer buf;
   int unit = -1;
-  uint64_t skip = 0;  // the unit's bytes start at buf + skip
+  uint64_t skip = 0;        // the unit's bytes start at buf + skip
+  uint64_t read_bytes = 0;  // what the unit's read took from trunk.bin
   bool held = false;
   bool pending = false;  // a read was issued; `done` says whether it finished
   std::mutex mu;

@@ -49,6 +49,12 @@ check "held: 13 layers read whole" 13 "$(member held held_layers)"
 check "held: each layer section's bytes once" "$all" "$(member held held_bytes)"
 check "held: nothing pinned, nothing read again" 0 "$(member held repinned_bytes)"
 holds "held: the prefill's trunk bytes include them" "test $(json held prefill.trunk_bytes) -ge $all"
+# The units read ahead at start into the three stream buffers the hold
+# takes (of four: the head keeps one) are dropped, and counted: some of
+# layer 0's row blocks, less than one read of the layers.
+dropped=$(member held dropped_ahead_bytes)
+holds "held: the read-ahead dropped is counted, below one read of the layers" \
+  "test $dropped -gt 0 && test $dropped -lt $all"
 
 run held-spill 600 1 1 "$work/trunk" 0
 same held-spill batches
