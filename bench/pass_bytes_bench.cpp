@@ -185,7 +185,7 @@ constexpr double kDiskGBps = 3.0;
 void print_prefill(const ModelConfig& c, uint64_t tokens) {
   std::printf("\nprefill of a %llu-token prompt (forecast; reading at %.0f GB/s)\n", (unsigned long long)tokens,
               kDiskGBps);
-  std::printf("%-12s %-13s %6s %8s %9s %6s %10s %11s %9s %10s %10s %10s\n", "preset", "prefill", "batch", "tok/read",
+  std::printf("%-12s %-18s %6s %8s %9s %6s %10s %11s %9s %10s %10s %10s\n", "preset", "prefill", "batch", "tok/read",
               "tok/block", "reads", "trunk TB", "experts TB", "spill TB", "total TB", "hours", "peak GB");
   const PlanModel model = plan_model_for_config(c);
   for (const Preset& preset : presets()) {
@@ -194,7 +194,7 @@ void print_prefill(const ModelConfig& c, uint64_t tokens) {
       // tok/block: the tokens a row block is read for (the chunk's sub-batch), "-" for whole layers.
       const std::string per_block =
           plan.row_blocks > 0 ? std::to_string(std::max(plan.batch, plan.chunk_sub_batch)) : std::string("-");
-      std::printf("%-12s %-13s %6llu %8llu %9s %6llu %10.2f %11.2f %9.3f %10.2f %10.2f %10.2f\n", preset.name.c_str(),
+      std::printf("%-12s %-18s %6llu %8llu %9s %6llu %10.2f %11.2f %9.3f %10.2f %10.2f %10.2f\n", preset.name.c_str(),
                   what, (unsigned long long)plan.batch, (unsigned long long)plan.chunk, per_block.c_str(),
                   (unsigned long long)r.reads, r.trunk_bytes / 1e12, r.expert_bytes / 1e12, r.spill_read_bytes / 1e12,
                   r.total() / 1e12, r.total() / (kDiskGBps * 1e9) / 3600, plan.peak_rss / 1e9);
@@ -203,7 +203,9 @@ void print_prefill(const ModelConfig& c, uint64_t tokens) {
     run.context = tokens;
     row("batches", plan_memory(c, model.layout, model.slot_bytes, preset_plan_request(preset, model, run)));
     const MemoryPlan fit = plan_preset_for_prompt(preset, model, tokens, preset.machine.available_bytes());
-    row(fit.chunk_spilled ? "layer-major+s" : "layer-major", fit);
+    const std::string label =
+        std::string("layer-major") + (fit.chunk_spilled ? "+s" : "") + (fit.layer_held ? " held" : "");
+    row(label.c_str(), fit);
   }
 }
 

@@ -105,7 +105,7 @@ void write_stats_json(const Model& model, const ModelOptions& o, const Generatio
   run.total_seconds = wall_seconds(o);
   std::string j = stats_json(run_figures(m, c, prompt_tokens), c, m, run);
   std::string extra = extra_json;
-  for (const std::string& member : {device_stats_member(m), expert_cache_loan_member(m)})
+  for (const std::string& member : {device_stats_member(m), expert_cache_loan_member(m), layer_hold_member(m)})
     if (!member.empty()) extra += (extra.empty() ? "" : ",\n") + member;
   if (!extra.empty()) {
     // One more member (already JSON, e.g. --draft's counters) before the

@@ -56,5 +56,11 @@ std::string device_stats_member(const ModelCounters& m);
 // how often the cache was lent and given back, and the slots still lent
 // at the end (0: decode got them back).
 std::string expert_cache_loan_member(const ModelCounters& m);
+// The "layer_hold" member (empty when no chunk holds its layers,
+// MemoryPlan::layer_held): the plan's hold buffer and lent pinned layers,
+// and what the run read: layer sections read whole into the buffer, their
+// bytes (in prefill.trunk_bytes too), the lent sections read again, and the
+// units read ahead into the stream buffers lent to the hold, dropped unused.
+std::string layer_hold_member(const ModelCounters& m);
 
 }  // namespace k3

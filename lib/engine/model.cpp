@@ -138,6 +138,8 @@ void Model::load(ModelPlan plan) {
     PreparedStream& prepared = *plan.stream;
     counters_.forecast_peak_rss = prepared.plan.peak_rss;
     counters_.cache_lent_bytes = prepared.plan.cache_lent_bytes;
+    counters_.hold_bytes = prepared.plan.layer_held ? prepared.plan.hold_bytes : 0;
+    counters_.pinned_lent_bytes = prepared.plan.pinned_lent_bytes;
     counters_.preset = prepared.preset;
     counters_.trunk_budget = prepared.plan_request.trunk_budget;
     counters_.cache_budget = prepared.plan_request.cache_budget;

@@ -121,7 +121,8 @@ struct ModelCounters {
   uint64_t spill_written_bytes = 0;             // the prefill chunk's spill file: written
   uint64_t spill_read_bytes = 0;                //   and read back (0: no spill file)
   uint64_t cache_lent_bytes = 0;                // the expert cache above its floor, lent to each prefill chunk
-  size_t max_drafts = 0;                        // drafts per pass the plan holds rollback copies for
+  uint64_t hold_bytes = 0, pinned_lent_bytes = 0;  // a held chunk's buffer, the pinned layers lent to it
+  size_t max_drafts = 0;                           // drafts per pass the plan holds rollback copies for
   // --draft: the plan streams the draft's matrices in row blocks of this
   // many bytes (0: the draft is resident).
   uint64_t draft_block_bytes = 0;

@@ -58,7 +58,8 @@ std::string describe_first_token(const FirstTokenForecast& f, const MemoryPlan& 
       (unsigned long long)f.reads.tokens, format_bytes(static_cast<uint64_t>(f.reads.total())).c_str(),
       (unsigned long long)plan.chunk, (unsigned long long)plan.batch,
       plan.chunk_spilled ? ", its block states spilled" : "",
-      plan.row_blocks > 0 && plan.chunk > plan.batch
+      plan.layer_held ? ", each layer held whole"
+      : plan.row_blocks > 0 && plan.chunk > plan.batch
           ? (", row blocks once per " + std::to_string(std::max(plan.batch, plan.chunk_sub_batch))).c_str()
           : "",
       plan.cache_lent_bytes > 0

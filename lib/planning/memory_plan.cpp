@@ -61,6 +61,82 @@ std::string describe_kept_states(uint64_t bytes) {
   return o;
 }
 
+// A held chunk's hold buffer: the largest layer section it takes (the
+// streamed ones and the pinned ones lent to it), and where the trunk is
+// compressed the staging a section's decode reads through, as a stream
+// buffer has; and what is lent to it.
+void plan_layer_hold(const TrunkLayout& layout, MemoryPlan& p) {
+  uint64_t largest = 0;
+  for (int s : p.streamed)
+    if (layout.sections[s].layer >= 0) largest = std::max(largest, layout.sections[s].length);
+  for (int s : p.pinned) {
+    const TrunkSection& ts = layout.sections[s];
+    if (ts.layer < 0) continue;
+    largest = std::max(largest, ts.length);
+    p.pinned_lent_bytes += ts.length;
+    p.pinned_lent_read_bytes += ts.stored_length;
+  }
+  const uint64_t staging = p.stream_buffers > 0 ? p.stream_staging_bytes / p.stream_buffers : 0;
+  p.hold_bytes = checked_add(largest, staging, "the hold buffer");
+  // One stream buffer stays for the head's blocks; the others are lent.
+  if (p.stream_buffers > 1) p.buffers_lent_bytes = (p.stream_buffers - 1) * p.stream_buffer_size;
+}
+
+// How often a chunk reads each row block: once per sub-batch, or once per
+// chunk where each layer is held whole (the pinned layers lent to the hold
+// buffer and read again after the prompt).
+std::string describe_chunk_reads(const MemoryPlan& p) {
+  std::string o;
+  if (p.layer_held) {
+    append_printf(o, "  layer hold        each streamed layer read whole into a %s buffer per chunk",
+                  format_bytes(p.hold_bytes).c_str());
+    if (p.pinned_lent_bytes > 0)
+      append_printf(o, "; the pinned layers' %s lent to it, read again after the prompt",
+                    format_bytes(p.pinned_lent_bytes).c_str());
+    if (p.buffers_lent_bytes > 0)
+      append_printf(o, "; the stream buffers but one (%s) lent to it", format_bytes(p.buffers_lent_bytes).c_str());
+    append_printf(o, "; sub-batches of %llu rows\n", (unsigned long long)p.chunk_sub_batch);
+  } else if (p.chunk_sub_batch > p.batch) {
+    append_printf(o,
+                  "  chunk sub-batch   %llu of the chunk's rows through a layer at once: each row block read once per "
+                  "%llu tokens (their scratch is in the chunk above)\n",
+                  (unsigned long long)p.chunk_sub_batch, (unsigned long long)p.chunk_sub_batch);
+  }
+  return o;
+}
+
+// The layer-major prefill's chunk and what it carries per token (after the
+// batch and the trunk's row blocks are planned).
+void plan_chunk(const ModelConfig& c, const TrunkLayout& layout, const RunRequest& req, MemoryPlan& p) {
+  p.chunk = std::max(p.batch, req.chunk);
+  p.chunk_spilled = req.spill_chunk && p.chunk > p.batch;
+  p.chunk_bytes = p.chunk > p.batch
+                      ? checked_mul(p.chunk, prefill_chunk_bytes_per_token(c, p.chunk_spilled), "the prefill chunk")
+                      : 0;
+  // Where the trunk streams in row blocks, a layer's products may take more
+  // of the chunk's rows at once than a batch, so each block is read once per
+  // that many tokens: their scratch beyond a batch's is the chunk's too.
+  // A held chunk's sub-batch is one piece: its row blocks are read once per
+  // chunk whatever the sub-batch, and a spilled chunk's block states are then
+  // read back once per layer (prefill_forecast.cpp spilled_rows_read).
+  p.layer_held = req.hold_layer && p.row_blocks > 0 && p.chunk > p.batch;
+  const uint64_t sub_asked = p.layer_held ? std::min<uint64_t>(p.chunk, kChunkPieceRows) : req.chunk_sub_batch;
+  p.chunk_sub_batch = p.batch;
+  if (p.chunk > p.batch && p.row_blocks > 0 && sub_asked > p.batch) {
+    p.chunk_sub_batch = std::min(sub_asked, p.chunk);
+    p.chunk_bytes = checked_add(p.chunk_bytes,
+                                prefill_sub_batch_scratch_bytes(c, p.chunk_sub_batch, req.context) -
+                                    prefill_sub_batch_scratch_bytes(c, p.batch, req.context),
+                                "the prefill chunk");
+  }
+  if (p.chunk_spilled) {
+    p.chunk_bytes = checked_add(p.chunk_bytes, prefill_chunk_staging_bytes(c, p.chunk_sub_batch), "the prefill chunk");
+    p.spill_file_bytes = checked_mul(p.chunk, spill_file_bytes_per_token(c), "the prefill's spill file");
+  }
+
+  if (p.layer_held) plan_layer_hold(layout, p);
+}
+
 }  // namespace
 
 uint64_t plan_stop_copies(const RunRequest& req) {
@@ -238,27 +314,7 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
   // Attention over the context for one batch row block.
   p.activation_bytes += n * 4 * static_cast<uint64_t>(c.mla_num_heads) * std::min<uint64_t>(req.context, 1u << 16);
 
-  // The layer-major prefill's chunk and what it carries per token.
-  p.chunk = std::max(p.batch, req.chunk);
-  p.chunk_spilled = req.spill_chunk && p.chunk > p.batch;
-  p.chunk_bytes = p.chunk > p.batch
-                      ? checked_mul(p.chunk, prefill_chunk_bytes_per_token(c, p.chunk_spilled), "the prefill chunk")
-                      : 0;
-  // Where the trunk streams in row blocks, a layer's products may take more
-  // of the chunk's rows at once than a batch, so each block is read once per
-  // that many tokens: their scratch beyond a batch's is the chunk's too.
-  p.chunk_sub_batch = p.batch;
-  if (p.chunk > p.batch && p.row_blocks > 0 && req.chunk_sub_batch > p.batch) {
-    p.chunk_sub_batch = std::min(req.chunk_sub_batch, p.chunk);
-    p.chunk_bytes = checked_add(p.chunk_bytes,
-                                prefill_sub_batch_scratch_bytes(c, p.chunk_sub_batch, req.context) -
-                                    prefill_sub_batch_scratch_bytes(c, p.batch, req.context),
-                                "the prefill chunk");
-  }
-  if (p.chunk_spilled) {
-    p.chunk_bytes = checked_add(p.chunk_bytes, prefill_chunk_staging_bytes(c, p.chunk_sub_batch), "the prefill chunk");
-    p.spill_file_bytes = checked_mul(p.chunk, spill_file_bytes_per_token(c), "the prefill's spill file");
-  }
+  plan_chunk(c, layout, req, p);
 
   p.io_bytes = 2 * (4u << 20) + req.tensor_count * 160 + (req.io_threads + req.compute_threads) * (8u << 20) / 8 +
                (48u << 20);  // program, libraries, allocator slack
@@ -280,10 +336,12 @@ void prefill_decode_peak(const ModelConfig& c, MemoryPlan& p, bool lend) {
   const bool holds_all = p.cache_slots >= moe_layers * static_cast<uint64_t>(c.num_experts);  // nothing to refill
   const uint64_t floor = p.min_slots * p.slot_bytes;
   p.cache_lent_bytes = lend && p.chunk > p.batch && !holds_all && p.cache_bytes > floor ? p.cache_bytes - floor : 0;
-  p.peak_rss = std::max(p.chunk_bytes, p.cache_lent_bytes);
-  for (uint64_t part : {p.pinned_bytes, p.stream_buffer_bytes, p.stream_staging_bytes, p.head_small_bytes,
-                        p.cache_bytes - p.cache_lent_bytes, p.kda_state_bytes, p.mla_cache_bytes, p.activation_bytes,
-                        p.draft_bytes, p.kept_state_bytes, p.io_bytes})
+  p.peak_rss = std::max(checked_add(p.chunk_bytes, p.hold_bytes, "the memory plan"),
+                        checked_add(p.cache_lent_bytes, p.pinned_lent_bytes + p.buffers_lent_bytes, "the memory plan"));
+  for (uint64_t part :
+       {p.pinned_bytes - p.pinned_lent_bytes, p.stream_buffer_bytes - p.buffers_lent_bytes, p.stream_staging_bytes,
+        p.head_small_bytes, p.cache_bytes - p.cache_lent_bytes, p.kda_state_bytes, p.mla_cache_bytes,
+        p.activation_bytes, p.draft_bytes, p.kept_state_bytes, p.io_bytes})
     p.peak_rss = checked_add(p.peak_rss, part, "the memory plan");
 }
 
@@ -383,11 +441,7 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
     append_printf(o, "  prefill chunk     %llu tokens x %s carried from layer to layer  %s\n",
                   (unsigned long long)chunk, format_bytes(prefill_chunk_bytes_per_token(c)).c_str(),
                   format_bytes(chunk_bytes).c_str());
-  if (chunk_sub_batch > batch)
-    append_printf(o,
-                  "  chunk sub-batch   %llu of the chunk's rows through a layer at once: each row block read once per "
-                  "%llu tokens (their scratch is in the chunk above)\n",
-                  (unsigned long long)chunk_sub_batch, (unsigned long long)chunk_sub_batch);
+  o += describe_chunk_reads(*this);
   if (draft_bytes > 0 && draft_streamed) {
     append_printf(o,
                   "  draft model       streamed: %s read per draft pass in %s row blocks; held %s + %llu "

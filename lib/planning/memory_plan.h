@@ -85,6 +85,23 @@ struct MemoryPlan {
   // row blocks are read once per this many tokens. Its scratch beyond a
   // batch's is in chunk_bytes.
   uint64_t chunk_sub_batch = 0;
+  // A held chunk (RunRequest::hold_layer, row-block mode, chunk > batch):
+  // while it runs, each streamed layer is read whole into one hold buffer of
+  // hold_bytes (the largest layer section it takes, and a compressed
+  // section's staging), its row blocks once per chunk, and the sub-batch is
+  // one piece. The pinned layer sections (pinned_lent_bytes; as stored in
+  // trunk.bin, pinned_lent_read_bytes) are freed for the chunk, pass
+  // through the hold buffer like streamed ones, and are read again after
+  // it. The stream buffers but one (buffers_lent_bytes) are freed for the
+  // chunk too: only head blocks pass through them while the layers are held.
+  // The peak counts the larger of (chunk + hold buffer) and (lent cache +
+  // lent pinned layers + lent stream buffers), as for the cache
+  // (prefill_decode_peak).
+  bool layer_held = false;
+  uint64_t hold_bytes = 0;
+  uint64_t pinned_lent_bytes = 0;
+  uint64_t pinned_lent_read_bytes = 0;
+  uint64_t buffers_lent_bytes = 0;
   uint64_t per_sequence_bytes = 0;  // one sequence's KDA state + MLA cache (included above per sequence)
   uint64_t activation_bytes = 0;
   uint64_t draft_bytes = 0;       // the draft model: weights, buffers, context (--draft)
@@ -109,8 +126,10 @@ inline bool plan_fits(const MemoryPlan& plan, uint64_t available) {
 // Sets plan.cache_lent_bytes (the cache's bytes above its floor where
 // `lend` and a chunk longer than a batch runs, and the cache does not hold
 // every expert) and plan.peak_rss: every part of the plan, with the larger
-// of the chunk and the lent bytes in place of their sum (the prefill's peak
-// is the rest + the floor + the chunk; decode's the rest + the whole cache).
+// of (the chunk + the hold buffer) and (the lent cache + the lent pinned
+// layers and stream buffers) in place of their sum (the prefill's peak is
+// the rest + the floor + the chunk + the hold buffer; decode's the rest +
+// the whole cache + every pinned section and stream buffer).
 void prefill_decode_peak(const ModelConfig& config, MemoryPlan& plan, bool lend);
 
 // `slot_bytes` comes from ExpertIndex::slot_bytes(). Throws k3::Error(kUsage)

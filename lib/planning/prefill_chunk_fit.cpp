@@ -12,7 +12,7 @@ namespace k3 {
 double prefill_disk_bytes(const ModelConfig& config, const MemoryPlan& plan, uint64_t tokens) {
   const PrefillReads reads = forecast_prefill_reads(config, plan, tokens);
   return reads.trunk_bytes + reads.expert_bytes + reads.spill_written_bytes + reads.spill_read_bytes +
-         static_cast<double>(plan.cache_lent_bytes);
+         static_cast<double>(plan.cache_lent_bytes) + static_cast<double>(plan.pinned_lent_read_bytes);
 }
 
 namespace {
@@ -23,7 +23,8 @@ namespace {
 double judged_bytes(const ModelConfig& config, const MemoryPlan& plan, uint64_t tokens, bool spill_forced) {
   if (!spill_forced) return prefill_disk_bytes(config, plan, tokens);
   const PrefillReads reads = forecast_prefill_reads(config, plan, tokens);
-  return reads.trunk_bytes + reads.expert_bytes + static_cast<double>(plan.cache_lent_bytes);
+  return reads.trunk_bytes + reads.expert_bytes + static_cast<double>(plan.cache_lent_bytes) +
+         static_cast<double>(plan.pinned_lent_read_bytes);
 }
 
 // A plan that fits, the request that makes it, and its disk bytes.
@@ -33,11 +34,13 @@ struct Fit {
   double bytes = 0;
 };
 
-// The prompt once per read, in memory, every row block once, the cache
+// The prompt once per read, in memory, every row block once (the chunk its
+// own sub-batch, or each layer held with no pinned layer lent), the cache
 // kept: no plan at this batch or a smaller one moves fewer bytes.
 bool reads_least(const Fit& f, uint64_t longest) {
-  return f.plan.chunk == longest && !f.plan.chunk_spilled && f.plan.cache_lent_bytes == 0 &&
-         (f.plan.row_blocks == 0 || f.plan.chunk_sub_batch == f.plan.chunk);
+  const bool blocks_once = f.plan.row_blocks == 0 || f.plan.chunk_sub_batch == f.plan.chunk ||
+                           (f.plan.layer_held && f.plan.pinned_lent_bytes == 0);
+  return f.plan.chunk == longest && !f.plan.chunk_spilled && f.plan.cache_lent_bytes == 0 && blocks_once;
 }
 
 // What the search at one batch found: the batch the plan makes of the
@@ -55,8 +58,10 @@ struct AtBatch {
 AtBatch fit_at_batch(const ModelConfig& config, const PlanOf& plan_of, const PlanFits& fits, RunRequest r,
                      uint64_t tokens, bool can_spill) {
   const bool must_lend = r.lend_cache;  // asked for (K3_PREFILL_LEND): only plans that lend
+  const bool must_hold = r.hold_layer;  // asked for (K3_PREFILL_HOLD): only held plans, where one can hold
   r.spill_chunk = false;
   r.lend_cache = false;
+  r.hold_layer = false;
   r.chunk_sub_batch = std::numeric_limits<uint64_t>::max();  // at most the chunk: the chunk's own
   // The plan's batch and longest chunk (it lowers what the request asks),
   // and so the plan of the first candidate below: it is not made twice.
@@ -65,6 +70,12 @@ AtBatch fit_at_batch(const ModelConfig& config, const PlanOf& plan_of, const Pla
   at.batch = std::max<uint64_t>(1, first.batch);
   const uint64_t batch = at.batch, longest = std::max(batch, first.chunk);
   const bool spill_forced = first.chunk_spilled;  // not asked for here: the plan spills whatever the request
+  // A trunk streamed in row blocks may hold each layer whole for a chunk.
+  const bool can_hold = first.row_blocks > 0, only_held = must_hold && can_hold;
+  const auto consider = [&](const MemoryPlan& p) {
+    const double bytes = judged_bytes(config, p, tokens, spill_forced);
+    if (!at.best || bytes < at.best->bytes) at.best = Fit{p, r, bytes};
+  };
   for (uint64_t chunk = longest;; chunk = std::max(batch, chunk / 2)) {
     for (const bool spill : {false, true}) {
       if (spill && (!can_spill || chunk <= batch)) continue;
@@ -75,16 +86,22 @@ AtBatch fit_at_batch(const ModelConfig& config, const PlanOf& plan_of, const Pla
         if ((lend && chunk <= batch) || (!lend && must_lend)) continue;
         // The longest sub-batch that fits this chunk (without row blocks the
         // plan keeps one batch, and there is nothing to halve).
-        for (r.chunk_sub_batch = chunk;; r.chunk_sub_batch = std::max(batch, r.chunk_sub_batch / 2)) {
+        for (r.chunk_sub_batch = chunk; !only_held; r.chunk_sub_batch = std::max(batch, r.chunk_sub_batch / 2)) {
           const bool is_first = chunk == longest && !spill && !lend && r.chunk_sub_batch == chunk;
           const MemoryPlan p = is_first ? first : plan_of(r);
           if (lend && p.cache_lent_bytes == 0) break;  // nothing to lend: the plan without it
           if (fits(p)) {
-            const double bytes = judged_bytes(config, p, tokens, spill_forced);
-            if (!at.best || bytes < at.best->bytes) at.best = Fit{p, r, bytes};
+            consider(p);
             break;
           }
           if (p.chunk_sub_batch <= batch) break;
+        }
+        // Then each layer held whole, its sub-batch one piece.
+        if (can_hold && chunk > batch) {
+          r.hold_layer = true;
+          const MemoryPlan p = plan_of(r);
+          if (fits(p) && (!lend || p.cache_lent_bytes > 0)) consider(p);
+          r.hold_layer = false;
         }
       }
       if (at.best && chunk == longest && !spill && reads_least(*at.best, longest)) {

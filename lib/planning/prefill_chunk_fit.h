@@ -7,12 +7,15 @@
 // file beside the trunk instead of memory (written once, read back by every
 // later layer), where the trunk streams in row blocks the chunk's sub-batch
 // (rows a layer's products take at once: each row block is read once per
-// sub-batch), and the expert cache's slots above its floor lent to the chunk
-// (RunRequest::lend_cache), which decode then reads again as it refills
-// them. Each plan is judged by its disk bytes (prefill_disk_bytes): the
-// weights the prompt reads, the spill file written and read back, and the
-// lent cache's refill, so a plan that spills and one that lends compete on
-// the same scale. The fifth, the batch, is lowered where that lets a longer
+// sub-batch, unless the chunk holds each layer whole in one buffer,
+// RunRequest::hold_layer: then once per chunk, the pinned layers lent to
+// that buffer and read again after the prompt), and the expert cache's
+// slots above its floor lent to the chunk (RunRequest::lend_cache), which
+// decode then reads again as it refills them. Each plan is judged by its
+// disk bytes (prefill_disk_bytes): the weights the prompt reads, the spill
+// file written and read back, the lent cache's refill and the lent pinned
+// layers' re-pin, so plans that spill, lend or hold compete on the same
+// scale. The fifth, the batch, is lowered where that lets a longer
 // chunk or sub-batch fit, but a smaller batch costs compute the bytes do not
 // show (outside row blocks the trunk's products pass the weights through
 // memory once per batch; decode's batch is the plan's too), so it is taken
@@ -42,8 +45,9 @@ inline constexpr double kBatchBytesSlack = 1.0 / 16;
 
 // The bytes a prompt of `tokens` moves on the disk under `plan`, as the
 // search counts them: the weights read (planning/prefill_forecast.h), the
-// spill file's bytes written and read back, and the lent cache's bytes,
-// which decode reads again as it refills them.
+// spill file's bytes written and read back, the lent cache's bytes, which
+// decode reads again as it refills them, and the lent pinned layers' bytes,
+// read again after the prompt (MemoryPlan::pinned_lent_read_bytes).
 double prefill_disk_bytes(const ModelConfig& config, const MemoryPlan& plan, uint64_t tokens);
 
 // At the plan's batch, then that batch halved down to one token (a smaller
@@ -52,15 +56,18 @@ double prefill_disk_bytes(const ModelConfig& config, const MemoryPlan& plan, uin
 // least the batch), halved down to one batch; each in memory, then
 // (can_spill) with its block states spilled; each without lending the
 // cache, then lending it; each with the longest sub-batch that fits, from
-// the whole chunk halved down to a batch. At each batch the fit with the
-// fewest disk bytes (on a tie the one found first: the longer chunk, in
-// memory, not lending, the longer sub-batch); of those, the largest batch's
-// whose bytes are at most (1 + kBatchBytesSlack) times the fewest of any.
-// The batch is lowered no further once a plan reads the least a prompt can
-// (the longest chunk in memory, its own sub-batch, the cache kept). When
-// none fits: the plan of a chunk of one token, which does not. `req`
-// becomes the returned plan's request (batch, chunk, spill_chunk,
-// chunk_sub_batch, lend_cache). One plan_of call per candidate.
+// the whole chunk halved down to a batch, then (row blocks, a chunk longer
+// than a batch) each layer held whole (RunRequest::hold_layer; only those
+// where req.hold_layer asks for it, K3_PREFILL_HOLD). At each batch the fit
+// with the fewest disk bytes (on a tie the one found first: the longer
+// chunk, in memory, not lending, the longer sub-batch, not held); of those,
+// the largest batch's whose bytes are at most (1 + kBatchBytesSlack) times
+// the fewest of any. The batch is lowered no further once a plan reads the
+// least a prompt can (the longest chunk in memory, every row block once per
+// chunk: its own sub-batch, or held with no pinned layer lent; the cache
+// kept). When none fits: the plan of a chunk of one token, which does not.
+// `req` becomes the returned plan's request (batch, chunk, spill_chunk,
+// chunk_sub_batch, lend_cache, hold_layer). One plan_of call per candidate.
 MemoryPlan fit_prefill_chunk(const ModelConfig& config, const PlanOf& plan_of, const PlanFits& fits, RunRequest& req,
                              uint64_t tokens, bool can_spill);
 

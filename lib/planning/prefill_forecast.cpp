@@ -38,7 +38,9 @@ PrefillReads forecast_prefill_reads(const ModelConfig& c, const MemoryPlan& plan
   // A cache lent to the chunk holds its floor only while the prompt runs.
   const uint64_t slots = plan.cache_lent_bytes > 0 ? plan.min_slots : plan.cache_slots;
   const double miss = L * E > 0 ? 1.0 - std::min(1.0, static_cast<double>(slots) / (L * E)) : 0.0;
-  const bool blocks_per_sub_batch = plan.row_blocks > 0;  // layers stream in row blocks through the products
+  // Layers stream in row blocks through the products, once per sub-batch,
+  // unless a chunk holds each layer whole (MemoryPlan::layer_held).
+  const bool blocks_per_sub_batch = plan.row_blocks > 0 && !plan.layer_held;
   // Every chunk but the last holds `chunk` rows: count those once, then the
   // rest (a loop over chunks took minutes for a context of 10^11 positions).
   auto add_reads = [&](uint64_t rows, uint64_t times) {
@@ -48,6 +50,9 @@ PrefillReads forecast_prefill_reads(const ModelConfig& c, const MemoryPlan& plan
     const uint64_t passes = blocks_per_sub_batch ? (rows + sub - 1) / sub : 1;
     r.trunk_bytes +=
         static_cast<double>(times) * static_cast<double>(passes) * static_cast<double>(plan.streamed_read_bytes);
+    // A held chunk reads the pinned layers lent to its hold buffer too.
+    if (plan.layer_held && rows > batch)
+      r.trunk_bytes += static_cast<double>(times) * static_cast<double>(plan.pinned_lent_read_bytes);
     if (plan.chunk_spilled && rows > batch) {
       // The chunk's rows go through in sub-batches of `sub`, the last shorter;
       // a MoE layer writes its shared experts' rows and reads them back.

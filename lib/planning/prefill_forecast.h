@@ -2,7 +2,9 @@
 // prefill, ForwardPass::set_chunk): one read of the weights per chunk of
 // MemoryPlan::chunk tokens. Per read, the streamed trunk once (a trunk
 // streamed in row blocks through the products: once per sub-batch of
-// MemoryPlan::chunk_sub_batch rows instead) and each routed expert some row of the
+// MemoryPlan::chunk_sub_batch rows instead, unless the chunk holds each
+// layer whole: then once per chunk, with the pinned layers lent to the hold
+// buffer, MemoryPlan::layer_held) and each routed expert some row of the
 // chunk chose, once, less what the expert cache holds (its floor only,
 // where the plan lends the rest to the chunk: MemoryPlan::cache_lent_bytes). The routing part
 // assumes flat routing (each row's top-k independent and uniform over the

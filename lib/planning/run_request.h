@@ -83,6 +83,15 @@ struct RunRequest {
   // this many rows, so the plan counts their scratch. 0 or at most `batch`:
   // `batch`; at most `chunk`.
   uint64_t chunk_sub_batch = 0;
+  // Where the trunk streams in row blocks and a chunk is longer than a
+  // batch: each streamed layer is read whole into one hold buffer while the
+  // chunk runs (TrunkStream::hold_layers), so every row block is read once
+  // per chunk whatever the sub-batch, which is then one piece
+  // (kChunkPieceRows rows: a spilled chunk's block states read back once per
+  // layer). The pinned layer sections are lent to the buffer for the chunk
+  // and read again after it (MemoryPlan::pinned_lent_bytes). Chosen by
+  // fit_prefill_chunk where it moves fewer bytes.
+  bool hold_layer = false;
   // The expert cache's slots above its floor are lent to the chunk during a
   // prefill (ExpertCache::lend: dropped for the chunk, refilled by decode),
   // so the plan counts the larger of the prefill's peak and decode's, not

@@ -85,7 +85,8 @@ static std::string prefill_plan_line(const ModelConfig& config, const MemoryPlan
   const uint64_t sub = std::max(plan.batch, plan.chunk_sub_batch);
   return std::string(tool_name()) + ": prefill: one read of the weights per " + std::to_string(plan.chunk) +
          " prompt tokens" +
-         (plan.row_blocks > 0 && plan.chunk > plan.batch
+         (plan.layer_held ? std::string(" (each layer held whole: its row blocks once per chunk)")
+          : plan.row_blocks > 0 && plan.chunk > plan.batch
               ? " (the trunk's row blocks once per " + std::to_string(std::min(sub, plan.chunk)) + ")"
               : std::string()) +
          "; a prompt of " + std::to_string(tokens) + " tokens reads " + format_bytes(static_cast<uint64_t>(r.total())) +
@@ -118,6 +119,7 @@ static PreparedStream plan_for(const ModelConfig& config, const Checkpoint& chec
   pr.chunk = forced ? forced : req.context;
   pr.spill_chunk = packed && (req.spill_chunk || prefill_spill_override());
   pr.lend_cache = req.lend_cache || prefill_lend_override();
+  pr.hold_layer = req.hold_layer || prefill_hold_override();
   pr.block_bytes = packed ? resolve_block_bytes(req) : 0;
   pr.tensor_count = checkpoint.tensor_count();
   out.plan = plan_memory(config, out.layout, slot_bytes, pr, tables);
@@ -295,6 +297,13 @@ bool prefill_spill_override() {
   const char* v = std::getenv("K3_PREFILL_SPILL");
   if (!v || !*v || std::string(v) == "0") return false;
   if (std::string(v) != "1") throw Error(ExitCode::kUsage, std::string("K3_PREFILL_SPILL: '") + v + "' is not 0 or 1");
+  return true;
+}
+
+bool prefill_hold_override() {
+  const char* v = std::getenv("K3_PREFILL_HOLD");
+  if (!v || !*v || std::string(v) == "0") return false;
+  if (std::string(v) != "1") throw Error(ExitCode::kUsage, std::string("K3_PREFILL_HOLD: '") + v + "' is not 0 or 1");
   return true;
 }
 

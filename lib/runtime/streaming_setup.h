@@ -79,5 +79,10 @@ bool prefill_spill_override();
 // whether or not memory is short, so tests compare lending and keeping runs
 // bit for bit. Other values are refused.
 bool prefill_lend_override();
+// K3_PREFILL_HOLD=1 (test-only, CONTRIBUTING.md): hold each streamed layer
+// whole for a chunk (RunRequest::hold_layer) wherever the trunk streams in
+// row blocks, whether or not it moves fewer bytes, so tests compare held and
+// plain runs bit for bit. Other values are refused.
+bool prefill_hold_override();
 
 }  // namespace k3

@@ -29,6 +29,8 @@ StreamingWeights::StreamingWeights(const ModelConfig& config, const Checkpoint& 
                                          io_, progress);
   experts_ = std::make_unique<ExpertCache>(config, checkpoint, shard_files_, plan.cache_slots, io_, cache_policy);
   if (plan.cache_lent_bytes > 0) lend_keep_ = std::max<uint64_t>(plan.min_slots, 1);
+  hold_layers_ = plan.layer_held;
+  lend_pinned_ = plan.pinned_lent_bytes > 0;
   load_seconds_ = seconds_since(t0);
   // The first streamed units start now, after the start-up reads.
   trunk_->start_read_ahead();
@@ -36,9 +38,17 @@ StreamingWeights::StreamingWeights(const ModelConfig& config, const Checkpoint& 
 
 StreamingWeights::~StreamingWeights() = default;
 
-bool StreamingWeights::lend_for_chunk() { return lend_keep_ > 0 && experts_->lend(lend_keep_) > 0; }
+bool StreamingWeights::lend_for_chunk() {
+  cache_lent_ = lend_keep_ > 0 && experts_->lend(lend_keep_) > 0;
+  if (hold_layers_) trunk_->hold_layers(lend_pinned_);
+  return cache_lent_ || hold_layers_;
+}
 
-void StreamingWeights::reclaim_after_chunk() { experts_->reclaim(); }
+void StreamingWeights::reclaim_after_chunk() {
+  if (cache_lent_) experts_->reclaim();
+  cache_lent_ = false;
+  trunk_->end_hold();
+}
 
 bool StreamingWeights::direct_io() const {
   for (const auto& f : shard_files_)
@@ -60,6 +70,10 @@ StreamStats StreamingWeights::stats() const {
   s.io_busy_seconds = io_.busy_seconds();
   s.load_seconds = load_seconds_;
   s.units_not_ahead = t.units_not_ahead;
+  s.held_layers = t.held_layers;
+  s.held_bytes = t.held_bytes;
+  s.repinned_bytes = t.repinned_bytes;
+  s.dropped_ahead_bytes = t.dropped_ahead_bytes;
   s.cache_lends = e.lends;
   s.cache_reclaims = e.reclaims;
   s.cache_lent_bytes = e.lent_bytes;
@@ -91,7 +105,8 @@ void StreamingWeights::for_each_expert(int layer, const std::vector<int>& expert
 // (TrunkStream::acquire_layer returns them as they are), so the guess costs
 // the router's matrix-vector product and nothing else.
 const MoeTrunkWeights* StreamingWeights::router_ahead(int layer) {
-  if (!lookahead_ || layer < 0 || static_cast<size_t>(layer) >= guessable_.size() ||
+  // A held chunk lends the pinned sections: no router is in memory for a guess.
+  if (!lookahead_ || trunk_->holding() || layer < 0 || static_cast<size_t>(layer) >= guessable_.size() ||
       !guessable_[static_cast<size_t>(layer)])
     return nullptr;
   return &trunk_->acquire_layer(layer).moe;

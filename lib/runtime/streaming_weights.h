@@ -42,6 +42,10 @@ struct StreamStats {
   uint64_t cache_lent_slots = 0;  // slots lent now: 0 once a chunk gave them back
   ExpertGuessStats guess;         // --expert-lookahead (zero without it)
   ExpertPhaseStats phases;        // where the disk idles around the MoE layers
+  // Held chunks (TrunkStream::hold_layers): layer sections read whole, their
+  // bytes (in trunk_bytes too), the lent pinned sections read again, and
+  // the read-ahead dropped from the stream buffers lent to the hold.
+  uint64_t held_layers = 0, held_bytes = 0, repinned_bytes = 0, dropped_ahead_bytes = 0;
 };
 
 class StreamingWeights : public WeightSource {
@@ -75,7 +79,9 @@ class StreamingWeights : public WeightSource {
   void prefetch_guess(int layer, const std::vector<int>& experts) override;
   // Where the plan lends the expert cache's slots above its floor to a
   // prefill's chunk (MemoryPlan::cache_lent_bytes): they are dropped for the
-  // chunk and given back, empty, after it.
+  // chunk and given back, empty, after it. Where it holds each layer whole
+  // (MemoryPlan::layer_held): the trunk holds its layers for the chunk
+  // (TrunkStream::hold_layers), the pinned layer sections lent to it.
   bool lend_for_chunk() override;
   void reclaim_after_chunk() override;
 
@@ -92,6 +98,8 @@ class StreamingWeights : public WeightSource {
   double load_seconds_ = 0;
   bool lookahead_ = false;
   uint64_t lend_keep_ = 0;  // slots kept while a chunk borrows the rest (the plan's floor); 0: no lending
+  bool cache_lent_ = false;
+  bool hold_layers_ = false, lend_pinned_ = false;  // MemoryPlan::layer_held, pinned_lent_bytes > 0
   // Per decoder layer: its router may guess (its trunk section is pinned,
   // and the cache does not hold every expert already).
   std::vector<bool> guessable_;

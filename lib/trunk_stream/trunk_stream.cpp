@@ -130,20 +130,9 @@ void TrunkStream::pin_section(int s, const Checkpoint& checkpoint,
   sec.pinned = true;
   sec.buf = AlignedBuffer(sec.ts->length);
   uint64_t read = sec.ts->length;
-  if (trunk_file_ && sec.ts->compressed) {
-    // Decoded once, here; every block is checked against its own hash as it
-    // is decoded, which covers every stored byte (padding decodes as zeros),
-    // so the section is not hashed a second time.
-    AlignedBuffer staging(TrunkBlockReader::staging_bytes(reader_->piece_bytes()));
-    zero_section_gaps(*sec.ts, sec.buf.data());
-    read = reader_->read_now(*sec.ts, BlockRange{0, sec.ts->blocks.size()}, sec.buf.data(), sec.ts->offset,
-                             sec.ts->length, staging);
-  } else if (trunk_file_) {
-    io_.read_now(
-        {ReadEngine::Read{trunk_file_, sec.ts->stored_offset, sec.ts->length, sec.ts->length, sec.buf.data()}});
-    const std::string bad = check_raw_blocks(*sec.ts, BlockRange{0, sec.ts->blocks.size()}, sec.buf.data(),
-                                             sec.ts->offset, sec.ts->length, sec.block_ok.get(), trunk_file_->path());
-    if (!bad.empty()) throw Error(ExitCode::kBadModel, bad);
+  if (trunk_file_) {
+    AlignedBuffer staging;
+    read = read_section_whole(sec, sec.buf.data(), staging);
   } else {
     // No packed trunk: gather each tensor from its shard.
     for (const TrunkTensor& t : sec.ts->tensors) {
@@ -313,6 +302,8 @@ void TrunkStream::read_ahead(int u, int count) {
   };
   for (int k = 1; k <= count; ++k) {
     const int next = (u + k) % n;
+    // A held chunk reads its layers whole itself: only head blocks ahead.
+    if (holding_ && units_[next].kind != UnitKind::kHeadRows) return;
     bool buffered = false;
     for (auto& b : buffers_) buffered = buffered || b->unit == next;
     if (buffered) continue;
@@ -402,12 +393,17 @@ const LayerWeights& TrunkStream::acquire_layer(int layer) {
   const int s = layer_section_.at(layer);
   const Section& sec = *sections_[s];
   if (sec.pinned) return sec.lw;
+  if (holding_) return acquire_held_layer(s);
+  if (sec.lent) {  // its read after the chunk failed: again, now (a failure throws here)
+    repin_section(s);
+    return sec.lw;
+  }
   return acquire_unit(section_unit_[s]).lw;
 }
 
 void TrunkStream::release_layer(int layer) {
   const int s = layer_section_.at(layer);
-  if (!sections_[s]->pinned) release_unit(section_unit_[s]);
+  if (!sections_[s]->pinned && !holding_) release_unit(section_unit_[s]);
 }
 
 const HeadWeights& TrunkStream::acquire_head() {

@@ -46,6 +46,15 @@ struct TrunkStreamStats {
   double io_wait_seconds = 0;    // compute thread blocked waiting for trunk bytes
   double decode_seconds = 0;     // CPU seconds the I/O threads spent decoding compressed blocks
   uint64_t units_not_ahead = 0;  // streamed units asked for before any read of them began (out of use order)
+  // Held chunks (hold_layers): layer sections read whole into the hold
+  // buffer and their bytes as stored (in trunk_bytes too), and the lent
+  // pinned sections' bytes read again after the chunks.
+  uint64_t held_layers = 0;
+  uint64_t held_bytes = 0;
+  uint64_t repinned_bytes = 0;
+  // Units read ahead into the stream buffers a held chunk takes, dropped
+  // unused (read again when decode comes to them): their bytes.
+  uint64_t dropped_ahead_bytes = 0;
 };
 
 class TrunkStream {
@@ -74,6 +83,24 @@ class TrunkStream {
   const HeadWeights& acquire_head();
   void for_each_head_block(const HeadWeights& head, const WeightSource::HeadBlock& on_block);
 
+  // A layer-major chunk that holds each layer whole (MemoryPlan::layer_held),
+  // from hold_layers() until end_hold(): acquire_layer of a streamed layer
+  // reads its whole section (checked or decoded as a pinned one) into one
+  // buffer the size of the largest such section and binds plain matrices to it, so its row blocks
+  // are read once for the chunk however many sub-batches pass;
+  // release_layer does nothing. The stream buffers but one are freed for
+  // the chunk (MemoryPlan::buffers_lent_bytes): only head blocks pass
+  // through the one left, and read-ahead is limited to them (the hold reads
+  // the layers itself). With `lend_pinned`, the pinned layer sections'
+  // buffers are freed first and those layers go through the hold buffer
+  // too. end_hold() frees the hold buffer, takes the stream buffers back,
+  // restarts read-ahead and reads the lent sections again (a read that
+  // fails there fails when the layer is next asked for: end_hold does not
+  // throw, it runs as a chunk is unwound).
+  void hold_layers(bool lend_pinned);
+  void end_hold() noexcept;
+  bool holding() const { return holding_; }
+
   TrunkStreamStats stats() const;
 
  private:
@@ -95,6 +122,13 @@ class TrunkStream {
   // Where embedding rows are read: trunk.bin, or their shard when there is no packed trunk.
   void open_embedding(const Checkpoint& checkpoint, const std::vector<std::unique_ptr<DirectFile>>& shard_files);
   void pin_section(int s, const Checkpoint& checkpoint, const std::vector<std::unique_ptr<DirectFile>>& shard_files);
+  // A packed trunk's section read whole into `dst` (its decoded length):
+  // raw, each block checked against its hash; compressed, decoded through
+  // `staging`. Returns the bytes read from trunk.bin. Throws k3::Error
+  // (kBadModel for a damaged block, kIo for a failed read).
+  uint64_t read_section_whole(const Section& sec, uint8_t* dst, AlignedBuffer& staging);
+  const LayerWeights& acquire_held_layer(int s);
+  void repin_section(int s);
   void plan_head_blocks(int s, const MemoryPlan& plan);
   void plan_row_blocks(int s, const MemoryPlan& plan);
   uint64_t unit_buffer_bytes(const Unit& un) const;
@@ -136,6 +170,13 @@ class TrunkStream {
   HeadWeights head_small_hw_;
   std::vector<std::unique_ptr<StreamBuffer>> buffers_;
   int last_acquired_ = -1;  // read-ahead runs ahead of this unit
+  // A held chunk (hold_layers): the buffer, its decode staging, the section
+  // it holds now (-1: none) and its weights.
+  bool holding_ = false;
+  AlignedBuffer hold_buf_, hold_staging_;
+  std::vector<std::unique_ptr<StreamBuffer>> lent_buffers_;  // freed for the chunk, taken back at end_hold
+  int hold_section_ = -1;
+  LayerWeights hold_lw_;
 
   const DirectFile* embed_file_ = nullptr;
   uint64_t embed_base_ = 0;

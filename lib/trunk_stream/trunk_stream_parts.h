@@ -1,6 +1,7 @@
-// TrunkStream's private parts, shared by its two files: trunk_stream.cpp
-// (sections, units, buffers, read-ahead, binding) and trunk_unit_read.cpp
-// (what one unit reads from trunk.bin and how it is checked).
+// TrunkStream's private parts, shared by its files: trunk_stream.cpp
+// (sections, units, buffers, read-ahead, binding), trunk_unit_read.cpp
+// (what one unit reads from trunk.bin and how it is checked) and
+// trunk_layer_hold.cpp (a chunk's layers read whole into one buffer).
 #pragma once
 
 #include <atomic>
@@ -32,6 +33,10 @@ class TrunkStream::BlockedMatrix : public MatrixRows {
 struct TrunkStream::Section {
   const TrunkSection* ts = nullptr;
   bool pinned = false;
+  // A pinned layer section lent to a held chunk (TrunkStream::hold_layers):
+  // its buffer freed for the chunk, read again at end_hold (or, where that
+  // read failed, when the layer is next asked for, which then fails).
+  bool lent = false;
   // A raw section of a packed trunk: one flag per block, set once the block
   // matched its hash in this run (every read checks the blocks not yet set).
   std::unique_ptr<std::atomic<bool>[]> block_ok;
@@ -51,7 +56,8 @@ struct TrunkStream::Section {
 struct TrunkStream::StreamBuffer {
   AlignedBuffer buf;
   int unit = -1;
-  uint64_t skip = 0;  // the unit's bytes start at buf + skip
+  uint64_t skip = 0;        // the unit's bytes start at buf + skip
+  uint64_t read_bytes = 0;  // what the unit's read took from trunk.bin
   bool held = false;
   bool pending = false;  // a read was issued; `done` says whether it finished
   std::mutex mu;

@@ -181,6 +181,7 @@ void TrunkStream::issue_stream_read(StreamBuffer& b, int u, bool urgent) {
   if (ts.compressed)
     length = reader_->submit(ts, p.decodes, b.staging, done, urgent);  // decoded by the I/O threads as pieces arrive
   else io_.submit(std::move(p.reads), done, urgent);
+  b.read_bytes = length;
   std::lock_guard<std::mutex> lk(stats_mu_);
   stats_.trunk_bytes += length;
 }

@@ -68,7 +68,7 @@ MemoryPlan plan_of(const RunRequest& r) {
 double bytes_of(const MemoryPlan& p) {
   const PrefillReads r = forecast_prefill_reads(k3_model().config, p, kTokens);
   return r.trunk_bytes + r.expert_bytes + r.spill_written_bytes + r.spill_read_bytes +
-         static_cast<double>(p.cache_lent_bytes);
+         static_cast<double>(p.cache_lent_bytes) + static_cast<double>(p.pinned_lent_read_bytes);
 }
 
 // The rule over every batch (the request's halved down to one), chunk,
@@ -86,20 +86,23 @@ Expected brute_force(const RunRequest& base, const PlanFits& fits) {
     for (uint64_t chunk = kTokens;; chunk = std::max(batch, chunk / 2)) {
       for (bool spill : {false, true})
         for (bool lend : {false, true})
-          for (uint64_t sub = chunk;; sub = std::max(batch, sub / 2)) {
-            RunRequest r = base;
-            r.batch = batch;
-            r.chunk = chunk;
-            r.spill_chunk = spill;
-            r.lend_cache = lend;
-            r.chunk_sub_batch = sub;
-            const MemoryPlan p = plan_of(r);
-            if (fits(p)) {
-              auto [it, fresh] = fewest_at.emplace(batch, bytes_of(p));
-              if (!fresh) it->second = std::min(it->second, bytes_of(p));
+          for (bool hold : {false, true})
+            for (uint64_t sub = chunk;; sub = std::max(batch, sub / 2)) {
+              RunRequest r = base;
+              r.batch = batch;
+              r.chunk = chunk;
+              r.spill_chunk = spill;
+              r.lend_cache = lend;
+              r.hold_layer = hold;
+              r.chunk_sub_batch = sub;
+              const MemoryPlan p = plan_of(r);
+              if (fits(p)) {
+                auto [it, fresh] = fewest_at.emplace(batch, bytes_of(p));
+                if (!fresh) it->second = std::min(it->second, bytes_of(p));
+              }
+              // Without row blocks the plan takes no sub-batch; held, its own.
+              if (sub == batch || p.row_blocks == 0 || hold) break;
             }
-            if (sub == batch || p.row_blocks == 0) break;  // without row blocks the plan takes no sub-batch
-          }
       if (chunk == batch) break;
     }
     if (batch == 1) break;
@@ -225,14 +228,15 @@ TEST(PrefillChunkFit, OnePlanPerCandidate) {
   for (const char* name : {"min", "laptop", "workstation"}) {
     const Preset& preset = *find_preset(name);
     const uint64_t available = preset.machine.available_bytes();
-    std::set<std::tuple<uint64_t, uint64_t, bool, bool, uint64_t>> seen;
+    std::set<std::tuple<uint64_t, uint64_t, bool, bool, uint64_t, bool>> seen;
     int calls = 0;
     const PlanOf counted = [&](const RunRequest& r) {
       const MemoryPlan p = plan_of(r);
       ++calls;
-      EXPECT_TRUE(seen.emplace(p.batch, p.chunk, p.chunk_spilled, r.lend_cache, p.chunk_sub_batch).second)
+      EXPECT_TRUE(seen.emplace(p.batch, p.chunk, p.chunk_spilled, r.lend_cache, p.chunk_sub_batch, p.layer_held).second)
           << name << ": the plan of batch " << p.batch << ", chunk " << p.chunk << ", sub-batch " << p.chunk_sub_batch
-          << (p.chunk_spilled ? ", spilled" : "") << (r.lend_cache ? ", lending" : "") << " made twice";
+          << (p.chunk_spilled ? ", spilled" : "") << (r.lend_cache ? ", lending" : "") << (p.layer_held ? ", held" : "")
+          << " made twice";
       return p;
     };
     RunRequest req = request_for(preset);
@@ -374,6 +378,105 @@ TEST(PrefillChunkFit, SubBatchBytesFollowTheirFormulas) {
     ASSERT_EQ(moe, 92);
     EXPECT_EQ(reads.spill_written_bytes, (8.0 + moe) * 2048 * row);
     EXPECT_EQ(reads.spill_read_bytes, (sub > 256 ? opened + before : opened) * 2048 * row + moe * 2048 * row) << sub;
+  }
+}
+
+// A held chunk's plan at laptop (one layer pinned, row blocks of 64 MB),
+// written out from the layout: the hold buffer is the largest layer
+// section (the dense layer 0's 2.34 GB, streamed); the pinned layer 1 is
+// lent to it, and the stream buffers but one; the sub-batch is one piece;
+// the peak counts the larger of (chunk + hold buffer) and (lent cache +
+// lent pinned layer + lent buffers) where the plain plan of the same
+// sub-batch counts the chunk and the lent cache's larger and every pinned
+// and buffer byte; the forecast
+// reads the streamed trunk and the lent layer once per chunk, the block
+// states back once per layer; the disk bytes add the re-pin.
+TEST(PrefillChunkFit, HeldPlanFollowsItsFormulas) {
+  const PlanModel& m = k3_model();
+  const ModelConfig& c = m.config;
+  RunRequest r = request_for(*find_preset("laptop"));
+  r.batch = 8;
+  r.spill_chunk = true;
+  r.lend_cache = true;
+  r.hold_layer = true;
+  r.chunk_sub_batch = 4096;  // not taken: a held chunk's sub-batch is one piece
+  const MemoryPlan held = plan_of(r);
+  ASSERT_TRUE(held.layer_held);
+  ASSERT_GT(held.row_blocks, 0u);
+  EXPECT_EQ(held.chunk_sub_batch, kChunkPieceRows);
+  uint64_t largest = 0, pinned_layers = 0, pinned_stored = 0;
+  for (const TrunkSection& ts : m.layout.sections) {
+    if (ts.layer < 0) continue;
+    largest = std::max(largest, ts.length);
+  }
+  for (int s : held.pinned)
+    if (m.layout.sections[s].layer >= 0) {
+      pinned_layers += m.layout.sections[s].length;
+      pinned_stored += m.layout.sections[s].stored_length;
+    }
+  ASSERT_GT(pinned_layers, 1'200'000'000u) << "laptop pins one layer";
+  EXPECT_EQ(held.hold_bytes, largest);
+  EXPECT_EQ(held.pinned_lent_bytes, pinned_layers);
+  EXPECT_EQ(held.pinned_lent_read_bytes, pinned_stored);
+  r.hold_layer = false;
+  r.chunk_sub_batch = kChunkPieceRows;
+  const MemoryPlan plain = plan_of(r);
+  ASSERT_FALSE(plain.layer_held);
+  EXPECT_EQ(plain.pinned_lent_bytes, 0u);
+  EXPECT_EQ(held.chunk_bytes, plain.chunk_bytes);
+  EXPECT_EQ(held.cache_lent_bytes, plain.cache_lent_bytes);
+  // The stream buffers but one lent too: only head blocks pass while the layers are held.
+  ASSERT_GT(held.stream_buffers, 1);
+  const uint64_t buffers = (held.stream_buffers - 1) * held.stream_buffer_size;
+  EXPECT_EQ(held.buffers_lent_bytes, buffers);
+  EXPECT_EQ(plain.buffers_lent_bytes, 0u);
+  EXPECT_EQ(held.peak_rss, plain.peak_rss - std::max(plain.chunk_bytes, plain.cache_lent_bytes) - pinned_layers -
+                               buffers +
+                               std::max(held.chunk_bytes + largest, held.cache_lent_bytes + pinned_layers + buffers));
+  const PrefillReads hr = forecast_prefill_reads(c, held, kTokens), pr = forecast_prefill_reads(c, plain, kTokens);
+  const double embedding_rows = static_cast<double>(kTokens) * c.hidden_size * 2;
+  ASSERT_FALSE(held.embedding_pinned);
+  EXPECT_EQ(hr.trunk_bytes,
+            static_cast<double>(held.streamed_read_bytes) + static_cast<double>(pinned_stored) + embedding_rows);
+  EXPECT_EQ(pr.trunk_bytes, 32.0 * static_cast<double>(plain.streamed_read_bytes) + embedding_rows);
+  EXPECT_EQ(hr.spill_read_bytes, pr.spill_read_bytes) << "both one piece: block states read once per layer";
+  EXPECT_EQ(prefill_disk_bytes(c, held, kTokens), hr.trunk_bytes + hr.expert_bytes + hr.spill_written_bytes +
+                                                      hr.spill_read_bytes + static_cast<double>(held.cache_lent_bytes) +
+                                                      static_cast<double>(pinned_stored));
+  // Not held where a chunk is one batch, or where whole layers stream.
+  r.hold_layer = true;
+  r.chunk = r.batch;
+  EXPECT_FALSE(plan_of(r).layer_held);
+  RunRequest d = request_for(*find_preset("desktop"));
+  d.chunk = 2048;
+  d.hold_layer = true;
+  const MemoryPlan desktop = plan_of(d);
+  EXPECT_FALSE(desktop.layer_held);
+  EXPECT_EQ(desktop.hold_bytes, 0u);
+  EXPECT_EQ(desktop.pinned_lent_bytes, 0u);
+}
+
+// The search at K3's geometry, 8,192 tokens, each preset on its machine
+// class: laptop holds each layer (its pinned layer lent), reading at most
+// the 1.7 TB; min (nothing pinned, a 2.25 GB limit) cannot fit a
+// buffer of the largest layer and keeps its plan; desktop streams whole
+// layers and does not hold.
+TEST(PrefillChunkFit, LaptopHoldsEachLayer) {
+  const ModelConfig& c = k3_model().config;
+  for (const char* name : {"min", "laptop", "desktop"}) {
+    const Preset& preset = *find_preset(name);
+    const uint64_t available = preset.machine.available_bytes();
+    const MemoryPlan got = plan_preset_for_prompt(preset, k3_model(), kTokens, available);
+    ASSERT_TRUE(plan_fits(got, available)) << name;
+    const double total = forecast_prefill_reads(c, got, kTokens).total();
+    if (std::string(name) == "laptop") {
+      EXPECT_TRUE(got.layer_held) << name;
+      EXPECT_GT(got.pinned_lent_bytes, 0u) << name;
+      EXPECT_EQ(got.chunk, kTokens) << name;
+      EXPECT_LE(total, 1.7e12) << name;
+    } else {
+      EXPECT_FALSE(got.layer_held) << name;
+    }
   }
 }
 
