@@ -269,6 +269,9 @@ std::string device_stats_member(const ModelCounters& m) {
   w.key("device_local_copies").value(static_cast<unsigned long long>(m.device_counters.device_local_copies));
   w.key("kda_convs").value(static_cast<unsigned long long>(m.device_counters.kda_convs));
   w.key("attn_res_mixes").value(static_cast<unsigned long long>(m.device_counters.attn_res_mixes));
+  w.key("kda_norms").value(static_cast<unsigned long long>(m.device_counters.kda_norms));
+  w.key("kda_gates").value(static_cast<unsigned long long>(m.device_counters.kda_gates));
+  w.key("kda_outputs").value(static_cast<unsigned long long>(m.device_counters.kda_outputs));
   w.end_object().end_object();
   // The member alone, without the braces of the object it was written in.
   const std::string object = w.take();

@@ -241,6 +241,9 @@ kernels::ComputeBackendCounters GpuBackend::counters() const {
   c.device_local_copies = device_local_copies_;
   c.kda_convs = kda_convs_;
   c.attn_res_mixes = attn_res_mixes_;
+  c.kda_norms = kda_norms_;
+  c.kda_gates = kda_gates_;
+  c.kda_outputs = kda_outputs_;
   return c;
 }
 

@@ -175,6 +175,22 @@ class GpuBackend : public kernels::ComputeBackend {
  private:
   std::unique_ptr<ComputePipeline> attn_res_;
   uint64_t attn_res_mixes_ = 0;
+
+  // The KDA layer's norms and gates (gpu_kda_<op>.cpp, shaders/kda_<op>.comp):
+  // one workgroup per row, the exact FP32 emulation on every device, the
+  // rows in place in the KDA recurrence's input buffer (never more of it
+  // than the recurrence of the same tokens takes: runtime/device_plan's
+  // bound), constants where a product's weights go. Declined without
+  // shaderFloat64. Each pipeline is made at its first call.
+ public:
+  bool kda_l2_normalize(float* x, size_t rows, size_t dim, float scale) override;
+  bool kda_gates(float* g, float* beta, size_t tokens, size_t heads, size_t dim, const float* A_log,
+                 const float* dt_bias, const kernels::KdaGateBound& bound) override;
+  bool kda_output(float* o, const float* gate, size_t rows, size_t dim, const float* o_norm, float eps) override;
+
+ private:
+  std::unique_ptr<ComputePipeline> kda_l2norm_, kda_gate_, kda_output_;
+  uint64_t kda_norms_ = 0, kda_gates_ = 0, kda_outputs_ = 0;
 };
 
 }  // namespace k3
