@@ -4,7 +4,8 @@
 // the config k3-synth --preset k3 writes) with q's scale 1/sqrt(D) and k's
 // 1, a small odd width over many rows, and edge rows (a zero row, where
 // the epsilon alone divides; subnormal rows; sums of squares that overflow
-// FP32, so the row becomes zeros; inf and NaN). The sum of squares is scalar
+// FP32, so the row becomes zeros; inf and NaN; a row whose double sum
+// differs in another order). The sum of squares is scalar
 // code, one order on every CPU target: no lane count to vary.
 #include <gtest/gtest.h>
 
@@ -64,6 +65,15 @@ TEST(GpuKdaL2Norm, EdgeRowsBitForBit) {
     for (size_t d = 0; d < dim; ++d) x[r * dim + d] = d % 2 ? cases[r].first : cases[r].second;
   expect_l2_equal(x, dim, 1.0f, "edge rows, scale 1");
   expect_l2_equal(x, dim, 0.125f, "edge rows, scale 1/8");
+}
+
+// A row whose sum of squares in double depends on its order: p^2 + q^2 is
+// an FP32 tie that rounds down (to even); the four (2^-7)^2 added after it
+// are each below half a double ulp and lost, but summed first they make one
+// ulp and the sum rounds up, and so does 1/sqrt of it (found by search).
+TEST(GpuKdaL2Norm, TheSquaresAreSummedInIndexOrder) {
+  const float c = 0x1p-7f;
+  expect_l2_equal({1003520.0f, 495360.0f, c, c, c, c, 0.0f, 0.0f}, 8, 1.0f, "an order-sensitive row");
 }
 
 }  // namespace

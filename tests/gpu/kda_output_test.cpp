@@ -6,7 +6,8 @@
 // k3-synth --preset k3 writes) over a few tokens, a small odd width over
 // many rows, and edge values (zero rows, subnormal rows and weights,
 // magnitudes whose mean of squares overflows FP32, inf and NaN in o, the
-// gate saturated both ways, +-inf and NaN gates). The sums of squares are
+// gate saturated both ways, +-inf and NaN gates; a row whose double sum
+// differs in another order). The sums of squares are
 // scalar code, one order on every CPU target: no lane count to vary.
 #include <gtest/gtest.h>
 
@@ -87,6 +88,17 @@ TEST(GpuKdaOutput, EdgeValuesBitForBit) {
     }
   for (size_t d = 0; d < dim; ++d) o_norm[d] = d == 5 ? tiny : (d == 6 ? 0.0f : 1.0f + 0.25f * d);
   expect_output_equal(o, gate, dim, o_norm, 1e-6f, "edge values");
+}
+
+// A head whose sum of squares in double depends on its order: p^2 + q^2 is
+// an FP32 tie that rounds down (to even); the four (2^-7)^2 added after it
+// are each below half a double ulp and lost, but summed first they make one
+// ulp, and the mean (/8, exact) and its 1/sqrt round up (found by search).
+TEST(GpuKdaOutput, TheSquaresAreSummedInIndexOrder) {
+  const ModelConfig k3 = k3_reference_config();
+  const float c = 0x1p-7f;
+  expect_output_equal({1003520.0f, 495360.0f, c, c, c, c, 0.0f, 0.0f}, std::vector<float>(8, 0.5f), 8,
+                      std::vector<float>(8, 1.0f), k3.rms_norm_eps, "an order-sensitive row");
 }
 
 }  // namespace
