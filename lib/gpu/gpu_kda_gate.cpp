@@ -3,8 +3,8 @@
 // and come back as g and beta in place; A_log and dt_bias where a
 // product's weights go. A slice takes H*D + H floats a token, no more of
 // that buffer than the recurrence of the same tokens (4 H*D + H), so the
-// device plan's bound for the KDA buffers holds. Only the gate with a lower
-// bound (K3's) runs here; the softplus form stays on the CPU.
+// device plan's bound for the KDA buffers holds. Both forms of the gate
+// run here: the lower bound's (K3's) and the softplus one.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -20,7 +20,7 @@ namespace {
 
 // kda_gate.comp's push constants.
 struct GateShape {
-  uint32_t heads, dim, tokens, lower_bound_bits;
+  uint32_t heads, dim, tokens, has_lower_bound, lower_bound_bits;
 };
 constexpr uint32_t kGroupValues = 64;  // local_size_x
 constexpr size_t kMaxGroups = 65535;   // Vulkan's least maxComputeWorkGroupCount
@@ -30,7 +30,7 @@ constexpr size_t kMaxGroups = 65535;   // Vulkan's least maxComputeWorkGroupCoun
 bool GpuBackend::kda_gates(float* g, float* beta, size_t tokens, size_t heads, size_t dim, const float* A_log,
                            const float* dt_bias, const kernels::KdaGateBound& bound) {
   // The shader's exact steps need float64 and int64.
-  if (!bound.has || tokens == 0 || heads == 0 || dim == 0 || !device_->has_float64()) return false;
+  if (tokens == 0 || heads == 0 || dim == 0 || !device_->has_float64()) return false;
   const size_t hd = heads * dim, stride = hd + heads, limit = device_->max_binding_bytes();
   if (stride > UINT32_MAX || stride * sizeof(float) > limit || (heads + hd) * sizeof(float) > limit) return false;
   if (products_ >= fail_after_) vk_check(VK_ERROR_DEVICE_LOST, "running the KDA gates (K3_GPU_FAIL_AFTER)");
@@ -52,7 +52,8 @@ bool GpuBackend::kda_gates(float* g, float* beta, size_t tokens, size_t heads, s
       std::memcpy(in + t * stride + hd, beta + (t0 + t) * heads, heads * sizeof(float));
     }
     upload_bytes_ += tn * stride * sizeof(float);
-    const GateShape shape{static_cast<uint32_t>(heads), static_cast<uint32_t>(dim), static_cast<uint32_t>(tn), lb_bits};
+    const GateShape shape{static_cast<uint32_t>(heads), static_cast<uint32_t>(dim), static_cast<uint32_t>(tn),
+                          bound.has ? 1u : 0u, lb_bits};
     kda_gate_->run({kda_in_.get(), stages_[0].weights.get()}, &shape,
                    static_cast<uint32_t>((stride + kGroupValues - 1) / kGroupValues), static_cast<uint32_t>(tn));
     for (size_t t = 0; t < tn; ++t) {

@@ -4,9 +4,11 @@
 // and gate_lower_bound from k3_reference_config, the config k3-synth
 // --preset k3 writes) over a few tokens, and edge values (zeros,
 // subnormals, the sigmoid saturated both ways, A_log large enough that
-// exp overflows, +-inf and NaN). The gate is elementwise scalar code: no
-// lane order. A config without the lower bound (the softplus form) is left
-// to the CPU: checked to be declined.
+// exp overflows, +-inf and NaN); the softplus form (a config without the
+// lower bound) over the same values and log1p_f32's branches (arguments
+// near 0, around the reduction's bounds, 1 + x near powers of two, and
+// the cut at 20). The gate is
+// elementwise scalar code: no lane order.
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -43,6 +45,22 @@ void expect_gates_equal(const ModelConfig& c, const std::vector<float>& graw, co
   EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
 }
 
+// The edge values' rows, with `c`'s heads and dims.
+struct EdgeRows {
+  std::vector<float> graw, beta, A_log, dt_bias;
+};
+EdgeRows edge_rows(const std::vector<float>& values, size_t H, size_t D) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const size_t tokens = values.size() / 2;
+  EdgeRows r{std::vector<float>(tokens * H * D), std::vector<float>(tokens * H), {}, std::vector<float>(H * D)};
+  for (size_t i = 0; i < r.graw.size(); ++i) r.graw[i] = values[(i * 7) % values.size()];
+  for (size_t i = 0; i < r.beta.size(); ++i) r.beta[i] = values[i % values.size()];
+  for (size_t i = 0; i < r.dt_bias.size(); ++i) r.dt_bias[i] = values[(i * 3) % values.size()] * 0.5f;
+  // exp(A_log): 1, a subnormal's, large (exp overflows past 88.7), -inf's 0.
+  r.A_log = {0.0f, std::numeric_limits<float>::denorm_min(), 90.0f, -inf};
+  return r;
+}
+
 TEST(GpuKdaGate, EqualsTheCpuAtK3HeadsBitForBit) {
   const ModelConfig k3 = k3_reference_config();
   ASSERT_TRUE(k3.kda_has_gate_lower_bound);
@@ -62,23 +80,33 @@ TEST(GpuKdaGate, EdgeValuesBitForBit) {
   const float sub = std::numeric_limits<float>::denorm_min();
   const std::vector<float> values = {0.0f,    -0.0f, sub,    -1e-39f, 1e-30f, 17.0f, -17.0f, 88.0f, -88.0f, 89.0f,
                                      -104.0f, 200.f, -200.f, 3e38f,   -3e38f, inf,   -inf,   nan,   1.0f,   -1.0f};
-  const size_t H = 4, D = 5, tokens = values.size() / 2;
-  std::vector<float> graw(tokens * H * D), beta(tokens * H), dt_bias(H * D);
-  for (size_t i = 0; i < graw.size(); ++i) graw[i] = values[(i * 7) % values.size()];
-  for (size_t i = 0; i < beta.size(); ++i) beta[i] = values[i % values.size()];
-  for (size_t i = 0; i < dt_bias.size(); ++i) dt_bias[i] = values[(i * 3) % values.size()] * 0.5f;
-  // exp(A_log): 1, a subnormal's, large (exp overflows past 88.7), -inf's 0.
-  const std::vector<float> A_log = {0.0f, sub, 90.0f, -inf};
-  expect_gates_equal(c, graw, beta, A_log, dt_bias, "edge values");
+  const EdgeRows r = edge_rows(values, 4, 5);
+  expect_gates_equal(c, r.graw, r.beta, r.A_log, r.dt_bias, "edge values");
 }
 
-TEST(GpuKdaGate, TheSoftplusFormIsLeftToTheCpu) {
-  GpuBackend& gpu = shared_gpu();
-  std::vector<float> g(8, 1.0f), beta(2, 0.0f), A_log(2, 0.0f), dt_bias(8, 0.0f);
-  const uint64_t calls = gpu.counters().kda_gates;
-  EXPECT_FALSE(gpu.kda_gates(g.data(), beta.data(), 1, 2, 4, A_log.data(), dt_bias.data(), kernels::KdaGateBound{}));
-  EXPECT_EQ(gpu.counters().kda_gates, calls);
-  EXPECT_EQ(g, std::vector<float>(8, 1.0f));
+TEST(GpuKdaGate, TheSoftplusFormBitForBit) {
+  ModelConfig c = k3_reference_config();
+  c.kda_has_gate_lower_bound = false;
+  c.kda_num_heads = 4;
+  c.kda_head_dim = 16;
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  // Arguments of log1p_f32 (exp of graw + dt_bias, dt_bias 0 on even
+  // values) in each of its branches: below 2^-54 and 2^-29, the unreduced
+  // range, the reduced one (1 + x rounded, corrected by c), f zero (x = 1,
+  // 3) and just below a power of two (1 + x ~ 4 - 2^-22), the softplus
+  // cut at 20.
+  std::vector<float> values = {
+      0.0f,  -0.0f, 1e-30f,  -45.0f,  -20.0f, -0.35f,     -0.3f,      0.34f,      0.35f,    0.7f,      1.0f,   5.0f,
+      19.9f, 20.0f, 20.5f,   37.0f,   40.0f,  88.0f,      89.0f,      -88.0f,     -104.f,   3e38f,     -3e38f, inf,
+      -inf,  nan,   0.0625f, -1e-8f,  1e-7f,  0.4142f,    -0.29f,     0.6931f,    1.386f,   2.0794f,   9.0f,   -9.0f,
+      14.0f, -2.5f, 1e-20f,  -1e-36f, -21.0f, 1.0986123f, 1.0986122f, 1.9459101f, 1.94591f, 0.6931472f};
+  std::mt19937 rng(11);
+  for (float v : floats_over_exponents(rng, 88, -30, 6)) values.push_back(v);
+  const EdgeRows r = edge_rows(values, 4, 16);
+  std::vector<float> dt_bias(r.dt_bias.size());
+  for (size_t i = 0; i < dt_bias.size(); ++i) dt_bias[i] = i % 2 ? r.dt_bias[i] : 0.0f;
+  expect_gates_equal(c, r.graw, r.beta, {0.0f, -0.5f, 0.3f, 1.0f}, dt_bias, "softplus, one A_log");
+  expect_gates_equal(c, r.graw, r.beta, r.A_log, r.dt_bias, "softplus, edge A_log");
 }
 
 }  // namespace
