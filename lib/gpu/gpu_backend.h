@@ -177,7 +177,8 @@ class GpuBackend : public kernels::ComputeBackend {
   uint64_t attn_res_mixes_ = 0;
 
   // The KDA layer's norms and gates (gpu_kda_<op>.cpp, shaders/kda_<op>.comp):
-  // one workgroup per row, the exact FP32 emulation on every device, the
+  // a workgroup per row (the norms) or an invocation per value (the gates),
+  // the exact FP32 emulation on every device, the
   // rows in place in the KDA recurrence's input buffer (never more of it
   // than the recurrence of the same tokens takes: runtime/device_plan's
   // bound), constants where a product's weights go. Declined without
