@@ -245,6 +245,9 @@ kernels::ComputeBackendCounters GpuBackend::counters() const {
   c.attn_res_mixes = attn_res_mixes_;
   c.block_upload_bytes = block_upload_bytes_;
   c.block_kept_bytes = block_kept_bytes_;
+  c.kda_norms = kda_norms_;
+  c.kda_gates = kda_gates_;
+  c.kda_outputs = kda_outputs_;
   return c;
 }
 

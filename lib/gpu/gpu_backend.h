@@ -200,6 +200,23 @@ class GpuBackend : public kernels::ComputeBackend {
   size_t chunk_block_rows_ = 0, chunk_block_hidden_ = 0;
   size_t chunk_block_capacity_ = 0, chunk_blocks_kept_ = 0;  // blocks the buffer holds, blocks copied so far
   uint64_t block_upload_bytes_ = 0, block_kept_bytes_ = 0;
+
+  // The KDA layer's norms and gates (gpu_kda_<op>.cpp, shaders/kda_<op>.comp):
+  // a workgroup per row (the norms) or an invocation per value (the gates),
+  // the exact FP32 emulation on every device, the
+  // rows in place in the KDA recurrence's input buffer (never more of it
+  // than the recurrence of the same tokens takes: runtime/device_plan's
+  // bound), constants where a product's weights go. Declined without
+  // shaderFloat64. Each pipeline is made at its first call.
+ public:
+  bool kda_l2_normalize(float* x, size_t rows, size_t dim, float scale) override;
+  bool kda_gates(float* g, float* beta, size_t tokens, size_t heads, size_t dim, const float* A_log,
+                 const float* dt_bias, const kernels::KdaGateBound& bound) override;
+  bool kda_output(float* o, const float* gate, size_t rows, size_t dim, const float* o_norm, float eps) override;
+
+ private:
+  std::unique_ptr<ComputePipeline> kda_l2norm_, kda_gate_, kda_output_;
+  uint64_t kda_norms_ = 0, kda_gates_ = 0, kda_outputs_ = 0;
 };
 
 }  // namespace k3

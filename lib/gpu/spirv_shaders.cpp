@@ -31,6 +31,12 @@ extern const unsigned char spirv_kda_conv[];
 extern const unsigned long spirv_kda_conv_size;
 extern const unsigned char spirv_attn_res_mix[];
 extern const unsigned long spirv_attn_res_mix_size;
+extern const unsigned char spirv_kda_l2norm[];
+extern const unsigned long spirv_kda_l2norm_size;
+extern const unsigned char spirv_kda_gate[];
+extern const unsigned long spirv_kda_gate_size;
+extern const unsigned char spirv_kda_output[];
+extern const unsigned long spirv_kda_output_size;
 }  // namespace k3::embedded
 
 namespace k3 {
@@ -54,6 +60,9 @@ std::vector<uint32_t> spirv_shader(const char* name) {
       {"kda_recurrence", embedded::spirv_kda_recurrence, embedded::spirv_kda_recurrence_size},
       {"kda_conv", embedded::spirv_kda_conv, embedded::spirv_kda_conv_size},
       {"attn_res_mix", embedded::spirv_attn_res_mix, embedded::spirv_attn_res_mix_size},
+      {"kda_l2norm", embedded::spirv_kda_l2norm, embedded::spirv_kda_l2norm_size},
+      {"kda_gate", embedded::spirv_kda_gate, embedded::spirv_kda_gate_size},
+      {"kda_output", embedded::spirv_kda_output, embedded::spirv_kda_output_size},
   };
   for (const Entry& e : table) {
     if (std::strcmp(e.name, name) != 0) continue;

@@ -22,6 +22,13 @@ namespace kernels {
 
 struct SituParams;
 
+// The KDA decay gate's lower bound (model/config.h): g = value *
+// sigmoid(...) where `has`, else the softplus form.
+struct KdaGateBound {
+  bool has = false;
+  float value = 0;
+};
+
 // What a backend has done so far (--stats-json's "gpu"): exact counts.
 struct ComputeBackendCounters {
   uint64_t products = 0;      // matrix products run on the device
@@ -52,6 +59,10 @@ struct ComputeBackendCounters {
   // The chunk's AttnRes block states kept on the device.
   uint64_t block_upload_bytes = 0;  // block state rows copied to the device (part of upload_bytes)
   uint64_t block_kept_bytes = 0;    // block state rows a mix found there, not copied again
+  // The KDA layer's norms and gates (model/kda.cpp's head loop).
+  uint64_t kda_norms = 0;    // L2 normalisations (q or k of a sequence's rows of one layer) run on the device
+  uint64_t kda_gates = 0;    // gate-and-beta calls (a sequence's rows of one layer) run on the device
+  uint64_t kda_outputs = 0;  // output norm-and-gate calls (a sequence's rows of one layer) run on the device
 };
 
 // MLA's attention over the latent cache for `rows` rows and every head
@@ -152,6 +163,26 @@ class ComputeBackend {
   virtual bool attn_res_mix_kept(size_t /*kept*/, const float* const* /*blocks*/, size_t /*block_count*/,
                                  size_t /*row0*/, const float* /*p*/, size_t /*n*/, size_t /*hidden*/,
                                  const uint16_t* /*proj*/, const float* /*norm*/, float /*eps*/, float* /*out*/) {
+    return false;
+  }
+
+  // The KDA layer's norms and gates, around its recurrence (model/kda.cpp),
+  // each over `rows` rows of `dim` floats (a row: one token's head), with
+  // the CPU's bits; false leaves the call to the CPU code.
+  // kernels::l2_normalize of each row with `scale`, in place (q and k
+  // before the recurrence).
+  virtual bool kda_l2_normalize(float* /*x*/, size_t /*rows*/, size_t /*dim*/, float /*scale*/) { return false; }
+  // model/kda.cpp's kda_gate over `tokens` tokens' g [tokens, heads, dim]
+  // and beta = sigmoid(beta) over their beta [tokens, heads], in place;
+  // A_log [heads], dt_bias [heads, dim].
+  virtual bool kda_gates(float* /*g*/, float* /*beta*/, size_t /*tokens*/, size_t /*heads*/, size_t /*dim*/,
+                         const float* /*A_log*/, const float* /*dt_bias*/, const KdaGateBound& /*bound*/) {
+    return false;
+  }
+  // The output before o_proj, in place: o = rms_norm(o, o_norm, eps) *
+  // sigmoid(gate) elementwise (kernels/rms_norm.h, kernels/activations.h).
+  virtual bool kda_output(float* /*o*/, const float* /*gate*/, size_t /*rows*/, size_t /*dim*/, const float* /*o_norm*/,
+                          float /*eps*/) {
     return false;
   }
 

@@ -68,13 +68,6 @@ struct KdaScratch {
   }
 };
 
-// q and k of one head and token normalised in place (flash-linear-attention's
-// l2norm, q also scaled by 1/sqrt(D)).
-void normalize_qk(float* qh, float* kh, size_t D) {
-  kernels::l2_normalize(qh, D, 1.0f / std::sqrt(static_cast<float>(D)));
-  kernels::l2_normalize(kh, D, 1.0f);
-}
-
 // A head's output row after the recurrence: per-head rms with o_norm, then
 // the full-rank sigmoid gate.
 void finish_output(const ModelConfig& c, const KdaWeights& w, float* oh, const float* gate) {
@@ -83,18 +76,66 @@ void finish_output(const ModelConfig& c, const KdaWeights& w, float* oh, const f
   for (size_t d = 0; d < D; ++d) oh[d] *= kernels::sigmoid(gate[d]);
 }
 
-// Before the recurrence, per head and token: q and k normalised, the gates
-// and beta written over their raw values.
+// Every segment's output rows (o over v, the gate's raw values over k), each
+// segment in one call on the chunk's device where one is installed and
+// takes it, else all on the CPU: each row takes the same operations
+// whichever runs it.
+void finish_outputs(const ModelConfig& c, const KdaWeights& w, std::span<const LayerSegment> segments,
+                    const KdaScratch& m, size_t slots, ThreadPool* pool) {
+  const size_t H = c.kda_num_heads, D = c.kda_head_dim, HD = H * D;
+  std::vector<const LayerSegment*> on_cpu;
+  kernels::ComputeBackend* backend = kernels::current_compute_backend();
+  for (const LayerSegment& seg : segments) {
+    const size_t off = seg.begin * HD;
+    if (!backend || !backend->kda_output(m.v + off, m.k + off, seg.count * H, D, w.o_norm.data, c.rms_norm_eps))
+      on_cpu.push_back(&seg);
+  }
+  parallel_for_slots(pool, on_cpu.size() * H, slots, [&](size_t, size_t i0, size_t i1) {
+    for (size_t item = i0; item < i1; ++item) {
+      const LayerSegment& seg = *on_cpu[item / H];
+      const size_t h = item % H;
+      for (size_t t = seg.begin; t < seg.begin + seg.count; ++t)
+        finish_output(c, w, m.v + t * HD + h * D, m.k + t * HD + h * D);
+    }
+  });
+}
+
+// What the chunk's device did of one segment's preparation: q's norm,
+// k's, the gates and beta.
+struct PreparedOnDevice {
+  bool q = false, k = false, gates = false;
+};
+
+// Before the recurrence, per head and token: q and k normalised
+// (flash-linear-attention's l2norm, q also scaled by 1/sqrt(D)), the gates
+// and beta written over their raw values. Each segment's norms and gates
+// go to the chunk's device, one call each, where one is installed and takes
+// them; the rest run here: each value takes the same operations either way.
 void prepare_heads(const ModelConfig& c, const KdaWeights& w, std::span<const LayerSegment> segments,
                    const KdaScratch& m, size_t slots, ThreadPool* pool) {
   const size_t H = c.kda_num_heads, D = c.kda_head_dim, HD = H * D;
+  const float q_scale = 1.0f / std::sqrt(static_cast<float>(D));
+  std::vector<PreparedOnDevice> done(segments.size());
+  if (kernels::ComputeBackend* backend = kernels::current_compute_backend()) {
+    const kernels::KdaGateBound bound{c.kda_has_gate_lower_bound, c.kda_gate_lower_bound};
+    for (size_t i = 0; i < segments.size(); ++i) {
+      const size_t off = segments[i].begin * HD, tokens = segments[i].count;
+      done[i].q = backend->kda_l2_normalize(m.q + off, tokens * H, D, q_scale);
+      done[i].k = backend->kda_l2_normalize(m.k + off, tokens * H, D, 1.0f);
+      done[i].gates = backend->kda_gates(m.g + off, m.beta + segments[i].begin * H, tokens, H, D, w.A_log.data,
+                                         w.dt_bias.data, bound);
+    }
+  }
   parallel_for_slots(pool, segments.size() * H, slots, [&](size_t, size_t i0, size_t i1) {
     for (size_t item = i0; item < i1; ++item) {
       const LayerSegment& seg = segments[item / H];
+      const PreparedOnDevice& on_device = done[item / H];
       const size_t h = item % H;
       const float A_log_h = w.A_log.data[h];  // indexed by head, never by channel
       for (size_t t = seg.begin; t < seg.begin + seg.count; ++t) {
-        normalize_qk(m.q + t * HD + h * D, m.k + t * HD + h * D, D);
+        if (!on_device.q) kernels::l2_normalize(m.q + t * HD + h * D, D, q_scale);
+        if (!on_device.k) kernels::l2_normalize(m.k + t * HD + h * D, D, 1.0f);
+        if (on_device.gates) continue;
         float* gh = m.g + t * HD + h * D;
         for (size_t d = 0; d < D; ++d) gh[d] = kda_gate(c, gh[d], A_log_h, w.dt_bias.data[h * D + d]);
         m.beta[t * H + h] = kernels::sigmoid(m.beta[t * H + h]);
@@ -206,14 +247,7 @@ void kda_forward(const ModelConfig& c, const KdaWeights& w, std::span<const Laye
   }
   // k is dead: the output gate's raw values take its rows.
   lin(w.g_proj, x, n, m.k, pool);
-  parallel_for_slots(pool, items, slots, [&](size_t, size_t i0, size_t i1) {
-    for (size_t item = i0; item < i1; ++item) {
-      const LayerSegment& seg = segments[item / H];
-      const size_t h = item % H;
-      for (size_t t = seg.begin; t < seg.begin + seg.count; ++t)
-        finish_output(c, w, m.v + t * HD + h * D, m.k + t * HD + h * D);
-    }
-  });
+  finish_outputs(c, w, segments, m, slots, pool);
 
   lin(w.o_proj, m.v, n, out, pool);
 }

@@ -10,8 +10,8 @@
 # block state fewer (the same ids), a byte less than the products' part is
 # refused at plan time with one line naming --gpu-mb (exit 6, k3-forward,
 # k3-chat and k3-serve alike); --stats-json's "gpu" counts the products (as the
-# summary line does), the norms, SiTU steps and AttnRes mixes run on the
-# device, and a peak
+# summary line does), the norms, SiTU steps, AttnRes mixes and the KDA
+# layers' norms and gates run on the device, and a peak
 # within the plan. A device that runs out of
 # memory mid-prompt ends the run with one line, exit 6, the saved
 # conversation it was continuing unchanged and no output file written.
@@ -112,6 +112,13 @@ holds "stats: busy waits, at most one a slice" "[ '$(json exact busy_waits)' -le
 holds "stats: norms ran on the device" "[ '$(json exact rms_norms)' -gt 0 ]"
 holds "stats: SiTU steps ran on the device" "[ '$(json exact situ_steps)' -gt 0 ]"
 holds "stats: AttnRes mixes ran on the device" "[ '$(json exact attn_res_mixes)' -gt 0 ]"
+# The KDA layers' norms and gates around each recurrence: q's and k's L2
+# norms, the gates, the output norm and gate, once each a recurrence.
+holds "stats: the KDA L2 norms ran on the device, two (q, k) a recurrence" \
+  "[ '$(json exact kda_norms)' -gt 0 ] && [ '$(json exact kda_norms)' -eq $((2 * $(json exact kda_recurrences))) ]"
+check "stats: the KDA gates ran on the device, one a recurrence" "$(json exact kda_recurrences)" "$(json exact kda_gates)"
+check "stats: the KDA output norms ran on the device, one a recurrence" "$(json exact kda_recurrences)" \
+  "$(json exact kda_outputs)"
 check "stats: every block state kept on the device, copied once" "$blocks" "$(json exact block_upload_bytes)"
 # A byte less: the block states keep what room is left (one block fewer),
 # the last one copied by each mix instead; the same ids.

@@ -3,8 +3,8 @@
 // with kernels::rms_norm's roundings (kernels/rms_norm.cpp): the squares
 // summed in double in index order, the mean rounded to double then to FP32,
 // then FP32 add, sqrt, reciprocal and the two multiplies, each rounded once.
-// One workgroup per row: invocation 0 sums (the order is one chain), all
-// write the outputs.
+// One workgroup per row: invocation 0 sums (the order is one chain:
+// sum_squares.glsl), all write the outputs.
 #include "exact_f32_ops.glsl"
 
 layout(local_size_x = 64) in;
@@ -20,22 +20,15 @@ layout(push_constant) uniform Shape {
   uint n;
   uint eps;  // FP32 bits
 };
+#define SQUARES_ROW(i) x[i]
+#include "sum_squares.glsl"
 
 shared uint row_scale;
 
 void main() {
   const uint t = gl_WorkGroupID.x, lid = gl_LocalInvocationID.x;
   const uint base = t * dim;
-  if (lid == 0u) {
-    precise double ss = 0.0;
-    for (uint c = 0u; c < dim; ++c) {
-      precise double v = f32_bits_to_f64(x[base + c]);
-      precise double sq = v * v;  // exact: 48 bits
-      ss = ss + sq;
-    }
-    const uint mean = f64_to_f32_bits(div_f64_by_uint(ss, dim));
-    row_scale = recip_f32(sqrt_f32(add_exact(mean, eps)));
-  }
+  if (lid == 0u) row_scale = rms_scale(base, dim, eps);
   barrier();
   const uint r = row_scale;
   for (uint c = lid; c < dim; c += 64u) y[base + c] = mul_f32(mul_f32(x[base + c], r), w[c]);
