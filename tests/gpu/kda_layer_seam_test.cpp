@@ -29,38 +29,8 @@ using test::floats_over_exponents;
 using test::shared_gpu;
 
 // A random KDA layer: 2 heads of 16, hidden 24, conv kernel 4.
-struct KdaLayer {
-  ModelConfig c;
-  test::RandomBf16 q, k, v, qc, kc, vc, fa, fb, b, g, o;
-  test::RandomF32 o_norm, A_log, dt_bias;
-  KdaWeights w;
-  explicit KdaLayer(bool lower_bound) {
-    const int H = 2, D = 16, hidden = 24, HD = H * D, K = 4;
-    c.hidden_size = hidden;
-    c.kda_num_heads = H;
-    c.kda_head_dim = D;
-    c.kda_conv_kernel = K;
-    c.rms_norm_eps = 1e-5f;
-    c.kda_has_gate_lower_bound = lower_bound;
-    c.kda_gate_lower_bound = -5.0f;
-    std::mt19937 rng(17);
-    q = {rng, HD, hidden, 0.5};
-    k = {rng, HD, hidden, 0.5};
-    v = {rng, HD, hidden, 0.5};
-    qc = {rng, HD, K, 0.5};
-    kc = {rng, HD, K, 0.5};
-    vc = {rng, HD, K, 0.5};
-    fa = {rng, D, hidden, 0.5};
-    fb = {rng, HD, D, 0.5};
-    b = {rng, H, hidden, 0.5};
-    g = {rng, HD, hidden, 0.3};
-    o = {rng, hidden, HD, 0.3};
-    o_norm = {rng, D, 1.0, 0.1};
-    A_log = {rng, D, 0.5, 0.5};
-    dt_bias = {rng, HD, -1.0, 0.5};
-    w = KdaWeights{q.view(),  k.view(), v.view(), qc.view(), kc.view(),     vc.view(),    fa.view(),
-                   fb.view(), b.view(), g.view(), o.view(),  o_norm.view(), A_log.view(), dt_bias.view()};
-  }
+struct KdaLayer : test::RandomKdaLayer {
+  explicit KdaLayer(bool lower_bound) : RandomKdaLayer({24, 2, 16, 4}, lower_bound, 17) {}
 };
 
 // Two sequences (rows 0..4 and 5..11) through one kda_forward call, each

@@ -13,42 +13,14 @@
 namespace k3 {
 namespace {
 
-struct KdaCase {
-  ModelConfig c;
-  test::RandomBf16 q, k, v, qc, kc, vc, fa, fb, b, g, o;
-  test::RandomF32 o_norm, A_log, dt_bias;
-  KdaWeights w;
-
-  explicit KdaCase(bool lower_bound) {
-    c.hidden_size = 12;
-    c.kda_num_heads = 3;
-    c.kda_head_dim = 4;
-    c.kda_conv_kernel = 4;
-    c.rms_norm_eps = 1e-5f;
-    c.kda_has_gate_lower_bound = lower_bound;
-    c.kda_gate_lower_bound = -5.0f;
-    const int H = 3, D = 4, hidden = 12, HD = 12;
-    std::mt19937 rng(11);
-    q = {rng, HD, hidden, 0.5};
-    k = {rng, HD, hidden, 0.5};
-    v = {rng, HD, hidden, 0.5};
-    qc = {rng, HD, 4, 0.5};
-    kc = {rng, HD, 4, 0.5};
-    vc = {rng, HD, 4, 0.5};
-    fa = {rng, D, hidden, 0.5};
-    fb = {rng, HD, D, 0.5};
-    b = {rng, H, hidden, 0.5};
-    g = {rng, HD, hidden, 0.3};
-    o = {rng, hidden, HD, 0.3};
-    o_norm = {rng, D, 1.0, 0.1};
+// Three heads of 4 over a hidden size of 12.
+struct KdaCase : test::RandomKdaLayer {
+  explicit KdaCase(bool lower_bound) : RandomKdaLayer({12, 3, 4, 4}, lower_bound, 11) {
     // A_log: real values for the H heads, zero padding up to D (as stored).
     A_log.f = {std::log(2.0f), std::log(9.0f), std::log(1.5f), 0.0f};
-    dt_bias = {rng, HD, -1.0, 0.5};
-    w = KdaWeights{q.view(),  k.view(), v.view(), qc.view(), kc.view(),     vc.view(),    fa.view(),
-                   fb.view(), b.view(), g.view(), o.view(),  o_norm.view(), A_log.view(), dt_bias.view()};
+    bind();
   }
 
-  // The SPEC's per-token KDA in double, over all T tokens from a zero state.
   std::vector<double> reference(const std::vector<float>& x, size_t T) const {
     const int H = 3, D = 4, hidden = 12, HD = 12, K = 4;
     std::vector<std::vector<double>> rq, rk, rv;  // raw projections per token

@@ -81,6 +81,55 @@ struct RandomMlaLayer {
   RandomMlaLayer& operator=(const RandomMlaLayer&) = delete;
 };
 
+// A random KDA layer of the given widths (heads of `dim`, the short conv's
+// `kernel`), with the lower-bound gate or softplus: a config holding them
+// and its weights, drawn from `seed` in one fixed order (q, k, v, their conv
+// taps, f_a, f_b, b, g, o, the output norm, A_log, dt_bias). bind() points
+// `w` at them again after a test replaces one (A_log's stored values, say).
+// The weights point into this object: it is neither copied nor moved.
+struct RandomKdaLayer {
+  struct Widths {
+    int hidden, heads, dim, kernel;
+  };
+  ModelConfig c;
+  RandomBf16 q, k, v, qc, kc, vc, fa, fb, b, g, o;
+  RandomF32 o_norm, A_log, dt_bias;
+  KdaWeights w;
+
+  RandomKdaLayer(const Widths& d, bool lower_bound, uint32_t seed) {
+    const int HD = d.heads * d.dim;
+    c.hidden_size = d.hidden;
+    c.kda_num_heads = d.heads;
+    c.kda_head_dim = d.dim;
+    c.kda_conv_kernel = d.kernel;
+    c.rms_norm_eps = 1e-5f;
+    c.kda_has_gate_lower_bound = lower_bound;
+    c.kda_gate_lower_bound = -5.0f;
+    std::mt19937 rng(seed);
+    q = {rng, HD, d.hidden, 0.5};
+    k = {rng, HD, d.hidden, 0.5};
+    v = {rng, HD, d.hidden, 0.5};
+    qc = {rng, HD, d.kernel, 0.5};
+    kc = {rng, HD, d.kernel, 0.5};
+    vc = {rng, HD, d.kernel, 0.5};
+    fa = {rng, d.dim, d.hidden, 0.5};
+    fb = {rng, HD, d.dim, 0.5};
+    b = {rng, d.heads, d.hidden, 0.5};
+    g = {rng, HD, d.hidden, 0.3};
+    o = {rng, d.hidden, HD, 0.3};
+    o_norm = {rng, d.dim, 1.0, 0.1};
+    A_log = {rng, d.dim, 0.5, 0.5};
+    dt_bias = {rng, HD, -1.0, 0.5};
+    bind();
+  }
+  void bind() {
+    w = KdaWeights{q.view(),  k.view(), v.view(), qc.view(), kc.view(),     vc.view(),    fa.view(),
+                   fb.view(), b.view(), g.view(), o.view(),  o_norm.view(), A_log.view(), dt_bias.view()};
+  }
+  RandomKdaLayer(const RandomKdaLayer&) = delete;
+  RandomKdaLayer& operator=(const RandomKdaLayer&) = delete;
+};
+
 inline std::vector<float> random_input(std::mt19937& rng, size_t n, double scale = 1.0) {
   std::normal_distribution<double> dist(0.0, scale);
   std::vector<float> x(n);
