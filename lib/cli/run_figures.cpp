@@ -272,6 +272,9 @@ std::string device_stats_member(const ModelCounters& m) {
   // The chunk's AttnRes block states kept on the device: copied once each.
   w.key("block_upload_bytes").value(static_cast<unsigned long long>(m.device_counters.block_upload_bytes));
   w.key("block_kept_bytes").value(static_cast<unsigned long long>(m.device_counters.block_kept_bytes));
+  w.key("weight_upload_bytes").value(static_cast<unsigned long long>(m.device_counters.weight_upload_bytes));
+  w.key("weight_kept_bytes").value(static_cast<unsigned long long>(m.device_counters.weight_kept_bytes));
+  w.key("weight_reused_bytes").value(static_cast<unsigned long long>(m.device_counters.weight_reused_bytes));
   w.end_object().end_object();
   // The member alone, without the braces of the object it was written in.
   const std::string object = w.take();
