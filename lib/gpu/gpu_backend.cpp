@@ -68,6 +68,8 @@ GpuBackend::GpuBackend(std::unique_ptr<VulkanDevice> device, size_t lanes, bool 
   }
   x_ = std::make_unique<VulkanBuffer>(*device_);
   y_ = std::make_unique<VulkanBuffer>(*device_);
+  local_x_ = std::make_unique<VulkanBuffer>(*device_, VulkanBuffer::Memory::kDeviceLocal);
+  local_y_ = std::make_unique<VulkanBuffer>(*device_, VulkanBuffer::Memory::kDeviceLocal);
   kda_state_ = std::make_unique<VulkanBuffer>(*device_);
   kda_in_ = std::make_unique<VulkanBuffer>(*device_);
   kda_out_ = std::make_unique<VulkanBuffer>(*device_);
@@ -93,7 +95,7 @@ void GpuBackend::grow(VulkanBuffer& buffer, size_t bytes) {
   uint64_t held = 0;
   for (const Stage& stage : stages_)
     held += stage.weights->size() + stage.scales->size() + stage.local_weights->size() + stage.local_scales->size();
-  held += x_->size() + y_->size() + kept_buffer_bytes();
+  held += x_->size() + y_->size() + local_x_->size() + local_y_->size() + kept_buffer_bytes();
   for (const auto* b : {kda_state_.get(), kda_in_.get(), kda_out_.get(), latent_.get(), chunk_blocks_.get()})
     held += b->size();
   const uint64_t after = held - buffer.size() + bytes;
@@ -129,6 +131,10 @@ void GpuBackend::run(ComputePipeline& pipeline, bool mx, const void* weights, co
       std::memcpy(x_->data(), X + t0 * cols, tn * cols * sizeof(float));
       upload_bytes_ += tn * cols * sizeof(float);
       grow(*y_, tn * rows * sizeof(float));
+      if (device_->stages_into_device_local()) {
+        grow(*local_x_, tn * cols * sizeof(float));
+        grow(*local_y_, tn * rows * sizeof(float));
+      }
       run_slices(pipeline, mx, rows, cols, slice_rows, tn, upload_rows, kept);
       // The slices wrote their columns of Y's rows [t0, t0 + tn) in place.
       std::memcpy(Y + t0 * rows, y_->data(), tn * rows * sizeof(float));
@@ -176,13 +182,19 @@ void GpuBackend::run_slices(ComputePipeline& pipeline, bool mx, size_t rows, siz
     const VulkanBuffer* weights = held ? held->weights.get() : local ? stage.local_weights.get() : stage.weights.get();
     std::vector<const VulkanBuffer*> buffers = {weights};
     if (mx) buffers.push_back(held ? held->scales.get() : local ? stage.local_scales.get() : stage.scales.get());
-    buffers.push_back(x_.get());
-    buffers.push_back(y_.get());
+    const bool local_io = device_->stages_into_device_local();
+    buffers.push_back(local_io ? local_x_.get() : x_.get());
+    buffers.push_back(local_io ? local_y_.get() : y_.get());
     const uint32_t set = static_cast<uint32_t>(k % 2);
     stage.slot->submit([&](VkCommandBuffer cb) {
+      // A barrier orders the commands submitted before it to the queue, so
+      // X's copy in the first slice's command buffer precedes every slice's
+      // reads, and Y's in the last one follows every slice's writes.
+      if (local_io && r0 == 0) record_activation_copy(cb, *x_, *local_x_, tn * cols * sizeof(float), true);
       if (local || (held && fill)) record_copy(cb, stage, *buffers[0], mx ? buffers[1] : nullptr);
       pipeline.record(cb, set, buffers, &shape, u32((r1 - r0 + kGroupRows - 1) / kGroupRows, "rows"),
                       u32(tn, "tokens"));
+      if (local_io && r1 == rows) record_activation_copy(cb, *local_y_, *y_, tn * rows * sizeof(float), false);
     });
     if (held) held->filled = true;
     ++dispatches_;
@@ -190,6 +202,34 @@ void GpuBackend::run_slices(ComputePipeline& pipeline, bool mx, size_t rows, siz
     if (local || (held && fill && device_->stages_into_device_local())) ++device_local_copies_;
   }
   for (Stage& stage : stages_) stage.slot->wait();
+}
+
+void GpuBackend::record_activation_copy(VkCommandBuffer commands, const VulkanBuffer& from, const VulkanBuffer& to,
+                                        size_t bytes, bool into_shader) const {
+  auto barrier = [&](const VulkanBuffer& buffer, VkAccessFlags src, VkAccessFlags dst, VkPipelineStageFlags from_stage,
+                     VkPipelineStageFlags to_stage) {
+    VkBufferMemoryBarrier b{};
+    b.sType = VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER;
+    b.srcAccessMask = src;
+    b.dstAccessMask = dst;
+    b.srcQueueFamilyIndex = b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+    b.buffer = buffer.handle();
+    b.offset = 0;
+    b.size = VK_WHOLE_SIZE;
+    vkCmdPipelineBarrier(commands, from_stage, to_stage, 0, 0, nullptr, 1, &b, 0, nullptr);
+  };
+  // The products' rows are written by the shader before they are copied out.
+  if (!into_shader)
+    barrier(from, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_TRANSFER_READ_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+            VK_PIPELINE_STAGE_TRANSFER_BIT);
+  const VkBufferCopy region{0, 0, bytes};
+  vkCmdCopyBuffer(commands, from.handle(), to.handle(), 1, &region);
+  if (into_shader)
+    barrier(to, VK_ACCESS_TRANSFER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
+  else
+    barrier(to, VK_ACCESS_TRANSFER_WRITE_BIT, VK_ACCESS_HOST_READ_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+            VK_PIPELINE_STAGE_HOST_BIT);
 }
 
 void GpuBackend::record_copy(VkCommandBuffer commands, const Stage& stage, const VulkanBuffer& weights,

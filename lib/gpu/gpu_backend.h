@@ -12,7 +12,8 @@
 // memory where the device has it (vulkan_context.h); where it has none, a
 // slice's dispatch first copies it into device-local memory on the device
 // (vkCmdCopyBuffer and a barrier in the same command buffer), so the
-// shader does not read it over the bus.
+// shader does not read it over the bus; so do a product's activations (X
+// copied in before its first slice, Y back after its last).
 #pragma once
 
 #include <vulkan/vulkan.h>
@@ -242,6 +243,15 @@ class GpuBackend : public kernels::ComputeBackend {
   std::vector<KeptMatrix> kept_;
   uint64_t layer_weight_limit_ = UINT64_MAX;
   uint64_t weight_upload_bytes_ = 0, weight_kept_bytes_ = 0, weight_reused_bytes_ = 0;
+  // Where the device stages into device-local memory, a product's
+  // activations too: X copied into local_x_ by its first slice's command
+  // buffer, Y written to local_y_ and copied back by its last one.
+  std::unique_ptr<VulkanBuffer> local_x_, local_y_;
+  // Records X's copy into local_x_ before the shader reads it
+  // (`into_shader`), or Y's from local_y_ after it wrote it, with the
+  // barriers that order them.
+  void record_activation_copy(VkCommandBuffer commands, const VulkanBuffer& from, const VulkanBuffer& to, size_t bytes,
+                              bool into_shader) const;
 };
 
 }  // namespace k3

@@ -86,9 +86,11 @@ staging = 2 * max(piece + 4, 16) + (2 * max(scale_piece + 4, 16) if s else 0)
 rest = (max(rows * cols * 4, mix_in, 16) + max(rows * outs * 4, mix_out, 16) + kda
         + mla * context * stride * 4 + 4)
 blocks = max(4 * (values - 1) * rows * hidden, 16)
-# And staged into device-local memory: each slot's weights and scales twice.
+# And staged into device-local memory: each slot's weights and scales, and
+# the products' activations in and out, twice.
 layer = max(layers.values())
-print(staging + rest + blocks + layer, staging + rest, 2 * staging + rest, blocks, rows * hidden * 4, layer, kept)
+local = 2 * staging + rest + max(rows * cols * 4, 16) + max(rows * outs * 4, 16)
+print(staging + rest + blocks + layer, staging + rest, local, blocks, rows * hidden * 4, layer, kept)
 PY
 )
 read -r need rest rest_local blocks block_bytes layer kept <<< "$need"
