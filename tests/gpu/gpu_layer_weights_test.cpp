@@ -1,8 +1,8 @@
 // A layer's weights kept on the device across a chunk's sub-batches
 // (ComputeBackend::begin_layer_weights, lib/gpu/gpu_layer_weights.cpp), on
 // Mesa's lavapipe with the validation layer on: products on kept weights
-// equal the CPU kernels bit for bit (BF16 and MXFP4, a matrix kept in
-// several row slices), each matrix is uploaded once per span, a budget
+// equal the CPU kernels bit for bit (BF16 and MXFP4 at K3's widths from
+// k3_reference_config, a matrix kept in several row slices), each matrix is uploaded once per span, a budget
 // keeps whole matrices in use order and uploads the rest per call, and a
 // new span never reuses what an earlier one kept, even at the same pointer.
 #include <gtest/gtest.h>
@@ -18,6 +18,7 @@
 #include "gpu/vulkan_context.h"
 #include "kernels/bf16.h"
 #include "kernels/matmul.h"
+#include "model/k3_geometry.h"
 
 namespace k3 {
 namespace {
@@ -27,9 +28,14 @@ using test::floats_over_exponents;
 using test::open_lavapipe_device;
 using test::random_bytes;
 
-// Stages of 4 KiB: a 67 x 1024 BF16 matrix (134 KiB) goes, and is kept, in
-// 34 row slices of 2 rows, as one beyond a binding would be.
+// Stages of 4 KiB: a matrix goes, and is kept, in row slices of at most
+// that (one row where a row is larger), as one beyond a binding would be.
 constexpr size_t kStageBytes = 4096;
+
+size_t slices(size_t rows, size_t row_bytes) {
+  const size_t slice_rows = std::max<size_t>(1, kStageBytes / row_bytes);
+  return (rows + slice_rows - 1) / slice_rows;
+}
 
 std::unique_ptr<GpuBackend> sliced_backend() {
   setenv("K3_GPU_STAGE_BYTES", "4096", 1);
@@ -62,7 +68,8 @@ void expect_bf16(GpuBackend& gpu, const uint16_t* w, size_t rows, size_t cols, c
 TEST(GpuLayerWeights, KeptBf16SlicesEqualTheCpuAndUploadOnce) {
   std::mt19937 rng(61);
   auto gpu = sliced_backend();
-  const Bf16Product a = random_bf16(rng, 67, 1024);
+  // K3's hidden width (a trunk product's input): 67 slices of one row.
+  const Bf16Product a = random_bf16(rng, 67, static_cast<size_t>(k3_reference_config().hidden_size));
   const uint64_t bytes = a.w.size() * 2;
   gpu->begin_layer_weights();
   for (size_t n : {3u, 5u, 1u})  // three sub-batches of the layer
@@ -71,7 +78,7 @@ TEST(GpuLayerWeights, KeptBf16SlicesEqualTheCpuAndUploadOnce) {
   EXPECT_EQ(c.weight_upload_bytes, bytes) << "uploaded once";
   EXPECT_EQ(c.weight_kept_bytes, bytes);
   EXPECT_EQ(c.weight_reused_bytes, 2 * bytes) << "the later sub-batches found it kept";
-  EXPECT_EQ(c.dispatches, 3 * ((a.rows + 1) / 2)) << "in row slices of " << kStageBytes / (2 * a.cols) << " rows";
+  EXPECT_EQ(c.dispatches, 3 * slices(a.rows, 2 * a.cols));
   // Closed: no product keeps or finds anything.
   gpu->end_layer_weights();
   expect_bf16(*gpu, a.w.data(), a.rows, a.cols, floats_over_exponents(rng, 2 * a.cols, -20, 20), 2, "bf16 closed");
@@ -88,13 +95,13 @@ TEST(GpuLayerWeights, KeptSlicesStagedIntoDeviceLocalMemory) {
   setenv("K3_GPU_DEVICE_LOCAL_STAGING", "1", 1);
   auto gpu = sliced_backend();
   unsetenv("K3_GPU_DEVICE_LOCAL_STAGING");
-  const Bf16Product a = random_bf16(rng, 9, 1024);  // 5 slices
+  const Bf16Product a = random_bf16(rng, 9, 1024);  // 5 slices of 2 rows
   gpu->begin_layer_weights();
   for (size_t n : {2u, 3u})
     expect_bf16(*gpu, a.w.data(), a.rows, a.cols, floats_over_exponents(rng, n * a.cols, -20, 20), n, "local kept");
   EXPECT_TRUE(gpu->counters().device_local_staging);
-  EXPECT_EQ(gpu->counters().device_local_copies, 5u) << "each slice copied once";
-  EXPECT_EQ(gpu->counters().dispatches, 10u);
+  EXPECT_EQ(gpu->counters().device_local_copies, slices(a.rows, 2 * a.cols)) << "each slice copied once";
+  EXPECT_EQ(gpu->counters().dispatches, 2 * slices(a.rows, 2 * a.cols));
   EXPECT_EQ(gpu->counters().weight_reused_bytes, a.w.size() * 2);
   gpu->end_layer_weights();
   EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
@@ -103,7 +110,8 @@ TEST(GpuLayerWeights, KeptSlicesStagedIntoDeviceLocalMemory) {
 TEST(GpuLayerWeights, KeptMxfp4EqualsTheCpuAndUploadsOnce) {
   std::mt19937 rng(62);
   auto gpu = sliced_backend();
-  const size_t rows = 40, cols = 3072;  // K3's routed expert width: 1,536 bytes a row, 2 rows a slice
+  // K3's routed experts' input width (the latent): 2 rows a slice.
+  const size_t rows = 40, cols = static_cast<size_t>(k3_reference_config().routed_expert_hidden_size);
   const std::vector<uint8_t> packed = random_bytes(rng, rows * cols / 2, 0, 255);
   const std::vector<uint8_t> scales = random_bytes(rng, rows * cols / 32, 110, 135);
   gpu->begin_layer_weights();
