@@ -275,6 +275,9 @@ std::string device_stats_member(const ModelCounters& m) {
   w.key("kda_norms").value(static_cast<unsigned long long>(m.device_counters.kda_norms));
   w.key("kda_gates").value(static_cast<unsigned long long>(m.device_counters.kda_gates));
   w.key("kda_outputs").value(static_cast<unsigned long long>(m.device_counters.kda_outputs));
+  w.key("weight_upload_bytes").value(static_cast<unsigned long long>(m.device_counters.weight_upload_bytes));
+  w.key("weight_kept_bytes").value(static_cast<unsigned long long>(m.device_counters.weight_kept_bytes));
+  w.key("weight_reused_bytes").value(static_cast<unsigned long long>(m.device_counters.weight_reused_bytes));
   w.end_object().end_object();
   // The member alone, without the braces of the object it was written in.
   const std::string object = w.take();

@@ -101,6 +101,7 @@ ModelPlan Model::plan(const ModelConfig& config, const Checkpoint& checkpoint, c
                           device_local_staging(out.device.get()), params.log ? *params.log : null_log);
     out.device_bytes = device.bytes;
     out.device_chunk_block_bytes = device.chunk_block_bytes;
+    out.device_layer_weight_bytes = device.layer_weight_bytes;
     check_position_limit(config, req.context, span_what());
   } else {
     // The sequences' state and caches are planned as the budgeted path
@@ -114,6 +115,7 @@ ModelPlan Model::plan(const ModelConfig& config, const Checkpoint& checkpoint, c
                           device_local_staging(out.device.get()), params.log ? *params.log : null_log);
     out.device_bytes = device.bytes;
     out.device_chunk_block_bytes = device.chunk_block_bytes;
+    out.device_layer_weight_bytes = device.layer_weight_bytes;
     // Said only once the checks have passed, so a refusal stays one line.
     if (params.log)
       *params.log << tool_name() << ": no " << spelled(run_setting::kTrunkDir)
@@ -171,11 +173,12 @@ void Model::load(ModelPlan plan) {
   set_compute_backend(device_.get());
   // The chunk's attention keeps each sequence's MLA caches on the device,
   // as many as the device plan counted (check_device_plan), and the
-  // chunk's block states in the plan's share.
+  // chunk's block states and a layer's weights in the plan's shares.
   if (device_) {
     device_->keep_latent_caches(std::max<uint64_t>(1, req.sequences) * mla_latent_shape(checkpoint_).layers,
                                 params_.context);
     device_->limit_chunk_blocks(plan.device_chunk_block_bytes);
+    device_->limit_layer_weights(plan.device_layer_weight_bytes);
   }
   if (plan.stream && plan.stream->plan.chunk_spilled) engine_->set_spill(std::make_unique<SpillFile>(req.trunk_dir));
   counters_.streaming = streaming_ != nullptr;

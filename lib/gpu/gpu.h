@@ -72,8 +72,9 @@ struct GpuProductBound {
   uint64_t weight_bytes = 0, scale_bytes = 0, cols = 0, rows = 0;
 };
 // With `device_local_copies` (a device that stages into device-local
-// memory), each slot's weights and scales are held twice: where the host
-// writes them and their device-local copy.
+// memory), each slot's weights and scales, and the activations in and out,
+// are held twice: where the host writes (or reads) them and their
+// device-local copy.
 uint64_t gpu_matmul_device_bytes(const GpuProductBound& largest, uint64_t tokens,
                                  uint64_t stage_bytes = gpu_stage_bytes(), bool device_local_copies = false);
 

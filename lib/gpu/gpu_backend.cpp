@@ -68,6 +68,8 @@ GpuBackend::GpuBackend(std::unique_ptr<VulkanDevice> device, size_t lanes, bool 
   }
   x_ = std::make_unique<VulkanBuffer>(*device_);
   y_ = std::make_unique<VulkanBuffer>(*device_);
+  local_x_ = std::make_unique<VulkanBuffer>(*device_, VulkanBuffer::Memory::kDeviceLocal);
+  local_y_ = std::make_unique<VulkanBuffer>(*device_, VulkanBuffer::Memory::kDeviceLocal);
   kda_state_ = std::make_unique<VulkanBuffer>(*device_);
   kda_in_ = std::make_unique<VulkanBuffer>(*device_);
   kda_out_ = std::make_unique<VulkanBuffer>(*device_);
@@ -93,7 +95,7 @@ void GpuBackend::grow(VulkanBuffer& buffer, size_t bytes) {
   uint64_t held = 0;
   for (const Stage& stage : stages_)
     held += stage.weights->size() + stage.scales->size() + stage.local_weights->size() + stage.local_scales->size();
-  held += x_->size() + y_->size();
+  held += x_->size() + y_->size() + local_x_->size() + local_y_->size() + kept_buffer_bytes();
   for (const auto* b : {kda_state_.get(), kda_in_.get(), kda_out_.get(), latent_.get(), chunk_blocks_.get()})
     held += b->size();
   const uint64_t after = held - buffer.size() + bytes;
@@ -107,8 +109,8 @@ void GpuBackend::grow(VulkanBuffer& buffer, size_t bytes) {
 }
 
 template <class Upload>
-void GpuBackend::run(ComputePipeline& pipeline, bool mx, size_t rows, size_t cols, size_t row_bytes, const float* X,
-                     size_t n, float* Y, Upload upload_rows) {
+void GpuBackend::run(ComputePipeline& pipeline, bool mx, const void* weights, const void* scales, size_t rows,
+                     size_t cols, size_t row_bytes, const float* X, size_t n, float* Y, Upload upload_rows) {
   // Room for the word the shaders may read past a slice's last byte.
   const size_t limit = device_->max_binding_bytes() - 16;
   const size_t stage = static_cast<size_t>(std::min<uint64_t>(limit, stage_bytes_));
@@ -122,18 +124,24 @@ void GpuBackend::run(ComputePipeline& pipeline, bool mx, size_t rows, size_t col
   if (products_ >= out_of_memory_after_)
     vk_check(VK_ERROR_OUT_OF_DEVICE_MEMORY, "allocating a product's buffers (K3_GPU_OUT_OF_MEMORY_AFTER)");
   try {
+    KeptMatrix* kept = layer_weights(weights, scales, rows, cols, mx, slice_rows);
     for (size_t t0 = 0; t0 < n; t0 += slice_tokens) {
       const size_t tn = std::min(slice_tokens, n - t0);
       grow(*x_, tn * cols * sizeof(float));
       std::memcpy(x_->data(), X + t0 * cols, tn * cols * sizeof(float));
       upload_bytes_ += tn * cols * sizeof(float);
       grow(*y_, tn * rows * sizeof(float));
-      run_slices(pipeline, mx, rows, cols, slice_rows, tn, upload_rows);
+      if (device_->stages_into_device_local()) {
+        grow(*local_x_, tn * cols * sizeof(float));
+        grow(*local_y_, tn * rows * sizeof(float));
+      }
+      run_slices(pipeline, mx, rows, cols, slice_rows, tn, upload_rows, kept);
       // The slices wrote their columns of Y's rows [t0, t0 + tn) in place.
       std::memcpy(Y + t0 * rows, y_->data(), tn * rows * sizeof(float));
     }
   } catch (...) {
     drain();
+    kept_.clear();  // a kept slice may not have been filled
     throw;
   }
   ++products_;
@@ -141,41 +149,91 @@ void GpuBackend::run(ComputePipeline& pipeline, bool mx, size_t rows, size_t col
 
 template <class Upload>
 void GpuBackend::run_slices(ComputePipeline& pipeline, bool mx, size_t rows, size_t cols, size_t slice_rows, size_t tn,
-                            Upload& upload_rows) {
+                            Upload& upload_rows, KeptMatrix* kept) {
   size_t k = 0;
   for (size_t r0 = 0; r0 < rows; r0 += slice_rows, ++k) {
     const size_t r1 = std::min(rows, r0 + slice_rows);
     Stage& stage = stages_[k % 2];
     // Its previous slice must be done before its buffers are refilled.
     if (stage.slot->wait()) ++busy_waits_;
-    const bool overlapped = stages_[(k + 1) % 2].slot->pending();
-    const size_t copied = upload_rows(stage, r0, r1);
-    upload_bytes_ += copied;
-    if (overlapped) overlapped_upload_bytes_ += copied;
+    KeptSlice* held = kept ? &kept->slices[k] : nullptr;
+    const bool fill = !held || !held->filled;  // the weights go through the stage
+    if (fill) {
+      const bool overlapped = stages_[(k + 1) % 2].slot->pending();
+      const size_t copied = upload_rows(stage, r0, r1);
+      upload_bytes_ += copied;
+      weight_upload_bytes_ += copied;
+      if (overlapped) overlapped_upload_bytes_ += copied;
+      if (held) {
+        held->bytes = copied;
+        weight_kept_bytes_ += copied;
+      }
+    } else {
+      weight_reused_bytes_ += held->bytes;
+    }
     const Shape shape{u32(r1 - r0, "a row slice"),   u32(cols, "cols"), u32(tn, "a token slice"),
                       static_cast<uint32_t>(lanes_), u32(rows, "rows"), u32(r0, "a row slice")};
-    const bool local = device_->stages_into_device_local();
+    // A kept slice is device-local already; else the staged one may be copied there.
+    const bool local = !held && device_->stages_into_device_local();
     if (local) {
       grow(*stage.local_weights, stage.weight_bytes + 4);  // the shader reads whole words
       if (mx) grow(*stage.local_scales, stage.scale_bytes + 4);
     }
-    std::vector<const VulkanBuffer*> buffers = {local ? stage.local_weights.get() : stage.weights.get()};
-    if (mx) buffers.push_back(local ? stage.local_scales.get() : stage.scales.get());
-    buffers.push_back(x_.get());
-    buffers.push_back(y_.get());
+    const VulkanBuffer* weights = held ? held->weights.get() : local ? stage.local_weights.get() : stage.weights.get();
+    std::vector<const VulkanBuffer*> buffers = {weights};
+    if (mx) buffers.push_back(held ? held->scales.get() : local ? stage.local_scales.get() : stage.scales.get());
+    const bool local_io = device_->stages_into_device_local();
+    buffers.push_back(local_io ? local_x_.get() : x_.get());
+    buffers.push_back(local_io ? local_y_.get() : y_.get());
     const uint32_t set = static_cast<uint32_t>(k % 2);
     stage.slot->submit([&](VkCommandBuffer cb) {
-      if (local) record_stage_copy(cb, stage, mx);
+      // A barrier orders the commands submitted before it to the queue, so
+      // X's copy in the first slice's command buffer precedes every slice's
+      // reads, and Y's in the last one follows every slice's writes.
+      if (local_io && r0 == 0) record_activation_copy(cb, *x_, *local_x_, tn * cols * sizeof(float), true);
+      if (local || (held && fill)) record_copy(cb, stage, *buffers[0], mx ? buffers[1] : nullptr);
       pipeline.record(cb, set, buffers, &shape, u32((r1 - r0 + kGroupRows - 1) / kGroupRows, "rows"),
                       u32(tn, "tokens"));
+      if (local_io && r1 == rows) record_activation_copy(cb, *local_y_, *y_, tn * rows * sizeof(float), false);
     });
+    if (held) held->filled = true;
     ++dispatches_;
-    if (local) ++device_local_copies_;
+    // A kept slice's fill replaces the slot's copy into device-local memory.
+    if (local || (held && fill && device_->stages_into_device_local())) ++device_local_copies_;
   }
   for (Stage& stage : stages_) stage.slot->wait();
 }
 
-void GpuBackend::record_stage_copy(VkCommandBuffer commands, const Stage& stage, bool mx) const {
+void GpuBackend::record_activation_copy(VkCommandBuffer commands, const VulkanBuffer& from, const VulkanBuffer& to,
+                                        size_t bytes, bool into_shader) const {
+  auto barrier = [&](const VulkanBuffer& buffer, VkAccessFlags src, VkAccessFlags dst, VkPipelineStageFlags from_stage,
+                     VkPipelineStageFlags to_stage) {
+    VkBufferMemoryBarrier b{};
+    b.sType = VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER;
+    b.srcAccessMask = src;
+    b.dstAccessMask = dst;
+    b.srcQueueFamilyIndex = b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+    b.buffer = buffer.handle();
+    b.offset = 0;
+    b.size = VK_WHOLE_SIZE;
+    vkCmdPipelineBarrier(commands, from_stage, to_stage, 0, 0, nullptr, 1, &b, 0, nullptr);
+  };
+  // The products' rows are written by the shader before they are copied out.
+  if (!into_shader)
+    barrier(from, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_TRANSFER_READ_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+            VK_PIPELINE_STAGE_TRANSFER_BIT);
+  const VkBufferCopy region{0, 0, bytes};
+  vkCmdCopyBuffer(commands, from.handle(), to.handle(), 1, &region);
+  if (into_shader)
+    barrier(to, VK_ACCESS_TRANSFER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
+  else
+    barrier(to, VK_ACCESS_TRANSFER_WRITE_BIT, VK_ACCESS_HOST_READ_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+            VK_PIPELINE_STAGE_HOST_BIT);
+}
+
+void GpuBackend::record_copy(VkCommandBuffer commands, const Stage& stage, const VulkanBuffer& weights,
+                             const VulkanBuffer* scales) const {
   std::vector<VkBufferMemoryBarrier> barriers;
   auto copy = [&](const VulkanBuffer& from, const VulkanBuffer& to, size_t bytes) {
     const VkBufferCopy region{0, 0, bytes};
@@ -191,15 +249,15 @@ void GpuBackend::record_stage_copy(VkCommandBuffer commands, const Stage& stage,
     barriers.push_back(b);
   };
   // The word past the slice's last byte that the shader may read comes too.
-  copy(*stage.weights, *stage.local_weights, stage.weight_bytes + 4);
-  if (mx) copy(*stage.scales, *stage.local_scales, stage.scale_bytes + 4);
+  copy(*stage.weights, weights, stage.weight_bytes + 4);
+  if (scales) copy(*stage.scales, *scales, stage.scale_bytes + 4);
   vkCmdPipelineBarrier(commands, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 0, nullptr,
                        static_cast<uint32_t>(barriers.size()), barriers.data(), 0, nullptr);
 }
 
 bool GpuBackend::bf16(const uint16_t* W, size_t rows, size_t cols, const float* X, size_t n, float* Y) {
   if (rows == 0 || n == 0 || cols == 0) return false;
-  run(*bf16_, false, rows, cols, cols * sizeof(uint16_t), X, n, Y, [&](Stage& stage, size_t r0, size_t r1) {
+  run(*bf16_, false, W, nullptr, rows, cols, cols * sizeof(uint16_t), X, n, Y, [&](Stage& stage, size_t r0, size_t r1) {
     const size_t bytes = (r1 - r0) * cols * sizeof(uint16_t);
     grow(*stage.weights, bytes + 4);  // the shader reads whole words
     std::memcpy(stage.weights->data(), W + r0 * cols, bytes);
@@ -212,7 +270,7 @@ bool GpuBackend::bf16(const uint16_t* W, size_t rows, size_t cols, const float* 
 bool GpuBackend::mxfp4(const uint8_t* packed, const uint8_t* scales, size_t rows, size_t cols, const float* X, size_t n,
                        float* Y) {
   if (rows == 0 || n == 0 || cols == 0 || cols % 32 != 0) return false;
-  run(*mxfp4_, true, rows, cols, cols / 2, X, n, Y, [&](Stage& stage, size_t r0, size_t r1) {
+  run(*mxfp4_, true, packed, scales, rows, cols, cols / 2, X, n, Y, [&](Stage& stage, size_t r0, size_t r1) {
     const size_t bytes = (r1 - r0) * (cols / 2), scale_bytes = (r1 - r0) * (cols / 32);
     grow(*stage.weights, bytes + 4);
     grow(*stage.scales, scale_bytes + 4);
@@ -248,6 +306,9 @@ kernels::ComputeBackendCounters GpuBackend::counters() const {
   c.kda_norms = kda_norms_;
   c.kda_gates = kda_gates_;
   c.kda_outputs = kda_outputs_;
+  c.weight_upload_bytes = weight_upload_bytes_;
+  c.weight_kept_bytes = weight_kept_bytes_;
+  c.weight_reused_bytes = weight_reused_bytes_;
   return c;
 }
 

@@ -12,7 +12,8 @@
 // memory where the device has it (vulkan_context.h); where it has none, a
 // slice's dispatch first copies it into device-local memory on the device
 // (vkCmdCopyBuffer and a barrier in the same command buffer), so the
-// shader does not read it over the bus.
+// shader does not read it over the bus; so do a product's activations (X
+// copied in before its first slice, Y back after its last).
 #pragma once
 
 #include <vulkan/vulkan.h>
@@ -97,26 +98,27 @@ class GpuBackend : public kernels::ComputeBackend {
   // dispatch that reads them; where the device stages into device-local
   // memory, their device-local copies, made by the dispatch's command buffer
   // before it runs, and the bytes the host filled.
+  struct KeptMatrix;  // a layer's kept weights (below)
   struct Stage {
     std::unique_ptr<VulkanBuffer> weights, scales;
     std::unique_ptr<VulkanBuffer> local_weights, local_scales;
     size_t weight_bytes = 0, scale_bytes = 0;
     std::unique_ptr<CommandSlot> slot;
   };
-  // Records the copy of `stage`'s filled bytes into its device-local
-  // buffers and the barrier that makes them visible to the dispatch.
-  void record_stage_copy(VkCommandBuffer commands, const Stage& stage, bool mx) const;
   // One product in row slices of at most stage_bytes_ of weights (and the
   // binding limit), alternating between the two stages, over token slices
   // that fit a binding; `upload_rows(stage, r0, r1)` fills the stage's
-  // buffers with rows [r0, r1) and returns the bytes copied.
+  // buffers with rows [r0, r1) and returns the bytes copied. `weights` and
+  // `scales` (null for BF16) name the matrix for the layer's kept copies.
   template <class Upload>
-  void run(ComputePipeline& pipeline, bool mx, size_t rows, size_t cols, size_t row_bytes, const float* X, size_t n,
-           float* Y, Upload upload_rows);
+  void run(ComputePipeline& pipeline, bool mx, const void* weights, const void* scales, size_t rows, size_t cols,
+           size_t row_bytes, const float* X, size_t n, float* Y, Upload upload_rows);
   // The row slices of one token slice, pipelined; waits for both stages.
+  // With `kept`, each slice dispatches on its kept copy (filled from the
+  // stage by the first dispatch that needs it).
   template <class Upload>
   void run_slices(ComputePipeline& pipeline, bool mx, size_t rows, size_t cols, size_t slice_rows, size_t tn,
-                  Upload& upload_rows);
+                  Upload& upload_rows, KeptMatrix* kept);
   // Waits for both stages, without throwing (after an error).
   void drain() noexcept;
   // Grows `buffer` to `bytes`, within the budget (Error(kResource) naming
@@ -217,6 +219,56 @@ class GpuBackend : public kernels::ComputeBackend {
  private:
   std::unique_ptr<ComputePipeline> kda_l2norm_, kda_gate_, kda_output_;
   uint64_t kda_norms_ = 0, kda_gates_ = 0, kda_outputs_ = 0;
+
+  // A layer's weights kept on the device across the chunk's sub-batches
+  // (gpu_layer_weights.cpp): a product's weights, the first time the span
+  // sees them, go through a staging slot as always and are copied on the
+  // device into buffers of their own (device-local memory, one per row
+  // slice, so a matrix beyond one binding is kept in slices); later
+  // products on the same weights dispatch on those. Whole matrices, in use
+  // order, within the plan's share (limit_layer_weights), --gpu-mb and what
+  // the device will allocate; the rest upload per call (the same words).
+ public:
+  void limit_layer_weights(uint64_t bytes) override;
+  void begin_layer_weights() override;
+  void end_layer_weights() noexcept override;
+
+ private:
+  struct KeptSlice {
+    std::unique_ptr<VulkanBuffer> weights, scales;
+    bool filled = false;  // copied from a stage by a submitted dispatch
+    uint64_t bytes = 0;   // the weights' and scales' bytes it holds
+  };
+  // What names a kept matrix within its layer, and its slices.
+  struct KeptMatrix {
+    const void* weights;
+    const void* scales;
+    size_t rows, cols, slice_rows;
+    bool mx;
+    std::vector<KeptSlice> slices;
+  };
+  // The kept copy of these weights, made (its buffers allocated, unfilled)
+  // when the span is open and it fits; null: upload per call.
+  KeptMatrix* layer_weights(const void* weights, const void* scales, size_t rows, size_t cols, bool mx,
+                            size_t slice_rows);
+  // Records the copy of `stage`'s filled bytes into `weights` (and `scales`
+  // for MXFP4) and the barrier that makes them visible to the dispatch.
+  void record_copy(VkCommandBuffer commands, const Stage& stage, const VulkanBuffer& weights,
+                   const VulkanBuffer* scales) const;
+  uint64_t kept_buffer_bytes() const;
+  bool keeping_layer_ = false;
+  std::vector<KeptMatrix> kept_;
+  uint64_t layer_weight_limit_ = UINT64_MAX;
+  uint64_t weight_upload_bytes_ = 0, weight_kept_bytes_ = 0, weight_reused_bytes_ = 0;
+  // Where the device stages into device-local memory, a product's
+  // activations too: X copied into local_x_ by its first slice's command
+  // buffer, Y written to local_y_ and copied back by its last one.
+  std::unique_ptr<VulkanBuffer> local_x_, local_y_;
+  // Records X's copy into local_x_ before the shader reads it
+  // (`into_shader`), or Y's from local_y_ after it wrote it, with the
+  // barriers that order them.
+  void record_activation_copy(VkCommandBuffer commands, const VulkanBuffer& from, const VulkanBuffer& to, size_t bytes,
+                              bool into_shader) const;
 };
 
 }  // namespace k3

@@ -36,9 +36,10 @@ uint64_t gpu_matmul_device_bytes(const GpuProductBound& largest, uint64_t tokens
   // The shaders read whole 32-bit words: 4 bytes past a slice's end.
   uint64_t bytes = slots * buffer_bytes(slice + 4);
   if (largest.scale_bytes > 0) bytes += slots * buffer_bytes(std::min(largest.scale_bytes, slice / 16) + 4);
-  if (device_local_copies) bytes *= 2;
-  return bytes + buffer_bytes(tokens * largest.cols * sizeof(float)) +
-         buffer_bytes(tokens * largest.rows * sizeof(float));
+  const uint64_t activations =
+      buffer_bytes(tokens * largest.cols * sizeof(float)) + buffer_bytes(tokens * largest.rows * sizeof(float));
+  // Staged into device-local memory, the weights and the activations twice.
+  return (device_local_copies ? 2 : 1) * (bytes + activations);
 }
 
 uint64_t gpu_kda_device_bytes(uint64_t heads, uint64_t dim, uint64_t tokens) {

@@ -28,8 +28,9 @@ void VulkanBuffer::reserve(size_t bytes) {
   info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
   info.size = bytes;
   const bool local = kind_ == Memory::kDeviceLocal;
-  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
-               (local ? VK_BUFFER_USAGE_TRANSFER_DST_BIT : VK_BUFFER_USAGE_TRANSFER_SRC_BIT);
+  // Either kind may be a copy's source or target (staged weights and
+  // activations in, products out).
+  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   vk_check(vkCreateBuffer(d, &info, nullptr, &buffer_), "creating a buffer of " + std::to_string(bytes) + " bytes");
   VkMemoryRequirements req;

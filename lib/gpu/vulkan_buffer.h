@@ -1,9 +1,10 @@
 // A storage buffer in host-visible, coherent memory, mapped for its
 // lifetime: the host writes inputs and reads outputs in place (on
 // integrated GPUs and lavapipe, host-visible memory is the device's
-// memory); it may be the source of a copy on the device. Or one in
-// device-local memory, not mapped, filled by such a copy (the staging of
-// a discrete GPU: VulkanDevice::stages_into_device_local).
+// memory); it may be the source or the target of a copy on the device. Or
+// one in device-local memory, not mapped, filled by such a copy or copied
+// back to a mapped one (the staging of a discrete GPU:
+// VulkanDevice::stages_into_device_local).
 #pragma once
 
 #include <vulkan/vulkan.h>

@@ -63,6 +63,10 @@ struct ComputeBackendCounters {
   uint64_t kda_norms = 0;    // L2 normalisations (q or k of a sequence's rows of one layer) run on the device
   uint64_t kda_gates = 0;    // gate-and-beta calls (a sequence's rows of one layer) run on the device
   uint64_t kda_outputs = 0;  // output norm-and-gate calls (a sequence's rows of one layer) run on the device
+  // A layer's weights kept on the device across the chunk's sub-batches.
+  uint64_t weight_upload_bytes = 0;  // weights and scales copied to the device (part of upload_bytes)
+  uint64_t weight_kept_bytes = 0;    // of these, copied into a layer's kept copies (once per layer and chunk)
+  uint64_t weight_reused_bytes = 0;  // weights and scales a product found kept, not copied again
 };
 
 // MLA's attention over the latent cache for `rows` rows and every head
@@ -186,6 +190,22 @@ class ComputeBackend {
     return false;
   }
 
+  // A layer's weights kept on the device across the chunk's sub-batches:
+  // between begin_layer_weights and end_layer_weights, a product whose
+  // weights (pointer, shape, kind and scales) an earlier product of the same
+  // span uploaded runs on that copy instead of uploading them again. The
+  // span is one layer's trunk products while its weights are acquired:
+  // the kept copies never outlive it (a streamed trunk reuses its buffers
+  // for another layer, so a pointer alone names no weights). The defaults
+  // keep nothing (every product uploads its weights).
+  // The most device memory the kept copies may take (the device plan's
+  // share, runtime/device_plan.h); until told, as much as fits.
+  virtual void limit_layer_weights(uint64_t /*bytes*/) {}
+  // Starts a span: whatever was kept before is dropped.
+  virtual void begin_layer_weights() {}
+  // Ends it: the kept copies are dropped (never throws).
+  virtual void end_layer_weights() noexcept {}
+
   // One line for the run's summary: the device, what ran there.
   virtual std::string describe() const = 0;
   virtual ComputeBackendCounters counters() const = 0;
@@ -205,6 +225,27 @@ class ScopedComputeBackend {
 
  private:
   ComputeBackend* previous_;
+};
+
+// One layer's span of kept weights (ComputeBackend::begin_layer_weights) on
+// the calling thread's backend, for the guard's lifetime.
+// end() closes it early (what is run until begin() keeps nothing); begin()
+// opens a new one.
+class ScopedLayerWeights {
+ public:
+  ScopedLayerWeights() : backend_(current_compute_backend()) { begin(); }
+  ~ScopedLayerWeights() { end(); }
+  void begin() {
+    if (backend_) backend_->begin_layer_weights();
+  }
+  void end() noexcept {
+    if (backend_) backend_->end_layer_weights();
+  }
+  ScopedLayerWeights(const ScopedLayerWeights&) = delete;
+  ScopedLayerWeights& operator=(const ScopedLayerWeights&) = delete;
+
+ private:
+  ComputeBackend* backend_;
 };
 
 // matmul_bf16 / matmul_mxfp4 through the calling thread's backend, else on

@@ -216,6 +216,9 @@ void ForwardPass::chunk_layer(ChunkRun& run, int i) {
   if (i % c.attn_res_block_size == 0) blocks.open(run.P);
   blocks.unstage();
   const bool moe = c.is_moe_layer(i);
+  // The layer's trunk products keep their weights on the device across the
+  // sub-batches (ComputeBackend::begin_layer_weights) until it is released.
+  kernels::ScopedLayerWeights kept_weights;
   for (size_t r0 = 0, m = 0; r0 < n; r0 += m) {
     m = run.piece(r0);
     run.view(r0, m, before);
@@ -252,7 +255,10 @@ void ForwardPass::chunk_layer(ChunkRun& run, int i) {
     // whole, and an expert's weights would then go through memory once per
     // few rows. The sub-batch's op area already holds these pieces
     // (prefill_sub_batch_op_floats); a row's bits do not depend on them.
+    // Not the routed experts: each runs once per chunk on all its rows.
+    kept_weights.end();
     moe_chunk_experts(c, i, source_, n, sub, chunk_state_.moe, &pool_, scratch_);
+    kept_weights.begin();  // latent_up's, once per sub-batch
     for (size_t r0 = 0; r0 < n; r0 += sub) {
       const size_t m = std::min(sub, n - r0);
       run.view(r0, m, 0);
@@ -260,6 +266,7 @@ void ForwardPass::chunk_layer(ChunkRun& run, int i) {
       decoder_layer_add(c, s, scratch_.a());
     }
   }
+  kept_weights.end();
   source_.release_layer(i);
   run.capture_mla(c, i);
   run.require_rows_finite("the output of layer " + std::to_string(i));

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <map>
 #include <string>
 
 #include "common/byte_format.h"
@@ -60,6 +62,40 @@ KdaHeads kda_heads(const Checkpoint& checkpoint) {
 
 }  // namespace
 
+uint64_t layer_weight_device_bytes(const Checkpoint& checkpoint, uint64_t stage_bytes) {
+  std::map<uint64_t, uint64_t> layers;
+  const std::string prefix = "model.layers.";
+  for (const auto& [name, where] : checkpoint.tensors()) {
+    const TensorInfo& t = *where.info;
+    const size_t at = name.find(prefix);
+    // Not the routed experts (never kept), the AttnRes keys nor MLA's kv_b
+    // (read by their ops, not by a product).
+    if (t.shape.size() != 2 || t.shape[0] == 0 || at == std::string::npos ||
+        name.find(".experts.") != std::string::npos || ends_with(name, "_res_proj.weight") ||
+        ends_with(name, "kv_b_proj.weight"))
+      continue;
+    // The bytes of a row of the product's weights, which set its slices'
+    // rows (an MXFP4 row's scales are 1/16 of its packed bytes).
+    uint64_t slice_row_bytes = 0;
+    if (t.dtype == DType::kBF16 && ends_with(name, ".weight")) slice_row_bytes = t.nbytes / t.shape[0];
+    else if (t.dtype == DType::kU8 && ends_with(name, ".weight_packed")) slice_row_bytes = t.shape[1];
+    else if (t.dtype == DType::kU8 && ends_with(name, ".weight_scale")) slice_row_bytes = t.shape[1] * 16;
+    else continue;
+    // Kept as the stage holds it: a buffer (of at least 16 bytes) a row
+    // slice, with the word the shader may read past it.
+    const uint64_t rows = t.shape[0], row_bytes = t.nbytes / rows;
+    const uint64_t slice_rows =
+        std::min(rows, std::max<uint64_t>(1, stage_bytes / std::max<uint64_t>(1, slice_row_bytes)));
+    uint64_t bytes = 0;
+    for (uint64_t r0 = 0; r0 < rows; r0 += slice_rows)
+      bytes += std::max<uint64_t>(16, std::min(slice_rows, rows - r0) * row_bytes + 4);
+    layers[std::strtoull(name.c_str() + at + prefix.size(), nullptr, 10)] += bytes;
+  }
+  uint64_t largest = 0;
+  for (const auto& [layer, bytes] : layers) largest = std::max(largest, bytes);
+  return largest;
+}
+
 MlaLatentShape mla_latent_shape(const Checkpoint& checkpoint) {
   MlaLatentShape shape;
   for (const auto& [name, where] : checkpoint.tensors()) {
@@ -108,12 +144,16 @@ DevicePlan check_device_plan(const Checkpoint& checkpoint, const RunRequest& req
   const uint64_t all_blocks =
       mix.values > 0 ? gpu_chunk_block_device_bytes(mix.values - 1, mix.hidden, mix.chunk_rows) : 0;
   const uint64_t blocks = budget > 0 ? std::min(all_blocks, budget - need) : all_blocks;
+  // A layer's trunk weights kept across the chunk's sub-batches, in what is left.
+  const uint64_t all_layer = layer_weight_device_bytes(checkpoint, gpu_stage_bytes());
+  const uint64_t layer = budget > 0 ? std::min(all_layer, budget - need - blocks) : all_layer;
   // Said only once it fits, so a refusal stays one line.
-  log << tool_name() << ": device " << request.gpu_device << ": " << format_bytes(need + blocks)
+  log << tool_name() << ": device " << request.gpu_device << ": " << format_bytes(need + blocks + layer)
       << " of device memory for the products of up to " << rows << " rows, the latent caches of " << sequences << " x "
-      << context << " positions and " << format_bytes(blocks) << " of the chunk's block states"
+      << context << " positions, " << format_bytes(blocks) << " of the chunk's block states and " << format_bytes(layer)
+      << " of a layer's kept weights"
       << (budget > 0 ? " (" + spelled(kGpuMbSetting) + " " + format_bytes(budget) + ")" : std::string()) << "\n";
-  return {need + blocks, blocks};
+  return {need + blocks + layer, blocks, layer};
 }
 
 }  // namespace k3

@@ -44,18 +44,29 @@ MlaLatentShape mla_latent_shape(const Checkpoint& checkpoint);
 // A device budget without a device is refused (kUsage), not ignored.
 void check_device_request(const RunRequest& request);
 
-// The device's plan: all its bytes, and the part of them that keeps the
-// chunk's block states (GpuBackend::limit_chunk_blocks).
+// The device memory a layer's trunk weights kept across a chunk's
+// sub-batches take (ComputeBackend::begin_layer_weights): the largest
+// layer's matrices that run as products (BF16, MXFP4 weights and scales;
+// not the routed experts', the AttnRes keys nor MLA's kv_b), each in row
+// slices of at most `stage_bytes` (gpu_stage_bytes), a buffer of at least
+// 16 bytes each with 4 bytes past its end.
+uint64_t layer_weight_device_bytes(const Checkpoint& checkpoint, uint64_t stage_bytes);
+
+// The device's plan: all its bytes, and the parts of them that keep the
+// chunk's block states (GpuBackend::limit_chunk_blocks) and a layer's
+// weights (limit_layer_weights).
 struct DevicePlan {
-  uint64_t bytes = 0, chunk_block_bytes = 0;
+  uint64_t bytes = 0, chunk_block_bytes = 0, layer_weight_bytes = 0;
 };
 
 // With a device asked for (request.gpu_device >= 0): refuses with
 // Error(kResource), one line naming gpu_mb, when the budget is below
 // device_plan_bytes; otherwise writes the plan's device line to `log`.
 // Returns the bytes (0 without a device): device_plan_bytes and the chunk's
-// block states kept on the device (mix.chunk_rows rows), these only as far
-// as the budget leaves room (the mixes copy the rest: never a refusal).
+// block states kept on the device (mix.chunk_rows rows), then a layer's kept
+// weights (layer_weight_device_bytes), these only as far as the budget
+// leaves room (the mixes copy the rest, the products upload it per call:
+// never a refusal).
 // `context`: the positions each of the request's sequences holds;
 // `device_local_staging` as for device_plan_bytes.
 DevicePlan check_device_plan(const Checkpoint& checkpoint, const RunRequest& request, uint64_t rows,

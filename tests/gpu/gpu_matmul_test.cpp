@@ -329,7 +329,8 @@ TEST(GpuBackend, DeviceLocalStagingKeepsTheBits) {
     EXPECT_TRUE(gpu.counters().device_local_staging);
     EXPECT_EQ(gpu.counters().device_local_copies, 25u);
     EXPECT_EQ(gpu.dispatches(), 25u);
-    EXPECT_EQ(gpu.peak_bytes(), 4 * (4096 + 4) + n * cols * 4 + n * rows * 4);
+    // The weights' slots and the activations, each with its device-local copy.
+    EXPECT_EQ(gpu.peak_bytes(), 4 * (4096 + 4) + 2 * (n * cols * 4 + n * rows * 4));
     EXPECT_EQ(gpu_matmul_device_bytes({rows * cols * 2, 0, cols, rows}, n, 4096, true), gpu.peak_bytes());
   }
   {  // MXFP4 130 x 512: 9 slices, their scales copied too

@@ -8,7 +8,9 @@
 # the device), with MLA's latent caches kept on the device between passes
 # (each row copied once) and the chunk's AttnRes block states kept there
 # while the chunk runs (each copied once, the mixes reading them there; a
-# spilled chunk's file not read back for them),
+# spilled chunk's file not read back for them), and each layer's trunk
+# weights kept there across the chunk's sub-batches (copied once a layer
+# and chunk),
 # and continuing a --state-in conversation; the
 # products did run on the device (its summary line counts them, and
 # --quiet silences it); a device that is not there is refused with one
@@ -89,6 +91,17 @@ for chunk in 300 600; do
   holds "gpu$chunk: the layers' mixes and the head's read the kept blocks (head: $head bytes)" \
     "[ $head -gt 0 ] && [ $((head % (blocks * block_row))) -eq 0 ]"
 done
+# A layer's trunk weights go to the device once per layer and chunk: the
+# chunk of 600 runs each product in three sub-batches (256 + 256 + 88 rows),
+# the two later ones on the kept copies; each chunk of 300 in two (256 +
+# 44), keeping them again, as many bytes in all as the chunk of 600 twice.
+# Streamed, the trunk's buffers are reused from layer to layer: a kept copy
+# trusted across layers would change the bits above.
+kept600=$(json gpu600 weight_kept_bytes)
+holds "gpu600: weights kept on the device" "[ '$kept600' -gt 0 ]"
+check "gpu600: two sub-batches of three reuse them" "$((2 * kept600))" "$(json gpu600 weight_reused_bytes)"
+check "gpu300: each chunk keeps them once" "$((2 * kept600))" "$(json gpu300 weight_kept_bytes)"
+check "gpu300: one sub-batch of two reuses them" "$((2 * kept600))" "$(json gpu300 weight_reused_bytes)"
 # Spilled, the file is written as on the CPU (the blocks, then each MoE
 # layer's shared-expert rows), but only the shared rows are read back: the
 # mixes read the blocks on the device.
@@ -105,10 +118,14 @@ K3_GPU_STAGE_BYTES=8192 K3_GPU_DEVICE_LOCAL_STAGING=1 run resident-gpu 450 --gpu
   --stats-json "$work/resident-gpu.json"
 same resident-gpu cpu
 check "device-local staging: stats say so" device_local "$(json resident-gpu staging)"
-check "device-local staging: every slice copied" "$(json resident-gpu dispatches)" \
-  "$(json resident-gpu device_local_copies)"
+# Each slice copied into device-local memory before its dispatch, but those
+# on a layer's kept copies (copied there when first staged).
+holds "device-local staging: every slice copied but the kept ones' reuses" \
+  "[ '$(json resident-gpu device_local_copies)' -gt 0 ] && [ '$(json resident-gpu device_local_copies)' -lt '$(json resident-gpu dispatches)' ]"
 holds "device-local staging: slices ran" "[ '$(json resident-gpu dispatches)' -gt '$(json resident-gpu products)' ]"
 holds "device-local staging: no validation errors" "! grep -q 'vulkan validation' '$work/resident-gpu.err'"
+check "resident: the layers' weights kept once, in slices" "$kept600" "$(json resident-gpu weight_kept_bytes)"
+check "resident: the second sub-batch (256 + 194) reuses them" "$kept600" "$(json resident-gpu weight_reused_bytes)"
 check "host-visible staging elsewhere" host_visible "$(json gpu300 staging)"
 # A conversation continued from a state file (--state-in): the loaded
 # latent caches go to the device whole; the same bits as the CPU's

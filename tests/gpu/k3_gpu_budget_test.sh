@@ -4,8 +4,8 @@
 # checkpoint's largest product over the chunk's rows and the MLA latent
 # caches the attention keeps over the context, with a 64 KiB stage
 # (K3_GPU_STAGE_BYTES) so the head's weights go through both staging slots,
-# and the chunk's AttnRes block states kept there, computed here from the
-# safetensors headers; a budget of exactly that runs (its ids the CPU's,
+# and the chunk's AttnRes block states and the largest layer's trunk weights
+# kept there, computed here from the safetensors headers; a budget of exactly that runs (its ids the CPU's,
 # slices overlapped, every block state copied once), a byte less keeps one
 # block state fewer (the same ids), a byte less than the products' part is
 # refused at plan time with one line naming --gpu-mb (exit 6, k3-forward,
@@ -47,6 +47,7 @@ config = config.get("text_config", config)
 hidden = config["hidden_size"]
 values = -(-config["num_hidden_layers"] // config["attn_res_block_size"]) + 1
 w = s = cols = outs = heads = width = mla = stride = 0
+layers, kept = {}, 0
 for path in glob.glob(sys.argv[1] + "/*.safetensors"):
     with open(path, "rb") as f:
         header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
@@ -55,6 +56,16 @@ for path in glob.glob(sys.argv[1] + "/*.safetensors"):
         if name.endswith("self_attn.dt_bias"): width = max(width, t["shape"][0])
         if len(t["shape"]) != 2: continue
         size = t["data_offsets"][1] - t["data_offsets"][0]
+        at = name.find("model.layers.")
+        if at >= 0 and ".experts." not in name and (
+                (t["dtype"] == "BF16" and name.endswith(".weight")) or name.endswith((".weight_packed", ".weight_scale"))):
+            # The products the chunk runs (not the AttnRes keys nor MLA's kv_b,
+            # read by their ops), each in one slice of the 64 KiB stage here.
+            if not name.endswith(("_res_proj.weight", "kv_b_proj.weight")):
+                assert size <= 65536
+                layer = int(name[at + len("model.layers."):].split(".")[0])
+                layers[layer] = layers.get(layer, 0) + max(size + 4, 16)
+                kept += size
         if t["dtype"] == "BF16" and not name.endswith("embed_tokens.weight"):
             w, outs, cols = max(w, size), max(outs, t["shape"][0]), max(cols, t["shape"][1])
         elif name.endswith(".weight_packed"):
@@ -75,11 +86,14 @@ staging = 2 * max(piece + 4, 16) + (2 * max(scale_piece + 4, 16) if s else 0)
 rest = (max(rows * cols * 4, mix_in, 16) + max(rows * outs * 4, mix_out, 16) + kda
         + mla * context * stride * 4 + 4)
 blocks = max(4 * (values - 1) * rows * hidden, 16)
-# And staged into device-local memory: each slot's weights and scales twice.
-print(staging + rest + blocks, staging + rest, 2 * staging + rest, blocks, rows * hidden * 4)
+# And staged into device-local memory: each slot's weights and scales, and
+# the products' activations in and out, twice.
+layer = max(layers.values())
+local = 2 * staging + rest + max(rows * cols * 4, 16) + max(rows * outs * 4, 16)
+print(staging + rest + blocks + layer, staging + rest, local, blocks, rows * hidden * 4, layer, kept)
 PY
 )
-read -r need rest rest_local blocks block_bytes <<< "$need"
+read -r need rest rest_local blocks block_bytes layer kept <<< "$need"
 mb() { python3 -c "print(repr($1 / 1e6))"; }
 run() {  # run NAME FLAGS...
   local name=$1; shift
@@ -120,13 +134,28 @@ check "stats: the KDA gates ran on the device, one a recurrence" "$(json exact k
 check "stats: the KDA output norms ran on the device, one a recurrence" "$(json exact kda_recurrences)" \
   "$(json exact kda_outputs)"
 check "stats: every block state kept on the device, copied once" "$blocks" "$(json exact block_upload_bytes)"
-# A byte less: the block states keep what room is left (one block fewer),
-# the last one copied by each mix instead; the same ids.
+# Each layer's trunk products keep their weights on the device across the
+# chunk's two sub-batches (256 + 44 rows): each matrix copied there once
+# (weights and scales by the headers, but the routed experts', the AttnRes
+# keys and MLA's kv_b), the second sub-batch finding all of it there.
+check "stats: each layer's products' weights kept once" "$kept" "$(json exact weight_kept_bytes)"
+check "stats: the second sub-batch reused them" "$kept" "$(json exact weight_reused_bytes)"
+holds "stats: the weights are some of the bytes uploaded" \
+  "[ '$(json exact weight_upload_bytes)' -gt '$kept' ] && [ '$(json exact weight_upload_bytes)' -lt '$(json exact upload_bytes)' ]"
+# A byte less: the kept layer weights take what room is left (the largest
+# layer keeps a matrix fewer), the block states all kept; the same ids.
 run short --gpu "$lvp" --gpu-mb "$(mb $((need - 1)))" --stats-json "$work/short.json"
 holds "a byte less than the plan: same ids" "cmp -s '$work/short.out' '$work/cpu.out'"
 check "a byte less: the plan takes the room left" "$((need - 1))" "$(json short plan_bytes)"
-check "a byte less: one block fewer kept" "$((blocks - block_bytes))" "$(json short block_upload_bytes)"
+check "a byte less: every block state kept still" "$blocks" "$(json short block_upload_bytes)"
+holds "a byte less: fewer layer weights kept" "[ '$(json short weight_kept_bytes)' -lt '$kept' ]"
 holds "a byte less: within the budget" "[ '$(json short peak_bytes)' -le $((need - 1)) ]"
+# A layer's weights and a byte less: no weights kept, one block fewer, the
+# last one copied by each mix instead; the same ids.
+run shorter --gpu "$lvp" --gpu-mb "$(mb $((need - layer - 1)))" --stats-json "$work/shorter.json"
+holds "a layer's weights and a byte less: same ids" "cmp -s '$work/shorter.out' '$work/cpu.out'"
+check "a layer and a byte less: no weights kept" 0 "$(json shorter weight_kept_bytes)"
+check "a layer and a byte less: one block fewer kept" "$((blocks - block_bytes))" "$(json shorter block_upload_bytes)"
 bad "a byte less than the plan's products, k3-forward" 6 "--gpu-mb: the device's products need" -- \
   "$FWD" "$TINY" --ids "$work/ids.txt" --gen 2 --gpu "$lvp" --gpu-mb "$(mb $((rest - 1)))"
 contains "the refusal says the bytes" "($rest bytes) for up to 300 rows and 1 x 302 cached positions" \
