@@ -340,8 +340,8 @@ void ForwardPass::chunk_head_rows(ChunkRun& run, const std::vector<size_t>& rows
     head_logits(m, logits.data(), [&](const HeadWeights& head, float* mixed) {
       for (size_t t = 0; t < m; ++t) {
         const size_t row = rows[k0 + t];
-        blocks.mix(row, 1, count, run.P + row * hidden, head.output_attn_res_proj.data,
-                   head.output_attn_res_norm.data, config_.rms_norm_eps, mixed + t * hidden, scratch_.mix());
+        blocks.mix(row, 1, count, run.P + row * hidden, head.output_attn_res_proj.data, head.output_attn_res_norm.data,
+                   config_.rms_norm_eps, mixed + t * hidden, scratch_.mix());
       }
     });
     for (size_t t = 0; t < m; ++t) {
