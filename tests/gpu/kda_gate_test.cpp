@@ -25,7 +25,7 @@
 namespace k3 {
 namespace {
 
-using test::expect_same_bits;
+using test::expect_same_bits_any_nan;
 using test::floats_over_exponents;
 using test::shared_gpu;
 
@@ -40,8 +40,8 @@ void expect_gates_equal(const ModelConfig& c, const std::vector<float>& graw, co
   const kernels::KdaGateBound bound{c.kda_has_gate_lower_bound, c.kda_gate_lower_bound};
   ASSERT_TRUE(gpu.kda_gates(dev_g.data(), dev_beta.data(), tokens, H, D, A_log.data(), dt_bias.data(), bound)) << what;
   EXPECT_EQ(gpu.counters().kda_gates, calls + 1) << what;
-  expect_same_bits(cpu_g, dev_g, what + ": g");
-  expect_same_bits(cpu_beta, dev_beta, what + ": beta");
+  expect_same_bits_any_nan(cpu_g, dev_g, what + ": g");
+  expect_same_bits_any_nan(cpu_beta, dev_beta, what + ": beta");
   EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
 }
 
