@@ -204,18 +204,28 @@ void GpuBackend::run_slices(ComputePipeline& pipeline, bool mx, size_t rows, siz
   for (Stage& stage : stages_) stage.slot->wait();
 }
 
+namespace {
+
+// A barrier over all of `buffer`: its accesses `src` before it, `dst` after.
+VkBufferMemoryBarrier whole_buffer_barrier(const VulkanBuffer& buffer, VkAccessFlags src, VkAccessFlags dst) {
+  VkBufferMemoryBarrier b{};
+  b.sType = VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER;
+  b.srcAccessMask = src;
+  b.dstAccessMask = dst;
+  b.srcQueueFamilyIndex = b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+  b.buffer = buffer.handle();
+  b.offset = 0;
+  b.size = VK_WHOLE_SIZE;
+  return b;
+}
+
+}  // namespace
+
 void GpuBackend::record_activation_copy(VkCommandBuffer commands, const VulkanBuffer& from, const VulkanBuffer& to,
                                         size_t bytes, bool into_shader) const {
   auto barrier = [&](const VulkanBuffer& buffer, VkAccessFlags src, VkAccessFlags dst, VkPipelineStageFlags from_stage,
                      VkPipelineStageFlags to_stage) {
-    VkBufferMemoryBarrier b{};
-    b.sType = VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER;
-    b.srcAccessMask = src;
-    b.dstAccessMask = dst;
-    b.srcQueueFamilyIndex = b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
-    b.buffer = buffer.handle();
-    b.offset = 0;
-    b.size = VK_WHOLE_SIZE;
+    const VkBufferMemoryBarrier b = whole_buffer_barrier(buffer, src, dst);
     vkCmdPipelineBarrier(commands, from_stage, to_stage, 0, 0, nullptr, 1, &b, 0, nullptr);
   };
   // The products' rows are written by the shader before they are copied out.
@@ -238,15 +248,7 @@ void GpuBackend::record_copy(VkCommandBuffer commands, const Stage& stage, const
   auto copy = [&](const VulkanBuffer& from, const VulkanBuffer& to, size_t bytes) {
     const VkBufferCopy region{0, 0, bytes};
     vkCmdCopyBuffer(commands, from.handle(), to.handle(), 1, &region);
-    VkBufferMemoryBarrier b{};
-    b.sType = VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER;
-    b.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-    b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT;
-    b.srcQueueFamilyIndex = b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
-    b.buffer = to.handle();
-    b.offset = 0;
-    b.size = VK_WHOLE_SIZE;
-    barriers.push_back(b);
+    barriers.push_back(whole_buffer_barrier(to, VK_ACCESS_TRANSFER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT));
   };
   // The word past the slice's last byte that the shader may read comes too.
   copy(*stage.weights, weights, stage.weight_bytes + 4);
