@@ -96,12 +96,8 @@ ModelPlan Model::plan(const ModelConfig& config, const Checkpoint& checkpoint, c
     const uint64_t rows = device_rows(memory.chunk, memory.batch);
     // A mix gets at most a chunk's sub-batch or a batch of rows (ForwardPass).
     const uint64_t mix_rows = std::min(rows, std::max(memory.batch, memory.chunk_sub_batch));
-    const DevicePlan device =
-        check_device_plan(checkpoint, req, rows, device_mix_rows(config, mix_rows, rows), params.context,
-                          device_local_staging(out.device.get()), params.log ? *params.log : null_log);
-    out.device_bytes = device.bytes;
-    out.device_chunk_block_bytes = device.chunk_block_bytes;
-    out.device_layer_weight_bytes = device.layer_weight_bytes;
+    out.device_plan = check_device_plan(checkpoint, req, rows, device_mix_rows(config, mix_rows, rows), params.context,
+                                        device_local_staging(out.device.get()), params.log ? *params.log : null_log);
     check_position_limit(config, req.context, span_what());
   } else {
     // The sequences' state and caches are planned as the budgeted path
@@ -110,12 +106,8 @@ ModelPlan Model::plan(const ModelConfig& config, const Checkpoint& checkpoint, c
     check_position_limit(config, params.context, span_what());
     std::ostream null_log(nullptr);
     const uint64_t rows = device_rows(chunk, params.batch);
-    const DevicePlan device =
-        check_device_plan(checkpoint, req, rows, device_mix_rows(config, rows, rows), params.context,
-                          device_local_staging(out.device.get()), params.log ? *params.log : null_log);
-    out.device_bytes = device.bytes;
-    out.device_chunk_block_bytes = device.chunk_block_bytes;
-    out.device_layer_weight_bytes = device.layer_weight_bytes;
+    out.device_plan = check_device_plan(checkpoint, req, rows, device_mix_rows(config, rows, rows), params.context,
+                                        device_local_staging(out.device.get()), params.log ? *params.log : null_log);
     // Said only once the checks have passed, so a refusal stays one line.
     if (params.log)
       *params.log << tool_name() << ": no " << spelled(run_setting::kTrunkDir)
@@ -132,7 +124,7 @@ void Model::load(ModelPlan plan) {
   params_.stream = std::move(plan.request);
   const RunRequest& req = params_.stream;
   device_ = std::move(plan.device);
-  counters_.device_plan_bytes = plan.device_bytes;
+  counters_.device_plan_bytes = plan.device_plan.bytes;
   uint64_t max_batch = params_.batch;
   uint64_t chunk = prefill_chunk_override();  // resident: nothing is read, chunks only when asked
   uint64_t chunk_sub_batch = 0;
@@ -177,8 +169,8 @@ void Model::load(ModelPlan plan) {
   if (device_) {
     device_->keep_latent_caches(std::max<uint64_t>(1, req.sequences) * mla_latent_shape(checkpoint_).layers,
                                 params_.context);
-    device_->limit_chunk_blocks(plan.device_chunk_block_bytes);
-    device_->limit_layer_weights(plan.device_layer_weight_bytes);
+    device_->limit_chunk_blocks(plan.device_plan.chunk_block_bytes);
+    device_->limit_layer_weights(plan.device_plan.layer_weight_bytes);
   }
   if (plan.stream && plan.stream->plan.chunk_spilled) engine_->set_spill(std::make_unique<SpillFile>(req.trunk_dir));
   counters_.streaming = streaming_ != nullptr;

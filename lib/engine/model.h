@@ -55,6 +55,7 @@
 #include "model/layer_tap.h"
 #include "model/sequence_state.h"
 #include "model/weight_source.h"
+#include "runtime/device_plan.h"
 #include "runtime/resident_weights.h"
 #include "runtime/streaming_setup.h"
 #include "runtime/streaming_weights.h"
@@ -92,11 +93,11 @@ struct ModelParams {
 // (Model::plan): a server plans, listens, then loads from this plan without
 // planning again.
 struct ModelPlan {
-  RunRequest request;                      // as planned: context, batch and threads set
-  std::optional<PreparedStream> stream;    // the streaming plan; empty: everything resident
-  uint64_t device_bytes = 0;               // the --gpu device's products (runtime/device_plan.h); 0: no device
-  uint64_t device_chunk_block_bytes = 0;   // of which the chunk's block states kept there
-  uint64_t device_layer_weight_bytes = 0;  // and a layer's weights kept there across sub-batches
+  RunRequest request;                    // as planned: context, batch and threads set
+  std::optional<PreparedStream> stream;  // the streaming plan; empty: everything resident
+  // The --gpu device's bytes (runtime/device_plan.h): its products, of which
+  // the chunk's block states and a layer's weights kept there; all 0: no device.
+  DevicePlan device_plan;
   // The request's device (RunRequest::gpu_device), opened and probed by the
   // plan, before anything is said, so its refusal is one line; null: none.
   std::shared_ptr<kernels::ComputeBackend> device;
