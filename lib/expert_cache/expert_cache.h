@@ -88,7 +88,7 @@ struct ExpertCacheStats {
   // the prefetch began: an expert read for an earlier group is no hit.
   uint64_t experts_resident = 0;
   double io_wait_seconds = 0;  // compute thread blocked waiting for expert bytes
-  // lend(): how often the slots above the floor were lent to a prefill's
+  // lend(): how often the slots beyond the chunk's own were lent to a prefill's
   // chunk and taken back (reclaim), and the most bytes lent at once.
   uint64_t lends = 0, reclaims = 0, lent_bytes = 0;
   ExpertGuessStats guess;

@@ -1,4 +1,4 @@
-// ExpertCache::lend and reclaim: the cache's slots above its floor lent to a
+// ExpertCache::lend and reclaim: the cache's slots beyond the chunk's own lent to a
 // layer-major prefill's chunk (model/prefill_chunk.h) and given back for
 // decode. The memory plan counts the larger of the two peaks, not their sum
 // (planning/memory_plan.h, MemoryPlan::cache_lent_bytes).

@@ -38,7 +38,7 @@ class AlignedBuffer {
   // Gives the whole pages of [offset, offset + bytes) back to the system
   // (madvise MADV_DONTNEED): the resident memory drops now, and they read as
   // zeros when touched again. For memory lent for a while (the expert
-  // cache's slots above its floor during a prefill's chunk).
+  // cache's slots beyond the chunk's own during a prefill's chunk).
   void discard(size_t offset, size_t bytes);
 
  private:

@@ -58,7 +58,7 @@ class WeightSource {
                                const std::function<void(size_t k, const ExpertWeights& w)>& on_ready) = 0;
 
   // A layer-major chunk (ForwardPass::set_chunk) is about to run: a source
-  // whose memory serves decode only (an expert cache above its floor: a
+  // whose memory serves decode only (an expert cache beyond the chunk's slots: a
   // chunk reads each expert its rows chose once per layer anyway) may lend
   // it to the chunk's carried state until reclaim_after_chunk(), which the
   // forward pass calls after it has freed that state (returns whether it

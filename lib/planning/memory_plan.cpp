@@ -282,6 +282,7 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
   p.slot_bytes = slot_bytes;
   const bool moe = c.num_hidden_layers > c.first_k_dense_replace;
   p.min_slots = moe ? static_cast<uint64_t>(c.num_experts_per_token) : 0;
+  p.chunk_slots = std::min(p.min_slots, kChunkExpertSlots);
   p.cache_slots = slot_bytes ? req.cache_budget / slot_bytes : 0;
   const uint64_t all = moe ? static_cast<uint64_t>(c.num_hidden_layers - c.first_k_dense_replace) * c.num_experts : 0;
   p.cache_slots = std::min(std::max(p.cache_slots, p.min_slots), all);
@@ -334,8 +335,8 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
 void prefill_decode_peak(const ModelConfig& c, MemoryPlan& p, bool lend) {
   const uint64_t moe_layers = static_cast<uint64_t>(std::max(0, c.num_hidden_layers - c.first_k_dense_replace));
   const bool holds_all = p.cache_slots >= moe_layers * static_cast<uint64_t>(c.num_experts);  // nothing to refill
-  const uint64_t floor = p.min_slots * p.slot_bytes;
-  p.cache_lent_bytes = lend && p.chunk > p.batch && !holds_all && p.cache_bytes > floor ? p.cache_bytes - floor : 0;
+  const uint64_t kept = p.chunk_slots * p.slot_bytes;                                         // the chunk's own slots
+  p.cache_lent_bytes = lend && p.chunk > p.batch && !holds_all && p.cache_bytes > kept ? p.cache_bytes - kept : 0;
   p.peak_rss = std::max(checked_add(p.chunk_bytes, p.hold_bytes, "the memory plan"),
                         checked_add(p.cache_lent_bytes, p.pinned_lent_bytes + p.buffers_lent_bytes, "the memory plan"));
   for (uint64_t part :

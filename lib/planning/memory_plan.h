@@ -27,6 +27,13 @@ inline constexpr uint64_t kHeadBlockCap = 256ull << 20;
 // budget that pinned sections left unused, up to kMaxStreamBuffers.
 inline constexpr uint64_t kPrefetchAllowance = 512ull << 20;
 inline constexpr int kMaxStreamBuffers = 4;
+// Expert cache slots a layer-major chunk keeps while the rest of the cache
+// is lent to it (RunRequest::lend_cache): its routed experts run one at a
+// time on all the rows that chose them (model/latent_moe_chunk.h), so one
+// slot computes while the next expert is read into the other. Decode needs
+// its floor (one layer's top-k, all in flight at once) only after the chunk
+// has given the cache back.
+inline constexpr uint64_t kChunkExpertSlots = 2;
 
 struct MemoryPlan {
   // Trunk: sections in use order (layers 0..n-1, then the head; then the
@@ -69,7 +76,10 @@ struct MemoryPlan {
   uint64_t cache_slots = 0;
   uint64_t cache_bytes = 0;
   uint64_t min_slots = 0;  // floor: one layer's top-k experts, all in flight at once
-  // The cache's bytes above the floor lent to the prefill's chunk
+  // Slots a chunk keeps when the cache is lent to it: kChunkExpertSlots, at
+  // most the floor.
+  uint64_t chunk_slots = 0;
+  // The cache's bytes beyond the chunk's slots lent to the prefill's chunk
   // (RunRequest::lend_cache): the chunk and those slots never hold memory at
   // once, so the peak counts the larger of the two (prefill_decode_peak).
   uint64_t cache_lent_bytes = 0;
@@ -123,7 +133,7 @@ inline bool plan_fits(const MemoryPlan& plan, uint64_t available) {
   return available == UINT64_MAX || plan.peak_rss <= plan_limit(available);
 }
 
-// Sets plan.cache_lent_bytes (the cache's bytes above its floor where
+// Sets plan.cache_lent_bytes (the cache's bytes beyond the chunk's slots where
 // `lend` and a chunk longer than a batch runs, and the cache does not hold
 // every expert) and plan.peak_rss: every part of the plan, with the larger
 // of (the chunk + the hold buffer) and (the lent cache + the lent pinned

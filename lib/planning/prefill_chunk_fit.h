@@ -10,7 +10,7 @@
 // sub-batch, unless the chunk holds each layer whole in one buffer,
 // RunRequest::hold_layer: then once per chunk, the pinned layers lent to
 // that buffer and read again after the prompt), and the expert cache's
-// slots above its floor lent to the chunk (RunRequest::lend_cache), which
+// slots beyond the chunk's own lent to the chunk (RunRequest::lend_cache), which
 // decode then reads again as it refills them. Each plan is judged by its
 // disk bytes (prefill_disk_bytes): the weights the prompt reads, the spill
 // file written and read back, the lent cache's refill and the lent pinned

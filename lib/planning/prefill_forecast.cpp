@@ -35,8 +35,8 @@ PrefillReads forecast_prefill_reads(const ModelConfig& c, const MemoryPlan& plan
   const double L = std::max(0, c.num_hidden_layers - c.first_k_dense_replace), E = c.num_experts,
                k = c.num_experts_per_token;
   const double expert = plan.slot_bytes > kDirectAlign ? static_cast<double>(plan.slot_bytes - kDirectAlign) : 0.0;
-  // A cache lent to the chunk holds its floor only while the prompt runs.
-  const uint64_t slots = plan.cache_lent_bytes > 0 ? plan.min_slots : plan.cache_slots;
+  // A cache lent to the chunk holds the chunk's slots only while the prompt runs.
+  const uint64_t slots = plan.cache_lent_bytes > 0 ? plan.chunk_slots : plan.cache_slots;
   const double miss = L * E > 0 ? 1.0 - std::min(1.0, static_cast<double>(slots) / (L * E)) : 0.0;
   // Layers stream in row blocks through the products, once per sub-batch,
   // unless a chunk holds each layer whole (MemoryPlan::layer_held).

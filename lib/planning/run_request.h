@@ -92,7 +92,8 @@ struct RunRequest {
   // and read again after it (MemoryPlan::pinned_lent_bytes). Chosen by
   // fit_prefill_chunk where it moves fewer bytes.
   bool hold_layer = false;
-  // The expert cache's slots above its floor are lent to the chunk during a
+  // The expert cache's slots beyond the chunk's own (MemoryPlan::chunk_slots,
+  // kChunkExpertSlots) are lent to the chunk during a
   // prefill (ExpertCache::lend: dropped for the chunk, refilled by decode),
   // so the plan counts the larger of the prefill's peak and decode's, not
   // their sum (MemoryPlan::cache_lent_bytes). Chosen by fit_prefill_chunk

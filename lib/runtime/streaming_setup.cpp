@@ -74,7 +74,7 @@ uint64_t resolve_block_bytes(const RunRequest& req) {
 static std::string lent_cache_line(const MemoryPlan& plan) {
   if (plan.cache_lent_bytes == 0) return "";
   return std::string(tool_name()) + ": prefill: the expert cache's " + format_bytes(plan.cache_lent_bytes) +
-         " above its floor (" + std::to_string(plan.min_slots) + " slots) lent to the chunk (" +
+         " beyond the chunk's " + std::to_string(plan.chunk_slots) + " slots lent to the chunk (" +
          format_bytes(plan.chunk_bytes) +
          ") and given back, empty, for decode, which refills it as it misses; the peak counts the larger, not both\n";
 }

@@ -75,7 +75,7 @@ uint64_t prefill_chunk_override();
 // compare spilled and unspilled runs bit for bit. Other values are refused.
 bool prefill_spill_override();
 // K3_PREFILL_LEND=1 (test-only, CONTRIBUTING.md): lend the expert cache's
-// slots above its floor to the prefill's chunk (RunRequest::lend_cache)
+// slots beyond the chunk's own to the prefill's chunk (RunRequest::lend_cache)
 // whether or not memory is short, so tests compare lending and keeping runs
 // bit for bit. Other values are refused.
 bool prefill_lend_override();

@@ -28,7 +28,7 @@ StreamingWeights::StreamingWeights(const ModelConfig& config, const Checkpoint& 
   trunk_ = std::make_unique<TrunkStream>(config, checkpoint, trunk_file_.get(), shard_files_, std::move(layout), plan,
                                          io_, progress);
   experts_ = std::make_unique<ExpertCache>(config, checkpoint, shard_files_, plan.cache_slots, io_, cache_policy);
-  if (plan.cache_lent_bytes > 0) lend_keep_ = std::max<uint64_t>(plan.min_slots, 1);
+  if (plan.cache_lent_bytes > 0) lend_keep_ = std::max<uint64_t>(plan.chunk_slots, 1);
   hold_layers_ = plan.layer_held;
   lend_pinned_ = plan.pinned_lent_bytes > 0;
   load_seconds_ = seconds_since(t0);

@@ -36,7 +36,7 @@ struct StreamStats {
   double io_busy_seconds = 0;      // at least one read in progress (the device kept busy)
   double load_seconds = 0;
   uint64_t units_not_ahead = 0;  // trunk units read only when asked for (not read ahead)
-  // The expert cache's slots above its floor lent to prefill chunks and
+  // The expert cache's slots beyond the chunk's own lent to prefill chunks and
   // given back (ExpertCache::lend): how often, and the most bytes at once.
   uint64_t cache_lends = 0, cache_reclaims = 0, cache_lent_bytes = 0;
   uint64_t cache_lent_slots = 0;  // slots lent now: 0 once a chunk gave them back
@@ -77,7 +77,7 @@ class StreamingWeights : public WeightSource {
   void set_expert_lookahead(bool on) { lookahead_ = on; }
   const MoeTrunkWeights* router_ahead(int layer) override;
   void prefetch_guess(int layer, const std::vector<int>& experts) override;
-  // Where the plan lends the expert cache's slots above its floor to a
+  // Where the plan lends the expert cache's slots beyond the chunk's own to a
   // prefill's chunk (MemoryPlan::cache_lent_bytes): they are dropped for the
   // chunk and given back, empty, after it. Where it holds each layer whole
   // (MemoryPlan::layer_held): the trunk holds its layers for the chunk
@@ -97,7 +97,7 @@ class StreamingWeights : public WeightSource {
   std::unique_ptr<ExpertCache> experts_;
   double load_seconds_ = 0;
   bool lookahead_ = false;
-  uint64_t lend_keep_ = 0;  // slots kept while a chunk borrows the rest (the plan's floor); 0: no lending
+  uint64_t lend_keep_ = 0;  // slots kept while a chunk borrows the rest (MemoryPlan::chunk_slots); 0: no lending
   bool cache_lent_ = false;
   bool hold_layers_ = false, lend_pinned_ = false;  // MemoryPlan::layer_held, pinned_lent_bytes > 0
   // Per decoder layer: its router may guess (its trunk section is pinned,

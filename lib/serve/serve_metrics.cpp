@@ -82,7 +82,7 @@ std::string ServeMetrics::prometheus_text() const {
   metric(out, "k3_expert_hit_rate", "gauge", "Routed experts already resident when asked for (0..1).",
          asked > 0 ? static_cast<double>(experts_resident.load()) / asked : 0);
   metric(out, "k3_expert_cache_lends_total", "counter",
-         "Prompt passes the expert cache's slots above its floor were lent to (the plan lends).", cache_lends);
+         "Prompt passes the expert cache's slots beyond the chunk's own were lent to (the plan lends).", cache_lends);
   metric(out, "k3_expert_cache_reclaims_total", "counter", "Of those loans, the ones given back (the cache empty).",
          cache_reclaims);
   metric(out, "k3_expert_cache_lent_slots", "gauge", "Expert cache slots lent now (0 between passes).",

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The expert cache lent to the prefill's chunk end to end (k3-forward over
-# the tiny model, a 600-id prompt, a cache of about 40 slots above its floor
-# of 4): lending (K3_PREFILL_LEND=1) leaves the generated ids, the --logits
+# the tiny model, a 600-id prompt, a cache of about 40 slots, the chunk
+# keeping 2 of them): lending (K3_PREFILL_LEND=1) leaves the generated ids, the --logits
 # file and the --state-out file bit-identical to 256-row batches at chunks of
 # 600 and 320 (a context of 640: two reads of the weights against three for
 # 256-row batches; a chunk of 300 at a context of 700 reads as often as the
@@ -40,16 +40,27 @@ for chunk in 600 320; do
 done
 check "lend 600: one chunk, one loan" 1 "$(json lend600 expert_cache_loan.lends)"
 check "lend 320: two chunks, two loans" 2 "$(json lend320 expert_cache_loan.lends)"
-holds "lend 600: the plan lends the cache's bytes above its floor" \
+holds "lend 600: the plan lends the cache's bytes beyond the chunk's slots" \
   "test $(json lend600 expert_cache_loan.planned_lent_bytes) -gt 0"
-contains "the plan says it lends" "above its floor (4 slots) lent to the chunk" "$(cat "$work/lend600.err")"
+contains "the plan says it lends" "beyond the chunk's 2 slots lent to the chunk" "$(cat "$work/lend600.err")"
+# A cache at its floor (--cache-gb 0: one layer's top-k, 4 slots) lends all
+# but the chunk's 2: the chunk's experts run through fewer slots than a
+# token's top-k, and decode gets its floor back.
+run floor-batches 256 0 --cache-gb 0
+run lend-floor 600 1 --cache-gb 0
+same lend-floor floor-batches
+check "lend at the floor: 2 of 4 slots lent" "$(json lend-floor expert_cache_loan.planned_lent_bytes)" \
+  "$(json lend-floor expert_cache_loan.lent_bytes)"
+holds "lend at the floor: the plan lends half the floor" \
+  "test $(json lend-floor expert_cache_loan.planned_lent_bytes) -gt 0"
+contains "lend at the floor: the plan says so" "beyond the chunk's 2 slots lent to the chunk" "$(cat "$work/lend-floor.err")"
 run lend-draft 600 1 "${CACHE[@]}" --draft "${K3_TEST_DATA:?}/k3-tiny-dspark"
 run draft-batches 256 0 "${CACHE[@]}" --draft "${K3_TEST_DATA:?}/k3-tiny-dspark"
 same lend-draft draft-batches
 
 # The whole context in one chunk with less memory: the roomy plan's forecast
-# less 100 kB as the 90% limit. Lending the cache above its floor (about
-# 440 kB) would fit, and so does a batch of 128 rows (half the 256-row
+# less 100 kB as the 90% limit. Lending the cache beyond the chunk's slots
+# (about 470 kB) would fit, and so does a batch of 128 rows (half the 256-row
 # batch's 14.8 MB of activations), which costs no bytes read: the plan takes
 # that (no spill file without a packed trunk).
 peak_of() {  # peak_of FILE: the forecast peak RSS of a --plan's stderr, in bytes

@@ -435,13 +435,16 @@ TEST(MemoryPlan, StopCopiesAndKeptStatesFollowTheirFormulas) {
 }
 
 // The expert cache lent to the prefill's chunk (RunRequest::lend_cache): the
-// lent bytes are the cache's above its floor (one layer's top-k), and the
-// peak counts the larger of the chunk and them, not their sum, by formula
-// from the plan that keeps the cache.
+// lent bytes are the cache's beyond the chunk's own slots (kChunkExpertSlots,
+// fewer than the floor of one layer's top-k: the chunk runs its experts one
+// at a time), and the peak counts the larger of the chunk and them, not
+// their sum, by formula from the plan that keeps the cache.
 TEST(MemoryPlan, LentCachePeakIsTheLargerOfPrefillAndDecode) {
   const ModelConfig c = load_model_config(kTiny);
   const TrunkLayout layout = hand_layout(c);
-  const uint64_t slot = 12288, floor = 4 * slot;  // 4 experts per token
+  const uint64_t slot = 12288, top_k = 4;  // 4 experts per token
+  ASSERT_LT(kChunkExpertSlots, top_k);
+  const uint64_t kept_slots = kChunkExpertSlots * slot;
   RunRequest req;
   req.context = 1000;
   req.batch = 16;
@@ -451,26 +454,31 @@ TEST(MemoryPlan, LentCachePeakIsTheLargerOfPrefillAndDecode) {
     req.lend_cache = false;
     const MemoryPlan kept = plan_memory(c, layout, slot, req);
     ASSERT_EQ(kept.cache_slots, 40u);
-    ASSERT_EQ(kept.min_slots, 4u);
+    ASSERT_EQ(kept.min_slots, top_k);
+    ASSERT_EQ(kept.chunk_slots, kChunkExpertSlots);
     EXPECT_EQ(kept.cache_lent_bytes, 0u);
     req.lend_cache = true;
     const MemoryPlan lent = plan_memory(c, layout, slot, req);
     const std::string what = "chunk " + std::to_string(chunk);
-    EXPECT_EQ(lent.cache_lent_bytes, 40 * slot - floor) << what;
+    EXPECT_EQ(lent.cache_lent_bytes, 40 * slot - kept_slots) << what;
     EXPECT_EQ(lent.cache_bytes, kept.cache_bytes) << what;  // decode still has the whole cache
     EXPECT_EQ(lent.chunk_bytes, kept.chunk_bytes) << what;
     const uint64_t rest = kept.peak_rss - kept.chunk_bytes - kept.cache_bytes;
-    EXPECT_EQ(lent.peak_rss, rest + floor + std::max(kept.chunk_bytes, 40 * slot - floor)) << what;
-    EXPECT_EQ(kept.peak_rss - lent.peak_rss, std::min(kept.chunk_bytes, 40 * slot - floor)) << what;
+    EXPECT_EQ(lent.peak_rss, rest + kept_slots + std::max(kept.chunk_bytes, 40 * slot - kept_slots)) << what;
+    EXPECT_EQ(kept.peak_rss - lent.peak_rss, std::min(kept.chunk_bytes, 40 * slot - kept_slots)) << what;
   }
   EXPECT_GT(plan_memory(c, layout, slot, req).cache_lent_bytes, 0u);
-  // Nothing to lend: no chunk beyond a batch; a cache at its floor; a cache
-  // holding every expert (12 MoE layers x 16), which has nothing to refill.
+  // Nothing to lend: no chunk beyond a batch; a cache holding every expert
+  // (12 MoE layers x 16), which has nothing to refill.
   req.chunk = 16;
   EXPECT_EQ(plan_memory(c, layout, slot, req).cache_lent_bytes, 0u);
+  // A cache at its floor still lends all but the chunk's slots: decode needs
+  // the floor, the chunk does not.
   req.chunk = 1000;
   req.cache_budget = 0;
-  EXPECT_EQ(plan_memory(c, layout, slot, req).cache_lent_bytes, 0u);
+  const MemoryPlan at_floor = plan_memory(c, layout, slot, req);
+  EXPECT_EQ(at_floor.cache_slots, top_k);
+  EXPECT_EQ(at_floor.cache_lent_bytes, (top_k - kChunkExpertSlots) * slot);
   req.cache_budget = 192 * slot;
   const MemoryPlan all = plan_memory(c, layout, slot, req);
   EXPECT_EQ(all.cache_slots, 192u);

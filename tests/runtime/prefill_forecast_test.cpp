@@ -44,6 +44,24 @@ TEST(PrefillForecast, ChunksTrunkAndExperts) {
   EXPECT_DOUBLE_EQ(r.total(), r.trunk_bytes + r.expert_bytes);
 }
 
+// A cache that holds some experts saves their reads (flat routing: a
+// chunk's expert misses are the share of all experts the cache does not
+// hold); lent to the chunk (cache_lent_bytes), it holds only the chunk's own
+// slots while the prompt runs, not decode's floor or the whole cache.
+TEST(PrefillForecast, LentCacheHoldsTheChunkSlots) {
+  const ModelConfig c = load_model_config(kTiny);
+  MemoryPlan p = hand_plan();
+  const double L = c.num_hidden_layers - c.first_k_dense_replace, E = c.num_experts, k = c.num_experts_per_token;
+  const double union100 = E * (1 - std::pow(1 - k / E, 100)), union50 = E * (1 - std::pow(1 - k / E, 50));
+  const double all = L * (2 * union100 + union50) * 12288;
+  p.cache_slots = 40;
+  p.min_slots = 4;
+  p.chunk_slots = 2;
+  EXPECT_NEAR(forecast_prefill_reads(c, p, 250).expert_bytes, all * (1 - 40 / (L * E)), 1e-9 * all);
+  p.cache_lent_bytes = 38 * p.slot_bytes;
+  EXPECT_NEAR(forecast_prefill_reads(c, p, 250).expert_bytes, all * (1 - 2 / (L * E)), 1e-9 * all);
+}
+
 // Row blocks: the trunk once per sub-batch of the chunk (chunk_sub_batch
 // rows, a batch when unset); a piece no longer than that is one pass.
 TEST(PrefillForecast, RowBlocksOncePerChunkSubBatch) {
