@@ -58,7 +58,7 @@ std::string describe_first_token(const FirstTokenForecast& f, const MemoryPlan& 
       (unsigned long long)f.reads.tokens, format_bytes(static_cast<uint64_t>(f.reads.total())).c_str(),
       (unsigned long long)plan.chunk, (unsigned long long)plan.batch,
       plan.chunk_spilled ? ", its block states spilled" : "",
-      plan.layer_held ? ", each layer held whole"
+      plan.layer_held ? (", each layer held whole" + skipped_layers_phrase(plan)).c_str()
       : plan.row_blocks > 0 && plan.chunk > plan.batch
           ? (", row blocks once per " + std::to_string(std::max(plan.batch, plan.chunk_sub_batch))).c_str()
           : "",
