@@ -97,6 +97,7 @@ AtBatch fit_at_batch(const ModelConfig& config, const PlanOf& plan_of, const Pla
       const bool fit = fits(p) && (!r.lend_cache || p.cache_lent_bytes > 0);
       if (fit) consider(p);
       if (fit && p.pinned_lent_bytes == 0) return;
+      if (p.hold_next_limit >= limit) return;  // each limit below the last, or the chain could not end
       limit = p.hold_next_limit;
     }
   };
