@@ -305,6 +305,7 @@ std::string layer_hold_member(const ModelCounters& m) {
   w.key("planned_hold_bytes").value(m.hold_bytes).key("planned_pinned_lent_bytes").value(m.pinned_lent_bytes);
   w.key("held_layers").value(s.held_layers).key("held_bytes").value(s.held_bytes);
   w.key("repinned_bytes").value(s.repinned_bytes).key("dropped_ahead_bytes").value(s.dropped_ahead_bytes);
+  w.key("skipped_layers").value(s.skipped_layers);
   w.end_object().end_object();
   const std::string object = w.take();
   return "  " + object.substr(1, object.size() - 2);

@@ -60,7 +60,8 @@ std::string expert_cache_loan_member(const ModelCounters& m);
 // MemoryPlan::layer_held): the plan's hold buffer and lent pinned layers,
 // and what the run read: layer sections read whole into the buffer, their
 // bytes (in prefill.trunk_bytes too), the lent sections read again, and the
-// units read ahead into the stream buffers lent to the hold, dropped unused.
+// units read ahead into the stream buffers lent to the hold, dropped unused,
+// and the layers over the hold limit, streamed in row blocks inside a chunk.
 std::string layer_hold_member(const ModelCounters& m);
 
 }  // namespace k3

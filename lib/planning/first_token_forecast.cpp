@@ -51,22 +51,22 @@ MemoryPlan plan_preset_for_prompt(const Preset& preset, const PlanModel& model, 
 
 std::string describe_first_token(const FirstTokenForecast& f, const MemoryPlan& plan) {
   std::string o;
+  // How the prompt's reads are made: one clause each, in the plan's order.
+  std::string how = ", a batch of " + std::to_string(plan.batch);
+  if (plan.chunk_spilled) how += ", its block states spilled";
+  if (plan.layer_held) how += ", each layer held whole" + skipped_layers_phrase(plan);
+  else if (plan.row_blocks > 0 && plan.chunk > plan.batch)
+    how += ", row blocks once per " + std::to_string(std::max(plan.batch, plan.chunk_sub_batch));
+  if (plan.cache_lent_bytes > 0)
+    how += ", the expert cache's " + format_bytes(plan.cache_lent_bytes) + " beyond " +
+           std::to_string(plan.chunk_slots) + " slots lent to it";
   append_printf(o,
-                "%llu tokens: %s read (1 read of the weights per %llu tokens, a batch of %llu%s%s%s), %.1f s at %s/s + "
-                "%.1f s of compute at %.2f tokens/s = %.1f s",
+                "%llu tokens: %s read (1 read of the weights per %llu tokens%s), %.1f s at %s/s + %.1f s of compute "
+                "at %.2f tokens/s = %.1f s",
                 (unsigned long long)f.reads.tokens, format_bytes(static_cast<uint64_t>(f.reads.total())).c_str(),
-                (unsigned long long)plan.chunk, (unsigned long long)plan.batch,
-                plan.chunk_spilled ? ", its block states spilled" : "",
-                plan.layer_held ? ", each layer held whole"
-                : plan.row_blocks > 0 && plan.chunk > plan.batch
-                    ? (", row blocks once per " + std::to_string(std::max(plan.batch, plan.chunk_sub_batch))).c_str()
-                    : "",
-                plan.cache_lent_bytes > 0 ? (", the expert cache's " + format_bytes(plan.cache_lent_bytes) +
-                                             " beyond " + std::to_string(plan.chunk_slots) + " slots lent to it")
-                                                .c_str()
-                                          : "",
-                f.read_seconds, format_bytes(static_cast<uint64_t>(f.read_bytes_per_s)).c_str(), f.compute_seconds,
-                f.tokens_per_s, f.seconds());
+                (unsigned long long)plan.chunk, how.c_str(), f.read_seconds,
+                format_bytes(static_cast<uint64_t>(f.read_bytes_per_s)).c_str(), f.compute_seconds, f.tokens_per_s,
+                f.seconds());
   return o;
 }
 

@@ -14,6 +14,7 @@
 #include "io/aligned_buffer.h"
 #include "model/prefill_chunk.h"
 #include "model/tensor_manifest.h"
+#include "planning/prefill_forecast.h"
 #include "planning/row_block_tables.h"
 #include "trunk/block_reader.h"
 #include "trunk/plan.h"
@@ -62,24 +63,41 @@ std::string describe_kept_states(uint64_t bytes) {
 }
 
 // A held chunk's hold buffer: the largest layer section it takes (the
-// streamed ones and the pinned ones lent to it), and where the trunk is
-// compressed the staging a section's decode reads through, as a stream
-// buffer has; and what is lent to it.
-void plan_layer_hold(const TrunkLayout& layout, MemoryPlan& p) {
+// streamed ones and the pinned ones lent to it, each at most the request's
+// hold limit), and where the trunk is compressed the staging a section's
+// decode reads through, as a stream buffer has; and what is lent to it.
+void plan_layer_hold(const TrunkLayout& layout, uint64_t hold_limit, MemoryPlan& p) {
+  p.hold_limit = hold_limit;
+  const uint64_t limit = hold_limit ? hold_limit : UINT64_MAX;
   uint64_t largest = 0;
-  for (int s : p.streamed)
-    if (layout.sections[s].layer >= 0) largest = std::max(largest, layout.sections[s].length);
-  for (int s : p.pinned) {
+  for (int s : p.streamed) {
     const TrunkSection& ts = layout.sections[s];
     if (ts.layer < 0) continue;
+    if (ts.length <= limit) {
+      largest = std::max(largest, ts.length);
+      continue;
+    }
+    ++p.skipped_layers;  // in row blocks, once per piece
+    p.skipped_bytes += ts.length;
+    p.skipped_read_bytes += ts.stored_length;
+  }
+  for (int s : p.pinned) {
+    const TrunkSection& ts = layout.sections[s];
+    if (ts.layer < 0 || ts.length > limit) continue;  // over the limit: stays pinned
     largest = std::max(largest, ts.length);
     p.pinned_lent_bytes += ts.length;
     p.pinned_lent_read_bytes += ts.stored_length;
   }
+  p.hold_section_bytes = largest;
+  for (const TrunkSection& ts : layout.sections)
+    if (ts.layer >= 0 && ts.length < largest) p.hold_next_limit = std::max(p.hold_next_limit, ts.length);
   const uint64_t staging = p.stream_buffers > 0 ? p.stream_staging_bytes / p.stream_buffers : 0;
   p.hold_bytes = checked_add(largest, staging, "the hold buffer");
   // One stream buffer stays for the head's blocks; the others are lent.
   if (p.stream_buffers > 1) p.buffers_lent_bytes = (p.stream_buffers - 1) * p.stream_buffer_size;
+  // A skipped layer's row blocks pass through the lent stream buffers, in
+  // the hold buffer's memory (freed while such a layer runs).
+  if (p.skipped_layers > 0) p.hold_bytes = std::max(p.hold_bytes, p.buffers_lent_bytes);
 }
 
 // How often a chunk reads each row block: once per sub-batch, or once per
@@ -90,6 +108,10 @@ std::string describe_chunk_reads(const MemoryPlan& p) {
   if (p.layer_held) {
     append_printf(o, "  layer hold        each streamed layer read whole into a %s buffer per chunk",
                   format_bytes(p.hold_bytes).c_str());
+    if (p.skipped_layers > 0)
+      append_printf(o, "%s once per %llu rows (the buffer takes layers of at most %s)",
+                    skipped_layers_phrase(p).c_str(), (unsigned long long)p.chunk_sub_batch,
+                    format_bytes(p.hold_section_bytes).c_str());
     if (p.pinned_lent_bytes > 0)
       append_printf(o, "; the pinned layers' %s lent to it, read again after the prompt",
                     format_bytes(p.pinned_lent_bytes).c_str());
@@ -134,7 +156,7 @@ void plan_chunk(const ModelConfig& c, const TrunkLayout& layout, const RunReques
     p.spill_file_bytes = checked_mul(p.chunk, spill_file_bytes_per_token(c), "the prefill's spill file");
   }
 
-  if (p.layer_held) plan_layer_hold(layout, p);
+  if (p.layer_held) plan_layer_hold(layout, req.hold_limit, p);
 }
 
 }  // namespace

@@ -112,6 +112,20 @@ struct MemoryPlan {
   uint64_t pinned_lent_bytes = 0;
   uint64_t pinned_lent_read_bytes = 0;
   uint64_t buffers_lent_bytes = 0;
+  // A held chunk's hold limit (RunRequest::hold_limit): hold_section_bytes
+  // is the largest layer section held (at most the limit). The streamed
+  // layers larger (skipped_layers, skipped_read_bytes as stored) stream in
+  // row blocks once per piece of the chunk, through the stream buffers
+  // lent to the hold, which take the hold buffer's memory while such a
+  // layer runs (hold_bytes is at least buffers_lent_bytes then); the pinned
+  // ones larger stay pinned. hold_next_limit: the largest layer section
+  // below hold_section_bytes (0: none), the search's next limit.
+  uint64_t hold_limit = 0;  // the request's (0: none)
+  uint64_t hold_section_bytes = 0;
+  uint64_t skipped_layers = 0;
+  uint64_t skipped_bytes = 0;
+  uint64_t skipped_read_bytes = 0;
+  uint64_t hold_next_limit = 0;
   uint64_t per_sequence_bytes = 0;  // one sequence's KDA state + MLA cache (included above per sequence)
   uint64_t activation_bytes = 0;
   uint64_t draft_bytes = 0;       // the draft model: weights, buffers, context (--draft)

@@ -39,7 +39,7 @@ struct Fit {
 // kept: no plan at this batch or a smaller one moves fewer bytes.
 bool reads_least(const Fit& f, uint64_t longest) {
   const bool blocks_once = f.plan.row_blocks == 0 || f.plan.chunk_sub_batch == f.plan.chunk ||
-                           (f.plan.layer_held && f.plan.pinned_lent_bytes == 0);
+                           (f.plan.layer_held && f.plan.pinned_lent_bytes == 0 && f.plan.skipped_layers == 0);
   return f.plan.chunk == longest && !f.plan.chunk_spilled && f.plan.cache_lent_bytes == 0 && blocks_once;
 }
 
@@ -50,6 +50,11 @@ struct AtBatch {
   uint64_t batch = 1;
   std::optional<Fit> best;
   bool least = false;
+  // The fewest bytes of a held plan that skips layers (a smaller hold
+  // limit), kept apart from `best`; and whether a plan holding every layer
+  // fits here.
+  std::optional<Fit> limited;
+  bool holds_all = false;
 };
 
 // The search at one batch (req.batch): the chunk from the longest halved
@@ -57,8 +62,9 @@ struct AtBatch {
 // lending it, each with the longest sub-batch that fits.
 AtBatch fit_at_batch(const ModelConfig& config, const PlanOf& plan_of, const PlanFits& fits, RunRequest r,
                      uint64_t tokens, bool can_spill) {
-  const bool must_lend = r.lend_cache;  // asked for (K3_PREFILL_LEND): only plans that lend
-  const bool must_hold = r.hold_layer;  // asked for (K3_PREFILL_HOLD): only held plans, where one can hold
+  const bool must_lend = r.lend_cache;        // asked for (K3_PREFILL_LEND): only plans that lend
+  const bool must_hold = r.hold_layer;        // asked for (K3_PREFILL_HOLD): only held plans, where one can hold
+  const uint64_t asked_limit = r.hold_limit;  // asked for (K3_PREFILL_HOLD_LIMIT): held plans at that limit only
   r.spill_chunk = false;
   r.lend_cache = false;
   r.hold_layer = false;
@@ -74,7 +80,26 @@ AtBatch fit_at_batch(const ModelConfig& config, const PlanOf& plan_of, const Pla
   const bool can_hold = first.row_blocks > 0, only_held = must_hold && can_hold;
   const auto consider = [&](const MemoryPlan& p) {
     const double bytes = judged_bytes(config, p, tokens, spill_forced);
-    if (!at.best || bytes < at.best->bytes) at.best = Fit{p, r, bytes};
+    std::optional<Fit>& to = p.skipped_layers > 0 ? at.limited : at.best;
+    if (!to || bytes < to->bytes) to = Fit{p, r, bytes};
+    at.holds_all = at.holds_all || (p.layer_held && p.skipped_layers == 0);
+  };
+  // The held plan at smaller hold limits: each layer section size below
+  // the one held, largest first, the layers over it streaming in row blocks
+  // once per piece. Not where `held` fits without lending a pinned layer (a
+  // smaller limit then only reads more), and no further than the first that
+  // fits lending none.
+  const auto hold_smaller = [&](const MemoryPlan& held) {
+    if (fits(held) && held.pinned_lent_bytes == 0) return;
+    for (uint64_t limit = held.hold_next_limit; limit > 0;) {
+      r.hold_limit = limit;
+      const MemoryPlan p = plan_of(r);
+      const bool fit = fits(p) && (!r.lend_cache || p.cache_lent_bytes > 0);
+      if (fit) consider(p);
+      if (fit && p.pinned_lent_bytes == 0) return;
+      if (p.hold_next_limit >= limit) return;  // each limit below the last, or the chain could not end
+      limit = p.hold_next_limit;
+    }
   };
   for (uint64_t chunk = longest;; chunk = std::max(batch, chunk / 2)) {
     for (const bool spill : {false, true}) {
@@ -101,7 +126,9 @@ AtBatch fit_at_batch(const ModelConfig& config, const PlanOf& plan_of, const Pla
           r.hold_layer = true;
           const MemoryPlan p = plan_of(r);
           if (fits(p) && (!lend || p.cache_lent_bytes > 0)) consider(p);
+          if (!asked_limit) hold_smaller(p);
           r.hold_layer = false;
+          r.hold_limit = asked_limit;
         }
       }
       if (at.best && chunk == longest && !spill && reads_least(*at.best, longest)) {
@@ -122,13 +149,24 @@ MemoryPlan fit_prefill_chunk(const ModelConfig& config, const PlanOf& plan_of, c
   // batch), so the search goes on below a batch where a plan fits until one
   // reads the least a prompt can (a plan that moves fewer bytes may first fit
   // two or more halvings down, so it does not stop where one found none).
-  std::vector<Fit> per_batch;  // each batch's best, the largest batch first
+  std::vector<AtBatch> searched;  // the largest batch first
   RunRequest r = req;
+  bool holds_all = false;
   for (;;) {
-    AtBatch at = fit_at_batch(config, plan_of, fits, r, tokens, can_spill);
-    if (at.best) per_batch.push_back(std::move(*at.best));
+    searched.push_back(fit_at_batch(config, plan_of, fits, r, tokens, can_spill));
+    const AtBatch& at = searched.back();
+    holds_all = holds_all || at.holds_all;
     if (at.least || at.batch <= 1) break;
     r.batch = at.batch / 2;
+  }
+  // A plan that skips layers is taken only where no batch holds every
+  // layer: its skipped layers are read once per piece, and in a held chunk
+  // the batch does not set the sub-batch (one piece), so the slack below
+  // would trade those bytes for a larger batch that saves little compute.
+  std::vector<Fit> per_batch;  // each batch's best
+  for (AtBatch& at : searched) {
+    if (!holds_all && at.limited && (!at.best || at.limited->bytes < at.best->bytes)) at.best = std::move(at.limited);
+    if (at.best) per_batch.push_back(std::move(*at.best));
   }
   if (per_batch.empty()) {
     // Nothing fits: a chunk of one token, which does not.

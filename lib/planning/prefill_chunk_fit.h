@@ -58,7 +58,12 @@ double prefill_disk_bytes(const ModelConfig& config, const MemoryPlan& plan, uin
 // cache, then lending it; each with the longest sub-batch that fits, from
 // the whole chunk halved down to a batch, then (row blocks, a chunk longer
 // than a batch) each layer held whole (RunRequest::hold_layer; only those
-// where req.hold_layer asks for it, K3_PREFILL_HOLD). At each batch the fit
+// where req.hold_layer asks for it, K3_PREFILL_HOLD), then held at each
+// smaller hold limit in turn (RunRequest::hold_limit: each layer section size
+// below the one held, largest first, until one fits lending no pinned layer;
+// not where the held plan fits lending none; only the limit req.hold_limit
+// asks for where it asks one, K3_PREFILL_HOLD_LIMIT; such plans compete
+// only where no batch's plan that holds every layer fits). At each batch the fit
 // with the fewest disk bytes (on a tie the one found first: the longer
 // chunk, in memory, not lending, the longer sub-batch, not held); of those,
 // the largest batch's whose bytes are at most (1 + kBatchBytesSlack) times
@@ -67,7 +72,7 @@ double prefill_disk_bytes(const ModelConfig& config, const MemoryPlan& plan, uin
 // chunk: its own sub-batch, or held with no pinned layer lent; the cache
 // kept). When none fits: the plan of a chunk of one token, which does not.
 // `req` becomes the returned plan's request (batch, chunk, spill_chunk,
-// chunk_sub_batch, lend_cache, hold_layer). One plan_of call per candidate.
+// chunk_sub_batch, lend_cache, hold_layer, hold_limit). One plan_of call per candidate.
 MemoryPlan fit_prefill_chunk(const ModelConfig& config, const PlanOf& plan_of, const PlanFits& fits, RunRequest& req,
                              uint64_t tokens, bool can_spill);
 

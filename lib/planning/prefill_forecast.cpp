@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/byte_format.h"
+#include "common/plural.h"
 #include "io/aligned_buffer.h"
 #include "model/forward_scratch.h"
 #include "model/prefill_chunk.h"
@@ -53,6 +55,14 @@ PrefillReads forecast_prefill_reads(const ModelConfig& c, const MemoryPlan& plan
     // A held chunk reads the pinned layers lent to its hold buffer too.
     if (plan.layer_held && rows > batch)
       r.trunk_bytes += static_cast<double>(times) * static_cast<double>(plan.pinned_lent_read_bytes);
+    // A held chunk's layers over its hold limit stream in row blocks once
+    // per sub-batch (one piece), not once per chunk: the reads beyond the
+    // first (counted in streamed_read_bytes above).
+    if (plan.layer_held && rows > batch) {
+      const uint64_t pieces = (rows + sub - 1) / sub;
+      r.trunk_bytes +=
+          static_cast<double>(times) * static_cast<double>(pieces - 1) * static_cast<double>(plan.skipped_read_bytes);
+    }
     if (plan.chunk_spilled && rows > batch) {
       // The chunk's rows go through in sub-batches of `sub`, the last shorter;
       // a MoE layer writes its shared experts' rows and reads them back.
@@ -72,6 +82,12 @@ PrefillReads forecast_prefill_reads(const ModelConfig& c, const MemoryPlan& plan
   add_reads(tokens % chunk, 1);
   if (!plan.embedding_pinned) r.trunk_bytes += static_cast<double>(tokens) * c.hidden_size * 2;  // BF16 rows
   return r;
+}
+
+std::string skipped_layers_phrase(const MemoryPlan& plan) {
+  if (plan.skipped_layers == 0) return "";
+  return " but " + plural(plan.skipped_layers, "layer") + " (" + format_bytes(plan.skipped_bytes) + "), which " +
+         (plan.skipped_layers == 1 ? "streams" : "stream") + " in row blocks";
 }
 
 }  // namespace k3

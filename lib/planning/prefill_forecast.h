@@ -4,7 +4,8 @@
 // streamed in row blocks through the products: once per sub-batch of
 // MemoryPlan::chunk_sub_batch rows instead, unless the chunk holds each
 // layer whole: then once per chunk, with the pinned layers lent to the hold
-// buffer, MemoryPlan::layer_held) and each routed expert some row of the
+// buffer, MemoryPlan::layer_held, but the layers over its hold limit once per
+// sub-batch, MemoryPlan::skipped_layers) and each routed expert some row of the
 // chunk chose, once, less what the expert cache holds (its floor only,
 // where the plan lends the rest to the chunk: MemoryPlan::cache_lent_bytes). The routing part
 // assumes flat routing (each row's top-k independent and uniform over the
@@ -15,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "model/config.h"
 #include "planning/memory_plan.h"
@@ -39,5 +41,10 @@ struct PrefillReads {
 };
 
 PrefillReads forecast_prefill_reads(const ModelConfig& config, const MemoryPlan& plan, uint64_t tokens);
+
+// What follows "each layer held whole" where a held chunk skips the layers
+// over its hold limit: " but 1 layer (2.34 GB), which streams in row blocks"
+// (MemoryPlan::skipped_layers); "" where it skips none.
+std::string skipped_layers_phrase(const MemoryPlan& plan);
 
 }  // namespace k3

@@ -92,6 +92,15 @@ struct RunRequest {
   // and read again after it (MemoryPlan::pinned_lent_bytes). Chosen by
   // fit_prefill_chunk where it moves fewer bytes.
   bool hold_layer = false;
+  // A held chunk's hold limit: bytes of the largest layer section the hold
+  // buffer takes (0: the largest layer's, every layer held). A streamed
+  // layer whose section is larger is not held: inside the chunk it streams
+  // in row blocks as outside one, once per piece (kChunkPieceRows rows),
+  // through the stream buffers the hold buffer's memory serves while it
+  // runs; a pinned layer over the limit stays pinned (MemoryPlan::
+  // skipped_layers). Chosen by fit_prefill_chunk where only a smaller
+  // buffer fits.
+  uint64_t hold_limit = 0;
   // The expert cache's slots beyond the chunk's own (MemoryPlan::chunk_slots,
   // kChunkExpertSlots) are lent to the chunk during a
   // prefill (ExpertCache::lend: dropped for the chunk, refilled by decode),

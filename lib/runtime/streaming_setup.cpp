@@ -85,7 +85,7 @@ static std::string prefill_plan_line(const ModelConfig& config, const MemoryPlan
   const uint64_t sub = std::max(plan.batch, plan.chunk_sub_batch);
   return std::string(tool_name()) + ": prefill: one read of the weights per " + std::to_string(plan.chunk) +
          " prompt tokens" +
-         (plan.layer_held ? std::string(" (each layer held whole: its row blocks once per chunk)")
+         (plan.layer_held ? " (each layer held whole" + skipped_layers_phrase(plan) + ": its row blocks once per chunk)"
           : plan.row_blocks > 0 && plan.chunk > plan.batch
               ? " (the trunk's row blocks once per " + std::to_string(std::min(sub, plan.chunk)) + ")"
               : std::string()) +
@@ -120,6 +120,7 @@ static PreparedStream plan_for(const ModelConfig& config, const Checkpoint& chec
   pr.spill_chunk = packed && (req.spill_chunk || prefill_spill_override());
   pr.lend_cache = req.lend_cache || prefill_lend_override();
   pr.hold_layer = req.hold_layer || prefill_hold_override();
+  pr.hold_limit = req.hold_limit ? req.hold_limit : prefill_hold_limit_override();
   pr.block_bytes = packed ? resolve_block_bytes(req) : 0;
   pr.tensor_count = checkpoint.tensor_count();
   out.plan = plan_memory(config, out.layout, slot_bytes, pr, tables);
@@ -305,6 +306,18 @@ bool prefill_hold_override() {
   if (!v || !*v || std::string(v) == "0") return false;
   if (std::string(v) != "1") throw Error(ExitCode::kUsage, std::string("K3_PREFILL_HOLD: '") + v + "' is not 0 or 1");
   return true;
+}
+
+// A held chunk's hold limit (test-only).
+uint64_t prefill_hold_limit_override() {
+  const char* v = std::getenv("K3_PREFILL_HOLD_LIMIT");
+  if (!v || !*v) return 0;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  if (*end || errno || n == 0 || v[0] == '-')
+    throw Error(ExitCode::kUsage, std::string("K3_PREFILL_HOLD_LIMIT: '") + v + "' is not a byte count of 1 or more");
+  return n;
 }
 
 }  // namespace k3

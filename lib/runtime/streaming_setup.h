@@ -84,5 +84,10 @@ bool prefill_lend_override();
 // row blocks, whether or not it moves fewer bytes, so tests compare held and
 // plain runs bit for bit. Other values are refused.
 bool prefill_hold_override();
+// K3_PREFILL_HOLD_LIMIT=<bytes> (test-only, CONTRIBUTING.md): a held chunk's
+// hold limit (RunRequest::hold_limit): the layers whose sections are larger
+// stream in row blocks inside the held chunk, so tests compare them with
+// plain runs bit for bit. 0 or unset: none; a bad value is refused (kUsage).
+uint64_t prefill_hold_limit_override();
 
 }  // namespace k3

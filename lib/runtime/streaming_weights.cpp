@@ -31,6 +31,7 @@ StreamingWeights::StreamingWeights(const ModelConfig& config, const Checkpoint& 
   if (plan.cache_lent_bytes > 0) lend_keep_ = std::max<uint64_t>(plan.chunk_slots, 1);
   hold_layers_ = plan.layer_held;
   lend_pinned_ = plan.pinned_lent_bytes > 0;
+  hold_limit_ = plan.hold_limit;
   load_seconds_ = seconds_since(t0);
   // The first streamed units start now, after the start-up reads.
   trunk_->start_read_ahead();
@@ -40,7 +41,7 @@ StreamingWeights::~StreamingWeights() = default;
 
 bool StreamingWeights::lend_for_chunk() {
   cache_lent_ = lend_keep_ > 0 && experts_->lend(lend_keep_) > 0;
-  if (hold_layers_) trunk_->hold_layers(lend_pinned_);
+  if (hold_layers_) trunk_->hold_layers(lend_pinned_, hold_limit_);
   return cache_lent_ || hold_layers_;
 }
 
@@ -74,6 +75,7 @@ StreamStats StreamingWeights::stats() const {
   s.held_bytes = t.held_bytes;
   s.repinned_bytes = t.repinned_bytes;
   s.dropped_ahead_bytes = t.dropped_ahead_bytes;
+  s.skipped_layers = t.skipped_layers;
   s.cache_lends = e.lends;
   s.cache_reclaims = e.reclaims;
   s.cache_lent_bytes = e.lent_bytes;

@@ -46,6 +46,7 @@ struct StreamStats {
   // bytes (in trunk_bytes too), the lent pinned sections read again, and
   // the read-ahead dropped from the stream buffers lent to the hold.
   uint64_t held_layers = 0, held_bytes = 0, repinned_bytes = 0, dropped_ahead_bytes = 0;
+  uint64_t skipped_layers = 0;  // layers over the hold limit, streamed in row blocks inside a chunk
 };
 
 class StreamingWeights : public WeightSource {
@@ -100,6 +101,7 @@ class StreamingWeights : public WeightSource {
   uint64_t lend_keep_ = 0;  // slots kept while a chunk borrows the rest (MemoryPlan::chunk_slots); 0: no lending
   bool cache_lent_ = false;
   bool hold_layers_ = false, lend_pinned_ = false;  // MemoryPlan::layer_held, pinned_lent_bytes > 0
+  uint64_t hold_limit_ = 0;                         // MemoryPlan::hold_limit
   // Per decoder layer: its router may guess (its trunk section is pinned,
   // and the cache does not hold every expert already).
   std::vector<bool> guessable_;

@@ -2,6 +2,8 @@
 // a streamed layer's section is read whole into one hold buffer, as a pinned
 // section is read at start, and its matrices are bound to it plain, so a
 // chunk whose rows pass in many sub-batches reads each row block once. A
+// layer over the hold limit (MemoryPlan::skipped_layers) streams in row
+// blocks instead, through the stream buffers in the hold buffer's stead. A
 // product's rows do not depend on how its weight rows were read, so the bits
 // are the same as through the stream buffers.
 #include <algorithm>
@@ -31,13 +33,17 @@ uint64_t TrunkStream::read_section_whole(const Section& sec, uint8_t* dst, Align
   return ts.length;
 }
 
-void TrunkStream::hold_layers(bool lend_pinned) {
+void TrunkStream::hold_layers(bool lend_pinned, uint64_t hold_limit) {
   if (!trunk_file_) throw Error(ExitCode::kInternal, "a held chunk without a packed trunk");
+  hold_limit_ = hold_limit ? hold_limit : UINT64_MAX;
   // The buffer: the largest layer section it takes (the plan's hold_bytes,
   // with the decode staging read_section_whole takes for a compressed one).
+  // A section over the limit is not taken: a pinned one stays pinned, a
+  // streamed one streams in row blocks (acquire_skipped_layer).
   uint64_t largest = 0;
   for (int s : layer_section_) {
     Section& sec = *sections_[s];
+    if (sec.ts->length > hold_limit_) continue;
     if (sec.pinned && lend_pinned) {
       sec.buf = AlignedBuffer();  // freed before the hold buffer is taken
       sec.lw = LayerWeights{};
@@ -46,13 +52,25 @@ void TrunkStream::hold_layers(bool lend_pinned) {
     }
     if (!sec.pinned) largest = std::max(largest, sec.ts->length);
   }
-  // Every stream buffer but the first is lent: its read (a read ahead)
-  // finishes and its unit is dropped; the head's blocks use the first.
+  lend_stream_buffers(false);
+  hold_size_ = largest;
+  hold_buf_ = AlignedBuffer(largest);
+  hold_section_ = -1;
+  holding_ = true;
+}
+
+// Every stream buffer but the first is lent: its read (a read ahead)
+// finishes and its unit is dropped; the head's blocks use the first. After
+// a skipped layer (`after_skipped`) only the units of that layer not yet
+// acquired count as dropped: the others were used.
+void TrunkStream::lend_stream_buffers(bool after_skipped) {
   while (buffers_.size() > 1) {
     std::unique_ptr<StreamBuffer> b = std::move(buffers_.back());
     buffers_.pop_back();
     wait_buffer(*b);
-    if (b->unit >= 0) {
+    const bool unused = !after_skipped || (last_acquired_ >= 0 && b->unit > last_acquired_ &&
+                                           units_[b->unit].section == units_[last_acquired_].section);
+    if (b->unit >= 0 && unused) {
       std::lock_guard<std::mutex> lk(stats_mu_);
       stats_.dropped_ahead_bytes += b->read_bytes;
     }
@@ -61,9 +79,32 @@ void TrunkStream::hold_layers(bool lend_pinned) {
     b->held = false;
     lent_buffers_.push_back(std::move(b));
   }
-  hold_buf_ = AlignedBuffer(largest);
-  hold_section_ = -1;
-  holding_ = true;
+}
+
+// A streamed layer over the hold limit: the hold buffer is freed (the plan
+// counts the larger of it and the lent stream buffers) and the lent stream
+// buffers are taken back, so its held part and row blocks pass through them
+// as outside a held chunk, read ahead within the layer; the next held layer
+// lends them again and takes the hold buffer back.
+const LayerWeights& TrunkStream::acquire_skipped_layer(int s) {
+  if (!skipping_) {
+    hold_section_ = -1;
+    hold_lw_ = LayerWeights{};
+    hold_buf_ = AlignedBuffer();
+    hold_staging_ = AlignedBuffer();
+    const uint64_t size = buffers_.front()->buf.size();
+    for (std::unique_ptr<StreamBuffer>& b : lent_buffers_) {
+      b->buf = AlignedBuffer(size);
+      buffers_.push_back(std::move(b));
+    }
+    lent_buffers_.clear();
+    skipping_ = true;
+  }
+  {
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    ++stats_.skipped_layers;
+  }
+  return acquire_unit(section_unit_[s]).lw;
 }
 
 void TrunkStream::end_hold() noexcept {
@@ -73,6 +114,7 @@ void TrunkStream::end_hold() noexcept {
   hold_lw_ = LayerWeights{};
   hold_buf_ = AlignedBuffer();  // freed before the lent sections are read again
   hold_staging_ = AlignedBuffer();
+  skipping_ = false;
   const uint64_t size = buffers_.empty() ? 0 : buffers_.front()->buf.size();
   for (std::unique_ptr<StreamBuffer>& b : lent_buffers_) {
     b->buf = AlignedBuffer(size);
@@ -106,6 +148,11 @@ void TrunkStream::repin_section(int s) {
 const LayerWeights& TrunkStream::acquire_held_layer(int s) {
   if (hold_section_ == s) return hold_lw_;
   const Section& sec = *sections_[s];
+  if (skipping_) {  // after a skipped layer: its stream buffers lent again, the hold buffer back
+    lend_stream_buffers(true);
+    hold_buf_ = AlignedBuffer(hold_size_);
+    skipping_ = false;
+  }
   if (sec.ts->length > hold_buf_.size())
     throw Error(ExitCode::kInternal, "trunk section " + sec.ts->name + " (" + std::to_string(sec.ts->length) +
                                          " bytes) exceeds the hold buffer of " + std::to_string(hold_buf_.size()));

@@ -303,7 +303,10 @@ void TrunkStream::read_ahead(int u, int count) {
   for (int k = 1; k <= count; ++k) {
     const int next = (u + k) % n;
     // A held chunk reads its layers whole itself: only head blocks ahead.
-    if (holding_ && units_[next].kind != UnitKind::kHeadRows) return;
+    // A layer over the hold limit reads ahead within itself.
+    if (holding_ && units_[next].kind != UnitKind::kHeadRows &&
+        !(skipping_ && u >= 0 && units_[next].section == units_[u].section))
+      return;
     bool buffered = false;
     for (auto& b : buffers_) buffered = buffered || b->unit == next;
     if (buffered) continue;
@@ -393,7 +396,7 @@ const LayerWeights& TrunkStream::acquire_layer(int layer) {
   const int s = layer_section_.at(layer);
   const Section& sec = *sections_[s];
   if (sec.pinned) return sec.lw;
-  if (holding_) return acquire_held_layer(s);
+  if (holding_) return skipped(sec) ? acquire_skipped_layer(s) : acquire_held_layer(s);
   if (sec.lent) {  // its read after the chunk failed: again, now (a failure throws here)
     repin_section(s);
     return sec.lw;
@@ -403,8 +406,10 @@ const LayerWeights& TrunkStream::acquire_layer(int layer) {
 
 void TrunkStream::release_layer(int layer) {
   const int s = layer_section_.at(layer);
-  if (!sections_[s]->pinned && !holding_) release_unit(section_unit_[s]);
+  if (!sections_[s]->pinned && (!holding_ || skipped(*sections_[s]))) release_unit(section_unit_[s]);
 }
+
+bool TrunkStream::skipped(const Section& sec) const { return !sec.pinned && sec.ts->length > hold_limit_; }
 
 const HeadWeights& TrunkStream::acquire_head() {
   const Section& sec = *sections_[head_section_];

@@ -55,6 +55,10 @@ struct TrunkStreamStats {
   // Units read ahead into the stream buffers a held chunk takes, dropped
   // unused (read again when decode comes to them): their bytes.
   uint64_t dropped_ahead_bytes = 0;
+  // Layers a held chunk did not hold, over its hold limit (MemoryPlan::
+  // skipped_layers): streamed in row blocks inside the chunk, counted once
+  // a chunk (their bytes in trunk_bytes).
+  uint64_t skipped_layers = 0;
 };
 
 class TrunkStream {
@@ -97,7 +101,14 @@ class TrunkStream {
   // restarts read-ahead and reads the lent sections again (a read that
   // fails there fails when the layer is next asked for: end_hold does not
   // throw, it runs as a chunk is unwound).
-  void hold_layers(bool lend_pinned);
+  //
+  // `hold_limit` (0: none; MemoryPlan::hold_section_bytes): a layer whose
+  // section is larger is not held. A pinned one stays pinned; a streamed
+  // one streams in row blocks as outside a held chunk, through the stream
+  // buffers lent to the hold, taken back while it runs in the memory of the
+  // hold buffer, which is freed meanwhile (so its row blocks are read once
+  // per sub-batch, and read ahead within the layer).
+  void hold_layers(bool lend_pinned, uint64_t hold_limit = 0);
   void end_hold() noexcept;
   bool holding() const { return holding_; }
 
@@ -128,6 +139,10 @@ class TrunkStream {
   // (kBadModel for a damaged block, kIo for a failed read).
   uint64_t read_section_whole(const Section& sec, uint8_t* dst, AlignedBuffer& staging);
   const LayerWeights& acquire_held_layer(int s);
+  const LayerWeights& acquire_skipped_layer(int s);
+  void lend_stream_buffers(bool after_skipped);
+  // A section a held chunk does not hold: streamed, over the hold limit.
+  bool skipped(const Section& sec) const;
   void repin_section(int s);
   void plan_head_blocks(int s, const MemoryPlan& plan);
   void plan_row_blocks(int s, const MemoryPlan& plan);
@@ -177,6 +192,10 @@ class TrunkStream {
   std::vector<std::unique_ptr<StreamBuffer>> lent_buffers_;  // freed for the chunk, taken back at end_hold
   int hold_section_ = -1;
   LayerWeights hold_lw_;
+  // The hold limit (UINT64_MAX: none), the hold buffer's size, and whether
+  // a skipped layer has the lent stream buffers back (the hold buffer freed).
+  uint64_t hold_limit_ = UINT64_MAX, hold_size_ = 0;
+  bool skipping_ = false;
 
   const DirectFile* embed_file_ = nullptr;
   uint64_t embed_base_ = 0;

@@ -1,11 +1,13 @@
 // fit_prefill_chunk (planning/prefill_chunk_fit.h) against a brute force over
 // every batch (halved down to one token), chunk (the prompt halved down to a
-// batch), spill choice, lending of the expert cache and sub-batch (the chunk
-// halved down to a batch) at K3's geometry, the rule computed here on its
+// batch), spill choice, lending of the expert cache, sub-batch (the chunk
+// halved down to a batch) and hold (none, every layer, each smaller layer
+// size as the hold limit) at K3's geometry, the rule computed here on its
 // own: at each batch the fewest disk bytes of a plan that fits (the weights
 // read, the spill file written and read back, the lent cache's refill), and
 // of those the largest batch's within 1 + kBatchBytesSlack of the fewest;
-// where nothing fits, the chunk is one batch. The slack's boundary on
+// where nothing fits, the chunk is one batch; plans that skip layers over a
+// hold limit only where no plan holding every layer fits. The slack's boundary on
 // hand-made plans; one plan_of call per candidate. The memory plan counts a
 // sub-batch's scratch beyond a batch's in the chunk
 // (prefill_sub_batch_scratch_bytes) and takes it only where the trunk
@@ -19,6 +21,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "model/forward_scratch.h"
 #include "model/k3_geometry.h"
@@ -80,25 +83,44 @@ struct Expected {
   double bytes = std::numeric_limits<double>::infinity();
 };
 
+// The hold limits a brute force tries: not held (kNotHeld), every layer held
+// (0), then each layer section size below the largest, written out from the
+// layout.
+constexpr uint64_t kNotHeld = std::numeric_limits<uint64_t>::max();
+std::vector<uint64_t> hold_limits() {
+  std::set<uint64_t, std::greater<>> sizes;
+  for (const TrunkSection& ts : k3_model().layout.sections)
+    if (ts.layer >= 0) sizes.insert(ts.length);
+  std::vector<uint64_t> limits{kNotHeld, 0};
+  limits.insert(limits.end(), std::next(sizes.begin()), sizes.end());
+  return limits;
+}
+
 Expected brute_force(const RunRequest& base, const PlanFits& fits) {
-  std::map<uint64_t, double, std::greater<>> fewest_at;  // batch -> its fewest bytes
+  std::map<uint64_t, double, std::greater<>> fewest_at;   // batch -> its fewest bytes
+  std::map<uint64_t, double, std::greater<>> limited_at;  // the same of the plans that skip layers
+  bool holds_all = false;                                 // a plan holding every layer fits at some batch
   for (uint64_t batch = plan_of(base).batch;; batch /= 2) {
     for (uint64_t chunk = kTokens;; chunk = std::max(batch, chunk / 2)) {
       for (bool spill : {false, true})
         for (bool lend : {false, true})
-          for (bool hold : {false, true})
+          for (uint64_t limit : hold_limits())  // kNotHeld: not held; 0: every layer held
             for (uint64_t sub = chunk;; sub = std::max(batch, sub / 2)) {
+              const bool hold = limit != kNotHeld;
               RunRequest r = base;
               r.batch = batch;
               r.chunk = chunk;
               r.spill_chunk = spill;
               r.lend_cache = lend;
               r.hold_layer = hold;
+              r.hold_limit = hold ? limit : 0;
               r.chunk_sub_batch = sub;
               const MemoryPlan p = plan_of(r);
               if (fits(p)) {
-                auto [it, fresh] = fewest_at.emplace(batch, bytes_of(p));
+                auto& at = p.skipped_layers > 0 ? limited_at : fewest_at;
+                auto [it, fresh] = at.emplace(batch, bytes_of(p));
                 if (!fresh) it->second = std::min(it->second, bytes_of(p));
+                holds_all = holds_all || (p.layer_held && p.skipped_layers == 0);
               }
               // Without row blocks the plan takes no sub-batch; held, its own.
               if (sub == batch || p.row_blocks == 0 || hold) break;
@@ -107,6 +129,12 @@ Expected brute_force(const RunRequest& base, const PlanFits& fits) {
     }
     if (batch == 1) break;
   }
+  // Plans that skip layers compete only where no plan holds every layer.
+  if (!holds_all)
+    for (const auto& [batch, bytes] : limited_at) {
+      auto [it, fresh] = fewest_at.emplace(batch, bytes);
+      if (!fresh) it->second = std::min(it->second, bytes);
+    }
   Expected e;
   double fewest = std::numeric_limits<double>::infinity();
   for (const auto& [batch, bytes] : fewest_at) fewest = std::min(fewest, bytes);
@@ -228,15 +256,17 @@ TEST(PrefillChunkFit, OnePlanPerCandidate) {
   for (const char* name : {"min", "laptop", "workstation"}) {
     const Preset& preset = *find_preset(name);
     const uint64_t available = preset.machine.available_bytes();
-    std::set<std::tuple<uint64_t, uint64_t, bool, bool, uint64_t, bool>> seen;
+    std::set<std::tuple<uint64_t, uint64_t, bool, bool, uint64_t, bool, uint64_t>> seen;
     int calls = 0;
     const PlanOf counted = [&](const RunRequest& r) {
       const MemoryPlan p = plan_of(r);
       ++calls;
-      EXPECT_TRUE(seen.emplace(p.batch, p.chunk, p.chunk_spilled, r.lend_cache, p.chunk_sub_batch, p.layer_held).second)
+      EXPECT_TRUE(
+          seen.emplace(p.batch, p.chunk, p.chunk_spilled, r.lend_cache, p.chunk_sub_batch, p.layer_held, p.hold_limit)
+              .second)
           << name << ": the plan of batch " << p.batch << ", chunk " << p.chunk << ", sub-batch " << p.chunk_sub_batch
           << (p.chunk_spilled ? ", spilled" : "") << (r.lend_cache ? ", lending" : "") << (p.layer_held ? ", held" : "")
-          << " made twice";
+          << ", hold limit " << p.hold_limit << " made twice";
       return p;
     };
     RunRequest req = request_for(preset);
@@ -454,6 +484,115 @@ TEST(PrefillChunkFit, HeldPlanFollowsItsFormulas) {
   EXPECT_FALSE(desktop.layer_held);
   EXPECT_EQ(desktop.hold_bytes, 0u);
   EXPECT_EQ(desktop.pinned_lent_bytes, 0u);
+}
+
+// A hold limit at K3's geometry (laptop, one layer pinned, batch 8, the
+// chunk spilled): the buffer takes the largest layer section at most the
+// limit; the streamed layers over it are read once per piece (32 at 8,192
+// tokens), the pinned ones over it stay pinned; all written out from the
+// layout.
+TEST(PrefillChunkFit, HoldLimitFollowsItsFormulas) {
+  const PlanModel& m = k3_model();
+  const ModelConfig& c = m.config;
+  const std::vector<uint64_t> limits = hold_limits();
+  ASSERT_GE(limits.size(), 4u) << "K3's layer sections come in three sizes or more";
+  RunRequest r = request_for(*find_preset("laptop"));
+  r.batch = 8;
+  r.spill_chunk = true;
+  r.hold_layer = true;
+  const MemoryPlan all = plan_of(r);
+  ASSERT_TRUE(all.layer_held);
+  EXPECT_EQ(all.skipped_layers, 0u);
+  EXPECT_EQ(all.hold_next_limit, limits[2]);
+  for (size_t i = 2; i < limits.size(); ++i) {
+    const uint64_t limit = limits[i];
+    r.hold_limit = limit;
+    const MemoryPlan p = plan_of(r);
+    const std::string what = "limit " + std::to_string(limit);
+    ASSERT_TRUE(p.layer_held) << what;
+    uint64_t held = 0, skipped = 0, skipped_length = 0, skipped_stored = 0, lent = 0, lent_stored = 0;
+    for (int s : p.streamed) {
+      const TrunkSection& ts = m.layout.sections[s];
+      if (ts.layer < 0) continue;
+      if (ts.length <= limit) {
+        held = std::max(held, ts.length);
+      } else {
+        ++skipped;
+        skipped_length += ts.length;
+        skipped_stored += ts.stored_length;
+      }
+    }
+    for (int s : p.pinned) {
+      const TrunkSection& ts = m.layout.sections[s];
+      if (ts.layer < 0 || ts.length > limit) continue;
+      held = std::max(held, ts.length);
+      lent += ts.length;
+      lent_stored += ts.stored_length;
+    }
+    EXPECT_EQ(held, limit) << what << ": a limit that is a layer's size holds that layer";
+    EXPECT_EQ(p.hold_limit, limit) << what;
+    EXPECT_EQ(p.hold_section_bytes, held) << what;
+    ASSERT_GT(skipped, 0u) << what;
+    EXPECT_EQ(p.skipped_layers, skipped) << what;
+    EXPECT_EQ(p.skipped_bytes, skipped_length) << what;
+    EXPECT_EQ(p.skipped_read_bytes, skipped_stored) << what;
+    EXPECT_EQ(p.pinned_lent_bytes, lent) << what;
+    EXPECT_EQ(p.pinned_lent_read_bytes, lent_stored) << what;
+    EXPECT_EQ(p.hold_next_limit, i + 1 < limits.size() ? limits[i + 1] : 0u) << what;
+    // The skipped layers' stream buffers take the hold buffer's memory.
+    EXPECT_EQ(p.buffers_lent_bytes, (p.stream_buffers - 1) * p.stream_buffer_size) << what;
+    EXPECT_EQ(p.hold_bytes, std::max(held, p.buffers_lent_bytes)) << what;
+    EXPECT_EQ(p.peak_rss, all.peak_rss -
+                              std::max(all.chunk_bytes + all.hold_bytes,
+                                       all.cache_lent_bytes + all.pinned_lent_bytes + all.buffers_lent_bytes) -
+                              (all.pinned_bytes - all.pinned_lent_bytes) +
+                              std::max(p.chunk_bytes + p.hold_bytes, p.cache_lent_bytes + lent + p.buffers_lent_bytes) +
+                              (p.pinned_bytes - lent))
+        << what;
+    // The trunk: each streamed layer once, the skipped ones 31 times more
+    // (32 pieces of 256 rows), the lent pinned ones once, the embedding rows.
+    ASSERT_EQ(p.chunk_sub_batch, kChunkPieceRows) << what;
+    const PrefillReads reads = forecast_prefill_reads(c, p, kTokens);
+    const double embedding_rows = static_cast<double>(kTokens) * c.hidden_size * 2;
+    EXPECT_EQ(reads.trunk_bytes, static_cast<double>(p.streamed_read_bytes) +
+                                     31.0 * static_cast<double>(skipped_stored) + static_cast<double>(lent_stored) +
+                                     embedding_rows)
+        << what;
+  }
+  // A limit below every layer holds none: each streamed layer once per piece.
+  r.hold_limit = 1;
+  const MemoryPlan none = plan_of(r);
+  EXPECT_EQ(none.hold_section_bytes, 0u);
+  EXPECT_EQ(none.hold_next_limit, 0u);
+  EXPECT_EQ(none.pinned_lent_bytes, 0u);
+  EXPECT_EQ(none.hold_bytes, none.buffers_lent_bytes) << "the buffer serves the stream buffers alone";
+  EXPECT_GT(none.buffers_lent_bytes, 0u);
+}
+
+// Where only a held plan at a smaller limit fits (min's machine class
+// given just the memory of the held plan at the second layer size, with
+// its fixed terms), the search takes it: the rule over every plan including
+// each limit (the brute force) and a plan that skips layers.
+TEST(PrefillChunkFit, SearchTriesSmallerHoldLimits) {
+  const Preset& preset = *find_preset("min");
+  RunRequest r = request_for(preset);
+  r.batch = 16;
+  r.spill_chunk = true;
+  r.hold_layer = true;
+  r.hold_limit = hold_limits()[2];
+  const MemoryPlan limited = plan_of(r);
+  ASSERT_TRUE(limited.layer_held);
+  ASSERT_GT(limited.skipped_layers, 0u);
+  const auto fits = [&](const MemoryPlan& p) { return p.peak_rss <= limited.peak_rss; };
+  r.hold_limit = 0;
+  ASSERT_FALSE(fits(plan_of(r))) << "every layer held does not fit";
+  RunRequest req = request_for(preset);
+  const MemoryPlan got = fit_prefill_chunk(k3_model().config, plan_of, fits, req, kTokens, true);
+  ASSERT_TRUE(fits(got));
+  EXPECT_TRUE(got.layer_held);
+  EXPECT_GT(got.skipped_layers, 0u);
+  EXPECT_EQ(req.hold_limit, got.hold_limit);
+  EXPECT_DOUBLE_EQ(bytes_of(got), brute_force(request_for(preset), fits).bytes);
 }
 
 // The search at K3's geometry, 8,192 tokens, each preset on its machine

@@ -14,7 +14,7 @@ K3_PREFILL_CHUNK=256 start_server "$work/serve256.log" --slots 2 --trunk "$work/
 url256=$url
 # This one lends its expert cache to every prompt pass (the cache above its
 # floor: the pass's experts in its place; given back, empty, for decode).
-lent_cache_gb=0.0005  # about 40 slots of the tiny model above its floor of 4
+lent_cache_gb=0.0005  # about 40 slots of the tiny model, the chunk keeping 2
 K3_SERVE_PROGRESS_MS=0 K3_PREFILL_LEND=1 start_server "$work/serve.log" --slots 2 --trunk "$work/trunk" --trunk-gb 0 \
   --cache-gb "$lent_cache_gb" || exit 1
 contains "the plan says one weight read covers the prompt" "prefill: one read of the weights per" "$(cat "$work/serve.log")"
