@@ -146,6 +146,12 @@ std::string stats_json(const RunFigures& f, const GenerationCounters& c, const M
   // Its spill file (where the chunk's block states went to disk): exact counts.
   if (m.spill_written_bytes > 0)
     w.key("spill_written_bytes").value(m.spill_written_bytes).key("spill_read_bytes").value(m.spill_read_bytes);
+  // The sequence state lent to the chunk (its layers but the running one's in a file): exact counts.
+  if (m.state_loan_written_bytes > 0)
+    w.key("state_loan_written_bytes")
+        .value(m.state_loan_written_bytes)
+        .key("state_loan_read_bytes")
+        .value(m.state_loan_read_bytes);
   if (f.streaming) {
     w.key("trunk_bytes").fixed(pre.trunk_per_token, 0).key("expert_bytes").fixed(pre.expert_per_token, 0);
     w.key("expert_hit_rate").fixed(pre.hit_rate, 6).key("io_wait_seconds").fixed(pre.io_wait, 6);

@@ -53,7 +53,7 @@ std::string describe_first_token(const FirstTokenForecast& f, const MemoryPlan& 
   std::string o;
   append_printf(
       o,
-      "%llu tokens: %s read (1 read of the weights per %llu tokens, a batch of %llu%s%s%s), %.1f s at %s/s + "
+      "%llu tokens: %s read (1 read of the weights per %llu tokens, a batch of %llu%s%s%s%s), %.1f s at %s/s + "
       "%.1f s of compute at %.2f tokens/s = %.1f s",
       (unsigned long long)f.reads.tokens, format_bytes(static_cast<uint64_t>(f.reads.total())).c_str(),
       (unsigned long long)plan.chunk, (unsigned long long)plan.batch,
@@ -64,6 +64,10 @@ std::string describe_first_token(const FirstTokenForecast& f, const MemoryPlan& 
           : "",
       plan.cache_lent_bytes > 0
           ? (", the expert cache's " + format_bytes(plan.cache_lent_bytes) + " above its floor lent to it").c_str()
+          : "",
+      plan.state_lent_bytes > 0
+          ? (", the sequence state's " + format_bytes(plan.state_lent_bytes) + " lent to it (one layer's in memory)")
+                .c_str()
           : "",
       f.read_seconds, format_bytes(static_cast<uint64_t>(f.read_bytes_per_s)).c_str(), f.compute_seconds,
       f.tokens_per_s, f.seconds());

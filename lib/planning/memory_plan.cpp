@@ -15,6 +15,7 @@
 #include "model/prefill_chunk.h"
 #include "model/tensor_manifest.h"
 #include "planning/row_block_tables.h"
+#include "planning/state_loan_plan.h"
 #include "trunk/block_reader.h"
 #include "trunk/plan.h"
 #include "trunk/row_blocks.h"
@@ -327,6 +328,7 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
           : req.draft.resident;
   p.draft_bytes = checked_add(draft_held, checked_mul(req.draft.per_position, req.context, draft_what), draft_what);
   p.kept_state_bytes = req.kept_state_bytes;
+  plan_state_loan(c, req, p);
   prefill_decode_peak(c, p, req.lend_cache);
   return p;
 }
@@ -336,12 +338,15 @@ void prefill_decode_peak(const ModelConfig& c, MemoryPlan& p, bool lend) {
   const bool holds_all = p.cache_slots >= moe_layers * static_cast<uint64_t>(c.num_experts);  // nothing to refill
   const uint64_t floor = p.min_slots * p.slot_bytes;
   p.cache_lent_bytes = lend && p.chunk > p.batch && !holds_all && p.cache_bytes > floor ? p.cache_bytes - floor : 0;
-  p.peak_rss = std::max(checked_add(p.chunk_bytes, p.hold_bytes, "the memory plan"),
-                        checked_add(p.cache_lent_bytes, p.pinned_lent_bytes + p.buffers_lent_bytes, "the memory plan"));
-  for (uint64_t part :
-       {p.pinned_bytes - p.pinned_lent_bytes, p.stream_buffer_bytes - p.buffers_lent_bytes, p.stream_staging_bytes,
-        p.head_small_bytes, p.cache_bytes - p.cache_lent_bytes, p.kda_state_bytes, p.mla_cache_bytes,
-        p.activation_bytes, p.draft_bytes, p.kept_state_bytes, p.io_bytes})
+  // The lent sequence state (plan_state_loan) is on the lent side too.
+  const uint64_t lent =
+      checked_add(checked_add(p.cache_lent_bytes, p.pinned_lent_bytes + p.buffers_lent_bytes, "the memory plan"),
+                  p.state_lent_bytes, "the memory plan");
+  p.peak_rss = std::max(checked_add(p.chunk_bytes, p.hold_bytes, "the memory plan"), lent);
+  const uint64_t state = checked_add(p.kda_state_bytes, p.mla_cache_bytes, "the memory plan") - p.state_lent_bytes;
+  for (uint64_t part : {p.pinned_bytes - p.pinned_lent_bytes, p.stream_buffer_bytes - p.buffers_lent_bytes,
+                        p.stream_staging_bytes, p.head_small_bytes, p.cache_bytes - p.cache_lent_bytes, state,
+                        p.activation_bytes, p.draft_bytes, p.kept_state_bytes, p.io_bytes})
     p.peak_rss = checked_add(p.peak_rss, part, "the memory plan");
 }
 
@@ -442,6 +447,7 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
                   (unsigned long long)chunk, format_bytes(prefill_chunk_bytes_per_token(c)).c_str(),
                   format_bytes(chunk_bytes).c_str());
   o += describe_chunk_reads(*this);
+  o += describe_state_loan(*this);
   if (draft_bytes > 0 && draft_streamed) {
     append_printf(o,
                   "  draft model       streamed: %s read per draft pass in %s row blocks; held %s + %llu "

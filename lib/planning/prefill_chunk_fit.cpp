@@ -12,7 +12,8 @@ namespace k3 {
 double prefill_disk_bytes(const ModelConfig& config, const MemoryPlan& plan, uint64_t tokens) {
   const PrefillReads reads = forecast_prefill_reads(config, plan, tokens);
   return reads.trunk_bytes + reads.expert_bytes + reads.spill_written_bytes + reads.spill_read_bytes +
-         static_cast<double>(plan.cache_lent_bytes) + static_cast<double>(plan.pinned_lent_read_bytes);
+         reads.state_written_bytes + reads.state_read_bytes + static_cast<double>(plan.cache_lent_bytes) +
+         static_cast<double>(plan.pinned_lent_read_bytes);
 }
 
 namespace {
@@ -23,8 +24,8 @@ namespace {
 double judged_bytes(const ModelConfig& config, const MemoryPlan& plan, uint64_t tokens, bool spill_forced) {
   if (!spill_forced) return prefill_disk_bytes(config, plan, tokens);
   const PrefillReads reads = forecast_prefill_reads(config, plan, tokens);
-  return reads.trunk_bytes + reads.expert_bytes + static_cast<double>(plan.cache_lent_bytes) +
-         static_cast<double>(plan.pinned_lent_read_bytes);
+  return reads.trunk_bytes + reads.expert_bytes + reads.state_written_bytes + reads.state_read_bytes +
+         static_cast<double>(plan.cache_lent_bytes) + static_cast<double>(plan.pinned_lent_read_bytes);
 }
 
 // A plan that fits, the request that makes it, and its disk bytes.
@@ -40,7 +41,8 @@ struct Fit {
 bool reads_least(const Fit& f, uint64_t longest) {
   const bool blocks_once = f.plan.row_blocks == 0 || f.plan.chunk_sub_batch == f.plan.chunk ||
                            (f.plan.layer_held && f.plan.pinned_lent_bytes == 0);
-  return f.plan.chunk == longest && !f.plan.chunk_spilled && f.plan.cache_lent_bytes == 0 && blocks_once;
+  return f.plan.chunk == longest && !f.plan.chunk_spilled && f.plan.cache_lent_bytes == 0 &&
+         f.plan.state_lent_bytes == 0 && blocks_once;
 }
 
 // What the search at one batch found: the batch the plan makes of the
@@ -59,6 +61,12 @@ AtBatch fit_at_batch(const ModelConfig& config, const PlanOf& plan_of, const Pla
                      uint64_t tokens, bool can_spill) {
   const bool must_lend = r.lend_cache;  // asked for (K3_PREFILL_LEND): only plans that lend
   const bool must_hold = r.hold_layer;  // asked for (K3_PREFILL_HOLD): only held plans, where one can hold
+  // The sequence state lent: asked for (K3_PREFILL_LEND_STATE), every plan
+  // lends it; otherwise a plan that does not fit tries it (it moves bytes
+  // and frees memory, so a plan that fits without it needs none: the search
+  // makes one more plan only for those that do not fit).
+  // The file goes where a spill file may (a packed trunk).
+  const bool must_lend_state = r.lend_state, can_lend_state = can_spill && !must_lend_state;
   r.spill_chunk = false;
   r.lend_cache = false;
   r.hold_layer = false;
@@ -76,6 +84,18 @@ AtBatch fit_at_batch(const ModelConfig& config, const PlanOf& plan_of, const Pla
     const double bytes = judged_bytes(config, p, tokens, spill_forced);
     if (!at.best || bytes < at.best->bytes) at.best = Fit{p, r, bytes};
   };
+  // The plan of r (or `made`, already made), or where it does not fit and a
+  // chunk runs, the same plan with the sequence state lent (r.lend_state set
+  // while it is the one returned: the caller considers it, then clears it).
+  const auto plan_lending_state = [&](const MemoryPlan* made) {
+    MemoryPlan p = made ? *made : plan_of(r);
+    if (!can_lend_state || p.chunk <= p.batch || fits(p)) return p;
+    r.lend_state = true;
+    MemoryPlan lent = plan_of(r);
+    if (fits(lent)) return lent;
+    r.lend_state = false;
+    return p;
+  };
   for (uint64_t chunk = longest;; chunk = std::max(batch, chunk / 2)) {
     for (const bool spill : {false, true}) {
       if (spill && (!can_spill || chunk <= batch)) continue;
@@ -88,10 +108,13 @@ AtBatch fit_at_batch(const ModelConfig& config, const PlanOf& plan_of, const Pla
         // plan keeps one batch, and there is nothing to halve).
         for (r.chunk_sub_batch = chunk; !only_held; r.chunk_sub_batch = std::max(batch, r.chunk_sub_batch / 2)) {
           const bool is_first = chunk == longest && !spill && !lend && r.chunk_sub_batch == chunk;
-          const MemoryPlan p = is_first ? first : plan_of(r);
+          const MemoryPlan p = plan_lending_state(is_first ? &first : nullptr);
+          r.lend_state = must_lend_state;
           if (lend && p.cache_lent_bytes == 0) break;  // nothing to lend: the plan without it
           if (fits(p)) {
+            r.lend_state = p.state_lent_bytes > 0 || must_lend_state;
             consider(p);
+            r.lend_state = must_lend_state;
             break;
           }
           if (p.chunk_sub_batch <= batch) break;
@@ -99,8 +122,10 @@ AtBatch fit_at_batch(const ModelConfig& config, const PlanOf& plan_of, const Pla
         // Then each layer held whole, its sub-batch one piece.
         if (can_hold && chunk > batch) {
           r.hold_layer = true;
-          const MemoryPlan p = plan_of(r);
+          const MemoryPlan p = plan_lending_state(nullptr);
+          r.lend_state = p.state_lent_bytes > 0 || must_lend_state;
           if (fits(p) && (!lend || p.cache_lent_bytes > 0)) consider(p);
+          r.lend_state = must_lend_state;
           r.hold_layer = false;
         }
       }

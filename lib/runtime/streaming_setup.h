@@ -84,5 +84,11 @@ bool prefill_lend_override();
 // row blocks, whether or not it moves fewer bytes, so tests compare held and
 // plain runs bit for bit. Other values are refused.
 bool prefill_hold_override();
+// K3_PREFILL_LEND_STATE=1 (test-only, CONTRIBUTING.md): lend the sequences'
+// layer states to the prefill's chunk (RunRequest::lend_state; with a packed
+// trunk and a chunk longer than the batch) whether or not memory is short,
+// so tests compare lending and keeping runs bit for bit. Other values are
+// refused.
+bool prefill_lend_state_override();
 
 }  // namespace k3
