@@ -18,14 +18,17 @@ double prefill_disk_bytes(const ModelConfig& config, const MemoryPlan& plan, uin
 
 namespace {
 
-// What the search judges a plan by: its disk bytes, but for a spill file the
-// plan makes whatever the request (K3_PREFILL_SPILL, for tests): no choice
-// of the search, so its bytes do not steer it off the chunk asked for.
-double judged_bytes(const ModelConfig& config, const MemoryPlan& plan, uint64_t tokens, bool spill_forced) {
-  if (!spill_forced) return prefill_disk_bytes(config, plan, tokens);
+// What the search judges a plan by: its disk bytes, but for a spill file or
+// a lent sequence state the plan makes whatever the request
+// (K3_PREFILL_SPILL, K3_PREFILL_LEND_STATE, for tests): no choice of the
+// search, so their bytes do not steer it off the chunk asked for.
+double judged_bytes(const ModelConfig& config, const MemoryPlan& plan, uint64_t tokens, bool spill_forced,
+                    bool state_forced) {
   const PrefillReads reads = forecast_prefill_reads(config, plan, tokens);
-  return reads.trunk_bytes + reads.expert_bytes + reads.state_written_bytes + reads.state_read_bytes +
-         static_cast<double>(plan.cache_lent_bytes) + static_cast<double>(plan.pinned_lent_read_bytes);
+  double bytes = prefill_disk_bytes(config, plan, tokens);
+  if (spill_forced) bytes -= reads.spill_written_bytes + reads.spill_read_bytes;
+  if (state_forced) bytes -= reads.state_written_bytes + reads.state_read_bytes;
+  return bytes;
 }
 
 // A plan that fits, the request that makes it, and its disk bytes.
@@ -59,14 +62,9 @@ struct AtBatch {
 // lending it, each with the longest sub-batch that fits.
 AtBatch fit_at_batch(const ModelConfig& config, const PlanOf& plan_of, const PlanFits& fits, RunRequest r,
                      uint64_t tokens, bool can_spill) {
-  const bool must_lend = r.lend_cache;  // asked for (K3_PREFILL_LEND): only plans that lend
-  const bool must_hold = r.hold_layer;  // asked for (K3_PREFILL_HOLD): only held plans, where one can hold
-  // The sequence state lent: asked for (K3_PREFILL_LEND_STATE), every plan
-  // lends it; otherwise a plan that does not fit tries it (it moves bytes
-  // and frees memory, so a plan that fits without it needs none: the search
-  // makes one more plan only for those that do not fit).
-  // The file goes where a spill file may (a packed trunk).
-  const bool must_lend_state = r.lend_state, can_lend_state = can_spill && !must_lend_state;
+  const bool must_lend = r.lend_cache;        // asked for (K3_PREFILL_LEND): only plans that lend
+  const bool must_hold = r.hold_layer;        // asked for (K3_PREFILL_HOLD): only held plans, where one can hold
+  const bool must_lend_state = r.lend_state;  // asked for: every plan lends the sequence state
   r.spill_chunk = false;
   r.lend_cache = false;
   r.hold_layer = false;
@@ -78,10 +76,17 @@ AtBatch fit_at_batch(const ModelConfig& config, const PlanOf& plan_of, const Pla
   at.batch = std::max<uint64_t>(1, first.batch);
   const uint64_t batch = at.batch, longest = std::max(batch, first.chunk);
   const bool spill_forced = first.chunk_spilled;  // not asked for here: the plan spills whatever the request
+  // The sequence state lent: asked for, or lent by the plan whatever the
+  // request (K3_PREFILL_LEND_STATE), every plan lends it; otherwise a plan
+  // that does not fit tries it (it moves bytes and frees memory, so a plan
+  // that fits without it needs none: the search makes one more plan only
+  // for those that do not fit). The file goes where a spill file may (a
+  // packed trunk).
+  const bool state_forced = must_lend_state || first.state_lent_bytes > 0, can_lend_state = can_spill && !state_forced;
   // A trunk streamed in row blocks may hold each layer whole for a chunk.
   const bool can_hold = first.row_blocks > 0, only_held = must_hold && can_hold;
   const auto consider = [&](const MemoryPlan& p) {
-    const double bytes = judged_bytes(config, p, tokens, spill_forced);
+    const double bytes = judged_bytes(config, p, tokens, spill_forced, state_forced);
     if (!at.best || bytes < at.best->bytes) at.best = Fit{p, r, bytes};
   };
   // The plan of r (or `made`, already made), or where it does not fit and a

@@ -5,8 +5,9 @@
 # but the running layer's is in a file beside the trunk while a chunk runs,
 # and the generated ids, the --logits file and the --state-out file are
 # bit-identical to 256-row batches at one chunk and at two (the second
-# continues the first's MLA rows), spilled, held whole in row blocks and
-# with --draft; --stats-json counts the file's bytes exactly, by the formula
+# continues the first's MLA rows), at three (the chunk asked for kept:
+# forced, the loan's bytes do not steer the plan), spilled, held whole in
+# row blocks and with --draft; --stats-json counts the file's bytes exactly, by the formula
 # from config.json; the plan says the loan; nothing is left beside the
 # trunk; a write the disk refuses is exit 5 naming the file, and leaves
 # nothing behind; a bad switch is refused.
@@ -20,9 +21,9 @@ prefill_ids "$work/ids.txt"
 STREAM=(--trunk "$work/trunk" --trunk-gb 0 --cache-gb 0)
 ls -A "$work/trunk" > "$work/trunk-before.txt"
 
-run() {  # run NAME CHUNK LEND FLAGS...: K3_PREFILL_CHUNK=CHUNK, K3_PREFILL_LEND_STATE=LEND
+run() {  # run NAME CHUNK LEND FLAGS...: K3_PREFILL_CHUNK=CHUNK, K3_PREFILL_LEND_STATE=LEND, --ctx CTX (640)
   local name=$1 chunk=$2 lend=$3; shift 3
-  K3_PREFILL_CHUNK=$chunk K3_PREFILL_LEND_STATE=$lend "$FWD" "$TINY" --ids "$work/ids.txt" --ctx 640 --gen 4 \
+  K3_PREFILL_CHUNK=$chunk K3_PREFILL_LEND_STATE=$lend "$FWD" "$TINY" --ids "$work/ids.txt" --ctx "${CTX:-640}" --gen 4 \
     --logits "$work/$name.logits" --state-out "$work/$name.state" --stats-json "$work/$name.json" \
     "${STREAM[@]}" "$@" > "$work/$name.out" 2> "$work/$name.err"
   check "$name: exit" 0 "$?"
@@ -34,6 +35,12 @@ run lend600 600 1
 same lend600 batches
 run lend320 320 1
 same lend320 batches
+# Forced, the loan's bytes do not steer the plan off the chunk asked for: at
+# a context of 700, chunks of 300 (300 + 300 + 100 rows) read the weights as
+# often as 256-row batches, and only 300 lends.
+CTX=700 run lend300 300 1
+same lend300 batches
+check "lend 300: the chunk asked for" 300 "$(json lend300 prefill.tokens_per_read)"
 K3_PREFILL_SPILL=1 run lend-spill 600 1
 same lend-spill batches
 K3_PREFILL_HOLD=1 run lend-held 600 1 --block-mb 0.01
