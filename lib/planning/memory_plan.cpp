@@ -85,7 +85,7 @@ void plan_layer_hold(const TrunkLayout& layout, MemoryPlan& p) {
 
 // How often a chunk reads each row block: once per sub-batch, or once per
 // chunk where each layer is held whole (the pinned layers lent to the hold
-// buffer and read again after the prompt).
+// buffer and read again after the prompt); and the sequence state lent to it.
 std::string describe_chunk_reads(const MemoryPlan& p) {
   std::string o;
   if (p.layer_held) {
@@ -103,7 +103,7 @@ std::string describe_chunk_reads(const MemoryPlan& p) {
                   "%llu tokens (their scratch is in the chunk above)\n",
                   (unsigned long long)p.chunk_sub_batch, (unsigned long long)p.chunk_sub_batch);
   }
-  return o;
+  return o + describe_state_loan(p);
 }
 
 // The layer-major prefill's chunk and what it carries per token (after the
@@ -136,6 +136,7 @@ void plan_chunk(const ModelConfig& c, const TrunkLayout& layout, const RunReques
   }
 
   if (p.layer_held) plan_layer_hold(layout, p);
+  plan_state_loan(c, req, p);
 }
 
 }  // namespace
@@ -328,7 +329,6 @@ MemoryPlan plan_memory(const ModelConfig& c, const TrunkLayout& layout, uint64_t
           : req.draft.resident;
   p.draft_bytes = checked_add(draft_held, checked_mul(req.draft.per_position, req.context, draft_what), draft_what);
   p.kept_state_bytes = req.kept_state_bytes;
-  plan_state_loan(c, req, p);
   prefill_decode_peak(c, p, req.lend_cache);
   return p;
 }
@@ -447,7 +447,6 @@ std::string MemoryPlan::describe(const TrunkLayout& layout, const ModelConfig& c
                   (unsigned long long)chunk, format_bytes(prefill_chunk_bytes_per_token(c)).c_str(),
                   format_bytes(chunk_bytes).c_str());
   o += describe_chunk_reads(*this);
-  o += describe_state_loan(*this);
   if (draft_bytes > 0 && draft_streamed) {
     append_printf(o,
                   "  draft model       streamed: %s read per draft pass in %s row blocks; held %s + %llu "

@@ -76,30 +76,27 @@ AtBatch fit_at_batch(const ModelConfig& config, const PlanOf& plan_of, const Pla
   at.batch = std::max<uint64_t>(1, first.batch);
   const uint64_t batch = at.batch, longest = std::max(batch, first.chunk);
   const bool spill_forced = first.chunk_spilled;  // not asked for here: the plan spills whatever the request
-  // The sequence state lent: asked for, or lent by the plan whatever the
-  // request (K3_PREFILL_LEND_STATE), every plan lends it; otherwise a plan
-  // that does not fit tries it (it moves bytes and frees memory, so a plan
-  // that fits without it needs none: the search makes one more plan only
-  // for those that do not fit). The file goes where a spill file may (a
-  // packed trunk).
+  // The sequence state: lent by every plan where asked for or forced
+  // (K3_PREFILL_LEND_STATE); else tried for a plan that does not fit (where
+  // one fits, lending only adds the file's bytes), where a spill file may go.
   const bool state_forced = must_lend_state || first.state_lent_bytes > 0, can_lend_state = can_spill && !state_forced;
   // A trunk streamed in row blocks may hold each layer whole for a chunk.
   const bool can_hold = first.row_blocks > 0, only_held = must_hold && can_hold;
   const auto consider = [&](const MemoryPlan& p) {
     const double bytes = judged_bytes(config, p, tokens, spill_forced, state_forced);
-    if (!at.best || bytes < at.best->bytes) at.best = Fit{p, r, bytes};
+    if (at.best && bytes >= at.best->bytes) return;
+    at.best = Fit{p, r, bytes};
+    at.best->req.lend_state = must_lend_state || p.state_lent_bytes > 0;  // the plan's (plan_lending_state)
   };
   // The plan of r (or `made`, already made), or where it does not fit and a
-  // chunk runs, the same plan with the sequence state lent (r.lend_state set
-  // while it is the one returned: the caller considers it, then clears it).
+  // chunk runs, the same plan with the sequence state lent where that fits.
   const auto plan_lending_state = [&](const MemoryPlan* made) {
-    MemoryPlan p = made ? *made : plan_of(r);
+    const MemoryPlan p = made ? *made : plan_of(r);
     if (!can_lend_state || p.chunk <= p.batch || fits(p)) return p;
     r.lend_state = true;
-    MemoryPlan lent = plan_of(r);
-    if (fits(lent)) return lent;
+    const MemoryPlan lent = plan_of(r);
     r.lend_state = false;
-    return p;
+    return fits(lent) ? lent : p;
   };
   for (uint64_t chunk = longest;; chunk = std::max(batch, chunk / 2)) {
     for (const bool spill : {false, true}) {
@@ -114,12 +111,9 @@ AtBatch fit_at_batch(const ModelConfig& config, const PlanOf& plan_of, const Pla
         for (r.chunk_sub_batch = chunk; !only_held; r.chunk_sub_batch = std::max(batch, r.chunk_sub_batch / 2)) {
           const bool is_first = chunk == longest && !spill && !lend && r.chunk_sub_batch == chunk;
           const MemoryPlan p = plan_lending_state(is_first ? &first : nullptr);
-          r.lend_state = must_lend_state;
           if (lend && p.cache_lent_bytes == 0) break;  // nothing to lend: the plan without it
           if (fits(p)) {
-            r.lend_state = p.state_lent_bytes > 0 || must_lend_state;
             consider(p);
-            r.lend_state = must_lend_state;
             break;
           }
           if (p.chunk_sub_batch <= batch) break;
@@ -128,9 +122,7 @@ AtBatch fit_at_batch(const ModelConfig& config, const PlanOf& plan_of, const Pla
         if (can_hold && chunk > batch) {
           r.hold_layer = true;
           const MemoryPlan p = plan_lending_state(nullptr);
-          r.lend_state = p.state_lent_bytes > 0 || must_lend_state;
           if (fits(p) && (!lend || p.cache_lent_bytes > 0)) consider(p);
-          r.lend_state = must_lend_state;
           r.hold_layer = false;
         }
       }
