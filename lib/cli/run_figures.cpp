@@ -68,6 +68,19 @@ ExpertPhaseStats phase_delta(const StreamStats& a, const StreamStats& b) {
 
 double share(double part, double whole) { return whole > 0 ? std::min(1.0, std::max(0.0, part / whole)) : 0.0; }
 
+// The prefill's scratch files, exact counts: its spill file (where the
+// chunk's block states went to disk) and the sequence state lent to the chunk
+// (its layers but the running one's in a file).
+void prefill_file_counts(JsonWriter& w, const ModelCounters& m) {
+  if (m.spill_written_bytes > 0)
+    w.key("spill_written_bytes").value(m.spill_written_bytes).key("spill_read_bytes").value(m.spill_read_bytes);
+  if (m.state_loan_written_bytes > 0)
+    w.key("state_loan_written_bytes")
+        .value(m.state_loan_written_bytes)
+        .key("state_loan_read_bytes")
+        .value(m.state_loan_read_bytes);
+}
+
 }  // namespace
 
 std::string figures_text(const RunFigures& f) {
@@ -143,9 +156,7 @@ std::string stats_json(const RunFigures& f, const GenerationCounters& c, const M
   w.key("prefill").inline_next().begin_object().key("seconds").fixed(f.prefill_seconds, 6);
   // Layer-major prefill: one read of the weights per chunk of this many tokens.
   w.key("tokens_per_read").value(m.tokens_per_read).key("weight_reads").value(c.weight_passes - c.generate_passes);
-  // Its spill file (where the chunk's block states went to disk): exact counts.
-  if (m.spill_written_bytes > 0)
-    w.key("spill_written_bytes").value(m.spill_written_bytes).key("spill_read_bytes").value(m.spill_read_bytes);
+  prefill_file_counts(w, m);
   if (f.streaming) {
     w.key("trunk_bytes").fixed(pre.trunk_per_token, 0).key("expert_bytes").fixed(pre.expert_per_token, 0);
     w.key("expert_hit_rate").fixed(pre.hit_rate, 6).key("io_wait_seconds").fixed(pre.io_wait, 6);

@@ -173,6 +173,9 @@ void Model::load(ModelPlan plan) {
     device_->limit_layer_weights(plan.device_plan.layer_weight_bytes);
   }
   if (plan.stream && plan.stream->plan.chunk_spilled) engine_->set_spill(std::make_unique<SpillFile>(req.trunk_dir));
+  if (plan.stream && plan.stream->plan.state_lent_bytes > 0)
+    engine_->set_state_loan(
+        std::make_unique<SpillFile>(req.trunk_dir, "k3-state-loan", "the sequence state lent to the prefill's chunk"));
   counters_.streaming = streaming_ != nullptr;
   counters_.max_batch = static_cast<uint64_t>(engine_->max_batch());
   counters_.tokens_per_read = static_cast<uint64_t>(engine_->tokens_per_read());
@@ -300,6 +303,10 @@ ModelCounters Model::counters() const {
   if (const SpillFile* f = engine_ ? engine_->spill() : nullptr) {
     c.spill_written_bytes = f->bytes_written();
     c.spill_read_bytes = f->bytes_read();
+  }
+  if (const SpillFile* f = engine_ ? engine_->state_loan_file() : nullptr) {
+    c.state_loan_written_bytes = f->bytes_written();
+    c.state_loan_read_bytes = f->bytes_read();
   }
   return c;
 }

@@ -122,7 +122,10 @@ struct ModelCounters {
   uint64_t tokens_per_read = 0;                 // prompt tokens one read of the weights covers (prefill chunk)
   uint64_t spill_written_bytes = 0;             // the prefill chunk's spill file: written
   uint64_t spill_read_bytes = 0;                //   and read back (0: no spill file)
-  uint64_t cache_lent_bytes = 0;                // the expert cache beyond the chunk's slots, lent to each prefill chunk
+  // The sequence state lent to each prefill chunk (its file: written and
+  // read back; 0: not lent).
+  uint64_t state_loan_written_bytes = 0, state_loan_read_bytes = 0;
+  uint64_t cache_lent_bytes = 0;  // the expert cache beyond the chunk's slots, lent to each prefill chunk
   uint64_t hold_bytes = 0, pinned_lent_bytes = 0;  // a held chunk's buffer, the pinned layers lent to it
   size_t max_drafts = 0;                           // drafts per pass the plan holds rollback copies for
   // --draft: the plan streams the draft's matrices in row blocks of this

@@ -11,12 +11,11 @@
 
 namespace k3 {
 
-namespace {
-std::string what(const std::string& dir) { return dir + ": the prefill's spill file"; }
-}  // namespace
+std::string SpillFile::what() const { return dir_ + ": " + purpose_; }
 
-SpillFile::SpillFile(const std::string& dir) : dir_(dir) {
-  const std::string base = (dir.empty() ? std::string(".") : dir) + "/k3-prefill-spill";
+SpillFile::SpillFile(const std::string& dir, const std::string& stem, const std::string& purpose)
+    : dir_(dir), purpose_(purpose) {
+  const std::string base = (dir.empty() ? std::string(".") : dir) + "/" + stem;
   // A random name cannot be planted in advance; O_EXCL|O_NOFOLLOW refuses
   // one that was anyway. A few tries cover an (astronomically rare) clash.
   for (int attempt = 0;; ++attempt) {
@@ -27,12 +26,12 @@ SpillFile::SpillFile(const std::string& dir) : dir_(dir) {
         const int err = errno;
         ::close(fd_);
         fd_ = -1;
-        throw Error(ExitCode::kIo, what(dir) + ": cannot unlink " + path + ": " + std::strerror(err));
+        throw Error(ExitCode::kIo, what() + ": cannot unlink " + path + ": " + std::strerror(err));
       }
       return;
     }
     if (errno != EEXIST || attempt >= 3)
-      throw Error(ExitCode::kIo, what(dir) + ": cannot create " + path + ": " + std::strerror(errno));
+      throw Error(ExitCode::kIo, what() + ": cannot create " + path + ": " + std::strerror(errno));
   }
 }
 
@@ -46,7 +45,7 @@ void SpillFile::write(uint64_t offset, const void* data, size_t n) {
     const ssize_t r = ::pwrite(fd_, p + done, n - done, static_cast<off_t>(offset + done));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0)
-      throw Error(ExitCode::kIo, what(dir_) + ": cannot write " + std::to_string(n) + " bytes at " +
+      throw Error(ExitCode::kIo, what() + ": cannot write " + std::to_string(n) + " bytes at " +
                                      std::to_string(offset) + ": " + std::strerror(r < 0 ? errno : ENOSPC) +
                                      " (free space there, or give the trunk a disk with room)");
     done += static_cast<size_t>(r);
@@ -60,11 +59,10 @@ void SpillFile::read(uint64_t offset, void* data, size_t n) {
     const ssize_t r = ::pread(fd_, p + done, n - done, static_cast<off_t>(offset + done));
     if (r < 0 && errno == EINTR) continue;
     if (r < 0)
-      throw Error(ExitCode::kIo,
-                  what(dir_) + ": cannot read at " + std::to_string(offset) + ": " + std::strerror(errno));
+      throw Error(ExitCode::kIo, what() + ": cannot read at " + std::to_string(offset) + ": " + std::strerror(errno));
     if (r == 0)
       throw Error(ExitCode::kIo,
-                  what(dir_) + ": ends before byte " + std::to_string(offset + n) + " (it was shortened while in use)");
+                  what() + ": ends before byte " + std::to_string(offset + n) + " (it was shortened while in use)");
     done += static_cast<size_t>(r);
   }
   read_ += n;

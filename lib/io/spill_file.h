@@ -1,6 +1,7 @@
 // A scratch file for state that does not fit in memory (the layer-major
-// prefill's block states, model/prefill_chunk.h): written and read back at
-// known offsets, sequentially, by the run that made it.
+// prefill's block states, model/prefill_chunk.h; the sequences' layer states
+// lent to a chunk, model/state_loan.h): written and read back at known
+// offsets, sequentially, by the run that made it.
 //
 // It is created in `dir` under a random name no one can predict, exclusively
 // (O_CREAT|O_EXCL|O_NOFOLLOW: a file or link planted at the name is never
@@ -18,7 +19,10 @@ namespace k3 {
 class SpillFile {
  public:
   // Throws k3::Error(kIo) naming `dir` when the file cannot be made there.
-  explicit SpillFile(const std::string& dir);
+  // `stem` starts the file's name and `purpose` names it in every error
+  // ("<dir>: <purpose>: ...").
+  explicit SpillFile(const std::string& dir, const std::string& stem = "k3-prefill-spill",
+                     const std::string& purpose = "the prefill's spill file");
   SpillFile(const SpillFile&) = delete;
   SpillFile& operator=(const SpillFile&) = delete;
   ~SpillFile();
@@ -33,7 +37,9 @@ class SpillFile {
   uint64_t bytes_read() const { return read_; }
 
  private:
-  std::string dir_;
+  std::string what() const;  // "<dir>: <purpose>"
+
+  std::string dir_, purpose_;
   int fd_ = -1;
   uint64_t written_ = 0, read_ = 0;
 };

@@ -267,9 +267,10 @@ void ForwardPass::forward_batch(std::span<SequenceState* const> states, std::spa
   }
 }
 
-void ForwardPass::stop_pass(std::span<SequenceState* const> states, std::span<const int64_t> pos0, int i, bool within) {
+void ForwardPass::stop_pass(std::span<SequenceState* const> states, std::span<const int64_t> pos0, int i, bool within,
+                            bool undo) {
   const ModelConfig& c = config_;
-  if (stop_ && restore_on_stop_)
+  if (undo && stop_ && restore_on_stop_)
     for (size_t k = 0; k < states.size(); ++k) {
       for (int j = 0; j <= i; ++j) {
         if (c.is_kda_layer(j)) std::swap(states[k]->layers[j].kda, undo_[k][j]);

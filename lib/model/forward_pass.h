@@ -126,6 +126,12 @@ class ForwardPass {
   // depend on it). nullptr: in memory.
   void set_spill(std::unique_ptr<SpillFile> file) { spill_ = std::move(file); }
   const SpillFile* spill() const { return spill_.get(); }
+  // While a chunk runs, every layer's state of its sequences but the running
+  // layer's is in this file (model/state_loan.h: the plan lends it where a
+  // chunk does not fit otherwise; results do not depend on it), and the
+  // chunk's memory is freed after each chunk. nullptr: in memory.
+  void set_state_loan(std::unique_ptr<SpillFile> file) { state_file_ = std::move(file); }
+  const SpillFile* state_loan_file() const { return state_file_.get(); }
 
   // Called after every layer of every batch of a forward() call (after
   // every sub-batch of a layer of a chunk) with the steps done and the
@@ -190,10 +196,13 @@ class ForwardPass {
   // each, in pieces of at most a batch; positions name them in errors.
   void chunk_head_rows(ChunkRun& run, const std::vector<size_t>& rows, const std::vector<int64_t>& positions,
                        const std::vector<float*>& out);
-  // Restores the sequences after a stop in layer `layer` (see set_stop) and
-  // throws Error(kInterrupted).
+  // Restores the sequences after a stop in layer `layer` (see set_stop;
+  // `undo`: from undo_, else they are already put back) and throws
+  // Error(kInterrupted).
   [[noreturn]] void stop_pass(std::span<SequenceState* const> states, std::span<const int64_t> pos0, int layer,
-                              bool within);
+                              bool within, bool undo = true);
+  // stop_pass for a chunk: a lent state is put back from its file.
+  [[noreturn]] void stop_chunk(ChunkRun& run, int layer, bool within);
   // The output AttnRes mix, final norm and lm_head over m rows: blocks (B,
   // each [m, hidden]) and p_rows [m, hidden] -> logits [m, vocab].
   void head_logits(const std::vector<const float*>& blocks, const float* p_rows, size_t m, float* logits);
@@ -211,6 +220,7 @@ class ForwardPass {
   kernels::ComputeBackend* compute_backend_ = nullptr;
   PrefillChunk chunk_state_;
   std::unique_ptr<SpillFile> spill_;
+  std::unique_ptr<SpillFile> state_file_;  // set_state_loan
   Progress progress_;
   std::function<bool()> stop_;
   bool restore_on_stop_ = false;

@@ -15,6 +15,7 @@
 // the sub-batch holding its row there, so each KDA layer's state after that
 // row can be copied; the MLA caches' first rows are copied after the layer.
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@
 #include "model/latent_moe_chunk.h"
 #include "model/linear.h"
 #include "model/situ_mlp_chunk.h"
+#include "model/state_loan.h"
 
 namespace k3 {
 namespace {
@@ -80,7 +82,8 @@ struct ForwardPass::ChunkRun {
   ResidualStream* s = nullptr;
   std::vector<LayerSegment> segments;
   std::span<StateCapture> captures;
-  std::vector<size_t> cuts;  // chunk rows each capture's rows end at, ascending
+  std::vector<size_t> cuts;   // chunk rows each capture's rows end at, ascending
+  StateLoan* lent = nullptr;  // the sequences' layer states in a file while the chunk runs (set_state_loan)
 
   // The rows a layer's attention takes from r0 at once: to the end of r0's
   // sub-batch, or to the next capture's row if sooner (each row's values
@@ -181,6 +184,19 @@ void ForwardPass::forward_chunk(std::span<SequenceState* const> states, std::spa
   run.captures = captures;
   run.begin_captures(c, ids);
   const ChunkLoan loan(source_, chunk_state_, scratch_);  // before the chunk's memory is taken
+  // After the loan and before the chunk's memory too: the lent states and
+  // the chunk never hold memory at once (the state comes back after the
+  // chunk's memory is freed). The stop copies are not kept while lent: the
+  // file holds the state before the chunk.
+  std::optional<StateLoan> lent_state;
+  if (state_file_ && run.n > max_batch_) {
+    std::vector<std::vector<KdaState>>().swap(undo_);
+    lent_state.emplace(c, *state_file_, states, counts, [this] {
+      chunk_state_ = PrefillChunk{};
+      scratch_.release_rows();
+    });
+    run.lent = &*lent_state;
+  }
   reserve_chunk_scratch(scratch_, c, max_batch_, run.sub, positions, pool_.size());
   chunk_state_.reserve(c, run.n, std::min(run.sub, chunk_piece_rows_), spill_.get());
   run.P = chunk_state_.p.data();
@@ -188,12 +204,17 @@ void ForwardPass::forward_chunk(std::span<SequenceState* const> states, std::spa
   source_.embed(ids, run.n, run.P);
   run.require_rows_finite("the embedding rows");
   run.s = &scratch_.begin_chunk_pass(c, run.sub, chunk_state_.blocks);
-  if (stop_ && restore_on_stop_) {
+  if (stop_ && restore_on_stop_ && !run.lent) {
     undo_.resize(states.size());
     for (auto& u : undo_) u.resize(static_cast<size_t>(c.num_hidden_layers));
   }
-  for (int i = 0; i < c.num_hidden_layers; ++i) chunk_layer(run, i);
+  for (int i = 0; i < c.num_hidden_layers; ++i) {
+    if (run.lent) run.lent->bring(i);
+    chunk_layer(run, i);
+    if (run.lent) run.lent->send(i);
+  }
   if (rows != LogitRows::kNone || !captures.empty()) chunk_head(run, rows, logits);
+  if (run.lent) run.lent->give_back();
   size_t begin = 0;
   for (size_t k = 0; k < states.size(); ++k) {
     states[k]->positions += static_cast<int64_t>(counts[k]);
@@ -205,7 +226,7 @@ void ForwardPass::forward_chunk(std::span<SequenceState* const> states, std::spa
 void ForwardPass::chunk_layer(ChunkRun& run, int i) {
   const ModelConfig& c = config_;
   const size_t n = run.n, sub = run.sub;
-  if (stop_ && restore_on_stop_ && c.is_kda_layer(i))
+  if (stop_ && restore_on_stop_ && !run.lent && c.is_kda_layer(i))
     for (size_t k = 0; k < run.states.size(); ++k) undo_[k][i] = run.states[k]->layers[i].kda;
   const LayerWeights& w = source_.acquire_layer(i);
   ChunkBlocks& blocks = *run.blocks;
@@ -246,7 +267,7 @@ void ForwardPass::chunk_layer(ChunkRun& run, int i) {
     }
     if (stop_ && stop_()) {
       source_.release_layer(i);
-      stop_pass(run.states, run.pos0, i, true);
+      stop_chunk(run, i, true);
     }
   }
   if (moe) {
@@ -274,7 +295,12 @@ void ForwardPass::chunk_layer(ChunkRun& run, int i) {
     for (size_t k = 0; k < run.states.size(); ++k)
       tap_->on_layer(i, *run.states[k], run.pos0[k], run.P + run.begin[k] * run.hidden, run.counts[k]);
   if (progress_) progress_(run.steps_before + (i + 1) * run.subs, run.steps_total);
-  if (stop_ && i + 1 < c.num_hidden_layers && stop_()) stop_pass(run.states, run.pos0, i, false);
+  if (stop_ && i + 1 < c.num_hidden_layers && stop_()) stop_chunk(run, i, false);
+}
+
+void ForwardPass::stop_chunk(ChunkRun& run, int i, bool within) {
+  if (run.lent) run.lent->put_back_before();  // from the file: no undo_ copies are kept while lent
+  stop_pass(run.states, run.pos0, i, within, run.lent == nullptr);
 }
 
 void ForwardPass::chunk_head(ChunkRun& run, LogitRows rows, float* logits) {

@@ -60,6 +60,8 @@ std::string describe_first_token(const FirstTokenForecast& f, const MemoryPlan& 
   if (plan.cache_lent_bytes > 0)
     how += ", the expert cache's " + format_bytes(plan.cache_lent_bytes) + " beyond " +
            std::to_string(plan.chunk_slots) + " slots lent to it";
+  if (plan.state_lent_bytes > 0)
+    how += ", the sequence state's " + format_bytes(plan.state_lent_bytes) + " lent to it (one layer's in memory)";
   append_printf(o,
                 "%llu tokens: %s read (1 read of the weights per %llu tokens%s), %.1f s at %s/s + %.1f s of compute "
                 "at %.2f tokens/s = %.1f s",

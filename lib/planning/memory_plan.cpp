@@ -16,6 +16,7 @@
 #include "model/tensor_manifest.h"
 #include "planning/prefill_forecast.h"
 #include "planning/row_block_tables.h"
+#include "planning/state_loan_plan.h"
 #include "trunk/block_reader.h"
 #include "trunk/plan.h"
 #include "trunk/row_blocks.h"
@@ -102,7 +103,7 @@ void plan_layer_hold(const TrunkLayout& layout, uint64_t hold_limit, MemoryPlan&
 
 // How often a chunk reads each row block: once per sub-batch, or once per
 // chunk where each layer is held whole (the pinned layers lent to the hold
-// buffer and read again after the prompt).
+// buffer and read again after the prompt); and the sequence state lent to it.
 std::string describe_chunk_reads(const MemoryPlan& p) {
   std::string o;
   if (p.layer_held) {
@@ -124,7 +125,7 @@ std::string describe_chunk_reads(const MemoryPlan& p) {
                   "%llu tokens (their scratch is in the chunk above)\n",
                   (unsigned long long)p.chunk_sub_batch, (unsigned long long)p.chunk_sub_batch);
   }
-  return o;
+  return o + describe_state_loan(p);
 }
 
 // The layer-major prefill's chunk and what it carries per token (after the
@@ -157,6 +158,7 @@ void plan_chunk(const ModelConfig& c, const TrunkLayout& layout, const RunReques
   }
 
   if (p.layer_held) plan_layer_hold(layout, req.hold_limit, p);
+  plan_state_loan(c, req, p);
 }
 
 }  // namespace
@@ -359,12 +361,15 @@ void prefill_decode_peak(const ModelConfig& c, MemoryPlan& p, bool lend) {
   const bool holds_all = p.cache_slots >= moe_layers * static_cast<uint64_t>(c.num_experts);  // nothing to refill
   const uint64_t kept = p.chunk_slots * p.slot_bytes;                                         // the chunk's own slots
   p.cache_lent_bytes = lend && p.chunk > p.batch && !holds_all && p.cache_bytes > kept ? p.cache_bytes - kept : 0;
-  p.peak_rss = std::max(checked_add(p.chunk_bytes, p.hold_bytes, "the memory plan"),
-                        checked_add(p.cache_lent_bytes, p.pinned_lent_bytes + p.buffers_lent_bytes, "the memory plan"));
-  for (uint64_t part :
-       {p.pinned_bytes - p.pinned_lent_bytes, p.stream_buffer_bytes - p.buffers_lent_bytes, p.stream_staging_bytes,
-        p.head_small_bytes, p.cache_bytes - p.cache_lent_bytes, p.kda_state_bytes, p.mla_cache_bytes,
-        p.activation_bytes, p.draft_bytes, p.kept_state_bytes, p.io_bytes})
+  // The lent sequence state (plan_state_loan) is on the lent side too.
+  const uint64_t lent =
+      checked_add(checked_add(p.cache_lent_bytes, p.pinned_lent_bytes + p.buffers_lent_bytes, "the memory plan"),
+                  p.state_lent_bytes, "the memory plan");
+  p.peak_rss = std::max(checked_add(p.chunk_bytes, p.hold_bytes, "the memory plan"), lent);
+  const uint64_t state = checked_add(p.kda_state_bytes, p.mla_cache_bytes, "the memory plan") - p.state_lent_bytes;
+  for (uint64_t part : {p.pinned_bytes - p.pinned_lent_bytes, p.stream_buffer_bytes - p.buffers_lent_bytes,
+                        p.stream_staging_bytes, p.head_small_bytes, p.cache_bytes - p.cache_lent_bytes, state,
+                        p.activation_bytes, p.draft_bytes, p.kept_state_bytes, p.io_bytes})
     p.peak_rss = checked_add(p.peak_rss, part, "the memory plan");
 }
 

@@ -126,6 +126,16 @@ struct MemoryPlan {
   uint64_t skipped_bytes = 0;
   uint64_t skipped_read_bytes = 0;
   uint64_t hold_next_limit = 0;
+  // The sequence state lent to the chunk (RunRequest::lend_state, a chunk
+  // longer than a batch): the chunk's sequences' KDA states and MLA caches,
+  // and a stoppable pass's KDA copies (the file holds the state before the
+  // chunk), less the one layer's state each sequence keeps in memory while
+  // it runs (the largest layer's: one KDA layer's state or one MLA layer's
+  // cache at the context). The chunk and the lent state never hold memory at
+  // once: the peak counts them on the two sides of prefill_decode_peak. The
+  // file's size is state_loan_file_bytes.
+  uint64_t state_lent_bytes = 0;
+  uint64_t state_loan_file_bytes = 0;
   uint64_t per_sequence_bytes = 0;  // one sequence's KDA state + MLA cache (included above per sequence)
   uint64_t activation_bytes = 0;
   uint64_t draft_bytes = 0;       // the draft model: weights, buffers, context (--draft)
@@ -151,7 +161,8 @@ inline bool plan_fits(const MemoryPlan& plan, uint64_t available) {
 // `lend` and a chunk longer than a batch runs, and the cache does not hold
 // every expert) and plan.peak_rss: every part of the plan, with the larger
 // of (the chunk + the hold buffer) and (the lent cache + the lent pinned
-// layers and stream buffers) in place of their sum (the prefill's peak is
+// layers and stream buffers + the lent sequence state, state_lent_bytes) in
+// place of their sum (the prefill's peak is
 // the rest + the floor + the chunk + the hold buffer; decode's the rest +
 // the whole cache + every pinned section and stream buffer).
 void prefill_decode_peak(const ModelConfig& config, MemoryPlan& plan, bool lend);

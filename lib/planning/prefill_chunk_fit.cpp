@@ -12,19 +12,23 @@ namespace k3 {
 double prefill_disk_bytes(const ModelConfig& config, const MemoryPlan& plan, uint64_t tokens) {
   const PrefillReads reads = forecast_prefill_reads(config, plan, tokens);
   return reads.trunk_bytes + reads.expert_bytes + reads.spill_written_bytes + reads.spill_read_bytes +
-         static_cast<double>(plan.cache_lent_bytes) + static_cast<double>(plan.pinned_lent_read_bytes);
+         reads.state_written_bytes + reads.state_read_bytes + static_cast<double>(plan.cache_lent_bytes) +
+         static_cast<double>(plan.pinned_lent_read_bytes);
 }
 
 namespace {
 
-// What the search judges a plan by: its disk bytes, but for a spill file the
-// plan makes whatever the request (K3_PREFILL_SPILL, for tests): no choice
-// of the search, so its bytes do not steer it off the chunk asked for.
-double judged_bytes(const ModelConfig& config, const MemoryPlan& plan, uint64_t tokens, bool spill_forced) {
-  if (!spill_forced) return prefill_disk_bytes(config, plan, tokens);
+// What the search judges a plan by: its disk bytes, but for a spill file or
+// a lent sequence state the plan makes whatever the request
+// (K3_PREFILL_SPILL, K3_PREFILL_LEND_STATE, for tests): no choice of the
+// search, so their bytes do not steer it off the chunk asked for.
+double judged_bytes(const ModelConfig& config, const MemoryPlan& plan, uint64_t tokens, bool spill_forced,
+                    bool state_forced) {
   const PrefillReads reads = forecast_prefill_reads(config, plan, tokens);
-  return reads.trunk_bytes + reads.expert_bytes + static_cast<double>(plan.cache_lent_bytes) +
-         static_cast<double>(plan.pinned_lent_read_bytes);
+  double bytes = prefill_disk_bytes(config, plan, tokens);
+  if (spill_forced) bytes -= reads.spill_written_bytes + reads.spill_read_bytes;
+  if (state_forced) bytes -= reads.state_written_bytes + reads.state_read_bytes;
+  return bytes;
 }
 
 // A plan that fits, the request that makes it, and its disk bytes.
@@ -40,7 +44,8 @@ struct Fit {
 bool reads_least(const Fit& f, uint64_t longest) {
   const bool blocks_once = f.plan.row_blocks == 0 || f.plan.chunk_sub_batch == f.plan.chunk ||
                            (f.plan.layer_held && f.plan.pinned_lent_bytes == 0 && f.plan.skipped_layers == 0);
-  return f.plan.chunk == longest && !f.plan.chunk_spilled && f.plan.cache_lent_bytes == 0 && blocks_once;
+  return f.plan.chunk == longest && !f.plan.chunk_spilled && f.plan.cache_lent_bytes == 0 &&
+         f.plan.state_lent_bytes == 0 && blocks_once;
 }
 
 // What the search at one batch found: the batch the plan makes of the
@@ -65,6 +70,7 @@ AtBatch fit_at_batch(const ModelConfig& config, const PlanOf& plan_of, const Pla
   const bool must_lend = r.lend_cache;        // asked for (K3_PREFILL_LEND): only plans that lend
   const bool must_hold = r.hold_layer;        // asked for (K3_PREFILL_HOLD): only held plans, where one can hold
   const uint64_t asked_limit = r.hold_limit;  // asked for (K3_PREFILL_HOLD_LIMIT): held plans at that limit only
+  const bool must_lend_state = r.lend_state;  // asked for: every plan lends the sequence state
   r.spill_chunk = false;
   r.lend_cache = false;
   r.hold_layer = false;
@@ -76,13 +82,29 @@ AtBatch fit_at_batch(const ModelConfig& config, const PlanOf& plan_of, const Pla
   at.batch = std::max<uint64_t>(1, first.batch);
   const uint64_t batch = at.batch, longest = std::max(batch, first.chunk);
   const bool spill_forced = first.chunk_spilled;  // not asked for here: the plan spills whatever the request
+  // The sequence state: lent by every plan where asked for or forced
+  // (K3_PREFILL_LEND_STATE); else tried for a plan that does not fit (where
+  // one fits, lending only adds the file's bytes), where a spill file may go.
+  const bool state_forced = must_lend_state || first.state_lent_bytes > 0, can_lend_state = can_spill && !state_forced;
   // A trunk streamed in row blocks may hold each layer whole for a chunk.
   const bool can_hold = first.row_blocks > 0, only_held = must_hold && can_hold;
   const auto consider = [&](const MemoryPlan& p) {
-    const double bytes = judged_bytes(config, p, tokens, spill_forced);
+    const double bytes = judged_bytes(config, p, tokens, spill_forced, state_forced);
     std::optional<Fit>& to = p.skipped_layers > 0 ? at.limited : at.best;
-    if (!to || bytes < to->bytes) to = Fit{p, r, bytes};
     at.holds_all = at.holds_all || (p.layer_held && p.skipped_layers == 0);
+    if (to && bytes >= to->bytes) return;
+    to = Fit{p, r, bytes};
+    to->req.lend_state = must_lend_state || p.state_lent_bytes > 0;  // the plan's (plan_lending_state)
+  };
+  // The plan of r (or `made`, already made), or where it does not fit and a
+  // chunk runs, the same plan with the sequence state lent where that fits.
+  const auto plan_lending_state = [&](const MemoryPlan* made) {
+    const MemoryPlan p = made ? *made : plan_of(r);
+    if (!can_lend_state || p.chunk <= p.batch || fits(p)) return p;
+    r.lend_state = true;
+    const MemoryPlan lent = plan_of(r);
+    r.lend_state = false;
+    return fits(lent) ? lent : p;
   };
   // The held plan at smaller hold limits: each layer section size below
   // the one held, largest first, the layers over it streaming in row blocks
@@ -93,7 +115,7 @@ AtBatch fit_at_batch(const ModelConfig& config, const PlanOf& plan_of, const Pla
     if (fits(held) && held.pinned_lent_bytes == 0) return;
     for (uint64_t limit = held.hold_next_limit; limit > 0;) {
       r.hold_limit = limit;
-      const MemoryPlan p = plan_of(r);
+      const MemoryPlan p = plan_lending_state(nullptr);
       const bool fit = fits(p) && (!r.lend_cache || p.cache_lent_bytes > 0);
       if (fit) consider(p);
       if (fit && p.pinned_lent_bytes == 0) return;
@@ -113,7 +135,7 @@ AtBatch fit_at_batch(const ModelConfig& config, const PlanOf& plan_of, const Pla
         // plan keeps one batch, and there is nothing to halve).
         for (r.chunk_sub_batch = chunk; !only_held; r.chunk_sub_batch = std::max(batch, r.chunk_sub_batch / 2)) {
           const bool is_first = chunk == longest && !spill && !lend && r.chunk_sub_batch == chunk;
-          const MemoryPlan p = is_first ? first : plan_of(r);
+          const MemoryPlan p = plan_lending_state(is_first ? &first : nullptr);
           if (lend && p.cache_lent_bytes == 0) break;  // nothing to lend: the plan without it
           if (fits(p)) {
             consider(p);
@@ -124,7 +146,7 @@ AtBatch fit_at_batch(const ModelConfig& config, const PlanOf& plan_of, const Pla
         // Then each layer held whole, its sub-batch one piece.
         if (can_hold && chunk > batch) {
           r.hold_layer = true;
-          const MemoryPlan p = plan_of(r);
+          const MemoryPlan p = plan_lending_state(nullptr);
           if (fits(p) && (!lend || p.cache_lent_bytes > 0)) consider(p);
           if (!asked_limit) hold_smaller(p);
           r.hold_layer = false;

@@ -8,6 +8,7 @@
 #include "io/aligned_buffer.h"
 #include "model/forward_scratch.h"
 #include "model/prefill_chunk.h"
+#include "planning/state_loan_plan.h"
 
 namespace k3 {
 
@@ -81,6 +82,12 @@ PrefillReads forecast_prefill_reads(const ModelConfig& c, const MemoryPlan& plan
   add_reads(chunk, tokens / chunk);
   add_reads(tokens % chunk, 1);
   if (!plan.embedding_pinned) r.trunk_bytes += static_cast<double>(tokens) * c.hidden_size * 2;  // BF16 rows
+  // The sequence state lent to each chunk.
+  if (plan.state_lent_bytes > 0) {
+    const StateLoanBytes s = state_loan_bytes(c, tokens, chunk, batch);
+    r.state_written_bytes = s.written;
+    r.state_read_bytes = s.read;
+  }
   return r;
 }
 

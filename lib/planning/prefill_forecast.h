@@ -37,7 +37,11 @@ struct PrefillReads {
   // once.
   double spill_written_bytes = 0;
   double spill_read_bytes = 0;
-  double total() const { return trunk_bytes + expert_bytes + spill_read_bytes; }
+  // The sequence state lent to each chunk (MemoryPlan::state_lent_bytes):
+  // its file's bytes written and read back (state_loan_bytes).
+  double state_written_bytes = 0;
+  double state_read_bytes = 0;
+  double total() const { return trunk_bytes + expert_bytes + spill_read_bytes + state_read_bytes; }
 };
 
 PrefillReads forecast_prefill_reads(const ModelConfig& config, const MemoryPlan& plan, uint64_t tokens);

@@ -108,6 +108,14 @@ struct RunRequest {
   // their sum (MemoryPlan::cache_lent_bytes). Chosen by fit_prefill_chunk
   // where it lets a longer chunk fit.
   bool lend_cache = false;
+  // The sequence state lent to the chunk: while a chunk longer than a batch
+  // runs, every layer's KDA state and MLA cache of its sequences but the
+  // running layer's is in a scratch file beside the trunk (a packed trunk
+  // gives it a place; model/state_loan.h), and comes back after the chunk's
+  // memory is freed, so the plan counts the larger of the chunk and the
+  // lent state, not their sum (MemoryPlan::state_lent_bytes). Chosen by
+  // fit_prefill_chunk where it lets a plan fit that does not otherwise.
+  bool lend_state = false;
   uint64_t sequences = 1;  // decoded together: each holds its KDA state and MLA cache
   // KDA state copies kept to roll back verified rows (drafts per pass).
   uint64_t state_snapshots = 0;

@@ -97,6 +97,10 @@ static std::string prefill_plan_line(const ModelConfig& config, const MemoryPlan
               ? ", the spill file " + format_bytes(static_cast<uint64_t>(r.spill_read_bytes)) + " read back after " +
                     format_bytes(static_cast<uint64_t>(r.spill_written_bytes)) + " written"
               : std::string()) +
+         (plan.state_lent_bytes > 0
+              ? ", the lent sequence state " + format_bytes(static_cast<uint64_t>(r.state_read_bytes)) +
+                    " read back after " + format_bytes(static_cast<uint64_t>(r.state_written_bytes)) + " written"
+              : std::string()) +
          ": a forecast)\n" + lent_cache_line(plan);
 }
 
@@ -121,6 +125,8 @@ static PreparedStream plan_for(const ModelConfig& config, const Checkpoint& chec
   pr.lend_cache = req.lend_cache || prefill_lend_override();
   pr.hold_layer = req.hold_layer || prefill_hold_override();
   pr.hold_limit = req.hold_limit ? req.hold_limit : prefill_hold_limit_override();
+  // The sequence state lent to the chunk.
+  pr.lend_state = packed && (req.lend_state || prefill_lend_state_override());
   pr.block_bytes = packed ? resolve_block_bytes(req) : 0;
   pr.tensor_count = checkpoint.tensor_count();
   out.plan = plan_memory(config, out.layout, slot_bytes, pr, tables);
@@ -298,6 +304,14 @@ bool prefill_spill_override() {
   const char* v = std::getenv("K3_PREFILL_SPILL");
   if (!v || !*v || std::string(v) == "0") return false;
   if (std::string(v) != "1") throw Error(ExitCode::kUsage, std::string("K3_PREFILL_SPILL: '") + v + "' is not 0 or 1");
+  return true;
+}
+
+bool prefill_lend_state_override() {
+  const char* v = std::getenv("K3_PREFILL_LEND_STATE");
+  if (!v || !*v || std::string(v) == "0") return false;
+  if (std::string(v) != "1")
+    throw Error(ExitCode::kUsage, std::string("K3_PREFILL_LEND_STATE: '") + v + "' is not 0 or 1");
   return true;
 }
 

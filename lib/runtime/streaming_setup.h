@@ -89,5 +89,11 @@ bool prefill_hold_override();
 // stream in row blocks inside the held chunk, so tests compare them with
 // plain runs bit for bit. 0 or unset: none; a bad value is refused (kUsage).
 uint64_t prefill_hold_limit_override();
+// K3_PREFILL_LEND_STATE=1 (test-only, CONTRIBUTING.md): lend the sequences'
+// layer states to the prefill's chunk (RunRequest::lend_state; with a packed
+// trunk and a chunk longer than the batch) whether or not memory is short,
+// so tests compare lending and keeping runs bit for bit. Other values are
+// refused.
+bool prefill_lend_state_override();
 
 }  // namespace k3

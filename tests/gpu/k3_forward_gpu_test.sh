@@ -37,10 +37,13 @@ run() {  # run NAME CHUNK FLAGS...
 }
 
 run cpu 600 "${STREAM[@]}"
-# The chunk of 600 with its block states in a spill file (K3_PREFILL_SPILL).
+# The chunk of 600 with its block states in a spill file (K3_PREFILL_SPILL);
+# the chunks of 300 with the sequence state lent to each (K3_PREFILL_LEND_STATE:
+# its MLA rows go to a file and back, the same rows: the device's copies
+# stay, each row copied once below).
 for chunk in 300 600; do
-  K3_PREFILL_SPILL=$((chunk == 600)) run "gpu$chunk" "$chunk" "${STREAM[@]}" --gpu "$lvp" \
-    --stats-json "$work/gpu$chunk.json"
+  K3_PREFILL_LEND_STATE=$((chunk == 300)) K3_PREFILL_SPILL=$((chunk == 600)) run "gpu$chunk" "$chunk" "${STREAM[@]}" \
+    --gpu "$lvp" --stats-json "$work/gpu$chunk.json"
   same "gpu$chunk" cpu
   contains "gpu$chunk: products ran on lavapipe" "llvmpipe" "$(cat "$work/gpu$chunk.err")"
   holds "gpu$chunk: more than 0 products on the device" \

@@ -484,3 +484,67 @@ TEST(MemoryPlan, LentCachePeakIsTheLargerOfPrefillAndDecode) {
   EXPECT_EQ(all.cache_slots, 192u);
   EXPECT_EQ(all.cache_lent_bytes, 0u);
 }
+
+// The sequence state lent to the prefill's chunk (RunRequest::lend_state):
+// the lent bytes are the sequences' KDA states and MLA caches at the context
+// and the stop copies, less one layer's state a sequence (the larger of one
+// KDA layer's state and one MLA layer's cache), by formula from the config
+// written out here; the peak counts the larger of the chunk and them, not
+// their sum; --plan says it; nothing is lent without a packed trunk or a
+// chunk beyond a batch.
+TEST(MemoryPlan, LentStatePeakIsTheLargerOfTheChunkAndTheState) {
+  const ModelConfig c = load_model_config(kTiny);
+  const TrunkLayout layout = hand_layout(c);
+  const uint64_t H = c.kda_num_heads, D = c.kda_head_dim, K = c.kda_conv_kernel;
+  const uint64_t kda_layer = (H * D * D + 3 * (K - 1) * H * D) * 4;
+  RunRequest req;
+  req.packed_trunk = true;
+  req.trunk_budget = 0;
+  req.cache_budget = 0;
+  req.batch = 16;
+  req.sequences = 2;
+  req.stoppable_passes = true;
+  // 40 positions: one KDA layer's state stays (9.6 kB against 6.4 kB of MLA
+  // rows); 5000: one MLA layer's cache. Each side the larger at least once.
+  ASSERT_GT(kda_layer, 40u * (c.kv_lora_rank + c.qk_rope_head_dim) * 4);
+  ASSERT_LT(kda_layer, 5000u * (c.kv_lora_rank + c.qk_rope_head_dim) * 4);
+  bool chunk_larger = false, state_larger = false;
+  for (uint64_t context : {40u, 5000u}) {
+    for (uint64_t chunk : {context, uint64_t{17}}) {
+      req.context = context;
+      req.chunk = chunk;
+      req.lend_state = false;
+      const MemoryPlan kept = plan_memory(c, layout, 12288, req);
+      req.lend_state = true;
+      const MemoryPlan lent = plan_memory(c, layout, 12288, req);
+      const std::string what = "context " + std::to_string(context) + ", chunk " + std::to_string(chunk);
+      const uint64_t mla_layer = context * (c.kv_lora_rank + c.qk_rope_head_dim) * 4;
+      const uint64_t kda_all = c.num_kda_layers() * kda_layer, mla_all = c.num_mla_layers() * mla_layer;
+      const uint64_t state = 2 * (kda_all + mla_all) + 2 * kda_all;  // 2 sequences, 2 stop copies
+      const uint64_t stays = 2 * std::max(kda_layer, mla_layer);
+      ASSERT_EQ(kept.state_lent_bytes, 0u) << what;
+      EXPECT_EQ(kept.kda_state_bytes + kept.mla_cache_bytes, state) << what;
+      EXPECT_EQ(lent.state_lent_bytes, state - stays) << what;
+      EXPECT_EQ(lent.state_loan_file_bytes, 2 * (2 * kda_all + mla_all)) << what;
+      EXPECT_EQ(lent.kda_state_bytes, kept.kda_state_bytes) << what;  // decode holds it all again
+      EXPECT_EQ(lent.chunk_bytes, kept.chunk_bytes) << what;
+      const uint64_t rest = kept.peak_rss - kept.chunk_bytes - state;
+      EXPECT_EQ(lent.peak_rss, rest + stays + std::max(kept.chunk_bytes, state - stays)) << what;
+      EXPECT_EQ(kept.peak_rss - lent.peak_rss, std::min(kept.chunk_bytes, state - stays)) << what;
+      (kept.chunk_bytes > state - stays ? chunk_larger : state_larger) = true;
+      const std::string text = lent.describe(layout, c, req);
+      EXPECT_NE(text.find("the sequence state's " + format_bytes(state - stays) +
+                          " lent to the chunk: one layer's in memory"),
+                std::string::npos)
+          << text;
+      EXPECT_EQ(kept.describe(layout, c, req).find("lent to the chunk"), std::string::npos);
+    }
+  }
+  EXPECT_TRUE(chunk_larger && state_larger);
+  // Nothing lent: no chunk beyond a batch; no packed trunk (no place for the file).
+  req.chunk = 16;
+  EXPECT_EQ(plan_memory(c, layout, 12288, req).state_lent_bytes, 0u);
+  req.chunk = 1000;
+  req.packed_trunk = false;
+  EXPECT_EQ(plan_memory(c, layout, 12288, req).state_lent_bytes, 0u);
+}

@@ -67,11 +67,12 @@ MemoryPlan plan_of(const RunRequest& r) {
 }
 
 // What the search weighs, written out: the weights' bytes, the spill
-// file's bytes written and read back, and the lent cache's refill.
+// file's and the lent state's bytes written and read back, and the lent
+// cache's refill.
 double bytes_of(const MemoryPlan& p) {
   const PrefillReads r = forecast_prefill_reads(k3_model().config, p, kTokens);
-  return r.trunk_bytes + r.expert_bytes + r.spill_written_bytes + r.spill_read_bytes +
-         static_cast<double>(p.cache_lent_bytes) + static_cast<double>(p.pinned_lent_read_bytes);
+  return r.trunk_bytes + r.expert_bytes + r.spill_written_bytes + r.spill_read_bytes + r.state_written_bytes +
+         r.state_read_bytes + static_cast<double>(p.cache_lent_bytes) + static_cast<double>(p.pinned_lent_read_bytes);
 }
 
 // The rule over every batch (the request's halved down to one), chunk,
@@ -116,12 +117,21 @@ Expected brute_force(const RunRequest& base, const PlanFits& fits) {
               r.hold_limit = hold ? limit : 0;
               r.chunk_sub_batch = sub;
               const MemoryPlan p = plan_of(r);
-              if (fits(p)) {
-                auto& at = p.skipped_layers > 0 ? limited_at : fewest_at;
-                auto [it, fresh] = at.emplace(batch, bytes_of(p));
-                if (!fresh) it->second = std::min(it->second, bytes_of(p));
-                holds_all = holds_all || (p.layer_held && p.skipped_layers == 0);
+              // The same plan with the sequence state lent, where it does not
+              // fit without (where it does, lending only adds the file's
+              // bytes: checked below).
+              r.lend_state = true;
+              const MemoryPlan q = fits(p) ? p : plan_of(r);
+              if (fits(p) && p.chunk > p.batch) {
+                EXPECT_GT(bytes_of(plan_of(r)), bytes_of(p)) << "batch " << batch << ", chunk " << chunk;
               }
+              for (const MemoryPlan* each : {&p, &q})
+                if (fits(*each)) {
+                  auto& at = each->skipped_layers > 0 ? limited_at : fewest_at;
+                  auto [it, fresh] = at.emplace(batch, bytes_of(*each));
+                  if (!fresh) it->second = std::min(it->second, bytes_of(*each));
+                  holds_all = holds_all || (each->layer_held && each->skipped_layers == 0);
+                }
               // Without row blocks the plan takes no sub-batch; held, its own.
               if (sub == batch || p.row_blocks == 0 || hold) break;
             }
@@ -256,17 +266,17 @@ TEST(PrefillChunkFit, OnePlanPerCandidate) {
   for (const char* name : {"min", "laptop", "workstation"}) {
     const Preset& preset = *find_preset(name);
     const uint64_t available = preset.machine.available_bytes();
-    std::set<std::tuple<uint64_t, uint64_t, bool, bool, uint64_t, bool, uint64_t>> seen;
+    std::set<std::tuple<uint64_t, uint64_t, bool, bool, uint64_t, bool, uint64_t, bool>> seen;
     int calls = 0;
     const PlanOf counted = [&](const RunRequest& r) {
       const MemoryPlan p = plan_of(r);
       ++calls;
-      EXPECT_TRUE(
-          seen.emplace(p.batch, p.chunk, p.chunk_spilled, r.lend_cache, p.chunk_sub_batch, p.layer_held, p.hold_limit)
-              .second)
+      EXPECT_TRUE(seen.emplace(p.batch, p.chunk, p.chunk_spilled, r.lend_cache, p.chunk_sub_batch, p.layer_held,
+                               p.hold_limit, r.lend_state)
+                      .second)
           << name << ": the plan of batch " << p.batch << ", chunk " << p.chunk << ", sub-batch " << p.chunk_sub_batch
           << (p.chunk_spilled ? ", spilled" : "") << (r.lend_cache ? ", lending" : "") << (p.layer_held ? ", held" : "")
-          << ", hold limit " << p.hold_limit << " made twice";
+          << ", hold limit " << p.hold_limit << (r.lend_state ? ", the state lent" : "") << " made twice";
       return p;
     };
     RunRequest req = request_for(preset);
@@ -277,8 +287,9 @@ TEST(PrefillChunkFit, OnePlanPerCandidate) {
 }
 
 // Workstation at 8,192 tokens: spilling the chunk's block states writes and
-// reads back 98 GB, lending the expert cache costs its 3.7 GB of refill;
-// with the spill file counted the search lends.
+// reads back 98 GB, lending the expert cache costs its 3.7 GB of refill,
+// lending the sequence state 2.8 GB of its file written and read back; with
+// the spill file counted the search lends (the state, the fewest bytes).
 TEST(PrefillChunkFit, SpillFileCountedAgainstLending) {
   const Preset& ws = *find_preset("workstation");
   const uint64_t available = ws.machine.available_bytes();
@@ -288,18 +299,27 @@ TEST(PrefillChunkFit, SpillFileCountedAgainstLending) {
   ASSERT_TRUE(fits(got));
   EXPECT_EQ(got.chunk, kTokens);
   EXPECT_FALSE(got.chunk_spilled);
-  EXPECT_GT(got.cache_lent_bytes, 0u);
+  EXPECT_GT(got.state_lent_bytes, 0u);
+  EXPECT_EQ(got.cache_lent_bytes, 0u);
   // The spilled plan at the same batch, without lending, fits and reads
   // fewer bytes of weights, but moves more on the disk in all.
   RunRequest spilled = req;
   spilled.spill_chunk = true;
   spilled.lend_cache = false;
+  spilled.lend_state = false;
   const MemoryPlan s = plan_of(spilled);
   ASSERT_TRUE(fits(s));
   const PrefillReads sr = forecast_prefill_reads(k3_model().config, s, kTokens),
                      gr = forecast_prefill_reads(k3_model().config, got, kTokens);
-  EXPECT_LT(sr.trunk_bytes + sr.expert_bytes, gr.trunk_bytes + gr.expert_bytes + got.cache_lent_bytes);
+  EXPECT_LE(sr.trunk_bytes + sr.expert_bytes, gr.trunk_bytes + gr.expert_bytes);
   EXPECT_GT(bytes_of(s), bytes_of(got));
+  // The plan lending the cache instead fits too and moves more.
+  RunRequest cache = req;
+  cache.lend_state = false;
+  cache.lend_cache = true;
+  const MemoryPlan c = plan_of(cache);
+  ASSERT_TRUE(fits(c));
+  EXPECT_GT(bytes_of(c), bytes_of(got));
 }
 
 // Laptop at K3's geometry and 8,192 positions on its machine class: no plan
@@ -615,6 +635,61 @@ TEST(PrefillChunkFit, LaptopHoldsEachLayer) {
       EXPECT_LE(total, 1.7e12) << name;
     } else {
       EXPECT_FALSE(got.layer_held) << name;
+    }
+  }
+}
+
+// The sequence state lent at K3's geometry (RunRequest::lend_state): min's
+// plan at 8,192 tokens by formula from the config written out here (1
+// sequence, the stop copies of a plain run none: K3's 69 KDA layers of 96
+// heads x 128 x 128 and three conv carries, 24 MLA layers of 576 floats a
+// position, less the larger of one KDA layer's state and one MLA layer's
+// cache at 8,192 positions); the forecast's file bytes for one chunk from
+// position 0 (written and read: 2 KDA states + 8,192 positions of every MLA
+// layer) and the search's bytes include them; the search lends the state
+// only where a plan does not fit without it: min does (its peak by the
+// plan's own terms), server does not.
+TEST(PrefillChunkFit, LentStateFollowsItsFormulas) {
+  const ModelConfig& c = k3_model().config;
+  const Preset& min = *find_preset("min");
+  RunRequest r = request_for(min);
+  r.packed_trunk = true;
+  r.batch = 16;
+  r.spill_chunk = true;
+  r.chunk_sub_batch = 512;
+  const MemoryPlan kept = plan_of(r);
+  r.lend_state = true;
+  const MemoryPlan lent = plan_of(r);
+  const uint64_t H = c.kda_num_heads, D = c.kda_head_dim, K = c.kda_conv_kernel;
+  const uint64_t kda_layer = (H * D * D + 3 * (K - 1) * H * D) * 4, mla_layer = kTokens * 576 * 4;
+  ASSERT_EQ(c.kv_lora_rank + c.qk_rope_head_dim, 576);
+  const uint64_t kda = c.num_kda_layers() * kda_layer, mla = c.num_mla_layers() * mla_layer;
+  EXPECT_EQ(lent.state_lent_bytes, kda + mla - std::max(kda_layer, mla_layer));
+  EXPECT_EQ(lent.peak_rss, kept.peak_rss - std::min(kept.chunk_bytes, lent.state_lent_bytes));
+  const PrefillReads reads = forecast_prefill_reads(c, lent, kTokens);
+  const double once = 2.0 * static_cast<double>(kda) + static_cast<double>(mla);
+  EXPECT_EQ(reads.state_written_bytes, once);
+  EXPECT_EQ(reads.state_read_bytes, once);
+  EXPECT_EQ(forecast_prefill_reads(c, kept, kTokens).state_read_bytes, 0.0);
+  EXPECT_DOUBLE_EQ(prefill_disk_bytes(c, lent, kTokens), prefill_disk_bytes(c, kept, kTokens) + 2 * once);
+  EXPECT_DOUBLE_EQ(reads.total(), forecast_prefill_reads(c, kept, kTokens).total() + once);
+
+  for (const char* name : {"min", "server"}) {
+    const Preset& preset = *find_preset(name);
+    const uint64_t available = preset.machine.available_bytes();
+    RunRequest req = request_for(preset);
+    req.packed_trunk = true;
+    const MemoryPlan got = fit_prefill_chunk(
+        c, plan_of, [&](const MemoryPlan& p) { return plan_fits(p, available); }, req, kTokens, true);
+    ASSERT_TRUE(plan_fits(got, available)) << name;
+    EXPECT_EQ(req.lend_state, got.state_lent_bytes > 0) << name << ": the request left is the plan's";
+    if (std::string(name) == "min") {
+      EXPECT_GT(got.state_lent_bytes, 0u) << name;
+      RunRequest without = req;
+      without.lend_state = false;
+      EXPECT_FALSE(plan_fits(plan_of(without), available)) << name << ": lent only where nothing fits without";
+    } else {
+      EXPECT_EQ(got.state_lent_bytes, 0u) << name;
     }
   }
 }
