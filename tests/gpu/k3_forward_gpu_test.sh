@@ -10,7 +10,8 @@
 # while the chunk runs (each copied once, the mixes reading them there; a
 # spilled chunk's file not read back for them), and each layer's trunk
 # weights kept there across the chunk's sub-batches (copied once a layer
-# and chunk),
+# and chunk), and each KDA layer's state kept there across them (copied in
+# and back once a layer and chunk),
 # and continuing a --state-in conversation; the
 # products did run on the device (its summary line counts them, and
 # --quiet silences it); a device that is not there is refused with one
@@ -102,6 +103,27 @@ holds "gpu600: weights kept on the device" "[ '$kept600' -gt 0 ]"
 check "gpu600: two sub-batches of three reuse them" "$((2 * kept600))" "$(json gpu600 weight_reused_bytes)"
 check "gpu300: each chunk keeps them once" "$((2 * kept600))" "$(json gpu300 weight_kept_bytes)"
 check "gpu300: one sub-batch of two reuses them" "$((2 * kept600))" "$(json gpu300 weight_reused_bytes)"
+# Each KDA layer's state goes to the device once per chunk and comes back
+# once (kept there across the layer's sub-batches: three at 600, two a
+# chunk at 300), H*D*D floats (H: b_proj's rows, H*D: dt_bias's length).
+state_bytes=$(python3 - "$TINY" << 'PY'
+import glob, json, struct, sys
+layers = heads = width = 0
+for path in glob.glob(sys.argv[1] + "/*.safetensors"):
+    with open(path, "rb") as f:
+        header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+    for name, t in header.items():
+        if name.endswith("self_attn.dt_bias"): layers, width = layers + 1, t["shape"][0]
+        if name.endswith("self_attn.b_proj.weight"): heads = t["shape"][0]
+print(layers * width * (width // heads) * 4)
+PY
+)
+for chunk in 300 600; do
+  chunks=$((600 / chunk))
+  check "gpu$chunk: each KDA state to the device once a layer and chunk" "$((chunks * state_bytes))" \
+    "$(json "gpu$chunk" kda_state_upload_bytes)"
+  check "gpu$chunk: and back once" "$((chunks * state_bytes))" "$(json "gpu$chunk" kda_state_download_bytes)"
+done
 # Spilled, the file is written as on the CPU (the blocks, then each MoE
 # layer's shared-expert rows), but only the shared rows are read back: the
 # mixes read the blocks on the device.
