@@ -4,7 +4,7 @@
 # --state-out file of a 600-id prompt over the tiny model are cmp-equal to
 # the CPU run's, at chunks of 300 and 600 tokens streaming and 450 resident
 # (K3_PREFILL_CHUNK: more than the 256-row batch, so the layer-major prefill
-# runs; resident, the staged weights copied into device-local memory on
+# runs; the chunks of 300 holding each streamed layer whole; resident, the staged weights copied into device-local memory on
 # the device), with MLA's latent caches kept on the device between passes
 # (each row copied once) and the chunk's AttnRes block states kept there
 # while the chunk runs (each copied once, the mixes reading them there; a
@@ -38,10 +38,14 @@ run() {  # run NAME CHUNK FLAGS...
 }
 
 run cpu 600 "${STREAM[@]}"
-# The chunk of 600 with its block states in a spill file (K3_PREFILL_SPILL).
+# The chunk of 600 with its block states in a spill file (K3_PREFILL_SPILL);
+# the chunks of 300 each holding every streamed layer whole
+# (K3_PREFILL_HOLD, over row blocks), its sub-batches pieces of 256 rows.
 for chunk in 300 600; do
-  K3_PREFILL_SPILL=$((chunk == 600)) run "gpu$chunk" "$chunk" "${STREAM[@]}" --gpu "$lvp" \
-    --stats-json "$work/gpu$chunk.json"
+  hold=()
+  [ "$chunk" = 300 ] && hold=(--block-mb 0.01)
+  K3_PREFILL_SPILL=$((chunk == 600)) K3_PREFILL_HOLD=$((chunk == 300)) run "gpu$chunk" "$chunk" "${STREAM[@]}" \
+    "${hold[@]}" --gpu "$lvp" --stats-json "$work/gpu$chunk.json"
   same "gpu$chunk" cpu
   contains "gpu$chunk: products ran on lavapipe" "llvmpipe" "$(cat "$work/gpu$chunk.err")"
   holds "gpu$chunk: more than 0 products on the device" \
@@ -68,6 +72,7 @@ json() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['gpu'][
 for chunk in 300 600; do
   check "gpu$chunk: every latent row copied once" "$((600 * row_bytes))" "$(json "gpu$chunk" latent_upload_bytes)"
 done
+holds "gpu300: each layer held whole" "[ '$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['layer_hold']['held_layers'])" "$work/gpu300.json")' -gt 0 ]"
 holds "gpu300: the second chunk found the first one's rows kept" \
   "[ '$(json gpu300 latent_kept_bytes)' -ge '$((300 * row_bytes))' ]"
 # The chunk's AttnRes block states stay on the device while the chunk runs:
