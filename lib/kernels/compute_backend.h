@@ -215,8 +215,9 @@ class ComputeBackend {
   // on the same S continue from the device's copy, and the host's copy is
   // not written until sync_kda_state(S) or end_kda_states copies it back.
   // The model code says when it reads a state inside the span (a state
-  // captured mid-layer) by syncing it, and writes none there. The span is
-  // one layer's sub-batches: the copies never outlive it. The defaults keep
+  // captured mid-layer) by syncing it, and writes none there; each kept S
+  // must outlive the span (its end writes to it). The span is one layer's
+  // sub-batches: the copies never outlive it. The defaults keep
   // nothing (every call copies S in and out).
   // Starts a span: whatever was kept before is dropped.
   virtual void begin_kda_states() {}
