@@ -289,6 +289,9 @@ std::string device_stats_member(const ModelCounters& m) {
   w.key("weight_upload_bytes").value(static_cast<unsigned long long>(m.device_counters.weight_upload_bytes));
   w.key("weight_kept_bytes").value(static_cast<unsigned long long>(m.device_counters.weight_kept_bytes));
   w.key("weight_reused_bytes").value(static_cast<unsigned long long>(m.device_counters.weight_reused_bytes));
+  // The KDA states kept on the device across a layer's sub-batches.
+  w.key("kda_state_upload_bytes").value(static_cast<unsigned long long>(m.device_counters.kda_state_upload_bytes));
+  w.key("kda_state_download_bytes").value(static_cast<unsigned long long>(m.device_counters.kda_state_download_bytes));
   w.end_object().end_object();
   // The member alone, without the braces of the object it was written in.
   const std::string object = w.take();

@@ -80,8 +80,10 @@ uint64_t gpu_matmul_device_bytes(const GpuProductBound& largest, uint64_t tokens
 
 // The most device memory GpuBackend's KDA recurrence holds for `heads` heads
 // of `dim` over at most `tokens` rows (0 without KDA layers): the heads'
-// state, the tokens' q, k, v, decays and beta, their outputs.
-uint64_t gpu_kda_device_bytes(uint64_t heads, uint64_t dim, uint64_t tokens);
+// state of each of `sequences` sequences (a chunk keeps each one's across
+// a layer's sub-batches), the tokens' q, k, v, decays and beta, their
+// outputs.
+uint64_t gpu_kda_device_bytes(uint64_t heads, uint64_t dim, uint64_t tokens, uint64_t sequences = 1);
 
 // The most device memory GpuBackend keeps MLA's latent caches in between
 // attention calls (keep_latent_caches): `caches` caches (the run's

@@ -1,6 +1,7 @@
 // GpuBackend::latent_attention: MLA's attention on the device
 // (shaders/latent_attention.comp), in the product buffers:
-//   stages_[0].weights  kv_b_proj, BF16 [heads, nope + vdim, kvl]
+//   stages_[0].weights  kv_b_proj, BF16 [heads, nope + vdim, kvl] (or its
+//             copy kept for the layer's sub-batches: layer_constant)
 //   x_        per row (its cache's first word in latent_, the positions it
 //             sees), then the queries [rows, heads, nope + rope]
 //   y_        the heads' outputs [rows, heads, vdim], then each workgroup's
@@ -90,8 +91,16 @@ bool GpuBackend::latent_attention(const kernels::LatentAttentionCall& a) {
   if (!attention_)
     attention_ = std::make_unique<ComputePipeline>(*device_, "latent_attention", 4, sizeof(AttentionShape), 0);
 
-  grow(*stages_[0].weights, kvb_bytes + 4);  // the shader reads whole words
-  std::memcpy(stages_[0].weights->data(), a.kv_b, kvb_bytes);
+  // kv_b: kept on the device for the layer's sub-batches where its span is
+  // open (gpu_layer_weights.cpp), else copied per call.
+  VulkanBuffer* kv_b = layer_constant(a.kv_b, kvb_bytes);
+  if (!kv_b) {
+    grow(*stages_[0].weights, kvb_bytes + 4);  // the shader reads whole words
+    std::memcpy(stages_[0].weights->data(), a.kv_b, kvb_bytes);
+    upload_bytes_ += kvb_bytes;
+    weight_upload_bytes_ += kvb_bytes;
+    kv_b = stages_[0].weights.get();
+  }
   grow(*x_, x_words * 4);
   uint32_t* x = static_cast<uint32_t*>(x_->data());
   for (size_t t = 0; t < a.rows; ++t) {
@@ -99,7 +108,7 @@ bool GpuBackend::latent_attention(const kernels::LatentAttentionCall& a) {
     x[2 * t + 1] = static_cast<uint32_t>(a.row_pos[t] + 1);
   }
   std::memcpy(x + q_at, a.q, a.rows * a.heads * qh * 4);
-  upload_bytes_ += kvb_bytes + x_words * 4;
+  upload_bytes_ += x_words * 4;
   grow(*y_, y_words * 4);
 
   AttentionShape shape{static_cast<uint32_t>(a.heads),   static_cast<uint32_t>(a.nope),
@@ -110,7 +119,7 @@ bool GpuBackend::latent_attention(const kernels::LatentAttentionCall& a) {
   std::memcpy(&shape.scale_bits, &a.scale, sizeof(float));
   for (size_t i0 = 0; i0 < items; i0 += group_items) {
     shape.item0 = static_cast<uint32_t>(i0);
-    attention_->run({stages_[0].weights.get(), x_.get(), y_.get(), latent_.get()}, &shape,
+    attention_->run({kv_b, x_.get(), y_.get(), latent_.get()}, &shape,
                     static_cast<uint32_t>(std::min(group_items, items - i0)), 1);
   }
   std::memcpy(a.out, y_->data(), out_words * 4);

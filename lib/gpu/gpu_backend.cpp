@@ -70,7 +70,6 @@ GpuBackend::GpuBackend(std::unique_ptr<VulkanDevice> device, size_t lanes, bool 
   y_ = std::make_unique<VulkanBuffer>(*device_);
   local_x_ = std::make_unique<VulkanBuffer>(*device_, VulkanBuffer::Memory::kDeviceLocal);
   local_y_ = std::make_unique<VulkanBuffer>(*device_, VulkanBuffer::Memory::kDeviceLocal);
-  kda_state_ = std::make_unique<VulkanBuffer>(*device_);
   kda_in_ = std::make_unique<VulkanBuffer>(*device_);
   kda_out_ = std::make_unique<VulkanBuffer>(*device_);
   latent_ = std::make_unique<VulkanBuffer>(*device_);
@@ -95,9 +94,9 @@ void GpuBackend::grow(VulkanBuffer& buffer, size_t bytes) {
   uint64_t held = 0;
   for (const Stage& stage : stages_)
     held += stage.weights->size() + stage.scales->size() + stage.local_weights->size() + stage.local_scales->size();
-  held += x_->size() + y_->size() + local_x_->size() + local_y_->size() + kept_buffer_bytes();
-  for (const auto* b : {kda_state_.get(), kda_in_.get(), kda_out_.get(), latent_.get(), chunk_blocks_.get()})
-    held += b->size();
+  held +=
+      x_->size() + y_->size() + local_x_->size() + local_y_->size() + kept_buffer_bytes() + kda_state_buffer_bytes();
+  for (const auto* b : {kda_in_.get(), kda_out_.get(), latent_.get(), chunk_blocks_.get()}) held += b->size();
   const uint64_t after = held - buffer.size() + bytes;
   if (budget_bytes_ > 0 && after > budget_bytes_)
     throw Error(ExitCode::kResource, "gpu " + std::to_string(device_->index()) + ": a matrix product needs " +
@@ -311,6 +310,8 @@ kernels::ComputeBackendCounters GpuBackend::counters() const {
   c.weight_upload_bytes = weight_upload_bytes_;
   c.weight_kept_bytes = weight_kept_bytes_;
   c.weight_reused_bytes = weight_reused_bytes_;
+  c.kda_state_upload_bytes = kda_state_upload_bytes_;
+  c.kda_state_download_bytes = kda_state_download_bytes_;
   return c;
 }
 

@@ -149,10 +149,11 @@ class GpuBackend : public kernels::ComputeBackend {
   // Each op's pipeline, made at its first call, and its count.
   std::unique_ptr<ComputePipeline> rms_norm_, situ_;
   uint64_t rms_norms_ = 0, situ_steps_ = 0;
-  // The KDA recurrence's pipeline (made at its first call), the
-  // state of the heads, its token inputs and outputs; recurrences run.
+  // The KDA recurrence's pipeline (made at its first call), its token
+  // inputs and outputs (the heads' states: kda_states_ below); recurrences
+  // run.
   std::unique_ptr<ComputePipeline> kda_;
-  std::unique_ptr<VulkanBuffer> kda_state_, kda_in_, kda_out_;
+  std::unique_ptr<VulkanBuffer> kda_in_, kda_out_;
   uint64_t kda_recurrences_ = 0;
 
   // MLA's latent caches on the device: the buffer of their slots, which
@@ -256,6 +257,18 @@ class GpuBackend : public kernels::ComputeBackend {
   void record_copy(VkCommandBuffer commands, const Stage& stage, const VulkanBuffer& weights,
                    const VulkanBuffer* scales) const;
   uint64_t kept_buffer_bytes() const;
+  // A layer's weights read by an op other than a product (MLA's kv_b in its
+  // attention), kept within the same span: the host's bytes copied once into
+  // a buffer of their own (and the word the shader may read past them), in
+  // host-visible memory as the ops' other inputs are; null where the span is
+  // closed or they do not fit (the op uploads them per call).
+  struct KeptConstant {
+    const void* host;
+    size_t bytes;
+    std::unique_ptr<VulkanBuffer> buffer;
+  };
+  VulkanBuffer* layer_constant(const void* host, size_t bytes);
+  std::vector<KeptConstant> kept_constants_;
   bool keeping_layer_ = false;
   std::vector<KeptMatrix> kept_;
   uint64_t layer_weight_limit_ = UINT64_MAX;
@@ -269,6 +282,34 @@ class GpuBackend : public kernels::ComputeBackend {
   // barriers that order them.
   void record_activation_copy(VkCommandBuffer commands, const VulkanBuffer& from, const VulkanBuffer& to, size_t bytes,
                               bool into_shader) const;
+
+  // The KDA states kept on the device across a layer's sub-batches
+  // (gpu_kda_states.cpp): a buffer per sequence's state, in a pool kept
+  // from span to span (as many buffers as a chunk's sequences: the device
+  // plan counts them). Within a span a state goes to the device at its first
+  // recurrence and back at a sync or the span's end; outside one, the first
+  // buffer takes each call's state in and out.
+ public:
+  void begin_kda_states() override;
+  void sync_kda_state(float* S) override;
+  void end_kda_states() noexcept override;
+
+ private:
+  struct KdaStateSlot {
+    float* host = nullptr;  // the host state it keeps (null: free, or a call's outside a span)
+    size_t bytes = 0;       // the state's
+    bool current = false;   // its last call finished: the buffer holds the state after it
+    std::unique_ptr<VulkanBuffer> buffer;
+  };
+  // The buffer a recurrence on S runs on: its kept copy, else a free
+  // buffer filled from S (kept from then on within a span).
+  KdaStateSlot& kda_state_slot(float* S, size_t bytes);
+  // Copies a slot's state back into `S` (counted).
+  void download_kda_state(const KdaStateSlot& slot, float* S, size_t bytes) noexcept;
+  uint64_t kda_state_buffer_bytes() const;
+  bool keeping_kda_states_ = false;
+  std::vector<KdaStateSlot> kda_states_;
+  uint64_t kda_state_upload_bytes_ = 0, kda_state_download_bytes_ = 0;
 };
 
 }  // namespace k3

@@ -42,11 +42,11 @@ uint64_t gpu_matmul_device_bytes(const GpuProductBound& largest, uint64_t tokens
   return (device_local_copies ? 2 : 1) * (bytes + activations);
 }
 
-uint64_t gpu_kda_device_bytes(uint64_t heads, uint64_t dim, uint64_t tokens) {
+uint64_t gpu_kda_device_bytes(uint64_t heads, uint64_t dim, uint64_t tokens, uint64_t sequences) {
   if (heads == 0 || dim == 0 || tokens == 0) return 0;
   const uint64_t hd = heads * dim;
-  return buffer_bytes(hd * dim * sizeof(float)) + buffer_bytes(tokens * (4 * hd + heads) * sizeof(float)) +
-         buffer_bytes(tokens * hd * sizeof(float));
+  return std::max<uint64_t>(sequences, 1) * buffer_bytes(hd * dim * sizeof(float)) +
+         buffer_bytes(tokens * (4 * hd + heads) * sizeof(float)) + buffer_bytes(tokens * hd * sizeof(float));
 }
 
 uint64_t gpu_latent_cache_device_bytes(uint64_t caches, uint64_t positions, uint64_t stride) {

@@ -1,9 +1,10 @@
 // GpuBackend's KDA recurrence (shaders/kda_recurrence.comp): the heads'
-// state goes to the device once per call, the tokens in slices that fit a
-// binding, each slice one dispatch continuing the state the last one left;
-// the state comes back at the end. The decays exp(g) are computed here with
-// the CPU kernel's kernels::exp_f32 (kernels/kda_step.cpp), so the device does
-// only multiplies and adds, each with the CPU's rounding.
+// state on the device (kept there across a layer's sub-batches within a
+// span of kept states, gpu_kda_states.cpp; else copied in and back per
+// call), the tokens in slices that fit a binding, each slice one dispatch
+// continuing the state the last one left. The decays exp(g) are computed
+// here with the CPU kernel's kernels::exp_f32 (kernels/kda_step.cpp), so the
+// device does only multiplies and adds, each with the CPU's rounding.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -42,11 +43,12 @@ bool GpuBackend::kda_recurrence(float* S, const float* q, const float* k, const 
     vk_check(VK_ERROR_OUT_OF_DEVICE_MEMORY, "allocating a KDA recurrence's buffers (K3_GPU_OUT_OF_MEMORY_AFTER)");
   if (!kda_) kda_ = std::make_unique<ComputePipeline>(*device_, "kda_recurrence", 3, sizeof(KdaShape), native_fma_);
   const size_t slice = std::min(n, limit / token_bytes);
-  grow(*kda_state_, state_bytes);
   grow(*kda_in_, slice * token_bytes);
   grow(*kda_out_, slice * HD * sizeof(float));
-  std::memcpy(kda_state_->data(), S, state_bytes);
-  upload_bytes_ += state_bytes;
+  // S's copy on the device: kept within a span of kept states (copied in
+  // at its first call there), else copied in now and back at the end.
+  KdaStateSlot& state = kda_state_slot(S, state_bytes);
+  state.current = false;  // until every slice has run
   for (size_t t0 = 0; t0 < n; t0 += slice) {
     const size_t tn = std::min(slice, n - t0), span = tn * HD;
     // q, k, v, decay [tn, HD] each, then beta [tn, heads].
@@ -58,11 +60,12 @@ bool GpuBackend::kda_recurrence(float* S, const float* q, const float* k, const 
     std::memcpy(in + 4 * span, beta + t0 * heads, tn * heads * sizeof(float));
     upload_bytes_ += tn * token_bytes;
     const KdaShape shape{static_cast<uint32_t>(heads), static_cast<uint32_t>(dim), static_cast<uint32_t>(tn)};
-    kda_->run({kda_state_.get(), kda_in_.get(), kda_out_.get()}, &shape,
+    kda_->run({state.buffer.get(), kda_in_.get(), kda_out_.get()}, &shape,
               static_cast<uint32_t>((dim + kGroupColumns - 1) / kGroupColumns), static_cast<uint32_t>(heads));
     std::memcpy(o + t0 * HD, kda_out_->data(), span * sizeof(float));
   }
-  std::memcpy(S, kda_state_->data(), state_bytes);
+  state.current = true;
+  if (!keeping_kda_states_) download_kda_state(state, S, state_bytes);
   ++kda_recurrences_;
   return true;
 }

@@ -4,8 +4,11 @@
 // 8,192-token chunk, 32 times). Kept on the device from the layer's first
 // product to its release, the weights cross the bus once per layer and
 // chunk. Routed experts are not kept: each already runs once per chunk on
-// all its rows.
+// all its rows. MLA's kv_b, read by its attention rather than a product, is
+// kept in the same span (layer_constant).
 #include <algorithm>
+#include <cstring>
+#include <memory>
 
 #include "common/error.h"
 #include "gpu/gpu_backend.h"
@@ -18,19 +21,47 @@ void GpuBackend::limit_layer_weights(uint64_t bytes) { layer_weight_limit_ = byt
 
 void GpuBackend::begin_layer_weights() {
   kept_.clear();  // another layer's (or chunk's) weights, even at the same pointers
+  kept_constants_.clear();
   keeping_layer_ = true;
 }
 
 void GpuBackend::end_layer_weights() noexcept {
   keeping_layer_ = false;
   kept_.clear();  // the products are done: no dispatch reads them
+  kept_constants_.clear();
 }
 
 uint64_t GpuBackend::kept_buffer_bytes() const {
   uint64_t bytes = 0;
   for (const KeptMatrix& m : kept_)
     for (const KeptSlice& s : m.slices) bytes += s.weights->size() + (s.scales ? s.scales->size() : 0);
+  for (const KeptConstant& k : kept_constants_) bytes += k.buffer->size();
   return bytes;
+}
+
+VulkanBuffer* GpuBackend::layer_constant(const void* host, size_t bytes) {
+  if (!keeping_layer_) return nullptr;
+  for (KeptConstant& k : kept_constants_)
+    if (k.host == host && k.bytes == bytes) {
+      weight_reused_bytes_ += bytes;
+      return k.buffer.get();
+    }
+  // Within the plan's share as the products' copies are (a buffer of at
+  // least 16 bytes, with the word past the end).
+  const uint64_t need = std::max<uint64_t>(16, bytes + 4);
+  if (kept_buffer_bytes() + need > layer_weight_limit_) return nullptr;
+  auto buffer = std::make_unique<VulkanBuffer>(*device_);
+  try {
+    grow(*buffer, bytes + 4);
+  } catch (const Error&) {
+    return nullptr;  // past --gpu-mb or what the device will allocate: uploaded per call
+  }
+  std::memcpy(buffer->data(), host, bytes);
+  upload_bytes_ += bytes;
+  weight_upload_bytes_ += bytes;
+  weight_kept_bytes_ += bytes;
+  kept_constants_.push_back({host, bytes, std::move(buffer)});
+  return kept_constants_.back().buffer.get();
 }
 
 GpuBackend::KeptMatrix* GpuBackend::layer_weights(const void* weights, const void* scales, size_t rows, size_t cols,

@@ -67,6 +67,9 @@ struct ComputeBackendCounters {
   uint64_t weight_upload_bytes = 0;  // weights and scales copied to the device (part of upload_bytes)
   uint64_t weight_kept_bytes = 0;    // of these, copied into a layer's kept copies (once per layer and chunk)
   uint64_t weight_reused_bytes = 0;  // weights and scales a product found kept, not copied again
+  // The KDA states kept on the device across a layer's sub-batches.
+  uint64_t kda_state_upload_bytes = 0;    // KDA states copied to the device (part of upload_bytes)
+  uint64_t kda_state_download_bytes = 0;  // KDA states copied back to the host
 };
 
 // MLA's attention over the latent cache for `rows` rows and every head
@@ -206,6 +209,24 @@ class ComputeBackend {
   // Ends it: the kept copies are dropped (never throws).
   virtual void end_layer_weights() noexcept {}
 
+  // The KDA layers' states kept on the device across a layer's sub-batches:
+  // between begin_kda_states and end_kda_states, kda_recurrence's state S
+  // goes to the device at the first call on it and stays there; later calls
+  // on the same S continue from the device's copy, and the host's copy is
+  // not written until sync_kda_state(S) or end_kda_states copies it back.
+  // The model code says when it reads a state inside the span (a state
+  // captured mid-layer) by syncing it, and writes none there; each kept S
+  // must outlive the span (its end writes to it). The span is one layer's
+  // sub-batches: the copies never outlive it. The defaults keep
+  // nothing (every call copies S in and out).
+  // Starts a span: whatever was kept before is dropped.
+  virtual void begin_kda_states() {}
+  // Copies the device's copy of S (if kept) into S; it stays kept.
+  virtual void sync_kda_state(float* /*S*/) {}
+  // Ends the span: each kept state is copied back into its S (never throws;
+  // a state whose last call failed on the device is left as last copied).
+  virtual void end_kda_states() noexcept {}
+
   // One line for the run's summary: the device, what ran there.
   virtual std::string describe() const = 0;
   virtual ComputeBackendCounters counters() const = 0;
@@ -243,6 +264,30 @@ class ScopedLayerWeights {
   }
   ScopedLayerWeights(const ScopedLayerWeights&) = delete;
   ScopedLayerWeights& operator=(const ScopedLayerWeights&) = delete;
+
+ private:
+  ComputeBackend* backend_;
+};
+
+// One layer's span of kept KDA states (ComputeBackend::begin_kda_states) on
+// the calling thread's backend, for the guard's lifetime (an exception
+// leaves each state as its last finished call left it). sync(S) before the
+// host reads a state inside the span; end() closes it early.
+class ScopedKdaStates {
+ public:
+  ScopedKdaStates() : backend_(current_compute_backend()) {
+    if (backend_) backend_->begin_kda_states();
+  }
+  ~ScopedKdaStates() { end(); }
+  void sync(float* S) {
+    if (backend_) backend_->sync_kda_state(S);
+  }
+  void end() noexcept {
+    if (backend_) backend_->end_kda_states();
+    backend_ = nullptr;
+  }
+  ScopedKdaStates(const ScopedKdaStates&) = delete;
+  ScopedKdaStates& operator=(const ScopedKdaStates&) = delete;
 
  private:
   ComputeBackend* backend_;

@@ -112,11 +112,16 @@ struct ForwardPass::ChunkRun {
     std::sort(cuts.begin(), cuts.end());
   }
   // After the attention of layer `layer` over rows up to `end`: the KDA
-  // state of each capture whose rows end there.
-  void capture_kda(const ModelConfig& c, int layer, size_t end) {
+  // state of each capture whose rows end there (synced from the device,
+  // which keeps it across the layer's pieces).
+  void capture_kda(const ModelConfig& c, int layer, size_t end, kernels::ScopedKdaStates& kept) {
     if (!c.is_kda_layer(layer)) return;
-    for (StateCapture& cap : captures)
-      if (capture_end(cap) == end) cap.state.layers[layer].kda = states[cap.sequence]->layers[layer].kda;
+    for (StateCapture& cap : captures) {
+      if (capture_end(cap) != end) continue;
+      KdaState& state = states[cap.sequence]->layers[layer].kda;
+      kept.sync(state.S.data());
+      cap.state.layers[layer].kda = state;
+    }
   }
   // After layer `layer`: each capture's first rows of an MLA layer's cache,
   // into a new cache (a generation of its own).
@@ -240,12 +245,15 @@ void ForwardPass::chunk_layer(ChunkRun& run, int i) {
   // The layer's trunk products keep their weights on the device across the
   // sub-batches (ComputeBackend::begin_layer_weights) until it is released.
   kernels::ScopedLayerWeights kept_weights;
+  // So do a KDA layer's states (ComputeBackend::begin_kda_states), copied
+  // back to the host after the last piece (or synced for a capture).
+  kernels::ScopedKdaStates kda_states;
   for (size_t r0 = 0, m = 0; r0 < n; r0 += m) {
     m = run.piece(r0);
     run.view(r0, m, before);
     decoder_layer_attention(
         c, i, w, source_, run.segments_of(i, r0, m), s, [&] { ++s.chunk_block_count; }, scratch_, &pool_);
-    run.capture_kda(c, i, r0 + m);
+    run.capture_kda(c, i, r0 + m, kda_states);
     if (moe) {
       moe_chunk_prepare(c, w.moe, scratch_.x(), m, r0, chunk_state_.moe, &pool_, scratch_);
     } else {
@@ -266,10 +274,12 @@ void ForwardPass::chunk_layer(ChunkRun& run, int i) {
       throw;
     }
     if (stop_ && stop_()) {
+      kda_states.end();  // before stop_pass puts the states before the layer back
       source_.release_layer(i);
       stop_chunk(run, i, true);
     }
   }
+  kda_states.end();
   if (moe) {
     // Each expert's rows in pieces of the sub-batch, not of one prefill
     // batch: the plan may lower the batch to a few tokens to keep the chunk

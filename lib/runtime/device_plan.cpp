@@ -68,12 +68,18 @@ uint64_t layer_weight_device_bytes(const Checkpoint& checkpoint, uint64_t stage_
   for (const auto& [name, where] : checkpoint.tensors()) {
     const TensorInfo& t = *where.info;
     const size_t at = name.find(prefix);
-    // Not the routed experts (never kept), the AttnRes keys nor MLA's kv_b
-    // (read by their ops, not by a product).
+    // Not the routed experts (never kept) nor the AttnRes keys (copied per
+    // mix, with its values).
     if (t.shape.size() != 2 || t.shape[0] == 0 || at == std::string::npos ||
-        name.find(".experts.") != std::string::npos || ends_with(name, "_res_proj.weight") ||
-        ends_with(name, "kv_b_proj.weight"))
+        name.find(".experts.") != std::string::npos || ends_with(name, "_res_proj.weight"))
       continue;
+    const uint64_t layer = std::strtoull(name.c_str() + at + prefix.size(), nullptr, 10);
+    // MLA's kv_b, read whole by its attention: one buffer, with the word
+    // the shader may read past it.
+    if (ends_with(name, "kv_b_proj.weight")) {
+      layers[layer] += std::max<uint64_t>(16, t.nbytes + 4);
+      continue;
+    }
     // The bytes of a row of the product's weights, which set its slices'
     // rows (an MXFP4 row's scales are 1/16 of its packed bytes).
     uint64_t slice_row_bytes = 0;
@@ -89,7 +95,7 @@ uint64_t layer_weight_device_bytes(const Checkpoint& checkpoint, uint64_t stage_
     uint64_t bytes = 0;
     for (uint64_t r0 = 0; r0 < rows; r0 += slice_rows)
       bytes += std::max<uint64_t>(16, std::min(slice_rows, rows - r0) * row_bytes + 4);
-    layers[std::strtoull(name.c_str() + at + prefix.size(), nullptr, 10)] += bytes;
+    layers[layer] += bytes;
   }
   uint64_t largest = 0;
   for (const auto& [layer, bytes] : layers) largest = std::max(largest, bytes);
@@ -117,7 +123,7 @@ uint64_t device_plan_bytes(const Checkpoint& checkpoint, uint64_t rows, const De
   const MlaLatentShape mla = mla_latent_shape(checkpoint);
   const GpuProductBound largest = largest_product(checkpoint);
   return gpu_matmul_device_bytes(largest, rows, gpu_stage_bytes(), device_local_staging) +
-         gpu_kda_device_bytes(kda.heads, kda.head_dim, rows) +
+         gpu_kda_device_bytes(kda.heads, kda.head_dim, rows, sequences) +
          gpu_attn_res_device_bytes(largest, rows, mix.values, mix.hidden, mix.rows) +
          gpu_latent_cache_device_bytes(sequences * mla.layers, context, mla.stride);
 }

@@ -27,9 +27,10 @@ DeviceMixRows device_mix_rows(const ModelConfig& config, uint64_t rows, uint64_t
 // The device bytes for products over at most `rows` rows of activations
 // (the prefill chunk's, or a pass's): every BF16 matrix but the embedding
 // (a lookup, never a product) and every MXFP4 one may run there, as may
-// the KDA layers' recurrence and the AttnRes mixes of `mix`; and the copies
-// of MLA's latent caches the attention keeps there, `sequences` x MLA layers
-// of `context` positions. `device_local_staging`: the device copies its
+// the KDA layers' recurrence (with each of `sequences` sequences' state
+// kept there across a layer's sub-batches) and the AttnRes mixes of `mix`;
+// and the copies of MLA's latent caches the attention keeps there,
+// `sequences` x MLA layers of `context` positions. `device_local_staging`: the device copies its
 // staged weights into device-local memory (gpu_matmul_device_bytes).
 uint64_t device_plan_bytes(const Checkpoint& checkpoint, uint64_t rows, const DeviceMixRows& mix, uint64_t sequences,
                            uint64_t context, bool device_local_staging = false);
@@ -47,9 +48,10 @@ void check_device_request(const RunRequest& request);
 // The device memory a layer's trunk weights kept across a chunk's
 // sub-batches take (ComputeBackend::begin_layer_weights): the largest
 // layer's matrices that run as products (BF16, MXFP4 weights and scales;
-// not the routed experts', the AttnRes keys nor MLA's kv_b), each in row
-// slices of at most `stage_bytes` (gpu_stage_bytes), a buffer of at least
-// 16 bytes each with 4 bytes past its end.
+// not the routed experts' nor the AttnRes keys), each in row slices of at
+// most `stage_bytes` (gpu_stage_bytes), and MLA's kv_b whole (its
+// attention reads it in one binding), a buffer of at least 16 bytes each
+// with 4 bytes past its end.
 uint64_t layer_weight_device_bytes(const Checkpoint& checkpoint, uint64_t stage_bytes);
 
 // The device's plan: all its bytes, and the parts of them that keep the

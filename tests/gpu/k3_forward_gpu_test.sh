@@ -4,13 +4,14 @@
 # --state-out file of a 600-id prompt over the tiny model are cmp-equal to
 # the CPU run's, at chunks of 300 and 600 tokens streaming and 450 resident
 # (K3_PREFILL_CHUNK: more than the 256-row batch, so the layer-major prefill
-# runs; resident, the staged weights copied into device-local memory on
+# runs; the chunks of 300 holding each streamed layer whole; resident, the staged weights copied into device-local memory on
 # the device), with MLA's latent caches kept on the device between passes
 # (each row copied once) and the chunk's AttnRes block states kept there
 # while the chunk runs (each copied once, the mixes reading them there; a
 # spilled chunk's file not read back for them), and each layer's trunk
 # weights kept there across the chunk's sub-batches (copied once a layer
-# and chunk),
+# and chunk), and each KDA layer's state kept there across them (copied in
+# and back once a layer and chunk),
 # and continuing a --state-in conversation; the
 # products did run on the device (its summary line counts them, and
 # --quiet silences it); a device that is not there is refused with one
@@ -38,12 +39,16 @@ run() {  # run NAME CHUNK FLAGS...
 
 run cpu 600 "${STREAM[@]}"
 # The chunk of 600 with its block states in a spill file (K3_PREFILL_SPILL);
-# the chunks of 300 with the sequence state lent to each (K3_PREFILL_LEND_STATE:
-# its MLA rows go to a file and back, the same rows: the device's copies
-# stay, each row copied once below).
+# the chunks of 300 each holding every streamed layer whole
+# (K3_PREFILL_HOLD, over row blocks), its sub-batches pieces of 256 rows,
+# with the sequence state lent to each (K3_PREFILL_LEND_STATE: its MLA rows
+# go to a file and back, the same rows: the device's copies stay, each row
+# copied once below).
 for chunk in 300 600; do
-  K3_PREFILL_LEND_STATE=$((chunk == 300)) K3_PREFILL_SPILL=$((chunk == 600)) run "gpu$chunk" "$chunk" "${STREAM[@]}" \
-    --gpu "$lvp" --stats-json "$work/gpu$chunk.json"
+  hold=()
+  [ "$chunk" = 300 ] && hold=(--block-mb 0.01)
+  K3_PREFILL_LEND_STATE=$((chunk == 300)) K3_PREFILL_SPILL=$((chunk == 600)) K3_PREFILL_HOLD=$((chunk == 300)) \
+    run "gpu$chunk" "$chunk" "${STREAM[@]}" "${hold[@]}" --gpu "$lvp" --stats-json "$work/gpu$chunk.json"
   same "gpu$chunk" cpu
   contains "gpu$chunk: products ran on lavapipe" "llvmpipe" "$(cat "$work/gpu$chunk.err")"
   holds "gpu$chunk: more than 0 products on the device" \
@@ -70,6 +75,7 @@ json() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['gpu'][
 for chunk in 300 600; do
   check "gpu$chunk: every latent row copied once" "$((600 * row_bytes))" "$(json "gpu$chunk" latent_upload_bytes)"
 done
+holds "gpu300: each layer held whole" "[ '$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['layer_hold']['held_layers'])" "$work/gpu300.json")' -gt 0 ]"
 holds "gpu300: the second chunk found the first one's rows kept" \
   "[ '$(json gpu300 latent_kept_bytes)' -ge '$((300 * row_bytes))' ]"
 # The chunk's AttnRes block states stay on the device while the chunk runs:
@@ -105,6 +111,27 @@ holds "gpu600: weights kept on the device" "[ '$kept600' -gt 0 ]"
 check "gpu600: two sub-batches of three reuse them" "$((2 * kept600))" "$(json gpu600 weight_reused_bytes)"
 check "gpu300: each chunk keeps them once" "$((2 * kept600))" "$(json gpu300 weight_kept_bytes)"
 check "gpu300: one sub-batch of two reuses them" "$((2 * kept600))" "$(json gpu300 weight_reused_bytes)"
+# Each KDA layer's state goes to the device once per chunk and comes back
+# once (kept there across the layer's sub-batches: three at 600, two a
+# chunk at 300), H*D*D floats (H: b_proj's rows, H*D: dt_bias's length).
+state_bytes=$(python3 - "$TINY" << 'PY'
+import glob, json, struct, sys
+layers = heads = width = 0
+for path in glob.glob(sys.argv[1] + "/*.safetensors"):
+    with open(path, "rb") as f:
+        header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+    for name, t in header.items():
+        if name.endswith("self_attn.dt_bias"): layers, width = layers + 1, t["shape"][0]
+        if name.endswith("self_attn.b_proj.weight"): heads = t["shape"][0]
+print(layers * width * (width // heads) * 4)
+PY
+)
+for chunk in 300 600; do
+  chunks=$((600 / chunk))
+  check "gpu$chunk: each KDA state to the device once a layer and chunk" "$((chunks * state_bytes))" \
+    "$(json "gpu$chunk" kda_state_upload_bytes)"
+  check "gpu$chunk: and back once" "$((chunks * state_bytes))" "$(json "gpu$chunk" kda_state_download_bytes)"
+done
 # Spilled, the file is written as on the CPU (the blocks, then each MoE
 # layer's shared-expert rows), but only the shared rows are read back: the
 # mixes read the blocks on the device.

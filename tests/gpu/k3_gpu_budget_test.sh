@@ -59,10 +59,11 @@ for path in glob.glob(sys.argv[1] + "/*.safetensors"):
         at = name.find("model.layers.")
         if at >= 0 and ".experts." not in name and (
                 (t["dtype"] == "BF16" and name.endswith(".weight")) or name.endswith((".weight_packed", ".weight_scale"))):
-            # The products the chunk runs (not the AttnRes keys nor MLA's kv_b,
-            # read by their ops), each in one slice of the 64 KiB stage here.
-            if not name.endswith(("_res_proj.weight", "kv_b_proj.weight")):
-                assert size <= 65536
+            # The products the chunk runs, each in one slice of the 64 KiB
+            # stage here, and MLA's kv_b (read whole by its attention); not
+            # the AttnRes keys (copied with each mix's values).
+            if not name.endswith("_res_proj.weight"):
+                assert size <= 65536 or name.endswith("kv_b_proj.weight")
                 layer = int(name[at + len("model.layers."):].split(".")[0])
                 layers[layer] = layers.get(layer, 0) + max(size + 4, 16)
                 kept += size
@@ -135,9 +136,10 @@ check "stats: the KDA output norms ran on the device, one a recurrence" "$(json 
   "$(json exact kda_outputs)"
 check "stats: every block state kept on the device, copied once" "$blocks" "$(json exact block_upload_bytes)"
 # Each layer's trunk products keep their weights on the device across the
-# chunk's two sub-batches (256 + 44 rows): each matrix copied there once
-# (weights and scales by the headers, but the routed experts', the AttnRes
-# keys and MLA's kv_b), the second sub-batch finding all of it there.
+# chunk's two sub-batches (256 + 44 rows), and MLA's attention its kv_b:
+# each matrix copied there once (weights and scales by the headers, but the
+# routed experts' and the AttnRes keys), the second sub-batch finding all
+# of it there.
 check "stats: each layer's products' weights kept once" "$kept" "$(json exact weight_kept_bytes)"
 check "stats: the second sub-batch reused them" "$kept" "$(json exact weight_reused_bytes)"
 holds "stats: the weights are some of the bytes uploaded" \

@@ -21,30 +21,41 @@ body=$(python3 -c "import json,sys; print(json.dumps({'messages': [{'role': 'use
 short='{"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 5, "temperature": 0}'
 # Another conversation after it in the same slot (one pass of about a
 # hundred prompt rows, on the device): none of the first one's latent rows
-# the device kept may leak into it.
-other=$(python3 -c "import json; print(json.dumps({'messages': [{'role': 'user', 'content':
-  ' '.join('entry %d reads %d' % (i, i * 13) for i in range(20))}], 'max_tokens': 5, 'temperature': 0,
-  'logprobs': True}))")
-ask() {  # ask NAME BODY [SECOND] FLAGS...: a server with FLAGS answers BODY (and SECOND), then stops
-  local name=$1 request=$2 second=; shift 2
-  if [ "${1:-}" != "${1#\{}" ]; then second=$1; shift; fi
-  start_server "$work/$name.log" --slots 1 "$@" || return 1
+# the device kept may leak into it. Its system prompt's end is kept
+# (--system-keep-min) inside that pass: the pass runs each layer in two
+# pieces, the KDA states kept on the device across them and synced for the
+# capture between; a third conversation with the same system prompt
+# continues from that state.
+system="You are a careful assistant of a travel agency. Answer briefly and politely."
+other=$(python3 -c "import json,sys; print(json.dumps({'messages': [{'role': 'system', 'content': sys.argv[1]},
+  {'role': 'user', 'content': ' '.join('entry %d reads %d' % (i, i * 13) for i in range(20))}], 'max_tokens': 5,
+  'temperature': 0, 'logprobs': True}))" "$system")
+third=$(python3 -c "import json,sys; print(json.dumps({'messages': [{'role': 'system', 'content': sys.argv[1]},
+  {'role': 'user', 'content': 'Book me a train to Lyon.'}], 'max_tokens': 5, 'temperature': 0,
+  'logprobs': True}))" "$system")
+ask() {  # ask NAME BODY [SECOND [THIRD]] FLAGS...: a server with FLAGS answers BODY (and the others), then stops
+  local name=$1 request=$2 later=(); shift 2
+  while [ $# -gt 0 ] && [ "$1" != "${1#\{}" ]; do later+=("$1"); shift; done
+  start_server "$work/$name.log" --slots 1 --system-keep-min 16 "$@" || return 1
   post reply /v1/chat/completions "$request"
   check "$name: status" 200 "$status"
   printf '%s' "$reply" > "$work/$name.json"
-  if [ -n "$second" ]; then
-    post reply /v1/chat/completions "$second"
-    check "$name: the second conversation's status" 200 "$status"
-    printf '%s' "$reply" > "$work/$name-second.json"
-  fi
+  local k=0 what
+  for body_k in "${later[@]}"; do
+    what=$([ $k -eq 0 ] && echo second || echo third)
+    post reply /v1/chat/completions "$body_k"
+    check "$name: the $what conversation's status" 200 "$status"
+    printf '%s' "$reply" > "$work/$name-$what.json"
+    k=$((k + 1))
+  done
   kill -TERM "$pid"
   wait "$pid"
   check "$name: exit after SIGTERM" 130 "$?"
 }
 field() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(json.dumps($2, sort_keys=True))" "$work/$1.json"; }
 
-ask cpu "$body" "$other"
-ask gpu "$body" "$other" --gpu "$lvp"
+ask cpu "$body" "$other" "$third"
+ask gpu "$body" "$other" "$third" --gpu "$lvp"
 ask gpu-short "$short" --gpu "$lvp"
 prompt=$(field cpu 'j["usage"]["prompt_tokens"]')
 holds "the prompt is more than a pass ($prompt ids > 256)" "[ '${prompt:-0}' -gt 256 ]"
@@ -55,6 +66,10 @@ prompt=$(field cpu-second 'j["usage"]["prompt_tokens"]')
 holds "the second conversation is one device pass ($prompt ids)" "[ '${prompt:-0}' -ge 64 ] && [ '${prompt:-0}' -le 256 ]"
 check "the second conversation in the slot: the same logprobs" "$(field cpu-second 'j["choices"][0]["logprobs"]')" \
   "$(field gpu-second 'j["choices"][0]["logprobs"]')"
+holds "the third conversation continued from the system prompt kept inside the second's pass" \
+  "[ '$(field gpu-third 'j["usage"]["prompt_tokens_details"]["cached_tokens"]')' -gt 16 ]"
+check "the third conversation, from the kept state: the same logprobs" \
+  "$(field cpu-third 'j["choices"][0]["logprobs"]')" "$(field gpu-third 'j["choices"][0]["logprobs"]')"
 holds "logprobs were returned" "[ '$(field gpu 'len(j["choices"][0]["logprobs"]["content"])')' -gt 0 ]"
 holds "the device ran products" "grep -Eq 'gpu $lvp \\(.*\\): [1-9][0-9]* matrix products' '$work/gpu.log'"
 holds "a short prompt and decode: no product on the device" "grep -Eq 'gpu $lvp \\(.*\\): 0 matrix products' '$work/gpu-short.log'"

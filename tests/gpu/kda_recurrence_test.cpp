@@ -154,7 +154,8 @@ TEST(GpuKdaRecurrence, K3ShapeEqualsTheCpuBitForBit) {
 
 // The forward pass's seam: kda_recurrence_on_backend runs on the installed
 // backend (its counter moves) with the CPU fallback's bits; the device
-// memory its buffers hold is the plan's formula, gpu_kda_device_bytes.
+// memory its buffers hold is the plan's formula, gpu_kda_device_bytes (with
+// a state kept for each of two sequences too).
 TEST(GpuKdaRecurrence, SeamRunsOnTheBackendAndThePeakIsThePlansFormula) {
   auto gpu = open_gpu();
   ASSERT_TRUE(gpu);
@@ -176,6 +177,18 @@ TEST(GpuKdaRecurrence, SeamRunsOnTheBackendAndThePeakIsThePlansFormula) {
   EXPECT_EQ(gpu_kda_device_bytes(4, 16, 9), 4 * 16 * 16 * 4 + 9 * (4 * 64 + 4) * 4 + 9 * 64 * 4);
   EXPECT_EQ(gpu_kda_device_bytes(0, 16, 9), 0u);  // no KDA layers
   EXPECT_EQ(gpu->upload_bytes(), 4 * 16 * 16 * 4 + 9 * (4 * 64 + 4) * 4);
+  // Two sequences' states kept within a span of kept states: a buffer
+  // each, the plan's figure for two sequences.
+  Case other = random_case(rng, 4, 16, 9, false);  // outlives the span, which copies its state back
+  {
+    kernels::ScopedComputeBackend scoped(gpu.get());
+    const kernels::ScopedKdaStates kept;
+    for (Case* c : {&device, &other})
+      kernels::kda_recurrence_on_backend(c->S.data(), c->q.data(), c->k.data(), c->v.data(), c->g.data(),
+                                         c->beta.data(), 4, 16, c->n, got.data(), nullptr);
+  }
+  EXPECT_EQ(gpu->peak_bytes(), gpu_kda_device_bytes(4, 16, 9, 2));
+  EXPECT_EQ(gpu_kda_device_bytes(4, 16, 9, 2), 2 * 4 * 16 * 16 * 4 + 9 * (4 * 64 + 4) * 4 + 9 * 64 * 4);
   EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
 }
 
