@@ -278,6 +278,9 @@ std::string device_stats_member(const ModelCounters& m) {
   w.key("weight_upload_bytes").value(static_cast<unsigned long long>(m.device_counters.weight_upload_bytes));
   w.key("weight_kept_bytes").value(static_cast<unsigned long long>(m.device_counters.weight_kept_bytes));
   w.key("weight_reused_bytes").value(static_cast<unsigned long long>(m.device_counters.weight_reused_bytes));
+  // Copied into the device-local twins of the kept block states and latent caches.
+  w.key("block_twin_bytes").value(static_cast<unsigned long long>(m.device_counters.block_twin_bytes));
+  w.key("latent_twin_bytes").value(static_cast<unsigned long long>(m.device_counters.latent_twin_bytes));
   w.end_object().end_object();
   // The member alone, without the braces of the object it was written in.
   const std::string object = w.take();

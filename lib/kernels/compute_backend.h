@@ -67,6 +67,10 @@ struct ComputeBackendCounters {
   uint64_t weight_upload_bytes = 0;  // weights and scales copied to the device (part of upload_bytes)
   uint64_t weight_kept_bytes = 0;    // of these, copied into a layer's kept copies (once per layer and chunk)
   uint64_t weight_reused_bytes = 0;  // weights and scales a product found kept, not copied again
+  // Device-local twins of the kept block states and latent caches (where
+  // the device stages into device-local memory; 0 elsewhere).
+  uint64_t block_twin_bytes = 0;   // block state rows copied into their twin (once each)
+  uint64_t latent_twin_bytes = 0;  // latent rows copied into their twin (once each)
 };
 
 // MLA's attention over the latent cache for `rows` rows and every head
