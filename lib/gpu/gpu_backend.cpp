@@ -299,6 +299,7 @@ kernels::ComputeBackendCounters GpuBackend::counters() const {
   c.weight_reused_bytes = weight_reused_bytes_;
   c.block_twin_bytes = block_twin_bytes_;
   c.latent_twin_bytes = latent_twin_bytes_;
+  c.row_twin_bytes = row_twin_bytes_;
   return c;
 }
 

@@ -291,6 +291,10 @@ class GpuBackend : public kernels::ComputeBackend {
   // in latent_twin_ (copied by the call's first dispatch).
   std::vector<VkBufferCopy> latent_copies_;
   uint64_t block_twin_bytes_ = 0, latent_twin_bytes_ = 0;
+  // The norms' and SiTU steps' rows (and a norm's weight) copied into the
+  // products' device-local twins and back, per call (gpu_rms_norm.cpp,
+  // gpu_situ.cpp).
+  uint64_t row_twin_bytes_ = 0;
 };
 
 }  // namespace k3

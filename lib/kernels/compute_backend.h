@@ -71,6 +71,7 @@ struct ComputeBackendCounters {
   // the device stages into device-local memory; 0 elsewhere).
   uint64_t block_twin_bytes = 0;   // block state rows copied into their twin (once each)
   uint64_t latent_twin_bytes = 0;  // latent rows copied into their twin (once each)
+  uint64_t row_twin_bytes = 0;     // norms' and SiTU steps' rows copied into device-local twins and back, per call
 };
 
 // MLA's attention over the latent cache for `rows` rows and every head

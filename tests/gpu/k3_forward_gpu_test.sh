@@ -136,7 +136,12 @@ check "device-local staging: each block state row copied into its twin once" "$(
   "$(json resident-gpu block_twin_bytes)"
 check "device-local staging: each latent row copied into its twin once" "$((450 * row_bytes))" \
   "$(json resident-gpu latent_twin_bytes)"
-check "host-visible staging: no twins" "0 0" "$(json gpu300 block_twin_bytes) $(json gpu300 latent_twin_bytes)"
+check "host-visible staging: no twins" "0 0 0" \
+  "$(json gpu300 block_twin_bytes) $(json gpu300 latent_twin_bytes) $(json gpu300 row_twin_bytes)"
+# The norms' and SiTU steps' rows go through the products' device-local
+# twins, in and out, per call.
+holds "device-local staging: the norms' and SiTU steps' rows copied through twins" \
+  "[ '$(json resident-gpu row_twin_bytes)' -gt 0 ]"
 # A conversation continued from a state file (--state-in): the loaded
 # latent caches go to the device whole; the same bits as the CPU's
 # continuation.
