@@ -292,6 +292,10 @@ std::string device_stats_member(const ModelCounters& m) {
   // The KDA states kept on the device across a layer's sub-batches.
   w.key("kda_state_upload_bytes").value(static_cast<unsigned long long>(m.device_counters.kda_state_upload_bytes));
   w.key("kda_state_download_bytes").value(static_cast<unsigned long long>(m.device_counters.kda_state_download_bytes));
+  // Copied into the device-local twins of the kept block states and latent caches.
+  w.key("block_twin_bytes").value(static_cast<unsigned long long>(m.device_counters.block_twin_bytes));
+  w.key("latent_twin_bytes").value(static_cast<unsigned long long>(m.device_counters.latent_twin_bytes));
+  w.key("row_twin_bytes").value(static_cast<unsigned long long>(m.device_counters.row_twin_bytes));
   w.end_object().end_object();
   // The member alone, without the braces of the object it was written in.
   const std::string object = w.take();

@@ -89,8 +89,12 @@ uint64_t gpu_kda_device_bytes(uint64_t heads, uint64_t dim, uint64_t tokens, uin
 // attention calls (keep_latent_caches): `caches` caches (the run's
 // sequences x MLA layers) of `positions` positions (its context) of
 // `stride` floats (kv_lora_rank + qk_rope_head_dim) each, in one buffer
-// (0 without MLA layers).
-uint64_t gpu_latent_cache_device_bytes(uint64_t caches, uint64_t positions, uint64_t stride);
+// (0 without MLA layers). With `device_local_twin` (a device that stages
+// into device-local memory), twice: the slots in a device-local twin, and
+// the host-visible buffer a call's new rows go through, as large where a
+// call copies every cache whole.
+uint64_t gpu_latent_cache_device_bytes(uint64_t caches, uint64_t positions, uint64_t stride,
+                                       bool device_local_twin = false);
 // AttnRes mixing's words in GpuBackend's activation buffers for `values`
 // values a row (the block states and the partial sum) of `hidden` over
 // `tokens` rows: in, the key weight's norm (FP32) and projection (BF16
@@ -106,7 +110,9 @@ uint64_t gpu_attn_res_device_bytes(const GpuProductBound& largest, uint64_t prod
                                    uint64_t hidden, uint64_t tokens);
 // The most device memory GpuBackend keeps a chunk's AttnRes block states in
 // (begin_chunk_blocks): `blocks` block states of `tokens` rows of `hidden`
-// floats, in one buffer (0 without).
-uint64_t gpu_chunk_block_device_bytes(uint64_t blocks, uint64_t hidden, uint64_t tokens);
+// floats, in one buffer (0 without). With `device_local_twin`, that buffer
+// is a device-local twin and the host-visible one holds the block opening.
+uint64_t gpu_chunk_block_device_bytes(uint64_t blocks, uint64_t hidden, uint64_t tokens,
+                                      bool device_local_twin = false);
 
 }  // namespace k3

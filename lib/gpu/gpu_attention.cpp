@@ -8,7 +8,11 @@
 //             scratch (q_lat, ctx, the scores of its positions)
 //   latent_   the caches, one per slot of latent_slots_ (latent_cache_slots.h):
 //             kept between calls where keep_latent_caches was given, so
-//             only the rows appended since the last call are copied
+//             only the rows appended since the last call are copied; where
+//             the device stages into device-local memory, the slots are in
+//             latent_twin_, latent_ holds only the call's new rows, packed,
+//             and the first dispatch's command buffer copies them to their
+//             places in the twin (gpu_device_twins.cpp)
 // The items (row, head) go in dispatches of at most kScratchWords of scratch.
 #include <algorithm>
 #include <cstring>
@@ -32,12 +36,14 @@ constexpr size_t kMaxGroups = 65535;                // maxComputeWorkGroupCount'
 
 }  // namespace
 
-// Puts the call's caches in latent_ (kept copies where configured, else
-// every cache whole in slots sized to the call) and gives each one's first
-// word there; false where they do not fit the kept slots or a binding.
+// Puts the call's caches in the slots' buffer (latent_, or latent_twin_;
+// kept copies where configured, else every cache whole in slots sized to
+// the call) and gives each one's first word there; false where they do not
+// fit the kept slots or a binding.
 bool GpuBackend::place_latent_caches(const kernels::LatentAttentionCall& a, std::vector<size_t>& cache_at) {
   const size_t stride = a.kvl + a.rope;
   const size_t limit = std::min<size_t>(device_->max_binding_bytes() - 16, size_t{UINT32_MAX});
+  VulkanBuffer& slots = twins() ? *latent_twin_ : *latent_;
   std::vector<LatentCacheSlots::Placement> placed(a.cache_count);
   size_t slot_words = 0;
   if (latent_slots_.keeps() && a.cache_generations != nullptr) {
@@ -46,9 +52,9 @@ bool GpuBackend::place_latent_caches(const kernels::LatentAttentionCall& a, std:
     if (latent_slots_.slots() * slot_words * 4 + 4 > limit) return false;
     // The slots' buffer at its full size from the first call: grown, it
     // would lose the copies.
-    if (latent_->size() < latent_slots_.slots() * slot_words * 4 + 4) {
+    if (slots.size() < latent_slots_.slots() * slot_words * 4 + 4) {
       latent_slots_.forget();
-      grow(*latent_, latent_slots_.slots() * slot_words * 4 + 4);
+      grow(slots, latent_slots_.slots() * slot_words * 4 + 4);
     }
     if (!latent_slots_.place({a.cache_generations, a.cache_count}, positions, placed)) return false;
   } else {
@@ -57,13 +63,26 @@ bool GpuBackend::place_latent_caches(const kernels::LatentAttentionCall& a, std:
       placed[i] = {i, 0};
     }
     if (a.cache_count * slot_words * 4 + 4 > limit) return false;
-    grow(*latent_, a.cache_count * slot_words * 4 + 4);  // the shader reads whole words
+    grow(slots, a.cache_count * slot_words * 4 + 4);  // the shader reads whole words
   }
+  // The words each cache lacks on the device: [from, to) of its rows.
+  size_t new_words = 0;
+  for (size_t i = 0; i < a.cache_count; ++i) new_words += (a.cache_positions[i] - placed[i].from) * stride;
+  if (twins()) grow(*latent_, new_words * 4 + 4);
+  latent_copies_.clear();
   float* latent = static_cast<float*>(latent_->data());
+  size_t packed = 0;  // words of new rows in latent_ so far (with a twin)
   for (size_t i = 0; i < a.cache_count; ++i) {
     cache_at[i] = placed[i].slot * slot_words;
     const size_t from = placed[i].from * stride, to = a.cache_positions[i] * stride;
-    std::memcpy(latent + cache_at[i] + from, a.caches[i] + from, (to - from) * 4);
+    // With a twin, latent_ stages the new rows, packed, for the copy.
+    const size_t at = twins() ? packed : cache_at[i] + from;
+    std::memcpy(latent + at, a.caches[i] + from, (to - from) * 4);
+    if (twins() && to > from) {
+      latent_copies_.push_back({at * 4, (cache_at[i] + from) * 4, (to - from) * 4});
+      latent_twin_bytes_ += (to - from) * 4;
+      packed += to - from;
+    }
     latent_upload_bytes_ += (to - from) * 4;
     latent_kept_bytes_ += from * 4;
     upload_bytes_ += (to - from) * 4;
@@ -117,10 +136,16 @@ bool GpuBackend::latent_attention(const kernels::LatentAttentionCall& a) {
                        static_cast<uint32_t>(q_at),      0,
                        static_cast<uint32_t>(out_words), static_cast<uint32_t>(item_words)};
   std::memcpy(&shape.scale_bits, &a.scale, sizeof(float));
+  const std::vector<const VulkanBuffer*> buffers = {kv_b, x_.get(), y_.get(),
+                                                    twins() ? latent_twin_.get() : latent_.get()};
   for (size_t i0 = 0; i0 < items; i0 += group_items) {
     shape.item0 = static_cast<uint32_t>(i0);
-    attention_->run({kv_b, x_.get(), y_.get(), latent_.get()}, &shape,
-                    static_cast<uint32_t>(std::min(group_items, items - i0)), 1);
+    const uint32_t groups = static_cast<uint32_t>(std::min(group_items, items - i0));
+    // The first dispatch's command buffer copies the new rows into the twin.
+    device_->submit_and_wait([&](VkCommandBuffer commands) {
+      if (i0 == 0) record_twin_copy(commands, *latent_, *latent_twin_, latent_copies_);
+      attention_->record(commands, 0, buffers, &shape, groups, 1);
+    });
   }
   std::memcpy(a.out, y_->data(), out_words * 4);
   ++attention_calls_;

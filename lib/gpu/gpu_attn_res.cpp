@@ -4,6 +4,7 @@
 //       values [block states..., p] of every row (what the chunk's sub-batch
 //       stages: runtime/device_plan counts it), less the block states kept
 //       on the device (gpu_chunk_blocks.cpp), which the shader reads there
+//       (in their device-local twin where there is one)
 //   y_  the mixed rows [n, hidden], then each row's scores [n, values]
 #include <algorithm>
 #include <cstring>
@@ -65,7 +66,8 @@ bool GpuBackend::mix_values(size_t kept, const float* const* blocks, size_t bloc
                  static_cast<uint32_t>(row0)};
   std::memcpy(&shape.eps_bits, &eps, sizeof eps);
   // Without kept values the shader never reads binding 2: x_ stands in.
-  const VulkanBuffer* kept_blocks = kept > 0 ? chunk_blocks_.get() : x_.get();
+  // With device-local twins, the kept blocks are in chunk_blocks_twin_.
+  const VulkanBuffer* kept_blocks = kept == 0 ? x_.get() : twins() ? chunk_blocks_twin_.get() : chunk_blocks_.get();
   for (size_t r0 = 0; r0 < n; r0 += kMaxGroups) {
     shape.row0 = static_cast<uint32_t>(r0);
     attn_res_->run({x_.get(), y_.get(), kept_blocks}, &shape, static_cast<uint32_t>(std::min(kMaxGroups, n - r0)), 1);

@@ -74,6 +74,8 @@ GpuBackend::GpuBackend(std::unique_ptr<VulkanDevice> device, size_t lanes, bool 
   kda_out_ = std::make_unique<VulkanBuffer>(*device_);
   latent_ = std::make_unique<VulkanBuffer>(*device_);
   chunk_blocks_ = std::make_unique<VulkanBuffer>(*device_);
+  chunk_blocks_twin_ = std::make_unique<VulkanBuffer>(*device_, VulkanBuffer::Memory::kDeviceLocal);
+  latent_twin_ = std::make_unique<VulkanBuffer>(*device_, VulkanBuffer::Memory::kDeviceLocal);
 }
 
 GpuBackend::~GpuBackend() { drain(); }
@@ -96,7 +98,9 @@ void GpuBackend::grow(VulkanBuffer& buffer, size_t bytes) {
     held += stage.weights->size() + stage.scales->size() + stage.local_weights->size() + stage.local_scales->size();
   held +=
       x_->size() + y_->size() + local_x_->size() + local_y_->size() + kept_buffer_bytes() + kda_state_buffer_bytes();
-  for (const auto* b : {kda_in_.get(), kda_out_.get(), latent_.get(), chunk_blocks_.get()}) held += b->size();
+  for (const auto* b : {kda_in_.get(), kda_out_.get(), latent_.get(), chunk_blocks_.get(), chunk_blocks_twin_.get(),
+                        latent_twin_.get()})
+    held += b->size();
   const uint64_t after = held - buffer.size() + bytes;
   if (budget_bytes_ > 0 && after > budget_bytes_)
     throw Error(ExitCode::kResource, "gpu " + std::to_string(device_->index()) + ": a matrix product needs " +
@@ -203,23 +207,6 @@ void GpuBackend::run_slices(ComputePipeline& pipeline, bool mx, size_t rows, siz
   for (Stage& stage : stages_) stage.slot->wait();
 }
 
-namespace {
-
-// A barrier over all of `buffer`: its accesses `src` before it, `dst` after.
-VkBufferMemoryBarrier whole_buffer_barrier(const VulkanBuffer& buffer, VkAccessFlags src, VkAccessFlags dst) {
-  VkBufferMemoryBarrier b{};
-  b.sType = VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER;
-  b.srcAccessMask = src;
-  b.dstAccessMask = dst;
-  b.srcQueueFamilyIndex = b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
-  b.buffer = buffer.handle();
-  b.offset = 0;
-  b.size = VK_WHOLE_SIZE;
-  return b;
-}
-
-}  // namespace
-
 void GpuBackend::record_activation_copy(VkCommandBuffer commands, const VulkanBuffer& from, const VulkanBuffer& to,
                                         size_t bytes, bool into_shader) const {
   auto barrier = [&](const VulkanBuffer& buffer, VkAccessFlags src, VkAccessFlags dst, VkPipelineStageFlags from_stage,
@@ -312,6 +299,9 @@ kernels::ComputeBackendCounters GpuBackend::counters() const {
   c.weight_reused_bytes = weight_reused_bytes_;
   c.kda_state_upload_bytes = kda_state_upload_bytes_;
   c.kda_state_download_bytes = kda_state_download_bytes_;
+  c.block_twin_bytes = block_twin_bytes_;
+  c.latent_twin_bytes = latent_twin_bytes_;
+  c.row_twin_bytes = row_twin_bytes_;
   return c;
 }
 

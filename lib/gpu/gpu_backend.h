@@ -310,6 +310,31 @@ class GpuBackend : public kernels::ComputeBackend {
   bool keeping_kda_states_ = false;
   std::vector<KdaStateSlot> kda_states_;
   uint64_t kda_state_upload_bytes_ = 0, kda_state_download_bytes_ = 0;
+  // Device-local twins of what the ops keep on the device across calls
+  // (gpu_device_twins.cpp), where the device stages into device-local
+  // memory (a discrete GPU without host-visible device-local memory): the
+  // chunk's kept block states and MLA's latent caches live in device-local
+  // buffers, which their shaders read. What is new goes through the
+  // host-visible buffer (chunk_blocks_ one block, latent_ a call's appended
+  // rows, packed) and the command buffer that copies it into the twin
+  // orders the copy before the shader's reads with a barrier: each block
+  // crosses the bus once, when it opens, and each latent row once. Elsewhere
+  // the host-visible buffers are read in place and the twins stay empty.
+ private:
+  bool twins() const;
+  // Records the copies of `regions` of `from` into `twin` and the barrier
+  // from the copies to the shaders' reads.
+  void record_twin_copy(VkCommandBuffer commands, const VulkanBuffer& from, const VulkanBuffer& twin,
+                        const std::vector<VkBufferCopy>& regions) const;
+  std::unique_ptr<VulkanBuffer> chunk_blocks_twin_, latent_twin_;
+  // The rows a latent call appends, packed in latent_, and where each goes
+  // in latent_twin_ (copied by the call's first dispatch).
+  std::vector<VkBufferCopy> latent_copies_;
+  uint64_t block_twin_bytes_ = 0, latent_twin_bytes_ = 0;
+  // The norms' and SiTU steps' rows (and a norm's weight) copied into the
+  // products' device-local twins and back, per call (gpu_rms_norm.cpp,
+  // gpu_situ.cpp).
+  uint64_t row_twin_bytes_ = 0;
 };
 
 }  // namespace k3

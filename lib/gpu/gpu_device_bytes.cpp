@@ -49,9 +49,10 @@ uint64_t gpu_kda_device_bytes(uint64_t heads, uint64_t dim, uint64_t tokens, uin
          buffer_bytes(tokens * (4 * hd + heads) * sizeof(float)) + buffer_bytes(tokens * hd * sizeof(float));
 }
 
-uint64_t gpu_latent_cache_device_bytes(uint64_t caches, uint64_t positions, uint64_t stride) {
+uint64_t gpu_latent_cache_device_bytes(uint64_t caches, uint64_t positions, uint64_t stride, bool device_local_twin) {
   if (caches == 0 || positions == 0 || stride == 0) return 0;
-  return buffer_bytes(caches * positions * stride * sizeof(float) + 4);  // the shader reads whole words
+  // The shader reads whole words; the host's stage is as large at most.
+  return (device_local_twin ? 2 : 1) * buffer_bytes(caches * positions * stride * sizeof(float) + 4);
 }
 
 GpuAttnResWords gpu_attn_res_words(uint64_t values, uint64_t hidden, uint64_t tokens) {
@@ -70,9 +71,10 @@ uint64_t gpu_attn_res_device_bytes(const GpuProductBound& largest, uint64_t prod
   return (in > x ? in - x : 0) + (out > y ? out - y : 0);
 }
 
-uint64_t gpu_chunk_block_device_bytes(uint64_t blocks, uint64_t hidden, uint64_t tokens) {
+uint64_t gpu_chunk_block_device_bytes(uint64_t blocks, uint64_t hidden, uint64_t tokens, bool device_local_twin) {
   if (blocks == 0 || hidden == 0 || tokens == 0) return 0;
-  return buffer_bytes(blocks * tokens * hidden * sizeof(float));
+  const uint64_t block = tokens * hidden * sizeof(float);
+  return buffer_bytes(blocks * block) + (device_local_twin ? buffer_bytes(block) : 0);
 }
 
 }  // namespace k3

@@ -46,4 +46,16 @@ void VulkanBuffer::reserve(size_t bytes) {
   size_ = bytes;
 }
 
+VkBufferMemoryBarrier whole_buffer_barrier(const VulkanBuffer& buffer, VkAccessFlags src, VkAccessFlags dst) {
+  VkBufferMemoryBarrier b{};
+  b.sType = VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER;
+  b.srcAccessMask = src;
+  b.dstAccessMask = dst;
+  b.srcQueueFamilyIndex = b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+  b.buffer = buffer.handle();
+  b.offset = 0;
+  b.size = VK_WHOLE_SIZE;
+  return b;
+}
+
 }  // namespace k3

@@ -40,4 +40,7 @@ class VulkanBuffer {
   size_t size_ = 0;
 };
 
+// A barrier over all of `buffer`: its accesses `src` before it, `dst` after.
+VkBufferMemoryBarrier whole_buffer_barrier(const VulkanBuffer& buffer, VkAccessFlags src, VkAccessFlags dst);
+
 }  // namespace k3

@@ -70,6 +70,11 @@ struct ComputeBackendCounters {
   // The KDA states kept on the device across a layer's sub-batches.
   uint64_t kda_state_upload_bytes = 0;    // KDA states copied to the device (part of upload_bytes)
   uint64_t kda_state_download_bytes = 0;  // KDA states copied back to the host
+  // Device-local twins of the kept block states and latent caches (where
+  // the device stages into device-local memory; 0 elsewhere).
+  uint64_t block_twin_bytes = 0;   // block state rows copied into their twin (once each)
+  uint64_t latent_twin_bytes = 0;  // latent rows copied into their twin (once each)
+  uint64_t row_twin_bytes = 0;     // norms' and SiTU steps' rows copied into device-local twins and back, per call
 };
 
 // MLA's attention over the latent cache for `rows` rows and every head

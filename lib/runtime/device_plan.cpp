@@ -125,7 +125,7 @@ uint64_t device_plan_bytes(const Checkpoint& checkpoint, uint64_t rows, const De
   return gpu_matmul_device_bytes(largest, rows, gpu_stage_bytes(), device_local_staging) +
          gpu_kda_device_bytes(kda.heads, kda.head_dim, rows, sequences) +
          gpu_attn_res_device_bytes(largest, rows, mix.values, mix.hidden, mix.rows) +
-         gpu_latent_cache_device_bytes(sequences * mla.layers, context, mla.stride);
+         gpu_latent_cache_device_bytes(sequences * mla.layers, context, mla.stride, device_local_staging);
 }
 
 void check_device_request(const RunRequest& request) {
@@ -148,7 +148,8 @@ DevicePlan check_device_plan(const Checkpoint& checkpoint, const RunRequest& req
                                          " given; raise it");
   // The chunk's block states, kept as far as the budget leaves room.
   const uint64_t all_blocks =
-      mix.values > 0 ? gpu_chunk_block_device_bytes(mix.values - 1, mix.hidden, mix.chunk_rows) : 0;
+      mix.values > 0 ? gpu_chunk_block_device_bytes(mix.values - 1, mix.hidden, mix.chunk_rows, device_local_staging)
+                     : 0;
   const uint64_t blocks = budget > 0 ? std::min(all_blocks, budget - need) : all_blocks;
   // A layer's trunk weights kept across the chunk's sub-batches, in what is left.
   const uint64_t all_layer = layer_weight_device_bytes(checkpoint, gpu_stage_bytes());

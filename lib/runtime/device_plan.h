@@ -30,8 +30,11 @@ DeviceMixRows device_mix_rows(const ModelConfig& config, uint64_t rows, uint64_t
 // the KDA layers' recurrence (with each of `sequences` sequences' state
 // kept there across a layer's sub-batches) and the AttnRes mixes of `mix`;
 // and the copies of MLA's latent caches the attention keeps there,
-// `sequences` x MLA layers of `context` positions. `device_local_staging`: the device copies its
-// staged weights into device-local memory (gpu_matmul_device_bytes).
+// `sequences` x MLA layers of `context` positions. `device_local_staging`:
+// the device copies its staged weights into device-local memory
+// (gpu_matmul_device_bytes), and keeps the latent caches (and the chunk's
+// block states) in device-local twins beside the host-visible buffers their
+// new rows go through.
 uint64_t device_plan_bytes(const Checkpoint& checkpoint, uint64_t rows, const DeviceMixRows& mix, uint64_t sequences,
                            uint64_t context, bool device_local_staging = false);
 

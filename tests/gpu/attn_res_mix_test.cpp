@@ -9,6 +9,7 @@
 // contraction, the same order on every CPU target, so there is no lane count
 // to vary.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <algorithm>
 #include <cmath>
@@ -225,6 +226,11 @@ TEST(AttnResMix, PlanCountsTheKeptBlockStates) {
   EXPECT_EQ(gpu_chunk_block_device_bytes(1, 1, 1), 16u);
   EXPECT_EQ(gpu_chunk_block_device_bytes(0, 64, 300), 0u);
   EXPECT_EQ(gpu_chunk_block_device_bytes(4, 64, 0), 0u);
+  // With a device-local twin: the twin, and the host's buffer of one block.
+  EXPECT_EQ(gpu_chunk_block_device_bytes(blocks, hidden, 8192, true), (blocks + 1) * 8192 * hidden * 4);
+  EXPECT_EQ(gpu_chunk_block_device_bytes(4, 64, 300, true), 384000u);
+  EXPECT_EQ(gpu_chunk_block_device_bytes(1, 1, 1, true), 32u);
+  EXPECT_EQ(gpu_chunk_block_device_bytes(0, 64, 300, true), 0u);
 }
 
 // The chunk's block states kept on the device (gpu_chunk_blocks.cpp): a
@@ -390,6 +396,51 @@ TEST(AttnResMix, ChunkBlocksMixOnTheDeviceFromTheKeptBlocks) {
     }
   }
   gpu.limit_chunk_blocks(UINT64_MAX);
+  EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
+}
+
+// Where the device stages into device-local memory (a discrete GPU without
+// host-visible device-local memory; forced on lavapipe), the kept blocks
+// live in a device-local twin: each copied into it once, when it opens,
+// through a host-visible buffer of one block, and the mixes read the twin.
+// K3's hidden size with its block count, the tiny model's width and an odd
+// one, row ranges past the first row, all blocks kept or one; a share that
+// holds the host's block and two in the twin keeps two.
+TEST(AttnResMix, KeptBlocksInADeviceLocalTwinEqualTheCpuKernel) {
+  setenv("K3_GPU_DEVICE_LOCAL_STAGING", "1", 1);
+  GpuBackend gpu(open_lavapipe_device(), kernels::kernel_target_lanes() >= 16 ? 16 : 8, false);
+  unsetenv("K3_GPU_DEVICE_LOCAL_STAGING");
+  ASSERT_TRUE(gpu.counters().device_local_staging);
+  const ModelConfig k3 = k3_reference_config();
+  std::mt19937 rng(67);
+  struct Case {
+    size_t n, hidden, blocks;
+  };
+  uint64_t twin = 0;
+  for (const Case& c :
+       {Case{3, static_cast<size_t>(k3.hidden_size), residual_block_count(k3)}, Case{70, 64, 4}, Case{5, 37, 3}}) {
+    const Mix m = random_mix(rng, c.n, c.hidden, c.blocks, -8, 8);
+    ASSERT_EQ(keep_blocks(gpu, m), c.blocks);
+    twin += c.blocks * c.n * c.hidden * 4;
+    EXPECT_EQ(gpu.counters().block_twin_bytes, twin) << "each block copied into the twin once";
+    const size_t r0 = c.n / 3;
+    for (size_t kept : {c.blocks, size_t{1}}) {
+      const std::string what = "twin: n " + std::to_string(c.n) + " hidden " + std::to_string(c.hidden) + " kept " +
+                               std::to_string(kept) + " of " + std::to_string(c.blocks);
+      std::vector<float> out;
+      ASSERT_TRUE(kept_rows(gpu, m, kept, r0, c.n - r0, c.blocks, k3.rms_norm_eps, out)) << what;
+      expect_same_bits(cpu_rows(m, r0, c.n - r0, c.blocks, k3.rms_norm_eps), out, what);
+    }
+  }
+  EXPECT_EQ(gpu.counters().block_upload_bytes, twin) << "the mixes copied no block again";
+  EXPECT_EQ(gpu.counters().latent_twin_bytes, 0u);
+  const Mix m = random_mix(rng, 6, 37, 4, -6, 6);
+  const uint64_t block_bytes = 6 * 37 * 4;
+  gpu.limit_chunk_blocks(3 * block_bytes + block_bytes / 2);
+  ASSERT_EQ(keep_blocks(gpu, m), 2u) << "the share holds the host's block and two in the twin";
+  std::vector<float> out;
+  ASSERT_TRUE(kept_rows(gpu, m, 2, 1, 5, 4, 1e-5f, out));
+  expect_same_bits(cpu_rows(m, 1, 5, 4, 1e-5f), out, "twin: two of four blocks kept");
   EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
 }
 

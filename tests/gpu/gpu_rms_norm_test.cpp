@@ -132,5 +132,38 @@ TEST(GpuRmsNorm, RunsThroughTheSeamWithinTheProductsPeak) {
   EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
 }
 
+// Where the device stages into device-local memory (a discrete GPU without
+// host-visible device-local memory; forced on lavapipe), the norm reads and
+// writes device-local twins, copied in and out by its command buffer: the
+// CPU's bits at K3's widths and on the edge rows, in place, and the rows,
+// both ways, and the weight copied exactly once a call.
+TEST(GpuRmsNorm, DeviceLocalTwinsEqualTheCpuKernel) {
+  setenv("K3_GPU_DEVICE_LOCAL_STAGING", "1", 1);
+  GpuBackend gpu(open_lavapipe_device(), kernels::kernel_target_lanes() >= 16 ? 16 : 8, false);
+  unsetenv("K3_GPU_DEVICE_LOCAL_STAGING");
+  ASSERT_TRUE(gpu.counters().device_local_staging);
+  const ModelConfig k3 = k3_reference_config();
+  std::mt19937 rng(47);
+  uint64_t copied = 0;
+  for (const size_t dim : {static_cast<size_t>(k3.hidden_size), size_t{100}, size_t{5}}) {
+    const size_t n = 7;
+    const auto x = rows_of(rng, n, dim, -140, 60);
+    const auto w = rows_of(rng, 1, dim, -2, 2);
+    std::vector<float> out = x;
+    ASSERT_TRUE(gpu.rms_norm(out.data(), n, dim, w.data(), k3.rms_norm_eps, out.data()));
+    expect_same_bits(cpu_norm(x, n, dim, w, k3.rms_norm_eps), out, "twins, dim " + std::to_string(dim));
+    copied += (2 * n * dim + dim) * sizeof(float);
+    EXPECT_EQ(gpu.counters().row_twin_bytes, copied) << "dim " << dim;
+  }
+  std::vector<float> x = rows_of(rng, 3, 37, -3, 3);
+  const auto w = rows_of(rng, 1, 37, -1, 1);
+  for (size_t c = 0; c < 37; ++c) x[c] = std::ldexp(static_cast<float>(c + 1), -149);
+  x[37 + 4] = std::numeric_limits<float>::infinity();
+  std::vector<float> out(x.size(), -1.0f);
+  ASSERT_TRUE(gpu.rms_norm(x.data(), 3, 37, w.data(), 1e-6f, out.data()));
+  expect_same_bits(cpu_norm(x, 3, 37, w, 1e-6f), out, "twins, edge rows");
+  EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
+}
+
 }  // namespace
 }  // namespace k3

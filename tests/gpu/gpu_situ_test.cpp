@@ -128,5 +128,35 @@ TEST(GpuSitu, RunsThroughTheSeam) {
   EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
 }
 
+// Where the device stages into device-local memory (forced on lavapipe),
+// the step reads and writes device-local twins, copied in (g and u) and out
+// (g) by its command buffer: the CPU's bits at K3's widths and on the
+// edges, each value copied exactly three times.
+TEST(GpuSitu, DeviceLocalTwinsEqualTheCpu) {
+  setenv("K3_GPU_DEVICE_LOCAL_STAGING", "1", 1);
+  GpuBackend gpu(test::open_lavapipe_device(), kernels::kernel_target_lanes() >= 16 ? 16 : 8, false);
+  unsetenv("K3_GPU_DEVICE_LOCAL_STAGING");
+  ASSERT_TRUE(gpu.counters().device_local_staging);
+  const ModelConfig k3 = k3_reference_config();
+  const kernels::SituParams p = SituParams::from(k3);
+  std::mt19937 rng(53);
+  uint64_t copied = 0;
+  for (size_t count : {static_cast<size_t>(k3.moe_intermediate_size), size_t{67}}) {
+    const auto g = values(rng, count), u = values(rng, count);
+    expect_targets_equal(gpu, g, u, p, "twins, " + std::to_string(count));
+    copied += 3 * count * sizeof(float);
+    EXPECT_EQ(gpu.counters().row_twin_bytes, copied) << count;
+  }
+  const std::vector<float> edges = edge_values();
+  std::vector<float> g, u;
+  for (float a : edges)
+    for (float b : edges) {
+      g.push_back(a);
+      u.push_back(b);
+    }
+  expect_targets_equal(gpu, g, u, p, "twins, edges");
+  EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
+}
+
 }  // namespace
 }  // namespace k3

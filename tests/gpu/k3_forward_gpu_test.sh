@@ -11,8 +11,9 @@
 # spilled chunk's file not read back for them), and each layer's trunk
 # weights kept there across the chunk's sub-batches (copied once a layer
 # and chunk), and each KDA layer's state kept there across them (copied in
-# and back once a layer and chunk),
-# and continuing a --state-in conversation; the
+# and back once a layer and chunk; resident, the latent caches and block
+# states in device-local twins, each row copied into them once), and
+# continuing a --state-in conversation; the
 # products did run on the device (its summary line counts them, and
 # --quiet silences it); a device that is not there is refused with one
 # line, and one lost mid-prompt ends the run with one.
@@ -157,6 +158,21 @@ holds "device-local staging: no validation errors" "! grep -q 'vulkan validation
 check "resident: the layers' weights kept once, in slices" "$kept600" "$(json resident-gpu weight_kept_bytes)"
 check "resident: the second sub-batch (256 + 194) reuses them" "$kept600" "$(json resident-gpu weight_reused_bytes)"
 check "host-visible staging elsewhere" host_visible "$(json gpu300 staging)"
+# The kept block states and latent caches in device-local twins, the mixes
+# and the attention reading them there: each block state row and each
+# latent row of the chunk of 450 copied into its twin once (the last 150
+# rows, fewer than a sub-batch, run on the CPU); none where the device
+# reads host-visible memory in place.
+check "device-local staging: each block state row copied into its twin once" "$((blocks * 450 * block_row))" \
+  "$(json resident-gpu block_twin_bytes)"
+check "device-local staging: each latent row copied into its twin once" "$((450 * row_bytes))" \
+  "$(json resident-gpu latent_twin_bytes)"
+check "host-visible staging: no twins" "0 0 0" \
+  "$(json gpu300 block_twin_bytes) $(json gpu300 latent_twin_bytes) $(json gpu300 row_twin_bytes)"
+# The norms' and SiTU steps' rows go through the products' device-local
+# twins, in and out, per call.
+holds "device-local staging: the norms' and SiTU steps' rows copied through twins" \
+  "[ '$(json resident-gpu row_twin_bytes)' -gt 0 ]"
 # A conversation continued from a state file (--state-in): the loaded
 # latent caches go to the device whole; the same bits as the CPU's
 # continuation.

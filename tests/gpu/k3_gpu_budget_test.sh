@@ -12,7 +12,10 @@
 # k3-chat and k3-serve alike); --stats-json's "gpu" counts the products (as the
 # summary line does), the norms, SiTU steps, AttnRes mixes and the KDA
 # layers' norms and gates run on the device, and a peak
-# within the plan. A device that runs out of
+# within the plan. Staged into device-local memory (as on a discrete GPU),
+# the plan counts the device-local twins of the latent caches and the block
+# states, and a budget of exactly that runs with each row copied into its
+# twin once. A device that runs out of
 # memory mid-prompt ends the run with one line, exit 6, the saved
 # conversation it was continuing unchanged and no output file written.
 set -uo pipefail
@@ -88,13 +91,18 @@ rest = (max(rows * cols * 4, mix_in, 16) + max(rows * outs * 4, mix_out, 16) + k
         + mla * context * stride * 4 + 4)
 blocks = max(4 * (values - 1) * rows * hidden, 16)
 # And staged into device-local memory: each slot's weights and scales, and
-# the products' activations in and out, twice.
+# the products' activations in and out, twice; the latent caches twice (the
+# device-local twin, and the host-visible buffer their new rows go through,
+# as large at most); the block states' twin and one block on the host.
 layer = max(layers.values())
-local = 2 * staging + rest + max(rows * cols * 4, 16) + max(rows * outs * 4, 16)
-print(staging + rest + blocks + layer, staging + rest, local, blocks, rows * hidden * 4, layer, kept)
+local = (2 * staging + rest + max(rows * cols * 4, 16) + max(rows * outs * 4, 16)
+         + mla * context * stride * 4 + 4)
+blocks_local = blocks + max(4 * rows * hidden, 16)
+print(staging + rest + blocks + layer, staging + rest, local, blocks, rows * hidden * 4, layer, kept,
+      local + blocks_local + layer, mla * stride * 4)
 PY
 )
-read -r need rest rest_local blocks block_bytes layer kept <<< "$need"
+read -r need rest rest_local blocks block_bytes layer kept need_local latent_row <<< "$need"
 mb() { python3 -c "print(repr($1 / 1e6))"; }
 run() {  # run NAME FLAGS...
   local name=$1; shift
@@ -169,6 +177,19 @@ bad "device-local staging: a byte less than its plan" 6 "--gpu-mb: the device's 
   env K3_GPU_DEVICE_LOCAL_STAGING=1 "$FWD" "$TINY" --ids "$work/ids.txt" --gen 2 --gpu "$lvp" \
   --gpu-mb "$(mb $((rest_local - 1)))"
 contains "device-local staging: the refusal says its bytes" "($rest_local bytes)" "$(cat "$work/err")"
+# Its plan, run with exactly that budget: the same ids, every block state
+# copied once into its device-local twin and each of the chunk's latent
+# rows once into theirs (the 2 generated rows are decoded on the CPU).
+K3_GPU_DEVICE_LOCAL_STAGING=1 run local --gpu "$lvp" --gpu-mb "$(mb "$need_local")" --stats-json "$work/local.json"
+holds "device-local staging, a budget of exactly its plan: same ids" "cmp -s '$work/local.out' '$work/cpu.out'"
+check "device-local staging: the plan's device bytes, by formula" "$need_local" "$(json local plan_bytes)"
+check "device-local staging: every block state row copied into its twin once" "$blocks" \
+  "$(json local block_twin_bytes)"
+check "device-local staging: every latent row copied into its twin once" "$((300 * latent_row))" \
+  "$(json local latent_twin_bytes)"
+holds "device-local staging: the device peak within the plan" "[ '$(json local peak_bytes)' -le '$need_local' ]"
+holds "device-local staging: no validation errors" "! grep -q 'vulkan validation' '$work/local.err'"
+check "host-visible staging: no twins" "0 0" "$(json exact block_twin_bytes) $(json exact latent_twin_bytes)"
 check "host-visible staging: stats say so" host_visible "$(json exact staging)"
 check "host-visible staging: no device-local copies" 0 "$(json exact device_local_copies)"
 bad "too small, k3-chat" 6 "--gpu-mb" -- "$BIN/k3-chat" "$TINY" --gpu "$lvp" --gpu-mb 0.001 < /dev/null

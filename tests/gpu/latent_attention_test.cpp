@@ -160,10 +160,10 @@ TEST(GpuLatentAttention, EqualsTheCpuKernelsBitForBit) {
 // generation the device has not seen is copied whole; one it has, whose
 // earlier rows changed without a new name, is not (the host's contract:
 // model/sequence_state.h), which shows the copy is what the shader reads.
-TEST(GpuLatentAttention, KeptCachesCopyOnlyTheRowsAppendedSince) {
-  auto device = open_lavapipe_device();
-  ASSERT_TRUE(device);
-  GpuBackend gpu(std::move(device), 16, false);
+// Where the caches have a device-local twin, every row copied goes into it
+// once (and the host-visible buffer holds only a call's new rows).
+void expect_kept_caches_copy_only_the_rows_appended(GpuBackend& gpu) {
+  const bool twin = gpu.counters().device_local_staging;
   ASSERT_TRUE(gpu.keep_latent_caches(2, 64));
   std::mt19937 rng(41);
   const Heads g{2, 8, 4, 8, 32};
@@ -179,6 +179,7 @@ TEST(GpuLatentAttention, KeptCachesCopyOnlyTheRowsAppendedSince) {
   expect_device_equals_cpu(gpu, next, "appended rows", {101, 202});
   EXPECT_EQ(gpu.counters().latent_upload_bytes, (24 + 13 + 10) * row_bytes);
   EXPECT_EQ(gpu.counters().latent_kept_bytes, (24 + 13) * row_bytes);
+  EXPECT_EQ(gpu.counters().latent_twin_bytes, twin ? (24 + 13 + 10) * row_bytes : 0u);
   // An earlier row changed: under a new generation the device copies it all
   // and agrees; under the old one it keeps its stale copy.
   next.caches[0][3] += 1.0f;
@@ -189,6 +190,7 @@ TEST(GpuLatentAttention, KeptCachesCopyOnlyTheRowsAppendedSince) {
   Case third = make_case(g, rng, {{6, 2}}, 1.0f);
   expect_device_equals_cpu(gpu, third, "a third sequence", {304});
   expect_device_equals_cpu(gpu, next, "after an eviction", {103, 202});
+  EXPECT_EQ(gpu.counters().latent_twin_bytes, twin ? gpu.counters().latent_upload_bytes : 0u);
   // Longer than the slots: declined (the CPU runs it).
   Case longer = make_case(g, rng, {{64, 1}}, 1.0f);
   std::vector<const float*> ptrs;
@@ -198,6 +200,33 @@ TEST(GpuLatentAttention, KeptCachesCopyOnlyTheRowsAppendedSince) {
   const uint64_t generation = 405;
   call.cache_generations = &generation;
   EXPECT_FALSE(gpu.latent_attention(call));
+  EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
+}
+
+TEST(GpuLatentAttention, KeptCachesCopyOnlyTheRowsAppendedSince) {
+  auto device = open_lavapipe_device();
+  ASSERT_TRUE(device);
+  GpuBackend gpu(std::move(device), 16, false);
+  expect_kept_caches_copy_only_the_rows_appended(gpu);
+}
+
+// As on a discrete GPU without host-visible device-local memory (forced on
+// lavapipe): the caches kept in a device-local twin, the shader reading it;
+// and, not kept, a call's caches copied whole into it.
+TEST(GpuLatentAttention, KeptCachesInADeviceLocalTwin) {
+  setenv("K3_GPU_DEVICE_LOCAL_STAGING", "1", 1);
+  auto device = open_lavapipe_device();
+  unsetenv("K3_GPU_DEVICE_LOCAL_STAGING");
+  ASSERT_TRUE(device);
+  GpuBackend gpu(std::move(device), 16, false);
+  ASSERT_TRUE(gpu.counters().device_local_staging);
+  expect_kept_caches_copy_only_the_rows_appended(gpu);
+  EXPECT_FALSE(gpu.keep_latent_caches(0, 0));
+  std::mt19937 rng(43);
+  const Heads odd{3, 5, 3, 7, 70};
+  const uint64_t before = gpu.counters().latent_twin_bytes;
+  expect_device_equals_cpu(gpu, make_case(odd, rng, {{37, 3}, {0, 2}}, 1.0f), "twin: two caches copied whole");
+  EXPECT_EQ(gpu.counters().latent_twin_bytes - before, (40 + 2) * (odd.kvl + odd.rope) * sizeof(float));
   EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
 }
 
