@@ -64,103 +64,125 @@ struct AtBatch {
 
 // The search at one batch (req.batch): the chunk from the longest halved
 // down to one batch, in memory then spilled, without lending the cache then
-// lending it, each with the longest sub-batch that fits.
-AtBatch fit_at_batch(const ModelConfig& config, const PlanOf& plan_of, const PlanFits& fits, RunRequest r,
-                     uint64_t tokens, bool can_spill) {
-  const bool must_lend = r.lend_cache;        // asked for (K3_PREFILL_LEND): only plans that lend
-  const bool must_hold = r.hold_layer;        // asked for (K3_PREFILL_HOLD): only held plans, where one can hold
-  const uint64_t asked_limit = r.hold_limit;  // asked for (K3_PREFILL_HOLD_LIMIT): held plans at that limit only
-  const bool must_lend_state = r.lend_state;  // asked for: every plan lends the sequence state
-  r.spill_chunk = false;
-  r.lend_cache = false;
-  r.hold_layer = false;
-  r.chunk_sub_batch = std::numeric_limits<uint64_t>::max();  // at most the chunk: the chunk's own
-  // The plan's batch and longest chunk (it lowers what the request asks),
-  // and so the plan of the first candidate below: it is not made twice.
-  const MemoryPlan first = plan_of(r);
-  AtBatch at;
-  at.batch = std::max<uint64_t>(1, first.batch);
-  const uint64_t batch = at.batch, longest = std::max(batch, first.chunk);
-  const bool spill_forced = first.chunk_spilled;  // not asked for here: the plan spills whatever the request
-  // The sequence state: lent by every plan where asked for or forced
-  // (K3_PREFILL_LEND_STATE); else tried for a plan that does not fit (where
-  // one fits, lending only adds the file's bytes), where a spill file may go.
-  const bool state_forced = must_lend_state || first.state_lent_bytes > 0, can_lend_state = can_spill && !state_forced;
-  // A trunk streamed in row blocks may hold each layer whole for a chunk.
-  const bool can_hold = first.row_blocks > 0, only_held = must_hold && can_hold;
-  const auto consider = [&](const MemoryPlan& p) {
-    const double bytes = judged_bytes(config, p, tokens, spill_forced, state_forced);
-    std::optional<Fit>& to = p.skipped_layers > 0 ? at.limited : at.best;
-    at.holds_all = at.holds_all || (p.layer_held && p.skipped_layers == 0);
+// lending it, each with the longest sub-batch that fits, then held.
+class BatchSearch {
+ public:
+  BatchSearch(const ModelConfig& config, const PlanOf& plan_of, const PlanFits& fits, RunRequest r, uint64_t tokens,
+              bool can_spill)
+      : config_(config), plan_of_(plan_of), fits_(fits), r_(r), tokens_(tokens), can_spill_(can_spill) {
+    r_.spill_chunk = false;
+    r_.lend_cache = false;
+    r_.hold_layer = false;
+    r_.chunk_sub_batch = std::numeric_limits<uint64_t>::max();  // at most the chunk: the chunk's own
+    // The plan's batch and longest chunk (it lowers what the request asks),
+    // and so the plan of the first candidate: it is not made twice.
+    first_ = plan_of_(r_);
+    at_.batch = std::max<uint64_t>(1, first_.batch);
+    spill_forced_ = first_.chunk_spilled;  // not asked for here: the plan spills whatever the request
+    // The sequence state: lent by every plan where asked for or forced
+    // (K3_PREFILL_LEND_STATE); else tried for a plan that does not fit (where
+    // one fits, lending only adds the file's bytes), where a spill file may go.
+    state_forced_ = must_lend_state_ || first_.state_lent_bytes > 0;
+    can_lend_state_ = can_spill_ && !state_forced_;
+  }
+
+  AtBatch run() {
+    const uint64_t batch = at_.batch, longest = std::max(batch, first_.chunk);
+    // A trunk streamed in row blocks may hold each layer whole for a chunk.
+    const bool can_hold = first_.row_blocks > 0, only_held = must_hold_ && can_hold;
+    for (uint64_t chunk = longest;; chunk = std::max(batch, chunk / 2)) {
+      for (const bool spill : {false, true}) {
+        if (spill && (!can_spill_ || chunk <= batch)) continue;
+        r_.chunk = chunk;
+        r_.spill_chunk = spill;
+        for (const bool lend : {false, true}) {
+          r_.lend_cache = lend;
+          if ((lend && chunk <= batch) || (!lend && must_lend_)) continue;
+          // The longest sub-batch that fits this chunk (without row blocks
+          // the plan keeps one batch, and there is nothing to halve).
+          for (r_.chunk_sub_batch = chunk; !only_held; r_.chunk_sub_batch = std::max(batch, r_.chunk_sub_batch / 2)) {
+            const bool is_first = chunk == longest && !spill && !lend && r_.chunk_sub_batch == chunk;
+            const MemoryPlan p = plan_lending_state(is_first ? &first_ : nullptr);
+            if (lend && p.cache_lent_bytes == 0) break;  // nothing to lend: the plan without it
+            if (fits_(p)) {
+              consider(p);
+              break;
+            }
+            if (p.chunk_sub_batch <= batch) break;
+          }
+          // Then each layer held whole, its sub-batch one piece.
+          if (can_hold && chunk > batch) hold(lend);
+        }
+        if (at_.best && chunk == longest && !spill && reads_least(*at_.best, longest)) {
+          at_.least = true;
+          return at_;
+        }
+      }
+      if (chunk == batch) return at_;
+    }
+  }
+
+ private:
+  void consider(const MemoryPlan& p) {
+    const double bytes = judged_bytes(config_, p, tokens_, spill_forced_, state_forced_);
+    std::optional<Fit>& to = p.skipped_layers > 0 ? at_.limited : at_.best;
+    at_.holds_all = at_.holds_all || (p.layer_held && p.skipped_layers == 0);
     if (to && bytes >= to->bytes) return;
-    to = Fit{p, r, bytes};
-    to->req.lend_state = must_lend_state || p.state_lent_bytes > 0;  // the plan's (plan_lending_state)
-  };
-  // The plan of r (or `made`, already made), or where it does not fit and a
+    to = Fit{p, r_, bytes};
+    to->req.lend_state = must_lend_state_ || p.state_lent_bytes > 0;  // the plan's (plan_lending_state)
+  }
+  // The plan of r_ (or `made`, already made), or where it does not fit and a
   // chunk runs, the same plan with the sequence state lent where that fits.
-  const auto plan_lending_state = [&](const MemoryPlan* made) {
-    const MemoryPlan p = made ? *made : plan_of(r);
-    if (!can_lend_state || p.chunk <= p.batch || fits(p)) return p;
-    r.lend_state = true;
-    const MemoryPlan lent = plan_of(r);
-    r.lend_state = false;
-    return fits(lent) ? lent : p;
-  };
+  MemoryPlan plan_lending_state(const MemoryPlan* made) {
+    const MemoryPlan p = made ? *made : plan_of_(r_);
+    if (!can_lend_state_ || p.chunk <= p.batch || fits_(p)) return p;
+    r_.lend_state = true;
+    const MemoryPlan lent = plan_of_(r_);
+    r_.lend_state = false;
+    return fits_(lent) ? lent : p;
+  }
+  // The held plan, then (unless a limit was asked for) at smaller hold
+  // limits.
+  void hold(bool lend) {
+    r_.hold_layer = true;
+    const MemoryPlan p = plan_lending_state(nullptr);
+    if (fits_(p) && (!lend || p.cache_lent_bytes > 0)) consider(p);
+    if (!asked_limit_) hold_smaller(p);
+    r_.hold_layer = false;
+    r_.hold_limit = asked_limit_;
+  }
   // The held plan at smaller hold limits: each layer section size below
   // the one held, largest first, the layers over it streaming in row blocks
   // once per piece. Not where `held` fits without lending a pinned layer (a
   // smaller limit then only reads more), and no further than the first that
   // fits lending none.
-  const auto hold_smaller = [&](const MemoryPlan& held) {
-    if (fits(held) && held.pinned_lent_bytes == 0) return;
+  void hold_smaller(const MemoryPlan& held) {
+    if (fits_(held) && held.pinned_lent_bytes == 0) return;
     for (uint64_t limit = held.hold_next_limit; limit > 0;) {
-      r.hold_limit = limit;
+      r_.hold_limit = limit;
       const MemoryPlan p = plan_lending_state(nullptr);
-      const bool fit = fits(p) && (!r.lend_cache || p.cache_lent_bytes > 0);
+      const bool fit = fits_(p) && (!r_.lend_cache || p.cache_lent_bytes > 0);
       if (fit) consider(p);
       if (fit && p.pinned_lent_bytes == 0) return;
       if (p.hold_next_limit >= limit) return;  // each limit below the last, or the chain could not end
       limit = p.hold_next_limit;
     }
-  };
-  for (uint64_t chunk = longest;; chunk = std::max(batch, chunk / 2)) {
-    for (const bool spill : {false, true}) {
-      if (spill && (!can_spill || chunk <= batch)) continue;
-      r.chunk = chunk;
-      r.spill_chunk = spill;
-      for (const bool lend : {false, true}) {
-        r.lend_cache = lend;
-        if ((lend && chunk <= batch) || (!lend && must_lend)) continue;
-        // The longest sub-batch that fits this chunk (without row blocks the
-        // plan keeps one batch, and there is nothing to halve).
-        for (r.chunk_sub_batch = chunk; !only_held; r.chunk_sub_batch = std::max(batch, r.chunk_sub_batch / 2)) {
-          const bool is_first = chunk == longest && !spill && !lend && r.chunk_sub_batch == chunk;
-          const MemoryPlan p = plan_lending_state(is_first ? &first : nullptr);
-          if (lend && p.cache_lent_bytes == 0) break;  // nothing to lend: the plan without it
-          if (fits(p)) {
-            consider(p);
-            break;
-          }
-          if (p.chunk_sub_batch <= batch) break;
-        }
-        // Then each layer held whole, its sub-batch one piece.
-        if (can_hold && chunk > batch) {
-          r.hold_layer = true;
-          const MemoryPlan p = plan_lending_state(nullptr);
-          if (fits(p) && (!lend || p.cache_lent_bytes > 0)) consider(p);
-          if (!asked_limit) hold_smaller(p);
-          r.hold_layer = false;
-          r.hold_limit = asked_limit;
-        }
-      }
-      if (at.best && chunk == longest && !spill && reads_least(*at.best, longest)) {
-        at.least = true;
-        return at;
-      }
-    }
-    if (chunk == batch) return at;
   }
-}
+
+  const ModelConfig& config_;
+  const PlanOf& plan_of_;
+  const PlanFits& fits_;
+  RunRequest r_;
+  const uint64_t tokens_;
+  const bool can_spill_;
+  const bool must_lend_ = r_.lend_cache;        // asked for (K3_PREFILL_LEND): only plans that lend
+  const bool must_hold_ = r_.hold_layer;        // asked for (K3_PREFILL_HOLD): only held plans, where one can hold
+  const uint64_t asked_limit_ = r_.hold_limit;  // asked for (K3_PREFILL_HOLD_LIMIT): held plans at that limit only
+  const bool must_lend_state_ = r_.lend_state;  // asked for: every plan lends the sequence state
+  MemoryPlan first_;
+  AtBatch at_;
+  bool spill_forced_ = false, state_forced_ = false, can_lend_state_ = false;
+};
 
 }  // namespace
 
@@ -175,7 +197,7 @@ MemoryPlan fit_prefill_chunk(const ModelConfig& config, const PlanOf& plan_of, c
   RunRequest r = req;
   bool holds_all = false;
   for (;;) {
-    searched.push_back(fit_at_batch(config, plan_of, fits, r, tokens, can_spill));
+    searched.push_back(BatchSearch(config, plan_of, fits, r, tokens, can_spill).run());
     const AtBatch& at = searched.back();
     holds_all = holds_all || at.holds_all;
     if (at.least || at.batch <= 1) break;

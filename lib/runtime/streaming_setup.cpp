@@ -85,7 +85,9 @@ static std::string prefill_plan_line(const ModelConfig& config, const MemoryPlan
   const uint64_t sub = std::max(plan.batch, plan.chunk_sub_batch);
   return std::string(tool_name()) + ": prefill: one read of the weights per " + std::to_string(plan.chunk) +
          " prompt tokens" +
-         (plan.layer_held ? " (each layer held whole" + skipped_layers_phrase(plan) + ": its row blocks once per chunk)"
+         (plan.layer_held
+              ? " (each layer held whole" + skipped_layers_phrase(plan) +
+                    (plan.skipped_layers > 0 ? ": the held layers'" : ": its") + " row blocks once per chunk)"
           : plan.row_blocks > 0 && plan.chunk > plan.batch
               ? " (the trunk's row blocks once per " + std::to_string(std::min(sub, plan.chunk)) + ")"
               : std::string()) +

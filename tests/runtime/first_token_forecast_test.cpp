@@ -71,14 +71,16 @@ TEST(FirstTokenForecast, PresetPlanForAPrompt) {
   const MemoryPlan roomy = plan_preset_for_prompt(min, model, 3000, UINT64_MAX - 1);
   EXPECT_EQ(roomy.chunk, 3000u);
   EXPECT_FALSE(roomy.chunk_spilled);
-  // Just short of that: the batch halved, the chunk whole and in memory.
-  // Spilling its block states instead would move more bytes on the disk
-  // (the file written, then read back by every layer) than the whole
-  // prompt's weights, more than the halving's slack allows; the halving
-  // moves none.
+  // Just short of that: the chunk whole and in memory at the same batch,
+  // the expert cache beyond the chunk's own slots lent to it (the refill of
+  // those slots is far inside the batch slack; a halved batch would cost
+  // compute). Spilling its block states instead would move more bytes on
+  // the disk (the file written, then read back by every layer) than the
+  // whole prompt's weights, more than the slack allows.
   const MemoryPlan tight = plan_preset_for_prompt(min, model, 3000, roomy.peak_rss / 9 * 10 - 1);
   EXPECT_FALSE(plan_fits(roomy, roomy.peak_rss / 9 * 10 - 1));
-  EXPECT_EQ(tight.batch, roomy.batch / 2);
+  EXPECT_EQ(tight.batch, roomy.batch);
+  EXPECT_EQ(tight.cache_lent_bytes, (tight.cache_slots - tight.chunk_slots) * tight.slot_bytes);
   EXPECT_EQ(tight.chunk, 3000u);
   EXPECT_FALSE(tight.chunk_spilled);
   EXPECT_LT(tight.peak_rss, roomy.peak_rss);
@@ -93,16 +95,21 @@ TEST(FirstTokenForecast, PresetPlanForAPrompt) {
   const PrefillReads s = forecast_prefill_reads(c, spilled, 3000);
   EXPECT_GT(s.spill_written_bytes + s.spill_read_bytes, kBatchBytesSlack * prefill_disk_bytes(c, tight, 3000));
   // Tighter still: the batch goes down to one token before the chunk is
-  // halved, and the chunk is halved, in memory, before it spills (two reads
-  // of the weights move fewer bytes than one with the spill file).
-  MemoryPlan lowest = tight;
-  for (int i = 0; i < 16 && lowest.batch > 1 && lowest.chunk == 3000u; ++i)
-    lowest = plan_preset_for_prompt(min, model, 3000, lowest.peak_rss / 9 * 10 - 1);
+  // halved, and the chunk is halved, in memory, before it spills or lends
+  // the sequence state (at the tiny model's size the state's file, its MLA
+  // caches at the context written and read back, moves about as many bytes
+  // as a second read of the weights, and a halved chunk keeps a larger
+  // batch within the slack).
+  MemoryPlan lowest = tight, halved = tight;
+  for (int i = 0; i < 32 && halved.chunk == 3000u; ++i) {
+    lowest = halved;
+    halved = plan_preset_for_prompt(min, model, 3000, lowest.peak_rss / 9 * 10 - 1);
+  }
   EXPECT_EQ(lowest.batch, 1u);
   EXPECT_EQ(lowest.chunk, 3000u);
-  const MemoryPlan halved = plan_preset_for_prompt(min, model, 3000, lowest.peak_rss / 9 * 10 - 1);
   EXPECT_EQ(halved.chunk, 1500u);
   EXPECT_FALSE(halved.chunk_spilled);
+  EXPECT_EQ(halved.state_lent_bytes, 0u);
   const MemoryPlan none = plan_preset_for_prompt(min, model, 3000, 1);
   EXPECT_EQ(none.chunk, none.batch);
 }

@@ -591,13 +591,16 @@ TEST(PrefillChunkFit, HoldLimitFollowsItsFormulas) {
 
 // Where only a held plan at a smaller limit fits (min's machine class
 // given just the memory of the held plan at the second layer size, with
-// its fixed terms), the search takes it: the rule over every plan including
-// each limit (the brute force) and a plan that skips layers.
+// its fixed terms, the cache and the sequence state lent), the search takes
+// it: the rule over every plan including each limit (the brute force) and a
+// plan that skips layers.
 TEST(PrefillChunkFit, SearchTriesSmallerHoldLimits) {
   const Preset& preset = *find_preset("min");
   RunRequest r = request_for(preset);
   r.batch = 16;
   r.spill_chunk = true;
+  r.lend_cache = true;
+  r.lend_state = true;
   r.hold_layer = true;
   r.hold_limit = hold_limits()[2];
   const MemoryPlan limited = plan_of(r);
@@ -618,8 +621,10 @@ TEST(PrefillChunkFit, SearchTriesSmallerHoldLimits) {
 // The search at K3's geometry, 8,192 tokens, each preset on its machine
 // class: laptop holds each layer (its pinned layer lent), reading at most
 // the 1.7 TB; min (nothing pinned, a 2.25 GB limit) cannot fit a
-// buffer of the largest layer and keeps its plan; desktop streams whole
-// layers and does not hold.
+// buffer of the largest layer (the dense layer 0, 2.34 GB) but holds every
+// other one (at most 1.27 GB), its sequence state and its expert cache
+// beyond the chunk's slots lent to the chunk, reading at most the issue's
+// 1.8 TB; desktop streams whole layers and does not hold.
 TEST(PrefillChunkFit, LaptopHoldsEachLayer) {
   const ModelConfig& c = k3_model().config;
   for (const char* name : {"min", "laptop", "desktop"}) {
@@ -633,6 +638,13 @@ TEST(PrefillChunkFit, LaptopHoldsEachLayer) {
       EXPECT_GT(got.pinned_lent_bytes, 0u) << name;
       EXPECT_EQ(got.chunk, kTokens) << name;
       EXPECT_LE(total, 1.7e12) << name;
+    } else if (std::string(name) == "min") {
+      EXPECT_TRUE(got.layer_held) << name;
+      EXPECT_EQ(got.skipped_layers, 1u) << name;
+      EXPECT_GT(got.state_lent_bytes, 0u) << name;
+      EXPECT_GT(got.cache_lent_bytes, 0u) << name;
+      EXPECT_EQ(got.chunk, kTokens) << name;
+      EXPECT_LE(total, 1.8e12) << name;
     } else {
       EXPECT_FALSE(got.layer_held) << name;
     }
