@@ -18,3 +18,27 @@ json() {  # json NAME KEY.SUBKEY: the field of $work/NAME.json, or "absent"
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); k=sys.argv[2].split('.'); print(d.get(k[0], {}).get(k[1], 'absent'))" \
     "$work/$1.json" "$2"
 }
+
+# refused_write WHAT ENV... -- FLAGS...: a write the disk refuses (a file
+# size limit, as a full disk: the write fails) while k3-forward ($FWD over
+# $TINY and $work/ids.txt) writes a file beside the trunk $work/trunk ends
+# the run with exit 5, a last line naming WHAT ("... : cannot write") and
+# the directory, no ids, and nothing beside the trunk (as listed in
+# $work/trunk-before.txt). stderr goes through a pipe to a process without
+# the limit.
+refused_write() {
+  local what=$1; shift
+  local env=()
+  while [ "$1" != "--" ]; do env+=("$1"); shift; done
+  shift
+  (
+    trap '' XFSZ
+    ulimit -f 1
+    exec env "${env[@]}" "$FWD" "$TINY" --ids "$work/ids.txt" "$@"
+  ) 2>&1 > "$work/full.out" | cat > "$work/full.err"
+  check "refused write: exit" 5 "${PIPESTATUS[0]}"
+  contains "refused write: names $what" "$what: cannot write" "$(tail -n 1 "$work/full.err")"
+  contains "refused write: names the directory" "$work/trunk" "$(tail -n 1 "$work/full.err")"
+  check "refused write: no ids" 0 "$(stat -c %s "$work/full.out")"
+  check "refused write: nothing left beside the trunk" "$(cat "$work/trunk-before.txt")" "$(ls -A "$work/trunk")"
+}

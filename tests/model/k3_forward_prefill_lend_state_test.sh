@@ -70,20 +70,10 @@ contains "the prefill line forecasts its bytes" "the lent sequence state" \
   "$(grep 'prefill: one read' "$work/lend600.err")"
 check "nothing left beside the trunk" "$(cat "$work/trunk-before.txt")" "$(ls -A "$work/trunk")"
 
-# A write the disk refuses (a file size limit, as a full disk) ends the run
-# with exit 5, a line naming the file, and nothing beside the trunk.
-(
-  trap '' XFSZ
-  ulimit -f 1
-  exec env K3_PREFILL_CHUNK=600 K3_PREFILL_LEND_STATE=1 "$FWD" "$TINY" --ids "$work/ids.txt" --ctx 640 --gen 4 \
-    "${STREAM[@]}"
-) 2>&1 > "$work/full.out" | cat > "$work/full.err"
-check "refused write: exit" 5 "${PIPESTATUS[0]}"
-contains "refused write: names the file" "the sequence state lent to the prefill's chunk: cannot write" \
-  "$(tail -n 1 "$work/full.err")"
-contains "refused write: names the directory" "$work/trunk" "$(tail -n 1 "$work/full.err")"
-check "refused write: no ids" 0 "$(stat -c %s "$work/full.out")"
-check "refused write: nothing left beside the trunk" "$(cat "$work/trunk-before.txt")" "$(ls -A "$work/trunk")"
+# A write the disk refuses ends the run with exit 5, a line naming the
+# file, and nothing beside the trunk.
+refused_write "the sequence state lent to the prefill's chunk" K3_PREFILL_CHUNK=600 K3_PREFILL_LEND_STATE=1 -- \
+  --ctx 640 --gen 4 "${STREAM[@]}"
 
 bad "a state-lending switch that is not 0 or 1" 2 "K3_PREFILL_LEND_STATE" -- env K3_PREFILL_LEND_STATE=yes "$FWD" \
   "$TINY" --ids "$work/ids.txt" "${STREAM[@]}"

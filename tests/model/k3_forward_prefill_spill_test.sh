@@ -94,21 +94,9 @@ check "tight run: no spill file" absent "$(json tight prefill.spill_written_byte
 
 check "nothing left beside the trunk" "$(cat "$work/trunk-before.txt")" "$(ls -A "$work/trunk")"
 
-# A write the disk refuses (a file size limit, as a full disk: the write
-# fails) ends the run with exit 5, a line naming the spill file, and nothing
-# beside the trunk.
-# stderr goes through a pipe to a process without the limit.
-(
-  trap '' XFSZ
-  ulimit -f 1
-  exec env K3_PREFILL_CHUNK=600 K3_PREFILL_SPILL=1 "$FWD" "$TINY" --ids "$work/ids.txt" --ctx 700 --gen 4 \
-    "${STREAM[@]}"
-) 2>&1 > "$work/full.out" | cat > "$work/full.err"
-check "refused write: exit" 5 "${PIPESTATUS[0]}"
-contains "refused write: names the spill file" "the prefill's spill file: cannot write" "$(tail -n 1 "$work/full.err")"
-contains "refused write: names the directory" "$work/trunk" "$(tail -n 1 "$work/full.err")"
-check "refused write: no ids" 0 "$(stat -c %s "$work/full.out")"
-check "refused write: nothing left beside the trunk" "$(cat "$work/trunk-before.txt")" "$(ls -A "$work/trunk")"
+# A write the disk refuses ends the run with exit 5, a line naming the
+# spill file, and nothing beside the trunk.
+refused_write "the prefill's spill file" K3_PREFILL_CHUNK=600 K3_PREFILL_SPILL=1 -- --ctx 700 --gen 4 "${STREAM[@]}"
 
 bad "a spill switch that is not 0 or 1" 2 "K3_PREFILL_SPILL" -- env K3_PREFILL_SPILL=yes "$FWD" "$TINY" \
   --ids "$work/ids.txt" "${STREAM[@]}"

@@ -26,10 +26,13 @@
 #include "model/weight_binding.h"
 #include "model_fixture.h"
 #include "runtime/resident_weights.h"
+#include "same_state.h"
 
 namespace k3 {
 namespace {
 
+using test::expect_same_state;
+using test::same_floats;
 using test::TinyModel;
 
 // A prompt longer than the golden's 32 ids, so chunks split it several ways.
@@ -167,26 +170,6 @@ PrefillRun run(size_t max_batch, size_t chunk, const std::vector<int32_t>& ids, 
   r.taps = std::move(tap.rows_);
   if (spilled && engine.spill()) *spilled = {engine.spill()->bytes_written(), engine.spill()->bytes_read()};
   return r;
-}
-
-bool same_floats(const std::vector<float>& a, const std::vector<float>& b) {
-  // memcmp of two empty vectors would pass it null pointers.
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
-}
-
-// Every float of the sequence state, bit for bit.
-void expect_same_state(const SequenceState& a, const SequenceState& b, const std::string& what) {
-  EXPECT_EQ(a.positions, b.positions) << what;
-  EXPECT_EQ(a.tokens, b.tokens) << what;
-  ASSERT_EQ(a.layers.size(), b.layers.size()) << what;
-  for (size_t i = 0; i < a.layers.size(); ++i) {
-    const LayerState &x = a.layers[i], &y = b.layers[i];
-    EXPECT_TRUE(same_floats(x.kda.S, y.kda.S)) << what << ": KDA state of layer " << i;
-    EXPECT_TRUE(same_floats(x.kda.conv_q, y.kda.conv_q) && same_floats(x.kda.conv_k, y.kda.conv_k) &&
-                same_floats(x.kda.conv_v, y.kda.conv_v))
-        << what << ": conv carries of layer " << i;
-    EXPECT_TRUE(same_floats(x.mla.latent, y.mla.latent)) << what << ": MLA cache of layer " << i;
-  }
 }
 
 TEST(PrefillChunk, BitIdenticalToBatchesForEveryChunkAndSubBatch) {

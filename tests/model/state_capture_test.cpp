@@ -21,6 +21,7 @@
 #include "model/forward_pass.h"
 #include "model/state_capture.h"
 #include "model_fixture.h"
+#include "same_state.h"
 
 namespace k3 {
 namespace {
@@ -33,9 +34,7 @@ std::vector<int32_t> prompt(size_t n, uint32_t salt = 17) {
   return ids;
 }
 
-bool same_floats(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
-}
+using test::same_floats;
 
 void expect_same_state(const SequenceState& want, const SequenceState& got, const std::string& what) {
   const ModelConfig& c = TinyModel::get().config;
@@ -141,10 +140,12 @@ TEST(StateCapture, EqualsAPassEndingThereForEveryRowAndCut) {
       // The pass itself is as without a capture.
       expect_same_state(whole.state, s, what + " (the pass)");
       EXPECT_TRUE(same_floats(whole.logits, logits)) << what << ": the pass's logits";
-      for (size_t i = 0; i < s.layers.size(); ++i)
-        if (!TinyModel::get().config.is_kda_layer(static_cast<int>(i)))
+      for (size_t i = 0; i < s.layers.size(); ++i) {
+        if (!TinyModel::get().config.is_kda_layer(static_cast<int>(i))) {
           EXPECT_NE(s.layers[i].mla.generation, cap.state.layers[i].mla.generation)
               << what << ": the captured MLA cache of layer " << i << " is a cache of its own";
+        }
+      }
     }
   }
 }

@@ -24,34 +24,19 @@
 #include "model/forward_pass.h"
 #include "model_fixture.h"
 #include "planning/state_loan_plan.h"
+#include "same_state.h"
 
 namespace k3 {
 namespace {
 
+using test::expect_same_state;
+using test::same_floats;
 using test::TinyModel;
 
 std::vector<int32_t> prompt(size_t n, uint32_t seed) {
   std::vector<int32_t> ids(n);
   for (size_t i = 0; i < n; ++i) ids[i] = static_cast<int32_t>((i * 2654435761u + seed) % 8192);
   return ids;
-}
-
-bool same_floats(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
-}
-
-void expect_same_state(const SequenceState& a, const SequenceState& b, const std::string& what) {
-  EXPECT_EQ(a.positions, b.positions) << what;
-  EXPECT_EQ(a.tokens, b.tokens) << what;
-  ASSERT_EQ(a.layers.size(), b.layers.size()) << what;
-  for (size_t i = 0; i < a.layers.size(); ++i) {
-    const LayerState &x = a.layers[i], &y = b.layers[i];
-    EXPECT_TRUE(same_floats(x.kda.S, y.kda.S)) << what << ": KDA state of layer " << i;
-    EXPECT_TRUE(same_floats(x.kda.conv_q, y.kda.conv_q) && same_floats(x.kda.conv_k, y.kda.conv_k) &&
-                same_floats(x.kda.conv_v, y.kda.conv_v))
-        << what << ": conv carries of layer " << i;
-    EXPECT_TRUE(same_floats(x.mla.latent, y.mla.latent)) << what << ": MLA cache of layer " << i;
-  }
 }
 
 // A directory for the loan's file, removed at the end of the test.
