@@ -42,3 +42,13 @@ refused_write() {
   check "refused write: no ids" 0 "$(stat -c %s "$work/full.out")"
   check "refused write: nothing left beside the trunk" "$(cat "$work/trunk-before.txt")" "$(ls -A "$work/trunk")"
 }
+
+# prefill_trunk: the tiny model packed into $work/trunk, the 600-id prompt
+# in $work/ids.txt, STREAM (every weight streamed from that trunk), and the
+# trunk's listing in $work/trunk-before.txt (what a run must leave there).
+prefill_trunk() {
+  "$BIN/k3-pack" "$TINY" "$work/trunk" 2> "$work/pack.err" || { cat "$work/pack.err"; exit 1; }
+  prefill_ids "$work/ids.txt"
+  STREAM=(--trunk "$work/trunk" --trunk-gb 0 --cache-gb 0)
+  ls -A "$work/trunk" > "$work/trunk-before.txt"
+}

@@ -14,9 +14,7 @@ source "${K3_SOURCE_DIR:?}/tests/lib/check.sh"
 source "${K3_SOURCE_DIR:?}/tests/lib/prefill_runs.sh"
 FWD="$BIN/k3-forward"
 DRAFT=${K3_TEST_DATA:?}/k3-tiny-dspark
-"$BIN/k3-pack" "$TINY" "$work/trunk" 2> "$work/pack.err" || { cat "$work/pack.err"; exit 1; }
-prefill_ids "$work/ids.txt"
-STREAM=(--trunk "$work/trunk" --trunk-gb 0 --cache-gb 0)
+prefill_trunk
 
 run() {  # run NAME CHUNK FLAGS...: K3_PREFILL_CHUNK=CHUNK (empty: the plan's)
   local name=$1 chunk=$2; shift 2
