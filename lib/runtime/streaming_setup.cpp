@@ -284,56 +284,47 @@ PreparedStream prepare_streaming(const ModelConfig& config, const Checkpoint& ch
   return p;
 }
 
-uint64_t prefill_chunk_override() {
-  const char* v = std::getenv("K3_PREFILL_CHUNK");
+namespace {
+
+// A test-only switch (CONTRIBUTING.md): unset, empty or 0 is off, 1 is on,
+// anything else is refused.
+bool env_switch(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v || std::string(v) == "0") return false;
+  if (std::string(v) != "1") throw Error(ExitCode::kUsage, std::string(name) + ": '" + v + "' is not 0 or 1");
+  return true;
+}
+
+// A test-only count (CONTRIBUTING.md): unset or empty is 0 (none asked
+// for); a whole number from 1 to `most`, else refused naming `what`.
+uint64_t env_count(const char* name, uint64_t most, const std::string& what) {
+  const char* v = std::getenv(name);
   if (!v || !*v) return 0;
   char* end = nullptr;
   errno = 0;
   const unsigned long long n = std::strtoull(v, &end, 10);
-  if (*end || errno || n == 0 || v[0] == '-' || n > (1ull << 24))
-    throw Error(ExitCode::kUsage, std::string("K3_PREFILL_CHUNK: '") + v + "' is not a token count from 1 to 16777216");
+  if (*end || errno || n == 0 || v[0] == '-' || n > most)
+    throw Error(ExitCode::kUsage, std::string(name) + ": '" + v + "' is not " + what);
   return n;
 }
 
-bool prefill_lend_override() {
-  const char* v = std::getenv("K3_PREFILL_LEND");
-  if (!v || !*v || std::string(v) == "0") return false;
-  if (std::string(v) != "1") throw Error(ExitCode::kUsage, std::string("K3_PREFILL_LEND: '") + v + "' is not 0 or 1");
-  return true;
+}  // namespace
+
+uint64_t prefill_chunk_override() {
+  return env_count("K3_PREFILL_CHUNK", 1ull << 24, "a token count from 1 to 16777216");
 }
 
-bool prefill_spill_override() {
-  const char* v = std::getenv("K3_PREFILL_SPILL");
-  if (!v || !*v || std::string(v) == "0") return false;
-  if (std::string(v) != "1") throw Error(ExitCode::kUsage, std::string("K3_PREFILL_SPILL: '") + v + "' is not 0 or 1");
-  return true;
-}
+bool prefill_lend_override() { return env_switch("K3_PREFILL_LEND"); }
 
-bool prefill_lend_state_override() {
-  const char* v = std::getenv("K3_PREFILL_LEND_STATE");
-  if (!v || !*v || std::string(v) == "0") return false;
-  if (std::string(v) != "1")
-    throw Error(ExitCode::kUsage, std::string("K3_PREFILL_LEND_STATE: '") + v + "' is not 0 or 1");
-  return true;
-}
+bool prefill_spill_override() { return env_switch("K3_PREFILL_SPILL"); }
 
-bool prefill_hold_override() {
-  const char* v = std::getenv("K3_PREFILL_HOLD");
-  if (!v || !*v || std::string(v) == "0") return false;
-  if (std::string(v) != "1") throw Error(ExitCode::kUsage, std::string("K3_PREFILL_HOLD: '") + v + "' is not 0 or 1");
-  return true;
-}
+bool prefill_lend_state_override() { return env_switch("K3_PREFILL_LEND_STATE"); }
+
+bool prefill_hold_override() { return env_switch("K3_PREFILL_HOLD"); }
 
 // A held chunk's hold limit (test-only).
 uint64_t prefill_hold_limit_override() {
-  const char* v = std::getenv("K3_PREFILL_HOLD_LIMIT");
-  if (!v || !*v) return 0;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long n = std::strtoull(v, &end, 10);
-  if (*end || errno || n == 0 || v[0] == '-')
-    throw Error(ExitCode::kUsage, std::string("K3_PREFILL_HOLD_LIMIT: '") + v + "' is not a byte count of 1 or more");
-  return n;
+  return env_count("K3_PREFILL_HOLD_LIMIT", UINT64_MAX, "a byte count of 1 or more");
 }
 
 }  // namespace k3

@@ -81,6 +81,24 @@ void TrunkStream::lend_stream_buffers(bool after_skipped) {
   }
 }
 
+void TrunkStream::free_hold_buffer() {
+  hold_section_ = -1;
+  hold_lw_ = LayerWeights{};
+  hold_buf_ = AlignedBuffer();
+  hold_staging_ = AlignedBuffer();
+}
+
+// The stream buffers lent to the hold, each allocated again at the first
+// one's size.
+void TrunkStream::take_back_stream_buffers() {
+  const uint64_t size = buffers_.empty() ? 0 : buffers_.front()->buf.size();
+  for (std::unique_ptr<StreamBuffer>& b : lent_buffers_) {
+    b->buf = AlignedBuffer(size);
+    buffers_.push_back(std::move(b));
+  }
+  lent_buffers_.clear();
+}
+
 // A streamed layer over the hold limit: the hold buffer is freed (the plan
 // counts the larger of it and the lent stream buffers) and the lent stream
 // buffers are taken back, so its held part and row blocks pass through them
@@ -88,16 +106,8 @@ void TrunkStream::lend_stream_buffers(bool after_skipped) {
 // lends them again and takes the hold buffer back.
 const LayerWeights& TrunkStream::acquire_skipped_layer(int s) {
   if (!skipping_) {
-    hold_section_ = -1;
-    hold_lw_ = LayerWeights{};
-    hold_buf_ = AlignedBuffer();
-    hold_staging_ = AlignedBuffer();
-    const uint64_t size = buffers_.front()->buf.size();
-    for (std::unique_ptr<StreamBuffer>& b : lent_buffers_) {
-      b->buf = AlignedBuffer(size);
-      buffers_.push_back(std::move(b));
-    }
-    lent_buffers_.clear();
+    free_hold_buffer();
+    take_back_stream_buffers();
     skipping_ = true;
   }
   {
@@ -110,17 +120,9 @@ const LayerWeights& TrunkStream::acquire_skipped_layer(int s) {
 void TrunkStream::end_hold() noexcept {
   if (!holding_) return;
   holding_ = false;
-  hold_section_ = -1;
-  hold_lw_ = LayerWeights{};
-  hold_buf_ = AlignedBuffer();  // freed before the lent sections are read again
-  hold_staging_ = AlignedBuffer();
+  free_hold_buffer();  // freed before the lent sections are read again
   skipping_ = false;
-  const uint64_t size = buffers_.empty() ? 0 : buffers_.front()->buf.size();
-  for (std::unique_ptr<StreamBuffer>& b : lent_buffers_) {
-    b->buf = AlignedBuffer(size);
-    buffers_.push_back(std::move(b));
-  }
-  lent_buffers_.clear();
+  take_back_stream_buffers();
   // Decode's first units start while the lent sections are read.
   if (!units_.empty()) read_ahead(last_acquired_, static_cast<int>(buffers_.size()));
   for (int s : layer_section_) {

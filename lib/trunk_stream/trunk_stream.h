@@ -141,6 +141,8 @@ class TrunkStream {
   const LayerWeights& acquire_held_layer(int s);
   const LayerWeights& acquire_skipped_layer(int s);
   void lend_stream_buffers(bool after_skipped);
+  void free_hold_buffer();
+  void take_back_stream_buffers();
   // A section a held chunk does not hold: streamed, over the hold limit.
   bool skipped(const Section& sec) const;
   void repin_section(int s);
