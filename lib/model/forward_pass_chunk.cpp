@@ -42,6 +42,14 @@ void reserve_chunk_scratch(ForwardScratch& scratch, const ModelConfig& c, size_t
   scratch.op_floats(prefill_sub_batch_op_floats(c, sub, end, workers));
 }
 
+// The chunk's carried state and the scratch its sub-batches grew, freed
+// before memory lent to the chunk goes back (the weight source's loan, the
+// sequence state's).
+void free_chunk_memory(PrefillChunk& chunk, ForwardScratch& scratch) {
+  chunk = PrefillChunk{};
+  scratch.release_rows();
+}
+
 // Memory the weight source lends the chunk (WeightSource::lend_for_chunk):
 // the chunk's carried state and the scratch its sub-batches grew are freed
 // before the loan goes back, however the chunk ends, so the two never hold
@@ -52,8 +60,7 @@ class ChunkLoan {
       : source_(source), chunk_(chunk), scratch_(scratch), lent_(source.lend_for_chunk()) {}
   ~ChunkLoan() {
     if (!lent_) return;
-    chunk_ = PrefillChunk{};
-    scratch_.release_rows();
+    free_chunk_memory(chunk_, scratch_);
     source_.reclaim_after_chunk();
   }
   ChunkLoan(const ChunkLoan&) = delete;
@@ -196,10 +203,7 @@ void ForwardPass::forward_chunk(std::span<SequenceState* const> states, std::spa
   std::optional<StateLoan> lent_state;
   if (state_file_ && run.n > max_batch_) {
     std::vector<std::vector<KdaState>>().swap(undo_);
-    lent_state.emplace(c, *state_file_, states, counts, [this] {
-      chunk_state_ = PrefillChunk{};
-      scratch_.release_rows();
-    });
+    lent_state.emplace(c, *state_file_, states, counts, [this] { free_chunk_memory(chunk_state_, scratch_); });
     run.lent = &*lent_state;
   }
   reserve_chunk_scratch(scratch_, c, max_batch_, run.sub, positions, pool_.size());

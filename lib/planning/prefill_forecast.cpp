@@ -53,13 +53,12 @@ PrefillReads forecast_prefill_reads(const ModelConfig& c, const MemoryPlan& plan
     const uint64_t passes = blocks_per_sub_batch ? (rows + sub - 1) / sub : 1;
     r.trunk_bytes +=
         static_cast<double>(times) * static_cast<double>(passes) * static_cast<double>(plan.streamed_read_bytes);
-    // A held chunk reads the pinned layers lent to its hold buffer too.
-    if (plan.layer_held && rows > batch)
-      r.trunk_bytes += static_cast<double>(times) * static_cast<double>(plan.pinned_lent_read_bytes);
-    // A held chunk's layers over its hold limit stream in row blocks once
-    // per sub-batch (one piece), not once per chunk: the reads beyond the
-    // first (counted in streamed_read_bytes above).
     if (plan.layer_held && rows > batch) {
+      // A held chunk reads the pinned layers lent to its hold buffer too.
+      r.trunk_bytes += static_cast<double>(times) * static_cast<double>(plan.pinned_lent_read_bytes);
+      // Its layers over the hold limit stream in row blocks once per
+      // sub-batch (one piece), not once per chunk: the reads beyond the
+      // first (counted in streamed_read_bytes above).
       const uint64_t pieces = (rows + sub - 1) / sub;
       r.trunk_bytes +=
           static_cast<double>(times) * static_cast<double>(pieces - 1) * static_cast<double>(plan.skipped_read_bytes);
