@@ -89,17 +89,22 @@ TEST(GpuSitu, EqualsEveryFmaTargetAtK3Widths) {
   EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
 }
 
-TEST(GpuSitu, EdgeValuesEqualTheCpu) {
-  const kernels::SituParams p = SituParams::from(k3_reference_config());
-  GpuBackend& gpu = shared_gpu();
+// Every edge value as g against every one as u.
+void every_edge_pair(std::vector<float>& g, std::vector<float>& u) {
   const std::vector<float> edges = edge_values();
-  // Every edge value as g against every one as u (and one NaN aside).
-  std::vector<float> g, u;
   for (float a : edges)
     for (float b : edges) {
       g.push_back(a);
       u.push_back(b);
     }
+}
+
+TEST(GpuSitu, EdgeValuesEqualTheCpu) {
+  const kernels::SituParams p = SituParams::from(k3_reference_config());
+  GpuBackend& gpu = shared_gpu();
+  // Every edge pair (and one NaN aside).
+  std::vector<float> g, u;
+  every_edge_pair(g, u);
   expect_targets_equal(gpu, g, u, p, "edges");
   std::vector<float> gn = {std::numeric_limits<float>::quiet_NaN(), 1.0f}, un = {1.0f, std::nanf("")};
   std::vector<float> device = gn;
@@ -147,13 +152,8 @@ TEST(GpuSitu, DeviceLocalTwinsEqualTheCpu) {
     copied += 3 * count * sizeof(float);
     EXPECT_EQ(gpu.counters().row_twin_bytes, copied) << count;
   }
-  const std::vector<float> edges = edge_values();
   std::vector<float> g, u;
-  for (float a : edges)
-    for (float b : edges) {
-      g.push_back(a);
-      u.push_back(b);
-    }
+  every_edge_pair(g, u);
   expect_targets_equal(gpu, g, u, p, "twins, edges");
   EXPECT_EQ(VulkanInstance::validation_errors(), 0u);
 }
