@@ -1,6 +1,7 @@
 // Helpers shared by the GoogleTest executables: the exit code a call ends
 // with, bit-identical float vectors, damaging a file in place, a fresh
-// scratch directory, and what was written to a stdio stream.
+// scratch directory (named, or of its own), and what was written to a stdio
+// stream.
 #pragma once
 
 #include <cstdint>
@@ -57,6 +58,32 @@ inline std::filesystem::path fresh_dir(const std::string& name) {
   std::filesystem::create_directories(p);
   return p;
 }
+
+// A directory of its own under /tmp (mkdtemp: no name a planted one could
+// take), removed with what is in it at the end of the test.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    char tmpl[] = "/tmp/k3-test-XXXXXX";
+    if (const char* made = ::mkdtemp(tmpl)) dir_ = made;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  std::string path() const { return dir_.string(); }
+  size_t entries() const {
+    size_t n = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir_)) ++n;
+    return n;
+  }
+  bool empty() const { return entries() == 0; }
+
+ private:
+  std::filesystem::path dir_;
+};
 
 // Everything written so far to `f` (a std::tmpfile() standing in for a
 // terminal or a log), read back from its start.

@@ -32,7 +32,8 @@ namespace k3 {
 namespace {
 
 using test::expect_same_state;
-using test::same_floats;
+using test::same_bits;
+using test::ScratchDir;
 using test::TinyModel;
 
 // A prompt longer than the golden's 32 ids, so chunks split it several ways.
@@ -180,12 +181,12 @@ TEST(PrefillChunk, BitIdenticalToBatchesForEveryChunkAndSubBatch) {
     for (size_t chunk : {0, 4, 9, 16, 75, 200}) {
       const std::string what = "batch " + std::to_string(max_batch) + ", chunk " + std::to_string(chunk);
       const PrefillRun got = run(max_batch, chunk, ids, LogitRows::kAll, max_batch == 3 ? 3 : 1);
-      EXPECT_TRUE(same_floats(want.logits, got.logits)) << what << ": logits of every row";
+      EXPECT_TRUE(same_bits(want.logits, got.logits)) << what << ": logits of every row";
       expect_same_state(want.state, got.state, what);
       EXPECT_EQ(want.taps.size(), got.taps.size()) << what;
       EXPECT_TRUE(want.taps == got.taps) << what << ": layer taps";
       const PrefillRun last = run(max_batch, chunk, ids, LogitRows::kLast);
-      EXPECT_TRUE(same_floats(want_last.logits, last.logits)) << what << ": logits of the last row";
+      EXPECT_TRUE(same_bits(want_last.logits, last.logits)) << what << ": logits of the last row";
     }
   }
 }
@@ -205,7 +206,7 @@ TEST(PrefillChunk, RowBlocksPassOncePerSubBatchWithTheSameBits) {
         RowBlockSource blocked(*m.weights, m.config, *m.checkpoint, 3);
         const PrefillRun got =
             run(max_batch, chunk, ids, LogitRows::kAll, max_batch == 3 ? 3 : 1, &blocked, "", nullptr, sub);
-        EXPECT_TRUE(same_floats(want.logits, got.logits)) << what << ": logits of every row";
+        EXPECT_TRUE(same_bits(want.logits, got.logits)) << what << ": logits of every row";
         expect_same_state(want.state, got.state, what);
         EXPECT_TRUE(want.taps == got.taps) << what << ": layer taps";
         // Passes per matrix: each chunk (a chunk of at most a batch is one
@@ -241,7 +242,7 @@ TEST(PrefillChunk, ContinuesAfterEarlierTokens) {
     engine.forward(s, second, LogitRows::kAll, logits.data());
     outs.push_back(logits);
   }
-  EXPECT_TRUE(same_floats(outs[0], outs[1]));
+  EXPECT_TRUE(same_bits(outs[0], outs[1]));
 }
 
 TEST(PrefillChunk, WeightsReadOncePerChunk) {
@@ -315,27 +316,8 @@ TEST(PrefillChunk, StopInsideALayerRestoresTheSequence) {
   engine.set_stop(nullptr, false);
   std::vector<float> logits(m.config.vocab_size);
   engine.forward(s, ids, LogitRows::kLast, logits.data());
-  EXPECT_TRUE(same_floats(want.logits, logits));
+  EXPECT_TRUE(same_bits(want.logits, logits));
 }
-
-// A directory for spill files, removed at the end of the test.
-class SpillDir {
- public:
-  SpillDir() {
-    char tmpl[] = "/tmp/k3-spill-test-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-  }
-  ~SpillDir() { std::filesystem::remove_all(dir_); }
-  std::string path() const { return dir_.string(); }
-  size_t entries() const {
-    size_t n = 0;
-    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir_)) ++n;
-    return n;
-  }
-
- private:
-  std::filesystem::path dir_;
-};
 
 // What the spill file sees for a prompt of `tokens` in chunks of `chunk`
 // with sub-batches of max(batch, sub) rows, written out: a chunk longer than
@@ -379,21 +361,21 @@ TEST(PrefillChunk, SpilledBlockStatesBitIdentical) {
   const std::vector<int32_t> ids = prompt(75);
   const PrefillRun want = run(256, 0, ids, LogitRows::kAll);
   const PrefillRun want_last = run(256, 0, ids, LogitRows::kLast);
-  SpillDir dir;
+  ScratchDir dir;
   for (size_t max_batch : {1, 3, 8}) {
     for (size_t chunk : {4, 9, 16, 75, 200}) {
       const std::string what = "spilled, batch " + std::to_string(max_batch) + ", chunk " + std::to_string(chunk);
       SpillCounts counts;
       const PrefillRun got =
           run(max_batch, chunk, ids, LogitRows::kAll, max_batch == 3 ? 3 : 1, nullptr, dir.path(), &counts);
-      EXPECT_TRUE(same_floats(want.logits, got.logits)) << what << ": logits of every row";
+      EXPECT_TRUE(same_bits(want.logits, got.logits)) << what << ": logits of every row";
       expect_same_state(want.state, got.state, what);
       EXPECT_TRUE(want.taps == got.taps) << what << ": layer taps";
       const SpillCounts all = spill_formula(c, ids.size(), max_batch, chunk, LogitRows::kAll);
       EXPECT_EQ(counts.written, all.written) << what;
       EXPECT_EQ(counts.read, all.read) << what;
       const PrefillRun last = run(max_batch, chunk, ids, LogitRows::kLast, 1, nullptr, dir.path(), &counts);
-      EXPECT_TRUE(same_floats(want_last.logits, last.logits)) << what << ": logits of the last row";
+      EXPECT_TRUE(same_bits(want_last.logits, last.logits)) << what << ": logits of the last row";
       EXPECT_EQ(counts.read, spill_formula(c, ids.size(), max_batch, chunk, LogitRows::kLast).read) << what;
       EXPECT_EQ(dir.entries(), 0u) << what << ": the spill file is unlinked as soon as it is made";
     }
@@ -407,7 +389,7 @@ TEST(PrefillChunk, SpilledBlockStatesBitIdentical) {
           "spilled, batch 3, chunk " + std::to_string(chunk) + ", sub-batch " + std::to_string(sub);
       SpillCounts counts;
       const PrefillRun got = run(3, chunk, ids, LogitRows::kAll, 3, nullptr, dir.path(), &counts, sub);
-      EXPECT_TRUE(same_floats(want.logits, got.logits)) << what << ": logits of every row";
+      EXPECT_TRUE(same_bits(want.logits, got.logits)) << what << ": logits of every row";
       expect_same_state(want.state, got.state, what);
       EXPECT_TRUE(want.taps == got.taps) << what << ": layer taps";
       const SpillCounts all = spill_formula(c, ids.size(), 3, chunk, LogitRows::kAll);
@@ -425,7 +407,7 @@ TEST(PrefillChunk, BlockStatesInPiecesBitIdentical) {
   const std::vector<int32_t> ids = prompt(75);
   const PrefillRun want = run(256, 0, ids, LogitRows::kAll);
   const PrefillRun want_last = run(256, 0, ids, LogitRows::kLast);
-  SpillDir dir;
+  ScratchDir dir;
   struct Case {
     size_t batch, chunk, sub, piece;
   };
@@ -438,7 +420,7 @@ TEST(PrefillChunk, BlockStatesInPiecesBitIdentical) {
       SpillCounts counts;
       const PrefillRun got = run(k.batch, k.chunk, ids, LogitRows::kAll, k.batch == 3 ? 3 : 1, nullptr,
                                  spill ? dir.path() : "", &counts, k.sub, k.piece);
-      EXPECT_TRUE(same_floats(want.logits, got.logits)) << what << ": logits of every row";
+      EXPECT_TRUE(same_bits(want.logits, got.logits)) << what << ": logits of every row";
       expect_same_state(want.state, got.state, what);
       EXPECT_TRUE(want.taps == got.taps) << what << ": layer taps";
       if (!spill) continue;
@@ -447,7 +429,7 @@ TEST(PrefillChunk, BlockStatesInPiecesBitIdentical) {
       EXPECT_EQ(counts.read, all.read) << what;
       const PrefillRun last =
           run(k.batch, k.chunk, ids, LogitRows::kLast, 1, nullptr, dir.path(), &counts, k.sub, k.piece);
-      EXPECT_TRUE(same_floats(want_last.logits, last.logits)) << what << ": logits of the last row";
+      EXPECT_TRUE(same_bits(want_last.logits, last.logits)) << what << ": logits of the last row";
       EXPECT_EQ(counts.read, spill_formula(c, ids.size(), k.batch, k.chunk, LogitRows::kLast, k.sub, k.piece).read)
           << what;
     }
@@ -455,7 +437,7 @@ TEST(PrefillChunk, BlockStatesInPiecesBitIdentical) {
 }
 
 TEST(SpillFile, LeavesNothingAndNamesItsDirectory) {
-  SpillDir dir;
+  ScratchDir dir;
   {
     SpillFile f(dir.path());
     EXPECT_EQ(dir.entries(), 0u) << "only the descriptor holds the file";
@@ -502,7 +484,7 @@ TEST(PrefillChunk, CarriedBytesPerToken) {
   EXPECT_EQ(spilled_block_bytes_per_token(c), block_states);
   EXPECT_EQ(spill_file_bytes_per_token(c), block_states + hidden * 4);
   EXPECT_EQ(prefill_chunk_bytes_per_token(c, true), want - block_states - hidden * 4);
-  SpillDir dir;
+  ScratchDir dir;
   SpillFile file(dir.path());
   PrefillChunk spilled;
   spilled.reserve(c, 100, 8, &file);

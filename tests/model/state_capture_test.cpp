@@ -34,7 +34,8 @@ std::vector<int32_t> prompt(size_t n, uint32_t salt = 17) {
   return ids;
 }
 
-using test::same_floats;
+using test::same_bits;
+using test::ScratchDir;
 
 void expect_same_state(const SequenceState& want, const SequenceState& got, const std::string& what) {
   const ModelConfig& c = TinyModel::get().config;
@@ -44,13 +45,13 @@ void expect_same_state(const SequenceState& want, const SequenceState& got, cons
   for (size_t i = 0; i < want.layers.size(); ++i) {
     const LayerState &x = want.layers[i], &y = got.layers[i];
     if (c.is_kda_layer(static_cast<int>(i))) {
-      EXPECT_TRUE(same_floats(x.kda.S, y.kda.S)) << what << ": KDA state of layer " << i;
-      EXPECT_TRUE(same_floats(x.kda.conv_q, y.kda.conv_q) && same_floats(x.kda.conv_k, y.kda.conv_k) &&
-                  same_floats(x.kda.conv_v, y.kda.conv_v))
+      EXPECT_TRUE(same_bits(x.kda.S, y.kda.S)) << what << ": KDA state of layer " << i;
+      EXPECT_TRUE(same_bits(x.kda.conv_q, y.kda.conv_q) && same_bits(x.kda.conv_k, y.kda.conv_k) &&
+                  same_bits(x.kda.conv_v, y.kda.conv_v))
           << what << ": conv carries of layer " << i;
     } else {
       EXPECT_FALSE(x.mla.latent.empty()) << what << ": layer " << i;
-      EXPECT_TRUE(same_floats(x.mla.latent, y.mla.latent)) << what << ": MLA cache of layer " << i;
+      EXPECT_TRUE(same_bits(x.mla.latent, y.mla.latent)) << what << ": MLA cache of layer " << i;
     }
   }
 }
@@ -65,20 +66,7 @@ struct Shape {
   }
 };
 
-class SpillDir {
- public:
-  SpillDir() {
-    char tmpl[] = "/tmp/k3-capture-test-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-  }
-  ~SpillDir() { std::filesystem::remove_all(dir_); }
-  std::string path() const { return dir_.string(); }
-
- private:
-  std::filesystem::path dir_;
-};
-
-std::unique_ptr<ForwardPass> engine_of(const Shape& shape, ThreadPool& pool, const SpillDir& dir) {
+std::unique_ptr<ForwardPass> engine_of(const Shape& shape, ThreadPool& pool, const ScratchDir& dir) {
   TinyModel& m = TinyModel::get();
   auto engine = std::make_unique<ForwardPass>(m.config, *m.weights, pool);
   engine->set_max_batch(shape.batch);
@@ -113,7 +101,7 @@ TEST(StateCapture, EqualsAPassEndingThereForEveryRowAndCut) {
   const std::vector<int32_t> ids = prompt(75);
   const Evaluated whole = alone({}, ids);
   const size_t vocab = TinyModel::get().config.vocab_size;
-  SpillDir dir;
+  ScratchDir dir;
   // Sub-batches of 8 (k = 5 inside the first, 8 and 16 on boundaries, 74
   // in the last), of 16 above a batch of 3, the whole chunk, spilled, and
   // one sub-batch with fewer rows than a batch (a pass that runs as a chunk
@@ -136,10 +124,10 @@ TEST(StateCapture, EqualsAPassEndingThereForEveryRowAndCut) {
                                      std::span<StateCapture>(&cap, 1));
       const Evaluated want = alone({}, head(ids, k));
       expect_same_state(want.state, cap.state, what);
-      EXPECT_TRUE(same_floats(want.logits, cap.logits)) << what << ": the logits of the captured row";
+      EXPECT_TRUE(same_bits(want.logits, cap.logits)) << what << ": the logits of the captured row";
       // The pass itself is as without a capture.
       expect_same_state(whole.state, s, what + " (the pass)");
-      EXPECT_TRUE(same_floats(whole.logits, logits)) << what << ": the pass's logits";
+      EXPECT_TRUE(same_bits(whole.logits, logits)) << what << ": the pass's logits";
       for (size_t i = 0; i < s.layers.size(); ++i) {
         if (!TinyModel::get().config.is_kda_layer(static_cast<int>(i))) {
           EXPECT_NE(s.layers[i].mla.generation, cap.state.layers[i].mla.generation)
@@ -156,7 +144,7 @@ TEST(StateCapture, EqualsAPassEndingThereForEveryRowAndCut) {
 TEST(StateCapture, TwoSequencesInOnePass) {
   const std::vector<int32_t> earlier = prompt(11, 5), a = prompt(30, 99), b = prompt(45, 7);
   const size_t vocab = TinyModel::get().config.vocab_size;
-  SpillDir dir;
+  ScratchDir dir;
   for (const Shape& shape : {Shape{8, 96, 0, false}, Shape{4, 96, 12, true}}) {
     ThreadPool pool(2);
     const std::unique_ptr<ForwardPass> engine = engine_of(shape, pool, dir);
@@ -174,11 +162,11 @@ TEST(StateCapture, TwoSequencesInOnePass) {
     engine->forward_sequences_last(both, spans, logits.data(), caps);
     const std::string what = shape.name();
     expect_same_state(alone(earlier, head(a, 10)).state, caps[1].state, what + ": the first sequence at 10");
-    EXPECT_TRUE(same_floats(alone(earlier, head(a, 10)).logits, caps[1].logits)) << what;
+    EXPECT_TRUE(same_bits(alone(earlier, head(a, 10)).logits, caps[1].logits)) << what;
     for (const size_t at : {0, 2}) {
       const Evaluated want = alone({}, head(b, caps[at].rows));
       expect_same_state(want.state, caps[at].state, what + ": the second at " + std::to_string(caps[at].rows));
-      EXPECT_TRUE(same_floats(want.logits, caps[at].logits)) << what;
+      EXPECT_TRUE(same_bits(want.logits, caps[at].logits)) << what;
     }
     const Evaluated wa = alone(earlier, a), wb = alone({}, b);
     expect_same_state(wa.state, sa, what + ": the first sequence's pass");

@@ -30,7 +30,8 @@ namespace k3 {
 namespace {
 
 using test::expect_same_state;
-using test::same_floats;
+using test::same_bits;
+using test::ScratchDir;
 using test::TinyModel;
 
 std::vector<int32_t> prompt(size_t n, uint32_t seed) {
@@ -39,22 +40,7 @@ std::vector<int32_t> prompt(size_t n, uint32_t seed) {
   return ids;
 }
 
-// A directory for the loan's file, removed at the end of the test.
-class LoanDir {
- public:
-  LoanDir() {
-    char tmpl[] = "/tmp/k3-state-loan-test-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-  }
-  ~LoanDir() { std::filesystem::remove_all(dir_); }
-  const std::string& path() const { return dir_; }
-  bool empty() const { return std::filesystem::is_empty(dir_); }
-
- private:
-  std::string dir_;
-};
-
-std::unique_ptr<SpillFile> loan_file(const LoanDir& d) {
+std::unique_ptr<SpillFile> loan_file(const ScratchDir& d) {
   return std::make_unique<SpillFile>(d.path(), "k3-state-loan", "the sequence state lent to the prefill's chunk");
 }
 
@@ -95,7 +81,7 @@ class LoanTap : public LayerTap {
 struct Engine {
   ThreadPool pool{2};
   ForwardPass pass;
-  explicit Engine(const LoanDir* dir) : pass(TinyModel::get().config, *TinyModel::get().weights, pool) {
+  explicit Engine(const ScratchDir* dir) : pass(TinyModel::get().config, *TinyModel::get().weights, pool) {
     pass.set_max_batch(8);
     pass.set_chunk(40);
     if (dir) pass.set_state_loan(loan_file(*dir));
@@ -106,7 +92,7 @@ struct Engine {
 // the chunk): the chunk of 40 rows with and without the loan.
 TEST(StateLoan, ChunkBitIdenticalAndFreesTheOtherLayers) {
   const ModelConfig& c = TinyModel::get().config;
-  LoanDir dir;
+  ScratchDir dir;
   std::vector<float> logits[2];
   SequenceState states[2];
   std::vector<std::vector<float>> taps[2];
@@ -144,7 +130,7 @@ TEST(StateLoan, ChunkBitIdenticalAndFreesTheOtherLayers) {
     EXPECT_EQ(both.written, 2 * (2 * kda) + (40 + 80) * row);
     EXPECT_EQ(both.read, 2 * (2 * kda) + (40 + 120) * row);
   }
-  EXPECT_TRUE(same_floats(logits[0], logits[1]));
+  EXPECT_TRUE(same_bits(logits[0], logits[1]));
   expect_same_state(states[0], states[1], "lent against kept");
   EXPECT_TRUE(taps[0] == taps[1]) << "the taps";
   EXPECT_EQ(generation_before, generation_after) << "rows that went to the file and back are the same rows";
@@ -154,7 +140,7 @@ TEST(StateLoan, ChunkBitIdenticalAndFreesTheOtherLayers) {
 // A server's pass: two sequences' rows in one chunk, with a capture inside.
 TEST(StateLoan, TwoSequencesAndACaptureBitIdentical) {
   const ModelConfig& c = TinyModel::get().config;
-  LoanDir dir;
+  ScratchDir dir;
   std::vector<float> logits[2];
   SequenceState a[2], b[2];
   StateCapture caps[2] = {{1, 20, {}, {}}, {1, 20, {}, {}}};
@@ -172,11 +158,11 @@ TEST(StateLoan, TwoSequencesAndACaptureBitIdentical) {
     e.pass.set_layer_tap(&tap);
     e.pass.forward_sequences_last(both, spans, logits[lend].data(), std::span<StateCapture>(&caps[lend], 1));
   }
-  EXPECT_TRUE(same_floats(logits[0], logits[1]));
+  EXPECT_TRUE(same_bits(logits[0], logits[1]));
   expect_same_state(a[0], a[1], "sequence 0");
   expect_same_state(b[0], b[1], "sequence 1");
   expect_same_state(caps[0].state, caps[1].state, "the capture");
-  EXPECT_TRUE(same_floats(caps[0].logits, caps[1].logits));
+  EXPECT_TRUE(same_bits(caps[0].logits, caps[1].logits));
 }
 
 // Ctrl-C inside a layer and after one: the sequence is put back as before
@@ -184,7 +170,7 @@ TEST(StateLoan, TwoSequencesAndACaptureBitIdentical) {
 // usable; an error mid-chunk does the same.
 TEST(StateLoan, StopOrErrorPutsTheSequenceBack) {
   const ModelConfig& c = TinyModel::get().config;
-  LoanDir dir;
+  ScratchDir dir;
   Engine plain(nullptr), lent(&dir);
   SequenceState want, s;
   plain.pass.reset(want);
@@ -220,7 +206,7 @@ TEST(StateLoan, StopOrErrorPutsTheSequenceBack) {
   lent.pass.set_layer_tap(nullptr);
   plain.pass.forward(want, ids, LogitRows::kLast, want_logits.data());
   lent.pass.forward(s, ids, LogitRows::kLast, logits.data());
-  EXPECT_TRUE(same_floats(want_logits, logits));
+  EXPECT_TRUE(same_bits(want_logits, logits));
   expect_same_state(want, s, "run to the end after the stops");
 }
 
@@ -238,7 +224,7 @@ int loan_fd() {
 // error names the file, and the sequence is whole: empty, as a new one.
 TEST(StateLoan, AFileThatCannotGiveBackLeavesTheSequenceEmpty) {
   const ModelConfig& c = TinyModel::get().config;
-  LoanDir dir;
+  ScratchDir dir;
   Engine lent(&dir);
   SequenceState s, fresh;
   lent.pass.reset(s);
